@@ -1,0 +1,1 @@
+//! Typed payloads of the .NET runtime's well-known events.

@@ -1,0 +1,310 @@
+//! A bounds-checked little-endian cursor over a byte slice: every read either returns a value or
+//! a [`CursorError`] saying how many bytes were needed where. Used by the block parsers here and
+//! by payload decoders in other crates.
+
+use crate::value::{Guid, SystemTime};
+
+/// A read past the end of the data, or a value that does not fit its declared encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CursorError {
+    /// `needed` bytes were wanted at `offset` but only `available` remained.
+    Eof {
+        /// Absolute offset (the cursor's base plus position) of the failed read.
+        offset: u64,
+        /// Bytes the read needed.
+        needed: usize,
+        /// Bytes that were left.
+        available: usize,
+    },
+    /// A variable-length integer at `offset` was longer than its type allows.
+    BadVarInt {
+        /// Absolute offset where the integer started.
+        offset: u64,
+    },
+}
+
+impl CursorError {
+    /// The absolute offset at which the read failed.
+    pub fn offset(&self) -> u64 {
+        match *self {
+            CursorError::Eof { offset, .. } | CursorError::BadVarInt { offset } => offset,
+        }
+    }
+}
+
+impl std::fmt::Display for CursorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            CursorError::Eof {
+                needed, available, ..
+            } => write!(f, "needed {needed} bytes but only {available} remain"),
+            CursorError::BadVarInt { .. } => write!(f, "variable-length integer is too long"),
+        }
+    }
+}
+
+impl std::error::Error for CursorError {}
+
+/// A cursor over a byte slice. `base` is the absolute offset of the slice's first byte in the
+/// whole stream, so errors can name file offsets.
+#[derive(Clone, Copy, Debug)]
+pub struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+    base: u64,
+}
+
+macro_rules! read_le {
+    ($name:ident, $ty:ty, $n:expr) => {
+        #[doc = concat!("Reads a little-endian `", stringify!($ty), "`.")]
+        #[inline]
+        pub fn $name(&mut self) -> Result<$ty, CursorError> {
+            let b = self.array::<$n>()?;
+            Ok(<$ty>::from_le_bytes(b))
+        }
+    };
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `data`, whose first byte sits at absolute offset `base`.
+    #[inline]
+    pub fn new(data: &'a [u8], base: u64) -> Cursor<'a> {
+        Cursor { data, pos: 0, base }
+    }
+
+    /// Position within the slice.
+    #[inline]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Absolute offset of the next byte.
+    #[inline]
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Bytes left.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    /// True when nothing is left.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.data.len()
+    }
+
+    /// The unread rest of the slice.
+    #[inline]
+    pub fn rest(&self) -> &'a [u8] {
+        &self.data[self.pos..]
+    }
+
+    #[inline]
+    fn eof(&self, needed: usize) -> CursorError {
+        CursorError::Eof {
+            offset: self.offset(),
+            needed,
+            available: self.remaining(),
+        }
+    }
+
+    /// Takes the next `n` bytes.
+    #[inline]
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], CursorError> {
+        if n > self.remaining() {
+            return Err(self.eof(n));
+        }
+        let s = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// Skips `n` bytes.
+    #[inline]
+    pub fn skip(&mut self, n: usize) -> Result<(), CursorError> {
+        self.bytes(n).map(|_| ())
+    }
+
+    /// Reads a fixed-size array.
+    #[inline]
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], CursorError> {
+        let s = self.bytes(N)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(s);
+        Ok(out)
+    }
+
+    /// Reads one byte.
+    #[inline]
+    pub fn u8(&mut self) -> Result<u8, CursorError> {
+        match self.data.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(self.eof(1)),
+        }
+    }
+
+    read_le!(u16, u16, 2);
+    read_le!(i16, i16, 2);
+    read_le!(u32, u32, 4);
+    read_le!(i32, i32, 4);
+    read_le!(u64, u64, 8);
+    read_le!(i64, i64, 8);
+    read_le!(f32, f32, 4);
+    read_le!(f64, f64, 8);
+
+    /// Reads a pointer-sized unsigned value (`pointer_size` 4 or 8; anything else reads 8).
+    #[inline]
+    pub fn pointer(&mut self, pointer_size: u8) -> Result<u64, CursorError> {
+        if pointer_size == 4 {
+            self.u32().map(u64::from)
+        } else {
+            self.u64()
+        }
+    }
+
+    /// Reads a GUID.
+    #[inline]
+    pub fn guid(&mut self) -> Result<Guid, CursorError> {
+        self.array::<16>().map(Guid)
+    }
+
+    /// Reads a `SYSTEMTIME` (eight little-endian `u16`).
+    pub fn system_time(&mut self) -> Result<SystemTime, CursorError> {
+        Ok(SystemTime {
+            year: self.u16()?,
+            month: self.u16()?,
+            day_of_week: self.u16()?,
+            day: self.u16()?,
+            hour: self.u16()?,
+            minute: self.u16()?,
+            second: self.u16()?,
+            millisecond: self.u16()?,
+        })
+    }
+
+    /// Reads a LEB128-style unsigned integer of at most 64 bits.
+    #[inline]
+    pub fn varu64(&mut self) -> Result<u64, CursorError> {
+        let start = self.offset();
+        let mut result: u64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let b = self.u8()?;
+            if shift == 63 && b > 1 {
+                return Err(CursorError::BadVarInt { offset: start });
+            }
+            result |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(result);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(CursorError::BadVarInt { offset: start });
+            }
+        }
+    }
+
+    /// Reads a LEB128-style unsigned integer that must fit in 32 bits.
+    #[inline]
+    pub fn varu32(&mut self) -> Result<u32, CursorError> {
+        let start = self.offset();
+        let v = self.varu64()?;
+        u32::try_from(v).map_err(|_| CursorError::BadVarInt { offset: start })
+    }
+
+    /// Reads a zig-zag encoded signed integer.
+    #[inline]
+    pub fn vari64(&mut self) -> Result<i64, CursorError> {
+        let v = self.varu64()?;
+        Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+    }
+
+    /// Reads a NUL-terminated UTF-16LE string (the terminator is consumed, not returned). A
+    /// missing terminator is an error.
+    pub fn utf16z(&mut self) -> Result<String, CursorError> {
+        let rest = self.rest();
+        let mut units = Vec::new();
+        let mut i = 0;
+        while i + 1 < rest.len() {
+            let u = u16::from_le_bytes([rest[i], rest[i + 1]]);
+            i += 2;
+            if u == 0 {
+                self.pos += i;
+                return Ok(String::from_utf16_lossy(&units));
+            }
+            units.push(u);
+        }
+        Err(CursorError::Eof {
+            offset: self.offset(),
+            needed: rest.len() + 2,
+            available: rest.len(),
+        })
+    }
+
+    /// Reads a UTF-8 string prefixed with its byte length as a `varuint32` (NetTrace V6).
+    pub fn utf8_varlen(&mut self) -> Result<String, CursorError> {
+        let n = self.varu32()? as usize;
+        let b = self.bytes(n)?;
+        Ok(String::from_utf8_lossy(b).into_owned())
+    }
+
+    /// Reads a UTF-8 string prefixed with its byte length as a little-endian `u32`
+    /// (FastSerialization strings).
+    pub fn utf8_u32len(&mut self) -> Result<String, CursorError> {
+        let n = self.u32()? as usize;
+        let b = self.bytes(n)?;
+        Ok(String::from_utf8_lossy(b).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints() {
+        let data = [0x96, 0x01, 0x7f, 0x80, 0x80, 0x80, 0x80, 0x10, 0x03];
+        let mut c = Cursor::new(&data, 100);
+        assert_eq!(c.varu64().unwrap(), 150);
+        assert_eq!(c.varu32().unwrap(), 127);
+        assert!(c.varu32().is_err());
+        let mut c = Cursor::new(&data[8..], 0);
+        assert_eq!(c.vari64().unwrap(), -2);
+    }
+
+    #[test]
+    fn eof_names_offset() {
+        let mut c = Cursor::new(&[1, 2, 3], 10);
+        c.u8().unwrap();
+        let e = c.u32().unwrap_err();
+        assert_eq!(
+            e,
+            CursorError::Eof {
+                offset: 11,
+                needed: 4,
+                available: 2
+            }
+        );
+    }
+
+    #[test]
+    fn utf16z_reads_and_rejects_unterminated() {
+        let mut c = Cursor::new(&[b'h', 0, b'i', 0, 0, 0, 9], 0);
+        assert_eq!(c.utf16z().unwrap(), "hi");
+        assert_eq!(c.remaining(), 1);
+        let mut c = Cursor::new(&[b'h', 0, b'i'], 0);
+        assert!(c.utf16z().is_err());
+    }
+
+    #[test]
+    fn overlong_varint_is_an_error() {
+        let data = [0xff; 12];
+        assert!(Cursor::new(&data, 0).varu64().is_err());
+    }
+}
