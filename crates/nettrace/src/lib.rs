@@ -7,3 +7,20 @@ pub mod value;
 
 pub use cursor::{Cursor, CursorError};
 pub use value::{Field, Guid, SystemTime, Value};
+
+pub mod decoder;
+pub mod error;
+pub mod event;
+mod framing;
+pub mod header;
+pub mod metadata;
+pub mod payload;
+pub mod reader;
+
+pub use decoder::TraceStats;
+pub use error::{BlockKind, Error, ErrorKind, Result};
+pub use event::{Event, LabelList, Stack, ThreadInfo};
+pub use header::{format_unix_ns, Clock, FormatVersion, TraceHeader};
+pub use metadata::{EventMetadata, FieldDesc, FieldType};
+pub use payload::{decode_payload, DecodedPayload};
+pub use reader::{ByteSource, Reader, ReadSource, SliceSource, StreamReader, TraceFile, TraceReader};

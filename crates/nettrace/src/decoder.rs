@@ -1,0 +1,855 @@
+//! The reader's state machine, shared by the slice and `io::Read` readers: it is handed whole
+//! blocks and keeps the tables events refer to (metadata, stacks, threads, label lists), tracks
+//! sequence numbers to count dropped events, and decodes event headers one at a time.
+
+use std::collections::HashMap;
+
+use crate::cursor::Cursor;
+use crate::error::{BlockKind, Error, ErrorKind, InBlock, Result};
+use crate::event::{Event, LabelList, Stack, ThreadInfo};
+use crate::framing::{Framing, StreamStart};
+use crate::header::{Clock, FormatVersion, TraceHeader};
+use crate::metadata::{self, EventMetadata};
+use crate::value::Guid;
+
+/// Metadata ids below this are kept in a vector; larger ones in a map.
+const DENSE_METADATA_IDS: u32 = 1 << 16;
+/// Hard limit on one stack's size in bytes.
+pub const MAX_STACK_BYTES: u32 = 1 << 20;
+/// Stack ids above `base + this` go to the sparse map.
+const DENSE_STACK_SPAN: u32 = 1 << 20;
+
+/// Counters gathered while reading.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceStats {
+    /// Events yielded.
+    pub events: u64,
+    /// Metadata rows read.
+    pub metadata_rows: u64,
+    /// Stacks read into the stack table.
+    pub stacks: u64,
+    /// Blocks read (all kinds).
+    pub blocks: u64,
+    /// Event blocks read.
+    pub event_blocks: u64,
+    /// Sequence points read.
+    pub sequence_points: u64,
+    /// Blocks of unknown kind skipped (V6).
+    pub unknown_blocks: u64,
+    /// Events whose metadata id was never defined (yielded with empty metadata).
+    pub events_without_metadata: u64,
+    /// Events with a stack id that was not in the stack table.
+    pub missing_stacks: u64,
+    /// Events the writer dropped, from gaps in per-thread sequence numbers and sequence points.
+    pub dropped_events: u64,
+    /// True when any metadata carried V5 tags (the trace is NetTrace V5).
+    pub v5_metadata_tags: bool,
+    /// Bytes of the stream consumed by whole blocks (everything before this offset was read).
+    pub bytes_read: u64,
+    /// True when the end-of-stream marker was reached.
+    pub ended_cleanly: bool,
+    /// Smallest event timestamp (ticks), when any event was read.
+    pub min_timestamp: Option<i64>,
+    /// Largest event timestamp (ticks).
+    pub max_timestamp: Option<i64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventEncoding {
+    /// NetPerf: fixed header, inline stack, 4-byte aligned.
+    V3,
+    /// V4/V5 uncompressed headers.
+    V5Plain,
+    /// V4/V5 compressed headers.
+    V5Compressed,
+    /// V6 uncompressed headers.
+    V6Plain,
+    /// V6 compressed headers.
+    V6Compressed,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct RawHeader {
+    metadata_id: u32,
+    sequence: u32,
+    thread: u64,
+    capture_thread: u64,
+    processor: u32,
+    stack_id: u32,
+    timestamp: i64,
+    activity: Guid,
+    related: Guid,
+    label_list: u32,
+    payload_size: u32,
+    is_sorted: bool,
+}
+
+/// Iteration state inside one event block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BlockIter {
+    encoding: EventEncoding,
+    /// Position of the next event within the block.
+    pos: usize,
+    prev: RawHeader,
+}
+
+/// One decoded event header with its payload position inside the block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawEvent {
+    h: RawHeader,
+    offset: u64,
+    payload_start: usize,
+    /// V3 inline stack range in the block.
+    inline_stack: Option<(usize, usize)>,
+}
+
+#[derive(Default)]
+struct StackTable {
+    bytes: Vec<u8>,
+    base: u32,
+    dense: Vec<(u32, u32)>,
+    sparse: HashMap<u32, (u32, u32)>,
+}
+
+impl StackTable {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.dense.clear();
+        self.sparse.clear();
+        self.base = 0;
+    }
+
+    fn insert(&mut self, id: u32, data: &[u8]) {
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(data);
+        let entry = (start, data.len() as u32);
+        if self.dense.is_empty() && self.sparse.is_empty() {
+            self.base = id;
+        }
+        match id.checked_sub(self.base) {
+            Some(rel) if rel < DENSE_STACK_SPAN => {
+                let rel = rel as usize;
+                if rel >= self.dense.len() {
+                    self.dense.resize(rel + 1, (0, 0));
+                }
+                self.dense[rel] = entry;
+            }
+            _ => {
+                self.sparse.insert(id, entry);
+            }
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: u32) -> Option<&[u8]> {
+        let (s, l) = match id.checked_sub(self.base) {
+            Some(rel) if (rel as usize) < self.dense.len() => self.dense[rel as usize],
+            _ => *self.sparse.get(&id)?,
+        };
+        self.bytes.get(s as usize..(s + l) as usize)
+    }
+}
+
+/// The decoding state.
+pub(crate) struct Decoder {
+    pub header: TraceHeader,
+    pub clock: Clock,
+    pub stats: TraceStats,
+    framing: Framing,
+    dense_metadata: Vec<Option<Box<EventMetadata>>>,
+    sparse_metadata: HashMap<u32, Box<EventMetadata>>,
+    unknown_metadata: EventMetadata,
+    stacks: StackTable,
+    threads: HashMap<u64, ThreadInfo>,
+    labels: HashMap<u32, LabelList>,
+    last_seq: HashMap<u64, u32>,
+    cur_seq_thread: Option<u64>,
+    cur_seq: u32,
+    thread_cache: Option<(u64, u64, Option<u64>)>,
+}
+
+impl Decoder {
+    pub(crate) fn new(start: &StreamStart, header: TraceHeader) -> Decoder {
+        Decoder {
+            clock: header.clock(),
+            header,
+            stats: TraceStats::default(),
+            framing: start.framing,
+            dense_metadata: Vec::new(),
+            sparse_metadata: HashMap::new(),
+            unknown_metadata: EventMetadata::default(),
+            stacks: StackTable::default(),
+            threads: HashMap::new(),
+            labels: HashMap::new(),
+            last_seq: HashMap::new(),
+            cur_seq_thread: None,
+            cur_seq: 0,
+            thread_cache: None,
+        }
+    }
+
+    fn is_v6(&self) -> bool {
+        self.framing == Framing::V6
+    }
+
+    /// Looks up a metadata row.
+    #[inline]
+    pub(crate) fn metadata(&self, id: u32) -> Option<&EventMetadata> {
+        if id < DENSE_METADATA_IDS {
+            self.dense_metadata.get(id as usize)?.as_deref()
+        } else {
+            self.sparse_metadata.get(&id).map(|b| &**b)
+        }
+    }
+
+    /// All metadata rows read so far.
+    pub(crate) fn all_metadata(&self) -> impl Iterator<Item = &EventMetadata> {
+        self.dense_metadata
+            .iter()
+            .filter_map(|m| m.as_deref())
+            .chain(self.sparse_metadata.values().map(|b| &**b))
+    }
+
+    fn add_metadata(&mut self, m: EventMetadata) {
+        self.stats.metadata_rows += 1;
+        if m.has_v5_tags {
+            self.stats.v5_metadata_tags = true;
+        }
+        let id = m.metadata_id;
+        if id < DENSE_METADATA_IDS {
+            let i = id as usize;
+            if i >= self.dense_metadata.len() {
+                self.dense_metadata.resize_with(i + 1, || None);
+            }
+            self.dense_metadata[i] = Some(Box::new(m));
+        } else {
+            self.sparse_metadata.insert(id, Box::new(m));
+        }
+    }
+
+    /// Handles a non-event block, or prepares iteration over an event block.
+    /// Returns `Some(iter)` for event blocks.
+    pub(crate) fn begin_block(
+        &mut self,
+        kind: BlockKind,
+        data: &[u8],
+        offset: u64,
+    ) -> Result<Option<BlockIter>> {
+        self.stats.blocks += 1;
+        match kind {
+            BlockKind::Event => {
+                self.stats.event_blocks += 1;
+                self.event_block_iter(data, offset).map(Some)
+            }
+            BlockKind::Metadata => {
+                self.metadata_block(data, offset).in_block(kind)?;
+                Ok(None)
+            }
+            BlockKind::Stack => {
+                self.stack_block(data, offset).in_block(kind)?;
+                Ok(None)
+            }
+            BlockKind::SequencePoint => {
+                self.sequence_point(data, offset).in_block(kind)?;
+                Ok(None)
+            }
+            BlockKind::Thread => {
+                self.thread_block(data, offset).in_block(kind)?;
+                Ok(None)
+            }
+            BlockKind::RemoveThread => {
+                self.remove_thread_block(data, offset).in_block(kind)?;
+                Ok(None)
+            }
+            BlockKind::LabelList => {
+                self.label_list_block(data, offset).in_block(kind)?;
+                Ok(None)
+            }
+            BlockKind::Trace => Err(Error::malformed(
+                offset,
+                kind,
+                "a second Trace block in the stream",
+            )),
+            BlockKind::Unknown(_) | BlockKind::StreamHeader | BlockKind::EndOfStream => {
+                self.stats.unknown_blocks += 1;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reads the common V4+ event/metadata block header; returns (compressed, header length).
+    fn block_header(data: &[u8], offset: u64, kind: BlockKind) -> Result<(bool, usize)> {
+        let mut c = Cursor::new(data, offset);
+        let header_size = c.u16().in_block(kind)? as usize;
+        let flags = c.u16().in_block(kind)?;
+        if header_size < 4 || header_size > data.len() {
+            return Err(Error::malformed(
+                offset,
+                kind,
+                format!(
+                    "block header size {header_size} is outside 4..={} (the block's size)",
+                    data.len()
+                ),
+            ));
+        }
+        Ok((flags & 1 != 0, header_size))
+    }
+
+    fn event_block_iter(&mut self, data: &[u8], offset: u64) -> Result<BlockIter> {
+        let (encoding, pos) = if self.header.format == FormatVersion::NetPerf3 {
+            (EventEncoding::V3, 0)
+        } else {
+            let (compressed, hs) = Self::block_header(data, offset, BlockKind::Event)?;
+            let enc = match (self.is_v6(), compressed) {
+                (false, false) => EventEncoding::V5Plain,
+                (false, true) => EventEncoding::V5Compressed,
+                (true, false) => EventEncoding::V6Plain,
+                (true, true) => EventEncoding::V6Compressed,
+            };
+            (enc, hs)
+        };
+        Ok(BlockIter {
+            encoding,
+            pos,
+            prev: RawHeader::default(),
+        })
+    }
+
+    fn metadata_block(&mut self, data: &[u8], offset: u64) -> Result<()> {
+        let kind = BlockKind::Metadata;
+        if self.is_v6() {
+            let mut c = Cursor::new(data, offset);
+            let hs = c.u16()? as usize;
+            c.skip(hs)?;
+            while !c.is_empty() {
+                let size = c.u16()? as usize;
+                let at = c.offset();
+                let row = c.bytes(size)?;
+                let m = metadata::parse_v6_row(row, at)?;
+                self.add_metadata(m);
+            }
+            return Ok(());
+        }
+        // V4/V5: metadata rows are encoded as event blobs.
+        let (compressed, hs) = Self::block_header(data, offset, kind)?;
+        let mut it = BlockIter {
+            encoding: if compressed {
+                EventEncoding::V5Compressed
+            } else {
+                EventEncoding::V5Plain
+            },
+            pos: hs,
+            prev: RawHeader::default(),
+        };
+        while let Some(raw) = self.decode_header(data, offset, &mut it)? {
+            let p = &data[raw.payload_start..raw.payload_start + raw.h.payload_size as usize];
+            let m = metadata::parse_v5(p, offset + raw.payload_start as u64)?;
+            self.add_metadata(m);
+        }
+        Ok(())
+    }
+
+    fn stack_block(&mut self, data: &[u8], offset: u64) -> Result<()> {
+        let mut c = Cursor::new(data, offset);
+        let first = c.u32()?;
+        let at = c.offset();
+        let count = c.u32()?;
+        if count as usize > c.remaining() / 4 {
+            return Err(Error::malformed(
+                at,
+                BlockKind::Stack,
+                format!("{count} stacks cannot fit in the block"),
+            ));
+        }
+        for i in 0..count {
+            let at = c.offset();
+            let size = c.u32()?;
+            if size > MAX_STACK_BYTES {
+                return Err(Error::new(
+                    at,
+                    Some(BlockKind::Stack),
+                    ErrorKind::LimitExceeded {
+                        what: "stack size",
+                        value: size.into(),
+                        limit: MAX_STACK_BYTES.into(),
+                    },
+                ));
+            }
+            let bytes = c.bytes(size as usize)?;
+            self.stacks.insert(first.wrapping_add(i), bytes);
+            self.stats.stacks += 1;
+        }
+        Ok(())
+    }
+
+    fn note_sequence(&mut self, thread: u64, seq: u32) {
+        // Called at sequence points and thread removal: a higher number than seen means drops.
+        self.flush_seq_cache();
+        let last = self.last_seq.entry(thread).or_insert(0);
+        if seq > *last {
+            self.stats.dropped_events += u64::from(seq - *last);
+            *last = seq;
+        }
+    }
+
+    fn flush_seq_cache(&mut self) {
+        if let Some(t) = self.cur_seq_thread.take() {
+            self.last_seq.insert(t, self.cur_seq);
+        }
+    }
+
+    fn sequence_point(&mut self, data: &[u8], offset: u64) -> Result<()> {
+        self.stats.sequence_points += 1;
+        let mut c = Cursor::new(data, offset);
+        let _timestamp = c.i64()?;
+        if self.is_v6() {
+            let flags = c.u32()?;
+            let count = c.u32()?;
+            for _ in 0..count {
+                let idx = c.varu64()?;
+                let seq = c.varu32()?;
+                self.note_sequence(idx, seq);
+            }
+            if flags & 1 != 0 {
+                self.threads.clear();
+                self.thread_cache = None;
+            }
+            if flags & 2 != 0 {
+                self.dense_metadata.clear();
+                self.sparse_metadata.clear();
+            }
+        } else {
+            let at = c.offset();
+            let count = c.u32()?;
+            if count as usize > c.remaining() / 12 {
+                return Err(Error::malformed(
+                    at,
+                    BlockKind::SequencePoint,
+                    format!("{count} threads cannot fit in the block"),
+                ));
+            }
+            for _ in 0..count {
+                let tid = c.u64()?;
+                let seq = c.u32()?;
+                self.note_sequence(tid, seq);
+            }
+        }
+        self.stacks.clear();
+        self.labels.clear();
+        Ok(())
+    }
+
+    fn thread_block(&mut self, data: &[u8], offset: u64) -> Result<()> {
+        let mut c = Cursor::new(data, offset);
+        while !c.is_empty() {
+            let size = c.u16()? as usize;
+            let at = c.offset();
+            let row = c.bytes(size)?;
+            let mut r = Cursor::new(row, at);
+            let index = r.varu64()?;
+            let mut info = ThreadInfo::default();
+            while !r.is_empty() {
+                let at = r.offset();
+                match r.u8()? {
+                    1 => info.name = Some(r.utf8_varlen()?),
+                    2 => info.process_id = Some(r.varu64()?),
+                    3 => info.thread_id = Some(r.varu64()?),
+                    4 => {
+                        let k = r.utf8_varlen()?;
+                        let v = r.utf8_varlen()?;
+                        info.key_values.push((k, v));
+                    }
+                    k => {
+                        return Err(Error::malformed(
+                            at,
+                            BlockKind::Thread,
+                            format!("unknown thread info kind {k}"),
+                        ))
+                    }
+                }
+            }
+            self.threads.insert(index, info);
+        }
+        self.thread_cache = None;
+        Ok(())
+    }
+
+    fn remove_thread_block(&mut self, data: &[u8], offset: u64) -> Result<()> {
+        let mut c = Cursor::new(data, offset);
+        while !c.is_empty() {
+            let idx = c.varu64()?;
+            let seq = c.varu32()?;
+            self.note_sequence(idx, seq);
+            self.last_seq.remove(&idx);
+            self.threads.remove(&idx);
+        }
+        self.thread_cache = None;
+        Ok(())
+    }
+
+    fn label_list_block(&mut self, data: &[u8], offset: u64) -> Result<()> {
+        let b = BlockKind::LabelList;
+        let mut c = Cursor::new(data, offset);
+        let first = c.u32()?;
+        let at = c.offset();
+        let count = c.u32()?;
+        if count as usize > c.remaining() {
+            return Err(Error::malformed(
+                at,
+                b,
+                format!("{count} label lists cannot fit in the block"),
+            ));
+        }
+        for i in 0..count {
+            let mut list = LabelList::default();
+            loop {
+                let at = c.offset();
+                let kind = c.u8()?;
+                match kind & 0x7f {
+                    1 => list.activity_id = Some(c.guid()?),
+                    2 => list.related_activity_id = Some(c.guid()?),
+                    3 => list.trace_id = Some(c.array::<16>()?),
+                    4 => list.span_id = Some(c.u64()?),
+                    5 => {
+                        let k = c.utf8_varlen()?;
+                        let v = c.utf8_varlen()?;
+                        list.strings.push((k, v));
+                    }
+                    6 => {
+                        let k = c.utf8_varlen()?;
+                        let v = c.vari64()?;
+                        list.integers.push((k, v));
+                    }
+                    7 => list.opcode = Some(c.u8()?),
+                    8 => list.keywords = Some(c.u64()?),
+                    9 => list.level = Some(c.u8()?),
+                    10 => list.version = Some(c.u8()?),
+                    k => return Err(Error::malformed(at, b, format!("unknown label kind {k}"))),
+                }
+                if kind & 0x80 != 0 {
+                    break;
+                }
+            }
+            self.labels.insert(first.wrapping_add(i), list);
+        }
+        Ok(())
+    }
+
+    /// Decodes the next event header of a block (metadata or event block). `Ok(None)` at the
+    /// end of the block.
+    #[inline]
+    fn decode_header(
+        &mut self,
+        data: &[u8],
+        offset: u64,
+        it: &mut BlockIter,
+    ) -> Result<Option<RawEvent>> {
+        if it.pos >= data.len() {
+            return Ok(None);
+        }
+        let start = it.pos;
+        let ev_offset = offset + start as u64;
+        let mut c = Cursor::new(&data[start..], ev_offset);
+        let kind = BlockKind::Event;
+        let mut inline_stack = None;
+        let next_pos;
+        let payload_start;
+        let h = match it.encoding {
+            EventEncoding::V5Compressed | EventEncoding::V6Compressed => {
+                let v6 = it.encoding == EventEncoding::V6Compressed;
+                let mut h = it.prev;
+                let flags = c.u8().in_block(kind)?;
+                if flags & 1 != 0 {
+                    h.metadata_id = c.varu32().in_block(kind)?;
+                }
+                if flags & 2 != 0 {
+                    h.sequence = h.sequence.wrapping_add(c.varu32().in_block(kind)?);
+                    h.capture_thread = c.varu64().in_block(kind)?;
+                    h.processor = c.varu32().in_block(kind)?;
+                }
+                if v6 || h.metadata_id != 0 {
+                    h.sequence = h.sequence.wrapping_add(1);
+                }
+                if flags & 4 != 0 {
+                    h.thread = c.varu64().in_block(kind)?;
+                }
+                if flags & 8 != 0 {
+                    h.stack_id = c.varu32().in_block(kind)?;
+                }
+                h.timestamp = h.timestamp.wrapping_add(c.varu64().in_block(kind)? as i64);
+                if v6 {
+                    if flags & 16 != 0 {
+                        h.label_list = c.varu32().in_block(kind)?;
+                    }
+                } else {
+                    if flags & 16 != 0 {
+                        h.activity = c.guid().in_block(kind)?;
+                    }
+                    if flags & 32 != 0 {
+                        h.related = c.guid().in_block(kind)?;
+                    }
+                }
+                h.is_sorted = flags & 64 != 0;
+                if flags & 128 != 0 {
+                    h.payload_size = c.varu32().in_block(kind)?;
+                }
+                payload_start = start + c.position();
+                c.skip(h.payload_size as usize).in_block(kind)?;
+                next_pos = start + c.position();
+                h
+            }
+            EventEncoding::V5Plain | EventEncoding::V6Plain => {
+                let v6 = it.encoding == EventEncoding::V6Plain;
+                let size = c.u32().in_block(kind)? as usize;
+                let meta = c.u32().in_block(kind)?;
+                let mut h = RawHeader {
+                    metadata_id: meta & 0x7fff_ffff,
+                    is_sorted: meta & 0x8000_0000 != 0,
+                    sequence: c.u32().in_block(kind)?,
+                    thread: c.u64().in_block(kind)?,
+                    capture_thread: c.u64().in_block(kind)?,
+                    processor: c.u32().in_block(kind)?,
+                    stack_id: c.u32().in_block(kind)?,
+                    timestamp: c.i64().in_block(kind)?,
+                    ..RawHeader::default()
+                };
+                if v6 {
+                    h.label_list = c.u32().in_block(kind)?;
+                } else {
+                    h.activity = c.guid().in_block(kind)?;
+                    h.related = c.guid().in_block(kind)?;
+                }
+                h.payload_size = c.u32().in_block(kind)?;
+                let header_len = c.position();
+                payload_start = start + header_len;
+                if header_len + h.payload_size as usize > size + 4 {
+                    return Err(Error::malformed(
+                        ev_offset,
+                        kind,
+                        format!(
+                            "event size {size} is smaller than its header and {}-byte payload",
+                            h.payload_size
+                        ),
+                    ));
+                }
+                let mut end = start + 4 + size;
+                if !v6 {
+                    // V4/V5 events are padded to 4-byte file offsets.
+                    let abs = offset + end as u64;
+                    end += ((4 - abs % 4) % 4) as usize;
+                }
+                if end > data.len() {
+                    return Err(Error::new(
+                        ev_offset,
+                        Some(kind),
+                        ErrorKind::Truncated {
+                            needed: (end - start) as u64,
+                            available: (data.len() - start) as u64,
+                        },
+                    ));
+                }
+                next_pos = end;
+                h
+            }
+            EventEncoding::V3 => {
+                let size = c.u32().in_block(kind)? as usize;
+                let h = RawHeader {
+                    metadata_id: c.u32().in_block(kind)?,
+                    thread: u64::from(c.u32().in_block(kind)?),
+                    timestamp: c.i64().in_block(kind)?,
+                    activity: c.guid().in_block(kind)?,
+                    related: c.guid().in_block(kind)?,
+                    payload_size: c.u32().in_block(kind)?,
+                    ..RawHeader::default()
+                };
+                payload_start = start + c.position();
+                c.skip(h.payload_size as usize).in_block(kind)?;
+                let at = c.offset();
+                let stack_size = c.u32().in_block(kind)? as usize;
+                let sp = start + c.position();
+                c.skip(stack_size).in_block(kind)?;
+                if c.position() > size + 4 {
+                    return Err(Error::malformed(
+                        at,
+                        kind,
+                        format!(
+                            "event size {size} is smaller than its header, payload and {stack_size}-byte stack"
+                        ),
+                    ));
+                }
+                inline_stack = Some((sp, stack_size));
+                let end = start + 4 + size;
+                if end > data.len() {
+                    return Err(Error::new(
+                        ev_offset,
+                        Some(kind),
+                        ErrorKind::Truncated {
+                            needed: (end - start) as u64,
+                            available: (data.len() - start) as u64,
+                        },
+                    ));
+                }
+                next_pos = end;
+                h
+            }
+        };
+        it.prev = h;
+        it.pos = next_pos;
+        Ok(Some(RawEvent {
+            h,
+            offset: ev_offset,
+            payload_start,
+            inline_stack,
+        }))
+    }
+
+    /// Decodes the next real event of an event block (skipping NetPerf's inline metadata).
+    #[inline]
+    pub(crate) fn next_in_block(
+        &mut self,
+        data: &[u8],
+        offset: u64,
+        it: &mut BlockIter,
+    ) -> Result<Option<RawEvent>> {
+        loop {
+            let Some(raw) = self.decode_header(data, offset, it)? else {
+                return Ok(None);
+            };
+            if raw.h.metadata_id == 0 {
+                if it.encoding == EventEncoding::V3 {
+                    let p = &data[raw.payload_start..raw.payload_start + raw.h.payload_size as usize];
+                    let m = metadata::parse_v5(p, offset + raw.payload_start as u64)?;
+                    self.add_metadata(m);
+                    continue;
+                }
+                return Err(Error::malformed(
+                    raw.offset,
+                    BlockKind::Event,
+                    "event refers to metadata id 0",
+                ));
+            }
+            self.account(&raw);
+            return Ok(Some(raw));
+        }
+    }
+
+    #[inline]
+    fn account(&mut self, raw: &RawEvent) {
+        let s = &mut self.stats;
+        s.events += 1;
+        let ts = raw.h.timestamp;
+        s.min_timestamp = Some(s.min_timestamp.map_or(ts, |m| m.min(ts)));
+        s.max_timestamp = Some(s.max_timestamp.map_or(ts, |m| m.max(ts)));
+        if raw.inline_stack.is_some() {
+            return; // NetPerf has no sequence numbers
+        }
+        let t = raw.h.capture_thread;
+        if self.cur_seq_thread != Some(t) {
+            self.flush_seq_cache();
+            self.cur_seq = self.last_seq.get(&t).copied().unwrap_or(0);
+            self.cur_seq_thread = Some(t);
+        }
+        let expected = self.cur_seq.wrapping_add(1);
+        let seq = raw.h.sequence;
+        if self.cur_seq != 0 && seq != expected && seq > expected {
+            self.stats.dropped_events += u64::from(seq - expected);
+        }
+        if seq > self.cur_seq || seq == 1 {
+            self.cur_seq = seq;
+        }
+    }
+
+    #[inline]
+    fn resolve_thread(&mut self, index: u64) -> (u64, Option<u64>) {
+        if !self.is_v6() {
+            return (index, self.header.process_id);
+        }
+        if let Some((i, t, p)) = self.thread_cache {
+            if i == index {
+                return (t, p);
+            }
+        }
+        let (t, p) = match self.threads.get(&index) {
+            Some(info) => (
+                info.thread_id.unwrap_or(index),
+                info.process_id.or(self.header.process_id),
+            ),
+            None => (index, self.header.process_id),
+        };
+        self.thread_cache = Some((index, t, p));
+        (t, p)
+    }
+
+    /// Builds the event for a decoded header.
+    #[inline]
+    pub(crate) fn make_event<'s>(&'s mut self, data: &'s [u8], raw: &RawEvent) -> Event<'s> {
+        let (thread_id, process_id) = self.resolve_thread(raw.h.thread);
+        let capture = if raw.inline_stack.is_some() {
+            None
+        } else if self.is_v6() {
+            Some(self.resolve_thread(raw.h.capture_thread).0)
+        } else {
+            Some(raw.h.capture_thread)
+        };
+        let ps = self.header.pointer_size;
+        if raw.inline_stack.is_none()
+            && raw.h.stack_id != 0
+            && self.stacks.get(raw.h.stack_id).is_none()
+        {
+            self.stats.missing_stacks += 1;
+        }
+        let this: &'s Decoder = self;
+        let metadata = match this.metadata(raw.h.metadata_id) {
+            Some(m) => m,
+            None => &this.unknown_metadata,
+        };
+        let labels = if raw.h.label_list != 0 {
+            this.labels.get(&raw.h.label_list)
+        } else {
+            None
+        };
+        let (activity_id, related_activity_id) = match labels {
+            Some(l) => (
+                l.activity_id.unwrap_or_default(),
+                l.related_activity_id.unwrap_or_default(),
+            ),
+            None => (raw.h.activity, raw.h.related),
+        };
+        let payload = &data[raw.payload_start..raw.payload_start + raw.h.payload_size as usize];
+        let stack = match raw.inline_stack {
+            Some((s, l)) => Stack::new(&data[s..s + l], ps),
+            None if raw.h.stack_id == 0 => Stack::new(&[], ps),
+            None => Stack::new(this.stacks.get(raw.h.stack_id).unwrap_or(&[]), ps),
+        };
+        Event {
+            metadata,
+            payload,
+            stack,
+            stack_id: raw.h.stack_id,
+            timestamp: raw.h.timestamp,
+            clock: this.clock,
+            thread_id,
+            capture_thread_id: capture,
+            thread_index: raw.h.thread,
+            process_id,
+            processor: if raw.inline_stack.is_some() {
+                None
+            } else {
+                Some(raw.h.processor)
+            },
+            sequence_number: raw.h.sequence,
+            is_sorted: raw.h.is_sorted,
+            activity_id,
+            related_activity_id,
+            labels,
+            offset: raw.offset,
+        }
+    }
+
+    /// Counts events whose metadata is unknown (after `make_event`).
+    pub(crate) fn note_missing_metadata(&mut self, raw: &RawEvent) {
+        if self.metadata(raw.h.metadata_id).is_none() {
+            self.stats.events_without_metadata += 1;
+        }
+    }
+}

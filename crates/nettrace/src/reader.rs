@@ -1,0 +1,479 @@
+//! The readers: [`TraceReader`] over a byte slice or memory map (zero-copy) and
+//! [`StreamReader`] over any `io::Read` (a file being written, a socket). Both share one engine
+//! over a [`ByteSource`] and yield the same [`Event`] type.
+//!
+//! Events come in file order. Events of different threads between two sequence points are not
+//! sorted by time; [`Event::is_sorted`] carries the writer's hint.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::decoder::{BlockIter, Decoder, TraceStats};
+use crate::error::{BlockKind, Error, ErrorKind, Result};
+use crate::event::Event;
+use crate::framing::{self, Frame, StreamStart};
+use crate::header::TraceHeader;
+use crate::metadata::EventMetadata;
+
+/// Hard limit on one block held in memory by the streaming reader.
+pub const MAX_STREAM_BLOCK: usize = 256 << 20;
+
+/// A window of bytes the reader works on. Implemented for slices and `io::Read` sources.
+pub trait ByteSource {
+    /// The bytes not yet consumed.
+    fn window(&self) -> &[u8];
+    /// Absolute stream offset of `window()[0]`.
+    fn window_offset(&self) -> u64;
+    /// Drops `n` bytes from the front of the window.
+    fn consume(&mut self, n: usize);
+    /// Tries to make the window at least `n` bytes long. `Ok(false)` when the source ended first.
+    fn fill(&mut self, n: usize) -> Result<bool>;
+}
+
+/// A byte slice as a source: everything is already in the window.
+#[derive(Clone, Copy, Debug)]
+pub struct SliceSource<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl ByteSource for SliceSource<'_> {
+    #[inline]
+    fn window(&self) -> &[u8] {
+        &self.data[self.pos..]
+    }
+    #[inline]
+    fn window_offset(&self) -> u64 {
+        self.pos as u64
+    }
+    #[inline]
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.data.len());
+    }
+    #[inline]
+    fn fill(&mut self, n: usize) -> Result<bool> {
+        Ok(self.data.len() - self.pos >= n)
+    }
+}
+
+/// An `io::Read` as a source: bytes are read as needed into a buffer that holds at most the
+/// current block.
+#[derive(Debug)]
+pub struct ReadSource<R> {
+    inner: R,
+    buf: Vec<u8>,
+    start: usize,
+    offset: u64,
+    ended: bool,
+}
+
+impl<R: Read> ReadSource<R> {
+    fn new(inner: R) -> Self {
+        ReadSource {
+            inner,
+            buf: Vec::new(),
+            start: 0,
+            offset: 0,
+            ended: false,
+        }
+    }
+}
+
+impl<R: Read> ByteSource for ReadSource<R> {
+    fn window(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+    fn window_offset(&self) -> u64 {
+        self.offset
+    }
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.buf.len() - self.start);
+        self.start += n;
+        self.offset += n as u64;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+    }
+    fn fill(&mut self, n: usize) -> Result<bool> {
+        if n > MAX_STREAM_BLOCK {
+            return Err(Error::new(
+                self.offset,
+                None,
+                ErrorKind::LimitExceeded {
+                    what: "block size",
+                    value: n as u64,
+                    limit: MAX_STREAM_BLOCK as u64,
+                },
+            ));
+        }
+        if self.buf.len() - self.start >= n {
+            return Ok(true);
+        }
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        while self.buf.len() < n && !self.ended {
+            let have = self.buf.len();
+            let want = (n - have).max(64 * 1024);
+            self.buf.resize(have + want, 0);
+            match self.inner.read(&mut self.buf[have..]) {
+                Ok(0) => {
+                    self.buf.truncate(have);
+                    self.ended = true;
+                }
+                Ok(k) => self.buf.truncate(have + k),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.buf.truncate(have),
+                Err(e) => {
+                    self.buf.truncate(have);
+                    return Err(Error::new(
+                        self.offset + have as u64,
+                        None,
+                        ErrorKind::Io(e.kind(), e.to_string()),
+                    ));
+                }
+            }
+        }
+        Ok(self.buf.len() >= n)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Current {
+    start: usize,
+    len: usize,
+    total: usize,
+    it: BlockIter,
+}
+
+/// The reader engine over any [`ByteSource`]. Use [`TraceReader`] or [`StreamReader`].
+pub struct Reader<S> {
+    src: S,
+    dec: Decoder,
+    start: StreamStart,
+    cur: Option<Current>,
+    done: bool,
+    pending: Option<Error>,
+    error: Option<Error>,
+}
+
+/// Reads a trace held in memory (a slice or a memory map). Zero-copy: payloads borrow the input.
+pub type TraceReader<'a> = Reader<SliceSource<'a>>;
+
+/// Reads a trace incrementally from an `io::Read`, holding at most one block in memory.
+pub type StreamReader<R> = Reader<ReadSource<R>>;
+
+impl<'a> Reader<SliceSource<'a>> {
+    /// Starts reading `data`: parses the stream header and the Trace block.
+    pub fn new(data: &'a [u8]) -> Result<Self> {
+        Reader::with_source(SliceSource { data, pos: 0 })
+    }
+}
+
+impl<R: Read> Reader<ReadSource<R>> {
+    /// Starts reading from `source`: blocks until the stream header and Trace block arrived.
+    pub fn from_read(source: R) -> Result<Self> {
+        Reader::with_source(ReadSource::new(source))
+    }
+
+    /// The underlying source.
+    pub fn get_ref(&self) -> &R {
+        &self.src.inner
+    }
+}
+
+fn truncated(src_offset: u64, needed: usize, have: usize, kind: Option<BlockKind>) -> Error {
+    Error::new(
+        src_offset,
+        kind,
+        ErrorKind::Truncated {
+            needed: needed as u64,
+            available: have as u64,
+        },
+    )
+}
+
+impl<S: ByteSource> Reader<S> {
+    /// Starts reading from any source.
+    pub fn with_source(mut src: S) -> Result<Self> {
+        // Stream header.
+        let mut want = 24;
+        let start = loop {
+            let more = src.fill(want)?;
+            if let Some(s) = framing::stream_start(src.window())? {
+                break s;
+            }
+            if !more {
+                let have = src.window().len();
+                return Err(truncated(0, want, have, Some(BlockKind::StreamHeader)));
+            }
+            want += 16;
+        };
+        src.consume(start.consumed);
+        // Trace block.
+        let mut want = 64;
+        let (header, total) = loop {
+            let more = src.fill(want)?;
+            let w = src.window();
+            let off = src.window_offset();
+            match framing::next_frame(start.framing, w, off)? {
+                Frame::Block {
+                    kind: BlockKind::Trace,
+                    version,
+                    start: s,
+                    len,
+                    total,
+                } => {
+                    let h = framing::parse_trace(&start, version, &w[s..s + len], off + s as u64)?;
+                    break (h, total);
+                }
+                Frame::Block { kind, .. } => {
+                    return Err(Error::malformed(
+                        off,
+                        kind,
+                        format!("expected the Trace block first, found {kind}"),
+                    ))
+                }
+                Frame::End { .. } => {
+                    return Err(Error::malformed(
+                        off,
+                        BlockKind::Trace,
+                        "the stream ends before its Trace block",
+                    ))
+                }
+                Frame::NeedMore { needed, .. } => {
+                    if !more || needed <= w.len() {
+                        if !more {
+                            return Err(truncated(off, needed, w.len(), Some(BlockKind::Trace)));
+                        }
+                        want = w.len() + 16;
+                    } else {
+                        want = needed;
+                    }
+                }
+            }
+        };
+        src.consume(total);
+        let mut dec = Decoder::new(&start, header);
+        dec.stats.bytes_read = src.window_offset();
+        Ok(Reader {
+            src,
+            dec,
+            start,
+            cur: None,
+            done: false,
+            pending: None,
+            error: None,
+        })
+    }
+
+    /// The trace header.
+    pub fn header(&self) -> &TraceHeader {
+        &self.dec.header
+    }
+
+    /// Counters so far (complete after the last event).
+    pub fn stats(&self) -> &TraceStats {
+        &self.dec.stats
+    }
+
+    /// The error that ended reading, if any (also returned once by [`Reader::next_event`]).
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_ref()
+    }
+
+    /// Metadata rows read so far.
+    pub fn metadata(&self) -> impl Iterator<Item = &EventMetadata> {
+        self.dec.all_metadata()
+    }
+
+    fn fail(&mut self, e: Error) -> Result<Option<Event<'_>>> {
+        self.done = true;
+        self.cur = None;
+        self.error = Some(e.clone());
+        Err(e)
+    }
+
+    /// The next event, `Ok(None)` at the end. After an error (returned once), reading has
+    /// stopped for good: every complete event before the damage has been yielded.
+    pub fn next_event(&mut self) -> Result<Option<Event<'_>>> {
+        loop {
+            if let Some(cur) = self.cur.as_mut() {
+                let off = self.src.window_offset() + cur.start as u64;
+                let w = self.src.window();
+                let blk = &w[cur.start..cur.start + cur.len];
+                match self.dec.next_in_block(blk, off, &mut cur.it) {
+                    Ok(Some(raw)) => {
+                        let (s, l) = (cur.start, cur.len);
+                        self.dec.note_missing_metadata(&raw);
+                        let blk = &self.src.window()[s..s + l];
+                        return Ok(Some(self.dec.make_event(blk, &raw)));
+                    }
+                    Ok(None) => {
+                        let total = cur.total;
+                        self.cur = None;
+                        if let Some(e) = self.pending.take() {
+                            return self.fail(e);
+                        }
+                        self.src.consume(total);
+                        self.dec.stats.bytes_read = self.src.window_offset();
+                        continue;
+                    }
+                    Err(e) => {
+                        // Damage inside a block: an earlier pending truncation says more.
+                        let e = self.pending.take().unwrap_or(e);
+                        return self.fail(e);
+                    }
+                }
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.next_block() {
+                Ok(true) => continue,
+                Ok(false) => return Ok(None),
+                Err(e) => return self.fail(e),
+            }
+        }
+    }
+
+    /// Moves to the next block. `Ok(false)` at the end of the stream.
+    fn next_block(&mut self) -> Result<bool> {
+        let mut want = 8;
+        loop {
+            let more = self.src.fill(want)?;
+            let off = self.src.window_offset();
+            let w = self.src.window();
+            if w.is_empty() && !more {
+                // The stream stopped between blocks, without an end marker.
+                self.done = true;
+                return Err(Error::new(
+                    off,
+                    None,
+                    ErrorKind::Truncated {
+                        needed: 1,
+                        available: 0,
+                    },
+                ))
+                .map_err(|e| {
+                    Error::malformed(
+                        e.offset,
+                        BlockKind::EndOfStream,
+                        "the stream ends without its end-of-stream marker",
+                    )
+                });
+            }
+            match framing::next_frame(self.start.framing, w, off)? {
+                Frame::Block {
+                    kind,
+                    start,
+                    len,
+                    total,
+                    ..
+                } => {
+                    let data = &w[start..start + len];
+                    let abs = off + start as u64;
+                    match self.dec.begin_block(kind, data, abs)? {
+                        Some(it) => {
+                            self.cur = Some(Current {
+                                start,
+                                len,
+                                total,
+                                it,
+                            });
+                        }
+                        None => {
+                            self.src.consume(total);
+                            self.dec.stats.bytes_read = self.src.window_offset();
+                        }
+                    }
+                    return Ok(true);
+                }
+                Frame::End { total } => {
+                    self.src.consume(total);
+                    self.dec.stats.bytes_read = self.src.window_offset();
+                    self.dec.stats.ended_cleanly = true;
+                    self.done = true;
+                    return Ok(false);
+                }
+                Frame::NeedMore { needed, partial } => {
+                    if more {
+                        want = if needed > w.len() { needed } else { w.len() + 8 };
+                        continue;
+                    }
+                    // Truncated: salvage the complete events of a cut event block.
+                    let have = w.len();
+                    let err = match partial {
+                        Some((kind, start, len)) => Error::malformed(
+                            off,
+                            kind,
+                            format!(
+                                "the {kind} starting here declares {len} bytes but the data ends after {} of them (truncated trace)",
+                                have.saturating_sub(start)
+                            ),
+                        ),
+                        None => truncated(off, needed, have, None),
+                    };
+                    self.done = true;
+                    if let Some((BlockKind::Event, start, _)) = partial {
+                        if start < have {
+                            let data = &w[start..have];
+                            let abs = off + start as u64;
+                            if let Ok(Some(it)) = self.dec.begin_block(BlockKind::Event, data, abs)
+                            {
+                                self.cur = Some(Current {
+                                    start,
+                                    len: have - start,
+                                    total: have,
+                                    it,
+                                });
+                                self.pending = Some(err);
+                                return Ok(true);
+                            }
+                        }
+                    }
+                    return Err(err);
+                }
+            }
+        }
+    }
+
+    /// Calls `sink` for every event until it returns `false` or the trace ends. Returns the
+    /// error that stopped reading, after all complete events before it were passed to `sink`.
+    pub fn for_each_event(&mut self, mut sink: impl FnMut(&Event<'_>) -> bool) -> Result<()> {
+        while let Some(ev) = self.next_event()? {
+            if !sink(&ev) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A trace file mapped into memory.
+pub struct TraceFile {
+    map: memmap2::Mmap,
+}
+
+impl TraceFile {
+    /// Maps the file at `path`.
+    pub fn open(path: impl AsRef<Path>) -> std::io::Result<TraceFile> {
+        let f = std::fs::File::open(path)?;
+        // SAFETY: the map is read-only; a file truncated by another process while mapped can
+        // raise SIGBUS, as with any memory-mapped reader. Callers that read files still being
+        // written should use `StreamReader` instead.
+        let map = unsafe { memmap2::Mmap::map(&f)? };
+        Ok(TraceFile { map })
+    }
+
+    /// The mapped bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// A reader over the mapped bytes.
+    pub fn reader(&self) -> Result<TraceReader<'_>> {
+        TraceReader::new(&self.map)
+    }
+}
