@@ -165,7 +165,7 @@ mod tests {
             millisecond: 123,
         };
         let ns = civil_to_unix_ns(&t);
-        assert_eq!(ns, 1_795_349_500_123_000_000);
+        assert_eq!(ns, 1_795_342_300_123_000_000);
         assert_eq!(format_unix_ns(ns), "2026-11-22T10:11:40.123000Z");
         assert_eq!(format_unix_ns(0), "1970-01-01T00:00:00.000000Z");
     }
