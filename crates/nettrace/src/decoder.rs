@@ -717,7 +717,8 @@ impl Decoder {
             };
             if raw.h.metadata_id == 0 {
                 if it.encoding == EventEncoding::V3 {
-                    let p = &data[raw.payload_start..raw.payload_start + raw.h.payload_size as usize];
+                    let p =
+                        &data[raw.payload_start..raw.payload_start + raw.h.payload_size as usize];
                     let m = metadata::parse_v5(p, offset + raw.payload_start as u64)?;
                     self.add_metadata(m);
                     continue;

@@ -255,7 +255,9 @@ pub(crate) fn stream_start(buf: &[u8]) -> Result<Option<StreamStart>> {
             return Ok(None);
         }
         let len = u32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
-        if len as usize != FS_SIGNATURE.len() || &buf[at + 4..at + 4 + FS_SIGNATURE.len()] != FS_SIGNATURE {
+        if len as usize != FS_SIGNATURE.len()
+            || &buf[at + 4..at + 4 + FS_SIGNATURE.len()] != FS_SIGNATURE
+        {
             return Err(Error::new(
                 at as u64,
                 Some(BlockKind::StreamHeader),
@@ -265,8 +267,16 @@ pub(crate) fn stream_start(buf: &[u8]) -> Result<Option<StreamStart>> {
         Ok(Some(at + 4 + FS_SIGNATURE.len()))
     };
     if buf.len() < MAGIC.len() {
-        if !MAGIC.starts_with(buf) && !(FS_SIGNATURE.len() as u32).to_le_bytes().starts_with(&buf[..buf.len().min(4)]) {
-            return Err(Error::new(0, Some(BlockKind::StreamHeader), ErrorKind::NotATrace));
+        if !MAGIC.starts_with(buf)
+            && !(FS_SIGNATURE.len() as u32)
+                .to_le_bytes()
+                .starts_with(&buf[..buf.len().min(4)])
+        {
+            return Err(Error::new(
+                0,
+                Some(BlockKind::StreamHeader),
+                ErrorKind::NotATrace,
+            ));
         }
         return Ok(None);
     }

@@ -95,7 +95,8 @@ impl Clock {
     /// Nanoseconds since the Unix epoch (UTC) of `ticks`.
     #[inline]
     pub fn unix_ns(&self, ticks: i64) -> i64 {
-        self.start_unix_ns.saturating_add(self.ns_since_start(ticks))
+        self.start_unix_ns
+            .saturating_add(self.ns_since_start(ticks))
     }
 }
 
@@ -113,10 +114,8 @@ fn civil_to_unix_ns(t: &SystemTime) -> i64 {
     let month = i64::from(t.month.clamp(1, 12));
     let day = i64::from(t.day.clamp(1, 31));
     let days = days_from_civil(i64::from(t.year), month, day);
-    let secs = days * 86_400
-        + i64::from(t.hour) * 3600
-        + i64::from(t.minute) * 60
-        + i64::from(t.second);
+    let secs =
+        days * 86_400 + i64::from(t.hour) * 3600 + i64::from(t.minute) * 60 + i64::from(t.second);
     secs.saturating_mul(1_000_000_000)
         .saturating_add(i64::from(t.millisecond) * 1_000_000)
 }

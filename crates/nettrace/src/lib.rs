@@ -16,6 +16,7 @@ pub mod header;
 pub mod metadata;
 pub mod payload;
 pub mod reader;
+pub mod writer;
 
 pub use decoder::TraceStats;
 pub use error::{BlockKind, Error, ErrorKind, Result};
@@ -23,4 +24,7 @@ pub use event::{Event, LabelList, Stack, ThreadInfo};
 pub use header::{format_unix_ns, Clock, FormatVersion, TraceHeader};
 pub use metadata::{EventMetadata, FieldDesc, FieldType};
 pub use payload::{decode_payload, DecodedPayload};
-pub use reader::{ByteSource, Reader, ReadSource, SliceSource, StreamReader, TraceFile, TraceReader};
+pub use reader::{
+    ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
+};
+pub use writer::{EventRecord, TraceWriter, WriteFormat, WriterOptions};

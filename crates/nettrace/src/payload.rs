@@ -28,10 +28,7 @@ pub fn decode_payload(fields: &[FieldDesc], payload: &[u8]) -> DecodedPayload {
         match decode_value(&f.ty, &mut c, payload) {
             Ok(v) => out.fields.push(Field::new(f.name.clone(), v)),
             Err(e) => {
-                out.error = Some(format!(
-                    "field '{}' at payload offset {at}: {e}",
-                    f.name
-                ));
+                out.error = Some(format!("field '{}' at payload offset {at}: {e}", f.name));
                 return out;
             }
         }
@@ -45,7 +42,9 @@ fn filetime_to_system_time(ft: u64) -> Value {
     const EPOCH_DIFF_SECS: i64 = 11_644_473_600;
     let secs = (ft / 10_000_000) as i64 - EPOCH_DIFF_SECS;
     let ms = ((ft % 10_000_000) / 10_000) as i64;
-    let ns = secs.saturating_mul(1_000_000_000).saturating_add(ms * 1_000_000);
+    let ns = secs
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ms * 1_000_000);
     let s = crate::header::format_unix_ns(ns);
     // Parse back the parts: cheap and keeps one calendar implementation.
     let p = |a: usize, b: usize| s.get(a..b).and_then(|x| x.parse::<u16>().ok()).unwrap_or(0);
@@ -107,11 +106,14 @@ fn decode_value(ty: &FieldType, c: &mut Cursor<'_>, payload: &[u8]) -> Result<Va
                 pos
             };
             let elem_size = elem.fixed_size().unwrap_or(1).max(1);
-            let region = payload.get(start..start.saturating_add(size)).ok_or(CursorError::Eof {
-                offset: start as u64,
-                needed: size,
-                available: payload.len().saturating_sub(start),
-            })?;
+            let region =
+                payload
+                    .get(start..start.saturating_add(size))
+                    .ok_or(CursorError::Eof {
+                        offset: start as u64,
+                        needed: size,
+                        available: payload.len().saturating_sub(start),
+                    })?;
             let mut rc = Cursor::new(region, start as u64);
             decode_array(elem, size / elem_size, &mut rc, payload)?
         }

@@ -399,7 +399,11 @@ impl<S: ByteSource> Reader<S> {
                 }
                 Frame::NeedMore { needed, partial } => {
                     if more {
-                        want = if needed > w.len() { needed } else { w.len() + 8 };
+                        want = if needed > w.len() {
+                            needed
+                        } else {
+                            w.len() + 8
+                        };
                         continue;
                     }
                     // Truncated: salvage the complete events of a cut event block.

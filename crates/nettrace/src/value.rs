@@ -169,7 +169,10 @@ impl Value {
         match *self {
             Value::F32(v) => Some(v as f64),
             Value::F64(v) => Some(v),
-            _ => self.as_i64().map(|v| v as f64).or(self.as_u64().map(|v| v as f64)),
+            _ => self
+                .as_i64()
+                .map(|v| v as f64)
+                .or(self.as_u64().map(|v| v as f64)),
         }
     }
 
