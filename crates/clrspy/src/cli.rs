@@ -1,0 +1,94 @@
+//! Command-line definitions (clap derive). Parsed flags become plain option structs here;
+//! nothing below this module sees clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Profile and diagnose .NET applications: read and report EventPipe traces.
+#[derive(Debug, Parser)]
+#[command(name = "clrspy", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Summarize a trace: format, start time, process, duration, events per provider and per
+    /// event, and whether it ended cleanly or is truncated.
+    Info(InfoArgs),
+    /// List the events of a trace, one per line, with their decoded fields.
+    Events(EventsArgs),
+}
+
+/// The trace argument shared by commands.
+#[derive(Debug, Args)]
+pub struct TraceArg {
+    /// Trace file: .nettrace, .netperf, or a .zip holding one trace.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+}
+
+/// `clrspy info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    #[command(flatten)]
+    pub input: TraceArg,
+    /// Write one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `clrspy events`.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    #[command(flatten)]
+    pub input: TraceArg,
+    /// Only events of this provider (case-insensitive; end with '*' to match a prefix).
+    #[arg(long, value_name = "P")]
+    pub provider: Option<String>,
+    /// Only events with this name ("GC/Start", "Method/LoadVerbose", the trace's own event
+    /// name) or event id (case-insensitive; end with '*' to match a prefix).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+    /// Stop after this many matching events.
+    #[arg(long, short = 'n', value_name = "N")]
+    pub limit: Option<u64>,
+    /// Write JSON Lines (one object per event) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Leave stacks out of the text output (JSON always has them).
+    #[arg(long)]
+    pub no_stacks: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_events_flags() {
+        let cli = Cli::try_parse_from([
+            "clrspy", "events", "t.nettrace", "--provider", "Foo", "--event", "GC/Start", "-n",
+            "5", "--json",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Events(a) => {
+                assert_eq!(a.provider.as_deref(), Some("Foo"));
+                assert_eq!(a.event.as_deref(), Some("GC/Start"));
+                assert_eq!(a.limit, Some(5));
+                assert!(a.json);
+            }
+            _ => panic!("wrong command"),
+        }
+    }
+
+    #[test]
+    fn rejects_bad_limit() {
+        assert!(Cli::try_parse_from(["clrspy", "events", "t", "--limit", "x"]).is_err());
+    }
+}

@@ -1,0 +1,17 @@
+//! The commands: each takes its parsed options and writes to stdout.
+
+mod events;
+mod info;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::output::CliResult;
+
+/// Runs the command line.
+pub fn run(cli: Cli) -> CliResult<ExitCode> {
+    match cli.command {
+        Command::Info(a) => info::run(&a),
+        Command::Events(a) => events::run(&a),
+    }
+}

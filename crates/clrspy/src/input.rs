@@ -1,0 +1,144 @@
+//! Opening trace files: `.nettrace`/`.netperf` are memory-mapped; a `.zip` holding one trace is
+//! extracted to a temporary file and mapped, so memory stays bounded whatever the size.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use crate::output::CliError;
+
+/// An opened trace: its mapped bytes and what to call it in messages.
+pub struct OpenTrace {
+    file: nettrace::TraceFile,
+    /// The path the user gave.
+    pub path: PathBuf,
+    /// The name of the trace inside a zip, if it came from one.
+    pub zip_entry: Option<String>,
+    _temp: Option<tempfile::NamedTempFile>,
+}
+
+impl OpenTrace {
+    /// The trace bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.file.bytes()
+    }
+
+    /// A reader over the trace, with the error naming the file.
+    pub fn reader(&self) -> Result<nettrace::TraceReader<'_>, CliError> {
+        nettrace::TraceReader::new(self.bytes()).map_err(|e| {
+            let mut err = CliError::new(format!("{}: {e}", self.display()));
+            if matches!(e.kind, nettrace::ErrorKind::NotATrace) {
+                err = err.hint("clrspy reads .nettrace and .netperf files written by EventPipe (dotnet-trace, clrspy record, DOTNET_EnableEventPipe)");
+            }
+            err
+        })
+    }
+
+    /// The name to show in messages.
+    pub fn display(&self) -> String {
+        match &self.zip_entry {
+            Some(e) => format!("{} ({e})", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
+}
+
+fn open_error(path: &Path, e: io::Error) -> CliError {
+    let err = CliError::new(format!("cannot open {}: {e}", path.display()));
+    match e.kind() {
+        io::ErrorKind::NotFound => err.hint("check the path; traces usually end in .nettrace"),
+        io::ErrorKind::PermissionDenied => {
+            err.hint("the file is not readable by this user: try sudo or fix its permissions")
+        }
+        _ => err,
+    }
+}
+
+fn is_zip(path: &Path) -> io::Result<bool> {
+    let mut f = File::open(path)?;
+    let mut magic = [0u8; 4];
+    let n = f.read(&mut magic)?;
+    Ok(n == 4 && magic == *b"PK\x03\x04")
+}
+
+/// Opens a trace file (or a zip holding one).
+pub fn open(path: &Path) -> Result<OpenTrace, CliError> {
+    let meta = std::fs::metadata(path).map_err(|e| open_error(path, e))?;
+    if meta.is_dir() {
+        return Err(CliError::new(format!(
+            "{} is a directory, not a trace file",
+            path.display()
+        )));
+    }
+    if is_zip(path).map_err(|e| open_error(path, e))? {
+        return open_zip(path);
+    }
+    let file = nettrace::TraceFile::open(path).map_err(|e| open_error(path, e))?;
+    Ok(OpenTrace {
+        file,
+        path: path.to_path_buf(),
+        zip_entry: None,
+        _temp: None,
+    })
+}
+
+fn open_zip(path: &Path) -> Result<OpenTrace, CliError> {
+    let f = File::open(path).map_err(|e| open_error(path, e))?;
+    let mut zip = zip::ZipArchive::new(f)
+        .map_err(|e| CliError::new(format!("{}: not a readable zip file: {e}", path.display())))?;
+    let mut candidates = Vec::new();
+    for i in 0..zip.len() {
+        if let Ok(entry) = zip.by_index(i) {
+            let Ok(name) = entry.name().map(|n| n.to_string()) else {
+                continue;
+            };
+            if entry.is_file() {
+                candidates.push((i, name));
+            }
+        }
+    }
+    let traces: Vec<&(usize, String)> = candidates
+        .iter()
+        .filter(|(_, n)| {
+            let l = n.to_ascii_lowercase();
+            l.ends_with(".nettrace") || l.ends_with(".netperf")
+        })
+        .collect();
+    let chosen = match (traces.len(), candidates.len()) {
+        (1, _) => traces[0].clone(),
+        (0, 1) => candidates[0].clone(),
+        (0, _) => {
+            return Err(CliError::new(format!(
+                "{}: the zip holds no .nettrace or .netperf file",
+                path.display()
+            )))
+        }
+        _ => {
+            return Err(CliError::new(format!(
+                "{}: the zip holds {} traces; extract the one you want",
+                path.display(),
+                traces.len()
+            )))
+        }
+    };
+    let mut entry = zip.by_index(chosen.0).map_err(|e| {
+        CliError::new(format!("{}: cannot read {}: {e}", path.display(), chosen.1))
+    })?;
+    let mut temp = tempfile::NamedTempFile::new()
+        .map_err(|e| CliError::new(format!("cannot create a temporary file to unzip into: {e}")))?;
+    io::copy(&mut entry, temp.as_file_mut()).map_err(|e| {
+        CliError::new(format!(
+            "{}: cannot unzip {}: {e}",
+            path.display(),
+            chosen.1
+        ))
+        .hint("the temporary directory may be full: set TMPDIR to a larger disk")
+    })?;
+    let file = nettrace::TraceFile::open(temp.path()).map_err(|e| open_error(temp.path(), e))?;
+    Ok(OpenTrace {
+        file,
+        path: path.to_path_buf(),
+        zip_entry: Some(chosen.1),
+        _temp: Some(temp),
+    })
+}
