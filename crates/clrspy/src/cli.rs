@@ -72,8 +72,16 @@ mod tests {
     #[test]
     fn parses_events_flags() {
         let cli = Cli::try_parse_from([
-            "clrspy", "events", "t.nettrace", "--provider", "Foo", "--event", "GC/Start", "-n",
-            "5", "--json",
+            "clrspy",
+            "events",
+            "t.nettrace",
+            "--provider",
+            "Foo",
+            "--event",
+            "GC/Start",
+            "-n",
+            "5",
+            "--json",
         ])
         .unwrap();
         match cli.command {

@@ -121,9 +121,9 @@ fn open_zip(path: &Path) -> Result<OpenTrace, CliError> {
             )))
         }
     };
-    let mut entry = zip.by_index(chosen.0).map_err(|e| {
-        CliError::new(format!("{}: cannot read {}: {e}", path.display(), chosen.1))
-    })?;
+    let mut entry = zip
+        .by_index(chosen.0)
+        .map_err(|e| CliError::new(format!("{}: cannot read {}: {e}", path.display(), chosen.1)))?;
     let mut temp = tempfile::NamedTempFile::new()
         .map_err(|e| CliError::new(format!("cannot create a temporary file to unzip into: {e}")))?;
     io::copy(&mut entry, temp.as_file_mut()).map_err(|e| {

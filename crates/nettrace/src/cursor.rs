@@ -189,8 +189,20 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a LEB128-style unsigned integer of at most 64 bits.
-    #[inline]
+    #[inline(always)]
     pub fn varu64(&mut self) -> Result<u64, CursorError> {
+        // Most values in traces fit in one byte.
+        if let Some(&b) = self.data.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.varu64_long()
+    }
+
+    #[inline(never)]
+    fn varu64_long(&mut self) -> Result<u64, CursorError> {
         let start = self.offset();
         let mut result: u64 = 0;
         let mut shift = 0u32;
@@ -211,10 +223,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a LEB128-style unsigned integer that must fit in 32 bits.
-    #[inline]
+    #[inline(always)]
     pub fn varu32(&mut self) -> Result<u32, CursorError> {
+        if let Some(&b) = self.data.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u32::from(b));
+            }
+        }
         let start = self.offset();
-        let v = self.varu64()?;
+        let v = self.varu64_long()?;
         u32::try_from(v).map_err(|_| CursorError::BadVarInt { offset: start })
     }
 

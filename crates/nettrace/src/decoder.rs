@@ -19,6 +19,25 @@ pub const MAX_STACK_BYTES: u32 = 1 << 20;
 /// Stack ids above `base + this` go to the sparse map.
 const DENSE_STACK_SPAN: u32 = 1 << 20;
 
+/// How far ahead of the event being decoded the reader asks the CPU to fetch block bytes.
+const PREFETCH_DISTANCE: usize = 512;
+
+/// Hints the CPU to load `data[at]` into cache (no effect when out of range or on other CPUs).
+#[inline(always)]
+fn prefetch(data: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(b) = data.get(at) {
+        // SAFETY: prefetching is a hint; the pointer is in bounds and is never dereferenced.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                b as *const u8 as *const i8,
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
+}
+
 /// Counters gathered while reading.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TraceStats {
@@ -90,11 +109,12 @@ pub(crate) struct BlockIter {
     encoding: EventEncoding,
     /// Position of the next event within the block.
     pos: usize,
-    prev: RawHeader,
+    /// The event decoded last (its header is also the base of the next compressed header).
+    pub(crate) cur: RawEvent,
 }
 
 /// One decoded event header with its payload position inside the block.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RawEvent {
     h: RawHeader,
     offset: u64,
@@ -311,7 +331,7 @@ impl Decoder {
         Ok(BlockIter {
             encoding,
             pos,
-            prev: RawHeader::default(),
+            cur: RawEvent::default(),
         })
     }
 
@@ -339,9 +359,10 @@ impl Decoder {
                 EventEncoding::V5Plain
             },
             pos: hs,
-            prev: RawHeader::default(),
+            cur: RawEvent::default(),
         };
-        while let Some(raw) = self.decode_header(data, offset, &mut it)? {
+        while self.decode_header(data, offset, &mut it)? {
+            let raw = &it.cur;
             let p = &data[raw.payload_start..raw.payload_start + raw.h.payload_size as usize];
             let m = metadata::parse_v5(p, offset + raw.payload_start as u64)?;
             self.add_metadata(m);
@@ -538,14 +559,9 @@ impl Decoder {
     /// Decodes the next event header of a block (metadata or event block). `Ok(None)` at the
     /// end of the block.
     #[inline]
-    fn decode_header(
-        &mut self,
-        data: &[u8],
-        offset: u64,
-        it: &mut BlockIter,
-    ) -> Result<Option<RawEvent>> {
+    fn decode_header(&mut self, data: &[u8], offset: u64, it: &mut BlockIter) -> Result<bool> {
         if it.pos >= data.len() {
-            return Ok(None);
+            return Ok(false);
         }
         let start = it.pos;
         let ev_offset = offset + start as u64;
@@ -554,10 +570,10 @@ impl Decoder {
         let mut inline_stack = None;
         let next_pos;
         let payload_start;
-        let h = match it.encoding {
+        match it.encoding {
             EventEncoding::V5Compressed | EventEncoding::V6Compressed => {
                 let v6 = it.encoding == EventEncoding::V6Compressed;
-                let mut h = it.prev;
+                let h = &mut it.cur.h;
                 let flags = c.u8().in_block(kind)?;
                 if flags & 1 != 0 {
                     h.metadata_id = c.varu32().in_block(kind)?;
@@ -596,7 +612,6 @@ impl Decoder {
                 payload_start = start + c.position();
                 c.skip(h.payload_size as usize).in_block(kind)?;
                 next_pos = start + c.position();
-                h
             }
             EventEncoding::V5Plain | EventEncoding::V6Plain => {
                 let v6 = it.encoding == EventEncoding::V6Plain;
@@ -649,7 +664,7 @@ impl Decoder {
                     ));
                 }
                 next_pos = end;
-                h
+                it.cur.h = h;
             }
             EventEncoding::V3 => {
                 let size = c.u32().in_block(kind)? as usize;
@@ -679,6 +694,7 @@ impl Decoder {
                 }
                 inline_stack = Some((sp, stack_size));
                 let end = start + 4 + size;
+                it.cur.h = h;
                 if end > data.len() {
                     return Err(Error::new(
                         ev_offset,
@@ -690,17 +706,13 @@ impl Decoder {
                     ));
                 }
                 next_pos = end;
-                h
             }
-        };
-        it.prev = h;
+        }
+        it.cur.offset = ev_offset;
+        it.cur.payload_start = payload_start;
+        it.cur.inline_stack = inline_stack;
         it.pos = next_pos;
-        Ok(Some(RawEvent {
-            h,
-            offset: ev_offset,
-            payload_start,
-            inline_stack,
-        }))
+        Ok(true)
     }
 
     /// Decodes the next real event of an event block (skipping NetPerf's inline metadata).
@@ -710,11 +722,13 @@ impl Decoder {
         data: &[u8],
         offset: u64,
         it: &mut BlockIter,
-    ) -> Result<Option<RawEvent>> {
+    ) -> Result<bool> {
         loop {
-            let Some(raw) = self.decode_header(data, offset, it)? else {
-                return Ok(None);
-            };
+            prefetch(data, it.pos + PREFETCH_DISTANCE);
+            if !self.decode_header(data, offset, it)? {
+                return Ok(false);
+            }
+            let raw = &it.cur;
             if raw.h.metadata_id == 0 {
                 if it.encoding == EventEncoding::V3 {
                     let p =
@@ -729,8 +743,8 @@ impl Decoder {
                     "event refers to metadata id 0",
                 ));
             }
-            self.account(&raw);
-            return Ok(Some(raw));
+            self.account(raw);
+            return Ok(true);
         }
     }
 

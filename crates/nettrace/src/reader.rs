@@ -304,13 +304,14 @@ impl<S: ByteSource> Reader<S> {
                 let w = self.src.window();
                 let blk = &w[cur.start..cur.start + cur.len];
                 match self.dec.next_in_block(blk, off, &mut cur.it) {
-                    Ok(Some(raw)) => {
+                    Ok(true) => {
                         let (s, l) = (cur.start, cur.len);
-                        self.dec.note_missing_metadata(&raw);
+                        let raw = &cur.it.cur;
+                        self.dec.note_missing_metadata(raw);
                         let blk = &self.src.window()[s..s + l];
-                        return Ok(Some(self.dec.make_event(blk, &raw)));
+                        return Ok(Some(self.dec.make_event(blk, raw)));
                     }
-                    Ok(None) => {
+                    Ok(false) => {
                         let total = cur.total;
                         self.cur = None;
                         if let Some(e) = self.pending.take() {

@@ -130,7 +130,12 @@ fn read_damaged(bytes: &[u8]) -> u64 {
         match r.next_event() {
             Ok(Some(e)) => {
                 // Touch everything an event exposes.
-                let _ = (e.provider(), e.version(), e.timestamp_ns(), e.stack.ips().count());
+                let _ = (
+                    e.provider(),
+                    e.version(),
+                    e.timestamp_ns(),
+                    e.stack.ips().count(),
+                );
                 let _ = e.decode_with_metadata();
                 n += 1;
                 assert!(n <= bytes.len() as u64, "more events than bytes: a loop");
@@ -224,7 +229,10 @@ type Expected = BTreeMap<String, BTreeMap<(String, u32, u8), u64>>;
 /// Reads `{"<trace>": {"per_event": [{"provider", "event_id", "version", "count"}, ...]}, ...}`.
 fn load_expected(path: &std::path::Path) -> Expected {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!("{}: {e} (make it with bench/compare.sh --update-expected)", path.display())
+        panic!(
+            "{}: {e} (make it with bench/compare.sh --update-expected)",
+            path.display()
+        )
     });
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let mut out = Expected::new();

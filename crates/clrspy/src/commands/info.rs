@@ -1,6 +1,6 @@
 //! `clrspy info`: what a trace holds, and whether it is whole.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use serde_json::json;
@@ -14,6 +14,23 @@ use crate::progress::Progress;
 struct Row {
     name: String,
     count: u64,
+}
+
+fn flush_fast(
+    per_event: &mut BTreeMap<(String, u32, u8), Row>,
+    provider: String,
+    id: u32,
+    version: u8,
+    n: u64,
+    name: Option<String>,
+) {
+    per_event
+        .entry((provider, id, version))
+        .or_insert_with(|| Row {
+            name: name.unwrap_or_default(),
+            count: 0,
+        })
+        .count += n;
 }
 
 /// Thousands separators for counts.
@@ -49,7 +66,9 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
     let trace = input::open(&args.input.trace)?;
     let total_bytes = trace.bytes().len() as u64;
     let mut reader = trace.reader()?;
+    // Counting is keyed by metadata id first (cheap), then by (provider, id, version).
     let mut per_event: BTreeMap<(String, u32, u8), Row> = BTreeMap::new();
+    let mut fast: HashMap<(u32, u8), (String, u32, u64)> = HashMap::new();
     let mut with_stack = 0u64;
     let mut progress = Progress::new(total_bytes);
     let result = reader.for_each_event(|ev| {
@@ -57,16 +76,31 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
         if !ev.stack.is_empty() {
             with_stack += 1;
         }
-        let key = (ev.provider().to_string(), ev.event_id(), ev.version());
-        per_event
-            .entry(key)
-            .or_insert_with(|| Row {
-                name: names::event_name(ev).into_owned(),
-                count: 0,
-            })
-            .count += 1;
+        let version = ev.version();
+        if let Some((p, id, n)) = fast.get_mut(&(ev.metadata.metadata_id, version)) {
+            if *id == ev.event_id() && p == ev.provider() {
+                *n += 1;
+                return true;
+            }
+        }
+        // First event of this metadata row (or a row id reused after a V6 metadata flush).
+        if let Some((p, id, n)) = fast.remove(&(ev.metadata.metadata_id, version)) {
+            flush_fast(&mut per_event, p, id, version, n, None);
+        }
+        let key = (ev.provider().to_string(), ev.event_id(), version);
+        per_event.entry(key).or_insert_with(|| Row {
+            name: names::event_name(ev).into_owned(),
+            count: 0,
+        });
+        fast.insert(
+            (ev.metadata.metadata_id, version),
+            (ev.provider().to_string(), ev.event_id(), 1),
+        );
         true
     });
+    for ((_, version), (p, id, n)) in fast.drain() {
+        flush_fast(&mut per_event, p, id, version, n, None);
+    }
     progress.finish();
     let h = reader.header().clone();
     let stats = reader.stats().clone();
@@ -134,7 +168,12 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
         6 => format!("NetTrace v6.{}", h.v6_minor),
         v => format!("NetTrace v{v}"),
     };
-    writeln!(out, "File:           {} ({})", trace.display(), human_bytes(total_bytes))?;
+    writeln!(
+        out,
+        "File:           {} ({})",
+        trace.display(),
+        human_bytes(total_bytes)
+    )?;
     writeln!(out, "Format:         {fmt_name}")?;
     writeln!(out, "Started (UTC):  {start_utc}")?;
     if let Some(pid) = h.process_id {
@@ -148,7 +187,11 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
         writeln!(out, "Sampling:       every {:.3} ms", f64::from(s) / 1e6)?;
     }
     if let Some(d) = duration_ns {
-        writeln!(out, "Duration:       {:.3} s (trace start to last event)", d as f64 / 1e9)?;
+        writeln!(
+            out,
+            "Duration:       {:.3} s (trace start to last event)",
+            d as f64 / 1e9
+        )?;
     }
     writeln!(
         out,
@@ -182,7 +225,11 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
         writeln!(out, "{:>12}  {p}", group(*n))?;
     }
     writeln!(out)?;
-    writeln!(out, "{:>12}  {:<44} {:>5} {:>3}  Provider", "Events", "Event", "Id", "Ver")?;
+    writeln!(
+        out,
+        "{:>12}  {:<44} {:>5} {:>3}  Provider",
+        "Events", "Event", "Id", "Ver"
+    )?;
     let mut rows: Vec<_> = per_event.iter().collect();
     rows.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
     for ((p, id, v), r) in rows {

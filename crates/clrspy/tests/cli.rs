@@ -1,0 +1,167 @@
+//! The CLI on the real traces in crates/nettrace/tests/data, as a user runs it.
+
+mod common;
+
+use common::{clrspy, data, json};
+use predicates::prelude::*;
+
+#[test]
+fn info_json_has_the_stable_keys() {
+    let v = json(&["info", "--json", data("perf.nettrace").to_str().unwrap()]);
+    assert_eq!(v["format_version"], 4);
+    assert_eq!(v["pointer_size"], 8);
+    assert_eq!(v["process_id"], 502_728);
+    assert_eq!(v["truncated"], false);
+    assert_eq!(v["events"], 1540);
+    let per_event = v["per_event"].as_array().unwrap();
+    let total: u64 = per_event.iter().map(|e| e["count"].as_u64().unwrap()).sum();
+    assert_eq!(total, 1540);
+    let dcend = per_event
+        .iter()
+        .find(|e| e["event_id"] == 144 && e["version"] == 1)
+        .unwrap();
+    assert_eq!(dcend["provider"], "Microsoft-Windows-DotNETRuntimeRundown");
+    assert_eq!(dcend["name"], "Method/DCStopVerbose");
+    assert_eq!(dcend["count"], 1253);
+    for key in [
+        "start_time_utc",
+        "duration_ns",
+        "cpu_count",
+        "stacks",
+        "bytes_read",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["start_time_utc"], "2024-12-01T20:18:05.940000Z");
+}
+
+#[test]
+fn info_reads_zip_and_reports_v5() {
+    let v = json(&[
+        "info",
+        "--json",
+        data("eventpipe-dotnetcore5.0-win-x64-arraytypes.nettrace.zip")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(v["format_version"], 5);
+    assert_eq!(v["events"], 1970);
+}
+
+#[test]
+fn info_reports_truncation_with_offset() {
+    let v = json(&["info", "--json", data("trace.nettrace").to_str().unwrap()]);
+    assert_eq!(v["truncated"], true);
+    let err = v["error"].as_str().unwrap();
+    assert!(err.contains("byte offset 4170673"), "{err}");
+    assert!(err.contains("EventBlock"), "{err}");
+    assert!(v["events"].as_u64().unwrap() > 19_000);
+    clrspy()
+        .args(["info", data("trace.nettrace").to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("DAMAGED"))
+        .stderr(predicate::str::contains("truncated"));
+}
+
+#[test]
+fn events_json_lines_have_stable_keys_and_decoded_fields() {
+    let out = clrspy()
+        .args([
+            "events",
+            "--json",
+            "--event",
+            "Method/DCStopVerbose",
+            "--limit",
+            "3",
+            data("perf.nettrace").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for e in &lines {
+        for key in [
+            "provider",
+            "event_id",
+            "version",
+            "name",
+            "timestamp_ns",
+            "thread_id",
+            "stack",
+            "fields",
+        ] {
+            assert!(e.get(key).is_some(), "missing {key} in {e}");
+        }
+        assert_eq!(e["name"], "Method/DCStopVerbose");
+        assert!(e["fields"]["MethodNamespace"].is_string(), "{e}");
+        assert!(e["fields"]["MethodStartAddress"].is_string(), "{e}");
+    }
+}
+
+#[test]
+fn events_filters_by_provider_and_decodes_eventsource_fields() {
+    let out = clrspy()
+        .args([
+            "events",
+            "--provider",
+            "profileme",
+            data("perf.nettrace").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 21, "{text}");
+    assert!(text.lines().all(|l| l.contains("ProfileMe/")));
+}
+
+#[test]
+fn events_on_truncated_trace_lists_then_fails_with_offset() {
+    clrspy()
+        .args([
+            "events",
+            "--no-stacks",
+            data("trace.nettrace").to_str().unwrap(),
+        ])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("4170673"));
+}
+
+#[test]
+fn bad_inputs_give_one_clear_line() {
+    clrspy()
+        .args(["info", "/nonexistent/x.nettrace"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cannot open /nonexistent/x.nettrace",
+        ));
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.nettrace");
+    std::fs::write(&junk, b"this is not a trace at all, just some text").unwrap();
+    clrspy()
+        .args(["info", junk.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a NetTrace/NetPerf trace"));
+    let empty = dir.path().join("empty.nettrace");
+    std::fs::write(&empty, b"").unwrap();
+    clrspy()
+        .args(["info", empty.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("empty.nettrace"));
+    clrspy().args(["info"]).assert().code(2);
+    clrspy()
+        .args(["info", dir.path().to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is a directory"));
+}
