@@ -100,7 +100,7 @@ fn events_json_lines_have_stable_keys_and_decoded_fields() {
         }
         assert_eq!(e["name"], "Method/DCStopVerbose");
         assert!(e["fields"]["MethodNamespace"].is_string(), "{e}");
-        assert!(e["fields"]["MethodStartAddress"].is_string(), "{e}");
+        assert!(e["fields"]["MethodStartAddress"].is_u64(), "{e}");
     }
 }
 

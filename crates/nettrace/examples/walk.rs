@@ -28,10 +28,8 @@ fn main() {
         events += 1;
         sum = sum.wrapping_add(e.timestamp as u64 ^ e.thread_id);
         if walk_stacks {
-            for ip in e.stack.ips() {
-                frames += 1;
-                sum = sum.wrapping_add(ip);
-            }
+            frames += e.stack.len() as u64;
+            sum = e.stack.ips().fold(sum, u64::wrapping_add);
         } else {
             frames += e.stack.len() as u64;
         }

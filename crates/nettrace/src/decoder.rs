@@ -847,7 +847,8 @@ impl Decoder {
             capture_thread_id: capture,
             thread_index: raw.h.thread,
             process_id,
-            processor: if raw.inline_stack.is_some() {
+            // The runtime writes u32::MAX when it does not know the processor (rundown).
+            processor: if raw.inline_stack.is_some() || raw.h.processor == u32::MAX {
                 None
             } else {
                 Some(raw.h.processor)

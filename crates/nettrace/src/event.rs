@@ -37,18 +37,61 @@ impl<'a> Stack<'a> {
     }
 
     /// Instruction pointers, innermost first.
-    pub fn ips(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
-        let ps = if self.pointer_size == 4 { 4 } else { 8 };
-        let n = self.bytes.len() / ps;
-        self.bytes[..n * ps].chunks_exact(ps).map(move |c| {
-            if ps == 4 {
-                u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            } else {
-                u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
-            }
-        })
+    pub fn ips(&self) -> Ips<'a> {
+        let wide = self.pointer_size != 4;
+        Ips {
+            chunks: self.bytes.chunks_exact(if wide { 8 } else { 4 }),
+            wide,
+        }
     }
 }
+
+/// Iterator over a stack's instruction pointers.
+#[derive(Clone, Debug)]
+pub struct Ips<'a> {
+    chunks: std::slice::ChunksExact<'a, u8>,
+    wide: bool,
+}
+
+#[inline(always)]
+fn ip_of(c: &[u8], wide: bool) -> u64 {
+    if wide {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&c[..8]);
+        u64::from_le_bytes(b)
+    } else {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&c[..4]);
+        u64::from(u32::from_le_bytes(b))
+    }
+}
+
+impl Iterator for Ips<'_> {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        let c = self.chunks.next()?;
+        Some(ip_of(c, self.wide))
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.chunks.size_hint()
+    }
+
+    #[inline]
+    fn fold<B, F: FnMut(B, u64) -> B>(self, init: B, mut f: F) -> B {
+        // One branch on the width, then a tight loop.
+        if self.wide {
+            self.chunks.fold(init, |acc, c| f(acc, ip_of(c, true)))
+        } else {
+            self.chunks.fold(init, |acc, c| f(acc, ip_of(c, false)))
+        }
+    }
+}
+
+impl ExactSizeIterator for Ips<'_> {}
 
 /// A V6 label list: correlation ids and other labels attached to events, and overrides of the
 /// metadata's opcode, keywords, level and version.

@@ -20,7 +20,7 @@ pub mod writer;
 
 pub use decoder::TraceStats;
 pub use error::{BlockKind, Error, ErrorKind, Result};
-pub use event::{Event, LabelList, Stack, ThreadInfo};
+pub use event::{Event, Ips, LabelList, Stack, ThreadInfo};
 pub use header::{format_unix_ns, Clock, FormatVersion, TraceHeader};
 pub use metadata::{EventMetadata, FieldDesc, FieldType};
 pub use payload::{decode_payload, DecodedPayload};

@@ -3,7 +3,7 @@
 
 use crate::cursor::{Cursor, CursorError};
 use crate::metadata::{FieldDesc, FieldType};
-use crate::value::{Field, SystemTime, Value};
+use crate::value::{Field, Value};
 
 /// Hard limit on array elements decoded for one field (the format's `u16` counts fit).
 const MAX_ELEMENTS: usize = 65_535;
@@ -37,27 +37,16 @@ pub fn decode_payload(fields: &[FieldDesc], payload: &[u8]) -> DecodedPayload {
     out
 }
 
-fn filetime_to_system_time(ft: u64) -> Value {
-    // 100ns intervals since 1601-01-01.
+/// A Windows FILETIME (100 ns intervals since 1601) as an ISO-8601 UTC string with its full
+/// 100 ns precision.
+fn filetime_to_string(ft: u64) -> Value {
     const EPOCH_DIFF_SECS: i64 = 11_644_473_600;
     let secs = (ft / 10_000_000) as i64 - EPOCH_DIFF_SECS;
-    let ms = ((ft % 10_000_000) / 10_000) as i64;
-    let ns = secs
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ms * 1_000_000);
-    let s = crate::header::format_unix_ns(ns);
-    // Parse back the parts: cheap and keeps one calendar implementation.
-    let p = |a: usize, b: usize| s.get(a..b).and_then(|x| x.parse::<u16>().ok()).unwrap_or(0);
-    Value::DateTime(SystemTime {
-        year: p(0, 4),
-        month: p(5, 7),
-        day_of_week: 0,
-        day: p(8, 10),
-        hour: p(11, 13),
-        minute: p(14, 16),
-        second: p(17, 19),
-        millisecond: p(20, 23),
-    })
+    let ticks = ft % 10_000_000;
+    let s = crate::header::format_unix_ns(secs.saturating_mul(1_000_000_000));
+    // format_unix_ns gives "...:SS.000000Z": replace the fraction with the 7-digit tick count.
+    let base = s.get(..19).unwrap_or(&s);
+    Value::String(format!("{base}.{ticks:07}Z"))
 }
 
 fn decode_value(ty: &FieldType, c: &mut Cursor<'_>, payload: &[u8]) -> Result<Value, CursorError> {
@@ -79,7 +68,7 @@ fn decode_value(ty: &FieldType, c: &mut Cursor<'_>, payload: &[u8]) -> Result<Va
         FieldType::F32 => Value::F32(c.f32()?),
         FieldType::F64 => Value::F64(c.f64()?),
         FieldType::Decimal => Value::Bytes(c.bytes(16)?.to_vec()),
-        FieldType::DateTime => filetime_to_system_time(c.u64()?),
+        FieldType::DateTime => filetime_to_string(c.u64()?),
         FieldType::Guid => Value::Guid(c.guid()?),
         FieldType::String16 => Value::String(c.utf16z()?),
         FieldType::VarInt => Value::I64(c.vari64()?),
@@ -128,6 +117,12 @@ fn decode_array(
 ) -> Result<Value, CursorError> {
     if matches!(elem, FieldType::U8) {
         return Ok(Value::Bytes(c.bytes(n)?.to_vec()));
+    }
+    if matches!(elem, FieldType::Char16) {
+        // An array of UTF-16 code units is a string (how EventSource writes char[]).
+        let b = c.bytes(n.saturating_mul(2))?;
+        let units: Vec<u16> = b.chunks_exact(2).map(|p| u16::from_le_bytes([p[0], p[1]])).collect();
+        return Ok(Value::String(String::from_utf16_lossy(&units)));
     }
     // Every element takes at least one byte: refuse counts the rest cannot hold.
     if n > c.remaining() || n > MAX_ELEMENTS {
@@ -204,8 +199,8 @@ mod tests {
 
     #[test]
     fn filetime_converts() {
-        // 2020-01-01T00:00:00Z
-        let v = filetime_to_system_time(132_223_104_000_000_000);
-        assert_eq!(v.to_string(), "2020-01-01T00:00:00.000Z");
+        // 2020-01-01T00:00:00.1234567Z
+        let v = filetime_to_string(132_223_104_001_234_567);
+        assert_eq!(v, Value::String("2020-01-01T00:00:00.1234567Z".into()));
     }
 }
