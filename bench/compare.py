@@ -4,8 +4,9 @@
 For every trace given (or every trace under crates/nettrace/tests/data and bench/out/traces),
 runs `clrspy info --json` and `TraceEventHarness counts`, and requires identical event counts per
 (provider, event id, version); then compares decoded field values of the first events of every
-typed event kind (`clrspy events --json` against `TraceEventHarness fields`). Prints one line per
-trace and a summary; exits 1 on any difference.
+typed event kind (`clrspy events --json` against `TraceEventHarness fields`). Also writes small V5
+and V6 traces with clrspy's writer (`readbench generate`) and requires TraceEvent to read them
+with the same counts. Prints one line per trace and a summary; exits 1 on any difference.
 
   bench/compare.py [--update-expected] [TRACE ...]
 
@@ -137,6 +138,14 @@ def main():
     args = [a for a in args if a != "--update-expected"]
     traces = args
     if not traces:
+        # Traces our writer makes, V5 and V6: TraceEvent must read them too.
+        extra = os.path.join(ROOT, "bench/out/traces")
+        os.makedirs(extra, exist_ok=True)
+        readbench = os.path.join(ROOT, "target/release/readbench")
+        for fmt in ("v5", "v6"):
+            out = os.path.join(extra, f"writer-{fmt}.nettrace")
+            if os.path.exists(readbench) and not os.path.exists(out):
+                run([readbench, "generate", out, "--mb", "8", "--format", fmt])
         traces = [os.path.join(DATA, f) for f in sorted(os.listdir(DATA))
                   if f.endswith((".nettrace", ".zip", ".netperf"))]
         extra = os.path.join(ROOT, "bench/out/traces")
