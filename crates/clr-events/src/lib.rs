@@ -26,9 +26,18 @@
 //! assert_eq!(event_name(RUNTIME_PROVIDER, 80, 1), Some("Exception/Start"));
 //! ```
 //!
-//! Versions: the runtime only appends fields in newer event versions, so [`layout`] returns the
-//! highest known version not above the one asked for, and [`Decoded::extra_bytes`] counts the
-//! bytes after the last field it knows.
+//! Versions: every version the manifest defines has its own layout. For versions newer than
+//! any known here, [`layout`] returns the highest known version not above the one asked for —
+//! the runtime appends fields in new versions (only a few V1 templates of .NET Framework days
+//! reordered fields) — and [`Decoded::extra_bytes`] counts the bytes after the last known field.
+//!
+//! Field names follow TraceEvent's payload names, which equal the manifest's except for
+//! `GC/MarkWithType` (`Promoted`, manifest `Bytes`), `GC/Join` (`ID`, manifest `JoinID`) and
+//! `EventSourceEvent` (`Name`, manifest `EventName`). Fields TraceEvent skips (`Reserved1` of
+//! the module events) or computes (`OptimizationTier`, `TotalHeapSize`, `ModuleILFileName`) are
+//! decoded as the manifest lays them out or not at all. Arrays are decoded too (`ILOffsets`,
+//! `Values` of the bulk and history events), as [`Value::Array`]s of values or of
+//! [`Value::Object`]s.
 #![deny(missing_docs)]
 
 mod layout;
@@ -180,7 +189,8 @@ pub fn layout_for(
     let id = u16::try_from(event_id).ok()?;
     let idx = index();
     // First row after every (provider, id, <= version) row.
-    let end = idx.partition_point(|l| (l.provider, l.event_id, l.version) <= (provider, id, version));
+    let end =
+        idx.partition_point(|l| (l.provider, l.event_id, l.version) <= (provider, id, version));
     let l = idx.get(end.checked_sub(1)?)?;
     (l.provider == provider && l.event_id == id).then_some(*l)
 }

@@ -34,7 +34,7 @@ impl Progress {
             return;
         }
         self.calls = self.calls.wrapping_add(1);
-        if self.calls % 4096 != 0 {
+        if !self.calls.is_multiple_of(4096) {
             return;
         }
         if self.bar.is_none() {

@@ -121,7 +121,10 @@ fn decode_array(
     if matches!(elem, FieldType::Char16) {
         // An array of UTF-16 code units is a string (how EventSource writes char[]).
         let b = c.bytes(n.saturating_mul(2))?;
-        let units: Vec<u16> = b.chunks_exact(2).map(|p| u16::from_le_bytes([p[0], p[1]])).collect();
+        let units: Vec<u16> = b
+            .chunks_exact(2)
+            .map(|p| u16::from_le_bytes([p[0], p[1]]))
+            .collect();
         return Ok(Value::String(String::from_utf16_lossy(&units)));
     }
     // Every element takes at least one byte: refuse counts the rest cannot hold.

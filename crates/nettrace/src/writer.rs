@@ -387,7 +387,7 @@ impl<W: Write> TraceWriter<W> {
         head.extend_from_slice(&(data.len() as u32).to_le_bytes());
         let after = self.written + head.len() as u64;
         let pad = ((4 - after % 4) % 4) as usize;
-        head.extend(std::iter::repeat_n(0u8, pad));
+        head.resize(head.len() + pad, 0);
         self.raw(&head)?;
         self.raw(data)?;
         self.raw(&[6])
@@ -492,7 +492,7 @@ impl<W: Write> TraceWriter<W> {
                     data.extend_from_slice(&(blob.len() as u32).to_le_bytes());
                     data.extend_from_slice(&blob);
                     // pad to 4-byte file offset: the block payload starts 4-aligned.
-                    while data.len() % 4 != 0 {
+                    while !data.len().is_multiple_of(4) {
                         data.push(0);
                     }
                 }
@@ -650,7 +650,7 @@ impl<W: Write> TraceWriter<W> {
             ev.extend_from_slice(e.payload);
             if !v6 {
                 // The block payload starts 4-aligned after a 20-byte header: pad events to 4.
-                while ev.len() % 4 != 0 {
+                while !ev.len().is_multiple_of(4) {
                     ev.push(0);
                 }
             }
