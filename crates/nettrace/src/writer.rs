@@ -473,28 +473,17 @@ impl<W: Write> TraceWriter<W> {
         let mut data = Vec::new();
         match self.opts.format {
             WriteFormat::V5 => {
-                // Header, then each row as an uncompressed event blob with metadata id 0.
+                // Header, then each row as an event blob with metadata id 0, in compressed form
+                // as the runtime writes it: flags (payload size present), timestamp delta 0,
+                // payload size, payload.
                 data.extend_from_slice(&20u16.to_le_bytes());
-                data.extend_from_slice(&0u16.to_le_bytes());
+                data.extend_from_slice(&1u16.to_le_bytes());
                 data.extend_from_slice(&[0u8; 16]);
                 for r in rows {
-                    let mut blob = Vec::new();
-                    blob.extend_from_slice(&0u32.to_le_bytes()); // metadata id
-                    blob.extend_from_slice(&0u32.to_le_bytes()); // sequence
-                    blob.extend_from_slice(&0u64.to_le_bytes()); // thread
-                    blob.extend_from_slice(&0u64.to_le_bytes()); // capture thread
-                    blob.extend_from_slice(&0u32.to_le_bytes()); // processor
-                    blob.extend_from_slice(&0u32.to_le_bytes()); // stack
-                    blob.extend_from_slice(&0i64.to_le_bytes()); // timestamp
-                    blob.extend_from_slice(&[0u8; 32]); // activity ids
-                    blob.extend_from_slice(&(r.len() as u32).to_le_bytes());
-                    blob.extend_from_slice(&r);
-                    data.extend_from_slice(&(blob.len() as u32).to_le_bytes());
-                    data.extend_from_slice(&blob);
-                    // pad to 4-byte file offset: the block payload starts 4-aligned.
-                    while !data.len().is_multiple_of(4) {
-                        data.push(0);
-                    }
+                    data.push(128);
+                    data.push(0);
+                    put_varu64(&mut data, r.len() as u64);
+                    data.extend_from_slice(&r);
                 }
                 self.block_fs("MetadataBlock", &data)
             }
