@@ -50,12 +50,20 @@ def ours_counts(path):
     return j, {(e["provider"], e["event_id"], e["version"]): e["count"] for e in j["per_event"]}
 
 
+# TraceEvent re-dispatches the runtime's GC dynamic events (id 39) under its own id 65524.
+TE_ALIASES = {("Microsoft-Windows-DotNETRuntime", 65524): 39}
+
+
 def te_counts(path):
     p = run(["dotnet", HARNESS, "counts", path])
     if p.returncode != 0:
         raise RuntimeError(f"TraceEvent failed: {p.stderr.strip()[-500:]}")
     j = json.loads(p.stdout)
-    return j, {(e["provider"], e["event_id"], e["version"]): e["count"] for e in j["per_event"]}
+    counts = defaultdict(int)
+    for e in j["per_event"]:
+        eid = TE_ALIASES.get((e["provider"], e["event_id"]), e["event_id"])
+        counts[(e["provider"], eid, e["version"])] += e["count"]
+    return j, dict(counts)
 
 
 def norm(v):
