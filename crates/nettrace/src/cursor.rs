@@ -244,25 +244,32 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a NUL-terminated UTF-16LE string (the terminator is consumed, not returned). A
-    /// missing terminator is an error.
+    /// missing terminator is an error. Invalid UTF-16 is replaced with U+FFFD.
     pub fn utf16z(&mut self) -> Result<String, CursorError> {
         let rest = self.rest();
-        let mut units = Vec::new();
-        let mut i = 0;
-        while i + 1 < rest.len() {
-            let u = u16::from_le_bytes([rest[i], rest[i + 1]]);
-            i += 2;
-            if u == 0 {
-                self.pos += i;
-                return Ok(String::from_utf16_lossy(&units));
-            }
-            units.push(u);
+        let units = rest.len() / 2;
+        let Some(n) = (0..units).find(|&i| rest[2 * i] == 0 && rest[2 * i + 1] == 0) else {
+            return Err(CursorError::Eof {
+                offset: self.offset(),
+                needed: rest.len() + 2,
+                available: rest.len(),
+            });
+        };
+        let body = &rest[..2 * n];
+        self.pos += 2 * n + 2;
+        // Most strings in traces are ASCII: copy those without decoding.
+        if body.chunks_exact(2).all(|u| u[1] == 0 && u[0] < 0x80) {
+            let ascii: Vec<u8> = body.iter().step_by(2).copied().collect();
+            // All bytes are below 0x80, so this cannot fail; fall back to lossy anyway.
+            return Ok(String::from_utf8(ascii)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
         }
-        Err(CursorError::Eof {
-            offset: self.offset(),
-            needed: rest.len() + 2,
-            available: rest.len(),
-        })
+        let iter = body
+            .chunks_exact(2)
+            .map(|u| u16::from_le_bytes([u[0], u[1]]));
+        Ok(char::decode_utf16(iter)
+            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect())
     }
 
     /// Reads a UTF-8 string prefixed with its byte length as a `varuint32` (NetTrace V6).

@@ -16,7 +16,7 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
     let trace = input::open(&args.input.trace)?;
     let mut reader = trace.reader()?;
     let ps = reader.header().pointer_size;
-    let mut progress = Progress::new(trace.bytes().len() as u64);
+    let mut progress = Progress::new(trace.len());
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout);
     let mut shown = 0u64;

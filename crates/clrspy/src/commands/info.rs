@@ -64,7 +64,7 @@ fn human_bytes(n: u64) -> String {
 /// Runs `clrspy info`.
 pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
     let trace = input::open(&args.input.trace)?;
-    let total_bytes = trace.bytes().len() as u64;
+    let total_bytes = trace.len();
     let mut reader = trace.reader()?;
     // Counting is keyed by metadata id first (cheap), then by (provider, id, version).
     let mut per_event: BTreeMap<(String, u32, u8), Row> = BTreeMap::new();
