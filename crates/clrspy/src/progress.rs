@@ -41,10 +41,10 @@ impl Progress {
             if self.started.elapsed() < Duration::from_secs(1) {
                 return;
             }
-            let bar = ProgressBar::new(self.total);
+            let bar = ProgressBar::new(self.total).with_position(pos);
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{spinner} reading {bytes}/{total_bytes} [{bar:30}] {bytes_per_sec} eta {eta}",
+                    "{spinner} {bytes}/{total_bytes} [{wide_bar}] {bytes_per_sec} {eta}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
