@@ -1,14 +1,46 @@
 //! Reader and writer for the .NET EventPipe trace format: NetPerf (version 3), NetTrace V4/V5
 //! (FastSerialization objects) and NetTrace V6 (block headers).
+//!
+//! [`TraceReader`] reads a byte slice or a memory map ([`TraceFile`]) without copying payloads;
+//! [`StreamReader`] reads any `io::Read` incrementally, holding one block at a time. Both yield
+//! the same [`Event`]: provider, id, version, level, keywords, opcode, timestamp (ticks, ns since
+//! the trace start, UTC), threads, processor, stack addresses, activity ids or V6 labels, and
+//! the payload bytes, which [`Event::decode_with_metadata`] decodes for self-describing events.
+//! Damage never panics: every complete event before it is yielded, then an [`Error`] names the
+//! byte offset, the block and what was expected.
+//!
+//! ```
+//! use nettrace::{EventMetadata, EventRecord, TraceReader, TraceWriter, WriterOptions};
+//!
+//! // Write a small V6 trace, then read it back.
+//! let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+//! let id = w
+//!     .define(&EventMetadata { provider: "My-Source".into(), event_id: 1, ..Default::default() })
+//!     .unwrap();
+//! w.write(&EventRecord {
+//!     metadata_id: id,
+//!     thread_id: 7,
+//!     capture_thread_id: 7,
+//!     timestamp: 1_500,
+//!     stack: &[0x7f00_1234, 0x7f00_5678],
+//!     ..Default::default()
+//! })
+//! .unwrap();
+//! let bytes = w.finish().unwrap();
+//!
+//! let mut reader = TraceReader::new(&bytes).unwrap();
+//! while let Some(ev) = reader.next_event().unwrap() {
+//!     assert_eq!(ev.provider(), "My-Source");
+//!     assert_eq!(ev.thread_id, 7);
+//!     assert_eq!(ev.timestamp_ns(), 1_500);
+//!     assert_eq!(ev.stack.ips().collect::<Vec<_>>(), [0x7f00_1234, 0x7f00_5678]);
+//! }
+//! assert!(reader.stats().ended_cleanly);
+//! ```
 #![deny(missing_docs)]
 
 pub mod cursor;
-pub mod value;
-
-pub use cursor::{Cursor, CursorError};
-pub use value::{Field, Guid, SystemTime, Value};
-
-pub mod decoder;
+mod decoder;
 pub mod error;
 pub mod event;
 mod framing;
@@ -16,15 +48,19 @@ pub mod header;
 pub mod metadata;
 pub mod payload;
 pub mod reader;
+pub mod value;
 pub mod writer;
 
-pub use decoder::TraceStats;
+pub use cursor::{Cursor, CursorError};
+pub use decoder::{TraceStats, MAX_STACK_BYTES};
 pub use error::{BlockKind, Error, ErrorKind, Result};
 pub use event::{Event, Ips, LabelList, Stack, ThreadInfo};
 pub use header::{format_unix_ns, Clock, FormatVersion, TraceHeader};
-pub use metadata::{EventMetadata, FieldDesc, FieldType};
+pub use metadata::{EventMetadata, FieldDesc, FieldType, MAX_TYPE_DEPTH};
 pub use payload::{decode_payload, DecodedPayload};
 pub use reader::{
     ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
+    MAX_STREAM_BLOCK,
 };
+pub use value::{Field, Guid, SystemTime, Value};
 pub use writer::{EventRecord, TraceWriter, WriteFormat, WriterOptions};

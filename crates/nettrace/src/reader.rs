@@ -347,23 +347,13 @@ impl<S: ByteSource> Reader<S> {
             let off = self.src.window_offset();
             let w = self.src.window();
             if w.is_empty() && !more {
-                // The stream stopped between blocks, without an end marker.
+                // The stream stopped between blocks, without its end marker.
                 self.done = true;
-                return Err(Error::new(
+                return Err(Error::malformed(
                     off,
-                    None,
-                    ErrorKind::Truncated {
-                        needed: 1,
-                        available: 0,
-                    },
-                ))
-                .map_err(|e| {
-                    Error::malformed(
-                        e.offset,
-                        BlockKind::EndOfStream,
-                        "the stream ends without its end-of-stream marker",
-                    )
-                });
+                    BlockKind::EndOfStream,
+                    "the stream ends without its end-of-stream marker (truncated trace)",
+                ));
             }
             match framing::next_frame(self.start.framing, w, off)? {
                 Frame::Block {

@@ -22,15 +22,11 @@ fn flush_fast(
     id: u32,
     version: u8,
     n: u64,
-    name: Option<String>,
 ) {
-    per_event
-        .entry((provider, id, version))
-        .or_insert_with(|| Row {
-            name: name.unwrap_or_default(),
-            count: 0,
-        })
-        .count += n;
+    // The slow path inserted the row (with its name) before any fast-path count.
+    if let Some(row) = per_event.get_mut(&(provider, id, version)) {
+        row.count += n;
+    }
 }
 
 /// Thousands separators for counts.
@@ -85,7 +81,7 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
         }
         // First event of this metadata row (or a row id reused after a V6 metadata flush).
         if let Some((p, id, n)) = fast.remove(&(ev.metadata.metadata_id, version)) {
-            flush_fast(&mut per_event, p, id, version, n, None);
+            flush_fast(&mut per_event, p, id, version, n);
         }
         let key = (ev.provider().to_string(), ev.event_id(), version);
         per_event.entry(key).or_insert_with(|| Row {
@@ -99,7 +95,7 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
         true
     });
     for ((_, version), (p, id, n)) in fast.drain() {
-        flush_fast(&mut per_event, p, id, version, n, None);
+        flush_fast(&mut per_event, p, id, version, n);
     }
     progress.finish();
     let h = reader.header().clone();
