@@ -261,28 +261,21 @@ impl Decoder {
                 self.stats.event_blocks += 1;
                 self.event_block_iter(data, offset).map(Some)
             }
-            BlockKind::Metadata => {
-                self.metadata_block(data, offset).in_block(kind)?;
-                Ok(None)
-            }
-            BlockKind::Stack => {
-                self.stack_block(data, offset).in_block(kind)?;
-                Ok(None)
-            }
-            BlockKind::SequencePoint => {
-                self.sequence_point(data, offset).in_block(kind)?;
-                Ok(None)
-            }
-            BlockKind::Thread => {
-                self.thread_block(data, offset).in_block(kind)?;
-                Ok(None)
-            }
-            BlockKind::RemoveThread => {
-                self.remove_thread_block(data, offset).in_block(kind)?;
-                Ok(None)
-            }
-            BlockKind::LabelList => {
-                self.label_list_block(data, offset).in_block(kind)?;
+            BlockKind::Metadata
+            | BlockKind::Stack
+            | BlockKind::SequencePoint
+            | BlockKind::Thread
+            | BlockKind::RemoveThread
+            | BlockKind::LabelList => {
+                match kind {
+                    BlockKind::Metadata => self.metadata_block(data, offset),
+                    BlockKind::Stack => self.stack_block(data, offset),
+                    BlockKind::SequencePoint => self.sequence_point(data, offset),
+                    BlockKind::Thread => self.thread_block(data, offset),
+                    BlockKind::RemoveThread => self.remove_thread_block(data, offset),
+                    _ => self.label_list_block(data, offset),
+                }
+                .in_block(kind)?;
                 Ok(None)
             }
             BlockKind::Trace => Err(Error::malformed(
