@@ -63,6 +63,10 @@ pub struct EventsArgs {
     /// Leave stacks out of the text output (JSON always has them).
     #[arg(long)]
     pub no_stacks: bool,
+    /// List events in file order instead of timestamp order (the runtime interleaves threads;
+    /// by default events are sorted between the trace's sequence points).
+    #[arg(long)]
+    pub file_order: bool,
 }
 
 #[cfg(test)]

@@ -165,3 +165,35 @@ fn bad_inputs_give_one_clear_line() {
         .code(1)
         .stderr(predicate::str::contains("is a directory"));
 }
+
+#[test]
+fn events_come_in_timestamp_order_unless_file_order_is_asked() {
+    let trace = data("only_managed_samples.nettrace.zip");
+    let times = |extra: &[&str]| -> Vec<i64> {
+        let out = clrspy()
+            .args(["events", "--json"])
+            .args(extra)
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["timestamp_ns"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let sorted = times(&[]);
+    assert_eq!(sorted.len(), 37_603);
+    assert!(sorted.windows(2).all(|w| w[0] <= w[1]), "not in time order");
+    let file = times(&["--file-order"]);
+    assert_eq!(file.len(), sorted.len());
+    assert!(
+        file.windows(2).any(|w| w[0] > w[1]),
+        "the file itself is interleaved"
+    );
+}

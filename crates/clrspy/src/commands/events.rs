@@ -1,7 +1,10 @@
 //! `clrspy events`: one line (or one JSON object) per event.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{BufWriter, Write};
 
+use nettrace::Event;
 use serde_json::json;
 
 use crate::cli::EventsArgs;
@@ -10,6 +13,100 @@ use crate::input;
 use crate::names;
 use crate::output::{CliError, CliResult};
 use crate::progress::Progress;
+
+/// Lines waiting to be written in timestamp order: the runtime writes each thread's events in
+/// order but interleaves threads, so lines are held until a sequence point or a "sorted" event
+/// says no earlier event can follow.
+struct Sorter {
+    heap: BinaryHeap<Reverse<(i64, u64, String)>>,
+    next: u64,
+}
+
+/// Lines held at most; past this they are written as they are (order may then be off).
+const MAX_HELD: usize = 1_000_000;
+
+impl Sorter {
+    fn push(&mut self, ts: i64, line: String) {
+        self.heap.push(Reverse((ts, self.next, line)));
+        self.next += 1;
+    }
+
+    /// Writes held lines with timestamps up to `until` (all of them for `None`).
+    fn flush(&mut self, out: &mut impl Write, until: Option<i64>) -> std::io::Result<()> {
+        while let Some(Reverse((ts, _, _))) = self.heap.peek() {
+            if until.is_some_and(|u| *ts > u) && self.heap.len() <= MAX_HELD {
+                break;
+            }
+            if let Some(Reverse((_, _, line))) = self.heap.pop() {
+                out.write_all(line.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Renders one event as a text line or a JSON line (with its newline).
+fn render(ev: &Event<'_>, name: &str, ps: u8, args: &EventsArgs) -> String {
+    let decoded = fields::decode(ev, ps);
+    if args.json {
+        let stack: Vec<String> = ev.stack.ips().map(|ip| format!("0x{ip:x}")).collect();
+        let mut v = json!({
+            "provider": ev.provider(),
+            "event_id": ev.event_id(),
+            "version": ev.version(),
+            "name": name,
+            "timestamp_ns": ev.timestamp_ns(),
+            "thread_id": ev.thread_id,
+            "process_id": ev.process_id,
+            "processor": ev.processor,
+            "level": ev.level(),
+            "opcode": ev.opcode(),
+            "keywords": format!("0x{:x}", ev.keywords()),
+            "stack": stack,
+            "fields": fields::fields_json(&decoded.fields),
+        });
+        if !ev.activity_id.is_zero() {
+            v["activity_id"] = json!(ev.activity_id.to_string());
+        }
+        if !ev.related_activity_id.is_zero() {
+            v["related_activity_id"] = json!(ev.related_activity_id.to_string());
+        }
+        if let Some(e) = &decoded.error {
+            v["decode_error"] = json!(e);
+        }
+        let mut line = v.to_string();
+        line.push('\n');
+        line
+    } else {
+        let mut line = format!(
+            "{:>14.6} ms  tid {:<7} {}/{}",
+            ev.timestamp_ns() as f64 / 1e6,
+            ev.thread_id,
+            ev.provider(),
+            name
+        );
+        for f in &decoded.fields {
+            line.push(' ');
+            line.push_str(&f.name);
+            line.push('=');
+            line.push_str(&f.value.to_string());
+        }
+        if let Some(e) = &decoded.error {
+            line.push_str(&format!(" [decode error: {e}]"));
+        }
+        if !args.no_stacks && !ev.stack.is_empty() {
+            line.push_str(&format!(" stack[{}]=", ev.stack.len()));
+            for (i, ip) in ev.stack.ips().enumerate() {
+                if i > 0 {
+                    line.push(',');
+                }
+                line.push_str(&format!("{ip:x}"));
+            }
+        }
+        line.push('\n');
+        line
+    }
+}
 
 /// Runs `clrspy events`.
 pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
@@ -20,99 +117,59 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout);
     let mut shown = 0u64;
-    let mut io_err: Option<std::io::Error> = None;
     let limit = args.limit.unwrap_or(u64::MAX);
-    let result = reader.for_each_event(|ev| {
+    let mut sorter = Sorter {
+        heap: BinaryHeap::new(),
+        next: 0,
+    };
+    let mut sequence_points = 0;
+    let mut error = None;
+    while shown < limit {
+        let ev = match reader.next_event() {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        };
         progress.update(ev.offset);
-        if shown >= limit {
-            return false;
-        }
         if let Some(p) = &args.provider {
             if !names::matches(p, ev.provider()) {
-                return true;
+                continue;
             }
         }
-        let name = names::event_name(ev);
+        let name = names::event_name(&ev);
         if let Some(pat) = &args.event {
-            let id = ev.event_id().to_string();
             if !(names::matches(pat, &name)
                 || names::matches(pat, ev.metadata_name())
-                || *pat == id)
+                || *pat == ev.event_id().to_string())
             {
-                return true;
+                continue;
             }
         }
         shown += 1;
-        let decoded = fields::decode(ev, ps);
-        let r = if args.json {
-            let stack: Vec<String> = ev.stack.ips().map(|ip| format!("0x{ip:x}")).collect();
-            let mut v = json!({
-                "provider": ev.provider(),
-                "event_id": ev.event_id(),
-                "version": ev.version(),
-                "name": name,
-                "timestamp_ns": ev.timestamp_ns(),
-                "thread_id": ev.thread_id,
-                "process_id": ev.process_id,
-                "processor": ev.processor,
-                "level": ev.level(),
-                "opcode": ev.opcode(),
-                "keywords": format!("0x{:x}", ev.keywords()),
-                "stack": stack,
-                "fields": fields::fields_json(&decoded.fields),
-            });
-            if !ev.activity_id.is_zero() {
-                v["activity_id"] = json!(ev.activity_id.to_string());
-            }
-            if !ev.related_activity_id.is_zero() {
-                v["related_activity_id"] = json!(ev.related_activity_id.to_string());
-            }
-            if let Some(e) = &decoded.error {
-                v["decode_error"] = json!(e);
-            }
-            serde_json::to_writer(&mut out, &v)
-                .map_err(std::io::Error::other)
-                .and_then(|_| writeln!(out))
-        } else {
-            let mut line = format!(
-                "{:>14.6} ms  tid {:<7} {}/{}",
-                ev.timestamp_ns() as f64 / 1e6,
-                ev.thread_id,
-                ev.provider(),
-                name
-            );
-            for f in &decoded.fields {
-                line.push(' ');
-                line.push_str(&f.name);
-                line.push('=');
-                line.push_str(&f.value.to_string());
-            }
-            if let Some(e) = &decoded.error {
-                line.push_str(&format!(" [decode error: {e}]"));
-            }
-            if !args.no_stacks && !ev.stack.is_empty() {
-                line.push_str(&format!(" stack[{}]=", ev.stack.len()));
-                for (i, ip) in ev.stack.ips().enumerate() {
-                    if i > 0 {
-                        line.push(',');
-                    }
-                    line.push_str(&format!("{ip:x}"));
-                }
-            }
-            writeln!(out, "{line}")
-        };
-        if let Err(e) = r {
-            io_err = Some(e);
-            return false;
+        let line = render(&ev, &name, ps, args);
+        let (ts, sorted) = (ev.timestamp, ev.is_sorted);
+        if args.file_order {
+            out.write_all(line.as_bytes())?;
+            continue;
         }
-        true
-    });
-    progress.finish();
-    if let Some(e) = io_err {
-        return Err(e.into());
+        // A sequence point read since the last event: everything before it comes first.
+        let sp = reader.stats().sequence_points;
+        if sp != sequence_points {
+            sequence_points = sp;
+            sorter.flush(&mut out, None)?;
+        }
+        sorter.push(ts, line);
+        if sorted {
+            sorter.flush(&mut out, Some(ts))?;
+        }
     }
+    sorter.flush(&mut out, None)?;
+    progress.finish();
     out.flush()?;
-    if let Err(e) = result {
+    if let Some(e) = error {
         return Err(CliError::new(format!(
             "{}: {e}; every complete event before it was listed",
             trace.display()
