@@ -342,8 +342,12 @@ impl<S: ByteSource> Reader<S> {
     /// Moves to the next block. `Ok(false)` at the end of the stream.
     fn next_block(&mut self) -> Result<bool> {
         let mut want = 8;
+        let mut kind_seen = None;
         loop {
-            let more = self.src.fill(want)?;
+            let more = self.src.fill(want).map_err(|e| match kind_seen {
+                Some(k) => e.in_block(k),
+                None => e,
+            })?;
             let off = self.src.window_offset();
             let w = self.src.window();
             if w.is_empty() && !more {
@@ -389,6 +393,7 @@ impl<S: ByteSource> Reader<S> {
                     return Ok(false);
                 }
                 Frame::NeedMore { needed, partial } => {
+                    kind_seen = partial.map(|p| p.0);
                     if more {
                         want = if needed > w.len() {
                             needed

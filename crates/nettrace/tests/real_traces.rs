@@ -121,7 +121,55 @@ impl Rng {
     }
 }
 
+/// Hands out a few bytes per read, like a slow socket.
+struct Trickle<'a>(&'a [u8], usize);
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.1).min(self.0.len());
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+/// Reads damaged bytes with the slice reader and the incremental reader: both must stop
+/// without panicking, after the same number of events.
 fn read_damaged(bytes: &[u8]) -> u64 {
+    let n = read_damaged_slice(bytes);
+    let mut m = 0u64;
+    let stream_err = match nettrace::StreamReader::from_read(Trickle(bytes, 4093)) {
+        Ok(mut r) => loop {
+            match r.next_event() {
+                Ok(Some(_)) => m += 1,
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            }
+        },
+        Err(e) => Some(e),
+    };
+    let slice_err = TraceReader::new(bytes).err().or_else(|| {
+        let mut r = TraceReader::new(bytes).ok()?;
+        loop {
+            match r.next_event() {
+                Ok(Some(_)) => {}
+                Ok(None) => return None,
+                Err(e) => return Some(e),
+            }
+        }
+    });
+    assert_eq!(n, m, "slice and stream readers disagree on event count");
+    // Both stop with an error or both end cleanly. (The errors may differ: the incremental reader
+    // refuses a block declared larger than it will buffer before seeing that the data is short.)
+    assert_eq!(
+        slice_err.is_some(),
+        stream_err.is_some(),
+        "{slice_err:?} vs {stream_err:?}"
+    );
+    n
+}
+
+fn read_damaged_slice(bytes: &[u8]) -> u64 {
     let Ok(mut r) = TraceReader::new(bytes) else {
         return 0;
     };
