@@ -105,7 +105,7 @@ fn check_truncations(provider: &str, id: u32, version: u8, p: &P) {
 }
 
 fn names(d: &Decoded) -> Vec<&str> {
-    d.fields.iter().map(|f| f.name.as_str()).collect()
+    d.fields.iter().map(|f| f.name.as_ref()).collect()
 }
 
 #[test]

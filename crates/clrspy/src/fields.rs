@@ -72,7 +72,7 @@ pub fn value_json(v: &Value) -> serde_json::Value {
 pub fn fields_json(fields: &[Field]) -> serde_json::Value {
     let mut m = Map::new();
     for f in fields {
-        m.insert(f.name.clone(), value_json(&f.value));
+        m.insert(f.name.to_string(), value_json(&f.value));
     }
     serde_json::Value::Object(m)
 }

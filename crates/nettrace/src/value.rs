@@ -2,6 +2,7 @@
 //! trace's own metadata (self-describing EventSource/TraceLogging events) or from a built-in
 //! layout (the `clr-events` crate).
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// A 16-byte GUID as stored in traces (`Data1` little-endian `u32`, `Data2`/`Data3` `u16`, 8 bytes).
@@ -120,15 +121,16 @@ pub enum Value {
 /// A named payload value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
-    /// The field name from the metadata or built-in layout.
-    pub name: String,
+    /// The field name from the metadata or built-in layout (built-in names are borrowed, so
+    /// decoding the runtime's events allocates no names).
+    pub name: Cow<'static, str>,
     /// The decoded value.
     pub value: Value,
 }
 
 impl Field {
     /// Builds a field.
-    pub fn new(name: impl Into<String>, value: Value) -> Field {
+    pub fn new(name: impl Into<Cow<'static, str>>, value: Value) -> Field {
         Field {
             name: name.into(),
             value,
