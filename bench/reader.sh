@@ -52,7 +52,7 @@ def row(label, secs, events, rss, te_secs=None):
     print(f"{label:<34}{secs:9.3f}{mb / secs:9.0f}{events / secs / 1e6:9.1f}{rss:8.0f}MB{ratio:>8}")
 row("clrspy walk (mmap)", walk["seconds"], walk["events"], walk["rss_mb"], te["seconds_walk"])
 row("clrspy walk (io::Read stream)", stream["seconds"], stream["events"], stream["rss_mb"], te["seconds_walk"])
-row("clrspy walk + decode payloads", decode["seconds"], decode["events"], decode["rss_mb"],
+row("clrspy stream walk + decode payloads", decode["seconds"], decode["events"], decode["rss_mb"],
     te["seconds_decode"])
 row("TraceEvent walk", te["seconds_walk"], te["events"], te["rss_mb"])
 row("TraceEvent walk + decode (2nd pass)", te["seconds_decode"], te["events"], te["rss_mb"])

@@ -2,8 +2,8 @@
 //!
 //! - `readbench walk TRACE`: every event header and every stack address (memory-mapped file);
 //! - `readbench stream TRACE`: the same through the incremental `io::Read` reader;
-//! - `readbench decode TRACE`: walk plus decoding every payload (built-in layouts for runtime
-//!   events, metadata for EventSource events);
+//! - `readbench decode TRACE`: the incremental walk plus decoding every payload (built-in
+//!   layouts for runtime events, metadata for EventSource events);
 //! - `readbench generate OUT --mb N [--format v5|v6]`: writes a synthetic trace of about N MB
 //!   shaped like a busy process (samples with deep stacks, allocation ticks, EventSource events
 //!   on 16 threads).
@@ -86,19 +86,19 @@ fn run_read(mode: &str, path: &str) -> Result<(), String> {
         .len();
     let mut t = Tally::default();
     let start = Instant::now();
-    let err = if mode == "stream" {
-        let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
-        let mut r =
-            nettrace::StreamReader::from_read(std::io::BufReader::with_capacity(1 << 20, f))
-                .map_err(|e| format!("{path}: {e}"))?;
+    let err = if mode == "walk" {
+        let file = TraceFile::open(path).map_err(|e| format!("{path}: {e}"))?;
+        let mut r = file.reader().map_err(|e| format!("{path}: {e}"))?;
         r.for_each_event(|ev| {
             t.walk(ev);
             true
         })
         .err()
     } else {
-        let file = TraceFile::open(path).map_err(|e| format!("{path}: {e}"))?;
-        let mut r = file.reader().map_err(|e| format!("{path}: {e}"))?;
+        let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+        let mut r =
+            nettrace::StreamReader::from_read(std::io::BufReader::with_capacity(1 << 20, f))
+                .map_err(|e| format!("{path}: {e}"))?;
         let ps = r.header().pointer_size;
         let decode = mode == "decode";
         r.for_each_event(|ev| {
