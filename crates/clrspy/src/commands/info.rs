@@ -191,7 +191,7 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
     }
     writeln!(
         out,
-        "Events:         {} ({} with a stack; {} distinct stacks)",
+        "Events:         {} ({} with a stack; {} stack table entries)",
         group(stats.events),
         group(with_stack),
         group(stats.stacks)
