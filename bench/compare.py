@@ -5,7 +5,7 @@ For every trace given (or every trace under crates/nettrace/tests/data and bench
 runs `clrspy info --json` and `TraceEventHarness counts`, and requires identical event counts per
 (provider, event id, version); then compares decoded field values of the first events of every
 typed event kind (`clrspy events --json` against `TraceEventHarness fields`). Also writes small V5
-and V6 traces with clrspy's writer (`readbench generate`) and requires TraceEvent to read them
+and V6 traces (compressed and plain event headers) with clrspy's writer (`readbench generate`) and requires TraceEvent to read them
 with the same counts. Prints one line per trace and a summary; exits 1 on any difference.
 
   bench/compare.py [--update-expected] [TRACE ...]
@@ -158,9 +158,11 @@ def main():
         os.makedirs(extra, exist_ok=True)
         readbench = os.path.join(ROOT, "target/release/readbench")
         for fmt in ("v5", "v6"):
-            out = os.path.join(extra, f"writer-{fmt}.nettrace")
-            if os.path.exists(readbench) and not os.path.exists(out):
-                run([readbench, "generate", out, "--mb", "8", "--format", fmt])
+            for plain in (False, True):
+                out = os.path.join(extra, f"writer-{fmt}{'-plain' if plain else ''}.nettrace")
+                if os.path.exists(readbench) and not os.path.exists(out):
+                    run([readbench, "generate", out, "--mb", "4" if plain else "8", "--format", fmt]
+                        + (["--plain"] if plain else []))
         traces = [os.path.join(DATA, f) for f in sorted(os.listdir(DATA))
                   if f.endswith((".nettrace", ".zip", ".netperf"))]
         extra = os.path.join(ROOT, "bench/out/traces")

@@ -4,7 +4,8 @@
 //! - `readbench stream TRACE`: the same through the incremental `io::Read` reader;
 //! - `readbench decode TRACE`: the incremental walk plus decoding every payload (built-in
 //!   layouts for runtime events, metadata for EventSource events);
-//! - `readbench generate OUT --mb N [--format v5|v6]`: writes a synthetic trace of about N MB
+//! - `readbench generate OUT --mb N [--format v5|v6] [--plain]`: writes a synthetic trace of about N MB
+//!   (`--plain`: uncompressed event headers)
 //!   shaped like a busy process (samples with deep stacks, allocation ticks, EventSource events
 //!   on 16 threads).
 
@@ -116,10 +117,11 @@ fn run_read(mode: &str, path: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn generate(out: &str, mb: u64, format: WriteFormat) -> Result<(), String> {
+fn generate(out: &str, mb: u64, format: WriteFormat, plain: bool) -> Result<(), String> {
     let f = std::fs::File::create(out).map_err(|e| format!("{out}: {e}"))?;
     let opts = WriterOptions {
         format,
+        compressed_headers: !plain,
         process_id: 4242,
         cpu_count: 16,
         ..WriterOptions::default()
@@ -241,12 +243,13 @@ fn main() {
             } else {
                 WriteFormat::V6
             };
+            let plain = args.iter().any(|a| a == "--plain");
             match args[4].parse() {
-                Ok(mb) => generate(&args[2], mb, format),
+                Ok(mb) => generate(&args[2], mb, format, plain),
                 Err(_) => Err("--mb takes a number".to_string()),
             }
         }
-        _ => Err("usage: readbench walk|stream|decode TRACE | readbench generate OUT --mb N [--format v5|v6]".into()),
+        _ => Err("usage: readbench walk|stream|decode TRACE | readbench generate OUT --mb N [--format v5|v6] [--plain]".into()),
     };
     if let Err(e) = res {
         eprintln!("readbench: {e}");

@@ -640,12 +640,9 @@ impl Decoder {
                         ),
                     ));
                 }
-                let mut end = start + 4 + size;
-                if !v6 {
-                    // V4/V5 events are padded to 4-byte file offsets.
-                    let abs = offset + end as u64;
-                    end += ((4 - abs % 4) % 4) as usize;
-                }
+                // The next event follows the payload directly, as TraceEvent reads V4/V5 (the
+                // format text mentions 4-byte padding; no writer we know emits it).
+                let end = start + 4 + size;
                 if end > data.len() {
                     return Err(Error::new(
                         ev_offset,

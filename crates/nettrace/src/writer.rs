@@ -633,16 +633,13 @@ impl<W: Write> TraceWriter<W> {
                 h.extend_from_slice(&e.related_activity_id.0);
             }
             h.extend_from_slice(&(e.payload.len() as u32).to_le_bytes());
+            // No padding after the payload: the V5 text describes 4-byte alignment, but the
+            // runtime only ever writes compressed headers and TraceEvent, the reference
+            // reader, reads the next event right after the payload.
             let size = h.len() + e.payload.len();
             ev.extend_from_slice(&(size as u32).to_le_bytes());
             ev.extend_from_slice(&h);
             ev.extend_from_slice(e.payload);
-            if !v6 {
-                // The block payload starts 4-aligned after a 20-byte header: pad events to 4.
-                while !ev.len().is_multiple_of(4) {
-                    ev.push(0);
-                }
-            }
         }
         self.prev = PrevHeader {
             metadata_id: e.metadata_id,
