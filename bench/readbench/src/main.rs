@@ -45,10 +45,8 @@ impl Tally {
         self.events += 1;
         self.ts_sum = self.ts_sum.wrapping_add(ev.timestamp);
         self.ip_sum = self.ip_sum.wrapping_add(ev.thread_id);
-        for ip in ev.stack.ips() {
-            self.frames += 1;
-            self.ip_sum = self.ip_sum.wrapping_add(ip);
-        }
+        self.frames += ev.stack.len() as u64;
+        self.ip_sum = ev.stack.ips().fold(self.ip_sum, u64::wrapping_add);
     }
 
     fn decode(&mut self, ev: &Event<'_>, ps: u8) {
