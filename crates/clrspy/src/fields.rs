@@ -76,3 +76,41 @@ pub fn fields_json(fields: &[Field]) -> serde_json::Value {
     }
     serde_json::Value::Object(m)
 }
+
+/// Appends `text` as a JSON string (quoted and escaped).
+pub fn push_json_str(out: &mut String, text: &str) {
+    use std::fmt::Write as _;
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_strings_round_trip_through_serde() {
+        for text in [
+            "plain",
+            "quote \" and \\ back",
+            "tab\tnew\nline\u{1}",
+            "ünïcode ✓",
+        ] {
+            let mut s = String::new();
+            super::push_json_str(&mut s, text);
+            let back: String = serde_json::from_str(&s).unwrap();
+            assert_eq!(back, text);
+        }
+    }
+}

@@ -5,7 +5,6 @@ use std::collections::BinaryHeap;
 use std::io::{BufWriter, Write};
 
 use nettrace::Event;
-use serde_json::json;
 
 use crate::cli::EventsArgs;
 use crate::fields;
@@ -49,34 +48,46 @@ impl Sorter {
 fn render(ev: &Event<'_>, name: &str, ps: u8, args: &EventsArgs) -> String {
     let decoded = fields::decode(ev, ps);
     if args.json {
-        let stack: Vec<String> = ev.stack.ips().map(|ip| format!("0x{ip:x}")).collect();
-        let mut v = json!({
-            "provider": ev.provider(),
-            "event_id": ev.event_id(),
-            "version": ev.version(),
-            "name": name,
-            "timestamp_ns": ev.timestamp_ns(),
-            "thread_id": ev.thread_id,
-            "process_id": ev.process_id,
-            "processor": ev.processor,
-            "level": ev.level(),
-            "opcode": ev.opcode(),
-            "keywords": format!("0x{:x}", ev.keywords()),
-            "stack": stack,
-            "fields": fields::fields_json(&decoded.fields),
-        });
+        // Written directly (not through serde_json::Value): this is the hot path of large dumps.
+        use std::fmt::Write as _;
+        let mut s = String::with_capacity(256 + 20 * ev.stack.len());
+        s.push_str("{\"provider\":");
+        fields::push_json_str(&mut s, ev.provider());
+        let _ = write!(
+            s,
+            ",\"event_id\":{},\"version\":{},\"name\":",
+            ev.event_id(),
+            ev.version()
+        );
+        fields::push_json_str(&mut s, name);
+        let _ = write!(
+            s,
+            ",\"timestamp_ns\":{},\"thread_id\":{},\"process_id\":{},\"processor\":{},\"level\":{},\"opcode\":{},\"keywords\":\"0x{:x}\",\"stack\":[",
+            ev.timestamp_ns(),
+            ev.thread_id,
+            ev.process_id.map_or("null".to_string(), |p| p.to_string()),
+            ev.processor.map_or("null".to_string(), |p| p.to_string()),
+            ev.level(),
+            ev.opcode(),
+            ev.keywords()
+        );
+        for (i, ip) in ev.stack.ips().enumerate() {
+            let _ = write!(s, "{}\"0x{ip:x}\"", if i > 0 { "," } else { "" });
+        }
+        s.push_str("],\"fields\":");
+        s.push_str(&fields::fields_json(&decoded.fields).to_string());
         if !ev.activity_id.is_zero() {
-            v["activity_id"] = json!(ev.activity_id.to_string());
+            let _ = write!(s, ",\"activity_id\":\"{}\"", ev.activity_id);
         }
         if !ev.related_activity_id.is_zero() {
-            v["related_activity_id"] = json!(ev.related_activity_id.to_string());
+            let _ = write!(s, ",\"related_activity_id\":\"{}\"", ev.related_activity_id);
         }
         if let Some(e) = &decoded.error {
-            v["decode_error"] = json!(e);
+            s.push_str(",\"decode_error\":");
+            fields::push_json_str(&mut s, e);
         }
-        let mut line = v.to_string();
-        line.push('\n');
-        line
+        s.push_str("}\n");
+        s
     } else {
         let mut line = format!(
             "{:>14.6} ms  tid {:<7} {}/{}",
