@@ -22,6 +22,16 @@ pub enum Command {
     Info(InfoArgs),
     /// List the events of a trace, one per line, with their decoded fields.
     Events(EventsArgs),
+    /// List the .NET processes on this machine and their runtime versions.
+    Ps(PsArgs),
+}
+
+/// `clrspy ps`.
+#[derive(Debug, Args)]
+pub struct PsArgs {
+    /// Write a JSON list instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The trace argument shared by commands.

@@ -2,6 +2,7 @@
 
 mod events;
 mod info;
+mod ps;
 
 use std::process::ExitCode;
 
@@ -13,5 +14,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
     match cli.command {
         Command::Info(a) => info::run(&a),
         Command::Events(a) => events::run(&a),
+        Command::Ps(a) => ps::run(&a),
     }
 }

@@ -1,0 +1,123 @@
+//! The Process command set's ProcessInfo commands (1, 2 and 3): process id, command line, OS,
+//! architecture, entry assembly, runtime version, runtime identifier.
+
+use std::time::Duration;
+
+use crate::discovery::Endpoint;
+use crate::ipc::{request, Error, PayloadReader, Result};
+
+const PROCESS_COMMAND_SET: u8 = 0x04;
+const PROCESS_INFO: u8 = 0x00;
+const PROCESS_INFO2: u8 = 0x04;
+const PROCESS_INFO3: u8 = 0x08;
+
+/// What a runtime says about its process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// Process id inside the process's own PID namespace.
+    pub pid: u64,
+    /// The runtime instance cookie, as 32 hex digits.
+    pub runtime_cookie: String,
+    /// The command line.
+    pub command_line: String,
+    /// Operating system family ("Linux", "Windows", "macOS").
+    pub os: String,
+    /// Process architecture ("x64", "arm64", ...).
+    pub arch: String,
+    /// Managed entry assembly name (ProcessInfo2+; .NET 6+).
+    pub entrypoint_assembly: Option<String>,
+    /// Runtime product version, e.g. "10.0.12" (ProcessInfo2+).
+    pub runtime_version: Option<String>,
+    /// Portable runtime identifier, e.g. "linux-x64" (ProcessInfo3; .NET 8+).
+    pub portable_rid: Option<String>,
+    /// Which ProcessInfo command answered (1, 2 or 3).
+    pub command_version: u8,
+}
+
+fn parse(body: &[u8], version: u8) -> Option<ProcessInfo> {
+    let mut r = PayloadReader::new(body);
+    if version == 3 {
+        r.u32()?; // payload format version
+    }
+    let pid = r.u64()?;
+    let cookie: String = r.bytes(16)?.iter().map(|b| format!("{b:02x}")).collect();
+    let mut p = ProcessInfo {
+        pid,
+        runtime_cookie: cookie,
+        command_line: r.string()?,
+        os: r.string()?,
+        arch: r.string()?,
+        command_version: version,
+        ..ProcessInfo::default()
+    };
+    if version >= 2 {
+        p.entrypoint_assembly = Some(r.string()?);
+        p.runtime_version = Some(r.string()?);
+    }
+    if version >= 3 && !r.is_empty() {
+        p.portable_rid = Some(r.string()?);
+    }
+    Some(p)
+}
+
+/// Asks a runtime about its process: ProcessInfo3, falling back to 2 and 1 on runtimes that do
+/// not know the newer command.
+pub fn process_info(endpoint: &Endpoint, timeout: Duration) -> Result<ProcessInfo> {
+    let mut last = None;
+    for (id, version) in [(PROCESS_INFO3, 3u8), (PROCESS_INFO2, 2), (PROCESS_INFO, 1)] {
+        match request(&endpoint.path, PROCESS_COMMAND_SET, id, &[], timeout) {
+            Ok(body) => {
+                return parse(&body, version).ok_or_else(|| Error::Protocol {
+                    path: endpoint.path.clone(),
+                    what: format!(
+                        "ProcessInfo{version} reply of {} bytes is cut short",
+                        body.len()
+                    ),
+                })
+            }
+            Err(e) if e.is_unknown_command() => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or(Error::Unsupported))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(out: &mut Vec<u8>, text: &str) {
+        let units: Vec<u16> = text.encode_utf16().chain([0]).collect();
+        out.extend_from_slice(&(units.len() as u32).to_le_bytes());
+        for u in units {
+            out.extend_from_slice(&u.to_le_bytes());
+        }
+    }
+
+    #[test]
+    fn parses_each_version_and_rejects_short_replies() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&42u64.to_le_bytes());
+        b.extend_from_slice(&[0xab; 16]);
+        s(&mut b, "dotnet app.dll");
+        s(&mut b, "Linux");
+        s(&mut b, "x64");
+        let p = parse(&b, 1).unwrap();
+        assert_eq!(
+            (p.pid, p.os.as_str(), p.arch.as_str()),
+            (42, "Linux", "x64")
+        );
+        s(&mut b, "app");
+        s(&mut b, "10.0.12");
+        let p = parse(&b, 2).unwrap();
+        assert_eq!(p.runtime_version.as_deref(), Some("10.0.12"));
+        let mut v3 = 0u32.to_le_bytes().to_vec();
+        v3.extend_from_slice(&b);
+        s(&mut v3, "linux-x64");
+        let p = parse(&v3, 3).unwrap();
+        assert_eq!(p.portable_rid.as_deref(), Some("linux-x64"));
+        for cut in 0..b.len() {
+            assert!(parse(&b[..cut], 2).is_none());
+        }
+    }
+}
