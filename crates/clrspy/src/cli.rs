@@ -24,6 +24,40 @@ pub enum Command {
     Events(EventsArgs),
     /// List the .NET processes on this machine and their runtime versions.
     Ps(PsArgs),
+    /// Record an EventPipe trace from a running .NET process.
+    Record(RecordArgs),
+}
+
+/// `clrspy record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The process to trace.
+    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with = "name", required_unless_present_any = ["name", "list_profiles"])]
+    pub process_id: Option<u32>,
+    /// The process to trace, by name (entry assembly or executable).
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Providers: `Name[:Keywords[:Level[:Key=Value;...]]]`, comma-separated; keywords in hex.
+    #[arg(long, value_name = "LIST")]
+    pub providers: Option<String>,
+    /// A named profile (default: cpu when no --providers); see --list-profiles.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// List the profiles and what they enable.
+    #[arg(long)]
+    pub list_profiles: bool,
+    /// Stop after this long (5s, 250ms, 2m); otherwise Ctrl+C or the target's exit.
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Output file (default: <name>_<yyyyMMdd_HHmmss>.nettrace, UTC).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// The runtime's buffer for the session, in MB.
+    #[arg(long, value_name = "MB", default_value_t = 256)]
+    pub buffer_size: u32,
+    /// Do not ask for rundown at the end (faster stop; methods jitted earlier stay unnamed).
+    #[arg(long)]
+    pub no_rundown: bool,
 }
 
 /// `clrspy ps`.

@@ -1,4 +1,4 @@
-//! `clrspy ps` against real .NET processes started by the test.
+//! `clrspy ps` and `clrspy record` against real .NET processes started by the test.
 
 mod common;
 
@@ -117,4 +117,140 @@ fn ps_skips_sockets_of_dead_processes_and_reports_silent_ones() {
         mine["error"].as_str().unwrap().contains("cannot connect"),
         "{mine}"
     );
+}
+
+fn info(path: &std::path::Path) -> serde_json::Value {
+    common::json(&["info", "--json", path.to_str().unwrap()])
+}
+
+fn count(info: &serde_json::Value, name: &str) -> u64 {
+    info["per_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == name)
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn record_attaches_for_a_duration_and_gets_samples_and_rundown() {
+    if !live() {
+        return;
+    }
+    let w = start("cpu", &["--seconds", "20"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cpu.nettrace");
+    let run = clrspy()
+        .args(["record", "-p", &w.1.to_string(), "--duration", "2s", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("the duration passed"), "{stderr}");
+    let i = info(&out);
+    assert_eq!(i["truncated"], false, "{i}");
+    assert_eq!(i["process_id"], w.1);
+    assert!(count(&i, "Thread/Sample") > 500, "{i}");
+    // The rundown names the burning method.
+    let burn = clrspy()
+        .args(["events", "--json", "--event", "Method/DCStopVerbose"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(burn.stdout).unwrap();
+    assert!(
+        text.contains(r#""MethodNamespace":"Workloads.Cpu","MethodName":"Burn""#)
+            || text.contains(r#""MethodName":"Burn""#),
+        "no rundown for Burn"
+    );
+}
+
+#[test]
+fn record_survives_the_target_being_killed() {
+    if !live() {
+        return;
+    }
+    let mut w = start("cpu", &["--seconds", "30"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("killed.nettrace");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
+        .args(["record", "-p", &w.1.to_string(), "-o"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let _ = w.0.kill();
+    let _ = w.0.wait();
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    assert!(stderr.contains("the target ended the session"), "{stderr}");
+    let i = info(&out);
+    assert!(count(&i, "Thread/Sample") > 200, "{i}");
+}
+
+#[test]
+fn record_refuses_an_unwritable_output_before_touching_the_target() {
+    if !live() {
+        return;
+    }
+    let w = start("idle", &["--seconds", "20"]);
+    let run = clrspy()
+        .args([
+            "record",
+            "-p",
+            &w.1.to_string(),
+            "--duration",
+            "1s",
+            "-o",
+            "/nonexistent-dir/x.nettrace",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("writing /nonexistent-dir/x.nettrace"),
+        "{stderr}"
+    );
+    // A pid that does not exist, and one that is not .NET: one clear line each.
+    let run = clrspy().args(["record", "-p", "3999999"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("no process with pid 3999999"));
+    let run = clrspy().args(["record", "-p", "1"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("has no .NET diagnostics endpoint"));
+}
+
+#[test]
+fn record_stops_cleanly_on_sigint() {
+    if !live() {
+        return;
+    }
+    let w = start("cpu", &["--seconds", "30"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sigint.nettrace");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
+        .args(["record", "-p", &w.1.to_string(), "-o"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let pid = child.id().to_string();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    assert!(stderr.contains("stopped on request"), "{stderr}");
+    let i = info(&out);
+    assert_eq!(i["truncated"], false, "{i}");
+    assert!(count(&i, "Method/DCStopVerbose") > 100, "no rundown: {i}");
 }

@@ -116,35 +116,47 @@ impl Header {
     }
 }
 
-/// Sends one command and reads its reply payload. `timeout` bounds every read and write.
+/// The connection type.
 #[cfg(unix)]
-pub(crate) fn request(
-    path: &Path,
-    command_set: u8,
-    command_id: u8,
-    payload: &[u8],
-    timeout: Duration,
-) -> Result<Vec<u8>> {
-    use std::os::unix::net::UnixStream;
+pub(crate) type Stream = std::os::unix::net::UnixStream;
+
+/// The connection type (not implemented yet off Unix).
+#[cfg(not(unix))]
+pub(crate) type Stream = std::net::TcpStream;
+
+/// Connects to an endpoint with read and write timeouts.
+#[cfg(unix)]
+pub(crate) fn connect(path: &Path, timeout: Duration) -> Result<Stream> {
+    let s = Stream::connect(path).map_err(|source| Error::Connect {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
     };
-    let proto = |what: String| Error::Protocol {
-        path: path.to_path_buf(),
-        what,
-    };
-    let mut s = UnixStream::connect(path).map_err(|source| Error::Connect {
-        path: path.to_path_buf(),
-        source,
-    })?;
     s.set_read_timeout(Some(timeout)).map_err(io)?;
     s.set_write_timeout(Some(timeout)).map_err(io)?;
-    let size = u16::try_from(HEADER_SIZE + payload.len()).map_err(|_| {
-        proto(format!(
-            "command payload of {} bytes is too large",
-            payload.len()
-        ))
+    Ok(s)
+}
+
+/// Windows named pipes are not implemented yet; the API is the same.
+#[cfg(not(unix))]
+pub(crate) fn connect(_path: &Path, _timeout: Duration) -> Result<Stream> {
+    Err(Error::Unsupported)
+}
+
+/// Sends one command.
+pub(crate) fn send(
+    s: &mut Stream,
+    path: &Path,
+    command_set: u8,
+    command_id: u8,
+    payload: &[u8],
+) -> Result<()> {
+    let size = u16::try_from(HEADER_SIZE + payload.len()).map_err(|_| Error::Protocol {
+        path: path.to_path_buf(),
+        what: format!("command payload of {} bytes is too large", payload.len()),
     })?;
     let mut msg = Header {
         size,
@@ -154,7 +166,22 @@ pub(crate) fn request(
     .encode()
     .to_vec();
     msg.extend_from_slice(payload);
-    s.write_all(&msg).map_err(io)?;
+    s.write_all(&msg).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Reads one reply: its payload on OK, the HRESULT as an error otherwise.
+pub(crate) fn read_reply(s: &mut Stream, path: &Path) -> Result<Vec<u8>> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let proto = |what: String| Error::Protocol {
+        path: path.to_path_buf(),
+        what,
+    };
     let mut hb = [0u8; HEADER_SIZE];
     s.read_exact(&mut hb).map_err(io)?;
     let h = Header::decode(&hb)
@@ -186,16 +213,17 @@ pub(crate) fn request(
     }
 }
 
-/// Windows (named pipes) is not implemented yet; the API is the same.
-#[cfg(not(unix))]
+/// Sends one command and reads its reply payload. `timeout` bounds every read and write.
 pub(crate) fn request(
-    _path: &Path,
-    _command_set: u8,
-    _command_id: u8,
-    _payload: &[u8],
-    _timeout: Duration,
+    path: &Path,
+    command_set: u8,
+    command_id: u8,
+    payload: &[u8],
+    timeout: Duration,
 ) -> Result<Vec<u8>> {
-    Err(Error::Unsupported)
+    let mut s = connect(path, timeout)?;
+    send(&mut s, path, command_set, command_id, payload)?;
+    read_reply(&mut s, path)
 }
 
 /// A bounds-checked reader of reply payloads.

@@ -3,6 +3,7 @@
 mod events;
 mod info;
 mod ps;
+mod record;
 
 use std::process::ExitCode;
 
@@ -15,5 +16,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Info(a) => info::run(&a),
         Command::Events(a) => events::run(&a),
         Command::Ps(a) => ps::run(&a),
+        Command::Record(a) => record::run(&a),
     }
 }
