@@ -26,6 +26,19 @@ pub enum Command {
     Ps(PsArgs),
     /// Record an EventPipe trace from a running .NET process.
     Record(RecordArgs),
+    /// Print the environment variables of a running .NET process.
+    Env(EnvArgs),
+}
+
+/// `clrspy env`.
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// The process.
+    #[arg(short = 'p', long = "process-id", value_name = "PID")]
+    pub process_id: u32,
+    /// Write a JSON object instead of KEY=VALUE lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `clrspy record`.

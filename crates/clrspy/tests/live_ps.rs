@@ -23,6 +23,7 @@ fn start(scenario: &str, args: &[&str]) -> Running {
         .arg(workloads())
         .arg(scenario)
         .args(args)
+        .env("CLRSPY_TEST_MARK", "env-test-value")
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the workload");
@@ -253,4 +254,21 @@ fn record_stops_cleanly_on_sigint() {
     let i = info(&out);
     assert_eq!(i["truncated"], false, "{i}");
     assert!(count(&i, "Method/DCStopVerbose") > 100, "no rundown: {i}");
+}
+
+#[test]
+fn env_reads_the_target_environment_through_its_runtime() {
+    if !live() {
+        return;
+    }
+    let w = start("idle", &["--seconds", "20"]);
+    let v = common::json(&["env", "-p", &w.1.to_string(), "--json"]);
+    assert_eq!(v["CLRSPY_TEST_MARK"], "env-test-value", "{v}");
+    let text = clrspy()
+        .args(["env", "-p", &w.1.to_string()])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .any(|l| l == "CLRSPY_TEST_MARK=env-test-value"));
 }

@@ -19,4 +19,4 @@ mod process;
 pub use discovery::{find_endpoints, Endpoint};
 pub use eventpipe::{start_session, stop_session, Provider, Session, SessionConfig};
 pub use ipc::{Error, Header, Result};
-pub use process::{process_info, ProcessInfo};
+pub use process::{process_environment, process_info, ProcessInfo};

@@ -4,10 +4,13 @@
 use std::time::Duration;
 
 use crate::discovery::Endpoint;
-use crate::ipc::{request, Error, PayloadReader, Result};
+use std::io::Read;
+
+use crate::ipc::{connect, read_reply, request, send, Error, PayloadReader, Result, MAX_PAYLOAD};
 
 const PROCESS_COMMAND_SET: u8 = 0x04;
 const PROCESS_INFO: u8 = 0x00;
+const PROCESS_ENVIRONMENT: u8 = 0x02;
 const PROCESS_INFO2: u8 = 0x04;
 const PROCESS_INFO3: u8 = 0x08;
 
@@ -80,6 +83,53 @@ pub fn process_info(endpoint: &Endpoint, timeout: Duration) -> Result<ProcessInf
         }
     }
     Err(last.unwrap_or(Error::Unsupported))
+}
+
+/// The environment variables of a runtime's process, in the order the runtime lists them.
+pub fn process_environment(
+    endpoint: &Endpoint,
+    timeout: Duration,
+) -> Result<Vec<(String, String)>> {
+    let path = &endpoint.path;
+    let proto = |what: String| Error::Protocol {
+        path: path.clone(),
+        what,
+    };
+    let mut s = connect(path, timeout)?;
+    send(&mut s, path, PROCESS_COMMAND_SET, PROCESS_ENVIRONMENT, &[])?;
+    let head = read_reply(&mut s, path)?;
+    let size = PayloadReader::new(&head)
+        .u32()
+        .ok_or_else(|| proto("ProcessEnvironment reply without its size".into()))?
+        as usize;
+    if size > MAX_PAYLOAD {
+        return Err(proto(format!(
+            "environment block of {size} bytes is too large"
+        )));
+    }
+    let mut block = vec![0u8; size];
+    s.read_exact(&mut block).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let mut r = PayloadReader::new(&block);
+    let count = r
+        .u32()
+        .ok_or_else(|| proto("environment block without its count".into()))?;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        if r.is_empty() {
+            break;
+        }
+        let pair = r
+            .string()
+            .ok_or_else(|| proto("environment block cut inside a string".into()))?;
+        match pair.split_once('=') {
+            Some((k, v)) => out.push((k.to_string(), v.to_string())),
+            None => out.push((pair, String::new())),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The commands: each takes its parsed options and writes to stdout.
 
+mod env;
 mod events;
 mod info;
 mod ps;
@@ -17,5 +18,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Events(a) => events::run(&a),
         Command::Ps(a) => ps::run(&a),
         Command::Record(a) => record::run(&a),
+        Command::Env(a) => env::run(&a),
     }
 }

@@ -1,0 +1,40 @@
+//! `clrspy env`: the environment variables of a running .NET process, as its runtime reports
+//! them (works across containers, where /proc/<pid>/environ may not be readable).
+
+use std::io::Write;
+use std::time::Duration;
+
+use diagnostics_client::{find_endpoints, process_environment};
+
+use crate::cli::EnvArgs;
+use crate::output::{CliError, CliResult};
+
+/// Runs `clrspy env`.
+pub fn run(args: &EnvArgs) -> CliResult<std::process::ExitCode> {
+    let pid = args.process_id;
+    let Some(ep) = find_endpoints().into_iter().find(|e| e.pid == pid) else {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(CliError::new(format!("no process with pid {pid}")));
+        }
+        return Err(
+            CliError::new(format!("process {pid} has no .NET diagnostics endpoint"))
+                .hint("`clrspy ps` lists the .NET processes clrspy can see"),
+        );
+    };
+    let env = process_environment(&ep, Duration::from_secs(5))
+        .map_err(|e| CliError::new(format!("process {pid}: {e}")))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let map: serde_json::Map<String, serde_json::Value> = env
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &map).map_err(std::io::Error::other)?;
+        writeln!(out)?;
+    } else {
+        for (k, v) in env {
+            writeln!(out, "{k}={v}")?;
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
