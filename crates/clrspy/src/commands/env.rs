@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use diagnostics_client::{find_endpoints, process_environment};
+use diagnostics_client::process_environment;
 
 use crate::cli::EnvArgs;
 use crate::output::{CliError, CliResult};
@@ -12,15 +12,7 @@ use crate::output::{CliError, CliResult};
 /// Runs `clrspy env`.
 pub fn run(args: &EnvArgs) -> CliResult<std::process::ExitCode> {
     let pid = args.process_id;
-    let Some(ep) = find_endpoints().into_iter().find(|e| e.pid == pid) else {
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(CliError::new(format!("no process with pid {pid}")));
-        }
-        return Err(
-            CliError::new(format!("process {pid} has no .NET diagnostics endpoint"))
-                .hint("`clrspy ps` lists the .NET processes clrspy can see"),
-        );
-    };
+    let ep = super::endpoint_for_pid(pid)?;
     let env = process_environment(&ep, Duration::from_secs(5))
         .map_err(|e| CliError::new(format!("process {pid}: {e}")))?;
     let mut out = std::io::stdout().lock();

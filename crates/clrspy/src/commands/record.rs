@@ -110,19 +110,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn target(args: &RecordArgs) -> CliResult<(Endpoint, String)> {
-    let endpoints = find_endpoints();
     if let Some(pid) = args.process_id {
-        if let Some(ep) = endpoints.iter().find(|e| e.pid == pid) {
-            return Ok((ep.clone(), format!("pid {pid}")));
-        }
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(CliError::new(format!("no process with pid {pid}")));
-        }
-        return Err(CliError::new(format!(
-            "process {pid} has no .NET diagnostics endpoint (not a .NET process, or diagnostics are disabled with DOTNET_EnableDiagnostics=0)"
-        ))
-        .hint("`clrspy ps` lists the .NET processes clrspy can see"));
+        return Ok((super::endpoint_for_pid(pid)?, format!("pid {pid}")));
     }
+    let endpoints = find_endpoints();
     let name = args.name.as_deref().unwrap_or_default();
     let timeout = Duration::from_millis(1500);
     let matches: Vec<(Endpoint, String)> = endpoints
