@@ -226,9 +226,11 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         request_rundown: !args.no_rundown,
         providers,
     };
-    let stop = Box::leak(Box::new(StopSignal::new()));
-    let stop_ref: &'static StopSignal = stop;
-    let _ = ctrlc::set_handler(move || stop_ref.request());
+    // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
+    // rundown). The handler lives as long as the process, so the signal is a static.
+    static STOP: StopSignal = StopSignal::new();
+    let stop = &STOP;
+    let _ = ctrlc::set_handler(|| STOP.request());
     let terminal = std::io::stderr().is_terminal();
     eprintln!(
         "Recording {label} to {}{}; press Ctrl+C to stop",
