@@ -120,6 +120,16 @@ fn ps_skips_sockets_of_dead_processes_and_reports_silent_ones() {
     );
 }
 
+/// Starts `clrspy record -p PID -o OUT` in the background (no duration: it runs until stopped).
+fn spawn_record(pid: u32, out: &std::path::Path) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
+        .args(["record", "-p", &pid.to_string(), "-o"])
+        .arg(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start clrspy record")
+}
+
 fn info(path: &std::path::Path) -> serde_json::Value {
     common::json(&["info", "--json", path.to_str().unwrap()])
 }
@@ -176,12 +186,7 @@ fn record_survives_the_target_being_killed() {
     let mut w = start("cpu", &["--seconds", "30"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("killed.nettrace");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
-        .args(["record", "-p", &w.1.to_string(), "-o"])
-        .arg(&out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_record(w.1, &out);
     std::thread::sleep(std::time::Duration::from_millis(2500));
     let _ = w.0.kill();
     let _ = w.0.wait();
@@ -234,12 +239,7 @@ fn record_stops_cleanly_on_sigint() {
     let w = start("cpu", &["--seconds", "30"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sigint.nettrace");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
-        .args(["record", "-p", &w.1.to_string(), "-o"])
-        .arg(&out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_record(w.1, &out);
     std::thread::sleep(std::time::Duration::from_millis(2000));
     let pid = child.id().to_string();
     let kill = std::process::Command::new("kill")

@@ -38,6 +38,22 @@ fn prefetch(data: &[u8], at: usize) {
     let _ = (data, at);
 }
 
+/// The end of an event that declares its size (`u32` size field at `start`, not counted).
+fn sized_event_end(data: &[u8], start: usize, size: usize, ev_offset: u64) -> Result<usize> {
+    let end = start + 4 + size;
+    if end > data.len() {
+        return Err(Error::new(
+            ev_offset,
+            Some(BlockKind::Event),
+            ErrorKind::Truncated {
+                needed: (end - start) as u64,
+                available: (data.len() - start) as u64,
+            },
+        ));
+    }
+    Ok(end)
+}
+
 /// Counters gathered while reading.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TraceStats {
@@ -642,18 +658,7 @@ impl Decoder {
                 }
                 // The next event follows the payload directly, as TraceEvent reads V4/V5 (the
                 // format text mentions 4-byte padding; no writer we know emits it).
-                let end = start + 4 + size;
-                if end > data.len() {
-                    return Err(Error::new(
-                        ev_offset,
-                        Some(kind),
-                        ErrorKind::Truncated {
-                            needed: (end - start) as u64,
-                            available: (data.len() - start) as u64,
-                        },
-                    ));
-                }
-                next_pos = end;
+                next_pos = sized_event_end(data, start, size, ev_offset)?;
                 it.cur.h = h;
             }
             EventEncoding::V3 => {
@@ -683,19 +688,8 @@ impl Decoder {
                     ));
                 }
                 inline_stack = Some((sp, stack_size));
-                let end = start + 4 + size;
                 it.cur.h = h;
-                if end > data.len() {
-                    return Err(Error::new(
-                        ev_offset,
-                        Some(kind),
-                        ErrorKind::Truncated {
-                            needed: (end - start) as u64,
-                            available: (data.len() - start) as u64,
-                        },
-                    ));
-                }
-                next_pos = end;
+                next_pos = sized_event_end(data, start, size, ev_offset)?;
             }
         }
         it.cur.offset = ev_offset;
