@@ -24,7 +24,8 @@ pub enum Command {
     Events(EventsArgs),
     /// List the .NET processes on this machine and their runtime versions.
     Ps(PsArgs),
-    /// Record an EventPipe trace from a running .NET process.
+    /// Record an EventPipe trace from a running .NET process, or from a program clrspy starts
+    /// (`clrspy record [options] -- program args`): from its first instruction.
     Record(RecordArgs),
     /// Print the environment variables of a running .NET process.
     Env(EnvArgs),
@@ -45,14 +46,25 @@ pub struct EnvArgs {
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// The process to trace.
-    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with = "name", required_unless_present_any = ["name", "list_profiles"])]
+    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"], required_unless_present_any = ["name", "list_profiles", "command"])]
     pub process_id: Option<u32>,
     /// The process to trace, by name (entry assembly or executable).
-    #[arg(short = 'n', long, value_name = "NAME")]
+    #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
     pub name: Option<String>,
-    /// Providers: `Name[:Keywords[:Level[:Key=Value;...]]]`, comma-separated; keywords in hex.
+    /// The program to start and trace from its first instruction, after `--`; it keeps the
+    /// terminal, and clrspy exits with its exit code.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+    /// Providers: `Name[:Keywords[:Level[:Key=Value;...]]]`, comma-separated; keywords in hex
+    /// or by name joined with '+' (gc+exception).
     #[arg(long, value_name = "LIST")]
     pub providers: Option<String>,
+    /// Runtime keywords by name, joined with '+' (gc+exception+contention), as dotnet-trace.
+    #[arg(long, value_name = "KEYWORDS")]
+    pub clrevents: Option<String>,
+    /// Level for --clrevents (0-5 or a name; default verbose).
+    #[arg(long, value_name = "LEVEL", requires = "clrevents")]
+    pub clrevents_level: Option<String>,
     /// A named profile (default: cpu when no --providers); see --list-profiles.
     #[arg(long)]
     pub profile: Option<String>,
@@ -71,6 +83,15 @@ pub struct RecordArgs {
     /// Do not ask for rundown at the end (faster stop; methods jitted earlier stay unnamed).
     #[arg(long)]
     pub no_rundown: bool,
+    /// Do not record a stack with each event (smaller traces; .NET 6+).
+    #[arg(long)]
+    pub no_stacks: bool,
+    /// How often to read each thread's CPU time from /proc into the trace (Linux), e.g. 20ms.
+    #[arg(long, value_name = "TIME", default_value = "20ms")]
+    pub thread_cpu_interval: String,
+    /// Do not record thread CPU times.
+    #[arg(long)]
+    pub no_thread_cpu: bool,
 }
 
 /// `clrspy ps`.

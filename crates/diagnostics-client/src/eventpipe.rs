@@ -1,16 +1,21 @@
 //! The EventPipe command set: starting a tracing session whose trace streams back on the same
-//! connection (CollectTracing2), and stopping it (StopTracing).
+//! connection (CollectTracing 5, 4, 3 or 2: the newest the runtime knows), and stopping it
+//! (StopTracing).
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::discovery::Endpoint;
-use crate::ipc::{connect, read_reply, send, Error, Result};
+use crate::ipc::{put_string, request, Connection, Connector, Error, PayloadReader, Result};
 
 const EVENTPIPE_COMMAND_SET: u8 = 0x02;
 const STOP_TRACING: u8 = 0x01;
 const COLLECT_TRACING2: u8 = 0x03;
+const COLLECT_TRACING3: u8 = 0x04;
+const COLLECT_TRACING4: u8 = 0x05;
+const COLLECT_TRACING5: u8 = 0x06;
+
+/// The rundown keyword that older commands' `requestRundown = true` stands for.
+pub const DEFAULT_RUNDOWN_KEYWORD: u64 = 0x8002_0139;
 
 /// One provider to enable.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,108 +35,143 @@ pub struct Provider {
 pub struct SessionConfig {
     /// The runtime's buffer for this session, in MB.
     pub circular_buffer_mb: u32,
-    /// Ask for rundown (method and module names) when the session stops.
-    pub request_rundown: bool,
+    /// Rundown keywords to fire when the session stops (method and module names); 0 = no
+    /// rundown. [`DEFAULT_RUNDOWN_KEYWORD`] is what other tools ask for.
+    pub rundown_keyword: u64,
+    /// Record a stack with each event (CollectTracing3+; older runtimes always do).
+    pub stackwalk: bool,
     /// Providers.
     pub providers: Vec<Provider>,
 }
 
-fn put_string(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        None => out.extend_from_slice(&0u32.to_le_bytes()),
-        Some(s) => {
-            let units: Vec<u16> = s.encode_utf16().chain([0]).collect();
-            out.extend_from_slice(&(units.len() as u32).to_le_bytes());
-            for u in units {
-                out.extend_from_slice(&u.to_le_bytes());
-            }
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            circular_buffer_mb: 256,
+            rundown_keyword: DEFAULT_RUNDOWN_KEYWORD,
+            stackwalk: true,
+            providers: Vec::new(),
         }
     }
 }
 
 impl SessionConfig {
-    /// The CollectTracing2 payload.
-    pub fn encode(&self) -> Vec<u8> {
+    /// The CollectTracing payload for command version 2 to 5.
+    pub fn encode(&self, version: u8) -> Vec<u8> {
         let mut p = Vec::new();
+        if version >= 5 {
+            p.extend_from_slice(&0u32.to_le_bytes()); // session type: streaming
+        }
         p.extend_from_slice(&self.circular_buffer_mb.to_le_bytes());
         p.extend_from_slice(&1u32.to_le_bytes()); // format: NetTrace
-        p.push(u8::from(self.request_rundown));
+        if version >= 4 {
+            p.extend_from_slice(&self.rundown_keyword.to_le_bytes());
+        } else {
+            p.push(u8::from(self.rundown_keyword != 0));
+        }
+        if version >= 3 {
+            p.push(u8::from(self.stackwalk));
+        }
         p.extend_from_slice(&(self.providers.len() as u32).to_le_bytes());
         for pr in &self.providers {
             p.extend_from_slice(&pr.keywords.to_le_bytes());
             p.extend_from_slice(&pr.level.to_le_bytes());
             put_string(&mut p, Some(&pr.name));
             put_string(&mut p, pr.arguments.as_deref());
+            if version >= 5 {
+                p.push(0); // event id filter: a disabled, empty list (every event)
+                p.extend_from_slice(&0u32.to_le_bytes());
+            }
         }
         p
+    }
+
+    /// What an older command cannot express of this configuration (empty when nothing).
+    fn lost_in(&self, version: u8) -> Vec<String> {
+        let mut lost = Vec::new();
+        if version < 4
+            && self.rundown_keyword != 0
+            && self.rundown_keyword != DEFAULT_RUNDOWN_KEYWORD
+        {
+            lost.push(format!(
+                "rundown keyword 0x{:x} (this runtime takes only the default rundown)",
+                self.rundown_keyword
+            ));
+        }
+        if version < 3 && !self.stackwalk {
+            lost.push("no-stacks (this runtime records stacks with every event)".into());
+        }
+        lost
     }
 }
 
 /// A running session: read it to get the trace bytes (NetTrace format) as the runtime writes
 /// them. Reads return `WouldBlock`/`TimedOut` errors when nothing arrived within the read
 /// timeout, and end (0 bytes) when the runtime closes the session.
+#[derive(Debug)]
 pub struct Session {
     /// The session id (for [`stop_session`]).
     pub id: u64,
-    stream: crate::ipc::Stream,
-    path: PathBuf,
+    /// The CollectTracing version the runtime accepted (2 to 5).
+    pub command_version: u8,
+    /// Options the runtime's command could not express, in words (empty when none).
+    pub degraded: Vec<String>,
+    conn: Connection,
 }
 
 impl Session {
     /// Sets how long a read waits for bytes.
     pub fn set_read_timeout(&self, timeout: Duration) -> Result<()> {
-        self.stream
-            .set_read_timeout(Some(timeout))
-            .map_err(|source| Error::Io {
-                path: self.path.clone(),
-                source,
-            })
+        self.conn.set_read_timeout(timeout)
     }
 }
 
 impl Read for Session {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.stream.read(buf)
+        self.conn.read_some(buf)
     }
 }
 
-/// Starts a session on `endpoint`.
+/// Starts a session on a new connection from `to`, with the newest CollectTracing command the
+/// runtime knows (5, then 4, 3, 2 after "unknown command" replies).
 pub fn start_session(
-    endpoint: &Endpoint,
+    to: &dyn Connector,
     config: &SessionConfig,
     timeout: Duration,
 ) -> Result<Session> {
-    let mut stream = connect(&endpoint.path, timeout)?;
-    send(
-        &mut stream,
-        &endpoint.path,
-        EVENTPIPE_COMMAND_SET,
-        COLLECT_TRACING2,
-        &config.encode(),
-    )?;
-    let body = read_reply(&mut stream, &endpoint.path)?;
-    let id = body
-        .get(..8)
-        .map(|b| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            u64::from_le_bytes(a)
-        })
-        .ok_or_else(|| Error::Protocol {
-            path: endpoint.path.clone(),
-            what: "CollectTracing reply without a session id".into(),
-        })?;
-    Ok(Session {
-        id,
-        stream,
-        path: endpoint.path.clone(),
-    })
+    let mut last = None;
+    for (id, version) in [
+        (COLLECT_TRACING5, 5u8),
+        (COLLECT_TRACING4, 4),
+        (COLLECT_TRACING3, 3),
+        (COLLECT_TRACING2, 2),
+    ] {
+        let mut conn = to.open(timeout)?;
+        conn.send(EVENTPIPE_COMMAND_SET, id, &config.encode(version))?;
+        match conn.read_reply() {
+            Ok(body) => {
+                let session_id = PayloadReader::new(&body)
+                    .u64()
+                    .ok_or_else(|| conn.proto("CollectTracing reply without a session id"))?;
+                return Ok(Session {
+                    id: session_id,
+                    command_version: version,
+                    degraded: config.lost_in(version),
+                    conn,
+                });
+            }
+            Err(e) if e.is_unknown_command() => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or(Error::Unsupported))
 }
 
-/// Stops a session: the runtime writes the rundown, ends the trace and closes its stream.
-pub fn stop_session(endpoint: &Endpoint, id: u64, timeout: Duration) -> Result<()> {
-    crate::ipc::request(
-        &endpoint.path,
+/// Stops a session: the runtime writes the rundown, ends the trace and closes its stream. It
+/// answers only after that, so keep reading the session meanwhile (from another thread).
+pub fn stop_session(to: &dyn Connector, id: u64, timeout: Duration) -> Result<()> {
+    request(
+        to,
         EVENTPIPE_COMMAND_SET,
         STOP_TRACING,
         &id.to_le_bytes(),
@@ -144,19 +184,23 @@ pub fn stop_session(endpoint: &Endpoint, id: u64, timeout: Duration) -> Result<(
 mod tests {
     use super::*;
 
-    #[test]
-    fn collect_tracing2_payload_layout() {
-        let c = SessionConfig {
+    fn config() -> SessionConfig {
+        SessionConfig {
             circular_buffer_mb: 256,
-            request_rundown: true,
+            rundown_keyword: DEFAULT_RUNDOWN_KEYWORD,
+            stackwalk: false,
             providers: vec![Provider {
                 name: "A".into(),
                 keywords: 0x10,
                 level: 5,
                 arguments: None,
             }],
-        };
-        let p = c.encode();
+        }
+    }
+
+    #[test]
+    fn collect_tracing2_payload_layout() {
+        let p = config().encode(2);
         assert_eq!(&p[..4], &256u32.to_le_bytes());
         assert_eq!(&p[4..8], &1u32.to_le_bytes());
         assert_eq!(p[8], 1);
@@ -167,5 +211,89 @@ mod tests {
         assert_eq!(&p[29..33], &[b'A', 0, 0, 0]);
         assert_eq!(&p[33..37], &0u32.to_le_bytes());
         assert_eq!(p.len(), 37);
+    }
+
+    #[test]
+    fn newer_payloads_add_their_fields() {
+        let c = config();
+        let v2 = c.encode(2);
+        let v3 = c.encode(3);
+        assert_eq!(v3.len(), v2.len() + 1);
+        assert_eq!(v3[9], 0); // requestStackwalk after requestRundown
+        let v4 = c.encode(4);
+        assert_eq!(&v4[8..16], &DEFAULT_RUNDOWN_KEYWORD.to_le_bytes());
+        assert_eq!(v4[16], 0);
+        assert_eq!(v4.len(), v3.len() + 7);
+        let v5 = c.encode(5);
+        assert_eq!(&v5[..4], &0u32.to_le_bytes());
+        assert_eq!(
+            &v5[4..],
+            &{
+                let mut x = v4.clone();
+                x.extend_from_slice(&[0, 0, 0, 0, 0]); // empty event filter
+                x
+            }[..]
+        );
+        assert_eq!(c.lost_in(2).len(), 1);
+        assert!(c.lost_in(3).is_empty());
+    }
+
+    /// A fake runtime that knows CollectTracing up to version `newest`: it answers "unknown
+    /// command" to newer ones and a session id to the rest, then streams `b"trace"`.
+    #[cfg(unix)]
+    #[test]
+    fn falls_back_to_the_newest_command_the_runtime_knows() {
+        use std::io::Write;
+        use std::os::unix::net::UnixListener;
+        let path = std::env::temp_dir().join(format!("clrspy-ep-test-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        let newest = 3u8;
+        let server = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for conn in listener.incoming() {
+                let mut c = conn.unwrap();
+                let mut h = [0u8; 20];
+                c.read_exact(&mut h).unwrap();
+                let size = u16::from_le_bytes([h[14], h[15]]) as usize;
+                let mut body = vec![0u8; size - 20];
+                c.read_exact(&mut body).unwrap();
+                let version = h[17] - 1; // command id 0x04 = CollectTracing3
+                seen.push(version);
+                let mut reply = crate::ipc::Header {
+                    size: 0,
+                    command_set: 0xff,
+                    command_id: 0,
+                }
+                .encode()
+                .to_vec();
+                if version > newest {
+                    reply[17] = 0xff;
+                    reply.extend_from_slice(&crate::ipc::E_UNKNOWN_COMMAND.to_le_bytes());
+                } else {
+                    reply.extend_from_slice(&77u64.to_le_bytes());
+                }
+                let n = reply.len() as u16;
+                reply[14..16].copy_from_slice(&n.to_le_bytes());
+                c.write_all(&reply).unwrap();
+                if version <= newest {
+                    c.write_all(b"trace").unwrap();
+                    return seen;
+                }
+            }
+            seen
+        });
+        let ep = crate::Endpoint {
+            pid: 1,
+            path: path.clone(),
+        };
+        let mut s = start_session(&ep, &config(), Duration::from_secs(2)).unwrap();
+        assert_eq!((s.id, s.command_version), (77, 3));
+        assert!(s.degraded.is_empty());
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"trace");
+        assert_eq!(server.join().unwrap(), [5, 4, 3]);
+        let _ = std::fs::remove_file(&path);
     }
 }

@@ -47,10 +47,12 @@ pub enum Error {
         what: String,
     },
     /// The runtime answered with an error code.
-    #[error("the runtime refused the command: {}", describe_hresult(*.hresult))]
+    #[error("the runtime refused the command: {}{}", describe_hresult(*.hresult), .message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
     Runtime {
         /// The HRESULT.
         hresult: u32,
+        /// The runtime's own message, when the command sends one (GenerateCoreDump3).
+        message: Option<String>,
     },
     /// The platform has no implementation yet (Windows named pipes).
     #[error("diagnostics IPC is not implemented on this platform yet")]
@@ -60,22 +62,30 @@ pub enum Error {
 impl Error {
     /// True when the runtime does not know the command (an older runtime): try an older one.
     pub fn is_unknown_command(&self) -> bool {
-        matches!(self, Error::Runtime { hresult } if *hresult == 0x8013_1384)
+        matches!(self, Error::Runtime { hresult, .. } if *hresult == E_UNKNOWN_COMMAND)
     }
 }
 
 /// Result type of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The runtime's "unknown command" HRESULT: the runtime is older than the command.
+pub const E_UNKNOWN_COMMAND: u32 = 0x8013_1385;
+
 /// A readable name for the runtime's diagnostics HRESULTs.
 pub fn describe_hresult(hr: u32) -> String {
     let what = match hr {
-        0x8013_1384 => "unknown command (the runtime is older than this command)",
-        0x8013_1385 => "unknown magic (not a diagnostics endpoint)",
-        0x8013_1386 => "bad encoding of the command",
+        E_UNKNOWN_COMMAND => "unknown command (the runtime is older than this command)",
+        0x8013_1384 => {
+            "bad encoding (the runtime does not accept one of the options; it may be too old for it)"
+        }
+        0x8013_1386 => "unknown magic (not a diagnostics endpoint)",
         0x8007_0057 => "invalid argument",
-        0x8013_1387 => "the runtime is not ready for this command yet",
-        0x8013_1388 => "the feature is not supported by this runtime",
+        0x8013_1515 => "not supported by this runtime",
+        0x8013_136A => "a profiler is already loaded",
+        0x8000_4005 => "unspecified failure",
+        0x8007_0005 => "access denied",
+        0x8007_000E => "out of memory",
         _ => "error",
     };
     format!("{what} (HRESULT 0x{hr:08X})")
@@ -124,106 +134,214 @@ pub(crate) type Stream = std::os::unix::net::UnixStream;
 #[cfg(not(unix))]
 pub(crate) type Stream = std::net::TcpStream;
 
-/// Connects to an endpoint with read and write timeouts.
+/// Something that hands out connections to one runtime: an [`Endpoint`](crate::Endpoint) the
+/// runtime listens on, or a [`ReverseServer`](crate::ReverseServer) the runtime connects to.
+pub trait Connector: Send + Sync {
+    /// A new connection, ready for one command.
+    fn open(&self, timeout: Duration) -> Result<Connection>;
+    /// The socket path, for messages.
+    fn path(&self) -> &Path;
+}
+
+/// One connection to a runtime: one command, its reply, and the command's continuation.
+#[derive(Debug)]
+pub struct Connection {
+    stream: Stream,
+    path: PathBuf,
+}
+
+impl Connection {
+    /// Wraps a connected stream, applying `timeout` to every read and write.
+    pub(crate) fn new(stream: Stream, path: &Path, timeout: Duration) -> Result<Connection> {
+        let c = Connection {
+            stream,
+            path: path.to_path_buf(),
+        };
+        c.set_timeouts(timeout)?;
+        Ok(c)
+    }
+
+    fn io(&self, source: std::io::Error) -> Error {
+        Error::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    pub(crate) fn proto(&self, what: impl Into<String>) -> Error {
+        Error::Protocol {
+            path: self.path.clone(),
+            what: what.into(),
+        }
+    }
+
+    /// Sets the read and write timeouts.
+    pub fn set_timeouts(&self, timeout: Duration) -> Result<()> {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .and_then(|_| self.stream.set_write_timeout(Some(timeout)))
+            .map_err(|e| self.io(e))
+    }
+
+    /// Sets how long a read waits.
+    pub fn set_read_timeout(&self, timeout: Duration) -> Result<()> {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| self.io(e))
+    }
+
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Sends one command.
+    pub fn send(&mut self, command_set: u8, command_id: u8, payload: &[u8]) -> Result<()> {
+        let size = u16::try_from(HEADER_SIZE + payload.len()).map_err(|_| {
+            self.proto(format!(
+                "command payload of {} bytes is too large",
+                payload.len()
+            ))
+        })?;
+        let mut msg = Header {
+            size,
+            command_set,
+            command_id,
+        }
+        .encode()
+        .to_vec();
+        msg.extend_from_slice(payload);
+        self.stream.write_all(&msg).map_err(|e| self.io(e))
+    }
+
+    /// Reads exactly `buf.len()` bytes of a continuation.
+    pub(crate) fn read_exact(&mut self, buf: &mut [u8]) -> Result<()> {
+        self.stream.read_exact(buf).map_err(|e| self.io(e))
+    }
+
+    /// Reads one reply: its payload on OK, the HRESULT as an error otherwise. `with_message`:
+    /// an error reply may carry a string after its HRESULT (GenerateCoreDump3).
+    pub(crate) fn read_reply_with(&mut self, with_message: bool) -> Result<Vec<u8>> {
+        let mut hb = [0u8; HEADER_SIZE];
+        self.read_exact(&mut hb)?;
+        let h = Header::decode(&hb)
+            .ok_or_else(|| self.proto("the reply does not start with the IPC magic"))?;
+        if h.command_set != SERVER_COMMAND_SET {
+            return Err(self.proto(format!(
+                "reply command set 0x{:02x}, expected 0xff",
+                h.command_set
+            )));
+        }
+        let len = usize::from(h.size)
+            .checked_sub(HEADER_SIZE)
+            .ok_or_else(|| {
+                self.proto(format!("reply size {} is smaller than its header", h.size))
+            })?;
+        if len > MAX_PAYLOAD {
+            return Err(self.proto(format!("reply payload of {len} bytes is too large")));
+        }
+        let mut body = vec![0u8; len];
+        self.read_exact(&mut body)?;
+        match h.command_id {
+            SERVER_OK => Ok(body),
+            SERVER_ERROR => {
+                let mut r = PayloadReader::new(&body);
+                let hresult = r
+                    .u32()
+                    .ok_or_else(|| self.proto("an error reply without its HRESULT"))?;
+                let message = if with_message {
+                    r.string().filter(|m| !m.trim().is_empty())
+                } else {
+                    None
+                };
+                Err(Error::Runtime { hresult, message })
+            }
+            other => Err(self.proto(format!("unknown reply id 0x{other:02x}"))),
+        }
+    }
+
+    /// Reads one reply (see [`Connection::read_reply_with`]).
+    pub(crate) fn read_reply(&mut self) -> Result<Vec<u8>> {
+        self.read_reply_with(false)
+    }
+
+    /// Reads continuation bytes as they come (0 at the end of the stream).
+    pub(crate) fn read_some(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.stream.read(buf)
+    }
+}
+
+/// Connects to a socket path with read and write timeouts.
 #[cfg(unix)]
-pub(crate) fn connect(path: &Path, timeout: Duration) -> Result<Stream> {
+pub(crate) fn connect(path: &Path, timeout: Duration) -> Result<Connection> {
     let s = Stream::connect(path).map_err(|source| Error::Connect {
         path: path.to_path_buf(),
         source,
     })?;
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    s.set_read_timeout(Some(timeout)).map_err(io)?;
-    s.set_write_timeout(Some(timeout)).map_err(io)?;
-    Ok(s)
+    Connection::new(s, path, timeout)
 }
 
 /// Windows named pipes are not implemented yet; the API is the same.
 #[cfg(not(unix))]
-pub(crate) fn connect(_path: &Path, _timeout: Duration) -> Result<Stream> {
+pub(crate) fn connect(_path: &Path, _timeout: Duration) -> Result<Connection> {
     Err(Error::Unsupported)
 }
 
-/// Sends one command.
-pub(crate) fn send(
-    s: &mut Stream,
-    path: &Path,
-    command_set: u8,
-    command_id: u8,
-    payload: &[u8],
-) -> Result<()> {
-    let size = u16::try_from(HEADER_SIZE + payload.len()).map_err(|_| Error::Protocol {
-        path: path.to_path_buf(),
-        what: format!("command payload of {} bytes is too large", payload.len()),
-    })?;
-    let mut msg = Header {
-        size,
-        command_set,
-        command_id,
+impl Connector for crate::Endpoint {
+    fn open(&self, timeout: Duration) -> Result<Connection> {
+        connect(&self.path, timeout)
     }
-    .encode()
-    .to_vec();
-    msg.extend_from_slice(payload);
-    s.write_all(&msg).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
 
-/// Reads one reply: its payload on OK, the HRESULT as an error otherwise.
-pub(crate) fn read_reply(s: &mut Stream, path: &Path) -> Result<Vec<u8>> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let proto = |what: String| Error::Protocol {
-        path: path.to_path_buf(),
-        what,
-    };
-    let mut hb = [0u8; HEADER_SIZE];
-    s.read_exact(&mut hb).map_err(io)?;
-    let h = Header::decode(&hb)
-        .ok_or_else(|| proto("the reply does not start with the IPC magic".into()))?;
-    if h.command_set != SERVER_COMMAND_SET {
-        return Err(proto(format!(
-            "reply command set 0x{:02x}, expected 0xff",
-            h.command_set
-        )));
-    }
-    let len = usize::from(h.size)
-        .checked_sub(HEADER_SIZE)
-        .ok_or_else(|| proto(format!("reply size {} is smaller than its header", h.size)))?;
-    if len > MAX_PAYLOAD {
-        return Err(proto(format!("reply payload of {len} bytes is too large")));
-    }
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body).map_err(io)?;
-    match h.command_id {
-        SERVER_OK => Ok(body),
-        SERVER_ERROR => {
-            let hr = body
-                .get(..4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .ok_or_else(|| proto("an error reply without its HRESULT".into()))?;
-            Err(Error::Runtime { hresult: hr })
-        }
-        other => Err(proto(format!("unknown reply id 0x{other:02x}"))),
+    fn path(&self) -> &Path {
+        &self.path
     }
 }
 
-/// Sends one command and reads its reply payload. `timeout` bounds every read and write.
+/// Sends one command on a new connection and reads its reply payload. `timeout` bounds every
+/// read and write.
 pub(crate) fn request(
-    path: &Path,
+    to: &dyn Connector,
     command_set: u8,
     command_id: u8,
     payload: &[u8],
     timeout: Duration,
 ) -> Result<Vec<u8>> {
-    let mut s = connect(path, timeout)?;
-    send(&mut s, path, command_set, command_id, payload)?;
-    read_reply(&mut s, path)
+    let mut c = to.open(timeout)?;
+    c.send(command_set, command_id, payload)?;
+    c.read_reply()
+}
+
+/// Sends a command whose OK reply is a 32-bit HRESULT (0 = success).
+pub(crate) fn request_hresult(
+    to: &dyn Connector,
+    command_set: u8,
+    command_id: u8,
+    payload: &[u8],
+    timeout: Duration,
+) -> Result<()> {
+    let body = request(to, command_set, command_id, payload, timeout)?;
+    match PayloadReader::new(&body).u32() {
+        None | Some(0) => Ok(()),
+        Some(hresult) => Err(Error::Runtime {
+            hresult,
+            message: None,
+        }),
+    }
+}
+
+/// Appends a protocol string: `u32` length in UTF-16 units (terminator included), then the
+/// units; `None` is the empty string (length 0).
+pub(crate) fn put_string(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => out.extend_from_slice(&0u32.to_le_bytes()),
+        Some(s) => {
+            let units: Vec<u16> = s.encode_utf16().chain([0]).collect();
+            out.extend_from_slice(&(units.len() as u32).to_le_bytes());
+            for u in units {
+                out.extend_from_slice(&u.to_le_bytes());
+            }
+        }
+    }
 }
 
 /// A bounds-checked reader of reply payloads.
@@ -303,10 +421,12 @@ mod tests {
 
     #[test]
     fn hresults_read_well() {
-        assert!(describe_hresult(0x8013_1384).contains("unknown command"));
+        assert!(describe_hresult(0x8013_1385).contains("unknown command"));
         assert!(Error::Runtime {
-            hresult: 0x8013_1384
+            hresult: 0x8013_1385,
+            message: None
         }
         .is_unknown_command());
+        assert!(describe_hresult(0x8013_1384).contains("bad encoding"));
     }
 }

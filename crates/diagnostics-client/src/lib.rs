@@ -6,17 +6,31 @@
 //! `DOTNET_IPC_V1\0`, total size, command set, command id, reserved) and a payload; the runtime
 //! answers on the same connection with `OK` (and a payload) or `Error` (an HRESULT).
 //!
-//! This first part covers discovery, the ProcessInfo commands and EventPipe sessions
-//! (CollectTracing2, StopTracing). Every read has a timeout; a
-//! short or malformed reply is an error, never a panic or a hang.
+//! Commands go through a [`Connector`]: an [`Endpoint`] (the runtime listens) or a
+//! [`ReverseServer`] (the runtime was started with `DOTNET_DiagnosticPorts=<path>,connect,suspend`
+//! and connects to us — how a program is traced from its first instruction). Covered: ProcessInfo
+//! 1/2/3, ProcessEnvironment, SetEnvironmentVariable, ResumeRuntime, EnablePerfMap/DisablePerfMap,
+//! ApplyStartupHook, CollectTracing 2–5 and StopTracing, GenerateCoreDump 1–3; each command falls
+//! back to the older version when the runtime answers "unknown command". Every read has a
+//! timeout; a short or malformed reply is an error, never a panic or a hang. Windows named pipes
+//! sit behind the same API but are not implemented yet (calls return [`Error::Unsupported`]).
 #![deny(missing_docs)]
 
 mod discovery;
+mod dump;
 mod eventpipe;
 mod ipc;
 mod process;
+mod reverse;
 
 pub use discovery::{find_endpoints, Endpoint};
-pub use eventpipe::{start_session, stop_session, Provider, Session, SessionConfig};
-pub use ipc::{Error, Header, Result};
-pub use process::{process_environment, process_info, ProcessInfo};
+pub use dump::{generate_core_dump, DumpFlags, DumpType};
+pub use eventpipe::{
+    start_session, stop_session, Provider, Session, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,
+};
+pub use ipc::{describe_hresult, Connection, Connector, Error, Header, Result};
+pub use process::{
+    apply_startup_hook, disable_perf_map, enable_perf_map, process_environment, process_info,
+    resume_runtime, set_environment_variable, PerfMapType, ProcessInfo,
+};
+pub use reverse::{parse_advertisement, Advertisement, ReverseServer};

@@ -1,17 +1,22 @@
-//! The Process command set's ProcessInfo commands (1, 2 and 3): process id, command line, OS,
-//! architecture, entry assembly, runtime version, runtime identifier.
+//! The Process command set: ProcessInfo 1, 2 and 3 (process id, command line, OS, architecture,
+//! entry assembly, runtime version, runtime identifier), ResumeRuntime, ProcessEnvironment,
+//! SetEnvironmentVariable, EnablePerfMap/DisablePerfMap and ApplyStartupHook.
 
 use std::time::Duration;
 
-use crate::discovery::Endpoint;
-use std::io::Read;
-
-use crate::ipc::{connect, read_reply, request, send, Error, PayloadReader, Result, MAX_PAYLOAD};
+use crate::ipc::{
+    put_string, request, request_hresult, Connector, Error, PayloadReader, Result, MAX_PAYLOAD,
+};
 
 const PROCESS_COMMAND_SET: u8 = 0x04;
 const PROCESS_INFO: u8 = 0x00;
+const RESUME_RUNTIME: u8 = 0x01;
 const PROCESS_ENVIRONMENT: u8 = 0x02;
+const SET_ENVIRONMENT_VARIABLE: u8 = 0x03;
 const PROCESS_INFO2: u8 = 0x04;
+const ENABLE_PERF_MAP: u8 = 0x05;
+const DISABLE_PERF_MAP: u8 = 0x06;
+const APPLY_STARTUP_HOOK: u8 = 0x07;
 const PROCESS_INFO3: u8 = 0x08;
 
 /// What a runtime says about its process.
@@ -65,13 +70,13 @@ fn parse(body: &[u8], version: u8) -> Option<ProcessInfo> {
 
 /// Asks a runtime about its process: ProcessInfo3, falling back to 2 and 1 on runtimes that do
 /// not know the newer command.
-pub fn process_info(endpoint: &Endpoint, timeout: Duration) -> Result<ProcessInfo> {
+pub fn process_info(to: &dyn Connector, timeout: Duration) -> Result<ProcessInfo> {
     let mut last = None;
     for (id, version) in [(PROCESS_INFO3, 3u8), (PROCESS_INFO2, 2), (PROCESS_INFO, 1)] {
-        match request(&endpoint.path, PROCESS_COMMAND_SET, id, &[], timeout) {
+        match request(to, PROCESS_COMMAND_SET, id, &[], timeout) {
             Ok(body) => {
                 return parse(&body, version).ok_or_else(|| Error::Protocol {
-                    path: endpoint.path.clone(),
+                    path: to.path().to_path_buf(),
                     what: format!(
                         "ProcessInfo{version} reply of {} bytes is cut short",
                         body.len()
@@ -86,18 +91,14 @@ pub fn process_info(endpoint: &Endpoint, timeout: Duration) -> Result<ProcessInf
 }
 
 /// The environment variables of a runtime's process, in the order the runtime lists them.
-pub fn process_environment(
-    endpoint: &Endpoint,
-    timeout: Duration,
-) -> Result<Vec<(String, String)>> {
-    let path = &endpoint.path;
+pub fn process_environment(to: &dyn Connector, timeout: Duration) -> Result<Vec<(String, String)>> {
+    let mut s = to.open(timeout)?;
     let proto = |what: String| Error::Protocol {
-        path: path.clone(),
+        path: to.path().to_path_buf(),
         what,
     };
-    let mut s = connect(path, timeout)?;
-    send(&mut s, path, PROCESS_COMMAND_SET, PROCESS_ENVIRONMENT, &[])?;
-    let head = read_reply(&mut s, path)?;
+    s.send(PROCESS_COMMAND_SET, PROCESS_ENVIRONMENT, &[])?;
+    let head = s.read_reply()?;
     let size = PayloadReader::new(&head)
         .u32()
         .ok_or_else(|| proto("ProcessEnvironment reply without its size".into()))?
@@ -108,10 +109,7 @@ pub fn process_environment(
         )));
     }
     let mut block = vec![0u8; size];
-    s.read_exact(&mut block).map_err(|source| Error::Io {
-        path: path.clone(),
-        source,
-    })?;
+    s.read_exact(&mut block)?;
     let mut r = PayloadReader::new(&block);
     let count = r
         .u32()
@@ -130,6 +128,69 @@ pub fn process_environment(
         }
     }
     Ok(out)
+}
+
+/// Lets a runtime that was started suspended (`DOTNET_DiagnosticPorts=...,suspend` or
+/// `DOTNET_DefaultDiagnosticPortSuspend=1`) go on starting; a no-op otherwise.
+pub fn resume_runtime(to: &dyn Connector, timeout: Duration) -> Result<()> {
+    request(to, PROCESS_COMMAND_SET, RESUME_RUNTIME, &[], timeout).map(|_| ())
+}
+
+/// Sets an environment variable inside the process (.NET 6+).
+pub fn set_environment_variable(
+    to: &dyn Connector,
+    name: &str,
+    value: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let mut p = Vec::new();
+    put_string(&mut p, Some(name));
+    put_string(&mut p, Some(value));
+    request_hresult(
+        to,
+        PROCESS_COMMAND_SET,
+        SET_ENVIRONMENT_VARIABLE,
+        &p,
+        timeout,
+    )
+}
+
+/// Which perf map files the runtime writes (EnablePerfMap, .NET 8+).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PerfMapType {
+    /// Both perf-PID.map and jitdump.
+    All = 1,
+    /// jitdump files only.
+    JitDump = 2,
+    /// perf-PID.map only.
+    PerfMap = 3,
+}
+
+/// Starts writing perf map or jitdump files, so `perf` can name jitted code (.NET 8+).
+pub fn enable_perf_map(to: &dyn Connector, kind: PerfMapType, timeout: Duration) -> Result<()> {
+    request_hresult(
+        to,
+        PROCESS_COMMAND_SET,
+        ENABLE_PERF_MAP,
+        &(kind as u32).to_le_bytes(),
+        timeout,
+    )
+}
+
+/// Stops writing perf map and jitdump files (.NET 8+).
+pub fn disable_perf_map(to: &dyn Connector, timeout: Duration) -> Result<()> {
+    request_hresult(to, PROCESS_COMMAND_SET, DISABLE_PERF_MAP, &[], timeout)
+}
+
+/// Adds a startup hook assembly, run when a suspended runtime resumes (.NET 8+).
+pub fn apply_startup_hook(
+    to: &dyn Connector,
+    assembly_path: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let mut p = Vec::new();
+    put_string(&mut p, Some(assembly_path));
+    request_hresult(to, PROCESS_COMMAND_SET, APPLY_STARTUP_HOOK, &p, timeout)
 }
 
 #[cfg(test)]

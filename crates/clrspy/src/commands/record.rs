@@ -2,10 +2,12 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use clrspy_collect::{record, StopReason, StopSignal};
-use diagnostics_client::{find_endpoints, Endpoint, Provider, SessionConfig};
+use clrspy_collect::{launch, record, Progress, Recording, StopReason, StopSignal, Summary};
+use diagnostics_client::{
+    find_endpoints, Endpoint, Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,
+};
 
 use crate::cli::RecordArgs;
 use crate::output::{CliError, CliResult};
@@ -176,6 +178,122 @@ fn default_output(label: &str) -> PathBuf {
     ))
 }
 
+/// Formats a byte count for the status line.
+fn human_bytes(b: u64) -> String {
+    if b >= 1 << 30 {
+        format!("{:.2} GB", b as f64 / (1u64 << 30) as f64)
+    } else if b >= 1 << 20 {
+        format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.0} KB", b as f64 / 1024.0)
+    }
+}
+
+/// The live status line: elapsed, bytes, events and their rate, lost events.
+struct StatusLine {
+    enabled: bool,
+    last_draw: Instant,
+    last_events: (Duration, u64),
+    rate: f64,
+}
+
+impl StatusLine {
+    fn new(enabled: bool) -> StatusLine {
+        StatusLine {
+            enabled,
+            last_draw: Instant::now(),
+            last_events: (Duration::ZERO, 0),
+            rate: 0.0,
+        }
+    }
+
+    fn update(&mut self, p: &Progress) {
+        if !self.enabled || self.last_draw.elapsed() < Duration::from_millis(250) {
+            return;
+        }
+        self.last_draw = Instant::now();
+        let mut line = format!(
+            "\r  {:>7.1} s  {:>9}",
+            p.elapsed.as_secs_f64(),
+            human_bytes(p.bytes)
+        );
+        if let Some(events) = p.events {
+            let (t0, e0) = self.last_events;
+            let dt = (p.elapsed - t0.min(p.elapsed)).as_secs_f64();
+            if dt >= 1.0 {
+                self.rate = events.saturating_sub(e0) as f64 / dt;
+                self.last_events = (p.elapsed, events);
+            }
+            line.push_str(&format!("  {events:>10} events  {:>8.0} ev/s", self.rate));
+            if let Some(d) = p.dropped_events.filter(|d| *d > 0) {
+                line.push_str(&format!("  {d} lost"));
+            }
+        }
+        line.push_str("   ");
+        eprint!("{line}");
+    }
+
+    fn finish(&self) {
+        if self.enabled {
+            eprintln!();
+        }
+    }
+}
+
+fn collect_error(e: clrspy_collect::Error) -> CliError {
+    let msg = e.to_string();
+    let err = CliError::new(msg.clone());
+    if msg.contains("Permission denied") {
+        err.hint("run clrspy as the same user as the target process, or as root")
+    } else if msg.contains("No space left") {
+        err.hint("free some disk space or write the trace elsewhere with -o")
+    } else {
+        err
+    }
+}
+
+fn report(summary: &Summary) {
+    let why = match summary.reason {
+        StopReason::Duration => "the duration passed",
+        StopReason::Requested => "stopped on request",
+        StopReason::TargetEnded => "the target ended the session",
+    };
+    let events = match (summary.events, summary.dropped_events) {
+        (Some(e), Some(d)) if d > 0 => {
+            format!(", {e} events ({d} lost: the runtime's buffer was full; try --buffer-size)")
+        }
+        (Some(e), _) => format!(", {e} events"),
+        _ => String::new(),
+    };
+    eprintln!(
+        "Wrote {} bytes to {}{events} in {:.1} s ({why}).",
+        summary.bytes,
+        summary.path.display(),
+        summary.elapsed.as_secs_f64()
+    );
+    for d in &summary.degraded {
+        eprintln!("note: this runtime cannot honour {d}");
+    }
+    if !summary.complete {
+        eprintln!("The trace was cut short: it has no rundown, so methods jitted before the recording may be unnamed. `clrspy info` reads what it holds.");
+    }
+}
+
+/// Exit code for a child's status: its code, or 128 + the signal that ended it.
+fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
+    if let Some(c) = status.code() {
+        return (c & 0xff) as u8;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return (128 + sig).clamp(0, 255) as u8;
+        }
+    }
+    1
+}
+
 /// Runs `clrspy record`.
 pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     if args.list_profiles {
@@ -216,63 +334,118 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         .map(parse_duration)
         .transpose()
         .map_err(|e| CliError::new(e).code(2))?;
-    let (endpoint, label) = target(args)?;
-    let out = args
-        .output
-        .clone()
-        .unwrap_or_else(|| default_output(&label));
     let config = SessionConfig {
         circular_buffer_mb: args.buffer_size,
-        request_rundown: !args.no_rundown,
+        rundown_keyword: if args.no_rundown {
+            0
+        } else {
+            DEFAULT_RUNDOWN_KEYWORD
+        },
+        stackwalk: !args.no_stacks,
         providers,
     };
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
     static STOP: StopSignal = StopSignal::new();
-    let stop = &STOP;
     let _ = ctrlc::set_handler(|| STOP.request());
-    let terminal = std::io::stderr().is_terminal();
+    if !args.command.is_empty() {
+        return run_launch(args, &config, duration, &STOP);
+    }
+    let (endpoint, label) = target(args)?;
+    let out = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(&label));
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        // Enter stops too; the reader thread ends with the process.
+        std::thread::spawn(|| {
+            let mut line = String::new();
+            if std::io::stdin().read_line(&mut line).is_ok_and(|n| n > 0) {
+                STOP.request();
+            }
+        });
+    }
     eprintln!(
-        "Recording {label} to {}{}; press Ctrl+C to stop",
+        "Recording {label} to {}{}; press {} to stop",
         out.display(),
         duration
             .map(|d| format!(" for {:.1} s", d.as_secs_f64()))
             .unwrap_or_default(),
-    );
-    let mut last = std::time::Instant::now();
-    let mut progress = |elapsed: Duration, bytes: u64| {
-        if terminal && last.elapsed() >= Duration::from_millis(250) {
-            last = std::time::Instant::now();
-            eprint!("\r  {:>7.1} s  {:>10} bytes", elapsed.as_secs_f64(), bytes);
-        }
-    };
-    let summary = record(&endpoint, &config, &out, duration, stop, &mut progress).map_err(|e| {
-        let msg = e.to_string();
-        let err = CliError::new(msg.clone());
-        if msg.contains("Permission denied") {
-            err.hint("run clrspy as the same user as the target process, or as root")
+        if interactive {
+            "Enter or Ctrl+C"
         } else {
-            err
+            "Ctrl+C"
         }
-    })?;
-    if terminal {
-        eprintln!();
-    }
-    let why = match summary.reason {
-        StopReason::Duration => "the duration passed",
-        StopReason::Requested => "stopped on request",
-        StopReason::TargetEnded => "the target ended the session",
-    };
-    eprintln!(
-        "Wrote {} bytes to {} in {:.1} s ({why}).",
-        summary.bytes,
-        summary.path.display(),
-        summary.elapsed.as_secs_f64()
     );
-    if !summary.complete {
-        eprintln!("The trace was cut short: it has no rundown, so methods jitted before the recording may be unnamed. `clrspy info` reads what it holds.");
-    }
+    let rec = Recording {
+        config: &config,
+        out: &out,
+        duration,
+        stop: &STOP,
+    };
+    let mut status = StatusLine::new(std::io::stderr().is_terminal());
+    let summary = record(&endpoint, &rec, &mut |p| status.update(p)).map_err(collect_error)?;
+    status.finish();
+    report(&summary);
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `clrspy record ... -- program args`: start the program suspended, record from its first
+/// instruction, exit with its exit code.
+fn run_launch(
+    args: &RecordArgs,
+    config: &SessionConfig,
+    duration: Option<Duration>,
+    stop: &'static StopSignal,
+) -> CliResult<std::process::ExitCode> {
+    let program = &args.command[0];
+    let name = std::path::Path::new(program)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
+    // `dotnet app.dll`: name the trace after the app.
+    let name = if name == "dotnet" {
+        args.command
+            .get(1)
+            .and_then(|a| std::path::Path::new(a).file_stem())
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or(name)
+    } else {
+        name
+    };
+    let out = args.output.clone().unwrap_or_else(|| default_output(&name));
+    let rec = Recording {
+        config,
+        out: &out,
+        duration,
+        stop,
+    };
+    let mut on_spawned = |pid: u32| {
+        eprintln!(
+            "Recording {} (pid {pid}) from its start to {}",
+            std::path::Path::new(program).display(),
+            out.display()
+        );
+    };
+    // The child writes to the same terminal: no status line.
+    let launched = launch(
+        program,
+        &args.command[1..],
+        &rec,
+        &mut on_spawned,
+        &mut |_| (),
+    )
+    .map_err(collect_error)?;
+    report(&launched.summary);
+    match launched.status {
+        Some(s) if launched.terminated_by_clrspy => {
+            eprintln!("clrspy ended the program ({s}) when the recording stopped.");
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Some(s) => Ok(std::process::ExitCode::from(child_exit_code(&s))),
+        None => Ok(std::process::ExitCode::SUCCESS),
+    }
 }
 
 #[cfg(test)]
