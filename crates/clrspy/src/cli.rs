@@ -29,6 +29,29 @@ pub enum Command {
     Record(RecordArgs),
     /// Print the environment variables of a running .NET process.
     Env(EnvArgs),
+    /// Write a core dump of a running .NET process (its runtime writes it; no SDK needed).
+    Dump(DumpArgs),
+}
+
+/// `clrspy dump`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The process.
+    #[arg(short = 'p', long = "process-id", value_name = "PID")]
+    pub process_id: u32,
+    /// mini (stacks, modules), heap (plus the managed heap: for leaks), triage (small, personal
+    /// data removed) or full (all memory).
+    #[arg(long = "type", value_name = "TYPE", default_value = "heap")]
+    pub dump_type: String,
+    /// Output file (default: core_<pid>_<yyyyMMdd_HHmmss> in the current directory).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write the runtime's crash report (JSON) beside the dump.
+    #[arg(long)]
+    pub crash_report: bool,
+    /// Seconds to wait for the dump to be written.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub timeout: u64,
 }
 
 /// `clrspy env`.

@@ -21,7 +21,7 @@ pub fn run(args: &EnvArgs) -> CliResult<std::process::ExitCode> {
             .into_iter()
             .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect();
-        serde_json::to_writer_pretty(&mut out, &map).map_err(std::io::Error::other)?;
+        serde_json::to_writer_pretty(&mut out, &map).map_err(std::io::Error::from)?;
         writeln!(out)?;
     } else {
         for (k, v) in env {

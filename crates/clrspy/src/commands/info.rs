@@ -154,7 +154,7 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
             "per_provider": per_provider_json,
             "per_event": per_event_json,
         });
-        serde_json::to_writer_pretty(&mut out, &v).map_err(std::io::Error::other)?;
+        serde_json::to_writer_pretty(&mut out, &v).map_err(std::io::Error::from)?;
         writeln!(out)?;
         return Ok(std::process::ExitCode::SUCCESS);
     }

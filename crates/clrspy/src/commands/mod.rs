@@ -1,5 +1,6 @@
 //! The commands: each takes its parsed options and writes to stdout.
 
+mod dump;
 mod env;
 mod events;
 mod info;
@@ -36,5 +37,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Ps(a) => ps::run(&a),
         Command::Record(a) => record::run(&a),
         Command::Env(a) => env::run(&a),
+        Command::Dump(a) => dump::run(&a),
     }
 }

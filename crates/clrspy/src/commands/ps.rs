@@ -93,7 +93,7 @@ pub fn run(args: &PsArgs) -> CliResult<std::process::ExitCode> {
                 }),
             })
             .collect();
-        serde_json::to_writer_pretty(&mut out, &list).map_err(std::io::Error::other)?;
+        serde_json::to_writer_pretty(&mut out, &list).map_err(std::io::Error::from)?;
         writeln!(out)?;
         return Ok(std::process::ExitCode::SUCCESS);
     }

@@ -152,19 +152,22 @@ fn target(args: &RecordArgs) -> CliResult<(Endpoint, String)> {
     }
 }
 
-fn default_output(label: &str) -> PathBuf {
+/// The current time as `yyyyMMdd_HHmmss`, UTC, for file names.
+pub(crate) fn utc_stamp() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0);
-    // yyyyMMdd_HHmmss in UTC
-    let iso = nettrace::format_unix_ns(now);
-    let stamp: String = iso
+    nettrace::format_unix_ns(now)
         .chars()
         .take(19)
         .filter(|c| c.is_ascii_digit() || *c == 'T')
         .map(|c| if c == 'T' { '_' } else { c })
-        .collect();
+        .collect()
+}
+
+fn default_output(label: &str) -> PathBuf {
+    let stamp = utc_stamp();
     let base: String = label
         .split_whitespace()
         .next()

@@ -2,8 +2,9 @@
 //! .NET SDK, and running the clrspy binary.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 /// The repository root.
@@ -82,4 +83,37 @@ impl FileLock {
         f.lock().unwrap();
         FileLock(f)
     }
+}
+
+/// A workload process killed when the test ends.
+pub struct Running(pub Child, pub u32);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a scenario and waits for its `ready pid=N` line.
+pub fn start(scenario: &str, args: &[&str]) -> Running {
+    let mut child = Command::new("dotnet")
+        .arg(workloads())
+        .arg(scenario)
+        .args(args)
+        .env("CLRSPY_TEST_MARK", "env-test-value")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the workload");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("ready line");
+    let pid = line
+        .trim()
+        .strip_prefix("ready pid=")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    Running(child, pid)
 }

@@ -1,0 +1,135 @@
+//! `clrspy record -- command` (launch suspended, trace from the first instruction) and
+//! `clrspy dump`, against real .NET processes.
+
+mod common;
+
+use std::io::Read;
+
+use common::{clrspy, json, live, start, workloads};
+
+#[test]
+fn launch_records_from_before_main_and_passes_output_and_exit_code_through() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("launch.nettrace");
+    let out = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args(["--profile", "exceptions", "--"])
+        .arg("dotnet")
+        .arg(workloads())
+        .args(["exceptions", "--count", "37"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The child's output reaches our stdout.
+    assert!(stdout.contains("ready pid="), "{stdout}");
+    assert!(stdout.contains("thrown=37"), "{stdout}");
+    let info = json(&["info", trace.to_str().unwrap(), "--json"]);
+    assert_eq!(info["ended_cleanly"], true, "{info}");
+    let names: Vec<String> = info["per_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{} {}", e["name"].as_str().unwrap_or(""), e["count"]))
+        .collect();
+    // Runtime/Start is written while the runtime starts, before any managed code runs: only a
+    // session opened while the runtime waited suspended sees it.
+    assert!(
+        names.iter().any(|n| n.starts_with("Runtime/Start ")),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"Exception/Start 37".to_string()),
+        "{names:?}"
+    );
+
+    // A failing program's exit code comes back.
+    let status = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(dir.path().join("fail.nettrace"))
+        .args(["--profile", "gc-collect", "--"])
+        .arg("dotnet")
+        .arg(workloads())
+        .arg("no-such-scenario")
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(2), "{status:?}");
+}
+
+#[test]
+fn launch_of_a_missing_or_non_dotnet_program_is_one_clear_error() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("x.nettrace");
+    let out = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(&o)
+        .args(["--", "/no/such/program"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot start '/no/such/program'"), "{err}");
+    let out = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(&o)
+        .args(["--", "sh", "-c", "exit 0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("before a .NET runtime connected"), "{err}");
+}
+
+#[test]
+fn dump_writes_an_elf_core_and_refuses_bad_input() {
+    if !live() {
+        return;
+    }
+    let w = start("idle", &["--seconds", "60"]);
+    let dir = tempfile::tempdir().unwrap();
+    let core = dir.path().join("w.core");
+    let out = clrspy()
+        .args(["dump", "-p", &w.1.to_string(), "--type", "mini", "-o"])
+        .arg(&core)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut magic = [0u8; 4];
+    std::fs::File::open(&core)
+        .unwrap()
+        .read_exact(&mut magic)
+        .unwrap();
+    assert_eq!(&magic, b"\x7fELF");
+    assert!(std::fs::metadata(&core).unwrap().len() > 1 << 20);
+
+    let out = clrspy()
+        .args(["dump", "-p", &w.1.to_string(), "--type", "huge"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = clrspy()
+        .args(["dump", "-p", "1", "--type", "mini"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no .NET diagnostics endpoint"), "{err}");
+}
