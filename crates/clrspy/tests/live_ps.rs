@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use common::{clrspy, live, start};
 
