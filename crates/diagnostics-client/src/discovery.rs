@@ -1,5 +1,8 @@
 //! Finding the runtimes' diagnostics endpoints: the `dotnet-diagnostic-{pid}-{key}-socket`
-//! files in the temporary directory, keeping only processes that are still alive.
+//! files in the temporary directory, keeping only processes that are still alive. On Linux,
+//! processes in another mount namespace (containers) are found too: their sockets live in
+//! their own `/tmp` (or `$TMPDIR`), reached through `/proc/<pid>/root`, and are named after
+//! the pid inside their PID namespace (the last `NSpid` entry of `/proc/<pid>/status`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -73,6 +76,10 @@ pub fn find_endpoints() -> Vec<Endpoint> {
             }
         }
     }
+    #[cfg(target_os = "linux")]
+    for (pid, found) in container_endpoints() {
+        best.entry(pid).or_insert(found);
+    }
     let mut out: Vec<Endpoint> = best
         .into_iter()
         .map(|(pid, (_, path))| Endpoint { pid, path })
@@ -81,8 +88,92 @@ pub fn find_endpoints() -> Vec<Endpoint> {
     out
 }
 
+/// The pid of a process inside its own PID namespace (the last `NSpid` value).
+#[cfg(target_os = "linux")]
+fn namespace_pid(status: &str) -> Option<u32> {
+    let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
+/// The temporary directory a process sees: its `TMPDIR`, else `/tmp`.
+#[cfg(target_os = "linux")]
+fn process_tmpdir(pid: u32) -> PathBuf {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .ok()
+        .and_then(|env| {
+            env.split(|&b| b == 0)
+                .find_map(|kv| kv.strip_prefix(b"TMPDIR="))
+                .and_then(|v| std::str::from_utf8(v).ok().map(PathBuf::from))
+        })
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+/// Endpoints of processes in another mount namespace than ours, keyed by host pid.
+#[cfg(target_os = "linux")]
+fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
+    let Ok(ours) = std::fs::read_link("/proc/self/ns/mnt") else {
+        return Vec::new();
+    };
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // Same mount namespace: its sockets are in our /tmp, found already. Unreadable: not
+        // ours to trace.
+        match std::fs::read_link(format!("/proc/{pid}/ns/mnt")) {
+            Ok(ns) if ns != ours => {}
+            _ => continue,
+        }
+        let Some(nspid) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| namespace_pid(&s))
+        else {
+            continue;
+        };
+        let tmp = process_tmpdir(pid);
+        let dir =
+            Path::new(&format!("/proc/{pid}/root")).join(tmp.strip_prefix("/").unwrap_or(&tmp));
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let newest = entries
+            .flatten()
+            .filter(|e| e.file_name().to_str().and_then(parse_name) == Some(nspid))
+            .map(|e| {
+                let t = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                (t, e.path())
+            })
+            .max_by_key(|(t, _)| *t);
+        if let Some(found) = newest {
+            out.push((pid, found));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn namespace_pids() {
+        let s = "Name:\tdotnet\nNSpid:\t4242\t7\nPPid:\t1\n";
+        assert_eq!(super::namespace_pid(s), Some(7));
+        assert_eq!(super::namespace_pid("NSpid:\t99\n"), Some(99));
+        assert_eq!(super::namespace_pid("Name: x\n"), None);
+    }
+
     #[test]
     fn socket_names() {
         assert_eq!(
