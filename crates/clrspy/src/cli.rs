@@ -63,6 +63,10 @@ pub struct EnvArgs {
     /// Write a JSON object instead of KEY=VALUE lines.
     #[arg(long)]
     pub json: bool,
+    /// Set a variable inside the process instead of listing (NAME=VALUE; .NET 6+). The program
+    /// sees it the next time it reads it (e.g. a startup hook or a config reload).
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
 }
 
 /// `clrspy record`.

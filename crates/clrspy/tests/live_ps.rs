@@ -237,4 +237,21 @@ fn env_reads_the_target_environment_through_its_runtime() {
     assert!(String::from_utf8_lossy(&text.stdout)
         .lines()
         .any(|l| l == "CLRSPY_TEST_MARK=env-test-value"));
+    // SetEnvironmentVariable: the runtime's own environment changes.
+    clrspy()
+        .args([
+            "env",
+            "-p",
+            &w.1.to_string(),
+            "--set",
+            "CLRSPY_SET=from clrspy",
+        ])
+        .assert()
+        .success();
+    let v = common::json(&["env", "-p", &w.1.to_string(), "--json"]);
+    assert_eq!(v["CLRSPY_SET"], "from clrspy", "{v}");
+    clrspy()
+        .args(["env", "-p", &w.1.to_string(), "--set", "no-equals"])
+        .assert()
+        .code(2);
 }

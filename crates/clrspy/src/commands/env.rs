@@ -13,6 +13,18 @@ use crate::output::{CliError, CliResult};
 pub fn run(args: &EnvArgs) -> CliResult<std::process::ExitCode> {
     let pid = args.process_id;
     let ep = super::endpoint_for_pid(pid)?;
+    if !args.set.is_empty() {
+        for kv in &args.set {
+            let (k, v) = kv
+                .split_once('=')
+                .filter(|(k, _)| !k.is_empty())
+                .ok_or_else(|| CliError::new(format!("'{kv}' is not NAME=VALUE")).code(2))?;
+            diagnostics_client::set_environment_variable(&ep, k, v, Duration::from_secs(5))
+                .map_err(|e| CliError::new(format!("process {pid}: setting {k}: {e}")))?;
+            eprintln!("Set {k} in process {pid}.");
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     let env = process_environment(&ep, Duration::from_secs(5))
         .map_err(|e| CliError::new(format!("process {pid}: {e}")))?;
     let mut out = std::io::stdout().lock();
