@@ -31,6 +31,73 @@ pub enum Command {
     Env(EnvArgs),
     /// Write a core dump of a running .NET process (its runtime writes it; no SDK needed).
     Dump(DumpArgs),
+    /// Reports a developer reads: CPU and waiting time by method, allocations, exceptions,
+    /// lock contention, GCs, threads.
+    Report(ReportArgs),
+}
+
+/// Which report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportKind {
+    /// One screen over everything the trace supports, with what to look at next.
+    Summary,
+    /// CPU time by method (waiting threads excluded).
+    Cpu,
+    /// Waiting time by method (blocked, sleeping, idle threads).
+    Waits,
+    /// Allocations by type and stack.
+    Alloc,
+    /// Exceptions by type, message, throw and catch site.
+    Exceptions,
+    /// Lock contention by method and lock.
+    Contention,
+    /// One row per GC, and totals.
+    Gc,
+    /// Threads and the thread pool.
+    Threads,
+}
+
+/// `clrspy report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub input: TraceArg,
+    /// The report.
+    #[arg(value_enum, default_value = "summary")]
+    pub kind: ReportKind,
+    /// Rows per table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+    /// Also print the call tree (cpu, waits).
+    #[arg(long)]
+    pub tree: bool,
+    /// Call tree depth.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub depth: usize,
+    /// Call tree: children shown per node.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub width: usize,
+    /// Call tree: hide nodes under this percent of the total.
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    pub cutoff: f64,
+    /// Re-root stacks at the outermost frame containing METHOD (cpu, waits).
+    #[arg(long, value_name = "METHOD")]
+    pub focus: Option<String>,
+    /// Drop stacks with a frame containing PATTERN (repeatable).
+    #[arg(long, value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+    /// Only this thread (OS thread id).
+    #[arg(long, value_name = "TID")]
+    pub thread: Option<u64>,
+    /// Only events from this time on (seconds since the trace start, or 250ms, 2s ...).
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// Only events before this time.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
+    /// Write JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `clrspy dump`.

@@ -6,6 +6,7 @@ mod events;
 mod info;
 mod ps;
 mod record;
+mod report;
 
 use std::process::ExitCode;
 
@@ -38,5 +39,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Record(a) => record::run(&a),
         Command::Env(a) => env::run(&a),
         Command::Dump(a) => dump::run(&a),
+        Command::Report(a) => report::run(&a),
     }
 }

@@ -1,0 +1,88 @@
+//! Stacks interned once: every distinct list of return addresses (leaf first) gets a
+//! [`StackId`]; models keep ids, never addresses, so memory grows with distinct stacks, not with
+//! events. The trace's own stack ids restart at each sequence point, so they cannot be the key.
+
+use rustc_hash::FxHashMap;
+
+/// An interned stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackId(pub u32);
+
+/// The interned stacks of a trace.
+#[derive(Debug, Default)]
+pub struct StackTable {
+    by_bytes: FxHashMap<Box<[u8]>, StackId>,
+    /// Offsets into `ips` of each stack, and its length.
+    spans: Vec<(u32, u32)>,
+    ips: Vec<u64>,
+}
+
+impl StackTable {
+    /// An empty table.
+    pub fn new() -> StackTable {
+        StackTable::default()
+    }
+
+    /// Interns a stack given as the trace stores it (pointer-size addresses, leaf first).
+    pub fn intern(&mut self, stack: &nettrace::Stack<'_>) -> Option<StackId> {
+        if stack.is_empty() {
+            return None;
+        }
+        let bytes = stack.bytes();
+        if let Some(id) = self.by_bytes.get(bytes) {
+            return Some(*id);
+        }
+        let id = StackId(u32::try_from(self.spans.len()).ok()?);
+        let start = u32::try_from(self.ips.len()).ok()?;
+        self.ips.extend(stack.ips());
+        let len = u32::try_from(self.ips.len()).ok()? - start;
+        self.spans.push((start, len));
+        self.by_bytes.insert(bytes.into(), id);
+        Some(id)
+    }
+
+    /// Interns a stack given as addresses, leaf first.
+    pub fn intern_ips(&mut self, ips: &[u64]) -> Option<StackId> {
+        if ips.is_empty() {
+            return None;
+        }
+        let bytes: Vec<u8> = ips.iter().flat_map(|ip| ip.to_le_bytes()).collect();
+        self.intern(&nettrace::Stack::new(&bytes, 8))
+    }
+
+    /// The addresses of a stack, leaf first.
+    pub fn ips(&self, id: StackId) -> &[u64] {
+        self.spans
+            .get(id.0 as usize)
+            .and_then(|&(s, l)| self.ips.get(s as usize..(s + l) as usize))
+            .unwrap_or(&[])
+    }
+
+    /// Number of distinct stacks.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// True when no stack was interned.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_addresses_same_id() {
+        let mut t = StackTable::new();
+        let a = t.intern_ips(&[1, 2, 3]).unwrap();
+        let b = t.intern_ips(&[1, 2]).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(t.intern_ips(&[1, 2, 3]), Some(a));
+        assert_eq!(t.ips(a), &[1, 2, 3]);
+        assert_eq!(t.intern_ips(&[]), None);
+        assert_eq!(t.ips(StackId(99)), &[] as &[u64]);
+        assert_eq!(t.len(), 2);
+    }
+}

@@ -1,0 +1,363 @@
+//! Symbols: naming the addresses of a stack. Managed code is named from the runtime's method
+//! events — `Method/LoadVerbose` while recording (a launched process) and the rundown's
+//! `Method/DCStartVerbose`/`DCStopVerbose` at the end (an attached one) — as
+//! `Namespace.Type.Method`, with a short signature only when two methods would share a name.
+//! Every code range of a method (tiered re-JIT gives several) maps to the same frame. Native
+//! code is named `module!+0xoffset` when the trace carries clrspy's module map, else `[native]`.
+//!
+//! Precompiled (ReadyToRun) methods often have no load event, only `Method/R2RGetEntryPoint`
+//! with an entry address and no size: such a method is taken to run from its entry to the next
+//! known code start, at most [`R2R_MAX_SIZE`] bytes — an approximation, used only for addresses
+//! no exact range covers.
+//!
+//! Ranges are collected during the pass and resolved at the end, because the rundown comes last.
+
+use rustc_hash::FxHashMap;
+
+/// The longest a ReadyToRun method is assumed to be when only its entry point is known.
+pub const R2R_MAX_SIZE: u64 = 4 * 1024;
+
+/// An interned frame name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameId(pub u32);
+
+/// What a frame is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A managed method.
+    Managed,
+    /// Native code in a known module.
+    Native,
+    /// An address no method or module covers.
+    Unknown,
+}
+
+/// A named frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The display name.
+    pub name: String,
+    /// Its kind.
+    pub kind: FrameKind,
+}
+
+#[derive(Debug)]
+struct Method {
+    namespace: String,
+    name: String,
+    signature: String,
+}
+
+/// A native module mapping (from clrspy's module map events).
+#[derive(Clone, Debug)]
+pub struct ModuleMapping {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// File offset of `start`.
+    pub file_offset: u64,
+    /// The file's path.
+    pub path: String,
+}
+
+/// Method and module address ranges, then frame names.
+#[derive(Debug, Default)]
+pub struct Symbols {
+    methods: Vec<Method>,
+    method_by_id: FxHashMap<u64, u32>,
+    /// (start, end, method index), sorted by start at [`Symbols::finish`].
+    ranges: Vec<(u64, u64, u32)>,
+    /// (entry, method index) of ReadyToRun methods known only by their entry point.
+    entries: Vec<(u64, u32)>,
+    /// Ranges derived from `entries` at [`Symbols::finish`].
+    entry_ranges: Vec<(u64, u64, u32)>,
+    modules: Vec<ModuleMapping>,
+    frames: Vec<Frame>,
+    frame_by_name: FxHashMap<String, FrameId>,
+    /// Frame of each method, after naming.
+    method_frames: Vec<FrameId>,
+    cache: FxHashMap<u64, FrameId>,
+    finished: bool,
+}
+
+impl Symbols {
+    /// No symbols yet.
+    pub fn new() -> Symbols {
+        Symbols::default()
+    }
+
+    fn method_index(
+        &mut self,
+        method_id: u64,
+        namespace: &str,
+        name: &str,
+        signature: &str,
+    ) -> u32 {
+        match self.method_by_id.get(&method_id) {
+            Some(&i) => i,
+            None => {
+                let i = self.methods.len() as u32;
+                self.methods.push(Method {
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                    signature: signature.to_string(),
+                });
+                self.method_by_id.insert(method_id, i);
+                i
+            }
+        }
+    }
+
+    /// Records a ReadyToRun method's entry point (no size known).
+    pub fn add_entry_point(
+        &mut self,
+        method_id: u64,
+        entry: u64,
+        namespace: &str,
+        name: &str,
+        signature: &str,
+    ) {
+        if entry == 0 {
+            return;
+        }
+        let idx = self.method_index(method_id, namespace, name, signature);
+        self.entries.push((entry, idx));
+        self.finished = false;
+    }
+
+    /// Records a method's code range (from a load, rundown or unload event's fields).
+    pub fn add_method(
+        &mut self,
+        method_id: u64,
+        start: u64,
+        size: u64,
+        namespace: &str,
+        name: &str,
+        signature: &str,
+    ) {
+        let idx = self.method_index(method_id, namespace, name, signature);
+        if size > 0 && start > 0 {
+            let end = start.saturating_add(size);
+            // Load and rundown report the same range: keep it once.
+            if !self
+                .ranges
+                .iter()
+                .rev()
+                .take(4)
+                .any(|&(s, e, m)| s == start && e == end && m == idx)
+            {
+                self.ranges.push((start, end, idx));
+            }
+        }
+        self.finished = false;
+    }
+
+    /// Records a native module mapping.
+    pub fn add_module(&mut self, m: ModuleMapping) {
+        self.modules.push(m);
+        self.finished = false;
+    }
+
+    /// Number of methods known.
+    pub fn method_count(&self) -> usize {
+        self.methods.len()
+    }
+
+    /// Sorts the ranges and names the methods; call once all events were seen.
+    pub fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.ranges.sort_unstable();
+        self.ranges.dedup();
+        // Entry-point-only methods run to the next known code start, capped.
+        self.entries.sort_unstable();
+        self.entries.dedup();
+        self.entry_ranges.clear();
+        for (i, &(start, m)) in self.entries.iter().enumerate() {
+            let next_entry = self.entries.get(i + 1).map_or(u64::MAX, |e| e.0);
+            let k = self.ranges.partition_point(|r| r.0 <= start);
+            let next_range = self.ranges.get(k).map_or(u64::MAX, |r| r.0);
+            let end = next_entry
+                .min(next_range)
+                .min(start.saturating_add(R2R_MAX_SIZE));
+            if end > start {
+                self.entry_ranges.push((start, end, m));
+            }
+        }
+        self.modules.sort_by_key(|m| m.start);
+        // A short signature only where two methods share Namespace.Method.
+        let mut count: FxHashMap<String, u32> = FxHashMap::default();
+        let full: Vec<String> = self.methods.iter().map(full_name).collect();
+        for f in &full {
+            *count.entry(f.clone()).or_default() += 1;
+        }
+        let names: Vec<String> = self
+            .methods
+            .iter()
+            .zip(&full)
+            .map(|(m, f)| {
+                if count.get(f).copied().unwrap_or(0) > 1 && !m.signature.is_empty() {
+                    format!("{f}({})", short_signature(&m.signature))
+                } else {
+                    f.clone()
+                }
+            })
+            .collect();
+        self.method_frames = names
+            .into_iter()
+            .map(|n| self.intern(n, FrameKind::Managed))
+            .collect();
+        self.cache.clear();
+        self.finished = true;
+    }
+
+    fn intern(&mut self, name: String, kind: FrameKind) -> FrameId {
+        if let Some(&id) = self.frame_by_name.get(&name) {
+            return id;
+        }
+        let id = FrameId(self.frames.len() as u32);
+        self.frames.push(Frame {
+            name: name.clone(),
+            kind,
+        });
+        self.frame_by_name.insert(name, id);
+        id
+    }
+
+    /// The frame of an address ([`Symbols::finish`] first).
+    pub fn resolve(&mut self, ip: u64) -> FrameId {
+        if let Some(&f) = self.cache.get(&ip) {
+            return f;
+        }
+        let f = self.lookup(ip);
+        self.cache.insert(ip, f);
+        f
+    }
+
+    fn lookup(&mut self, ip: u64) -> FrameId {
+        // The last range starting at or before ip that still covers it.
+        let i = self.ranges.partition_point(|r| r.0 <= ip);
+        for &(s, e, m) in self.ranges[..i].iter().rev().take(8) {
+            if ip >= s && ip < e {
+                if let Some(&f) = self.method_frames.get(m as usize) {
+                    return f;
+                }
+            }
+        }
+        let k = self.entry_ranges.partition_point(|r| r.0 <= ip);
+        if let Some(&(s, e, m)) = k.checked_sub(1).and_then(|k| self.entry_ranges.get(k)) {
+            if ip >= s && ip < e {
+                if let Some(&f) = self.method_frames.get(m as usize) {
+                    return f;
+                }
+            }
+        }
+        let j = self.modules.partition_point(|m| m.start <= ip);
+        if let Some(m) = j.checked_sub(1).and_then(|k| self.modules.get(k)) {
+            if ip < m.end {
+                let base = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();
+                let off = ip - m.start + m.file_offset;
+                return self.intern(format!("{base}!+0x{off:x}"), FrameKind::Native);
+            }
+        }
+        if self.modules.is_empty() {
+            self.intern("[native]".into(), FrameKind::Native)
+        } else {
+            self.intern(format!("[unknown 0x{ip:x}]"), FrameKind::Unknown)
+        }
+    }
+
+    /// A frame's name and kind.
+    pub fn frame(&self, id: FrameId) -> &Frame {
+        static NONE: Frame = Frame {
+            name: String::new(),
+            kind: FrameKind::Unknown,
+        };
+        self.frames.get(id.0 as usize).unwrap_or(&NONE)
+    }
+
+    /// Number of distinct frames named so far.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+}
+
+fn full_name(m: &Method) -> String {
+    if m.namespace.is_empty() {
+        m.name.clone()
+    } else {
+        format!("{}.{}", m.namespace, m.name)
+    }
+}
+
+/// `instance void  (int32,class System.String)` → `int32,String`.
+pub fn short_signature(sig: &str) -> String {
+    let inner = sig
+        .find('(')
+        .and_then(|a| sig.rfind(')').filter(|&b| b > a).map(|b| &sig[a + 1..b]))
+        .unwrap_or("");
+    inner
+        .split(',')
+        .map(|p| {
+            let p = p.trim();
+            let p = p
+                .strip_prefix("class ")
+                .or_else(|| p.strip_prefix("valuetype "))
+                .unwrap_or(p);
+            p.rsplit('.').next().unwrap_or(p).to_string()
+        })
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejit_ranges_share_one_frame_and_overloads_get_signatures() {
+        let mut s = Symbols::new();
+        s.add_method(1, 0x1000, 0x100, "App.Cpu", "Burn", "void  (int32)");
+        s.add_method(1, 0x5000, 0x80, "App.Cpu", "Burn", "void  (int32)"); // tier 1
+        s.add_method(2, 0x2000, 0x10, "App.Cpu", "Run", "void  (int32)");
+        s.add_method(
+            3,
+            0x3000,
+            0x10,
+            "App.Cpu",
+            "Run",
+            "void  (class System.String)",
+        );
+        s.finish();
+        let name = |s: &mut Symbols, ip: u64| {
+            let f = s.resolve(ip);
+            s.frame(f).name.clone()
+        };
+        let a = s.resolve(0x1010);
+        assert_eq!(a, s.resolve(0x5010));
+        assert_eq!(s.frame(a).name, "App.Cpu.Burn");
+        assert_eq!(name(&mut s, 0x2001), "App.Cpu.Run(int32)");
+        assert_eq!(name(&mut s, 0x3001), "App.Cpu.Run(String)");
+        assert_eq!(name(&mut s, 0x9999), "[native]");
+        s.add_module(ModuleMapping {
+            start: 0x9000,
+            end: 0xa000,
+            file_offset: 0x100,
+            path: "/usr/lib/libcoreclr.so".into(),
+        });
+        s.finish();
+        assert_eq!(name(&mut s, 0x9999), "libcoreclr.so!+0xa99");
+        assert_eq!(name(&mut s, 0xb000), "[unknown 0xb000]");
+        assert_eq!(name(&mut s, 0x1000 + 0x100), "[unknown 0x1100]");
+        // ReadyToRun entry points: up to the next code start.
+        s.add_entry_point(9, 0x20000, "R2R", "A", "");
+        s.add_entry_point(10, 0x20100, "R2R", "B", "");
+        s.finish();
+        assert_eq!(name(&mut s, 0x200ff), "R2R.A");
+        assert_eq!(name(&mut s, 0x20100), "R2R.B");
+        assert_eq!(name(&mut s, 0x20100 + R2R_MAX_SIZE), "[unknown 0x21100]");
+    }
+}
