@@ -1,0 +1,217 @@
+//! `clrspy report` on traces of the test workloads, recorded from their start: the reports
+//! must name what each workload is known to do.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{clrspy, json, live, workloads};
+
+/// Records `scenario args` from its start with `record_args`, returns the trace path.
+fn record(dir: &Path, name: &str, record_args: &[&str], scenario: &[&str]) -> PathBuf {
+    let trace = dir.join(format!("{name}.nettrace"));
+    let out = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args(record_args)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(scenario)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "record {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    trace
+}
+
+fn report(trace: &Path, kind: &str) -> serde_json::Value {
+    json(&[
+        "report",
+        trace.to_str().unwrap(),
+        kind,
+        "--json",
+        "--top",
+        "10",
+    ])
+}
+
+fn methods(v: &serde_json::Value, key: &str) -> Vec<String> {
+    v[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["method"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn cpu_report_names_the_burning_method_and_keeps_waiting_threads_out() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = record(dir.path(), "cpu", &[], &["cpu", "--seconds", "3"]);
+    let cpu = report(&t, "cpu");
+    let top = &cpu["top_exclusive"][0];
+    assert_eq!(top["method"], "Workloads.Cpu.Burn", "{cpu}");
+    // At least 80% of the burning thread's CPU is in Burn itself.
+    let threads = report(&t, "threads");
+    let burner = threads["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|th| th["top_frame"] == "Workloads.Cpu.Burn")
+        .unwrap_or_else(|| panic!("no thread mostly in Burn: {threads}"));
+    let burn_ms = top["ms"].as_f64().unwrap();
+    let thread_cpu = burner["cpu_ms"].as_f64().unwrap();
+    assert!(
+        burn_ms >= 0.8 * thread_cpu,
+        "Burn {burn_ms} ms of {thread_cpu} ms: {cpu}"
+    );
+    assert_eq!(burner["mostly"], "running");
+    for key in ["top_exclusive", "top_inclusive"] {
+        for m in methods(&cpu, key) {
+            assert!(
+                !m.contains("Thread.Join") && !m.contains("Thread.Sleep"),
+                "{m} in CPU {key}: {cpu}"
+            );
+        }
+    }
+    // The main thread waits in Join: that is waiting time.
+    let waits = report(&t, "waits");
+    assert!(
+        methods(&waits, "top_inclusive")
+            .iter()
+            .any(|m| m.starts_with("System.Threading.Thread.Join")),
+        "{waits}"
+    );
+    let summary = clrspy()
+        .args(["report", t.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(
+        text.contains("Workloads.Cpu.Burn") && text.contains("Next"),
+        "{text}"
+    );
+}
+
+#[test]
+fn alloc_exceptions_gc_and_contention_reports_match_the_workloads() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+
+    let t = record(
+        dir.path(),
+        "alloc",
+        &["--profile", "gc-verbose"],
+        &["alloc", "--seconds", "2"],
+    );
+    let alloc = report(&t, "alloc");
+    assert_eq!(
+        alloc["types"][0]["type"], "Workloads.AllocatedThing",
+        "{alloc}"
+    );
+    assert!(alloc["types"][0]["bytes"].as_u64().unwrap() > 1 << 20);
+    assert!(
+        alloc["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["type"] == "Workloads.BigThing[]" && t["heap"] == "large"),
+        "{alloc}"
+    );
+
+    let t = record(
+        dir.path(),
+        "exc",
+        &["--profile", "exceptions"],
+        &["exceptions", "--count", "123"],
+    );
+    let exc = report(&t, "exceptions");
+    assert_eq!(
+        exc["types"][0]["type"], "Workloads.WorkloadException",
+        "{exc}"
+    );
+    assert_eq!(exc["types"][0]["count"], 123, "{exc}");
+    assert_eq!(exc["total"], 123);
+
+    let t = record(
+        dir.path(),
+        "gc",
+        &["--profile", "gc-collect"],
+        &["gc", "--count", "7"],
+    );
+    let gc = report(&t, "gc");
+    let induced_gen2 = gc["gcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["generation"] == 2 && g["reason"] == "Induced")
+        .count();
+    assert_eq!(induced_gen2, 7, "{gc}");
+    assert_eq!(gc["totals"]["induced"], 7);
+    assert!(gc["gcs"][0]["pause_ms"].as_f64().is_some());
+
+    let t = record(
+        dir.path(),
+        "contention",
+        &["--providers", "Microsoft-Windows-DotNETRuntime:0x4000:5"],
+        &["contention", "--seconds", "2"],
+    );
+    let c = report(&t, "contention");
+    assert_eq!(
+        c["top_exclusive"][0]["method"], "Workloads.Contention.Fight",
+        "{c}"
+    );
+    assert!(c["count"].as_u64().unwrap() > 10, "{c}");
+}
+
+#[test]
+fn a_deadlock_is_waiting_time_not_cpu() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The program exits with 3 when its threads are still hung after the given seconds.
+    let trace = dir.path().join("hang.nettrace");
+    let out = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(["hang", "--seconds", "2"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cpu = report(&trace, "cpu");
+    for m in methods(&cpu, "top_exclusive") {
+        assert!(!m.contains("Deadlock.Take"), "{m} counted as CPU: {cpu}");
+    }
+    let waits = report(&trace, "waits");
+    let w = methods(&waits, "top_inclusive");
+    assert!(
+        w.iter().any(|m| m == "Workloads.Deadlock.TakeAThenB"),
+        "{waits}"
+    );
+    assert!(
+        w.iter().any(|m| m == "Workloads.Deadlock.TakeBThenA"),
+        "{waits}"
+    );
+}
