@@ -34,6 +34,60 @@ pub enum Command {
     /// Reports a developer reads: CPU and waiting time by method, allocations, exceptions,
     /// lock contention, GCs, threads.
     Report(ReportArgs),
+    /// Convert a trace for a viewer: speedscope, folded stacks, flame graph SVG, ...
+    Convert(ConvertArgs),
+}
+
+/// Output formats of `convert`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConvertFormat {
+    /// speedscope JSON (https://www.speedscope.app): one profile per thread plus all threads.
+    Speedscope,
+    /// Folded stacks, one line per stack (flamegraph.pl, inferno).
+    Folded,
+    /// An interactive flame graph SVG.
+    Flamegraph,
+}
+
+impl ConvertFormat {
+    /// The file extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ConvertFormat::Speedscope => "speedscope.json",
+            ConvertFormat::Folded => "folded.txt",
+            ConvertFormat::Flamegraph => "svg",
+        }
+    }
+}
+
+/// What the stacks weigh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricArg {
+    /// CPU time.
+    Cpu,
+    /// Waiting time.
+    Wait,
+    /// Allocated bytes.
+    Alloc,
+}
+
+/// `clrspy convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    #[command(flatten)]
+    pub input: TraceArg,
+    /// The output format.
+    #[arg(long = "to", value_enum, value_name = "FORMAT", alias = "format")]
+    pub to: ConvertFormat,
+    /// Output file (default: the trace's name with the format's extension; `-` for stdout).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// What the stacks weigh.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub metric: MetricArg,
+    /// Only this thread (OS thread id).
+    #[arg(long, value_name = "TID")]
+    pub thread: Option<u64>,
 }
 
 /// Which report.

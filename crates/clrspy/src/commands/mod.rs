@@ -1,5 +1,6 @@
 //! The commands: each takes its parsed options and writes to stdout.
 
+mod convert;
 mod dump;
 mod env;
 mod events;
@@ -40,5 +41,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Env(a) => env::run(&a),
         Command::Dump(a) => dump::run(&a),
         Command::Report(a) => report::run(&a),
+        Command::Convert(a) => convert::run(&a),
     }
 }

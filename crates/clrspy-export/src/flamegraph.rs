@@ -1,0 +1,37 @@
+//! An interactive flame graph SVG (search with Ctrl+F, click to zoom), drawn by the inferno
+//! crate from the folded stacks.
+
+use std::io::{self, Write};
+
+use crate::folded;
+use crate::{StackMetric, WeightedStack};
+
+/// Writes a flame graph SVG of `stacks`, titled `title`.
+pub fn write(
+    out: &mut dyn Write,
+    stacks: &[WeightedStack],
+    metric: StackMetric,
+    title: &str,
+    thread_label: &dyn Fn(u64) -> String,
+) -> io::Result<()> {
+    let mut text = Vec::new();
+    folded::write(&mut text, stacks, metric, thread_label, false)?;
+    let text = String::from_utf8_lossy(&text);
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = match metric {
+        StackMetric::Cpu | StackMetric::Wait => "µs".into(),
+        StackMetric::Alloc => "bytes".into(),
+    };
+    opts.subtitle = Some(match metric {
+        StackMetric::Cpu => "CPU time".into(),
+        StackMetric::Wait => "waiting time".into(),
+        StackMetric::Alloc => "allocated bytes (estimated from allocation ticks)".into(),
+    });
+    if text.trim().is_empty() {
+        // inferno refuses empty input: draw the one "no samples" bar.
+        return inferno::flamegraph::from_lines(&mut opts, std::iter::once("[no samples] 1"), out)
+            .map_err(io::Error::other);
+    }
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(io::Error::other)
+}

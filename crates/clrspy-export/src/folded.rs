@@ -1,0 +1,80 @@
+//! Folded stacks (Brendan Gregg's format, read by flamegraph.pl, inferno, speedscope and
+//! others): one line per distinct stack, frames root first separated by `;`, then a space and
+//! the weight as an integer (milliseconds rounded up to microsecond precision: weights are
+//! written in microseconds for time metrics so short stacks are not lost; bytes for
+//! allocations). Semicolons inside frame names become `:`.
+
+use std::io::{self, Write};
+
+use crate::{StackMetric, WeightedStack};
+
+/// The integer weight written for a stack.
+pub fn integer_weight(metric: StackMetric, w: f64) -> u64 {
+    match metric {
+        StackMetric::Cpu | StackMetric::Wait => (w * 1000.0).round().max(1.0) as u64,
+        StackMetric::Alloc => w.round().max(1.0) as u64,
+    }
+}
+
+/// Writes folded stacks; `per_thread` puts the thread label as the root frame.
+pub fn write(
+    out: &mut dyn Write,
+    stacks: &[WeightedStack],
+    metric: StackMetric,
+    thread_label: &dyn Fn(u64) -> String,
+    per_thread: bool,
+) -> io::Result<()> {
+    let mut line = String::new();
+    for s in stacks {
+        line.clear();
+        if per_thread {
+            line.push_str(&clean(&thread_label(s.thread)));
+        }
+        for f in &s.frames {
+            if !line.is_empty() {
+                line.push(';');
+            }
+            line.push_str(&clean(f));
+        }
+        if line.is_empty() {
+            line.push_str("[no stack]");
+        }
+        writeln!(out, "{line} {}", integer_weight(metric, s.weight))?;
+    }
+    Ok(())
+}
+
+fn clean(s: &str) -> String {
+    s.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines() {
+        let stacks = vec![
+            WeightedStack {
+                thread: 5,
+                frames: vec!["Main".into(), "A;B".into()],
+                weight: 2.5,
+            },
+            WeightedStack {
+                thread: 6,
+                frames: vec![],
+                weight: 0.0001,
+            },
+        ];
+        let mut out = Vec::new();
+        write(
+            &mut out,
+            &stacks,
+            StackMetric::Cpu,
+            &|t| format!("t{t}"),
+            true,
+        )
+        .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "t5;Main;A:B 2500\nt6 1\n");
+    }
+}

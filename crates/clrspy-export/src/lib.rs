@@ -1,0 +1,138 @@
+//! clrspy's views: the analysis models written in the formats people's viewers read —
+//! speedscope, the Chromium trace event format (Perfetto, chrome://tracing), folded stacks,
+//! an interactive flame graph SVG, pprof (profile.proto, gzip) and a self-contained HTML
+//! report. Every stack format can show CPU time, waiting time or allocated bytes
+//! ([`StackMetric`]). Inputs are the aggregated models (one row per distinct thread and stack),
+//! so memory follows distinct stacks, never events; formats that need time order (Chromium)
+//! stream the trace a second time.
+#![deny(missing_docs)]
+
+pub mod flamegraph;
+pub mod folded;
+pub mod speedscope;
+
+use clrspy_analysis::{Analysis, Metric, StackFilter};
+
+/// What the stacks of a view weigh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackMetric {
+    /// CPU time (ms).
+    Cpu,
+    /// Waiting time (ms).
+    Wait,
+    /// Allocated bytes (estimated from allocation ticks).
+    Alloc,
+}
+
+impl StackMetric {
+    /// The unit of the weights.
+    pub fn unit(self) -> &'static str {
+        match self {
+            StackMetric::Cpu | StackMetric::Wait => "milliseconds",
+            StackMetric::Alloc => "bytes",
+        }
+    }
+
+    /// A short name ("cpu", "wait", "alloc").
+    pub fn name(self) -> &'static str {
+        match self {
+            StackMetric::Cpu => "cpu",
+            StackMetric::Wait => "wait",
+            StackMetric::Alloc => "alloc",
+        }
+    }
+}
+
+/// One distinct (thread, stack) and its weight.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WeightedStack {
+    /// OS thread id (0 when the metric has no thread, e.g. allocations).
+    pub thread: u64,
+    /// Frame names, root first.
+    pub frames: Vec<String>,
+    /// Weight in [`StackMetric::unit`].
+    pub weight: f64,
+}
+
+/// The stacks of `metric`, root first, heaviest first, with zero weights left out.
+pub fn weighted_stacks(
+    a: &mut Analysis,
+    metric: StackMetric,
+    filter: &StackFilter,
+) -> Vec<WeightedStack> {
+    let mut out = Vec::new();
+    match metric {
+        StackMetric::Cpu | StackMetric::Wait => {
+            let m = if metric == StackMetric::Cpu {
+                Metric::Cpu
+            } else {
+                Metric::Wait
+            };
+            let ms = a.sampling_interval_ns as f64 / 1e6;
+            let profile = a.profile(filter);
+            for r in &profile.rows {
+                let w = r.weight(m) * ms;
+                if w <= 0.0 {
+                    continue;
+                }
+                let frames = r
+                    .frames
+                    .iter()
+                    .rev()
+                    .map(|&f| a.symbols.frame(f).name.clone())
+                    .collect();
+                out.push(WeightedStack {
+                    thread: r.thread,
+                    frames,
+                    weight: w,
+                });
+            }
+        }
+        StackMetric::Alloc => {
+            let entries: Vec<_> = a.alloc.by_stack.iter().map(|(k, v)| (*k, *v)).collect();
+            for ((t, _, stack), (_, bytes)) in entries {
+                if bytes == 0 {
+                    continue;
+                }
+                let mut frames = a.frames(stack);
+                frames.reverse();
+                // The allocated type is the leaf, as PerfView's allocation stacks show it.
+                frames.push(format!("[type] {}", a.alloc.type_name(t)));
+                out.push(WeightedStack {
+                    thread: 0,
+                    frames,
+                    weight: bytes as f64,
+                });
+            }
+        }
+    }
+    // Different addresses in the same methods are one stack to a viewer.
+    let mut merged: rustc_hash::FxHashMap<(u64, Vec<String>), f64> = Default::default();
+    for s in out {
+        *merged.entry((s.thread, s.frames)).or_default() += s.weight;
+    }
+    let mut out: Vec<WeightedStack> = merged
+        .into_iter()
+        .map(|((thread, frames), weight)| WeightedStack {
+            thread,
+            frames,
+            weight,
+        })
+        .collect();
+    out.sort_by(|x, y| {
+        y.weight
+            .total_cmp(&x.weight)
+            .then_with(|| x.thread.cmp(&y.thread))
+            .then_with(|| x.frames.cmp(&y.frames))
+    });
+    out
+}
+
+/// A thread's display name: its recorded name when clrspy has one, else "thread <tid>".
+pub fn thread_label(a: &Analysis, tid: u64) -> String {
+    match a.threads.names.get(&tid) {
+        Some(n) => format!("{n} ({tid})"),
+        None if tid == 0 => "all threads".into(),
+        None => format!("thread {tid}"),
+    }
+}
