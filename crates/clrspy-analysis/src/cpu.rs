@@ -108,7 +108,9 @@ pub const BLOCKING_FRAMES: &[&str] = &[
 pub fn is_blocking_frame(name: &str) -> bool {
     BLOCKING_FRAMES.iter().any(|b| {
         name.strip_prefix(b).is_some_and(|rest| {
-            rest.is_empty() || rest.starts_with(['(', '.', '+', '<']) || b.ends_with("Subsystem")
+            rest.is_empty()
+                || rest.starts_with(['(', '.', '+', '<', '_'])
+                || b.ends_with("Subsystem")
         }) || (b.ends_with("Subsystem") && name.starts_with(b))
     })
 }
@@ -290,6 +292,7 @@ mod tests {
         assert!(is_blocking_frame("System.Threading.Thread.Join"));
         assert!(is_blocking_frame("System.Threading.Thread.Join(int32)"));
         assert!(is_blocking_frame("System.Threading.Monitor.Enter"));
+        assert!(is_blocking_frame("System.Threading.Monitor.Enter_Slowpath"));
         assert!(is_blocking_frame(
             "System.Threading.WaitSubsystem+ThreadWaitInfo.Wait"
         ));

@@ -36,6 +36,49 @@ pub enum Command {
     Report(ReportArgs),
     /// Convert a trace for a viewer: speedscope, folded stacks, flame graph SVG, ...
     Convert(ConvertArgs),
+    /// Record and report in one step: `clrspy profile -- program args`, or `-p PID --duration 10s`.
+    Profile(ProfileArgs),
+}
+
+/// `clrspy profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// The process to profile.
+    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"], required_unless_present_any = ["name", "command"])]
+    pub process_id: Option<u32>,
+    /// The process to profile, by name.
+    #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
+    pub name: Option<String>,
+    /// The program to start and profile, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+    /// CPU and waiting time by method (samples).
+    #[arg(long)]
+    pub cpu: bool,
+    /// Allocations by type and stack.
+    #[arg(long)]
+    pub alloc: bool,
+    /// Exceptions.
+    #[arg(long)]
+    pub exceptions: bool,
+    /// Lock contention.
+    #[arg(long)]
+    pub contention: bool,
+    /// GCs.
+    #[arg(long)]
+    pub gc: bool,
+    /// Stop after this long (attach); otherwise Ctrl+C or the program's end.
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Where to keep the trace (default: <name>_<yyyyMMdd_HHmmss>.nettrace).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Rows per table.
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub top: usize,
+    /// Print the reports as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Output formats of `convert`.

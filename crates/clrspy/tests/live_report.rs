@@ -215,3 +215,32 @@ fn a_deadlock_is_waiting_time_not_cpu() {
         "{waits}"
     );
 }
+
+#[test]
+fn profile_records_and_reports_in_one_step() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("p.nettrace");
+    let out = clrspy()
+        .args(["profile", "--exceptions", "--gc", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(["exceptions", "--count", "9"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Exceptions: 9 thrown"), "{text}");
+    assert!(text.contains("Workloads.WorkloadException"), "{text}");
+    assert!(text.contains("GCs:"), "{text}");
+    assert!(trace.exists());
+}

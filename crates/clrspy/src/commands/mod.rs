@@ -5,6 +5,7 @@ mod dump;
 mod env;
 mod events;
 mod info;
+mod profile;
 mod ps;
 mod record;
 mod report;
@@ -42,5 +43,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Dump(a) => dump::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Convert(a) => convert::run(&a),
+        Command::Profile(a) => profile::run(&a),
     }
 }

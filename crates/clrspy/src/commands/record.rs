@@ -111,12 +111,33 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * mul))
 }
 
-fn target(args: &RecordArgs) -> CliResult<(Endpoint, String)> {
-    if let Some(pid) = args.process_id {
+/// What to record: a running process, or a program to start.
+pub(crate) enum Target {
+    /// A running process's endpoint and a label for messages and file names.
+    Attach(Endpoint, String),
+    /// A command line to start suspended.
+    Launch(Vec<std::ffi::OsString>),
+}
+
+/// Finds the target from `-p`, `-n` or `-- command`.
+pub(crate) fn resolve_target(
+    pid: Option<u32>,
+    name: Option<&str>,
+    command: &[std::ffi::OsString],
+) -> CliResult<Target> {
+    if !command.is_empty() {
+        return Ok(Target::Launch(command.to_vec()));
+    }
+    let (ep, label) = attach_target(pid, name)?;
+    Ok(Target::Attach(ep, label))
+}
+
+fn attach_target(pid: Option<u32>, name: Option<&str>) -> CliResult<(Endpoint, String)> {
+    if let Some(pid) = pid {
         return Ok((super::endpoint_for_pid(pid)?, format!("pid {pid}")));
     }
     let endpoints = find_endpoints();
-    let name = args.name.as_deref().unwrap_or_default();
+    let name = name.unwrap_or_default();
     let timeout = Duration::from_millis(1500);
     let matches: Vec<(Endpoint, String)> = endpoints
         .into_iter()
@@ -347,18 +368,35 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         stackwalk: !args.no_stacks,
         providers,
     };
+    let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
+    execute(target, &config, args.output.clone(), duration).map(|o| o.exit)
+}
+
+/// What a recording left.
+pub(crate) struct Outcome {
+    /// The recording.
+    pub summary: Summary,
+    /// clrspy's exit code: success, or the launched program's own code.
+    pub exit: std::process::ExitCode,
+}
+
+/// Records `target` with `config` into `output` (or a default name), until the duration,
+/// Ctrl+C, Enter (attach on a terminal) or the target's end.
+pub(crate) fn execute(
+    target: Target,
+    config: &SessionConfig,
+    output: Option<PathBuf>,
+    duration: Option<Duration>,
+) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
     static STOP: StopSignal = StopSignal::new();
     let _ = ctrlc::set_handler(|| STOP.request());
-    if !args.command.is_empty() {
-        return run_launch(args, &config, duration, &STOP);
-    }
-    let (endpoint, label) = target(args)?;
-    let out = args
-        .output
-        .clone()
-        .unwrap_or_else(|| default_output(&label));
+    let (endpoint, label) = match target {
+        Target::Launch(command) => return run_launch(&command, output, config, duration, &STOP),
+        Target::Attach(ep, label) => (ep, label),
+    };
+    let out = output.unwrap_or_else(|| default_output(&label));
     let interactive = std::io::stdin().is_terminal();
     if interactive {
         // Enter stops too; the reader thread ends with the process.
@@ -382,7 +420,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         }
     );
     let rec = Recording {
-        config: &config,
+        config,
         out: &out,
         duration,
         stop: &STOP,
@@ -391,25 +429,29 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     let summary = record(&endpoint, &rec, &mut |p| status.update(p)).map_err(collect_error)?;
     status.finish();
     report(&summary);
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(Outcome {
+        summary,
+        exit: std::process::ExitCode::SUCCESS,
+    })
 }
 
 /// `clrspy record ... -- program args`: start the program suspended, record from its first
 /// instruction, exit with its exit code.
 fn run_launch(
-    args: &RecordArgs,
+    command: &[std::ffi::OsString],
+    output: Option<PathBuf>,
     config: &SessionConfig,
     duration: Option<Duration>,
     stop: &'static StopSignal,
-) -> CliResult<std::process::ExitCode> {
-    let program = &args.command[0];
+) -> CliResult<Outcome> {
+    let program = &command[0];
     let name = std::path::Path::new(program)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "trace".into());
     // `dotnet app.dll`: name the trace after the app.
     let name = if name == "dotnet" {
-        args.command
+        command
             .get(1)
             .and_then(|a| std::path::Path::new(a).file_stem())
             .map(|s| s.to_string_lossy().into_owned())
@@ -417,7 +459,7 @@ fn run_launch(
     } else {
         name
     };
-    let out = args.output.clone().unwrap_or_else(|| default_output(&name));
+    let out = output.unwrap_or_else(|| default_output(&name));
     let rec = Recording {
         config,
         out: &out,
@@ -432,23 +474,21 @@ fn run_launch(
         );
     };
     // The child writes to the same terminal: no status line.
-    let launched = launch(
-        program,
-        &args.command[1..],
-        &rec,
-        &mut on_spawned,
-        &mut |_| (),
-    )
-    .map_err(collect_error)?;
+    let launched = launch(program, &command[1..], &rec, &mut on_spawned, &mut |_| ())
+        .map_err(collect_error)?;
     report(&launched.summary);
-    match launched.status {
+    let exit = match launched.status {
         Some(s) if launched.terminated_by_clrspy => {
             eprintln!("clrspy ended the program ({s}) when the recording stopped.");
-            Ok(std::process::ExitCode::SUCCESS)
+            std::process::ExitCode::SUCCESS
         }
-        Some(s) => Ok(std::process::ExitCode::from(child_exit_code(&s))),
-        None => Ok(std::process::ExitCode::SUCCESS),
-    }
+        Some(s) => std::process::ExitCode::from(child_exit_code(&s)),
+        None => std::process::ExitCode::SUCCESS,
+    };
+    Ok(Outcome {
+        summary: launched.summary,
+        exit,
+    })
 }
 
 #[cfg(test)]

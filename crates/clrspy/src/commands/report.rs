@@ -163,16 +163,31 @@ fn print_stack_report(
 
 /// Runs `clrspy report`.
 pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
-    let trace = input::open(&args.input.trace)?;
-    let mut reader = trace.reader()?;
     let options = Options {
         from_ns: seconds_arg(&args.from)?,
         to_ns: seconds_arg(&args.to)?,
     };
+    let mut a = analyze(&args.input.trace, options)?;
+    print(&mut a, args, args.kind)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Analyses a trace file (with a progress bar on large ones).
+pub(crate) fn analyze(path: &std::path::Path, options: Options) -> CliResult<Analysis> {
+    let trace = input::open(path)?;
+    let mut reader = trace.reader()?;
     let mut progress = Progress::new(trace.len());
-    let mut a = Analysis::run(&mut reader, options, &mut |pos| progress.update(pos))
+    let a = Analysis::run(&mut reader, options, &mut |pos| progress.update(pos))
         .map_err(|e| CliError::new(format!("{}: {e}", trace.display())))?;
     progress.finish();
+    if let Some(e) = &a.read_error {
+        eprintln!("warning: the trace is damaged or cut; the report covers the events before: {e}");
+    }
+    Ok(a)
+}
+
+/// Prints one report of an analysis.
+pub(crate) fn print(a: &mut Analysis, args: &ReportArgs, kind: ReportKind) -> CliResult<()> {
     let filter = StackFilter {
         thread: args.thread,
         focus: args.focus.clone(),
@@ -186,17 +201,15 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
             serde_json::to_writer_pretty(&mut *out, v).map_err(std::io::Error::from)?;
             writeln!(out)
         };
-    if let Some(e) = &a.read_error {
-        eprintln!("warning: the trace is damaged or cut; the report covers the events before: {e}");
-    }
-    match args.kind {
+    let a = &mut *a;
+    match kind {
         ReportKind::Cpu | ReportKind::Waits => {
             let metric = if args.kind == ReportKind::Cpu {
                 Metric::Cpu
             } else {
                 Metric::Wait
             };
-            let r = stack_report(&mut a, metric, &filter, top, args.tree);
+            let r = stack_report(a, metric, &filter, top, args.tree);
             if j {
                 write_json(
                     &mut out,
@@ -207,7 +220,7 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
             }
         }
         ReportKind::Alloc => {
-            let r = alloc_report(&mut a, top);
+            let r = alloc_report(a, top);
             if j {
                 write_json(
                     &mut out,
@@ -251,7 +264,7 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
             }
         }
         ReportKind::Exceptions => {
-            let r = exceptions_report(&mut a, top);
+            let r = exceptions_report(a, top);
             if j {
                 write_json(
                     &mut out,
@@ -305,7 +318,7 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
             }
         }
         ReportKind::Contention => {
-            let r = contention_report(&mut a, top);
+            let r = contention_report(a, top);
             if j {
                 write_json(
                     &mut out,
@@ -339,7 +352,7 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
             }
         }
         ReportKind::Gc => {
-            let r = gc_report(&a);
+            let r = gc_report(a);
             if j {
                 write_json(
                     &mut out,
@@ -406,7 +419,7 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
             }
         }
         ReportKind::Threads => {
-            let r = threads_report(&mut a, top);
+            let r = threads_report(a, top);
             if j {
                 write_json(
                     &mut out,
@@ -445,9 +458,9 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
                 }
             }
         }
-        ReportKind::Summary => summary(&mut out, &mut a, args, &filter)?,
+        ReportKind::Summary => summary(&mut out, a, args, &filter)?,
     }
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn summary(
