@@ -151,7 +151,15 @@ pub fn launch(
         return Err(Error::Client(e));
     }
     let to: Arc<dyn Connector> = port;
-    let summary = drain(session, to, file, rec, on_progress)?;
+    let summary = match drain(session, to, file, rec, on_progress) {
+        Ok(s) => s,
+        Err(e) => {
+            // The trace cannot be written (full disk): the program was started to be traced,
+            // so it does not run on untraced behind the user's back.
+            let _ = end_child(&mut child, Duration::from_secs(5));
+            return Err(e);
+        }
+    };
     let mut terminated_by_clrspy = false;
     let status = match summary.reason {
         StopReason::TargetEnded => child.wait().ok(),

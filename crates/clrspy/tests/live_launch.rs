@@ -133,3 +133,55 @@ fn dump_writes_an_elf_core_and_refuses_bad_input() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no .NET diagnostics endpoint"), "{err}");
 }
+
+#[test]
+fn a_full_disk_is_one_clear_error_and_keeps_what_fit() {
+    if !live() {
+        return;
+    }
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    if !is_root {
+        eprintln!("skipping: needs root to mount a tiny tmpfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipping: cannot mount a tmpfs here");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(dir.path().to_path_buf());
+    let trace = dir.path().join("t.nettrace");
+    let out = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(["cpu", "--seconds", "20"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("hint: free some disk space"), "{err}");
+    // What fit is readable.
+    let info = json(&["info", trace.to_str().unwrap(), "--json"]);
+    assert!(info["events"].as_u64().unwrap() > 0, "{info}");
+    assert_eq!(info["truncated"], true);
+}
