@@ -71,6 +71,14 @@ pub struct StackProfile {
     pub interval_ns: u64,
 }
 
+/// True when a managed frame of the stack is a known blocking call.
+fn has_blocking_frame(frames: &[FrameId], symbols: &Symbols) -> bool {
+    frames.iter().any(|&f| {
+        let fr = symbols.frame(f);
+        fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)
+    })
+}
+
 /// Sorts a sample's stack into CPU or waiting when it was not measured.
 fn heuristic_is_waiting(frames: &[FrameId], symbols: &Symbols, managed: bool) -> bool {
     let mut any_managed = false;
@@ -97,6 +105,7 @@ impl StackProfile {
     ) -> StackProfile {
         let mut cache: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
         let mut rows = Vec::new();
+        let mut staged: Vec<(Row, bool)> = Vec::new();
         for (thread, stack, w) in cpu.weights() {
             if filter.thread.is_some_and(|t| t != thread) {
                 continue;
@@ -116,6 +125,7 @@ impl StackProfile {
             };
             let mut cpu_w = w.cpu;
             let mut wait_w = w.wait;
+            let blocked = has_blocking_frame(&frames, symbols);
             for (n, managed) in [(w.managed, true), (w.external, false)] {
                 if n == 0 {
                     continue;
@@ -127,15 +137,47 @@ impl StackProfile {
                 }
             }
             let frames = fold_safepoint_frames(frames, symbols);
-            let Some(frames) = apply_filter(frames, symbols, filter) else {
+            staged.push((
+                Row {
+                    thread,
+                    frames,
+                    cpu: cpu_w,
+                    wait: wait_w,
+                },
+                blocked,
+            ));
+        }
+        // Measured CPU is per thread and tick interval: a sample caught inside a blocking call
+        // shares its interval's CPU with the thread's other samples. Such a sample was waiting
+        // when taken, so its CPU share goes to the same thread's running stacks (thread totals
+        // stay as measured); a thread with no running stack keeps it where it was.
+        let mut moved: FxHashMap<u64, f64> = FxHashMap::default();
+        let mut running: FxHashMap<u64, f64> = FxHashMap::default();
+        for (r, blocked) in &staged {
+            if *blocked {
+                *moved.entry(r.thread).or_default() += r.cpu;
+            } else {
+                *running.entry(r.thread).or_default() += r.cpu;
+            }
+        }
+        for (r, blocked) in &mut staged {
+            let run = running.get(&r.thread).copied().unwrap_or(0.0);
+            let mv = moved.get(&r.thread).copied().unwrap_or(0.0);
+            if run <= 0.0 || mv <= 0.0 {
+                continue;
+            }
+            if *blocked {
+                r.wait += r.cpu;
+                r.cpu = 0.0;
+            } else {
+                r.cpu += mv * r.cpu / run;
+            }
+        }
+        for (r, _) in staged {
+            let Some(frames) = apply_filter(r.frames, symbols, filter) else {
                 continue;
             };
-            rows.push(Row {
-                thread,
-                frames,
-                cpu: cpu_w,
-                wait: wait_w,
-            });
+            rows.push(Row { frames, ..r });
         }
         // Stable order for reproducible output.
         rows.sort_by(|a, b| {

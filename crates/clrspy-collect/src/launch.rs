@@ -151,7 +151,7 @@ pub fn launch(
         return Err(Error::Client(e));
     }
     let to: Arc<dyn Connector> = port;
-    let summary = match drain(session, to, file, rec, on_progress) {
+    let summary = match drain(session, to, file, pid, rec, on_progress) {
         Ok(s) => s,
         Err(e) => {
             // The trace cannot be written (full disk): the program was started to be traced,

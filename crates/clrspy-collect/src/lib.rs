@@ -6,7 +6,9 @@
 #![deny(missing_docs)]
 
 mod counter;
+pub mod inject;
 mod launch;
+pub mod procstat;
 mod session;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +42,9 @@ pub struct Recording<'a> {
     pub duration: Option<Duration>,
     /// Stop requests (Ctrl+C, Enter).
     pub stop: &'a StopSignal,
+    /// Read every target thread's CPU time this often and splice it into the trace (Linux);
+    /// None to leave the runtime's stream as it is.
+    pub thread_cpu: Option<Duration>,
 }
 
 /// Where a recording stands, for a status line.
@@ -77,6 +82,8 @@ pub struct Summary {
     pub command_version: u8,
     /// Options this runtime could not honour, in words.
     pub degraded: Vec<String>,
+    /// clrspy's own events spliced into the trace (thread CPU readings, names, module maps).
+    pub spliced_events: u64,
 }
 
 /// What can go wrong.

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Session};
 
 use crate::counter::Counter;
+use crate::inject::{Injected, Splicer};
+use crate::procstat::{monotonic_ns, ProcSampler};
 use crate::{Error, OnProgress, Progress, Recording, StopReason, Summary};
 
 /// How long each command may take before the runtime is considered unresponsive.
@@ -27,7 +29,7 @@ pub fn record(
     let file = create_output(rec.out)?;
     let to: Arc<dyn Connector> = Arc::new(endpoint.clone());
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT).map_err(Error::Client)?;
-    drain(session, to, file, rec, on_progress)
+    drain(session, to, file, endpoint.pid, rec, on_progress)
 }
 
 /// Creates the output file, with the path in the error.
@@ -36,19 +38,31 @@ pub(crate) fn create_output(out: &Path) -> Result<File, Error> {
 }
 
 /// Streams `session` into `file` until a stop condition; `to` opens the connection for
-/// StopTracing.
+/// StopTracing; `pid` is the target as seen from here (for its thread CPU readings).
 pub(crate) fn drain(
     mut session: Session,
     to: Arc<dyn Connector>,
-    mut file: File,
+    file: File,
+    pid: u32,
     rec: &Recording<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary, Error> {
     let out = rec.out;
     let write_err = |e| Error::Output(out.to_path_buf(), e);
+    let interval = rec.thread_cpu.filter(|_| cfg!(target_os = "linux"));
+    let read_timeout = interval
+        .map_or(Duration::from_millis(100), |i| {
+            i.min(Duration::from_millis(100))
+        })
+        .max(Duration::from_millis(1));
     session
-        .set_read_timeout(Duration::from_millis(100))
+        .set_read_timeout(read_timeout)
         .map_err(Error::Client)?;
+    let mut file = Splicer::new(file);
+    let mut sampler = interval.map(|_| ProcSampler::new(pid));
+    let mut next_tick = Instant::now();
+    let mut next_maps = Instant::now();
+    let mut first_tick = true;
     let started = Instant::now();
     let mut counter = Counter::new();
     let mut buf = vec![0u8; 256 * 1024];
@@ -64,7 +78,7 @@ pub(crate) fn drain(
                 break;
             }
             Ok(n) => {
-                file.write_all(&buf[..n]).map_err(write_err)?;
+                file.write_runtime(&buf[..n]).map_err(write_err)?;
                 counter.feed(&buf[..n]);
                 bytes += n as u64;
             }
@@ -79,6 +93,55 @@ pub(crate) fn drain(
                 complete = false;
                 break;
             }
+        }
+        if let (Some(s), Some(i)) = (sampler.as_mut(), interval) {
+            if Instant::now() >= next_tick && file.is_active() {
+                next_tick += i;
+                if next_tick < Instant::now() {
+                    next_tick = Instant::now() + i;
+                }
+                let readings = s.threads();
+                let ts = monotonic_ns();
+                if first_tick {
+                    first_tick = false;
+                    file.push(
+                        ts,
+                        Injected::SamplerInfo {
+                            interval_ms: i.as_millis().min(u128::from(u32::MAX)) as u32,
+                            source: s.source.into(),
+                        },
+                    );
+                }
+                if Instant::now() >= next_maps {
+                    next_maps = Instant::now() + Duration::from_secs(2);
+                    for m in s.new_mappings() {
+                        file.push(
+                            ts,
+                            Injected::ModuleMap {
+                                start: m.start,
+                                end: m.end,
+                                offset: m.offset,
+                                path: m.path,
+                            },
+                        );
+                    }
+                }
+                for r in readings {
+                    if let Some(name) = r.name {
+                        file.push(ts, Injected::ThreadName { tid: r.tid, name });
+                    }
+                    file.push(
+                        ts,
+                        Injected::ThreadCpu {
+                            tid: r.tid,
+                            cpu_ns: r.cpu_ns,
+                            state: r.state,
+                        },
+                    );
+                }
+                file.push(ts, Injected::Tick);
+            }
+            file.inject().map_err(write_err)?;
         }
         let (events, dropped_events) = counter.counts();
         on_progress(&Progress {
@@ -115,6 +178,8 @@ pub(crate) fn drain(
             }
         }
     }
+    let spliced_events = file.spliced;
+    let mut file = file.into_inner().map_err(write_err)?;
     file.flush()
         .and_then(|_| file.sync_all())
         .map_err(write_err)?;
@@ -129,5 +194,6 @@ pub(crate) fn drain(
         elapsed: started.elapsed(),
         command_version: session.command_version,
         degraded: session.degraded.clone(),
+        spliced_events,
     })
 }

@@ -43,6 +43,9 @@ pub struct WriterOptions {
     pub block_size: usize,
     /// Event blocks between sequence points.
     pub blocks_per_sequence_point: u32,
+    /// The first metadata id [`TraceWriter::define`] hands out (ids count up from it). Events
+    /// spliced into another trace choose ids far from that trace's own.
+    pub first_metadata_id: u32,
 }
 
 impl Default for WriterOptions {
@@ -65,6 +68,7 @@ impl Default for WriterOptions {
             compressed_headers: true,
             block_size: 64 * 1024,
             blocks_per_sequence_point: 16,
+            first_metadata_id: 1,
         }
     }
 }
@@ -291,7 +295,7 @@ impl<W: Write> TraceWriter<W> {
         let mut w = TraceWriter {
             out,
             written: 0,
-            next_metadata_id: 1,
+            next_metadata_id: opts.first_metadata_id.max(1),
             pending_metadata: Vec::new(),
             events: Vec::new(),
             prev: PrevHeader::default(),
@@ -354,6 +358,11 @@ impl<W: Write> TraceWriter<W> {
             }
         }
         Ok(w)
+    }
+
+    /// The output written so far (for callers that move the bytes elsewhere as they come).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
     }
 
     fn raw(&mut self, b: &[u8]) -> io::Result<()> {
@@ -541,7 +550,9 @@ impl<W: Write> TraceWriter<W> {
 
     /// Appends an event.
     pub fn write(&mut self, e: &EventRecord<'_>) -> io::Result<()> {
-        if e.metadata_id == 0 || e.metadata_id >= self.next_metadata_id {
+        if e.metadata_id < self.opts.first_metadata_id.max(1)
+            || e.metadata_id >= self.next_metadata_id
+        {
             return Err(invalid(format!(
                 "metadata id {} was not defined",
                 e.metadata_id

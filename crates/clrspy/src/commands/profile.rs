@@ -96,7 +96,13 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         providers: providers_for(&kinds),
     };
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
-    let outcome = execute(target, &config, args.output.clone(), duration)?;
+    let outcome = execute(
+        target,
+        &config,
+        args.output.clone(),
+        duration,
+        Some(std::time::Duration::from_millis(20)),
+    )?;
     let path = outcome.summary.path.clone();
     let mut a = analyze(&path, Options::default())?;
     let report_args = |kind| ReportArgs {

@@ -295,6 +295,12 @@ fn report(summary: &Summary) {
         summary.path.display(),
         summary.elapsed.as_secs_f64()
     );
+    if summary.spliced_events > 0 {
+        eprintln!(
+            "Thread CPU times: {} readings stored in the trace (clrspy provider).",
+            summary.spliced_events
+        );
+    }
     for d in &summary.degraded {
         eprintln!("note: this runtime cannot honour {d}");
     }
@@ -368,8 +374,13 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         stackwalk: !args.no_stacks,
         providers,
     };
+    let thread_cpu = if args.no_thread_cpu {
+        None
+    } else {
+        Some(parse_duration(&args.thread_cpu_interval).map_err(|e| CliError::new(e).code(2))?)
+    };
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
-    execute(target, &config, args.output.clone(), duration).map(|o| o.exit)
+    execute(target, &config, args.output.clone(), duration, thread_cpu).map(|o| o.exit)
 }
 
 /// What a recording left.
@@ -387,13 +398,16 @@ pub(crate) fn execute(
     config: &SessionConfig,
     output: Option<PathBuf>,
     duration: Option<Duration>,
+    thread_cpu: Option<Duration>,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
     static STOP: StopSignal = StopSignal::new();
     let _ = ctrlc::set_handler(|| STOP.request());
     let (endpoint, label) = match target {
-        Target::Launch(command) => return run_launch(&command, output, config, duration, &STOP),
+        Target::Launch(command) => {
+            return run_launch(&command, output, config, duration, thread_cpu, &STOP)
+        }
         Target::Attach(ep, label) => (ep, label),
     };
     let out = output.unwrap_or_else(|| default_output(&label));
@@ -424,6 +438,7 @@ pub(crate) fn execute(
         out: &out,
         duration,
         stop: &STOP,
+        thread_cpu,
     };
     let mut status = StatusLine::new(std::io::stderr().is_terminal());
     let summary = record(&endpoint, &rec, &mut |p| status.update(p)).map_err(collect_error)?;
@@ -442,6 +457,7 @@ fn run_launch(
     output: Option<PathBuf>,
     config: &SessionConfig,
     duration: Option<Duration>,
+    thread_cpu: Option<Duration>,
     stop: &'static StopSignal,
 ) -> CliResult<Outcome> {
     let program = &command[0];
@@ -465,6 +481,7 @@ fn run_launch(
         out: &out,
         duration,
         stop,
+        thread_cpu,
     };
     let mut on_spawned = |pid: u32| {
         eprintln!(

@@ -1,0 +1,142 @@
+//! Thread CPU truth: `clrspy record` reads every target thread's CPU time from /proc while it
+//! records and stores the readings inside the .nettrace (clrspy's own provider). The reports
+//! then split CPU from waiting exactly, and the file still opens in TraceEvent.
+
+mod common;
+
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{clrspy, json, live, repo, workloads};
+
+/// Builds the TraceEvent harness of bench/ once (it needs the TraceEvent NuGet package).
+fn harness() -> Option<std::path::PathBuf> {
+    static DLL: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    DLL.get_or_init(|| {
+        let out = repo().join("target/testapps/harness");
+        let ok = Command::new("dotnet")
+            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
+            .arg(&out)
+            .arg(repo().join("bench/TraceEventHarness"))
+            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then(|| out.join("TraceEventHarness.dll"))
+    })
+    .clone()
+}
+
+fn record(dir: &std::path::Path, name: &str, scenario: &[&str]) -> std::path::PathBuf {
+    let trace = dir.join(format!("{name}.nettrace"));
+    let out = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(scenario)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Thread CPU times:"), "{err}");
+    trace
+}
+
+#[test]
+fn readings_are_in_the_trace_and_split_cpu_from_waiting_exactly() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = record(dir.path(), "cpu", &["cpu", "--seconds", "2"]);
+    let info = json(&["info", t.to_str().unwrap(), "--json"]);
+    assert_eq!(info["ended_cleanly"], true);
+    assert_eq!(info["dropped_events"], 0);
+    let names: Vec<String> = info["per_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["provider"] == "clrspy")
+        .map(|e| e["name"].as_str().unwrap_or("").to_string())
+        .collect();
+    for n in [
+        "ThreadCpu",
+        "Tick",
+        "ThreadName",
+        "SamplerInfo",
+        "ModuleMap",
+    ] {
+        assert!(names.iter().any(|x| x == n), "{n} missing: {names:?}");
+    }
+    let cpu = json(&["report", t.to_str().unwrap(), "cpu", "--json"]);
+    assert_eq!(cpu["method"], "thread-cpu-times", "{cpu}");
+    assert_eq!(cpu["top_exclusive"][0]["method"], "Workloads.Cpu.Burn");
+    // The burning thread is named by the program ("burner") and mostly runs.
+    let threads = json(&["report", t.to_str().unwrap(), "threads", "--json"]);
+    let burner = threads["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "burner")
+        .unwrap_or_else(|| panic!("no thread named burner: {threads}"));
+    assert_eq!(burner["mostly"], "running");
+
+    // TraceEvent reads the file with clrspy's events in it, completely.
+    if let Some(h) = harness() {
+        let out = Command::new("dotnet")
+            .arg(&h)
+            .arg("counts")
+            .arg(&t)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let te: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(te["events"], info["events"], "TraceEvent: {te}");
+        assert_eq!(te["lost_events"], 0);
+    } else {
+        panic!("could not build bench/TraceEventHarness (needs the TraceEvent NuGet package)");
+    }
+}
+
+#[test]
+fn deadlocked_threads_use_no_cpu() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("hang.nettrace");
+    let out = clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(["hang", "--seconds", "2"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let threads = json(&["report", trace.to_str().unwrap(), "threads", "--json"]);
+    for name in ["deadlock-a", "deadlock-b"] {
+        let t = threads["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing: {threads}"));
+        let cpu = t["cpu_ms"].as_f64().unwrap();
+        let wait = t["wait_ms"].as_f64().unwrap();
+        assert_eq!(t["mostly"], "waiting", "{t}");
+        assert!(
+            cpu < 0.05 * wait,
+            "{name}: {cpu} ms CPU vs {wait} ms waiting"
+        );
+    }
+}
