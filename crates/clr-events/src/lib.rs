@@ -42,6 +42,7 @@
 
 mod layout;
 mod names;
+pub mod profiles;
 mod tables;
 mod templates;
 

@@ -8,6 +8,7 @@ mod input;
 mod names;
 mod output;
 mod progress;
+mod providers;
 
 use std::process::ExitCode;
 

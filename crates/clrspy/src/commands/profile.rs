@@ -129,17 +129,19 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
             ReportKind::Summary,
         )?;
     } else {
-        println!();
+        use std::io::Write;
+        let mut out = std::io::stdout();
+        writeln!(out)?;
         print(
             &mut a,
             &report_args(ReportKind::Summary),
             ReportKind::Summary,
         )?;
         for k in kinds {
-            println!("\n{}", "─".repeat(40));
+            writeln!(out, "\n{}", "─".repeat(40))?;
             print(&mut a, &report_args(k), k)?;
         }
-        println!("\nThe trace is kept in {}.", path.display());
+        writeln!(out, "\nThe trace is kept in {}.", path.display())?;
     }
     Ok(outcome.exit)
 }

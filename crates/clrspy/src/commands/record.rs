@@ -5,87 +5,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clrspy_collect::{launch, record, Progress, Recording, StopReason, StopSignal, Summary};
-use diagnostics_client::{
-    find_endpoints, Endpoint, Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,
-};
+use diagnostics_client::{find_endpoints, Endpoint, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use crate::cli::RecordArgs;
 use crate::output::{CliError, CliResult};
-
-/// Named profiles: what each enables.
-pub const PROFILES: &[(&str, &str, &str)] = &[
-    (
-        "cpu",
-        "CPU samples every 1 ms plus the runtime's common events (GC, JIT, loader, exceptions)",
-        "Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4",
-    ),
-    (
-        "gc-collect",
-        "GC events only, low overhead",
-        "Microsoft-Windows-DotNETRuntime:0x1:4",
-    ),
-    (
-        "gc-verbose",
-        "GC events with allocation ticks (every ~100 KB allocated)",
-        "Microsoft-Windows-DotNETRuntime:0x1:5",
-    ),
-    (
-        "exceptions",
-        "exceptions with their stacks",
-        "Microsoft-Windows-DotNETRuntime:0x8000:4",
-    ),
-    (
-        "dotnet-common",
-        "the runtime's common events (GC, JIT, loader, exceptions), no samples",
-        "Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4",
-    ),
-];
-
-/// Parses one `Name[:Keywords[:Level[:Key=Value;...]]]` provider spec.
-pub fn parse_provider(spec: &str) -> Result<Provider, String> {
-    let mut parts = spec.splitn(4, ':');
-    let name = parts.next().unwrap_or_default().trim();
-    if name.is_empty() {
-        return Err(format!("provider spec '{spec}' has no provider name"));
-    }
-    let keywords = match parts.next().map(str::trim) {
-        None | Some("") | Some("*") => u64::MAX,
-        Some(k) => {
-            let hex = k
-                .strip_prefix("0x")
-                .or_else(|| k.strip_prefix("0X"))
-                .unwrap_or(k);
-            u64::from_str_radix(hex, 16)
-                .map_err(|_| format!("keywords '{k}' in '{spec}' are not a hex number"))?
-        }
-    };
-    let level = match parts.next().map(str::trim) {
-        None | Some("") => 5,
-        Some(l) => match l.to_ascii_lowercase().as_str() {
-            "logalways" => 0,
-            "critical" => 1,
-            "error" => 2,
-            "warning" => 3,
-            "informational" => 4,
-            "verbose" => 5,
-            n => n
-                .parse()
-                .ok()
-                .filter(|v: &u32| *v <= 5)
-                .ok_or_else(|| format!("level '{l}' in '{spec}' is not 0-5 or a level name"))?,
-        },
-    };
-    let arguments = parts
-        .next()
-        .map(|a| a.to_string())
-        .filter(|a| !a.is_empty());
-    Ok(Provider {
-        name: name.to_string(),
-        keywords,
-        level,
-        arguments,
-    })
-}
 
 /// Parses "5s", "250ms", "2m", "1h" or a number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -327,37 +250,41 @@ fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
 /// Runs `clrspy record`.
 pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     if args.list_profiles {
-        for (name, what, providers) in PROFILES {
-            println!("{name:<14} {what}\n{:<14} {providers}", "");
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        for p in clr_events::profiles::PROFILES {
+            let aliases = if p.aliases.is_empty() {
+                String::new()
+            } else {
+                format!(" (also: {})", p.aliases.join(", "))
+            };
+            writeln!(out, "{}{aliases}\n    {}", p.name, p.description)?;
+            for q in crate::providers::parse_providers(p.providers).unwrap_or_default() {
+                let args = q
+                    .arguments
+                    .as_deref()
+                    .map(|a| format!(" args: {} chars", a.len()))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "    {}  keywords 0x{:x}  level {}{args}",
+                    q.name, q.keywords, q.level
+                )?;
+            }
         }
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    let mut providers = Vec::new();
-    let profile = args.profile.as_deref().or(if args.providers.is_none() {
-        Some("cpu")
-    } else {
-        None
-    });
-    if let Some(p) = profile {
-        let (_, _, spec) = PROFILES
-            .iter()
-            .find(|(n, _, _)| n.eq_ignore_ascii_case(p))
-            .ok_or_else(|| {
-                CliError::new(format!("unknown profile '{p}'"))
-                    .hint("`clrspy record --list-profiles` lists them")
-            })?;
-        for s in spec.split(',') {
-            providers.push(parse_provider(s).map_err(CliError::new)?);
-        }
-    }
-    if let Some(list) = &args.providers {
-        for s in list.split(',').filter(|s| !s.trim().is_empty()) {
-            let p = parse_provider(s).map_err(|e| CliError::new(e).code(2))?;
-            // A provider given explicitly replaces the profile's entry of the same name.
-            providers.retain(|q: &Provider| !q.name.eq_ignore_ascii_case(&p.name));
-            providers.push(p);
-        }
-    }
+    let providers = crate::providers::resolve(
+        args.profile.as_deref(),
+        args.providers.as_deref(),
+        args.clrevents.as_deref(),
+        args.clrevents_level.as_deref(),
+    )
+    .map_err(|e| {
+        CliError::new(e)
+            .hint("`clrspy record --list-profiles` lists the profiles")
+            .code(2)
+    })?;
     let duration = args
         .duration
         .as_deref()
@@ -511,22 +438,6 @@ fn run_launch(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn provider_specs() {
-        let p = parse_provider("Microsoft-Windows-DotNETRuntime:0x1:4").unwrap();
-        assert_eq!((p.keywords, p.level), (1, 4));
-        let p = parse_provider("My-Source").unwrap();
-        assert_eq!((p.keywords, p.level), (u64::MAX, 5));
-        let p = parse_provider("A:ff:Verbose:Key=V;K2=W").unwrap();
-        assert_eq!(
-            (p.keywords, p.level, p.arguments.as_deref()),
-            (0xff, 5, Some("Key=V;K2=W"))
-        );
-        assert!(parse_provider(":1:2").is_err());
-        assert!(parse_provider("A:zz").is_err());
-        assert!(parse_provider("A:1:9").is_err());
-    }
 
     #[test]
     fn durations() {
