@@ -79,6 +79,9 @@ pub struct ProfileArgs {
     /// Print the reports as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Also convert the trace for a viewer (the .nettrace is kept).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<ConvertFormat>,
 }
 
 /// Output formats of `convert`.
@@ -283,6 +286,9 @@ pub struct RecordArgs {
     /// Do not record thread CPU times.
     #[arg(long)]
     pub no_thread_cpu: bool,
+    /// Also convert the trace for a viewer when recording ends (the .nettrace is kept).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<ConvertFormat>,
 }
 
 /// `clrspy ps`.

@@ -104,6 +104,9 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         Some(std::time::Duration::from_millis(20)),
     )?;
     let path = outcome.summary.path.clone();
+    if let Some(format) = args.format {
+        super::record::convert_after(&path, format)?;
+    }
     let mut a = analyze(&path, Options::default())?;
     let report_args = |kind| ReportArgs {
         input: TraceArg {
