@@ -344,6 +344,11 @@ impl Analysis {
         StackProfile::build(&self.cpu, &self.stacks, &mut self.symbols, filter)
     }
 
+    /// The trace's pointer size.
+    pub fn pointer_size(&self) -> u8 {
+        self.pointer_size
+    }
+
     /// Resolves a stack to frame names, leaf first.
     pub fn frames(&mut self, stack: Option<stacks::StackId>) -> Vec<String> {
         let Some(s) = stack else { return Vec::new() };

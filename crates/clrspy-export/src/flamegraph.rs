@@ -19,6 +19,8 @@ pub fn write(
     let text = String::from_utf8_lossy(&text);
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
+    // A fixed width: the fluid layout miscomputes its width in some browsers (negative sizes).
+    opts.image_width = Some(1200);
     opts.count_name = match metric {
         StackMetric::Cpu | StackMetric::Wait => "µs".into(),
         StackMetric::Alloc => "bytes".into(),

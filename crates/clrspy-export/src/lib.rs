@@ -7,8 +7,11 @@
 //! stream the trace a second time.
 #![deny(missing_docs)]
 
+pub mod chromium;
 pub mod flamegraph;
 pub mod folded;
+pub mod html;
+pub mod pprof;
 pub mod speedscope;
 
 use clrspy_analysis::{Analysis, Metric, StackFilter};

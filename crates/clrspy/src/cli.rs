@@ -93,6 +93,13 @@ pub enum ConvertFormat {
     Folded,
     /// An interactive flame graph SVG.
     Flamegraph,
+    /// pprof (profile.proto, gzip): go tool pprof, Grafana Pyroscope, Parca.
+    Pprof,
+    /// Chromium trace event JSON (Perfetto UI, chrome://tracing): stacks over time, GC pauses,
+    /// lock waits, exceptions.
+    Chromium,
+    /// One self-contained HTML report (opens offline).
+    Html,
 }
 
 impl ConvertFormat {
@@ -102,6 +109,9 @@ impl ConvertFormat {
             ConvertFormat::Speedscope => "speedscope.json",
             ConvertFormat::Folded => "folded.txt",
             ConvertFormat::Flamegraph => "svg",
+            ConvertFormat::Pprof => "pb.gz",
+            ConvertFormat::Chromium => "chromium.json",
+            ConvertFormat::Html => "html",
         }
     }
 }

@@ -4,7 +4,10 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clrspy_analysis::{Analysis, Options, StackFilter};
-use clrspy_export::{flamegraph, folded, speedscope, thread_label, weighted_stacks, StackMetric};
+use clrspy_export::{
+    chromium, flamegraph, folded, html, pprof, speedscope, thread_label, weighted_stacks,
+    StackMetric,
+};
 
 use crate::cli::{ConvertArgs, ConvertFormat, MetricArg};
 use crate::input;
@@ -90,6 +93,13 @@ pub fn convert(
         ConvertFormat::Speedscope => speedscope::write(&mut sink, &stacks, metric, &title, &label),
         ConvertFormat::Folded => folded::write(&mut sink, &stacks, metric, &label, true),
         ConvertFormat::Flamegraph => flamegraph::write(&mut sink, &stacks, metric, &title, &label),
+        ConvertFormat::Pprof => pprof::write(&mut a, metric, &mut sink),
+        ConvertFormat::Html => html::write(&mut a, &title, &mut sink),
+        ConvertFormat::Chromium => {
+            // Time order needs a second pass over the trace.
+            let mut again = trace.reader()?;
+            chromium::write(&mut a, &mut again, &mut sink)
+        }
     };
     written
         .and_then(|_| sink.flush())

@@ -1,0 +1,175 @@
+//! The Chromium trace event format (JSON; Perfetto UI and chrome://tracing open it): per thread,
+//! the sampled stacks as a flame chart of complete ("X") slices — consecutive samples with the
+//! same frames merge into one slice, a frame closes when a sample no longer has it — plus GC
+//! pauses on a "GC" track, lock waits as async slices on the waiting thread, exceptions as
+//! instants, and process and thread names. Samples need time order, so this export reads the
+//! trace a second time (streaming, after the analysis named every method); memory holds one
+//! open stack per thread.
+
+use std::io::{self, Write};
+
+use clrspy_analysis::Analysis;
+use nettrace::{ByteSource, Reader};
+use rustc_hash::FxHashMap;
+use serde_json::json;
+
+use crate::thread_label;
+
+/// Open frames of one thread: (frame name, start µs).
+#[derive(Default)]
+struct Lane {
+    open: Vec<(String, f64)>,
+    last_us: f64,
+}
+
+struct Out<'a> {
+    w: &'a mut dyn Write,
+    first: bool,
+    pid: u64,
+}
+
+impl Out<'_> {
+    fn event(&mut self, v: serde_json::Value) -> io::Result<()> {
+        if !self.first {
+            self.w.write_all(b",\n")?;
+        }
+        self.first = false;
+        serde_json::to_writer(&mut *self.w, &v).map_err(io::Error::from)
+    }
+
+    fn close(&mut self, tid: u64, lane: &mut Lane, keep: usize, at_us: f64) -> io::Result<()> {
+        while lane.open.len() > keep {
+            let Some((name, start)) = lane.open.pop() else {
+                break;
+            };
+            self.event(json!({
+                "name": name, "cat": "samples", "ph": "X", "ts": start,
+                "dur": (at_us - start).max(0.0), "pid": self.pid, "tid": tid,
+            }))?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the trace; `reader` reads the same trace again from its start.
+pub fn write<S: ByteSource>(
+    a: &mut Analysis,
+    reader: &mut Reader<S>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let pid = a.process_id.unwrap_or(1);
+    out.write_all(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n")?;
+    let mut o = Out {
+        w: out,
+        first: true,
+        pid,
+    };
+    o.event(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": format!("process {pid}")}}))?;
+    o.event(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "GC pauses"}}))?;
+    let interval_us = a.sampling_interval_ns as f64 / 1000.0;
+    let mut lanes: FxHashMap<u64, Lane> = FxHashMap::default();
+    let mut contention: FxHashMap<u64, (f64, u64)> = FxHashMap::default();
+    let mut next_id = 1u64;
+    let mut frames_of: FxHashMap<Vec<u64>, Vec<String>> = FxHashMap::default();
+    while let Ok(Some(ev)) = reader.next_event() {
+        let us = ev.timestamp_ns() as f64 / 1000.0;
+        let provider = ev.provider();
+        let tid = ev.thread_id;
+        if provider == clr_events::SAMPLE_PROFILER_PROVIDER {
+            let ips: Vec<u64> = ev.stack.ips().collect();
+            let names = match frames_of.get(&ips) {
+                Some(n) => n.clone(),
+                None => {
+                    let mut n: Vec<String> = ips
+                        .iter()
+                        .map(|&ip| {
+                            let f = a.symbols.resolve(ip);
+                            a.symbols.frame(f).name.clone()
+                        })
+                        .collect();
+                    n.reverse(); // root first
+                    if frames_of.len() < 100_000 {
+                        frames_of.insert(ips, n.clone());
+                    }
+                    n
+                }
+            };
+            let lane = lanes.entry(tid).or_default();
+            if lane.open.is_empty() && lane.last_us == 0.0 {
+                let label = thread_label(a, tid);
+                o.event(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": label}}))?;
+            }
+            let us = us.max(lane.last_us);
+            // A long gap: the thread was not sampled, close everything after one interval.
+            if !lane.open.is_empty() && us - lane.last_us > 20.0 * interval_us {
+                let end = lane.last_us + interval_us;
+                o.close(tid, lane, 0, end)?;
+            }
+            let common = lane
+                .open
+                .iter()
+                .zip(&names)
+                .take_while(|((open, _), name)| open == *name)
+                .count();
+            o.close(tid, lane, common, us)?;
+            for n in &names[common..] {
+                lane.open.push((n.clone(), us));
+            }
+            lane.last_us = us;
+            continue;
+        }
+        if provider != clr_events::RUNTIME_PROVIDER {
+            continue;
+        }
+        match ev.event_id() {
+            // Contention/Start, Contention/Stop: an async slice on the waiting thread.
+            81 => {
+                contention.insert(tid, (us, next_id));
+                o.event(json!({"name": "lock wait", "cat": "contention", "ph": "b", "id": next_id, "ts": us, "pid": pid, "tid": tid}))?;
+                next_id += 1;
+            }
+            91 => {
+                if let Some((_, id)) = contention.remove(&tid) {
+                    o.event(json!({"name": "lock wait", "cat": "contention", "ph": "e", "id": id, "ts": us, "pid": pid, "tid": tid}))?;
+                }
+            }
+            // Exception/Start: an instant on the throwing thread.
+            80 => {
+                let d =
+                    clr_events::decode(provider, 80, ev.version(), ev.payload, a.pointer_size());
+                let (ty, msg) = d
+                    .as_ref()
+                    .map(|d| {
+                        (
+                            d.str("ExceptionType").unwrap_or("").to_string(),
+                            d.str("ExceptionMessage").unwrap_or("").to_string(),
+                        )
+                    })
+                    .unwrap_or_default();
+                o.event(json!({"name": format!("throw {ty}"), "cat": "exception", "ph": "i", "s": "t", "ts": us, "pid": pid, "tid": tid, "args": {"type": ty, "message": msg}}))?;
+            }
+            _ => {}
+        }
+    }
+    for (tid, lane) in lanes.iter_mut() {
+        let end = lane.last_us + interval_us;
+        o.close(*tid, lane, 0, end)?;
+    }
+    for (_, (start, id)) in contention {
+        o.event(json!({"name": "lock wait", "cat": "contention", "ph": "e", "id": id, "ts": start, "pid": pid, "tid": 0}))?;
+    }
+    for g in &a.gc.gcs {
+        let dur = if g.pause_ms > 0.0 {
+            g.pause_ms
+        } else {
+            g.duration_ms.unwrap_or(0.0)
+        };
+        o.event(json!({
+            "name": format!("GC #{} gen{} {}", g.number, g.generation, g.reason),
+            "cat": "gc", "ph": "X", "ts": g.start_ms * 1000.0, "dur": dur * 1000.0,
+            "pid": pid, "tid": 0,
+            "args": {"type": g.kind, "pause_ms": g.pause_ms, "heap_after_mb": g.heap_after_mb},
+        }))?;
+    }
+    o.w.write_all(b"\n]}\n")
+}
