@@ -22,7 +22,8 @@ internal static class Program
         "  TraceEventHarness counts TRACE [--raw]\n" +
         "  TraceEventHarness fields TRACE [--max N] [--provider P] [--stacks]\n" +
         "  TraceEventHarness bench TRACE\n" +
-        "  TraceEventHarness write-check TRACE\n";
+        "  TraceEventHarness write-check TRACE\n" +
+        "  TraceEventHarness cpu-top TRACE [--top N]\n";
 
     private static readonly JsonWriterOptions JsonOpts = new()
     {
@@ -55,6 +56,7 @@ internal static class Program
                 "write-check" => Counts(path, raw: false, strict: true),
                 "fields" => Fields(path, IntOpt(opts, "--max", 5), StrOpt(opts, "--provider"), opts.Contains("--stacks")),
                 "bench" => Bench(path),
+                "cpu-top" => CpuTop.Run(path, IntOpt(opts, "--top", 50)),
                 _ => UsageError(),
             };
         }

@@ -74,9 +74,15 @@ pub struct ProcSampler {
     last: HashMap<u32, (u64, u8, String)>,
     mappings: HashMap<u64, Mapping>,
     ticks_per_second: u64,
+    /// Calls to [`ProcSampler::threads`] so far.
+    calls: u64,
     /// Where CPU times come from: "schedstat" (ns) or "stat" (clock ticks).
     pub source: &'static str,
 }
+
+/// Thread states and names (from `stat`) are re-read every this many readings; CPU times (from
+/// `schedstat`, one small read) every time.
+const STAT_EVERY: u64 = 10;
 
 impl ProcSampler {
     /// A sampler of process `pid` (as seen from here).
@@ -91,6 +97,7 @@ impl ProcSampler {
             last: HashMap::new(),
             mappings: HashMap::new(),
             ticks_per_second: u64::try_from(hz).ok().filter(|h| *h > 0).unwrap_or(100),
+            calls: 0,
             source: "schedstat",
         }
     }
@@ -116,21 +123,29 @@ impl ProcSampler {
                 continue;
             };
             let base = entry.path();
+            let prev = self.last.get(&tid);
             // A thread can end between the listing and the reads: skip it quietly.
-            let Ok(stat) = std::fs::read_to_string(base.join("stat")) else {
-                continue;
-            };
-            let Some((state, name, ticks)) = parse_stat(&stat) else {
-                continue;
-            };
             let sched = std::fs::read_to_string(base.join("schedstat"))
                 .ok()
                 .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
-            let cpu_ns = match sched {
-                Some(ns) => ns,
-                None => {
-                    self.source = "stat";
-                    ticks.saturating_mul(1_000_000_000) / self.ticks_per_second
+            let full = prev.is_none() || sched.is_none() || self.calls.is_multiple_of(STAT_EVERY);
+            let (state, name, cpu_ns) = match (full, prev, sched) {
+                (false, Some(p), Some(ns)) => (p.1, p.2.clone(), ns),
+                _ => {
+                    let Ok(stat) = std::fs::read_to_string(base.join("stat")) else {
+                        continue;
+                    };
+                    let Some((state, name, ticks)) = parse_stat(&stat) else {
+                        continue;
+                    };
+                    let cpu_ns = match sched {
+                        Some(ns) => ns,
+                        None => {
+                            self.source = "stat";
+                            ticks.saturating_mul(1_000_000_000) / self.ticks_per_second
+                        }
+                    };
+                    (state, name, cpu_ns)
                 }
             };
             let prev = self.last.get(&tid);
@@ -146,6 +161,7 @@ impl ProcSampler {
             });
             self.last.insert(tid, (cpu_ns, state, name));
         }
+        self.calls += 1;
         out.sort_by_key(|r| r.tid);
         out
     }

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Read;
 
-use common::{clrspy, json, live, start, workloads};
+use common::{clrspy, json, launch_record, live, start, workloads};
 
 #[test]
 fn launch_records_from_before_main_and_passes_output_and_exit_code_through() {
@@ -165,17 +165,7 @@ fn a_full_disk_is_one_clear_error_and_keeps_what_fit() {
     }
     let _unmount = Unmount(dir.path().to_path_buf());
     let trace = dir.path().join("t.nettrace");
-    let out = clrspy()
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg("dotnet")
-        .arg(workloads())
-        .args(["cpu", "--seconds", "20"])
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
+    let out = launch_record(&trace, &[], &["cpu", "--seconds", "20"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("No space left on device"), "{err}");

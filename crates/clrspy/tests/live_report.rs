@@ -5,23 +5,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{clrspy, json, live, workloads};
+use common::{clrspy, json, launch_record, live, workloads};
 
 /// Records `scenario args` from its start with `record_args`, returns the trace path.
 fn record(dir: &Path, name: &str, record_args: &[&str], scenario: &[&str]) -> PathBuf {
     let trace = dir.join(format!("{name}.nettrace"));
-    let out = clrspy()
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .args(record_args)
-        .arg("--")
-        .arg("dotnet")
-        .arg(workloads())
-        .args(scenario)
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let out = launch_record(&trace, record_args, scenario);
     assert!(
         out.status.success(),
         "record {name}: {}",
@@ -183,17 +172,7 @@ fn a_deadlock_is_waiting_time_not_cpu() {
     let dir = tempfile::tempdir().unwrap();
     // The program exits with 3 when its threads are still hung after the given seconds.
     let trace = dir.path().join("hang.nettrace");
-    let out = clrspy()
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg("dotnet")
-        .arg(workloads())
-        .args(["hang", "--seconds", "2"])
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let out = launch_record(&trace, &[], &["hang", "--seconds", "2"]);
     assert_eq!(
         out.status.code(),
         Some(3),

@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{clrspy, json, live, repo, workloads};
+use common::{json, launch_record, live, repo};
 
 /// Builds the TraceEvent harness of bench/ once (it needs the TraceEvent NuGet package).
 fn harness() -> Option<std::path::PathBuf> {
@@ -28,17 +28,7 @@ fn harness() -> Option<std::path::PathBuf> {
 
 fn record(dir: &std::path::Path, name: &str, scenario: &[&str]) -> std::path::PathBuf {
     let trace = dir.join(format!("{name}.nettrace"));
-    let out = clrspy()
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg("dotnet")
-        .arg(workloads())
-        .args(scenario)
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let out = launch_record(&trace, &[], scenario);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("Thread CPU times:"), "{err}");
     trace
@@ -111,17 +101,7 @@ fn deadlocked_threads_use_no_cpu() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("hang.nettrace");
-    let out = clrspy()
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg("dotnet")
-        .arg(workloads())
-        .args(["hang", "--seconds", "2"])
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let out = launch_record(&trace, &[], &["hang", "--seconds", "2"]);
     assert_eq!(out.status.code(), Some(3));
     let threads = json(&["report", trace.to_str().unwrap(), "threads", "--json"]);
     for name in ["deadlock-a", "deadlock-b"] {

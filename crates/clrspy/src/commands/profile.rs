@@ -4,10 +4,10 @@
 use clrspy_analysis::Options;
 use diagnostics_client::{Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
-use super::record::{execute, parse_duration, resolve_target};
+use super::record::{duration_arg, execute, resolve_target};
 use super::report::{analyze, print};
 use crate::cli::{ProfileArgs, ReportArgs, ReportKind, TraceArg};
-use crate::output::{CliError, CliResult};
+use crate::output::CliResult;
 
 /// The runtime's keywords: GC, loader, JIT (for names), contention, exceptions.
 const GC: u64 = 0x1;
@@ -83,12 +83,7 @@ pub fn providers_for(kinds: &[ReportKind]) -> Vec<Provider> {
 /// Runs `clrspy profile`.
 pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     let kinds = chosen(args);
-    let duration = args
-        .duration
-        .as_deref()
-        .map(parse_duration)
-        .transpose()
-        .map_err(|e| CliError::new(e).code(2))?;
+    let duration = duration_arg(args.duration.as_deref())?;
     let config = SessionConfig {
         circular_buffer_mb: 256,
         rundown_keyword: DEFAULT_RUNDOWN_KEYWORD,

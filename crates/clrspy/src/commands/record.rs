@@ -10,6 +10,13 @@ use diagnostics_client::{find_endpoints, Endpoint, SessionConfig, DEFAULT_RUNDOW
 use crate::cli::RecordArgs;
 use crate::output::{CliError, CliResult};
 
+/// An optional `--duration` value, as a bad-command-line error when it does not parse.
+pub(crate) fn duration_arg(s: Option<&str>) -> CliResult<Option<Duration>> {
+    s.map(parse_duration)
+        .transpose()
+        .map_err(|e| CliError::new(e).code(2))
+}
+
 /// Parses "5s", "250ms", "2m", "1h" or a number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -285,12 +292,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
             .hint("`clrspy record --list-profiles` lists the profiles")
             .code(2)
     })?;
-    let duration = args
-        .duration
-        .as_deref()
-        .map(parse_duration)
-        .transpose()
-        .map_err(|e| CliError::new(e).code(2))?;
+    let duration = duration_arg(args.duration.as_deref())?;
     let config = SessionConfig {
         circular_buffer_mb: args.buffer_size,
         rundown_keyword: if args.no_rundown {

@@ -186,6 +186,12 @@ pub(crate) fn analyze(path: &std::path::Path, options: Options) -> CliResult<Ana
     Ok(a)
 }
 
+/// Writes a report as pretty JSON and a newline.
+fn json_out(out: &mut impl Write, v: &impl serde::Serialize) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, v).map_err(std::io::Error::from)?;
+    writeln!(out)
+}
+
 /// Prints one report of an analysis.
 pub(crate) fn print(a: &mut Analysis, args: &ReportArgs, kind: ReportKind) -> CliResult<()> {
     let filter = StackFilter {
@@ -196,25 +202,17 @@ pub(crate) fn print(a: &mut Analysis, args: &ReportArgs, kind: ReportKind) -> Cl
     let top = args.top.max(1);
     let mut out = std::io::stdout().lock();
     let j = args.json;
-    let write_json =
-        |out: &mut std::io::StdoutLock<'_>, v: &serde_json::Value| -> std::io::Result<()> {
-            serde_json::to_writer_pretty(&mut *out, v).map_err(std::io::Error::from)?;
-            writeln!(out)
-        };
     let a = &mut *a;
     match kind {
         ReportKind::Cpu | ReportKind::Waits => {
-            let metric = if args.kind == ReportKind::Cpu {
+            let metric = if kind == ReportKind::Cpu {
                 Metric::Cpu
             } else {
                 Metric::Wait
             };
             let r = stack_report(a, metric, &filter, top, args.tree);
             if j {
-                write_json(
-                    &mut out,
-                    &serde_json::to_value(&r).map_err(std::io::Error::from)?,
-                )?;
+                json_out(&mut out, &r)?;
             } else {
                 print_stack_report(&mut out, &r, args)?;
             }
@@ -222,10 +220,7 @@ pub(crate) fn print(a: &mut Analysis, args: &ReportArgs, kind: ReportKind) -> Cl
         ReportKind::Alloc => {
             let r = alloc_report(a, top);
             if j {
-                write_json(
-                    &mut out,
-                    &serde_json::to_value(&r).map_err(std::io::Error::from)?,
-                )?;
+                json_out(&mut out, &r)?;
             } else {
                 writeln!(
                     out,
@@ -266,10 +261,7 @@ pub(crate) fn print(a: &mut Analysis, args: &ReportArgs, kind: ReportKind) -> Cl
         ReportKind::Exceptions => {
             let r = exceptions_report(a, top);
             if j {
-                write_json(
-                    &mut out,
-                    &serde_json::to_value(&r).map_err(std::io::Error::from)?,
-                )?;
+                json_out(&mut out, &r)?;
             } else {
                 writeln!(
                     out,
@@ -320,10 +312,7 @@ pub(crate) fn print(a: &mut Analysis, args: &ReportArgs, kind: ReportKind) -> Cl
         ReportKind::Contention => {
             let r = contention_report(a, top);
             if j {
-                write_json(
-                    &mut out,
-                    &serde_json::to_value(&r).map_err(std::io::Error::from)?,
-                )?;
+                json_out(&mut out, &r)?;
             } else {
                 writeln!(
                     out,
@@ -354,10 +343,7 @@ pub(crate) fn print(a: &mut Analysis, args: &ReportArgs, kind: ReportKind) -> Cl
         ReportKind::Gc => {
             let r = gc_report(a);
             if j {
-                write_json(
-                    &mut out,
-                    &serde_json::to_value(&r).map_err(std::io::Error::from)?,
-                )?;
+                json_out(&mut out, &r)?;
             } else {
                 let t = &r.totals;
                 writeln!(
@@ -421,10 +407,7 @@ pub(crate) fn print(a: &mut Analysis, args: &ReportArgs, kind: ReportKind) -> Cl
         ReportKind::Threads => {
             let r = threads_report(a, top);
             if j {
-                write_json(
-                    &mut out,
-                    &serde_json::to_value(&r).map_err(std::io::Error::from)?,
-                )?;
+                json_out(&mut out, &r)?;
             } else {
                 writeln!(out, "{}", heading(&format!("Threads: {} sampled; thread pool max {} workers, {} starvation adjustments", r.threads.len(), r.max_workers, r.starvation_adjustments)))?;
                 let w = width();

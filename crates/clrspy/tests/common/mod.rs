@@ -117,3 +117,24 @@ pub fn start(scenario: &str, args: &[&str]) -> Running {
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
     Running(child, pid)
 }
+
+/// `clrspy record -o TRACE RECORD_ARGS -- dotnet Workloads.dll SCENARIO...`: the workload
+/// started and recorded from its first instruction (2 minutes at most).
+pub fn launch_record(
+    trace: &Path,
+    record_args: &[&str],
+    scenario: &[&str],
+) -> std::process::Output {
+    clrspy()
+        .arg("record")
+        .arg("-o")
+        .arg(trace)
+        .args(record_args)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(scenario)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("run clrspy record")
+}
