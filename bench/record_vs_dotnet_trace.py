@@ -102,8 +102,7 @@ def main():
         for name, make in runs:
             w = start("cpu", "--seconds", str(a.seconds + 15))
             procs = [w]
-            pid = int(w.stdout.readline() or "0") if False else w.pid
-            # The workload's pid is the dotnet host's pid.
+            pid = w.pid  # `dotnet app.dll` runs the app in the host process itself
             o = os.path.join(OUT, name.replace(" ", "_") + ".nettrace")
             if os.path.exists(o):
                 os.remove(o)

@@ -20,7 +20,8 @@ try {
   }
   const top = [...names.entries()].sort((a, b) => b[1] - a[1]).slice(0, 5).map(x => x[0]);
   const ok = threads.some(t => t.entries > 0);
-  console.log(JSON.stringify({ ok, threads: threads.slice(0, 6), top, trace_bounds_us: meta?.traceBounds?.range }));
+  const has_burn = names.has('Workloads.Cpu.Burn');
+  console.log(JSON.stringify({ ok, has_burn, threads: threads.slice(0, 6), top, trace_bounds_us: meta?.traceBounds?.range }));
 } catch (e) {
   console.log(JSON.stringify({ ok: false, error: String(e).slice(0, 300) }));
 }

@@ -38,4 +38,10 @@ const text = await page.evaluate(() => document.body.innerText);
 if (png) await page.screenshot({ path: png });
 await browser.close();
 server.close();
-console.log(JSON.stringify({ title, errors, text: text.slice(0, 400) }));
+// The heaviest leaf frame of the first profile, from the file speedscope just loaded.
+const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+const prof = doc.profiles[0];
+const self = new Map();
+prof.samples.forEach((s, i) => { const leaf = doc.shared.frames[s[s.length - 1]].name; self.set(leaf, (self.get(leaf) || 0) + prof.weights[i]); });
+const top = [...self.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
+console.log(JSON.stringify({ title, errors, top_leaf: top, text: text.slice(0, 400) }));

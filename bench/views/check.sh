@@ -40,9 +40,12 @@ done
 cd "$node_dir"
 r=$(node check-speedscope.mjs "$out/cpu.speedscope" "$out/speedscope.png" 2>&1)
 echo "  speedscope: $r"
-echo "$r" | grep -q '"errors":\[\]' && echo "$r" | grep -q 'all threads (cpu)'; check "speedscope loads the cpu profile in speedscope" $?
+echo "$r" | grep -q '"errors":\[\]' && echo "$r" | grep -q 'all threads (cpu)' && echo "$r" | grep -q '"top_leaf":"Workloads.Cpu.Burn"'
+check "speedscope loads the cpu profile in speedscope; heaviest frame Workloads.Cpu.Burn" $?
 r=$(node check-speedscope.mjs "$out/alloc.speedscope" 2>&1)
-echo "$r" | grep -q '"errors":\[\]' && echo "$r" | grep -q 'all threads (alloc)'; check "speedscope loads the alloc profile" $?
+echo "  speedscope alloc: $r"
+echo "$r" | grep -q '"errors":\[\]' && echo "$r" | grep -q 'all threads (alloc)' && echo "$r" | grep -q '"top_leaf":"\[type\] Workloads.AllocatedThing"'
+check "speedscope loads the alloc profile; heaviest type Workloads.AllocatedThing" $?
 
 r=$(node check-pprof.mjs "$out/cpu.pprof" 2>&1); echo "  pprof cpu: $r"
 echo "$r" | grep -q 'types samples/count,cpu/nanoseconds' && echo "$r" | grep -q 'top \[\["Workloads.Cpu.Burn"'; check "pprof-format decodes the cpu profile, top function Workloads.Cpu.Burn" $?
@@ -55,7 +58,7 @@ check "flame graph SVG renders in Chromium, Workloads.Cpu.Burn drawn, no console
 
 "$clrspy" convert "$out/cpu.nettrace" --to chromium -o "$out/cpu.chromium.json" 2>/dev/null
 r=$(node check-chromium.mjs "$out/cpu.chromium.json" 2>&1); echo "  chromium: $r"
-echo "$r" | grep -q '"ok":true' && echo "$r" | grep -q 'Workloads.Cpu.Burn' && echo "$r" | grep -q '"name":"burner'
+echo "$r" | grep -q '"ok":true' && echo "$r" | grep -q '"has_burn":true' && echo "$r" | grep -q '"name":"burner'
 check "Chrome DevTools' trace engine reads the Chromium JSON: named threads, Burn slices" $?
 
 "$clrspy" convert "$out/cpu.nettrace" --to html -o "$out/cpu.html" 2>/dev/null

@@ -238,6 +238,11 @@ impl<W: Write> Splicer<W> {
         }
     }
 
+    /// Bytes written so far (the runtime's and clrspy's).
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
     /// The Trace object's facts, once read.
     pub fn facts(&self) -> Option<TraceFacts> {
         self.facts

@@ -66,7 +66,6 @@ pub(crate) fn drain(
     let started = Instant::now();
     let mut counter = Counter::new();
     let mut buf = vec![0u8; 256 * 1024];
-    let mut bytes = 0u64;
     let mut reason = None;
     let mut stop_sent = false;
     let mut complete = true;
@@ -80,7 +79,6 @@ pub(crate) fn drain(
             Ok(n) => {
                 file.write_runtime(&buf[..n]).map_err(write_err)?;
                 counter.feed(&buf[..n]);
-                bytes += n as u64;
             }
             Err(e)
                 if matches!(
@@ -146,7 +144,7 @@ pub(crate) fn drain(
         let (events, dropped_events) = counter.counts();
         on_progress(&Progress {
             elapsed: started.elapsed(),
-            bytes,
+            bytes: file.written(),
             events,
             dropped_events,
         });
@@ -179,6 +177,7 @@ pub(crate) fn drain(
         }
     }
     let spliced_events = file.spliced;
+    let bytes = file.written();
     let mut file = file.into_inner().map_err(write_err)?;
     file.flush()
         .and_then(|_| file.sync_all())

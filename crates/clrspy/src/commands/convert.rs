@@ -93,7 +93,14 @@ pub fn convert(
         ConvertFormat::Speedscope => speedscope::write(&mut sink, &stacks, metric, &title, &label),
         ConvertFormat::Folded => folded::write(&mut sink, &stacks, metric, &label, true),
         ConvertFormat::Flamegraph => flamegraph::write(&mut sink, &stacks, metric, &title, &label),
-        ConvertFormat::Pprof => pprof::write(&mut a, metric, &mut sink),
+        ConvertFormat::Pprof => {
+            // The session start (time_nanos) is in the trace's header.
+            let options = pprof::Options {
+                filter: filter.clone(),
+                start_unix_ns: Some(trace.reader()?.header().start_unix_ns()),
+            };
+            pprof::write_with(&mut a, metric, &options, &mut sink)
+        }
         ConvertFormat::Html => html::write(&mut a, &title, &mut sink),
         ConvertFormat::Chromium => {
             // Time order needs a second pass over the trace.
