@@ -120,3 +120,34 @@ fn deadlocked_threads_use_no_cpu() {
         );
     }
 }
+
+#[test]
+fn an_idle_program_is_all_waiting() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("idle.nettrace");
+    let out = launch_record(&trace, &[], &["idle", "--seconds", "2"]);
+    assert!(out.status.success());
+    let cpu = json(&["report", trace.to_str().unwrap(), "cpu", "--json"]);
+    let waits = json(&["report", trace.to_str().unwrap(), "waits", "--json"]);
+    let cpu_ms = cpu["total_ms"].as_f64().unwrap();
+    let wait_ms = waits["total_ms"].as_f64().unwrap();
+    // Start-up work is CPU; two seconds of Thread.Sleep are not.
+    assert!(wait_ms > 1500.0, "{waits}");
+    assert!(
+        cpu_ms < 0.25 * wait_ms,
+        "cpu {cpu_ms} ms vs waiting {wait_ms} ms"
+    );
+    assert!(
+        waits["top_inclusive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["method"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("System.Threading.Thread.Sleep"))),
+        "{waits}"
+    );
+}
