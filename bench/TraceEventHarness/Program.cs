@@ -23,7 +23,8 @@ internal static class Program
         "  TraceEventHarness fields TRACE [--max N] [--provider P] [--stacks]\n" +
         "  TraceEventHarness bench TRACE\n" +
         "  TraceEventHarness write-check TRACE\n" +
-        "  TraceEventHarness cpu-top TRACE [--top N]\n";
+        "  TraceEventHarness cpu-top TRACE [--top N]\n" +
+        "  TraceEventHarness gc-stats TRACE\n";
 
     private static readonly JsonWriterOptions JsonOpts = new()
     {
@@ -57,6 +58,7 @@ internal static class Program
                 "fields" => Fields(path, IntOpt(opts, "--max", 5), StrOpt(opts, "--provider"), opts.Contains("--stacks")),
                 "bench" => Bench(path),
                 "cpu-top" => CpuTop.Run(path, IntOpt(opts, "--top", 50)),
+                "gc-stats" => GcStats.Run(path),
                 _ => UsageError(),
             };
         }

@@ -2,7 +2,8 @@
 //! reason, type, pause, heap after, promoted) and totals (per generation and reason, pause
 //! percentiles, share of the trace paused, allocation rate).
 //!
-//! Pauses are the runtime's suspensions: `GC/SuspendEEStart` to `GC/RestartEEStop`. A blocking
+//! Pauses are the runtime's suspensions for a GC (`GC/SuspendEEStart` with reason "for GC" or
+//! "for GC prep", to `GC/RestartEEStop` on the same thread). A blocking
 //! GC has one, inside which its `GC/Start` falls; a background GC has short ones while it runs
 //! concurrently; each suspension goes to the GC that started in it, else to the GC in progress.
 
@@ -79,7 +80,8 @@ pub struct GcTotals {
 pub struct GcModel {
     /// One row per GC, in start order.
     pub gcs: Vec<GcRow>,
-    suspend_start: Option<i64>,
+    /// Suspensions for a GC in progress, by the suspending thread.
+    suspend_start: rustc_hash::FxHashMap<u64, i64>,
 }
 
 /// The runtime's GC reasons.
@@ -177,9 +179,15 @@ impl GcModel {
                     g.promoted_mb = Some(promoted as f64 / MB);
                 }
             }
-            runtime::GC_SUSPEND_EE_START => self.suspend_start = Some(ev.ts_ns),
+            runtime::GC_SUSPEND_EE_START => {
+                // Only suspensions for a GC (1) or its preparation (6) pause for the GC; the
+                // others (the sampler's, the debugger's, ...) are not GC pauses.
+                if matches!(f.u64("Reason"), Some(1) | Some(6)) {
+                    self.suspend_start.insert(ev.thread_id, ev.ts_ns);
+                }
+            }
             runtime::GC_RESTART_EE_STOP => {
-                let Some(s) = self.suspend_start.take() else {
+                let Some(s) = self.suspend_start.remove(&ev.thread_id) else {
                     return;
                 };
                 let pause = (ev.ts_ns - s).max(0) as f64 / 1e6;

@@ -436,6 +436,12 @@ pub struct GcReport {
 pub fn gc_report(a: &Analysis) -> GcReport {
     let alloc = (a.alloc.ticks > 0).then_some(a.alloc.total_bytes);
     let mut gcs = a.gc.gcs.clone();
+    // The file interleaves threads: list GCs in the order they ran.
+    gcs.sort_by(|x, y| {
+        x.number
+            .cmp(&y.number)
+            .then(x.start_ms.total_cmp(&y.start_ms))
+    });
     for g in &mut gcs {
         g.pause_ms = round3(g.pause_ms);
         g.duration_ms = g.duration_ms.map(round3);
