@@ -8,6 +8,8 @@
 
 use std::io::{self, Write};
 
+use clrspy_analysis::stacks::StackId;
+use clrspy_analysis::symbols::{FrameId, Symbols};
 use clrspy_analysis::Analysis;
 use nettrace::{ByteSource, Reader};
 use rustc_hash::FxHashMap;
@@ -15,10 +17,10 @@ use serde_json::json;
 
 use crate::thread_label;
 
-/// Open frames of one thread: (frame name, start µs).
+/// Open frames of one thread: (frame, start µs).
 #[derive(Default)]
 struct Lane {
-    open: Vec<(String, f64)>,
+    open: Vec<(FrameId, f64)>,
     last_us: f64,
 }
 
@@ -37,11 +39,19 @@ impl Out<'_> {
         serde_json::to_writer(&mut *self.w, &v).map_err(io::Error::from)
     }
 
-    fn close(&mut self, tid: u64, lane: &mut Lane, keep: usize, at_us: f64) -> io::Result<()> {
+    fn close(
+        &mut self,
+        tid: u64,
+        lane: &mut Lane,
+        keep: usize,
+        at_us: f64,
+        symbols: &Symbols,
+    ) -> io::Result<()> {
         while lane.open.len() > keep {
-            let Some((name, start)) = lane.open.pop() else {
+            let Some((frame, start)) = lane.open.pop() else {
                 break;
             };
+            let name = &symbols.frame(frame).name;
             self.event(json!({
                 "name": name, "cat": "samples", "ph": "X", "ts": start,
                 "dur": (at_us - start).max(0.0), "pid": self.pid, "tid": tid,
@@ -70,29 +80,27 @@ pub fn write<S: ByteSource>(
     let mut lanes: FxHashMap<u64, Lane> = FxHashMap::default();
     let mut contention: FxHashMap<u64, (f64, u64)> = FxHashMap::default();
     let mut next_id = 1u64;
-    let mut frames_of: FxHashMap<Vec<u64>, Vec<String>> = FxHashMap::default();
+    let mut frames_of: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
     while let Ok(Some(ev)) = reader.next_event() {
         let us = ev.timestamp_ns() as f64 / 1000.0;
         let provider = ev.provider();
         let tid = ev.thread_id;
         if provider == clr_events::SAMPLE_PROFILER_PROVIDER {
-            let ips: Vec<u64> = ev.stack.ips().collect();
-            let names = match frames_of.get(&ips) {
-                Some(n) => n.clone(),
-                None => {
-                    let mut n: Vec<String> = ips
-                        .iter()
-                        .map(|&ip| {
-                            let f = a.symbols.resolve(ip);
-                            a.symbols.frame(f).name.clone()
-                        })
-                        .collect();
-                    n.reverse(); // root first
-                    if frames_of.len() < 100_000 {
-                        frames_of.insert(ips, n.clone());
+            // The first pass interned every sample's stack: this finds it, it adds nothing.
+            let stack = a.stacks.intern(&ev.stack);
+            let names: Vec<FrameId> = match stack {
+                None => Vec::new(),
+                Some(id) => match frames_of.get(&id) {
+                    Some(n) => n.clone(),
+                    None => {
+                        let ips: Vec<u64> = a.stacks.ips(id).to_vec();
+                        // Root first.
+                        let n: Vec<FrameId> =
+                            ips.iter().rev().map(|&ip| a.symbols.resolve(ip)).collect();
+                        frames_of.insert(id, n.clone());
+                        n
                     }
-                    n
-                }
+                },
             };
             let lane = lanes.entry(tid).or_default();
             if lane.open.is_empty() && lane.last_us == 0.0 {
@@ -103,7 +111,7 @@ pub fn write<S: ByteSource>(
             // A long gap: the thread was not sampled, close everything after one interval.
             if !lane.open.is_empty() && us - lane.last_us > 20.0 * interval_us {
                 let end = lane.last_us + interval_us;
-                o.close(tid, lane, 0, end)?;
+                o.close(tid, lane, 0, end, &a.symbols)?;
             }
             let common = lane
                 .open
@@ -111,9 +119,9 @@ pub fn write<S: ByteSource>(
                 .zip(&names)
                 .take_while(|((open, _), name)| open == *name)
                 .count();
-            o.close(tid, lane, common, us)?;
-            for n in &names[common..] {
-                lane.open.push((n.clone(), us));
+            o.close(tid, lane, common, us, &a.symbols)?;
+            for &n in &names[common..] {
+                lane.open.push((n, us));
             }
             lane.last_us = us;
             continue;
@@ -153,7 +161,7 @@ pub fn write<S: ByteSource>(
     }
     for (tid, lane) in lanes.iter_mut() {
         let end = lane.last_us + interval_us;
-        o.close(*tid, lane, 0, end)?;
+        o.close(*tid, lane, 0, end, &a.symbols)?;
     }
     for (_, (start, id)) in contention {
         o.event(json!({"name": "lock wait", "cat": "contention", "ph": "e", "id": id, "ts": start, "pid": pid, "tid": 0}))?;
