@@ -32,6 +32,7 @@ pub const RUNTIME_KEYWORDS: &[Keyword] = &[
     ("gcheapsurvivalandmovement", 0x400000),
     ("gcheapcollect", 0x800000),
     ("managedheapcollect", 0x800000),
+    ("managedheadcollect", 0x800000), // dotnet-trace's spelling
     ("gcheapandtypenames", 0x1000000),
     ("gcsampledobjectallocationlow", 0x2000000),
     ("perftrack", 0x2000_0000),
@@ -56,8 +57,10 @@ pub const RUNDOWN_KEYWORDS: &[Keyword] = &[
     ("loader", 0x8),
     ("jit", 0x10),
     ("ngen", 0x20),
+    ("startrundown", 0x40),
     ("startenumeration", 0x40),
-    ("endenumeration", 0x80),
+    ("endrundown", 0x100),
+    ("endenumeration", 0x100),
     ("appdomainresourcemanagement", 0x800),
     ("threading", 0x10000),
     ("jittedmethodiltonativemap", 0x20000),
@@ -127,8 +130,8 @@ pub const PROFILES: &[Profile] = &[
     Profile {
         name: "dotnet-common",
         aliases: &[],
-        description: "the runtime's common events (GC, JIT, loader, exceptions, contention), no samples; low overhead",
-        providers: "Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4",
+        description: "the runtime's common events as dotnet-trace 10 defines them (GC, loader, JIT, exceptions, compilation...), no samples; low overhead",
+        providers: "Microsoft-Windows-DotNETRuntime:0x100003801D:4",
     },
     Profile {
         name: "gc-collect",

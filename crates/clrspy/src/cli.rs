@@ -266,7 +266,7 @@ pub struct RecordArgs {
     /// Runtime keywords by name, joined with '+' (gc+exception+contention), as dotnet-trace.
     #[arg(long, value_name = "KEYWORDS")]
     pub clrevents: Option<String>,
-    /// Level for --clrevents (0-5 or a name; default verbose).
+    /// Level for --clrevents (0-5 or a name; default informational).
     #[arg(long, value_name = "LEVEL", requires = "clrevents")]
     pub clrevents_level: Option<String>,
     /// A named profile (default: cpu when no --providers); see --list-profiles.

@@ -1,7 +1,7 @@
 //! Provider specs the way dotnet-trace users write them: `--providers
 //! Name[:Keywords[:Level[:Key=Value;...]]]` (keywords in hex or by name joined with `+`),
-//! `--clrevents gc+exception` with `--clrevents-level`, and `--profile NAME` (clr-events'
-//! named profiles). Later sources override earlier ones for the same provider: profile, then
+//! `--clrevents gc+exception` with `--clrevents-level` (informational by default, as
+//! dotnet-trace), and `--profile NAME` (clr-events' named profiles). Later sources override earlier ones for the same provider: profile, then
 //! `--providers`, then `--clrevents`.
 
 use clr_events::profiles::{find_profile, keyword_names, PROFILES};
@@ -162,7 +162,7 @@ pub fn resolve(
         let spec = format!(
             "{}:{k}:{}",
             clr_events::RUNTIME_PROVIDER,
-            clrevents_level.unwrap_or("5")
+            clrevents_level.unwrap_or("4")
         );
         merge(&mut out, parse_provider(&spec)?);
     }
