@@ -149,28 +149,35 @@ impl StackProfile {
         }
         // Measured CPU is per thread and tick interval: a sample caught inside a blocking call
         // shares its interval's CPU with the thread's other samples. Such a sample was waiting
-        // when taken, so its CPU share goes to the same thread's running stacks (thread totals
-        // stay as measured); a thread with no running stack keeps it where it was.
+        // when taken, so its CPU share goes to the same thread's running stacks, in exchange for
+        // their waiting share (thread CPU and sample totals stay as measured); what they cannot
+        // take stays where it was.
+        // Each sample is one unit, running plus waiting: the running rows can take at most
+        // their own waiting share, which they give up in exchange.
         let mut moved: FxHashMap<u64, f64> = FxHashMap::default();
-        let mut running: FxHashMap<u64, f64> = FxHashMap::default();
+        let mut room: FxHashMap<u64, f64> = FxHashMap::default();
         for (r, blocked) in &staged {
             if *blocked {
                 *moved.entry(r.thread).or_default() += r.cpu;
             } else {
-                *running.entry(r.thread).or_default() += r.cpu;
+                *room.entry(r.thread).or_default() += r.wait;
             }
         }
         for (r, blocked) in &mut staged {
-            let run = running.get(&r.thread).copied().unwrap_or(0.0);
             let mv = moved.get(&r.thread).copied().unwrap_or(0.0);
-            if run <= 0.0 || mv <= 0.0 {
+            let rm = room.get(&r.thread).copied().unwrap_or(0.0);
+            let placed = mv.min(rm);
+            if placed <= 0.0 {
                 continue;
             }
             if *blocked {
-                r.wait += r.cpu;
-                r.cpu = 0.0;
+                let give = r.cpu * placed / mv;
+                r.cpu -= give;
+                r.wait += give;
             } else {
-                r.cpu += mv * r.cpu / run;
+                let take = r.wait * placed / rm;
+                r.cpu += take;
+                r.wait -= take;
             }
         }
         for (r, _) in staged {
