@@ -438,9 +438,8 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 /// Parses a type descriptor at `at`: tag 5, tag 1, version, min version, name; tag 6. Returns
 /// (name, end offset).
 fn type_descriptor(b: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, ()> {
-    let need = |n: usize| if b.len() < n { Ok(None) } else { Err(()) };
     if b.len() < at + 14 {
-        return need(usize::MAX).or(Ok(None));
+        return Ok(None);
     }
     if b[at] != 5 || b[at + 1] != 1 {
         return Err(());
