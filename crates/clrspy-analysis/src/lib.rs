@@ -20,7 +20,6 @@ pub mod event;
 pub mod exceptions;
 pub mod gc;
 pub mod profile;
-pub mod report;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
@@ -342,6 +341,21 @@ impl Analysis {
     /// The samples as resolved, weighed stacks.
     pub fn profile(&mut self, filter: &StackFilter) -> StackProfile {
         StackProfile::build(&self.cpu, &self.stacks, &mut self.symbols, filter)
+    }
+
+    /// The length of the analysed window: the trace's first to last event, clipped to the
+    /// options' `from_ns`/`to_ns` (0 for an empty trace or window). Rates and shares of time
+    /// are over this.
+    pub fn window_ns(&self) -> i64 {
+        let Some(first) = self.first_ns else {
+            return 0;
+        };
+        let start = self.options.from_ns.map_or(first, |f| f.max(first));
+        let end = self
+            .options
+            .to_ns
+            .map_or(self.last_ns, |t| t.min(self.last_ns));
+        (end - start).max(0)
     }
 
     /// The trace's pointer size.

@@ -15,16 +15,58 @@ pub type Ranked = Vec<(String, f64)>;
 /// Per-thread totals while summing: CPU, waiting, weight per leaf frame.
 type ThreadSums = (f64, f64, FxHashMap<Option<FrameId>, f64>);
 
-/// Which weight a view uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+/// What a view weighs: the one metric type of every report, export and flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
     /// CPU time.
     Cpu,
     /// Waiting time (blocked, sleeping, idle).
     Wait,
-    /// Both (wall-clock thread time).
-    All,
+    /// Allocated bytes (estimated from allocation ticks; samples weigh nothing).
+    Alloc,
+}
+
+impl Metric {
+    /// Every metric, in the order they are listed.
+    pub const ALL: [Metric; 3] = [Metric::Cpu, Metric::Wait, Metric::Alloc];
+
+    /// The unit of its weights in views ("milliseconds" or "bytes").
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Cpu | Metric::Wait => "milliseconds",
+            Metric::Alloc => "bytes",
+        }
+    }
+
+    /// Its short name ("cpu", "wait", "alloc"), as flags spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Cpu => "cpu",
+            Metric::Wait => "wait",
+            Metric::Alloc => "alloc",
+        }
+    }
+
+    /// What it weighs, in words.
+    pub fn description(self) -> &'static str {
+        match self {
+            Metric::Cpu => "CPU time",
+            Metric::Wait => "waiting time (blocked, sleeping, idle)",
+            Metric::Alloc => "allocated bytes",
+        }
+    }
+}
+
+impl std::str::FromStr for Metric {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Metric, String> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown metric '{s}' (cpu, wait, alloc)"))
+    }
 }
 
 /// One (thread, stack) with its weights in samples.
@@ -46,7 +88,7 @@ impl Row {
         match metric {
             Metric::Cpu => self.cpu,
             Metric::Wait => self.wait,
-            Metric::All => self.cpu + self.wait,
+            Metric::Alloc => 0.0,
         }
     }
 }

@@ -61,12 +61,14 @@ impl Out<'_> {
     }
 }
 
-/// Writes the trace; `reader` reads the same trace again from its start.
+/// Writes the trace; `reader` reads the same trace again from its start. Returns why the
+/// second pass stopped before the trace's end (damage), when it did; the file then holds the
+/// events before, and says so in `otherData.stopped_early`.
 pub fn write<S: ByteSource>(
     a: &mut Analysis,
     reader: &mut Reader<S>,
     out: &mut dyn Write,
-) -> io::Result<()> {
+) -> io::Result<Option<String>> {
     let pid = a.process_id.unwrap_or(1);
     out.write_all(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n")?;
     let mut o = Out {
@@ -81,7 +83,16 @@ pub fn write<S: ByteSource>(
     let mut contention: FxHashMap<u64, (f64, u64)> = FxHashMap::default();
     let mut next_id = 1u64;
     let mut frames_of: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
-    while let Ok(Some(ev)) = reader.next_event() {
+    let mut stopped_early = None;
+    loop {
+        let ev = match reader.next_event() {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(e) => {
+                stopped_early = Some(e.to_string());
+                break;
+            }
+        };
         let us = ev.timestamp_ns() as f64 / 1000.0;
         let provider = ev.provider();
         let tid = ev.thread_id;
@@ -179,5 +190,12 @@ pub fn write<S: ByteSource>(
             "args": {"type": g.kind, "pause_ms": g.pause_ms, "heap_after_mb": g.heap_after_mb},
         }))?;
     }
-    o.w.write_all(b"\n]}\n")
+    o.w.write_all(b"\n],\"otherData\":")?;
+    let other = json!({
+        "generator": concat!("clrspy ", env!("CARGO_PKG_VERSION")),
+        "stopped_early": stopped_early,
+    });
+    serde_json::to_writer(&mut *o.w, &other).map_err(io::Error::from)?;
+    o.w.write_all(b"}\n")?;
+    Ok(stopped_early)
 }

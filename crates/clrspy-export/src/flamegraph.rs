@@ -4,13 +4,13 @@
 use std::io::{self, Write};
 
 use crate::folded;
-use crate::{StackMetric, WeightedStack};
+use crate::{Metric, WeightedStack};
 
 /// Writes a flame graph SVG of `stacks`, titled `title`.
 pub fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
-    metric: StackMetric,
+    metric: Metric,
     title: &str,
     thread_label: &dyn Fn(u64) -> String,
 ) -> io::Result<()> {
@@ -22,13 +22,13 @@ pub fn write(
     // A fixed width: the fluid layout miscomputes its width in some browsers (negative sizes).
     opts.image_width = Some(1200);
     opts.count_name = match metric {
-        StackMetric::Cpu | StackMetric::Wait => "µs".into(),
-        StackMetric::Alloc => "bytes".into(),
+        Metric::Cpu | Metric::Wait => "µs".into(),
+        Metric::Alloc => "bytes".into(),
     };
     opts.subtitle = Some(match metric {
-        StackMetric::Cpu => "CPU time".into(),
-        StackMetric::Wait => "waiting time".into(),
-        StackMetric::Alloc => "allocated bytes (estimated from allocation ticks)".into(),
+        Metric::Cpu => "CPU time".into(),
+        Metric::Wait => "waiting time".into(),
+        Metric::Alloc => "allocated bytes (estimated from allocation ticks)".into(),
     });
     if text.trim().is_empty() {
         // inferno refuses empty input: draw the one "no samples" bar.

@@ -6,13 +6,13 @@
 
 use std::io::{self, Write};
 
-use crate::{StackMetric, WeightedStack};
+use crate::{Metric, WeightedStack};
 
 /// The integer weight written for a stack.
-pub fn integer_weight(metric: StackMetric, w: f64) -> u64 {
+pub fn integer_weight(metric: Metric, w: f64) -> u64 {
     match metric {
-        StackMetric::Cpu | StackMetric::Wait => (w * 1000.0).round().max(1.0) as u64,
-        StackMetric::Alloc => w.round().max(1.0) as u64,
+        Metric::Cpu | Metric::Wait => (w * 1000.0).round().max(1.0) as u64,
+        Metric::Alloc => w.round().max(1.0) as u64,
     }
 }
 
@@ -20,7 +20,7 @@ pub fn integer_weight(metric: StackMetric, w: f64) -> u64 {
 pub fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
-    metric: StackMetric,
+    metric: Metric,
     thread_label: &dyn Fn(u64) -> String,
     per_thread: bool,
 ) -> io::Result<()> {
@@ -67,14 +67,7 @@ mod tests {
             },
         ];
         let mut out = Vec::new();
-        write(
-            &mut out,
-            &stacks,
-            StackMetric::Cpu,
-            &|t| format!("t{t}"),
-            true,
-        )
-        .unwrap();
+        write(&mut out, &stacks, Metric::Cpu, &|t| format!("t{t}"), true).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "t5;Main;A:B 2500\nt6 1\n");
     }
 }

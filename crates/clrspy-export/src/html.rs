@@ -6,12 +6,10 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use clrspy_analysis::report::{
-    alloc_report, exceptions_report, gc_report, stack_report, MethodWeight,
-};
 use clrspy_analysis::{Analysis, Metric, StackFilter};
 
-use crate::{flamegraph, thread_label, weighted_stacks, StackMetric};
+use crate::report::{alloc, exceptions, gc, stack, MethodWeight, ReportOptions};
+use crate::{flamegraph, thread_label, weighted_stacks};
 
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
@@ -56,18 +54,22 @@ fn table(title: &str, rows: &[MethodWeight], unit: &str) -> String {
 
 /// Writes the report.
 pub fn write(a: &mut Analysis, title: &str, out: &mut dyn Write) -> io::Result<()> {
-    let cpu = stack_report(a, Metric::Cpu, &StackFilter::default(), 25, false);
-    let waits = stack_report(a, Metric::Wait, &StackFilter::default(), 15, false);
-    let gc = gc_report(a);
-    let alloc = alloc_report(a, 20);
-    let exc = exceptions_report(a, 20);
-    let stacks = weighted_stacks(a, StackMetric::Cpu, &StackFilter::default());
+    let top = |top| ReportOptions {
+        top,
+        ..ReportOptions::default()
+    };
+    let cpu = stack::build(a, Metric::Cpu, &top(25));
+    let waits = stack::build(a, Metric::Wait, &top(15));
+    let gc = gc::build(a, &top(usize::MAX));
+    let alloc = alloc::build(a, &top(20));
+    let exc = exceptions::build(a, &top(20));
+    let stacks = weighted_stacks(a, Metric::Cpu, &StackFilter::default());
     let mut svg = Vec::new();
     let label = |t: u64| thread_label(a, t);
     flamegraph::write(
         &mut svg,
         &stacks,
-        StackMetric::Cpu,
+        Metric::Cpu,
         &format!("{title} — CPU"),
         &label,
     )?;

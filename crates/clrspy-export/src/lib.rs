@@ -1,10 +1,14 @@
-//! clrspy's views: the analysis models written in the formats people's viewers read —
-//! speedscope, the Chromium trace event format (Perfetto, chrome://tracing), folded stacks,
-//! an interactive flame graph SVG, pprof (profile.proto, gzip) and a self-contained HTML
-//! report. Every stack format can show CPU time, waiting time or allocated bytes
-//! ([`StackMetric`]). Inputs are the aggregated models (one row per distinct thread and stack),
-//! so memory follows distinct stacks, never events; formats that need time order (Chromium)
-//! stream the trace a second time.
+//! clrspy's views, in two registries:
+//! - [`report`]: every report as an object with a JSON view and a text view (`clrspy report`,
+//!   the summary, `clrspy profile`, the HTML report);
+//! - [`format`]: the files people's viewers read — speedscope, the Chromium trace event format
+//!   (Perfetto, chrome://tracing), folded stacks, an interactive flame graph SVG, pprof
+//!   (profile.proto, gzip) and a self-contained HTML report — written through one [`export`].
+//!
+//! Every stack format can show CPU time, waiting time or allocated bytes ([`Metric`]). Inputs
+//! are the aggregated models (one row per distinct thread and stack), so memory follows
+//! distinct stacks, never events; formats that need time order (Chromium) stream the trace a
+//! second time. Units and rounding shared by every view are in [`units`].
 #![deny(missing_docs)]
 
 pub mod chromium;
@@ -14,37 +18,15 @@ pub mod html;
 pub mod pprof;
 pub mod speedscope;
 
-use clrspy_analysis::{Analysis, Metric, StackFilter};
+pub mod format;
+pub mod report;
+pub mod units;
 
-/// What the stacks of a view weigh.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StackMetric {
-    /// CPU time (ms).
-    Cpu,
-    /// Waiting time (ms).
-    Wait,
-    /// Allocated bytes (estimated from allocation ticks).
-    Alloc,
-}
+pub use clrspy_analysis::Metric;
+pub use format::{export, ExportOptions, Exported, Format};
+pub use report::{ReportKind, ReportOptions, ReportView, TextStyle};
 
-impl StackMetric {
-    /// The unit of the weights.
-    pub fn unit(self) -> &'static str {
-        match self {
-            StackMetric::Cpu | StackMetric::Wait => "milliseconds",
-            StackMetric::Alloc => "bytes",
-        }
-    }
-
-    /// A short name ("cpu", "wait", "alloc").
-    pub fn name(self) -> &'static str {
-        match self {
-            StackMetric::Cpu => "cpu",
-            StackMetric::Wait => "wait",
-            StackMetric::Alloc => "alloc",
-        }
-    }
-}
+use clrspy_analysis::{Analysis, StackFilter};
 
 /// One distinct (thread, stack) and its weight.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,24 +35,20 @@ pub struct WeightedStack {
     pub thread: u64,
     /// Frame names, root first.
     pub frames: Vec<String>,
-    /// Weight in [`StackMetric::unit`].
+    /// Weight in [`Metric::unit`].
     pub weight: f64,
 }
 
 /// The stacks of `metric`, root first, heaviest first, with zero weights left out.
 pub fn weighted_stacks(
     a: &mut Analysis,
-    metric: StackMetric,
+    metric: Metric,
     filter: &StackFilter,
 ) -> Vec<WeightedStack> {
     let mut out = Vec::new();
     match metric {
-        StackMetric::Cpu | StackMetric::Wait => {
-            let m = if metric == StackMetric::Cpu {
-                Metric::Cpu
-            } else {
-                Metric::Wait
-            };
+        Metric::Cpu | Metric::Wait => {
+            let m = metric;
             let ms = a.sampling_interval_ns as f64 / 1e6;
             let profile = a.profile(filter);
             for r in &profile.rows {
@@ -91,7 +69,7 @@ pub fn weighted_stacks(
                 });
             }
         }
-        StackMetric::Alloc => {
+        Metric::Alloc => {
             let entries: Vec<_> = a.alloc.by_stack.iter().map(|(k, v)| (*k, *v)).collect();
             for ((t, _, stack), (_, bytes)) in entries {
                 if bytes == 0 {

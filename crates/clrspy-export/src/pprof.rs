@@ -25,7 +25,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use rustc_hash::FxHashMap;
 
-use crate::{thread_label, weighted_stacks, StackMetric, WeightedStack};
+use crate::{thread_label, weighted_stacks, Metric, WeightedStack};
 
 /// What a profile holds besides the stacks.
 #[derive(Clone, Debug, Default)]
@@ -133,7 +133,7 @@ fn module_of(frame: &str) -> &str {
 
 /// Everything the encoder needs, taken from the analysis.
 struct Input<'a> {
-    metric: StackMetric,
+    metric: Metric,
     stacks: &'a [WeightedStack],
     /// Allocation ticks per stack (root first, type leaf included), for `alloc_objects`.
     alloc_counts: FxHashMap<Vec<String>, u64>,
@@ -148,17 +148,17 @@ fn encode_input(input: &Input) -> Vec<u8> {
     let mut strings = Strings::new();
     let mut p = Msg::default();
     let (types, period_type, period) = match input.metric {
-        StackMetric::Cpu => (
+        Metric::Cpu => (
             [("samples", "count"), ("cpu", "nanoseconds")],
             ("cpu", "nanoseconds"),
             input.interval_ns as i64,
         ),
-        StackMetric::Wait => (
+        Metric::Wait => (
             [("samples", "count"), ("wait", "nanoseconds")],
             ("wait", "nanoseconds"),
             input.interval_ns as i64,
         ),
-        StackMetric::Alloc => (
+        Metric::Alloc => (
             [("alloc_objects", "count"), ("alloc_space", "bytes")],
             ("space", "bytes"),
             0,
@@ -198,11 +198,11 @@ fn encode_input(input: &Input) -> Vec<u8> {
             ids.push(id);
         }
         let values = match input.metric {
-            StackMetric::Cpu | StackMetric::Wait => {
+            Metric::Cpu | Metric::Wait => {
                 let ns = s.weight * 1e6;
                 [(ns / interval).round() as i64, ns.round() as i64]
             }
-            StackMetric::Alloc => [
+            Metric::Alloc => [
                 input.alloc_counts.get(&s.frames).copied().unwrap_or(1) as i64,
                 s.weight.round() as i64,
             ],
@@ -210,7 +210,7 @@ fn encode_input(input: &Input) -> Vec<u8> {
         let mut sample = Msg::default();
         sample.packed(1, &ids);
         sample.packed(2, &values);
-        if input.metric != StackMetric::Alloc {
+        if input.metric != Metric::Alloc {
             let name = *thread_names
                 .entry(s.thread)
                 .or_insert_with(|| strings.get(&(input.label)(s.thread)));
@@ -255,9 +255,9 @@ fn alloc_counts(a: &mut Analysis) -> FxHashMap<Vec<String>, u64> {
 }
 
 /// The uncompressed profile.proto bytes of `metric`.
-pub fn encode(a: &mut Analysis, metric: StackMetric, options: &Options) -> Vec<u8> {
+pub fn encode(a: &mut Analysis, metric: Metric, options: &Options) -> Vec<u8> {
     let stacks = weighted_stacks(a, metric, &options.filter);
-    let alloc_counts = if metric == StackMetric::Alloc {
+    let alloc_counts = if metric == Metric::Alloc {
         alloc_counts(a)
     } else {
         FxHashMap::default()
@@ -275,14 +275,14 @@ pub fn encode(a: &mut Analysis, metric: StackMetric, options: &Options) -> Vec<u
 }
 
 /// Writes the gzip-compressed profile of `metric`, all threads, no start time.
-pub fn write(a: &mut Analysis, metric: StackMetric, out: &mut dyn Write) -> io::Result<()> {
+pub fn write(a: &mut Analysis, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
     write_with(a, metric, &Options::default(), out)
 }
 
 /// Writes the gzip-compressed profile of `metric` with `options`.
 pub fn write_with(
     a: &mut Analysis,
-    metric: StackMetric,
+    metric: Metric,
     options: &Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -465,7 +465,7 @@ mod tests {
     }
 
     fn input<'a>(
-        metric: StackMetric,
+        metric: Metric,
         stacks: &'a [WeightedStack],
         label: &'a dyn Fn(u64) -> String,
     ) -> Input<'a> {
@@ -504,7 +504,7 @@ mod tests {
             stack(7, &["Main", "libcoreclr.so!+0x1f2e"], 0.25),
         ];
         let label = |t: u64| format!("worker ({t})");
-        let bytes = encode_input(&input(StackMetric::Cpu, &stacks, &label));
+        let bytes = encode_input(&input(Metric::Cpu, &stacks, &label));
         let d = Decoded::new(&bytes);
         assert_eq!(d.strings[0], "");
         // Every string once.
@@ -552,7 +552,7 @@ mod tests {
     fn wait_profile_types() {
         let stacks = vec![stack(3, &["Main", "Monitor.Wait"], 20.0)];
         let label = |t: u64| format!("thread {t}");
-        let d = Decoded::new(&encode_input(&input(StackMetric::Wait, &stacks, &label)));
+        let d = Decoded::new(&encode_input(&input(Metric::Wait, &stacks, &label)));
         assert_eq!(
             d.value_types(1),
             ["samples/count", "wait/nanoseconds"].map(String::from)
@@ -568,7 +568,7 @@ mod tests {
             stack(0, &["Main", "[type] System.String"], 200_000.0),
         ];
         let label = |t: u64| format!("thread {t}");
-        let mut inp = input(StackMetric::Alloc, &stacks, &label);
+        let mut inp = input(Metric::Alloc, &stacks, &label);
         inp.start_unix_ns = None;
         inp.alloc_counts.insert(stacks[0].frames.clone(), 10);
         let d = Decoded::new(&encode_input(&inp));
@@ -605,7 +605,7 @@ mod tests {
         };
         let mut a = Analysis::new(&header, Default::default());
         let mut out = Vec::new();
-        write(&mut a, StackMetric::Cpu, &mut out).unwrap();
+        write(&mut a, Metric::Cpu, &mut out).unwrap();
         assert_eq!(out[..2], [0x1f, 0x8b]);
         let mut raw = Vec::new();
         flate2::read::GzDecoder::new(&out[..])

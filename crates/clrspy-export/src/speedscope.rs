@@ -8,13 +8,13 @@ use std::io::{self, Write};
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 
-use crate::{StackMetric, WeightedStack};
+use crate::{Metric, WeightedStack};
 
 /// Writes a speedscope JSON document.
 pub fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
-    metric: StackMetric,
+    metric: Metric,
     name: &str,
     thread_label: &dyn Fn(u64) -> String,
 ) -> io::Result<()> {
@@ -36,7 +36,7 @@ pub fn write(
             None => by_thread.push((s.thread, vec![s])),
         }
     }
-    let unit = if metric == StackMetric::Alloc {
+    let unit = if metric == Metric::Alloc {
         "bytes"
     } else {
         "milliseconds"
@@ -102,7 +102,7 @@ mod tests {
             },
         ];
         let mut out = Vec::new();
-        write(&mut out, &stacks, StackMetric::Cpu, "t", &|t| {
+        write(&mut out, &stacks, Metric::Cpu, "t", &|t| {
             format!("thread {t}")
         })
         .unwrap();

@@ -3,7 +3,40 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use clrspy_export::{Format, Metric, ReportKind};
+
+/// A value parser for one of the registries' enums (formats, reports, metrics): the names
+/// and descriptions come from the registry, so `--help` lists exactly what exists.
+fn choice<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+    help: fn(T) -> &'static str,
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(
+        all.iter()
+            .map(move |&v| PossibleValue::new(name(v)).help(help(v))),
+    )
+    .try_map(move |s: String| {
+        all.iter()
+            .copied()
+            .find(|&v| name(v) == s)
+            .ok_or_else(|| format!("unknown value '{s}'"))
+    })
+}
+
+fn format_parser() -> impl TypedValueParser<Value = Format> {
+    choice(&Format::ALL, Format::name, Format::description)
+}
+
+fn metric_parser() -> impl TypedValueParser<Value = Metric> {
+    choice(&Metric::ALL, Metric::name, Metric::description)
+}
+
+fn report_parser() -> impl TypedValueParser<Value = ReportKind> {
+    choice(&ReportKind::ALL, ReportKind::name, ReportKind::description)
+}
 
 /// Profile and diagnose .NET applications: read and report EventPipe traces.
 #[derive(Debug, Parser)]
@@ -80,51 +113,8 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub json: bool,
     /// Also convert the trace for a viewer (the .nettrace is kept).
-    #[arg(long, value_enum, value_name = "FORMAT")]
-    pub format: Option<ConvertFormat>,
-}
-
-/// Output formats of `convert`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ConvertFormat {
-    /// speedscope JSON (https://www.speedscope.app): one profile per thread plus all threads.
-    Speedscope,
-    /// Folded stacks, one line per stack (flamegraph.pl, inferno).
-    Folded,
-    /// An interactive flame graph SVG.
-    Flamegraph,
-    /// pprof (profile.proto, gzip): go tool pprof, Grafana Pyroscope, Parca.
-    Pprof,
-    /// Chromium trace event JSON (Perfetto UI, chrome://tracing): stacks over time, GC pauses,
-    /// lock waits, exceptions.
-    Chromium,
-    /// One self-contained HTML report (opens offline).
-    Html,
-}
-
-impl ConvertFormat {
-    /// The file extension.
-    pub fn extension(self) -> &'static str {
-        match self {
-            ConvertFormat::Speedscope => "speedscope.json",
-            ConvertFormat::Folded => "folded.txt",
-            ConvertFormat::Flamegraph => "svg",
-            ConvertFormat::Pprof => "pb.gz",
-            ConvertFormat::Chromium => "chromium.json",
-            ConvertFormat::Html => "html",
-        }
-    }
-}
-
-/// What the stacks weigh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MetricArg {
-    /// CPU time.
-    Cpu,
-    /// Waiting time.
-    Wait,
-    /// Allocated bytes.
-    Alloc,
+    #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
+    pub format: Option<Format>,
 }
 
 /// `clrspy convert`.
@@ -133,38 +123,17 @@ pub struct ConvertArgs {
     #[command(flatten)]
     pub input: TraceArg,
     /// The output format.
-    #[arg(long = "to", value_enum, value_name = "FORMAT", alias = "format")]
-    pub to: ConvertFormat,
+    #[arg(long = "to", value_name = "FORMAT", alias = "format", value_parser = format_parser())]
+    pub to: Format,
     /// Output file (default: the trace's name with the format's extension; `-` for stdout).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// What the stacks weigh.
-    #[arg(long, value_enum, default_value = "cpu")]
-    pub metric: MetricArg,
+    #[arg(long, default_value = "cpu", value_parser = metric_parser())]
+    pub metric: Metric,
     /// Only this thread (OS thread id).
     #[arg(long, value_name = "TID")]
     pub thread: Option<u64>,
-}
-
-/// Which report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportKind {
-    /// One screen over everything the trace supports, with what to look at next.
-    Summary,
-    /// CPU time by method (waiting threads excluded).
-    Cpu,
-    /// Waiting time by method (blocked, sleeping, idle threads).
-    Waits,
-    /// Allocations by type and stack.
-    Alloc,
-    /// Exceptions by type, message, throw and catch site.
-    Exceptions,
-    /// Lock contention by method and lock.
-    Contention,
-    /// One row per GC, and totals.
-    Gc,
-    /// Threads and the thread pool.
-    Threads,
 }
 
 /// `clrspy report`.
@@ -173,7 +142,7 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub input: TraceArg,
     /// The report.
-    #[arg(value_enum, default_value = "summary")]
+    #[arg(default_value = "summary", value_parser = report_parser())]
     pub kind: ReportKind,
     /// Rows per table.
     #[arg(long, value_name = "N", default_value_t = 20)]
@@ -297,8 +266,8 @@ pub struct RecordArgs {
     #[arg(long)]
     pub no_thread_cpu: bool,
     /// Also convert the trace for a viewer when recording ends (the .nettrace is kept).
-    #[arg(long, value_enum, value_name = "FORMAT")]
-    pub format: Option<ConvertFormat>,
+    #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
+    pub format: Option<Format>,
 }
 
 /// `clrspy ps`.

@@ -1,21 +1,19 @@
-//! `clrspy convert`: a trace in the format of a viewer. One analysis pass, then the exporter.
+//! `clrspy convert`: a trace in the format of a viewer. One analysis pass, then the format
+//! registry's [`clrspy_export::export`].
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use clrspy_analysis::{Analysis, Options, StackFilter};
-use clrspy_export::{
-    chromium, flamegraph, folded, html, pprof, speedscope, thread_label, weighted_stacks,
-    StackMetric,
-};
+use clrspy_analysis::{Analysis, Metric, Options, StackFilter};
+use clrspy_export::{export, ExportOptions, Format};
 
-use crate::cli::{ConvertArgs, ConvertFormat, MetricArg};
+use crate::cli::ConvertArgs;
 use crate::input;
 use crate::output::{CliError, CliResult};
 use crate::progress::Progress;
 
 /// The default output path: the trace's path with the format's extension.
-pub fn default_output(trace: &Path, format: ConvertFormat) -> PathBuf {
+pub fn default_output(trace: &Path, format: Format) -> PathBuf {
     let name = trace
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -32,8 +30,8 @@ pub fn default_output(trace: &Path, format: ConvertFormat) -> PathBuf {
 /// Converts `trace` into `format`, writing `out` (`-` = stdout). Returns the path written.
 pub fn convert(
     trace_path: &Path,
-    format: ConvertFormat,
-    metric: MetricArg,
+    format: Format,
+    metric: Metric,
     thread: Option<u64>,
     out: Option<&Path>,
 ) -> CliResult<Option<PathBuf>> {
@@ -46,35 +44,22 @@ pub fn convert(
     if let Some(e) = &a.read_error {
         eprintln!("warning: the trace is damaged or cut; converting the events before: {e}");
     }
-    let metric = match metric {
-        MetricArg::Cpu => StackMetric::Cpu,
-        MetricArg::Wait => StackMetric::Wait,
-        MetricArg::Alloc => StackMetric::Alloc,
+    let options = ExportOptions {
+        metric,
+        filter: StackFilter {
+            thread,
+            ..StackFilter::default()
+        },
+        title: format!(
+            "{} — {}",
+            trace_path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            metric.name()
+        ),
+        start_unix_ns: Some(reader.header().start_unix_ns()),
     };
-    let filter = StackFilter {
-        thread,
-        ..StackFilter::default()
-    };
-    let stacks = weighted_stacks(&mut a, metric, &filter);
-    if stacks.is_empty() {
-        eprintln!(
-            "warning: the trace has no {} stacks (record with --profile {})",
-            metric.name(),
-            if metric == StackMetric::Alloc {
-                "alloc"
-            } else {
-                "cpu"
-            }
-        );
-    }
-    let title = format!(
-        "{} — {}",
-        trace_path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        metric.name()
-    );
     let path = match out {
         Some(p) if p == Path::new("-") => None,
         Some(p) => Some(p.to_path_buf()),
@@ -88,33 +73,42 @@ pub fn convert(
             })?))
         }
     };
-    let label = |t: u64| thread_label(&a, t);
-    let written = match format {
-        ConvertFormat::Speedscope => speedscope::write(&mut sink, &stacks, metric, &title, &label),
-        ConvertFormat::Folded => folded::write(&mut sink, &stacks, metric, &label, true),
-        ConvertFormat::Flamegraph => flamegraph::write(&mut sink, &stacks, metric, &title, &label),
-        ConvertFormat::Pprof => {
-            // The session start (time_nanos) is in the trace's header.
-            let options = pprof::Options {
-                filter: filter.clone(),
-                start_unix_ns: Some(trace.reader()?.header().start_unix_ns()),
-            };
-            pprof::write_with(&mut a, metric, &options, &mut sink)
-        }
-        ConvertFormat::Html => html::write(&mut a, &title, &mut sink),
-        ConvertFormat::Chromium => {
-            // Time order needs a second pass over the trace.
-            let mut again = trace.reader()?;
-            chromium::write(&mut a, &mut again, &mut sink)
-        }
+    let again = || {
+        trace
+            .reader()
+            .map_err(|e| std::io::Error::other(e.to_string()))
     };
-    written
-        .and_then(|_| sink.flush())
+    let done = export(format, &mut a, &options, again, &mut sink)
+        .and_then(|d| sink.flush().map(|_| d))
         .map_err(|e| match &path {
             Some(p) => CliError::new(format!("writing {}: {e}", p.display())),
             None => CliError::from(e),
         })?;
+    if done.stacks == 0 && format.metrics().contains(&metric) {
+        eprintln!(
+            "warning: the trace has no {} stacks (record with --profile {})",
+            metric.name(),
+            if metric == Metric::Alloc {
+                "alloc"
+            } else {
+                "cpu"
+            }
+        );
+    }
+    if let Some(e) = done.stopped_early {
+        eprintln!(
+            "warning: the second pass over the trace stopped early; the timeline ends there: {e}"
+        );
+    }
     Ok(path)
+}
+
+/// `--format` of record and profile: converts a finished recording next to it.
+pub(crate) fn convert_after(trace: &Path, format: Format) -> CliResult<()> {
+    if let Some(p) = convert(trace, format, Metric::Cpu, None, None)? {
+        eprintln!("Converted to {}.", p.display());
+    }
+    Ok(())
 }
 
 /// Runs `clrspy convert`.

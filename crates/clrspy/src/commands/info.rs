@@ -42,21 +42,6 @@ pub fn group(n: u64) -> String {
     out
 }
 
-fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 /// Runs `clrspy info`.
 pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
     let trace = input::open(&args.input.trace)?;
@@ -168,7 +153,7 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
         out,
         "File:           {} ({})",
         trace.display(),
-        human_bytes(total_bytes)
+        clrspy_export::units::human_bytes(total_bytes)
     )?;
     writeln!(out, "Format:         {fmt_name}")?;
     writeln!(out, "Started (UTC):  {start_utc}")?;

@@ -1,12 +1,16 @@
 //! `clrspy profile`: record with the providers the chosen reports need, keep the trace, and
 //! print the reports — the one-shot workflow (`clrspy profile -- dotnet app.dll`).
 
+use std::io::Write;
+
 use clrspy_analysis::Options;
+use clrspy_export::report::{self, ReportOptions};
+use clrspy_export::ReportKind;
 use diagnostics_client::{Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::record::{duration_arg, execute, resolve_target};
-use super::report::{analyze, print};
-use crate::cli::{ProfileArgs, ReportArgs, ReportKind, TraceArg};
+use super::report::{analyze, text_style};
+use crate::cli::ProfileArgs;
 use crate::output::CliResult;
 
 /// The runtime's keywords: GC, loader, JIT (for names), contention, exceptions.
@@ -100,46 +104,33 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     )?;
     let path = outcome.summary.path.clone();
     if let Some(format) = args.format {
-        super::record::convert_after(&path, format)?;
+        super::convert::convert_after(&path, format)?;
     }
     let mut a = analyze(&path, Options::default())?;
-    let report_args = |kind| ReportArgs {
-        input: TraceArg {
-            trace: path.clone(),
-        },
-        kind,
+    let options = ReportOptions {
         top: args.top,
-        tree: false,
-        depth: 30,
-        width: 8,
-        cutoff: 1.0,
-        focus: None,
-        exclude: Vec::new(),
-        thread: None,
-        from: None,
-        to: None,
-        json: args.json,
+        trace: path.display().to_string(),
+        ..ReportOptions::default()
     };
+    let mut out = std::io::stdout().lock();
     if args.json {
-        print(
-            &mut a,
-            &report_args(ReportKind::Summary),
-            ReportKind::Summary,
-        )?;
+        // One object: the trace, the summary, then each chosen report under its name.
+        let mut all = serde_json::Map::new();
+        all.insert("trace".into(), path.display().to_string().into());
+        for k in std::iter::once(ReportKind::Summary).chain(kinds) {
+            all.insert(k.name().into(), report::build(k, &mut a, &options).json());
+        }
+        report::write_json(&mut out, &serde_json::Value::Object(all))?;
     } else {
-        use std::io::Write;
-        let mut out = std::io::stdout();
+        let style = text_style();
         writeln!(out)?;
-        print(
-            &mut a,
-            &report_args(ReportKind::Summary),
-            ReportKind::Summary,
-        )?;
+        report::build(ReportKind::Summary, &mut a, &options).write_text(&mut out, &style)?;
         for k in kinds {
             writeln!(out, "\n{}", "─".repeat(40))?;
-            print(&mut a, &report_args(k), k)?;
+            report::build(k, &mut a, &options).write_text(&mut out, &style)?;
         }
         writeln!(out, "\nThe trace is kept in {}.", path.display())?;
     }
+    out.flush()?;
     Ok(outcome.exit)
 }

@@ -311,21 +311,9 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
     let outcome = execute(target, &config, args.output.clone(), duration, thread_cpu)?;
     if let Some(format) = args.format {
-        convert_after(&outcome.summary.path, format)?;
+        super::convert::convert_after(&outcome.summary.path, format)?;
     }
     Ok(outcome.exit)
-}
-
-/// `--format`: converts a finished recording next to it.
-pub(crate) fn convert_after(
-    trace: &std::path::Path,
-    format: crate::cli::ConvertFormat,
-) -> CliResult<()> {
-    if let Some(p) = super::convert::convert(trace, format, crate::cli::MetricArg::Cpu, None, None)?
-    {
-        eprintln!("Converted to {}.", p.display());
-    }
-    Ok(())
 }
 
 /// What a recording left.

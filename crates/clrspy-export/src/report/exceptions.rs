@@ -1,0 +1,132 @@
+//! The `exceptions` report: by type, with messages, throw stacks and catch sites.
+
+use std::io::{self, Write};
+
+use clrspy_analysis::exceptions::ExceptionType;
+use clrspy_analysis::Analysis;
+use serde::Serialize;
+
+use super::text::TextStyle;
+use super::{sorted_counts, NameCount, ReportKind, ReportOptions, ReportView, StackCount};
+use crate::units::fit;
+
+/// One exception type.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExceptionTypeReport {
+    /// The type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Times thrown.
+    pub count: u64,
+    /// Messages, most frequent first.
+    pub messages: Vec<NameCount>,
+    /// Throw sites (stacks), most frequent first.
+    pub throw_sites: Vec<StackCount>,
+    /// Methods that caught it.
+    pub catch_sites: Vec<NameCount>,
+}
+
+/// Exceptions.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExceptionsReport {
+    /// Exceptions thrown.
+    pub total: u64,
+    /// By type, most first.
+    pub types: Vec<ExceptionTypeReport>,
+}
+
+/// Builds the exceptions report.
+pub fn build(a: &mut Analysis, o: &ReportOptions) -> ExceptionsReport {
+    let mut types: Vec<(String, ExceptionType)> = a
+        .exceptions
+        .types
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    types.sort_by(|x, y| y.1.count.cmp(&x.1.count).then_with(|| x.0.cmp(&y.0)));
+    types.truncate(o.top);
+    let types = types
+        .into_iter()
+        .map(|(name, t)| {
+            let mut sites: Vec<StackCount> = t
+                .stacks
+                .iter()
+                .map(|(&s, &c)| StackCount {
+                    frames: a.frames(s),
+                    count: c,
+                    weight: None,
+                })
+                .collect();
+            sites.sort_by(|x, y| y.count.cmp(&x.count).then_with(|| x.frames.cmp(&y.frames)));
+            sites.truncate(5);
+            ExceptionTypeReport {
+                type_name: name,
+                count: t.count,
+                messages: sorted_counts(&t.messages, 10),
+                throw_sites: sites,
+                catch_sites: sorted_counts(&t.catches, 5),
+            }
+        })
+        .collect();
+    ExceptionsReport {
+        total: a.exceptions.total,
+        types,
+    }
+}
+
+impl ReportView for ExceptionsReport {
+    fn kind(&self) -> ReportKind {
+        ReportKind::Exceptions
+    }
+
+    fn json(&self) -> serde_json::Value {
+        super::to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        writeln!(
+            out,
+            "{}",
+            style.heading(&format!("Exceptions: {} thrown", self.total))
+        )?;
+        for t in &self.types {
+            writeln!(
+                out,
+                "\n  {:>8}  {}",
+                t.count,
+                fit(&t.type_name, style.room(12))
+            )?;
+            for m in t.messages.iter().take(3) {
+                writeln!(
+                    out,
+                    "  {:>8}    message: {}",
+                    m.count,
+                    fit(&m.name, style.room(23))
+                )?;
+            }
+            if let Some(s) = t.throw_sites.first() {
+                let site = s
+                    .frames
+                    .iter()
+                    .find(|f| !f.starts_with('['))
+                    .cloned()
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "  {:>8}    thrown in: {}",
+                    s.count,
+                    fit(&site, style.room(25))
+                )?;
+            }
+            for c in t.catch_sites.iter().take(2) {
+                writeln!(
+                    out,
+                    "  {:>8}    caught in: {}",
+                    c.count,
+                    fit(&c.name, style.room(25))
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,128 @@
+//! The `gc` report: one row per GC, and totals over the analysed window.
+
+use std::io::{self, Write};
+
+use clrspy_analysis::gc::{GcRow, GcTotals};
+use clrspy_analysis::Analysis;
+use serde::Serialize;
+
+use super::text::TextStyle;
+use super::{ReportKind, ReportOptions, ReportView};
+use crate::units::round3;
+
+/// GCs.
+#[derive(Clone, Debug, Serialize)]
+pub struct GcReport {
+    /// One row per GC (all of them, whatever `--top` says).
+    pub gcs: Vec<GcRow>,
+    /// Totals.
+    pub totals: GcTotals,
+    /// Rows the text view shows (the last ones).
+    #[serde(skip)]
+    pub show: usize,
+}
+
+/// Builds the GC report. Percentages and rates are over the analysed window (`--from`/`--to`
+/// clipped to the trace), not the whole trace.
+pub fn build(a: &Analysis, o: &ReportOptions) -> GcReport {
+    let alloc = (a.alloc.ticks > 0).then_some(a.alloc.total_bytes);
+    let mut gcs = a.gc.gcs.clone();
+    // The file interleaves threads: list GCs in the order they ran.
+    gcs.sort_by(|x, y| {
+        x.number
+            .cmp(&y.number)
+            .then(x.start_ms.total_cmp(&y.start_ms))
+    });
+    for g in &mut gcs {
+        g.pause_ms = round3(g.pause_ms);
+        g.duration_ms = g.duration_ms.map(round3);
+        g.start_ms = round3(g.start_ms);
+    }
+    let mut totals = a.gc.totals(a.window_ns(), alloc);
+    // Sums over no GCs are -0.0.
+    for v in [
+        &mut totals.total_pause_ms,
+        &mut totals.max_pause_ms,
+        &mut totals.p50_pause_ms,
+        &mut totals.p95_pause_ms,
+        &mut totals.p99_pause_ms,
+        &mut totals.paused_percent,
+    ] {
+        *v += 0.0;
+    }
+    GcReport {
+        gcs,
+        totals,
+        show: o.top,
+    }
+}
+
+impl ReportView for GcReport {
+    fn kind(&self) -> ReportKind {
+        ReportKind::Gc
+    }
+
+    fn json(&self) -> serde_json::Value {
+        super::to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        let t = &self.totals;
+        writeln!(
+            out,
+            "{}",
+            style.heading(&format!(
+                "GCs: {} (gen0 {}, gen1 {}, gen2 {}; induced gen2 {})",
+                t.count, t.per_generation[0], t.per_generation[1], t.per_generation[2], t.induced
+            ))
+        )?;
+        writeln!(
+            out,
+            "  pauses: total {:.1} ms, max {:.2} ms, p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms; {:.2}% of the time paused",
+            t.total_pause_ms, t.max_pause_ms, t.p50_pause_ms, t.p95_pause_ms, t.p99_pause_ms, t.paused_percent
+        )?;
+        if let Some(rate) = t.allocation_mb_per_s {
+            writeln!(out, "  allocation rate: {rate:.1} MB/s")?;
+        }
+        if let Some(p) = t.peak_heap_mb {
+            writeln!(out, "  peak heap after a GC: {p:.1} MB")?;
+        }
+        writeln!(
+            out,
+            "  by reason: {}",
+            t.per_reason
+                .iter()
+                .map(|c| format!("{} {}", c.name, c.count))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+        writeln!(
+            out,
+            "\n  {:>6} {:>4} {:<18} {:<13} {:>10} {:>9} {:>10} {:>9}",
+            "GC#", "gen", "reason", "type", "start ms", "pause ms", "heap MB", "promo MB"
+        )?;
+        let skip = self.gcs.len().saturating_sub(self.show.max(1));
+        if skip > 0 {
+            writeln!(
+                out,
+                "  ({skip} earlier GCs not shown; --top N or --json for all)"
+            )?;
+        }
+        let opt = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.1}"));
+        for g in self.gcs.iter().skip(skip) {
+            writeln!(
+                out,
+                "  {:>6} {:>4} {:<18} {:<13} {:>10.1} {:>9.2} {:>10} {:>9}",
+                g.number,
+                g.generation,
+                g.reason.to_string(),
+                g.kind.to_string(),
+                g.start_ms,
+                g.pause_ms,
+                opt(g.heap_after_mb),
+                opt(g.promoted_mb)
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,253 @@
+//! The `summary` report: one screen over everything the trace supports, with the commands to
+//! run next. It is made of the other reports' objects (top 5 of each).
+
+use std::io::{self, Write};
+
+use clrspy_analysis::cpu::CpuSource;
+use clrspy_analysis::{Analysis, Metric};
+use serde::Serialize;
+
+use super::alloc::AllocReport;
+use super::contention::ContentionReport;
+use super::exceptions::ExceptionsReport;
+use super::stack::StackReport;
+use super::text::{method_table, TextStyle, Unit};
+use super::{ReportKind, ReportOptions, ReportView};
+use crate::units::human_bytes;
+use clrspy_analysis::gc::GcTotals;
+
+/// The GC part of the summary: totals only.
+#[derive(Clone, Debug, Serialize)]
+pub struct GcSummary {
+    /// Totals over the window.
+    pub totals: GcTotals,
+}
+
+/// The summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryReport {
+    /// The trace, as the user named it.
+    pub trace: String,
+    /// First to last event, ms.
+    pub duration_ms: f64,
+    /// Events read.
+    pub events: u64,
+    /// Events the runtime lost.
+    pub dropped_events: u64,
+    /// Method names for code jitted before the session are in the trace.
+    pub has_rundown: bool,
+    /// clrspy's thread CPU readings are in the trace.
+    pub has_thread_cpu: bool,
+    /// Why reading stopped early (damage), when it did.
+    pub read_error: Option<String>,
+    /// Events of the runtime's known providers that could not be decoded.
+    pub undecodable_events: u64,
+    /// CPU time by method (top 5).
+    pub cpu: StackReport,
+    /// Waiting time by method (top 5).
+    pub waits: StackReport,
+    /// GC totals.
+    pub gc: GcSummary,
+    /// Allocations (top 5).
+    pub alloc: AllocReport,
+    /// Exceptions (top 5).
+    pub exceptions: ExceptionsReport,
+    /// Contention (top 5).
+    pub contention: ContentionReport,
+    /// What to run next, one command (or advice) per line.
+    pub next: Vec<String>,
+}
+
+/// Builds the summary.
+pub fn build(a: &mut Analysis, o: &ReportOptions) -> SummaryReport {
+    let five = ReportOptions {
+        top: 5,
+        tree: None,
+        ..o.clone()
+    };
+    let cpu = super::stack::build(a, Metric::Cpu, &five);
+    let waits = super::stack::build(a, Metric::Wait, &five);
+    let gc = super::gc::build(a, &five);
+    let alloc = super::alloc::build(a, &five);
+    let exceptions = super::exceptions::build(a, &five);
+    let contention = super::contention::build(a, &five);
+    let path = &o.trace;
+    let mut next = Vec::new();
+    if cpu.total_samples > 0.0 || waits.total_samples > 0.0 {
+        next.push(format!(
+            "clrspy report {path} cpu --tree   (call tree of CPU time)"
+        ));
+        next.push(format!(
+            "clrspy report {path} waits        (where threads block)"
+        ));
+    } else {
+        next.push("no CPU samples: record with --profile cpu for hot methods".into());
+    }
+    if gc.totals.count > 0 {
+        next.push(format!(
+            "clrspy report {path} gc           (one row per GC)"
+        ));
+    }
+    if alloc.ticks > 0 {
+        next.push(format!(
+            "clrspy report {path} alloc        (types and allocating stacks)"
+        ));
+    }
+    if exceptions.total > 0 {
+        next.push(format!(
+            "clrspy report {path} exceptions   (messages, throw and catch sites)"
+        ));
+    }
+    if contention.count > 0 {
+        next.push(format!(
+            "clrspy report {path} contention   (who waited on which lock)"
+        ));
+    }
+    SummaryReport {
+        trace: path.clone(),
+        duration_ms: a.duration_ns as f64 / 1e6,
+        events: a.events,
+        dropped_events: a.dropped_events,
+        has_rundown: a.has_rundown,
+        has_thread_cpu: a.has_thread_cpu,
+        read_error: a.read_error.clone(),
+        undecodable_events: a.undecodable,
+        cpu,
+        waits,
+        gc: GcSummary { totals: gc.totals },
+        alloc,
+        exceptions,
+        contention,
+        next,
+    }
+}
+
+impl ReportView for SummaryReport {
+    fn kind(&self) -> ReportKind {
+        ReportKind::Summary
+    }
+
+    fn json(&self) -> serde_json::Value {
+        super::to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        writeln!(
+            out,
+            "{}",
+            style.heading(&format!(
+                "{}: {:.2} s, {} events",
+                self.trace,
+                self.duration_ms / 1e3,
+                self.events
+            ))
+        )?;
+        self.write_warnings(out)?;
+        let (cpu, waits) = (&self.cpu, &self.waits);
+        if cpu.total_samples > 0.0 || waits.total_samples > 0.0 {
+            let how = serde_json::to_value(cpu.method)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "\n{}",
+                style.heading(&format!(
+                    "CPU {:.0} ms, waiting {:.0} ms ({how})",
+                    cpu.total_ms, waits.total_ms
+                ))
+            )?;
+            writeln!(out, "  hottest (CPU, exclusive):")?;
+            method_table(out, &cpu.top_exclusive, Unit::Samples, style)?;
+            if let Some(w) = waits
+                .top_inclusive
+                .iter()
+                .find(|m| !m.method.starts_with('['))
+            {
+                writeln!(
+                    out,
+                    "  most waited in: {} ({:.1}% of waiting)",
+                    w.method, w.percent
+                )?;
+            }
+        }
+        let t = &self.gc.totals;
+        if t.count > 0 {
+            writeln!(out, "\n{}", style.heading(&format!("GC: {} collections (gen0 {}, gen1 {}, gen2 {}), paused {:.1} ms total, max {:.2} ms, {:.2}% of the time", t.count, t.per_generation[0], t.per_generation[1], t.per_generation[2], t.total_pause_ms, t.max_pause_ms, t.paused_percent)))?;
+        }
+        if self.alloc.ticks > 0 {
+            writeln!(
+                out,
+                "\n{}",
+                style.heading(&format!(
+                    "Allocations: ~{}",
+                    human_bytes(self.alloc.total_bytes)
+                ))
+            )?;
+            for t in self.alloc.types.iter().take(3) {
+                writeln!(
+                    out,
+                    "  {:>10} {:>5.1}%  {}",
+                    human_bytes(t.bytes),
+                    t.percent,
+                    t.type_name
+                )?;
+            }
+        }
+        if self.exceptions.total > 0 {
+            writeln!(
+                out,
+                "\n{}",
+                style.heading(&format!("Exceptions: {} thrown", self.exceptions.total))
+            )?;
+            for t in self.exceptions.types.iter().take(3) {
+                writeln!(out, "  {:>8}  {}", t.count, t.type_name)?;
+            }
+        }
+        let c = &self.contention;
+        if c.count > 0 {
+            writeln!(
+                out,
+                "\n{}",
+                style.heading(&format!(
+                    "Lock contention: {} waits, {:.1} ms",
+                    c.count, c.total_wait_ms
+                ))
+            )?;
+            if let Some(m) = c.top_exclusive.first() {
+                writeln!(out, "  most waited: {} ({:.1} ms)", m.method, m.ms)?;
+            }
+        }
+        writeln!(out, "\n{}", style.heading("Next"))?;
+        for h in &self.next {
+            writeln!(out, "  {h}")?;
+        }
+        Ok(())
+    }
+}
+
+impl SummaryReport {
+    fn write_warnings(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.dropped_events > 0 {
+            writeln!(
+                out,
+                "  {} events were lost by the runtime (buffer full): counts are low",
+                self.dropped_events
+            )?;
+        }
+        if self.undecodable_events > 0 {
+            writeln!(
+                out,
+                "  {} events could not be decoded (their payload did not match the runtime's layout): counts may be low",
+                self.undecodable_events
+            )?;
+        }
+        if !self.has_rundown && self.cpu.method != CpuSource::None {
+            writeln!(
+                out,
+                "  no rundown in this trace: methods jitted before the recording may show as [native]"
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,83 @@
+//! What the text views share: the terminal's width and whether it takes bold, headings, and
+//! the method table.
+
+use std::io::{self, Write};
+
+use crate::units::{fit, human_bytes};
+
+use super::MethodWeight;
+
+/// How text is laid out: table width, and whether headings are bold (a terminal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextStyle {
+    /// Columns available (names are shortened to fit).
+    pub width: usize,
+    /// Bold headings (ANSI), for a terminal.
+    pub bold: bool,
+}
+
+impl Default for TextStyle {
+    /// 100 columns, plain: what piped output gets, so it stays stable.
+    fn default() -> TextStyle {
+        TextStyle {
+            width: 100,
+            bold: false,
+        }
+    }
+}
+
+impl TextStyle {
+    /// A heading line.
+    pub fn heading(&self, s: &str) -> String {
+        if self.bold {
+            format!("\x1b[1m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// Room left for a name after `used` columns (at least 20).
+    pub fn room(&self, used: usize) -> usize {
+        self.width.saturating_sub(used).max(20)
+    }
+}
+
+/// The unit of a method table's first column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Samples (fractional where measured), shown whole.
+    Samples,
+    /// Milliseconds.
+    Ms,
+    /// Bytes (the `samples` field holds bytes).
+    Bytes,
+}
+
+/// Writes a table of methods: value, percent, name.
+pub fn method_table(
+    out: &mut dyn Write,
+    rows: &[MethodWeight],
+    unit: Unit,
+    style: &TextStyle,
+) -> io::Result<()> {
+    let head = match unit {
+        Unit::Samples => "samples",
+        Unit::Ms => "ms",
+        Unit::Bytes => "bytes",
+    };
+    writeln!(out, "  {head:>10} {:>7}  Method", "%")?;
+    for r in rows {
+        let value = match unit {
+            Unit::Ms => format!("{:.1}", r.ms),
+            Unit::Bytes => human_bytes(r.samples.max(0.0) as u64),
+            Unit::Samples => format!("{:.0}", r.samples),
+        };
+        writeln!(
+            out,
+            "  {value:>10} {:>6.1}%  {}",
+            r.percent,
+            fit(&r.method, style.room(23))
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! Every report's JSON and text views of the real traces in crates/nettrace/tests/data are
+//! stable: they are compared with the snapshots in tests/snapshots/ (`<trace>.report.json`,
+//! all reports' JSON; `<trace>.report.txt`, all reports' text at 100 columns). After a
+//! deliberate change, regenerate with
+//! `CLRSPY_UPDATE_SNAPSHOTS=1 cargo test -p clrspy-export --test report_views` and review the
+//! diff. The CLI's own test (crates/clrspy/tests/report_snapshots.rs) checks `clrspy report
+//! --json` against the same JSON files.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use clrspy_analysis::{Analysis, Options};
+use clrspy_export::report::{self, ReportKind, ReportOptions, TextStyle};
+
+const TRACES: &[&str] = &[
+    "perf.nettrace",
+    "trace.nettrace",
+    "eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip",
+    "eventpipe-dotnetcore5.0-win-x64-arraytypes.nettrace.zip",
+    "eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace.zip",
+    "only_managed_samples.nettrace.zip",
+];
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The trace's bytes (the first entry of a zip).
+fn bytes(path: &Path) -> Vec<u8> {
+    let raw = std::fs::read(path).unwrap();
+    if !raw.starts_with(b"PK\x03\x04") {
+        return raw;
+    }
+    let mut z = zip::ZipArchive::new(std::io::Cursor::new(raw)).unwrap();
+    let mut f = z.by_index(0).unwrap();
+    let mut out = Vec::new();
+    f.read_to_end(&mut out).unwrap();
+    out
+}
+
+fn analyse(name: &str) -> Analysis {
+    let b = bytes(&repo().join("crates/nettrace/tests/data").join(name));
+    let mut r = nettrace::StreamReader::from_read(std::io::Cursor::new(b)).unwrap();
+    Analysis::run(&mut r, Options::default(), &mut |_| ()).unwrap()
+}
+
+/// The snapshot kinds: every report but the summary (its JSON holds the others').
+const KINDS: &[ReportKind] = &[
+    ReportKind::Cpu,
+    ReportKind::Waits,
+    ReportKind::Alloc,
+    ReportKind::Exceptions,
+    ReportKind::Contention,
+    ReportKind::Gc,
+    ReportKind::Threads,
+];
+
+fn check(path: &Path, got: &str, update: bool, failures: &mut Vec<String>) {
+    if update {
+        std::fs::write(path, got).unwrap();
+        return;
+    }
+    match std::fs::read_to_string(path) {
+        Ok(want) if want == got => {}
+        Ok(_) => failures.push(format!("differs from {}", path.display())),
+        Err(e) => failures.push(format!("no snapshot at {} ({e})", path.display())),
+    }
+}
+
+#[test]
+fn report_views_of_the_shared_traces_match_their_snapshots() {
+    let update = std::env::var("CLRSPY_UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1");
+    let dir = repo().join("crates/clrspy-export/tests/snapshots");
+    let mut failures = Vec::new();
+    for trace in TRACES {
+        let mut a = analyse(trace);
+        let options = ReportOptions {
+            top: 8,
+            trace: (*trace).into(),
+            ..ReportOptions::default()
+        };
+        let mut json = serde_json::Map::new();
+        let mut text = Vec::new();
+        for &kind in KINDS.iter().chain([&ReportKind::Summary]) {
+            let r = report::build(kind, &mut a, &options);
+            assert_eq!(r.kind(), kind);
+            if kind != ReportKind::Summary {
+                json.insert(kind.name().into(), r.json());
+            }
+            text.extend_from_slice(format!("==> {} <==\n", kind.name()).as_bytes());
+            r.write_text(&mut text, &TextStyle::default()).unwrap();
+            text.push(b'\n');
+        }
+        let json = serde_json::to_string_pretty(&serde_json::Value::Object(json)).unwrap() + "\n";
+        let text = String::from_utf8(text).unwrap();
+        assert!(!json.contains("-0.0"), "{trace}: -0.0 in JSON");
+        assert!(!text.contains("-0.0"), "{trace}: -0.0 in text");
+        check(
+            &dir.join(format!("{trace}.report.json")),
+            &json,
+            update,
+            &mut failures,
+        );
+        check(
+            &dir.join(format!("{trace}.report.txt")),
+            &text,
+            update,
+            &mut failures,
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n(regenerate with CLRSPY_UPDATE_SNAPSHOTS=1 after checking the change)",
+        failures.join("\n")
+    );
+}

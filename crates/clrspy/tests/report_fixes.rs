@@ -1,0 +1,197 @@
+//! Report bugs found by trying clrspy as a new user would (issue 10's "wrong today" list), each
+//! held by a test that failed before its fix.
+
+mod common;
+
+use common::{clrspy, data, json};
+use nettrace::{EventMetadata, EventRecord, TraceWriter, WriteFormat, WriterOptions};
+
+const OBJVER4: &str = "eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip";
+
+fn path(name: &str) -> String {
+    data(name).to_string_lossy().into_owned()
+}
+
+#[test]
+fn gc_share_of_time_is_over_the_window() {
+    let all = json(&["report", &path(OBJVER4), "gc", "--json"]);
+    let v = json(&[
+        "report",
+        &path(OBJVER4),
+        "gc",
+        "--json",
+        "--from",
+        "10s",
+        "--to",
+        "12s",
+    ]);
+    let t = &v["totals"];
+    let paused = t["total_pause_ms"].as_f64().unwrap();
+    assert!(paused > 100.0, "the window has GCs: {paused} ms");
+    // The window is 2 s long: the share is of 2,000 ms, not of the whole trace.
+    let want = paused / 2000.0 * 100.0;
+    let got = t["paused_percent"].as_f64().unwrap();
+    assert!((got - want).abs() < 0.01, "paused {got}%, want {want}%");
+    // Before the fix it was divided by the whole trace: 1.1%.
+    assert!(got > 15.0, "{got}");
+    assert!(all["totals"]["total_pause_ms"].as_f64().unwrap() > paused);
+}
+
+#[test]
+fn from_zero_is_the_start() {
+    let all = json(&["report", &path("perf.nettrace"), "cpu", "--json"]);
+    let from0 = json(&[
+        "report",
+        &path("perf.nettrace"),
+        "cpu",
+        "--json",
+        "--from",
+        "0",
+    ]);
+    assert_eq!(all["total_samples"], from0["total_samples"]);
+    clrspy()
+        .args([
+            "report",
+            &path("perf.nettrace"),
+            "--from",
+            "2s",
+            "--to",
+            "1s",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("must be after --from"));
+}
+
+#[test]
+fn no_negative_zero_in_any_report() {
+    for trace in ["perf.nettrace", "only_managed_samples.nettrace.zip"] {
+        for kind in [
+            "summary",
+            "cpu",
+            "waits",
+            "alloc",
+            "exceptions",
+            "contention",
+            "gc",
+            "threads",
+        ] {
+            for extra in [&["--json"][..], &[][..], &["--thread", "1"][..]] {
+                let out = clrspy()
+                    .args(["report", &path(trace), kind])
+                    .args(extra)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success());
+                let text = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    !text.contains("-0.0"),
+                    "{trace} {kind} {extra:?} prints -0.0:\n{text}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gc_table_honours_top() {
+    let out = clrspy()
+        .args(["report", &path(OBJVER4), "gc", "--top", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows = text
+        .lines()
+        .filter(|l| {
+            let mut w = l.split_whitespace();
+            w.next().is_some_and(|n| n.parse::<u64>().is_ok())
+                && w.next().is_some_and(|g| g.parse::<u64>().is_ok())
+        })
+        .count();
+    assert_eq!(rows, 5, "{text}");
+    assert!(text.contains("473 earlier GCs not shown"), "{text}");
+}
+
+#[test]
+fn chromium_says_where_a_cut_trace_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cut.chromium.json");
+    let run = clrspy()
+        .args(["convert", &path("trace.nettrace"), "--to", "chromium", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("second pass"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let why = v["otherData"]["stopped_early"].as_str().unwrap_or_default();
+    assert!(why.contains("byte offset"), "{why}");
+}
+
+#[test]
+fn lock_owners_are_plain_thread_ids() {
+    let out = clrspy()
+        .args([
+            "report",
+            &common::repo()
+                .join("crates/clrspy/tests/data/contention-thread-cpu.nettrace.zip")
+                .to_string_lossy(),
+            "contention",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let owners: Vec<&str> = text.lines().filter(|l| l.contains(" lock 0x")).collect();
+    assert!(!owners.is_empty(), "{text}");
+    for l in owners {
+        assert!(!l.contains('[') && l.contains("held by threads: "), "{l}");
+    }
+}
+
+/// A trace with one GC/Start too short to decode and one that decodes.
+fn trace_with_a_bad_gc_start(path: &std::path::Path) {
+    let opts = WriterOptions {
+        format: WriteFormat::V5,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), opts).unwrap();
+    let gc_start = |version| EventMetadata {
+        provider: "Microsoft-Windows-DotNETRuntime".into(),
+        event_id: 1,
+        version,
+        level: 4,
+        keywords: 1,
+        ..Default::default()
+    };
+    let bad = w.define(&gc_start(2)).unwrap();
+    for (i, payload) in [&[1u8, 0][..], &[][..]].iter().enumerate() {
+        w.write(&EventRecord {
+            metadata_id: bad,
+            thread_id: 7,
+            capture_thread_id: 7,
+            processor: 0,
+            timestamp: 1_000 + i as i64,
+            activity_id: Default::default(),
+            related_activity_id: Default::default(),
+            stack: &[],
+            payload,
+            is_sorted: true,
+        })
+        .unwrap();
+    }
+    std::fs::write(path, w.finish().unwrap()).unwrap();
+}
+
+#[test]
+fn undecodable_events_are_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("bad.nettrace");
+    trace_with_a_bad_gc_start(&t);
+    let out = clrspy().arg("report").arg(&t).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 events could not be decoded"), "{text}");
+    let v = json(&["report", &t.to_string_lossy(), "--json"]);
+    assert_eq!(v["undecodable_events"], 2);
+}
