@@ -223,3 +223,42 @@ fn profile_records_and_reports_in_one_step() {
     assert!(text.contains("GCs:"), "{text}");
     assert!(trace.exists());
 }
+
+#[test]
+fn profile_json_is_the_json_alone() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("p.nettrace");
+    let out = clrspy()
+        .args(["profile", "--gc", "--alloc", "--json", "--top", "3", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(["alloc", "--seconds", "1"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // stdout parses as one JSON object: the program's own lines went elsewhere.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert!(
+        stderr.contains("ready pid="),
+        "the program's output goes to stderr: {stderr}"
+    );
+    for key in ["trace", "summary", "gc", "alloc"] {
+        assert!(v.get(key).is_some(), "no {key}: {v}");
+    }
+    assert!(v.get("cpu").is_none(), "only the chosen reports");
+    let types = v["alloc"]["types"].as_array().unwrap();
+    assert!(!types.is_empty() && types.len() <= 3, "--top 3: {types:?}");
+    assert!(v["gc"]["totals"]["count"].as_u64().unwrap() > 0);
+}

@@ -8,7 +8,7 @@ use clrspy_analysis::{Analysis, Metric, Options, StackFilter};
 use clrspy_export::{export, ExportOptions, Format};
 
 use crate::cli::ConvertArgs;
-use crate::input;
+use crate::input::{self, OpenTrace};
 use crate::output::{CliError, CliResult};
 use crate::progress::Progress;
 
@@ -44,6 +44,22 @@ pub fn convert(
     if let Some(e) = &a.read_error {
         eprintln!("warning: the trace is damaged or cut; converting the events before: {e}");
     }
+    let start_unix_ns = Some(reader.header().start_unix_ns());
+    write(&mut a, &trace, trace_path, start_unix_ns, format, metric, thread, out)
+}
+
+/// Writes an analysed trace in `format` (the analysis of `trace`, opened at `trace_path`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write(
+    a: &mut Analysis,
+    trace: &OpenTrace,
+    trace_path: &Path,
+    start_unix_ns: Option<i64>,
+    format: Format,
+    metric: Metric,
+    thread: Option<u64>,
+    out: Option<&Path>,
+) -> CliResult<Option<PathBuf>> {
     let options = ExportOptions {
         metric,
         filter: StackFilter {
@@ -58,7 +74,7 @@ pub fn convert(
                 .unwrap_or_default(),
             metric.name()
         ),
-        start_unix_ns: Some(reader.header().start_unix_ns()),
+        start_unix_ns,
     };
     let path = match out {
         Some(p) if p == Path::new("-") => None,
@@ -78,7 +94,7 @@ pub fn convert(
             .reader()
             .map_err(|e| std::io::Error::other(e.to_string()))
     };
-    let done = export(format, &mut a, &options, again, &mut sink)
+    let done = export(format, a, &options, again, &mut sink)
         .and_then(|d| sink.flush().map(|_| d))
         .map_err(|e| match &path {
             Some(p) => CliError::new(format!("writing {}: {e}", p.display())),
@@ -96,9 +112,7 @@ pub fn convert(
         );
     }
     if let Some(e) = done.stopped_early {
-        eprintln!(
-            "warning: the second pass over the trace stopped early; the timeline ends there: {e}"
-        );
+        eprintln!("warning: the second pass over the trace stopped early; the timeline ends there: {e}");
     }
     Ok(path)
 }

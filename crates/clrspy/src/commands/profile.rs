@@ -9,7 +9,7 @@ use clrspy_export::ReportKind;
 use diagnostics_client::{Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::record::{duration_arg, execute, resolve_target};
-use super::report::{analyze, text_style};
+use super::report::{analyze_trace, text_style};
 use crate::cli::ProfileArgs;
 use crate::output::CliResult;
 
@@ -103,10 +103,25 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         Some(std::time::Duration::from_millis(20)),
     )?;
     let path = outcome.summary.path.clone();
+    // One analysis for the reports and the conversion.
+    let trace = crate::input::open(&path)?;
+    let mut a = analyze_trace(&trace, Options::default())?;
     if let Some(format) = args.format {
-        super::convert::convert_after(&path, format)?;
+        let start = trace.reader()?.header().start_unix_ns();
+        let written = super::convert::write(
+            &mut a,
+            &trace,
+            &path,
+            Some(start),
+            format,
+            clrspy_analysis::Metric::Cpu,
+            None,
+            None,
+        )?;
+        if let Some(p) = written {
+            eprintln!("Converted to {}.", p.display());
+        }
     }
-    let mut a = analyze(&path, Options::default())?;
     let options = ReportOptions {
         top: args.top,
         trace: path.display().to_string(),

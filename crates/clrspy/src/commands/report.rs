@@ -106,7 +106,11 @@ pub(crate) fn print(r: &dyn ReportView, json: bool) -> CliResult<()> {
 
 /// Analyses a trace file (with a progress bar on large ones).
 pub(crate) fn analyze(path: &std::path::Path, options: Options) -> CliResult<Analysis> {
-    let trace = input::open(path)?;
+    analyze_trace(&input::open(path)?, options)
+}
+
+/// Analyses an opened trace (with a progress bar on large ones).
+pub(crate) fn analyze_trace(trace: &input::OpenTrace, options: Options) -> CliResult<Analysis> {
     let mut reader = trace.reader()?;
     let mut progress = Progress::new(trace.len());
     let a = Analysis::run(&mut reader, options, &mut |pos| progress.update(pos))
