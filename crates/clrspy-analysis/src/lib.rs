@@ -19,6 +19,7 @@ pub mod cpu;
 pub mod event;
 pub mod exceptions;
 pub mod gc;
+pub mod inventory;
 pub mod profile;
 pub mod stacks;
 pub mod symbols;

@@ -19,6 +19,7 @@ pub mod pprof;
 pub mod speedscope;
 
 pub mod format;
+pub mod info;
 pub mod report;
 pub mod units;
 

@@ -16,6 +16,19 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// A count with thousands separators: `1,234,567`.
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Rounds to `decimals` places; the sign of a zero is dropped (an empty sum is `-0.0` in
 /// Rust, and JSON readers show it as such), and a value that is not finite becomes 0.
 pub fn round(v: f64, decimals: i32) -> f64 {
@@ -91,5 +104,8 @@ mod tests {
         assert_eq!(human_bytes(3 << 30), "3.00 GB");
         assert_eq!(fit("Namespace.Type.Method", 10), "…pe.Method");
         assert_eq!(fit("short", 10), "short");
+        assert_eq!(group(0), "0");
+        assert_eq!(group(1234567), "1,234,567");
+        assert_eq!(group(100), "100");
     }
 }

@@ -1,21 +1,7 @@
-//! Names of events as users know them: PerfView's names for the runtime's own events
-//! ("GC/Start"), the trace's own names for EventSource events, and `EventID(n)` otherwise.
+//! Matching events by the names users know (`--provider`, `--event`): the names themselves
+//! come from clrspy-analysis' inventory.
 
-use std::borrow::Cow;
-
-use nettrace::Event;
-
-/// The display name of an event.
-pub fn event_name<'a>(ev: &Event<'a>) -> Cow<'a, str> {
-    if let Some(n) = clr_events::event_name(ev.provider(), ev.event_id(), ev.version()) {
-        return Cow::Borrowed(n);
-    }
-    let m = ev.metadata_name();
-    if !m.is_empty() {
-        return Cow::Borrowed(m);
-    }
-    Cow::Owned(format!("EventID({})", ev.event_id()))
-}
+pub use clrspy_analysis::inventory::event_name;
 
 /// Case-insensitive match of `pattern` against `text`; a trailing `*` matches a prefix.
 pub fn matches(pattern: &str, text: &str) -> bool {

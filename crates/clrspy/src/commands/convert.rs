@@ -45,7 +45,16 @@ pub fn convert(
         eprintln!("warning: the trace is damaged or cut; converting the events before: {e}");
     }
     let start_unix_ns = Some(reader.header().start_unix_ns());
-    write(&mut a, &trace, trace_path, start_unix_ns, format, metric, thread, out)
+    write(
+        &mut a,
+        &trace,
+        trace_path,
+        start_unix_ns,
+        format,
+        metric,
+        thread,
+        out,
+    )
 }
 
 /// Writes an analysed trace in `format` (the analysis of `trace`, opened at `trace_path`).
@@ -112,7 +121,9 @@ pub(crate) fn write(
         );
     }
     if let Some(e) = done.stopped_early {
-        eprintln!("warning: the second pass over the trace stopped early; the timeline ends there: {e}");
+        eprintln!(
+            "warning: the second pass over the trace stopped early; the timeline ends there: {e}"
+        );
     }
     Ok(path)
 }

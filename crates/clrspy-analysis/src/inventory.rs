@@ -1,0 +1,153 @@
+//! The inventory of a trace: how many events of each (provider, id, version) it holds, under
+//! the names users know, with the header and the reader's statistics (whole or cut, lost
+//! events, stacks). What `clrspy info` shows; one streaming pass, memory by distinct events.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+
+use nettrace::{ByteSource, Event, Reader, TraceHeader, TraceStats};
+
+/// The display name of an event: PerfView's name for the runtime's own events ("GC/Start"),
+/// the trace's own name for EventSource events, `EventID(n)` otherwise.
+pub fn event_name<'a>(ev: &Event<'a>) -> Cow<'a, str> {
+    if let Some(n) = clr_events::event_name(ev.provider(), ev.event_id(), ev.version()) {
+        return Cow::Borrowed(n);
+    }
+    let m = ev.metadata_name();
+    if !m.is_empty() {
+        return Cow::Borrowed(m);
+    }
+    Cow::Owned(format!("EventID({})", ev.event_id()))
+}
+
+/// Events of one (provider, id, version).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct EventCount {
+    /// Provider name.
+    pub provider: String,
+    /// Event id.
+    pub event_id: u32,
+    /// Event version.
+    pub version: u8,
+    /// Display name ([`event_name`]).
+    pub name: String,
+    /// Events.
+    pub count: u64,
+}
+
+/// What a trace holds.
+#[derive(Clone, Debug)]
+pub struct Inventory {
+    /// The trace header.
+    pub header: TraceHeader,
+    /// The reader's statistics after the pass (bytes read, whole or cut, lost events, ...).
+    pub stats: TraceStats,
+    /// Counts per (provider, id, version), sorted by those.
+    pub per_event: Vec<EventCount>,
+    /// Events that carry a stack.
+    pub events_with_stack: u64,
+    /// Why reading stopped before the end (damage), when it did.
+    pub error: Option<String>,
+}
+
+impl Inventory {
+    /// Counts every event of `reader`; `progress` gets the offset of each event.
+    pub fn run<S: ByteSource>(reader: &mut Reader<S>, progress: &mut dyn FnMut(u64)) -> Inventory {
+        // Keyed by metadata id first (cheap), then by (provider, id, version).
+        let mut per_event: BTreeMap<(String, u32, u8), (String, u64)> = BTreeMap::new();
+        let mut fast: HashMap<(u32, u8), (String, u32, u64)> = HashMap::new();
+        let mut with_stack = 0u64;
+        let flush = |per_event: &mut BTreeMap<(String, u32, u8), (String, u64)>,
+                     (p, id, n): (String, u32, u64),
+                     version: u8| {
+            // The slow path inserted the row (with its name) before any fast-path count.
+            if let Some(row) = per_event.get_mut(&(p, id, version)) {
+                row.1 += n;
+            }
+        };
+        let result = reader.for_each_event(|ev| {
+            progress(ev.offset);
+            if !ev.stack.is_empty() {
+                with_stack += 1;
+            }
+            let version = ev.version();
+            let key = (ev.metadata.metadata_id, version);
+            if let Some((p, id, n)) = fast.get_mut(&key) {
+                if *id == ev.event_id() && p == ev.provider() {
+                    *n += 1;
+                    return true;
+                }
+            }
+            // First event of this metadata row (or a row id reused after a V6 metadata flush).
+            if let Some(old) = fast.remove(&key) {
+                flush(&mut per_event, old, version);
+            }
+            per_event
+                .entry((ev.provider().to_string(), ev.event_id(), version))
+                .or_insert_with(|| (event_name(ev).into_owned(), 0));
+            fast.insert(key, (ev.provider().to_string(), ev.event_id(), 1));
+            true
+        });
+        for ((_, version), old) in fast.drain() {
+            flush(&mut per_event, old, version);
+        }
+        Inventory {
+            header: reader.header().clone(),
+            stats: reader.stats().clone(),
+            per_event: per_event
+                .into_iter()
+                .map(
+                    |((provider, event_id, version), (name, count))| EventCount {
+                        provider,
+                        event_id,
+                        version,
+                        name,
+                        count,
+                    },
+                )
+                .collect(),
+            events_with_stack: with_stack,
+            error: result.err().map(|e| e.to_string()),
+        }
+    }
+
+    /// The format version users know: 3 (NetPerf), 4, 5 (NetTrace with V5 metadata), 6.
+    pub fn format_version(&self) -> u32 {
+        match self.header.format {
+            nettrace::FormatVersion::NetTrace4 if self.stats.v5_metadata_tags => 5,
+            f => f.number(),
+        }
+    }
+
+    /// The first event's time, ns since the trace start.
+    pub fn first_ns(&self) -> Option<i64> {
+        let clock = self.header.clock();
+        self.stats.min_timestamp.map(|t| clock.ns_since_start(t))
+    }
+
+    /// The last event's time, ns since the trace start.
+    pub fn last_ns(&self) -> Option<i64> {
+        let clock = self.header.clock();
+        self.stats.max_timestamp.map(|t| clock.ns_since_start(t))
+    }
+
+    /// The trace start to its last event, ns.
+    pub fn duration_ns(&self) -> Option<i64> {
+        self.last_ns()
+            .map(|l| l.max(0) - self.first_ns().unwrap_or(0).min(0))
+    }
+
+    /// Events per provider, by provider name.
+    pub fn per_provider(&self) -> Vec<(String, u64)> {
+        let mut m: BTreeMap<&str, u64> = BTreeMap::new();
+        for e in &self.per_event {
+            *m.entry(e.provider.as_str()).or_default() += e.count;
+        }
+        m.into_iter().map(|(p, n)| (p.to_string(), n)).collect()
+    }
+
+    /// True when the trace ended without its end-of-stream marker.
+    pub fn truncated(&self) -> bool {
+        !self.stats.ended_cleanly
+    }
+}
