@@ -1,10 +1,9 @@
 //! Splicing clrspy's own events into the runtime's NetTrace stream as it is written to disk, so
 //! a recording stays one self-contained file that TraceEvent and PerfView still open.
 //!
-//! The runtime's bytes pass through unchanged. The splicer follows the stream's
-//! FastSerialization framing (the `Nettrace` magic, the Trace object, then block objects:
-//! tag 5, type descriptor, `u32` size, padding to 4 bytes, the block, tag 6; tag 1 ends the
-//! stream) holding back at most an object header, and between two blocks it inserts its own
+//! The runtime's bytes pass through unchanged. The splicer follows the stream's framing with
+//! nettrace's [`Scanner`] (the `Nettrace` magic, the Trace object, then block objects; tag 1
+//! ends the stream), holding back at most an object header, and between two blocks it inserts its own
 //! MetadataBlock and EventBlock objects, written by nettrace's writer with metadata ids far
 //! above the runtime's and a capture thread of their own (so no sequence gaps appear). Each
 //! inserted object is made a multiple of 4 bytes long (by growing its block header, whose
@@ -14,7 +13,8 @@
 use std::io::{self, Write};
 
 use nettrace::{
-    EventMetadata, EventRecord, FieldDesc, FieldType, TraceWriter, WriteFormat, WriterOptions,
+    EventMetadata, EventRecord, FieldDesc, FieldType, FormatVersion, Item, Scanner, TraceWriter,
+    WriteFormat, WriterOptions,
 };
 
 /// clrspy's provider name.
@@ -188,25 +188,15 @@ pub struct TraceFacts {
     pub pointer_size: u8,
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum State {
-    /// Reading the preamble and the Trace object.
-    Preamble,
-    /// Between two objects.
-    Boundary,
-    /// Inside an object: this many bytes to pass through.
-    Skip(u64),
-    /// Unrecognised: everything passes through.
-    Passthrough,
-    /// The end tag was seen.
-    Ended,
-}
-
 /// Passes the runtime's stream through to `W` and splices clrspy's events in between blocks.
 pub struct Splicer<W: Write> {
     out: W,
-    state: State,
-    /// Bytes held back while an object header is incomplete.
+    /// Follows the runtime's framing.
+    scanner: Scanner,
+    /// False once the stream is not one to splice into (unrecognised, damaged or ended):
+    /// everything passes through.
+    active: bool,
+    /// Runtime bytes held back while the scanner holds an incomplete header.
     hold: Vec<u8>,
     /// Bytes written to `out` (runtime's and ours).
     written: u64,
@@ -227,7 +217,8 @@ impl<W: Write> Splicer<W> {
     pub fn new(out: W) -> Splicer<W> {
         Splicer {
             out,
-            state: State::Preamble,
+            scanner: Scanner::new(),
+            active: true,
             hold: Vec::new(),
             written: 0,
             facts: None,
@@ -250,16 +241,13 @@ impl<W: Write> Splicer<W> {
 
     /// True while clrspy's events can still be spliced in.
     pub fn is_active(&self) -> bool {
-        matches!(
-            self.state,
-            State::Preamble | State::Boundary | State::Skip(_)
-        )
+        self.active
     }
 
     /// Queues an event stamped `monotonic_ns` (CLOCK_MONOTONIC); it is written at the next
     /// block boundary.
     pub fn push(&mut self, monotonic_ns: u64, e: Injected) {
-        if !self.is_active() || self.pending.len() >= MAX_PENDING {
+        if !self.active || self.pending.len() >= MAX_PENDING {
             self.dropped += 1;
             return;
         }
@@ -272,80 +260,64 @@ impl<W: Write> Splicer<W> {
         Ok(())
     }
 
+    /// Writes the held bytes, then `b`.
+    fn release(&mut self, b: &[u8]) -> io::Result<()> {
+        let held = std::mem::take(&mut self.hold);
+        self.emit(&held)?;
+        self.emit(b)
+    }
+
     /// Passes runtime bytes through.
     pub fn write_runtime(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
-            match self.state {
-                State::Passthrough | State::Ended => {
-                    self.emit(bytes)?;
-                    return Ok(());
+            if !self.active {
+                return self.emit(bytes);
+            }
+            let step = match self.scanner.feed(bytes) {
+                Ok(step) => step,
+                Err(_) => {
+                    self.give_up()?;
+                    continue;
                 }
-                State::Skip(n) => {
-                    let k = (n.min(bytes.len() as u64)) as usize;
-                    self.emit(&bytes[..k])?;
-                    bytes = &bytes[k..];
-                    self.state = if n == k as u64 {
-                        State::Boundary
-                    } else {
-                        State::Skip(n - k as u64)
-                    };
-                    if self.state == State::Boundary {
-                        self.inject()?;
+            };
+            let (eaten, rest) = bytes.split_at(step.consumed);
+            bytes = rest;
+            match step.item {
+                None if self.scanner.held() > 0 => self.hold.extend_from_slice(eaten),
+                None => self.release(eaten)?,
+                Some(Item::Header { format, .. }) => {
+                    self.release(eaten)?;
+                    let facts = self.scanner.header().map(|h| TraceFacts {
+                        ticks_per_second: h.ticks_per_second,
+                        pointer_size: h.pointer_size,
+                    });
+                    // V4/V5 traces only: NetPerf and V6 pass through.
+                    if format != FormatVersion::NetTrace4 {
+                        self.give_up()?;
+                        continue;
                     }
+                    self.facts = facts;
+                    self.inject()?;
                 }
-                State::Preamble | State::Boundary => {
-                    self.hold.push(bytes[0]);
-                    bytes = &bytes[1..];
-                    self.parse_hold()?;
+                Some(Item::Block(_)) => {
+                    self.release(eaten)?;
+                    self.inject()?;
                 }
+                Some(Item::End { .. }) => {
+                    // The end of the stream: our last events go in before its tag.
+                    self.inject_now()?;
+                    self.release(eaten)?;
+                    self.active = false;
+                }
+                Some(_) => self.release(eaten)?,
             }
         }
         Ok(())
     }
 
-    /// Tries to parse what is held; on success, writes it and moves on.
-    fn parse_hold(&mut self) -> io::Result<()> {
-        let parsed = match self.state {
-            State::Preamble => parse_preamble(&self.hold),
-            State::Boundary => parse_object_header(&self.hold, self.written),
-            _ => return Ok(()),
-        };
-        match parsed {
-            Parse::NeedMore => {
-                if self.hold.len() > 4096 {
-                    self.give_up()?;
-                }
-                Ok(())
-            }
-            Parse::Bad => self.give_up(),
-            Parse::Preamble(facts) => {
-                self.facts = Some(facts);
-                let held = std::mem::take(&mut self.hold);
-                self.emit(&held)?;
-                self.state = State::Boundary;
-                self.inject()
-            }
-            Parse::End => {
-                // Our last events go in before the end tag.
-                let held = std::mem::take(&mut self.hold);
-                self.inject()?;
-                self.emit(&held)?;
-                self.state = State::Ended;
-                Ok(())
-            }
-            Parse::Object(body) => {
-                let held = std::mem::take(&mut self.hold);
-                self.emit(&held)?;
-                self.state = State::Skip(body);
-                Ok(())
-            }
-        }
-    }
-
     fn give_up(&mut self) -> io::Result<()> {
-        let held = std::mem::take(&mut self.hold);
-        self.emit(&held)?;
-        self.state = State::Passthrough;
+        self.release(&[])?;
+        self.active = false;
         self.dropped += self.pending.len() as u64;
         self.pending.clear();
         Ok(())
@@ -354,7 +326,14 @@ impl<W: Write> Splicer<W> {
     /// Writes queued events now if the stream is between blocks. Call it when the runtime is
     /// quiet, too: an idle stream sits between blocks.
     pub fn inject(&mut self) -> io::Result<()> {
-        if self.state != State::Boundary || !self.hold.is_empty() || self.pending.is_empty() {
+        if !self.active || !self.scanner.at_boundary() {
+            return Ok(());
+        }
+        self.inject_now()
+    }
+
+    fn inject_now(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
             return Ok(());
         }
         let Some(facts) = self.facts else {
@@ -410,8 +389,10 @@ impl<W: Write> Splicer<W> {
         Ok(())
     }
 
-    /// Flushes and returns the output.
+    /// Writes any runtime bytes still held (a stream cut inside a block header), flushes and
+    /// returns the output.
     pub fn into_inner(mut self) -> io::Result<W> {
+        self.release(&[])?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -422,145 +403,24 @@ impl<W: Write> Splicer<W> {
     }
 }
 
-enum Parse {
-    NeedMore,
-    Bad,
-    Preamble(TraceFacts),
-    End,
-    /// An object header; this many bytes follow (block and end tag).
-    Object(u64),
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
-/// Parses a type descriptor at `at`: tag 5, tag 1, version, min version, name; tag 6. Returns
-/// (name, end offset).
-fn type_descriptor(b: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, ()> {
-    if b.len() < at + 14 {
-        return Ok(None);
-    }
-    if b[at] != 5 || b[at + 1] != 1 {
-        return Err(());
-    }
-    let len = u32_at(b, at + 10).ok_or(())? as usize;
-    if len == 0 || len > 64 {
-        return Err(());
-    }
-    let end = at + 14 + len;
-    if b.len() < end + 1 {
-        return Ok(None);
-    }
-    if b[end] != 6 {
-        return Err(());
-    }
-    Ok(Some((&b[at + 14..end], end + 1)))
-}
-
-fn parse_preamble(b: &[u8]) -> Parse {
-    const MAGIC: &[u8] = b"Nettrace";
-    let n = b.len().min(MAGIC.len());
-    if b[..n] != MAGIC[..n] {
-        return Parse::Bad;
-    }
-    if b.len() < 12 {
-        return Parse::NeedMore;
-    }
-    let Some(slen) = u32_at(b, 8) else {
-        return Parse::NeedMore;
-    };
-    if slen != 20 {
-        return Parse::Bad; // V6 (0) or something else
-    }
-    if b.len() < 32 + 1 {
-        return Parse::NeedMore;
-    }
-    if &b[12..32] != b"!FastSerialization.1" || b[32] != 5 {
-        return Parse::Bad;
-    }
-    let (name, at) = match type_descriptor(b, 33) {
-        Ok(Some(x)) => x,
-        Ok(None) => return Parse::NeedMore,
-        Err(()) => return Parse::Bad,
-    };
-    if name != b"Trace" {
-        return Parse::Bad;
-    }
-    // SYSTEMTIME (16), sync ticks (8), ticks per second (8), pointer size (4), pid (4),
-    // processors (4), sampling interval (4), end tag.
-    let end = at + 48;
-    if b.len() < end + 1 {
-        return Parse::NeedMore;
-    }
-    if b[end] != 6 {
-        return Parse::Bad;
-    }
-    let tps = i64::from_le_bytes(b[at + 24..at + 32].try_into().unwrap_or([0; 8]));
-    let ptr = u32_at(b, at + 32).unwrap_or(0);
-    if tps <= 0 || !(ptr == 4 || ptr == 8) {
-        return Parse::Bad;
-    }
-    Parse::Preamble(TraceFacts {
-        ticks_per_second: tps,
-        pointer_size: ptr as u8,
-    })
-}
-
-/// Parses a block object's header held at stream position `pos`.
-fn parse_object_header(b: &[u8], pos: u64) -> Parse {
-    match b.first() {
-        None => return Parse::NeedMore,
-        Some(1) => return Parse::End,
-        Some(5) => {}
-        Some(_) => return Parse::Bad,
-    }
-    let (name, at) = match type_descriptor(b, 1) {
-        Ok(Some(x)) => x,
-        Ok(None) => return Parse::NeedMore,
-        Err(()) => return Parse::Bad,
-    };
-    if !matches!(
-        name,
-        b"EventBlock" | b"MetadataBlock" | b"StackBlock" | b"SPBlock"
-    ) {
-        return Parse::Bad;
-    }
-    let Some(size) = u32_at(b, at) else {
-        return Parse::NeedMore;
-    };
-    let after = pos + at as u64 + 4;
-    let pad = ((4 - after % 4) % 4) as usize;
-    if b.len() < at + 4 + pad {
-        return Parse::NeedMore;
-    }
-    if b.len() > at + 4 + pad {
-        // Only reachable when called with more bytes than the header: never, bytes come one
-        // at a time while a header is parsed.
-        return Parse::Bad;
-    }
-    Parse::Object(u64::from(size) + 1)
-}
-
 /// Rewrites the writer's block objects (written at writer position `writer_pos`) for stream
 /// position `stream_pos`: padding recomputed, and each object grown to a multiple of 4 bytes
 /// by enlarging its block header.
 fn realign(bytes: &[u8], writer_pos: u64, stream_pos: u64) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(bytes.len() + 16);
-    let mut i = 0usize;
-    while i < bytes.len() {
-        if bytes[i] != 5 {
-            return None;
-        }
-        let (_, at) = type_descriptor(bytes, i + 1).ok()??;
-        let size = u32_at(bytes, at)? as usize;
-        let wpad = ((4 - (writer_pos + at as u64 + 4) % 4) % 4) as usize;
-        let data_start = at + 4 + wpad;
-        let data = bytes.get(data_start..data_start + size)?;
-        if bytes.get(data_start + size) != Some(&6) {
-            return None;
-        }
-        let head = &bytes[i..at];
+    let mut scanner = Scanner::between_blocks(FormatVersion::NetTrace4, writer_pos);
+    let mut input = bytes;
+    while !input.is_empty() {
+        let step = scanner.feed(input).ok()?;
+        input = &input[step.consumed..];
+        let Some(Item::Block(b)) = step.item else {
+            continue;
+        };
+        let at = |abs: u64| usize::try_from(abs - writer_pos).ok();
+        // The object up to its size field: begin tag and type object.
+        let head = bytes.get(at(b.offset)?..at(b.payload_offset - u64::from(b.padding) - 4)?)?;
+        let data = bytes.get(at(b.payload_offset)?..at(b.payload_offset + b.payload_len)?)?;
+        let size = data.len();
         // The block's header size (u16 at its start) grows by `extra` zero bytes.
         let header_size = u16::from_le_bytes(data.get(..2)?.try_into().ok()?) as usize;
         let obj_start = stream_pos + out.len() as u64;
@@ -575,7 +435,6 @@ fn realign(bytes: &[u8], writer_pos: u64, stream_pos: u64) -> Option<Vec<u8>> {
         out.resize(out.len() + extra, 0);
         out.extend_from_slice(data.get(header_size..)?);
         out.push(6);
-        i = data_start + size + 1;
     }
-    Some(out)
+    scanner.at_boundary().then_some(out)
 }

@@ -294,11 +294,7 @@ impl Decoder {
                 .in_block(kind)?;
                 Ok(None)
             }
-            BlockKind::Trace => Err(Error::malformed(
-                offset,
-                kind,
-                "a second Trace block in the stream",
-            )),
+            BlockKind::Trace => Err(Error::at(offset, kind, ErrorKind::SecondTrace)),
             BlockKind::Unknown(_) | BlockKind::StreamHeader | BlockKind::EndOfStream => {
                 self.stats.unknown_blocks += 1;
                 Ok(None)
@@ -312,13 +308,15 @@ impl Decoder {
         let header_size = c.u16().in_block(kind)? as usize;
         let flags = c.u16().in_block(kind)?;
         if header_size < 4 || header_size > data.len() {
-            return Err(Error::malformed(
+            return Err(Error::at(
                 offset,
                 kind,
-                format!(
-                    "block header size {header_size} is outside 4..={} (the block's size)",
-                    data.len()
-                ),
+                ErrorKind::SizeOutOfRange {
+                    what: "block header size",
+                    found: header_size as u64,
+                    min: 4,
+                    max: data.len() as u64,
+                },
             ));
         }
         Ok((flags & 1 != 0, header_size))
@@ -385,10 +383,14 @@ impl Decoder {
         let at = c.offset();
         let count = c.u32()?;
         if count as usize > c.remaining() / 4 {
-            return Err(Error::malformed(
+            return Err(Error::at(
                 at,
                 BlockKind::Stack,
-                format!("{count} stacks cannot fit in the block"),
+                ErrorKind::CountTooLarge {
+                    what: "stacks",
+                    count: count.into(),
+                    room: c.remaining() as u64,
+                },
             ));
         }
         for i in 0..count {
@@ -452,10 +454,14 @@ impl Decoder {
             let at = c.offset();
             let count = c.u32()?;
             if count as usize > c.remaining() / 12 {
-                return Err(Error::malformed(
+                return Err(Error::at(
                     at,
                     BlockKind::SequencePoint,
-                    format!("{count} threads cannot fit in the block"),
+                    ErrorKind::CountTooLarge {
+                        what: "threads",
+                        count: count.into(),
+                        room: c.remaining() as u64,
+                    },
                 ));
             }
             for _ in 0..count {
@@ -490,10 +496,13 @@ impl Decoder {
                         info.key_values.push((k, v));
                     }
                     k => {
-                        return Err(Error::malformed(
+                        return Err(Error::at(
                             at,
                             BlockKind::Thread,
-                            format!("unknown thread info kind {k}"),
+                            ErrorKind::UnknownCode {
+                                what: "thread info kind",
+                                found: k.into(),
+                            },
                         ))
                     }
                 }
@@ -524,10 +533,14 @@ impl Decoder {
         let at = c.offset();
         let count = c.u32()?;
         if count as usize > c.remaining() {
-            return Err(Error::malformed(
+            return Err(Error::at(
                 at,
                 b,
-                format!("{count} label lists cannot fit in the block"),
+                ErrorKind::CountTooLarge {
+                    what: "label lists",
+                    count: count.into(),
+                    room: c.remaining() as u64,
+                },
             ));
         }
         for i in 0..count {
@@ -554,7 +567,16 @@ impl Decoder {
                     8 => list.keywords = Some(c.u64()?),
                     9 => list.level = Some(c.u8()?),
                     10 => list.version = Some(c.u8()?),
-                    k => return Err(Error::malformed(at, b, format!("unknown label kind {k}"))),
+                    k => {
+                        return Err(Error::at(
+                            at,
+                            b,
+                            ErrorKind::UnknownCode {
+                                what: "label kind",
+                                found: k.into(),
+                            },
+                        ))
+                    }
                 }
                 if kind & 0x80 != 0 {
                     break;
@@ -647,13 +669,15 @@ impl Decoder {
                 let header_len = c.position();
                 payload_start = start + header_len;
                 if header_len + h.payload_size as usize > size + 4 {
-                    return Err(Error::malformed(
+                    return Err(Error::at(
                         ev_offset,
                         kind,
-                        format!(
-                            "event size {size} is smaller than its header and {}-byte payload",
-                            h.payload_size
-                        ),
+                        ErrorKind::SizeOutOfRange {
+                            what: "event size",
+                            found: size as u64,
+                            min: (header_len - 4) as u64 + u64::from(h.payload_size),
+                            max: u32::MAX.into(),
+                        },
                     ));
                 }
                 // The next event follows the payload directly, as TraceEvent reads V4/V5 (the
@@ -679,12 +703,15 @@ impl Decoder {
                 let sp = start + c.position();
                 c.skip(stack_size).in_block(kind)?;
                 if c.position() > size + 4 {
-                    return Err(Error::malformed(
+                    return Err(Error::at(
                         at,
                         kind,
-                        format!(
-                            "event size {size} is smaller than its header, payload and {stack_size}-byte stack"
-                        ),
+                        ErrorKind::SizeOutOfRange {
+                            what: "event size",
+                            found: size as u64,
+                            min: (c.position() - 4) as u64,
+                            max: u32::MAX.into(),
+                        },
                     ));
                 }
                 inline_stack = Some((sp, stack_size));
@@ -721,10 +748,14 @@ impl Decoder {
                     self.add_metadata(m);
                     continue;
                 }
-                return Err(Error::malformed(
+                return Err(Error::at(
                     raw.offset,
                     BlockKind::Event,
-                    "event refers to metadata id 0",
+                    ErrorKind::InvalidValue {
+                        what: "event's metadata id",
+                        found: 0,
+                        expected: "a non-zero id",
+                    },
                 ));
             }
             self.account(raw);

@@ -28,6 +28,40 @@ pub(crate) enum Framing {
     V6,
 }
 
+/// A block's header, read: where its payload sits relative to the block's first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockHead {
+    pub kind: BlockKind,
+    /// FastSerialization object version (0 for V6).
+    pub version: i32,
+    /// Payload start, from the block's first byte (the header's length, padding included).
+    pub start: usize,
+    /// Payload length.
+    pub len: usize,
+    /// Zero bytes between the size field and the payload (V3-V5 only).
+    pub padding: u8,
+    /// Bytes after the payload: the EndObject tag in V3-V5, none in V6.
+    pub trailer: usize,
+}
+
+impl BlockHead {
+    /// The block's whole length.
+    pub fn total(&self) -> usize {
+        self.start + self.len + self.trailer
+    }
+}
+
+/// The outcome of reading a block header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Head {
+    /// The buffer is shorter than the header: at least this many bytes are needed.
+    Need(usize),
+    /// A block header.
+    Block(BlockHead),
+    /// The end-of-stream marker, `total` bytes long.
+    End { total: usize },
+}
+
 /// One step of framing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Frame {
@@ -50,53 +84,114 @@ pub(crate) enum Frame {
     },
 }
 
-fn need(needed: usize) -> Frame {
-    Frame::NeedMore {
-        needed,
-        partial: None,
-    }
-}
-
-/// Reads the next frame from `buf`, whose first byte sits at absolute offset `offset`.
-pub(crate) fn next_frame(framing: Framing, buf: &[u8], offset: u64) -> Result<Frame> {
+/// Reads the next block header from `buf`, whose first byte sits at absolute offset `offset`.
+#[inline]
+pub(crate) fn block_head(framing: Framing, buf: &[u8], offset: u64) -> Result<Head> {
     match framing {
-        Framing::V6 => next_frame_v6(buf),
-        Framing::FastSerialization => next_frame_fs(buf, offset),
+        Framing::V6 => Ok(head_v6(buf)),
+        Framing::FastSerialization => head_fs(buf, offset),
     }
 }
 
-fn next_frame_v6(buf: &[u8]) -> Result<Frame> {
-    if buf.len() < 4 {
-        return Ok(need(4));
+/// Checks the byte after a V3-V5 block's payload (at absolute offset `at`): its EndObject tag.
+#[inline]
+pub(crate) fn check_end_tag(kind: BlockKind, found: u8, at: u64) -> Result<()> {
+    if found == TAG_END_OBJECT {
+        return Ok(());
     }
-    let x = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    Err(Error::at(
+        at,
+        kind,
+        ErrorKind::UnexpectedTag {
+            expected: "EndObject tag (6) after the block's bytes",
+            found,
+        },
+    ))
+}
+
+/// Reads the next whole frame from `buf`, whose first byte sits at absolute offset `offset`.
+#[inline]
+pub(crate) fn next_frame(framing: Framing, buf: &[u8], offset: u64) -> Result<Frame> {
+    match block_head(framing, buf, offset)? {
+        Head::Need(needed) => Ok(Frame::NeedMore {
+            needed,
+            partial: None,
+        }),
+        Head::End { total } => {
+            if buf.len() < total {
+                Ok(Frame::NeedMore {
+                    needed: total,
+                    partial: None,
+                })
+            } else {
+                Ok(Frame::End { total })
+            }
+        }
+        Head::Block(h) => {
+            let total = h.total();
+            if buf.len() < total {
+                return Ok(Frame::NeedMore {
+                    needed: total,
+                    partial: Some((h.kind, h.start, h.len)),
+                });
+            }
+            if h.trailer != 0 {
+                let at = h.start + h.len;
+                check_end_tag(h.kind, buf[at], offset + at as u64)?;
+            }
+            Ok(Frame::Block {
+                kind: h.kind,
+                version: h.version,
+                start: h.start,
+                len: h.len,
+                total,
+            })
+        }
+    }
+}
+
+fn head_v6(buf: &[u8]) -> Head {
+    let Some(b) = buf.get(..4) else {
+        return Head::Need(4);
+    };
+    let x = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let len = (x & 0x00ff_ffff) as usize;
     let kind = BlockKind::from_v6((x >> 24) as u8);
     if kind == BlockKind::EndOfStream {
-        // The block may carry data in future versions: skip it as well.
-        if buf.len() < 4 + len {
-            return Ok(need(4 + len));
-        }
-        return Ok(Frame::End { total: 4 + len });
+        // The block may carry data in future versions: it is skipped as well.
+        return Head::End { total: 4 + len };
     }
-    if buf.len() < 4 + len {
-        return Ok(Frame::NeedMore {
-            needed: 4 + len,
-            partial: Some((kind, 4, len)),
-        });
-    }
-    Ok(Frame::Block {
+    Head::Block(BlockHead {
         kind,
         version: 0,
         start: 4,
         len,
-        total: 4 + len,
+        padding: 0,
+        trailer: 0,
     })
+}
+
+fn expect_tag(c: &mut Cursor<'_>, ok: &[u8], expected: &'static str) -> Result<Option<()>> {
+    let at = c.offset();
+    let Ok(tag) = c.u8() else {
+        return Ok(None);
+    };
+    if !ok.contains(&tag) {
+        return Err(Error::at(
+            at,
+            BlockKind::StreamHeader,
+            ErrorKind::UnexpectedTag {
+                expected,
+                found: tag,
+            },
+        ));
+    }
+    Ok(Some(()))
 }
 
 /// Parses a FastSerialization type object: `BeginObject, NullReference, version, minVersion,
 /// name, EndObject`. Returns `None` when the buffer is too short.
-fn type_header(c: &mut Cursor<'_>) -> Result<Option<(i32, String)>> {
+fn type_header<'a>(c: &mut Cursor<'a>) -> Result<Option<(i32, &'a [u8])>> {
     macro_rules! get {
         ($e:expr) => {
             match $e {
@@ -105,32 +200,22 @@ fn type_header(c: &mut Cursor<'_>) -> Result<Option<(i32, String)>> {
             }
         };
     }
-    let at = c.offset();
-    let tag = get!(c.u8());
-    if tag != TAG_BEGIN_PRIVATE_OBJECT && tag != TAG_BEGIN_OBJECT {
-        return Err(Error::malformed(
-            at,
-            BlockKind::StreamHeader,
-            format!("expected a type object (BeginObject tag 4 or 5), found byte {tag}"),
-        ));
+    let begin = [TAG_BEGIN_PRIVATE_OBJECT, TAG_BEGIN_OBJECT];
+    if expect_tag(c, &begin, "a type object (BeginObject tag 4 or 5)")?.is_none() {
+        return Ok(None);
     }
-    let at = c.offset();
-    let tag = get!(c.u8());
-    if tag != TAG_NULL_REFERENCE {
-        return Err(Error::malformed(
-            at,
-            BlockKind::StreamHeader,
-            format!("expected NullReference tag (1) in a type object, found byte {tag}"),
-        ));
+    let null = [TAG_NULL_REFERENCE];
+    if expect_tag(c, &null, "NullReference tag (1) in a type object")?.is_none() {
+        return Ok(None);
     }
     let version = get!(c.i32());
     let _min_reader = get!(c.i32());
     let at = c.offset();
     let name_len = get!(c.u32());
     if name_len > MAX_TYPE_NAME {
-        return Err(Error::new(
+        return Err(Error::at(
             at,
-            Some(BlockKind::StreamHeader),
+            BlockKind::StreamHeader,
             ErrorKind::LimitExceeded {
                 what: "object type name length",
                 value: name_len.into(),
@@ -139,26 +224,20 @@ fn type_header(c: &mut Cursor<'_>) -> Result<Option<(i32, String)>> {
         ));
     }
     let name = get!(c.bytes(name_len as usize));
-    let name = String::from_utf8_lossy(name).into_owned();
-    let at = c.offset();
-    let tag = get!(c.u8());
-    if tag != TAG_END_OBJECT {
-        return Err(Error::malformed(
-            at,
-            BlockKind::StreamHeader,
-            format!("expected EndObject tag (6) after type '{name}', found byte {tag}"),
-        ));
+    let end = [TAG_END_OBJECT];
+    if expect_tag(c, &end, "EndObject tag (6) after an object's type")?.is_none() {
+        return Ok(None);
     }
     Ok(Some((version, name)))
 }
 
-fn kind_of_type(name: &str) -> Option<BlockKind> {
+fn kind_of_type(name: &[u8]) -> Option<BlockKind> {
     Some(match name {
-        "Trace" | "Microsoft.DotNet.Runtime.EventPipeFile" => BlockKind::Trace,
-        "EventBlock" => BlockKind::Event,
-        "MetadataBlock" => BlockKind::Metadata,
-        "StackBlock" => BlockKind::Stack,
-        "SPBlock" => BlockKind::SequencePoint,
+        b"Trace" | b"Microsoft.DotNet.Runtime.EventPipeFile" => BlockKind::Trace,
+        b"EventBlock" => BlockKind::Event,
+        b"MetadataBlock" => BlockKind::Metadata,
+        b"StackBlock" => BlockKind::Stack,
+        b"SPBlock" => BlockKind::SequencePoint,
         _ => return None,
     })
 }
@@ -166,66 +245,57 @@ fn kind_of_type(name: &str) -> Option<BlockKind> {
 /// Size of the Trace object's fields in V3-V5 (SYSTEMTIME, two i64, four i32).
 pub(crate) const FS_TRACE_FIELDS: usize = 16 + 8 + 8 + 4 * 4;
 
-fn next_frame_fs(buf: &[u8], offset: u64) -> Result<Frame> {
+fn head_fs(buf: &[u8], offset: u64) -> Result<Head> {
     let Some(&first) = buf.first() else {
-        return Ok(need(1));
+        return Ok(Head::Need(1));
     };
     if first == TAG_NULL_REFERENCE {
-        return Ok(Frame::End { total: 1 });
+        return Ok(Head::End { total: 1 });
     }
     if first != TAG_BEGIN_PRIVATE_OBJECT && first != TAG_BEGIN_OBJECT {
-        return Err(Error::malformed(
+        return Err(Error::at(
             offset,
             BlockKind::StreamHeader,
-            format!("expected an object (BeginObject tag 4 or 5) or the end-of-stream tag (1), found byte {first}"),
+            ErrorKind::UnexpectedTag {
+                expected: "an object (BeginObject tag 4 or 5) or the end-of-stream tag (1)",
+                found: first,
+            },
         ));
     }
     let mut c = Cursor::new(&buf[1..], offset + 1);
     let Some((version, name)) = type_header(&mut c)? else {
-        return Ok(need(buf.len() + 1));
+        return Ok(Head::Need(buf.len() + 1));
     };
-    let at = offset + 1;
-    let Some(kind) = kind_of_type(&name) else {
-        return Err(Error::malformed(
-            at,
+    let Some(kind) = kind_of_type(name) else {
+        return Err(Error::at(
+            offset + 1,
             BlockKind::StreamHeader,
-            format!("unknown object type '{name}' (expected EventBlock, MetadataBlock, StackBlock, SPBlock or Trace)"),
+            ErrorKind::UnknownObjectType {
+                name: String::from_utf8_lossy(name).into_owned(),
+            },
         ));
     };
-    let (start, len) = if kind == BlockKind::Trace {
-        (1 + c.position(), FS_TRACE_FIELDS)
+    let (start, len, padding) = if kind == BlockKind::Trace {
+        (1 + c.position(), FS_TRACE_FIELDS, 0)
     } else {
         let Ok(size) = c.u32() else {
-            return Ok(need(1 + c.position() + 4));
+            return Ok(Head::Need(1 + c.position() + 4));
         };
-        let after_size = c.offset();
-        let pad = ((4 - (after_size % 4)) % 4) as usize;
-        (1 + c.position() + pad, size as usize)
+        let pad = ((4 - (c.offset() % 4)) % 4) as usize;
+        let start = 1 + c.position() + pad;
+        if buf.len() < start {
+            return Ok(Head::Need(start));
+        }
+        (start, size as usize, pad as u8)
     };
-    let end = start + len;
-    if buf.len() < end + 1 {
-        return Ok(Frame::NeedMore {
-            needed: end + 1,
-            partial: Some((kind, start, len)),
-        });
-    }
-    if buf[end] != TAG_END_OBJECT {
-        return Err(Error::malformed(
-            offset + end as u64,
-            kind,
-            format!(
-                "expected EndObject tag (6) after the block's {len} bytes, found byte {}",
-                buf[end]
-            ),
-        ));
-    }
-    Ok(Frame::Block {
+    Ok(Head::Block(BlockHead {
         kind,
         version,
         start,
         len,
-        total: end + 1,
-    })
+        padding,
+        trailer: 1,
+    }))
 }
 
 /// Result of reading the stream header: the framing that follows and bytes consumed.
@@ -235,6 +305,67 @@ pub(crate) struct StreamStart {
     pub netperf: bool,
     pub v6_minor: u32,
     pub consumed: usize,
+}
+
+impl StreamStart {
+    /// The format family the stream header announces.
+    pub fn format(&self) -> FormatVersion {
+        match (self.framing, self.netperf) {
+            (Framing::V6, _) => FormatVersion::NetTrace6,
+            (_, true) => FormatVersion::NetPerf3,
+            (_, false) => FormatVersion::NetTrace4,
+        }
+    }
+}
+
+/// The outcome of reading the Trace block.
+#[derive(Debug)]
+pub(crate) enum TraceStep {
+    /// At least this many bytes are needed.
+    Need(usize),
+    /// The Trace block, `total` bytes long, and what it says.
+    Done {
+        header: TraceHeader,
+        head: BlockHead,
+        total: usize,
+    },
+}
+
+/// Reads the Trace block that follows the stream start, at the start of `buf` (absolute
+/// offset `offset`).
+pub(crate) fn trace_block(start: &StreamStart, buf: &[u8], offset: u64) -> Result<TraceStep> {
+    match block_head(start.framing, buf, offset)? {
+        Head::Need(n) => Ok(TraceStep::Need(n)),
+        Head::End { .. } => Err(Error::at(
+            offset,
+            BlockKind::Trace,
+            ErrorKind::TraceNotFirst {
+                found: BlockKind::EndOfStream,
+            },
+        )),
+        Head::Block(h) if h.kind != BlockKind::Trace => Err(Error::at(
+            offset,
+            h.kind,
+            ErrorKind::TraceNotFirst { found: h.kind },
+        )),
+        Head::Block(h) => {
+            let total = h.total();
+            if buf.len() < total {
+                return Ok(TraceStep::Need(total));
+            }
+            if h.trailer != 0 {
+                let at = h.start + h.len;
+                check_end_tag(h.kind, buf[at], offset + at as u64)?;
+            }
+            let payload = &buf[h.start..h.start + h.len];
+            let header = parse_trace(start, h.version, payload, offset + h.start as u64)?;
+            Ok(TraceStep::Done {
+                header,
+                head: h,
+                total,
+            })
+        }
+    }
 }
 
 /// Reads the stream header. `Ok(None)` means more bytes are needed.
@@ -336,17 +467,25 @@ pub(crate) fn parse_trace(
     let at = c.offset();
     let pointer_size = c.i32().in_block(b)?;
     if pointer_size != 4 && pointer_size != 8 {
-        return Err(Error::malformed(
+        return Err(Error::at(
             at,
             b,
-            format!("pointer size is {pointer_size}, expected 4 or 8"),
+            ErrorKind::InvalidValue {
+                what: "pointer size",
+                found: pointer_size.into(),
+                expected: "4 or 8",
+            },
         ));
     }
     if ticks_per_second <= 0 {
-        return Err(Error::malformed(
+        return Err(Error::at(
             offset + 24,
             b,
-            format!("tick frequency is {ticks_per_second}, expected a positive number"),
+            ErrorKind::InvalidValue {
+                what: "tick frequency",
+                found: ticks_per_second,
+                expected: "a positive number",
+            },
         ));
     }
     let mut header = TraceHeader {
@@ -388,10 +527,14 @@ pub(crate) fn parse_trace(
             let at = c.offset();
             let count = c.u32().in_block(b)?;
             if count as usize > c.remaining() / 2 {
-                return Err(Error::malformed(
+                return Err(Error::at(
                     at,
                     b,
-                    format!("{count} key/value pairs cannot fit in the block"),
+                    ErrorKind::CountTooLarge {
+                        what: "key/value pairs",
+                        count: count.into(),
+                        room: c.remaining() as u64,
+                    },
                 ));
             }
             for _ in 0..count {

@@ -39,17 +39,18 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod cursor;
+mod cursor;
 mod decoder;
-pub mod error;
-pub mod event;
+mod error;
+mod event;
 mod framing;
-pub mod header;
-pub mod metadata;
-pub mod payload;
-pub mod reader;
-pub mod value;
-pub mod writer;
+mod header;
+mod metadata;
+mod payload;
+mod reader;
+mod scan;
+mod value;
+mod writer;
 
 pub use cursor::{Cursor, CursorError};
 pub use decoder::{TraceStats, MAX_STACK_BYTES};
@@ -62,5 +63,6 @@ pub use reader::{
     ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
     MAX_STREAM_BLOCK,
 };
+pub use scan::{end_of_stream, Block, Item, Scanner, Step};
 pub use value::{Field, Guid, SystemTime, Value};
 pub use writer::{EventRecord, TraceWriter, WriteFormat, WriterOptions};

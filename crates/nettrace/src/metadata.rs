@@ -3,7 +3,7 @@
 //! (UTF-16 strings, optional V5 OpCode/V2Params tags) and the V6 encoding.
 
 use crate::cursor::Cursor;
-use crate::error::{BlockKind, Error, InBlock, Result};
+use crate::error::{BlockKind, Error, ErrorKind, InBlock, Result};
 use crate::value::Guid;
 
 /// Hard limit on nesting of object/array field types.
@@ -172,10 +172,14 @@ fn type_from_code(
         24 | 25 if v6 => {
             let elem = read_nested(c, depth + 1)?;
             if elem.fixed_size().is_none() {
-                return Err(Error::malformed(
+                return Err(Error::at(
                     at,
                     BlockKind::Metadata,
-                    "RelLoc/DataLoc element type is not fixed-size",
+                    ErrorKind::InvalidValue {
+                        what: "RelLoc/DataLoc field type code",
+                        found: code.into(),
+                        expected: "a fixed-size element type",
+                    },
                 ));
             }
             if code == 24 {
@@ -185,10 +189,13 @@ fn type_from_code(
             }
         }
         other => {
-            return Err(Error::malformed(
+            return Err(Error::at(
                 at,
                 BlockKind::Metadata,
-                format!("unknown field type code {other}"),
+                ErrorKind::UnknownCode {
+                    what: "field type code",
+                    found: other.into(),
+                },
             ))
         }
     })
@@ -199,7 +206,7 @@ fn depth_check(depth: usize, at: u64) -> Result<()> {
         return Err(Error::new(
             at,
             Some(BlockKind::Metadata),
-            crate::error::ErrorKind::LimitExceeded {
+            ErrorKind::LimitExceeded {
                 what: "field type nesting depth",
                 value: depth as u64,
                 limit: MAX_TYPE_DEPTH as u64,
@@ -211,10 +218,14 @@ fn depth_check(depth: usize, at: u64) -> Result<()> {
 
 fn count_check(count: u64, remaining: usize, min_each: usize, at: u64) -> Result<()> {
     if count.saturating_mul(min_each as u64) > remaining as u64 {
-        return Err(Error::malformed(
+        return Err(Error::at(
             at,
             BlockKind::Metadata,
-            format!("{count} fields cannot fit in the {remaining} bytes left"),
+            ErrorKind::CountTooLarge {
+                what: "fields",
+                count,
+                room: remaining as u64,
+            },
         ));
     }
     Ok(())
@@ -260,10 +271,15 @@ fn v2_fields(c: &mut Cursor<'_>, depth: usize) -> Result<Vec<FieldDesc>> {
         let at = c.offset();
         let size = c.u32()? as usize;
         if size < 4 {
-            return Err(Error::malformed(
+            return Err(Error::at(
                 at,
                 BlockKind::Metadata,
-                format!("V2 field size {size} is smaller than its own size field"),
+                ErrorKind::SizeOutOfRange {
+                    what: "V2 field size",
+                    found: size as u64,
+                    min: 4,
+                    max: u32::MAX.into(),
+                },
             ));
         }
         let body = c.bytes(size - 4)?;
@@ -380,10 +396,13 @@ pub(crate) fn parse_v6_row(row: &[u8], offset: u64) -> Result<EventMetadata> {
             8 => m.level = oc.u8().in_block(b)?,
             9 => m.version = oc.u8().in_block(b)?,
             k => {
-                return Err(Error::malformed(
+                return Err(Error::at(
                     at,
                     b,
-                    format!("unknown optional metadata kind {k}"),
+                    ErrorKind::UnknownCode {
+                        what: "optional metadata kind",
+                        found: k.into(),
+                    },
                 ))
             }
         }

@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::decoder::{BlockIter, Decoder, TraceStats};
 use crate::error::{BlockKind, Error, ErrorKind, Result};
 use crate::event::Event;
-use crate::framing::{self, Frame, StreamStart};
+use crate::framing::{self, Frame, StreamStart, TraceStep};
 use crate::header::TraceHeader;
 use crate::metadata::EventMetadata;
 
@@ -127,11 +127,7 @@ impl<R: Read> ByteSource for ReadSource<R> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.buf.truncate(have),
                 Err(e) => {
                     self.buf.truncate(have);
-                    return Err(Error::new(
-                        self.offset + have as u64,
-                        None,
-                        ErrorKind::Io(e.kind(), e.to_string()),
-                    ));
+                    return Err(Error::io(self.offset + have as u64, e));
                 }
             }
         }
@@ -217,40 +213,13 @@ impl<S: ByteSource> Reader<S> {
             let more = src.fill(want)?;
             let w = src.window();
             let off = src.window_offset();
-            match framing::next_frame(start.framing, w, off)? {
-                Frame::Block {
-                    kind: BlockKind::Trace,
-                    version,
-                    start: s,
-                    len,
-                    total,
-                } => {
-                    let h = framing::parse_trace(&start, version, &w[s..s + len], off + s as u64)?;
-                    break (h, total);
-                }
-                Frame::Block { kind, .. } => {
-                    return Err(Error::malformed(
-                        off,
-                        kind,
-                        format!("expected the Trace block first, found {kind}"),
-                    ))
-                }
-                Frame::End { .. } => {
-                    return Err(Error::malformed(
-                        off,
-                        BlockKind::Trace,
-                        "the stream ends before its Trace block",
-                    ))
-                }
-                Frame::NeedMore { needed, .. } => {
-                    if !more || needed <= w.len() {
-                        if !more {
-                            return Err(truncated(off, needed, w.len(), Some(BlockKind::Trace)));
-                        }
-                        want = w.len() + 16;
-                    } else {
-                        want = needed;
+            match framing::trace_block(&start, w, off)? {
+                TraceStep::Done { header, total, .. } => break (header, total),
+                TraceStep::Need(needed) => {
+                    if !more {
+                        return Err(truncated(off, needed, w.len(), Some(BlockKind::Trace)));
                     }
+                    want = needed.max(w.len() + 16);
                 }
             }
         };
@@ -353,10 +322,10 @@ impl<S: ByteSource> Reader<S> {
             if w.is_empty() && !more {
                 // The stream stopped between blocks, without its end marker.
                 self.done = true;
-                return Err(Error::malformed(
+                return Err(Error::at(
                     off,
                     BlockKind::EndOfStream,
-                    "the stream ends without its end-of-stream marker (truncated trace)",
+                    ErrorKind::MissingEndOfStream,
                 ));
             }
             match framing::next_frame(self.start.framing, w, off)? {
@@ -405,13 +374,13 @@ impl<S: ByteSource> Reader<S> {
                     // Truncated: salvage the complete events of a cut event block.
                     let have = w.len();
                     let err = match partial {
-                        Some((kind, start, len)) => Error::malformed(
+                        Some((kind, start, len)) => Error::at(
                             off,
                             kind,
-                            format!(
-                                "the {kind} starting here declares {len} bytes but the data ends after {} of them (truncated trace)",
-                                have.saturating_sub(start)
-                            ),
+                            ErrorKind::TruncatedBlock {
+                                declared: len as u64,
+                                available: have.saturating_sub(start) as u64,
+                            },
                         ),
                         None => truncated(off, needed, have, None),
                     };
