@@ -91,10 +91,16 @@ impl Format {
         self == Format::Chromium
     }
 
-    /// The metrics it can weigh (the HTML report and Chromium's timeline show everything).
+    /// True for the formats that hold only weighted stacks (empty without them); the HTML
+    /// report and the Chromium timeline hold more.
+    pub fn is_stacks_only(self) -> bool {
+        !matches!(self, Format::Chromium | Format::Html)
+    }
+
+    /// The metrics it can weigh (Chromium's timeline shows every sample, whatever the metric).
     pub fn metrics(self) -> &'static [Metric] {
         match self {
-            Format::Chromium | Format::Html => &[Metric::Cpu],
+            Format::Chromium => &[Metric::Cpu],
             _ => &Metric::ALL,
         }
     }
@@ -171,7 +177,7 @@ pub fn export<S: ByteSource>(
             };
             pprof::write_with(a, metric, &o, out)?;
         }
-        Format::Html => html::write(a, &options.title, out)?,
+        Format::Html => html::write(a, &options.title, metric, out)?,
         Format::Chromium => {
             let mut reader = again()?;
             done.stopped_early = chromium::write(a, &mut reader, out)?;

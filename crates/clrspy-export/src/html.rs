@@ -52,8 +52,8 @@ fn table(title: &str, rows: &[MethodWeight], unit: &str) -> String {
     h
 }
 
-/// Writes the report.
-pub fn write(a: &mut Analysis, title: &str, out: &mut dyn Write) -> io::Result<()> {
+/// Writes the report; its flame graph weighs `metric` (CPU, waiting time or allocated bytes).
+pub fn write(a: &mut Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
     let top = |top| ReportOptions {
         top,
         ..ReportOptions::default()
@@ -63,16 +63,26 @@ pub fn write(a: &mut Analysis, title: &str, out: &mut dyn Write) -> io::Result<(
     let gc = gc::build(a, &top(usize::MAX));
     let alloc = alloc::build(a, &top(20));
     let exc = exceptions::build(a, &top(20));
-    let stacks = weighted_stacks(a, Metric::Cpu, &StackFilter::default());
+    let stacks = weighted_stacks(a, metric, &StackFilter::default());
     let mut svg = Vec::new();
     let label = |t: u64| thread_label(a, t);
+    let what = match metric {
+        Metric::Cpu => "CPU",
+        Metric::Wait => "waiting time",
+        Metric::Alloc => "allocated bytes",
+    };
     flamegraph::write(
         &mut svg,
         &stacks,
-        Metric::Cpu,
-        &format!("{title} — CPU"),
+        metric,
+        &format!("{title} — {what}"),
         &label,
     )?;
+    let allocated = if alloc.ticks == 0 {
+        "not recorded (record with --profile alloc)".to_string()
+    } else {
+        format!("{:.1} MB", alloc.total_bytes as f64 / 1048576.0)
+    };
 
     let mut h = String::new();
     let _ = write!(
@@ -90,7 +100,7 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</styl
         "<table class=facts><tr><td>duration</td><td>{:.2} s</td></tr><tr><td>events</td><td>{}</td></tr>\
 <tr><td>events lost</td><td>{}</td></tr><tr><td>CPU time</td><td>{:.1} ms</td></tr><tr><td>waiting time</td><td>{:.1} ms</td></tr>\
 <tr><td>how CPU was told from waiting</td><td>{}</td></tr><tr><td>GCs</td><td>{} (paused {:.1} ms, {:.2}% of the time)</td></tr>\
-<tr><td>allocated (estimate)</td><td>{:.1} MB</td></tr><tr><td>exceptions</td><td>{}</td></tr></table>",
+<tr><td>allocated (estimate)</td><td>{}</td></tr><tr><td>exceptions</td><td>{}</td></tr></table>",
         a.duration_ns as f64 / 1e9,
         a.events,
         a.dropped_events,
@@ -100,7 +110,7 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</styl
         gc.totals.count,
         gc.totals.total_pause_ms,
         gc.totals.paused_percent,
-        alloc.total_bytes as f64 / 1048576.0,
+        escape(&allocated),
         exc.total,
     );
     h.push_str(&table(
@@ -113,7 +123,13 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</styl
         &cpu.top_inclusive,
         "samples",
     ));
-    h.push_str("<h2>Flame graph (CPU; click to zoom, Ctrl+F to search)</h2>");
+    let _ = write!(
+        h,
+        "<h2>Flame graph ({what}; click to zoom, Ctrl+F to search)</h2>"
+    );
+    if stacks.is_empty() {
+        let _ = write!(h, "<p class=note>no {what} stacks in this trace</p>");
+    }
     // The SVG in a document of its own (its script expects to be the page's only SVG), as
     // the iframe's srcdoc: no file, no network.
     let svg = String::from_utf8_lossy(&svg);

@@ -73,11 +73,28 @@ pub enum Command {
     Profile(ProfileArgs),
 }
 
+/// Checks that a command that traces was told which process: `-p`, `-n` or `-- COMMAND`.
+pub fn require_target(
+    verb: &str,
+    pid: Option<u32>,
+    name: &Option<String>,
+    command: &[std::ffi::OsString],
+) -> Result<(), crate::output::CliError> {
+    if pid.is_some() || name.is_some() || !command.is_empty() {
+        return Ok(());
+    }
+    Err(crate::output::CliError::new(format!(
+        "which process? give -p PID, -n NAME, or -- COMMAND [ARGS] to start one, e.g. `clrspy {verb} -- dotnet app.dll`"
+    ))
+    .hint("`clrspy ps` lists the .NET processes running now")
+    .code(2))
+}
+
 /// `clrspy profile`.
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
     /// The process to profile.
-    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"], required_unless_present_any = ["name", "command"])]
+    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"])]
     pub process_id: Option<u32>,
     /// The process to profile, by name.
     #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
@@ -219,7 +236,7 @@ pub struct EnvArgs {
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// The process to trace.
-    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"], required_unless_present_any = ["name", "list_profiles", "command"])]
+    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"])]
     pub process_id: Option<u32>,
     /// The process to trace, by name (entry assembly or executable).
     #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]

@@ -195,3 +195,79 @@ fn undecodable_events_are_shown() {
     let v = json(&["report", &t.to_string_lossy(), "--json"]);
     assert_eq!(v["undecodable_events"], 2);
 }
+
+// Issue 11's smaller items in the views and flags.
+
+#[test]
+fn an_empty_stack_view_is_an_error_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("f.svg");
+    // perf.nettrace has rundown but no samples.
+    clrspy()
+        .args([
+            "convert",
+            &path("perf.nettrace"),
+            "--to",
+            "flamegraph",
+            "-o",
+        ])
+        .arg(&svg)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("no cpu stacks"));
+    assert!(!svg.exists(), "no empty SVG left behind");
+}
+
+#[test]
+fn html_report_says_when_allocations_were_not_recorded_and_draws_the_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    clrspy()
+        .args([
+            "convert",
+            &path("only_managed_samples.nettrace.zip"),
+            "--to",
+            "html",
+            "-o",
+        ])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("not recorded (record with --profile alloc)"));
+    assert!(!page.contains("0.0 MB"));
+    assert!(page.contains("Flame graph (CPU"));
+    clrspy()
+        .args([
+            "convert",
+            &path(OBJVER4),
+            "--to",
+            "html",
+            "--metric",
+            "alloc",
+            "-o",
+        ])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Flame graph (allocated bytes"),
+        "the alloc flame graph"
+    );
+}
+
+#[test]
+fn record_without_a_target_names_every_way_to_give_one() {
+    for verb in ["record", "profile"] {
+        clrspy()
+            .arg(verb)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("-p PID, -n NAME, or -- COMMAND"));
+    }
+    clrspy()
+        .args(["record", "--list-profiles"])
+        .assert()
+        .success();
+}

@@ -27,14 +27,23 @@ pub fn default_output(trace: &Path, format: Format) -> PathBuf {
     trace.with_file_name(format!("{stem}.{}", format.extension()))
 }
 
-/// Converts `trace` into `format`, writing `out` (`-` = stdout). Returns the path written.
-pub fn convert(
-    trace_path: &Path,
-    format: Format,
-    metric: Metric,
-    thread: Option<u64>,
-    out: Option<&Path>,
-) -> CliResult<Option<PathBuf>> {
+/// What to write, and where.
+pub(crate) struct Conversion<'a> {
+    /// The format.
+    pub format: Format,
+    /// What the stacks weigh.
+    pub metric: Metric,
+    /// Only this thread.
+    pub thread: Option<u64>,
+    /// The output (`-` = stdout; None = beside the trace).
+    pub out: Option<&'a Path>,
+    /// True when a view with no stacks is an error (`convert`); false prints a warning instead
+    /// (`record`/`profile --format`, whose recording itself worked).
+    pub empty_is_error: bool,
+}
+
+/// Converts the trace at `trace_path`. Returns the path written.
+pub(crate) fn convert(trace_path: &Path, c: &Conversion<'_>) -> CliResult<Option<PathBuf>> {
     let trace = input::open(trace_path)?;
     let mut reader = trace.reader()?;
     let mut progress = Progress::new(trace.len());
@@ -44,35 +53,21 @@ pub fn convert(
     if let Some(e) = &a.read_error {
         eprintln!("warning: the trace is damaged or cut; converting the events before: {e}");
     }
-    let start_unix_ns = Some(reader.header().start_unix_ns());
-    write(
-        &mut a,
-        &trace,
-        trace_path,
-        start_unix_ns,
-        format,
-        metric,
-        thread,
-        out,
-    )
+    write(&mut a, &trace, trace_path, c)
 }
 
-/// Writes an analysed trace in `format` (the analysis of `trace`, opened at `trace_path`).
-#[allow(clippy::too_many_arguments)]
+/// Writes an analysed trace (the analysis of `trace`, opened from `trace_path`).
 pub(crate) fn write(
     a: &mut Analysis,
     trace: &OpenTrace,
     trace_path: &Path,
-    start_unix_ns: Option<i64>,
-    format: Format,
-    metric: Metric,
-    thread: Option<u64>,
-    out: Option<&Path>,
+    c: &Conversion<'_>,
 ) -> CliResult<Option<PathBuf>> {
+    let (format, metric) = (c.format, c.metric);
     let options = ExportOptions {
         metric,
         filter: StackFilter {
-            thread,
+            thread: c.thread,
             ..StackFilter::default()
         },
         title: format!(
@@ -83,9 +78,9 @@ pub(crate) fn write(
                 .unwrap_or_default(),
             metric.name()
         ),
-        start_unix_ns,
+        start_unix_ns: Some(trace.reader()?.header().start_unix_ns()),
     };
-    let path = match out {
+    let path = match c.out {
         Some(p) if p == Path::new("-") => None,
         Some(p) => Some(p.to_path_buf()),
         None => Some(default_output(trace_path, format)),
@@ -109,28 +104,64 @@ pub(crate) fn write(
             Some(p) => CliError::new(format!("writing {}: {e}", p.display())),
             None => CliError::from(e),
         })?;
-    if done.stacks == 0 && format.metrics().contains(&metric) {
-        eprintln!(
-            "warning: the trace has no {} stacks (record with --profile {})",
-            metric.name(),
-            if metric == Metric::Alloc {
-                "alloc"
-            } else {
-                "cpu"
-            }
-        );
-    }
+    drop(sink);
     if let Some(e) = done.stopped_early {
         eprintln!(
             "warning: the second pass over the trace stopped early; the timeline ends there: {e}"
         );
     }
+    if done.stacks == 0 && format.metrics().contains(&metric) {
+        let msg = no_stacks(a, metric, &options.filter);
+        if format.is_stacks_only() {
+            // An empty view is no result: say so, and leave no empty file behind.
+            if let Some(p) = &path {
+                let _ = std::fs::remove_file(p);
+            }
+            if c.empty_is_error {
+                return Err(CliError::new(msg));
+            }
+            eprintln!("warning: no {} written: {msg}", format.name());
+            return Ok(None);
+        }
+        eprintln!("warning: {msg}");
+    }
     Ok(path)
 }
 
-/// `--format` of record and profile: converts a finished recording next to it.
+/// Why a view is empty, and which metric would not be.
+fn no_stacks(a: &mut Analysis, metric: Metric, filter: &StackFilter) -> String {
+    let record = if metric == Metric::Alloc {
+        "alloc"
+    } else {
+        "cpu"
+    };
+    let mut msg = format!(
+        "the trace has no {} stacks: nothing to draw (record with --profile {record})",
+        metric.name()
+    );
+    let other = Metric::ALL
+        .into_iter()
+        .find(|&m| m != metric && !clrspy_export::weighted_stacks(a, m, filter).is_empty());
+    if let Some(m) = other {
+        msg.push_str(&format!(
+            "; it has {} stacks: --metric {}",
+            m.name(),
+            m.name()
+        ));
+    }
+    msg
+}
+
+/// `--format` of record: converts a finished recording next to it.
 pub(crate) fn convert_after(trace: &Path, format: Format) -> CliResult<()> {
-    if let Some(p) = convert(trace, format, Metric::Cpu, None, None)? {
+    let c = Conversion {
+        format,
+        metric: Metric::Cpu,
+        thread: None,
+        out: None,
+        empty_is_error: false,
+    };
+    if let Some(p) = convert(trace, &c)? {
         eprintln!("Converted to {}.", p.display());
     }
     Ok(())
@@ -138,13 +169,14 @@ pub(crate) fn convert_after(trace: &Path, format: Format) -> CliResult<()> {
 
 /// Runs `clrspy convert`.
 pub fn run(args: &ConvertArgs) -> CliResult<std::process::ExitCode> {
-    if let Some(p) = convert(
-        &args.input.trace,
-        args.to,
-        args.metric,
-        args.thread,
-        args.output.as_deref(),
-    )? {
+    let c = Conversion {
+        format: args.to,
+        metric: args.metric,
+        thread: args.thread,
+        out: args.output.as_deref(),
+        empty_is_error: true,
+    };
+    if let Some(p) = convert(&args.input.trace, &c)? {
         let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
         eprintln!("Wrote {} ({} bytes).", p.display(), size);
     }

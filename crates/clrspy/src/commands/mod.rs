@@ -38,11 +38,19 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Info(a) => info::run(&a),
         Command::Events(a) => events::run(&a),
         Command::Ps(a) => ps::run(&a),
-        Command::Record(a) => record::run(&a),
+        Command::Record(a) => {
+            if !a.list_profiles {
+                crate::cli::require_target("record", a.process_id, &a.name, &a.command)?;
+            }
+            record::run(&a)
+        }
         Command::Env(a) => env::run(&a),
         Command::Dump(a) => dump::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Convert(a) => convert::run(&a),
-        Command::Profile(a) => profile::run(&a),
+        Command::Profile(a) => {
+            crate::cli::require_target("profile", a.process_id, &a.name, &a.command)?;
+            profile::run(&a)
+        }
     }
 }

@@ -107,18 +107,14 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     let trace = crate::input::open(&path)?;
     let mut a = analyze_trace(&trace, Options::default())?;
     if let Some(format) = args.format {
-        let start = trace.reader()?.header().start_unix_ns();
-        let written = super::convert::write(
-            &mut a,
-            &trace,
-            &path,
-            Some(start),
+        let c = super::convert::Conversion {
             format,
-            clrspy_analysis::Metric::Cpu,
-            None,
-            None,
-        )?;
-        if let Some(p) = written {
+            metric: clrspy_analysis::Metric::Cpu,
+            thread: None,
+            out: None,
+            empty_is_error: false,
+        };
+        if let Some(p) = super::convert::write(&mut a, &trace, &path, &c)? {
             eprintln!("Converted to {}.", p.display());
         }
     }
