@@ -132,8 +132,10 @@ pub struct ThreadInfo {
     pub key_values: Vec<(String, String)>,
 }
 
-/// One event. Borrowed from the reader: payload bytes are not copied.
+/// One event. Borrowed from the reader: payload bytes are not copied. Only the readers make
+/// events; new fields may be added.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct Event<'a> {
     /// The metadata row of this event (provider, id, name, version, declared fields).
     pub metadata: &'a EventMetadata,

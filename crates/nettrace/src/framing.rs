@@ -554,3 +554,7 @@ pub(crate) fn parse_trace(
     }
     Ok(header)
 }
+
+#[cfg(test)]
+#[path = "framing_tests.rs"]
+mod tests;

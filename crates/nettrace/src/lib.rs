@@ -49,6 +49,8 @@ mod metadata;
 mod payload;
 mod reader;
 mod scan;
+#[cfg(test)]
+mod testutil;
 mod value;
 mod writer;
 

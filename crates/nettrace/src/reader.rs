@@ -446,3 +446,7 @@ impl TraceFile {
         TraceReader::new(&self.map)
     }
 }
+
+#[cfg(test)]
+#[path = "reader_tests.rs"]
+mod tests;

@@ -493,3 +493,7 @@ pub fn end_of_stream(format: FormatVersion) -> &'static [u8] {
         FormatVersion::NetPerf3 | FormatVersion::NetTrace4 => &[1],
     }
 }
+
+#[cfg(test)]
+#[path = "scan_tests.rs"]
+mod tests;

@@ -1,0 +1,271 @@
+//! Unit tests of the readers and the decoder, on traces built with the crate's writer.
+
+use std::io::{self, Read};
+
+use super::*;
+use crate::scan::{Item, Scanner};
+use crate::testutil::{sample_events, sample_trace, Flavor};
+use crate::FormatVersion;
+
+/// (provider, id, thread, timestamp, stack, payload) of every event; the error that ended it.
+type Seen = (
+    Vec<(String, u32, u64, i64, Vec<u64>, Vec<u8>)>,
+    Option<Error>,
+);
+
+fn read<S: ByteSource>(r: Result<Reader<S>>) -> Seen {
+    let mut r = match r {
+        Ok(r) => r,
+        Err(e) => return (Vec::new(), Some(e)),
+    };
+    let mut out = Vec::new();
+    loop {
+        match r.next_event() {
+            Ok(Some(e)) => out.push((
+                e.provider().to_string(),
+                e.event_id(),
+                e.thread_id,
+                e.timestamp,
+                e.stack.ips().collect(),
+                e.payload.to_vec(),
+            )),
+            Ok(None) => return (out, None),
+            Err(e) => {
+                assert_eq!(r.error(), Some(&e));
+                assert!(matches!(r.next_event(), Ok(None)), "reading stops for good");
+                return (out, Some(e));
+            }
+        }
+    }
+}
+
+/// Hands out `n` bytes per read, with an interruption now and then.
+struct Trickle<'a> {
+    data: &'a [u8],
+    n: usize,
+    calls: usize,
+}
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.calls += 1;
+        if self.calls.is_multiple_of(7) {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        let k = self.n.min(buf.len()).min(self.data.len());
+        buf[..k].copy_from_slice(&self.data[..k]);
+        self.data = &self.data[k..];
+        Ok(k)
+    }
+}
+
+/// Fails after `ok` bytes.
+struct Broken<'a> {
+    data: &'a [u8],
+    ok: usize,
+}
+
+impl Read for Broken<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.ok == 0 {
+            return Err(io::Error::other("disk on fire"));
+        }
+        let k = self.ok.min(buf.len()).min(self.data.len());
+        buf[..k].copy_from_slice(&self.data[..k]);
+        self.data = &self.data[k..];
+        self.ok -= k;
+        Ok(k)
+    }
+}
+
+#[test]
+fn header_fields_are_the_writers() {
+    for flavor in Flavor::ALL {
+        let bytes = sample_trace(flavor);
+        let r = TraceReader::new(&bytes).unwrap();
+        let h = r.header();
+        let o = flavor.options();
+        assert_eq!(h.format, flavor.format());
+        assert_eq!(h.pointer_size, o.pointer_size);
+        assert_eq!(h.ticks_per_second, o.ticks_per_second);
+        assert_eq!(h.sync_time_ticks, o.sync_time_ticks);
+        assert_eq!(h.sync_time_utc, o.sync_time_utc);
+        assert_eq!(h.process_id, Some(4242));
+        assert_eq!(h.cpu_count, Some(3));
+        assert_eq!(h.sampling_interval_ns, Some(1_000_000));
+        if flavor.format() == FormatVersion::NetTrace6 {
+            assert_eq!(h.trace_object_version, 0);
+            assert!(h
+                .key_values
+                .contains(&("ProcessId".to_string(), "4242".to_string())));
+        } else {
+            assert_eq!(h.trace_object_version, 4);
+            assert!(h.key_values.is_empty());
+        }
+        assert_eq!(h.clock().ns_since_start(500 + 10_000_000), 1_000_000_000);
+    }
+}
+
+#[test]
+fn every_flavor_reads_back_the_same_events() {
+    let want: Vec<_> = sample_events()
+        .into_iter()
+        .map(|(m, thread, ts, stack, payload)| {
+            (
+                "Test-Provider".to_string(),
+                m as u32 + 1,
+                thread,
+                ts,
+                stack,
+                payload,
+            )
+        })
+        .collect();
+    for flavor in Flavor::ALL {
+        let bytes = sample_trace(flavor);
+        let (got, err) = read(TraceReader::new(&bytes));
+        assert_eq!(err, None, "{flavor:?}");
+        assert_eq!(got, want, "{flavor:?}");
+        let r = {
+            let mut r = TraceReader::new(&bytes).unwrap();
+            while r.next_event().unwrap().is_some() {}
+            r
+        };
+        let s = r.stats();
+        assert!(s.ended_cleanly);
+        assert_eq!(s.bytes_read, bytes.len() as u64);
+        assert_eq!(s.dropped_events, 0);
+    }
+}
+
+#[test]
+fn the_stream_reader_reads_what_the_slice_reader_reads_in_any_pieces() {
+    for flavor in Flavor::ALL {
+        let bytes = sample_trace(flavor);
+        let want = read(TraceReader::new(&bytes));
+        for n in [1, 2, 3, 5, 64, 1000] {
+            let src = Trickle {
+                data: &bytes,
+                n,
+                calls: 0,
+            };
+            assert_eq!(read(StreamReader::from_read(src)), want, "{flavor:?} {n}");
+        }
+    }
+}
+
+#[test]
+fn a_cut_trace_yields_a_prefix_then_a_truncation_error() {
+    for flavor in Flavor::ALL {
+        let bytes = sample_trace(flavor);
+        let (all, _) = read(TraceReader::new(&bytes));
+        for cut in 0..bytes.len() {
+            let part = &bytes[..cut];
+            let (got, err) = read(TraceReader::new(part));
+            let err = err.unwrap_or_else(|| panic!("{flavor:?}: no error at cut {cut}"));
+            assert!(err.is_truncation(), "{flavor:?} cut {cut}: {err}");
+            assert!(err.offset <= cut as u64, "{flavor:?} cut {cut}: {err}");
+            assert_eq!(got[..], all[..got.len()], "{flavor:?} cut {cut}");
+            let streamed = read(StreamReader::from_read(part));
+            assert_eq!(streamed.0, got, "{flavor:?} cut {cut}");
+            assert!(streamed.1.is_some_and(|e| e.is_truncation()));
+        }
+    }
+}
+
+#[test]
+fn a_read_error_keeps_its_source() {
+    let bytes = sample_trace(Flavor::V6Compressed);
+    let src = Broken {
+        data: &bytes,
+        ok: 200,
+    };
+    let (_, err) = read(StreamReader::from_read(src));
+    let err = err.unwrap();
+    assert_eq!(err.kind, ErrorKind::Io(io::ErrorKind::Other));
+    assert_eq!(err.offset, 200);
+    let source = std::error::Error::source(&err).unwrap();
+    assert_eq!(source.to_string(), "disk on fire");
+    assert!(err.to_string().contains("disk on fire"), "{err}");
+}
+
+/// The first event block of a trace.
+fn first_event_block(bytes: &[u8]) -> crate::scan::Block {
+    let mut sc = Scanner::new();
+    let mut input = bytes;
+    while !input.is_empty() {
+        let step = sc.feed(input).unwrap();
+        input = &input[step.consumed..];
+        if let Some(Item::Block(b)) = step.item {
+            if b.is_event() {
+                return b;
+            }
+        }
+    }
+    panic!("no event block");
+}
+
+#[test]
+fn a_bad_block_header_size_is_named_with_its_bounds() {
+    let bytes = sample_trace(Flavor::V5Compressed);
+    let b = first_event_block(&bytes);
+    let mut bad = bytes.clone();
+    let p = b.payload_offset as usize;
+    bad[p..p + 2].copy_from_slice(&2u16.to_le_bytes());
+    let (_, err) = read(TraceReader::new(&bad));
+    let err = err.unwrap();
+    assert_eq!(err.offset, b.payload_offset);
+    assert_eq!(err.block, Some(BlockKind::Event));
+    assert_eq!(
+        err.kind,
+        ErrorKind::SizeOutOfRange {
+            what: "block header size",
+            found: 2,
+            min: 4,
+            max: b.payload_len,
+        }
+    );
+}
+
+#[test]
+fn an_event_without_metadata_id_is_an_invalid_value() {
+    let bytes = sample_trace(Flavor::V5Plain);
+    let b = first_event_block(&bytes);
+    let p = b.payload_offset as usize;
+    let header_size = u16::from_le_bytes([bytes[p], bytes[p + 1]]) as usize;
+    let ev = p + header_size;
+    let mut bad = bytes.clone();
+    // Plain V5 event: size (u32), then metadata id (u32).
+    bad[ev + 4..ev + 8].copy_from_slice(&0u32.to_le_bytes());
+    let (got, err) = read(TraceReader::new(&bad));
+    assert!(got.is_empty());
+    let err = err.unwrap();
+    assert_eq!(err.offset, ev as u64);
+    assert!(matches!(err.kind, ErrorKind::InvalidValue { found: 0, .. }));
+}
+
+#[test]
+fn damaged_traces_never_panic() {
+    for flavor in Flavor::ALL {
+        let bytes = sample_trace(flavor);
+        let mut seed = 5u64;
+        for _ in 0..300 {
+            let mut bad = bytes.clone();
+            for _ in 0..2 {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let at = (seed >> 33) as usize % bad.len();
+                bad[at] ^= 1 << ((seed >> 8) % 8);
+            }
+            // Both stop with an error or both end cleanly (the incremental reader refuses a
+            // damaged block size over its memory limit where the slice reader salvages).
+            let (a, ea) = read(TraceReader::new(&bad));
+            let (b, eb) = read(StreamReader::from_read(&bad[..]));
+            assert_eq!(ea.is_some(), eb.is_some());
+            if ea.is_none() {
+                assert_eq!(a, b);
+            }
+        }
+    }
+}
