@@ -43,6 +43,7 @@
 mod layout;
 mod names;
 pub mod profiles;
+pub mod provider_spec;
 mod tables;
 mod templates;
 
