@@ -122,8 +122,8 @@ macro_rules! value_map {
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 match self {
-                    $($name::$v => f.write_str($s),)*
-                    $name::Other(v) => write!(f, $fmt, v),
+                    $($name::$v => f.pad($s),)*
+                    $name::Other(v) => f.pad(&format!($fmt, v)),
                 }
             }
         }
@@ -822,6 +822,11 @@ mod tests {
         assert!(!SuspendReason::from_u32(5).is_for_gc());
         assert_eq!(AdjustmentReason::from_u32(6), AdjustmentReason::Starvation);
         assert_eq!(HeapKind::from_u32(2).to_string(), "POH");
+        assert_eq!(
+            format!("{:<5}|{:>8}", GcType::Foreground, GcReason::Other(3000)),
+            "Foreground|Reason3000"
+        );
+        assert_eq!(format!("{:<6}|", HeapKind::Soh), "SOH   |");
     }
 
     #[test]

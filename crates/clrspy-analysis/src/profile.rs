@@ -23,8 +23,6 @@ pub enum Metric {
     Cpu,
     /// Waiting time (blocked, sleeping, idle).
     Wait,
-    /// Both (wall-clock thread time).
-    All,
 }
 
 /// One (thread, stack) with its weights in samples.
@@ -46,7 +44,6 @@ impl Row {
         match metric {
             Metric::Cpu => self.cpu,
             Metric::Wait => self.wait,
-            Metric::All => self.cpu + self.wait,
         }
     }
 }
@@ -100,7 +97,7 @@ impl StackProfile {
     pub fn build(
         cpu: &CpuModel,
         stacks: &StackTable,
-        symbols: &mut Symbols,
+        symbols: &Symbols,
         filter: &StackFilter,
     ) -> StackProfile {
         let mut cache: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();

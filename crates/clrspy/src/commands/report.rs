@@ -50,6 +50,14 @@ fn seconds_arg(s: &Option<String>) -> CliResult<Option<i64>> {
         .map(|v| {
             super::record::parse_duration(v)
                 .map(|d| d.as_nanos() as i64)
+                .or_else(|e| {
+                    // A window may start at the trace's start (durations must be positive).
+                    let n = v.trim().trim_end_matches(['m', 's', 'h']);
+                    match n.trim().parse::<f64>() {
+                        Ok(0.0) => Ok(0),
+                        _ => Err(e),
+                    }
+                })
                 .map_err(|e| CliError::new(e).code(2))
         })
         .transpose()
@@ -166,6 +174,7 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     let options = Options {
         from_ns: seconds_arg(&args.from)?,
         to_ns: seconds_arg(&args.to)?,
+        ..Options::default()
     };
     let mut a = analyze(&args.input.trace, options)?;
     print(&mut a, args, args.kind)?;
