@@ -230,6 +230,22 @@ pub enum DecodeError {
     /// The pointer size is neither 4 nor 8.
     #[error("pointer size {0} is not 4 or 8")]
     BadPointerSize(u8),
+    /// The event's version has no field of this name (a typed view needs it).
+    #[error("this version has no field {field}")]
+    MissingField {
+        /// The field asked for.
+        field: &'static str,
+    },
+    /// The field holds another kind of value than the one asked for (a layout table bug,
+    /// reported instead of panicking).
+    #[error("field {field} does not hold the type asked for")]
+    WrongType {
+        /// The field asked for.
+        field: &'static str,
+    },
+    /// No layout is known for the event (or for a version this old).
+    #[error("no layout is known for this event")]
+    NoLayout,
 }
 
 /// The result of decoding one payload with a layout.

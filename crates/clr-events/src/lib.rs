@@ -26,6 +26,13 @@
 //! assert_eq!(event_name(RUNTIME_PROVIDER, 80, 1), Some("Exception/Start"));
 //! ```
 //!
+//! On top of the layouts sit typed views, the event contracts the models read:
+//! [`runtime`] (ids, GC, allocation, exceptions, contention, thread pool, methods — with the
+//! runtime's value maps as enums), [`heapdump`] (the GC heap dump's bulk events as lazy,
+//! fallible iterators) and [`clrspy`] (clrspy's own provider, one definition for writer and
+//! reader). A view's `parse` reads only the fields it needs, borrows strings from the payload,
+//! and fails with a [`ViewError`] naming the event and field where the payload is short.
+//!
 //! Versions: every version the manifest defines has its own layout. For versions newer than
 //! any known here, [`layout`] returns the highest known version not above the one asked for —
 //! the runtime appends fields in new versions (only a few V1 templates of .NET Framework days
@@ -40,15 +47,27 @@
 //! [`Value::Object`]s.
 #![deny(missing_docs)]
 
+pub mod clrspy;
+pub mod heapdump;
 mod layout;
 mod names;
 pub mod profiles;
+pub mod provider_spec;
+pub mod runtime;
 mod tables;
 mod templates;
+mod view;
 
 use std::sync::OnceLock;
 
 pub use layout::{DecodeError, Decoded, FieldDef, FieldKind, Scalar};
+pub use view::{Element, Elements, Utf16Str, ViewError};
+
+/// The payload cursor the typed views read with (public only because [`Element`] names it).
+#[doc(hidden)]
+pub mod cursor {
+    pub use crate::view::Cursor;
+}
 pub use nettrace::{Field, Value};
 
 /// The CLR runtime provider.

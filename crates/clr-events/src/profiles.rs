@@ -1,7 +1,7 @@
 //! Names users give to what they record: the runtime provider's keywords (dotnet-trace's
 //! `--clrevents` names) and named profiles — provider lists for a purpose (CPU, GC,
 //! allocations, exceptions, contention, networking, assembly loading, databases). Plain data;
-//! parsing provider specs lives with the collector.
+//! [`provider_spec`](crate::provider_spec) parses what users write.
 
 /// A keyword of a provider, by name.
 pub type Keyword = (&'static str, u64);
@@ -108,10 +108,6 @@ pub struct Profile {
     /// The providers, in `Name:Keywords:Level[:Args]` form, comma-separated.
     pub providers: &'static str,
 }
-
-/// The runtime's keywords most profiles start from (dotnet-trace's default set: GC, loader,
-/// JIT, NGen, exceptions, contention, threading, types, stacks, ...).
-pub const COMMON_KEYWORDS: u64 = 0x0014_C14F_CCBD;
 
 /// The profiles.
 pub const PROFILES: &[Profile] = &[

@@ -4,9 +4,11 @@
 //! each type allocated, the way PerfView's GC Heap Alloc view does. Small, large and pinned
 //! object heap allocations are kept apart.
 
+use clr_events::runtime::{self, AllocationTick};
+use clr_events::ViewError;
 use rustc_hash::FxHashMap;
 
-use crate::event::EventCtx;
+use crate::event::{Model, ModelEvent, Wanted};
 use crate::stacks::StackId;
 
 /// Which heap an allocation went to.
@@ -33,7 +35,7 @@ pub struct TypeAlloc {
 }
 
 /// The allocation model.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct AllocModel {
     type_names: Vec<String>,
     type_index: FxHashMap<String, u32>,
@@ -54,22 +56,33 @@ impl AllocModel {
     }
 
     /// A `GC/AllocationTick`.
-    pub fn on_tick(&mut self, ev: &EventCtx<'_>) {
-        let f = ev.fields;
-        let bytes = f
-            .u64("AllocationAmount64")
-            .or_else(|| f.u64("AllocationAmount"))
-            .unwrap_or(0);
-        let kind = match f.u64("AllocationKind") {
-            Some(1) => HeapKind::Large,
-            Some(2) => HeapKind::Pinned,
-            _ => HeapKind::Small,
+    pub fn on_tick(&mut self, tick: &AllocationTick<'_>, stack: Option<StackId>) {
+        let bytes = tick.amount;
+        let kind = match tick.kind {
+            runtime::HeapKind::Loh => HeapKind::Large,
+            runtime::HeapKind::Poh => HeapKind::Pinned,
+            // Values the runtime does not write count with the small object heap.
+            runtime::HeapKind::Soh | runtime::HeapKind::Other(_) => HeapKind::Small,
         };
-        let name = f
-            .str("TypeName")
-            .filter(|n| !n.is_empty())
-            .unwrap_or("[unknown type]");
-        let t = match self.type_index.get(name) {
+        let t = match tick.type_name.filter(|n| !n.is_empty()) {
+            Some(n) => self.type_id(&n.to_string_lossy()),
+            None => self.type_id("[unknown type]"),
+        };
+        let e = self.by_type.entry((t, kind)).or_default();
+        e.count += 1;
+        e.bytes += bytes;
+        if let Some(size) = tick.object_size {
+            e.sampled_object_bytes += size;
+        }
+        let s = self.by_stack.entry((t, kind, stack)).or_default();
+        s.0 += 1;
+        s.1 += bytes;
+        self.ticks += 1;
+        self.total_bytes += bytes;
+    }
+
+    fn type_id(&mut self, name: &str) -> u32 {
+        match self.type_index.get(name) {
             Some(&i) => i,
             None => {
                 let i = self.type_names.len() as u32;
@@ -77,20 +90,90 @@ impl AllocModel {
                 self.type_index.insert(name.to_string(), i);
                 i
             }
-        };
-        let e = self.by_type.entry((t, kind)).or_default();
-        e.count += 1;
-        e.bytes += bytes;
-        e.sampled_object_bytes += f.u64("ObjectSize").unwrap_or(0);
-        let s = self.by_stack.entry((t, kind, ev.stack)).or_default();
-        s.0 += 1;
-        s.1 += bytes;
-        self.ticks += 1;
-        self.total_bytes += bytes;
+        }
     }
 
     /// A type's name.
     pub fn type_name(&self, t: u32) -> &str {
         self.type_names.get(t as usize).map_or("", |s| s.as_str())
+    }
+}
+
+impl Model for AllocModel {
+    const EVENTS: &'static [Wanted] =
+        &[Wanted::runtime(runtime::ids::GC_ALLOCATION_TICK).with_stack()];
+
+    fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        let tick = AllocationTick::parse(ev.payload, ev.version, ev.pointer_size)?;
+        self.on_tick(&tick, ev.stack);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Provider;
+
+    fn utf16z(s: &str) -> Vec<u8> {
+        let mut v: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        v.extend([0, 0]);
+        v
+    }
+
+    fn tick(amount: u64, kind: u32, name: &str) -> Vec<u8> {
+        let mut p = Vec::new();
+        p.extend((amount as u32).to_le_bytes());
+        p.extend(kind.to_le_bytes());
+        p.extend(0u16.to_le_bytes());
+        p.extend(amount.to_le_bytes());
+        p.extend(0x1234u64.to_le_bytes());
+        p.extend(utf16z(name));
+        p.extend(0u32.to_le_bytes());
+        p.extend(0x5000u64.to_le_bytes());
+        p.extend(24u64.to_le_bytes());
+        p
+    }
+
+    fn ev(payload: &[u8], version: u8) -> ModelEvent<'_> {
+        ModelEvent {
+            provider: Provider::Known(clr_events::KnownProvider::Runtime),
+            id: runtime::ids::GC_ALLOCATION_TICK,
+            version,
+            ts_ns: 0,
+            thread_id: 1,
+            payload,
+            pointer_size: 8,
+            stack: Some(StackId(3)),
+        }
+    }
+
+    #[test]
+    fn ticks_by_type_and_heap() {
+        let mut m = AllocModel::new();
+        let a = tick(100_000, 0, "System.String");
+        let b = tick(200_000, 1, "System.Byte[]");
+        let c = tick(100_000, 0, "");
+        for p in [&a, &a, &b, &c] {
+            m.on_event(&ev(p, 4)).unwrap();
+        }
+        assert_eq!((m.ticks, m.total_bytes), (4, 500_000));
+        let s = m.type_index["System.String"];
+        let e = &m.by_type[&(s, HeapKind::Small)];
+        assert_eq!((e.count, e.bytes, e.sampled_object_bytes), (2, 200_000, 48));
+        let l = m.type_index["System.Byte[]"];
+        assert_eq!(m.by_type[&(l, HeapKind::Large)].bytes, 200_000);
+        assert_eq!(
+            m.type_name(m.type_index["[unknown type]"]),
+            "[unknown type]"
+        );
+        assert_eq!(
+            m.by_stack[&(s, HeapKind::Small, Some(StackId(3)))],
+            (2, 200_000)
+        );
+        // A cut payload is an error, not a zero-byte tick.
+        let e = m.on_event(&ev(&a[..20], 4)).unwrap_err();
+        assert!(e.to_string().contains("GC/AllocationTick"), "{e}");
+        assert_eq!(m.ticks, 4);
     }
 }

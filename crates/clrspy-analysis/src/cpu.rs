@@ -15,8 +15,10 @@
 
 use std::collections::VecDeque;
 
+use clr_events::{clrspy, KnownProvider, ThreadSampleType, ViewError};
 use rustc_hash::FxHashMap;
 
+use crate::event::{Model, ModelEvent, Provider, Wanted};
 use crate::stacks::StackId;
 
 /// How CPU was told from waiting.
@@ -115,7 +117,7 @@ pub fn is_blocking_frame(name: &str) -> bool {
     })
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct ThreadReadings {
     /// (tick time, CPU ns) at the ticks where the thread's CPU time was read.
     readings: VecDeque<(i64, u64)>,
@@ -132,7 +134,7 @@ impl ThreadReadings {
 }
 
 /// The samples model.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct CpuModel {
     /// Wall time one sample stands for.
     pub interval_ns: u64,
@@ -143,12 +145,60 @@ pub struct CpuModel {
     pending: VecDeque<(i64, u64, Option<StackId>, bool)>,
     exact_samples: u64,
     heuristic_samples: u64,
+    /// Samples weighed by the heuristic because no tick followed them in time.
+    stale_samples: u64,
+    has_readings: bool,
     first_ns: Option<i64>,
     last_ns: i64,
 }
 
 /// How long tick and reading history is kept for samples that arrive late in the file.
 const WINDOW_NS: i64 = 60_000_000_000;
+
+/// How long a sample waits for the tick after it: when the readings stop (the recorder
+/// stopped reading, the trace was cut and spliced), samples further than this past the last
+/// tick are weighed by the heuristic at once, so the queue stays bounded.
+const PENDING_WINDOW_NS: i64 = 10_000_000_000;
+
+/// At most this many samples wait for a tick (the oldest get the heuristic first).
+const MAX_PENDING: usize = 1 << 20;
+
+impl Model for CpuModel {
+    const EVENTS: &'static [Wanted] = &[
+        Wanted {
+            provider: Provider::Known(KnownProvider::SampleProfiler),
+            id: 0,
+            stack: true,
+            windowed: true,
+        },
+        Wanted {
+            provider: Provider::Known(KnownProvider::SampleProfiler),
+            id: 1,
+            stack: true,
+            windowed: true,
+        },
+        Wanted::clrspy(clrspy::ids::THREAD_CPU),
+        Wanted::clrspy(clrspy::ids::TICK),
+    ];
+
+    fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        match (ev.provider, ev.id) {
+            (Provider::Clrspy, clrspy::ids::THREAD_CPU) => {
+                let r = clrspy::ThreadCpu::parse(ev.payload)?;
+                self.thread_cpu(ev.ts_ns, u64::from(r.thread_id), r.cpu_ns);
+            }
+            (Provider::Clrspy, clrspy::ids::TICK) => self.tick(ev.ts_ns),
+            (Provider::Known(KnownProvider::SampleProfiler), _) => {
+                // The sample's kind: anything but "managed" counts as external.
+                let managed =
+                    ThreadSampleType::from_payload(ev.payload) == Some(ThreadSampleType::Managed);
+                self.sample(ev.ts_ns, ev.thread_id, ev.stack, managed);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
 
 impl CpuModel {
     /// An empty model; `interval_ns` is the trace's sampling interval.
@@ -161,6 +211,8 @@ impl CpuModel {
             pending: VecDeque::new(),
             exact_samples: 0,
             heuristic_samples: 0,
+            stale_samples: 0,
+            has_readings: false,
             first_ns: None,
             last_ns: 0,
         }
@@ -171,13 +223,56 @@ impl CpuModel {
         self.first_ns.get_or_insert(ts);
         self.last_ns = self.last_ns.max(ts);
         match self.ticks.back() {
-            Some(&last) if ts > last => self.pending.push_back((ts, thread, stack, managed)),
+            Some(&last) if ts > last => {
+                self.pending.push_back((ts, thread, stack, managed));
+                self.drop_stale(ts);
+            }
             _ => self.weigh(ts, thread, stack, managed),
         }
     }
 
+    /// Weighs samples that waited too long for a tick by the heuristic.
+    fn drop_stale(&mut self, now: i64) {
+        let horizon = now.saturating_sub(PENDING_WINDOW_NS);
+        while let Some(&(t, thread, stack, managed)) = self.pending.front() {
+            if t >= horizon && self.pending.len() <= MAX_PENDING {
+                break;
+            }
+            self.pending.pop_front();
+            self.weigh_heuristic(thread, stack, managed);
+            self.stale_samples += 1;
+        }
+    }
+
+    fn weigh_heuristic(&mut self, thread: u64, stack: Option<StackId>, managed: bool) {
+        let w = self.agg.entry((thread, stack)).or_default();
+        w.samples += 1;
+        if managed {
+            w.managed += 1;
+        } else {
+            w.external += 1;
+        }
+        self.heuristic_samples += 1;
+    }
+
+    /// Samples waiting for the tick after them.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Samples weighed by the heuristic because the readings stopped before them.
+    pub fn stale_samples(&self) -> u64 {
+        self.stale_samples
+    }
+
+    /// True when some thread CPU reading was seen.
+    pub fn has_readings(&self) -> bool {
+        self.has_readings
+    }
+
     /// A clrspy `ThreadCpu` reading: the thread's total CPU time at sampler tick `ts`.
     pub fn thread_cpu(&mut self, ts: i64, thread: u64, cpu_ns: u64) {
+        self.has_readings = true;
         let r = &mut self.readings.entry(thread).or_default().readings;
         if r.back().is_none_or(|b| b.0 <= ts) {
             r.push_back((ts, cpu_ns));
@@ -249,16 +344,8 @@ impl CpuModel {
 
     /// Ends the stream: samples still waiting for a tick get the heuristic.
     pub fn finish(&mut self) {
-        while let Some((t, thread, stack, managed)) = self.pending.pop_front() {
-            let w = self.agg.entry((thread, stack)).or_default();
-            w.samples += 1;
-            if managed {
-                w.managed += 1;
-            } else {
-                w.external += 1;
-            }
-            self.heuristic_samples += 1;
-            let _ = t;
+        while let Some((_, thread, stack, managed)) = self.pending.pop_front() {
+            self.weigh_heuristic(thread, stack, managed);
         }
     }
 
@@ -325,6 +412,43 @@ mod tests {
         assert_eq!(w1.managed, 1);
         assert!((w2.cpu - 5.0).abs() < 1e-9 && (w2.wait - 15.0).abs() < 1e-9);
         assert_eq!(m.source(), CpuSource::Mixed);
+    }
+
+    #[test]
+    fn samples_after_the_last_tick_do_not_pile_up() {
+        let mut m = CpuModel::new(1_000_000);
+        let s = Some(StackId(0));
+        for k in 0..10 {
+            m.thread_cpu(k * 20_000_000, 1, k as u64 * 10_000_000);
+            m.tick(k * 20_000_000);
+        }
+        // The readings stop; a million samples follow, 1 ms apart.
+        let last_tick = 9 * 20_000_000;
+        let mut max_pending = 0;
+        for k in 1..=1_000_000i64 {
+            m.sample(last_tick + k * 1_000_000, 1, s, true);
+            max_pending = max_pending.max(m.pending_len());
+        }
+        // At most the pending window's worth (10 s of 1 ms samples) waits.
+        assert!(max_pending <= 10_001, "{max_pending} samples pending");
+        m.finish();
+        let w = m.agg[&(1, s)];
+        assert_eq!(w.samples, 1_000_000);
+        assert_eq!(w.managed, 1_000_000);
+        assert!(m.stale_samples() >= 1_000_000 - 10_001);
+        assert_eq!(m.pending_len(), 0);
+    }
+
+    #[test]
+    fn a_burst_of_samples_at_one_time_is_bounded_too() {
+        let mut m = CpuModel::new(1_000_000);
+        m.tick(0);
+        for _ in 0..(MAX_PENDING + 10) {
+            m.sample(5, 1, None, false);
+        }
+        assert!(m.pending_len() <= MAX_PENDING);
+        m.finish();
+        assert_eq!(m.agg[&(1, None)].external as usize, MAX_PENDING + 10);
     }
 
     #[test]

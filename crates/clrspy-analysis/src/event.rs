@@ -1,16 +1,91 @@
-//! What the models see of an event: which known event it is, when, on which thread, its
-//! decoded fields and its interned stack. The driver decodes only the events some model asks
-//! for (see [`wanted`]), so a pass over a large trace stays close to the reader's speed.
+//! What the models see of an event, and how they say which events they want.
+//!
+//! Each model implements [`Model`]: a static list of the events it reads ([`Wanted`]: provider
+//! and id, whether it needs the event's stack, whether the `--from`/`--to` window applies) and
+//! a handler that reads the payload through clr-events' typed views. The analysis builds one
+//! dispatch table from the models the options enable, so an event nobody wants is not decoded
+//! at all, and a payload a view rejects is counted per event name instead of read as zeros.
 
-use clr_events::{Decoded, KnownProvider};
+use clr_events::{KnownProvider, ViewError};
 
 use crate::stacks::StackId;
 
-/// One decoded event of a well-known provider.
-#[derive(Debug)]
-pub struct EventCtx<'a> {
+/// Who wrote an event, as far as the models care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// A provider clr-events knows (runtime, rundown, sample profiler, ...).
+    Known(KnownProvider),
+    /// clrspy's own provider ([`clr_events::clrspy`]).
+    Clrspy,
+}
+
+/// One event a model reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wanted {
     /// The provider.
-    pub provider: KnownProvider,
+    pub provider: Provider,
+    /// The event id.
+    pub id: u32,
+    /// The model needs the event's stack interned.
+    pub stack: bool,
+    /// Only events inside the options' time window reach the model (symbols and clrspy's
+    /// readings want every event).
+    pub windowed: bool,
+}
+
+impl Wanted {
+    /// A runtime event, windowed, without its stack.
+    pub const fn runtime(id: u32) -> Wanted {
+        Wanted {
+            provider: Provider::Known(KnownProvider::Runtime),
+            id,
+            stack: false,
+            windowed: true,
+        }
+    }
+
+    /// The same, with the stack.
+    pub const fn with_stack(self) -> Wanted {
+        Wanted {
+            stack: true,
+            ..self
+        }
+    }
+
+    /// The same, outside the window too.
+    pub const fn always(self) -> Wanted {
+        Wanted {
+            windowed: false,
+            ..self
+        }
+    }
+
+    /// A rundown event (never windowed).
+    pub const fn rundown(id: u32) -> Wanted {
+        Wanted {
+            provider: Provider::Known(KnownProvider::Rundown),
+            id,
+            stack: false,
+            windowed: false,
+        }
+    }
+
+    /// A clrspy event (never windowed).
+    pub const fn clrspy(id: u32) -> Wanted {
+        Wanted {
+            provider: Provider::Clrspy,
+            id,
+            stack: false,
+            windowed: false,
+        }
+    }
+}
+
+/// One event as a model gets it.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelEvent<'a> {
+    /// The provider.
+    pub provider: Provider,
     /// Event id.
     pub id: u32,
     /// Event version.
@@ -19,124 +94,78 @@ pub struct EventCtx<'a> {
     pub ts_ns: i64,
     /// The thread the event is about (the OS thread id).
     pub thread_id: u64,
-    /// The decoded payload.
-    pub fields: &'a Decoded,
-    /// The event's stack, interned (None when the event has none).
+    /// The raw payload (read it with a clr-events view).
+    pub payload: &'a [u8],
+    /// The traced process's pointer size.
+    pub pointer_size: u8,
+    /// The event's stack, interned (when the model asked for it and the event has one).
     pub stack: Option<StackId>,
 }
 
-/// Runtime provider event ids the models use.
-pub mod runtime {
-    /// GC/Start.
-    pub const GC_START: u32 = 1;
-    /// GC/Stop.
-    pub const GC_STOP: u32 = 2;
-    /// GC/RestartEEStop.
-    pub const GC_RESTART_EE_STOP: u32 = 3;
-    /// GC/HeapStats.
-    pub const GC_HEAP_STATS: u32 = 4;
-    /// GC/RestartEEStart.
-    pub const GC_RESTART_EE_START: u32 = 7;
-    /// GC/SuspendEEStop.
-    pub const GC_SUSPEND_EE_STOP: u32 = 8;
-    /// GC/SuspendEEStart.
-    pub const GC_SUSPEND_EE_START: u32 = 9;
-    /// GC/AllocationTick.
-    pub const GC_ALLOCATION_TICK: u32 = 10;
-    /// GC/Triggered.
-    pub const GC_TRIGGERED: u32 = 35;
-    /// ThreadPoolWorkerThread/Start.
-    pub const TP_WORKER_START: u32 = 50;
-    /// ThreadPoolWorkerThread/Stop.
-    pub const TP_WORKER_STOP: u32 = 51;
-    /// ThreadPoolWorkerThreadAdjustment/Sample.
-    pub const TP_ADJUSTMENT_SAMPLE: u32 = 54;
-    /// ThreadPoolWorkerThreadAdjustment/Adjustment.
-    pub const TP_ADJUSTMENT: u32 = 55;
-    /// ThreadPoolWorkerThreadAdjustment/Stats.
-    pub const TP_ADJUSTMENT_STATS: u32 = 56;
-    /// ThreadPoolWorkerThread/Wait.
-    pub const TP_WORKER_WAIT: u32 = 57;
-    /// Exception/Start (ExceptionThrown).
-    pub const EXCEPTION_START: u32 = 80;
-    /// Contention/Start.
-    pub const CONTENTION_START: u32 = 81;
-    /// AppDomainResourceManagement/ThreadCreated.
-    pub const THREAD_CREATED: u32 = 85;
-    /// Contention/Stop.
-    pub const CONTENTION_STOP: u32 = 91;
-    /// Method/LoadVerbose.
-    pub const METHOD_LOAD_VERBOSE: u32 = 143;
-    /// Method/UnloadVerbose.
-    pub const METHOD_UNLOAD_VERBOSE: u32 = 144;
-    /// Method/R2RGetEntryPoint (a precompiled method's entry address, no size).
-    pub const R2R_GET_ENTRY_POINT: u32 = 159;
-    /// Loader/ModuleLoad.
-    pub const MODULE_LOAD: u32 = 152;
-    /// GC/GlobalHeapHistory.
-    pub const GC_GLOBAL_HEAP_HISTORY: u32 = 205;
-    /// ExceptionCatch/Start.
-    pub const EXCEPTION_CATCH_START: u32 = 250;
-    /// Thread/Created (ThreadCreating).
-    pub const THREAD_CREATING: u32 = 70;
-    /// WaitHandleWait/Start.
-    pub const WAIT_HANDLE_WAIT_START: u32 = 301;
-    /// WaitHandleWait/Stop.
-    pub const WAIT_HANDLE_WAIT_STOP: u32 = 302;
+/// A model of the analysis.
+pub trait Model {
+    /// The events it reads.
+    const EVENTS: &'static [Wanted];
+
+    /// Reads one of its events; an error is a payload its view could not read (counted by
+    /// the analysis, the event is otherwise skipped).
+    fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError>;
 }
 
-/// Rundown provider event ids the models use.
-pub mod rundown {
-    /// Method/DCStartVerbose.
-    pub const METHOD_DC_START_VERBOSE: u32 = 143;
-    /// Method/DCStopVerbose.
-    pub const METHOD_DC_STOP_VERBOSE: u32 = 144;
-    /// Loader/ModuleDCStop.
-    pub const MODULE_DC_STOP: u32 = 152;
+/// The models an analysis can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ModelKind {
+    /// Samples: CPU and waiting time (with clrspy's thread CPU readings).
+    Cpu,
+    /// Allocation ticks.
+    Alloc,
+    /// Exceptions.
+    Exceptions,
+    /// Lock contention.
+    Contention,
+    /// GCs.
+    Gc,
+    /// Threads and the thread pool.
+    Threads,
 }
 
-/// True when some model uses this event: only these are decoded.
-pub fn wanted(provider: KnownProvider, id: u32) -> bool {
-    use runtime::*;
-    match provider {
-        KnownProvider::Runtime => matches!(
-            id,
-            GC_START
-                | GC_STOP
-                | GC_RESTART_EE_STOP
-                | GC_HEAP_STATS
-                | GC_RESTART_EE_START
-                | GC_SUSPEND_EE_STOP
-                | GC_SUSPEND_EE_START
-                | GC_ALLOCATION_TICK
-                | GC_TRIGGERED
-                | TP_WORKER_START
-                | TP_WORKER_STOP
-                | TP_ADJUSTMENT_SAMPLE
-                | TP_ADJUSTMENT
-                | TP_ADJUSTMENT_STATS
-                | TP_WORKER_WAIT
-                | EXCEPTION_START
-                | CONTENTION_START
-                | THREAD_CREATED
-                | CONTENTION_STOP
-                | METHOD_LOAD_VERBOSE
-                | METHOD_UNLOAD_VERBOSE
-                | R2R_GET_ENTRY_POINT
-                | MODULE_LOAD
-                | GC_GLOBAL_HEAP_HISTORY
-                | EXCEPTION_CATCH_START
-                | THREAD_CREATING
-                | WAIT_HANDLE_WAIT_START
-                | WAIT_HANDLE_WAIT_STOP
-        ),
-        KnownProvider::Rundown => matches!(
-            id,
-            rundown::METHOD_DC_START_VERBOSE
-                | rundown::METHOD_DC_STOP_VERBOSE
-                | rundown::MODULE_DC_STOP
-        ),
-        KnownProvider::SampleProfiler => true,
-        _ => false,
+impl ModelKind {
+    /// Every model.
+    pub const ALL: [ModelKind; 6] = [
+        ModelKind::Cpu,
+        ModelKind::Alloc,
+        ModelKind::Exceptions,
+        ModelKind::Contention,
+        ModelKind::Gc,
+        ModelKind::Threads,
+    ];
+
+    const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// A set of models (symbols always run: every stack needs them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelSet(u8);
+
+impl ModelSet {
+    /// Every model.
+    pub const ALL: ModelSet = ModelSet(0b11_1111);
+
+    /// Only these models.
+    pub fn only(models: &[ModelKind]) -> ModelSet {
+        ModelSet(models.iter().fold(0, |m, k| m | k.bit()))
+    }
+
+    /// True when `model` is in the set.
+    pub fn contains(self, model: ModelKind) -> bool {
+        self.0 & model.bit() != 0
+    }
+}
+
+impl Default for ModelSet {
+    fn default() -> ModelSet {
+        ModelSet::ALL
     }
 }

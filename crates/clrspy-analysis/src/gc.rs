@@ -7,7 +7,16 @@
 //! GC has one, inside which its `GC/Start` falls; a background GC has short ones while it runs
 //! concurrently; each suspension goes to the GC that started in it, else to the GC in progress.
 
-use crate::event::{runtime, EventCtx};
+use clr_events::runtime::{
+    ids, GcEnd, GcHeapStats, GcReason, GcRestartEeEnd, GcStart, GcSuspendEe, GcType,
+};
+use clr_events::ViewError;
+
+use crate::event::{Model, ModelEvent, Wanted};
+
+fn display<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
 
 /// One GC.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -17,10 +26,11 @@ pub struct GcRow {
     /// Generation collected (0, 1, 2).
     pub generation: u64,
     /// Why it ran.
-    pub reason: String,
+    #[serde(serialize_with = "display")]
+    pub reason: GcReason,
     /// NonConcurrent (blocking), Background or Foreground.
-    #[serde(rename = "type")]
-    pub kind: String,
+    #[serde(rename = "type", serialize_with = "display")]
+    pub kind: GcType,
     /// Start, ms since the trace started.
     pub start_ms: f64,
     /// Time from GC/Start to GC/Stop, ms.
@@ -76,44 +86,12 @@ pub struct GcTotals {
 }
 
 /// The GC model.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct GcModel {
     /// One row per GC, in start order.
     pub gcs: Vec<GcRow>,
     /// Suspensions for a GC in progress, by the suspending thread.
     suspend_start: rustc_hash::FxHashMap<u64, i64>,
-}
-
-/// The runtime's GC reasons.
-pub fn reason_name(r: u64) -> String {
-    match r {
-        0 => "AllocSmall",
-        1 => "Induced",
-        2 => "LowMemory",
-        3 => "Empty",
-        4 => "AllocLarge",
-        5 => "OutOfSpaceSOH",
-        6 => "OutOfSpaceLOH",
-        7 => "InducedNotForced",
-        8 => "Internal",
-        9 => "InducedLowMemory",
-        10 => "InducedCompacting",
-        11 => "LowMemoryHost",
-        12 => "PMFullGC",
-        13 => "LowMemoryHostBlocking",
-        other => return format!("Reason{other}"),
-    }
-    .to_string()
-}
-
-fn type_name(t: u64) -> String {
-    match t {
-        0 => "NonConcurrent",
-        1 => "Background",
-        2 => "Foreground",
-        other => return format!("Type{other}"),
-    }
-    .to_string()
 }
 
 const MB: f64 = 1024.0 * 1024.0;
@@ -124,81 +102,62 @@ impl GcModel {
         GcModel::default()
     }
 
-    /// A GC event (start, stop, heap stats, suspend/restart).
-    pub fn on_event(&mut self, ev: &EventCtx<'_>) {
-        let f = ev.fields;
-        let ms = ev.ts_ns as f64 / 1e6;
-        match ev.id {
-            runtime::GC_START => self.gcs.push(GcRow {
-                number: f.u64("Count").unwrap_or(0),
-                generation: f.u64("Depth").unwrap_or(0),
-                reason: reason_name(f.u64("Reason").unwrap_or(u64::MAX)),
-                kind: type_name(f.u64("Type").unwrap_or(0)),
-                start_ms: ms,
-                duration_ms: None,
-                pause_ms: 0.0,
-                heap_after_mb: None,
-                promoted_mb: None,
-                generation_sizes_mb: None,
-                open: true,
-            }),
-            runtime::GC_STOP => {
-                let n = f.u64("Count");
-                if let Some(g) = self
-                    .gcs
-                    .iter_mut()
-                    .rev()
-                    .find(|g| g.open && (n.is_none() || Some(g.number) == n))
-                {
-                    g.open = false;
-                    g.duration_ms = Some(ms - g.start_ms);
-                }
+    /// A `GC/Start` at `ms`.
+    pub fn on_start(&mut self, ms: f64, gc: &GcStart) {
+        self.gcs.push(GcRow {
+            number: u64::from(gc.count),
+            generation: u64::from(gc.depth),
+            reason: gc.reason,
+            kind: gc.kind,
+            start_ms: ms,
+            duration_ms: None,
+            pause_ms: 0.0,
+            heap_after_mb: None,
+            promoted_mb: None,
+            generation_sizes_mb: None,
+            open: true,
+        });
+    }
+
+    /// A `GC/Stop` at `ms`: closes the open GC of that number.
+    pub fn on_end(&mut self, ms: f64, end: &GcEnd) {
+        let n = u64::from(end.count);
+        if let Some(g) = self.gcs.iter_mut().rev().find(|g| g.open && g.number == n) {
+            g.open = false;
+            g.duration_ms = Some(ms - g.start_ms);
+        }
+    }
+
+    /// A `GC/HeapStats`: it follows the GC it describes.
+    pub fn on_heap_stats(&mut self, stats: &GcHeapStats) {
+        if let Some(g) = self.gcs.last_mut() {
+            let sizes = stats.generation_sizes.map(|b| b as f64 / MB);
+            g.generation_sizes_mb = Some(sizes);
+            g.heap_after_mb = Some(sizes.iter().sum());
+            g.promoted_mb = Some(stats.promoted.iter().sum::<u64>() as f64 / MB);
+        }
+    }
+
+    /// A `GC/SuspendEEStart` on `thread` at `ts_ns`.
+    pub fn on_suspend(&mut self, ts_ns: i64, thread: u64, s: &GcSuspendEe) {
+        // Only suspensions for a GC or its preparation pause for the GC; the others (the
+        // sampler's, the debugger's, ...) are not GC pauses.
+        if s.reason.is_for_gc() {
+            self.suspend_start.insert(thread, ts_ns);
+        }
+    }
+
+    /// A `GC/RestartEEStop` on `thread` at `ts_ns`.
+    pub fn on_restart_end(&mut self, ts_ns: i64, thread: u64) {
+        let Some(s) = self.suspend_start.remove(&thread) else {
+            return;
+        };
+        let pause = (ts_ns - s).max(0) as f64 / 1e6;
+        let s_ms = s as f64 / 1e6;
+        if let Some(g) = self.gcs.last_mut() {
+            if g.start_ms >= s_ms || g.open || g.kind == GcType::Background {
+                g.pause_ms += pause;
             }
-            runtime::GC_HEAP_STATS => {
-                // Heap stats follow the GC they describe.
-                if let Some(g) = self.gcs.last_mut() {
-                    let sizes = [
-                        f.u64("GenerationSize0").unwrap_or(0) as f64 / MB,
-                        f.u64("GenerationSize1").unwrap_or(0) as f64 / MB,
-                        f.u64("GenerationSize2").unwrap_or(0) as f64 / MB,
-                        f.u64("GenerationSize3").unwrap_or(0) as f64 / MB,
-                        f.u64("GenerationSize4").unwrap_or(0) as f64 / MB,
-                    ];
-                    g.generation_sizes_mb = Some(sizes);
-                    g.heap_after_mb = Some(sizes.iter().sum());
-                    let promoted: u64 = [
-                        "TotalPromotedSize0",
-                        "TotalPromotedSize1",
-                        "TotalPromotedSize2",
-                        "TotalPromotedSize3",
-                        "TotalPromotedSize4",
-                    ]
-                    .iter()
-                    .filter_map(|k| f.u64(k))
-                    .sum();
-                    g.promoted_mb = Some(promoted as f64 / MB);
-                }
-            }
-            runtime::GC_SUSPEND_EE_START => {
-                // Only suspensions for a GC (1) or its preparation (6) pause for the GC; the
-                // others (the sampler's, the debugger's, ...) are not GC pauses.
-                if matches!(f.u64("Reason"), Some(1) | Some(6)) {
-                    self.suspend_start.insert(ev.thread_id, ev.ts_ns);
-                }
-            }
-            runtime::GC_RESTART_EE_STOP => {
-                let Some(s) = self.suspend_start.remove(&ev.thread_id) else {
-                    return;
-                };
-                let pause = (ev.ts_ns - s).max(0) as f64 / 1e6;
-                let s_ms = s as f64 / 1e6;
-                if let Some(g) = self.gcs.last_mut() {
-                    if g.start_ms >= s_ms || g.open || g.kind == "Background" {
-                        g.pause_ms += pause;
-                    }
-                }
-            }
-            _ => {}
         }
     }
 
@@ -215,15 +174,13 @@ impl GcModel {
             if let Some(c) = t.per_generation.get_mut(g.generation as usize) {
                 *c += 1;
             }
-            if g.reason.starts_with("Induced") && g.generation == 2 {
+            if g.reason.is_induced() && g.generation == 2 {
                 t.induced += 1;
             }
-            match reasons.iter_mut().find(|r| r.name == g.reason) {
+            let name = g.reason.to_string();
+            match reasons.iter_mut().find(|r| r.name == name) {
                 Some(r) => r.count += 1,
-                None => reasons.push(Count {
-                    name: g.reason.clone(),
-                    count: 1,
-                }),
+                None => reasons.push(Count { name, count: 1 }),
             }
             pauses.push(g.pause_ms);
             if let Some(h) = g.heap_after_mb {
@@ -251,5 +208,108 @@ impl GcModel {
                 allocated_bytes.map(|b| b as f64 / MB / (duration_ns as f64 / 1e9));
         }
         t
+    }
+}
+
+impl Model for GcModel {
+    const EVENTS: &'static [Wanted] = &[
+        Wanted::runtime(ids::GC_START),
+        Wanted::runtime(ids::GC_STOP),
+        Wanted::runtime(ids::GC_HEAP_STATS),
+        Wanted::runtime(ids::GC_SUSPEND_EE_START),
+        Wanted::runtime(ids::GC_RESTART_EE_STOP),
+    ];
+
+    fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        let (p, v, ptr) = (ev.payload, ev.version, ev.pointer_size);
+        let ms = ev.ts_ns as f64 / 1e6;
+        match ev.id {
+            ids::GC_START => self.on_start(ms, &GcStart::parse(p, v, ptr)?),
+            ids::GC_STOP => self.on_end(ms, &GcEnd::parse(p, v, ptr)?),
+            ids::GC_HEAP_STATS => self.on_heap_stats(&GcHeapStats::parse(p, v, ptr)?),
+            ids::GC_SUSPEND_EE_START => {
+                self.on_suspend(ev.ts_ns, ev.thread_id, &GcSuspendEe::parse(p, v, ptr)?)
+            }
+            ids::GC_RESTART_EE_STOP => {
+                GcRestartEeEnd::parse(p, v, ptr)?;
+                self.on_restart_end(ev.ts_ns, ev.thread_id);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Provider;
+
+    fn ev(id: u32, version: u8, ms: i64, payload: &[u8]) -> ModelEvent<'_> {
+        ModelEvent {
+            provider: Provider::Known(clr_events::KnownProvider::Runtime),
+            id,
+            version,
+            ts_ns: ms * 1_000_000,
+            thread_id: 3,
+            payload,
+            pointer_size: 8,
+            stack: None,
+        }
+    }
+
+    fn u32s(v: &[u32], tail16: bool) -> Vec<u8> {
+        let mut p: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        if tail16 {
+            p.extend(0u16.to_le_bytes());
+        }
+        p
+    }
+
+    #[test]
+    fn one_blocking_gc_with_its_pause_and_heap() {
+        let mut m = GcModel::new();
+        m.on_event(&ev(ids::GC_SUSPEND_EE_START, 1, 10, &u32s(&[1, 4], true)))
+            .unwrap();
+        m.on_event(&ev(ids::GC_START, 1, 11, &u32s(&[4, 2, 1, 0], true)))
+            .unwrap();
+        m.on_event(&ev(ids::GC_STOP, 1, 14, &u32s(&[4, 2], true)))
+            .unwrap();
+        let mut hs = Vec::new();
+        for b in [1u64, 2, 3, 4, 5, 6, 7, 8, 0, 0] {
+            hs.extend((b * 1024 * 1024).to_le_bytes());
+        }
+        hs.extend(u32s(&[0, 0, 0], true));
+        m.on_event(&ev(ids::GC_HEAP_STATS, 1, 14, &hs)).unwrap();
+        m.on_event(&ev(ids::GC_RESTART_EE_STOP, 1, 15, &[0, 0]))
+            .unwrap();
+        // A suspension for the debugger is not a GC pause.
+        m.on_event(&ev(ids::GC_SUSPEND_EE_START, 1, 20, &u32s(&[5, 4], true)))
+            .unwrap();
+        m.on_event(&ev(ids::GC_RESTART_EE_STOP, 1, 25, &[0, 0]))
+            .unwrap();
+        let g = &m.gcs[0];
+        assert_eq!(
+            (g.number, g.generation, g.reason),
+            (4, 2, GcReason::Induced)
+        );
+        assert_eq!(g.kind, GcType::NonConcurrent);
+        assert_eq!((g.duration_ms, g.pause_ms), (Some(3.0), 5.0));
+        assert_eq!(g.heap_after_mb, Some(1.0 + 3.0 + 5.0 + 7.0));
+        assert_eq!(g.promoted_mb, Some(2.0 + 4.0 + 6.0 + 8.0));
+        let t = m.totals(1_000_000_000, None);
+        assert_eq!((t.count, t.induced, t.per_generation), (1, 1, [0, 0, 1]));
+        assert_eq!(t.per_reason[0].name, "Induced");
+        let json = serde_json::to_value(g).unwrap();
+        assert_eq!(
+            (json["reason"].as_str(), json["type"].as_str()),
+            (Some("Induced"), Some("NonConcurrent"))
+        );
+        // A cut GC/Start is an error, not GC number 0.
+        let e = m
+            .on_event(&ev(ids::GC_START, 1, 30, &u32s(&[5, 0], false)))
+            .unwrap_err();
+        assert!(e.to_string().contains("Reason"), "{e}");
+        assert_eq!(m.gcs.len(), 1);
     }
 }

@@ -25,52 +25,70 @@ pub mod stacks;
 pub mod symbols;
 pub mod threads;
 
-use clr_events::{known_provider, layout_for, KnownProvider, ThreadSampleType};
+use clr_events::{event_name_for, known_provider, ViewError};
 use nettrace::{ByteSource, Reader};
 use rustc_hash::FxHashMap;
 
-pub use event::EventCtx;
+pub use event::{Model, ModelEvent, ModelKind, ModelSet, Provider, Wanted};
 pub use profile::{Metric, StackFilter, StackProfile};
 
-use event::{rundown, runtime};
-
 /// The provider of the events `clrspy record` adds to a trace (thread CPU times, names,
-/// module maps).
-pub const CLRSPY_PROVIDER: &str = "clrspy";
-
-/// clrspy's own event ids.
-pub mod clrspy_events {
-    /// ThreadCpu { ThreadID, CpuTimeNs, State }.
-    pub const THREAD_CPU: u32 = 1;
-    /// ThreadName { ThreadID, Name }.
-    pub const THREAD_NAME: u32 = 2;
-    /// SamplerInfo { IntervalMs, Source }.
-    pub const SAMPLER_INFO: u32 = 3;
-    /// Tick { }: every thread's CPU time was read at this time.
-    pub const TICK: u32 = 4;
-    /// ModuleMap { Start, End, Offset, Path }: an executable mapping of the process.
-    pub const MODULE_MAP: u32 = 5;
-}
+/// module maps): [`clr_events::clrspy`] defines them.
+pub const CLRSPY_PROVIDER: &str = clr_events::clrspy::PROVIDER;
 
 /// What to analyse.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// Only events at or after this time (ns since the trace start).
+    /// Only events at or after this time (ns since the trace start; 0 is the start).
     pub from_ns: Option<i64>,
     /// Only events before this time.
     pub to_ns: Option<i64>,
+    /// The models to run (all by default; symbols always run).
+    pub models: ModelSet,
 }
 
-/// How the provider of an event was classified (cached per metadata id).
+/// Who gets an event: a model, whether it needs the stack, whether the window applies.
 #[derive(Clone, Copy, Debug)]
-enum Source {
-    Known(KnownProvider),
-    Clrspy,
-    Other,
+struct Route {
+    target: Target,
+    stack: bool,
+    windowed: bool,
 }
 
-/// The result of one pass.
-#[derive(Debug)]
+/// The models a route can lead to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Symbols,
+    Modules,
+    Model(ModelKind),
+}
+
+/// The routes of one (provider, id).
+type Routes = Vec<Route>;
+
+/// How an event's metadata was classified (cached per metadata id).
+#[derive(Clone, Debug)]
+struct Source {
+    provider_name: String,
+    event_id: u32,
+    provider: Option<Provider>,
+    /// Index into the dispatch table, when some model wants the event.
+    routes: Option<usize>,
+}
+
+/// Events of one name that could not be decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeFailures {
+    /// The event's name, e.g. `GC/Start`.
+    pub event: String,
+    /// How many.
+    pub count: u64,
+    /// The first error.
+    pub first_error: String,
+}
+
+/// The result of one pass (and, while events still come, the pass itself).
+#[derive(Clone, Debug)]
 pub struct Analysis {
     /// Interned stacks.
     pub stacks: stacks::StackTable,
@@ -90,7 +108,7 @@ pub struct Analysis {
     pub threads: threads::ThreadModel,
     /// Events read.
     pub events: u64,
-    /// Events of each known provider that some model used and that failed to decode.
+    /// Events some model wanted that failed to decode (see [`Analysis::decode_errors`]).
     pub undecodable: u64,
     /// Trace duration (first to last event), ns.
     pub duration_ns: i64,
@@ -108,7 +126,10 @@ pub struct Analysis {
     pub process_id: Option<u64>,
     options: Options,
     pointer_size: u8,
-    sources: FxHashMap<u32, (Source, String)>,
+    sources: FxHashMap<u32, Source>,
+    dispatch: FxHashMap<(Provider, u32), usize>,
+    routes: Vec<Routes>,
+    failures: Vec<DecodeFailures>,
     first_ns: Option<i64>,
     last_ns: i64,
 }
@@ -117,7 +138,7 @@ impl Analysis {
     /// An empty analysis for a trace with this header.
     pub fn new(header: &nettrace::TraceHeader, options: Options) -> Analysis {
         let interval = u64::from(header.sampling_interval_ns.unwrap_or(1_000_000)).max(1);
-        Analysis {
+        let mut a = Analysis {
             stacks: stacks::StackTable::new(),
             symbols: symbols::Symbols::new(),
             cpu: cpu::CpuModel::new(interval),
@@ -138,8 +159,51 @@ impl Analysis {
             options,
             pointer_size: header.pointer_size,
             sources: FxHashMap::default(),
+            dispatch: FxHashMap::default(),
+            routes: Vec::new(),
+            failures: Vec::new(),
             first_ns: None,
             last_ns: 0,
+        };
+        a.build_dispatch();
+        a
+    }
+
+    /// One table from (provider, id) to the models that read the event.
+    fn build_dispatch(&mut self) {
+        let set = self.options.models;
+        let mut add = |target: Target, wanted: &[Wanted]| {
+            for w in wanted {
+                let k = (w.provider, w.id);
+                let i = *self.dispatch.entry(k).or_insert_with(|| {
+                    self.routes.push(Vec::new());
+                    self.routes.len() - 1
+                });
+                self.routes[i].push(Route {
+                    target,
+                    stack: w.stack,
+                    windowed: w.windowed,
+                });
+            }
+        };
+        add(Target::Symbols, symbols::Symbols::EVENTS);
+        add(
+            Target::Modules,
+            &[Wanted::clrspy(clr_events::clrspy::ids::MODULE_MAP)],
+        );
+        for kind in ModelKind::ALL {
+            if !set.contains(kind) {
+                continue;
+            }
+            let events = match kind {
+                ModelKind::Cpu => cpu::CpuModel::EVENTS,
+                ModelKind::Alloc => alloc::AllocModel::EVENTS,
+                ModelKind::Exceptions => exceptions::ExceptionModel::EVENTS,
+                ModelKind::Contention => contention::ContentionModel::EVENTS,
+                ModelKind::Gc => gc::GcModel::EVENTS,
+                ModelKind::Threads => threads::ThreadModel::EVENTS,
+            };
+            add(Target::Model(kind), events);
         }
     }
 
@@ -174,179 +238,147 @@ impl Analysis {
         Ok(a)
     }
 
-    fn source(&mut self, ev: &nettrace::Event<'_>) -> Source {
+    fn source(&mut self, ev: &nettrace::Event<'_>) -> (Option<Provider>, Option<usize>) {
         let id = ev.metadata.metadata_id;
         let p = ev.provider();
-        // V6 traces may reuse a metadata id after a flush: check the provider too.
-        if let Some((s, name)) = self.sources.get(&id) {
-            if name == p {
-                return *s;
+        let event_id = ev.event_id();
+        // V6 traces may reuse a metadata id after a flush: check the provider and id too.
+        if let Some(s) = self.sources.get(&id) {
+            if s.event_id == event_id && s.provider_name == p {
+                return (s.provider, s.routes);
             }
         }
-        let s = match known_provider(p) {
-            Some(k) => Source::Known(k),
-            None if p == CLRSPY_PROVIDER => Source::Clrspy,
-            None => Source::Other,
+        let provider = match known_provider(p) {
+            Some(k) => Some(Provider::Known(k)),
+            None if p == CLRSPY_PROVIDER => Some(Provider::Clrspy),
+            None => None,
         };
-        self.sources.insert(id, (s, p.to_string()));
-        s
+        let routes = provider.and_then(|pr| self.dispatch.get(&(pr, event_id)).copied());
+        self.sources.insert(
+            id,
+            Source {
+                provider_name: p.to_string(),
+                event_id,
+                provider,
+                routes,
+            },
+        );
+        (provider, routes)
     }
 
     fn in_range(&self, ts: i64) -> bool {
         self.options.from_ns.is_none_or(|f| ts >= f) && self.options.to_ns.is_none_or(|t| ts < t)
     }
 
-    /// Feeds one event.
+    /// Feeds one event (also after [`Analysis::finish`]: a live view keeps feeding and
+    /// finishes again, or takes [`Analysis::snapshot`]s).
     pub fn event(&mut self, ev: &nettrace::Event<'_>) {
         self.events += 1;
         let ts = ev.timestamp_ns();
         self.first_ns.get_or_insert(ts);
         self.last_ns = self.last_ns.max(ts);
-        let kind = match self.source(ev) {
-            Source::Known(k) => k,
-            Source::Clrspy => return self.clrspy_event(ev, ts),
-            Source::Other => return,
-        };
-        let id = ev.event_id();
-        if !event::wanted(kind, id) {
+        let (Some(provider), Some(r)) = self.source(ev) else {
             return;
-        }
-        if kind == KnownProvider::SampleProfiler {
-            if !self.in_range(ts) {
-                return;
+        };
+        let in_range = self.in_range(ts);
+        let mut stack = None;
+        let mut interned = false;
+        for k in 0..self.routes[r].len() {
+            let route = self.routes[r][k];
+            if route.windowed && !in_range {
+                continue;
             }
-            let managed =
-                ThreadSampleType::from_payload(ev.payload) == Some(ThreadSampleType::Managed);
-            let stack = self.stacks.intern(&ev.stack);
-            self.cpu.sample(ts, ev.thread_id, stack, managed);
-            return;
-        }
-        let Some(layout) = layout_for(kind, id, ev.version()) else {
-            return;
-        };
-        let fields = layout.decode(ev.payload, self.pointer_size);
-        if fields.error.is_some() && fields.fields.is_empty() {
-            self.undecodable += 1;
-            return;
-        }
-        let is_method = matches!(
-            (kind, id),
-            (
-                KnownProvider::Runtime,
-                runtime::METHOD_LOAD_VERBOSE | runtime::METHOD_UNLOAD_VERBOSE
-            ) | (
-                KnownProvider::Rundown,
-                rundown::METHOD_DC_START_VERBOSE | rundown::METHOD_DC_STOP_VERBOSE
-            )
-        );
-        if is_method {
-            if kind == KnownProvider::Rundown {
-                self.has_rundown = true;
+            if route.stack && !interned {
+                stack = self.stacks.intern(&ev.stack);
+                interned = true;
             }
-            self.symbols.add_method(
-                fields.u64("MethodID").unwrap_or(0),
-                fields.u64("MethodStartAddress").unwrap_or(0),
-                fields.u64("MethodSize").unwrap_or(0),
-                fields.str("MethodNamespace").unwrap_or(""),
-                fields.str("MethodName").unwrap_or(""),
-                fields.str("MethodSignature").unwrap_or(""),
-            );
-            return;
-        }
-        if (kind, id) == (KnownProvider::Runtime, runtime::R2R_GET_ENTRY_POINT) {
-            self.symbols.add_entry_point(
-                fields.u64("MethodID").unwrap_or(0),
-                fields.u64("EntryPoint").unwrap_or(0),
-                fields.str("MethodNamespace").unwrap_or(""),
-                fields.str("MethodName").unwrap_or(""),
-                fields.str("MethodSignature").unwrap_or(""),
-            );
-            return;
-        }
-        if kind != KnownProvider::Runtime || !self.in_range(ts) {
-            return;
-        }
-        let needs_stack = matches!(
-            id,
-            runtime::GC_ALLOCATION_TICK | runtime::EXCEPTION_START | runtime::CONTENTION_START
-        );
-        let stack = if needs_stack {
-            self.stacks.intern(&ev.stack)
-        } else {
-            None
-        };
-        let ctx = EventCtx {
-            provider: kind,
-            id,
-            version: ev.version(),
-            ts_ns: ts,
-            thread_id: ev.thread_id,
-            fields: &fields,
-            stack,
-        };
-        match id {
-            runtime::GC_ALLOCATION_TICK => self.alloc.on_tick(&ctx),
-            runtime::EXCEPTION_START => self.exceptions.on_throw(&ctx),
-            runtime::EXCEPTION_CATCH_START => self.exceptions.on_catch(&ctx),
-            runtime::CONTENTION_START => self.contention.on_start(&ctx),
-            runtime::CONTENTION_STOP => self.contention.on_stop(&ctx),
-            runtime::GC_START
-            | runtime::GC_STOP
-            | runtime::GC_HEAP_STATS
-            | runtime::GC_SUSPEND_EE_START
-            | runtime::GC_RESTART_EE_STOP => self.gc.on_event(&ctx),
-            _ => self.threads.on_event(&ctx),
+            let mev = ModelEvent {
+                provider,
+                id: ev.event_id(),
+                version: ev.version(),
+                ts_ns: ts,
+                thread_id: ev.thread_id,
+                payload: ev.payload,
+                pointer_size: self.pointer_size,
+                stack: if route.stack { stack } else { None },
+            };
+            let result = match route.target {
+                Target::Symbols => self.symbols.on_event(&mev),
+                Target::Modules => self.module_map(&mev),
+                Target::Model(ModelKind::Cpu) => self.cpu.on_event(&mev),
+                Target::Model(ModelKind::Alloc) => self.alloc.on_event(&mev),
+                Target::Model(ModelKind::Exceptions) => self.exceptions.on_event(&mev),
+                Target::Model(ModelKind::Contention) => self.contention.on_event(&mev),
+                Target::Model(ModelKind::Gc) => self.gc.on_event(&mev),
+                Target::Model(ModelKind::Threads) => self.threads.on_event(&mev),
+            };
+            if let Err(e) = result {
+                self.failed(provider, ev, e);
+                // One failure per event, whichever model met it first.
+                break;
+            }
         }
     }
 
-    fn clrspy_event(&mut self, ev: &nettrace::Event<'_>, ts: i64) {
-        let d = ev.decode_with_metadata();
-        let get = |name: &str| d.fields.iter().find(|f| f.name == name).map(|f| &f.value);
-        let u = |name: &str| get(name).and_then(|v| v.as_u64());
-        match ev.event_id() {
-            clrspy_events::THREAD_CPU => {
-                if let (Some(t), Some(c)) = (u("ThreadID"), u("CpuTimeNs")) {
-                    self.has_thread_cpu = true;
-                    self.cpu.thread_cpu(ts, t, c);
-                }
-            }
-            clrspy_events::THREAD_NAME => {
-                if let (Some(t), Some(n)) = (u("ThreadID"), get("Name").and_then(|v| v.as_str())) {
-                    self.threads.name(t, n);
-                }
-            }
-            clrspy_events::TICK => self.cpu.tick(ts),
-            clrspy_events::MODULE_MAP => {
-                if let (Some(start), Some(end), Some(path)) =
-                    (u("Start"), u("End"), get("Path").and_then(|v| v.as_str()))
-                {
-                    self.symbols.add_module(symbols::ModuleMapping {
-                        start,
-                        end,
-                        file_offset: u("Offset").unwrap_or(0),
-                        path: path.to_string(),
-                    });
-                }
-            }
-            _ => {}
+    fn module_map(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        let m = clr_events::clrspy::ModuleMap::parse(ev.payload)?;
+        self.symbols.add_module(symbols::ModuleMapping {
+            start: m.start,
+            end: m.end,
+            file_offset: m.offset,
+            path: m.path.to_string_lossy(),
+        });
+        Ok(())
+    }
+
+    fn failed(&mut self, provider: Provider, ev: &nettrace::Event<'_>, e: ViewError) {
+        self.undecodable += 1;
+        let name = match provider {
+            Provider::Known(k) => event_name_for(k, ev.event_id(), ev.version()),
+            Provider::Clrspy => None,
+        };
+        let name = match name {
+            Some(n) => n,
+            None => e.event,
+        };
+        match self.failures.iter_mut().find(|f| f.event == name) {
+            Some(f) => f.count += 1,
+            None => self.failures.push(DecodeFailures {
+                event: name.to_string(),
+                count: 1,
+                first_error: e.to_string(),
+            }),
         }
     }
 
-    /// Ends the pass: names methods, weighs the last samples.
+    /// Events some model wanted that could not be decoded, per event name (in the order
+    /// first seen), with the first error of each.
+    pub fn decode_errors(&self) -> &[DecodeFailures] {
+        &self.failures
+    }
+
+    /// Ends the pass: weighs the samples still waiting for a reading, names methods and every
+    /// address of every stack. Idempotent; events fed after it are taken into account by the
+    /// next call.
     pub fn finish(&mut self) {
         self.cpu.finish();
         self.symbols.finish();
+        self.symbols.resolve_all(self.stacks.all_ips());
         self.duration_ns = self.first_ns.map_or(0, |f| self.last_ns - f);
+        self.has_rundown = self.symbols.has_rundown();
+        self.has_thread_cpu = self.cpu.has_readings();
     }
 
-    /// The samples as resolved, weighed stacks.
-    pub fn profile(&mut self, filter: &StackFilter) -> StackProfile {
-        StackProfile::build(&self.cpu, &self.stacks, &mut self.symbols, filter)
+    /// A finished copy of the analysis so far, for a live view; this one keeps going (samples
+    /// waiting for the next reading stay waiting here).
+    pub fn snapshot(&self) -> Analysis {
+        let mut a = self.clone();
+        a.finish();
+        a
     }
 
-    /// The length of the analysed window: the trace's first to last event, clipped to the
-    /// options' `from_ns`/`to_ns` (0 for an empty trace or window). Rates and shares of time
-    /// are over this.
+    /// The length of the analysed window, ns: the trace's first to last event, clipped to
+    /// the options' `from`/`to`; 0 when the trace (or the window) is empty.
     pub fn window_ns(&self) -> i64 {
         let Some(first) = self.first_ns else {
             return 0;
@@ -359,61 +391,26 @@ impl Analysis {
         (end - start).max(0)
     }
 
+    /// The samples as resolved, weighed stacks ([`Analysis::finish`] first).
+    pub fn profile(&self, filter: &StackFilter) -> StackProfile {
+        StackProfile::build(&self.cpu, &self.stacks, &self.symbols, filter)
+    }
+
     /// The trace's pointer size.
     pub fn pointer_size(&self) -> u8 {
         self.pointer_size
     }
 
-    /// Resolves a stack to frame names, leaf first.
-    pub fn frames(&mut self, stack: Option<stacks::StackId>) -> Vec<String> {
+    /// Resolves a stack to frame names, leaf first ([`Analysis::finish`] first).
+    pub fn frames(&self, stack: Option<stacks::StackId>) -> Vec<String> {
         let Some(s) = stack else { return Vec::new() };
-        let ips: Vec<u64> = self.stacks.ips(s).to_vec();
-        ips.into_iter()
-            .map(|ip| {
-                let f = self.symbols.resolve(ip);
-                self.symbols.frame(f).name.clone()
-            })
+        self.stacks
+            .ips(s)
+            .iter()
+            .map(|&ip| self.symbols.frame(self.symbols.resolve(ip)).name.clone())
             .collect()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn event_ids_are_the_runtimes() {
-        let rt = KnownProvider::Runtime;
-        for (id, name) in [
-            (runtime::GC_START, "GC/Start"),
-            (runtime::GC_STOP, "GC/Stop"),
-            (runtime::GC_HEAP_STATS, "GC/HeapStats"),
-            (runtime::GC_SUSPEND_EE_START, "GC/SuspendEEStart"),
-            (runtime::GC_RESTART_EE_STOP, "GC/RestartEEStop"),
-            (runtime::GC_ALLOCATION_TICK, "GC/AllocationTick"),
-            (runtime::EXCEPTION_START, "Exception/Start"),
-            (runtime::EXCEPTION_CATCH_START, "ExceptionCatch/Start"),
-            (runtime::CONTENTION_START, "Contention/Start"),
-            (runtime::CONTENTION_STOP, "Contention/Stop"),
-            (runtime::METHOD_LOAD_VERBOSE, "Method/LoadVerbose"),
-            (runtime::METHOD_UNLOAD_VERBOSE, "Method/UnloadVerbose"),
-            (
-                runtime::TP_ADJUSTMENT,
-                "ThreadPoolWorkerThreadAdjustment/Adjustment",
-            ),
-            (runtime::TP_WORKER_START, "ThreadPoolWorkerThread/Start"),
-            (runtime::R2R_GET_ENTRY_POINT, "Method/R2RGetEntryPoint"),
-        ] {
-            assert_eq!(clr_events::event_name_for(rt, id, 0), Some(name), "id {id}");
-        }
-        let rd = KnownProvider::Rundown;
-        assert_eq!(
-            clr_events::event_name_for(rd, rundown::METHOD_DC_STOP_VERBOSE, 0),
-            Some("Method/DCStopVerbose")
-        );
-        assert_eq!(
-            clr_events::event_name_for(rd, rundown::METHOD_DC_START_VERBOSE, 0),
-            Some("Method/DCStartVerbose")
-        );
-    }
-}
+mod tests;

@@ -142,7 +142,7 @@ impl StackProfile {
     pub fn build(
         cpu: &CpuModel,
         stacks: &StackTable,
-        symbols: &mut Symbols,
+        symbols: &Symbols,
         filter: &StackFilter,
     ) -> StackProfile {
         let mut cache: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 pub struct StackId(pub u32);
 
 /// The interned stacks of a trace.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct StackTable {
     by_bytes: FxHashMap<Box<[u8]>, StackId>,
     /// Offsets into `ips` of each stack, and its length.
@@ -56,6 +56,11 @@ impl StackTable {
             .get(id.0 as usize)
             .and_then(|&(s, l)| self.ips.get(s as usize..(s + l) as usize))
             .unwrap_or(&[])
+    }
+
+    /// Every address of every stack (with repeats).
+    pub fn all_ips(&self) -> &[u64] {
+        &self.ips
     }
 
     /// Number of distinct stacks.

@@ -12,7 +12,11 @@
 //!
 //! Ranges are collected during the pass and resolved at the end, because the rundown comes last.
 
+use clr_events::runtime::{ids, rundown_ids, MethodLoad, R2rEntryPoint};
+use clr_events::{KnownProvider, ViewError};
 use rustc_hash::FxHashMap;
+
+use crate::event::{Model, ModelEvent, Provider, Wanted};
 
 /// The longest a ReadyToRun method is assumed to be when only its entry point is known.
 pub const R2R_MAX_SIZE: u64 = 4 * 1024;
@@ -41,7 +45,7 @@ pub struct Frame {
     pub kind: FrameKind,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Method {
     namespace: String,
     name: String,
@@ -62,7 +66,7 @@ pub struct ModuleMapping {
 }
 
 /// Method and module address ranges, then frame names.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Symbols {
     methods: Vec<Method>,
     method_by_id: FxHashMap<u64, u32>,
@@ -79,6 +83,49 @@ pub struct Symbols {
     method_frames: Vec<FrameId>,
     cache: FxHashMap<u64, FrameId>,
     finished: bool,
+    has_rundown: bool,
+}
+
+impl Model for Symbols {
+    const EVENTS: &'static [Wanted] = &[
+        Wanted::runtime(ids::METHOD_LOAD_VERBOSE).always(),
+        Wanted::runtime(ids::METHOD_UNLOAD_VERBOSE).always(),
+        Wanted::runtime(ids::R2R_GET_ENTRY_POINT).always(),
+        Wanted::rundown(rundown_ids::METHOD_DC_START_VERBOSE),
+        Wanted::rundown(rundown_ids::METHOD_DC_STOP_VERBOSE),
+    ];
+
+    fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        let (p, v, ptr) = (ev.payload, ev.version, ev.pointer_size);
+        match (ev.provider, ev.id) {
+            (Provider::Known(KnownProvider::Runtime), ids::R2R_GET_ENTRY_POINT) => {
+                let e = R2rEntryPoint::parse(p, v, ptr)?;
+                self.add_entry_point(
+                    e.method_id,
+                    e.entry_point,
+                    &e.namespace.to_string_lossy(),
+                    &e.name.to_string_lossy(),
+                    &e.signature.to_string_lossy(),
+                );
+            }
+            (Provider::Known(k), id) => {
+                let m = MethodLoad::parse_event(k, id, p, v, ptr)?;
+                if k == KnownProvider::Rundown {
+                    self.has_rundown = true;
+                }
+                self.add_method(
+                    m.method_id,
+                    m.start,
+                    u64::from(m.size),
+                    &m.namespace.to_string_lossy(),
+                    &m.name.to_string_lossy(),
+                    &m.signature.to_string_lossy(),
+                );
+            }
+            (Provider::Clrspy, _) => {}
+        }
+        Ok(())
+    }
 }
 
 impl Symbols {
@@ -210,6 +257,11 @@ impl Symbols {
             .map(|n| self.intern(n, FrameKind::Managed))
             .collect();
         self.cache.clear();
+        // The frames `resolve` falls back to.
+        self.intern("[native]".into(), FrameKind::Native);
+        if !self.modules.is_empty() {
+            self.intern("[unknown]".into(), FrameKind::Unknown);
+        }
         self.finished = true;
     }
 
@@ -226,8 +278,43 @@ impl Symbols {
         id
     }
 
-    /// The frame of an address ([`Symbols::finish`] first).
-    pub fn resolve(&mut self, ip: u64) -> FrameId {
+    /// True when a rundown method event was read.
+    pub fn has_rundown(&self) -> bool {
+        self.has_rundown
+    }
+
+    /// Names every address of `ips` ([`Symbols::finish`] first), so [`Symbols::resolve`]
+    /// finds them without changing anything.
+    pub fn resolve_all(&mut self, ips: &[u64]) {
+        for &ip in ips {
+            self.resolve_mut(ip);
+        }
+    }
+
+    /// The frame of an address: the one [`Symbols::resolve_all`] (or
+    /// [`Symbols::resolve_mut`]) named, else the method whose code holds it, else a generic
+    /// native or unknown frame.
+    pub fn resolve(&self, ip: u64) -> FrameId {
+        if let Some(&f) = self.cache.get(&ip) {
+            return f;
+        }
+        if let Some(f) = self.lookup_method(ip) {
+            return f;
+        }
+        let name = if self.modules.is_empty() {
+            "[native]"
+        } else {
+            "[unknown]"
+        };
+        self.frame_by_name
+            .get(name)
+            .copied()
+            .unwrap_or(FrameId(u32::MAX))
+    }
+
+    /// The frame of an address, naming native and unknown addresses as needed
+    /// ([`Symbols::finish`] first).
+    pub fn resolve_mut(&mut self, ip: u64) -> FrameId {
         if let Some(&f) = self.cache.get(&ip) {
             return f;
         }
@@ -236,13 +323,13 @@ impl Symbols {
         f
     }
 
-    fn lookup(&mut self, ip: u64) -> FrameId {
+    fn lookup_method(&self, ip: u64) -> Option<FrameId> {
         // The last range starting at or before ip that still covers it.
         let i = self.ranges.partition_point(|r| r.0 <= ip);
         for &(s, e, m) in self.ranges[..i].iter().rev().take(8) {
             if ip >= s && ip < e {
                 if let Some(&f) = self.method_frames.get(m as usize) {
-                    return f;
+                    return Some(f);
                 }
             }
         }
@@ -250,9 +337,16 @@ impl Symbols {
         if let Some(&(s, e, m)) = k.checked_sub(1).and_then(|k| self.entry_ranges.get(k)) {
             if ip >= s && ip < e {
                 if let Some(&f) = self.method_frames.get(m as usize) {
-                    return f;
+                    return Some(f);
                 }
             }
+        }
+        None
+    }
+
+    fn lookup(&mut self, ip: u64) -> FrameId {
+        if let Some(f) = self.lookup_method(ip) {
+            return f;
         }
         let j = self.modules.partition_point(|m| m.start <= ip);
         if let Some(m) = j.checked_sub(1).and_then(|k| self.modules.get(k)) {
@@ -333,11 +427,12 @@ mod tests {
         );
         s.finish();
         let name = |s: &mut Symbols, ip: u64| {
-            let f = s.resolve(ip);
+            let f = s.resolve_mut(ip);
             s.frame(f).name.clone()
         };
         let a = s.resolve(0x1010);
         assert_eq!(a, s.resolve(0x5010));
+        assert_eq!(s.frame(s.resolve(0x9999)).name, "[native]");
         assert_eq!(s.frame(a).name, "App.Cpu.Burn");
         assert_eq!(name(&mut s, 0x2001), "App.Cpu.Run(int32)");
         assert_eq!(name(&mut s, 0x3001), "App.Cpu.Run(String)");

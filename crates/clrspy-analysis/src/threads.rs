@@ -5,7 +5,10 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::event::{runtime, EventCtx};
+use clr_events::runtime::{ids, AdjustmentReason, ThreadPoolAdjustment, ThreadPoolWorkerThread};
+use clr_events::{clrspy, ViewError};
+
+use crate::event::{Model, ModelEvent, Provider, Wanted};
 
 /// Points kept for the worker-count timeline (older points are thinned).
 const MAX_POINTS: usize = 2000;
@@ -20,7 +23,7 @@ pub struct WorkerPoint {
 }
 
 /// The threads model.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ThreadModel {
     /// Worker counts over time.
     pub timeline: Vec<WorkerPoint>,
@@ -34,22 +37,6 @@ pub struct ThreadModel {
     pub names: FxHashMap<u64, String>,
     /// Threads the runtime created during the trace.
     pub created: u64,
-}
-
-fn adjustment_reason(r: u64) -> String {
-    match r {
-        0 => "Warmup",
-        1 => "Initializing",
-        2 => "RandomMove",
-        3 => "ClimbingMove",
-        4 => "ChangePoint",
-        5 => "Stabilizing",
-        6 => "Starvation",
-        7 => "ThreadTimedOut",
-        8 => "CooperativeBlocking",
-        other => return format!("Reason{other}"),
-    }
-    .to_string()
 }
 
 impl ThreadModel {
@@ -74,29 +61,18 @@ impl ThreadModel {
         self.timeline.push(WorkerPoint { ms, workers });
     }
 
-    /// A thread pool or thread event.
-    pub fn on_event(&mut self, ev: &EventCtx<'_>) {
-        let f = ev.fields;
-        let ms = ev.ts_ns as f64 / 1e6;
-        match ev.id {
-            runtime::TP_WORKER_START | runtime::TP_WORKER_STOP | runtime::TP_WORKER_WAIT => {
-                if let Some(n) = f.u64("ActiveWorkerThreadCount") {
-                    self.point(ms, n);
-                }
-            }
-            runtime::TP_ADJUSTMENT => {
-                let reason = adjustment_reason(f.u64("Reason").unwrap_or(u64::MAX));
-                if reason == "Starvation" {
-                    self.starvation += 1;
-                }
-                *self.adjustments.entry(reason).or_default() += 1;
-                if let Some(n) = f.u64("NewWorkerThreadCount") {
-                    self.point(ms, n);
-                }
-            }
-            runtime::THREAD_CREATED | runtime::THREAD_CREATING => self.created += 1,
-            _ => {}
+    /// A thread pool worker count at `ms`.
+    pub fn on_workers(&mut self, ms: f64, w: &ThreadPoolWorkerThread) {
+        self.point(ms, u64::from(w.active));
+    }
+
+    /// A hill-climbing adjustment at `ms`.
+    pub fn on_adjustment(&mut self, ms: f64, a: &ThreadPoolAdjustment) {
+        if a.reason == AdjustmentReason::Starvation {
+            self.starvation += 1;
         }
+        *self.adjustments.entry(a.reason.to_string()).or_default() += 1;
+        self.point(ms, u64::from(a.new_worker_count));
     }
 
     /// A thread's name (from clrspy's readings).
@@ -104,5 +80,84 @@ impl ThreadModel {
         if !name.is_empty() {
             self.names.insert(thread, name.to_string());
         }
+    }
+}
+
+impl Model for ThreadModel {
+    const EVENTS: &'static [Wanted] = &[
+        Wanted::runtime(ids::TP_WORKER_START),
+        Wanted::runtime(ids::TP_WORKER_STOP),
+        Wanted::runtime(ids::TP_WORKER_WAIT),
+        Wanted::runtime(ids::TP_ADJUSTMENT),
+        Wanted::runtime(ids::THREAD_CREATED),
+        Wanted::runtime(ids::THREAD_CREATING),
+        Wanted::clrspy(clrspy::ids::THREAD_NAME),
+    ];
+
+    fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        let (p, v, ptr) = (ev.payload, ev.version, ev.pointer_size);
+        let ms = ev.ts_ns as f64 / 1e6;
+        match (ev.provider, ev.id) {
+            (Provider::Clrspy, _) => {
+                let n = clrspy::ThreadName::parse(p)?;
+                self.name(u64::from(n.thread_id), &n.name.to_string_lossy());
+            }
+            (_, ids::TP_WORKER_START | ids::TP_WORKER_STOP | ids::TP_WORKER_WAIT) => {
+                self.on_workers(ms, &ThreadPoolWorkerThread::parse(ev.id, p, v, ptr)?)
+            }
+            (_, ids::TP_ADJUSTMENT) => {
+                self.on_adjustment(ms, &ThreadPoolAdjustment::parse(p, v, ptr)?)
+            }
+            // Only counted: their fields are not read.
+            (_, ids::THREAD_CREATED | ids::THREAD_CREATING) => self.created += 1,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(provider: Provider, id: u32, ms: i64, payload: &[u8]) -> ModelEvent<'_> {
+        ModelEvent {
+            provider,
+            id,
+            version: 0,
+            ts_ns: ms * 1_000_000,
+            thread_id: 3,
+            payload,
+            pointer_size: 8,
+            stack: None,
+        }
+    }
+
+    #[test]
+    fn pool_counts_adjustments_and_names() {
+        let rt = Provider::Known(clr_events::KnownProvider::Runtime);
+        let mut m = ThreadModel::new();
+        let mut w = Vec::new();
+        w.extend(4u32.to_le_bytes());
+        w.extend(0u32.to_le_bytes());
+        w.extend(0u16.to_le_bytes());
+        m.on_event(&ev(rt, ids::TP_WORKER_START, 1, &w)).unwrap();
+        let mut a = Vec::new();
+        a.extend(1.5f64.to_le_bytes());
+        a.extend(9u32.to_le_bytes());
+        a.extend(6u32.to_le_bytes());
+        a.extend(0u16.to_le_bytes());
+        m.on_event(&ev(rt, ids::TP_ADJUSTMENT, 2, &a)).unwrap();
+        m.on_event(&ev(rt, ids::THREAD_CREATING, 3, &[])).unwrap();
+        let mut n = Vec::new();
+        clrspy::ThreadName::encode(77, "worker-1", &mut n);
+        m.on_event(&ev(Provider::Clrspy, clrspy::ids::THREAD_NAME, 4, &n))
+            .unwrap();
+        assert_eq!((m.max_workers, m.starvation, m.created), (9, 1, 1));
+        assert_eq!(m.adjustments["Starvation"], 1);
+        assert_eq!(m.names[&77], "worker-1");
+        assert_eq!(m.timeline.len(), 2);
+        assert!(m.on_event(&ev(rt, ids::TP_ADJUSTMENT, 5, &a[..9])).is_err());
+        assert_eq!(m.adjustments.len(), 1);
     }
 }

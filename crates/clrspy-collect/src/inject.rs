@@ -13,12 +13,12 @@
 use std::io::{self, Write};
 
 use nettrace::{
-    EventMetadata, EventRecord, FieldDesc, FieldType, FormatVersion, Item, Scanner, TraceWriter,
-    WriteFormat, WriterOptions,
+    EventMetadata, EventRecord, FormatVersion, Item, Scanner, TraceWriter, WriteFormat,
+    WriterOptions,
 };
 
 /// clrspy's provider name.
-pub const PROVIDER: &str = "clrspy";
+pub const PROVIDER: &str = clr_events::clrspy::PROVIDER;
 /// Metadata ids of clrspy's events start here (the runtime counts up from 1).
 pub const FIRST_METADATA_ID: u32 = 0x7F00_0000;
 /// The capture thread clrspy's events claim (no OS thread has this id).
@@ -66,14 +66,18 @@ pub enum Injected {
 }
 
 impl Injected {
+    /// The event's index in [`definitions`].
     fn id(&self) -> usize {
-        match self {
-            Injected::ThreadCpu { .. } => 0,
-            Injected::ThreadName { .. } => 1,
-            Injected::SamplerInfo { .. } => 2,
-            Injected::Tick => 3,
-            Injected::ModuleMap { .. } => 4,
-        }
+        use clr_events::clrspy::{ids, EVENTS};
+        let id = match self {
+            Injected::ThreadCpu { .. } => ids::THREAD_CPU,
+            Injected::ThreadName { .. } => ids::THREAD_NAME,
+            Injected::SamplerInfo { .. } => ids::SAMPLER_INFO,
+            Injected::Tick => ids::TICK,
+            Injected::ModuleMap { .. } => ids::MODULE_MAP,
+        };
+        // Every id is in the table (clr-events' tests check it).
+        EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
     }
 
     fn thread(&self) -> u64 {
@@ -84,99 +88,35 @@ impl Injected {
     }
 
     fn payload(&self) -> Vec<u8> {
+        use clr_events::clrspy;
         let mut p = Vec::new();
-        let s16 = |p: &mut Vec<u8>, s: &str| {
-            for u in s.encode_utf16() {
-                p.extend_from_slice(&u.to_le_bytes());
-            }
-            p.extend_from_slice(&[0, 0]);
-        };
         match self {
-            Injected::ThreadCpu { tid, cpu_ns, state } => {
-                p.extend_from_slice(&tid.to_le_bytes());
-                p.extend_from_slice(&cpu_ns.to_le_bytes());
-                p.extend_from_slice(&u16::from(*state).to_le_bytes());
+            Injected::ThreadCpu { tid, cpu_ns, state } => clrspy::ThreadCpu {
+                thread_id: *tid,
+                cpu_ns: *cpu_ns,
+                state: u16::from(*state),
             }
-            Injected::ThreadName { tid, name } => {
-                p.extend_from_slice(&tid.to_le_bytes());
-                s16(&mut p, name);
-            }
+            .encode(&mut p),
+            Injected::ThreadName { tid, name } => clrspy::ThreadName::encode(*tid, name, &mut p),
             Injected::SamplerInfo {
                 interval_ms,
                 source,
-            } => {
-                p.extend_from_slice(&interval_ms.to_le_bytes());
-                s16(&mut p, source);
-            }
+            } => clrspy::SamplerInfo::encode(*interval_ms, source, &mut p),
             Injected::Tick => {}
             Injected::ModuleMap {
                 start,
                 end,
                 offset,
                 path,
-            } => {
-                p.extend_from_slice(&start.to_le_bytes());
-                p.extend_from_slice(&end.to_le_bytes());
-                p.extend_from_slice(&offset.to_le_bytes());
-                s16(&mut p, path);
-            }
+            } => clrspy::ModuleMap::encode(*start, *end, *offset, path, &mut p),
         }
         p
     }
 }
 
+/// The events' metadata, from clr-events' definition of the provider.
 fn definitions() -> Vec<EventMetadata> {
-    let f = |name: &'static str, ty: FieldType| FieldDesc {
-        name: name.into(),
-        ty,
-    };
-    let def = |id: u32, name: &str, fields: Vec<FieldDesc>| EventMetadata {
-        provider: PROVIDER.into(),
-        event_id: id,
-        event_name: name.into(),
-        version: 0,
-        level: 4,
-        fields,
-        ..EventMetadata::default()
-    };
-    vec![
-        def(
-            1,
-            "ThreadCpu",
-            vec![
-                f("ThreadID", FieldType::U32),
-                f("CpuTimeNs", FieldType::U64),
-                f("State", FieldType::U16),
-            ],
-        ),
-        def(
-            2,
-            "ThreadName",
-            vec![
-                f("ThreadID", FieldType::U32),
-                f("Name", FieldType::String16),
-            ],
-        ),
-        def(
-            3,
-            "SamplerInfo",
-            vec![
-                f("IntervalMs", FieldType::U32),
-                f("Source", FieldType::String16),
-            ],
-        ),
-        def(4, "Tick", vec![]),
-        def(
-            5,
-            "ModuleMap",
-            vec![
-                f("Start", FieldType::U64),
-                f("End", FieldType::U64),
-                f("Offset", FieldType::U64),
-                f("Path", FieldType::String16),
-            ],
-        ),
-    ]
+    clr_events::clrspy::metadata()
 }
 
 /// Facts of the runtime's Trace object.

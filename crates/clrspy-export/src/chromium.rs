@@ -187,7 +187,7 @@ pub fn write<S: ByteSource>(
             "name": format!("GC #{} gen{} {}", g.number, g.generation, g.reason),
             "cat": "gc", "ph": "X", "ts": g.start_ms * 1000.0, "dur": dur * 1000.0,
             "pid": pid, "tid": 0,
-            "args": {"type": g.kind, "pause_ms": g.pause_ms, "heap_after_mb": g.heap_after_mb},
+            "args": {"type": g.kind.to_string(), "pause_ms": g.pause_ms, "heap_after_mb": g.heap_after_mb},
         }))?;
     }
     o.w.write_all(b"\n],\"otherData\":")?;

@@ -173,7 +173,7 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</styl
             let _ = write!(
                 h,
                 "<rect x={x:.1} y={:.1} width=3 height={bh:.1} fill={color}><title>GC #{} gen{} {}: {:.2} ms pause at {:.0} ms</title></rect>",
-                ht - bh, g.number, g.generation, escape(&g.reason), g.pause_ms, g.start_ms
+                ht - bh, g.number, g.generation, escape(&g.reason.to_string()), g.pause_ms, g.start_ms
             );
         }
         let _ = write!(h, "<text x=0 y={} font-size=11>0 ms</text><text x={} y={} font-size=11 text-anchor=end>{:.0} ms</text><text x=4 y=12 font-size=11>max pause {:.2} ms</text></svg>", ht + 14.0, w, ht + 14.0, span, max);

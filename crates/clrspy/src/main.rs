@@ -8,7 +8,6 @@ mod input;
 mod names;
 mod output;
 mod progress;
-mod providers;
 
 use std::process::ExitCode;
 

@@ -266,7 +266,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
                 format!(" (also: {})", p.aliases.join(", "))
             };
             writeln!(out, "{}{aliases}\n    {}", p.name, p.description)?;
-            for q in crate::providers::parse_providers(p.providers).unwrap_or_default() {
+            for q in clr_events::provider_spec::parse_providers(p.providers).unwrap_or_default() {
                 let args = q
                     .arguments
                     .as_deref()
@@ -281,12 +281,23 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         }
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    let providers = crate::providers::resolve(
+    let providers = clr_events::provider_spec::resolve(
         args.profile.as_deref(),
         args.providers.as_deref(),
         args.clrevents.as_deref(),
         args.clrevents_level.as_deref(),
     )
+    .map(|specs| {
+        specs
+            .into_iter()
+            .map(|p| diagnostics_client::Provider {
+                name: p.name,
+                keywords: p.keywords,
+                level: p.level,
+                arguments: p.arguments,
+            })
+            .collect()
+    })
     .map_err(|e| {
         CliError::new(e)
             .hint("`clrspy record --list-profiles` lists the profiles")

@@ -62,7 +62,11 @@ pub(crate) fn window(from: &Option<String>, to: &Option<String>) -> CliResult<Op
             .code(2));
         }
     }
-    Ok(Options { from_ns, to_ns })
+    Ok(Options {
+        from_ns,
+        to_ns,
+        ..Options::default()
+    })
 }
 
 /// The report options of the command line.

@@ -1,11 +1,32 @@
 //! Provider specs the way dotnet-trace users write them: `--providers
-//! Name[:Keywords[:Level[:Key=Value;...]]]` (keywords in hex or by name joined with `+`),
-//! `--clrevents gc+exception` with `--clrevents-level` (informational by default, as
-//! dotnet-trace), and `--profile NAME` (clr-events' named profiles). Later sources override earlier ones for the same provider: profile, then
-//! `--providers`, then `--clrevents`.
+//! Name[:Keywords[:Level[:Key=Value;...]]]` (keywords in hex or by name joined with `+`,
+//! double-quoted argument values may hold commas), `--clrevents gc+exception` with
+//! `--clrevents-level` (informational by default, as dotnet-trace), and `--profile NAME` (the
+//! named [`profiles`](crate::profiles)). Later sources override earlier ones for the same
+//! provider: profile, then `--providers`, then `--clrevents`. Errors are one line for a user.
+//!
+//! ```
+//! use clr_events::provider_spec::parse_provider;
+//! let p = parse_provider("Microsoft-Windows-DotNETRuntime:gc+exception:4").unwrap();
+//! assert_eq!((p.keywords, p.level), (0x8001, 4));
+//! ```
 
-use clr_events::profiles::{find_profile, keyword_names, PROFILES};
-use diagnostics_client::Provider;
+use crate::profiles::{find_profile, keyword_names, PROFILES};
+
+/// One provider to enable: what a spec says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderSpec {
+    /// Provider name, e.g. `Microsoft-Windows-DotNETRuntime`.
+    pub name: String,
+    /// Keyword mask (all bits when the spec gives none).
+    pub keywords: u64,
+    /// Level: 0 log always .. 5 verbose (verbose when the spec gives none).
+    pub level: u32,
+    /// Filter arguments (`Key=Value;Key2=Value2`), as written.
+    pub arguments: Option<String>,
+}
+
+type Provider = ProviderSpec;
 
 /// Parses a level: 0-5 or a name.
 fn parse_level(l: &str, spec: &str) -> Result<u32, String> {
@@ -161,7 +182,7 @@ pub fn resolve(
     if let Some(k) = clrevents {
         let spec = format!(
             "{}:{k}:{}",
-            clr_events::RUNTIME_PROVIDER,
+            crate::RUNTIME_PROVIDER,
             clrevents_level.unwrap_or("4")
         );
         merge(&mut out, parse_provider(&spec)?);

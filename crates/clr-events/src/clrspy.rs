@@ -1,0 +1,291 @@
+//! clrspy's own provider: the events `clrspy record` splices into a trace (each thread's CPU
+//! time and name at every reading, how readings were taken, the reading ticks, the process's
+//! executable mappings). One definition serves both sides: the recorder builds the events'
+//! metadata ([`metadata`]) and payloads (each view's `encode`) from it, and the analysis reads
+//! them back with the views' `parse`.
+//!
+//! The events are self-describing (their metadata declares the fields), so TraceEvent shows
+//! them with their field names too.
+//!
+//! ```
+//! use clr_events::clrspy::{ThreadCpu, ids};
+//! let mut p = Vec::new();
+//! ThreadCpu { thread_id: 42, cpu_ns: 1_500_000, state: b'R' as u16 }.encode(&mut p);
+//! let t = ThreadCpu::parse(&p).unwrap();
+//! assert_eq!((t.thread_id, t.cpu_ns), (42, 1_500_000));
+//! assert_eq!(clr_events::clrspy::event(ids::THREAD_CPU).unwrap().name, "ThreadCpu");
+//! ```
+
+use nettrace::{EventMetadata, FieldDesc, FieldType};
+
+use crate::layout::d::{string, uint16, uint32, uint64};
+use crate::layout::FieldDef;
+use crate::view::{Cursor, Utf16Str, ViewError};
+
+/// The provider's name.
+pub const PROVIDER: &str = "clrspy";
+
+/// Event ids.
+pub mod ids {
+    /// `ThreadCpu`: a thread's total CPU time at a reading.
+    pub const THREAD_CPU: u32 = 1;
+    /// `ThreadName`.
+    pub const THREAD_NAME: u32 = 2;
+    /// `SamplerInfo`: once, how readings are taken.
+    pub const SAMPLER_INFO: u32 = 3;
+    /// `Tick`: every thread's CPU time was read at this time.
+    pub const TICK: u32 = 4;
+    /// `ModuleMap`: an executable mapping of the process.
+    pub const MODULE_MAP: u32 = 5;
+}
+
+/// One event of the provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventDef {
+    /// Its id.
+    pub id: u32,
+    /// Its name.
+    pub name: &'static str,
+    /// Its fields, in payload order.
+    pub fields: &'static [FieldDef],
+}
+
+const THREAD_CPU_FIELDS: &[FieldDef] = &[uint32("ThreadID"), uint64("CpuTimeNs"), uint16("State")];
+const THREAD_NAME_FIELDS: &[FieldDef] = &[uint32("ThreadID"), string("Name")];
+const SAMPLER_INFO_FIELDS: &[FieldDef] = &[uint32("IntervalMs"), string("Source")];
+const MODULE_MAP_FIELDS: &[FieldDef] = &[
+    uint64("Start"),
+    uint64("End"),
+    uint64("Offset"),
+    string("Path"),
+];
+
+/// Every event of the provider (version 0, level informational).
+pub const EVENTS: &[EventDef] = &[
+    EventDef {
+        id: ids::THREAD_CPU,
+        name: "ThreadCpu",
+        fields: THREAD_CPU_FIELDS,
+    },
+    EventDef {
+        id: ids::THREAD_NAME,
+        name: "ThreadName",
+        fields: THREAD_NAME_FIELDS,
+    },
+    EventDef {
+        id: ids::SAMPLER_INFO,
+        name: "SamplerInfo",
+        fields: SAMPLER_INFO_FIELDS,
+    },
+    EventDef {
+        id: ids::TICK,
+        name: "Tick",
+        fields: &[],
+    },
+    EventDef {
+        id: ids::MODULE_MAP,
+        name: "ModuleMap",
+        fields: MODULE_MAP_FIELDS,
+    },
+];
+
+/// The definition of event `id`.
+pub fn event(id: u32) -> Option<&'static EventDef> {
+    EVENTS.iter().find(|e| e.id == id)
+}
+
+/// The events' NetTrace metadata (provider, id, name, version 0, level 4, fields), in
+/// [`EVENTS`] order.
+pub fn metadata() -> Vec<EventMetadata> {
+    EVENTS
+        .iter()
+        .map(|e| EventMetadata {
+            provider: PROVIDER.into(),
+            event_id: e.id,
+            event_name: e.name.into(),
+            version: 0,
+            level: 4,
+            fields: e
+                .fields
+                .iter()
+                .map(|f| FieldDesc {
+                    name: f.name.into(),
+                    ty: field_type(f),
+                })
+                .collect(),
+            ..EventMetadata::default()
+        })
+        .collect()
+}
+
+fn field_type(f: &FieldDef) -> FieldType {
+    use crate::layout::{FieldKind, Scalar};
+    match f.kind {
+        FieldKind::Scalar(Scalar::U16) => FieldType::U16,
+        FieldKind::Scalar(Scalar::U32) => FieldType::U32,
+        FieldKind::Scalar(Scalar::UnicodeString) => FieldType::String16,
+        // The table above uses only these four.
+        _ => FieldType::U64,
+    }
+}
+
+fn cursor<'a>(id: u32, payload: &'a [u8]) -> Result<Cursor<'a>, ViewError> {
+    let (name, fields) = event(id).map_or(("clrspy event", &[][..]), |e| (e.name, e.fields));
+    Cursor::new(name, 0, fields, payload, 8)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    for u in s.encode_utf16() {
+        out.extend_from_slice(&u.to_le_bytes());
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+/// `ThreadCpu`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadCpu {
+    /// The OS thread id.
+    pub thread_id: u32,
+    /// Its CPU time so far, ns.
+    pub cpu_ns: u64,
+    /// Its scheduler state letter (`R`, `S`, `D`, ...).
+    pub state: u16,
+}
+
+impl ThreadCpu {
+    /// Reads the payload.
+    pub fn parse(payload: &[u8]) -> Result<ThreadCpu, ViewError> {
+        let mut c = cursor(ids::THREAD_CPU, payload)?;
+        Ok(ThreadCpu {
+            thread_id: c.u32("ThreadID")?,
+            cpu_ns: c.u64("CpuTimeNs")?,
+            state: c.u64("State")? as u16,
+        })
+    }
+
+    /// Writes the payload.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.thread_id.to_le_bytes());
+        out.extend_from_slice(&self.cpu_ns.to_le_bytes());
+        out.extend_from_slice(&self.state.to_le_bytes());
+    }
+}
+
+/// `ThreadName`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadName<'a> {
+    /// The OS thread id.
+    pub thread_id: u32,
+    /// Its name.
+    pub name: Utf16Str<'a>,
+}
+
+impl<'a> ThreadName<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<ThreadName<'a>, ViewError> {
+        let mut c = cursor(ids::THREAD_NAME, payload)?;
+        Ok(ThreadName {
+            thread_id: c.u32("ThreadID")?,
+            name: c.str("Name")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(thread_id: u32, name: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(&thread_id.to_le_bytes());
+        put_str(out, name);
+    }
+}
+
+/// `SamplerInfo`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SamplerInfo<'a> {
+    /// The reading interval, ms.
+    pub interval_ms: u32,
+    /// Where readings come from (`schedstat` or `stat`).
+    pub source: Utf16Str<'a>,
+}
+
+impl<'a> SamplerInfo<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<SamplerInfo<'a>, ViewError> {
+        let mut c = cursor(ids::SAMPLER_INFO, payload)?;
+        Ok(SamplerInfo {
+            interval_ms: c.u32("IntervalMs")?,
+            source: c.str("Source")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(interval_ms: u32, source: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(&interval_ms.to_le_bytes());
+        put_str(out, source);
+    }
+}
+
+/// `ModuleMap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModuleMap<'a> {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    /// The file's path.
+    pub path: Utf16Str<'a>,
+}
+
+impl<'a> ModuleMap<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<ModuleMap<'a>, ViewError> {
+        let mut c = cursor(ids::MODULE_MAP, payload)?;
+        Ok(ModuleMap {
+            start: c.u64("Start")?,
+            end: c.u64("End")?,
+            offset: c.u64("Offset")?,
+            path: c.str("Path")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(start: u64, end: u64, offset: u64, path: &str, out: &mut Vec<u8>) {
+        for v in [start, end, offset] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        put_str(out, path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each encoder writes what its metadata declares: nettrace's metadata-driven decoder
+    /// reads every field back.
+    #[test]
+    fn encoders_match_the_metadata() {
+        let md = metadata();
+        assert_eq!(md.len(), EVENTS.len());
+        let mut p = Vec::new();
+        ModuleMap::encode(0x1000, 0x2000, 0x40, "/usr/lib/libcoreclr.so", &mut p);
+        let m = ModuleMap::parse(&p).unwrap();
+        assert_eq!((m.start, m.end, m.offset), (0x1000, 0x2000, 0x40));
+        assert_eq!(m.path.to_string(), "/usr/lib/libcoreclr.so");
+        let mm = md.iter().find(|m| m.event_name == "ModuleMap").unwrap();
+        let names: Vec<&str> = mm.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["Start", "End", "Offset", "Path"]);
+        assert_eq!(mm.fields[3].ty, FieldType::String16);
+
+        p.clear();
+        ThreadName::encode(7, "worker", &mut p);
+        let t = ThreadName::parse(&p).unwrap();
+        assert_eq!((t.thread_id, t.name.to_string().as_str()), (7, "worker"));
+        p.clear();
+        SamplerInfo::encode(20, "schedstat", &mut p);
+        assert!(SamplerInfo::parse(&p).unwrap().source.eq_str("schedstat"));
+        let e = ThreadCpu::parse(&[1, 0, 0, 0, 5]).unwrap_err();
+        assert_eq!(e.event, "ThreadCpu");
+        assert!(e.to_string().contains("CpuTimeNs"), "{e}");
+    }
+}

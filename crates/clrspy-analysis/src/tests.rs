@@ -1,0 +1,284 @@
+//! The pass as a whole, on traces built with nettrace's writer: dispatch, decode failures,
+//! the time window, snapshots and repeated finishes.
+
+use super::*;
+use clr_events::runtime::ids;
+use nettrace::{EventMetadata, EventRecord, TraceReader, TraceWriter, WriterOptions};
+
+/// One event to write: (provider, id, version, ms, thread, stack, payload).
+type Ev = (&'static str, u32, u8, i64, u64, Vec<u64>, Vec<u8>);
+
+fn utf16z(s: &str) -> Vec<u8> {
+    let mut v: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    v.extend([0, 0]);
+    v
+}
+
+fn u32s(v: &[u32]) -> Vec<u8> {
+    let mut p: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    p.extend(0u16.to_le_bytes());
+    p
+}
+
+fn method(id: u64, start: u64, size: u32, name: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend(id.to_le_bytes());
+    p.extend(1u64.to_le_bytes());
+    p.extend(start.to_le_bytes());
+    p.extend(size.to_le_bytes());
+    p.extend(0u32.to_le_bytes());
+    p.extend(0u32.to_le_bytes());
+    p.extend(utf16z("App"));
+    p.extend(utf16z(name));
+    p.extend(utf16z("void  ()"));
+    p.extend(0u16.to_le_bytes());
+    p
+}
+
+fn write(events: &[Ev]) -> Vec<u8> {
+    let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+    let mut ids: FxHashMap<(&str, u32, u8), u32> = FxHashMap::default();
+    for (provider, id, version, ms, thread, stack, payload) in events {
+        let key = (*provider, *id, *version);
+        let m = match ids.get(&key) {
+            Some(&m) => m,
+            None => {
+                let m = w
+                    .define(&EventMetadata {
+                        provider: provider.to_string(),
+                        event_id: *id,
+                        version: *version,
+                        ..EventMetadata::default()
+                    })
+                    .unwrap();
+                ids.insert(key, m);
+                m
+            }
+        };
+        w.write(&EventRecord {
+            metadata_id: m,
+            thread_id: *thread,
+            capture_thread_id: *thread,
+            timestamp: ms * 1_000_000,
+            stack,
+            payload,
+            ..EventRecord::default()
+        })
+        .unwrap();
+    }
+    w.finish().unwrap()
+}
+
+const RT: &str = clr_events::RUNTIME_PROVIDER;
+const SP: &str = clr_events::SAMPLE_PROFILER_PROVIDER;
+
+/// Samples in two methods, GCs (one cut), allocation ticks with stacks, the method loads.
+fn workload() -> Vec<Ev> {
+    let mut v: Vec<Ev> = vec![
+        (
+            RT,
+            ids::METHOD_LOAD_VERBOSE,
+            1,
+            0,
+            1,
+            vec![],
+            method(1, 0x1000, 0x100, "Burn"),
+        ),
+        (
+            RT,
+            ids::METHOD_LOAD_VERBOSE,
+            1,
+            0,
+            1,
+            vec![],
+            method(2, 0x2000, 0x100, "Main"),
+        ),
+    ];
+    for k in 1..=40i64 {
+        let leaf = if k % 4 == 0 { 0x2010 } else { 0x1010 };
+        v.push((
+            SP,
+            0,
+            0,
+            k,
+            1,
+            vec![leaf, 0x2020],
+            2u32.to_le_bytes().to_vec(),
+        ));
+        if k % 10 == 0 {
+            v.push((
+                RT,
+                ids::GC_START,
+                1,
+                k,
+                1,
+                vec![],
+                u32s(&[k as u32 / 10, 0, 0, 0]),
+            ));
+            v.push((RT, ids::GC_STOP, 1, k, 1, vec![], u32s(&[k as u32 / 10, 0])));
+            let mut tick = Vec::new();
+            tick.extend(100_000u32.to_le_bytes());
+            tick.extend(0u32.to_le_bytes());
+            tick.extend(0u16.to_le_bytes());
+            tick.extend(100_000u64.to_le_bytes());
+            tick.extend(0x77u64.to_le_bytes());
+            tick.extend(utf16z("System.String"));
+            tick.extend(0u32.to_le_bytes());
+            v.push((
+                RT,
+                ids::GC_ALLOCATION_TICK,
+                2,
+                k,
+                1,
+                vec![0x1010, 0x2020],
+                tick,
+            ));
+        }
+    }
+    // A GC/Start cut after its Depth, twice; an unread event with a garbage payload.
+    v.push((
+        RT,
+        ids::GC_START,
+        1,
+        41,
+        1,
+        vec![],
+        vec![1, 0, 0, 0, 0, 0, 0, 0],
+    ));
+    v.push((RT, ids::GC_START, 1, 42, 1, vec![], vec![2, 0, 0, 0]));
+    v.push((RT, 35, 0, 43, 1, vec![], vec![0xFF]));
+    v
+}
+
+fn run(bytes: &[u8], options: Options) -> Analysis {
+    let mut r = TraceReader::new(bytes).unwrap();
+    Analysis::run(&mut r, options, &mut |_| ()).unwrap()
+}
+
+/// What the reports see, in a comparable form.
+fn summary(a: &Analysis) -> String {
+    let p = a.profile(&StackFilter::default());
+    let (excl, incl) = p.top(Metric::Cpu, &a.symbols);
+    format!(
+        "{excl:?} {incl:?} {:?} {} {} {:?}",
+        a.gc.gcs,
+        a.alloc.total_bytes,
+        a.undecodable,
+        a.decode_errors()
+    )
+}
+
+#[test]
+fn models_read_typed_views_and_count_what_they_cannot_decode() {
+    let a = run(&write(&workload()), Options::default());
+    assert_eq!(a.gc.gcs.len(), 4);
+    assert!(a.gc.gcs.iter().all(|g| g.duration_ms == Some(0.0)));
+    assert_eq!(a.alloc.total_bytes, 400_000);
+    let errs = a.decode_errors();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!((errs[0].event.as_str(), errs[0].count), ("GC/Start", 2));
+    assert!(
+        errs[0].first_error.contains("Reason"),
+        "{}",
+        errs[0].first_error
+    );
+    assert_eq!(a.undecodable, 2);
+    let p = a.profile(&StackFilter::default());
+    let (excl, incl) = p.top(Metric::Cpu, &a.symbols);
+    assert_eq!(excl[0], ("App.Burn".to_string(), 30.0));
+    assert_eq!(incl[0], ("App.Main".to_string(), 40.0));
+    // Frames resolve without changing the analysis.
+    let stack = a.alloc.by_stack.keys().next().and_then(|k| k.2);
+    assert_eq!(a.frames(stack), ["App.Burn", "App.Main"]);
+}
+
+#[test]
+fn models_left_out_see_nothing() {
+    let options = Options {
+        models: ModelSet::only(&[ModelKind::Cpu]),
+        ..Options::default()
+    };
+    let a = run(&write(&workload()), options);
+    assert!(a.gc.gcs.is_empty());
+    assert_eq!(a.alloc.ticks, 0);
+    assert!(a.decode_errors().is_empty());
+    let p = a.profile(&StackFilter::default());
+    assert_eq!(p.total(Metric::Cpu), 40.0);
+}
+
+#[test]
+fn the_window_clips_models_and_its_length() {
+    let bytes = write(&workload());
+    let all = run(&bytes, Options::default());
+    assert_eq!(all.window_ns(), 43_000_000);
+    assert_eq!(all.duration_ns, 43_000_000);
+    let from0 = run(
+        &bytes,
+        Options {
+            from_ns: Some(0),
+            to_ns: Some(20_500_000),
+            ..Options::default()
+        },
+    );
+    assert_eq!(from0.window_ns(), 20_500_000);
+    assert_eq!(from0.gc.gcs.len(), 2);
+    assert_eq!(
+        from0.profile(&StackFilter::default()).total(Metric::Cpu),
+        20.0
+    );
+    let late = run(
+        &bytes,
+        Options {
+            from_ns: Some(30_000_000),
+            to_ns: Some(99_000_000_000),
+            ..Options::default()
+        },
+    );
+    assert_eq!(late.window_ns(), 13_000_000);
+    let empty = run(
+        &bytes,
+        Options {
+            from_ns: Some(50_000_000),
+            ..Options::default()
+        },
+    );
+    assert_eq!(empty.window_ns(), 0);
+}
+
+#[test]
+fn snapshots_and_repeated_finishes_agree_with_one_pass() {
+    let bytes = write(&workload());
+    let once = run(&bytes, Options::default());
+    let mut r = TraceReader::new(&bytes).unwrap();
+    let mut live = Analysis::new(r.header(), Options::default());
+    let mut n = 0;
+    let mut snapshots = Vec::new();
+    while let Some(ev) = r.next_event().unwrap() {
+        live.event(&ev);
+        n += 1;
+        if n % 15 == 0 {
+            snapshots.push(live.snapshot());
+            // Finishing in the middle is allowed too: later events still count.
+            live.finish();
+        }
+    }
+    live.finish();
+    live.finish();
+    assert_eq!(summary(&live), summary(&once));
+    assert_eq!(live.window_ns(), once.window_ns());
+    // Each snapshot is a finished analysis of a prefix: counts only grow.
+    assert!(snapshots.len() >= 3);
+    for w in snapshots.windows(2) {
+        assert!(w[0].events < w[1].events);
+        assert!(w[0].gc.gcs.len() <= w[1].gc.gcs.len());
+        let t0 = w[0].profile(&StackFilter::default()).total(Metric::Cpu);
+        let t1 = w[1].profile(&StackFilter::default()).total(Metric::Cpu);
+        assert!(t0 <= t1);
+    }
+    // A snapshot names its methods even though the live pass had not finished then.
+    let first = &snapshots[0];
+    let (excl, _) = first
+        .profile(&StackFilter::default())
+        .top(Metric::Cpu, &first.symbols);
+    assert_eq!(excl[0].0, "App.Burn");
+}
