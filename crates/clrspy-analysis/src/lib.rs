@@ -77,7 +77,7 @@ struct Source {
 }
 
 /// Events of one name that could not be decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct DecodeFailures {
     /// The event's name, e.g. `GC/Start`.
     pub event: String,

@@ -41,6 +41,15 @@ impl StackTable {
         Some(id)
     }
 
+    /// The id of a stack interned before (None for an empty stack or one never interned):
+    /// for a second pass over the same trace, which reads the table without growing it.
+    pub fn lookup(&self, stack: &nettrace::Stack<'_>) -> Option<StackId> {
+        if stack.is_empty() {
+            return None;
+        }
+        self.by_bytes.get(stack.bytes()).copied()
+    }
+
     /// Interns a stack given as addresses, leaf first.
     pub fn intern_ips(&mut self, ips: &[u64]) -> Option<StackId> {
         if ips.is_empty() {

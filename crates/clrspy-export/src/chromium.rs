@@ -65,7 +65,7 @@ impl Out<'_> {
 /// second pass stopped before the trace's end (damage), when it did; the file then holds the
 /// events before, and says so in `otherData.stopped_early`.
 pub fn write<S: ByteSource>(
-    a: &mut Analysis,
+    a: &Analysis,
     reader: &mut Reader<S>,
     out: &mut dyn Write,
 ) -> io::Result<Option<String>> {
@@ -97,8 +97,8 @@ pub fn write<S: ByteSource>(
         let provider = ev.provider();
         let tid = ev.thread_id;
         if provider == clr_events::SAMPLE_PROFILER_PROVIDER {
-            // The first pass interned every sample's stack: this finds it, it adds nothing.
-            let stack = a.stacks.intern(&ev.stack);
+            // The first pass interned every sample's stack: this finds it.
+            let stack = a.stacks.lookup(&ev.stack);
             let names: Vec<FrameId> = match stack {
                 None => Vec::new(),
                 Some(id) => match frames_of.get(&id) {

@@ -154,7 +154,7 @@ pub struct Exported {
 /// that read it a second time ([`Format::reads_trace_again`]); it is not called otherwise.
 pub fn export<S: ByteSource>(
     format: Format,
-    a: &mut Analysis,
+    a: &Analysis,
     options: &ExportOptions,
     again: impl FnOnce() -> io::Result<Reader<S>>,
     out: &mut dyn Write,

@@ -53,7 +53,7 @@ fn table(title: &str, rows: &[MethodWeight], unit: &str) -> String {
 }
 
 /// Writes the report; its flame graph weighs `metric` (CPU, waiting time or allocated bytes).
-pub fn write(a: &mut Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
+pub fn write(a: &Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
     let top = |top| ReportOptions {
         top,
         ..ReportOptions::default()

@@ -41,11 +41,7 @@ pub struct WeightedStack {
 }
 
 /// The stacks of `metric`, root first, heaviest first, with zero weights left out.
-pub fn weighted_stacks(
-    a: &mut Analysis,
-    metric: Metric,
-    filter: &StackFilter,
-) -> Vec<WeightedStack> {
+pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Vec<WeightedStack> {
     let mut out = Vec::new();
     match metric {
         Metric::Cpu | Metric::Wait => {

@@ -242,7 +242,7 @@ fn encode_input(input: &Input) -> Vec<u8> {
 }
 
 /// Allocation ticks per stack, keyed like [`weighted_stacks`]' allocation rows.
-fn alloc_counts(a: &mut Analysis) -> FxHashMap<Vec<String>, u64> {
+fn alloc_counts(a: &Analysis) -> FxHashMap<Vec<String>, u64> {
     let mut counts: FxHashMap<Vec<String>, u64> = FxHashMap::default();
     let entries: Vec<_> = a.alloc.by_stack.iter().map(|(k, v)| (*k, *v)).collect();
     for ((t, _, stack), (count, _)) in entries {
@@ -255,7 +255,7 @@ fn alloc_counts(a: &mut Analysis) -> FxHashMap<Vec<String>, u64> {
 }
 
 /// The uncompressed profile.proto bytes of `metric`.
-pub fn encode(a: &mut Analysis, metric: Metric, options: &Options) -> Vec<u8> {
+pub fn encode(a: &Analysis, metric: Metric, options: &Options) -> Vec<u8> {
     let stacks = weighted_stacks(a, metric, &options.filter);
     let alloc_counts = if metric == Metric::Alloc {
         alloc_counts(a)
@@ -275,13 +275,13 @@ pub fn encode(a: &mut Analysis, metric: Metric, options: &Options) -> Vec<u8> {
 }
 
 /// Writes the gzip-compressed profile of `metric`, all threads, no start time.
-pub fn write(a: &mut Analysis, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
+pub fn write(a: &Analysis, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
     write_with(a, metric, &Options::default(), out)
 }
 
 /// Writes the gzip-compressed profile of `metric` with `options`.
 pub fn write_with(
-    a: &mut Analysis,
+    a: &Analysis,
     metric: Metric,
     options: &Options,
     out: &mut dyn Write,
@@ -603,9 +603,9 @@ mod tests {
             sampling_interval_ns: Some(1_000_000),
             key_values: Vec::new(),
         };
-        let mut a = Analysis::new(&header, Default::default());
+        let a = Analysis::new(&header, Default::default());
         let mut out = Vec::new();
-        write(&mut a, Metric::Cpu, &mut out).unwrap();
+        write(&a, Metric::Cpu, &mut out).unwrap();
         assert_eq!(out[..2], [0x1f, 0x8b]);
         let mut raw = Vec::new();
         flate2::read::GzDecoder::new(&out[..])

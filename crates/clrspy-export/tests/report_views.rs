@@ -73,7 +73,7 @@ fn report_views_of_the_shared_traces_match_their_snapshots() {
     let dir = repo().join("crates/clrspy-export/tests/snapshots");
     let mut failures = Vec::new();
     for trace in TRACES {
-        let mut a = analyse(trace);
+        let a = analyse(trace);
         let options = ReportOptions {
             top: 8,
             trace: (*trace).into(),
@@ -82,7 +82,7 @@ fn report_views_of_the_shared_traces_match_their_snapshots() {
         let mut json = serde_json::Map::new();
         let mut text = Vec::new();
         for &kind in KINDS.iter().chain([&ReportKind::Summary]) {
-            let r = report::build(kind, &mut a, &options);
+            let r = report::build(kind, &a, &options);
             assert_eq!(r.kind(), kind);
             if kind != ReportKind::Summary {
                 json.insert(kind.name().into(), r.json());

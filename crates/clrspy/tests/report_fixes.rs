@@ -194,6 +194,11 @@ fn undecodable_events_are_shown() {
     assert!(text.contains("2 events could not be decoded"), "{text}");
     let v = json(&["report", &t.to_string_lossy(), "--json"]);
     assert_eq!(v["undecodable_events"], 2);
+    let errors = v["decode_errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["event"], "GC/Start");
+    assert_eq!(errors[0]["count"], 2);
+    assert!(text.contains("2 GC/Start: "), "{text}");
 }
 
 // Issue 11's smaller items in the views and flags.

@@ -62,7 +62,7 @@ pub(crate) fn first_managed(frames: &[String]) -> String {
 }
 
 /// Builds the allocation report.
-pub fn build(a: &mut Analysis, o: &ReportOptions) -> AllocReport {
+pub fn build(a: &Analysis, o: &ReportOptions) -> AllocReport {
     let top = o.top;
     let total = a.alloc.total_bytes.max(1) as f64;
     let mut types: Vec<TypeBytes> = a

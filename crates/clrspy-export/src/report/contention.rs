@@ -51,7 +51,7 @@ fn is_lock_internal(frame: &str) -> bool {
 type Sums = FxHashMap<String, (u64, f64)>;
 
 /// Builds the contention report.
-pub fn build(a: &mut Analysis, o: &ReportOptions) -> ContentionReport {
+pub fn build(a: &Analysis, o: &ReportOptions) -> ContentionReport {
     let top = o.top;
     let total = a.contention.total_ns.max(1.0);
     let entries: Vec<_> = a

@@ -36,7 +36,7 @@ pub struct ExceptionsReport {
 }
 
 /// Builds the exceptions report.
-pub fn build(a: &mut Analysis, o: &ReportOptions) -> ExceptionsReport {
+pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
     let mut types: Vec<(String, ExceptionType)> = a
         .exceptions
         .types

@@ -159,7 +159,7 @@ pub trait ReportView {
 pub type Report = Box<dyn ReportView>;
 
 /// Builds the report `kind` of an analysis.
-pub fn build(kind: ReportKind, a: &mut Analysis, o: &ReportOptions) -> Report {
+pub fn build(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> Report {
     let o = &ReportOptions {
         top: o.top.max(1),
         ..o.clone()

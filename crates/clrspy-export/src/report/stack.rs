@@ -49,7 +49,7 @@ pub fn cpu_source_note(method: CpuSource) -> &'static str {
 }
 
 /// Builds the CPU (`Metric::Cpu`) or waits (`Metric::Wait`) report.
-pub fn build(a: &mut Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
+pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let profile = a.profile(&o.filter);
     let total = profile.total(metric);
     let (excl, incl) = profile.top(metric, &a.symbols);

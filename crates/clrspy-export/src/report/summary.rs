@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use clrspy_analysis::cpu::CpuSource;
-use clrspy_analysis::{Analysis, Metric};
+use clrspy_analysis::{Analysis, DecodeFailures, Metric};
 use serde::Serialize;
 
 use super::alloc::AllocReport;
@@ -42,6 +42,8 @@ pub struct SummaryReport {
     pub read_error: Option<String>,
     /// Events of the runtime's known providers that could not be decoded.
     pub undecodable_events: u64,
+    /// Those events by name: `event`, `count`, `first_error`.
+    pub decode_errors: Vec<DecodeFailures>,
     /// CPU time by method (top 5).
     pub cpu: StackReport,
     /// Waiting time by method (top 5).
@@ -59,7 +61,7 @@ pub struct SummaryReport {
 }
 
 /// Builds the summary.
-pub fn build(a: &mut Analysis, o: &ReportOptions) -> SummaryReport {
+pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
     let five = ReportOptions {
         top: 5,
         tree: None,
@@ -112,6 +114,7 @@ pub fn build(a: &mut Analysis, o: &ReportOptions) -> SummaryReport {
         has_thread_cpu: a.has_thread_cpu,
         read_error: a.read_error.clone(),
         undecodable_events: a.undecodable,
+        decode_errors: a.decode_errors().to_vec(),
         cpu,
         waits,
         gc: GcSummary { totals: gc.totals },
@@ -241,6 +244,9 @@ impl SummaryReport {
                 "  {} events could not be decoded (their payload did not match the runtime's layout): counts may be low",
                 self.undecodable_events
             )?;
+            for d in &self.decode_errors {
+                writeln!(out, "    {} {}: {}", d.count, d.event, d.first_error)?;
+            }
         }
         if !self.has_rundown && self.cpu.method != CpuSource::None {
             writeln!(

@@ -45,7 +45,7 @@ pub struct ThreadsReport {
 }
 
 /// Builds the threads report.
-pub fn build(a: &mut Analysis, o: &ReportOptions) -> ThreadsReport {
+pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
     let profile = a.profile(&StackFilter::default());
     let ms = a.sampling_interval_ns as f64 / 1e6;
     let threads = profile

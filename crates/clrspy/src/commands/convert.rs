@@ -47,18 +47,18 @@ pub(crate) fn convert(trace_path: &Path, c: &Conversion<'_>) -> CliResult<Option
     let trace = input::open(trace_path)?;
     let mut reader = trace.reader()?;
     let mut progress = Progress::new(trace.len());
-    let mut a = Analysis::run(&mut reader, Options::default(), &mut |p| progress.update(p))
+    let a = Analysis::run(&mut reader, Options::default(), &mut |p| progress.update(p))
         .map_err(|e| CliError::new(format!("{}: {e}", trace.display())))?;
     progress.finish();
     if let Some(e) = &a.read_error {
         eprintln!("warning: the trace is damaged or cut; converting the events before: {e}");
     }
-    write(&mut a, &trace, trace_path, c)
+    write(&a, &trace, trace_path, c)
 }
 
 /// Writes an analysed trace (the analysis of `trace`, opened from `trace_path`).
 pub(crate) fn write(
-    a: &mut Analysis,
+    a: &Analysis,
     trace: &OpenTrace,
     trace_path: &Path,
     c: &Conversion<'_>,
@@ -129,7 +129,7 @@ pub(crate) fn write(
 }
 
 /// Why a view is empty, and which metric would not be.
-fn no_stacks(a: &mut Analysis, metric: Metric, filter: &StackFilter) -> String {
+fn no_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> String {
     let record = if metric == Metric::Alloc {
         "alloc"
     } else {

@@ -105,7 +105,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     let path = outcome.summary.path.clone();
     // One analysis for the reports and the conversion.
     let trace = crate::input::open(&path)?;
-    let mut a = analyze_trace(&trace, Options::default())?;
+    let a = analyze_trace(&trace, Options::default())?;
     if let Some(format) = args.format {
         let c = super::convert::Conversion {
             format,
@@ -114,7 +114,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
             out: None,
             empty_is_error: false,
         };
-        if let Some(p) = super::convert::write(&mut a, &trace, &path, &c)? {
+        if let Some(p) = super::convert::write(&a, &trace, &path, &c)? {
             eprintln!("Converted to {}.", p.display());
         }
     }
@@ -129,16 +129,16 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         let mut all = serde_json::Map::new();
         all.insert("trace".into(), path.display().to_string().into());
         for k in std::iter::once(ReportKind::Summary).chain(kinds) {
-            all.insert(k.name().into(), report::build(k, &mut a, &options).json());
+            all.insert(k.name().into(), report::build(k, &a, &options).json());
         }
         report::write_json(&mut out, &serde_json::Value::Object(all))?;
     } else {
         let style = text_style();
         writeln!(out)?;
-        report::build(ReportKind::Summary, &mut a, &options).write_text(&mut out, &style)?;
+        report::build(ReportKind::Summary, &a, &options).write_text(&mut out, &style)?;
         for k in kinds {
             writeln!(out, "\n{}", "─".repeat(40))?;
-            report::build(k, &mut a, &options).write_text(&mut out, &style)?;
+            report::build(k, &a, &options).write_text(&mut out, &style)?;
         }
         writeln!(out, "\nThe trace is kept in {}.", path.display())?;
     }

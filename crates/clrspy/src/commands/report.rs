@@ -90,8 +90,8 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
 /// Runs `clrspy report`.
 pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     let options = window(&args.from, &args.to)?;
-    let mut a = analyze(&args.input.trace, options)?;
-    let r = report::build(args.kind, &mut a, &report_options(args));
+    let a = analyze(&args.input.trace, options)?;
+    let r = report::build(args.kind, &a, &report_options(args));
     print(r.as_ref(), args.json)?;
     Ok(std::process::ExitCode::SUCCESS)
 }
@@ -123,10 +123,10 @@ pub(crate) fn analyze_trace(trace: &input::OpenTrace, options: Options) -> CliRe
     if let Some(e) = &a.read_error {
         eprintln!("warning: the trace is damaged or cut; the report covers the events before: {e}");
     }
-    if a.undecodable > 0 {
+    for d in a.decode_errors() {
         eprintln!(
-            "warning: {} events could not be decoded (payload shorter than the runtime's layout); counts that use them are low",
-            a.undecodable
+            "warning: {} {} events could not be decoded, counts that use them are low: {}",
+            d.count, d.event, d.first_error
         );
     }
     Ok(a)
