@@ -166,7 +166,17 @@ enum State {
 /// It does no I/O and copies no payload: it holds only an incomplete block header (and the
 /// stream header with its Trace block, which it parses). Each [`feed`](Scanner::feed) consumes
 /// a prefix of its input and reports at most one [`Item`]; malformed bytes give an [`Error`]
-/// naming their offset, after which every call returns that error again.
+/// naming their offset, after which every call returns that error again. The readers frame
+/// blocks with the same code.
+///
+/// Typical uses:
+/// - splicing: between two blocks ([`Scanner::at_boundary`]) whole blocks of another writer
+///   can be inserted (keeping 4-byte alignment in V3-V5, where padding depends on offsets);
+/// - a ring of recent data: keep the [`Item::Header`] bytes and every metadata block
+///   ([`Block::is_metadata`]), and drop the oldest other blocks, preferably up to a sequence
+///   point ([`Block::is_sequence_point`]), after which stacks are written afresh;
+/// - repair: keep the bytes up to the last item's [`end`](Item::end) and append
+///   [`end_of_stream`] (example there).
 ///
 /// ```
 /// use nettrace::{Item, Scanner, TraceWriter, WriterOptions};
@@ -482,10 +492,40 @@ fn payload(block: &Block, left: &mut u64, input: &[u8], offset: &mut u64) -> Res
 /// cut trace whole again.
 ///
 /// ```
-/// use nettrace::{end_of_stream, FormatVersion};
+/// use nettrace::{end_of_stream, FormatVersion, Scanner, TraceReader, TraceWriter, WriterOptions};
+/// use nettrace::{EventMetadata, EventRecord};
 ///
 /// assert_eq!(end_of_stream(FormatVersion::NetTrace4), [1]);
 /// assert_eq!(end_of_stream(FormatVersion::NetTrace6), [0, 0, 0, 0]);
+///
+/// // Repair: a trace cut in the middle of a block (a recorder that died) is kept up to its
+/// // last whole block, and ended.
+/// let mut w = TraceWriter::new(Vec::new(), WriterOptions::default())?;
+/// let id = w.define(&EventMetadata { provider: "P".into(), ..Default::default() })?;
+/// w.write(&EventRecord { metadata_id: id, ..Default::default() })?;
+/// w.sequence_point()?;
+/// w.write(&EventRecord { metadata_id: id, ..Default::default() })?;
+/// let whole = w.finish()?;
+/// let cut = &whole[..whole.len() - 10];
+///
+/// let mut scanner = Scanner::new();
+/// let mut last_whole = 0;
+/// let mut input = cut;
+/// while !input.is_empty() {
+///     let Ok(step) = scanner.feed(input) else { break };
+///     input = &input[step.consumed..];
+///     if let Some(item) = step.item {
+///         last_whole = item.end();
+///     }
+/// }
+/// let mut fixed = cut[..last_whole as usize].to_vec();
+/// fixed.extend_from_slice(end_of_stream(scanner.format().unwrap()));
+///
+/// let mut reader = TraceReader::new(&fixed)?;
+/// while reader.next_event()?.is_some() {}
+/// assert!(reader.stats().ended_cleanly);
+/// assert_eq!(reader.stats().events, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn end_of_stream(format: FormatVersion) -> &'static [u8] {
     match format {
