@@ -74,6 +74,15 @@ impl Block {
         self.kind == BlockKind::Metadata
     }
 
+    /// True for blocks that later events may refer to across sequence points: metadata and
+    /// V6 thread rows (and their removal). A ring of recent blocks keeps every one of them.
+    pub fn is_persistent(&self) -> bool {
+        matches!(
+            self.kind,
+            BlockKind::Metadata | BlockKind::Thread | BlockKind::RemoveThread
+        )
+    }
+
     /// True for a block of events.
     pub fn is_event(&self) -> bool {
         self.kind == BlockKind::Event
@@ -172,9 +181,9 @@ enum State {
 /// Typical uses:
 /// - splicing: between two blocks ([`Scanner::at_boundary`]) whole blocks of another writer
 ///   can be inserted (keeping 4-byte alignment in V3-V5, where padding depends on offsets);
-/// - a ring of recent data: keep the [`Item::Header`] bytes and every metadata block
-///   ([`Block::is_metadata`]), and drop the oldest other blocks, preferably up to a sequence
-///   point ([`Block::is_sequence_point`]), after which stacks are written afresh;
+/// - a ring of recent data: keep the [`Item::Header`] bytes and every metadata (and V6 thread)
+///   block ([`Block::is_persistent`]), and drop the oldest other blocks up to a sequence point
+///   ([`Block::is_sequence_point`]), after which stacks and labels are written afresh;
 /// - repair: keep the bytes up to the last item's [`end`](Item::end) and append
 ///   [`end_of_stream`] (example there).
 ///

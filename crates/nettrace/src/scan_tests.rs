@@ -308,3 +308,49 @@ fn end_of_stream_bytes_are_what_the_writer_ends_with() {
         assert!(bytes.ends_with(tail), "{flavor:?}");
     }
 }
+
+#[test]
+fn a_ring_of_the_blocks_after_a_sequence_point_reads_cleanly() {
+    for flavor in Flavor::ALL {
+        let bytes = sample_trace(flavor);
+        let (items, _, sc) = scan_in(&bytes, &[bytes.len()]);
+        let (all, _) = events_of(&bytes);
+        let sps: Vec<usize> = (0..items.len())
+            .filter(|&i| matches!(items[i], Item::Block(b) if b.is_sequence_point()))
+            .collect();
+        assert!(sps.len() >= 2, "{flavor:?}: {} sequence points", sps.len());
+        for &sp in &sps {
+            // Header, every persistent block, everything after the sequence point, the end.
+            let mut ring = bytes[..items[0].end() as usize].to_vec();
+            let mut kept_events = 0;
+            for (i, it) in items.iter().enumerate().skip(1) {
+                let Item::Block(b) = it else { continue };
+                if i > sp || b.is_persistent() {
+                    if i > sp && b.is_event() {
+                        kept_events += 1;
+                    }
+                    ring.extend_from_slice(&bytes[b.offset as usize..b.end as usize]);
+                }
+            }
+            ring.extend_from_slice(end_of_stream(sc.format().unwrap()));
+            let (got, stats) = events_of(&ring);
+            assert!(stats.ended_cleanly, "{flavor:?} after block {sp}");
+            assert!(all.ends_with(&got), "{flavor:?} after block {sp}");
+            assert_eq!(
+                got.is_empty(),
+                kept_events == 0,
+                "{flavor:?} after block {sp}"
+            );
+        }
+    }
+}
+
+/// (thread, timestamp, stack) of every event, and the stats.
+fn events_of(bytes: &[u8]) -> (Vec<(u64, i64, Vec<u64>)>, crate::TraceStats) {
+    let mut r = TraceReader::new(bytes).unwrap();
+    let mut out = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        out.push((e.thread_id, e.timestamp, e.stack.ips().collect()));
+    }
+    (out, r.stats().clone())
+}
