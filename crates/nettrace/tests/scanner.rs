@@ -105,3 +105,49 @@ fn the_truncated_trace_is_repaired_at_its_last_whole_block() {
     }
     assert!(n > 0 && n <= all, "{n} of {all}");
 }
+
+/// Scans in pieces of the given sizes (cycled); stops at the first error.
+fn scan_result(bytes: &[u8], sizes: &[usize]) -> (Vec<Item>, Option<nettrace::Error>) {
+    let mut sc = Scanner::new();
+    let mut items = Vec::new();
+    let mut at = 0;
+    for &n in sizes.iter().cycle() {
+        if at >= bytes.len() {
+            break;
+        }
+        let end = (at + n.max(1)).min(bytes.len());
+        let mut input = &bytes[at..end];
+        at = end;
+        while !input.is_empty() {
+            match sc.feed(input) {
+                Ok(step) => {
+                    input = &input[step.consumed..];
+                    items.extend(step.item);
+                }
+                Err(e) => return (items, Some(e)),
+            }
+        }
+    }
+    (items, None)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Damaged or not, a trace scanned in any pieces gives the same items and the same error
+    /// as scanned whole.
+    #[test]
+    fn pieces_do_not_change_what_is_found(
+        flips in proptest::collection::vec((0usize..370_000, proptest::prelude::any::<u8>()), 0..6),
+        sizes in proptest::collection::vec(1usize..5000, 1..50),
+    ) {
+        let mut bytes = load("perf.nettrace");
+        for (at, v) in flips {
+            if at < bytes.len() {
+                bytes[at] = v;
+            }
+        }
+        let whole = scan_result(&bytes, &[bytes.len()]);
+        let pieces = scan_result(&bytes, &sizes);
+        proptest::prop_assert_eq!(pieces, whole);
+    }
+}
