@@ -344,11 +344,28 @@ impl Scanner {
         k
     }
 
+    /// Reads a block header from `buf` at absolute `at`.
+    fn block_head(&self, buf: &[u8], at: u64) -> Result<Head> {
+        let head = framing::block_head(self.framing, buf, at)?;
+        match head {
+            Head::End { total } if total > MAX_END_MARKER => Err(Error::at(
+                at,
+                BlockKind::EndOfStream,
+                ErrorKind::LimitExceeded {
+                    what: "end-of-stream block size",
+                    value: total as u64,
+                    limit: MAX_END_MARKER as u64,
+                },
+            )),
+            _ => Ok(head),
+        }
+    }
+
     /// Between blocks or in a held header.
     fn head(&mut self, input: &[u8]) -> Result<Step> {
         if self.held.is_empty() {
             // The common case: the whole header is in the input; nothing is copied.
-            match framing::block_head(self.framing, input, self.offset)? {
+            match self.block_head(input, self.offset)? {
                 Head::Need(_) => {}
                 Head::End { total } if total <= input.len() => {
                     return Ok(self.end_marker(self.offset, total));
@@ -360,24 +377,13 @@ impl Scanner {
         let mut consumed = 0;
         loop {
             let at = self.offset - self.held.len() as u64;
-            let want = match framing::block_head(self.framing, &self.held, at)? {
+            let want = match self.block_head(&self.held, at)? {
                 Head::Need(n) => n,
                 Head::End { total } if total <= self.held.len() => {
                     self.held.clear();
                     let mut step = self.end_marker(at, 0);
                     step.consumed = consumed;
                     return Ok(step);
-                }
-                Head::End { total } if total > MAX_END_MARKER => {
-                    return Err(Error::at(
-                        at,
-                        BlockKind::EndOfStream,
-                        ErrorKind::LimitExceeded {
-                            what: "end-of-stream block size",
-                            value: total as u64,
-                            limit: MAX_END_MARKER as u64,
-                        },
-                    ));
                 }
                 Head::End { total } => total,
                 Head::Block(h) if h.start <= self.held.len() => {

@@ -354,3 +354,33 @@ fn events_of(bytes: &[u8]) -> (Vec<(u64, i64, Vec<u64>)>, crate::TraceStats) {
     }
     (out, r.stats().clone())
 }
+
+#[test]
+fn a_v6_end_block_with_data_is_skipped_up_to_a_limit() {
+    let mut bytes = sample_trace(Flavor::V6Compressed);
+    let at = bytes.len() - 4;
+    bytes.truncate(at);
+    bytes.extend_from_slice(&3u32.to_le_bytes());
+    bytes.extend_from_slice(&[7, 7, 7]);
+    for n in [1, 2, bytes.len()] {
+        let (items, err, sc) = scan_in(&bytes, &[n]);
+        assert_eq!(err, None);
+        assert!(sc.is_ended());
+        assert_eq!(
+            items.last(),
+            Some(&Item::End {
+                offset: at as u64,
+                end: bytes.len() as u64
+            })
+        );
+    }
+    let mut big = bytes[..at].to_vec();
+    big.extend_from_slice(&(MAX_END_MARKER as u32).to_le_bytes());
+    big.resize(at + 4 + MAX_END_MARKER, 0);
+    for n in [1, 1000, big.len()] {
+        let (_, err, _) = scan_in(&big, &[n]);
+        let err = err.unwrap();
+        assert_eq!(err.offset, at as u64);
+        assert!(matches!(err.kind, ErrorKind::LimitExceeded { .. }));
+    }
+}
