@@ -336,6 +336,32 @@ impl Scanner {
         }
     }
 
+    /// Feeds all of `input`, calling `on_item` with each item it completes (for callers that
+    /// need not act between the bytes of one piece, e.g. a ring or a repair tool).
+    ///
+    /// ```
+    /// use nettrace::{Item, Scanner, TraceWriter, WriterOptions};
+    ///
+    /// let bytes = TraceWriter::new(Vec::new(), WriterOptions::default())?.finish()?;
+    /// let mut scanner = Scanner::new();
+    /// let mut ends = Vec::new();
+    /// for piece in bytes.chunks(100) {
+    ///     scanner.feed_all(piece, |item| ends.push(item.end()))?;
+    /// }
+    /// assert_eq!(ends.last(), Some(&(bytes.len() as u64)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn feed_all(&mut self, mut input: &[u8], mut on_item: impl FnMut(Item)) -> Result<()> {
+        while !input.is_empty() {
+            let step = self.feed(input)?;
+            input = &input[step.consumed..];
+            if let Some(item) = step.item {
+                on_item(item);
+            }
+        }
+        Ok(())
+    }
+
     /// Appends up to `want - held` bytes of `input` to the held bytes; returns how many.
     fn hold(&mut self, input: &[u8], want: usize) -> usize {
         let k = want.saturating_sub(self.held.len()).clamp(1, input.len());
@@ -525,14 +551,8 @@ fn payload(block: &Block, left: &mut u64, input: &[u8], offset: &mut u64) -> Res
 ///
 /// let mut scanner = Scanner::new();
 /// let mut last_whole = 0;
-/// let mut input = cut;
-/// while !input.is_empty() {
-///     let Ok(step) = scanner.feed(input) else { break };
-///     input = &input[step.consumed..];
-///     if let Some(item) = step.item {
-///         last_whole = item.end();
-///     }
-/// }
+/// // (Damage would stop the scan with an error: the bytes before it are kept the same way.)
+/// let _ = scanner.feed_all(cut, |item| last_whole = item.end());
 /// let mut fixed = cut[..last_whole as usize].to_vec();
 /// fixed.extend_from_slice(end_of_stream(scanner.format().unwrap()));
 ///
