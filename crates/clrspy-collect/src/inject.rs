@@ -3,12 +3,13 @@
 //!
 //! The runtime's bytes pass through unchanged. The splicer follows the stream's framing with
 //! nettrace's [`Scanner`] (the `Nettrace` magic, the Trace object, then block objects; tag 1
-//! ends the stream), holding back at most an object header, and between two blocks it inserts its own
-//! MetadataBlock and EventBlock objects, written by nettrace's writer with metadata ids far
-//! above the runtime's and a capture thread of their own (so no sequence gaps appear). Each
+//! ends the stream), holding back at most an object header, and between two blocks it inserts
+//! its own MetadataBlock and EventBlock objects, written by nettrace's writer with metadata ids
+//! far above the runtime's and a capture thread of their own (so no sequence gaps appear). Each
 //! inserted object is made a multiple of 4 bytes long (by growing its block header, whose
 //! size readers honour) so every later runtime block keeps its alignment. Streams it does not
-//! recognise (NetPerf, V6, anything unexpected) pass through untouched and nothing is added.
+//! recognise (NetPerf, V6, anything damaged or unexpected) pass through untouched from there
+//! on and nothing more is added.
 
 use std::io::{self, Write};
 

@@ -243,7 +243,7 @@ fn kind_of_type(name: &[u8]) -> Option<BlockKind> {
 }
 
 /// Size of the Trace object's fields in V3-V5 (SYSTEMTIME, two i64, four i32).
-pub(crate) const FS_TRACE_FIELDS: usize = 16 + 8 + 8 + 4 * 4;
+const FS_TRACE_FIELDS: usize = 16 + 8 + 8 + 4 * 4;
 
 fn head_fs(buf: &[u8], offset: u64) -> Result<Head> {
     let Some(&first) = buf.first() else {

@@ -9,6 +9,11 @@
 //! Damage never panics: every complete event before it is yielded, then an [`Error`] names the
 //! byte offset, the block and what was expected.
 //!
+//! [`Scanner`] is the framing alone, sans I/O: fed bytes in any pieces, it reports the stream
+//! header, each whole block and the end of the stream with their offsets, for programs that
+//! move a trace's bytes (splice, keep a ring, repair a cut file). [`TraceWriter`] writes V5 and
+//! V6 traces.
+//!
 //! ```
 //! use nettrace::{EventMetadata, EventRecord, TraceReader, TraceWriter, WriterOptions};
 //!

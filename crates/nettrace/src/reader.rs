@@ -1,6 +1,7 @@
 //! The readers: [`TraceReader`] over a byte slice or memory map (zero-copy) and
 //! [`StreamReader`] over any `io::Read` (a file being written, a socket). Both share one engine
-//! over a [`ByteSource`] and yield the same [`Event`] type.
+//! over a [`ByteSource`] and yield the same [`Event`] type; they find blocks with the framing
+//! code the [`Scanner`](crate::Scanner) uses.
 //!
 //! Events come in file order. Events of different threads between two sequence points are not
 //! sorted by time; [`Event::is_sorted`] carries the writer's hint.
@@ -169,6 +170,18 @@ impl<'a> Reader<SliceSource<'a>> {
 
 impl<R: Read> Reader<ReadSource<R>> {
     /// Starts reading from `source`: blocks until the stream header and Trace block arrived.
+    ///
+    /// ```
+    /// use nettrace::{StreamReader, TraceWriter, WriterOptions};
+    ///
+    /// let bytes = TraceWriter::new(Vec::new(), WriterOptions::default())?.finish()?;
+    /// // Any `io::Read`: a file, a socket, a pipe.
+    /// let mut reader = StreamReader::from_read(&bytes[..])?;
+    /// assert_eq!(reader.header().pointer_size, 8);
+    /// assert!(reader.next_event()?.is_none());
+    /// assert!(reader.stats().ended_cleanly);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_read(source: R) -> Result<Self> {
         Reader::with_source(ReadSource::new(source))
     }

@@ -74,6 +74,15 @@ impl Block {
         self.kind == BlockKind::Metadata
     }
 
+    /// True for blocks that later events may refer to across sequence points: metadata and
+    /// V6 thread rows (and their removal). A ring of recent blocks keeps every one of them.
+    pub fn is_persistent(&self) -> bool {
+        matches!(
+            self.kind,
+            BlockKind::Metadata | BlockKind::Thread | BlockKind::RemoveThread
+        )
+    }
+
     /// True for a block of events.
     pub fn is_event(&self) -> bool {
         self.kind == BlockKind::Event
@@ -166,7 +175,17 @@ enum State {
 /// It does no I/O and copies no payload: it holds only an incomplete block header (and the
 /// stream header with its Trace block, which it parses). Each [`feed`](Scanner::feed) consumes
 /// a prefix of its input and reports at most one [`Item`]; malformed bytes give an [`Error`]
-/// naming their offset, after which every call returns that error again.
+/// naming their offset, after which every call returns that error again. The readers frame
+/// blocks with the same code.
+///
+/// Typical uses:
+/// - splicing: between two blocks ([`Scanner::at_boundary`]) whole blocks of another writer
+///   can be inserted (keeping 4-byte alignment in V3-V5, where padding depends on offsets);
+/// - a ring of recent data: keep the [`Item::Header`] bytes and every metadata (and V6 thread)
+///   block ([`Block::is_persistent`]), and drop the oldest other blocks up to a sequence point
+///   ([`Block::is_sequence_point`]), after which stacks and labels are written afresh;
+/// - repair: keep the bytes up to the last item's [`end`](Item::end) and append
+///   [`end_of_stream`] (example there).
 ///
 /// ```
 /// use nettrace::{Item, Scanner, TraceWriter, WriterOptions};
@@ -317,6 +336,32 @@ impl Scanner {
         }
     }
 
+    /// Feeds all of `input`, calling `on_item` with each item it completes (for callers that
+    /// need not act between the bytes of one piece, e.g. a ring or a repair tool).
+    ///
+    /// ```
+    /// use nettrace::{Item, Scanner, TraceWriter, WriterOptions};
+    ///
+    /// let bytes = TraceWriter::new(Vec::new(), WriterOptions::default())?.finish()?;
+    /// let mut scanner = Scanner::new();
+    /// let mut ends = Vec::new();
+    /// for piece in bytes.chunks(100) {
+    ///     scanner.feed_all(piece, |item| ends.push(item.end()))?;
+    /// }
+    /// assert_eq!(ends.last(), Some(&(bytes.len() as u64)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn feed_all(&mut self, mut input: &[u8], mut on_item: impl FnMut(Item)) -> Result<()> {
+        while !input.is_empty() {
+            let step = self.feed(input)?;
+            input = &input[step.consumed..];
+            if let Some(item) = step.item {
+                on_item(item);
+            }
+        }
+        Ok(())
+    }
+
     /// Appends up to `want - held` bytes of `input` to the held bytes; returns how many.
     fn hold(&mut self, input: &[u8], want: usize) -> usize {
         let k = want.saturating_sub(self.held.len()).clamp(1, input.len());
@@ -325,11 +370,28 @@ impl Scanner {
         k
     }
 
+    /// Reads a block header from `buf` at absolute `at`.
+    fn block_head(&self, buf: &[u8], at: u64) -> Result<Head> {
+        let head = framing::block_head(self.framing, buf, at)?;
+        match head {
+            Head::End { total } if total > MAX_END_MARKER => Err(Error::at(
+                at,
+                BlockKind::EndOfStream,
+                ErrorKind::LimitExceeded {
+                    what: "end-of-stream block size",
+                    value: total as u64,
+                    limit: MAX_END_MARKER as u64,
+                },
+            )),
+            _ => Ok(head),
+        }
+    }
+
     /// Between blocks or in a held header.
     fn head(&mut self, input: &[u8]) -> Result<Step> {
         if self.held.is_empty() {
             // The common case: the whole header is in the input; nothing is copied.
-            match framing::block_head(self.framing, input, self.offset)? {
+            match self.block_head(input, self.offset)? {
                 Head::Need(_) => {}
                 Head::End { total } if total <= input.len() => {
                     return Ok(self.end_marker(self.offset, total));
@@ -341,24 +403,13 @@ impl Scanner {
         let mut consumed = 0;
         loop {
             let at = self.offset - self.held.len() as u64;
-            let want = match framing::block_head(self.framing, &self.held, at)? {
+            let want = match self.block_head(&self.held, at)? {
                 Head::Need(n) => n,
                 Head::End { total } if total <= self.held.len() => {
                     self.held.clear();
                     let mut step = self.end_marker(at, 0);
                     step.consumed = consumed;
                     return Ok(step);
-                }
-                Head::End { total } if total > MAX_END_MARKER => {
-                    return Err(Error::at(
-                        at,
-                        BlockKind::EndOfStream,
-                        ErrorKind::LimitExceeded {
-                            what: "end-of-stream block size",
-                            value: total as u64,
-                            limit: MAX_END_MARKER as u64,
-                        },
-                    ));
                 }
                 Head::End { total } => total,
                 Head::Block(h) if h.start <= self.held.len() => {
@@ -482,10 +533,34 @@ fn payload(block: &Block, left: &mut u64, input: &[u8], offset: &mut u64) -> Res
 /// cut trace whole again.
 ///
 /// ```
-/// use nettrace::{end_of_stream, FormatVersion};
+/// use nettrace::{end_of_stream, FormatVersion, Scanner, TraceReader, TraceWriter, WriterOptions};
+/// use nettrace::{EventMetadata, EventRecord};
 ///
 /// assert_eq!(end_of_stream(FormatVersion::NetTrace4), [1]);
 /// assert_eq!(end_of_stream(FormatVersion::NetTrace6), [0, 0, 0, 0]);
+///
+/// // Repair: a trace cut in the middle of a block (a recorder that died) is kept up to its
+/// // last whole block, and ended.
+/// let mut w = TraceWriter::new(Vec::new(), WriterOptions::default())?;
+/// let id = w.define(&EventMetadata { provider: "P".into(), ..Default::default() })?;
+/// w.write(&EventRecord { metadata_id: id, ..Default::default() })?;
+/// w.sequence_point()?;
+/// w.write(&EventRecord { metadata_id: id, ..Default::default() })?;
+/// let whole = w.finish()?;
+/// let cut = &whole[..whole.len() - 10];
+///
+/// let mut scanner = Scanner::new();
+/// let mut last_whole = 0;
+/// // (Damage would stop the scan with an error: the bytes before it are kept the same way.)
+/// let _ = scanner.feed_all(cut, |item| last_whole = item.end());
+/// let mut fixed = cut[..last_whole as usize].to_vec();
+/// fixed.extend_from_slice(end_of_stream(scanner.format().unwrap()));
+///
+/// let mut reader = TraceReader::new(&fixed)?;
+/// while reader.next_event()?.is_some() {}
+/// assert!(reader.stats().ended_cleanly);
+/// assert_eq!(reader.stats().events, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn end_of_stream(format: FormatVersion) -> &'static [u8] {
     match format {

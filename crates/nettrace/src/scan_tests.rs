@@ -308,3 +308,79 @@ fn end_of_stream_bytes_are_what_the_writer_ends_with() {
         assert!(bytes.ends_with(tail), "{flavor:?}");
     }
 }
+
+#[test]
+fn a_ring_of_the_blocks_after_a_sequence_point_reads_cleanly() {
+    for flavor in Flavor::ALL {
+        let bytes = sample_trace(flavor);
+        let (items, _, sc) = scan_in(&bytes, &[bytes.len()]);
+        let (all, _) = events_of(&bytes);
+        let sps: Vec<usize> = (0..items.len())
+            .filter(|&i| matches!(items[i], Item::Block(b) if b.is_sequence_point()))
+            .collect();
+        assert!(sps.len() >= 2, "{flavor:?}: {} sequence points", sps.len());
+        for &sp in &sps {
+            // Header, every persistent block, everything after the sequence point, the end.
+            let mut ring = bytes[..items[0].end() as usize].to_vec();
+            let mut kept_events = 0;
+            for (i, it) in items.iter().enumerate().skip(1) {
+                let Item::Block(b) = it else { continue };
+                if i > sp || b.is_persistent() {
+                    if i > sp && b.is_event() {
+                        kept_events += 1;
+                    }
+                    ring.extend_from_slice(&bytes[b.offset as usize..b.end as usize]);
+                }
+            }
+            ring.extend_from_slice(end_of_stream(sc.format().unwrap()));
+            let (got, stats) = events_of(&ring);
+            assert!(stats.ended_cleanly, "{flavor:?} after block {sp}");
+            assert!(all.ends_with(&got), "{flavor:?} after block {sp}");
+            assert_eq!(
+                got.is_empty(),
+                kept_events == 0,
+                "{flavor:?} after block {sp}"
+            );
+        }
+    }
+}
+
+/// (thread, timestamp, stack) of every event, and the stats.
+fn events_of(bytes: &[u8]) -> (Vec<(u64, i64, Vec<u64>)>, crate::TraceStats) {
+    let mut r = TraceReader::new(bytes).unwrap();
+    let mut out = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        out.push((e.thread_id, e.timestamp, e.stack.ips().collect()));
+    }
+    (out, r.stats().clone())
+}
+
+#[test]
+fn a_v6_end_block_with_data_is_skipped_up_to_a_limit() {
+    let mut bytes = sample_trace(Flavor::V6Compressed);
+    let at = bytes.len() - 4;
+    bytes.truncate(at);
+    bytes.extend_from_slice(&3u32.to_le_bytes());
+    bytes.extend_from_slice(&[7, 7, 7]);
+    for n in [1, 2, bytes.len()] {
+        let (items, err, sc) = scan_in(&bytes, &[n]);
+        assert_eq!(err, None);
+        assert!(sc.is_ended());
+        assert_eq!(
+            items.last(),
+            Some(&Item::End {
+                offset: at as u64,
+                end: bytes.len() as u64
+            })
+        );
+    }
+    let mut big = bytes[..at].to_vec();
+    big.extend_from_slice(&(MAX_END_MARKER as u32).to_le_bytes());
+    big.resize(at + 4 + MAX_END_MARKER, 0);
+    for n in [1, 1000, big.len()] {
+        let (_, err, _) = scan_in(&big, &[n]);
+        let err = err.unwrap();
+        assert_eq!(err.offset, at as u64);
+        assert!(matches!(err.kind, ErrorKind::LimitExceeded { .. }));
+    }
+}

@@ -120,6 +120,37 @@ fn netperf_v3_reads_with_inline_metadata_and_stacks() {
     }
 }
 
+#[test]
+fn the_scanner_frames_netperf_one_byte_at_a_time() {
+    let f = netperf();
+    let mut sc = nettrace::Scanner::new();
+    let mut items = Vec::new();
+    for b in f.chunks(1) {
+        let step = sc.feed(b).unwrap();
+        assert_eq!(step.consumed, 1);
+        items.extend(step.item);
+    }
+    assert_eq!(sc.format(), Some(FormatVersion::NetPerf3));
+    assert_eq!(sc.header().and_then(|h| h.process_id), Some(77));
+    let kinds: Vec<_> = items
+        .iter()
+        .map(|i| match i {
+            nettrace::Item::Header { trace, .. } => (trace.kind, trace.version),
+            nettrace::Item::Block(b) => (b.kind, b.version),
+            _ => (BlockKind::EndOfStream, 0),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (BlockKind::Trace, 3),
+            (BlockKind::Event, 1),
+            (BlockKind::EndOfStream, 0)
+        ]
+    );
+    assert_eq!(items[2].end(), f.len() as u64);
+}
+
 fn v6_with_one_event() -> Vec<u8> {
     let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
     let id = w
