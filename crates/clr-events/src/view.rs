@@ -97,7 +97,8 @@ pub struct Cursor<'a> {
     data: &'a [u8],
     pos: usize,
     pointer_size: u8,
-    counts: [(&'static str, u64); COUNTS],
+    /// Integer fields read so far (name, type, bytes): the counts of later arrays.
+    counts: [(&'static str, Scalar, &'a [u8]); COUNTS],
     n_counts: usize,
 }
 
@@ -117,10 +118,9 @@ impl<'a> Cursor<'a> {
         payload: &'a [u8],
         pointer_size: u8,
     ) -> Result<Cursor<'a>, ViewError> {
-        let name = crate::event_name_for(provider, id, version).unwrap_or("event");
         let Some(l) = layout_for(provider, id, version) else {
             return Err(ViewError {
-                event: name,
+                event: crate::event_name_for(provider, id, version).unwrap_or("event"),
                 version,
                 error: DecodeError::NoLayout,
             });
@@ -143,7 +143,7 @@ impl<'a> Cursor<'a> {
             data,
             pos: 0,
             pointer_size,
-            counts: [("", 0); COUNTS],
+            counts: [("", Scalar::U8, &[]); COUNTS],
             n_counts: 0,
         };
         if pointer_size != 4 && pointer_size != 8 {
@@ -180,7 +180,7 @@ impl<'a> Cursor<'a> {
             .iter()
             .rev()
             .find(|c| c.0 == count)
-            .map(|c| c.1)
+            .and_then(|c| int_value(c.1, c.2))
             .ok_or_else(|| {
                 self.err(DecodeError::MissingCount {
                     field,
@@ -216,13 +216,16 @@ impl<'a> Cursor<'a> {
             }
             s => self.take(field, s.min_size(self.pointer_size))?,
         };
-        if let Some(v) = int_value(s, bytes) {
+        if !matches!(
+            s,
+            Scalar::UnicodeString | Scalar::AnsiString | Scalar::Guid | Scalar::F32 | Scalar::F64
+        ) {
             if self.n_counts < COUNTS {
-                self.counts[self.n_counts] = (field, v);
+                self.counts[self.n_counts] = (field, s, bytes);
                 self.n_counts += 1;
             } else {
                 self.counts.rotate_left(1);
-                self.counts[COUNTS - 1] = (field, v);
+                self.counts[COUNTS - 1] = (field, s, bytes);
             }
         }
         Ok(bytes)
@@ -292,7 +295,7 @@ impl<'a> Cursor<'a> {
             data,
             pos: 0,
             pointer_size: self.pointer_size,
-            counts: [("", 0); COUNTS],
+            counts: [("", Scalar::U8, &[]); COUNTS],
             n_counts: 0,
         }
     }
