@@ -143,3 +143,49 @@ fn a_program_can_start_dotnet_children_after_clrspy_has_gone() {
     }
     assert_eq!(pids_with_env(MARK, &mark), Vec::<u32>::new());
 }
+
+#[test]
+fn runtimes_besides_the_recorded_one_are_let_run() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().display().to_string();
+    let _cleanup = KillMarked(MARK, mark.clone());
+    let trace = dir.path().join("two.nettrace");
+    // Two programs at once, neither started by a runtime clrspy resumed: one is recorded, the
+    // other connects to clrspy's port too and must be let run.
+    let mut rec = clrspy_command();
+    rec.args(["record", "--duration", "100s", "-o"])
+        .arg(&trace)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "dotnet \"$0\" startup & dotnet \"$0\" startup; wait",
+        ])
+        .arg(workloads())
+        .env(MARK, &mark);
+    let out = run_bounded(rec, dir.path(), Duration::from_secs(60));
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert!(
+        out.status.is_some(),
+        "clrspy did not finish in 60 s:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        out.status.and_then(|s| s.code()),
+        Some(0),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| *l == "done").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("1 other .NET process started by the program ran untraced"),
+        "{stderr}"
+    );
+    let info = json(&["info", trace.to_str().unwrap(), "--json"]);
+    assert_eq!(info["ended_cleanly"], true, "{info}");
+}

@@ -359,9 +359,10 @@ pub(crate) fn execute(
         None => std::process::ExitCode::SUCCESS,
         Some(child) => {
             if child.extra_runtimes > 0 {
+                let n = child.extra_runtimes;
                 eprintln!(
-                    "{} more .NET process(es) started by the program were let run untraced.",
-                    child.extra_runtimes
+                    "{n} other .NET process{} started by the program ran untraced.",
+                    if n == 1 { "" } else { "es" }
                 );
             }
             match child.status {
