@@ -12,7 +12,7 @@ use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Sessi
 
 use crate::inject::Injected;
 use crate::procstat::{monotonic_ns, ProcSampler};
-use crate::sink::{ByteSink, FileSink};
+use crate::sink::{ByteSink, FileSink, SinkReport};
 use crate::tap::{Action, EventConsumer, Tap};
 use crate::{OnProgress, Progress, Recording, Result, StopReason, Summary};
 
@@ -143,6 +143,16 @@ struct Stopping {
 }
 
 impl Stopping {
+    fn new() -> Stopping {
+        Stopping {
+            reason: None,
+            detail: None,
+            sent: false,
+            complete: true,
+            stopper: None,
+        }
+    }
+
     /// Sends StopTracing from a side thread.
     fn send(&mut self, why: StopReason, to: &Arc<dyn Connector>, id: u64) {
         self.reason = Some(why);
@@ -151,6 +161,29 @@ impl Stopping {
         self.stopper = Some(std::thread::spawn(move || {
             stop_session(to.as_ref(), id, COMMAND_TIMEOUT)
         }));
+    }
+
+    /// Carries out a consumer's action: a Stop sends StopTracing (once), Dump and Snapshot go
+    /// to the caller's handler.
+    fn act(
+        &mut self,
+        a: Action,
+        on_request: &mut Option<&mut dyn FnMut(&Action)>,
+        to: &Arc<dyn Connector>,
+        id: u64,
+    ) {
+        match a {
+            Action::Stop { reason } if !self.sent => {
+                self.detail = Some(reason);
+                self.send(StopReason::Triggered, to, id);
+            }
+            Action::Continue | Action::Stop { .. } => {}
+            other => {
+                if let Some(h) = on_request.as_mut() {
+                    h(&other);
+                }
+            }
+        }
     }
 
     /// True when the pump should stop reading now.
@@ -191,6 +224,20 @@ impl Stopping {
     }
 }
 
+/// Finishes the file and the other sinks (all of them, whatever fails); the file's report, or
+/// the first error.
+fn finish_sinks(file: &mut FileSink, extra: &mut [Box<dyn ByteSink + '_>]) -> Result<SinkReport> {
+    let report = file.finish();
+    let mut first_err = None;
+    for s in extra.iter_mut() {
+        if let Err(e) = s.finish() {
+            first_err.get_or_insert(e);
+        }
+    }
+    let report = report?;
+    first_err.map_or(Ok(report), Err)
+}
+
 /// Streams `session` into `file` and `live`'s sinks until a stop condition; `to` opens the
 /// connection for StopTracing; `pid` is the target as seen from here (for its thread CPU
 /// readings).
@@ -214,13 +261,7 @@ pub(crate) fn pump(
     let started = Instant::now();
     let mut tap = Tap::new(std::mem::take(&mut live.consumers));
     let mut buf = vec![0u8; 256 * 1024];
-    let mut stop = Stopping {
-        reason: None,
-        detail: None,
-        sent: false,
-        complete: true,
-        stopper: None,
-    };
+    let mut stop = Stopping::new();
     let mut extra = std::mem::take(&mut live.sinks);
     let result: Result<()> = (|| loop {
         let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut file as &mut dyn ByteSink)
@@ -263,42 +304,21 @@ pub(crate) fn pump(
             dropped_events,
         });
         while let Some(a) = tap.next_action() {
-            match a {
-                Action::Stop { reason } if !stop.sent => {
-                    stop.detail = Some(reason);
-                    stop.send(StopReason::Triggered, &to, session.id);
-                }
-                Action::Continue | Action::Stop { .. } => {}
-                other => {
-                    if let Some(h) = live.on_request.as_mut() {
-                        h(&other);
-                    }
-                }
-            }
+            stop.act(a, &mut live.on_request, &to, session.id);
         }
         if stop.check(rec, started, &to, session.id) {
             return Ok(());
         }
     })();
     // Whatever happened, what arrived is made durable before the error is reported.
-    let report = file.finish();
-    let mut extra_err = None;
-    for s in extra.iter_mut() {
-        if let Err(e) = s.finish() {
-            extra_err.get_or_insert(e);
-        }
-    }
+    let report = finish_sinks(&mut file, &mut extra);
     result?;
     let report = report?;
-    if let Some(e) = extra_err {
-        return Err(e);
-    }
     let ((events, dropped_events), rest) = tap.finish();
     for a in rest {
-        if matches!(a, Action::Dump { .. } | Action::Snapshot { .. }) {
-            if let Some(h) = live.on_request.as_mut() {
-                h(&a);
-            }
+        // The session is over: only requests for the caller are still worth passing on.
+        if !matches!(a, Action::Stop { .. }) {
+            stop.act(a, &mut live.on_request, &to, session.id);
         }
     }
     Ok(Summary {
