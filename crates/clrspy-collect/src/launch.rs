@@ -169,6 +169,8 @@ fn serve(
                 !quit.load(Ordering::SeqCst)
             })
         else {
+            // A timeout (100 ms spent already), or a client that did not advertise itself.
+            std::thread::sleep(Duration::from_millis(5));
             continue;
         };
         let cookie = recorded.get_or_insert_with(|| ad.cookie.clone());

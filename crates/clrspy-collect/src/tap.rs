@@ -34,6 +34,10 @@ pub enum Action {
 }
 
 /// Something that looks at every event of a live recording, on the tap's thread.
+///
+/// Consumers must keep up: the tap holds at most a few megabytes of the stream, and when it
+/// falls behind it gives up rather than slow the recording — consumers then see no more events
+/// and the summary has no event count ([`Summary::events`](crate::Summary::events) is None).
 pub trait EventConsumer: Send {
     /// One event; the answer tells the pump what to do.
     fn event(&mut self, ev: &nettrace::Event<'_>) -> Action;
