@@ -414,3 +414,103 @@ fn record_child(
     let summary = pump(session, to, file, runtime_pid, rec, live, on_progress)?;
     Ok((summary, runtime_pid))
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use diagnostics_client::Header;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    /// A runtime's advertisement with cookie bytes `c` and pid `pid`.
+    fn advertisement(c: u8, pid: u64) -> Vec<u8> {
+        let mut b = b"ADVR_V1\0".to_vec();
+        b.extend_from_slice(&[c; 16]);
+        b.extend_from_slice(&pid.to_le_bytes());
+        b.extend_from_slice(&[0, 0]);
+        b
+    }
+
+    /// Reads one UTF-16 protocol string.
+    fn string(p: &[u8]) -> (String, &[u8]) {
+        let n = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize;
+        let units: Vec<u16> = p[4..4 + 2 * n]
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        let text = String::from_utf16(&units).unwrap();
+        (text.trim_end_matches('\0').to_string(), &p[4 + 2 * n..])
+    }
+
+    /// Commands a fake runtime got, and whether its last connection was held open quietly.
+    type Got = (Vec<(u8, u8, Vec<u8>)>, bool);
+
+    /// A suspended runtime that is not the recorded one: answers every command with OK until it
+    /// is resumed, then connects once more and waits.
+    fn extra_runtime(path: PathBuf) -> std::thread::JoinHandle<Got> {
+        std::thread::spawn(move || {
+            let mut got: Vec<(u8, u8, Vec<u8>)> = Vec::new();
+            for _ in 0..5 {
+                let resumed = got.last().is_some_and(|c| (c.0, c.1) == (4, 1));
+                let mut s = UnixStream::connect(&path).unwrap();
+                let wait = if resumed { 300 } else { 5000 };
+                s.set_read_timeout(Some(Duration::from_millis(wait)))
+                    .unwrap();
+                s.write_all(&advertisement(2, 77)).unwrap();
+                let mut h = [0u8; 20];
+                if let Err(e) = s.read_exact(&mut h) {
+                    // Parked: clrspy holds the connection and sends nothing.
+                    let held = matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    );
+                    return (got, resumed && held);
+                }
+                let h = Header::decode(&h).unwrap();
+                let mut payload = vec![0u8; usize::from(h.size) - 20];
+                s.read_exact(&mut payload).unwrap();
+                let mut reply = Header {
+                    size: 24,
+                    command_set: 0xFF,
+                    command_id: 0,
+                }
+                .encode()
+                .to_vec();
+                reply.extend_from_slice(&0u32.to_le_bytes());
+                s.write_all(&reply).unwrap();
+                got.push((h.command_set, h.command_id, payload));
+            }
+            (got, false)
+        })
+    }
+
+    #[test]
+    fn other_runtimes_get_the_variable_cleared_then_are_resumed() {
+        let dir = std::env::temp_dir().join(format!("clrspy-acc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.sock");
+        let server = ReverseServer::bind(&path).unwrap();
+        let (acceptor, port) = Acceptor::start(server, ExtraRuntimes::Resume);
+        // The first runtime to connect is the recorded one: its connection goes to the port.
+        let mut recorded = UnixStream::connect(&path).unwrap();
+        recorded.write_all(&advertisement(1, 42)).unwrap();
+        let mut polls = 0;
+        let ad = port.wait_first(&mut || {
+            polls += 1;
+            polls < 250
+        });
+        assert_eq!(ad.map(|a| a.pid), Some(42));
+        let (got, parked) = extra_runtime(path.clone()).join().unwrap();
+        assert!(parked, "{got:?}");
+        // SetEnvironmentVariable (4, 3) with the empty value, then ResumeRuntime (4, 1).
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!((got[0].0, got[0].1), (4, 3));
+        let (name, rest) = string(&got[0].2);
+        let (value, _) = string(rest);
+        assert_eq!((name.as_str(), value.as_str()), (PORTS_VARIABLE, ""));
+        assert_eq!((got[1].0, got[1].1), (4, 1));
+        assert_eq!(acceptor.stop(), 1);
+        drop(recorded);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
