@@ -66,6 +66,7 @@ public static class Program
         ["bigtrace"] = BigTrace.Run,
         ["idle"] = o => { Thread.Sleep(TimeSpan.FromSeconds(o.Seconds)); return 0; },
         ["startup"] = _ => 0,
+        ["spawn-later"] = SpawnLater.Run,
     };
 
     /// Writes one line to stdout and flushes, so a harness reading the pipe sees it at once.

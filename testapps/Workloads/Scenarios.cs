@@ -412,3 +412,32 @@ public static class Deadlock
         }
     }
 }
+
+// ------------------------------------------------------------------ spawn-later
+
+public static class SpawnLater
+{
+    /// Waits `--seconds`, then starts `dotnet <this dll> startup` (its environment inherited) and
+    /// waits up to 60 s for it.
+    public static int Run(Options o)
+    {
+        Thread.Sleep(TimeSpan.FromSeconds(o.Seconds));
+        var psi = new ProcessStartInfo("dotnet") { UseShellExecute = false };
+        psi.ArgumentList.Add(typeof(SpawnLater).Assembly.Location);
+        psi.ArgumentList.Add("startup");
+        using var child = Process.Start(psi);
+        if (child == null)
+        {
+            Program.Out("child failed");
+            return 1;
+        }
+        Program.Out($"child pid={child.Id}");
+        if (!child.WaitForExit(TimeSpan.FromSeconds(60)))
+        {
+            Program.Out("child timeout");
+            return 1;
+        }
+        Program.Out($"child exit={child.ExitCode}");
+        return child.ExitCode == 0 ? 0 : 1;
+    }
+}

@@ -1,27 +1,42 @@
-//! Collection: running an EventPipe session on a live process — attached by pid, or launched by
-//! clrspy suspended so nothing before `Main` is missed — and streaming its trace to disk as the
-//! bytes arrive (nothing is held in memory), until the caller asks to stop, a duration passes,
-//! or the target exits. Stopping asks the runtime to end the session so the rundown (method
-//! names) is written; a second stop request gives up waiting for it.
+//! Collection: finding the target (a pid, a name, a command to launch; containers too),
+//! running an EventPipe session on it — attached, or launched by clrspy suspended so nothing
+//! before `Main` is missed — and pumping its bytes, as they arrive, into sinks (the trace file;
+//! nothing is held in memory) and an event tap whose consumers may ask the pump to stop, dump
+//! or snapshot. A recording ends when the caller asks, a duration passes, a consumer asks, or
+//! the target exits; stopping asks the runtime to end the session so the rundown (method names)
+//! is written, and a second stop request gives up waiting for it. Core dumps and the target's
+//! thread CPU readings live here too.
 #![deny(missing_docs)]
 
-mod counter;
+mod coredump;
+mod error;
 pub mod inject;
 mod launch;
 pub mod procstat;
+mod run;
 mod session;
+mod sink;
+mod tap;
+mod target;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-pub use launch::{launch, Launched};
-pub use session::record;
+pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
+pub use error::{Error, ErrorKind, Result};
+pub use launch::{launch, launch_live, ExtraRuntimes, LaunchOptions, Launched};
+pub use run::{run, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
+pub use session::{record, record_live, Live};
+pub use sink::{ByteSink, FileSink, SinkReport};
+pub use tap::{Action, EventConsumer};
+pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
 
 use diagnostics_client::SessionConfig;
 
 /// Why recording ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StopReason {
     /// The requested duration passed.
     Duration,
@@ -29,6 +44,8 @@ pub enum StopReason {
     Requested,
     /// The target closed the session (it exited, or another tool stopped the session).
     TargetEnded,
+    /// An event consumer asked to stop ([`Summary::trigger`] says why).
+    Triggered,
 }
 
 /// What to record and where.
@@ -73,6 +90,8 @@ pub struct Summary {
     pub dropped_events: Option<u64>,
     /// Why it ended.
     pub reason: StopReason,
+    /// What the consumer that stopped the recording said (with [`StopReason::Triggered`]).
+    pub trigger: Option<String>,
     /// True when the runtime finished the trace after the stop (rundown included); false when
     /// the wait for it was cut short or the connection broke.
     pub complete: bool,
@@ -85,30 +104,6 @@ pub struct Summary {
     /// clrspy's own events spliced into the trace (thread CPU readings, names, module maps).
     pub spliced_events: u64,
 }
-
-/// What can go wrong.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Error {
-    /// Creating or writing the output file failed (full disk, permissions).
-    Output(PathBuf, std::io::Error),
-    /// Talking to the runtime failed.
-    Client(diagnostics_client::Error),
-    /// Starting the program to trace failed, or it never connected.
-    Launch(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Output(p, e) => write!(f, "writing {}: {e}", p.display()),
-            Error::Client(e) => write!(f, "{e}"),
-            Error::Launch(what) => write!(f, "{what}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// Stop requests, counted: the first asks the runtime to stop, the second gives up waiting.
 #[derive(Debug, Default)]

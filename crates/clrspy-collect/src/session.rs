@@ -1,154 +1,200 @@
-//! The session loop shared by attach and launch: read the runtime's stream, write it to disk
-//! as it arrives, watch the stop conditions, and ask the runtime to stop (from a side thread:
-//! the runtime answers StopTracing only after it wrote the rundown into the stream we must keep
-//! draining).
+//! The pump shared by attach and launch: read the runtime's stream, hand it to the sinks (the
+//! trace file, and any others) and to the event tap as it arrives, splice in the thread CPU
+//! readings, watch the stop conditions (requests, duration, the target's end, a consumer's
+//! Stop), and ask the runtime to stop — from a side thread: the runtime answers StopTracing only
+//! after it wrote the rundown into the stream we must keep draining.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read, Write};
-use std::path::Path;
+use std::io::{ErrorKind, Read};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Session};
 
-use crate::counter::Counter;
-use crate::inject::{Injected, Splicer};
+use crate::inject::Injected;
 use crate::procstat::{monotonic_ns, ProcSampler};
-use crate::{Error, OnProgress, Progress, Recording, StopReason, Summary};
+use crate::sink::{ByteSink, FileSink, SinkReport};
+use crate::tap::{Action, EventConsumer, Tap};
+use crate::{OnProgress, Progress, Recording, Result, StopReason, Summary};
 
 /// How long each command may take before the runtime is considered unresponsive.
 pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a recording feeds besides its trace file.
+#[derive(Default)]
+pub struct Live<'a> {
+    /// Consumers of the decoded events (run on the tap's thread).
+    pub consumers: Vec<Box<dyn EventConsumer>>,
+    /// More sinks for the runtime's bytes (a ring buffer, a socket).
+    pub sinks: Vec<Box<dyn ByteSink + 'a>>,
+    /// Gets the consumers' Dump and Snapshot requests, on the pump's thread, as they come
+    /// (without it they are dropped). Stop requests are the pump's own business.
+    pub on_request: Option<&'a mut dyn FnMut(&Action)>,
+}
+
+impl std::fmt::Debug for Live<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("consumers", &self.consumers.len())
+            .field("sinks", &self.sinks.len())
+            .field("on_request", &self.on_request.is_some())
+            .finish()
+    }
+}
 
 /// Records a session on a running process's `endpoint` into `rec.out`.
 pub fn record(
     endpoint: &Endpoint,
     rec: &Recording<'_>,
     on_progress: OnProgress<'_>,
-) -> Result<Summary, Error> {
-    // The file first: an unwritable path fails before the target is touched.
-    let file = create_output(rec.out)?;
-    let to: Arc<dyn Connector> = Arc::new(endpoint.clone());
-    let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT).map_err(Error::Client)?;
-    drain(session, to, file, endpoint.pid, rec, on_progress)
+) -> Result<Summary> {
+    record_live(endpoint, rec, Live::default(), on_progress)
 }
 
-/// Creates the output file, with the path in the error.
-pub(crate) fn create_output(out: &Path) -> Result<File, Error> {
-    File::create(out).map_err(|e| Error::Output(out.to_path_buf(), e))
-}
-
-/// Streams `session` into `file` until a stop condition; `to` opens the connection for
-/// StopTracing; `pid` is the target as seen from here (for its thread CPU readings).
-pub(crate) fn drain(
-    mut session: Session,
-    to: Arc<dyn Connector>,
-    file: File,
-    pid: u32,
+/// [`record`], also feeding `live`'s sinks and event consumers.
+pub fn record_live(
+    endpoint: &Endpoint,
     rec: &Recording<'_>,
+    live: Live<'_>,
     on_progress: OnProgress<'_>,
-) -> Result<Summary, Error> {
-    let out = rec.out;
-    let write_err = |e| Error::Output(out.to_path_buf(), e);
-    let interval = rec.thread_cpu.filter(|_| cfg!(target_os = "linux"));
-    let read_timeout = interval
-        .map_or(Duration::from_millis(100), |i| {
-            i.min(Duration::from_millis(100))
-        })
-        .max(Duration::from_millis(1));
-    session
-        .set_read_timeout(read_timeout)
-        .map_err(Error::Client)?;
-    let mut file = Splicer::new(file);
-    let mut sampler = interval.map(|_| ProcSampler::new(pid));
-    let mut next_tick = Instant::now();
-    let mut next_maps = Instant::now();
-    let mut first_tick = true;
-    let started = Instant::now();
-    let mut counter = Counter::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut reason = None;
-    let mut stop_sent = false;
-    let mut complete = true;
-    let mut stopper: Option<std::thread::JoinHandle<diagnostics_client::Result<()>>> = None;
-    loop {
-        match session.read(&mut buf) {
-            Ok(0) => {
-                reason.get_or_insert(StopReason::TargetEnded);
-                break;
-            }
-            Ok(n) => {
-                file.write_runtime(&buf[..n]).map_err(write_err)?;
-                counter.feed(&buf[..n]);
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
-            Err(_) => {
-                // The connection broke (the target died): what arrived is on disk.
-                reason.get_or_insert(StopReason::TargetEnded);
-                complete = false;
-                break;
+) -> Result<Summary> {
+    // The file first: an unwritable path fails before the target is touched.
+    let file = FileSink::create(rec.out)?;
+    let to: Arc<dyn Connector> = Arc::new(endpoint.clone());
+    let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
+    pump(session, to, file, endpoint.pid, rec, live, on_progress)
+}
+
+/// The thread CPU readings, taken on a schedule and spliced into the sinks that store a trace.
+struct CpuReadings {
+    sampler: ProcSampler,
+    interval: Duration,
+    next_tick: Instant,
+    next_maps: Instant,
+    first: bool,
+}
+
+impl CpuReadings {
+    fn new(pid: u32, interval: Duration) -> CpuReadings {
+        CpuReadings {
+            sampler: ProcSampler::new(pid),
+            interval,
+            next_tick: Instant::now(),
+            next_maps: Instant::now(),
+            first: true,
+        }
+    }
+
+    /// Takes the readings when they are due and queues them in `sinks`.
+    fn tick(&mut self, sinks: &mut [&mut dyn ByteSink]) {
+        if Instant::now() < self.next_tick || !sinks.iter().any(|s| s.wants_splices()) {
+            return;
+        }
+        self.next_tick += self.interval;
+        if self.next_tick < Instant::now() {
+            self.next_tick = Instant::now() + self.interval;
+        }
+        let mut events = Vec::new();
+        let readings = self.sampler.threads();
+        let ts = monotonic_ns();
+        if self.first {
+            self.first = false;
+            events.push(Injected::SamplerInfo {
+                interval_ms: self.interval.as_millis().min(u128::from(u32::MAX)) as u32,
+                source: self.sampler.source.into(),
+            });
+        }
+        if Instant::now() >= self.next_maps {
+            self.next_maps = Instant::now() + Duration::from_secs(2);
+            for m in self.sampler.new_mappings() {
+                events.push(Injected::ModuleMap {
+                    start: m.start,
+                    end: m.end,
+                    offset: m.offset,
+                    path: m.path,
+                });
             }
         }
-        if let (Some(s), Some(i)) = (sampler.as_mut(), interval) {
-            if Instant::now() >= next_tick && file.is_active() {
-                next_tick += i;
-                if next_tick < Instant::now() {
-                    next_tick = Instant::now() + i;
-                }
-                let readings = s.threads();
-                let ts = monotonic_ns();
-                if first_tick {
-                    first_tick = false;
-                    file.push(
-                        ts,
-                        Injected::SamplerInfo {
-                            interval_ms: i.as_millis().min(u128::from(u32::MAX)) as u32,
-                            source: s.source.into(),
-                        },
-                    );
-                }
-                if Instant::now() >= next_maps {
-                    next_maps = Instant::now() + Duration::from_secs(2);
-                    for m in s.new_mappings() {
-                        file.push(
-                            ts,
-                            Injected::ModuleMap {
-                                start: m.start,
-                                end: m.end,
-                                offset: m.offset,
-                                path: m.path,
-                            },
-                        );
-                    }
-                }
-                for r in readings {
-                    if let Some(name) = r.name {
-                        file.push(ts, Injected::ThreadName { tid: r.tid, name });
-                    }
-                    file.push(
-                        ts,
-                        Injected::ThreadCpu {
-                            tid: r.tid,
-                            cpu_ns: r.cpu_ns,
-                            state: r.state,
-                        },
-                    );
-                }
-                file.push(ts, Injected::Tick);
+        for r in readings {
+            if let Some(name) = r.name {
+                events.push(Injected::ThreadName { tid: r.tid, name });
             }
-            file.inject().map_err(write_err)?;
+            events.push(Injected::ThreadCpu {
+                tid: r.tid,
+                cpu_ns: r.cpu_ns,
+                state: r.state,
+            });
         }
-        let (events, dropped_events) = counter.counts();
-        on_progress(&Progress {
-            elapsed: started.elapsed(),
-            bytes: file.written(),
-            events,
-            dropped_events,
-        });
-        if !stop_sent {
+        events.push(Injected::Tick);
+        for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
+            for e in &events {
+                s.splice(ts, e);
+            }
+        }
+    }
+}
+
+/// The stop state: why, whether StopTracing was sent, and its answer.
+struct Stopping {
+    reason: Option<StopReason>,
+    detail: Option<String>,
+    sent: bool,
+    complete: bool,
+    stopper: Option<std::thread::JoinHandle<diagnostics_client::Result<()>>>,
+}
+
+impl Stopping {
+    fn new() -> Stopping {
+        Stopping {
+            reason: None,
+            detail: None,
+            sent: false,
+            complete: true,
+            stopper: None,
+        }
+    }
+
+    /// Sends StopTracing from a side thread.
+    fn send(&mut self, why: StopReason, to: &Arc<dyn Connector>, id: u64) {
+        self.reason = Some(why);
+        self.sent = true;
+        let to = to.clone();
+        self.stopper = Some(std::thread::spawn(move || {
+            stop_session(to.as_ref(), id, COMMAND_TIMEOUT)
+        }));
+    }
+
+    /// Carries out a consumer's action: a Stop sends StopTracing (once), Dump and Snapshot go
+    /// to the caller's handler.
+    fn act(
+        &mut self,
+        a: Action,
+        on_request: &mut Option<&mut dyn FnMut(&Action)>,
+        to: &Arc<dyn Connector>,
+        id: u64,
+    ) {
+        match a {
+            Action::Stop { reason } if !self.sent => {
+                self.detail = Some(reason);
+                self.send(StopReason::Triggered, to, id);
+            }
+            Action::Continue | Action::Stop { .. } => {}
+            other => {
+                if let Some(h) = on_request.as_mut() {
+                    h(&other);
+                }
+            }
+        }
+    }
+
+    /// True when the pump should stop reading now.
+    fn check(
+        &mut self,
+        rec: &Recording<'_>,
+        started: Instant,
+        to: &Arc<dyn Connector>,
+        id: u64,
+    ) -> bool {
+        if !self.sent {
             let why = if rec.stop.count() > 0 {
                 Some(StopReason::Requested)
             } else if rec.duration.is_some_and(|d| started.elapsed() >= d) {
@@ -157,42 +203,135 @@ pub(crate) fn drain(
                 None
             };
             if let Some(why) = why {
-                reason = Some(why);
-                stop_sent = true;
-                let (to, id) = (to.clone(), session.id);
-                stopper = Some(std::thread::spawn(move || {
-                    stop_session(to.as_ref(), id, COMMAND_TIMEOUT)
-                }));
+                self.send(why, to, id);
             }
+            false
         } else if rec.stop.count() > 1 {
             // A second request: stop waiting for the rundown.
-            complete = false;
-            break;
-        } else if stopper.as_ref().is_some_and(|h| h.is_finished()) {
-            if let Some(Err(_)) = stopper.take().map(|h| h.join().unwrap_or(Ok(()))) {
-                // The runtime refused or did not answer: keep what arrived.
-                complete = false;
-                break;
-            }
+            self.complete = false;
+            true
+        } else if self.stopper.as_ref().is_some_and(|h| h.is_finished()) {
+            // The runtime refused or did not answer: keep what arrived.
+            let failed = matches!(
+                self.stopper.take().map(|h| h.join().unwrap_or(Ok(()))),
+                Some(Err(_))
+            );
+            self.complete &= !failed;
+            failed
+        } else {
+            false
         }
     }
-    let spliced_events = file.spliced;
-    let bytes = file.written();
-    let mut file = file.into_inner().map_err(write_err)?;
-    file.flush()
-        .and_then(|_| file.sync_all())
-        .map_err(write_err)?;
-    let (events, dropped_events) = counter.finish();
+}
+
+/// Finishes the file and the other sinks (all of them, whatever fails); the file's report, or
+/// the first error.
+fn finish_sinks(file: &mut FileSink, extra: &mut [Box<dyn ByteSink + '_>]) -> Result<SinkReport> {
+    let report = file.finish();
+    let mut first_err = None;
+    for s in extra.iter_mut() {
+        if let Err(e) = s.finish() {
+            first_err.get_or_insert(e);
+        }
+    }
+    let report = report?;
+    first_err.map_or(Ok(report), Err)
+}
+
+/// Streams `session` into `file` and `live`'s sinks until a stop condition; `to` opens the
+/// connection for StopTracing; `pid` is the target as seen from here (for its thread CPU
+/// readings).
+pub(crate) fn pump(
+    mut session: Session,
+    to: Arc<dyn Connector>,
+    mut file: FileSink,
+    pid: u32,
+    rec: &Recording<'_>,
+    mut live: Live<'_>,
+    on_progress: OnProgress<'_>,
+) -> Result<Summary> {
+    let interval = rec.thread_cpu.filter(|_| cfg!(target_os = "linux"));
+    let read_timeout = interval
+        .map_or(Duration::from_millis(100), |i| {
+            i.min(Duration::from_millis(100))
+        })
+        .max(Duration::from_millis(1));
+    session.set_read_timeout(read_timeout)?;
+    let mut readings = interval.map(|i| CpuReadings::new(pid, i));
+    let started = Instant::now();
+    let mut tap = Tap::new(std::mem::take(&mut live.consumers));
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut stop = Stopping::new();
+    let mut extra = std::mem::take(&mut live.sinks);
+    let result: Result<()> = (|| loop {
+        let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut file as &mut dyn ByteSink)
+            .chain(extra.iter_mut().map(|s| &mut **s as &mut dyn ByteSink))
+            .collect();
+        match session.read(&mut buf) {
+            Ok(0) => {
+                stop.reason.get_or_insert(StopReason::TargetEnded);
+                return Ok(());
+            }
+            Ok(n) => {
+                for s in sinks.iter_mut() {
+                    s.write(&buf[..n])?;
+                }
+                tap.feed(&buf[..n]);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(_) => {
+                // The connection broke (the target died): what arrived is stored.
+                stop.reason.get_or_insert(StopReason::TargetEnded);
+                stop.complete = false;
+                return Ok(());
+            }
+        }
+        if let Some(r) = readings.as_mut() {
+            r.tick(&mut sinks);
+        }
+        for s in sinks.iter_mut() {
+            s.flush()?;
+        }
+        let (events, dropped_events) = tap.counts();
+        on_progress(&Progress {
+            elapsed: started.elapsed(),
+            bytes: file.bytes(),
+            events,
+            dropped_events,
+        });
+        while let Some(a) = tap.next_action() {
+            stop.act(a, &mut live.on_request, &to, session.id);
+        }
+        if stop.check(rec, started, &to, session.id) {
+            return Ok(());
+        }
+    })();
+    // Whatever happened, what arrived is made durable before the error is reported.
+    let report = finish_sinks(&mut file, &mut extra);
+    result?;
+    let report = report?;
+    let ((events, dropped_events), rest) = tap.finish();
+    for a in rest {
+        // The session is over: only requests for the caller are still worth passing on.
+        if !matches!(a, Action::Stop { .. }) {
+            stop.act(a, &mut live.on_request, &to, session.id);
+        }
+    }
     Ok(Summary {
-        path: out.to_path_buf(),
-        bytes,
+        path: rec.out.to_path_buf(),
+        bytes: report.bytes,
         events,
         dropped_events,
-        reason: reason.unwrap_or(StopReason::TargetEnded),
-        complete,
+        reason: stop.reason.unwrap_or(StopReason::TargetEnded),
+        trigger: stop.detail,
+        complete: stop.complete,
         elapsed: started.elapsed(),
         command_version: session.command_version,
         degraded: session.degraded.clone(),
-        spliced_events,
+        spliced_events: report.spliced_events,
     })
 }

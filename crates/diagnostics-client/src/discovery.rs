@@ -49,6 +49,17 @@ fn temp_dirs() -> Vec<PathBuf> {
 
 /// Every live runtime endpoint, one per process (the newest socket when a process id was
 /// reused), sorted by process id. Sockets of dead processes are skipped.
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// for ep in diagnostics_client::find_endpoints() {
+///     match diagnostics_client::process_info(&ep, Duration::from_secs(2)) {
+///         Ok(info) => println!("{} {}", ep.pid, info.command_line),
+///         Err(e) => println!("{} ({e})", ep.pid),
+///     }
+/// }
+/// ```
 pub fn find_endpoints() -> Vec<Endpoint> {
     let mut best: HashMap<u32, (SystemTime, PathBuf)> = HashMap::new();
     for dir in temp_dirs() {

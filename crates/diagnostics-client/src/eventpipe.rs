@@ -134,6 +134,49 @@ impl Read for Session {
 
 /// Starts a session on a new connection from `to`, with the newest CollectTracing command the
 /// runtime knows (5, then 4, 3, 2 after "unknown command" replies).
+///
+/// The session is a byte stream (a NetTrace file as it is written); stop it with
+/// [`stop_session`] and keep reading until it ends, so the rundown arrives:
+///
+/// ```no_run
+/// use std::io::Read;
+/// use std::time::Duration;
+/// use diagnostics_client::{start_session, stop_session, Provider, SessionConfig};
+///
+/// let ep = diagnostics_client::find_endpoints().into_iter().next().expect("a .NET process");
+/// let config = SessionConfig {
+///     providers: vec![Provider {
+///         name: "Microsoft-DotNETCore-SampleProfiler".into(),
+///         keywords: 0,
+///         level: 5,
+///         arguments: None,
+///     }],
+///     ..SessionConfig::default()
+/// };
+/// let t = Duration::from_secs(5);
+/// let mut session = start_session(&ep, &config, t)?;
+/// let mut trace = Vec::new();
+/// let mut buf = [0u8; 64 * 1024];
+/// let started = std::time::Instant::now();
+/// while started.elapsed() < Duration::from_secs(2) {
+///     match session.read(&mut buf) {
+///         Ok(0) => break,
+///         Ok(n) => trace.extend_from_slice(&buf[..n]),
+///         Err(_) => {}
+///     }
+/// }
+/// let id = session.id;
+/// let stopper = std::thread::spawn(move || stop_session(&ep, id, t));
+/// while let Ok(n) = session.read(&mut buf) {
+///     if n == 0 {
+///         break;
+///     }
+///     trace.extend_from_slice(&buf[..n]);
+/// }
+/// stopper.join().expect("stop thread")?;
+/// std::fs::write("trace.nettrace", &trace).expect("write");
+/// # Ok::<(), diagnostics_client::Error>(())
+/// ```
 pub fn start_session(
     to: &dyn Connector,
     config: &SessionConfig,

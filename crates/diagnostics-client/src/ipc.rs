@@ -395,6 +395,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn errors_keep_their_os_error_as_source() {
+        use std::error::Error as _;
+        let e = Error::Connect {
+            path: "/tmp/s".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        let src = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            src.map(|s| s.kind()),
+            Some(std::io::ErrorKind::PermissionDenied)
+        );
+        let e = Error::Io {
+            path: "/tmp/s".into(),
+            source: std::io::Error::from(std::io::ErrorKind::TimedOut),
+        };
+        assert!(e.source().is_some());
+        assert!(Error::Unsupported.source().is_none());
+    }
+
+    #[test]
     fn header_round_trip_and_magic_check() {
         let h = Header {
             size: 20,

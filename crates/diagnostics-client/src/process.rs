@@ -20,10 +20,25 @@ const APPLY_STARTUP_HOOK: u8 = 0x07;
 const PROCESS_INFO3: u8 = 0x08;
 
 /// What a runtime says about its process.
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// let ep = diagnostics_client::find_endpoints().into_iter().next().expect("a .NET process");
+/// let info = diagnostics_client::process_info(&ep, Duration::from_secs(2))?;
+/// println!(
+///     "{} runs {} on .NET {}",
+///     ep.pid,
+///     info.entrypoint_assembly.as_deref().unwrap_or("?"),
+///     info.runtime_version.as_deref().unwrap_or("?")
+/// );
+/// # Ok::<(), diagnostics_client::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcessInfo {
-    /// Process id inside the process's own PID namespace.
-    pub pid: u64,
+    /// Process id inside the process's own PID namespace (the same as the host's unless the
+    /// process runs in a container).
+    pub pid: u32,
     /// The runtime instance cookie, as 32 hex digits.
     pub runtime_cookie: String,
     /// The command line.
@@ -47,7 +62,7 @@ fn parse(body: &[u8], version: u8) -> Option<ProcessInfo> {
     if version == 3 {
         r.u32()?; // payload format version
     }
-    let pid = r.u64()?;
+    let pid = u32::try_from(r.u64()?).ok()?;
     let cookie: String = r.bytes(16)?.iter().map(|b| format!("{b:02x}")).collect();
     let mut p = ProcessInfo {
         pid,
@@ -78,7 +93,7 @@ pub fn process_info(to: &dyn Connector, timeout: Duration) -> Result<ProcessInfo
                 return parse(&body, version).ok_or_else(|| Error::Protocol {
                     path: to.path().to_path_buf(),
                     what: format!(
-                        "ProcessInfo{version} reply of {} bytes is cut short",
+                        "ProcessInfo{version} reply of {} bytes is cut short or malformed",
                         body.len()
                     ),
                 })

@@ -20,7 +20,7 @@ pub struct Advertisement {
     /// The runtime instance cookie, 32 hex digits.
     pub cookie: String,
     /// The process id, in the runtime's own PID namespace.
-    pub pid: u64,
+    pub pid: u32,
 }
 
 /// Parses a 34-byte advertisement.
@@ -33,11 +33,35 @@ pub fn parse_advertisement(b: &[u8]) -> Option<Advertisement> {
     pid.copy_from_slice(&b[24..32]);
     Some(Advertisement {
         cookie,
-        pid: u64::from_le_bytes(pid),
+        pid: u32::try_from(u64::from_le_bytes(pid)).ok()?,
     })
 }
 
 /// A socket runtimes connect to. The socket file is removed when the server is dropped.
+///
+/// Starting a program suspended, tracing it from its first instruction:
+///
+/// ```no_run
+/// use std::io::Read;
+/// use std::time::Duration;
+/// use diagnostics_client::{resume_runtime, start_session, ReverseServer, SessionConfig};
+///
+/// let server = ReverseServer::bind(std::path::Path::new("/tmp/my-tool.sock"))?;
+/// let mut child = std::process::Command::new("dotnet")
+///     .arg("app.dll")
+///     .env("DOTNET_DiagnosticPorts", server.diagnostic_ports_value())
+///     .spawn()
+///     .expect("dotnet");
+/// let t = Duration::from_secs(5);
+/// // Each command takes the runtime's next connection: first the session, then the resume.
+/// let mut session = start_session(&server, &SessionConfig::default(), t)?;
+/// resume_runtime(&server, t)?;
+/// let mut first_bytes = [0u8; 1024];
+/// let n = session.read(&mut first_bytes).unwrap_or(0);
+/// println!("{n} bytes of trace");
+/// let _ = child.kill();
+/// # Ok::<(), diagnostics_client::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct ReverseServer {
     path: PathBuf,

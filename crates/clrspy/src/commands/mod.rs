@@ -13,23 +13,11 @@ mod report;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
-use crate::output::{CliError, CliResult};
+use crate::output::CliResult;
 
 /// The diagnostics endpoint of process `pid`, or one clear error saying why there is none.
 pub(crate) fn endpoint_for_pid(pid: u32) -> CliResult<diagnostics_client::Endpoint> {
-    if let Some(ep) = diagnostics_client::find_endpoints()
-        .into_iter()
-        .find(|e| e.pid == pid)
-    {
-        return Ok(ep);
-    }
-    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        return Err(CliError::new(format!("no process with pid {pid}")));
-    }
-    Err(CliError::new(format!(
-        "process {pid} has no .NET diagnostics endpoint (not a .NET process, or diagnostics are disabled with DOTNET_EnableDiagnostics=0)"
-    ))
-    .hint("`clrspy ps` lists the .NET processes clrspy can see"))
+    clrspy_collect::endpoint_for_pid(pid).map_err(record::collect_error)
 }
 
 /// Runs the command line.

@@ -4,8 +4,11 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clrspy_collect::{launch, record, Progress, Recording, StopReason, StopSignal, Summary};
-use diagnostics_client::{find_endpoints, Endpoint, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
+use clrspy_collect::{
+    ErrorKind, ExtraRuntimes, Live, Progress, RunObserver, RunOptions, Started, StopReason,
+    StopSignal, Summary,
+};
+use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use crate::cli::RecordArgs;
 use crate::output::{CliError, CliResult};
@@ -42,12 +45,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// What to record: a running process, or a program to start.
-pub(crate) enum Target {
-    /// A running process's endpoint and a label for messages and file names.
-    Attach(Endpoint, String),
-    /// A command line to start suspended.
-    Launch(Vec<std::ffi::OsString>),
-}
+pub(crate) type Target = clrspy_collect::Resolved;
 
 /// Finds the target from `-p`, `-n` or `-- command`.
 pub(crate) fn resolve_target(
@@ -55,81 +53,9 @@ pub(crate) fn resolve_target(
     name: Option<&str>,
     command: &[std::ffi::OsString],
 ) -> CliResult<Target> {
-    if !command.is_empty() {
-        return Ok(Target::Launch(command.to_vec()));
-    }
-    let (ep, label) = attach_target(pid, name)?;
-    Ok(Target::Attach(ep, label))
-}
-
-fn attach_target(pid: Option<u32>, name: Option<&str>) -> CliResult<(Endpoint, String)> {
-    if let Some(pid) = pid {
-        return Ok((super::endpoint_for_pid(pid)?, format!("pid {pid}")));
-    }
-    let endpoints = find_endpoints();
-    let name = name.unwrap_or_default();
-    let timeout = Duration::from_millis(1500);
-    let matches: Vec<(Endpoint, String)> = endpoints
-        .into_iter()
-        .filter_map(|ep| {
-            let info = diagnostics_client::process_info(&ep, timeout).ok()?;
-            let n = info.entrypoint_assembly.unwrap_or_default();
-            let comm =
-                std::fs::read_to_string(format!("/proc/{}/comm", ep.pid)).unwrap_or_default();
-            (n.eq_ignore_ascii_case(name) || comm.trim().eq_ignore_ascii_case(name))
-                .then_some((ep, n))
-        })
-        .collect();
-    match matches.len() {
-        0 => Err(CliError::new(format!("no .NET process named '{name}'"))
-            .hint("`clrspy ps` lists the .NET processes and their names")),
-        1 => {
-            let (ep, n) = matches
-                .into_iter()
-                .next()
-                .ok_or_else(|| CliError::new("no match"))?;
-            let label = format!("{n} (pid {})", ep.pid);
-            Ok((ep, label))
-        }
-        k => Err(CliError::new(format!(
-            "{k} .NET processes are named '{name}': {}",
-            matches
-                .iter()
-                .map(|(e, _)| e.pid.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .hint("pick one with -p PID")),
-    }
-}
-
-/// The current time as `yyyyMMdd_HHmmss`, UTC, for file names.
-pub(crate) fn utc_stamp() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0);
-    nettrace::format_unix_ns(now)
-        .chars()
-        .take(19)
-        .filter(|c| c.is_ascii_digit() || *c == 'T')
-        .map(|c| if c == 'T' { '_' } else { c })
-        .collect()
-}
-
-fn default_output(label: &str) -> PathBuf {
-    let stamp = utc_stamp();
-    let base: String = label
-        .split_whitespace()
-        .next()
-        .unwrap_or("trace")
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_' || *c == '.')
-        .collect();
-    PathBuf::from(format!(
-        "{}_{stamp}.nettrace",
-        if base.is_empty() { "trace" } else { &base }
-    ))
+    clrspy_collect::Target::from_args(pid, name, command)
+        .resolve()
+        .map_err(collect_error)
 }
 
 /// Formats a byte count for the status line.
@@ -194,16 +120,23 @@ impl StatusLine {
     }
 }
 
-fn collect_error(e: clrspy_collect::Error) -> CliError {
-    let msg = e.to_string();
-    let err = CliError::new(msg.clone());
-    if msg.contains("Permission denied") {
-        err.hint("run clrspy as the same user as the target process, or as root")
-    } else if msg.contains("No space left") {
-        err.hint("free some disk space or write the trace elsewhere with -o")
-    } else {
-        err
-    }
+/// The user's error for a collection error: its message, and the hint its kind calls for.
+pub(crate) fn collect_error(e: clrspy_collect::Error) -> CliError {
+    use clrspy_collect::Error as E;
+    let err = CliError::new(e.to_string());
+    let hint = match (&e, e.kind()) {
+        (E::NoMatch { .. }, _) => "`clrspy ps` lists the .NET processes and their names",
+        (E::NoEndpoint { .. }, _) => "`clrspy ps` lists the .NET processes clrspy can see",
+        (E::Ambiguous { .. }, _) => "pick one with -p PID",
+        (E::Dump { .. }, _) => "the runtime runs createdump as the target's user: the directory must be writable by it, and ptrace must be allowed (containers may need SYS_PTRACE)",
+        (E::DumpCheck { .. }, _) => "a process in a container writes the dump inside its own file system",
+        (_, ErrorKind::PermissionDenied) => {
+            "run clrspy as the same user as the target process, or as root"
+        }
+        (_, ErrorKind::DiskFull) => "free some disk space or write the trace elsewhere with -o",
+        _ => return err,
+    };
+    err.hint(hint)
 }
 
 fn report(summary: &Summary) {
@@ -211,6 +144,8 @@ fn report(summary: &Summary) {
         StopReason::Duration => "the duration passed",
         StopReason::Requested => "stopped on request",
         StopReason::TargetEnded => "the target ended the session",
+        StopReason::Triggered => summary.trigger.as_deref().unwrap_or("a trigger fired"),
+        _ => "stopped",
     };
     let events = match (summary.events, summary.dropped_events) {
         (Some(e), Some(d)) if d > 0 => {
@@ -335,6 +270,48 @@ pub(crate) struct Outcome {
     pub exit: std::process::ExitCode,
 }
 
+/// The front end of a run: the first line, the status line (attach only: a launched child
+/// writes to the same terminal).
+struct Console {
+    duration: Option<Duration>,
+    interactive: bool,
+    status: StatusLine,
+    launched: bool,
+}
+
+impl RunObserver for Console {
+    fn started(&mut self, what: Started<'_>) {
+        match what {
+            Started::Attach { label, out } => eprintln!(
+                "Recording {label} to {}{}; press {} to stop",
+                out.display(),
+                self.duration
+                    .map(|d| format!(" for {:.1} s", d.as_secs_f64()))
+                    .unwrap_or_default(),
+                if self.interactive {
+                    "Enter or Ctrl+C"
+                } else {
+                    "Ctrl+C"
+                }
+            ),
+            Started::Launch { program, pid, out } => {
+                self.launched = true;
+                eprintln!(
+                    "Recording {} (pid {pid}) from its start to {}",
+                    program.display(),
+                    out.display()
+                );
+            }
+        }
+    }
+
+    fn progress(&mut self, p: &Progress) {
+        if !self.launched {
+            self.status.update(p);
+        }
+    }
+}
+
 /// Records `target` with `config` into `output` (or a default name), until the duration,
 /// Ctrl+C, Enter (attach on a terminal) or the target's end.
 pub(crate) fn execute(
@@ -348,14 +325,8 @@ pub(crate) fn execute(
     // rundown). The handler lives as long as the process, so the signal is a static.
     static STOP: StopSignal = StopSignal::new();
     let _ = ctrlc::set_handler(|| STOP.request());
-    let (endpoint, label) = match target {
-        Target::Launch(command) => {
-            return run_launch(&command, output, config, duration, thread_cpu, &STOP)
-        }
-        Target::Attach(ep, label) => (ep, label),
-    };
-    let out = output.unwrap_or_else(|| default_output(&label));
-    let interactive = std::io::stdin().is_terminal();
+    let attach = matches!(target, Target::Attach { .. });
+    let interactive = attach && std::io::stdin().is_terminal();
     if interactive {
         // Enter stops too; the reader thread ends with the process.
         std::thread::spawn(|| {
@@ -365,89 +336,46 @@ pub(crate) fn execute(
             }
         });
     }
-    eprintln!(
-        "Recording {label} to {}{}; press {} to stop",
-        out.display(),
-        duration
-            .map(|d| format!(" for {:.1} s", d.as_secs_f64()))
-            .unwrap_or_default(),
-        if interactive {
-            "Enter or Ctrl+C"
-        } else {
-            "Ctrl+C"
-        }
-    );
-    let rec = Recording {
+    let opts = RunOptions {
         config,
-        out: &out,
+        output,
         duration,
+        thread_cpu,
         stop: &STOP,
-        thread_cpu,
+        extra_runtimes: ExtraRuntimes::Resume,
     };
-    let mut status = StatusLine::new(std::io::stderr().is_terminal());
-    let summary = record(&endpoint, &rec, &mut |p| status.update(p)).map_err(collect_error)?;
-    status.finish();
-    report(&summary);
-    Ok(Outcome {
-        summary,
-        exit: std::process::ExitCode::SUCCESS,
-    })
-}
-
-/// `clrspy record ... -- program args`: start the program suspended, record from its first
-/// instruction, exit with its exit code.
-fn run_launch(
-    command: &[std::ffi::OsString],
-    output: Option<PathBuf>,
-    config: &SessionConfig,
-    duration: Option<Duration>,
-    thread_cpu: Option<Duration>,
-    stop: &'static StopSignal,
-) -> CliResult<Outcome> {
-    let program = &command[0];
-    let name = std::path::Path::new(program)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "trace".into());
-    // `dotnet app.dll`: name the trace after the app.
-    let name = if name == "dotnet" {
-        command
-            .get(1)
-            .and_then(|a| std::path::Path::new(a).file_stem())
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or(name)
-    } else {
-        name
-    };
-    let out = output.unwrap_or_else(|| default_output(&name));
-    let rec = Recording {
-        config,
-        out: &out,
+    let mut console = Console {
         duration,
-        stop,
-        thread_cpu,
+        interactive,
+        status: StatusLine::new(attach && std::io::stderr().is_terminal()),
+        launched: false,
     };
-    let mut on_spawned = |pid: u32| {
-        eprintln!(
-            "Recording {} (pid {pid}) from its start to {}",
-            std::path::Path::new(program).display(),
-            out.display()
-        );
-    };
-    // The child writes to the same terminal: no status line.
-    let launched = launch(program, &command[1..], &rec, &mut on_spawned, &mut |_| ())
-        .map_err(collect_error)?;
-    report(&launched.summary);
-    let exit = match launched.status {
-        Some(s) if launched.terminated_by_clrspy => {
-            eprintln!("clrspy ended the program ({s}) when the recording stopped.");
-            std::process::ExitCode::SUCCESS
-        }
-        Some(s) => std::process::ExitCode::from(child_exit_code(&s)),
+    let outcome =
+        clrspy_collect::run(target, &opts, Live::default(), &mut console).map_err(collect_error)?;
+    console.status.finish();
+    report(&outcome.summary);
+    let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,
+        Some(child) => {
+            if child.extra_runtimes > 0 {
+                let n = child.extra_runtimes;
+                eprintln!(
+                    "{n} other .NET process{} started by the program ran untraced.",
+                    if n == 1 { "" } else { "es" }
+                );
+            }
+            match child.status {
+                Some(s) if child.terminated_by_clrspy => {
+                    eprintln!("clrspy ended the program ({s}) when the recording stopped.");
+                    std::process::ExitCode::SUCCESS
+                }
+                Some(s) => std::process::ExitCode::from(child_exit_code(&s)),
+                None => std::process::ExitCode::SUCCESS,
+            }
+        }
     };
     Ok(Outcome {
-        summary: launched.summary,
+        summary: outcome.summary,
         exit,
     })
 }

@@ -138,3 +138,76 @@ pub fn launch_record(
         .output()
         .expect("run clrspy record")
 }
+
+/// Processes whose environment holds `NAME=value` (Linux; none elsewhere).
+pub fn pids_with_env(name: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{name}={value}");
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// Kills, when dropped, every process whose environment holds `NAME=value`: the stragglers a
+/// test's programs started (build servers, children left suspended).
+pub struct KillMarked(pub &'static str, pub String);
+
+impl Drop for KillMarked {
+    fn drop(&mut self) {
+        for pid in pids_with_env(self.0, &self.1) {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// What [`run_bounded`] saw.
+pub struct Bounded {
+    /// The exit status; None when the command was killed at the time limit.
+    pub status: Option<std::process::ExitStatus>,
+    /// Its stdout.
+    pub stdout: String,
+    /// Its stderr.
+    pub stderr: String,
+}
+
+/// Runs `cmd` with stdout and stderr going to files in `dir` (not pipes: a grandchild that
+/// keeps a pipe open would keep the reader waiting), killing it after `limit`.
+pub fn run_bounded(mut cmd: Command, dir: &Path, limit: std::time::Duration) -> Bounded {
+    let out = dir.join(format!("run-{}.out", std::process::id()));
+    let err = dir.join(format!("run-{}.err", std::process::id()));
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("start the command");
+    let until = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::time::Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    Bounded {
+        status,
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    }
+}
+
+/// The clrspy binary under test, as a plain command.
+pub fn clrspy_command() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
+}

@@ -1,0 +1,166 @@
+//! The recording run: a resolved target recorded into a file (named after it unless given),
+//! attached or launched, with what a front end needs to show along the way. Flags, signals and
+//! printing stay with the front end.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use diagnostics_client::SessionConfig;
+
+use crate::launch::{launch_live, ExtraRuntimes, LaunchOptions};
+use crate::session::{record_live, Live};
+use crate::target::{default_output, launch_name, Resolved};
+use crate::{Progress, Recording, Result, StopSignal, Summary};
+
+/// How to record.
+#[derive(Clone, Debug)]
+pub struct RunOptions<'a> {
+    /// The session: providers, buffer, rundown, stacks.
+    pub config: &'a SessionConfig,
+    /// The output file (None: named after the target and the time, in the current directory).
+    pub output: Option<PathBuf>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Thread CPU reading interval (Linux), None for none.
+    pub thread_cpu: Option<Duration>,
+    /// Stop requests.
+    pub stop: &'a StopSignal,
+    /// What to do with other runtimes a launched program starts.
+    pub extra_runtimes: ExtraRuntimes,
+}
+
+/// The moment recording starts, for a front end's first line.
+#[derive(Clone, Copy, Debug)]
+pub enum Started<'a> {
+    /// Attached to a running process.
+    Attach {
+        /// "pid 42" or "app (pid 42)".
+        label: &'a str,
+        /// The trace file.
+        out: &'a Path,
+    },
+    /// A program was started.
+    Launch {
+        /// The program as given.
+        program: &'a Path,
+        /// Its pid.
+        pid: u32,
+        /// The trace file.
+        out: &'a Path,
+    },
+}
+
+/// What a front end hears during a run.
+pub trait RunObserver {
+    /// Recording starts (attach) or the program was started (launch).
+    fn started(&mut self, what: Started<'_>);
+    /// The status, after every read.
+    fn progress(&mut self, _p: &Progress) {}
+}
+
+/// How a launched program ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChildEnd {
+    /// The child's pid.
+    pub pid: u32,
+    /// How it ended (None when clrspy could not tell).
+    pub status: Option<ExitStatus>,
+    /// True when clrspy ended it because the recording stopped first.
+    pub terminated_by_clrspy: bool,
+    /// Other .NET programs it started that connected to clrspy and were let run untraced.
+    pub extra_runtimes: u64,
+}
+
+/// What a run left.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// The recording.
+    pub summary: Summary,
+    /// For a launch, how the program ended.
+    pub child: Option<ChildEnd>,
+}
+
+/// Records `target` as `opts` say, feeding `live` too.
+pub fn run(
+    target: Resolved,
+    opts: &RunOptions<'_>,
+    live: Live<'_>,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome> {
+    match target {
+        Resolved::Attach { endpoint, label } => {
+            let out = opts
+                .output
+                .clone()
+                .unwrap_or_else(|| default_output(&label));
+            let rec = recording(opts, &out);
+            observer.started(Started::Attach {
+                label: &label,
+                out: &out,
+            });
+            let summary = record_live(&endpoint, &rec, live, &mut |p| observer.progress(p))?;
+            Ok(RunOutcome {
+                summary,
+                child: None,
+            })
+        }
+        Resolved::Launch(command) => {
+            let Some((program, args)) = command.split_first() else {
+                return Err(crate::Error::Spawn {
+                    program: PathBuf::new(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "no command given",
+                    ),
+                });
+            };
+            let out = opts
+                .output
+                .clone()
+                .unwrap_or_else(|| default_output(&launch_name(&command)));
+            let rec = recording(opts, &out);
+            let lopts = LaunchOptions {
+                extra_runtimes: opts.extra_runtimes,
+            };
+            // Started and progress both need the observer: take turns through a cell.
+            let observer = std::cell::RefCell::new(observer);
+            let mut on_spawned = |pid: u32| {
+                observer.borrow_mut().started(Started::Launch {
+                    program: Path::new(program),
+                    pid,
+                    out: &out,
+                })
+            };
+            let mut on_progress = |p: &Progress| observer.borrow_mut().progress(p);
+            let l = launch_live(
+                program,
+                args,
+                &rec,
+                lopts,
+                live,
+                &mut on_spawned,
+                &mut on_progress,
+            )?;
+            Ok(RunOutcome {
+                summary: l.summary,
+                child: Some(ChildEnd {
+                    pid: l.pid,
+                    status: l.status,
+                    terminated_by_clrspy: l.terminated_by_clrspy,
+                    extra_runtimes: l.extra_runtimes,
+                }),
+            })
+        }
+    }
+}
+
+fn recording<'a>(opts: &RunOptions<'a>, out: &'a Path) -> Recording<'a> {
+    Recording {
+        config: opts.config,
+        out,
+        duration: opts.duration,
+        stop: opts.stop,
+        thread_cpu: opts.thread_cpu,
+    }
+}

@@ -1,0 +1,191 @@
+//! Programs that start more .NET programs, recorded with `clrspy record -- command`: a build
+//! (compiler server, MSBuild nodes) and a program that starts a .NET child after clrspy has gone.
+//! Every runtime inherits `DOTNET_DiagnosticPorts`; none may wait forever for clrspy.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{clrspy_command, json, live, pids_with_env, run_bounded, workloads, KillMarked};
+
+/// The variable that marks every process a test started, so the stragglers can be found.
+const MARK: &str = "CLRSPY_TEST_CHILDREN";
+
+/// `dotnet` with the SDK's chatter off and its build servers on (this machine's environment may
+/// turn them off; they are what starts extra runtimes).
+fn dotnet_env(cmd: &mut std::process::Command, mark: &str) {
+    cmd.env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .env("DOTNET_NOLOGO", "1")
+        .env("UseSharedCompilation", "true")
+        .env_remove("MSBUILDDISABLENODEREUSE")
+        .env_remove("DOTNET_CLI_USE_MSBUILD_SERVER")
+        .env(MARK, mark);
+}
+
+#[test]
+fn recording_dotnet_build_finishes() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().display().to_string();
+    let _cleanup = KillMarked(MARK, mark.clone());
+    let project = dir.path().join("proj");
+    let mut new = std::process::Command::new("dotnet");
+    new.args(["new", "console", "-o"]).arg(&project);
+    dotnet_env(&mut new, &mark);
+    let out = run_bounded(new, dir.path(), Duration::from_secs(120));
+    assert!(
+        out.status.is_some_and(|s| s.success()),
+        "dotnet new console: {}{}",
+        out.stdout,
+        out.stderr
+    );
+    let trace = dir.path().join("build.nettrace");
+    let mut rec = clrspy_command();
+    rec.args(["record", "--duration", "120s", "-o"])
+        .arg(&trace)
+        .args(["--", "dotnet", "build"])
+        .arg(&project);
+    dotnet_env(&mut rec, &mark);
+    // Less than the duration: a build that hangs fails here instead of being cut at 120 s.
+    let out = run_bounded(rec, dir.path(), Duration::from_secs(100));
+    // The compiler server outlives the build: shut it down (or the guard kills it).
+    let mut shutdown = std::process::Command::new("dotnet");
+    shutdown.args(["build-server", "shutdown"]);
+    dotnet_env(&mut shutdown, &mark);
+    let _ = run_bounded(shutdown, dir.path(), Duration::from_secs(30));
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert!(
+        out.status.is_some(),
+        "clrspy record -- dotnet build did not finish in 100 s:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        out.status.and_then(|s| s.code()),
+        Some(0),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("Build succeeded"), "{stdout}");
+    assert!(
+        stderr.contains("the target ended the session"),
+        "the build did not end on its own: {stderr}"
+    );
+    let info = json(&["info", trace.to_str().unwrap(), "--json"]);
+    assert_eq!(info["ended_cleanly"], true, "{info}");
+    assert!(info["events"].as_u64().unwrap() > 1000, "{info}");
+}
+
+/// Waits up to `limit` for a line starting with one of `prefixes` in `file`.
+fn wait_for_line(file: &Path, prefixes: &[&str], limit: Duration) -> Option<String> {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            if let Some(l) = text
+                .lines()
+                .find(|l| prefixes.iter().any(|p| l.starts_with(p)))
+            {
+                return Some(l.to_string());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
+#[test]
+fn a_program_can_start_dotnet_children_after_clrspy_has_gone() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().display().to_string();
+    let _cleanup = KillMarked(MARK, mark.clone());
+    let trace = dir.path().join("w.nettrace");
+    let log = dir.path().join("w.log");
+    // The shell leaves the workload running in the background and exits once it is running
+    // (30 s at most): clrspy records the workload for 2 s and ends; 4 s in, the workload starts
+    // a .NET child and waits for it.
+    let mut rec = clrspy_command();
+    rec.args(["record", "--duration", "2s", "-o"])
+        .arg(&trace)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "dotnet \"$0\" spawn-later --seconds 4 > \"$1\" 2>&1 & i=0; \
+             while [ $i -lt 300 ] && ! grep -q ready \"$1\"; do sleep 0.1; i=$((i+1)); done",
+        ])
+        .arg(workloads())
+        .arg(&log)
+        .env(MARK, &mark);
+    let out = run_bounded(rec, dir.path(), Duration::from_secs(60));
+    let stderr = &out.stderr;
+    assert!(out.status.is_some_and(|s| s.success()), "{stderr}");
+    assert!(stderr.contains("the duration passed"), "{stderr}");
+    // The workload waits 60 s for its child at most; give it a little more.
+    let line = wait_for_line(
+        &log,
+        &["child exit=", "child timeout"],
+        Duration::from_secs(90),
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        line.as_deref(),
+        Some("child exit=0"),
+        "the child did not run to its end: {text}"
+    );
+    assert!(text.contains("done"), "{text}");
+    // Nothing is left waiting.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !pids_with_env(MARK, &mark).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(pids_with_env(MARK, &mark), Vec::<u32>::new());
+}
+
+#[test]
+fn runtimes_besides_the_recorded_one_are_let_run() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().display().to_string();
+    let _cleanup = KillMarked(MARK, mark.clone());
+    let trace = dir.path().join("two.nettrace");
+    // Two programs at once, neither started by a runtime clrspy resumed: one is recorded, the
+    // other connects to clrspy's port too and must be let run.
+    let mut rec = clrspy_command();
+    rec.args(["record", "--duration", "100s", "-o"])
+        .arg(&trace)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "dotnet \"$0\" startup & dotnet \"$0\" startup; wait",
+        ])
+        .arg(workloads())
+        .env(MARK, &mark);
+    let out = run_bounded(rec, dir.path(), Duration::from_secs(60));
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert!(
+        out.status.is_some(),
+        "clrspy did not finish in 60 s:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        out.status.and_then(|s| s.code()),
+        Some(0),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| *l == "done").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("1 other .NET process started by the program ran untraced"),
+        "{stderr}"
+    );
+    let info = json(&["info", trace.to_str().unwrap(), "--json"]);
+    assert_eq!(info["ended_cleanly"], true, "{info}");
+}
