@@ -282,11 +282,25 @@ fn end_child(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     child.wait().ok()
 }
 
+/// Where a launched program's standard output goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChildOutput {
+    /// To clrspy's own standard output (the program keeps the terminal).
+    #[default]
+    Inherit,
+    /// To clrspy's standard error, so clrspy's standard output carries only what clrspy
+    /// prints (JSON a script parses).
+    ToStderr,
+}
+
 /// Options of a launch beyond the recording's.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LaunchOptions {
     /// What to do with other runtimes that connect.
     pub extra_runtimes: ExtraRuntimes,
+    /// Where the program's standard output goes.
+    pub stdout: ChildOutput,
 }
 
 /// Starts `program args`, records it from its first instruction into `rec.out`, and waits for
@@ -325,14 +339,15 @@ pub fn launch_live(
     let ports_value = server.diagnostic_ports_value();
     let (acceptor, port) = Acceptor::start(server, opts.extra_runtimes);
     let port = Arc::new(port);
-    let mut child = Command::new(program)
-        .args(args)
-        .env(PORTS_VARIABLE, ports_value)
-        .spawn()
-        .map_err(|source| Error::Spawn {
-            program: PathBuf::from(program),
-            source,
-        })?;
+    let mut command = Command::new(program);
+    command.args(args).env(PORTS_VARIABLE, ports_value);
+    if opts.stdout == ChildOutput::ToStderr {
+        command.stdout(std::io::stderr());
+    }
+    let mut child = command.spawn().map_err(|source| Error::Spawn {
+        program: PathBuf::from(program),
+        source,
+    })?;
     let pid = child.id();
     on_spawned(pid);
     let result = record_child(&mut child, &port, file, rec, live, on_progress);

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
 pub use error::{Error, ErrorKind, Result};
-pub use launch::{launch, launch_live, ExtraRuntimes, LaunchOptions, Launched};
+pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
 pub use run::{run, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
 pub use session::{record, record_live, Live};
 pub use sink::{ByteSink, FileSink, SinkReport};

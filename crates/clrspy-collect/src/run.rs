@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use diagnostics_client::SessionConfig;
 
-use crate::launch::{launch_live, ExtraRuntimes, LaunchOptions};
+use crate::launch::{launch_live, ChildOutput, ExtraRuntimes, LaunchOptions};
 use crate::session::{record_live, Live};
 use crate::target::{default_output, launch_name, Resolved};
 use crate::{Progress, Recording, Result, StopSignal, Summary};
@@ -28,6 +28,8 @@ pub struct RunOptions<'a> {
     pub stop: &'a StopSignal,
     /// What to do with other runtimes a launched program starts.
     pub extra_runtimes: ExtraRuntimes,
+    /// Where a launched program's standard output goes.
+    pub child_stdout: ChildOutput,
 }
 
 /// The moment recording starts, for a front end's first line.
@@ -122,6 +124,7 @@ pub fn run(
             let rec = recording(opts, &out);
             let lopts = LaunchOptions {
                 extra_runtimes: opts.extra_runtimes,
+                stdout: opts.child_stdout,
             };
             // Started and progress both need the observer: take turns through a cell.
             let observer = std::cell::RefCell::new(observer);

@@ -95,12 +95,22 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         providers: providers_for(&kinds),
     };
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
+    // With --json, stdout is the JSON alone: a launched program writes to stderr instead.
+    let child_stdout = if args.json {
+        if !args.command.is_empty() {
+            eprintln!("clrspy: the program's standard output goes to standard error (--json)");
+        }
+        clrspy_collect::ChildOutput::ToStderr
+    } else {
+        clrspy_collect::ChildOutput::Inherit
+    };
     let outcome = execute(
         target,
         &config,
         args.output.clone(),
         duration,
         Some(std::time::Duration::from_millis(20)),
+        child_stdout,
     )?;
     let path = outcome.summary.path.clone();
     // One analysis for the reports and the conversion.

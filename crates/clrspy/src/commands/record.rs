@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clrspy_collect::{
-    ErrorKind, ExtraRuntimes, Live, Progress, RunObserver, RunOptions, Started, StopReason,
-    StopSignal, Summary,
+    ChildOutput, ErrorKind, ExtraRuntimes, Live, Progress, RunObserver, RunOptions, Started,
+    StopReason, StopSignal, Summary,
 };
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
@@ -255,7 +255,14 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         Some(parse_duration(&args.thread_cpu_interval).map_err(|e| CliError::new(e).code(2))?)
     };
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
-    let outcome = execute(target, &config, args.output.clone(), duration, thread_cpu)?;
+    let outcome = execute(
+        target,
+        &config,
+        args.output.clone(),
+        duration,
+        thread_cpu,
+        ChildOutput::Inherit,
+    )?;
     if let Some(format) = args.format {
         super::convert::convert_after(&outcome.summary.path, format)?;
     }
@@ -320,6 +327,7 @@ pub(crate) fn execute(
     output: Option<PathBuf>,
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
+    child_stdout: ChildOutput,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
@@ -343,6 +351,7 @@ pub(crate) fn execute(
         thread_cpu,
         stop: &STOP,
         extra_runtimes: ExtraRuntimes::Resume,
+        child_stdout,
     };
     let mut console = Console {
         duration,
