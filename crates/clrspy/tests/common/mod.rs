@@ -75,6 +75,69 @@ pub fn workloads() -> &'static Path {
     })
 }
 
+/// Builds testapps/WebApp once per test run; returns the path of WebApp.dll.
+pub fn web_app() -> &'static Path {
+    static DLL: OnceLock<PathBuf> = OnceLock::new();
+    DLL.get_or_init(|| {
+        let out = repo().join("target/testapps/WebApp");
+        let lock = repo().join("target/testapps/.build.lock");
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let _guard = FileLock::acquire(&lock);
+        let status = Command::new("dotnet")
+            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
+            .arg(&out)
+            .arg(repo().join("testapps/WebApp"))
+            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+            .env("DOTNET_NOLOGO", "1")
+            .status()
+            .expect("run dotnet build");
+        assert!(status.success(), "dotnet build testapps/WebApp failed");
+        out.join("WebApp.dll")
+    })
+}
+
+/// A running WebApp (killed when dropped) and the port it listens on (127.0.0.1).
+pub struct Web {
+    /// The process.
+    pub app: Running,
+    /// Its port.
+    pub port: u16,
+}
+
+/// Starts testapps/WebApp and waits for its `ready pid=N port=P` line.
+pub fn start_web() -> Web {
+    let mut child = Command::new("dotnet")
+        .arg(web_app())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start WebApp");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("ready line");
+    let mut pid = None;
+    let mut port = None;
+    for w in line.split_whitespace() {
+        if let Some(v) = w.strip_prefix("pid=") {
+            pid = v.parse().ok();
+        }
+        if let Some(v) = w.strip_prefix("port=") {
+            port = v.parse().ok();
+        }
+    }
+    match (pid, port) {
+        (Some(pid), Some(port)) => Web {
+            app: Running(child, pid),
+            port,
+        },
+        _ => {
+            let _ = child.kill();
+            panic!("unexpected first line from WebApp: {line:?}")
+        }
+    }
+}
+
 struct FileLock(std::fs::File);
 
 impl FileLock {

@@ -1,0 +1,92 @@
+// clrspy's web workload: an ASP.NET Core app with endpoints of known behaviour.
+//
+//   dotnet WebApp.dll [--port N]     (default: a free port on 127.0.0.1)
+//
+// Prints "ready pid=<pid> port=<port>" on stdout once it listens (the tests wait for it).
+//   GET /            a short text (framework code only)
+//   GET /cpu?ms=N    burns N ms of CPU in WebApp.Work.Burn (default 5)
+//   GET /alloc?kb=N  allocates N KB in small arrays and returns their checksum (default 256)
+//   GET /json        serializes a list of 200 records (framework JSON code)
+//   GET /throw       throws and catches a WebApp.WorkException
+using System.Diagnostics;
+using System.Net;
+
+var port = 0;
+for (var i = 0; i + 1 < args.Length; i++)
+{
+    if (args[i] == "--port" && int.TryParse(args[i + 1], out var p)) port = p;
+}
+
+var builder = WebApplication.CreateSlimBuilder(args);
+builder.Logging.ClearProviders();
+builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, port));
+var app = builder.Build();
+
+app.MapGet("/", () => "hello from WebApp");
+app.MapGet("/cpu", (int? ms) => WebApp.Work.Burn(ms ?? 5).ToString());
+app.MapGet("/alloc", (int? kb) => WebApp.Work.Allocate(kb ?? 256).ToString());
+app.MapGet("/json", () => Results.Json(WebApp.Work.Records(), WebApp.WebJson.Default.ListRecord));
+app.MapGet("/throw", () => WebApp.Work.ThrowAndCatch());
+
+await app.StartAsync();
+var address = app.Urls.First();
+var bound = new Uri(address).Port;
+Console.Out.WriteLine($"ready pid={Environment.ProcessId} port={bound}");
+Console.Out.Flush();
+await app.WaitForShutdownAsync();
+
+namespace WebApp
+{
+    public sealed record Record(int Id, string Name, double Value);
+
+    [System.Text.Json.Serialization.JsonSerializable(typeof(List<Record>))]
+    internal partial class WebJson : System.Text.Json.Serialization.JsonSerializerContext
+    {
+    }
+
+    public sealed class WorkException(string message) : Exception(message);
+
+    public static class Work
+    {
+        /// Spins for `ms` milliseconds of wall time on the calling thread.
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static long Burn(int ms)
+        {
+            var sw = Stopwatch.StartNew();
+            long x = 0;
+            while (sw.ElapsedMilliseconds < ms)
+            {
+                for (var i = 0; i < 10_000; i++) x = x * 31 + i;
+            }
+            return x;
+        }
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static long Allocate(int kb)
+        {
+            long sum = 0;
+            for (var i = 0; i < kb; i++)
+            {
+                var a = new byte[1024];
+                a[i % 1024] = (byte)i;
+                sum += a[i % 1024];
+            }
+            return sum;
+        }
+
+        public static List<Record> Records() =>
+            Enumerable.Range(0, 200).Select(i => new Record(i, "item " + i, i * 1.5)).ToList();
+
+        public static string ThrowAndCatch()
+        {
+            try
+            {
+                throw new WorkException("expected by the test");
+            }
+            catch (WorkException e)
+            {
+                return e.Message;
+            }
+        }
+    }
+}
