@@ -118,6 +118,28 @@ pub fn metadata() -> Vec<EventMetadata> {
         .collect()
 }
 
+/// Checks that a trace's metadata for event `id` declares the fields this definition reads
+/// (same names and types, in order; more fields after them are allowed): a trace written by
+/// another layout is reported instead of misread.
+pub fn check_metadata(id: u32, fields: &[FieldDesc]) -> Result<(), ViewError> {
+    let Some(e) = event(id) else {
+        return Ok(());
+    };
+    for (k, def) in e.fields.iter().enumerate() {
+        let ok = fields
+            .get(k)
+            .is_some_and(|f| f.name == def.name && f.ty == field_type(def));
+        if !ok {
+            return Err(ViewError {
+                event: e.name,
+                version: 0,
+                error: crate::DecodeError::WrongType { field: def.name },
+            });
+        }
+    }
+    Ok(())
+}
+
 fn field_type(f: &FieldDef) -> FieldType {
     use crate::layout::{FieldKind, Scalar};
     match f.kind {
@@ -284,6 +306,16 @@ mod tests {
         p.clear();
         SamplerInfo::encode(20, "schedstat", &mut p);
         assert!(SamplerInfo::parse(&p).unwrap().source.eq_str("schedstat"));
+        for m in &md {
+            assert_eq!(check_metadata(m.event_id, &m.fields), Ok(()));
+        }
+        let mut other = mm.fields.clone();
+        other.swap(0, 1);
+        let e = check_metadata(ids::MODULE_MAP, &other).unwrap_err();
+        assert!(
+            e.to_string().contains("ModuleMap") && e.to_string().contains("Start"),
+            "{e}"
+        );
         let e = ThreadCpu::parse(&[1, 0, 0, 0, 5]).unwrap_err();
         assert_eq!(e.event, "ThreadCpu");
         assert!(e.to_string().contains("CpuTimeNs"), "{e}");

@@ -56,6 +56,7 @@ pub mod provider_spec;
 pub mod runtime;
 mod tables;
 mod templates;
+mod value_maps;
 mod view;
 
 use std::sync::OnceLock;

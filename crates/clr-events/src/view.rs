@@ -59,7 +59,21 @@ impl<'a> Utf16Str<'a> {
 
     /// The text as a `String` (invalid UTF-16 replaced).
     pub fn to_string_lossy(&self) -> String {
-        self.chars().collect()
+        let mut s = String::with_capacity(self.bytes.len() / 2);
+        // Names are nearly always ASCII: copy those units straight, decode from the first
+        // other one on.
+        let mut k = 0;
+        for c in self.bytes.chunks_exact(2) {
+            if c[1] != 0 || c[0] >= 0x80 {
+                break;
+            }
+            s.push(char::from(c[0]));
+            k += 2;
+        }
+        if k < self.bytes.len() {
+            s.extend(Utf16Str::new(&self.bytes[k..]).chars());
+        }
+        s
     }
 
     /// True when the text equals `s`.
@@ -315,10 +329,9 @@ impl<'a> Cursor<'a> {
     /// Finds `name` among the fields not read yet, stepping over the ones before it; `None`
     /// when this layout has no such field after the current one (nothing is consumed then).
     fn find(&mut self, name: &'static str) -> Result<Option<Raw<'a>>, ViewError> {
-        let Some(k) = self.defs[self.next..].iter().position(|d| d.name == name) else {
+        let Some(target) = self.locate(name) else {
             return Ok(None);
         };
-        let target = self.next + k;
         while self.next < target {
             let def = &self.defs[self.next];
             self.next += 1;
@@ -327,6 +340,17 @@ impl<'a> Cursor<'a> {
         let def = &self.defs[target];
         self.next = target + 1;
         self.step(def).map(Some)
+    }
+
+    /// The index of field `name` at or after the next one.
+    fn locate(&self, name: &'static str) -> Option<usize> {
+        // Views ask in payload order: usually it is the next field (and the same literal).
+        let same = |d: &FieldDef| std::ptr::eq(d.name, name) || d.name == name;
+        if self.defs.get(self.next).is_some_and(same) {
+            return Some(self.next);
+        }
+        let rest = self.defs.get(self.next..)?;
+        rest.iter().position(same).map(|k| self.next + k)
     }
 
     fn missing(&self, field: &'static str) -> ViewError {
@@ -405,10 +429,9 @@ impl<'a> Cursor<'a> {
     ) -> Result<Elements<'a, T>, ViewError> {
         // The elements are read one by one as the caller iterates, so a damaged element
         // still lets the earlier ones through; the outer fields after the list are not read.
-        let Some(k) = self.defs[self.next..].iter().position(|d| d.name == name) else {
+        let Some(target) = self.locate(name) else {
             return Err(self.missing(name));
         };
-        let target = self.next + k;
         while self.next < target {
             let def = &self.defs[self.next];
             self.next += 1;

@@ -39,6 +39,7 @@ pub struct TypeAlloc {
 pub struct AllocModel {
     type_names: Vec<String>,
     type_index: FxHashMap<String, u32>,
+    type_by_utf16: FxHashMap<Box<[u8]>, u32>,
     /// Per (type, heap).
     pub by_type: FxHashMap<(u32, HeapKind), TypeAlloc>,
     /// Per (type, heap, stack): ticks and bytes.
@@ -65,7 +66,15 @@ impl AllocModel {
             runtime::HeapKind::Soh | runtime::HeapKind::Other(_) => HeapKind::Small,
         };
         let t = match tick.type_name.filter(|n| !n.is_empty()) {
-            Some(n) => self.type_id(&n.to_string_lossy()),
+            // Known types are found by their UTF-16 bytes, without decoding them.
+            Some(n) => match self.type_by_utf16.get(n.bytes()) {
+                Some(&t) => t,
+                None => {
+                    let t = self.type_id(&n.to_string_lossy());
+                    self.type_by_utf16.insert(n.bytes().into(), t);
+                    t
+                }
+            },
             None => self.type_id("[unknown type]"),
         };
         let e = self.by_type.entry((t, kind)).or_default();

@@ -4,11 +4,21 @@
 //! interned as they come and named at the end (the rundown comes last), so memory grows with
 //! distinct stacks, methods and types, never with the number of events.
 //!
+//! Each model declares the events it reads ([`Model::EVENTS`]) and reads them through
+//! clr-events' typed views; the pass builds one dispatch table from the models
+//! [`Options::models`] enables, decodes only what some model wants, and counts payloads a
+//! view rejects per event name ([`Analysis::decode_errors`]) instead of reading zeros.
+//! Results are read through `&self`; a live view feeds events and takes
+//! [`Analysis::snapshot`]s while the pass goes on.
+//!
 //! ```no_run
 //! use clrspy_analysis::{Analysis, Options};
 //! let mut reader = nettrace::StreamReader::from_read(std::fs::File::open("t.nettrace")?)?;
-//! let mut analysis = Analysis::run(&mut reader, Options::default(), &mut |_| ())?;
+//! let analysis = Analysis::run(&mut reader, Options::default(), &mut |_| ())?;
 //! let profile = analysis.profile(&Default::default());
+//! for f in analysis.decode_errors() {
+//!     eprintln!("{} {} events could not be decoded: {}", f.count, f.event, f.first_error);
+//! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
@@ -74,6 +84,9 @@ struct Source {
     provider: Option<Provider>,
     /// Index into the dispatch table, when some model wants the event.
     routes: Option<usize>,
+    /// Why the event's metadata does not fit the definition its models read (clrspy's own
+    /// events are self-describing: a trace written with another layout is not misread).
+    mismatch: Option<ViewError>,
 }
 
 /// Events of one name that could not be decoded.
@@ -245,7 +258,12 @@ impl Analysis {
         // V6 traces may reuse a metadata id after a flush: check the provider and id too.
         if let Some(s) = self.sources.get(&id) {
             if s.event_id == event_id && s.provider_name == p {
-                return (s.provider, s.routes);
+                let (provider, routes) = (s.provider, s.routes);
+                if let (Some(e), Some(pr)) = (s.mismatch.clone(), provider) {
+                    self.failed(pr, ev, e);
+                    return (provider, None);
+                }
+                return (provider, routes);
             }
         }
         let provider = match known_provider(p) {
@@ -254,6 +272,12 @@ impl Analysis {
             None => None,
         };
         let routes = provider.and_then(|pr| self.dispatch.get(&(pr, event_id)).copied());
+        let mismatch = match (provider, routes) {
+            (Some(Provider::Clrspy), Some(_)) => {
+                clr_events::clrspy::check_metadata(event_id, &ev.metadata.fields).err()
+            }
+            _ => None,
+        };
         self.sources.insert(
             id,
             Source {
@@ -261,9 +285,17 @@ impl Analysis {
                 event_id,
                 provider,
                 routes,
+                mismatch: mismatch.clone(),
             },
         );
-        (provider, routes)
+        // Events of a mismatched kind count as failures; no model reads them.
+        match (mismatch, provider) {
+            (Some(e), Some(pr)) => {
+                self.failed(pr, ev, e);
+                (provider, None)
+            }
+            _ => (provider, routes),
+        }
     }
 
     fn in_range(&self, ts: i64) -> bool {

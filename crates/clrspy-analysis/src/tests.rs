@@ -282,3 +282,72 @@ fn snapshots_and_repeated_finishes_agree_with_one_pass() {
         .top(Metric::Cpu, &first.symbols);
     assert_eq!(excl[0].0, "App.Burn");
 }
+
+#[test]
+fn clrspy_events_are_read_through_their_definition() {
+    use clr_events::clrspy;
+    let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+    let md = clrspy::metadata();
+    let ids: Vec<u32> = md.iter().map(|m| w.define(m).unwrap()).collect();
+    let index = |id: u32| ids[clrspy::EVENTS.iter().position(|e| e.id == id).unwrap()];
+    // A ModuleMap whose metadata swaps two fields: it must not be read.
+    let mut odd = md[4].clone();
+    odd.fields.swap(0, 1);
+    let odd_id = w.define(&odd).unwrap();
+    let sample = w
+        .define(&EventMetadata {
+            provider: SP.into(),
+            event_id: 0,
+            ..EventMetadata::default()
+        })
+        .unwrap();
+    let mut put = |m: u32, ms: i64, thread: u64, stack: &[u64], payload: &[u8]| {
+        w.write(&EventRecord {
+            metadata_id: m,
+            thread_id: thread,
+            capture_thread_id: 99,
+            timestamp: ms * 1_000_000,
+            stack,
+            payload,
+            ..EventRecord::default()
+        })
+        .unwrap();
+    };
+    let mut p = Vec::new();
+    clrspy::ModuleMap::encode(0x9000, 0xA000, 0x100, "/lib/libcoreclr.so", &mut p);
+    put(index(clrspy::ids::MODULE_MAP), 0, 99, &[], &p);
+    put(odd_id, 0, 99, &[], &p);
+    let mut n = Vec::new();
+    clrspy::ThreadName::encode(7, "worker", &mut n);
+    put(index(clrspy::ids::THREAD_NAME), 0, 99, &[], &n);
+    for ms in [0i64, 10] {
+        let mut c = Vec::new();
+        clrspy::ThreadCpu {
+            thread_id: 7,
+            cpu_ns: ms as u64 * 500_000,
+            state: u16::from(b'R'),
+        }
+        .encode(&mut c);
+        put(index(clrspy::ids::THREAD_CPU), ms, 99, &[], &c);
+        put(index(clrspy::ids::TICK), ms, 99, &[], &[]);
+    }
+    for ms in 1..=10 {
+        put(sample, ms, 7, &[0x9010], &2u32.to_le_bytes());
+    }
+    // A cut reading.
+    put(index(clrspy::ids::THREAD_CPU), 11, 99, &[], &[7, 0, 0]);
+    let bytes = w.finish().unwrap();
+    let a = run(&bytes, Options::default());
+    assert!(a.has_thread_cpu);
+    assert_eq!(a.threads.names[&7], "worker");
+    let p = a.profile(&StackFilter::default());
+    // Half the thread's time was CPU, measured.
+    assert!((p.total(Metric::Cpu) - 5.0).abs() < 1e-9);
+    assert!((p.total(Metric::Wait) - 5.0).abs() < 1e-9);
+    assert_eq!(a.cpu.source(), cpu::CpuSource::ThreadCpuTimes);
+    let (excl, _) = p.top(Metric::Cpu, &a.symbols);
+    assert_eq!(excl[0].0, "libcoreclr.so!+0x110");
+    let errs = a.decode_errors();
+    let names: Vec<(&str, u64)> = errs.iter().map(|e| (e.event.as_str(), e.count)).collect();
+    assert_eq!(names, [("ModuleMap", 1), ("ThreadCpu", 1)]);
+}
