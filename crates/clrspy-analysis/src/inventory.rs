@@ -52,7 +52,7 @@ pub struct Inventory {
 
 impl Inventory {
     /// Counts every event of `reader`; `progress` gets the offset of each event.
-    pub fn run<S: ByteSource>(reader: &mut Reader<S>, progress: &mut dyn FnMut(u64)) -> Inventory {
+    pub fn run<S: ByteSource>(reader: &mut Reader<S>, mut progress: impl FnMut(u64)) -> Inventory {
         // Keyed by metadata id first (cheap), then by (provider, id, version).
         let mut per_event: BTreeMap<(String, u32, u8), (String, u64)> = BTreeMap::new();
         let mut fast: HashMap<(u32, u8), (String, u32, u64)> = HashMap::new();

@@ -16,7 +16,7 @@ pub fn run(args: &InfoArgs) -> CliResult<std::process::ExitCode> {
     let trace = input::open(&args.input.trace)?;
     let mut reader = trace.reader()?;
     let mut progress = Progress::new(trace.len());
-    let inventory = Inventory::run(&mut reader, &mut |offset| progress.update(offset));
+    let inventory = Inventory::run(&mut reader, |offset| progress.update(offset));
     progress.finish();
     let view = InfoView {
         inventory: &inventory,
