@@ -146,6 +146,27 @@ impl Inventory {
         m.into_iter().map(|(p, n)| (p.to_string(), n)).collect()
     }
 
+    /// Events of `provider` named `name` (PerfView's name).
+    pub fn count(&self, provider: &str, name: &str) -> u64 {
+        self.per_event
+            .iter()
+            .filter(|e| e.provider == provider && e.name == name)
+            .map(|e| e.count)
+            .sum()
+    }
+
+    /// True when the trace has the rundown's method events (names of code jitted before the
+    /// session started).
+    pub fn has_rundown(&self) -> bool {
+        self.count(clr_events::RUNDOWN_PROVIDER, "Method/DCStopVerbose") > 0
+            || self.count(clr_events::RUNDOWN_PROVIDER, "Method/DCStartVerbose") > 0
+    }
+
+    /// Method loads with names (`Method/LoadVerbose`) in the trace.
+    pub fn method_loads(&self) -> u64 {
+        self.count(clr_events::RUNTIME_PROVIDER, "Method/LoadVerbose")
+    }
+
     /// True when the trace ended without its end-of-stream marker.
     pub fn truncated(&self) -> bool {
         !self.stats.ended_cleanly

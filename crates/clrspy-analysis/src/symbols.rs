@@ -52,6 +52,17 @@ struct Method {
     signature: String,
 }
 
+/// The frame of code the JIT wrote that no method event names (no rundown, no method loads).
+pub const UNNAMED_JIT_CODE: &str = "[jitted code, unnamed]";
+
+/// True for the mappings that hold the JIT's code rather than a module's: the runtime's
+/// double-mapped code heap (`/memfd:doublemapper (deleted)` in /proc/PID/maps) and anonymous
+/// executable memory. Their addresses are managed methods, never offsets into a file.
+pub fn is_jit_code_heap(path: &str) -> bool {
+    let p = path.trim_start_matches('/');
+    p.starts_with("memfd:doublemapper") || p.starts_with("[anon") || p.is_empty()
+}
+
 /// A native module mapping (from clrspy's module map events).
 #[derive(Clone, Debug)]
 pub struct ModuleMapping {
@@ -351,6 +362,9 @@ impl Symbols {
         let j = self.modules.partition_point(|m| m.start <= ip);
         if let Some(m) = j.checked_sub(1).and_then(|k| self.modules.get(k)) {
             if ip < m.end {
+                if is_jit_code_heap(&m.path) {
+                    return self.intern(UNNAMED_JIT_CODE.into(), FrameKind::Unknown);
+                }
                 let base = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();
                 let off = ip - m.start + m.file_offset;
                 return self.intern(format!("{base}!+0x{off:x}"), FrameKind::Native);
@@ -433,6 +447,8 @@ mod tests {
         let a = s.resolve(0x1010);
         assert_eq!(a, s.resolve(0x5010));
         assert_eq!(s.frame(s.resolve(0x9999)).name, "[native]");
+        assert!(is_jit_code_heap("/memfd:doublemapper (deleted)"));
+        assert!(!is_jit_code_heap("/usr/lib/libc.so.6"));
         assert_eq!(s.frame(a).name, "App.Cpu.Burn");
         assert_eq!(name(&mut s, 0x2001), "App.Cpu.Run(int32)");
         assert_eq!(name(&mut s, 0x3001), "App.Cpu.Run(String)");
@@ -447,6 +463,15 @@ mod tests {
         assert_eq!(name(&mut s, 0x9999), "libcoreclr.so!+0xa99");
         assert_eq!(name(&mut s, 0xb000), "[unknown 0xb000]");
         assert_eq!(name(&mut s, 0x1000 + 0x100), "[unknown 0x1100]");
+        // The JIT's code heap is managed code without a name, never a module.
+        s.add_module(ModuleMapping {
+            start: 0x40000,
+            end: 0x50000,
+            file_offset: 0,
+            path: "/memfd:doublemapper (deleted)".into(),
+        });
+        s.finish();
+        assert_eq!(name(&mut s, 0x41234), UNNAMED_JIT_CODE);
         // ReadyToRun entry points: up to the next code start.
         s.add_entry_point(9, 0x20000, "R2R", "A", "");
         s.add_entry_point(10, 0x20100, "R2R", "B", "");

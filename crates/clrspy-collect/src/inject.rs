@@ -148,6 +148,21 @@ pub struct Splicer<W: Write> {
     pub dropped: u64,
     /// Events spliced in.
     pub spliced: u64,
+    /// How far the output is a whole trace.
+    whole: Whole,
+    /// False once the scanner failed on the runtime's bytes (no boundary is known after).
+    tracking: bool,
+}
+
+/// How far a stream written so far is a whole trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Whole {
+    /// The format, once the stream header was read.
+    pub format: Option<FormatVersion>,
+    /// Output offset one past the last whole item (header, block, or the end marker).
+    pub end: u64,
+    /// True when the end-of-stream marker was written.
+    pub ended: bool,
 }
 
 /// The most events held while waiting for a block boundary.
@@ -167,7 +182,15 @@ impl<W: Write> Splicer<W> {
             pending: Vec::new(),
             dropped: 0,
             spliced: 0,
+            whole: Whole::default(),
+            tracking: true,
         }
+    }
+
+    /// How far the output is a whole trace: a stream cut before its end marker can be made
+    /// whole by cutting it at [`Whole::end`] and appending the format's end of stream.
+    pub fn whole(&self) -> Whole {
+        self.whole
     }
 
     /// Bytes written so far (the runtime's and clrspy's).
@@ -212,11 +235,12 @@ impl<W: Write> Splicer<W> {
     pub fn write_runtime(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
             if !self.active {
-                return self.emit(bytes);
+                return self.pass_through(bytes);
             }
             let step = match self.scanner.feed(bytes) {
                 Ok(step) => step,
                 Err(_) => {
+                    self.tracking = false;
                     self.give_up()?;
                     continue;
                 }
@@ -228,6 +252,8 @@ impl<W: Write> Splicer<W> {
                 None => self.release(eaten)?,
                 Some(Item::Header { format, .. }) => {
                     self.release(eaten)?;
+                    self.whole.format = Some(format);
+                    self.whole.end = self.written;
                     let facts = self.scanner.header().map(|h| TraceFacts {
                         ticks_per_second: h.ticks_per_second,
                         pointer_size: h.pointer_size,
@@ -242,15 +268,48 @@ impl<W: Write> Splicer<W> {
                 }
                 Some(Item::Block(_)) => {
                     self.release(eaten)?;
+                    self.whole.end = self.written;
                     self.inject()?;
                 }
                 Some(Item::End { .. }) => {
                     // The end of the stream: our last events go in before its tag.
                     self.inject_now()?;
                     self.release(eaten)?;
+                    self.whole.end = self.written;
+                    self.whole.ended = true;
                     self.active = false;
                 }
                 Some(_) => self.release(eaten)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes bytes of a stream clrspy does not splice into, still following its blocks
+    /// while the scanner can (so a cut NetPerf or V6 stream can be made whole too).
+    fn pass_through(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if !self.tracking || self.whole.ended {
+            return self.emit(bytes);
+        }
+        while !bytes.is_empty() {
+            let step = match self.scanner.feed(bytes) {
+                Ok(step) => step,
+                Err(_) => {
+                    self.tracking = false;
+                    return self.emit(bytes);
+                }
+            };
+            let (eaten, rest) = bytes.split_at(step.consumed);
+            bytes = rest;
+            self.emit(eaten)?;
+            match step.item {
+                Some(Item::End { .. }) => {
+                    self.whole.end = self.written;
+                    self.whole.ended = true;
+                    return self.emit(bytes);
+                }
+                Some(_) => self.whole.end = self.written,
+                None => {}
             }
         }
         Ok(())
@@ -326,6 +385,8 @@ impl<W: Write> Splicer<W> {
         let objects = realign(&bytes, start, self.written)
             .ok_or_else(|| io::Error::other("internal: unexpected writer output"))?;
         self.emit(&objects)?;
+        // Spliced only between blocks: the output is still whole up to here.
+        self.whole.end = self.written;
         self.spliced += pending.len() as u64;
         Ok(())
     }

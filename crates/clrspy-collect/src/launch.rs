@@ -282,6 +282,21 @@ fn end_child(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     child.wait().ok()
 }
 
+/// Sends SIGINT to the child's process group (its own, see `launch_live`): what the terminal's
+/// Ctrl+C would have done had the child stayed in clrspy's group.
+fn forward_interrupt(child: &Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) on the process group we created for the child (its pid is the group
+        // id); the child is not reaped yet, so the id is still ours.
+        unsafe {
+            libc::kill(-pid, libc::SIGINT);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = child;
+}
+
 /// Where a launched program's standard output goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -341,6 +356,14 @@ pub fn launch_live(
     let port = Arc::new(port);
     let mut command = Command::new(program);
     command.args(args).env(PORTS_VARIABLE, ports_value);
+    // The program gets a process group of its own, so a terminal's Ctrl+C (sent to the whole
+    // foreground group) reaches clrspy alone: clrspy collects the rundown first and then passes
+    // the Ctrl+C on to the program (see `forward_interrupt`).
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
     if opts.stdout == ChildOutput::ToStderr {
         command.stdout(std::io::stderr());
     }
@@ -367,9 +390,13 @@ pub fn launch_live(
     let mut terminated_by_clrspy = false;
     let status = match summary.reason {
         StopReason::TargetEnded => child.wait().ok(),
-        _ => {
-            // Ctrl+C reaches the child too: give it a moment to end on its own.
-            let until = Instant::now() + Duration::from_secs(1);
+        reason => {
+            // The user's Ctrl+C (or SIGTERM) was for the program too: now that the rundown is
+            // in, pass it on as the terminal would have, to the program's process group.
+            if reason == StopReason::Requested {
+                forward_interrupt(&child);
+            }
+            let until = Instant::now() + Duration::from_secs(2);
             let mut status = None;
             while status.is_none() && Instant::now() < until {
                 status = child.try_wait().ok().flatten();

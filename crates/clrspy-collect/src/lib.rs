@@ -103,6 +103,11 @@ pub struct Summary {
     pub degraded: Vec<String>,
     /// clrspy's own events spliced into the trace (thread CPU readings, names, module maps).
     pub spliced_events: u64,
+    /// When the runtime's stream stopped before its end (target killed, connection broken,
+    /// rundown wait cut short, disk full), clrspy ended the file itself after the last whole
+    /// block, so it opens everywhere: the bytes of the partial block it dropped. None when the
+    /// runtime ended the stream.
+    pub closed_by_clrspy: Option<u64>,
 }
 
 /// Stop requests, counted: the first asks the runtime to stop, the second gives up waiting.

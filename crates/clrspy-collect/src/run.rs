@@ -121,7 +121,13 @@ pub fn run(
                 .output
                 .clone()
                 .unwrap_or_else(|| default_output(&launch_name(&command)));
-            let rec = recording(opts, &out);
+            // A launched program's methods are named from its own JIT events: the rundown at
+            // the end may never come (the program ends, or is killed, first).
+            let config = with_method_loads(opts.config);
+            let rec = Recording {
+                config: &config,
+                ..recording(opts, &out)
+            };
             let lopts = LaunchOptions {
                 extra_runtimes: opts.extra_runtimes,
                 stdout: opts.child_stdout,
@@ -156,6 +162,31 @@ pub fn run(
             })
         }
     }
+}
+
+/// The runtime's JIT and loader keywords (method and module loads, with names).
+const METHOD_LOAD_KEYWORDS: u64 = 0x10 | 0x8;
+/// Method/LoadVerbose (the event with names) is written at the verbose level.
+const VERBOSE: u32 = 5;
+
+/// `config` with the runtime's method-load events on from the start: its JIT and loader
+/// keywords at the verbose level, added to the runtime provider (or as one).
+pub fn with_method_loads(config: &SessionConfig) -> SessionConfig {
+    let mut config = config.clone();
+    let runtime = clr_events::RUNTIME_PROVIDER;
+    match config.providers.iter_mut().find(|p| p.name == runtime) {
+        Some(p) => {
+            p.keywords |= METHOD_LOAD_KEYWORDS;
+            p.level = p.level.max(VERBOSE);
+        }
+        None => config.providers.push(diagnostics_client::Provider {
+            name: runtime.into(),
+            keywords: METHOD_LOAD_KEYWORDS,
+            level: VERBOSE,
+            arguments: None,
+        }),
+    }
+    config
 }
 
 fn recording<'a>(opts: &RunOptions<'a>, out: &'a Path) -> Recording<'a> {

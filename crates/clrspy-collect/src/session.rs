@@ -333,5 +333,6 @@ pub(crate) fn pump(
         command_version: session.command_version,
         degraded: session.degraded.clone(),
         spliced_events: report.spliced_events,
+        closed_by_clrspy: report.closed_by_clrspy,
     })
 }

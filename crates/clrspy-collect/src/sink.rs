@@ -4,7 +4,7 @@
 //! the last minutes is the next one to come, behind the same trait.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::inject::{Injected, Splicer};
@@ -19,6 +19,11 @@ pub struct SinkReport {
     pub spliced_events: u64,
     /// Where it stored them, when that is a file.
     pub path: Option<PathBuf>,
+    /// When the stream arrived without its end (the target died, the connection broke, the
+    /// rundown wait was cut short, the disk filled): the bytes of the last, partial block that
+    /// were dropped so the file could be closed with a valid end of stream. None when the
+    /// runtime ended the stream itself.
+    pub closed_by_clrspy: Option<u64>,
 }
 
 /// A destination for the runtime's byte stream.
@@ -116,11 +121,40 @@ impl ByteSink for FileSink {
                 bytes: self.bytes,
                 spliced_events: self.spliced,
                 path: Some(self.path.clone()),
+                closed_by_clrspy: None,
             });
         };
         self.spliced = s.spliced;
-        self.bytes = s.written();
-        let mut file = s.into_inner().map_err(|e| self.err(e))?;
+        let whole = s.whole();
+        let held = s.into_inner();
+        // A file that stops short of its end is made whole even when the last write failed
+        // (a full disk): cutting the partial block frees more than the end marker takes.
+        let (mut file, written) = match held {
+            Ok(f) => {
+                let n = f.metadata().map(|m| m.len()).unwrap_or(0);
+                (f, n)
+            }
+            Err(e) => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&self.path)
+                    .map_err(|_| self.err(e))?;
+                let n = f.metadata().map(|m| m.len()).unwrap_or(0);
+                (f, n)
+            }
+        };
+        let mut closed_by_clrspy = None;
+        if let (false, Some(format)) = (whole.ended, whole.format) {
+            let eos = nettrace::end_of_stream(format);
+            file.set_len(whole.end)
+                .and_then(|_| file.seek(SeekFrom::Start(whole.end)))
+                .and_then(|_| file.write_all(eos))
+                .map_err(|e| self.err(e))?;
+            closed_by_clrspy = Some(written.saturating_sub(whole.end));
+            self.bytes = whole.end + eos.len() as u64;
+        } else {
+            self.bytes = written;
+        }
         file.flush()
             .and_then(|_| file.sync_all())
             .map_err(|e| self.err(e))?;
@@ -128,6 +162,7 @@ impl ByteSink for FileSink {
             bytes: self.bytes,
             spliced_events: self.spliced,
             path: Some(self.path.clone()),
+            closed_by_clrspy,
         })
     }
 }

@@ -53,6 +53,8 @@ impl InfoView<'_> {
             "metadata_rows": stats.metadata_rows,
             "dropped_events": stats.dropped_events,
             "truncated": inv.truncated(),
+            "has_rundown": inv.has_rundown(),
+            "method_loads": inv.method_loads(),
             "ended_cleanly": stats.ended_cleanly,
             "bytes_read": stats.bytes_read,
             "bytes_total": self.bytes_total,
@@ -123,6 +125,21 @@ impl InfoView<'_> {
             )?,
             (None, true) => writeln!(out, "Status:         TRUNCATED: no end-of-stream marker")?,
             (None, false) => writeln!(out, "Status:         complete (ended cleanly)")?,
+        }
+        if !inv.has_rundown() {
+            let loads = inv.method_loads();
+            if loads > 0 {
+                writeln!(
+                    out,
+                    "Method names:   no rundown, {} method loads: code jitted before the recording has no names in reports",
+                    group(loads)
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "Method names:   no rundown and no method loads: jitted code has no names in reports"
+                )?;
+            }
         }
         writeln!(out)?;
         writeln!(out, "{:>12}  Provider", "Events")?;

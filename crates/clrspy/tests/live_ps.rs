@@ -162,6 +162,10 @@ fn record_survives_the_target_being_killed() {
     assert!(stderr.contains("the target ended the session"), "{stderr}");
     let i = info(&out);
     assert!(count(&i, "Thread/Sample") > 200, "{i}");
+    // The stream stopped mid-way, but the file is a whole trace: every complete block, then
+    // a valid end of stream (readers that need the end marker, TraceEvent among them, open it).
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    assert!(i["error"].is_null(), "{i}");
 }
 
 #[test]

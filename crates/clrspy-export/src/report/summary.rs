@@ -251,7 +251,7 @@ impl SummaryReport {
         if !self.has_rundown && self.cpu.method != CpuSource::None {
             writeln!(
                 out,
-                "  no rundown in this trace: methods jitted before the recording may show as [native]"
+                "  no rundown in this trace: methods jitted before the recording have no names ([native], or [jitted code, unnamed]); stop a recording with one Ctrl+C so clrspy waits for the rundown, or record with `clrspy record -- COMMAND`, which records the program's method loads from its start"
             )?;
         }
         Ok(())

@@ -169,6 +169,11 @@ fn report(summary: &Summary) {
     for d in &summary.degraded {
         eprintln!("note: this runtime cannot honour {d}");
     }
+    if let Some(dropped) = summary.closed_by_clrspy {
+        eprintln!(
+            "The runtime's stream stopped before its end: clrspy closed the file after the last whole block ({dropped} bytes of a partial block dropped), so it opens in every reader."
+        );
+    }
     if !summary.complete {
         eprintln!("The trace was cut short: it has no rundown, so methods jitted before the recording may be unnamed. `clrspy info` reads what it holds.");
     }

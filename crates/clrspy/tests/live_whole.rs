@@ -1,0 +1,120 @@
+//! Whole traces on every stop (issue 12): whatever ends a recording, the file left on disk is
+//! a whole trace — every complete block, then a valid end of stream — and in launch mode a
+//! Ctrl+C from the terminal still gets the rundown before the program sees it.
+//! (`bench/whole_traces.sh` runs the same stops and opens each file in TraceEvent.)
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{json, live, start, workloads};
+
+fn info(path: &std::path::Path) -> serde_json::Value {
+    json(&["info", "--json", path.to_str().unwrap()])
+}
+
+fn count(info: &serde_json::Value, name: &str) -> u64 {
+    info["per_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == name)
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// Waits for `child` at most `limit`, killing it (and failing) past that.
+fn wait(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("clrspy did not stop within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `kill -SIG -- TARGET` (a negative target is a process group).
+fn signal(target: i32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), "--", &target.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -{sig} {target}");
+}
+
+#[test]
+fn ctrl_c_to_the_whole_group_in_launch_mode_keeps_the_rundown() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("group.nettrace");
+    // clrspy and the program as a terminal runs them: one foreground process group, which
+    // Ctrl+C signals as a whole.
+    let mut clrspy = Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg("dotnet")
+        .arg(workloads())
+        .args(["cpu", "--seconds", "30"])
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let group = i32::try_from(clrspy.id()).unwrap();
+    signal(-group, "INT");
+    let status = wait(&mut clrspy, Duration::from_secs(60));
+    let mut err = String::new();
+    std::io::Read::read_to_string(clrspy.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("stopped on request"), "{err}");
+    // The program got the Ctrl+C after the rundown, and clrspy exits with its code.
+    assert_eq!(status.code(), Some(130), "{err}");
+    let i = info(&trace);
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    assert!(count(&i, "Method/DCStopVerbose") > 100, "no rundown: {i}");
+    assert!(count(&i, "Method/LoadVerbose") > 0, "no method loads: {i}");
+    let cpu = json(&["report", trace.to_str().unwrap(), "cpu", "--json"]);
+    assert_eq!(
+        cpu["top_exclusive"][0]["method"], "Workloads.Cpu.Burn",
+        "{cpu}"
+    );
+}
+
+#[test]
+fn two_sigterms_leave_a_whole_trace() {
+    if !live() {
+        return;
+    }
+    let w = start("cpu", &["--seconds", "30"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("term.nettrace");
+    let mut clrspy = Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
+        .args(["record", "-p", &w.1.to_string(), "-o"])
+        .arg(&trace)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = i32::try_from(clrspy.id()).unwrap();
+    // A service manager stopping it: SIGTERM, and SIGTERM again before the rundown is in.
+    signal(pid, "TERM");
+    std::thread::sleep(Duration::from_millis(5));
+    signal(pid, "TERM");
+    let status = wait(&mut clrspy, Duration::from_secs(60));
+    assert!(status.success(), "{status:?}");
+    let i = info(&trace);
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    assert!(i["error"].is_null(), "{i}");
+    assert!(count(&i, "Thread/Sample") > 100, "{i}");
+}
