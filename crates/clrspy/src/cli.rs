@@ -71,6 +71,22 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Record and report in one step: `clrspy profile -- program args`, or `-p PID --duration 10s`.
     Profile(ProfileArgs),
+    /// Make a cut or damaged trace whole: keep every whole block, drop the rest, end it
+    /// validly (every reader opens the result).
+    Repair(RepairArgs),
+}
+
+/// `clrspy repair`.
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    #[command(flatten)]
+    pub input: TraceArg,
+    /// The repaired trace (default: beside the input, `<name>.repaired.nettrace`).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write what was kept and lost as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Checks that a command that traces was told which process: `-p`, `-n` or `-- COMMAND`.

@@ -40,6 +40,11 @@ impl OpenTrace {
         })
     }
 
+    /// The trace's raw bytes (for a zip, the extracted entry's), from the start.
+    pub fn raw(&self) -> Result<File, CliError> {
+        File::open(&self.file).map_err(|e| open_error(&self.path, e))
+    }
+
     /// The name to show in messages.
     pub fn display(&self) -> String {
         match &self.zip_entry {

@@ -53,6 +53,7 @@ mod header;
 mod metadata;
 mod payload;
 mod reader;
+mod repair;
 mod scan;
 #[cfg(test)]
 mod testutil;
@@ -70,6 +71,7 @@ pub use reader::{
     ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
     MAX_STREAM_BLOCK,
 };
+pub use repair::{repair, Repair};
 pub use scan::{end_of_stream, Block, Item, Scanner, Step};
 pub use value::{Field, Guid, SystemTime, Value};
 pub use writer::{EventRecord, TraceWriter, WriteFormat, WriterOptions};

@@ -8,6 +8,7 @@ mod info;
 mod profile;
 mod ps;
 mod record;
+mod repair;
 mod report;
 
 use std::process::ExitCode;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Dump(a) => dump::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Convert(a) => convert::run(&a),
+        Command::Repair(a) => repair::run(&a),
         Command::Profile(a) => {
             crate::cli::require_target("profile", a.process_id, &a.name, &a.command)?;
             profile::run(&a)
