@@ -21,7 +21,7 @@
 //! ```
 
 use crate::runtime::{ids, GcRootKind};
-use crate::view::{Cursor, Element, Elements, Utf16Str, ViewError};
+use crate::view::{Cursor, Element, Elements, Ints, Utf16Str, ViewError};
 use crate::KnownProvider;
 
 fn rt<'a>(id: u32, version: u8, p: &'a [u8], ptr: u8) -> Result<Cursor<'a>, ViewError> {
@@ -85,8 +85,8 @@ pub struct BulkType<'a> {
     pub cor_element_type: u8,
     /// The name, e.g. `System.String`.
     pub name: Utf16Str<'a>,
-    /// Generic parameters (their ids follow in the payload and are stepped over).
-    pub type_parameter_count: u32,
+    /// The type ids of its generic parameters.
+    pub type_parameters: Ints<'a>,
 }
 
 impl<'a> Element<'a> for BulkType<'a> {
@@ -98,7 +98,7 @@ impl<'a> Element<'a> for BulkType<'a> {
             flags: c.u32("Flags")?,
             cor_element_type: c.u64("CorElementType")? as u8,
             name: c.str("Name")?,
-            type_parameter_count: c.u32("TypeParameterCount")?,
+            type_parameters: c.ints("TypeParameters")?,
         })
     }
 }
@@ -358,8 +358,30 @@ mod tests {
             }
         }
         let t = GcBulkType::parse(&p, 0, 8).unwrap();
-        let names: Vec<String> = t.values.map(|v| v.unwrap().name.to_string()).collect();
+        let types: Vec<BulkType> = t.values.map(Result::unwrap).collect();
+        let names: Vec<String> = types.iter().map(|v| v.name.to_string()).collect();
         assert_eq!(names, ["List`1", "System.Int32"]);
+        assert_eq!(types[0].type_parameters.iter().collect::<Vec<_>>(), [2]);
+        assert!(types[1].type_parameters.is_empty());
+        // A parameter count larger than the payload is an error, not an allocation.
+        let mut huge = Vec::new();
+        huge.extend(1u32.to_le_bytes());
+        huge.extend(0u16.to_le_bytes());
+        huge.extend([0u8; 25]);
+        huge.extend(utf16z("T"));
+        huge.extend(u32::MAX.to_le_bytes());
+        huge.extend(5u64.to_le_bytes());
+        let t = GcBulkType::parse(&huge, 0, 8).unwrap();
+        let r: Vec<_> = t.values.collect();
+        assert_eq!(r.len(), 1);
+        let e = r[0].clone().unwrap_err();
+        assert!(matches!(
+            e.error,
+            crate::DecodeError::CountTooLarge {
+                field: "TypeParameters",
+                ..
+            }
+        ));
 
         let mut r = Vec::new();
         r.extend(0u32.to_le_bytes());

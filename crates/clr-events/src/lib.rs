@@ -62,7 +62,7 @@ mod view;
 use std::sync::OnceLock;
 
 pub use layout::{DecodeError, Decoded, FieldDef, FieldKind, Scalar};
-pub use view::{Element, Elements, Utf16Str, ViewError};
+pub use view::{Element, Elements, Ints, Utf16Str, ViewError};
 
 /// The payload cursor the typed views read with (public only because [`Element`] names it).
 #[doc(hidden)]

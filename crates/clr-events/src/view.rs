@@ -119,7 +119,9 @@ pub struct Cursor<'a> {
 /// A field's raw bytes, as found by the cursor.
 enum Raw<'a> {
     Scalar(Scalar, &'a [u8]),
-    /// An array, blob or struct list (stepped over).
+    /// A counted array of fixed-size values: their type and bytes.
+    Fixed(Scalar, &'a [u8]),
+    /// A string array, blob or struct list (stepped over).
     Other,
 }
 
@@ -256,10 +258,13 @@ impl<'a> Cursor<'a> {
                     for _ in 0..n {
                         self.scalar(def.name, elem)?;
                     }
+                    Raw::Other
                 } else {
+                    let start = self.pos;
                     self.skip_counted(def.name, n, size)?;
+                    let data: &'a [u8] = self.data;
+                    Raw::Fixed(elem, &data[start..self.pos])
                 }
-                Raw::Other
             }
             FieldKind::Blob { len } => {
                 let n = self.count_of(def.name, len)?;
@@ -422,6 +427,19 @@ impl<'a> Cursor<'a> {
         self.opt_str(name)?.ok_or_else(|| self.missing(name))
     }
 
+    /// A counted array of integers (any fixed width, pointers too).
+    pub(crate) fn ints(&mut self, name: &'static str) -> Result<Ints<'a>, ViewError> {
+        match self.find(name)? {
+            Some(Raw::Fixed(elem, bytes)) if int_value(elem, &[0; 8]).is_some() => Ok(Ints {
+                elem,
+                size: elem.min_size(self.pointer_size),
+                bytes,
+            }),
+            None => Err(self.missing(name)),
+            Some(_) => Err(self.err(DecodeError::WrongType { field: name })),
+        }
+    }
+
     /// A counted list of structs: its elements, read lazily.
     pub(crate) fn structs<T: Element<'a>>(
         &mut self,
@@ -480,6 +498,51 @@ fn int_value(s: Scalar, b: &[u8]) -> Option<u64> {
         Scalar::I64 => i64::from_le_bytes(arr(b)) as u64,
         _ => return None,
     })
+}
+
+/// A counted array of integers, read from the payload as iterated (the payload held every
+/// element: a short one is an error before this is returned).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Ints<'a> {
+    elem: Scalar,
+    size: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> Ints<'a> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.bytes.len().checked_div(self.size).unwrap_or(0)
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + 'a {
+        let elem = self.elem;
+        self.bytes
+            .chunks_exact(self.size.max(1))
+            .filter_map(move |c| int_value(elem, c))
+    }
+}
+
+impl Default for Ints<'_> {
+    fn default() -> Self {
+        Ints {
+            elem: Scalar::U64,
+            size: 8,
+            bytes: &[],
+        }
+    }
+}
+
+impl std::fmt::Debug for Ints<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// One element of a counted struct list (the bulk events' `Values`).

@@ -190,3 +190,75 @@ fn a_view_fails_exactly_where_the_payload_is_short() {
     });
     assert_eq!(seen, 20);
 }
+
+mod properties {
+    use clr_events::clrspy::{ModuleMap, SamplerInfo, ThreadCpu, ThreadName};
+    use clr_events::heapdump::{
+        GcBulkEdge, GcBulkMovedObjectRanges, GcBulkNode, GcBulkRootEdge, GcBulkRootStaticVar,
+        GcBulkSurvivingObjectRanges, GcBulkType,
+    };
+    use clr_events::runtime::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// clrspy's events read back what was written.
+        #[test]
+        fn clrspy_events_round_trip(
+            tid in any::<u32>(),
+            cpu in any::<u64>(),
+            state in any::<u16>(),
+            name in "\\PC{0,40}",
+            start in any::<u64>(),
+            len in any::<u64>(),
+        ) {
+            let mut p = Vec::new();
+            ThreadCpu { thread_id: tid, cpu_ns: cpu, state }.encode(&mut p);
+            prop_assert_eq!(ThreadCpu::parse(&p).unwrap(), ThreadCpu { thread_id: tid, cpu_ns: cpu, state });
+            // Strings end at their first NUL, as on the wire.
+            let text: String = name.chars().take_while(|&c| c != '\0').collect();
+            p.clear();
+            ThreadName::encode(tid, &text, &mut p);
+            let t = ThreadName::parse(&p).unwrap();
+            prop_assert_eq!((t.thread_id, t.name.to_string()), (tid, text.clone()));
+            p.clear();
+            SamplerInfo::encode(tid, &text, &mut p);
+            prop_assert!(SamplerInfo::parse(&p).unwrap().source.eq_str(&text));
+            p.clear();
+            ModuleMap::encode(start, start.wrapping_add(len), len, &text, &mut p);
+            let m = ModuleMap::parse(&p).unwrap();
+            prop_assert_eq!((m.start, m.offset, m.path.to_string_lossy()), (start, len, text));
+        }
+
+        /// No bytes make a view panic, and the bulk iterators end within the payload's size.
+        #[test]
+        fn views_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300), version in 0u8..5, wide in any::<bool>()) {
+            let ps = if wide { 8 } else { 4 };
+            let b = &bytes[..];
+            let _ = MethodLoad::parse(b, version, ps);
+            let _ = R2rEntryPoint::parse(b, version, ps);
+            let _ = GcStart::parse(b, version, ps);
+            let _ = GcEnd::parse(b, version, ps);
+            let _ = GcHeapStats::parse(b, version, ps);
+            let _ = GcSuspendEe::parse(b, version, ps);
+            let _ = GcRestartEeEnd::parse(b, version, ps);
+            let _ = AllocationTick::parse(b, version, ps);
+            let _ = ExceptionThrown::parse(b, version, ps);
+            let _ = ExceptionCatch::parse(b, version, ps);
+            let _ = ContentionStart::parse(b, version, ps);
+            let _ = ContentionStop::parse(b, version, ps);
+            let _ = ThreadPoolWorkerThread::parse(ids::TP_WORKER_START, b, version, ps);
+            let _ = ThreadPoolAdjustment::parse(b, version, ps);
+            let limit = bytes.len() + 1;
+            if let Ok(v) = GcBulkNode::parse(b, version, ps) { prop_assert!(v.values.count() <= limit); }
+            if let Ok(v) = GcBulkEdge::parse(b, version, ps) { prop_assert!(v.values.count() <= limit); }
+            if let Ok(v) = GcBulkType::parse(b, version, ps) { prop_assert!(v.values.count() <= limit); }
+            if let Ok(v) = GcBulkRootEdge::parse(b, version, ps) { prop_assert!(v.values.count() <= limit); }
+            if let Ok(v) = GcBulkRootStaticVar::parse(b, version, ps) { prop_assert!(v.values.count() <= limit); }
+            if let Ok(v) = GcBulkMovedObjectRanges::parse(b, version, ps) { prop_assert!(v.values.count() <= limit); }
+            if let Ok(v) = GcBulkSurvivingObjectRanges::parse(b, version, ps) { prop_assert!(v.values.count() <= limit); }
+            let _ = ThreadCpu::parse(b);
+            let _ = ThreadName::parse(b);
+            let _ = ModuleMap::parse(b);
+        }
+    }
+}
