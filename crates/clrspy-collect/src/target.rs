@@ -37,10 +37,14 @@ impl Target {
     pub fn resolve(&self) -> Result<Resolved> {
         match self {
             Target::Launch(command) => Ok(Resolved::Launch(command.clone())),
-            Target::Pid(pid) => Ok(Resolved::Attach {
-                endpoint: endpoint_for_pid(*pid)?,
-                label: format!("pid {pid}"),
-            }),
+            Target::Pid(pid) => {
+                let endpoint = endpoint_for_pid(*pid)?;
+                let label = match process_name(&endpoint) {
+                    Some(n) => format!("{n} (pid {pid})"),
+                    None => format!("pid {pid}"),
+                };
+                Ok(Resolved::Attach { endpoint, label })
+            }
             Target::Name(name) => by_name(name),
         }
     }
@@ -69,6 +73,21 @@ pub fn endpoint_for_pid(pid: u32) -> Result<Endpoint> {
         return Err(Error::NoProcess { pid });
     }
     Err(Error::NoEndpoint { pid })
+}
+
+/// A process's name for messages and file names: its runtime's entry assembly, else its
+/// executable (`/proc/PID/comm`); None when neither is known.
+fn process_name(endpoint: &Endpoint) -> Option<String> {
+    let from_runtime = process_info(endpoint, Duration::from_millis(1500))
+        .ok()
+        .and_then(|i| i.entrypoint_assembly)
+        .filter(|n| !n.trim().is_empty());
+    from_runtime.or_else(|| {
+        std::fs::read_to_string(format!("/proc/{}/comm", endpoint.pid))
+            .ok()
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+    })
 }
 
 /// The one .NET process whose entry assembly or executable is `name`.

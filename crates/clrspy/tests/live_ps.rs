@@ -259,3 +259,33 @@ fn env_reads_the_target_environment_through_its_runtime() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn record_names_its_file_after_the_process() {
+    if !live() {
+        return;
+    }
+    let w = start("idle", &["--seconds", "20"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = clrspy()
+        .current_dir(dir.path())
+        .args(["record", "-p", &w.1.to_string(), "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    // <name>_<yyyyMMdd_HHmmss>.nettrace, the name being the entry assembly.
+    assert!(
+        names[0].starts_with("Workloads_") && names[0].ends_with(".nettrace"),
+        "{names:?}"
+    );
+    assert!(String::from_utf8_lossy(&run.stderr).contains("Workloads (pid "));
+}
