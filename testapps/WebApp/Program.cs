@@ -8,6 +8,10 @@
 //   GET /alloc?kb=N  allocates N KB in small arrays and returns their checksum (default 256)
 //   GET /json        serializes a list of 200 records (framework JSON code)
 //   GET /throw       throws and catches a WebApp.WorkException
+//   GET /gc?gen=N&blocking=B  GC.Collect(N, Forced, B) (default gen 2, blocking false: a
+//                    background GC while the app keeps allocating); returns the GC count after
+//   GET /retain?mb=N keeps N MB of 1 KB arrays alive (replacing what an earlier call kept), so
+//                    that gen2 is big enough for the runtime to collect it in the background
 using System.Diagnostics;
 using System.Net;
 
@@ -27,6 +31,8 @@ app.MapGet("/cpu", (int? ms) => WebApp.Work.Burn(ms ?? 5).ToString());
 app.MapGet("/alloc", (int? kb) => WebApp.Work.Allocate(kb ?? 256).ToString());
 app.MapGet("/json", () => Results.Json(WebApp.Work.Records(), WebApp.WebJson.Default.ListRecord));
 app.MapGet("/throw", () => WebApp.Work.ThrowAndCatch());
+app.MapGet("/retain", (int? mb) => WebApp.Work.Retain(mb ?? 64).ToString());
+app.MapGet("/gc", (int? gen, bool? blocking) => WebApp.Work.Collect(gen ?? 2, blocking ?? false).ToString());
 
 await app.StartAsync();
 var address = app.Urls.First();
@@ -72,6 +78,26 @@ namespace WebApp
                 sum += a[i % 1024];
             }
             return sum;
+        }
+
+        /// Asks for a GC of generation `gen`; with `blocking` false a gen2 runs as a background GC
+        /// (the app uses concurrent GC). Returns the number of GCs of that generation so far.
+        public static int Collect(int gen, bool blocking)
+        {
+            gen = Math.Clamp(gen, 0, GC.MaxGeneration);
+            GC.Collect(gen, GCCollectionMode.Forced, blocking);
+            return GC.CollectionCount(gen);
+        }
+
+        private static byte[][] retained = [];
+
+        /// Keeps `mb` MB of 1 KB arrays alive until the next call; returns how many.
+        public static int Retain(int mb)
+        {
+            var keep = new byte[Math.Clamp(mb, 0, 1024) * 1024][];
+            for (var i = 0; i < keep.Length; i++) keep[i] = new byte[1024];
+            retained = keep;
+            return keep.Length;
         }
 
         public static List<Record> Records() =>

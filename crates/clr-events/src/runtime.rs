@@ -37,10 +37,16 @@ pub mod ids {
     pub const GC_RESTART_EE_STOP: u32 = 3;
     /// GC/HeapStats.
     pub const GC_HEAP_STATS: u32 = 4;
+    /// GC/SuspendEEStop: every managed thread is suspended.
+    pub const GC_SUSPEND_EE_STOP: u32 = 8;
     /// GC/SuspendEEStart (`GCSuspendEEBegin`).
     pub const GC_SUSPEND_EE_START: u32 = 9;
     /// GC/AllocationTick.
     pub const GC_ALLOCATION_TICK: u32 = 10;
+    /// GC/Triggered: the thread that asked for a GC (no GC number).
+    pub const GC_TRIGGERED: u32 = 35;
+    /// GC/GlobalHeapHistory: one per GC, with the number of heaps and the latency mode.
+    pub const GC_GLOBAL_HEAP_HISTORY: u32 = 205;
     /// Type/BulkType (`BulkType`).
     pub const GC_BULK_TYPE: u32 = 15;
     /// GC/BulkRootEdge.
@@ -273,6 +279,45 @@ impl GcHeapStats {
             has_poh: poh.is_some(),
             pinned_object_count,
             gc_handle_count,
+        })
+    }
+}
+
+value_map!(
+    /// The GC's latency mode (`GC/GlobalHeapHistory`'s `PauseMode`, version 2 and later).
+    GcPauseMode, other = "PauseMode{}", {
+        /// Batch: no background GCs (concurrent GC disabled, or the app asked for it).
+        Batch = 0 => "Batch",
+        /// Interactive: the default with concurrent GC enabled.
+        Interactive = 1 => "Interactive",
+        /// Low latency (workstation): no gen2 unless memory is low.
+        LowLatency = 2 => "LowLatency",
+        /// Sustained low latency: background GCs, blocking gen2 avoided.
+        SustainedLowLatency = 3 => "SustainedLowLatency",
+        /// Inside a no-GC region.
+        NoGc = 4 => "NoGC",
+    }
+);
+
+/// `GC/GlobalHeapHistory`: per GC, the heaps taking part and the latency mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcGlobalHeapHistory {
+    /// The number of GC heaps (1 under workstation GC; one per heap under Server GC).
+    pub num_heaps: u32,
+    /// The generation condemned.
+    pub condemned_generation: u32,
+    /// The latency mode (version 2 and later).
+    pub pause_mode: Option<GcPauseMode>,
+}
+
+impl GcGlobalHeapHistory {
+    /// Parses the payload.
+    pub fn parse(payload: &[u8], version: u8, pointer_size: u8) -> Result<Self, ViewError> {
+        let mut c = rt(ids::GC_GLOBAL_HEAP_HISTORY, version, payload, pointer_size)?;
+        Ok(GcGlobalHeapHistory {
+            num_heaps: c.u32("NumHeaps")?,
+            condemned_generation: c.u32("CondemnedGeneration")?,
+            pause_mode: c.opt_u32("PauseMode")?.map(GcPauseMode::from_u32),
         })
     }
 }

@@ -1,16 +1,34 @@
 //! Garbage collections, PerfView's GCStats in a table: one row per GC (number, generation,
-//! reason, type, pause, heap after, promoted) and totals (per generation and reason, pause
-//! percentiles, share of the trace paused, allocation rate).
+//! reason, type, pause, heap after, promoted), totals (per generation and reason, pause
+//! percentiles, share of the trace paused, allocation rate) and the GC's flavour (Server or
+//! workstation, concurrent or not, heaps).
 //!
-//! Pauses are the runtime's suspensions for a GC (`GC/SuspendEEStart` with reason "for GC" or
-//! "for GC prep", to `GC/RestartEEStop` on the same thread). A blocking
-//! GC has one, inside which its `GC/Start` falls; a background GC has short ones while it runs
-//! concurrently; each suspension goes to the GC that started in it, else to the GC in progress.
+//! Events come in file order, and the runtime writes them from several threads (under Server
+//! GC, `GC/Start` and `GC/Stop` come from different GC threads; a background GC has a thread
+//! of its own): nothing here relies on "the last GC". The events are kept by GC number and
+//! thread, and [`GcModel::finish`] puts each GC together:
+//!
+//! - a pause is a suspension for a GC (`GC/SuspendEEStart` with reason "for GC" or "for GC
+//!   prep", to `GC/RestartEEStop` on the same thread). It belongs to the GC whose `GC/Start`
+//!   falls inside it (a blocking GC, a background GC's first pause, a foreground GC); one
+//!   with no `GC/Start` inside belongs to the background GC in progress (its later pauses),
+//!   else to the GC in progress. When two GCs start inside one suspension (a background GC
+//!   that first runs a blocking ephemeral GC), the later one is paused from its `GC/Start` to
+//!   the restart and the first one for the time it took to suspend (`GC/SuspendEEStop`), as
+//!   TraceEvent's GCStats counts them. The suspension's own `Count` is not used: during a background
+//!   GC it stays the background GC's number while foreground GCs run.
+//! - `GC/HeapStats` follows the `GC/Stop` of its GC on the same thread.
+//! - the flavour: more than one heap (`GC/GlobalHeapHistory`'s `NumHeaps`) is Server GC; else
+//!   blocking GCs that run on the thread that asked for them (`GC/Triggered`) are workstation
+//!   GC, on other threads (the GC's own) Server GC; concurrent from the latency mode (`Batch`
+//!   is no background GC) or from a background GC seen.
 
 use clr_events::runtime::{
-    ids, GcEnd, GcHeapStats, GcReason, GcRestartEeEnd, GcStart, GcSuspendEe, GcType,
+    ids, GcEnd, GcGlobalHeapHistory, GcHeapStats, GcPauseMode, GcReason, GcRestartEeEnd, GcStart,
+    GcSuspendEe, GcType,
 };
 use clr_events::ViewError;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Model, ModelEvent, Wanted};
 
@@ -35,16 +53,14 @@ pub struct GcRow {
     pub start_ms: f64,
     /// Time from GC/Start to GC/Stop, ms.
     pub duration_ms: Option<f64>,
-    /// Time the program was suspended for it, ms.
+    /// Time the program was suspended for it, ms (a background GC's pauses added up).
     pub pause_ms: f64,
     /// Heap size after it (all generations, LOH and POH), MB.
     pub heap_after_mb: Option<f64>,
     /// Bytes promoted (survived), MB.
     pub promoted_mb: Option<f64>,
-    /// Gen0 size budget after it... (generation sizes after: gen0, gen1, gen2, loh, poh), MB.
+    /// Generation sizes after it (gen0, gen1, gen2, LOH, POH), MB.
     pub generation_sizes_mb: Option<[f64; 5]>,
-    #[serde(skip)]
-    open: bool,
 }
 
 /// Counts by a key.
@@ -85,16 +101,94 @@ pub struct GcTotals {
     pub peak_heap_mb: Option<f64>,
 }
 
+/// Server or workstation GC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GcKind {
+    /// Server GC: one heap and one GC thread per core (or per `GCHeapCount`).
+    Server,
+    /// Workstation GC: one heap; blocking GCs run on the thread that allocated.
+    Workstation,
+}
+
+impl std::fmt::Display for GcKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            GcKind::Server => "Server",
+            GcKind::Workstation => "workstation",
+        })
+    }
+}
+
+/// The GC's flavour as the trace shows it (each part None when the trace does not say).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GcMode {
+    /// Server or workstation.
+    pub gc_mode: Option<GcKind>,
+    /// Background GCs enabled (concurrent GC).
+    pub concurrent: Option<bool>,
+    /// GC heaps.
+    pub heaps: Option<u32>,
+}
+
+/// A GC as its events tell it, before [`GcModel::finish`] makes a row of it.
+#[derive(Clone, Copy, Debug)]
+struct Started {
+    ts_ns: i64,
+    start: GcStart,
+}
+
+/// One suspension for a GC, ns.
+#[derive(Clone, Copy, Debug)]
+struct Suspension {
+    /// `GC/SuspendEEStart`.
+    start: i64,
+    /// `GC/SuspendEEStop` (every thread suspended), when seen.
+    suspended: Option<i64>,
+    /// `GC/RestartEEStop`.
+    end: i64,
+}
+
+/// Sizes after a GC, from its `GC/HeapStats`.
+#[derive(Clone, Copy, Debug)]
+struct HeapAfter {
+    sizes: [u64; 5],
+    promoted: u64,
+}
+
 /// The GC model.
 #[derive(Clone, Debug, Default)]
 pub struct GcModel {
-    /// One row per GC, in start order.
+    /// One row per GC, in start order (made by [`GcModel::finish`]).
     pub gcs: Vec<GcRow>,
-    /// Suspensions for a GC in progress, by the suspending thread.
-    suspend_start: rustc_hash::FxHashMap<u64, i64>,
+    /// The GC's flavour (made by [`GcModel::finish`]).
+    pub mode: GcMode,
+    started: FxHashMap<u32, Started>,
+    stopped: FxHashMap<u32, i64>,
+    heap_after: FxHashMap<u32, HeapAfter>,
+    /// The GC number of each thread's last `GC/Stop` (its `GC/HeapStats` follows).
+    last_stop: FxHashMap<u64, u32>,
+    /// Suspensions for a GC in progress, by the suspending thread: when it started and when
+    /// every thread was suspended.
+    suspend_start: FxHashMap<u64, (i64, Option<i64>)>,
+    /// Finished suspensions for a GC.
+    suspensions: Vec<Suspension>,
+    /// Threads whose last GC event was `GC/Triggered`.
+    triggered: FxHashSet<u64>,
+    /// Blocking GCs that started on the thread that triggered them (workstation GC) and on
+    /// another thread (Server GC's GC threads).
+    on_trigger_thread: u64,
+    on_gc_thread: u64,
+    max_heaps: Option<u32>,
+    batch: bool,
+    interactive: bool,
 }
 
 const MB: f64 = 1024.0 * 1024.0;
+
+fn ms(ns: i64) -> f64 {
+    ns as f64 / 1e6
+}
 
 impl GcModel {
     /// An empty model.
@@ -102,39 +196,34 @@ impl GcModel {
         GcModel::default()
     }
 
-    /// A `GC/Start` at `ms`.
-    pub fn on_start(&mut self, ms: f64, gc: &GcStart) {
-        self.gcs.push(GcRow {
-            number: u64::from(gc.count),
-            generation: u64::from(gc.depth),
-            reason: gc.reason,
-            kind: gc.kind,
-            start_ms: ms,
-            duration_ms: None,
-            pause_ms: 0.0,
-            heap_after_mb: None,
-            promoted_mb: None,
-            generation_sizes_mb: None,
-            open: true,
-        });
-    }
-
-    /// A `GC/Stop` at `ms`: closes the open GC of that number.
-    pub fn on_end(&mut self, ms: f64, end: &GcEnd) {
-        let n = u64::from(end.count);
-        if let Some(g) = self.gcs.iter_mut().rev().find(|g| g.open && g.number == n) {
-            g.open = false;
-            g.duration_ms = Some(ms - g.start_ms);
+    /// A `GC/Start` on `thread` at `ts_ns`.
+    pub fn on_start(&mut self, ts_ns: i64, thread: u64, gc: &GcStart) {
+        if gc.kind != GcType::Background {
+            if self.triggered.remove(&thread) {
+                self.on_trigger_thread += 1;
+            } else {
+                self.on_gc_thread += 1;
+            }
         }
+        self.started.insert(gc.count, Started { ts_ns, start: *gc });
     }
 
-    /// A `GC/HeapStats`: it follows the GC it describes.
-    pub fn on_heap_stats(&mut self, stats: &GcHeapStats) {
-        if let Some(g) = self.gcs.last_mut() {
-            let sizes = stats.generation_sizes.map(|b| b as f64 / MB);
-            g.generation_sizes_mb = Some(sizes);
-            g.heap_after_mb = Some(sizes.iter().sum());
-            g.promoted_mb = Some(stats.promoted.iter().sum::<u64>() as f64 / MB);
+    /// A `GC/Stop` on `thread` at `ts_ns`.
+    pub fn on_end(&mut self, ts_ns: i64, thread: u64, end: &GcEnd) {
+        self.stopped.insert(end.count, ts_ns);
+        self.last_stop.insert(thread, end.count);
+    }
+
+    /// A `GC/HeapStats` on `thread`: it follows the `GC/Stop` of its GC on that thread.
+    pub fn on_heap_stats(&mut self, thread: u64, stats: &GcHeapStats) {
+        if let Some(n) = self.last_stop.get(&thread) {
+            self.heap_after.insert(
+                *n,
+                HeapAfter {
+                    sizes: stats.generation_sizes,
+                    promoted: stats.promoted.iter().sum(),
+                },
+            );
         }
     }
 
@@ -143,21 +232,125 @@ impl GcModel {
         // Only suspensions for a GC or its preparation pause for the GC; the others (the
         // sampler's, the debugger's, ...) are not GC pauses.
         if s.reason.is_for_gc() {
-            self.suspend_start.insert(thread, ts_ns);
+            self.suspend_start.insert(thread, (ts_ns, None));
+        }
+    }
+
+    /// A `GC/SuspendEEStop` on `thread` at `ts_ns`: the threads are suspended.
+    pub fn on_suspended(&mut self, ts_ns: i64, thread: u64) {
+        if let Some((_, at)) = self.suspend_start.get_mut(&thread) {
+            at.get_or_insert(ts_ns);
         }
     }
 
     /// A `GC/RestartEEStop` on `thread` at `ts_ns`.
     pub fn on_restart_end(&mut self, ts_ns: i64, thread: u64) {
-        let Some(s) = self.suspend_start.remove(&thread) else {
-            return;
-        };
-        let pause = (ts_ns - s).max(0) as f64 / 1e6;
-        let s_ms = s as f64 / 1e6;
-        if let Some(g) = self.gcs.last_mut() {
-            if g.start_ms >= s_ms || g.open || g.kind == GcType::Background {
-                g.pause_ms += pause;
+        if let Some((start, suspended)) = self.suspend_start.remove(&thread) {
+            self.suspensions.push(Suspension {
+                start,
+                suspended: suspended.map(|t| t.clamp(start, ts_ns.max(start))),
+                end: ts_ns.max(start),
+            });
+        }
+    }
+
+    /// A `GC/GlobalHeapHistory`.
+    pub fn on_global_heap_history(&mut self, h: &GcGlobalHeapHistory) {
+        self.max_heaps = Some(self.max_heaps.map_or(h.num_heaps, |m| m.max(h.num_heaps)));
+        match h.pause_mode {
+            Some(GcPauseMode::Batch) => self.batch = true,
+            Some(GcPauseMode::Interactive | GcPauseMode::SustainedLowLatency) => {
+                self.interactive = true
             }
+            _ => {}
+        }
+    }
+
+    /// Puts each GC together from its events (see the module's note): fills
+    /// [`GcModel::gcs`] and [`GcModel::mode`]. Call it again after more events.
+    pub fn finish(&mut self) {
+        let mut order: Vec<(&u32, &Started)> = self.started.iter().collect();
+        order.sort_by_key(|(n, s)| (s.ts_ns, **n));
+        let mut pause_ns = vec![0i64; order.len()];
+        let stop_of = |i: usize| self.stopped.get(order[i].0).copied();
+        let background: Vec<usize> = (0..order.len())
+            .filter(|&i| order[i].1.start.kind == GcType::Background)
+            .collect();
+        for sus in &self.suspensions {
+            let (s, e) = (sus.start, sus.end);
+            let first = order.partition_point(|(_, g)| g.ts_ns < s);
+            let inside = order[first..].partition_point(|(_, g)| g.ts_ns <= e);
+            match inside {
+                0 => {
+                    let running =
+                        |i: usize| order[i].1.ts_ns <= s && stop_of(i).is_none_or(|t| t >= s);
+                    let owner = background
+                        .iter()
+                        .rev()
+                        .copied()
+                        .find(|&i| running(i))
+                        .or_else(|| first.checked_sub(1).filter(|&i| running(i)));
+                    if let Some(i) = owner {
+                        pause_ns[i] += e - s;
+                    }
+                }
+                1 => pause_ns[first] += e - s,
+                n => {
+                    // The first GC paid for the suspension, each later one runs from its
+                    // start to the next one's, the last to the restart.
+                    let last = first + n - 1;
+                    let next_start = order[first + 1].1.ts_ns;
+                    pause_ns[first] += sus.suspended.unwrap_or(next_start).min(next_start) - s;
+                    for i in first + 1..last {
+                        pause_ns[i] += order[i + 1].1.ts_ns - order[i].1.ts_ns;
+                    }
+                    pause_ns[last] += e - order[last].1.ts_ns;
+                }
+            }
+        }
+        self.gcs = order
+            .iter()
+            .zip(pause_ns)
+            .map(|((n, g), pause)| {
+                let after = self.heap_after.get(n);
+                let sizes = after.map(|h| h.sizes.map(|b| b as f64 / MB));
+                GcRow {
+                    number: u64::from(**n),
+                    generation: u64::from(g.start.depth),
+                    reason: g.start.reason,
+                    kind: g.start.kind,
+                    start_ms: ms(g.ts_ns),
+                    duration_ms: self.stopped.get(n).map(|t| ms(t - g.ts_ns)),
+                    pause_ms: ms(pause),
+                    heap_after_mb: sizes.map(|s| s.iter().sum()),
+                    promoted_mb: after.map(|h| h.promoted as f64 / MB),
+                    generation_sizes_mb: sizes,
+                }
+            })
+            .collect();
+        self.mode = self.flavour();
+    }
+
+    fn flavour(&self) -> GcMode {
+        let gc_mode = match self.max_heaps {
+            Some(h) if h > 1 => Some(GcKind::Server),
+            _ if self.on_gc_thread > self.on_trigger_thread => Some(GcKind::Server),
+            _ if self.on_trigger_thread > self.on_gc_thread => Some(GcKind::Workstation),
+            Some(1) => Some(GcKind::Workstation),
+            _ => None,
+        };
+        let background = self.gcs.iter().any(|g| g.kind == GcType::Background);
+        let concurrent = if background || self.interactive {
+            Some(true)
+        } else if self.batch {
+            Some(false)
+        } else {
+            None
+        };
+        GcMode {
+            gc_mode,
+            concurrent,
+            heaps: self.max_heaps,
         }
     }
 
@@ -217,22 +410,32 @@ impl Model for GcModel {
         Wanted::runtime(ids::GC_STOP),
         Wanted::runtime(ids::GC_HEAP_STATS),
         Wanted::runtime(ids::GC_SUSPEND_EE_START),
+        Wanted::runtime(ids::GC_SUSPEND_EE_STOP),
         Wanted::runtime(ids::GC_RESTART_EE_STOP),
+        Wanted::runtime(ids::GC_TRIGGERED),
+        Wanted::runtime(ids::GC_GLOBAL_HEAP_HISTORY),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
         let (p, v, ptr) = (ev.payload, ev.version, ev.pointer_size);
-        let ms = ev.ts_ns as f64 / 1e6;
+        let (ts, thread) = (ev.ts_ns, ev.thread_id);
         match ev.id {
-            ids::GC_START => self.on_start(ms, &GcStart::parse(p, v, ptr)?),
-            ids::GC_STOP => self.on_end(ms, &GcEnd::parse(p, v, ptr)?),
-            ids::GC_HEAP_STATS => self.on_heap_stats(&GcHeapStats::parse(p, v, ptr)?),
+            ids::GC_START => self.on_start(ts, thread, &GcStart::parse(p, v, ptr)?),
+            ids::GC_STOP => self.on_end(ts, thread, &GcEnd::parse(p, v, ptr)?),
+            ids::GC_HEAP_STATS => self.on_heap_stats(thread, &GcHeapStats::parse(p, v, ptr)?),
             ids::GC_SUSPEND_EE_START => {
-                self.on_suspend(ev.ts_ns, ev.thread_id, &GcSuspendEe::parse(p, v, ptr)?)
+                self.on_suspend(ts, thread, &GcSuspendEe::parse(p, v, ptr)?)
             }
+            ids::GC_SUSPEND_EE_STOP => self.on_suspended(ts, thread),
             ids::GC_RESTART_EE_STOP => {
                 GcRestartEeEnd::parse(p, v, ptr)?;
-                self.on_restart_end(ev.ts_ns, ev.thread_id);
+                self.on_restart_end(ts, thread);
+            }
+            ids::GC_TRIGGERED => {
+                self.triggered.insert(thread);
+            }
+            ids::GC_GLOBAL_HEAP_HISTORY => {
+                self.on_global_heap_history(&GcGlobalHeapHistory::parse(p, v, ptr)?)
             }
             _ => {}
         }
@@ -288,6 +491,7 @@ mod tests {
             .unwrap();
         m.on_event(&ev(ids::GC_RESTART_EE_STOP, 1, 25, &[0, 0]))
             .unwrap();
+        m.finish();
         let g = &m.gcs[0];
         assert_eq!(
             (g.number, g.generation, g.reason),
@@ -310,6 +514,147 @@ mod tests {
             .on_event(&ev(ids::GC_START, 1, 30, &u32s(&[5, 0], false)))
             .unwrap_err();
         assert!(e.to_string().contains("Reason"), "{e}");
+        m.finish();
         assert_eq!(m.gcs.len(), 1);
+    }
+
+    /// Feeds `(thread, event, ms, payload)` in the order given (file order, not time order).
+    fn feed(m: &mut GcModel, events: &[(u64, u32, i64, Vec<u8>)]) {
+        for (thread, id, at, payload) in events {
+            let version = if *id == ids::GC_GLOBAL_HEAP_HISTORY {
+                2
+            } else {
+                1
+            };
+            let mut e = ev(*id, version, *at, payload);
+            if *id == ids::GC_TRIGGERED {
+                e.version = 0;
+            }
+            e.thread_id = *thread;
+            m.on_event(&e).unwrap();
+        }
+        m.finish();
+    }
+
+    fn heap_stats(mb: u64) -> Vec<u8> {
+        let mut p = Vec::new();
+        for b in [mb, 0, 0, 0, 0, 0, 0, 0, 0, 0] {
+            p.extend((b * 1024 * 1024).to_le_bytes());
+        }
+        p.extend(u32s(&[0, 0, 0], true));
+        p
+    }
+
+    fn global_heap_history(heaps: u32, pause_mode: u32) -> Vec<u8> {
+        let mut p = 0u64.to_le_bytes().to_vec();
+        p.extend(u32s(&[heaps, 0, 0, 0, 0], true));
+        p.extend(u32s(&[pause_mode, 0], false));
+        p
+    }
+
+    const SUSPEND: u32 = ids::GC_SUSPEND_EE_START;
+    const SUSPENDED: u32 = ids::GC_SUSPEND_EE_STOP;
+    const RESTART: u32 = ids::GC_RESTART_EE_STOP;
+
+    #[test]
+    fn server_gc_threads_in_file_order() {
+        // Thread 10 suspends, stops GCs and writes HeapStats; thread 11 (another heap's GC
+        // thread) writes GC/Start; thread 20 allocates. Thread 10's events come first in the
+        // file, as the runtime flushes one thread's buffer at a time.
+        let mut m = GcModel::new();
+        feed(
+            &mut m,
+            &[
+                (10, SUSPEND, 10, u32s(&[1, 6], true)),
+                (10, ids::GC_STOP, 13, u32s(&[7, 0], true)),
+                (10, ids::GC_HEAP_STATS, 13, heap_stats(5)),
+                (10, RESTART, 14, vec![0, 0]),
+                (10, SUSPEND, 20, u32s(&[1, 7], true)),
+                (10, ids::GC_STOP, 22, u32s(&[8, 1], true)),
+                (10, ids::GC_HEAP_STATS, 22, heap_stats(9)),
+                (10, RESTART, 24, vec![0, 0]),
+                (11, ids::GC_START, 11, u32s(&[7, 0, 0, 0], true)),
+                (
+                    11,
+                    ids::GC_GLOBAL_HEAP_HISTORY,
+                    12,
+                    global_heap_history(2, 1),
+                ),
+                (11, ids::GC_START, 21, u32s(&[8, 1, 0, 0], true)),
+                (20, ids::GC_TRIGGERED, 9, u32s(&[0], true)),
+                (20, ids::GC_TRIGGERED, 19, u32s(&[0], true)),
+            ],
+        );
+        let rows: Vec<_> = m
+            .gcs
+            .iter()
+            .map(|g| (g.number, g.generation, g.pause_ms, g.heap_after_mb))
+            .collect();
+        assert_eq!(rows, [(7, 0, 4.0, Some(5.0)), (8, 1, 4.0, Some(9.0))]);
+        assert_eq!(m.gcs[0].duration_ms, Some(2.0));
+        let mode = m.mode;
+        assert_eq!(
+            (mode.gc_mode, mode.concurrent, mode.heaps),
+            (Some(GcKind::Server), Some(true), Some(2))
+        );
+    }
+
+    #[test]
+    fn background_gc_with_foreground_gcs_inside() {
+        // BGC 30 starts with an ephemeral GC 31 in the same suspension, foreground GC 32 runs
+        // while it marks, and its last pause (suspension for GC prep, on the BGC thread 12)
+        // has no GC/Start inside. Workstation GC: blocking GCs run on the allocating thread.
+        let mut m = GcModel::new();
+        feed(
+            &mut m,
+            &[
+                (5, ids::GC_TRIGGERED, 99, u32s(&[7], true)),
+                (5, SUSPEND, 100, u32s(&[1, 29], true)),
+                (5, SUSPENDED, 101, vec![0, 0]),
+                (5, ids::GC_START, 102, u32s(&[30, 2, 7, 1], true)),
+                (5, ids::GC_START, 103, u32s(&[31, 0, 7, 0], true)),
+                (5, ids::GC_STOP, 104, u32s(&[31, 0], true)),
+                (5, ids::GC_HEAP_STATS, 104, heap_stats(3)),
+                (5, RESTART, 106, vec![0, 0]),
+                (5, ids::GC_TRIGGERED, 109, u32s(&[0], true)),
+                (5, SUSPEND, 110, u32s(&[1, 30], true)),
+                (5, ids::GC_START, 111, u32s(&[32, 0, 0, 2], true)),
+                (5, ids::GC_STOP, 112, u32s(&[32, 0], true)),
+                (5, ids::GC_HEAP_STATS, 112, heap_stats(4)),
+                (5, RESTART, 113, vec![0, 0]),
+                (
+                    5,
+                    ids::GC_GLOBAL_HEAP_HISTORY,
+                    113,
+                    global_heap_history(1, 1),
+                ),
+                (12, SUSPEND, 120, u32s(&[6, 30], true)),
+                (12, RESTART, 122, vec![0, 0]),
+                (12, ids::GC_STOP, 130, u32s(&[30, 2], true)),
+                (12, ids::GC_HEAP_STATS, 130, heap_stats(50)),
+            ],
+        );
+        let rows: Vec<_> = m
+            .gcs
+            .iter()
+            .map(|g| (g.number, g.kind, g.pause_ms, g.heap_after_mb))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (30, GcType::Background, 1.0 + 2.0, Some(50.0)),
+                (31, GcType::NonConcurrent, 3.0, Some(3.0)),
+                (32, GcType::Foreground, 3.0, Some(4.0)),
+            ]
+        );
+        let mode = m.mode;
+        assert_eq!(
+            (mode.gc_mode, mode.concurrent, mode.heaps),
+            (Some(GcKind::Workstation), Some(true), Some(1))
+        );
+        // Nothing about the flavour: unknown, not guessed.
+        let mut empty = GcModel::new();
+        empty.finish();
+        assert_eq!(empty.mode, GcMode::default());
     }
 }

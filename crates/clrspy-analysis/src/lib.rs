@@ -394,6 +394,7 @@ impl Analysis {
     /// next call.
     pub fn finish(&mut self) {
         self.cpu.finish();
+        self.gc.finish();
         self.symbols.finish();
         self.symbols.resolve_all(self.stacks.all_ips());
         self.duration_ns = self.first_ns.map_or(0, |f| self.last_ns - f);

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use clrspy_analysis::gc::{GcRow, GcTotals};
+use clrspy_analysis::gc::{GcKind, GcRow, GcTotals};
 use clrspy_analysis::Analysis;
 use serde::Serialize;
 
@@ -13,6 +13,12 @@ use crate::units::round3;
 /// GCs.
 #[derive(Clone, Debug, Serialize)]
 pub struct GcReport {
+    /// "server" or "workstation" (null when the trace does not say).
+    pub gc_mode: Option<GcKind>,
+    /// Background GCs enabled (null when the trace does not say).
+    pub concurrent: Option<bool>,
+    /// GC heaps (null when the trace does not say).
+    pub heaps: Option<u32>,
     /// One row per GC (all of them, whatever `--top` says).
     pub gcs: Vec<GcRow>,
     /// Totals.
@@ -50,10 +56,33 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> GcReport {
     ] {
         *v += 0.0;
     }
+    let mode = a.gc.mode;
     GcReport {
+        gc_mode: mode.gc_mode,
+        concurrent: mode.concurrent,
+        heaps: mode.heaps,
         gcs,
         totals,
         show: o.top,
+    }
+}
+
+impl GcReport {
+    /// "Server GC, 2 heaps, concurrent": what the trace says of the GC's flavour.
+    fn mode_line(&self) -> String {
+        let mut parts = vec![match self.gc_mode {
+            Some(k) => format!("{k} GC"),
+            None => "GC flavour unknown (no GC/GlobalHeapHistory nor GC/Triggered events)".into(),
+        }];
+        if let Some(h) = self.heaps {
+            parts.push(format!("{h} heap{}", if h == 1 { "" } else { "s" }));
+        }
+        match self.concurrent {
+            Some(true) => parts.push("concurrent (background GCs)".into()),
+            Some(false) => parts.push("not concurrent".into()),
+            None => {}
+        }
+        parts.join(", ")
     }
 }
 
@@ -76,6 +105,7 @@ impl ReportView for GcReport {
                 t.count, t.per_generation[0], t.per_generation[1], t.per_generation[2], t.induced
             ))
         )?;
+        writeln!(out, "  {}", self.mode_line())?;
         writeln!(
             out,
             "  pauses: total {:.1} ms, max {:.2} ms, p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms; {:.2}% of the time paused",
