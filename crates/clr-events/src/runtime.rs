@@ -24,7 +24,7 @@ use crate::view::{Cursor, Utf16Str, ViewError};
 use crate::KnownProvider;
 
 pub use crate::value_maps::{
-    AdjustmentReason, GcReason, GcRootKind, GcType, HeapKind, SuspendReason,
+    AdjustmentReason, GcPauseMode, GcReason, GcRootKind, GcType, HeapKind, SuspendReason,
 };
 
 /// Event ids of `Microsoft-Windows-DotNETRuntime` that have typed views here.
@@ -282,22 +282,6 @@ impl GcHeapStats {
         })
     }
 }
-
-value_map!(
-    /// The GC's latency mode (`GC/GlobalHeapHistory`'s `PauseMode`, version 2 and later).
-    GcPauseMode, other = "PauseMode{}", {
-        /// Batch: no background GCs (concurrent GC disabled, or the app asked for it).
-        Batch = 0 => "Batch",
-        /// Interactive: the default with concurrent GC enabled.
-        Interactive = 1 => "Interactive",
-        /// Low latency (workstation): no gen2 unless memory is low.
-        LowLatency = 2 => "LowLatency",
-        /// Sustained low latency: background GCs, blocking gen2 avoided.
-        SustainedLowLatency = 3 => "SustainedLowLatency",
-        /// Inside a no-GC region.
-        NoGc = 4 => "NoGC",
-    }
-);
 
 /// `GC/GlobalHeapHistory`: per GC, the heaps taking part and the latency mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

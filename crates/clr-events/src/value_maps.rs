@@ -196,6 +196,22 @@ value_map!(
     }
 );
 
+value_map!(
+    /// The GC's latency mode (`GC/GlobalHeapHistory`'s `PauseMode`, version 2 and later).
+    GcPauseMode, other = "PauseMode{}", {
+        /// Batch: no background GCs (concurrent GC disabled, or the app asked for it).
+        Batch = 0 => "Batch",
+        /// Interactive: the default with concurrent GC enabled.
+        Interactive = 1 => "Interactive",
+        /// Low latency (workstation): no gen2 unless memory is low.
+        LowLatency = 2 => "LowLatency",
+        /// Sustained low latency: background GCs, blocking gen2 avoided.
+        SustainedLowLatency = 3 => "SustainedLowLatency",
+        /// Inside a no-GC region.
+        NoGc = 4 => "NoGC",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
