@@ -246,9 +246,11 @@ mod tests {
             }
         });
         let (tx2, rx2) = std::sync::mpsc::channel();
+        let (wake, sleep_until) = std::sync::mpsc::channel::<()>();
         let sleeper = std::thread::spawn(move || {
             tx2.send(unsafe { libc::gettid() } as u32).unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(400));
+            // Blocked until the test ends (bounded, in case it never says).
+            let _ = sleep_until.recv_timeout(std::time::Duration::from_secs(30));
         });
         let spin_tid = rx.recv().unwrap();
         let sleep_tid = rx2.recv().unwrap();
@@ -257,12 +259,25 @@ mod tests {
         let cpu = |r: &[ThreadReading], t: u32| r.iter().find(|x| x.tid == t).map(|x| x.cpu_ns);
         let a = cpu(&first, spin_tid).unwrap();
         let b = cpu(&first, sleep_tid).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(250));
-        let second = s.threads();
-        let a2 = cpu(&second, spin_tid).unwrap();
-        assert!(a2 - a > 100_000_000, "spinner gained only {} ns", a2 - a);
+        // Read until the spinner has run 100 ms (a loaded machine gives it less than its wall
+        // time), at most 10 s.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut spun = 0;
+        let mut slept = None;
+        while spun <= 100_000_000 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let now = s.threads();
+            if let Some(a2) = cpu(&now, spin_tid) {
+                spun = a2 - a;
+            }
+            if let Some(b2) = cpu(&now, sleep_tid) {
+                slept = Some(b2 - b);
+            }
+        }
+        assert!(spun > 100_000_000, "spinner gained only {spun} ns in 10 s");
         // The sleeper did not change: it is not reported again (or gained almost nothing).
-        assert!(cpu(&second, sleep_tid).is_none_or(|b2| b2 - b < 10_000_000));
+        assert!(slept.is_none_or(|d| d < 10_000_000), "{slept:?}");
+        let _ = wake.send(());
         assert!(!s.new_mappings().is_empty());
         assert!(s.new_mappings().is_empty());
         stop.store(true, Ordering::Relaxed);
