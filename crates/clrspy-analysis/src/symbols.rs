@@ -10,13 +10,20 @@
 //! known code start, at most [`R2R_MAX_SIZE`] bytes — an approximation, used only for addresses
 //! no exact range covers.
 //!
+//! Precompiled code that ran before the recording (no method event at all) is named from its
+//! image ([`crate::r2r`]): an address inside a mapped .NET image gets the name of the
+//! ReadyToRun function holding it, from the names the recording stored in the trace or from
+//! the image file.
+//!
 //! Ranges are collected during the pass and resolved at the end, because the rundown comes last.
 
+use clr_events::clrspy::{ids as clrspy_ids, R2rImage, R2rMethod};
 use clr_events::runtime::{ids, rundown_ids, MethodLoad, R2rEntryPoint};
 use clr_events::{KnownProvider, ViewError};
 use rustc_hash::FxHashMap;
 
 use crate::event::{Model, ModelEvent, Provider, Wanted};
+use crate::r2r::{ImageIdentity, ImageSources, R2rNames};
 
 /// The longest a ReadyToRun method is assumed to be when only its entry point is known.
 pub const R2R_MAX_SIZE: u64 = 4 * 1024;
@@ -84,6 +91,8 @@ pub struct Symbols {
     cache: FxHashMap<u64, FrameId>,
     finished: bool,
     has_rundown: bool,
+    /// Names of precompiled code from the trace and the images.
+    r2r: R2rNames,
 }
 
 impl Model for Symbols {
@@ -93,6 +102,8 @@ impl Model for Symbols {
         Wanted::runtime(ids::R2R_GET_ENTRY_POINT).always(),
         Wanted::rundown(rundown_ids::METHOD_DC_START_VERBOSE),
         Wanted::rundown(rundown_ids::METHOD_DC_STOP_VERBOSE),
+        Wanted::clrspy(clrspy_ids::R2R_METHOD),
+        Wanted::clrspy(clrspy_ids::R2R_IMAGE),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
@@ -122,6 +133,25 @@ impl Model for Symbols {
                     &m.signature.to_string_lossy(),
                 );
             }
+            (Provider::Clrspy, clrspy_ids::R2R_METHOD) => {
+                let m = R2rMethod::parse(p)?;
+                self.r2r.add_stored(
+                    &m.path.to_string_lossy(),
+                    m.offset,
+                    m.size,
+                    &m.name.to_string_lossy(),
+                );
+                self.finished = false;
+            }
+            (Provider::Clrspy, clrspy_ids::R2R_IMAGE) => {
+                let i = R2rImage::parse(p)?;
+                if let Some(mvid) = parse_mvid(&i.mvid.to_string_lossy()) {
+                    self.r2r.add_identity(
+                        &i.path.to_string_lossy(),
+                        ImageIdentity { size: i.size, mvid },
+                    );
+                }
+            }
             (Provider::Clrspy, _) => {}
         }
         Ok(())
@@ -132,6 +162,14 @@ impl Symbols {
     /// No symbols yet.
     pub fn new() -> Symbols {
         Symbols::default()
+    }
+
+    /// No symbols yet; precompiled code is named from the images `sources` leads to.
+    pub fn with_images(sources: ImageSources) -> Symbols {
+        Symbols {
+            r2r: R2rNames::new(sources),
+            ..Symbols::default()
+        }
     }
 
     fn method_index(
@@ -351,8 +389,12 @@ impl Symbols {
         let j = self.modules.partition_point(|m| m.start <= ip);
         if let Some(m) = j.checked_sub(1).and_then(|k| self.modules.get(k)) {
             if ip < m.end {
-                let base = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();
                 let off = ip - m.start + m.file_offset;
+                let path = m.path.clone();
+                if let Some(name) = self.r2r.name(&path, off) {
+                    return self.intern(name.to_string(), FrameKind::Managed);
+                }
+                let base = path.rsplit('/').next().unwrap_or(&path);
                 return self.intern(format!("{base}!+0x{off:x}"), FrameKind::Native);
             }
         }
@@ -376,6 +418,23 @@ impl Symbols {
     pub fn frame_count(&self) -> usize {
         self.frames.len()
     }
+}
+
+/// 32 hex digits → 16 bytes.
+fn parse_mvid(s: &str) -> Option<[u8; 16]> {
+    let mut out = [0u8; 16];
+    if s.len() != 32 || !s.is_ascii() {
+        return None;
+    }
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// 16 bytes → 32 hex digits (the form `R2RImage` stores).
+pub fn mvid_hex(mvid: &[u8; 16]) -> String {
+    mvid.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn full_name(m: &Method) -> String {
@@ -454,5 +513,73 @@ mod tests {
         assert_eq!(name(&mut s, 0x200ff), "R2R.A");
         assert_eq!(name(&mut s, 0x20100), "R2R.B");
         assert_eq!(name(&mut s, 0x20100 + R2R_MAX_SIZE), "[unknown 0x21100]");
+    }
+
+    /// Code in a mapped ReadyToRun image with no method event: named from the trace's stored
+    /// names first, else from the image file (this machine's framework), else `module!+0x..`.
+    #[test]
+    fn precompiled_code_is_named_from_the_trace_or_the_image() {
+        let dir = std::fs::read_dir("/usr/share/dotnet/shared/Microsoft.NETCore.App")
+            .ok()
+            .and_then(|d| d.flatten().map(|e| e.path()).max());
+        let fake = "/nowhere/Fake.Stored.dll";
+        let mut s = Symbols::new();
+        s.add_module(ModuleMapping {
+            start: 0x10_0000,
+            end: 0x20_0000,
+            file_offset: 0,
+            path: fake.into(),
+        });
+        s.r2r.add_stored(fake, 0x1000, 0x80, "Fake.Type+Inner.Run");
+        s.finish();
+        let name = |s: &mut Symbols, ip: u64| {
+            let f = s.resolve_mut(ip);
+            s.frame(f).name.clone()
+        };
+        assert_eq!(name(&mut s, 0x10_1040), "Fake.Type+Inner.Run");
+        assert_eq!(name(&mut s, 0x10_1080), "Fake.Stored.dll!+0x1080");
+        let Some(dir) = dir else { return };
+        let path = dir.join("System.Net.Sockets.dll");
+        let Some(img) = crate::r2r::load_image(&path) else {
+            panic!("{} is a ReadyToRun image", path.display())
+        };
+        let f = *img
+            .functions()
+            .iter()
+            .find(|f| img.name(f) == "System.Net.Sockets.SocketAsyncEngine.EventLoop")
+            .expect("EventLoop is precompiled");
+        let sec = *img
+            .sections()
+            .iter()
+            .find(|x| f.start >= x.rva && f.start - x.rva < x.virtual_size)
+            .expect("its section");
+        // Mapped as the runtime maps it: the section's file bytes at its RVA.
+        let base = 0x7f00_0000_0000u64;
+        s.add_module(ModuleMapping {
+            start: base + u64::from(sec.rva),
+            end: base + u64::from(sec.rva + sec.virtual_size),
+            file_offset: u64::from(sec.file_offset),
+            path: path.display().to_string(),
+        });
+        s.finish();
+        let ip = base + u64::from(f.start) + 3;
+        assert_eq!(
+            name(&mut s, ip),
+            "System.Net.Sockets.SocketAsyncEngine.EventLoop"
+        );
+        assert_eq!(s.frame(s.resolve(ip)).kind, FrameKind::Managed);
+        // Without reading files, the same address is only an offset in the module.
+        let mut off = Symbols::with_images(ImageSources {
+            dirs: Vec::new(),
+            original_paths: false,
+        });
+        off.add_module(ModuleMapping {
+            start: base + u64::from(sec.rva),
+            end: base + u64::from(sec.rva + sec.virtual_size),
+            file_offset: u64::from(sec.file_offset),
+            path: path.display().to_string(),
+        });
+        off.finish();
+        assert!(name(&mut off, ip).starts_with("System.Net.Sockets.dll!+0x"));
     }
 }
