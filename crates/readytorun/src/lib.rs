@@ -413,6 +413,16 @@ impl Image {
         (rva < f.end).then_some(f)
     }
 
+    /// The file offset of an RVA (through the section table).
+    pub fn file_offset_of_rva(&self, rva: u32) -> Option<u32> {
+        self.sections.iter().find_map(|s| {
+            let delta = rva.checked_sub(s.rva)?;
+            (delta < s.file_size.min(s.virtual_size.max(1)))
+                .then(|| s.file_offset.checked_add(delta))
+                .flatten()
+        })
+    }
+
     /// The RVA of a file offset (through the section table).
     pub fn rva_of_file_offset(&self, offset: u64) -> Option<u32> {
         self.sections.iter().find_map(|s| {
