@@ -191,3 +191,66 @@ impl R2rNames {
         Some(Arc::from(img.name(f)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--symbols DIR`: a copy matched by file name names code of an image whose recorded
+    /// path does not exist here; a copy whose identity differs from the recorded one does not.
+    #[test]
+    fn copies_in_symbol_dirs_are_matched_by_name_and_identity() {
+        let Some(dir) = std::fs::read_dir("/usr/share/dotnet/shared/Microsoft.NETCore.App")
+            .ok()
+            .and_then(|d| d.flatten().map(|e| e.path()).max())
+        else {
+            eprintln!("no shared framework installed: skipped");
+            return;
+        };
+        let bytes = std::fs::read(dir.join("System.Net.Sockets.dll")).unwrap();
+        let img = readytorun::Image::parse(&bytes).unwrap();
+        let f = *img
+            .functions()
+            .iter()
+            .find(|f| img.name(f) == "System.Net.Sockets.SocketAsyncEngine.EventLoop")
+            .unwrap();
+        let off = u64::from(img.file_offset_of_rva(f.start).unwrap()) + 1;
+        let copies = std::env::temp_dir().join(format!("clrspy-r2r-{}", std::process::id()));
+        std::fs::create_dir_all(&copies).unwrap();
+        std::fs::write(copies.join("System.Net.Sockets.dll"), &bytes).unwrap();
+        let recorded = "/elsewhere/shared/System.Net.Sockets.dll";
+        let sources = ImageSources {
+            dirs: vec![copies.clone()],
+            original_paths: false,
+        };
+        let mut names = R2rNames::new(sources.clone());
+        assert_eq!(
+            names.name(recorded, off).as_deref(),
+            Some("System.Net.Sockets.SocketAsyncEngine.EventLoop")
+        );
+        // The recorded identity matches: still named.
+        let mut same = R2rNames::new(sources.clone());
+        same.add_identity(
+            recorded,
+            ImageIdentity {
+                size: bytes.len() as u64,
+                mvid: img.mvid().unwrap(),
+            },
+        );
+        assert!(same.name(recorded, off).is_some());
+        // Another build of the image (another MVID): not used.
+        let mut other = R2rNames::new(sources);
+        other.add_identity(
+            recorded,
+            ImageIdentity {
+                size: bytes.len() as u64,
+                mvid: [7; 16],
+            },
+        );
+        assert_eq!(other.name(recorded, off), None);
+        // No directory, no file at the recorded path: nothing.
+        let mut none = R2rNames::new(ImageSources::default());
+        assert_eq!(none.name(recorded, off), None);
+        let _ = std::fs::remove_dir_all(&copies);
+    }
+}

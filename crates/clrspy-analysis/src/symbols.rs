@@ -8,7 +8,7 @@
 //! Precompiled (ReadyToRun) methods often have no load event, only `Method/R2RGetEntryPoint`
 //! with an entry address and no size: such a method is taken to run from its entry to the next
 //! known code start, at most [`R2R_MAX_SIZE`] bytes — an approximation, used only for addresses
-//! no exact range covers.
+//! no exact range covers, neither an event's nor the image's own function table.
 //!
 //! Precompiled code that ran before the recording (no method event at all) is named from its
 //! image ([`crate::r2r`]): an address inside a mapped .NET image gets the name of the
@@ -362,6 +362,11 @@ impl Symbols {
     }
 
     fn lookup_method(&self, ip: u64) -> Option<FrameId> {
+        self.lookup_exact(ip).or_else(|| self.lookup_entry(ip))
+    }
+
+    /// A method whose code range an event gave.
+    fn lookup_exact(&self, ip: u64) -> Option<FrameId> {
         // The last range starting at or before ip that still covers it.
         let i = self.ranges.partition_point(|r| r.0 <= ip);
         for &(s, e, m) in self.ranges[..i].iter().rev().take(8) {
@@ -371,6 +376,11 @@ impl Symbols {
                 }
             }
         }
+        None
+    }
+
+    /// A ReadyToRun method known only by its entry point (an estimated range).
+    fn lookup_entry(&self, ip: u64) -> Option<FrameId> {
         let k = self.entry_ranges.partition_point(|r| r.0 <= ip);
         if let Some(&(s, e, m)) = k.checked_sub(1).and_then(|k| self.entry_ranges.get(k)) {
             if ip >= s && ip < e {
@@ -382,8 +392,10 @@ impl Symbols {
         None
     }
 
+    /// Exact ranges first, then the image's own function table (exact too), then the
+    /// entry-point estimate, then the module's offset.
     fn lookup(&mut self, ip: u64) -> FrameId {
-        if let Some(f) = self.lookup_method(ip) {
+        if let Some(f) = self.lookup_exact(ip) {
             return f;
         }
         let j = self.modules.partition_point(|m| m.start <= ip);
@@ -394,9 +406,15 @@ impl Symbols {
                 if let Some(name) = self.r2r.name(&path, off) {
                     return self.intern(name.to_string(), FrameKind::Managed);
                 }
+                if let Some(f) = self.lookup_entry(ip) {
+                    return f;
+                }
                 let base = path.rsplit('/').next().unwrap_or(&path);
                 return self.intern(format!("{base}!+0x{off:x}"), FrameKind::Native);
             }
+        }
+        if let Some(f) = self.lookup_entry(ip) {
+            return f;
         }
         if self.modules.is_empty() {
             self.intern("[native]".into(), FrameKind::Native)
