@@ -172,3 +172,37 @@ fn non_images_are_errors() {
         let _ = Image::parse(&b);
     }
 }
+
+/// Every image of the installed shared frameworks reads: a ReadyToRun image with every
+/// function named, or an error that says it is not one.
+#[test]
+fn every_framework_image_reads() {
+    let Some(dir) = framework_dir() else {
+        eprintln!("no shared framework installed: skipped");
+        return;
+    };
+    let (mut images, mut functions) = (0, 0);
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "dll") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        match Image::parse(&bytes) {
+            Ok(img) => {
+                images += 1;
+                functions += img.functions().len();
+                let unnamed: Vec<_> = img
+                    .functions()
+                    .iter()
+                    .filter(|f| f.name == u32::MAX || img.name(f) == "[generic instance]")
+                    .collect();
+                assert!(unnamed.is_empty(), "{}: {unnamed:?}", path.display());
+            }
+            Err(Error::NotReadyToRun | Error::NotManaged(_) | Error::NotPe(_)) => {}
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
+    }
+    assert!(images > 50, "{images} ReadyToRun images");
+    eprintln!("{images} images, {functions} functions");
+}
