@@ -69,7 +69,16 @@ pub(crate) struct R2rRecorder {
     images: HashMap<String, Option<Arc<readytorun::Image>>>,
     /// (path, function start) already stored.
     stored: HashSet<(String, u32)>,
+    /// Addresses in no known mapping yet (an image mapped after the last read of the maps),
+    /// with the rounds they have waited.
+    retry: Vec<(u64, u8)>,
 }
+
+/// Rounds an address in no mapping is retried (the maps are re-read every 2 s; JIT-compiled
+/// code never falls into a file mapping).
+const RETRY_ROUNDS: u8 = 16;
+/// The most addresses waiting for a retry.
+const MAX_RETRY: usize = 1 << 17;
 
 impl R2rRecorder {
     pub(crate) fn new(pid: u32, ips: SharedIps) -> R2rRecorder {
@@ -78,6 +87,7 @@ impl R2rRecorder {
             ips,
             images: HashMap::new(),
             stored: HashSet::new(),
+            retry: Vec::new(),
         }
     }
 
@@ -118,18 +128,23 @@ impl R2rRecorder {
     /// executable mappings).
     pub(crate) fn resolve(&mut self, mappings: &[Mapping]) -> Vec<Injected> {
         let mut out = Vec::new();
-        let ips = self.ips.take();
+        let mut ips: Vec<(u64, u8)> = std::mem::take(&mut self.retry);
+        ips.extend(self.ips.take().into_iter().map(|ip| (ip, 0)));
         if ips.is_empty() {
             return out;
         }
         let mut sorted: Vec<&Mapping> = mappings.iter().collect();
         sorted.sort_by_key(|m| m.start);
-        for ip in ips {
+        for (ip, rounds) in ips {
             let i = sorted.partition_point(|m| m.start <= ip);
-            let Some(m) = i.checked_sub(1).and_then(|i| sorted.get(i)).copied() else {
+            let m = i.checked_sub(1).and_then(|i| sorted.get(i)).copied();
+            let Some(m) = m.filter(|m| ip < m.end) else {
+                if rounds < RETRY_ROUNDS && self.retry.len() < MAX_RETRY {
+                    self.retry.push((ip, rounds + 1));
+                }
                 continue;
             };
-            if ip >= m.end || self.stored.len() >= MAX_FUNCTIONS {
+            if self.stored.len() >= MAX_FUNCTIONS {
                 continue;
             }
             let offset = ip - m.start + m.offset;
@@ -211,5 +226,21 @@ mod tests {
             }
         );
         assert!(r.resolve(&maps).is_empty());
+        // 0x1000 was in no mapping: retried a bounded number of rounds, then dropped.
+        assert_eq!(r.retry.len(), 1);
+        for _ in 0..RETRY_ROUNDS {
+            r.resolve(&maps);
+        }
+        assert!(r.retry.is_empty());
+        // An image mapped after its code was first seen is still named.
+        let late = SharedIps::default();
+        let mut r = R2rRecorder::new(std::process::id(), late.clone());
+        {
+            let mut s = late.0.lock().unwrap();
+            s.seen.insert(base + off);
+            s.fresh.push(base + off);
+        }
+        assert!(r.resolve(&[]).is_empty());
+        assert_eq!(r.resolve(&maps).len(), 2);
     }
 }
