@@ -1,6 +1,7 @@
 //! clrspy's own provider: the events `clrspy record` splices into a trace (each thread's CPU
 //! time and name at every reading, how readings were taken, the reading ticks, the process's
-//! executable mappings). One definition serves both sides: the recorder builds the events'
+//! executable mappings, and the names of the precompiled (ReadyToRun) functions the samples
+//! fell into, with the identity of their images). One definition serves both sides: the recorder builds the events'
 //! metadata ([`metadata`]) and payloads (each view's `encode`) from it, and the analysis reads
 //! them back with the views' `parse`.
 //!
@@ -37,6 +38,10 @@ pub mod ids {
     pub const TICK: u32 = 4;
     /// `ModuleMap`: an executable mapping of the process.
     pub const MODULE_MAP: u32 = 5;
+    /// `R2RMethod`: the name of a precompiled function's code, by file offsets of its image.
+    pub const R2R_METHOD: u32 = 6;
+    /// `R2RImage`: the identity (size, MVID) of a ReadyToRun image named by `R2RMethod`s.
+    pub const R2R_IMAGE: u32 = 7;
 }
 
 /// One event of the provider.
@@ -59,6 +64,14 @@ const MODULE_MAP_FIELDS: &[FieldDef] = &[
     uint64("Offset"),
     string("Path"),
 ];
+
+const R2R_METHOD_FIELDS: &[FieldDef] = &[
+    string("Path"),
+    uint32("Offset"),
+    uint32("Size"),
+    string("Name"),
+];
+const R2R_IMAGE_FIELDS: &[FieldDef] = &[string("Path"), uint64("Size"), string("Mvid")];
 
 /// Every event of the provider (version 0, level informational).
 pub const EVENTS: &[EventDef] = &[
@@ -86,6 +99,16 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::MODULE_MAP,
         name: "ModuleMap",
         fields: MODULE_MAP_FIELDS,
+    },
+    EventDef {
+        id: ids::R2R_METHOD,
+        name: "R2RMethod",
+        fields: R2R_METHOD_FIELDS,
+    },
+    EventDef {
+        id: ids::R2R_IMAGE,
+        name: "R2RImage",
+        fields: R2R_IMAGE_FIELDS,
     },
 ];
 
@@ -279,6 +302,71 @@ impl<'a> ModuleMap<'a> {
     }
 }
 
+/// `R2RMethod`: a precompiled function's code at file offsets `[offset, offset + size)` of
+/// the image at `path` (the path of its `ModuleMap`), and its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct R2rMethod<'a> {
+    /// The image's path.
+    pub path: Utf16Str<'a>,
+    /// File offset of the code's start.
+    pub offset: u32,
+    /// The code's size.
+    pub size: u32,
+    /// The method's name, `Namespace.Type.Method`.
+    pub name: Utf16Str<'a>,
+}
+
+impl<'a> R2rMethod<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<R2rMethod<'a>, ViewError> {
+        let mut c = cursor(ids::R2R_METHOD, payload)?;
+        Ok(R2rMethod {
+            path: c.str("Path")?,
+            offset: c.u32("Offset")?,
+            size: c.u32("Size")?,
+            name: c.str("Name")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(path: &str, offset: u32, size: u32, name: &str, out: &mut Vec<u8>) {
+        put_str(out, path);
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        put_str(out, name);
+    }
+}
+
+/// `R2RImage`: the identity of a ReadyToRun image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct R2rImage<'a> {
+    /// The image's path.
+    pub path: Utf16Str<'a>,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its MVID, 32 hex digits (the 16 bytes in file order).
+    pub mvid: Utf16Str<'a>,
+}
+
+impl<'a> R2rImage<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<R2rImage<'a>, ViewError> {
+        let mut c = cursor(ids::R2R_IMAGE, payload)?;
+        Ok(R2rImage {
+            path: c.str("Path")?,
+            size: c.u64("Size")?,
+            mvid: c.str("Mvid")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(path: &str, size: u64, mvid: &str, out: &mut Vec<u8>) {
+        put_str(out, path);
+        out.extend_from_slice(&size.to_le_bytes());
+        put_str(out, mvid);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +404,16 @@ mod tests {
             e.to_string().contains("ModuleMap") && e.to_string().contains("Start"),
             "{e}"
         );
+        p.clear();
+        R2rMethod::encode("/x/System.Net.Sockets.dll", 0xd460, 0x70, "A.B.C", &mut p);
+        let r = R2rMethod::parse(&p).unwrap();
+        assert_eq!((r.offset, r.size), (0xd460, 0x70));
+        assert!(r.path.eq_str("/x/System.Net.Sockets.dll") && r.name.eq_str("A.B.C"));
+        p.clear();
+        R2rImage::encode("/x/a.dll", 1234, "00ff", &mut p);
+        let i = R2rImage::parse(&p).unwrap();
+        assert_eq!(i.size, 1234);
+        assert!(i.mvid.eq_str("00ff"));
         let e = ThreadCpu::parse(&[1, 0, 0, 0, 5]).unwrap_err();
         assert_eq!(e.event, "ThreadCpu");
         assert!(e.to_string().contains("CpuTimeNs"), "{e}");

@@ -31,6 +31,7 @@ pub mod exceptions;
 pub mod gc;
 pub mod inventory;
 pub mod profile;
+pub mod r2r;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
@@ -55,6 +56,8 @@ pub struct Options {
     pub to_ns: Option<i64>,
     /// The models to run (all by default; symbols always run).
     pub models: ModelSet,
+    /// Where the images of precompiled code are read from, to name it.
+    pub images: r2r::ImageSources,
 }
 
 /// Who gets an event: a model, whether it needs the stack, whether the window applies.
@@ -153,7 +156,7 @@ impl Analysis {
         let interval = u64::from(header.sampling_interval_ns.unwrap_or(1_000_000)).max(1);
         let mut a = Analysis {
             stacks: stacks::StackTable::new(),
-            symbols: symbols::Symbols::new(),
+            symbols: symbols::Symbols::with_images(options.images.clone()),
             cpu: cpu::CpuModel::new(interval),
             alloc: alloc::AllocModel::new(),
             exceptions: exceptions::ExceptionModel::new(),

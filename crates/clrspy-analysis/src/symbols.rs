@@ -8,15 +8,22 @@
 //! Precompiled (ReadyToRun) methods often have no load event, only `Method/R2RGetEntryPoint`
 //! with an entry address and no size: such a method is taken to run from its entry to the next
 //! known code start, at most [`R2R_MAX_SIZE`] bytes — an approximation, used only for addresses
-//! no exact range covers.
+//! no exact range covers, neither an event's nor the image's own function table.
+//!
+//! Precompiled code that ran before the recording (no method event at all) is named from its
+//! image ([`crate::r2r`]): an address inside a mapped .NET image gets the name of the
+//! ReadyToRun function holding it, from the names the recording stored in the trace or from
+//! the image file.
 //!
 //! Ranges are collected during the pass and resolved at the end, because the rundown comes last.
 
+use clr_events::clrspy::{ids as clrspy_ids, R2rImage, R2rMethod};
 use clr_events::runtime::{ids, rundown_ids, MethodLoad, R2rEntryPoint};
 use clr_events::{KnownProvider, ViewError};
 use rustc_hash::FxHashMap;
 
 use crate::event::{Model, ModelEvent, Provider, Wanted};
+use crate::r2r::{ImageIdentity, ImageSources, R2rNames};
 
 /// The longest a ReadyToRun method is assumed to be when only its entry point is known.
 pub const R2R_MAX_SIZE: u64 = 4 * 1024;
@@ -95,6 +102,8 @@ pub struct Symbols {
     cache: FxHashMap<u64, FrameId>,
     finished: bool,
     has_rundown: bool,
+    /// Names of precompiled code from the trace and the images.
+    r2r: R2rNames,
 }
 
 impl Model for Symbols {
@@ -104,6 +113,8 @@ impl Model for Symbols {
         Wanted::runtime(ids::R2R_GET_ENTRY_POINT).always(),
         Wanted::rundown(rundown_ids::METHOD_DC_START_VERBOSE),
         Wanted::rundown(rundown_ids::METHOD_DC_STOP_VERBOSE),
+        Wanted::clrspy(clrspy_ids::R2R_METHOD),
+        Wanted::clrspy(clrspy_ids::R2R_IMAGE),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
@@ -133,6 +144,25 @@ impl Model for Symbols {
                     &m.signature.to_string_lossy(),
                 );
             }
+            (Provider::Clrspy, clrspy_ids::R2R_METHOD) => {
+                let m = R2rMethod::parse(p)?;
+                self.r2r.add_stored(
+                    &m.path.to_string_lossy(),
+                    m.offset,
+                    m.size,
+                    &m.name.to_string_lossy(),
+                );
+                self.finished = false;
+            }
+            (Provider::Clrspy, clrspy_ids::R2R_IMAGE) => {
+                let i = R2rImage::parse(p)?;
+                if let Some(mvid) = parse_mvid(&i.mvid.to_string_lossy()) {
+                    self.r2r.add_identity(
+                        &i.path.to_string_lossy(),
+                        ImageIdentity { size: i.size, mvid },
+                    );
+                }
+            }
             (Provider::Clrspy, _) => {}
         }
         Ok(())
@@ -143,6 +173,14 @@ impl Symbols {
     /// No symbols yet.
     pub fn new() -> Symbols {
         Symbols::default()
+    }
+
+    /// No symbols yet; precompiled code is named from the images `sources` leads to.
+    pub fn with_images(sources: ImageSources) -> Symbols {
+        Symbols {
+            r2r: R2rNames::new(sources),
+            ..Symbols::default()
+        }
     }
 
     fn method_index(
@@ -335,6 +373,11 @@ impl Symbols {
     }
 
     fn lookup_method(&self, ip: u64) -> Option<FrameId> {
+        self.lookup_exact(ip).or_else(|| self.lookup_entry(ip))
+    }
+
+    /// A method whose code range an event gave.
+    fn lookup_exact(&self, ip: u64) -> Option<FrameId> {
         // The last range starting at or before ip that still covers it.
         let i = self.ranges.partition_point(|r| r.0 <= ip);
         for &(s, e, m) in self.ranges[..i].iter().rev().take(8) {
@@ -344,6 +387,11 @@ impl Symbols {
                 }
             }
         }
+        None
+    }
+
+    /// A ReadyToRun method known only by its entry point (an estimated range).
+    fn lookup_entry(&self, ip: u64) -> Option<FrameId> {
         let k = self.entry_ranges.partition_point(|r| r.0 <= ip);
         if let Some(&(s, e, m)) = k.checked_sub(1).and_then(|k| self.entry_ranges.get(k)) {
             if ip >= s && ip < e {
@@ -355,20 +403,36 @@ impl Symbols {
         None
     }
 
+    /// Exact ranges first, then the image's own function table (exact too), then the
+    /// entry-point estimate, then the module's offset.
     fn lookup(&mut self, ip: u64) -> FrameId {
-        if let Some(f) = self.lookup_method(ip) {
+        if let Some(f) = self.lookup_exact(ip) {
             return f;
         }
         let j = self.modules.partition_point(|m| m.start <= ip);
         if let Some(m) = j.checked_sub(1).and_then(|k| self.modules.get(k)) {
             if ip < m.end {
                 if is_jit_code_heap(&m.path) {
+                    // A method R2R entry points may still name; else code without a name.
+                    if let Some(f) = self.lookup_entry(ip) {
+                        return f;
+                    }
                     return self.intern(UNNAMED_JIT_CODE.into(), FrameKind::Unknown);
                 }
-                let base = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();
                 let off = ip - m.start + m.file_offset;
+                let path = m.path.clone();
+                if let Some(name) = self.r2r.name(&path, off) {
+                    return self.intern(name.to_string(), FrameKind::Managed);
+                }
+                if let Some(f) = self.lookup_entry(ip) {
+                    return f;
+                }
+                let base = path.rsplit('/').next().unwrap_or(&path);
                 return self.intern(format!("{base}!+0x{off:x}"), FrameKind::Native);
             }
+        }
+        if let Some(f) = self.lookup_entry(ip) {
+            return f;
         }
         if self.modules.is_empty() {
             self.intern("[native]".into(), FrameKind::Native)
@@ -390,6 +454,23 @@ impl Symbols {
     pub fn frame_count(&self) -> usize {
         self.frames.len()
     }
+}
+
+/// 32 hex digits → 16 bytes.
+fn parse_mvid(s: &str) -> Option<[u8; 16]> {
+    let mut out = [0u8; 16];
+    if s.len() != 32 || !s.is_ascii() {
+        return None;
+    }
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// 16 bytes → 32 hex digits (the form `R2RImage` stores).
+pub fn mvid_hex(mvid: &[u8; 16]) -> String {
+    mvid.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn full_name(m: &Method) -> String {
@@ -479,5 +560,73 @@ mod tests {
         assert_eq!(name(&mut s, 0x200ff), "R2R.A");
         assert_eq!(name(&mut s, 0x20100), "R2R.B");
         assert_eq!(name(&mut s, 0x20100 + R2R_MAX_SIZE), "[unknown 0x21100]");
+    }
+
+    /// Code in a mapped ReadyToRun image with no method event: named from the trace's stored
+    /// names first, else from the image file (this machine's framework), else `module!+0x..`.
+    #[test]
+    fn precompiled_code_is_named_from_the_trace_or_the_image() {
+        let dir = std::fs::read_dir("/usr/share/dotnet/shared/Microsoft.NETCore.App")
+            .ok()
+            .and_then(|d| d.flatten().map(|e| e.path()).max());
+        let fake = "/nowhere/Fake.Stored.dll";
+        let mut s = Symbols::new();
+        s.add_module(ModuleMapping {
+            start: 0x10_0000,
+            end: 0x20_0000,
+            file_offset: 0,
+            path: fake.into(),
+        });
+        s.r2r.add_stored(fake, 0x1000, 0x80, "Fake.Type+Inner.Run");
+        s.finish();
+        let name = |s: &mut Symbols, ip: u64| {
+            let f = s.resolve_mut(ip);
+            s.frame(f).name.clone()
+        };
+        assert_eq!(name(&mut s, 0x10_1040), "Fake.Type+Inner.Run");
+        assert_eq!(name(&mut s, 0x10_1080), "Fake.Stored.dll!+0x1080");
+        let Some(dir) = dir else { return };
+        let path = dir.join("System.Net.Sockets.dll");
+        let Some(img) = crate::r2r::load_image(&path) else {
+            panic!("{} is a ReadyToRun image", path.display())
+        };
+        let f = *img
+            .functions()
+            .iter()
+            .find(|f| img.name(f) == "System.Net.Sockets.SocketAsyncEngine.EventLoop")
+            .expect("EventLoop is precompiled");
+        let sec = *img
+            .sections()
+            .iter()
+            .find(|x| f.start >= x.rva && f.start - x.rva < x.virtual_size)
+            .expect("its section");
+        // Mapped as the runtime maps it: the section's file bytes at its RVA.
+        let base = 0x7f00_0000_0000u64;
+        s.add_module(ModuleMapping {
+            start: base + u64::from(sec.rva),
+            end: base + u64::from(sec.rva + sec.virtual_size),
+            file_offset: u64::from(sec.file_offset),
+            path: path.display().to_string(),
+        });
+        s.finish();
+        let ip = base + u64::from(f.start) + 3;
+        assert_eq!(
+            name(&mut s, ip),
+            "System.Net.Sockets.SocketAsyncEngine.EventLoop"
+        );
+        assert_eq!(s.frame(s.resolve(ip)).kind, FrameKind::Managed);
+        // Without reading files, the same address is only an offset in the module.
+        let mut off = Symbols::with_images(ImageSources {
+            dirs: Vec::new(),
+            original_paths: false,
+        });
+        off.add_module(ModuleMapping {
+            start: base + u64::from(sec.rva),
+            end: base + u64::from(sec.rva + sec.virtual_size),
+            file_offset: u64::from(sec.file_offset),
+            path: path.display().to_string(),
+        });
+        off.finish();
+        assert!(name(&mut off, ip).starts_with("System.Net.Sockets.dll!+0x"));
     }
 }

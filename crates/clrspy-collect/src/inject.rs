@@ -64,6 +64,26 @@ pub enum Injected {
         /// Path.
         path: String,
     },
+    /// `R2RMethod` (6): a precompiled function's name, by file offsets of its image.
+    R2rMethod {
+        /// The image's mapped path.
+        path: String,
+        /// File offset of the code.
+        offset: u32,
+        /// Code size.
+        size: u32,
+        /// `Namespace.Type.Method`.
+        name: String,
+    },
+    /// `R2RImage` (7): a ReadyToRun image's identity.
+    R2rImage {
+        /// The image's mapped path.
+        path: String,
+        /// File size.
+        size: u64,
+        /// MVID, 32 hex digits.
+        mvid: String,
+    },
 }
 
 impl Injected {
@@ -76,6 +96,8 @@ impl Injected {
             Injected::SamplerInfo { .. } => ids::SAMPLER_INFO,
             Injected::Tick => ids::TICK,
             Injected::ModuleMap { .. } => ids::MODULE_MAP,
+            Injected::R2rMethod { .. } => ids::R2R_METHOD,
+            Injected::R2rImage { .. } => ids::R2R_IMAGE,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -110,6 +132,15 @@ impl Injected {
                 offset,
                 path,
             } => clrspy::ModuleMap::encode(*start, *end, *offset, path, &mut p),
+            Injected::R2rMethod {
+                path,
+                offset,
+                size,
+                name,
+            } => clrspy::R2rMethod::encode(path, *offset, *size, name, &mut p),
+            Injected::R2rImage { path, size, mvid } => {
+                clrspy::R2rImage::encode(path, *size, mvid, &mut p)
+            }
         }
         p
     }

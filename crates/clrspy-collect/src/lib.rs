@@ -13,6 +13,7 @@ mod error;
 pub mod inject;
 mod launch;
 pub mod procstat;
+mod r2r;
 mod run;
 mod session;
 mod sink;

@@ -166,6 +166,11 @@ impl ProcSampler {
         out
     }
 
+    /// Every executable mapping seen so far.
+    pub fn mappings(&self) -> Vec<Mapping> {
+        self.mappings.values().cloned().collect()
+    }
+
     /// Executable mappings not reported before.
     pub fn new_mappings(&mut self) -> Vec<Mapping> {
         let Ok(maps) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) else {

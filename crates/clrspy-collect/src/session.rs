@@ -12,6 +12,7 @@ use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Sessi
 
 use crate::inject::Injected;
 use crate::procstat::{monotonic_ns, ProcSampler};
+use crate::r2r::{R2rRecorder, SharedIps, StackIps};
 use crate::sink::{ByteSink, FileSink, SinkReport};
 use crate::tap::{Action, EventConsumer, Tap};
 use crate::{OnProgress, Progress, Recording, Result, StopReason, Summary};
@@ -64,6 +65,9 @@ pub fn record_live(
     pump(session, to, file, endpoint.pid, rec, live, on_progress)
 }
 
+/// How often the addresses of new samples are named (ReadyToRun code).
+const R2R_EVERY: Duration = Duration::from_millis(250);
+
 /// The thread CPU readings, taken on a schedule and spliced into the sinks that store a trace.
 struct CpuReadings {
     sampler: ProcSampler,
@@ -71,16 +75,21 @@ struct CpuReadings {
     next_tick: Instant,
     next_maps: Instant,
     first: bool,
+    /// Names of the precompiled code the samples hit.
+    r2r: R2rRecorder,
+    next_r2r: Instant,
 }
 
 impl CpuReadings {
-    fn new(pid: u32, interval: Duration) -> CpuReadings {
+    fn new(pid: u32, interval: Duration, ips: SharedIps) -> CpuReadings {
         CpuReadings {
             sampler: ProcSampler::new(pid),
             interval,
             next_tick: Instant::now(),
             next_maps: Instant::now(),
             first: true,
+            r2r: R2rRecorder::new(pid, ips),
+            next_r2r: Instant::now(),
         }
     }
 
@@ -113,6 +122,10 @@ impl CpuReadings {
                     path: m.path,
                 });
             }
+        }
+        if Instant::now() >= self.next_r2r {
+            self.next_r2r = Instant::now() + R2R_EVERY;
+            events.extend(self.r2r.resolve(&self.sampler.mappings()));
         }
         for r in readings {
             if let Some(name) = r.name {
@@ -257,9 +270,14 @@ pub(crate) fn pump(
         })
         .max(Duration::from_millis(1));
     session.set_read_timeout(read_timeout)?;
-    let mut readings = interval.map(|i| CpuReadings::new(pid, i));
+    let ips = SharedIps::default();
+    let mut readings = interval.map(|i| CpuReadings::new(pid, i, ips.clone()));
     let started = Instant::now();
-    let mut tap = Tap::new(std::mem::take(&mut live.consumers));
+    let mut consumers = std::mem::take(&mut live.consumers);
+    if readings.is_some() {
+        consumers.push(Box::new(StackIps(ips)));
+    }
+    let mut tap = Tap::new(consumers);
     let mut buf = vec![0u8; 256 * 1024];
     let mut stop = Stopping::new();
     let mut extra = std::mem::take(&mut live.sinks);

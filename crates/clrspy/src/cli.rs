@@ -167,6 +167,14 @@ pub struct ConvertArgs {
     /// Only this thread (OS thread id).
     #[arg(long, value_name = "TID")]
     pub thread: Option<u64>,
+    /// A directory holding copies of the trace's .NET images (matched by file name), to name
+    /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
+    #[arg(long = "symbols", value_name = "DIR")]
+    pub symbols: Vec<PathBuf>,
+    /// Name precompiled code only from the trace and the --symbols directories, never from
+    /// the image files at the paths the trace recorded.
+    #[arg(long)]
+    pub no_local_images: bool,
 }
 
 /// `clrspy report`.
@@ -210,6 +218,14 @@ pub struct ReportArgs {
     /// Write JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// A directory holding copies of the trace's .NET images (matched by file name), to name
+    /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
+    #[arg(long = "symbols", value_name = "DIR")]
+    pub symbols: Vec<PathBuf>,
+    /// Name precompiled code only from the trace and the --symbols directories, never from
+    /// the image files at the paths the trace recorded.
+    #[arg(long)]
+    pub no_local_images: bool,
 }
 
 /// `clrspy dump`.

@@ -25,6 +25,9 @@
 //!   sort buffer. clrspy salvages every complete event of the cut block, so it may count more
 //!   samples (never fewer, and at most 1% more). Neither names a method there: the trace has no
 //!   method events before the cut.
+//! - **Images**: TraceEvent does not read the ReadyToRun images a trace's module map names;
+//!   clrspy would (r2r.rs), from this machine's framework when its version matches the trace's.
+//!   The comparison runs clrspy with `--no-local-images`, so both name code from the trace alone.
 //! - **Rounding**: with measured thread CPU, samples are split into fractional CPU and waiting
 //!   shares, each printed to 0.1: the sum is compared to within 0.15 per method.
 
@@ -62,7 +65,7 @@ fn ours(trace: &std::path::Path) -> Ours {
         let out = clrspy()
             .arg("report")
             .arg(trace)
-            .args([kind, "--json", "--top", "1000000"])
+            .args([kind, "--json", "--top", "1000000", "--no-local-images"])
             .output()
             .unwrap();
         assert!(

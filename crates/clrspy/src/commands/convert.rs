@@ -40,6 +40,10 @@ pub(crate) struct Conversion<'a> {
     /// True when a view with no stacks is an error (`convert`); false prints a warning instead
     /// (`record`/`profile --format`, whose recording itself worked).
     pub empty_is_error: bool,
+    /// Directories with copies of the trace's images (`--symbols`).
+    pub symbols: &'a [PathBuf],
+    /// Read images at their recorded paths too (not `--no-local-images`).
+    pub local_images: bool,
 }
 
 /// Converts the trace at `trace_path`. Returns the path written.
@@ -47,7 +51,14 @@ pub(crate) fn convert(trace_path: &Path, c: &Conversion<'_>) -> CliResult<Option
     let trace = input::open(trace_path)?;
     let mut reader = trace.reader()?;
     let mut progress = Progress::new(trace.len());
-    let a = Analysis::run(&mut reader, Options::default(), &mut |p| progress.update(p))
+    let options = Options {
+        images: clrspy_analysis::r2r::ImageSources {
+            dirs: c.symbols.to_vec(),
+            original_paths: c.local_images,
+        },
+        ..Options::default()
+    };
+    let a = Analysis::run(&mut reader, options, &mut |p| progress.update(p))
         .map_err(|e| CliError::new(format!("{}: {e}", trace.display())))?;
     progress.finish();
     if let Some(e) = &a.read_error {
@@ -160,6 +171,8 @@ pub(crate) fn convert_after(trace: &Path, format: Format) -> CliResult<()> {
         thread: None,
         out: None,
         empty_is_error: false,
+        symbols: &[],
+        local_images: true,
     };
     if let Some(p) = convert(trace, &c)? {
         eprintln!("Converted to {}.", p.display());
@@ -175,6 +188,8 @@ pub fn run(args: &ConvertArgs) -> CliResult<std::process::ExitCode> {
         thread: args.thread,
         out: args.output.as_deref(),
         empty_is_error: true,
+        symbols: &args.symbols,
+        local_images: !args.no_local_images,
     };
     if let Some(p) = convert(&args.input.trace, &c)? {
         let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);

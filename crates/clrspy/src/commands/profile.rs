@@ -123,6 +123,8 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
             thread: None,
             out: None,
             empty_is_error: false,
+            symbols: &[],
+            local_images: true,
         };
         if let Some(p) = super::convert::write(&a, &trace, &path, &c)? {
             eprintln!("Converted to {}.", p.display());

@@ -89,7 +89,9 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
 
 /// Runs `clrspy report`.
 pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
-    let options = window(&args.from, &args.to)?;
+    let mut options = window(&args.from, &args.to)?;
+    options.images.dirs = args.symbols.clone();
+    options.images.original_paths = !args.no_local_images;
     let a = analyze(&args.input.trace, options)?;
     let r = report::build(args.kind, &a, &report_options(args));
     print(r.as_ref(), args.json)?;
