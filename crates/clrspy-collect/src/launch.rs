@@ -367,16 +367,31 @@ pub fn launch_live(
     if opts.stdout == ChildOutput::ToStderr {
         command.stdout(std::io::stderr());
     }
-    let mut child = command.spawn().map_err(|source| Error::Spawn {
-        program: PathBuf::from(program),
-        source,
-    })?;
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(source) => {
+            // Nothing was recorded: leave no empty trace behind.
+            drop(file);
+            let _ = std::fs::remove_file(rec.out);
+            acceptor.stop();
+            return Err(Error::Spawn {
+                program: PathBuf::from(program),
+                source,
+            });
+        }
+    };
     let pid = child.id();
     on_spawned(pid);
     let result = record_child(&mut child, &port, file, rec, live, on_progress);
     let (summary, runtime_pid) = match result {
         Ok(r) => r,
         Err(e) => {
+            if matches!(e, Error::NotDotnet { .. } | Error::StoppedBeforeStart) {
+                // No runtime ever connected: the file holds nothing, leave none behind.
+                if std::fs::metadata(rec.out).is_ok_and(|m| m.len() == 0) {
+                    let _ = std::fs::remove_file(rec.out);
+                }
+            }
             if !matches!(e, Error::NotDotnet { .. }) {
                 // The trace cannot be written (full disk) or the runtime failed: the program
                 // was started to be traced, so it does not run on untraced behind the user's

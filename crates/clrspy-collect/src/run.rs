@@ -97,6 +97,8 @@ pub fn run(
                 .clone()
                 .unwrap_or_else(|| default_output(&label));
             let rec = recording(opts, &out);
+            // An unwritable path fails before anything is said or touched.
+            drop(crate::sink::FileSink::create(&out)?);
             observer.started(Started::Attach {
                 label: &label,
                 out: &out,

@@ -82,6 +82,7 @@ fn launch_of_a_missing_or_non_dotnet_program_is_one_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot start '/no/such/program'"), "{err}");
+    assert!(!o.exists(), "a failed launch leaves no empty trace");
     let out = clrspy()
         .arg("record")
         .arg("-o")
@@ -92,6 +93,10 @@ fn launch_of_a_missing_or_non_dotnet_program_is_one_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("before a .NET runtime connected"), "{err}");
+    assert!(
+        !o.exists(),
+        "a program that is not .NET leaves no empty trace"
+    );
 }
 
 #[test]
@@ -119,6 +124,30 @@ fn dump_writes_an_elf_core_and_refuses_bad_input() {
         .unwrap();
     assert_eq!(&magic, b"\x7fELF");
     assert!(std::fs::metadata(&core).unwrap().len() > 1 << 20);
+
+    // With --crash-report, clrspy says where the runtime put the report.
+    let core2 = dir.path().join("w2.core");
+    let out = clrspy()
+        .args([
+            "dump",
+            "-p",
+            &w.1.to_string(),
+            "--type",
+            "mini",
+            "--crash-report",
+            "-o",
+        ])
+        .arg(&core2)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let report = dir.path().join("w2.core.crashreport.json");
+    assert!(report.exists(), "{err}");
+    assert!(
+        err.contains(&format!("Crash report: {}", report.display())),
+        "{err}"
+    );
 
     let out = clrspy()
         .args(["dump", "-p", &w.1.to_string(), "--type", "huge"])

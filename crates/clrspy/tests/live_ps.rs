@@ -192,6 +192,10 @@ fn record_refuses_an_unwritable_output_before_touching_the_target() {
         stderr.contains("writing /nonexistent-dir/x.nettrace"),
         "{stderr}"
     );
+    assert!(
+        !stderr.contains("Recording"),
+        "nothing is said before it fails: {stderr}"
+    );
     // A pid that does not exist, and one that is not .NET: one clear line each.
     let run = clrspy().args(["record", "-p", "3999999"]).output().unwrap();
     assert_eq!(run.status.code(), Some(1));

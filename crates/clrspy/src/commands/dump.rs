@@ -38,5 +38,19 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
         size as f64 / (1u64 << 20) as f64,
         started.elapsed().as_secs_f64()
     );
+    if args.crash_report {
+        // createdump writes the report beside the dump, named after it.
+        let mut name = out.as_os_str().to_owned();
+        name.push(".crashreport.json");
+        let report = std::path::PathBuf::from(name);
+        if report.exists() {
+            eprintln!("Crash report: {}", report.display());
+        } else {
+            eprintln!(
+                "warning: the runtime wrote no crash report (expected at {})",
+                report.display()
+            );
+        }
+    }
     Ok(std::process::ExitCode::SUCCESS)
 }
