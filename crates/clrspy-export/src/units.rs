@@ -64,15 +64,88 @@ pub fn percent(part: f64, whole: f64) -> f64 {
     }
 }
 
-/// Shortens `name` to at most `max` characters, keeping its end (the method name) behind an
-/// ellipsis; names that fit, and columns too narrow to shorten into, are kept whole.
+/// Shortens `name` to about `max` characters without ever cutting it from the left: first the
+/// contents of its generic arguments and parameter lists become `…` (longest first), then the
+/// middle of its namespace, keeping the namespace's start and the type and method at its end.
+/// A name that fits is kept whole; so is the last segment (the method) when nothing else is
+/// left to shorten.
 pub fn fit(name: &str, max: usize) -> String {
-    let n = name.chars().count();
-    if n <= max || max < 4 {
+    if name.chars().count() <= max {
         return name.to_string();
     }
-    let tail: String = name.chars().skip(n - (max - 1)).collect();
-    format!("…{tail}")
+    let mut s: Vec<char> = name.chars().collect();
+    // 1. Bracket groups, longest first: `[...]`, `<...>`, `(...)`.
+    while s.len() > max {
+        let Some((open, close)) = longest_group(&s) else {
+            break;
+        };
+        s.splice(open + 1..close, std::iter::once('…'));
+    }
+    if s.len() <= max {
+        return s.into_iter().collect();
+    }
+    // 2. The middle of the dotted path: keep its start and its last two segments (Type.Method).
+    let outside = depth_zero_dots(&s);
+    if outside.len() >= 3 {
+        let tail_from = outside[outside.len() - 2];
+        let tail: String = s[tail_from..].iter().collect();
+        let room = max.saturating_sub(tail.chars().count() + 1);
+        // Whole leading segments, as many as fit (at least the first).
+        let head_end = outside
+            .iter()
+            .copied()
+            .filter(|&d| d < tail_from && d < room)
+            .last()
+            .unwrap_or(outside[0]);
+        let head: String = s[..=head_end].iter().collect();
+        return format!("{head}…{tail}");
+    }
+    s.into_iter().collect()
+}
+
+/// The bracket group (`open`, `close` indexes) with the most characters inside, not already
+/// collapsed to `…`.
+fn longest_group(s: &[char]) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    let mut stack: Vec<(char, usize)> = Vec::new();
+    for (i, &c) in s.iter().enumerate() {
+        match c {
+            '[' | '<' | '(' => stack.push((c, i)),
+            ']' | '>' | ')' => {
+                let want = match c {
+                    ']' => '[',
+                    '>' => '<',
+                    _ => '(',
+                };
+                if let Some(pos) = stack.iter().rposition(|&(o, _)| o == want) {
+                    let (_, open) = stack[pos];
+                    stack.truncate(pos);
+                    let inner = i - open - 1;
+                    let collapsed = inner == 1 && s[open + 1] == '…';
+                    if inner > 0 && !collapsed && best.is_none_or(|(o, e)| inner > e - o - 1) {
+                        best = Some((open, i));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    best
+}
+
+/// Indexes of the dots outside any brackets.
+fn depth_zero_dots(s: &[char]) -> Vec<usize> {
+    let mut depth = 0i32;
+    let mut dots = Vec::new();
+    for (i, &c) in s.iter().enumerate() {
+        match c {
+            '[' | '<' | '(' => depth += 1,
+            ']' | '>' | ')' => depth -= 1,
+            '.' if depth == 0 => dots.push(i),
+            _ => {}
+        }
+    }
+    dots
 }
 
 #[cfg(test)]
@@ -97,12 +170,38 @@ mod tests {
     }
 
     #[test]
+    fn names_are_never_cut_from_the_left() {
+        let n = "System.Buffers.SharedArrayPool`1[System.Byte].Rent(int32)";
+        assert_eq!(fit(n, 200), n);
+        assert_eq!(
+            fit(n, 48),
+            "System.Buffers.SharedArrayPool`1[…].Rent(int32)"
+        );
+        assert_eq!(fit(n, 43), "System.Buffers.SharedArrayPool`1[…].Rent(…)");
+        assert_eq!(fit(n, 40), "System.….SharedArrayPool`1[…].Rent(…)");
+        // Then the namespace's middle; the type and method stay.
+        let long =
+            "Microsoft.AspNetCore.Mvc.ViewFeatures.Buffers.PagedBufferedTextWriter.FlushAsync";
+        let f = fit(long, 50);
+        assert!(
+            f.starts_with("Microsoft.") && f.ends_with("PagedBufferedTextWriter.FlushAsync"),
+            "{f}"
+        );
+        assert!(f.contains('…') && f.chars().count() <= 50, "{f}");
+        // Nothing left to shorten: the method stays whole.
+        assert_eq!(fit("Method", 3), "Method");
+        let nested =
+            "A.B`2[System.Collections.Generic.List`1[System.Int32],System.String].M(A.B,C.D)";
+        let f = fit(nested, 15);
+        assert!(f.ends_with(".M(…)") && f.starts_with("A."), "{f}");
+    }
+
+    #[test]
     fn bytes_and_names() {
         assert_eq!(human_bytes(0), "0 B");
         assert_eq!(human_bytes(1536), "1.5 KB");
         assert_eq!(human_bytes(5 << 20), "5.0 MB");
         assert_eq!(human_bytes(3 << 30), "3.00 GB");
-        assert_eq!(fit("Namespace.Type.Method", 10), "…pe.Method");
         assert_eq!(fit("short", 10), "short");
         assert_eq!(group(0), "0");
         assert_eq!(group(1234567), "1,234,567");

@@ -44,6 +44,12 @@ fn analyse(name: &str) -> Analysis {
     Analysis::run(&mut r, Options::default(), &mut |_| ()).unwrap()
 }
 
+/// A 100-column terminal: the text snapshots show how long names are shortened.
+const NARROW: TextStyle = TextStyle {
+    width: 100,
+    bold: false,
+};
+
 /// The snapshot kinds: every report but the summary (its JSON holds the others').
 const KINDS: &[ReportKind] = &[
     ReportKind::Cpu,
@@ -88,7 +94,7 @@ fn report_views_of_the_shared_traces_match_their_snapshots() {
                 json.insert(kind.name().into(), r.json());
             }
             text.extend_from_slice(format!("==> {} <==\n", kind.name()).as_bytes());
-            r.write_text(&mut text, &TextStyle::default()).unwrap();
+            r.write_text(&mut text, &NARROW).unwrap();
             text.push(b'\n');
         }
         let json = serde_json::to_string_pretty(&serde_json::Value::Object(json)).unwrap() + "\n";

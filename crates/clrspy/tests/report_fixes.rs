@@ -276,3 +276,25 @@ fn record_without_a_target_names_every_way_to_give_one() {
         .assert()
         .success();
 }
+
+#[test]
+fn alloc_text_shows_the_allocating_stacks_and_piped_names_stay_whole() {
+    let out = clrspy()
+        .args(["report", &path(OBJVER4), "alloc", "--top", "3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Allocating stacks"), "{text}");
+    assert!(text.contains("      System.Xml.XmlWriter.Create"), "{text}");
+    // Piped, nothing is shortened: the long overloads are whole.
+    let out = clrspy()
+        .args(["report", &path(OBJVER4), "waits", "--top", "8"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('…'), "{text}");
+    assert!(
+        text.contains("System.Text.Encoding+DefaultDecoder.GetChars(unsigned int8[],int32,int32,wchar[],int32,bool)"),
+        "{text}"
+    );
+}

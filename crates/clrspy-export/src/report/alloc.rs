@@ -174,6 +174,32 @@ impl ReportView for AllocReport {
             )?;
         }
         writeln!(out, "\n{}", style.heading("Allocating methods"))?;
-        method_table(out, &self.top_methods, Unit::Bytes, style)
+        method_table(out, &self.top_methods, Unit::Bytes, style)?;
+        if !self.stacks.is_empty() {
+            writeln!(
+                out,
+                "\n{}",
+                style.heading("Allocating stacks (heaviest first, innermost frame first)")
+            )?;
+        }
+        for s in self.stacks.iter().take(5) {
+            writeln!(
+                out,
+                "  {:>10} in {} ticks",
+                human_bytes(s.weight.unwrap_or(0.0) as u64),
+                s.count
+            )?;
+            for f in s.frames.iter().take(12) {
+                writeln!(out, "      {}", fit(f, style.room(6)))?;
+            }
+            if s.frames.len() > 12 {
+                writeln!(
+                    out,
+                    "      ({} more frames; --json has them all)",
+                    s.frames.len() - 12
+                )?;
+            }
+        }
+        Ok(())
     }
 }

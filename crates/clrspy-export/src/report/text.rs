@@ -17,10 +17,10 @@ pub struct TextStyle {
 }
 
 impl Default for TextStyle {
-    /// 100 columns, plain: what piped output gets, so it stays stable.
+    /// No width limit, plain: what piped output gets, so names stay whole for scripts.
     fn default() -> TextStyle {
         TextStyle {
-            width: 100,
+            width: usize::MAX,
             bold: false,
         }
     }

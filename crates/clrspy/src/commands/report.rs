@@ -11,8 +11,8 @@ use crate::input;
 use crate::output::{CliError, CliResult};
 use crate::progress::Progress;
 
-/// The text style of stdout: the terminal's width and bold headings on a terminal; 100
-/// columns and plain when piped, so piped output stays stable.
+/// The text style of stdout: the terminal's width and bold headings on a terminal; plain and
+/// with whole names when piped (scripts and `grep` see every name as it is).
 pub(crate) fn text_style() -> TextStyle {
     if std::io::stdout().is_terminal() {
         TextStyle {
