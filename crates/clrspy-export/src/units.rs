@@ -94,8 +94,7 @@ pub fn fit(name: &str, max: usize) -> String {
         let head_end = outside
             .iter()
             .copied()
-            .filter(|&d| d < tail_from && d < room)
-            .last()
+            .rfind(|&d| d < tail_from && d < room)
             .unwrap_or(outside[0]);
         let head: String = s[..=head_end].iter().collect();
         return format!("{head}…{tail}");
