@@ -74,6 +74,7 @@ pub const BLOCKING_FRAMES: &[&str] = &[
     "System.Threading.Thread.Join",
     "System.Threading.WaitHandle.Wait",
     "System.Threading.WaitHandle.WaitOne",
+    "System.Threading.WaitHandle.WaitOneNoCheck",
     "System.Threading.WaitHandle.WaitAny",
     "System.Threading.WaitHandle.WaitAll",
     "System.Threading.WaitHandle.WaitMultiple",

@@ -18,6 +18,10 @@ pub const IDLE_POOL_FRAME: &str = "[idle: thread pool waiting for work]";
 /// The frame the sockets' event loop shows as while it waits for events.
 pub const IDLE_SOCKETS_FRAME: &str = "[idle: sockets waiting for events]";
 
+/// What waiting outside any blocking call is named in the waits by blocking call: the thread
+/// was caught in managed code but did not run all the time (ready, waiting for a CPU).
+pub const RUNNABLE_FRAME: &str = "[runnable: ready, waiting for a CPU]";
+
 /// The frame of a sampled thread's measured CPU in intervals before its first sample.
 pub const UNSAMPLED_FRAME: &str = "[unsampled]";
 
@@ -364,25 +368,29 @@ impl StackProfile {
         (sorted(excl), sorted(incl))
     }
 
-    /// Waiting time by blocking call: each stack's deepest known blocking frame (its leaf
-    /// where none is known), heaviest first.
-    /// Also returns each call's samples (their waiting share).
+    /// Waiting time by blocking call: each stack's deepest known blocking frame; where none
+    /// is known, [`RUNNABLE_FRAME`] when the stack ends in managed code (measured waiting
+    /// outside any blocking call: the thread was ready but not on a CPU), else its leaf.
+    /// Heaviest first, with each call's samples (their waiting share).
     pub fn by_blocking_call(&self, symbols: &Symbols) -> (Ranked, Ranked) {
-        let mut m: FxHashMap<Option<FrameId>, (f64, f64)> = FxHashMap::default();
+        let mut m: FxHashMap<String, (f64, f64)> = FxHashMap::default();
         for r in &self.rows {
             if r.wait <= 0.0 {
                 continue;
             }
-            let key = blocking_call(&r.frames, symbols).or(r.frames.first().copied());
+            let key = match blocking_call(&r.frames, symbols) {
+                Some(f) => symbols.frame(f).name.clone(),
+                None => match r.frames.first().map(|&f| symbols.frame(f)) {
+                    Some(f) if f.kind == FrameKind::Managed => RUNNABLE_FRAME.to_string(),
+                    Some(f) => f.name.clone(),
+                    None => "[no stack]".to_string(),
+                },
+            };
             let e = m.entry(key).or_default();
             e.0 += r.wait;
             e.1 += r.samples_of(Metric::Wait);
         }
-        let name = |f: Option<FrameId>| {
-            f.map_or_else(|| "[no stack]".into(), |f| symbols.frame(f).name.clone())
-        };
-        let mut v: Vec<(String, f64, f64)> =
-            m.into_iter().map(|(f, (w, n))| (name(f), w, n)).collect();
+        let mut v: Vec<(String, f64, f64)> = m.into_iter().map(|(k, (w, n))| (k, w, n)).collect();
         v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let n = v.iter().map(|x| (x.0.clone(), x.2)).collect();
         (v.into_iter().map(|x| (x.0, x.1)).collect(), n)
@@ -448,6 +456,11 @@ fn idle_kind(frames: &[FrameId], symbols: &Symbols, groups: &Groups) -> Option<(
         if n.starts_with("Interop+Sys.WaitForSocketEvents") {
             return groups.idle_sockets.map(|g| (i + 1, g));
         }
+        // The pool's gate thread between its checks: everything it called is its wait.
+        if n.starts_with(IDLE_GATE_LOOP) {
+            let waiting = blocking_call(&frames[..i], symbols).is_some();
+            return groups.idle_pool.filter(|_| waiting).map(|g| (i, g));
+        }
     }
     // A worker caught in its own loop between work items: spinning for work.
     let leaf = frames.first().map(|&f| symbols.frame(f).name.as_str());
@@ -456,6 +469,9 @@ fn idle_kind(frames: &[FrameId], symbols: &Symbols, groups: &Groups) -> Option<(
     }
     None
 }
+
+/// The thread pool gate thread's loop.
+const IDLE_GATE_LOOP: &str = "System.Threading.PortableThreadPool+GateThread.GateThreadStart";
 
 /// The thread pool worker's loop.
 const IDLE_WORKER_LOOP: &str = "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart";
