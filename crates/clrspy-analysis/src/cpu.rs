@@ -469,6 +469,10 @@ impl CpuModel {
                 self.last_stack.insert(t, top.0);
             }
             if !counted {
+                // Outside the window: counted as samples, carrying no time.
+                for (stack, _, c) in samples {
+                    self.agg.entry((t, stack)).or_default().samples += c;
+                }
                 continue;
             }
             *self.measured.entry(t).or_default() += used;
