@@ -37,6 +37,8 @@ pub mod ids {
     pub const TICK: u32 = 4;
     /// `ModuleMap`: an executable mapping of the process.
     pub const MODULE_MAP: u32 = 5;
+    /// `RecorderCpu`: the recorder's own CPU time so far, at a tick.
+    pub const RECORDER_CPU: u32 = 6;
 }
 
 /// One event of the provider.
@@ -53,6 +55,7 @@ pub struct EventDef {
 const THREAD_CPU_FIELDS: &[FieldDef] = &[uint32("ThreadID"), uint64("CpuTimeNs"), uint16("State")];
 const THREAD_NAME_FIELDS: &[FieldDef] = &[uint32("ThreadID"), string("Name")];
 const SAMPLER_INFO_FIELDS: &[FieldDef] = &[uint32("IntervalMs"), string("Source")];
+const RECORDER_CPU_FIELDS: &[FieldDef] = &[uint32("ProcessID"), uint64("CpuTimeNs")];
 const MODULE_MAP_FIELDS: &[FieldDef] = &[
     uint64("Start"),
     uint64("End"),
@@ -86,6 +89,11 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::MODULE_MAP,
         name: "ModuleMap",
         fields: MODULE_MAP_FIELDS,
+    },
+    EventDef {
+        id: ids::RECORDER_CPU,
+        name: "RecorderCpu",
+        fields: RECORDER_CPU_FIELDS,
     },
 ];
 
@@ -168,6 +176,32 @@ impl ThreadCpu {
         out.extend_from_slice(&self.thread_id.to_le_bytes());
         out.extend_from_slice(&self.cpu_ns.to_le_bytes());
         out.extend_from_slice(&self.state.to_le_bytes());
+    }
+}
+
+/// `RecorderCpu`: the recording's own cost, from the recorder's side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecorderCpu {
+    /// The recorder's process id.
+    pub process_id: u32,
+    /// Its CPU time so far (every thread), ns.
+    pub cpu_ns: u64,
+}
+
+impl RecorderCpu {
+    /// Reads the payload.
+    pub fn parse(payload: &[u8]) -> Result<RecorderCpu, ViewError> {
+        let mut c = cursor(ids::RECORDER_CPU, payload)?;
+        Ok(RecorderCpu {
+            process_id: c.u32("ProcessID")?,
+            cpu_ns: c.u64("CpuTimeNs")?,
+        })
+    }
+
+    /// Writes the payload.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.process_id.to_le_bytes());
+        out.extend_from_slice(&self.cpu_ns.to_le_bytes());
     }
 }
 
@@ -284,6 +318,15 @@ mod tests {
         p.clear();
         SamplerInfo::encode(20, "schedstat", &mut p);
         assert!(SamplerInfo::parse(&p).unwrap().source.eq_str("schedstat"));
+        p.clear();
+        RecorderCpu {
+            process_id: 9,
+            cpu_ns: 1234,
+        }
+        .encode(&mut p);
+        assert_eq!(RecorderCpu::parse(&p).unwrap().cpu_ns, 1234);
+        let rc = md.iter().find(|m| m.event_name == "RecorderCpu").unwrap();
+        assert_eq!(rc.fields.len(), 2);
         let e = ThreadCpu::parse(&[1, 0, 0, 0, 5]).unwrap_err();
         assert_eq!(e.event, "ThreadCpu");
         assert!(e.to_string().contains("CpuTimeNs"), "{e}");

@@ -224,6 +224,8 @@ pub struct CpuModel {
     last_ns: i64,
     last_sample: FxHashMap<u64, i64>,
     gaps: FxHashMap<u32, u64>,
+    /// The recorder's own CPU readings in the window: the first and the last, ns.
+    recorder: Option<(u64, u64)>,
 }
 
 /// How long an interval waits for its samples (the runtime flushes its buffers late) before
@@ -254,6 +256,7 @@ impl Model for CpuModel {
         },
         Wanted::clrspy(clrspy::ids::THREAD_CPU),
         Wanted::clrspy(clrspy::ids::TICK),
+        Wanted::clrspy(clrspy::ids::RECORDER_CPU),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
@@ -263,6 +266,10 @@ impl Model for CpuModel {
                 self.thread_cpu(ev.ts_ns, u64::from(r.thread_id), r.cpu_ns);
             }
             (Provider::Clrspy, clrspy::ids::TICK) => self.tick(ev.ts_ns),
+            (Provider::Clrspy, clrspy::ids::RECORDER_CPU) => {
+                let r = clrspy::RecorderCpu::parse(ev.payload)?;
+                self.recorder_cpu(ev.ts_ns, r.cpu_ns);
+            }
             (Provider::Known(KnownProvider::SampleProfiler), _) => {
                 // The sample's kind: anything but "managed" counts as external.
                 let managed =
@@ -302,6 +309,7 @@ impl CpuModel {
             last_ns: 0,
             last_sample: FxHashMap::default(),
             gaps: FxHashMap::default(),
+            recorder: None,
         }
     }
 
@@ -369,6 +377,21 @@ impl CpuModel {
             w.external += n;
         }
         self.heuristic_samples += n;
+    }
+
+    /// A reading of the recorder's own CPU time (clrspy's `RecorderCpu`) at `ts`.
+    pub fn recorder_cpu(&mut self, ts: i64, cpu_ns: u64) {
+        let inside = self.window.0.is_none_or(|f| ts >= f) && self.window.1.is_none_or(|t| ts < t);
+        if inside {
+            let r = self.recorder.get_or_insert((cpu_ns, cpu_ns));
+            r.1 = r.1.max(cpu_ns);
+        }
+    }
+
+    /// The recorder's own CPU over the window (its first to last reading), ns; `None` when
+    /// the trace has no such readings.
+    pub fn recorder_cpu_ns(&self) -> Option<u64> {
+        self.recorder.map(|(a, b)| b.saturating_sub(a))
     }
 
     /// Samples waiting for the tick after them.
@@ -451,7 +474,12 @@ impl CpuModel {
         threads.extend(
             self.readings
                 .iter()
-                .filter(|(t, r)| !iv.samples.contains_key(t) && r.used(iv.start, iv.end) > 0)
+                .filter(|(t, r)| {
+                    // Only threads read after the interval began can have changed in it.
+                    r.readings.back().is_some_and(|b| b.0 > iv.start)
+                        && !iv.samples.contains_key(t)
+                        && r.used(iv.start, iv.end) > 0
+                })
                 .map(|(&t, _)| t),
         );
         threads.sort_unstable();

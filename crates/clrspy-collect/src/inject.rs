@@ -53,6 +53,13 @@ pub enum Injected {
     },
     /// `Tick` (4): every thread was read at this time.
     Tick,
+    /// `RecorderCpu` (6): the recorder's own CPU time so far.
+    RecorderCpu {
+        /// The recorder's process id.
+        pid: u32,
+        /// CPU ns so far.
+        cpu_ns: u64,
+    },
     /// `ModuleMap` (5): an executable mapping.
     ModuleMap {
         /// Start address.
@@ -76,6 +83,7 @@ impl Injected {
             Injected::SamplerInfo { .. } => ids::SAMPLER_INFO,
             Injected::Tick => ids::TICK,
             Injected::ModuleMap { .. } => ids::MODULE_MAP,
+            Injected::RecorderCpu { .. } => ids::RECORDER_CPU,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -104,6 +112,11 @@ impl Injected {
                 source,
             } => clrspy::SamplerInfo::encode(*interval_ms, source, &mut p),
             Injected::Tick => {}
+            Injected::RecorderCpu { pid, cpu_ns } => clrspy::RecorderCpu {
+                process_id: *pid,
+                cpu_ns: *cpu_ns,
+            }
+            .encode(&mut p),
             Injected::ModuleMap {
                 start,
                 end,

@@ -6,7 +6,8 @@
 //! - the process's CPU in the reports matches /proc's over the window (5%, as a rate: the polls
 //!   bracket the recording's start and stop);
 //! - the runtime's own threads (no managed frames) are there, named, with their role, and
-//!   EventPipe's cost is shown as overhead;
+//!   EventPipe's cost (and clrspy's own) is shown as overhead, and the runtime's threads are a
+//!   frame group in the folded stacks;
 //! - `WebApp.Work.Burn` leads the CPU top, `/throw` is thrown in `WebApp.Work.ThrowAndCatch`
 //!   and caught there, idle pool workers are idle, and the waits name a blocking call.
 
@@ -203,7 +204,12 @@ fn web_server_cpu_adds_up_to_proc_and_names_runtime_threads() {
     }
     // The test's own polls over the same window: the busiest thread's first and last readings
     // say which polls the window starts and ends at (within a poll, ~10 ms).
-    let (&busiest, &(_, v0, v1)) = read.iter().max_by_key(|(_, r)| r.0).unwrap();
+    // (A thread read first at the first tick: one created later has no reading there.)
+    let (&busiest, &(_, v0, v1)) = read
+        .iter()
+        .filter(|(_, r)| r.0 == r.2 - r.1)
+        .max_by_key(|(_, r)| r.0)
+        .unwrap();
     let i0 = when(&polls, busiest, v0).unwrap();
     let i1 = when(&polls, busiest, v1).unwrap();
     assert!(i1 > i0 + 100, "window of {} polls", i1 - i0);
@@ -270,6 +276,26 @@ fn web_server_cpu_adds_up_to_proc_and_names_runtime_threads() {
     }
     let overhead = cpu["process"]["overhead_percent"].as_f64().unwrap();
     assert!(overhead > 0.0 && overhead < 50.0, "{cpu}");
+    // clrspy's own CPU, read by itself at every tick.
+    let recorder = cpu["process"]["recorder_cpu_ms"].as_f64().unwrap();
+    assert!(recorder > 0.0 && recorder < window / 1e6, "{cpu}");
+    // The runtime's threads are a frame group in the stack exports too.
+    let folded = dir.path().join("web.folded");
+    let out = clrspy_command()
+        .args(["convert", t, "--to", "folded", "-o"])
+        .arg(&folded)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    assert!(
+        folded.lines().any(|l| l.contains(";[runtime: EventPipe] ")),
+        "{folded}"
+    );
     assert!(
         cpu["process"]["runtime_threads"]
             .as_array()

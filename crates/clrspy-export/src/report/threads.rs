@@ -64,6 +64,11 @@ pub struct ProcessCpu {
     pub overhead_cpu_ms: f64,
     /// The same as a share of the process's CPU, percent.
     pub overhead_percent: f64,
+    /// The recorder's own CPU over the window (clrspy itself, another process), ms; null
+    /// when the trace has no such reading.
+    pub recorder_cpu_ms: Option<f64>,
+    /// The same as a share of the target process's CPU, percent.
+    pub recorder_percent: Option<f64>,
 }
 
 /// Builds the process's CPU by role.
@@ -105,6 +110,7 @@ pub fn process_cpu(a: &Analysis) -> ProcessCpu {
     for r in &mut roles {
         r.cpu_ms = round1(r.cpu_ms);
     }
+    let recorder = a.cpu.recorder_cpu_ns().map(|ns| ns as f64 / 1e6);
     ProcessCpu {
         cpu_ms: round1(total),
         exact: a.cpu.source() == CpuSource::ThreadCpuTimes,
@@ -112,6 +118,8 @@ pub fn process_cpu(a: &Analysis) -> ProcessCpu {
         runtime_threads: roles,
         overhead_cpu_ms: round1(overhead),
         overhead_percent: percent(overhead, total),
+        recorder_cpu_ms: recorder.map(round1),
+        recorder_percent: recorder.map(|r| percent(r, total)),
     }
 }
 
@@ -126,15 +134,24 @@ impl ProcessCpu {
         (!parts.is_empty()).then(|| format!("runtime threads: {}", parts.join(", ")))
     }
 
-    /// "recording overhead: EventPipe 2.2 s (9.5% of the process's CPU)", or nothing.
+    /// "recording overhead on the target: EventPipe threads 2.2 s (9.5% of the process's
+    /// CPU); clrspy itself 0.3 s (1.2%)", or nothing.
     pub fn overhead_line(&self) -> Option<String> {
-        (self.overhead_cpu_ms > 0.0).then(|| {
-            format!(
+        let mut parts = Vec::new();
+        if self.overhead_cpu_ms > 0.0 {
+            parts.push(format!(
                 "recording overhead on the target: EventPipe threads {} ({:.1}% of the process's CPU)",
                 seconds(self.overhead_cpu_ms),
                 self.overhead_percent
-            )
-        })
+            ));
+        }
+        if let (Some(ms), Some(pct)) = (self.recorder_cpu_ms, self.recorder_percent) {
+            parts.push(format!(
+                "clrspy itself {} ({pct:.1}% of the target's CPU)",
+                seconds(ms)
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 }
 
