@@ -264,39 +264,7 @@ impl StackProfile {
                 staged.push((row, false));
             }
         }
-        // Measured CPU is per thread and tick interval: a sample caught inside a blocking call
-        // shares its interval's CPU with the thread's other samples. Such a sample was waiting
-        // when taken, so its CPU share goes to the same thread's running stacks, in exchange for
-        // their waiting share (thread CPU and sample totals stay as measured); what they cannot
-        // take stays where it was.
-        // Each sample is one unit, running plus waiting: the running rows can take at most
-        // their own waiting share, which they give up in exchange.
-        let mut moved: FxHashMap<u64, f64> = FxHashMap::default();
-        let mut room: FxHashMap<u64, f64> = FxHashMap::default();
-        for (r, blocked) in &staged {
-            if *blocked {
-                *moved.entry(r.thread).or_default() += r.cpu;
-            } else {
-                *room.entry(r.thread).or_default() += r.wait;
-            }
-        }
-        for (r, blocked) in &mut staged {
-            let mv = moved.get(&r.thread).copied().unwrap_or(0.0);
-            let rm = room.get(&r.thread).copied().unwrap_or(0.0);
-            let placed = mv.min(rm);
-            if placed <= 0.0 {
-                continue;
-            }
-            if *blocked {
-                let give = r.cpu * placed / mv;
-                r.cpu -= give;
-                r.wait += give;
-            } else {
-                let take = r.wait * placed / rm;
-                r.cpu += take;
-                r.wait -= take;
-            }
-        }
+        exchange_blocked_cpu(&mut staged);
         for (mut r, _) in staged {
             mark_idle(&mut r, symbols, groups);
             let Some(frames) = apply_filter(r.frames, symbols, filter) else {
@@ -486,6 +454,40 @@ fn mark_idle(r: &mut Row, symbols: &Symbols, groups: &Groups) {
     r.frames.insert(0, idle);
     r.idle += r.wait;
     r.wait = 0.0;
+}
+
+/// Measured CPU is per thread and reading interval: a sample caught inside a blocking call
+/// shares its interval's CPU with the thread's other samples. Such a sample was waiting when
+/// taken, so its CPU share goes to the same thread's running stacks, in exchange for their
+/// waiting share (thread CPU and sample totals stay as measured); what they cannot take stays
+/// where it was. `staged` holds each row with whether it is blocked.
+fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
+    let mut moved: FxHashMap<u64, f64> = FxHashMap::default();
+    let mut room: FxHashMap<u64, f64> = FxHashMap::default();
+    for (r, blocked) in staged.iter() {
+        if *blocked {
+            *moved.entry(r.thread).or_default() += r.cpu;
+        } else {
+            *room.entry(r.thread).or_default() += r.wait;
+        }
+    }
+    for (r, blocked) in staged.iter_mut() {
+        let mv = moved.get(&r.thread).copied().unwrap_or(0.0);
+        let rm = room.get(&r.thread).copied().unwrap_or(0.0);
+        let placed = mv.min(rm);
+        if placed <= 0.0 {
+            continue;
+        }
+        if *blocked {
+            let give = r.cpu * placed / mv;
+            r.cpu -= give;
+            r.wait += give;
+        } else {
+            let take = r.wait * placed / rm;
+            r.cpu += take;
+            r.wait -= take;
+        }
+    }
 }
 
 /// The runtime's GC poll helpers, where the sampler often catches a thread that is running

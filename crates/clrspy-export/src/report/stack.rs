@@ -158,6 +158,14 @@ impl ReportView for StackReport {
                 nothing_matched_hint(self.metric)
             )?;
         }
+        if !self.by_blocking_call.is_empty() {
+            writeln!(
+                out,
+                "\n{}",
+                style.heading("Waiting by blocking call (the deepest known one)")
+            )?;
+            method_table(out, &self.by_blocking_call, Unit::Ms, style)?;
+        }
         writeln!(
             out,
             "\n{}",
@@ -170,14 +178,6 @@ impl ReportView for StackReport {
             style.heading("Top methods, inclusive (with callees)")
         )?;
         method_table(out, &self.top_inclusive, Unit::Ms, style)?;
-        if !self.by_blocking_call.is_empty() {
-            writeln!(
-                out,
-                "\n{}",
-                style.heading("Waiting by blocking call (the deepest known one)")
-            )?;
-            method_table(out, &self.by_blocking_call, Unit::Ms, style)?;
-        }
         if let Some(tree) = &self.tree {
             writeln!(
                 out,
