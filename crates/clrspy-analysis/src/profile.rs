@@ -48,6 +48,9 @@ pub struct ThreadTotals {
     pub wait: f64,
     /// Idle (a pool worker or event loop waiting for work).
     pub idle: f64,
+    /// The part of `wait` spent ready to run in managed code outside any blocking call
+    /// (waiting for a CPU, see [`RUNNABLE_FRAME`]).
+    pub runnable: f64,
     /// Samples.
     pub samples: u64,
     /// The frame it was most often seen in.
@@ -348,11 +351,11 @@ impl StackProfile {
             }
             let key = match blocking_call(&r.frames, symbols) {
                 Some(f) => symbols.frame(f).name.clone(),
-                None => match r.frames.first().map(|&f| symbols.frame(f)) {
-                    Some(f) if f.kind == FrameKind::Managed => RUNNABLE_FRAME.to_string(),
-                    Some(f) => f.name.clone(),
-                    None => "[no stack]".to_string(),
-                },
+                None if is_runnable(r, symbols) => RUNNABLE_FRAME.to_string(),
+                None => r.frames.first().map_or_else(
+                    || "[no stack]".to_string(),
+                    |&f| symbols.frame(f).name.clone(),
+                ),
             };
             let e = m.entry(key).or_default();
             e.0 += r.wait;
@@ -375,6 +378,7 @@ impl StackProfile {
                     cpu: 0.0,
                     wait: 0.0,
                     idle: 0.0,
+                    runnable: 0.0,
                     samples: 0,
                     top_frame: String::new(),
                 };
@@ -383,6 +387,9 @@ impl StackProfile {
             t.cpu += r.cpu;
             t.wait += r.wait;
             t.idle += r.idle;
+            if is_runnable(r, symbols) {
+                t.runnable += r.wait;
+            }
             t.samples += r.samples;
             *leaves.entry(r.frames.first().copied()).or_default() += r.cpu + r.wait + r.idle;
         }
@@ -402,6 +409,15 @@ impl StackProfile {
         out.sort_by(|a, b| all(b).total_cmp(&all(a)).then(a.thread.cmp(&b.thread)));
         out
     }
+}
+
+/// True when a row's waiting is time ready to run: measured waiting in managed code outside
+/// any known blocking call.
+fn is_runnable(r: &Row, symbols: &Symbols) -> bool {
+    blocking_call(&r.frames, symbols).is_none()
+        && r.frames
+            .first()
+            .is_some_and(|&f| symbols.frame(f).kind == FrameKind::Managed)
 }
 
 /// The deepest (leaf-most) known blocking call of a leaf-first stack.

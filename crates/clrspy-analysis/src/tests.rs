@@ -400,6 +400,8 @@ fn readings_set_every_threads_cpu_and_runtime_threads_get_a_frame_group() {
         "{:?}",
         by[&10]
     );
+    // Its waiting is in Burn, outside any blocking call: ready to run, not blocked.
+    assert!(close(by[&10].runnable, 250.0) && close(by[&30].runnable, 0.0));
     assert!(close(by[&20].cpu, 50.0) && close(by[&20].idle, 950.0) && close(by[&20].wait, 0.0));
     assert!(close(by[&30].cpu, 0.0) && close(by[&30].wait, 1000.0));
     assert!(close(by[&40].cpu, 250.0) && by[&40].samples == 0);

@@ -28,9 +28,12 @@ pub struct ThreadRow {
     pub wait_ms: f64,
     /// Idle time (a pool worker or event loop waiting for work), ms.
     pub idle_ms: f64,
+    /// The part of `wait_ms` spent ready to run in managed code, outside any blocking call
+    /// (waiting for a CPU), ms.
+    pub runnable_ms: f64,
     /// Samples of the thread.
     pub samples: u64,
-    /// "running" or "waiting": what it did most.
+    /// "running" (on a CPU or ready to run), "waiting" (blocked) or "idle": what it did most.
     pub mostly: String,
     /// The frame it was most often seen in.
     pub top_frame: String,
@@ -198,10 +201,12 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
             cpu_ms: round1(t.cpu * ms),
             wait_ms: round1(t.wait * ms),
             idle_ms: round1(t.idle * ms),
+            runnable_ms: round1(t.runnable * ms),
             samples: t.samples,
-            mostly: if t.cpu >= t.wait + t.idle {
+            // Ready to run counts as running: the thread was not blocked.
+            mostly: if t.cpu + t.runnable >= t.wait - t.runnable + t.idle {
                 "running"
-            } else if t.idle > t.wait {
+            } else if t.idle > t.wait - t.runnable {
                 "idle"
             } else {
                 "waiting"
