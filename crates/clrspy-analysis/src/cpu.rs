@@ -237,6 +237,10 @@ const CLOSE_LAG_NS: i64 = 5_000_000_000;
 /// tick are weighed by the heuristic at once, so the queue stays bounded.
 const PENDING_WINDOW_NS: i64 = 10_000_000_000;
 
+/// How long samples wait for the first tick: `clrspy record` ticks from the session's start,
+/// so a trace with no tick by then has no readings (other recorders' traces).
+const FIRST_TICK_WINDOW_NS: i64 = 2_000_000_000;
+
 /// At most this many samples wait for a tick (the oldest get the heuristic first).
 const MAX_PENDING: usize = 1 << 20;
 
@@ -355,7 +359,13 @@ impl CpuModel {
 
     /// Weighs samples that waited too long for a tick by the heuristic.
     fn drop_stale(&mut self, now: i64) {
-        let horizon = now.saturating_sub(PENDING_WINDOW_NS);
+        // Before any tick, a short wait: a trace without readings keeps little pending.
+        let window = if self.last_tick.is_some() || self.has_readings {
+            PENDING_WINDOW_NS
+        } else {
+            FIRST_TICK_WINDOW_NS
+        };
+        let horizon = now.saturating_sub(window);
         while let Some(&(t, thread, stack, managed)) = self.pending.front() {
             if t >= horizon && self.pending.len() <= MAX_PENDING {
                 break;
