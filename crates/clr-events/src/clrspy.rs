@@ -42,6 +42,8 @@ pub mod ids {
     pub const R2R_METHOD: u32 = 6;
     /// `R2RImage`: the identity (size, MVID) of a ReadyToRun image named by `R2RMethod`s.
     pub const R2R_IMAGE: u32 = 7;
+    /// `RecorderCpu`: the recorder's own CPU time so far, at a tick.
+    pub const RECORDER_CPU: u32 = 8;
 }
 
 /// One event of the provider.
@@ -58,6 +60,7 @@ pub struct EventDef {
 const THREAD_CPU_FIELDS: &[FieldDef] = &[uint32("ThreadID"), uint64("CpuTimeNs"), uint16("State")];
 const THREAD_NAME_FIELDS: &[FieldDef] = &[uint32("ThreadID"), string("Name")];
 const SAMPLER_INFO_FIELDS: &[FieldDef] = &[uint32("IntervalMs"), string("Source")];
+const RECORDER_CPU_FIELDS: &[FieldDef] = &[uint32("ProcessID"), uint64("CpuTimeNs")];
 const MODULE_MAP_FIELDS: &[FieldDef] = &[
     uint64("Start"),
     uint64("End"),
@@ -109,6 +112,11 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::R2R_IMAGE,
         name: "R2RImage",
         fields: R2R_IMAGE_FIELDS,
+    },
+    EventDef {
+        id: ids::RECORDER_CPU,
+        name: "RecorderCpu",
+        fields: RECORDER_CPU_FIELDS,
     },
 ];
 
@@ -213,6 +221,32 @@ impl ThreadCpu {
         out.extend_from_slice(&self.thread_id.to_le_bytes());
         out.extend_from_slice(&self.cpu_ns.to_le_bytes());
         out.extend_from_slice(&self.state.to_le_bytes());
+    }
+}
+
+/// `RecorderCpu`: the recording's own cost, from the recorder's side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecorderCpu {
+    /// The recorder's process id.
+    pub process_id: u32,
+    /// Its CPU time so far (every thread), ns.
+    pub cpu_ns: u64,
+}
+
+impl RecorderCpu {
+    /// Reads the payload.
+    pub fn parse(payload: &[u8]) -> Result<RecorderCpu, ViewError> {
+        let mut c = cursor(ids::RECORDER_CPU, payload)?;
+        Ok(RecorderCpu {
+            process_id: c.u32("ProcessID")?,
+            cpu_ns: c.u64("CpuTimeNs")?,
+        })
+    }
+
+    /// Writes the payload.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.process_id.to_le_bytes());
+        out.extend_from_slice(&self.cpu_ns.to_le_bytes());
     }
 }
 
@@ -414,6 +448,15 @@ mod tests {
         let i = R2rImage::parse(&p).unwrap();
         assert_eq!(i.size, 1234);
         assert!(i.mvid.eq_str("00ff"));
+        p.clear();
+        RecorderCpu {
+            process_id: 9,
+            cpu_ns: 1234,
+        }
+        .encode(&mut p);
+        assert_eq!(RecorderCpu::parse(&p).unwrap().cpu_ns, 1234);
+        let rc = md.iter().find(|m| m.event_name == "RecorderCpu").unwrap();
+        assert_eq!(rc.fields.len(), 2);
         let e = ThreadCpu::parse(&[1, 0, 0, 0, 5]).unwrap_err();
         assert_eq!(e.event, "ThreadCpu");
         assert!(e.to_string().contains("CpuTimeNs"), "{e}");

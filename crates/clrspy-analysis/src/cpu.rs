@@ -1,14 +1,22 @@
-//! CPU and waiting time from the sample profiler's samples.
+//! CPU and waiting time: measured by thread CPU readings where the trace has them, spread
+//! over stacks by the sample profiler's samples.
 //!
-//! Each `Thread/Sample` stands for one sampling interval of wall-clock time on its thread. How
-//! much of it was CPU is decided, in order of trust:
-//! 1. **Thread CPU times** that `clrspy record` stores (clrspy's `ThreadCpu` readings, taken
-//!    from /proc at every sampler tick): a sample between two ticks gets the thread's CPU share
-//!    of that interval (exact to the tick);
-//! 2. otherwise the **sample kind and blocking frames**: a sample whose stack holds a known
-//!    blocking call (waits, sleeps, joins, socket and file reads, `Monitor.Enter`) is waiting;
-//!    an "external" sample with no managed frame at all is an idle runtime thread (waiting);
-//!    the rest is CPU.
+//! 1. **Thread CPU readings** that `clrspy record` stores (clrspy's `ThreadCpu`, read from
+//!    /proc at every tick, about every 20 ms): each thread's CPU over a tick interval is the
+//!    difference of its readings, shared equally among its samples in that interval; the rest
+//!    of the interval's wall time is their waiting time. A thread's CPU total is therefore its
+//!    readings over the window, whatever the sampler's real period. CPU in an interval where
+//!    the thread has no sample goes to its last sampled stack; a thread never sampled (the
+//!    runtime's native threads: JIT, GC, EventPipe) keeps it as unsampled CPU, which the
+//!    profile shows under a frame group named by the thread's role (`[runtime: tiered JIT]`).
+//!    An interval waits [`CLOSE_LAG_NS`] for samples the runtime flushes late.
+//! 2. Otherwise the **sample kind and blocking frames**: each sample stands for the trace's
+//!    nominal sampling interval; a sample whose stack holds a known blocking call (waits,
+//!    sleeps, joins, socket and file reads, `Monitor.Enter`) is waiting; an "external" sample
+//!    with no managed frame at all is an idle runtime thread (waiting); the rest is CPU.
+//!
+//! The sampler's real period (the median gap between a thread's samples) is measured either
+//! way: under load it is often twice the nominal interval.
 //!
 //! Samples are aggregated per (thread, stack) as they stream; names and the heuristic are
 //! applied at the end, when the rundown has named every method.
@@ -16,7 +24,7 @@
 use std::collections::VecDeque;
 
 use clr_events::{clrspy, KnownProvider, ThreadSampleType, ViewError};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Model, ModelEvent, Provider, Wanted};
 use crate::stacks::StackId;
@@ -44,9 +52,9 @@ pub struct Weights {
     pub managed: u64,
     /// Samples outside managed code (heuristic pending).
     pub external: u64,
-    /// Samples' CPU share, where measured.
+    /// Measured CPU, in units of the nominal interval ([`CpuModel::interval_ns`]).
     pub cpu: f64,
-    /// Samples' waiting share, where measured.
+    /// Measured waiting (wall time minus CPU), same unit.
     pub wait: f64,
 }
 
@@ -66,6 +74,7 @@ pub const BLOCKING_FRAMES: &[&str] = &[
     "System.Threading.Thread.Join",
     "System.Threading.WaitHandle.Wait",
     "System.Threading.WaitHandle.WaitOne",
+    "System.Threading.WaitHandle.WaitOneNoCheck",
     "System.Threading.WaitHandle.WaitAny",
     "System.Threading.WaitHandle.WaitAll",
     "System.Threading.WaitHandle.WaitMultiple",
@@ -95,7 +104,6 @@ pub const BLOCKING_FRAMES: &[&str] = &[
     "System.Net.Sockets.Socket.Accept",
     "System.Net.Sockets.Socket.Poll",
     "System.Net.Sockets.Socket.Select",
-    "System.Net.Sockets.SocketAsyncEngine.EventLoop",
     "System.IO.RandomAccess.ReadAtOffset",
     "System.IO.FileStream.Read",
     "System.ConsolePal.Read",
@@ -131,34 +139,107 @@ impl ThreadReadings {
             .and_then(|k| self.readings.get(k))
             .map_or(0, |r| r.1)
     }
+
+    /// CPU used over (a, b], ns.
+    fn used(&self, a: i64, b: i64) -> u64 {
+        self.cpu_at(b).saturating_sub(self.cpu_at(a))
+    }
+
+    /// Forgets readings before `t`, keeping the last one at or before it.
+    fn trim(&mut self, t: i64) {
+        while self.readings.len() > 1 && self.readings.get(1).is_some_and(|x| x.0 <= t) {
+            self.readings.pop_front();
+        }
+    }
 }
+
+/// The samples of one tick interval (start, end], waiting for the interval's measured CPU.
+#[derive(Clone, Debug)]
+struct Interval {
+    start: i64,
+    end: i64,
+    /// Per thread: (stack, managed, samples).
+    samples: FxHashMap<u64, Vec<(Option<StackId>, bool, u64)>>,
+}
+
+impl Interval {
+    fn new(start: i64, end: i64) -> Interval {
+        Interval {
+            start,
+            end,
+            samples: FxHashMap::default(),
+        }
+    }
+
+    fn add(&mut self, thread: u64, stack: Option<StackId>, managed: bool) {
+        let v = self.samples.entry(thread).or_default();
+        match v.iter_mut().find(|e| e.0 == stack && e.1 == managed) {
+            Some(e) => e.2 += 1,
+            None => v.push((stack, managed, 1)),
+        }
+    }
+}
+
+/// Gaps between a thread's samples are counted in buckets of this width (ns).
+const GAP_BUCKET_NS: i64 = 10_000;
+
+/// Gaps longer than this are pauses (a GC, a suspended sampler), not the sampler's period.
+const MAX_GAP_NS: i64 = 200_000_000;
 
 /// The samples model.
 #[derive(Clone, Debug)]
 pub struct CpuModel {
-    /// Wall time one sample stands for.
+    /// Wall time one sample stands for when nothing measured it (the trace's nominal sampling
+    /// interval); also the unit of every weight (a weight of 1.0 is this much time).
     pub interval_ns: u64,
     agg: FxHashMap<(u64, Option<StackId>), Weights>,
+    /// Measured CPU in intervals where the thread had no sample and no earlier stack
+    /// (weight units).
+    unsampled: FxHashMap<u64, f64>,
+    /// Measured CPU per thread over the window, ns.
+    measured: FxHashMap<u64, f64>,
+    sampled: FxHashSet<u64>,
+    last_stack: FxHashMap<u64, Option<StackId>>,
+    /// Per thread: CPU read beyond an interval's wall time (readings are coarser than the
+    /// ticks), taken from the waiting time of its next intervals.
+    excess: FxHashMap<u64, f64>,
     readings: FxHashMap<u64, ThreadReadings>,
-    ticks: VecDeque<i64>,
-    /// Samples later than the last tick: weighed when the next tick arrives.
+    first_tick: Option<i64>,
+    last_tick: Option<i64>,
+    ticks_seen: u64,
+    /// Tick intervals whose samples may still arrive.
+    open: VecDeque<Interval>,
+    /// Samples later than the last tick: placed when the next tick arrives.
     pending: VecDeque<(i64, u64, Option<StackId>, bool)>,
+    window: (Option<i64>, Option<i64>),
     exact_samples: u64,
     heuristic_samples: u64,
     /// Samples weighed by the heuristic because no tick followed them in time.
     stale_samples: u64,
+    /// Samples outside the measured intervals (before the first tick, or later than their
+    /// interval was weighed): counted, carrying no time.
+    unmeasured_samples: u64,
     has_readings: bool,
     first_ns: Option<i64>,
     last_ns: i64,
+    last_sample: FxHashMap<u64, i64>,
+    gaps: FxHashMap<u32, u64>,
+    /// The recorder's own CPU readings in the window: the first and the last, ns.
+    recorder: Option<(u64, u64)>,
 }
 
-/// How long tick and reading history is kept for samples that arrive late in the file.
-const WINDOW_NS: i64 = 60_000_000_000;
+/// How long an interval waits for its samples (the runtime flushes its buffers late) before
+/// its measured CPU is shared among them.
+const CLOSE_LAG_NS: i64 = 5_000_000_000;
 
 /// How long a sample waits for the tick after it: when the readings stop (the recorder
 /// stopped reading, the trace was cut and spliced), samples further than this past the last
 /// tick are weighed by the heuristic at once, so the queue stays bounded.
 const PENDING_WINDOW_NS: i64 = 10_000_000_000;
+
+/// How long samples wait for the first tick: `clrspy record` ticks from the session's start,
+/// so a trace with no tick by then has no readings (other recorders' traces).
+const FIRST_TICK_WINDOW_NS: i64 = 2_000_000_000;
 
 /// At most this many samples wait for a tick (the oldest get the heuristic first).
 const MAX_PENDING: usize = 1 << 20;
@@ -179,6 +260,7 @@ impl Model for CpuModel {
         },
         Wanted::clrspy(clrspy::ids::THREAD_CPU),
         Wanted::clrspy(clrspy::ids::TICK),
+        Wanted::clrspy(clrspy::ids::RECORDER_CPU),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
@@ -188,6 +270,10 @@ impl Model for CpuModel {
                 self.thread_cpu(ev.ts_ns, u64::from(r.thread_id), r.cpu_ns);
             }
             (Provider::Clrspy, clrspy::ids::TICK) => self.tick(ev.ts_ns),
+            (Provider::Clrspy, clrspy::ids::RECORDER_CPU) => {
+                let r = clrspy::RecorderCpu::parse(ev.payload)?;
+                self.recorder_cpu(ev.ts_ns, r.cpu_ns);
+            }
             (Provider::Known(KnownProvider::SampleProfiler), _) => {
                 // The sample's kind: anything but "managed" counts as external.
                 let managed =
@@ -206,53 +292,116 @@ impl CpuModel {
         CpuModel {
             interval_ns: interval_ns.max(1),
             agg: FxHashMap::default(),
+            unsampled: FxHashMap::default(),
+            measured: FxHashMap::default(),
+            sampled: FxHashSet::default(),
+            last_stack: FxHashMap::default(),
+            excess: FxHashMap::default(),
             readings: FxHashMap::default(),
-            ticks: VecDeque::new(),
+            first_tick: None,
+            last_tick: None,
+            ticks_seen: 0,
+            open: VecDeque::new(),
             pending: VecDeque::new(),
+            window: (None, None),
             exact_samples: 0,
             heuristic_samples: 0,
             stale_samples: 0,
+            unmeasured_samples: 0,
             has_readings: false,
             first_ns: None,
             last_ns: 0,
+            last_sample: FxHashMap::default(),
+            gaps: FxHashMap::default(),
+            recorder: None,
         }
+    }
+
+    /// Only the tick intervals whose middle falls in `[from, to)` count (ns since the trace
+    /// start): the readings themselves are read over the whole trace, so each thread's CPU
+    /// is the difference of its readings across the window.
+    pub fn with_window(mut self, from: Option<i64>, to: Option<i64>) -> CpuModel {
+        self.window = (from, to);
+        self
     }
 
     /// A `Thread/Sample`: `managed` is its kind (managed code vs external).
     pub fn sample(&mut self, ts: i64, thread: u64, stack: Option<StackId>, managed: bool) {
         self.first_ns.get_or_insert(ts);
         self.last_ns = self.last_ns.max(ts);
-        match self.ticks.back() {
-            Some(&last) if ts > last => {
+        self.sampled.insert(thread);
+        if let Some(prev) = self.last_sample.insert(thread, ts) {
+            let gap = ts - prev;
+            if gap > 0 && gap < MAX_GAP_NS {
+                *self.gaps.entry((gap / GAP_BUCKET_NS) as u32).or_default() += 1;
+            }
+        }
+        match self.last_tick {
+            Some(last) if ts <= last => self.place(ts, thread, stack, managed),
+            _ => {
                 self.pending.push_back((ts, thread, stack, managed));
                 self.drop_stale(ts);
             }
-            _ => self.weigh(ts, thread, stack, managed),
+        }
+    }
+
+    /// Puts a sample at or before the last tick into its interval.
+    fn place(&mut self, ts: i64, thread: u64, stack: Option<StackId>, managed: bool) {
+        let i = self.open.partition_point(|iv| iv.end < ts);
+        match self.open.get_mut(i) {
+            Some(iv) if ts > iv.start => iv.add(thread, stack, managed),
+            _ => {
+                self.unmeasured_samples += 1;
+                self.agg.entry((thread, stack)).or_default().samples += 1;
+            }
         }
     }
 
     /// Weighs samples that waited too long for a tick by the heuristic.
     fn drop_stale(&mut self, now: i64) {
-        let horizon = now.saturating_sub(PENDING_WINDOW_NS);
+        // Before any tick, a short wait: a trace without readings keeps little pending.
+        let window = if self.last_tick.is_some() || self.has_readings {
+            PENDING_WINDOW_NS
+        } else {
+            FIRST_TICK_WINDOW_NS
+        };
+        let horizon = now.saturating_sub(window);
         while let Some(&(t, thread, stack, managed)) = self.pending.front() {
             if t >= horizon && self.pending.len() <= MAX_PENDING {
                 break;
             }
             self.pending.pop_front();
-            self.weigh_heuristic(thread, stack, managed);
-            self.stale_samples += 1;
+            self.weigh_heuristic(thread, stack, managed, 1);
+            if self.has_readings {
+                self.stale_samples += 1;
+            }
         }
     }
 
-    fn weigh_heuristic(&mut self, thread: u64, stack: Option<StackId>, managed: bool) {
+    fn weigh_heuristic(&mut self, thread: u64, stack: Option<StackId>, managed: bool, n: u64) {
         let w = self.agg.entry((thread, stack)).or_default();
-        w.samples += 1;
+        w.samples += n;
         if managed {
-            w.managed += 1;
+            w.managed += n;
         } else {
-            w.external += 1;
+            w.external += n;
         }
-        self.heuristic_samples += 1;
+        self.heuristic_samples += n;
+    }
+
+    /// A reading of the recorder's own CPU time (clrspy's `RecorderCpu`) at `ts`.
+    pub fn recorder_cpu(&mut self, ts: i64, cpu_ns: u64) {
+        let inside = self.window.0.is_none_or(|f| ts >= f) && self.window.1.is_none_or(|t| ts < t);
+        if inside {
+            let r = self.recorder.get_or_insert((cpu_ns, cpu_ns));
+            r.1 = r.1.max(cpu_ns);
+        }
+    }
+
+    /// The recorder's own CPU over the window (its first to last reading), ns; `None` when
+    /// the trace has no such readings.
+    pub fn recorder_cpu_ns(&self) -> Option<u64> {
+        self.recorder.map(|(a, b)| b.saturating_sub(a))
     }
 
     /// Samples waiting for the tick after them.
@@ -263,6 +412,12 @@ impl CpuModel {
     /// Samples weighed by the heuristic because the readings stopped before them.
     pub fn stale_samples(&self) -> u64 {
         self.stale_samples
+    }
+
+    /// Samples that carry no time: before the first reading, or flushed by the runtime later
+    /// than their interval was weighed.
+    pub fn unmeasured_samples(&self) -> u64 {
+        self.unmeasured_samples
     }
 
     /// True when some thread CPU reading was seen.
@@ -282,79 +437,129 @@ impl CpuModel {
     /// A clrspy sampler tick: every thread's CPU time was read at `ts` (threads without a
     /// reading at this tick did not run since their last one).
     pub fn tick(&mut self, ts: i64) {
-        if self.ticks.back().is_some_and(|&b| ts <= b) {
+        if self.last_tick.is_some_and(|b| ts <= b) {
             return;
         }
-        self.ticks.push_back(ts);
+        match self.last_tick {
+            Some(a) => self.open.push_back(Interval::new(a, ts)),
+            None => self.first_tick = Some(ts),
+        }
+        self.last_tick = Some(ts);
+        self.ticks_seen += 1;
         while let Some(&(t, thread, stack, managed)) = self.pending.front() {
             if t > ts {
                 break;
             }
             self.pending.pop_front();
-            self.weigh(t, thread, stack, managed);
+            self.place(t, thread, stack, managed);
         }
-        // Keep a window of history for samples the runtime flushes late.
-        let horizon = ts - WINDOW_NS;
-        while self.ticks.len() > 2 && self.ticks.get(1).is_some_and(|&t| t < horizon) {
-            self.ticks.pop_front();
+        let horizon = ts - CLOSE_LAG_NS;
+        while self.open.front().is_some_and(|iv| iv.end < horizon) {
+            if let Some(iv) = self.open.pop_front() {
+                self.close(iv);
+            }
         }
-        if self.ticks.len().is_multiple_of(1024) {
+        if self.ticks_seen.is_multiple_of(256) {
+            let keep = self.open.front().map_or(ts, |iv| iv.start);
             for r in self.readings.values_mut() {
-                while r.readings.len() > 1 && r.readings.get(1).is_some_and(|x| x.0 < horizon) {
-                    r.readings.pop_front();
+                r.trim(keep);
+            }
+        }
+    }
+
+    fn in_window(&self, iv: &Interval) -> bool {
+        let mid = iv.start + (iv.end - iv.start) / 2;
+        self.window.0.is_none_or(|f| mid >= f) && self.window.1.is_none_or(|t| mid < t)
+    }
+
+    /// Shares an interval's measured CPU among its samples, thread by thread: each sample
+    /// gets the thread's CPU over the interval divided by its samples there, and the rest of
+    /// the interval's wall time as waiting. A thread that used CPU in an interval where none
+    /// of its samples fell gives it to its last sampled stack, else to its unsampled time.
+    fn close(&mut self, mut iv: Interval) {
+        let counted = self.in_window(&iv);
+        let dt = (iv.end - iv.start) as f64;
+        let unit = self.interval_ns as f64;
+        let mut threads: Vec<u64> = iv.samples.keys().copied().collect();
+        threads.extend(
+            self.readings
+                .iter()
+                .filter(|(t, r)| {
+                    // Only threads read after the interval began can have changed in it.
+                    r.readings.back().is_some_and(|b| b.0 > iv.start)
+                        && !iv.samples.contains_key(t)
+                        && r.used(iv.start, iv.end) > 0
+                })
+                .map(|(&t, _)| t),
+        );
+        threads.sort_unstable();
+        for t in threads {
+            let samples = iv.samples.remove(&t).unwrap_or_default();
+            let n: u64 = samples.iter().map(|s| s.2).sum();
+            let Some(r) = self.readings.get(&t) else {
+                for (stack, managed, c) in samples {
+                    self.weigh_heuristic(t, stack, managed, c);
+                }
+                continue;
+            };
+            let used = r.used(iv.start, iv.end) as f64;
+            if let Some(top) = samples.iter().max_by_key(|s| s.2) {
+                self.last_stack.insert(t, top.0);
+            }
+            if !counted {
+                // Outside the window: counted as samples, carrying no time.
+                for (stack, _, c) in samples {
+                    self.agg.entry((t, stack)).or_default().samples += c;
+                }
+                continue;
+            }
+            *self.measured.entry(t).or_default() += used;
+            let carry = self.excess.entry(t).or_default();
+            let free = dt - used;
+            let wait = if free < 0.0 {
+                *carry -= free;
+                0.0
+            } else {
+                let take = free.min(*carry);
+                *carry -= take;
+                free - take
+            };
+            if n > 0 {
+                for (stack, _, c) in samples {
+                    let f = c as f64 / n as f64;
+                    let w = self.agg.entry((t, stack)).or_default();
+                    w.samples += c;
+                    w.cpu += used * f / unit;
+                    w.wait += wait * f / unit;
+                }
+                self.exact_samples += n;
+            } else if used > 0.0 {
+                match self.last_stack.get(&t) {
+                    Some(&s) => self.agg.entry((t, s)).or_default().cpu += used / unit,
+                    None => *self.unsampled.entry(t).or_default() += used / unit,
                 }
             }
         }
     }
 
-    fn weigh(&mut self, ts: i64, thread: u64, stack: Option<StackId>, managed: bool) {
-        let share = self.share(ts, thread);
-        let w = self.agg.entry((thread, stack)).or_default();
-        w.samples += 1;
-        match share {
-            Some(s) => {
-                w.cpu += s;
-                w.wait += 1.0 - s;
-                self.exact_samples += 1;
-            }
-            None => {
-                if managed {
-                    w.managed += 1;
-                } else {
-                    w.external += 1;
-                }
-                self.heuristic_samples += 1;
-            }
-        }
-    }
-
-    /// The thread's CPU share over the tick interval holding `ts`, when measured.
-    fn share(&self, ts: i64, thread: u64) -> Option<f64> {
-        let i = self.ticks.partition_point(|&t| t < ts);
-        let b = *self.ticks.get(i)?;
-        let a = *self.ticks.get(i.checked_sub(1)?)?;
-        let r = self.readings.get(&thread)?;
-        let dt = (b - a) as f64;
-        if dt <= 0.0 {
-            return None;
-        }
-        let used = r.cpu_at(b).saturating_sub(r.cpu_at(a)) as f64;
-        Some((used / dt).clamp(0.0, 1.0))
-    }
-
-    /// Ends the stream: samples still waiting for a tick get the heuristic.
+    /// Ends the stream: every interval is weighed; samples still waiting for a tick get the
+    /// heuristic.
     pub fn finish(&mut self) {
+        while let Some(iv) = self.open.pop_front() {
+            self.close(iv);
+        }
         while let Some((_, thread, stack, managed)) = self.pending.pop_front() {
-            self.weigh_heuristic(thread, stack, managed);
+            self.weigh_heuristic(thread, stack, managed, 1);
         }
     }
 
     /// How CPU was told from waiting.
     pub fn source(&self) -> CpuSource {
-        match (self.exact_samples, self.heuristic_samples) {
-            (0, 0) => CpuSource::None,
-            (_, 0) => CpuSource::ThreadCpuTimes,
-            (0, _) => CpuSource::Heuristic,
+        let measured = self.exact_samples > 0 || !self.measured.is_empty();
+        match (measured, self.heuristic_samples) {
+            (false, 0) => CpuSource::None,
+            (true, 0) => CpuSource::ThreadCpuTimes,
+            (false, _) => CpuSource::Heuristic,
             _ => CpuSource::Mixed,
         }
     }
@@ -364,6 +569,38 @@ impl CpuModel {
         self.agg.iter().map(|(&(t, s), w)| (t, s, w))
     }
 
+    /// Measured CPU no sample placed, per thread (weight units): threads the sampler never
+    /// saw (the runtime's native threads) or intervals before a thread's first sample.
+    pub fn unsampled(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        self.unsampled.iter().map(|(&t, &w)| (t, w))
+    }
+
+    /// True when the sampler saw `thread` (it runs managed code).
+    pub fn was_sampled(&self, thread: u64) -> bool {
+        self.sampled.contains(&thread)
+    }
+
+    /// Each thread's CPU time over the window from its readings, ns.
+    pub fn measured_cpu_ns(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        self.measured.iter().map(|(&t, &ns)| (t, ns))
+    }
+
+    /// The sampler's real period: the median gap between a thread's consecutive samples
+    /// (pauses over 200 ms left out), ns; `None` with fewer than two samples on a thread.
+    pub fn measured_period_ns(&self) -> Option<u64> {
+        let mut b: Vec<(u32, u64)> = self.gaps.iter().map(|(&k, &v)| (k, v)).collect();
+        b.sort_unstable();
+        let total: u64 = b.iter().map(|x| x.1).sum();
+        let mut seen = 0;
+        for (k, v) in b {
+            seen += v;
+            if seen * 2 >= total {
+                return Some(u64::from(k) * GAP_BUCKET_NS as u64 + GAP_BUCKET_NS as u64 / 2);
+            }
+        }
+        None
+    }
+
     /// Time of the first and last sample (ns since the trace start).
     pub fn span_ns(&self) -> Option<(i64, i64)> {
         self.first_ns.map(|f| (f, self.last_ns))
@@ -371,96 +608,5 @@ impl CpuModel {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blocking_frames() {
-        assert!(is_blocking_frame("System.Threading.Thread.Join"));
-        assert!(is_blocking_frame("System.Threading.Thread.Join(int32)"));
-        assert!(is_blocking_frame("System.Threading.Monitor.Enter"));
-        assert!(is_blocking_frame("System.Threading.Monitor.Enter_Slowpath"));
-        assert!(is_blocking_frame(
-            "System.Threading.WaitSubsystem+ThreadWaitInfo.Wait"
-        ));
-        assert!(!is_blocking_frame("System.Threading.Thread.JoinMe"));
-        assert!(!is_blocking_frame("App.Cpu.Burn"));
-    }
-
-    #[test]
-    fn measured_cpu_splits_samples_exactly() {
-        let mut m = CpuModel::new(1_000_000);
-        let s = Some(StackId(0));
-        m.thread_cpu(0, 1, 1_000);
-        m.thread_cpu(0, 2, 5_000);
-        m.tick(0);
-        // Thread 1 burns the whole 20 ms; thread 2 only a quarter of it.
-        for k in 1..=20 {
-            m.sample(k * 1_000_000, 1, s, true);
-            m.sample(k * 1_000_000, 2, s, false);
-        }
-        m.thread_cpu(20_000_000, 1, 1_000 + 20_000_000);
-        m.thread_cpu(20_000_000, 2, 5_000 + 5_000_000);
-        m.tick(20_000_000);
-        // A sample after the last tick with no tick to follow: heuristic.
-        m.sample(25_000_000, 1, s, true);
-        m.finish();
-        let w1 = m.agg[&(1, s)];
-        let w2 = m.agg[&(2, s)];
-        assert_eq!(w1.samples, 21);
-        assert!((w1.cpu - 20.0).abs() < 1e-9 && w1.wait.abs() < 1e-9);
-        assert_eq!(w1.managed, 1);
-        assert!((w2.cpu - 5.0).abs() < 1e-9 && (w2.wait - 15.0).abs() < 1e-9);
-        assert_eq!(m.source(), CpuSource::Mixed);
-    }
-
-    #[test]
-    fn samples_after_the_last_tick_do_not_pile_up() {
-        let mut m = CpuModel::new(1_000_000);
-        let s = Some(StackId(0));
-        for k in 0..10 {
-            m.thread_cpu(k * 20_000_000, 1, k as u64 * 10_000_000);
-            m.tick(k * 20_000_000);
-        }
-        // The readings stop; a million samples follow, 1 ms apart.
-        let last_tick = 9 * 20_000_000;
-        let mut max_pending = 0;
-        for k in 1..=1_000_000i64 {
-            m.sample(last_tick + k * 1_000_000, 1, s, true);
-            max_pending = max_pending.max(m.pending_len());
-        }
-        // At most the pending window's worth (10 s of 1 ms samples) waits.
-        assert!(max_pending <= 10_001, "{max_pending} samples pending");
-        m.finish();
-        let w = m.agg[&(1, s)];
-        assert_eq!(w.samples, 1_000_000);
-        assert_eq!(w.managed, 1_000_000);
-        assert!(m.stale_samples() >= 1_000_000 - 10_001);
-        assert_eq!(m.pending_len(), 0);
-    }
-
-    #[test]
-    fn a_burst_of_samples_at_one_time_is_bounded_too() {
-        let mut m = CpuModel::new(1_000_000);
-        m.tick(0);
-        for _ in 0..(MAX_PENDING + 10) {
-            m.sample(5, 1, None, false);
-        }
-        assert!(m.pending_len() <= MAX_PENDING);
-        m.finish();
-        assert_eq!(m.agg[&(1, None)].external as usize, MAX_PENDING + 10);
-    }
-
-    #[test]
-    fn a_thread_without_readings_in_an_interval_did_not_run() {
-        let mut m = CpuModel::new(1_000_000);
-        m.thread_cpu(0, 7, 100);
-        m.tick(0);
-        m.tick(10_000_000);
-        m.sample(5_000_000, 7, None, false);
-        m.finish();
-        let w = m.agg[&(7, None)];
-        assert_eq!((w.cpu, w.wait), (0.0, 1.0));
-        assert_eq!(m.source(), CpuSource::ThreadCpuTimes);
-    }
-}
+#[path = "cpu_tests.rs"]
+mod tests;

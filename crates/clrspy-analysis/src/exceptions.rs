@@ -1,6 +1,8 @@
 //! Exceptions from `Exception/Start` (the throw, with its stack) and `ExceptionCatch/Start`
 //! (the method whose handler caught it, on the same thread right after): counts by type and by
-//! message, throw sites and catch sites.
+//! message, throw sites and catch sites. A throw site is the first frame of the throw stack
+//! outside the runtime's exception dispatch ([`throw_site`]); catch sites are named as every
+//! other method is (`Namespace.Type.Method`, [`catch_name`]), not in the event's IL syntax.
 
 use clr_events::runtime::{ids, ExceptionCatch, ExceptionThrown};
 use clr_events::ViewError;
@@ -67,11 +69,53 @@ impl ExceptionModel {
         let Some(ty) = self.last_on_thread.get(&thread) else {
             return;
         };
-        let method = catch.method_name.to_string_lossy();
+        let method = catch_name(&catch.method_name.to_string_lossy());
         if let Some(e) = self.types.get_mut(ty) {
             *e.catches.entry(method).or_default() += 1;
         }
     }
+}
+
+/// A catch site's IL-syntax name (`string [WebApp] WebApp.Work::ThrowAndCatch()`, as
+/// `ExceptionCatch/Start` gives it) in the form frames use: `WebApp.Work.ThrowAndCatch`
+/// (nested types with `+`). Names not in that syntax are kept.
+pub fn catch_name(il: &str) -> String {
+    let head = il.split('(').next().unwrap_or(il);
+    let Some(sep) = head.rfind("::") else {
+        return il.to_string();
+    };
+    let method = &head[sep + 2..];
+    let before = &head[..sep];
+    let start = before.rfind([' ', ']']).map_or(0, |i| i + 1);
+    let ty = before[start..].replace('/', "+");
+    if ty.is_empty() || method.is_empty() {
+        return il.to_string();
+    }
+    format!("{ty}.{method}")
+}
+
+/// True for frames of the runtime's exception dispatch (and throw helpers): the throw site
+/// is the first frame after them. Unnamed frames (`[native]`, `lib!+0x…`) count as dispatch.
+pub fn is_dispatch_frame(name: &str) -> bool {
+    const DISPATCH: &[&str] = &[
+        "System.Runtime.EH.",
+        "System.Runtime.ExceptionServices.InternalCalls.",
+        "System.Runtime.ExceptionServices.ExceptionDispatchInfo.Throw",
+        "System.ThrowHelper.",
+        "System.Exception.",
+        "Interop+",
+    ];
+    name.starts_with('[') || name.contains("!+0x") || DISPATCH.iter().any(|d| name.starts_with(d))
+}
+
+/// The throw site of a leaf-first stack: its first frame outside the exception dispatch
+/// (the leaf when every frame is dispatch).
+pub fn throw_site(frames: &[String]) -> Option<&str> {
+    frames
+        .iter()
+        .find(|f| !is_dispatch_frame(f))
+        .or(frames.first())
+        .map(String::as_str)
 }
 
 impl Model for ExceptionModel {
@@ -141,5 +185,40 @@ mod tests {
             .on_event(&ev(ids::EXCEPTION_CATCH_START, &c[..18]))
             .is_err());
         assert_eq!(m.types["System.InvalidOperationException"].catches.len(), 1);
+    }
+
+    #[test]
+    fn catch_sites_and_throw_sites_are_the_users_frames() {
+        assert_eq!(
+            catch_name("string [WebApp] WebApp.Work::ThrowAndCatch()"),
+            "WebApp.Work.ThrowAndCatch"
+        );
+        assert_eq!(
+            catch_name(
+                "[System.IO.Pipes] System.IO.Pipes.NamedPipeClientStream::TryConnect(int32)"
+            ),
+            "System.IO.Pipes.NamedPipeClientStream.TryConnect"
+        );
+        assert_eq!(
+            catch_name(
+                "instance void [App]App.Outer/Inner::Run(class [System.Runtime]System.String)"
+            ),
+            "App.Outer+Inner.Run"
+        );
+        assert_eq!(catch_name("App.Main"), "App.Main");
+        assert_eq!(catch_name("::"), "::");
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let stack = f(&[
+            "[native]",
+            "System.Runtime.EH.DispatchEx",
+            "System.Runtime.EH.RhThrowEx",
+            "WebApp.Work.ThrowAndCatch",
+            "WebApp.Program.Main",
+        ]);
+        assert_eq!(throw_site(&stack), Some("WebApp.Work.ThrowAndCatch"));
+        let helper = f(&["System.ThrowHelper.ThrowArgumentNullException", "App.Run"]);
+        assert_eq!(throw_site(&helper), Some("App.Run"));
+        assert_eq!(throw_site(&f(&["[native]"])), Some("[native]"));
+        assert_eq!(throw_site(&[]), None);
     }
 }

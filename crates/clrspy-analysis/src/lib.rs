@@ -140,6 +140,8 @@ pub struct Analysis {
     pub has_thread_cpu: bool,
     /// The process id.
     pub process_id: Option<u64>,
+    /// Frames for time no sampled stack shows (runtime threads, idle workers).
+    pub groups: profile::Groups,
     options: Options,
     pointer_size: u8,
     sources: FxHashMap<u32, Source>,
@@ -157,7 +159,7 @@ impl Analysis {
         let mut a = Analysis {
             stacks: stacks::StackTable::new(),
             symbols: symbols::Symbols::with_images(options.images.clone()),
-            cpu: cpu::CpuModel::new(interval),
+            cpu: cpu::CpuModel::new(interval).with_window(options.from_ns, options.to_ns),
             alloc: alloc::AllocModel::new(),
             exceptions: exceptions::ExceptionModel::new(),
             contention: contention::ContentionModel::new(),
@@ -172,6 +174,7 @@ impl Analysis {
             has_rundown: false,
             has_thread_cpu: false,
             process_id: header.process_id,
+            groups: profile::Groups::default(),
             options,
             pointer_size: header.pointer_size,
             sources: FxHashMap::default(),
@@ -403,6 +406,32 @@ impl Analysis {
         self.duration_ns = self.first_ns.map_or(0, |f| self.last_ns - f);
         self.has_rundown = self.symbols.has_rundown();
         self.has_thread_cpu = self.cpu.has_readings();
+        self.name_groups();
+    }
+
+    /// Interns the frames of time no sampled stack shows: each unsampled thread's group
+    /// (`[runtime: tiered JIT]` by its name's role), and the idle frames.
+    fn name_groups(&mut self) {
+        let mut unsampled: Vec<u64> = self.cpu.unsampled().map(|(t, _)| t).collect();
+        unsampled.sort_unstable();
+        for t in unsampled {
+            let name = if self.cpu.was_sampled(t) {
+                profile::UNSAMPLED_FRAME.to_string()
+            } else {
+                let n = self.threads.names.get(&t).map(String::as_str);
+                threads::ThreadRole::of(n, false).frame()
+            };
+            let f = self.symbols.synthetic(&name);
+            self.groups.unsampled.insert(t, f);
+        }
+        self.groups.idle_pool = Some(self.symbols.synthetic(profile::IDLE_POOL_FRAME));
+        self.groups.idle_sockets = Some(self.symbols.synthetic(profile::IDLE_SOCKETS_FRAME));
+    }
+
+    /// The role of thread `t`, from its recorded name and whether the sampler saw it.
+    pub fn thread_role(&self, t: u64) -> threads::ThreadRole {
+        let n = self.threads.names.get(&t).map(String::as_str);
+        threads::ThreadRole::of(n, self.cpu.was_sampled(t))
     }
 
     /// A finished copy of the analysis so far, for a live view; this one keeps going (samples
@@ -429,7 +458,7 @@ impl Analysis {
 
     /// The samples as resolved, weighed stacks ([`Analysis::finish`] first).
     pub fn profile(&self, filter: &StackFilter) -> StackProfile {
-        StackProfile::build(&self.cpu, &self.stacks, &self.symbols, filter)
+        StackProfile::build(&self.cpu, &self.stacks, &self.symbols, &self.groups, filter)
     }
 
     /// The trace's pointer size.

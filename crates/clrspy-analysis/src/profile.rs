@@ -12,8 +12,50 @@ use crate::symbols::{FrameId, FrameKind, Symbols};
 /// Methods with their weights, heaviest first.
 pub type Ranked = Vec<(String, f64)>;
 
-/// Per-thread totals while summing: CPU, waiting, weight per leaf frame.
-type ThreadSums = (f64, f64, FxHashMap<Option<FrameId>, f64>);
+/// The frame idle thread-pool workers show as (waiting or spinning for work).
+pub const IDLE_POOL_FRAME: &str = "[idle: thread pool waiting for work]";
+
+/// The frame the sockets' event loop shows as while it waits for events.
+pub const IDLE_SOCKETS_FRAME: &str = "[idle: sockets waiting for events]";
+
+/// What waiting outside any blocking call is named in the waits by blocking call: the thread
+/// was caught in managed code but did not run all the time (ready, waiting for a CPU).
+pub const RUNNABLE_FRAME: &str = "[runnable: ready, waiting for a CPU]";
+
+/// The frame of a sampled thread's measured CPU in intervals before its first sample.
+pub const UNSAMPLED_FRAME: &str = "[unsampled]";
+
+/// Frames for time no sampled stack shows, interned by [`crate::Analysis::finish`].
+#[derive(Clone, Debug, Default)]
+pub struct Groups {
+    /// The frame of each thread's unsampled CPU: `[runtime: tiered JIT]` for a runtime
+    /// thread the sampler never saw, [`UNSAMPLED_FRAME`] for a sampled one.
+    pub unsampled: FxHashMap<u64, FrameId>,
+    /// [`IDLE_POOL_FRAME`].
+    pub idle_pool: Option<FrameId>,
+    /// [`IDLE_SOCKETS_FRAME`].
+    pub idle_sockets: Option<FrameId>,
+}
+
+/// One thread's totals (weight units: see [`StackProfile::interval_ns`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadTotals {
+    /// OS thread id.
+    pub thread: u64,
+    /// CPU.
+    pub cpu: f64,
+    /// Waiting (blocked, sleeping).
+    pub wait: f64,
+    /// Idle (a pool worker or event loop waiting for work).
+    pub idle: f64,
+    /// The part of `wait` spent ready to run in managed code outside any blocking call
+    /// (waiting for a CPU, see [`RUNNABLE_FRAME`]).
+    pub runnable: f64,
+    /// Samples.
+    pub samples: u64,
+    /// The frame it was most often seen in.
+    pub top_frame: String,
+}
 
 /// What a view weighs: the one metric type of every report, export and flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -76,10 +118,16 @@ pub struct Row {
     pub thread: u64,
     /// Frames, leaf first.
     pub frames: Vec<FrameId>,
-    /// CPU samples (fractional where measured).
+    /// CPU, in units of [`StackProfile::interval_ns`] (measured time where readings cover
+    /// it, else one unit per sample).
     pub cpu: f64,
-    /// Waiting samples.
+    /// Waiting (blocked, sleeping), same unit.
     pub wait: f64,
+    /// Idle: wall time of a pool worker or event loop waiting for work (not waiting), same
+    /// unit.
+    pub idle: f64,
+    /// Samples behind the row (0 for measured CPU no sample shows).
+    pub samples: u64,
 }
 
 impl Row {
@@ -90,6 +138,16 @@ impl Row {
             Metric::Wait => self.wait,
             Metric::Alloc => 0.0,
         }
+    }
+
+    /// The row's samples that `metric` stands for: each sample shared between CPU, waiting
+    /// and idle as its time is (a sample counts once over the three).
+    pub fn samples_of(&self, metric: Metric) -> f64 {
+        let all = self.cpu + self.wait + self.idle;
+        if all <= 0.0 {
+            return 0.0;
+        }
+        self.samples as f64 * self.weight(metric) / all
     }
 }
 
@@ -109,7 +167,8 @@ pub struct StackFilter {
 pub struct StackProfile {
     /// Rows.
     pub rows: Vec<Row>,
-    /// Wall time one sample stands for.
+    /// The unit of the rows' weights, ns: the trace's nominal sampling interval (a weight of
+    /// 1.0 is this much time).
     pub interval_ns: u64,
 }
 
@@ -143,6 +202,7 @@ impl StackProfile {
         cpu: &CpuModel,
         stacks: &StackTable,
         symbols: &Symbols,
+        groups: &Groups,
         filter: &StackFilter,
     ) -> StackProfile {
         let mut cache: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
@@ -185,44 +245,31 @@ impl StackProfile {
                     frames,
                     cpu: cpu_w,
                     wait: wait_w,
+                    idle: 0.0,
+                    samples: w.samples,
                 },
                 blocked,
             ));
         }
-        // Measured CPU is per thread and tick interval: a sample caught inside a blocking call
-        // shares its interval's CPU with the thread's other samples. Such a sample was waiting
-        // when taken, so its CPU share goes to the same thread's running stacks, in exchange for
-        // their waiting share (thread CPU and sample totals stay as measured); what they cannot
-        // take stays where it was.
-        // Each sample is one unit, running plus waiting: the running rows can take at most
-        // their own waiting share, which they give up in exchange.
-        let mut moved: FxHashMap<u64, f64> = FxHashMap::default();
-        let mut room: FxHashMap<u64, f64> = FxHashMap::default();
-        for (r, blocked) in &staged {
-            if *blocked {
-                *moved.entry(r.thread).or_default() += r.cpu;
-            } else {
-                *room.entry(r.thread).or_default() += r.wait;
-            }
-        }
-        for (r, blocked) in &mut staged {
-            let mv = moved.get(&r.thread).copied().unwrap_or(0.0);
-            let rm = room.get(&r.thread).copied().unwrap_or(0.0);
-            let placed = mv.min(rm);
-            if placed <= 0.0 {
+        for (thread, w) in cpu.unsampled() {
+            if filter.thread.is_some_and(|t| t != thread) {
                 continue;
             }
-            if *blocked {
-                let give = r.cpu * placed / mv;
-                r.cpu -= give;
-                r.wait += give;
-            } else {
-                let take = r.wait * placed / rm;
-                r.cpu += take;
-                r.wait -= take;
+            if let Some(&f) = groups.unsampled.get(&thread) {
+                let row = Row {
+                    thread,
+                    frames: vec![f],
+                    cpu: w,
+                    wait: 0.0,
+                    idle: 0.0,
+                    samples: 0,
+                };
+                staged.push((row, false));
             }
         }
-        for (r, _) in staged {
+        exchange_blocked_cpu(&mut staged);
+        for (mut r, _) in staged {
+            mark_idle(&mut r, symbols, groups);
             let Some(frames) = apply_filter(r.frames, symbols, filter) else {
                 continue;
             };
@@ -247,11 +294,21 @@ impl StackProfile {
 
     /// Methods by exclusive (leaf) and inclusive weight, heaviest first.
     pub fn top(&self, metric: Metric, symbols: &Symbols) -> (Ranked, Ranked) {
+        self.top_by(symbols, |r| r.weight(metric))
+    }
+
+    /// Methods by exclusive (leaf) and inclusive samples of `metric` (each sample's share
+    /// of it: see [`Row::samples_of`]), most first.
+    pub fn top_samples(&self, metric: Metric, symbols: &Symbols) -> (Ranked, Ranked) {
+        self.top_by(symbols, |r| r.samples_of(metric))
+    }
+
+    fn top_by(&self, symbols: &Symbols, value: impl Fn(&Row) -> f64) -> (Ranked, Ranked) {
         let mut excl: FxHashMap<FrameId, f64> = FxHashMap::default();
         let mut incl: FxHashMap<FrameId, f64> = FxHashMap::default();
         let mut seen = FxHashSet::default();
         for r in &self.rows {
-            let w = r.weight(metric);
+            let w = value(r);
             if w <= 0.0 {
                 continue;
             }
@@ -282,29 +339,170 @@ impl StackProfile {
         (sorted(excl), sorted(incl))
     }
 
-    /// Per-thread totals: (thread, cpu, wait, heaviest leaf frame by all samples).
-    pub fn threads(&self, symbols: &Symbols) -> Vec<(u64, f64, f64, String)> {
-        let mut per: FxHashMap<u64, ThreadSums> = FxHashMap::default();
+    /// Waiting time by blocking call: each stack's deepest known blocking frame; where none
+    /// is known, [`RUNNABLE_FRAME`] when the stack ends in managed code (measured waiting
+    /// outside any blocking call: the thread was ready but not on a CPU), else its leaf.
+    /// Heaviest first, with each call's samples (their waiting share).
+    pub fn by_blocking_call(&self, symbols: &Symbols) -> (Ranked, Ranked) {
+        let mut m: FxHashMap<String, (f64, f64)> = FxHashMap::default();
         for r in &self.rows {
-            let e = per.entry(r.thread).or_default();
-            e.0 += r.cpu;
-            e.1 += r.wait;
-            *e.2.entry(r.frames.first().copied()).or_default() += r.cpu + r.wait;
+            if r.wait <= 0.0 {
+                continue;
+            }
+            let key = match blocking_call(&r.frames, symbols) {
+                Some(f) => symbols.frame(f).name.clone(),
+                None if is_runnable(r, symbols) => RUNNABLE_FRAME.to_string(),
+                None => r.frames.first().map_or_else(
+                    || "[no stack]".to_string(),
+                    |&f| symbols.frame(f).name.clone(),
+                ),
+            };
+            let e = m.entry(key).or_default();
+            e.0 += r.wait;
+            e.1 += r.samples_of(Metric::Wait);
         }
-        let mut out: Vec<(u64, f64, f64, String)> = per
-            .into_iter()
-            .map(|(t, (c, w, leaves))| {
-                let top = leaves
+        let mut v: Vec<(String, f64, f64)> = m.into_iter().map(|(k, (w, n))| (k, w, n)).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let n = v.iter().map(|x| (x.0.clone(), x.2)).collect();
+        (v.into_iter().map(|x| (x.0, x.1)).collect(), n)
+    }
+
+    /// Per-thread totals, busiest first (CPU plus waiting plus idle).
+    pub fn threads(&self, symbols: &Symbols) -> Vec<ThreadTotals> {
+        let mut per: FxHashMap<u64, (ThreadTotals, FxHashMap<Option<FrameId>, f64>)> =
+            FxHashMap::default();
+        for r in &self.rows {
+            let (t, leaves) = per.entry(r.thread).or_insert_with(|| {
+                let t = ThreadTotals {
+                    thread: r.thread,
+                    cpu: 0.0,
+                    wait: 0.0,
+                    idle: 0.0,
+                    runnable: 0.0,
+                    samples: 0,
+                    top_frame: String::new(),
+                };
+                (t, FxHashMap::default())
+            });
+            t.cpu += r.cpu;
+            t.wait += r.wait;
+            t.idle += r.idle;
+            if is_runnable(r, symbols) {
+                t.runnable += r.wait;
+            }
+            t.samples += r.samples;
+            *leaves.entry(r.frames.first().copied()).or_default() += r.cpu + r.wait + r.idle;
+        }
+        let mut out: Vec<ThreadTotals> = per
+            .into_values()
+            .map(|(mut t, leaves)| {
+                t.top_frame = leaves
                     .into_iter()
-                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
                     .and_then(|(f, _)| f)
                     .map(|f| symbols.frame(f).name.clone())
                     .unwrap_or_else(|| "[no stack]".into());
-                (t, c, w, top)
+                t
             })
             .collect();
-        out.sort_by(|a, b| (b.1 + b.2).total_cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
+        let all = |t: &ThreadTotals| t.cpu + t.wait + t.idle;
+        out.sort_by(|a, b| all(b).total_cmp(&all(a)).then(a.thread.cmp(&b.thread)));
         out
+    }
+}
+
+/// True when a row's waiting is time ready to run: measured waiting in managed code outside
+/// any known blocking call.
+fn is_runnable(r: &Row, symbols: &Symbols) -> bool {
+    blocking_call(&r.frames, symbols).is_none()
+        && r.frames
+            .first()
+            .is_some_and(|&f| symbols.frame(f).kind == FrameKind::Managed)
+}
+
+/// The deepest (leaf-most) known blocking call of a leaf-first stack.
+pub fn blocking_call(frames: &[FrameId], symbols: &Symbols) -> Option<FrameId> {
+    frames.iter().copied().find(|&f| {
+        let fr = symbols.frame(f);
+        fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)
+    })
+}
+
+/// How a thread-pool worker or event loop waits for work: where its stack shows it, and the
+/// idle frame that replaces the waiting part.
+fn idle_kind(frames: &[FrameId], symbols: &Symbols, groups: &Groups) -> Option<(usize, FrameId)> {
+    // The outermost waiting frame: everything it called is the wait.
+    for (i, &f) in frames.iter().enumerate().rev() {
+        let n = &symbols.frame(f).name;
+        if n.starts_with("System.Threading.LowLevelLifoSemaphore.") {
+            return groups.idle_pool.map(|g| (i + 1, g));
+        }
+        if n.starts_with("Interop+Sys.WaitForSocketEvents") {
+            return groups.idle_sockets.map(|g| (i + 1, g));
+        }
+        // The pool's gate thread between its checks: everything it called is its wait.
+        if n.starts_with(IDLE_GATE_LOOP) {
+            let waiting = blocking_call(&frames[..i], symbols).is_some();
+            return groups.idle_pool.filter(|_| waiting).map(|g| (i, g));
+        }
+    }
+    // A worker caught in its own loop between work items: spinning for work.
+    let leaf = frames.first().map(|&f| symbols.frame(f).name.as_str());
+    if leaf.is_some_and(|n| n.starts_with(IDLE_WORKER_LOOP)) {
+        return groups.idle_pool.map(|g| (0, g));
+    }
+    None
+}
+
+/// The thread pool gate thread's loop.
+const IDLE_GATE_LOOP: &str = "System.Threading.PortableThreadPool+GateThread.GateThreadStart";
+
+/// The thread pool worker's loop.
+const IDLE_WORKER_LOOP: &str = "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart";
+
+/// A row of a worker waiting (or spinning) for work: its waiting time is idle, and its
+/// stack ends in the idle frame, so spinning shows as idle, not as a hot method.
+fn mark_idle(r: &mut Row, symbols: &Symbols, groups: &Groups) {
+    let Some((cut, idle)) = idle_kind(&r.frames, symbols, groups) else {
+        return;
+    };
+    r.frames.drain(..cut);
+    r.frames.insert(0, idle);
+    r.idle += r.wait;
+    r.wait = 0.0;
+}
+
+/// Measured CPU is per thread and reading interval: a sample caught inside a blocking call
+/// shares its interval's CPU with the thread's other samples. Such a sample was waiting when
+/// taken, so its CPU share goes to the same thread's running stacks, in exchange for their
+/// waiting share (thread CPU and sample totals stay as measured); what they cannot take stays
+/// where it was. `staged` holds each row with whether it is blocked.
+fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
+    let mut moved: FxHashMap<u64, f64> = FxHashMap::default();
+    let mut room: FxHashMap<u64, f64> = FxHashMap::default();
+    for (r, blocked) in staged.iter() {
+        if *blocked {
+            *moved.entry(r.thread).or_default() += r.cpu;
+        } else {
+            *room.entry(r.thread).or_default() += r.wait;
+        }
+    }
+    for (r, blocked) in staged.iter_mut() {
+        let mv = moved.get(&r.thread).copied().unwrap_or(0.0);
+        let rm = room.get(&r.thread).copied().unwrap_or(0.0);
+        let placed = mv.min(rm);
+        if placed <= 0.0 {
+            continue;
+        }
+        if *blocked {
+            let give = r.cpu * placed / mv;
+            r.cpu -= give;
+            r.wait += give;
+        } else {
+            let take = r.wait * placed / rm;
+            r.cpu += take;
+            r.wait -= take;
+        }
     }
 }
 

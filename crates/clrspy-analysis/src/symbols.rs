@@ -314,6 +314,12 @@ impl Symbols {
         self.finished = true;
     }
 
+    /// A frame that stands for time no stack shows (`[runtime: tiered JIT]`,
+    /// `[idle: thread pool]`): interned once, listed like any other frame.
+    pub fn synthetic(&mut self, name: &str) -> FrameId {
+        self.intern(name.to_string(), FrameKind::Native)
+    }
+
     fn intern(&mut self, name: String, kind: FrameKind) -> FrameId {
         if let Some(&id) = self.frame_by_name.get(&name) {
             return id;

@@ -21,6 +21,10 @@ fn u32s(v: &[u32]) -> Vec<u8> {
 }
 
 fn method(id: u64, start: u64, size: u32, name: &str) -> Vec<u8> {
+    method_in(id, start, size, "App", name)
+}
+
+fn method_in(id: u64, start: u64, size: u32, ns: &str, name: &str) -> Vec<u8> {
     let mut p = Vec::new();
     p.extend(id.to_le_bytes());
     p.extend(1u64.to_le_bytes());
@@ -28,7 +32,7 @@ fn method(id: u64, start: u64, size: u32, name: &str) -> Vec<u8> {
     p.extend(size.to_le_bytes());
     p.extend(0u32.to_le_bytes());
     p.extend(0u32.to_le_bytes());
-    p.extend(utf16z("App"));
+    p.extend(utf16z(ns));
     p.extend(utf16z(name));
     p.extend(utf16z("void  ()"));
     p.extend(0u16.to_le_bytes());
@@ -43,14 +47,17 @@ fn write(events: &[Ev]) -> Vec<u8> {
         let m = match ids.get(&key) {
             Some(&m) => m,
             None => {
-                let m = w
-                    .define(&EventMetadata {
+                // clrspy's own events declare their fields (the analysis checks them).
+                let meta = clr_events::clrspy::metadata()
+                    .into_iter()
+                    .find(|m| *provider == clr_events::clrspy::PROVIDER && m.event_id == *id)
+                    .unwrap_or_else(|| EventMetadata {
                         provider: provider.to_string(),
                         event_id: *id,
                         version: *version,
                         ..EventMetadata::default()
-                    })
-                    .unwrap();
+                    });
+                let m = w.define(&meta).unwrap();
                 ids.insert(key, m);
                 m
             }
@@ -281,6 +288,140 @@ fn snapshots_and_repeated_finishes_agree_with_one_pass() {
         .profile(&StackFilter::default())
         .top(Metric::Cpu, &first.symbols);
     assert_eq!(excl[0].0, "App.Burn");
+}
+
+/// A server-like trace with readings every 20 ms, a sampler at 2 ms (nominal 1 ms): a busy
+/// worker, an idle pool worker, a thread blocked in a wait, and the tiered JIT thread (never
+/// sampled).
+fn server() -> Vec<Ev> {
+    use clr_events::clrspy::{ids as cs, ThreadCpu, ThreadName};
+    const CS: &str = clr_events::clrspy::PROVIDER;
+    let load = |id, start, ns: &str, name: &str| {
+        (
+            RT,
+            ids::METHOD_LOAD_VERBOSE,
+            1,
+            0,
+            1,
+            vec![],
+            method_in(id, start, 0x100, ns, name),
+        )
+    };
+    let mut v: Vec<Ev> = vec![
+        load(1, 0x1000, "App", "Burn"),
+        load(2, 0x2000, "System.Threading.Thread", "StartCallback"),
+        load(
+            3,
+            0x3000,
+            "System.Threading.LowLevelLifoSemaphore",
+            "WaitForSignal",
+        ),
+        load(
+            4,
+            0x4000,
+            "System.Threading.PortableThreadPool+WorkerThread",
+            "WorkerThreadStart",
+        ),
+        load(5, 0x5000, "System.Threading.Monitor", "Wait"),
+        load(6, 0x6000, "App", "Main"),
+    ];
+    let cpu = |ms: i64, t: u32, ns: u64| {
+        let mut p = Vec::new();
+        ThreadCpu {
+            thread_id: t,
+            cpu_ns: ns,
+            state: b'R' as u16,
+        }
+        .encode(&mut p);
+        (CS, cs::THREAD_CPU, 0, ms, 0, vec![], p)
+    };
+    let mut name = Vec::new();
+    ThreadName::encode(40, ".NET Tiered Com", &mut name);
+    v.push((CS, cs::THREAD_NAME, 0, 0, 0, vec![], name));
+    for t in [10, 20, 30, 40] {
+        v.push(cpu(0, t, 0));
+    }
+    v.push((CS, cs::TICK, 0, 0, 0, vec![], vec![]));
+    for k in 1..=50i64 {
+        for s in 0..10 {
+            let ms = (k - 1) * 20 + s * 2 + 1;
+            v.push((
+                SP,
+                0,
+                0,
+                ms,
+                10,
+                vec![0x1010, 0x4010, 0x2010],
+                2u32.to_le_bytes().to_vec(),
+            ));
+            v.push((
+                SP,
+                0,
+                0,
+                ms,
+                20,
+                vec![0x3010, 0x4010, 0x2010],
+                2u32.to_le_bytes().to_vec(),
+            ));
+            v.push((
+                SP,
+                0,
+                0,
+                ms,
+                30,
+                vec![0x5010, 0x6010],
+                1u32.to_le_bytes().to_vec(),
+            ));
+        }
+        let ms = k * 20;
+        // 15 ms of 20 for the worker, 1 ms of spinning, 5 ms for the JIT.
+        v.push(cpu(ms, 10, k as u64 * 15_000_000));
+        v.push(cpu(ms, 20, k as u64 * 1_000_000));
+        v.push(cpu(ms, 40, k as u64 * 5_000_000));
+        v.push((CS, cs::TICK, 0, ms, 0, vec![], vec![]));
+    }
+    v
+}
+
+#[test]
+fn readings_set_every_threads_cpu_and_runtime_threads_get_a_frame_group() {
+    let a = run(&write(&server()), Options::default());
+    assert_eq!(a.cpu.source(), cpu::CpuSource::ThreadCpuTimes);
+    let p = a.profile(&StackFilter::default());
+    let by: FxHashMap<u64, profile::ThreadTotals> = p
+        .threads(&a.symbols)
+        .into_iter()
+        .map(|t| (t.thread, t))
+        .collect();
+    let close = |x: f64, y: f64| (x - y).abs() < 1e-6;
+    // 50 intervals of 20 ms: CPU is the readings, whatever the 2 ms sampler says.
+    assert!(
+        close(by[&10].cpu, 750.0) && close(by[&10].wait, 250.0),
+        "{:?}",
+        by[&10]
+    );
+    // Its waiting is in Burn, outside any blocking call: ready to run, not blocked.
+    assert!(close(by[&10].runnable, 250.0) && close(by[&30].runnable, 0.0));
+    assert!(close(by[&20].cpu, 50.0) && close(by[&20].idle, 950.0) && close(by[&20].wait, 0.0));
+    assert!(close(by[&30].cpu, 0.0) && close(by[&30].wait, 1000.0));
+    assert!(close(by[&40].cpu, 250.0) && by[&40].samples == 0);
+    assert_eq!(by[&40].top_frame, "[runtime: tiered JIT]");
+    assert_eq!(a.thread_role(40), threads::ThreadRole::Jit);
+    assert_eq!(a.thread_role(10), threads::ThreadRole::Managed);
+    assert!(close(p.total(Metric::Cpu), 1050.0));
+    let (excl, _) = p.top(Metric::Cpu, &a.symbols);
+    assert_eq!(excl[0].0, "App.Burn");
+    assert_eq!(excl[1].0, "[runtime: tiered JIT]");
+    // The idle worker's spin shows as idle, not as the semaphore or the worker loop.
+    assert_eq!(excl[2].0, profile::IDLE_POOL_FRAME);
+    assert!(excl.iter().all(|m| !m.0.contains("LowLevelLifoSemaphore")));
+    // Waiting is named by the blocking call, and the busy worker's waiting is runnable time.
+    let (calls, _) = p.by_blocking_call(&a.symbols);
+    assert_eq!(calls[0].0, "System.Threading.Monitor.Wait");
+    assert_eq!(calls[1].0, profile::RUNNABLE_FRAME);
+    assert_eq!(calls.len(), 2);
+    let period = a.cpu.measured_period_ns().unwrap();
+    assert!((1_990_000..=2_010_000).contains(&period), "{period}");
 }
 
 #[test]

@@ -83,6 +83,85 @@ impl ThreadModel {
     }
 }
 
+/// What a thread does for the process, from its name (the runtime names its own threads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadRole {
+    /// A thread that runs managed code (the sampler saw it).
+    Managed,
+    /// The tiered JIT's background compiler (`.NET Tiered Com`).
+    Jit,
+    /// A GC thread (`.NET Server GC`, `.NET BGC`, `.NET GC`).
+    Gc,
+    /// EventPipe's threads (`.NET EventPipe`, the sample profiler): the recording's own cost.
+    EventPipe,
+    /// The finalizer (`.NET Finalizer`).
+    Finalizer,
+    /// The timer thread (`.NET Timer`).
+    Timer,
+    /// The thread pool's gate thread (`.NET TP Gate`).
+    PoolGate,
+    /// The runtime's signal handler (`.NET SigHandler`).
+    SignalHandler,
+    /// Any other thread the sampler never saw: native code.
+    Native,
+}
+
+impl ThreadRole {
+    /// The role of a thread named `name` (`sampled`: the sampler saw it run managed code).
+    pub fn of(name: Option<&str>, sampled: bool) -> ThreadRole {
+        let n = name.unwrap_or("");
+        if n.starts_with(".NET Tiered Com") {
+            ThreadRole::Jit
+        } else if n.starts_with(".NET Server GC")
+            || n.starts_with(".NET BGC")
+            || n.starts_with(".NET GC")
+            || n == "gc"
+        {
+            ThreadRole::Gc
+        } else if n.starts_with(".NET EventPipe") || n.starts_with(".NET Sample") {
+            ThreadRole::EventPipe
+        } else if n.starts_with(".NET Finalizer") {
+            ThreadRole::Finalizer
+        } else if n.starts_with(".NET Timer") {
+            ThreadRole::Timer
+        } else if n.starts_with(".NET TP Gate") {
+            ThreadRole::PoolGate
+        } else if n.starts_with(".NET SigHandler") {
+            ThreadRole::SignalHandler
+        } else if sampled {
+            ThreadRole::Managed
+        } else {
+            ThreadRole::Native
+        }
+    }
+
+    /// Its name in reports ("tiered JIT", "GC", ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            ThreadRole::Managed => "managed",
+            ThreadRole::Jit => "tiered JIT",
+            ThreadRole::Gc => "GC",
+            ThreadRole::EventPipe => "EventPipe",
+            ThreadRole::Finalizer => "finalizer",
+            ThreadRole::Timer => "timer",
+            ThreadRole::PoolGate => "thread-pool gate",
+            ThreadRole::SignalHandler => "signal handler",
+            ThreadRole::Native => "native",
+        }
+    }
+
+    /// The frame group its unsampled CPU shows under (`[runtime: tiered JIT]`).
+    pub fn frame(self) -> String {
+        format!("[runtime: {}]", self.label())
+    }
+
+    /// True for the recording's own cost on the target.
+    pub fn is_overhead(self) -> bool {
+        self == ThreadRole::EventPipe
+    }
+}
+
 impl Model for ThreadModel {
     const EVENTS: &'static [Wanted] = &[
         Wanted::runtime(ids::TP_WORKER_START),

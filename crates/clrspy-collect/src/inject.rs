@@ -53,6 +53,13 @@ pub enum Injected {
     },
     /// `Tick` (4): every thread was read at this time.
     Tick,
+    /// `RecorderCpu` (6): the recorder's own CPU time so far.
+    RecorderCpu {
+        /// The recorder's process id.
+        pid: u32,
+        /// CPU ns so far.
+        cpu_ns: u64,
+    },
     /// `ModuleMap` (5): an executable mapping.
     ModuleMap {
         /// Start address.
@@ -98,6 +105,7 @@ impl Injected {
             Injected::ModuleMap { .. } => ids::MODULE_MAP,
             Injected::R2rMethod { .. } => ids::R2R_METHOD,
             Injected::R2rImage { .. } => ids::R2R_IMAGE,
+            Injected::RecorderCpu { .. } => ids::RECORDER_CPU,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -126,6 +134,11 @@ impl Injected {
                 source,
             } => clrspy::SamplerInfo::encode(*interval_ms, source, &mut p),
             Injected::Tick => {}
+            Injected::RecorderCpu { pid, cpu_ns } => clrspy::RecorderCpu {
+                process_id: *pid,
+                cpu_ns: *cpu_ns,
+            }
+            .encode(&mut p),
             Injected::ModuleMap {
                 start,
                 end,

@@ -188,6 +188,32 @@ impl ProcSampler {
     }
 }
 
+/// This process's own CPU time so far (user + system, every thread), ns; `None` where the
+/// platform does not say.
+pub fn own_cpu_ns() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: an all-zero rusage is a valid value for getrusage to fill in.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage writes into the rusage we own.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+            return None;
+        }
+        let us = |t: libc::timeval| {
+            (t.tv_sec as u64)
+                .saturating_mul(1_000_000)
+                .saturating_add(t.tv_usec as u64)
+        };
+        Some(
+            us(ru.ru_utime)
+                .saturating_add(us(ru.ru_stime))
+                .saturating_mul(1000),
+        )
+    }
+    #[cfg(not(unix))]
+    None
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock the .NET runtime stamps EventPipe events with on
 /// Linux (QueryPerformanceCounter, 1 GHz).
 pub fn monotonic_ns() -> u64 {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Session};
 
 use crate::inject::Injected;
-use crate::procstat::{monotonic_ns, ProcSampler};
+use crate::procstat::{monotonic_ns, own_cpu_ns, ProcSampler};
 use crate::r2r::{R2rRecorder, SharedIps, StackIps};
 use crate::sink::{ByteSink, FileSink, SinkReport};
 use crate::tap::{Action, EventConsumer, Tap};
@@ -135,6 +135,12 @@ impl CpuReadings {
                 tid: r.tid,
                 cpu_ns: r.cpu_ns,
                 state: r.state,
+            });
+        }
+        if let Some(cpu_ns) = own_cpu_ns() {
+            events.push(Injected::RecorderCpu {
+                pid: std::process::id(),
+                cpu_ns,
             });
         }
         events.push(Injected::Tick);

@@ -116,12 +116,12 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</styl
     h.push_str(&table(
         "Hot methods: CPU, exclusive",
         &cpu.top_exclusive,
-        "samples",
+        "ms",
     ));
     h.push_str(&table(
         "Hot methods: CPU, inclusive",
         &cpu.top_inclusive,
-        "samples",
+        "ms",
     ));
     let _ = write!(
         h,
@@ -141,9 +141,9 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</styl
         escape(&doc)
     );
     h.push_str(&table(
-        "Where threads waited (inclusive)",
-        &waits.top_inclusive,
-        "samples",
+        "Where threads waited (by blocking call)",
+        &waits.by_blocking_call,
+        "ms",
     ));
 
     // GC pause timeline.

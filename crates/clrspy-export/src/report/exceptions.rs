@@ -2,8 +2,9 @@
 
 use std::io::{self, Write};
 
-use clrspy_analysis::exceptions::ExceptionType;
+use clrspy_analysis::exceptions::{throw_site, ExceptionType};
 use clrspy_analysis::Analysis;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::text::TextStyle;
@@ -22,6 +23,9 @@ pub struct ExceptionTypeReport {
     pub messages: Vec<NameCount>,
     /// Throw sites (stacks), most frequent first.
     pub throw_sites: Vec<StackCount>,
+    /// Where it was thrown: each throw stack's first frame outside the runtime's exception
+    /// dispatch, most frequent first.
+    pub thrown_in: Vec<NameCount>,
     /// Methods that caught it.
     pub catch_sites: Vec<NameCount>,
 }
@@ -48,6 +52,12 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
     let types = types
         .into_iter()
         .map(|(name, t)| {
+            let mut thrown_in: FxHashMap<String, u64> = FxHashMap::default();
+            for (&s, &c) in &t.stacks {
+                let frames = a.frames(s);
+                let site = throw_site(&frames).unwrap_or("[no stack]");
+                *thrown_in.entry(site.to_string()).or_default() += c;
+            }
             let mut sites: Vec<StackCount> = t
                 .stacks
                 .iter()
@@ -64,6 +74,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
                 count: t.count,
                 messages: sorted_counts(&t.messages, 10),
                 throw_sites: sites,
+                thrown_in: sorted_counts(&thrown_in, 5),
                 catch_sites: sorted_counts(&t.catches, 5),
             }
         })
@@ -104,18 +115,12 @@ impl ReportView for ExceptionsReport {
                     fit(&m.name, style.room(23))
                 )?;
             }
-            if let Some(s) = t.throw_sites.first() {
-                let site = s
-                    .frames
-                    .iter()
-                    .find(|f| !f.starts_with('['))
-                    .cloned()
-                    .unwrap_or_default();
+            for s in t.thrown_in.iter().take(2) {
                 writeln!(
                     out,
                     "  {:>8}    thrown in: {}",
                     s.count,
-                    fit(&site, style.room(25))
+                    fit(&s.name, style.room(25))
                 )?;
             }
             for c in t.catch_sites.iter().take(2) {

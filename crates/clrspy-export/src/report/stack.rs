@@ -5,9 +5,11 @@ use std::io::{self, Write};
 use clrspy_analysis::cpu::CpuSource;
 use clrspy_analysis::profile::{call_tree, TreeNode};
 use clrspy_analysis::{Analysis, Metric};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::text::{method_table, TextStyle, Unit};
+use super::threads::{process_cpu, ProcessCpu};
 use super::{MethodWeight, ReportKind, ReportOptions, ReportView, TreeOptions};
 use crate::units::{fit, percent, round1};
 
@@ -20,16 +22,32 @@ pub struct StackReport {
     pub method: CpuSource,
     /// What `method` means, in words.
     pub method_note: String,
-    /// Wall time one sample stands for, ms.
+    /// The trace's nominal sampling interval, ms: the unit of `samples` weights (and the
+    /// time each sample stands for when nothing measured it).
     pub sample_interval_ms: f64,
-    /// Samples of this metric.
+    /// The sampler's real period, ms: the median gap between a thread's samples.
+    pub sampler_period_ms: Option<f64>,
+    /// True when the time is measured (thread CPU readings), not estimated from samples.
+    pub exact: bool,
+    /// Samples behind this metric's time: each sample shared between CPU, waiting and idle
+    /// as its time is, so `cpu` + `waits` + idle count every sample once.
     pub total_samples: f64,
-    /// The same as time, ms.
+    /// The same, rounded.
+    pub samples: u64,
+    /// The time, ms.
     pub total_ms: f64,
     /// Methods by exclusive weight (the frame itself).
     pub top_exclusive: Vec<MethodWeight>,
     /// Methods by inclusive weight (with callees).
     pub top_inclusive: Vec<MethodWeight>,
+    /// Waiting only: time by the blocking call waited in (the deepest known blocking frame
+    /// of each stack; the leaf where none is known).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_blocking_call: Vec<MethodWeight>,
+    /// CPU only: the process's CPU by role (managed code, the runtime's own threads) and the
+    /// recording's overhead, over the whole window (filters do not apply).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessCpu>,
     /// The call tree, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tree: Option<TreeNode>,
@@ -41,9 +59,9 @@ pub struct StackReport {
 /// The words for how CPU was told from waiting.
 pub fn cpu_source_note(method: CpuSource) -> &'static str {
     match method {
-        CpuSource::ThreadCpuTimes => "each sample weighed by its thread's CPU time, read from /proc while recording (exact)",
-        CpuSource::Mixed => "samples weighed by measured thread CPU time where readings cover them; the rest by sample kind and blocking frames",
-        CpuSource::Heuristic => "no thread CPU readings in this trace: samples sorted by kind (managed/external) and known blocking frames (waits, sleeps, joins, I/O, locks); record with `clrspy record` for exact CPU",
+        CpuSource::ThreadCpuTimes => "each thread's CPU from its CPU readings (read from /proc about every 20 ms while recording; exact per thread), shared among its samples in each reading interval; waiting is the rest of the interval's wall time",
+        CpuSource::Mixed => "measured thread CPU where readings cover the samples; the rest estimated: each sample counted as the nominal sampling interval, sorted by kind and blocking frames",
+        CpuSource::Heuristic => "no thread CPU readings in this trace: an estimate, each sample counted as the trace's nominal sampling interval and sorted by kind (managed/external) and known blocking frames (waits, sleeps, joins, I/O, locks); record with `clrspy record` for measured CPU",
         CpuSource::None => "the trace has no CPU samples (record with the cpu profile)",
     }
 }
@@ -53,28 +71,44 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let profile = a.profile(&o.filter);
     let total = profile.total(metric);
     let (excl, incl) = profile.top(metric, &a.symbols);
+    let (excl_n, incl_n) = profile.top_samples(metric, &a.symbols);
+    let (excl_n, incl_n): (FxHashMap<String, f64>, FxHashMap<String, f64>) =
+        (excl_n.into_iter().collect(), incl_n.into_iter().collect());
     let ms_per = a.sampling_interval_ns as f64 / 1e6;
-    let conv = |v: Vec<(String, f64)>| -> Vec<MethodWeight> {
+    let conv = |v: Vec<(String, f64)>, n: &FxHashMap<String, f64>| -> Vec<MethodWeight> {
         v.into_iter()
             .take(o.top)
             .map(|(method, w)| MethodWeight {
+                samples: round1(n.get(&method).copied().unwrap_or(0.0)),
                 method,
-                samples: round1(w),
                 percent: percent(w, total),
                 ms: round1(w * ms_per),
             })
             .collect()
     };
     let method = a.cpu.source();
+    let samples: f64 = profile.rows.iter().map(|r| r.samples_of(metric)).sum();
+    let by_blocking_call = match metric {
+        Metric::Wait => {
+            let (w, n) = profile.by_blocking_call(&a.symbols);
+            conv(w, &n.into_iter().collect())
+        }
+        _ => Vec::new(),
+    };
     StackReport {
         metric,
         method,
         method_note: cpu_source_note(method).into(),
         sample_interval_ms: ms_per,
-        total_samples: round1(total),
+        sampler_period_ms: a.cpu.measured_period_ns().map(|p| p as f64 / 1e6),
+        exact: method == CpuSource::ThreadCpuTimes,
+        total_samples: round1(samples),
+        samples: samples.round() as u64,
         total_ms: round1(total * ms_per),
-        top_exclusive: conv(excl),
-        top_inclusive: conv(incl),
+        top_exclusive: conv(excl, &excl_n),
+        top_inclusive: conv(incl, &incl_n),
+        by_blocking_call,
+        process: (metric == Metric::Cpu).then(|| process_cpu(a)),
         tree: o
             .tree
             .is_some()
@@ -106,11 +140,17 @@ impl ReportView for StackReport {
             out,
             "{}",
             style.heading(&format!(
-                "{what} time: {:.1} ms ({:.0} samples of {:.3} ms)",
-                self.total_ms, self.total_samples, self.sample_interval_ms
+                "{what} time: {:.1} ms ({})",
+                self.total_ms,
+                self.basis()
             ))
         )?;
         writeln!(out, "  how: {}", self.method_note)?;
+        if let Some(p) = &self.process {
+            for line in [p.runtime_line(), p.overhead_line()].into_iter().flatten() {
+                writeln!(out, "  {line}")?;
+            }
+        }
         if self.total_samples <= 0.0 {
             writeln!(
                 out,
@@ -118,18 +158,26 @@ impl ReportView for StackReport {
                 nothing_matched_hint(self.metric)
             )?;
         }
+        if !self.by_blocking_call.is_empty() {
+            writeln!(
+                out,
+                "\n{}",
+                style.heading("Waiting by blocking call (the deepest known one)")
+            )?;
+            method_table(out, &self.by_blocking_call, Unit::Ms, style)?;
+        }
         writeln!(
             out,
             "\n{}",
             style.heading("Top methods, exclusive (the frame itself)")
         )?;
-        method_table(out, &self.top_exclusive, Unit::Samples, style)?;
+        method_table(out, &self.top_exclusive, Unit::Ms, style)?;
         writeln!(
             out,
             "\n{}",
             style.heading("Top methods, inclusive (with callees)")
         )?;
-        method_table(out, &self.top_inclusive, Unit::Samples, style)?;
+        method_table(out, &self.top_inclusive, Unit::Ms, style)?;
         if let Some(tree) = &self.tree {
             writeln!(
                 out,
@@ -140,6 +188,29 @@ impl ReportView for StackReport {
             write_tree(out, tree, 0, total, &self.tree_view, style)?;
         }
         Ok(())
+    }
+}
+
+impl StackReport {
+    /// What the total rests on, in words: measured or estimated, samples, the sampler's period.
+    pub fn basis(&self) -> String {
+        let period = match self.sampler_period_ms {
+            Some(p) => format!("sampler period {p:.2} ms measured"),
+            None => "sampler period not measured".into(),
+        };
+        let n = self.samples;
+        if self.method == CpuSource::None {
+            "no samples".into()
+        } else if self.exact {
+            format!("measured by thread CPU readings; {n} samples, {period}")
+        } else if self.method == CpuSource::Mixed {
+            format!("measured where readings cover it, else estimated; {n} samples, {period}, {:.3} ms nominal", self.sample_interval_ms)
+        } else {
+            format!(
+                "estimate: {n} samples counted as {:.3} ms each, the nominal interval; {period}",
+                self.sample_interval_ms
+            )
+        }
     }
 }
 

@@ -75,7 +75,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
     let contention = super::contention::build(a, &five);
     let path = &o.trace;
     let mut next = Vec::new();
-    if cpu.total_samples > 0.0 || waits.total_samples > 0.0 {
+    if cpu.total_ms > 0.0 || waits.total_ms > 0.0 {
         next.push(format!(
             "clrspy report {path} cpu --tree   (call tree of CPU time)"
         ));
@@ -147,7 +147,7 @@ impl ReportView for SummaryReport {
         )?;
         self.write_warnings(out)?;
         let (cpu, waits) = (&self.cpu, &self.waits);
-        if cpu.total_samples > 0.0 || waits.total_samples > 0.0 {
+        if cpu.total_ms > 0.0 || waits.total_ms > 0.0 {
             let how = serde_json::to_value(cpu.method)
                 .ok()
                 .and_then(|v| v.as_str().map(String::from))
@@ -160,10 +160,16 @@ impl ReportView for SummaryReport {
                     cpu.total_ms, waits.total_ms
                 ))
             )?;
+            writeln!(out, "  how: {}", cpu.basis())?;
+            if let Some(p) = &cpu.process {
+                for line in [p.runtime_line(), p.overhead_line()].into_iter().flatten() {
+                    writeln!(out, "  {line}")?;
+                }
+            }
             writeln!(out, "  hottest (CPU, exclusive):")?;
-            method_table(out, &cpu.top_exclusive, Unit::Samples, style)?;
+            method_table(out, &cpu.top_exclusive, Unit::Ms, style)?;
             if let Some(w) = waits
-                .top_inclusive
+                .by_blocking_call
                 .iter()
                 .find(|m| !m.method.starts_with('['))
             {
