@@ -1,6 +1,9 @@
 //! A .NET process in its own PID and mount namespaces (what a container is to the kernel),
-//! with a private /tmp: `ps` finds it through /proc/<pid>/root and `record` attaches to it.
-//! Needs root and `unshare`; skipped (with a message) without them.
+//! with a private temporary directory (a tmpfs only its namespace sees, as its TMPDIR, where
+//! its runtime puts the diagnostics socket): `ps` finds it through /proc/<pid>/root and
+//! `record` attaches to it. The tmpfs is not mounted over /tmp itself, so the test also works
+//! from a checkout under /tmp (the workload must stay visible). Needs root and `unshare`;
+//! skipped (with a message) without them.
 
 mod common;
 
@@ -23,9 +26,14 @@ fn ps_and_record_reach_a_process_in_other_namespaces() {
         eprintln!("skipping: needs root and unshare to make namespaces");
         return;
     }
+    let wl = workloads();
+    let base = common::repo().join("target");
+    std::fs::create_dir_all(&base).unwrap();
+    let private = tempfile::tempdir_in(&base).unwrap();
     let script = format!(
-        "mount -t tmpfs tmpfs /tmp && exec dotnet {} cpu --seconds 30",
-        workloads().display()
+        "mount -t tmpfs tmpfs '{dir}' && TMPDIR='{dir}' exec dotnet {} cpu --seconds 29.25",
+        wl.display(),
+        dir = private.path().display()
     );
     let mut child = Command::new("unshare")
         .args([
@@ -57,7 +65,7 @@ fn ps_and_record_reach_a_process_in_other_namespaces() {
         .find(|p| {
             p["command_line"]
                 .as_str()
-                .is_some_and(|c| c.contains("Workloads.dll cpu --seconds 30"))
+                .is_some_and(|c| c.contains("Workloads.dll cpu --seconds 29.25"))
         })
         .unwrap_or_else(|| panic!("the namespaced process is not listed: {list}"));
     let host_pid = found["pid"].as_u64().unwrap();
