@@ -219,13 +219,17 @@ fn web_app_under_load_has_almost_no_unnamed_cpu() {
     assert!(stored < 0.01, "{:.2}% unnamed: {leaves:?}", stored * 100.0);
     assert!(with_images <= stored + 1e-9);
     // Names come from precompiled code indeed: the epoll loop's wait (a P/Invoke stub in
-    // System.Net.Sockets.dll, `System.Net.Sockets.dll!+0x…` without them) is named.
+    // System.Net.Sockets.dll, `System.Net.Sockets.dll!+0x…` without them) is named
+    // `Interop+Sys.WaitForSocketEvents`, which is what tells the sockets thread is idle.
     let out = clrspy()
         .arg("report")
         .arg(&trace)
-        .args(["cpu", "--top", "50", "--no-local-images"])
+        .args(["threads", "--top", "50", "--no-local-images"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Interop+Sys.WaitForSocketEvents"), "{text}");
+    assert!(
+        text.contains("[idle: sockets waiting for events]"),
+        "{text}"
+    );
 }
