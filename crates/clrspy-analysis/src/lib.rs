@@ -92,6 +92,31 @@ struct Source {
     mismatch: Option<ViewError>,
 }
 
+/// The program a `ProcessInfo` event's command line runs: `app` for `dotnet app.dll ...` (and
+/// `corerun app.dll`),
+/// else the executable's file name.
+fn process_info_name(ev: &nettrace::Event<'_>) -> Option<String> {
+    let d = clr_events::decode(ev.provider(), 1, ev.version(), ev.payload, 8)?;
+    let line = d.str("CommandLine")?;
+    program_name(line)
+}
+
+/// The program of a command line (see [`process_info_name`]).
+pub fn program_name(command_line: &str) -> Option<String> {
+    let mut words = command_line.split_whitespace();
+    let first = words.next()?;
+    let base = |w: &str| w.rsplit(['/', '\\']).next().unwrap_or(w).to_string();
+    let exe = base(first);
+    let exe_stem = exe.trim_end_matches(".exe");
+    // The hosts that run an app's dll: the app is the dll.
+    if exe_stem == "dotnet" || exe_stem == "corerun" {
+        if let Some(dll) = words.find(|w| w.ends_with(".dll")) {
+            return Some(base(dll).trim_end_matches(".dll").to_string());
+        }
+    }
+    Some(exe_stem.to_string()).filter(|n| !n.is_empty())
+}
+
 /// Events of one name that could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct DecodeFailures {
@@ -140,6 +165,9 @@ pub struct Analysis {
     pub has_thread_cpu: bool,
     /// The process id.
     pub process_id: Option<u64>,
+    /// The process's name (its entry assembly or executable), from EventPipe's `ProcessInfo`
+    /// event's command line, when the trace has one.
+    pub process_name: Option<String>,
     /// Frames for time no sampled stack shows (runtime threads, idle workers).
     pub groups: profile::Groups,
     options: Options,
@@ -174,6 +202,7 @@ impl Analysis {
             has_rundown: false,
             has_thread_cpu: false,
             process_id: header.process_id,
+            process_name: None,
             groups: profile::Groups::default(),
             options,
             pointer_size: header.pointer_size,
@@ -315,6 +344,12 @@ impl Analysis {
         let ts = ev.timestamp_ns();
         self.first_ns.get_or_insert(ts);
         self.last_ns = self.last_ns.max(ts);
+        if self.process_name.is_none()
+            && ev.event_id() == 1
+            && ev.provider() == clr_events::EVENTPIPE_PROVIDER
+        {
+            self.process_name = process_info_name(ev);
+        }
         let (Some(provider), Some(r)) = self.source(ev) else {
             return;
         };

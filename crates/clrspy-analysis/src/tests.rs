@@ -492,3 +492,21 @@ fn clrspy_events_are_read_through_their_definition() {
     let names: Vec<(&str, u64)> = errs.iter().map(|e| (e.event.as_str(), e.count)).collect();
     assert_eq!(names, [("ModuleMap", 1), ("ThreadCpu", 1)]);
 }
+
+#[test]
+fn program_names_from_command_lines() {
+    use crate::program_name;
+    assert_eq!(
+        program_name("/usr/share/dotnet/dotnet /srv/WebApp.dll --port 5"),
+        Some("WebApp".into())
+    );
+    assert_eq!(
+        program_name("C:\\rt\\corerun.exe  C:\\app\\arraytypesapp.dll"),
+        Some("arraytypesapp".into())
+    );
+    assert_eq!(
+        program_name("/opt/app/MyService --urls x"),
+        Some("MyService".into())
+    );
+    assert_eq!(program_name("   "), None);
+}

@@ -76,7 +76,10 @@ pub fn write<S: ByteSource>(
         first: true,
         pid,
     };
-    o.event(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": format!("process {pid}")}}))?;
+    o.event(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": match &a.process_name {
+        Some(n) => format!("{n} (pid {pid})"),
+        None => format!("process {pid}"),
+    }}}))?;
     o.event(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "GC pauses"}}))?;
     let interval_us = a.sampling_interval_ns as f64 / 1000.0;
     let mut lanes: FxHashMap<u64, Lane> = FxHashMap::default();

@@ -11,6 +11,20 @@ use clrspy_analysis::{Analysis, Metric, StackFilter};
 use crate::report::{alloc, exceptions, gc, stack, MethodWeight, ReportOptions};
 use crate::{flamegraph, thread_label, weighted_stacks};
 
+/// The `height` attribute of an SVG's root element, in pixels.
+fn svg_height(svg: &str) -> Option<u32> {
+    let tag_end = svg.find('>')?;
+    let tag = &svg[..tag_end];
+    let at = tag.find(" height=\"")? + " height=\"".len();
+    let rest = &tag[at..];
+    let end = rest.find('"')?;
+    rest[..end]
+        .trim_end_matches("px")
+        .parse::<f64>()
+        .ok()
+        .map(|v| v.ceil() as u32)
+}
+
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -135,9 +149,12 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</styl
     let svg = String::from_utf8_lossy(&svg);
     let svg = svg.find("<svg").map_or(&*svg, |i| &svg[i..]);
     let doc = format!("<!doctype html><html><body style=\"margin:0\">{svg}</body></html>");
+    // The frame as tall as the graph, so its root frames (at the bottom) show without
+    // scrolling inside the box.
+    let height = svg_height(svg).map_or(560, |h| h + 8);
     let _ = write!(
         h,
-        "<iframe id=flamegraph title=\"flame graph\" srcdoc=\"{}\"></iframe>",
+        "<iframe id=flamegraph title=\"flame graph\" style=\"height:{height}px\" srcdoc=\"{}\"></iframe>",
         escape(&doc)
     );
     h.push_str(&table(

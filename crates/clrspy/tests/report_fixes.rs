@@ -298,3 +298,55 @@ fn alloc_text_shows_the_allocating_stacks_and_piped_names_stay_whole() {
         "{text}"
     );
 }
+
+#[test]
+fn chromium_names_the_process_after_its_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    clrspy()
+        .args([
+            "convert",
+            &path("eventpipe-dotnetcore5.0-win-x64-arraytypes.nettrace.zip"),
+            "--to",
+            "chromium",
+            "-o",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let name = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].clone());
+    assert_eq!(name, Some("arraytypesapp (pid 26240)".into()));
+}
+
+#[test]
+fn html_flame_graph_box_is_as_tall_as_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let (html, svg) = (dir.path().join("r.html"), dir.path().join("f.svg"));
+    for (to, out) in [("html", &html), ("flamegraph", &svg)] {
+        clrspy()
+            .args(["convert", &path(OBJVER4), "--to", to, "-o"])
+            .arg(out)
+            .assert()
+            .success();
+    }
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let tag = &svg[svg.find("<svg").unwrap()..];
+    let h: u32 = tag[tag.find(" height=\"").unwrap() + 9..]
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(h > 300, "a deep graph: {h}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(&format!("style=\"height:{}px\"", h + 8)),
+        "the frame shows the whole graph, root frames included"
+    );
+}
