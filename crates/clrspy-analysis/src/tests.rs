@@ -510,3 +510,22 @@ fn program_names_from_command_lines() {
     );
     assert_eq!(program_name("   "), None);
 }
+
+#[test]
+fn runtime_thread_names_cut_by_linux_come_back_whole() {
+    use crate::threads::full_thread_name;
+    assert_eq!(
+        full_thread_name(".NET Tiered Com"),
+        Some(".NET Tiered Compilation Worker")
+    );
+    assert_eq!(
+        full_thread_name(".NET File Watch"),
+        Some(".NET File Watcher")
+    );
+    // Short names are whole already; a program's own cut names are left as they are.
+    assert_eq!(full_thread_name(".NET TP Worker"), None);
+    assert_eq!(full_thread_name("MyApp.Backgroun"), None);
+    let mut t = crate::threads::ThreadModel::new();
+    t.name(5, ".NET Tiered Com");
+    assert_eq!(t.names[&5], ".NET Tiered Compilation Worker");
+}

@@ -78,9 +78,30 @@ impl ThreadModel {
     /// A thread's name (from clrspy's readings).
     pub fn name(&mut self, thread: u64, name: &str) {
         if !name.is_empty() {
-            self.names.insert(thread, name.to_string());
+            let full = full_thread_name(name).unwrap_or(name);
+            self.names.insert(thread, full.to_string());
         }
     }
+}
+
+/// Linux keeps 15 characters of a thread's name (what /proc shows, and what clrspy records);
+/// the runtime's and the libraries' own long thread names are known, and come back whole.
+/// Names a program gives its own threads stay as the kernel kept them.
+const LONG_THREAD_NAMES: &[&str] = &[
+    ".NET Tiered Compilation Worker",
+    ".NET Counter Poller",
+    ".NET File Watcher",
+];
+
+/// The whole name of a known runtime thread whose name Linux cut to 15 characters.
+pub fn full_thread_name(kernel_name: &str) -> Option<&'static str> {
+    if kernel_name.len() != 15 {
+        return None;
+    }
+    LONG_THREAD_NAMES
+        .iter()
+        .copied()
+        .find(|full| full.starts_with(kernel_name))
 }
 
 /// What a thread does for the process, from its name (the runtime names its own threads).

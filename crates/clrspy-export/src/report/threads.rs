@@ -260,23 +260,38 @@ impl ReportView for ThreadsReport {
         for line in [p.runtime_line(), p.overhead_line()].into_iter().flatten() {
             writeln!(out, "  {line}")?;
         }
+        // Columns as wide as their longest entry: names are never cut.
+        let nw = self
+            .threads
+            .iter()
+            .map(|t| t.name.as_deref().unwrap_or("-").chars().count())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let rw = self
+            .threads
+            .iter()
+            .map(|t| t.role.label().chars().count())
+            .max()
+            .unwrap_or(4)
+            .max(4);
         writeln!(
             out,
-            "  {:>8} {:<16} {:<12} {:>10} {:>10} {:>10} {:<8}  Most seen in",
+            "  {:>8} {:<nw$} {:<rw$} {:>10} {:>10} {:>10} {:<8}  Most seen in",
             "tid", "name", "role", "cpu ms", "wait ms", "idle ms", "mostly"
         )?;
         for t in &self.threads {
             writeln!(
                 out,
-                "  {:>8} {:<16} {:<12} {:>10.1} {:>10.1} {:>10.1} {:<8}  {}",
+                "  {:>8} {:<nw$} {:<rw$} {:>10.1} {:>10.1} {:>10.1} {:<8}  {}",
                 t.thread,
-                fit(t.name.as_deref().unwrap_or("-"), 16),
-                fit(t.role.label(), 12),
+                t.name.as_deref().unwrap_or("-"),
+                t.role.label(),
                 t.cpu_ms,
                 t.wait_ms,
                 t.idle_ms,
                 t.mostly,
-                fit(&t.top_frame, style.room(84))
+                fit(&t.top_frame, style.room(60 + nw + rw))
             )?;
         }
         if !self.adjustments.is_empty() {
