@@ -25,7 +25,7 @@ pub mod units;
 
 pub use clrspy_analysis::Metric;
 pub use format::{export, ExportOptions, Exported, Format};
-pub use report::{ReportKind, ReportOptions, ReportView, TextStyle};
+pub use report::{ReportKind, ReportOptions, ReportView, TextStyle, TextView};
 
 use clrspy_analysis::{Analysis, StackFilter};
 

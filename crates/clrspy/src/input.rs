@@ -72,6 +72,20 @@ fn is_zip(path: &Path) -> io::Result<bool> {
     Ok(n == 4 && magic == *b"PK\x03\x04")
 }
 
+/// A trace's file name without its extensions (`.zip`, `.nettrace`, `.netperf`), to name the
+/// files made from it.
+pub fn trace_stem(trace: &Path) -> String {
+    let name = trace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
+    name.strip_suffix(".zip")
+        .unwrap_or(&name)
+        .trim_end_matches(".nettrace")
+        .trim_end_matches(".netperf")
+        .to_string()
+}
+
 /// Opens a trace file (or a zip holding one).
 pub fn open(path: &Path) -> Result<OpenTrace, CliError> {
     let meta = std::fs::metadata(path).map_err(|e| open_error(path, e))?;

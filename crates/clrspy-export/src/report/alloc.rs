@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::text::{method_table, TextStyle, Unit};
-use super::{MethodWeight, ReportKind, ReportOptions, ReportView, StackCount};
+use super::{MethodWeight, ReportKind, ReportOptions, StackCount, TextView};
 use crate::units::{fit, human_bytes, percent};
 
 /// One allocated type.
@@ -132,13 +132,9 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> AllocReport {
     }
 }
 
-impl ReportView for AllocReport {
+impl TextView for AllocReport {
     fn kind(&self) -> ReportKind {
         ReportKind::Alloc
-    }
-
-    fn json(&self) -> serde_json::Value {
-        super::to_json(self)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

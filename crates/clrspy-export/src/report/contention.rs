@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use super::text::{method_table, TextStyle, Unit};
-use super::{MethodWeight, ReportKind, ReportOptions, ReportView};
+use super::{MethodWeight, ReportKind, ReportOptions, TextView};
 use crate::units::{percent, round1};
 
 /// One contended lock.
@@ -138,13 +138,9 @@ pub fn owners_text(owners: &[u64]) -> String {
         .join(", ")
 }
 
-impl ReportView for ContentionReport {
+impl TextView for ContentionReport {
     fn kind(&self) -> ReportKind {
         ReportKind::Contention
-    }
-
-    fn json(&self) -> serde_json::Value {
-        super::to_json(self)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

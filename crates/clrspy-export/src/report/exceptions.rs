@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::text::TextStyle;
-use super::{sorted_counts, NameCount, ReportKind, ReportOptions, ReportView, StackCount};
+use super::{sorted_counts, NameCount, ReportKind, ReportOptions, StackCount, TextView};
 use crate::units::fit;
 
 /// One exception type.
@@ -85,13 +85,9 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
     }
 }
 
-impl ReportView for ExceptionsReport {
+impl TextView for ExceptionsReport {
     fn kind(&self) -> ReportKind {
         ReportKind::Exceptions
-    }
-
-    fn json(&self) -> serde_json::Value {
-        super::to_json(self)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

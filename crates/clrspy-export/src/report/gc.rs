@@ -7,7 +7,7 @@ use clrspy_analysis::Analysis;
 use serde::Serialize;
 
 use super::text::TextStyle;
-use super::{ReportKind, ReportOptions, ReportView};
+use super::{ReportKind, ReportOptions, TextView};
 use crate::units::round3;
 
 /// GCs.
@@ -86,13 +86,9 @@ impl GcReport {
     }
 }
 
-impl ReportView for GcReport {
+impl TextView for GcReport {
     fn kind(&self) -> ReportKind {
         ReportKind::Gc
-    }
-
-    fn json(&self) -> serde_json::Value {
-        super::to_json(self)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

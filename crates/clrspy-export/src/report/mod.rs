@@ -4,8 +4,8 @@
 //! summary, `clrspy profile` and the HTML report all use these objects.
 //!
 //! Adding a report is one [`ReportKind`] variant (with its name and description) and one file
-//! holding the report's struct, its builder and its [`ReportView`]; [`build`] maps the kind
-//! to the builder.
+//! holding the report's struct (serializable: its JSON view), its builder and its
+//! [`TextView`]; [`build`] maps the kind to the builder.
 
 pub mod alloc;
 pub mod contention;
@@ -153,6 +153,29 @@ pub trait ReportView {
     fn json(&self) -> serde_json::Value;
     /// The text view.
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()>;
+}
+
+/// A report object's text view; its JSON view is its serialization (every report object
+/// implements this, and so [`ReportView`]).
+pub trait TextView: Serialize {
+    /// Which report it is.
+    fn kind(&self) -> ReportKind;
+    /// The text view.
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()>;
+}
+
+impl<T: TextView> ReportView for T {
+    fn kind(&self) -> ReportKind {
+        TextView::kind(self)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        TextView::write_text(self, out, style)
+    }
 }
 
 /// A built report of any kind.

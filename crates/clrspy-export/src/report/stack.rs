@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::text::{method_table, TextStyle, Unit};
 use super::threads::{process_cpu, ProcessCpu};
-use super::{MethodWeight, ReportKind, ReportOptions, ReportView, TreeOptions};
+use super::{MethodWeight, ReportKind, ReportOptions, TextView, TreeOptions};
 use crate::units::{fit, percent, round1};
 
 /// CPU or waiting time by method.
@@ -117,17 +117,13 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     }
 }
 
-impl ReportView for StackReport {
+impl TextView for StackReport {
     fn kind(&self) -> ReportKind {
         if self.metric == Metric::Cpu {
             ReportKind::Cpu
         } else {
             ReportKind::Waits
         }
-    }
-
-    fn json(&self) -> serde_json::Value {
-        super::to_json(self)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

@@ -12,7 +12,7 @@ use super::contention::ContentionReport;
 use super::exceptions::ExceptionsReport;
 use super::stack::StackReport;
 use super::text::{method_table, TextStyle, Unit};
-use super::{ReportKind, ReportOptions, ReportView};
+use super::{ReportKind, ReportOptions, TextView};
 use crate::units::human_bytes;
 use clrspy_analysis::gc::GcTotals;
 
@@ -125,13 +125,9 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
     }
 }
 
-impl ReportView for SummaryReport {
+impl TextView for SummaryReport {
     fn kind(&self) -> ReportKind {
         ReportKind::Summary
-    }
-
-    fn json(&self) -> serde_json::Value {
-        super::to_json(self)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

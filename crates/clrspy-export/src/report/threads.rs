@@ -10,7 +10,7 @@ use clrspy_analysis::{Analysis, StackFilter};
 use serde::Serialize;
 
 use super::text::TextStyle;
-use super::{sorted_counts, NameCount, ReportKind, ReportOptions, ReportView};
+use super::{sorted_counts, NameCount, ReportKind, ReportOptions, TextView};
 use crate::units::{fit, percent, round1};
 
 /// One thread.
@@ -226,13 +226,9 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
     }
 }
 
-impl ReportView for ThreadsReport {
+impl TextView for ThreadsReport {
     fn kind(&self) -> ReportKind {
         ReportKind::Threads
-    }
-
-    fn json(&self) -> serde_json::Value {
-        super::to_json(self)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

@@ -14,16 +14,7 @@ use crate::progress::Progress;
 
 /// The default output path: the trace's path with the format's extension.
 pub fn default_output(trace: &Path, format: Format) -> PathBuf {
-    let name = trace
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "trace".into());
-    let stem = name
-        .strip_suffix(".zip")
-        .unwrap_or(&name)
-        .trim_end_matches(".nettrace")
-        .trim_end_matches(".netperf")
-        .to_string();
+    let stem = crate::input::trace_stem(trace);
     trace.with_file_name(format!("{stem}.{}", format.extension()))
 }
 

@@ -12,16 +12,7 @@ use crate::output::{CliError, CliResult};
 
 /// The default output: beside the input, `<stem>.repaired.<ext>`.
 fn default_output(input: &Path, format: Option<nettrace::FormatVersion>) -> PathBuf {
-    let name = input
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "trace".into());
-    let stem = name
-        .strip_suffix(".zip")
-        .unwrap_or(&name)
-        .trim_end_matches(".nettrace")
-        .trim_end_matches(".netperf")
-        .to_string();
+    let stem = crate::input::trace_stem(input);
     let ext = match format {
         Some(nettrace::FormatVersion::NetPerf3) => "netperf",
         _ => "nettrace",
