@@ -4,7 +4,7 @@ mod common;
 
 use std::process::{Child, Command, Stdio};
 
-use common::{clrspy, live, start};
+use common::{clrspy, count, info, live, start};
 
 #[test]
 fn ps_lists_the_workload_with_its_runtime_version() {
@@ -94,20 +94,6 @@ fn spawn_record(pid: u32, out: &std::path::Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start clrspy record")
-}
-
-fn info(path: &std::path::Path) -> serde_json::Value {
-    common::json(&["info", "--json", path.to_str().unwrap()])
-}
-
-fn count(info: &serde_json::Value, name: &str) -> u64 {
-    info["per_event"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["name"] == name)
-        .map(|e| e["count"].as_u64().unwrap())
-        .sum()
 }
 
 #[test]

@@ -9,21 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{json, live, start, workloads};
-
-fn info(path: &std::path::Path) -> serde_json::Value {
-    json(&["info", "--json", path.to_str().unwrap()])
-}
-
-fn count(info: &serde_json::Value, name: &str) -> u64 {
-    info["per_event"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["name"] == name)
-        .map(|e| e["count"].as_u64().unwrap())
-        .sum()
-}
+use common::{count, info, json, live, start, workloads};
 
 /// Waits for `child` at most `limit`, killing it (and failing) past that.
 fn wait(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {

@@ -33,6 +33,25 @@ pub fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// `clrspy info --json` of a trace.
+pub fn info(path: &Path) -> serde_json::Value {
+    json(&["info", "--json", path.to_str().expect("UTF-8 path")])
+}
+
+/// Events named `name` in an `info --json` object.
+pub fn count(info: &serde_json::Value, name: &str) -> u64 {
+    info["per_event"]
+        .as_array()
+        .map(|events| {
+            events
+                .iter()
+                .filter(|e| e["name"] == name)
+                .filter_map(|e| e["count"].as_u64())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 /// True when live tests should run. Without `dotnet` they fail with install instructions,
 /// unless `CLRSPY_SKIP_LIVE=1` says to skip them.
 pub fn live() -> bool {
