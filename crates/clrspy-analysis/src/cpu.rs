@@ -6,8 +6,9 @@
 //!    difference of its readings, shared equally among its samples in that interval; the rest
 //!    of the interval's wall time is their waiting time. A thread's CPU total is therefore its
 //!    readings over the window, whatever the sampler's real period. CPU in an interval where
-//!    the thread has no sample goes to its last sampled stack; a thread never sampled (the
-//!    runtime's native threads: JIT, GC, EventPipe) keeps it as unsampled CPU, which the
+//!    the thread has no sample goes to its last sampled stack; a thread never sampled, or
+//!    named as one of the runtime's native workers (JIT, GC, EventPipe: the sampler may catch
+//!    them in managed code now and then), keeps it as unsampled CPU, which the
 //!    profile shows under a frame group named by the thread's role (`[runtime: tiered JIT]`).
 //!    An interval waits [`CLOSE_LAG_NS`] for samples the runtime flushes late.
 //! 2. Otherwise the **sample kind and blocking frames**: each sample stands for the trace's
@@ -28,6 +29,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Model, ModelEvent, Provider, Wanted};
 use crate::stacks::StackId;
+use crate::threads::ThreadRole;
 
 /// How CPU was told from waiting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -200,6 +202,10 @@ pub struct CpuModel {
     measured: FxHashMap<u64, f64>,
     sampled: FxHashSet<u64>,
     last_stack: FxHashMap<u64, Option<StackId>>,
+    /// Threads named as the runtime's native workers (JIT, GC, EventPipe): their CPU in an
+    /// interval without a sample stays theirs, never carried to a managed stack the sampler
+    /// once caught them in.
+    native_work: FxHashSet<u64>,
     /// Per thread: CPU read beyond an interval's wall time (readings are coarser than the
     /// ticks), taken from the waiting time of its next intervals.
     excess: FxHashMap<u64, f64>,
@@ -261,6 +267,7 @@ impl Model for CpuModel {
         Wanted::clrspy(clrspy::ids::THREAD_CPU),
         Wanted::clrspy(clrspy::ids::TICK),
         Wanted::clrspy(clrspy::ids::RECORDER_CPU),
+        Wanted::clrspy(clrspy::ids::THREAD_NAME),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
@@ -270,6 +277,10 @@ impl Model for CpuModel {
                 self.thread_cpu(ev.ts_ns, u64::from(r.thread_id), r.cpu_ns);
             }
             (Provider::Clrspy, clrspy::ids::TICK) => self.tick(ev.ts_ns),
+            (Provider::Clrspy, clrspy::ids::THREAD_NAME) => {
+                let n = clrspy::ThreadName::parse(ev.payload)?;
+                self.thread_named(u64::from(n.thread_id), &n.name.to_string_lossy());
+            }
             (Provider::Clrspy, clrspy::ids::RECORDER_CPU) => {
                 let r = clrspy::RecorderCpu::parse(ev.payload)?;
                 self.recorder_cpu(ev.ts_ns, r.cpu_ns);
@@ -296,6 +307,7 @@ impl CpuModel {
             measured: FxHashMap::default(),
             sampled: FxHashSet::default(),
             last_stack: FxHashMap::default(),
+            native_work: FxHashSet::default(),
             excess: FxHashMap::default(),
             readings: FxHashMap::default(),
             first_tick: None,
@@ -472,6 +484,13 @@ impl CpuModel {
         self.window.0.is_none_or(|f| mid >= f) && self.window.1.is_none_or(|t| mid < t)
     }
 
+    /// Thread `thread` is named `name`: the runtime's native workers keep their CPU.
+    fn thread_named(&mut self, thread: u64, name: &str) {
+        if ThreadRole::of(Some(name), false).is_native_work() {
+            self.native_work.insert(thread);
+        }
+    }
+
     /// Shares an interval's measured CPU among its samples, thread by thread: each sample
     /// gets the thread's CPU over the interval divided by its samples there, and the rest of
     /// the interval's wall time as waiting. A thread that used CPU in an interval where none
@@ -535,8 +554,10 @@ impl CpuModel {
                 self.exact_samples += n;
             } else if used > 0.0 {
                 match self.last_stack.get(&t) {
-                    Some(&s) => self.agg.entry((t, s)).or_default().cpu += used / unit,
-                    None => *self.unsampled.entry(t).or_default() += used / unit,
+                    Some(&s) if !self.native_work.contains(&t) => {
+                        self.agg.entry((t, s)).or_default().cpu += used / unit
+                    }
+                    _ => *self.unsampled.entry(t).or_default() += used / unit,
                 }
             }
         }

@@ -186,3 +186,33 @@ fn the_window_counts_only_its_intervals() {
     assert_eq!(measured[&9], 100_000_000.0);
     assert!((totals(&m, 9).0 - 100.0).abs() < 1e-6);
 }
+
+#[test]
+fn a_runtime_worker_sampled_once_keeps_its_cpu_as_its_own() {
+    // The JIT thread and a managed thread, each caught once in managed code, then running
+    // for four intervals without a sample.
+    let mut m = CpuModel::new(1_000_000);
+    let s = Some(StackId(3));
+    m.thread_named(1, ".NET Tiered Compilation Worker");
+    m.thread_named(2, ".NET TP Worker");
+    for t in [1, 2] {
+        m.thread_cpu(0, t, 0);
+    }
+    m.tick(0);
+    for t in [1, 2] {
+        m.sample(5_000_000, t, s, true);
+    }
+    for k in 1..=5i64 {
+        for t in [1, 2] {
+            m.thread_cpu(k * 20_000_000, t, k as u64 * 10_000_000);
+        }
+        m.tick(k * 20_000_000);
+    }
+    m.finish();
+    // The managed thread's CPU goes to its last stack; the JIT's stays the JIT's.
+    assert!((m.agg[&(2, s)].cpu - 50.0).abs() < 1e-9);
+    assert!((m.agg[&(1, s)].cpu - 10.0).abs() < 1e-9);
+    let unsampled: FxHashMap<u64, f64> = m.unsampled().collect();
+    assert!((unsampled[&1] - 40.0).abs() < 1e-9, "{unsampled:?}");
+    assert!(!unsampled.contains_key(&2));
+}

@@ -450,11 +450,12 @@ impl Analysis {
         let mut unsampled: Vec<u64> = self.cpu.unsampled().map(|(t, _)| t).collect();
         unsampled.sort_unstable();
         for t in unsampled {
-            let name = if self.cpu.was_sampled(t) {
+            let n = self.threads.names.get(&t).map(String::as_str);
+            let role = threads::ThreadRole::of(n, false);
+            let name = if self.cpu.was_sampled(t) && !role.is_native_work() {
                 profile::UNSAMPLED_FRAME.to_string()
             } else {
-                let n = self.threads.names.get(&t).map(String::as_str);
-                threads::ThreadRole::of(n, false).frame()
+                role.frame()
             };
             let f = self.symbols.synthetic(&name);
             self.groups.unsampled.insert(t, f);

@@ -177,6 +177,15 @@ impl ThreadRole {
         format!("[runtime: {}]", self.label())
     }
 
+    /// True for the runtime's native workers (JIT, GC, EventPipe): their CPU is native work
+    /// even when the sampler catches them in managed code now and then.
+    pub fn is_native_work(self) -> bool {
+        matches!(
+            self,
+            ThreadRole::Jit | ThreadRole::Gc | ThreadRole::EventPipe
+        )
+    }
+
     /// True for the recording's own cost on the target.
     pub fn is_overhead(self) -> bool {
         self == ThreadRole::EventPipe
