@@ -3,9 +3,10 @@
 //! events, stacks). What `clrspy info` shows; one streaming pass, memory by distinct events.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use nettrace::{ByteSource, Event, Reader, TraceHeader, TraceStats};
+use rustc_hash::FxHashMap;
 
 /// The display name of an event: PerfView's name for the runtime's own events ("GC/Start"),
 /// the trace's own name for EventSource events, `EventID(n)` otherwise.
@@ -55,7 +56,7 @@ impl Inventory {
     pub fn run<S: ByteSource>(reader: &mut Reader<S>, mut progress: impl FnMut(u64)) -> Inventory {
         // Keyed by metadata id first (cheap), then by (provider, id, version).
         let mut per_event: BTreeMap<(String, u32, u8), (String, u64)> = BTreeMap::new();
-        let mut fast: HashMap<(u32, u8), (String, u32, u64)> = HashMap::new();
+        let mut fast: FxHashMap<(u32, u8), (String, u32, u64)> = FxHashMap::default();
         let mut with_stack = 0u64;
         let flush = |per_event: &mut BTreeMap<(String, u32, u8), (String, u64)>,
                      (p, id, n): (String, u32, u64),

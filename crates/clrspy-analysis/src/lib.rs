@@ -228,23 +228,20 @@ impl Analysis {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Analysis, nettrace::Error> {
         let mut a = Analysis::new(reader.header(), options);
-        loop {
-            match reader.next_event() {
-                Ok(Some(ev)) => {
-                    a.event(&ev);
-                    if a.events.is_multiple_of(65_536) {
-                        progress(ev.offset);
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    if a.events == 0 {
-                        return Err(e);
-                    }
-                    a.read_error = Some(e.to_string());
-                    break;
-                }
+        // `for_each_event` hands each event by reference where it is built (returning it from
+        // `next_event` copied every event once more).
+        let result = reader.for_each_event(|ev| {
+            a.event(ev);
+            if a.events.is_multiple_of(65_536) {
+                progress(ev.offset);
             }
+            true
+        });
+        if let Err(e) = result {
+            if a.events == 0 {
+                return Err(e);
+            }
+            a.read_error = Some(e.to_string());
         }
         a.dropped_events = reader.stats().dropped_events;
         a.finish();

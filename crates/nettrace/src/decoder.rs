@@ -574,7 +574,7 @@ impl Decoder {
     }
 
     /// Builds the event for a decoded header.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn make_event<'s>(&'s mut self, data: &'s [u8], raw: &RawEvent) -> Event<'s> {
         let (thread_id, process_id) = self.resolve_thread(raw.h.thread);
         let capture = if raw.inline_stack.is_some() {
@@ -585,11 +585,19 @@ impl Decoder {
             Some(raw.h.capture_thread)
         };
         let ps = self.header.pointer_size;
-        if raw.inline_stack.is_none()
-            && raw.h.stack_id != 0
-            && self.stacks.get(raw.h.stack_id).is_none()
-        {
-            self.stats.missing_stacks += 1;
+        // One look-up each for the stack and the metadata row; misses are counted here.
+        let table_stack = match raw.inline_stack {
+            None if raw.h.stack_id != 0 => {
+                let found = self.stacks.get(raw.h.stack_id).is_some();
+                if !found {
+                    self.stats.missing_stacks += 1;
+                }
+                found
+            }
+            _ => false,
+        };
+        if self.metadata(raw.h.metadata_id).is_none() {
+            self.stats.events_without_metadata += 1;
         }
         let this: &'s Decoder = self;
         let metadata = match this.metadata(raw.h.metadata_id) {
@@ -611,8 +619,8 @@ impl Decoder {
         let payload = &data[raw.payload_start..raw.payload_start + raw.h.payload_size as usize];
         let stack = match raw.inline_stack {
             Some((s, l)) => Stack::new(&data[s..s + l], ps),
-            None if raw.h.stack_id == 0 => Stack::new(&[], ps),
-            None => Stack::new(this.stacks.get(raw.h.stack_id).unwrap_or(&[]), ps),
+            None if table_stack => Stack::new(this.stacks.get(raw.h.stack_id).unwrap_or(&[]), ps),
+            None => Stack::new(&[], ps),
         };
         Event {
             metadata,
@@ -637,13 +645,6 @@ impl Decoder {
             related_activity_id,
             labels,
             offset: raw.offset,
-        }
-    }
-
-    /// Counts events whose metadata is unknown (after `make_event`).
-    pub(crate) fn note_missing_metadata(&mut self, raw: &RawEvent) {
-        if self.metadata(raw.h.metadata_id).is_none() {
-            self.stats.events_without_metadata += 1;
         }
     }
 }
