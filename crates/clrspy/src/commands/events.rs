@@ -324,3 +324,39 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Sorter;
+
+    fn hold(s: &mut Sorter, ts: i64, text: &str) {
+        s.lines.extend_from_slice(text.as_bytes());
+        s.push(ts);
+    }
+
+    #[test]
+    fn held_lines_come_out_in_time_order_across_flushes_and_compaction() {
+        let mut s = Sorter::new();
+        let mut out = Vec::new();
+        hold(&mut s, 30, "c\n");
+        hold(&mut s, 10, "a\n");
+        hold(&mut s, 20, "b1\n");
+        hold(&mut s, 20, "b2\n");
+        s.flush(&mut out, Some(20)).unwrap();
+        assert_eq!(out, b"a\nb1\nb2\n");
+        // A line being written while the held ones move (sequence point, compaction).
+        s.lines.extend_from_slice(b"e\n");
+        s.compact();
+        s.push(50);
+        hold(&mut s, 40, "d\n");
+        s.flush(&mut out, None).unwrap();
+        assert_eq!(out, b"a\nb1\nb2\nc\nd\ne\n");
+        assert!(s.lines.is_empty() && s.held_end == 0 && s.held_bytes == 0);
+        // The line after a full flush keeps its bytes.
+        s.lines.extend_from_slice(b"f\n");
+        s.flush(&mut out, None).unwrap();
+        s.push(60);
+        s.flush(&mut out, None).unwrap();
+        assert!(out.ends_with(b"e\nf\n"));
+    }
+}
