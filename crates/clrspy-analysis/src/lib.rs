@@ -79,6 +79,8 @@ type Routes = Vec<Route>;
 /// How an event's metadata was classified (cached per metadata id).
 #[derive(Clone, Debug)]
 struct Source {
+    /// The metadata row's [`nettrace::Event::metadata_key`]: the same key is the same row.
+    key: u64,
     provider_name: String,
     event_id: u32,
     provider: Option<Provider>,
@@ -254,7 +256,7 @@ impl Analysis {
         let event_id = ev.event_id();
         // V6 traces may reuse a metadata id after a flush: check the provider and id too.
         if let Some(s) = self.sources.get(&id) {
-            if s.event_id == event_id && s.provider_name == p {
+            if s.key == ev.metadata_key() || (s.event_id == event_id && s.provider_name == p) {
                 let (provider, routes) = (s.provider, s.routes);
                 if let (Some(e), Some(pr)) = (s.mismatch.clone(), provider) {
                     self.failed(pr, ev, e);
@@ -278,6 +280,7 @@ impl Analysis {
         self.sources.insert(
             id,
             Source {
+                key: ev.metadata_key(),
                 provider_name: p.to_string(),
                 event_id,
                 provider,

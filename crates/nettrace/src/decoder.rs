@@ -3,6 +3,7 @@
 //! sequence numbers to count dropped events, and decodes event headers one at a time.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cursor::Cursor;
 use crate::error::{BlockKind, Error, ErrorKind, InBlock, Result};
@@ -13,6 +14,9 @@ use crate::metadata::{self, EventMetadata};
 use crate::value::Guid;
 
 mod tables;
+
+/// The next metadata row's key ([`Event::metadata_key`]): unique in the process.
+static NEXT_METADATA_KEY: AtomicU64 = AtomicU64::new(1);
 
 /// Metadata ids below this are kept in a vector; larger ones in a map.
 const DENSE_METADATA_IDS: u32 = 1 << 16;
@@ -196,6 +200,9 @@ pub(crate) struct Decoder {
     framing: Framing,
     dense_metadata: Vec<Option<Box<EventMetadata>>>,
     sparse_metadata: HashMap<u32, Box<EventMetadata>>,
+    /// Each row's key, beside `dense_metadata` (0: no row).
+    dense_keys: Vec<u64>,
+    sparse_keys: HashMap<u32, u64>,
     unknown_metadata: EventMetadata,
     stacks: StackTable,
     threads: HashMap<u64, ThreadInfo>,
@@ -215,6 +222,8 @@ impl Decoder {
             framing: start.framing,
             dense_metadata: Vec::new(),
             sparse_metadata: HashMap::new(),
+            dense_keys: Vec::new(),
+            sparse_keys: HashMap::new(),
             unknown_metadata: EventMetadata::default(),
             stacks: StackTable::default(),
             threads: HashMap::new(),
@@ -240,6 +249,16 @@ impl Decoder {
         }
     }
 
+    /// The key of a metadata row (0 when there is none).
+    #[inline]
+    fn metadata_key(&self, id: u32) -> u64 {
+        if id < DENSE_METADATA_IDS {
+            self.dense_keys.get(id as usize).copied().unwrap_or(0)
+        } else {
+            self.sparse_keys.get(&id).copied().unwrap_or(0)
+        }
+    }
+
     /// All metadata rows read so far.
     pub(crate) fn all_metadata(&self) -> impl Iterator<Item = &EventMetadata> {
         self.dense_metadata
@@ -254,14 +273,18 @@ impl Decoder {
             self.stats.v5_metadata_tags = true;
         }
         let id = m.metadata_id;
+        let key = NEXT_METADATA_KEY.fetch_add(1, Ordering::Relaxed);
         if id < DENSE_METADATA_IDS {
             let i = id as usize;
             if i >= self.dense_metadata.len() {
                 self.dense_metadata.resize_with(i + 1, || None);
+                self.dense_keys.resize(i + 1, 0);
             }
             self.dense_metadata[i] = Some(Box::new(m));
+            self.dense_keys[i] = key;
         } else {
             self.sparse_metadata.insert(id, Box::new(m));
+            self.sparse_keys.insert(id, key);
         }
     }
 
@@ -624,6 +647,7 @@ impl Decoder {
         };
         Event {
             metadata,
+            metadata_key: this.metadata_key(raw.h.metadata_id),
             payload,
             stack,
             stack_id: raw.h.stack_id,
