@@ -3,9 +3,10 @@
 //! events, stacks). What `clrspy info` shows; one streaming pass, memory by distinct events.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use nettrace::{ByteSource, Event, Reader, TraceHeader, TraceStats};
+use rustc_hash::FxHashMap;
 
 /// The display name of an event: PerfView's name for the runtime's own events ("GC/Start"),
 /// the trace's own name for EventSource events, `EventID(n)` otherwise.
@@ -53,9 +54,9 @@ pub struct Inventory {
 impl Inventory {
     /// Counts every event of `reader`; `progress` gets the offset of each event.
     pub fn run<S: ByteSource>(reader: &mut Reader<S>, mut progress: impl FnMut(u64)) -> Inventory {
-        // Keyed by metadata id first (cheap), then by (provider, id, version).
+        // Keyed by metadata row first (cheap), then by (provider, id, version).
         let mut per_event: BTreeMap<(String, u32, u8), (String, u64)> = BTreeMap::new();
-        let mut fast: HashMap<(u32, u8), (String, u32, u64)> = HashMap::new();
+        let mut fast: FxHashMap<(u64, u8), (String, u32, u64)> = FxHashMap::default();
         let mut with_stack = 0u64;
         let flush = |per_event: &mut BTreeMap<(String, u32, u8), (String, u64)>,
                      (p, id, n): (String, u32, u64),
@@ -71,17 +72,14 @@ impl Inventory {
                 with_stack += 1;
             }
             let version = ev.version();
-            let key = (ev.metadata.metadata_id, version);
-            if let Some((p, id, n)) = fast.get_mut(&key) {
-                if *id == ev.event_id() && p == ev.provider() {
-                    *n += 1;
-                    return true;
-                }
+            // A row's key is never reused (a row redefined after a V6 metadata flush gets a
+            // new one), so no names are compared per event.
+            let key = (ev.metadata_key(), version);
+            if let Some((_, _, n)) = fast.get_mut(&key) {
+                *n += 1;
+                return true;
             }
-            // First event of this metadata row (or a row id reused after a V6 metadata flush).
-            if let Some(old) = fast.remove(&key) {
-                flush(&mut per_event, old, version);
-            }
+            // First event of this metadata row.
             per_event
                 .entry((ev.provider().to_string(), ev.event_id(), version))
                 .or_insert_with(|| (event_name(ev).into_owned(), 0));

@@ -82,6 +82,8 @@ type Routes = Vec<Route>;
 /// How an event's metadata was classified (cached per metadata id).
 #[derive(Clone, Debug)]
 struct Source {
+    /// The metadata row's [`nettrace::Event::metadata_key`]: the same key is the same row.
+    key: u64,
     provider_name: String,
     event_id: u32,
     provider: Option<Provider>,
@@ -263,23 +265,20 @@ impl Analysis {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Analysis, nettrace::Error> {
         let mut a = Analysis::new(reader.header(), options);
-        loop {
-            match reader.next_event() {
-                Ok(Some(ev)) => {
-                    a.event(&ev);
-                    if a.events.is_multiple_of(65_536) {
-                        progress(ev.offset);
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    if a.events == 0 {
-                        return Err(e);
-                    }
-                    a.read_error = Some(e.to_string());
-                    break;
-                }
+        // `for_each_event` hands each event by reference where it is built (returning it from
+        // `next_event` copied every event once more).
+        let result = reader.for_each_event(|ev| {
+            a.event(ev);
+            if a.events.is_multiple_of(65_536) {
+                progress(ev.offset);
             }
+            true
+        });
+        if let Err(e) = result {
+            if a.events == 0 {
+                return Err(e);
+            }
+            a.read_error = Some(e.to_string());
         }
         a.dropped_events = reader.stats().dropped_events;
         a.finish();
@@ -292,7 +291,7 @@ impl Analysis {
         let event_id = ev.event_id();
         // V6 traces may reuse a metadata id after a flush: check the provider and id too.
         if let Some(s) = self.sources.get(&id) {
-            if s.event_id == event_id && s.provider_name == p {
+            if s.key == ev.metadata_key() || (s.event_id == event_id && s.provider_name == p) {
                 let (provider, routes) = (s.provider, s.routes);
                 if let (Some(e), Some(pr)) = (s.mismatch.clone(), provider) {
                     self.failed(pr, ev, e);
@@ -316,6 +315,7 @@ impl Analysis {
         self.sources.insert(
             id,
             Source {
+                key: ev.metadata_key(),
                 provider_name: p.to_string(),
                 event_id,
                 provider,

@@ -204,6 +204,26 @@ impl<'a> Cursor<'a> {
     #[inline(never)]
     fn varu64_long(&mut self) -> Result<u64, CursorError> {
         let start = self.offset();
+        // Away from the end of the data: no bounds check per byte (same results and errors as
+        // the loop below, which also handles a value cut by the end).
+        if let Some(bytes) = self
+            .data
+            .get(self.pos..)
+            .and_then(|r| r.first_chunk::<10>())
+        {
+            let mut result: u64 = 0;
+            for (i, &b) in bytes.iter().enumerate() {
+                if i == 9 && b > 1 {
+                    break;
+                }
+                result |= u64::from(b & 0x7f) << (7 * i);
+                if b & 0x80 == 0 {
+                    self.pos += i + 1;
+                    return Ok(result);
+                }
+            }
+            return Err(CursorError::BadVarInt { offset: start });
+        }
         let mut result: u64 = 0;
         let mut shift = 0u32;
         loop {
@@ -331,5 +351,68 @@ mod tests {
     fn overlong_varint_is_an_error() {
         let data = [0xff; 12];
         assert!(Cursor::new(&data, 0).varu64().is_err());
+    }
+
+    #[test]
+    fn varints_read_the_same_near_and_away_from_the_end() {
+        let mut cases: Vec<Vec<u8>> = vec![
+            vec![0x80, 0x01],
+            vec![0xff, 0x7f],
+            vec![0xff; 9],
+            vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02],
+            vec![0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00],
+            vec![0x80],
+        ];
+        for v in [
+            300u64,
+            1 << 20,
+            u64::from(u32::MAX),
+            u64::MAX >> 1,
+            u64::MAX,
+        ] {
+            let mut enc = Vec::new();
+            let mut x = v;
+            loop {
+                let b = (x & 0x7f) as u8;
+                x >>= 7;
+                if x == 0 {
+                    enc.push(b);
+                    break;
+                }
+                enc.push(b | 0x80);
+            }
+            cases.push(enc);
+        }
+        for enc in cases {
+            // Alone (the value ends at the end of the data) and followed by padding.
+            let mut padded = enc.clone();
+            padded.extend_from_slice(&[0x80; 12]);
+            let mut near = Cursor::new(&enc, 7);
+            let mut away = Cursor::new(&padded, 7);
+            let (a, b) = (near.varu64(), away.varu64());
+            match (&a, &b) {
+                (Ok(x), Ok(y)) => {
+                    assert_eq!(x, y, "{enc:x?}");
+                    assert_eq!(near.position(), away.position(), "{enc:x?}");
+                }
+                (
+                    Err(CursorError::BadVarInt { offset: x }),
+                    Err(CursorError::BadVarInt { offset: y }),
+                ) => {
+                    assert_eq!(x, y, "{enc:x?}")
+                }
+                // A value cut by the end of the data: padding makes it either whole or too long.
+                (Err(_), _) => assert!(enc.last().is_some_and(|b| b & 0x80 != 0), "{enc:x?}"),
+                _ => panic!("{enc:x?}: {a:?} vs {b:?}"),
+            }
+            let (a, b) = (
+                Cursor::new(&enc, 0).varu32(),
+                Cursor::new(&padded, 0).varu32(),
+            );
+            if enc.last().is_some_and(|b| b & 0x80 == 0) {
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{enc:x?}");
+            }
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! sequence numbers to count dropped events, and decodes event headers one at a time.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cursor::Cursor;
 use crate::error::{BlockKind, Error, ErrorKind, InBlock, Result};
@@ -13,6 +14,9 @@ use crate::metadata::{self, EventMetadata};
 use crate::value::Guid;
 
 mod tables;
+
+/// The next metadata row's key ([`Event::metadata_key`]): unique in the process.
+static NEXT_METADATA_KEY: AtomicU64 = AtomicU64::new(1);
 
 /// Metadata ids below this are kept in a vector; larger ones in a map.
 const DENSE_METADATA_IDS: u32 = 1 << 16;
@@ -196,6 +200,9 @@ pub(crate) struct Decoder {
     framing: Framing,
     dense_metadata: Vec<Option<Box<EventMetadata>>>,
     sparse_metadata: HashMap<u32, Box<EventMetadata>>,
+    /// Each row's key, beside `dense_metadata` (0: no row).
+    dense_keys: Vec<u64>,
+    sparse_keys: HashMap<u32, u64>,
     unknown_metadata: EventMetadata,
     stacks: StackTable,
     threads: HashMap<u64, ThreadInfo>,
@@ -215,6 +222,8 @@ impl Decoder {
             framing: start.framing,
             dense_metadata: Vec::new(),
             sparse_metadata: HashMap::new(),
+            dense_keys: Vec::new(),
+            sparse_keys: HashMap::new(),
             unknown_metadata: EventMetadata::default(),
             stacks: StackTable::default(),
             threads: HashMap::new(),
@@ -240,6 +249,16 @@ impl Decoder {
         }
     }
 
+    /// The key of a metadata row (0 when there is none).
+    #[inline]
+    fn metadata_key(&self, id: u32) -> u64 {
+        if id < DENSE_METADATA_IDS {
+            self.dense_keys.get(id as usize).copied().unwrap_or(0)
+        } else {
+            self.sparse_keys.get(&id).copied().unwrap_or(0)
+        }
+    }
+
     /// All metadata rows read so far.
     pub(crate) fn all_metadata(&self) -> impl Iterator<Item = &EventMetadata> {
         self.dense_metadata
@@ -254,14 +273,18 @@ impl Decoder {
             self.stats.v5_metadata_tags = true;
         }
         let id = m.metadata_id;
+        let key = NEXT_METADATA_KEY.fetch_add(1, Ordering::Relaxed);
         if id < DENSE_METADATA_IDS {
             let i = id as usize;
             if i >= self.dense_metadata.len() {
                 self.dense_metadata.resize_with(i + 1, || None);
+                self.dense_keys.resize(i + 1, 0);
             }
             self.dense_metadata[i] = Some(Box::new(m));
+            self.dense_keys[i] = key;
         } else {
             self.sparse_metadata.insert(id, Box::new(m));
+            self.sparse_keys.insert(id, key);
         }
     }
 
@@ -574,7 +597,7 @@ impl Decoder {
     }
 
     /// Builds the event for a decoded header.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn make_event<'s>(&'s mut self, data: &'s [u8], raw: &RawEvent) -> Event<'s> {
         let (thread_id, process_id) = self.resolve_thread(raw.h.thread);
         let capture = if raw.inline_stack.is_some() {
@@ -585,11 +608,19 @@ impl Decoder {
             Some(raw.h.capture_thread)
         };
         let ps = self.header.pointer_size;
-        if raw.inline_stack.is_none()
-            && raw.h.stack_id != 0
-            && self.stacks.get(raw.h.stack_id).is_none()
-        {
-            self.stats.missing_stacks += 1;
+        // One look-up each for the stack and the metadata row; misses are counted here.
+        let table_stack = match raw.inline_stack {
+            None if raw.h.stack_id != 0 => {
+                let found = self.stacks.get(raw.h.stack_id).is_some();
+                if !found {
+                    self.stats.missing_stacks += 1;
+                }
+                found
+            }
+            _ => false,
+        };
+        if self.metadata(raw.h.metadata_id).is_none() {
+            self.stats.events_without_metadata += 1;
         }
         let this: &'s Decoder = self;
         let metadata = match this.metadata(raw.h.metadata_id) {
@@ -611,11 +642,12 @@ impl Decoder {
         let payload = &data[raw.payload_start..raw.payload_start + raw.h.payload_size as usize];
         let stack = match raw.inline_stack {
             Some((s, l)) => Stack::new(&data[s..s + l], ps),
-            None if raw.h.stack_id == 0 => Stack::new(&[], ps),
-            None => Stack::new(this.stacks.get(raw.h.stack_id).unwrap_or(&[]), ps),
+            None if table_stack => Stack::new(this.stacks.get(raw.h.stack_id).unwrap_or(&[]), ps),
+            None => Stack::new(&[], ps),
         };
         Event {
             metadata,
+            metadata_key: this.metadata_key(raw.h.metadata_id),
             payload,
             stack,
             stack_id: raw.h.stack_id,
@@ -637,13 +669,6 @@ impl Decoder {
             related_activity_id,
             labels,
             offset: raw.offset,
-        }
-    }
-
-    /// Counts events whose metadata is unknown (after `make_event`).
-    pub(crate) fn note_missing_metadata(&mut self, raw: &RawEvent) {
-        if self.metadata(raw.h.metadata_id).is_none() {
-            self.stats.events_without_metadata += 1;
         }
     }
 }

@@ -139,6 +139,8 @@ pub struct ThreadInfo {
 pub struct Event<'a> {
     /// The metadata row of this event (provider, id, name, version, declared fields).
     pub metadata: &'a EventMetadata,
+    /// See [`Event::metadata_key`].
+    pub(crate) metadata_key: u64,
     /// Payload bytes.
     pub payload: &'a [u8],
     /// The event's stack (empty when it has none).
@@ -177,6 +179,14 @@ impl<'a> Event<'a> {
     /// Provider name.
     pub fn provider(&self) -> &'a str {
         &self.metadata.provider
+    }
+
+    /// Identifies the metadata row the event refers to: events with the same key share one row
+    /// (same provider, event id, version and fields), whichever reader of this process read
+    /// them; a row redefined later (V6 may reuse an id) gets a new key. 0 when the event's
+    /// metadata id was never defined. Lets consumers cache per row without comparing names.
+    pub fn metadata_key(&self) -> u64 {
+        self.metadata_key
     }
 
     /// Event id.

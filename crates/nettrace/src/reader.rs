@@ -57,16 +57,28 @@ impl ByteSource for SliceSource<'_> {
     }
 }
 
-/// An `io::Read` as a source: bytes are read as needed into a buffer that holds at most the
-/// current block.
+/// An `io::Read` as a source: bytes are read as needed into a buffer that holds the current
+/// block and what was read past it.
+///
+/// Reads go straight into the buffer in chunks of at least [`MIN_READ`] bytes (so a
+/// `BufReader` below with a smaller capacity passes them through instead of copying), the
+/// buffer is zeroed only when it grows, and the unread tail moves to its front only when too
+/// little room is left behind it.
 #[derive(Debug)]
 pub struct ReadSource<R> {
     inner: R,
+    /// Initialized bytes; `start..end` is the window.
     buf: Vec<u8>,
     start: usize,
+    end: usize,
     offset: u64,
     ended: bool,
 }
+
+/// The smallest read the streaming reader asks its source for.
+const MIN_READ: usize = 1 << 20;
+/// The streaming reader's usual buffer size.
+const READ_BUFFER: usize = 4 << 20;
 
 impl<R: Read> ReadSource<R> {
     fn new(inner: R) -> Self {
@@ -74,6 +86,7 @@ impl<R: Read> ReadSource<R> {
             inner,
             buf: Vec::new(),
             start: 0,
+            end: 0,
             offset: 0,
             ended: false,
         }
@@ -81,19 +94,21 @@ impl<R: Read> ReadSource<R> {
 }
 
 impl<R: Read> ByteSource for ReadSource<R> {
+    #[inline]
     fn window(&self) -> &[u8] {
-        &self.buf[self.start..]
+        &self.buf[self.start..self.end]
     }
+    #[inline]
     fn window_offset(&self) -> u64 {
         self.offset
     }
     fn consume(&mut self, n: usize) {
-        let n = n.min(self.buf.len() - self.start);
+        let n = n.min(self.end - self.start);
         self.start += n;
         self.offset += n as u64;
-        if self.start == self.buf.len() {
-            self.buf.clear();
+        if self.start == self.end {
             self.start = 0;
+            self.end = 0;
         }
     }
     fn fill(&mut self, n: usize) -> Result<bool> {
@@ -108,31 +123,30 @@ impl<R: Read> ByteSource for ReadSource<R> {
                 },
             ));
         }
-        if self.buf.len() - self.start >= n {
-            return Ok(true);
-        }
-        if self.start > 0 {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        while self.buf.len() < n && !self.ended {
-            let have = self.buf.len();
-            let want = (n - have).max(64 * 1024);
-            self.buf.resize(have + want, 0);
-            match self.inner.read(&mut self.buf[have..]) {
-                Ok(0) => {
-                    self.buf.truncate(have);
-                    self.ended = true;
+        while self.end - self.start < n && !self.ended {
+            if self.buf.len() - self.end < MIN_READ || self.buf.len() - self.start < n {
+                // Too little room behind the window: move it to the front, grow if needed.
+                if self.start > 0 {
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.start = 0;
                 }
-                Ok(k) => self.buf.truncate(have + k),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.buf.truncate(have),
+                let want = n.max(self.end + MIN_READ).max(READ_BUFFER);
+                if self.buf.len() < want {
+                    self.buf.resize(want, 0);
+                }
+            }
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.ended = true,
+                Ok(k) => self.end = (self.end + k).min(self.buf.len()),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.buf.truncate(have);
-                    return Err(Error::io(self.offset + have as u64, e));
+                    let have = (self.end - self.start) as u64;
+                    return Err(Error::io(self.offset + have, e));
                 }
             }
         }
-        Ok(self.buf.len() >= n)
+        Ok(self.end - self.start >= n)
     }
 }
 
@@ -158,7 +172,8 @@ pub struct Reader<S> {
 /// Reads a trace held in memory (a slice or a memory map). Zero-copy: payloads borrow the input.
 pub type TraceReader<'a> = Reader<SliceSource<'a>>;
 
-/// Reads a trace incrementally from an `io::Read`, holding at most one block in memory.
+/// Reads a trace incrementally from an `io::Read`, holding one block and at most a few MB read
+/// past it in memory.
 pub type StreamReader<R> = Reader<ReadSource<R>>;
 
 impl<'a> Reader<SliceSource<'a>> {
@@ -270,34 +285,37 @@ impl<S: ByteSource> Reader<S> {
         self.dec.all_metadata()
     }
 
-    fn fail(&mut self, e: Error) -> Result<Option<Event<'_>>> {
+    fn fail(&mut self, e: Error) -> Error {
         self.done = true;
         self.cur = None;
         self.error = Some(e.clone());
-        Err(e)
+        e
     }
 
     /// The next event, `Ok(None)` at the end. After an error (returned once), reading has
     /// stopped for good: every complete event before the damage has been yielded.
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>> {
+        if self.advance()? {
+            Ok(self.current())
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Decodes the next event's header: `Ok(true)` when [`Reader::current`] has an event.
+    fn advance(&mut self) -> Result<bool> {
         loop {
             if let Some(cur) = self.cur.as_mut() {
                 let off = self.src.window_offset() + cur.start as u64;
                 let w = self.src.window();
                 let blk = &w[cur.start..cur.start + cur.len];
                 match self.dec.next_in_block(blk, off, &mut cur.it) {
-                    Ok(true) => {
-                        let (s, l) = (cur.start, cur.len);
-                        let raw = &cur.it.cur;
-                        self.dec.note_missing_metadata(raw);
-                        let blk = &self.src.window()[s..s + l];
-                        return Ok(Some(self.dec.make_event(blk, raw)));
-                    }
+                    Ok(true) => return Ok(true),
                     Ok(false) => {
                         let total = cur.total;
                         self.cur = None;
                         if let Some(e) = self.pending.take() {
-                            return self.fail(e);
+                            return Err(self.fail(e));
                         }
                         self.src.consume(total);
                         self.dec.stats.bytes_read = self.src.window_offset();
@@ -306,19 +324,28 @@ impl<S: ByteSource> Reader<S> {
                     Err(e) => {
                         // Damage inside a block: an earlier pending truncation says more.
                         let e = self.pending.take().unwrap_or(e);
-                        return self.fail(e);
+                        return Err(self.fail(e));
                     }
                 }
             }
             if self.done {
-                return Ok(None);
+                return Ok(false);
             }
             match self.next_block() {
                 Ok(true) => continue,
-                Ok(false) => return Ok(None),
-                Err(e) => return self.fail(e),
+                Ok(false) => return Ok(false),
+                Err(e) => return Err(self.fail(e)),
             }
         }
+    }
+
+    /// The event [`Reader::advance`] decoded last, built where the caller wants it (returning
+    /// it through `Result<Option<_>>` costs a copy of the whole event).
+    #[inline(always)]
+    fn current(&mut self) -> Option<Event<'_>> {
+        let cur = self.cur.as_ref()?;
+        let blk = self.src.window().get(cur.start..cur.start + cur.len)?;
+        Some(self.dec.make_event(blk, &cur.it.cur))
     }
 
     /// Moves to the next block. `Ok(false)` at the end of the stream.
@@ -424,9 +451,11 @@ impl<S: ByteSource> Reader<S> {
     /// Calls `sink` for every event until it returns `false` or the trace ends. Returns the
     /// error that stopped reading, after all complete events before it were passed to `sink`.
     pub fn for_each_event(&mut self, mut sink: impl FnMut(&Event<'_>) -> bool) -> Result<()> {
-        while let Some(ev) = self.next_event()? {
-            if !sink(&ev) {
-                break;
+        while self.advance()? {
+            if let Some(ev) = self.current() {
+                if !sink(&ev) {
+                    break;
+                }
             }
         }
         Ok(())

@@ -269,3 +269,30 @@ fn damaged_traces_never_panic() {
         }
     }
 }
+
+#[test]
+fn metadata_keys_name_one_row_and_are_never_reused() {
+    use std::collections::HashMap;
+    let bytes = sample_trace(Flavor::ALL[0]);
+    let mut seen_keys: Vec<HashMap<u32, u64>> = Vec::new();
+    for _ in 0..2 {
+        let mut per_id: HashMap<u32, u64> = HashMap::new();
+        let mut r = TraceReader::new(&bytes).unwrap();
+        r.for_each_event(|ev| {
+            let key = ev.metadata_key();
+            assert_ne!(key, 0, "every sample event has metadata");
+            assert_eq!(*per_id.entry(ev.metadata.metadata_id).or_insert(key), key);
+            true
+        })
+        .unwrap();
+        let mut keys: Vec<u64> = per_id.values().copied().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), per_id.len(), "one key per row");
+        seen_keys.push(per_id);
+    }
+    // A second reader of the same bytes gets keys of its own.
+    assert!(seen_keys[0]
+        .values()
+        .all(|k| !seen_keys[1].values().any(|j| j == k)));
+}

@@ -105,6 +105,8 @@ impl Decoder {
             if flags & 2 != 0 {
                 self.dense_metadata.clear();
                 self.sparse_metadata.clear();
+                self.dense_keys.clear();
+                self.sparse_keys.clear();
             }
         } else {
             let at = c.offset();
