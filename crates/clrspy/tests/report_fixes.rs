@@ -350,3 +350,27 @@ fn html_flame_graph_box_is_as_tall_as_the_graph() {
         "the frame shows the whole graph, root frames included"
     );
 }
+
+#[test]
+fn a_filter_that_matches_nothing_says_so_instead_of_advising_another_recording() {
+    let t = path("only_managed_samples.nettrace.zip");
+    for extra in [
+        &["cpu", "--from", "500s"][..],
+        &["cpu", "--from", "10s", "--to", "10.1s", "--thread", "1"][..],
+        &["cpu", "--focus", "NoSuchMethod"][..],
+        &["summary", "--thread", "1"][..],
+    ] {
+        let out = clrspy().arg("report").arg(&t).args(extra).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("window or filter"),
+            "{extra:?} says why it is empty:\n{text}"
+        );
+        assert!(
+            !text.contains("record with"),
+            "{extra:?}: the trace has samples, no new recording is needed:\n{text}"
+        );
+        assert!(!text.contains("-0.0"), "{text}");
+    }
+}

@@ -132,6 +132,10 @@ pub struct ReportOptions {
     pub tree: Option<TreeOptions>,
     /// The trace as the user named it (the summary's heading and its hints).
     pub trace: String,
+    /// True when a time window or a stack filter (`--from`/`--to`, `--thread`, `--focus`,
+    /// `--exclude`) narrowed what the reports see: an empty result then says so, instead of
+    /// advising to record differently.
+    pub narrowed: bool,
 }
 
 impl Default for ReportOptions {
@@ -141,6 +145,7 @@ impl Default for ReportOptions {
             filter: StackFilter::default(),
             tree: None,
             trace: "trace".into(),
+            narrowed: false,
         }
     }
 }

@@ -54,6 +54,9 @@ pub struct StackReport {
     /// How the text view lays out the tree.
     #[serde(skip)]
     pub tree_view: TreeOptions,
+    /// A window or filter narrowed the samples ([`ReportOptions::narrowed`]).
+    #[serde(skip)]
+    pub narrowed: bool,
 }
 
 /// The words for how CPU was told from waiting.
@@ -114,6 +117,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
             .is_some()
             .then(|| call_tree(&profile, metric, &a.symbols)),
         tree_view: o.tree.unwrap_or_default(),
+        narrowed: o.narrowed,
     }
 }
 
@@ -141,13 +145,21 @@ impl TextView for StackReport {
                 self.basis()
             ))
         )?;
+        if self.total_samples <= 0.0 && self.narrowed {
+            // The trace may well have samples: the window or the filter left none.
+            writeln!(
+                out,
+                "  nothing matched: no samples in this window or filter (check --thread, --from/--to, --focus, --exclude)"
+            )?;
+            return Ok(());
+        }
         writeln!(out, "  how: {}", self.method_note)?;
         if let Some(p) = &self.process {
             for line in [p.runtime_line(), p.overhead_line()].into_iter().flatten() {
                 writeln!(out, "  {line}")?;
             }
         }
-        if self.total_samples <= 0.0 {
+        if self.total_samples <= 0.0 && self.method != CpuSource::None {
             writeln!(
                 out,
                 "  nothing matched: {}",
@@ -212,8 +224,8 @@ impl StackReport {
 
 fn nothing_matched_hint(metric: Metric) -> &'static str {
     match metric {
-        Metric::Wait => "no waiting samples in this window or filter",
-        _ => "no CPU samples in this window or filter (check --thread, --from/--to, --focus; a trace without samples needs the cpu profile)",
+        Metric::Wait => "no sample of this trace was waiting",
+        _ => "every sample of this trace was waiting or idle",
     }
 }
 

@@ -83,7 +83,12 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
             "clrspy report {path} waits        (where threads block)"
         ));
     } else {
-        next.push("no CPU samples: record with --profile cpu for hot methods".into());
+        next.push(if o.narrowed {
+            "no samples in this window or filter: widen --from/--to, --thread, --focus or --exclude"
+                .into()
+        } else {
+            "no CPU samples: record with --profile cpu for hot methods".into()
+        });
     }
     if gc.totals.count > 0 {
         next.push(format!(

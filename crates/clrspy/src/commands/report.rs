@@ -84,6 +84,11 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
             cutoff: args.cutoff,
         }),
         trace: args.input.trace.display().to_string(),
+        narrowed: args.from.is_some()
+            || args.to.is_some()
+            || args.thread.is_some()
+            || args.focus.is_some()
+            || !args.exclude.is_empty(),
     }
 }
 
