@@ -12,15 +12,9 @@ use common::{clrspy_command, json, live, pids_with_env, run_bounded, workloads, 
 /// The variable that marks every process a test started, so the stragglers can be found.
 const MARK: &str = "CLRSPY_TEST_CHILDREN";
 
-/// `dotnet` with the SDK's chatter off and its build servers on (this machine's environment may
-/// turn them off; they are what starts extra runtimes).
+/// `dotnet` with the build servers on and this test's mark.
 fn dotnet_env(cmd: &mut std::process::Command, mark: &str) {
-    cmd.env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-        .env("DOTNET_NOLOGO", "1")
-        .env("UseSharedCompilation", "true")
-        .env_remove("MSBUILDDISABLENODEREUSE")
-        .env_remove("DOTNET_CLI_USE_MSBUILD_SERVER")
-        .env(MARK, mark);
+    common::dotnet_with_build_servers(cmd, MARK, mark);
 }
 
 #[test]

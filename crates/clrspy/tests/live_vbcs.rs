@@ -13,13 +13,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::proc_cpu::{poller, readings};
 use common::{clrspy_command, json, live, pids_with_env, run_bounded, KillMarked};
 use serde_json::Value;
 
@@ -31,13 +31,8 @@ const MARK: &str = "CLRSPY_TEST_VBCS";
 /// may turn build servers off).
 fn dotnet(args: &[&str], mark: &str) -> Command {
     let mut cmd = Command::new("dotnet");
-    cmd.args(args)
-        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-        .env("DOTNET_NOLOGO", "1")
-        .env("UseSharedCompilation", "true")
-        .env_remove("MSBUILDDISABLENODEREUSE")
-        .env_remove("DOTNET_CLI_USE_MSBUILD_SERVER")
-        .env(MARK, mark);
+    cmd.args(args);
+    common::dotnet_with_build_servers(&mut cmd, MARK, mark);
     cmd
 }
 
@@ -66,88 +61,6 @@ fn compiler_server(mark: &str) -> Option<u32> {
         std::thread::sleep(Duration::from_millis(100));
     }
     None
-}
-
-/// CPU ns of every thread of `pid` from schedstat (the first field: time on CPU).
-fn poll(pid: u32) -> BTreeMap<u64, u64> {
-    let mut out = BTreeMap::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u64>().ok()) else {
-            continue;
-        };
-        let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
-        if let Some(ns) = s.split_whitespace().next().and_then(|v| v.parse().ok()) {
-            out.insert(tid, ns);
-        }
-    }
-    out
-}
-
-/// Polls of every thread's CPU, about every 10 ms, while the recording runs.
-type Polls = Vec<BTreeMap<u64, u64>>;
-
-/// Polls `pid` until `stop` (two minutes at most); a thread that exits keeps its last value.
-fn poller(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Polls> {
-    std::thread::spawn(move || {
-        let mut polls: Polls = Vec::new();
-        let mut seen = BTreeMap::new();
-        let until = Instant::now() + Duration::from_secs(120);
-        while !stop.load(Ordering::Relaxed) && Instant::now() < until {
-            seen.extend(poll(pid));
-            polls.push(seen.clone());
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        seen.extend(poll(pid));
-        polls.push(seen);
-        polls
-    })
-}
-
-/// Each thread's readings in the trace: (CPU over the window, first value, last value), ns.
-type Readings = BTreeMap<u64, (u64, u64, u64)>;
-
-fn readings(trace: &str) -> Readings {
-    let out = clrspy_command()
-        .args([
-            "events",
-            trace,
-            "--provider",
-            "clrspy",
-            "--json",
-            "--file-order",
-        ])
-        .output()
-        .expect("clrspy events");
-    assert!(out.status.success());
-    let mut first_tick = None;
-    let mut per: BTreeMap<u64, (Option<u64>, u64, u64)> = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let e: Value = serde_json::from_str(line).unwrap();
-        match e["name"].as_str() {
-            Some("Tick") => {
-                first_tick.get_or_insert(());
-            }
-            Some("ThreadCpu") => {
-                let t = e["fields"]["ThreadID"].as_u64().unwrap();
-                let ns = e["fields"]["CpuTimeNs"].as_u64().unwrap();
-                let r = per.entry(t).or_insert((None, ns, ns));
-                // Readings before the first tick are the baseline; a thread first read later
-                // was created during the recording (its CPU counts from 0).
-                if r.0.is_none() {
-                    r.0 = Some(if first_tick.is_none() { ns } else { 0 });
-                    r.1 = ns;
-                }
-                r.2 = ns;
-            }
-            _ => {}
-        }
-    }
-    per.into_iter()
-        .map(|(t, (base, first, last))| (t, (last - base.unwrap_or(0), first, last)))
-        .collect()
 }
 
 /// Writes a Program.cs that differs from the last one, so the build must compile again.
@@ -226,7 +139,7 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
     let threads = json(&["report", t, "threads", "--json", "--top", "100000"]);
     let cpu = json(&["report", t, "cpu", "--json", "--top", "20"]);
     let summary = json(&["report", t, "--json"]);
-    let read = readings(t);
+    let read = readings(t).0;
     let rows = threads["threads"].as_array().unwrap();
     let row = |tid: u64| rows.iter().find(|r| r["thread"].as_u64() == Some(tid));
     let cpu_of = |r: &Value| r["cpu_ms"].as_f64().unwrap_or(0.0);

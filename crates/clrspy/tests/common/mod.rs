@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
+pub mod proc_cpu;
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -50,6 +52,18 @@ pub fn count(info: &serde_json::Value, name: &str) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
+}
+
+/// Sets up `dotnet` for tests that need the SDK's build servers: chatter off, the compiler
+/// and MSBuild servers on (this machine's environment may turn them off; they are what starts
+/// extra runtimes), and `mark_var=mark` so the test can find and kill what it started.
+pub fn dotnet_with_build_servers(cmd: &mut Command, mark_var: &str, mark: &str) {
+    cmd.env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .env("DOTNET_NOLOGO", "1")
+        .env("UseSharedCompilation", "true")
+        .env_remove("MSBUILDDISABLENODEREUSE")
+        .env_remove("DOTNET_CLI_USE_MSBUILD_SERVER")
+        .env(mark_var, mark);
 }
 
 /// True when live tests should run. Without `dotnet` they fail with install instructions,
