@@ -24,11 +24,13 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
+pub mod callers;
 pub mod contention;
 pub mod cpu;
 pub mod event;
 pub mod exceptions;
 pub mod gc;
+pub mod grouping;
 pub mod inventory;
 pub mod profile;
 pub mod r2r;
@@ -41,6 +43,7 @@ use nettrace::{ByteSource, Reader};
 use rustc_hash::FxHashMap;
 
 pub use event::{Model, ModelEvent, ModelKind, ModelSet, Provider, Wanted};
+pub use grouping::JustMyCode;
 pub use profile::{Metric, StackFilter, StackProfile};
 
 /// The provider of the events `clrspy record` adds to a trace (thread CPU times, names,

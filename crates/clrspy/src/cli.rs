@@ -167,6 +167,8 @@ pub struct ConvertArgs {
     /// Only this thread (OS thread id).
     #[arg(long, value_name = "TID")]
     pub thread: Option<u64>,
+    #[command(flatten)]
+    pub grouping: GroupingArgs,
     /// A directory holding copies of the trace's .NET images (matched by file name), to name
     /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
     #[arg(long = "symbols", value_name = "DIR")]
@@ -191,18 +193,25 @@ pub struct ReportArgs {
     /// Also print the call tree (cpu, waits).
     #[arg(long)]
     pub tree: bool,
-    /// Call tree depth.
-    #[arg(long, value_name = "N", default_value_t = 30)]
-    pub depth: usize,
+    /// Call tree depth, in frames (default 30; with --callers, up to the roots).
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
     /// Call tree: children shown per node.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub width: usize,
     /// Call tree: hide nodes under this percent of the total.
     #[arg(long, value_name = "PCT", default_value_t = 1.0)]
     pub cutoff: f64,
-    /// Re-root stacks at the outermost frame containing METHOD (cpu, waits).
+    /// Re-root stacks at the outermost frame containing METHOD (cpu, waits); the tree shows
+    /// the heaviest path from a thread's root to it above.
     #[arg(long, value_name = "METHOD")]
     pub focus: Option<String>,
+    /// The merged tree of METHOD's callers up to the thread roots (cpu, waits): the method
+    /// named exactly so, else the heaviest one whose name contains METHOD.
+    #[arg(long, value_name = "METHOD")]
+    pub callers: Option<String>,
+    #[command(flatten)]
+    pub grouping: GroupingArgs,
     /// Drop stacks with a frame containing PATTERN (repeatable).
     #[arg(long, value_name = "PATTERN")]
     pub exclude: Vec<String>,
@@ -325,6 +334,47 @@ pub struct PsArgs {
     /// Write a JSON list instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The "just my code" grouping of `report` and `convert`.
+#[derive(Debug, Args)]
+pub struct GroupingArgs {
+    /// Fold the runtime's and frameworks' frames (System.*, Microsoft.*, Interop, generated
+    /// code, native frames) into the frame where your code calls them. With
+    /// `=PREFIX[,PREFIX...]` (e.g. `--just-my-code=Contoso.*`), only frames starting with
+    /// those prefixes are your code.
+    #[arg(
+        long,
+        value_name = "PREFIXES",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub just_my_code: Option<String>,
+    /// One more framework prefix for --just-my-code, e.g. `Newtonsoft.*` (repeatable; implies
+    /// --just-my-code).
+    #[arg(long, value_name = "PREFIX")]
+    pub framework: Vec<String>,
+}
+
+impl GroupingArgs {
+    /// The grouping asked for, if any.
+    pub fn rule(&self) -> Option<clrspy_analysis::JustMyCode> {
+        if self.just_my_code.is_none() && self.framework.is_empty() {
+            return None;
+        }
+        let mine = self
+            .just_my_code
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .collect();
+        Some(clrspy_analysis::JustMyCode::new(
+            mine,
+            self.framework.clone(),
+        ))
+    }
 }
 
 /// The trace argument shared by commands.

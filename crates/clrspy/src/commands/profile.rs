@@ -121,6 +121,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
             format,
             metric: clrspy_analysis::Metric::Cpu,
             thread: None,
+            just_my_code: None,
             out: None,
             empty_is_error: false,
             symbols: &[],

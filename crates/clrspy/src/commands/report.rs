@@ -77,9 +77,13 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
             thread: args.thread,
             focus: args.focus.clone(),
             exclude: args.exclude.clone(),
+            just_my_code: args.grouping.rule(),
         },
-        tree: args.tree.then_some(TreeOptions {
-            depth: args.depth,
+        callers: args.callers.clone(),
+        tree: (args.tree || args.callers.is_some()).then_some(TreeOptions {
+            depth: args
+                .depth
+                .unwrap_or(if args.tree { 30 } else { usize::MAX }),
             width: args.width,
             cutoff: args.cutoff,
         }),
