@@ -177,7 +177,7 @@ pub fn export<S: ByteSource>(
             };
             pprof::write_with(a, metric, &o, out)?;
         }
-        Format::Html => html::write(a, &options.title, metric, out)?,
+        Format::Html => html::write_with(a, &options.title, metric, &options.filter, out)?,
         Format::Chromium => {
             let mut reader = again()?;
             done.stopped_early = chromium::write(a, &mut reader, out)?;
