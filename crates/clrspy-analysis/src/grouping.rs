@@ -22,6 +22,10 @@ pub const FRAMEWORK_PREFIXES: &[&str] = &[
     "ILStubClass.",
 ];
 
+/// The bracketed names of code clrspy could not name (native, unknown, unnamed jitted code):
+/// the runtime's, for the grouping. Other bracketed names are clrspy's markers.
+const UNNAMED_CODE: &[&str] = &["[native]", "[unknown", "[jitted code"];
+
 /// The grouping rule.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JustMyCode {
@@ -52,7 +56,7 @@ impl JustMyCode {
     /// `[idle: thread pool waiting for work]`) never are.
     pub fn is_framework(&self, name: &str, kind: FrameKind) -> bool {
         if name.starts_with('[') {
-            return name.starts_with("[unknown ");
+            return UNNAMED_CODE.iter().any(|p| name.starts_with(p));
         }
         if kind != FrameKind::Managed {
             return true;
@@ -165,6 +169,8 @@ mod tests {
         assert!(!mine.is_framework_name("Contoso.Shop.Cart.Total"));
         assert!(!mine.is_framework_name("[runtime: GC]"));
         assert!(mine.is_framework_name("[unknown 0x1234]"));
+        assert!(mine.is_framework_name("[native]"));
+        assert!(!mine.is_framework_name("[idle: thread pool waiting for work]"));
         let v = fold_leaf_first(vec![1, 2, 3, 10, 4, 5], |&x| x < 10);
         assert_eq!(v, vec![3, 10, 5]);
     }

@@ -187,6 +187,16 @@ fn just_my_code_in_convert_and_report() {
         !fw.contains("CompileSelector"),
         "CompileSelector was not folded"
     );
+    // The Chromium timeline's sample stacks too.
+    let chromium = |extra: &[&str]| {
+        let mut args = vec!["convert", &t, "--to", "chromium", "-o", "-"];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let whole = chromium(&[]);
+    let grouped = chromium(&["--just-my-code"]);
+    assert!(whole.contains("LambdaCompiler") && whole.contains("CompileSelector"));
+    assert!(!grouped.contains("LambdaCompiler") && grouped.contains("CompileSelector"));
     // The report's tables fold too.
     let json = run(&["report", &t, "cpu", "--just-my-code", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
