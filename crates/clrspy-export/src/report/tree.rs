@@ -1,5 +1,6 @@
 //! The text view of call trees (top-down, callers) at any depth: a chain of frames that each
-//! show one callee collapses to one line saying how many frames it hides (only the runtime's
+//! show one callee (the rest of their time under the cutoff) collapses to one line saying how
+//! many frames it hides (only the runtime's
 //! and frameworks' frames are hidden, by [`JustMyCode`]'s rule), indentation stops
 //! growing at [`MAX_INDENT`] levels (deeper lines say their level), and names are shortened
 //! only inside (never cut from the left; whole when piped).
@@ -71,19 +72,23 @@ impl Writer<'_> {
             .collect()
     }
 
-    /// The chain from `n` down: each frame but the last shows exactly one callee, hides
-    /// none, and has no time of its own worth a line.
+    /// The chain from `n` down: each frame but the last shows exactly one callee, and its
+    /// own time and its hidden callees' are together under the cutoff; the app's frames end
+    /// it.
     fn chain<'t>(&self, n: &'t TreeNode, depth: usize) -> Vec<&'t TreeNode> {
         let mut chain = vec![n];
         let mut cur = n;
         while depth + chain.len() <= self.view.depth {
             let shown = self.shown(cur);
-            let below: f64 = cur.children.iter().map(|c| c.inclusive).sum();
-            let own = self.pct(cur.inclusive - below) >= self.view.cutoff;
-            if shown.len() != 1 || cur.children.len() != 1 || own {
+            let [only] = shown[..] else {
+                break;
+            };
+            // Its own time and its hidden callees' together under the cutoff.
+            let off_chain = cur.inclusive - cur.children[only].inclusive;
+            if self.pct(off_chain) >= self.view.cutoff {
                 break;
             }
-            cur = &cur.children[0];
+            cur = &cur.children[only];
             chain.push(cur);
             // The app's own frames are never hidden: one ends the chain.
             if !self.framework.is_framework_name(&cur.name) {
