@@ -298,6 +298,23 @@ fn just_my_code_folds_every_stack_view() {
             assert!(!(is_framework(w[0]) && is_framework(w[1])), "{names:?}");
         }
     }
+    // The HTML report: the callers and callees of its hottest methods, grouped too.
+    let html = converted(&a, Format::Html, StackFilter::default());
+    let at = html
+        .find("Callers and callees of the hottest methods")
+        .unwrap();
+    let section = &html[at..];
+    let first = section.find("<details class=links>").unwrap();
+    assert!(section[first..].starts_with(
+        "<details class=links><summary>System.Reflection.Emit.DynamicMethod.CreateDelegate — "
+    ));
+    assert!(section
+        .contains("RazorApp.Scoring.Ranker`2[System.__Canon,System.__Canon].CompileSelector"));
+    assert!(section.contains("more framework frames</summary>"));
+    let grouped = converted(&a, Format::Html, jmc());
+    assert!(!grouped.contains(
+        "<details class=links><summary>System.Reflection.Emit.DynamicMethod.CreateDelegate"
+    ));
     let mut v = v;
     v["exporter"] = serde_json::Value::Null;
     check(

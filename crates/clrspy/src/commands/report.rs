@@ -81,9 +81,12 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
         },
         callers: args.callers.clone(),
         tree: (args.tree || args.callers.is_some()).then_some(TreeOptions {
-            depth: args
-                .depth
-                .unwrap_or(if args.tree { 30 } else { usize::MAX }),
+            // The caller tree goes up to the roots unless a depth is given.
+            depth: args.depth.unwrap_or(if args.callers.is_some() {
+                usize::MAX
+            } else {
+                30
+            }),
             width: args.width,
             cutoff: args.cutoff,
         }),
