@@ -114,10 +114,11 @@ impl Writer<'_> {
         }
         let hidden = n.children.len() - shown.len();
         if hidden > 0 {
-            let (indent, _) = indent(level);
+            // At the children's level (indented one step past `n`).
+            let (indent, mark) = indent(level + 1);
             writeln!(
                 out,
-                "{:>pad$}{indent}  ({hidden} more below the cutoff)",
+                "{:>pad$}{indent}{mark}({hidden} more below the cutoff)",
                 "",
                 pad = self.prefix_width()
             )?;
@@ -144,8 +145,8 @@ impl Writer<'_> {
 
     fn prefix_width(&self) -> usize {
         match self.columns {
-            Columns::Both => 16,
-            Columns::Samples => 17,
+            Columns::Both => 17,
+            Columns::Samples => 18,
         }
     }
 
