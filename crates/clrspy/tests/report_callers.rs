@@ -96,22 +96,19 @@ fn callers_json_and_text() {
 #[test]
 fn focus_shows_the_path_above_the_subtree() {
     let t = trace();
-    let text = run(&[
-        "report",
-        &t,
-        "cpu",
-        "--tree",
-        "--depth",
-        "120",
-        "--focus",
-        "CreateDelegate",
-    ]);
+    // The default depth (30 frames) counts from the focus down: the 50-frame path above
+    // does not use it up.
+    let text = run(&["report", &t, "cpu", "--tree", "--focus", "CreateDelegate"]);
     let tree = &text[text.find("Call tree").unwrap()..];
     let path = tree.find("RazorApp.Scoring.Ranker`2").unwrap();
     let method = tree
         .find("System.Reflection.Emit.DynamicMethod.CreateDelegate")
         .unwrap();
     assert!(tree.contains("heaviest path") && path < method, "{tree}");
+    assert!(
+        tree.contains("System.ModuleHandle.GetDynamicMethod"),
+        "{tree}"
+    );
     let json = run(&[
         "report",
         &t,

@@ -72,7 +72,7 @@ pub struct PathFrame {
     pub frame: String,
     /// Samples of the focused method reached through this frame on this path.
     pub samples: f64,
-    /// Their share of the focused tree's total, percent.
+    /// Their share of the focused method's time, percent.
     pub percent: f64,
 }
 
@@ -218,14 +218,12 @@ impl TextView for StackReport {
                         path[0].percent
                     )?;
                     let tree = under_path(tree, path);
-                    write_tree(
-                        out,
-                        &tree,
-                        tree.inclusive,
-                        &self.tree_view,
-                        Columns::Both,
-                        style,
-                    )?;
+                    // --depth counts the frames from the focus down, not the path's.
+                    let view = TreeOptions {
+                        depth: self.tree_view.depth.saturating_add(path.len()),
+                        ..self.tree_view
+                    };
+                    write_tree(out, &tree, tree.inclusive, &view, Columns::Both, style)?;
                 }
                 _ => {
                     write_tree(
