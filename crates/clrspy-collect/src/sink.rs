@@ -1,7 +1,7 @@
 //! Byte sinks: where the pump puts the runtime's stream as it arrives. A sink takes the bytes in
 //! order, may take clrspy's own events to splice in between blocks, and is finished once at the
-//! end. [`FileSink`] is the trace file (through the [`Splicer`]); a ring buffer that keeps only
-//! the last minutes is the next one to come, behind the same trait.
+//! end. [`FileSink`] is the trace file (through the [`Splicer`]); the ring buffer that keeps
+//! only the newest part is [`RingSink`](crate::RingSink), behind the same trait.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -50,6 +50,14 @@ pub trait ByteSink {
 
     /// Ends the sink: flush everything and make it durable. Called once.
     fn finish(&mut self) -> Result<SinkReport>;
+}
+
+/// The output for a recording: the trace file, or a ring of `ring` bytes writing it at the end.
+pub(crate) fn open_output(path: &Path, ring: Option<u64>) -> Result<Box<dyn ByteSink>> {
+    Ok(match ring {
+        Some(budget) => Box::new(crate::ring::RingSink::create(path, budget)?),
+        None => Box::new(FileSink::create(path)?),
+    })
 }
 
 /// The trace file: the runtime's stream as it arrives, with clrspy's events spliced in.

@@ -1,0 +1,697 @@
+//! Stop triggers: conditions on the live event stream (a first-chance exception of some types,
+//! a long GC pause, a gen2 GC, any event with a condition on a payload field, a runtime counter
+//! over a threshold) or the target's exit. The first to fire is spliced into the trace as a
+//! clrspy `Trigger` event, and the recording goes on for a delay (so the trace holds what
+//! followed too) before it stops.
+//!
+//! A [`TriggerSpec`] has two written forms. In a rules file (serde, externally tagged):
+//! `{"exception": "System.Net.*"}`, `{"gc_pause_ms": 200}`, `"gen2"`,
+//! `{"event": "Provider/EventName:Field>Value"}`, `{"counter": "cpu-usage>80"}`, `"exit"`.
+//! On the command line (`--stop-on KIND=VALUE`, [`std::str::FromStr`]; `-` and `_` alike in
+//! kinds): `exception=GLOB`, `gc-pause-ms=N`, `gen2`, `event=PROVIDER/EVENT[:FIELD OP VALUE]`,
+//! `counter=NAME OP NUMBER`, `exit`. See [`EventCondition`] and [`CounterCondition`].
+//!
+//! [`Triggers`] turns specs into what a recording needs: the providers they need
+//! ([`Triggers::apply`]) and an [`EventConsumer`] ([`Triggers::consumer`]) whose
+//! [`Action::Trigger`] the pump acts on.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use diagnostics_client::{Provider, SessionConfig};
+use nettrace::{Event, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::tap::{Action, EventConsumer};
+
+/// The runtime's exception keyword.
+const EXCEPTION_KEYWORD: u64 = 0x8000;
+/// The runtime's GC keyword.
+const GC_KEYWORD: u64 = 0x1;
+/// Informational.
+const INFORMATIONAL: u32 = 4;
+/// The runtime's counters' EventSource.
+pub const COUNTERS_PROVIDER: &str = "System.Runtime";
+/// The default delay after a trigger fires (as PerfView's).
+pub const DEFAULT_AFTER: Duration = Duration::from_secs(5);
+
+/// Runtime event ids the triggers read.
+mod rt {
+    pub const GC_START: u32 = 1;
+    pub const GC_RESTART_EE_END: u32 = 3;
+    pub const GC_SUSPEND_EE_BEGIN: u32 = 9;
+    pub const EXCEPTION_THROWN: u32 = 80;
+}
+
+/// One stop trigger.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerSpec {
+    /// A first-chance exception whose type name matches the glob (`*`, `?`), e.g.
+    /// `System.Net.*`.
+    Exception(String),
+    /// A GC pause (the runtime suspended to restarted) longer than this many milliseconds.
+    GcPauseMs(u64),
+    /// A blocking (non-background) gen2 GC starts.
+    Gen2,
+    /// An event by provider and name, with an optional condition on a payload field.
+    Event(EventCondition),
+    /// A runtime counter over (or under) a threshold.
+    Counter(CounterCondition),
+    /// The target exits.
+    Exit,
+}
+
+impl TriggerSpec {
+    /// True for triggers read from events (all but [`TriggerSpec::Exit`]).
+    pub fn needs_events(&self) -> bool {
+        !matches!(self, TriggerSpec::Exit)
+    }
+}
+
+impl fmt::Display for TriggerSpec {
+    /// The command-line form.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TriggerSpec::Exception(g) => write!(f, "exception={g}"),
+            TriggerSpec::GcPauseMs(n) => write!(f, "gc-pause-ms={n}"),
+            TriggerSpec::Gen2 => f.write_str("gen2"),
+            TriggerSpec::Event(c) => write!(f, "event={c}"),
+            TriggerSpec::Counter(c) => write!(f, "counter={c}"),
+            TriggerSpec::Exit => f.write_str("exit"),
+        }
+    }
+}
+
+impl FromStr for TriggerSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<TriggerSpec, String> {
+        let (kind, value) = match s.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (s.trim(), None),
+        };
+        let kind = kind.to_ascii_lowercase().replace('_', "-");
+        let need = |v: Option<&'_ str>| -> Result<String, String> {
+            v.filter(|v| !v.is_empty())
+                .map(str::to_string)
+                .ok_or_else(|| format!("--stop-on {kind} needs a value: {kind}=..."))
+        };
+        Ok(match kind.as_str() {
+            "exception" => TriggerSpec::Exception(need(value)?),
+            "gc-pause-ms" | "gc-pause" => TriggerSpec::GcPauseMs(
+                need(value)?
+                    .trim_end_matches("ms")
+                    .parse()
+                    .map_err(|_| format!("gc-pause-ms takes milliseconds, not '{s}'"))?,
+            ),
+            "gen2" => TriggerSpec::Gen2,
+            "exit" => TriggerSpec::Exit,
+            "event" => TriggerSpec::Event(need(value)?.parse()?),
+            "counter" => TriggerSpec::Counter(need(value)?.parse()?),
+            _ => {
+                return Err(format!(
+                    "unknown trigger '{kind}' (exception, gc-pause-ms, gen2, event, counter, exit)"
+                ))
+            }
+        })
+    }
+}
+
+/// A comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `=` or `==` (a glob for text)
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl Op {
+    fn as_str(self) -> &'static str {
+        match self {
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Eq => "==",
+            Op::Ne => "!=",
+        }
+    }
+
+    /// Splits `s` at its first comparison: (left, op, right).
+    fn split(s: &str) -> Option<(&str, Op, &str)> {
+        let i = s.find(['>', '<', '=', '!'])?;
+        let rest = &s[i..];
+        let (op, n) = [
+            (">=", Op::Ge),
+            ("<=", Op::Le),
+            ("==", Op::Eq),
+            ("!=", Op::Ne),
+            (">", Op::Gt),
+            ("<", Op::Lt),
+            ("=", Op::Eq),
+        ]
+        .iter()
+        .find(|(t, _)| rest.starts_with(t))
+        .map(|(t, o)| (*o, t.len()))?;
+        Some((s[..i].trim(), op, rest[n..].trim()))
+    }
+
+    fn num(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Eq => a == b,
+            Op::Ne => a != b,
+        }
+    }
+}
+
+/// An event by provider and name (globs), optionally with a condition on one payload field:
+/// `PROVIDER/EVENT[:FIELD OP VALUE]`, OP one of `> >= < <= == = !=`. The event name is
+/// TraceEvent's for the runtime's events (`GC/Start`, `Exception/Start`), else the name in the
+/// trace's metadata; the event id in decimal matches too. A number compares as a number; text
+/// with `==`/`!=` as a glob. Examples: `Microsoft-Windows-DotNETRuntime/GC/Start:Depth>=2`,
+/// `My-Source/Request*:Status==500`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(try_from = "String", into = "String")]
+pub struct EventCondition {
+    /// Provider name (glob).
+    pub provider: String,
+    /// Event name (glob) or id.
+    pub event: String,
+    /// A payload field's condition.
+    pub field: Option<FieldCondition>,
+}
+
+/// `FIELD OP VALUE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldCondition {
+    /// The field's name (case-insensitive).
+    pub name: String,
+    /// The comparison.
+    pub op: Op,
+    /// The value, as written.
+    pub value: String,
+}
+
+impl fmt::Display for EventCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.provider, self.event)?;
+        if let Some(c) = &self.field {
+            write!(f, ":{}{}{}", c.name, c.op.as_str(), c.value)?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for EventCondition {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<EventCondition, String> {
+        let bad = || format!("event trigger '{s}': expected PROVIDER/EVENT[:FIELD>VALUE]");
+        let (provider, rest) = s.split_once('/').ok_or_else(bad)?;
+        let (event, cond) = match rest.split_once(':') {
+            Some((e, c)) => (e, Some(c)),
+            None => (rest, None),
+        };
+        if provider.trim().is_empty() || event.trim().is_empty() {
+            return Err(bad());
+        }
+        let field = match cond {
+            None => None,
+            Some(c) => {
+                let (name, op, value) = Op::split(c).ok_or_else(bad)?;
+                if name.is_empty() || value.is_empty() {
+                    return Err(bad());
+                }
+                Some(FieldCondition {
+                    name: name.into(),
+                    op,
+                    value: value.into(),
+                })
+            }
+        };
+        Ok(EventCondition {
+            provider: provider.trim().into(),
+            event: event.trim().into(),
+            field,
+        })
+    }
+}
+
+impl TryFrom<String> for EventCondition {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<EventCondition> for String {
+    fn from(c: EventCondition) -> String {
+        c.to_string()
+    }
+}
+
+/// A runtime counter (System.Runtime's EventCounters, read every second) against a threshold:
+/// `NAME OP NUMBER`. Names: `cpu-usage` (% of all cores), `working-set-mb`,
+/// `gc-heap-size-mb`, `threadpool-queue-length`, or any other counter of System.Runtime by
+/// its name (its mean, or its increment over the interval).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(try_from = "String", into = "String")]
+pub struct CounterCondition {
+    /// The name as written.
+    pub name: String,
+    /// The comparison.
+    pub op: Op,
+    /// The threshold.
+    pub value: f64,
+}
+
+impl CounterCondition {
+    /// The counter's name in System.Runtime's payloads.
+    pub fn counter_name(&self) -> &str {
+        match self.name.as_str() {
+            "working-set-mb" => "working-set",
+            "gc-heap-size-mb" => "gc-heap-size",
+            n => n,
+        }
+    }
+}
+
+impl fmt::Display for CounterCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}{}", self.name, self.op.as_str(), self.value)
+    }
+}
+
+impl FromStr for CounterCondition {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<CounterCondition, String> {
+        let bad = || format!("counter trigger '{s}': expected NAME>NUMBER, e.g. cpu-usage>80");
+        let (name, op, value) = Op::split(s).ok_or_else(bad)?;
+        let value = value.parse::<f64>().map_err(|_| bad())?;
+        if name.is_empty() || !value.is_finite() {
+            return Err(bad());
+        }
+        Ok(CounterCondition {
+            name: name.to_ascii_lowercase().replace('_', "-"),
+            op,
+            value,
+        })
+    }
+}
+
+impl TryFrom<String> for CounterCondition {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<CounterCondition> for String {
+    fn from(c: CounterCondition) -> String {
+        c.to_string()
+    }
+}
+
+impl schemars::JsonSchema for Op {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Op".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
+}
+
+impl schemars::JsonSchema for FieldCondition {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "FieldCondition".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
+}
+
+/// A glob with `*` (any run) and `?` (one character), case-sensitive.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < t.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some((i, j));
+            i += 1;
+        } else if let Some((si, sj)) = star {
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
+}
+
+/// A trigger that fired.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fired {
+    /// The trigger, in its command-line form.
+    pub trigger: String,
+    /// Why it fired, in words (`System.Net.Http.HttpRequestException thrown`).
+    pub reason: String,
+    /// The firing event's provider (empty when no event fired it).
+    pub provider: String,
+    /// The firing event's name.
+    pub event: String,
+    /// The firing event's timestamp in the trace's clock ticks (0 when none).
+    pub timestamp: i64,
+    /// The firing event's time since the trace start, ns (0 when none).
+    pub time_ns: i64,
+}
+
+impl fmt::Display for Fired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "trigger {} fired: {}", self.trigger, self.reason)?;
+        if !self.event.is_empty() {
+            write!(
+                f,
+                " ({}/{} at {:.3} s)",
+                self.provider,
+                self.event,
+                self.time_ns as f64 / 1e9
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A set of triggers and the delay after the first fires.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Triggers {
+    /// The triggers; the first to fire stops the recording.
+    pub specs: Vec<TriggerSpec>,
+    /// How long to go on recording after it fired.
+    pub after: Duration,
+}
+
+impl Triggers {
+    /// Triggers with the default delay.
+    pub fn new(specs: Vec<TriggerSpec>) -> Triggers {
+        Triggers {
+            specs,
+            after: DEFAULT_AFTER,
+        }
+    }
+
+    /// True when the target's exit is a trigger.
+    pub fn on_exit(&self) -> bool {
+        self.specs.contains(&TriggerSpec::Exit)
+    }
+
+    /// Adds to `config` what the triggers need to see their events: the runtime's exception
+    /// or GC keyword at informational, System.Runtime's counters every second, and the
+    /// provider of an event trigger (all keywords, verbose) when the session lacks it.
+    pub fn apply(&self, config: &mut SessionConfig) {
+        let rt = clr_events::RUNTIME_PROVIDER;
+        for s in &self.specs {
+            match s {
+                TriggerSpec::Exception(_) => add(config, rt, EXCEPTION_KEYWORD, INFORMATIONAL),
+                TriggerSpec::GcPauseMs(_) | TriggerSpec::Gen2 => {
+                    add(config, rt, GC_KEYWORD, INFORMATIONAL)
+                }
+                TriggerSpec::Counter(_) => {
+                    add(config, COUNTERS_PROVIDER, 0, INFORMATIONAL);
+                    if let Some(p) = config
+                        .providers
+                        .iter_mut()
+                        .find(|p| p.name == COUNTERS_PROVIDER)
+                    {
+                        let has = p
+                            .arguments
+                            .as_deref()
+                            .is_some_and(|a| a.contains("EventCounterIntervalSec"));
+                        if !has {
+                            p.arguments = Some(match p.arguments.take() {
+                                Some(a) if !a.is_empty() => {
+                                    format!("{a};EventCounterIntervalSec=1")
+                                }
+                                _ => "EventCounterIntervalSec=1".into(),
+                            });
+                        }
+                    }
+                }
+                TriggerSpec::Event(c) => {
+                    let glob = c.provider.contains(['*', '?']);
+                    if !glob && !config.providers.iter().any(|p| p.name == c.provider) {
+                        add(config, &c.provider, u64::MAX, 5);
+                    }
+                }
+                TriggerSpec::Exit => {}
+            }
+        }
+    }
+
+    /// The consumer that watches the events; None when no trigger reads events.
+    pub fn consumer(&self) -> Option<Box<dyn EventConsumer>> {
+        self.specs
+            .iter()
+            .any(TriggerSpec::needs_events)
+            .then(|| Box::new(TriggerConsumer::new(self)) as Box<dyn EventConsumer>)
+    }
+}
+
+/// Adds `keywords` at `level` at least to provider `name` (adding it when missing).
+fn add(config: &mut SessionConfig, name: &str, keywords: u64, level: u32) {
+    match config.providers.iter_mut().find(|p| p.name == name) {
+        Some(p) => {
+            p.keywords |= keywords;
+            p.level = p.level.max(level);
+        }
+        None => config.providers.push(Provider {
+            name: name.into(),
+            keywords,
+            level,
+            arguments: None,
+        }),
+    }
+}
+
+/// Watches events for the triggers; fires once.
+pub struct TriggerConsumer {
+    specs: Vec<TriggerSpec>,
+    after: Duration,
+    /// When the runtime began suspending for a GC (ns since the trace start).
+    suspend_at: Option<i64>,
+    fired: bool,
+}
+
+impl TriggerConsumer {
+    /// A consumer for `t`.
+    pub fn new(t: &Triggers) -> TriggerConsumer {
+        TriggerConsumer {
+            specs: t.specs.clone(),
+            after: t.after,
+            suspend_at: None,
+            fired: false,
+        }
+    }
+
+    /// The first trigger `ev` fires, with why.
+    fn check(&mut self, ev: &Event<'_>) -> Option<(String, String)> {
+        let runtime = ev.provider() == clr_events::RUNTIME_PROVIDER;
+        let id = ev.event_id();
+        if runtime && id == rt::GC_SUSPEND_EE_BEGIN {
+            self.suspend_at = Some(ev.timestamp_ns());
+        }
+        let mut hit = None;
+        for s in &self.specs {
+            let why = match s {
+                TriggerSpec::Exception(glob) if runtime && id == rt::EXCEPTION_THROWN => {
+                    let d = fields(ev);
+                    let ty = get(&d, "ExceptionType").and_then(Value::as_str);
+                    ty.filter(|t| glob_match(glob, t)).map(|t| {
+                        let msg = get(&d, "ExceptionMessage").and_then(Value::as_str);
+                        match msg {
+                            Some(m) if !m.is_empty() => format!("{t} thrown: {m}"),
+                            _ => format!("{t} thrown"),
+                        }
+                    })
+                }
+                TriggerSpec::GcPauseMs(ms) if runtime && id == rt::GC_RESTART_EE_END => {
+                    self.suspend_at.and_then(|at| {
+                        let pause = (ev.timestamp_ns() - at) as f64 / 1e6;
+                        (pause > *ms as f64)
+                            .then(|| format!("a GC paused the runtime {pause:.1} ms"))
+                    })
+                }
+                TriggerSpec::Gen2 if runtime && id == rt::GC_START => {
+                    let d = fields(ev);
+                    let depth = get(&d, "Depth").and_then(Value::as_u64);
+                    // Type 1 is a background GC.
+                    let ty = get(&d, "Type").and_then(Value::as_u64).unwrap_or(0);
+                    (depth == Some(2) && ty != 1).then(|| {
+                        let reason = get(&d, "Reason").and_then(Value::as_u64).unwrap_or(0);
+                        format!("a blocking gen2 GC started (reason {reason})")
+                    })
+                }
+                TriggerSpec::Event(c) => event_hit(c, ev),
+                TriggerSpec::Counter(c) if ev.provider() == COUNTERS_PROVIDER => counter_hit(c, ev),
+                _ => None,
+            };
+            if let Some(w) = why {
+                hit = Some((s.to_string(), w));
+                break;
+            }
+        }
+        if runtime && id == rt::GC_RESTART_EE_END {
+            self.suspend_at = None;
+        }
+        hit
+    }
+}
+
+impl EventConsumer for TriggerConsumer {
+    fn event(&mut self, ev: &Event<'_>) -> Action {
+        if self.fired {
+            return Action::Continue;
+        }
+        let Some((trigger, reason)) = self.check(ev) else {
+            return Action::Continue;
+        };
+        self.fired = true;
+        Action::Trigger {
+            fired: Fired {
+                trigger,
+                reason,
+                provider: ev.provider().to_string(),
+                event: event_name(ev),
+                timestamp: ev.timestamp,
+                time_ns: ev.timestamp_ns(),
+            },
+            after: self.after,
+        }
+    }
+}
+
+/// TraceEvent's name of an event, else its metadata's, else its id.
+fn event_name(ev: &Event<'_>) -> String {
+    clr_events::event_name(ev.provider(), ev.event_id(), ev.version())
+        .map(str::to_string)
+        .or_else(|| (!ev.metadata_name().is_empty()).then(|| ev.metadata_name().to_string()))
+        .unwrap_or_else(|| format!("EventID({})", ev.event_id()))
+}
+
+/// A field's value by name.
+fn get<'a>(fields: &'a [nettrace::Field], name: &str) -> Option<&'a Value> {
+    fields.iter().find(|f| f.name == name).map(|f| &f.value)
+}
+
+/// An event's fields: by the built-in layout, else by its metadata.
+fn fields(ev: &Event<'_>) -> Vec<nettrace::Field> {
+    match clr_events::decode(ev.provider(), ev.event_id(), ev.version(), ev.payload, 8) {
+        Some(d) => d.fields,
+        None => ev.decode_with_metadata().fields,
+    }
+}
+
+fn event_hit(c: &EventCondition, ev: &Event<'_>) -> Option<String> {
+    if !glob_match(&c.provider, ev.provider()) {
+        return None;
+    }
+    let name = event_name(ev);
+    let by_name = glob_match(&c.event, &name)
+        || glob_match(&c.event, ev.metadata_name())
+        || c.event == ev.event_id().to_string();
+    if !by_name {
+        return None;
+    }
+    let Some(fc) = &c.field else {
+        return Some(format!("{}/{name}", ev.provider()));
+    };
+    let fields = fields(ev);
+    let f = fields
+        .iter()
+        .find(|f| f.name.eq_ignore_ascii_case(&fc.name))?;
+    compare(&f.value, fc.op, &fc.value).then(|| {
+        format!(
+            "{}/{name} with {}={}",
+            ev.provider(),
+            f.name,
+            show(&f.value)
+        )
+    })
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        v => v
+            .as_f64()
+            .map(|x| x.to_string())
+            .unwrap_or_else(|| format!("{v:?}")),
+    }
+}
+
+/// `value OP want`: numbers as numbers, text as a glob (`==`, `!=`).
+fn compare(value: &Value, op: Op, want: &str) -> bool {
+    if let (Some(a), Ok(b)) = (value.as_f64(), want.parse::<f64>()) {
+        return op.num(a, b);
+    }
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        _ => return false,
+    };
+    match op {
+        Op::Eq => glob_match(want, &text),
+        Op::Ne => !glob_match(want, &text),
+        _ => false,
+    }
+}
+
+/// A System.Runtime `EventCounters` event: its counter's name and value (mean, else
+/// increment).
+fn counter_value(ev: &Event<'_>) -> Option<(String, f64)> {
+    if ev.metadata_name() != "EventCounters" {
+        return None;
+    }
+    let d = ev.decode_with_metadata();
+    let payload = d.fields.first()?;
+    let Value::Object(inner) = &payload.value else {
+        return None;
+    };
+    let get = |n: &str| inner.iter().find(|f| f.name == n).map(|f| &f.value);
+    let name = get("Name")?.as_str()?.to_string();
+    let value = get("Mean")
+        .or_else(|| get("Increment"))
+        .and_then(Value::as_f64)?;
+    Some((name, value))
+}
+
+fn counter_hit(c: &CounterCondition, ev: &Event<'_>) -> Option<String> {
+    let (name, value) = counter_value(ev)?;
+    (name == c.counter_name() && c.op.num(value, c.value))
+        .then(|| format!("counter {name} = {value:.1}"))
+}
+
+#[cfg(test)]
+#[path = "trigger_tests.rs"]
+mod tests;
