@@ -101,6 +101,8 @@ pub struct Summary {
     pub trigger: Option<String>,
     /// The stop trigger that fired ([`Action::Trigger`]), if one did.
     pub fired: Option<trigger::Fired>,
+    /// With a ring ([`Recording::ring`]): what it kept and dropped.
+    pub ring: Option<RingStats>,
     /// True when the runtime finished the trace after the stop (rundown included); false when
     /// the wait for it was cut short or the connection broke.
     pub complete: bool,

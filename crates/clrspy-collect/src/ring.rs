@@ -83,6 +83,7 @@ struct Store {
     received: u64,
     /// Blocks dropped, and sequence points seen.
     pub(crate) dropped_blocks: u64,
+    pub(crate) dropped_bytes: u64,
     pub(crate) sequence_points: u64,
 }
 
@@ -109,6 +110,7 @@ impl Store {
             end: None,
             received: 0,
             dropped_blocks: 0,
+            dropped_bytes: 0,
             sequence_points: 0,
         }
     }
@@ -230,6 +232,7 @@ impl Store {
         };
         self.entry_bytes -= e.block.len() + REFRAME_SLACK;
         self.dropped_blocks += 1;
+        self.dropped_bytes += e.block.len();
         match e.loc {
             Loc::Chunk { id, .. } => {
                 let live = self.chunk_live.entry(id).or_default();
@@ -391,6 +394,8 @@ pub struct RingStats {
     pub dropped_blocks: u64,
     /// Sequence points the stream held.
     pub sequence_points: u64,
+    /// Bytes of stack, event and sequence-point blocks dropped.
+    pub dropped_bytes: u64,
 }
 
 /// A sink that keeps only the newest `budget` bytes of the trace (see the module note).
@@ -442,6 +447,7 @@ impl RingSink {
             self.stats = RingStats {
                 received: st.received,
                 dropped_blocks: st.dropped_blocks,
+                dropped_bytes: st.dropped_bytes,
                 sequence_points: st.sequence_points,
             };
         }
@@ -488,6 +494,7 @@ impl ByteSink for RingSink {
                 spliced_events: 0,
                 path: Some(self.path.clone()),
                 closed_by_clrspy: None,
+                ring: Some(self.stats),
             });
         };
         let spliced = s.spliced;
@@ -504,6 +511,7 @@ impl ByteSink for RingSink {
         self.stats = RingStats {
             received: store.received,
             dropped_blocks: store.dropped_blocks,
+            dropped_bytes: store.dropped_bytes,
             sequence_points: store.sequence_points,
         };
         drop(store);
@@ -514,6 +522,7 @@ impl ByteSink for RingSink {
             spliced_events: spliced,
             path: Some(self.path.clone()),
             closed_by_clrspy,
+            ring: Some(self.stats),
         })
     }
 }

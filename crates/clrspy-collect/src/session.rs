@@ -387,6 +387,7 @@ pub(crate) fn pump(
         reason: stop.reason.unwrap_or(StopReason::TargetEnded),
         trigger: stop.detail,
         fired: stop.fired.map(|f| f.0),
+        ring: report.ring,
         complete: stop.complete,
         elapsed: started.elapsed(),
         command_version: session.command_version,

@@ -24,6 +24,8 @@ pub struct SinkReport {
     /// were dropped so the file could be closed with a valid end of stream. None when the
     /// runtime ended the stream itself.
     pub closed_by_clrspy: Option<u64>,
+    /// For a ring, what it kept and dropped.
+    pub ring: Option<crate::RingStats>,
 }
 
 /// A destination for the runtime's byte stream.
@@ -130,6 +132,7 @@ impl ByteSink for FileSink {
                 spliced_events: self.spliced,
                 path: Some(self.path.clone()),
                 closed_by_clrspy: None,
+                ring: None,
             });
         };
         self.spliced = s.spliced;
@@ -171,6 +174,7 @@ impl ByteSink for FileSink {
             spliced_events: self.spliced,
             path: Some(self.path.clone()),
             closed_by_clrspy,
+            ring: None,
         })
     }
 }

@@ -323,8 +323,14 @@ impl Extras {
     }
 }
 
-/// Says which trigger fired, if one did (the target's exit counts when it is one).
-fn report_trigger(summary: &Summary, triggers: Option<&Triggers>) {
+/// What the ring kept, and which trigger fired, if one did (the target's exit counts when it is one).
+fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
+    if let Some(r) = &summary.ring {
+        eprintln!(
+            "Ring: kept the newest {} of {} bytes received ({} blocks dropped; {} sequence points).",
+            summary.bytes, r.received, r.dropped_blocks, r.sequence_points
+        );
+    }
     if let Some(f) = &summary.fired {
         let after = triggers.map_or(Duration::ZERO, |t| t.after);
         eprintln!(
@@ -445,7 +451,7 @@ pub(crate) fn execute(
     let outcome = clrspy_collect::run(target, &opts, live, &mut console).map_err(collect_error)?;
     console.status.finish();
     report(&outcome.summary);
-    report_trigger(&outcome.summary, extras.triggers.as_ref());
+    report_extras(&outcome.summary, extras.triggers.as_ref());
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,
         Some(child) => {
