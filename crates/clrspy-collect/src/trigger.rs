@@ -469,6 +469,23 @@ impl Triggers {
         }
     }
 
+    /// The exit trigger, when it is one of these and the recording ended because the target
+    /// did (and no other trigger fired first). It is not in the trace: the stream ended with
+    /// the target.
+    pub fn exit_fired(&self, summary: &crate::Summary) -> Option<Fired> {
+        (self.on_exit()
+            && summary.fired.is_none()
+            && summary.reason == crate::StopReason::TargetEnded)
+            .then(|| Fired {
+                trigger: TriggerSpec::Exit.to_string(),
+                reason: "the target exited".into(),
+                provider: String::new(),
+                event: String::new(),
+                timestamp: 0,
+                time_ns: summary.elapsed.as_nanos().min(i64::MAX as u128) as i64,
+            })
+    }
+
     /// The consumer that watches the events; None when no trigger reads events.
     pub fn consumer(&self) -> Option<Box<dyn EventConsumer>> {
         self.specs

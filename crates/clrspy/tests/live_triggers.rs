@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{clrspy, launch_record, live};
+use common::{clrspy, json, launch_record, live};
 
 /// Records `scenario` with `trigger` (and a 1 s delay); returns stderr and the trace's events
 /// of the firing event's name, as JSON.
@@ -74,19 +74,29 @@ fn fire(dir: &Path, trigger: &str, scenario: &[&str]) -> (std::path::PathBuf, Fi
     )
 }
 
-/// The firing event is in the trace: one of its name at the time the trigger reported (to the
-/// millisecond), for which `is_it` holds.
+/// The firing event is in the trace: `clrspy info` names it and its time (from the Trigger
+/// event), and an event of that name at exactly that time is there, for which `is_it` holds.
 fn firing_event_is_inside(
     trace: &Path,
     f: &Fired,
     is_it: impl Fn(&serde_json::Value) -> bool,
 ) -> serde_json::Value {
+    let info = json(&["info", trace.to_str().unwrap(), "--json"]);
+    let t = &info["trigger"];
+    assert_eq!(t["trigger"], f.trigger["Trigger"], "{info}");
     let provider = f.trigger["Provider"].as_str().unwrap();
     let name = f.trigger["Event"].as_str().unwrap();
+    assert_eq!(t["event"], format!("{provider}/{name}"));
+    let at = t["event_ns"].as_i64().unwrap();
+    assert!(
+        (at as f64 / 1e9 - f.at_s).abs() < 0.001,
+        "{at} vs {} s",
+        f.at_s
+    );
     let evs = events(trace, provider, name);
     evs.into_iter()
-        .find(|e| (e["timestamp_ns"].as_f64().unwrap() / 1e9 - f.at_s).abs() < 0.0006 && is_it(e))
-        .unwrap_or_else(|| panic!("no such {provider}/{name} at {} s in the trace", f.at_s))
+        .find(|e| e["timestamp_ns"].as_i64() == Some(at) && is_it(e))
+        .unwrap_or_else(|| panic!("no such {provider}/{name} at {at} ns in the trace"))
 }
 
 #[test]

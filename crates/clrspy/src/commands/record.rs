@@ -342,8 +342,8 @@ fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
             f.reason,
             after.as_secs_f64()
         );
-    } else if summary.reason == StopReason::TargetEnded && triggers.is_some_and(|t| t.on_exit()) {
-        eprintln!("Trigger exit fired: the target exited.");
+    } else if let Some(f) = triggers.and_then(|t| t.exit_fired(summary)) {
+        eprintln!("Trigger {} fired: {}.", f.trigger, f.reason);
     }
 }
 
