@@ -82,6 +82,8 @@ pub struct Progress {
     pub events: Option<u64>,
     /// Events the runtime reports lost (sequence gaps), when counted.
     pub dropped_events: Option<u64>,
+    /// When a stop trigger fired ([`Action::Trigger`]): how long the recording goes on.
+    pub stopping_in: Option<Duration>,
 }
 
 /// What a recording wrote.

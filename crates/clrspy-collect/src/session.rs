@@ -355,6 +355,10 @@ pub(crate) fn pump(
             bytes: sinks.first().map_or(0, |f| f.bytes()),
             events,
             dropped_events,
+            stopping_in: stop
+                .fired
+                .as_ref()
+                .map(|f| f.1.saturating_duration_since(Instant::now())),
         });
         while let Some(a) = tap.next_action() {
             if let Action::Trigger { fired, after } = &a {

@@ -469,6 +469,29 @@ impl Triggers {
         }
     }
 
+    /// Parses a delay after a trigger: `5s`, `500ms`, `2m`, `1.5s`, `0`.
+    pub fn parse_after(s: &str) -> Result<Duration, String> {
+        let t = s.trim();
+        let (num, unit) = t.split_at(
+            t.find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(t.len()),
+        );
+        let mul = match unit.trim() {
+            "ms" => 0.001,
+            "s" | "" => 1.0,
+            "m" | "min" => 60.0,
+            _ => return Err(format!("'{s}' is not a delay (try 5s, 500ms, 0)")),
+        };
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("'{s}' is not a delay (try 5s, 500ms, 0)"))?;
+        let secs = v * mul;
+        if !(0.0..=86_400.0).contains(&secs) {
+            return Err(format!("delay '{s}' must be between 0 and a day"));
+        }
+        Ok(Duration::from_secs_f64(secs))
+    }
+
     /// The exit trigger, when it is one of these and the recording ended because the target
     /// did (and no other trigger fired first). It is not in the trace: the stream ended with
     /// the target.

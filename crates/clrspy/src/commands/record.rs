@@ -311,11 +311,7 @@ impl Extras {
         } else {
             let mut t = Triggers::new(specs);
             if let Some(a) = args.after_trigger.as_deref() {
-                t.after = if a.trim() == "0" {
-                    Duration::ZERO
-                } else {
-                    parse_duration(a).map_err(bad)?
-                };
+                t.after = Triggers::parse_after(a).map_err(bad)?;
             }
             Some(t)
         };
@@ -344,6 +340,8 @@ fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
         );
     } else if let Some(f) = triggers.and_then(|t| t.exit_fired(summary)) {
         eprintln!("Trigger {} fired: {}.", f.trigger, f.reason);
+    } else if triggers.is_some_and(|t| t.consumer().is_some()) && summary.events.is_none() {
+        eprintln!("warning: the live decoding of events fell behind and stopped, and the stop triggers with it: none fired. A smaller set of providers keeps it up.");
     }
 }
 
@@ -362,6 +360,8 @@ struct Console {
     interactive: bool,
     status: StatusLine,
     launched: bool,
+    /// True once the user was told a trigger fired.
+    told_trigger: bool,
 }
 
 impl RunObserver for Console {
@@ -391,6 +391,14 @@ impl RunObserver for Console {
     }
 
     fn progress(&mut self, p: &Progress) {
+        if let (Some(left), false) = (p.stopping_in, self.told_trigger) {
+            self.told_trigger = true;
+            self.status.finish();
+            eprintln!(
+                "A stop trigger fired: recording {:.1} s more.",
+                left.as_secs_f64()
+            );
+        }
         if !self.launched {
             self.status.update(p);
         }
@@ -438,6 +446,7 @@ pub(crate) fn execute(
         interactive,
         status: StatusLine::new(attach && std::io::stderr().is_terminal()),
         launched: false,
+        told_trigger: false,
     };
     let live = Live {
         consumers: extras
