@@ -54,7 +54,7 @@ pub struct Inventory {
 }
 
 /// A stop trigger that fired, as `clrspy record` stored it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct TriggerNote {
     /// The trigger as written (`exception=System.Net.*`).
     pub trigger: String,
@@ -69,8 +69,8 @@ pub struct TriggerNote {
 }
 
 impl TriggerNote {
-    /// Reads clrspy's `Trigger` event.
-    fn read(ev: &Event<'_>) -> Option<TriggerNote> {
+    /// Reads clrspy's `Trigger` event (None for any other event).
+    pub fn read(ev: &Event<'_>) -> Option<TriggerNote> {
         use clr_events::clrspy::{ids, Trigger, PROVIDER};
         if ev.provider() != PROVIDER || ev.event_id() != ids::TRIGGER {
             return None;

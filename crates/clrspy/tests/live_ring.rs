@@ -67,8 +67,10 @@ fn a_ring_keeps_the_newest_8mb_as_a_whole_trace() {
     );
     let te: serde_json::Value = serde_json::from_slice(&te.stdout).unwrap();
     assert_eq!(te["events"], info["events"], "TraceEvent: {te}");
-    // The rundown at the end names the methods.
+    // The rundown at the end names the methods; clrspy's thread CPU readings are spliced in
+    // (their metadata kept with the runtime's).
     assert!(common::count(&info, "Method/DCStopVerbose") > 0, "{info}");
+    assert!(common::count(&info, "ThreadCpu") > 0, "{info}");
 
     // The newest events: the kept allocation ticks start late in the recording and run to its
     // end (the ring received several times its budget), and each has its stack.

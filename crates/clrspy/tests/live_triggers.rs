@@ -123,6 +123,12 @@ fn a_first_chance_exception_of_a_matching_type() {
     let ts = |e: &serde_json::Value| e["timestamp_ns"].as_f64().unwrap() / 1e9;
     assert!(ticks.iter().any(|t| ts(t) < f.at_s - 0.5));
     assert!(ticks.iter().any(|t| ts(t) > f.at_s + 0.5));
+    // The report's summary says it too.
+    let summary = json(&["report", trace.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        summary["trigger"]["trigger"], "exception=System.Net.*",
+        "{summary}"
+    );
 }
 
 #[test]
