@@ -21,11 +21,17 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use nettrace::{Block, FormatVersion, Item, Scanner};
+use nettrace::{Block, BlockKind, FormatVersion, Item, Scanner};
 
 use crate::inject::{Injected, Splicer};
 use crate::sink::{ByteSink, SinkReport};
 use crate::{Error, Result};
+
+/// True for blocks of interned data later events of the same sequence-point interval refer to
+/// by id: stacks, and V6 label lists.
+fn interned(b: &Block) -> bool {
+    b.is_stack() || b.kind == BlockKind::LabelList
+}
 
 /// Slack counted per block: re-framing may pad a payload by up to 3 more bytes.
 const REFRAME_SLACK: u64 = 3;
@@ -152,7 +158,7 @@ impl Store {
     /// Stores a stack, event or sequence-point block.
     fn keep(&mut self, b: Block, bytes: &[u8]) -> io::Result<()> {
         let seg = self.seg;
-        let loc = if b.is_stack() {
+        let loc = if interned(&b) {
             if self.stacks.as_ref().is_none_or(|s| s.0 != seg) {
                 let f = File::create(self.stacks_path(seg))?;
                 self.stacks = Some((seg, f, 0));
@@ -221,7 +227,7 @@ impl Store {
     fn droppable(&self, from: usize) -> Option<usize> {
         (from..self.entries.len()).find(|&i| {
             let e = &self.entries[i];
-            !e.block.is_stack()
+            !interned(&e.block)
                 || (e.seg < self.seg && self.segs.get(&e.seg).is_none_or(|c| c.events == 0))
         })
     }
@@ -260,10 +266,11 @@ impl Store {
         Ok(())
     }
 
-    /// Writes the assembled trace to `out`; returns its length.
+    /// Writes the assembled trace to `out`; returns its length (0 when the stream never
+    /// started a trace: the file stays empty, as the plain file's would).
     fn assemble(&mut self, out: &mut impl Write) -> io::Result<u64> {
         let Some(format) = self.format else {
-            return Err(io::Error::other("the stream never started a trace"));
+            return Ok(0);
         };
         self.chunk = None;
         self.stacks = None;

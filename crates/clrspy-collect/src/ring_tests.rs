@@ -168,6 +168,12 @@ fn the_bound_is_the_budget_plus_one_block_when_stacks_fit() {
 }
 
 #[test]
+fn a_stream_that_never_started_leaves_an_empty_file() {
+    let (out, _) = ring(b"Nettr", 100_000, 2, "empty");
+    assert!(out.is_empty());
+}
+
+#[test]
 fn a_cut_stream_is_closed_after_its_last_whole_block() {
     let d = data("trace.nettrace");
     let cut = &d[..d.len() * 2 / 3];
@@ -179,4 +185,64 @@ fn a_cut_stream_is_closed_after_its_last_whole_block() {
     }
     assert!(n > 0);
     assert!(r.stats().ended_cleanly);
+}
+
+/// A trace written by nettrace's writer in `format`: small blocks, a sequence point every 4,
+/// events on 3 threads with 5 distinct stacks (interned once per sequence-point interval).
+fn written(format: nettrace::WriteFormat) -> Vec<u8> {
+    use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};
+    let opts = WriterOptions {
+        format,
+        block_size: 2048,
+        blocks_per_sequence_point: 4,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), opts).unwrap();
+    let id = w
+        .define(&EventMetadata {
+            provider: "Ring-Test".into(),
+            event_id: 1,
+            event_name: "Tick".into(),
+            ..EventMetadata::default()
+        })
+        .unwrap();
+    let stacks: Vec<Vec<u64>> = (0..5u64)
+        .map(|k| (0..=k).map(|f| 0x7f00_0000 + k * 0x100 + f).collect())
+        .collect();
+    for i in 0..20_000u64 {
+        let payload = i.to_le_bytes();
+        w.write(&EventRecord {
+            metadata_id: id,
+            thread_id: 100 + i % 3,
+            timestamp: i as i64 * 1000,
+            payload: &payload,
+            stack: &stacks[(i % 5) as usize],
+            ..EventRecord::default()
+        })
+        .unwrap();
+    }
+    w.finish().unwrap()
+}
+
+#[test]
+fn both_framings_keep_stacks_across_sequence_points() {
+    for format in [nettrace::WriteFormat::V5, nettrace::WriteFormat::V6] {
+        let d = written(format);
+        let all = events(&d);
+        let (_, sps) = blocks(&d);
+        assert!(sps > 10, "{format:?}: {sps} sequence points");
+        // Budgets that leave the front anywhere inside an interval.
+        for budget in (20_000..60_000).step_by(997) {
+            let (out, stats) = ring(&d, budget, 777, &format!("{format:?}-{budget}"));
+            let kept = events(&out);
+            let what = format!("{format:?}, budget {budget}");
+            assert!(
+                stats.dropped_blocks > 0 && kept.len() < all.len() / 2,
+                "{what}"
+            );
+            assert!(is_tail_subsequence(&kept, &all), "{what}");
+            assert!(kept.iter().all(|e| !e.4.is_empty()), "{what}: a stack lost");
+            assert!(out.len() as u64 <= budget + 2200, "{what}: {}", out.len());
+        }
+    }
 }
