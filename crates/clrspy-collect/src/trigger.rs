@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use diagnostics_client::{Provider, SessionConfig};
 use nettrace::{Event, Value};
+use rustc_hash::FxHashMap;
 
 use crate::tap::{Action, EventConsumer};
 
@@ -216,6 +217,9 @@ pub struct TriggerConsumer {
     /// When the runtime began suspending for a GC (ns since the trace start).
     suspend_at: Option<i64>,
     fired: bool,
+    /// Per metadata row: which specs name its events ([`TriggerConsumer::names`]).
+    named: FxHashMap<u64, u64>,
+    has_event_specs: bool,
 }
 
 impl TriggerConsumer {
@@ -226,7 +230,29 @@ impl TriggerConsumer {
             after: t.after,
             suspend_at: None,
             fired: false,
+            named: FxHashMap::default(),
+            has_event_specs: t.specs.iter().any(|s| matches!(s, TriggerSpec::Event(_))),
         }
+    }
+
+    /// Which of the first 64 specs name `ev`'s provider and event (bit k for spec k; event
+    /// specs only), cached per metadata row: names are matched once per row, not per event.
+    fn names(&mut self, ev: &Event<'_>) -> u64 {
+        let key = ev.metadata_key();
+        if let Some(&v) = self.named.get(&key).filter(|_| key != 0) {
+            return v;
+        }
+        let v = self
+            .specs
+            .iter()
+            .take(64)
+            .enumerate()
+            .filter(|(_, s)| matches!(s, TriggerSpec::Event(c) if names_event(c, ev)))
+            .fold(0u64, |m, (k, _)| m | 1 << k);
+        if key != 0 && self.named.len() < 100_000 {
+            self.named.insert(key, v);
+        }
+        v
     }
 
     /// The first trigger `ev` fires, with why.
@@ -234,10 +260,18 @@ impl TriggerConsumer {
         let runtime = ev.provider() == clr_events::RUNTIME_PROVIDER;
         let id = ev.event_id();
         if runtime && id == rt::GC_SUSPEND_EE_BEGIN {
-            self.suspend_at = Some(ev.timestamp_ns());
+            // Reason 1: for a GC; 6: to prepare one. Other suspensions are no GC pause.
+            let d = fields(ev);
+            let reason = get(&d, "Reason").and_then(Value::as_u64);
+            self.suspend_at = matches!(reason, Some(1 | 6)).then(|| ev.timestamp_ns());
         }
+        let named = if self.has_event_specs {
+            self.names(ev)
+        } else {
+            0
+        };
         let mut hit = None;
-        for s in &self.specs {
+        for (k, s) in self.specs.iter().enumerate() {
             let why = match s {
                 TriggerSpec::Exception(glob) if runtime && id == rt::EXCEPTION_THROWN => {
                     let d = fields(ev);
@@ -267,7 +301,14 @@ impl TriggerConsumer {
                         format!("a blocking gen2 GC started (reason {reason})")
                     })
                 }
-                TriggerSpec::Event(c) => event_hit(c, ev),
+                TriggerSpec::Event(c) => {
+                    let names = if k < 64 {
+                        named & (1 << k) != 0
+                    } else {
+                        names_event(c, ev)
+                    };
+                    names.then(|| event_hit(c, ev)).flatten()
+                }
                 TriggerSpec::Counter(c) if ev.provider() == COUNTERS_PROVIDER => counter_hit(c, ev),
                 _ => None,
             };
@@ -327,17 +368,17 @@ fn fields(ev: &Event<'_>) -> Vec<nettrace::Field> {
     }
 }
 
+/// True when `c` names `ev`'s provider and event.
+fn names_event(c: &EventCondition, ev: &Event<'_>) -> bool {
+    glob_match(&c.provider, ev.provider())
+        && (glob_match(&c.event, &event_name(ev))
+            || glob_match(&c.event, ev.metadata_name())
+            || c.event == ev.event_id().to_string())
+}
+
+/// An event `c` names (provider and name already matched) fires when its field condition holds.
 fn event_hit(c: &EventCondition, ev: &Event<'_>) -> Option<String> {
-    if !glob_match(&c.provider, ev.provider()) {
-        return None;
-    }
     let name = event_name(ev);
-    let by_name = glob_match(&c.event, &name)
-        || glob_match(&c.event, ev.metadata_name())
-        || c.event == ev.event_id().to_string();
-    if !by_name {
-        return None;
-    }
     let Some(fc) = &c.field else {
         return Some(format!("{}/{name}", ev.provider()));
     };

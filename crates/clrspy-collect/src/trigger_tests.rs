@@ -175,14 +175,21 @@ fn trace() -> Vec<u8> {
     su.extend_from_slice(&1u32.to_le_bytes());
     su.extend_from_slice(&0u32.to_le_bytes());
     su.extend_from_slice(&0u16.to_le_bytes());
+    // A suspension for another reason (2: for shutdown) is no GC pause.
+    let mut other = Vec::new();
+    other.extend_from_slice(&2u32.to_le_bytes());
+    other.extend_from_slice(&0u32.to_le_bytes());
+    other.extend_from_slice(&0u16.to_le_bytes());
     let re = 0u16.to_le_bytes().to_vec();
     let st = 503i32.to_le_bytes().to_vec();
-    let events: [(u32, i64, &[u8]); 5] = [
+    let events: [(u32, i64, &[u8]); 7] = [
         (exc, 1_000, &e),
         (gc_start, 2_000, &g),
         (suspend, 3_000, &su),
         (restart, 3_000 + 250_000_000, &re),
         (mine, 4_000_000_000, &st),
+        (suspend, 5_000_000_000, &other),
+        (restart, 5_900_000_000, &re),
     ];
     for (id, ts, p) in events {
         w.write(&EventRecord {
