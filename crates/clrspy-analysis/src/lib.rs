@@ -173,6 +173,8 @@ pub struct Analysis {
     /// The process's name (its entry assembly or executable), from EventPipe's `ProcessInfo`
     /// event's command line, when the trace has one.
     pub process_name: Option<String>,
+    /// The stop trigger that ended the recording (clrspy's `Trigger` event), if one did.
+    pub trigger: Option<inventory::TriggerNote>,
     /// Frames for time no sampled stack shows (runtime threads, idle workers).
     pub groups: profile::Groups,
     options: Options,
@@ -208,6 +210,7 @@ impl Analysis {
             has_thread_cpu: false,
             process_id: header.process_id,
             process_name: None,
+            trigger: None,
             groups: profile::Groups::default(),
             options,
             pointer_size: header.pointer_size,
@@ -352,6 +355,9 @@ impl Analysis {
             && ev.provider() == clr_events::EVENTPIPE_PROVIDER
         {
             self.process_name = process_info_name(ev);
+        }
+        if self.trigger.is_none() && ev.event_id() == clr_events::clrspy::ids::TRIGGER {
+            self.trigger = inventory::TriggerNote::read(ev);
         }
         let (Some(provider), Some(r)) = self.source(ev) else {
             return;

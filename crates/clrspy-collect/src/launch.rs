@@ -27,7 +27,7 @@ use diagnostics_client::{
 };
 
 use crate::session::{pump, Live, COMMAND_TIMEOUT};
-use crate::sink::FileSink;
+use crate::sink::{open_output, ByteSink};
 use crate::{Error, OnProgress, Recording, Result, StopReason, Summary};
 
 /// The variable that points runtimes at clrspy's socket.
@@ -349,7 +349,7 @@ pub fn launch_live(
     on_spawned: &mut dyn FnMut(u32),
     on_progress: OnProgress<'_>,
 ) -> Result<Launched> {
-    let file = FileSink::create(rec.out)?;
+    let file = open_output(rec.out, rec.ring)?;
     let server = ReverseServer::bind(&socket_path())?;
     let ports_value = server.diagnostic_ports_value();
     let (acceptor, port) = Acceptor::start(server, opts.extra_runtimes);
@@ -439,7 +439,7 @@ pub fn launch_live(
 fn record_child(
     child: &mut Child,
     port: &Arc<Port>,
-    file: FileSink,
+    file: Box<dyn ByteSink>,
     rec: &Recording<'_>,
     live: Live<'_>,
     on_progress: OnProgress<'_>,

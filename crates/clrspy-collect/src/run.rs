@@ -30,6 +30,8 @@ pub struct RunOptions<'a> {
     pub extra_runtimes: ExtraRuntimes,
     /// Where a launched program's standard output goes.
     pub child_stdout: ChildOutput,
+    /// Keep only about this many bytes of the newest stream (a ring); None for all of it.
+    pub ring: Option<u64>,
 }
 
 /// The moment recording starts, for a front end's first line.
@@ -198,5 +200,6 @@ fn recording<'a>(opts: &RunOptions<'a>, out: &'a Path) -> Recording<'a> {
         duration: opts.duration,
         stop: opts.stop,
         thread_cpu: opts.thread_cpu,
+        ring: opts.ring,
     }
 }

@@ -326,6 +326,18 @@ pub struct RecordArgs {
     /// Also convert the trace for a viewer when recording ends (the .nettrace is kept).
     #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
     pub format: Option<Format>,
+    /// Keep only the newest SIZE of the stream (64MB, 512KB; MB = 2^20 bytes): bounded disk
+    /// however long it runs; the file is still a whole trace with its rundown.
+    #[arg(long, value_name = "SIZE")]
+    pub ring: Option<String>,
+    /// Stop when KIND=VALUE fires (repeatable; the first stops): exception=GLOB,
+    /// gc-pause-ms=N, gen2, event=PROVIDER/EVENT[:FIELD>VALUE], counter=NAME>N (cpu-usage,
+    /// working-set-mb, gc-heap-size-mb, threadpool-queue-length), exit.
+    #[arg(long, value_name = "KIND=VALUE")]
+    pub stop_on: Vec<String>,
+    /// After a trigger fires, keep recording this long (default 5s).
+    #[arg(long, value_name = "TIME", requires = "stop_on")]
+    pub after_trigger: Option<String>,
 }
 
 /// `clrspy ps`.

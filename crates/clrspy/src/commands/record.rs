@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use clrspy_collect::trigger::{TriggerSpec, Triggers};
 use clrspy_collect::{
     ChildOutput, ErrorKind, ExtraRuntimes, Live, Progress, RunObserver, RunOptions, Started,
     StopReason, StopSignal, Summary,
@@ -259,6 +260,11 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     } else {
         Some(parse_duration(&args.thread_cpu_interval).map_err(|e| CliError::new(e).code(2))?)
     };
+    let extras = Extras::from_args(args)?;
+    let mut config = config;
+    if let Some(t) = &extras.triggers {
+        t.apply(&mut config);
+    }
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
     let outcome = execute(
         target,
@@ -267,11 +273,76 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         duration,
         thread_cpu,
         ChildOutput::Inherit,
+        extras,
     )?;
     if let Some(format) = args.format {
         super::convert::convert_after(&outcome.summary.path, format)?;
     }
     Ok(outcome.exit)
+}
+
+/// The ring and the stop triggers of a recording.
+#[derive(Debug, Default)]
+pub(crate) struct Extras {
+    /// Keep only this many bytes of the newest stream.
+    pub ring: Option<u64>,
+    /// The stop triggers.
+    pub triggers: Option<Triggers>,
+}
+
+impl Extras {
+    /// From `--ring`, `--stop-on` and `--after-trigger`.
+    fn from_args(args: &RecordArgs) -> CliResult<Extras> {
+        let bad = |e: String| CliError::new(e).code(2);
+        let ring = args
+            .ring
+            .as_deref()
+            .map(clrspy_collect::parse_size)
+            .transpose()
+            .map_err(bad)?;
+        let specs = args
+            .stop_on
+            .iter()
+            .map(|s| s.parse::<TriggerSpec>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        let triggers = if specs.is_empty() {
+            None
+        } else {
+            let mut t = Triggers::new(specs);
+            if let Some(a) = args.after_trigger.as_deref() {
+                t.after = Triggers::parse_after(a).map_err(bad)?;
+            }
+            Some(t)
+        };
+        Ok(Extras { ring, triggers })
+    }
+}
+
+/// What the ring kept, and which trigger fired, if one did (the target's exit counts when it is one).
+fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
+    if let Some(r) = &summary.ring {
+        eprintln!(
+            "Ring: kept the newest {} of {} bytes received ({} blocks dropped; {} sequence points).",
+            summary.bytes, r.received, r.dropped_blocks, r.sequence_points
+        );
+    }
+    if let Some(f) = &summary.fired {
+        let after = triggers.map_or(Duration::ZERO, |t| t.after);
+        eprintln!(
+            "Trigger {} fired at {:.3} s on {}/{}: {}; recorded {:.1} s more.",
+            f.trigger,
+            f.time_ns as f64 / 1e9,
+            f.provider,
+            f.event,
+            f.reason,
+            after.as_secs_f64()
+        );
+    } else if let Some(f) = triggers.and_then(|t| t.exit_fired(summary)) {
+        eprintln!("Trigger {} fired: {}.", f.trigger, f.reason);
+    } else if triggers.is_some_and(|t| t.consumer().is_some()) && summary.events.is_none() {
+        eprintln!("warning: the live decoding of events fell behind and stopped, and the stop triggers with it: none fired. A smaller set of providers keeps it up.");
+    }
 }
 
 /// What a recording left.
@@ -289,6 +360,8 @@ struct Console {
     interactive: bool,
     status: StatusLine,
     launched: bool,
+    /// True once the user was told a trigger fired.
+    told_trigger: bool,
 }
 
 impl RunObserver for Console {
@@ -318,6 +391,14 @@ impl RunObserver for Console {
     }
 
     fn progress(&mut self, p: &Progress) {
+        if let (Some(left), false) = (p.stopping_in, self.told_trigger) {
+            self.told_trigger = true;
+            self.status.finish();
+            eprintln!(
+                "A stop trigger fired: recording {:.1} s more.",
+                left.as_secs_f64()
+            );
+        }
         if !self.launched {
             self.status.update(p);
         }
@@ -333,6 +414,7 @@ pub(crate) fn execute(
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
     child_stdout: ChildOutput,
+    extras: Extras,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
@@ -357,17 +439,28 @@ pub(crate) fn execute(
         stop: &STOP,
         extra_runtimes: ExtraRuntimes::Resume,
         child_stdout,
+        ring: extras.ring,
     };
     let mut console = Console {
         duration,
         interactive,
         status: StatusLine::new(attach && std::io::stderr().is_terminal()),
         launched: false,
+        told_trigger: false,
     };
-    let outcome =
-        clrspy_collect::run(target, &opts, Live::default(), &mut console).map_err(collect_error)?;
+    let live = Live {
+        consumers: extras
+            .triggers
+            .as_ref()
+            .and_then(Triggers::consumer)
+            .into_iter()
+            .collect(),
+        ..Live::default()
+    };
+    let outcome = clrspy_collect::run(target, &opts, live, &mut console).map_err(collect_error)?;
     console.status.finish();
     report(&outcome.summary);
+    report_extras(&outcome.summary, extras.triggers.as_ref());
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,
         Some(child) => {
