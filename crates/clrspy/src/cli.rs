@@ -317,6 +317,27 @@ pub struct RecordArgs {
     /// Also convert the trace for a viewer when recording ends (the .nettrace is kept).
     #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
     pub format: Option<Format>,
+    /// Write a dump at each first-chance exception of this type (a glob over the full name,
+    /// e.g. '*.InvalidCastException', or the bare type name); repeat or comma-separate.
+    #[arg(long, value_name = "TYPE")]
+    pub dump_on_exception: Vec<String>,
+    /// At most this many exception dumps.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        requires = "dump_on_exception"
+    )]
+    pub max_dumps: u32,
+    /// What the exception dumps hold: mini, heap, triage or full.
+    #[arg(long, value_name = "TYPE", default_value = "mini")]
+    pub dump_type: String,
+    /// Compress the dumps as they are written: gzip (.dmp.gz), zstd (.dmp.zst) or none.
+    #[arg(long, value_name = "HOW", default_value = "gzip")]
+    pub dump_compress: String,
+    /// Where the dumps go (default: the trace's directory).
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<std::path::PathBuf>,
 }
 
 /// `clrspy ps`.

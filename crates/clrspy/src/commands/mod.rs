@@ -2,6 +2,7 @@
 
 mod convert;
 mod dump;
+mod dumps;
 mod env;
 mod events;
 mod info;

@@ -260,6 +260,20 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         Some(parse_duration(&args.thread_cpu_interval).map_err(|e| CliError::new(e).code(2))?)
     };
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
+    let mut dumps = super::dumps::ExceptionDumps::new(
+        &super::dumps::DumpArgs {
+            on_exception: &args.dump_on_exception,
+            max: args.max_dumps,
+            kind: &args.dump_type,
+            compress: &args.dump_compress,
+            dir: args.dump_dir.as_deref(),
+        },
+        args.output.as_deref(),
+    )?;
+    let config = match &dumps {
+        Some(d) => d.config(&config),
+        None => config,
+    };
     let outcome = execute(
         target,
         &config,
@@ -267,6 +281,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         duration,
         thread_cpu,
         ChildOutput::Inherit,
+        dumps.as_mut(),
     )?;
     if let Some(format) = args.format {
         super::convert::convert_after(&outcome.summary.path, format)?;
@@ -284,14 +299,15 @@ pub(crate) struct Outcome {
 
 /// The front end of a run: the first line, the status line (attach only: a launched child
 /// writes to the same terminal).
-struct Console {
+struct Console<'a> {
     duration: Option<Duration>,
     interactive: bool,
     status: StatusLine,
     launched: bool,
+    dumps: Option<&'a super::dumps::ExceptionDumps>,
 }
 
-impl RunObserver for Console {
+impl RunObserver for Console<'_> {
     fn started(&mut self, what: Started<'_>) {
         match what {
             Started::Attach { label, out } => eprintln!(
@@ -308,6 +324,9 @@ impl RunObserver for Console {
             ),
             Started::Launch { program, pid, out } => {
                 self.launched = true;
+                if let Some(d) = self.dumps {
+                    d.set_pid(pid);
+                }
                 eprintln!(
                     "Recording {} (pid {pid}) from its start to {}",
                     program.display(),
@@ -333,6 +352,7 @@ pub(crate) fn execute(
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
     child_stdout: ChildOutput,
+    mut dumps: Option<&mut super::dumps::ExceptionDumps>,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
@@ -358,16 +378,27 @@ pub(crate) fn execute(
         extra_runtimes: ExtraRuntimes::Resume,
         child_stdout,
     };
+    let mut live = Live::default();
+    if let Some(d) = dumps.as_mut() {
+        let pid = match &target {
+            Target::Attach { endpoint, .. } => Some(endpoint.pid),
+            _ => None,
+        };
+        live.consumers.push(d.start(pid));
+    }
     let mut console = Console {
         duration,
         interactive,
         status: StatusLine::new(attach && std::io::stderr().is_terminal()),
         launched: false,
+        dumps: dumps.as_deref(),
     };
-    let outcome =
-        clrspy_collect::run(target, &opts, Live::default(), &mut console).map_err(collect_error)?;
+    let outcome = clrspy_collect::run(target, &opts, live, &mut console);
     console.status.finish();
+    let dumped = dumps.map(|d| d.finish()).unwrap_or_default();
+    let outcome = outcome.map_err(collect_error)?;
     report(&outcome.summary);
+    super::dumps::report(&dumped);
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,
         Some(child) => {

@@ -1,0 +1,203 @@
+//! `record`'s dumps on exceptions (`--dump-on-exception`): the options checked, the session's
+//! exception events turned on, the trigger and the dump worker set up, and what they did said
+//! on the terminal (the delay from the throw, the size before and after compression).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clrspy_collect::{
+    Compression, DumpNotice, DumpOutcome, DumpPlan, DumpSpec, Dumper, EventConsumer,
+    ExceptionTrigger,
+};
+use diagnostics_client::SessionConfig;
+
+use crate::output::{CliError, CliResult};
+
+/// The dump options of `record`, as given.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DumpArgs<'a> {
+    /// Exception type patterns (comma-separated lists allowed).
+    pub on_exception: &'a [String],
+    /// At most this many dumps.
+    pub max: u32,
+    /// mini, heap, triage, full.
+    pub kind: &'a str,
+    /// none, gzip, zstd.
+    pub compress: &'a str,
+    /// Where (default: the trace's directory).
+    pub dir: Option<&'a Path>,
+}
+
+/// Dumps on exceptions, set up for one recording.
+pub(crate) struct ExceptionDumps {
+    patterns: Vec<String>,
+    plan: DumpPlan,
+    dumper: Option<Dumper>,
+}
+
+/// Megabytes, one decimal.
+pub(crate) fn mb(b: u64) -> String {
+    format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
+}
+
+impl ExceptionDumps {
+    /// The setup for `args`, None when no exception type was given; `trace` is the trace file
+    /// the dumps are named after (None: the default name, in the current directory).
+    pub fn new(args: &DumpArgs<'_>, trace: Option<&Path>) -> CliResult<Option<ExceptionDumps>> {
+        let patterns: Vec<String> = args
+            .on_exception
+            .iter()
+            .flat_map(|s| s.split(','))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let kind = clrspy_collect::parse_dump_type(args.kind).ok_or_else(|| {
+            CliError::new(format!("unknown dump type '{}'", args.kind))
+                .hint("use mini, heap, triage or full")
+                .code(2)
+        })?;
+        let compress = Compression::parse(args.compress).ok_or_else(|| {
+            CliError::new(format!("unknown dump compression '{}'", args.compress))
+                .hint("use gzip, zstd or none")
+                .code(2)
+        })?;
+        let dir = match args.dir {
+            Some(d) => d.to_path_buf(),
+            None => trace
+                .and_then(Path::parent)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
+        };
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        if !dir.is_dir() {
+            return Err(CliError::new(format!(
+                "the dump directory {} does not exist",
+                dir.display()
+            ))
+            .code(2));
+        }
+        let stem = trace
+            .and_then(Path::file_stem)
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "dump".into());
+        Ok(Some(ExceptionDumps {
+            patterns,
+            plan: DumpPlan {
+                dir,
+                stem,
+                spec: DumpSpec {
+                    kind,
+                    compress,
+                    crash_report: false,
+                    timeout: Duration::from_secs(300),
+                },
+                max: args.max,
+            },
+            dumper: None,
+        }))
+    }
+
+    /// `config` with the runtime's exception events on.
+    pub fn config(&self, config: &SessionConfig) -> SessionConfig {
+        clrspy_collect::with_exception_events(config)
+    }
+
+    /// Starts the worker (dumping `pid` when the events do not say) and returns the trigger
+    /// for the recording's event tap.
+    pub fn start(&mut self, pid: Option<u32>) -> Box<dyn EventConsumer> {
+        let dumper = Dumper::start(self.plan.clone(), pid, Box::new(say));
+        let trigger = ExceptionTrigger::new(self.patterns.clone(), dumper.handle());
+        self.dumper = Some(dumper);
+        Box::new(trigger)
+    }
+
+    /// The process to dump when the events do not name it (a launched program, once started).
+    pub fn set_pid(&self, pid: u32) {
+        if let Some(d) = &self.dumper {
+            d.set_pid(pid);
+        }
+    }
+
+    /// Waits for the dumps under way; returns how they went.
+    pub fn finish(&mut self) -> Vec<DumpOutcome> {
+        self.dumper.take().map(Dumper::finish).unwrap_or_default()
+    }
+}
+
+/// Prints what the worker says, as it says it.
+fn say(n: &DumpNotice<'_>) {
+    match n {
+        DumpNotice::Started {
+            n,
+            request,
+            path,
+            delay,
+        } => {
+            let delay = delay
+                .map(|d| format!(", {:.1} ms after the event", d.as_secs_f64() * 1e3))
+                .unwrap_or_default();
+            eprintln!(
+                "Dump {n} ({}{delay}): writing {} ...",
+                request.reason,
+                path.display()
+            );
+        }
+        DumpNotice::Done(o) => match &o.result {
+            Ok(r) => {
+                let how = if r.raw_bytes == r.file_bytes
+                    && r.path.extension().is_some_and(|e| e == "dmp")
+                {
+                    mb(r.raw_bytes)
+                } else {
+                    format!(
+                        "{} raw, {} compressed ({:.0}%){}",
+                        mb(r.raw_bytes),
+                        mb(r.file_bytes),
+                        100.0 * r.file_bytes as f64 / r.raw_bytes.max(1) as f64,
+                        if r.streamed {
+                            ", compressed as it was written"
+                        } else {
+                            ", written raw then compressed"
+                        }
+                    )
+                };
+                eprintln!(
+                    "Dump {}: wrote {} ({how}) in {:.2} s.",
+                    o.n,
+                    r.path.display(),
+                    r.elapsed.as_secs_f64()
+                );
+            }
+            Err(e) => eprintln!("Dump {}: failed: {e}", o.n),
+        },
+    }
+}
+
+/// The closing line about the exception dumps of a recording (nothing when none were asked).
+pub(crate) fn report(dumped: &[DumpOutcome]) {
+    let ok: Vec<_> = dumped
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .collect();
+    let failed = dumped.len() - ok.len();
+    if dumped.is_empty() {
+        return;
+    }
+    let raw: u64 = ok.iter().map(|r| r.raw_bytes).sum();
+    let file: u64 = ok.iter().map(|r| r.file_bytes).sum();
+    eprintln!(
+        "Exception dumps: {} written ({} raw, {} on disk){}.",
+        ok.len(),
+        mb(raw),
+        mb(file),
+        if failed > 0 {
+            format!(", {failed} failed")
+        } else {
+            String::new()
+        }
+    );
+}
