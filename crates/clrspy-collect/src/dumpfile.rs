@@ -433,6 +433,52 @@ fn write_then_compress(
     })
 }
 
+/// Compresses a core the runtime wrote itself (a crash dump) into `<raw>.gz` / `<raw>.zst`
+/// beside it and deletes the raw file; the report has no crash report.
+pub fn compress_dump_file(raw: &Path, compress: Compression) -> Result<DumpReport> {
+    let started = Instant::now();
+    let size = check_dump(raw)?;
+    if compress == Compression::None {
+        return Ok(DumpReport {
+            path: raw.to_path_buf(),
+            raw_bytes: size,
+            file_bytes: size,
+            streamed: false,
+            elapsed: started.elapsed(),
+            raw_write: None,
+            crash_report: None,
+        });
+    }
+    let ext = match compress {
+        Compression::Zstd => ".zst",
+        _ => ".gz",
+    };
+    let mut name = raw.as_os_str().to_owned();
+    name.push(ext);
+    let path = PathBuf::from(name);
+    let result = (|| -> Result<(u64, u64)> {
+        let mut src = File::open(raw).map_err(|e| output_error(raw, e))?;
+        let out = File::create(&path).map_err(|e| output_error(&path, e))?;
+        let (r, f, magic) =
+            compress_stream(&mut src, out, compress).map_err(|e| output_error(&path, e))?;
+        check_streamed(&path, r, &magic)?;
+        Ok((r, f))
+    })();
+    let (raw_bytes, file_bytes) = result.inspect_err(|_: &Error| {
+        let _ = std::fs::remove_file(&path);
+    })?;
+    let _ = std::fs::remove_file(raw);
+    Ok(DumpReport {
+        path,
+        raw_bytes,
+        file_bytes,
+        streamed: false,
+        elapsed: started.elapsed(),
+        raw_write: None,
+        crash_report: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -310,12 +310,15 @@ pub enum ChildOutput {
 }
 
 /// Options of a launch beyond the recording's.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct LaunchOptions {
     /// What to do with other runtimes that connect.
     pub extra_runtimes: ExtraRuntimes,
     /// Where the program's standard output goes.
     pub stdout: ChildOutput,
+    /// More environment variables for the program (the crash report's, see
+    /// [`CrashCapture`](crate::CrashCapture)).
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// Starts `program args`, records it from its first instruction into `rec.out`, and waits for
@@ -355,7 +358,10 @@ pub fn launch_live(
     let (acceptor, port) = Acceptor::start(server, opts.extra_runtimes);
     let port = Arc::new(port);
     let mut command = Command::new(program);
-    command.args(args).env(PORTS_VARIABLE, ports_value);
+    command
+        .args(args)
+        .envs(opts.env.iter().map(|(k, v)| (k, v)))
+        .env(PORTS_VARIABLE, ports_value);
     // The program gets a process group of its own, so a terminal's Ctrl+C (sent to the whole
     // foreground group) reaches clrspy alone: clrspy collects the rundown first and then passes
     // the Ctrl+C on to the program (see `forward_interrupt`).

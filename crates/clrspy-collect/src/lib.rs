@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 mod coredump;
+mod crash;
 mod dumper;
 mod dumpfile;
 mod error;
@@ -27,12 +28,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
+pub use crash::{CrashCapture, CrashReport};
 pub use dumper::{
     event_monotonic_ns, exception_type_matches, thrown_type, with_exception_events, DumpHandle,
     DumpNotice, DumpOutcome, DumpPlan, DumpRequest, Dumper, ExceptionTrigger, OnDump,
     EXCEPTION_KEYWORD,
 };
-pub use dumpfile::{write_dump_file, Compression, DumpReport, DumpSpec};
+pub use dumpfile::{compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec};
 pub use error::{Error, ErrorKind, Result};
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
 pub use run::{run, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};

@@ -30,6 +30,8 @@ pub struct RunOptions<'a> {
     pub extra_runtimes: ExtraRuntimes,
     /// Where a launched program's standard output goes.
     pub child_stdout: ChildOutput,
+    /// More environment variables for a launched program.
+    pub child_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 /// The moment recording starts, for a front end's first line.
@@ -133,6 +135,7 @@ pub fn run(
             let lopts = LaunchOptions {
                 extra_runtimes: opts.extra_runtimes,
                 stdout: opts.child_stdout,
+                env: opts.child_env.clone(),
             };
             // Started and progress both need the observer: take turns through a cell.
             let observer = std::cell::RefCell::new(observer);

@@ -338,6 +338,14 @@ pub struct RecordArgs {
     /// Where the dumps go (default: the trace's directory).
     #[arg(long, value_name = "DIR")]
     pub dump_dir: Option<std::path::PathBuf>,
+    /// A launched program that crashes also leaves a dump (--dump-type, --dump-compress)
+    /// beside its crash report.
+    #[arg(long, conflicts_with = "no_crash_report")]
+    pub dump_on_crash: bool,
+    /// Do not have a launched program's runtime write a crash report
+    /// (<trace>_crash_<pid>.dmp.crashreport.json) when it crashes.
+    #[arg(long)]
+    pub no_crash_report: bool,
 }
 
 /// `clrspy ps`.

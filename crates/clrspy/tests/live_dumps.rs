@@ -166,3 +166,70 @@ fn a_zstd_dump_on_an_argument_exception_by_its_bare_name() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_crashing_launch_keeps_its_cause() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("crash.nettrace");
+    let out = launch_record(
+        &trace,
+        &["--dump-on-crash", "--dump-compress", "gzip"],
+        &["crash", "--seconds", "0.5"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The program's own end: SIGABRT, passed on as 128 + 6.
+    assert_eq!(out.status.code(), Some(134), "{stdout}\n{stderr}");
+    let pid = ready_pid(&stdout);
+    assert!(
+        stderr.contains(&format!(
+            "Process {pid} (Workloads.dll) crashed: unhandled Workloads.CrashException: workload crash 42"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("   at Workloads.Crasher.Fail(Int32)\n   at Workloads.Crasher.Run"),
+        "{stderr}"
+    );
+    let report = dir
+        .path()
+        .join(format!("crash_crash_{pid}.dmp.crashreport.json"));
+    assert!(report.exists(), "{stderr}");
+    let text = std::fs::read_to_string(dir.path().join("crash.nettrace.crash.txt")).unwrap();
+    assert!(text.contains("workload crash 42"), "{text}");
+    // The crash dump, compressed once the program was gone.
+    let dumps = files_ending(dir.path(), ".dmp.gz");
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    let mut core = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&dumps[0]).unwrap())
+        .read_to_end(&mut core)
+        .unwrap();
+    assert_eq!(core_process(&core).map(|p| p.0), Some(pid));
+    assert!(!dir.path().join(format!("crash_crash_{pid}.dmp")).exists());
+    // The trace holds the fatal exception (the runtime sent it while createdump ran) and opens.
+    let rep = common::clrspy()
+        .args(["report"])
+        .arg(&trace)
+        .arg("exceptions")
+        .output()
+        .unwrap();
+    let rep = String::from_utf8_lossy(&rep.stdout);
+    assert!(rep.contains("Workloads.CrashException"), "{rep}");
+    assert!(rep.contains("workload crash 42"), "{rep}");
+}
+
+#[test]
+fn no_crash_report_when_asked_not_to() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("crash.nettrace");
+    let out = launch_record(&trace, &["--no-crash-report"], &["crash", "--seconds", "0"]);
+    assert_eq!(out.status.code(), Some(134));
+    assert!(files_ending(dir.path(), ".crashreport.json").is_empty());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("crashed: unhandled"));
+}

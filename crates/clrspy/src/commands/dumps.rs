@@ -28,6 +28,70 @@ pub(crate) struct DumpArgs<'a> {
     pub dir: Option<&'a Path>,
 }
 
+/// What `record` adds to a recording for dumps and crashes.
+#[derive(Default)]
+pub(crate) struct Extras {
+    /// Dumps on exceptions.
+    pub exceptions: Option<ExceptionDumps>,
+    /// A launched program's crash report (and dump).
+    pub crash: Option<clrspy_collect::CrashCapture>,
+}
+
+/// The directory dumps and reports go to: `dir`, or the trace's.
+fn out_dir(dir: Option<&Path>, trace: Option<&Path>) -> CliResult<PathBuf> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => trace
+            .and_then(Path::parent)
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from(".")),
+    };
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    if !dir.is_dir() {
+        return Err(CliError::new(format!(
+            "the dump directory {} does not exist",
+            dir.display()
+        ))
+        .code(2));
+    }
+    Ok(dir)
+}
+
+/// The crash capture of a launched program recorded into `trace`.
+pub(crate) fn crash_capture(
+    args: &DumpArgs<'_>,
+    dump_on_crash: bool,
+    trace: &Path,
+) -> CliResult<clrspy_collect::CrashCapture> {
+    let (kind, compress) = kind_and_compression(args)?;
+    Ok(clrspy_collect::CrashCapture {
+        dir: out_dir(args.dir, Some(trace))?,
+        stem: trace
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "trace".into()),
+        dump: dump_on_crash.then_some(kind),
+        compress,
+    })
+}
+
+fn kind_and_compression(
+    args: &DumpArgs<'_>,
+) -> CliResult<(diagnostics_client::DumpType, Compression)> {
+    let kind = clrspy_collect::parse_dump_type(args.kind).ok_or_else(|| {
+        CliError::new(format!("unknown dump type '{}'", args.kind))
+            .hint("use mini, heap, triage or full")
+            .code(2)
+    })?;
+    let compress = Compression::parse(args.compress).ok_or_else(|| {
+        CliError::new(format!("unknown dump compression '{}'", args.compress))
+            .hint("use gzip, zstd or none")
+            .code(2)
+    })?;
+    Ok((kind, compress))
+}
+
 /// Dumps on exceptions, set up for one recording.
 pub(crate) struct ExceptionDumps {
     patterns: Vec<String>,
@@ -54,32 +118,8 @@ impl ExceptionDumps {
         if patterns.is_empty() {
             return Ok(None);
         }
-        let kind = clrspy_collect::parse_dump_type(args.kind).ok_or_else(|| {
-            CliError::new(format!("unknown dump type '{}'", args.kind))
-                .hint("use mini, heap, triage or full")
-                .code(2)
-        })?;
-        let compress = Compression::parse(args.compress).ok_or_else(|| {
-            CliError::new(format!("unknown dump compression '{}'", args.compress))
-                .hint("use gzip, zstd or none")
-                .code(2)
-        })?;
-        let dir = match args.dir {
-            Some(d) => d.to_path_buf(),
-            None => trace
-                .and_then(Path::parent)
-                .filter(|p| !p.as_os_str().is_empty())
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| PathBuf::from(".")),
-        };
-        let dir = std::path::absolute(&dir).unwrap_or(dir);
-        if !dir.is_dir() {
-            return Err(CliError::new(format!(
-                "the dump directory {} does not exist",
-                dir.display()
-            ))
-            .code(2));
-        }
+        let (kind, compress) = kind_and_compression(args)?;
+        let dir = out_dir(args.dir, trace)?;
         let stem = trace
             .and_then(Path::file_stem)
             .map(|s| s.to_string_lossy().into_owned())
@@ -200,4 +240,103 @@ pub(crate) fn report(dumped: &[DumpOutcome]) {
             String::new()
         }
     );
+}
+
+/// The last `Exception/Start` of `exception_type` on thread `tid` in the trace: its message.
+fn fatal_message(trace: &Path, exception_type: &str, tid: Option<u64>) -> Option<String> {
+    let open = crate::input::open(trace).ok()?;
+    let mut r = open.reader().ok()?;
+    let mut found = None;
+    // A cut trace ends in an error: what was read stands.
+    while let Ok(Some(ev)) = r.next_event() {
+        if clrspy_collect::thrown_type(&ev).as_deref() != Some(exception_type) {
+            continue;
+        }
+        if tid.is_some_and(|t| t != ev.thread_id) {
+            continue;
+        }
+        let t = clr_events::runtime::ExceptionThrown::parse(ev.payload, ev.version(), 8).ok()?;
+        found = t.message.map(|m| m.to_string_lossy());
+    }
+    found
+}
+
+/// What a crash left, in words: the lines printed and written beside the trace.
+fn crash_text(r: &clrspy_collect::CrashReport, message: Option<&str>, pid: u32) -> String {
+    let mut s = String::new();
+    match &r.exception_type {
+        Some(t) => {
+            s.push_str(&format!(
+                "Process {pid} ({}) crashed: unhandled {t}",
+                r.process_name
+            ));
+            match message {
+                Some(m) => s.push_str(&format!(": {m}\n")),
+                None => s.push_str(" (its message is not in the trace)\n"),
+            }
+        }
+        None => s.push_str(&format!(
+            "Process {pid} ({}) crashed (no managed exception: a native crash)\n",
+            r.process_name
+        )),
+    }
+    let managed = r.managed_stack();
+    let frames: Vec<&str> = if managed.is_empty() {
+        r.stack.iter().map(String::as_str).collect()
+    } else {
+        managed
+    };
+    for f in frames.iter().take(40) {
+        s.push_str(&format!("   at {f}\n"));
+    }
+    if frames.len() > 40 {
+        s.push_str(&format!("   ... {} more frames\n", frames.len() - 40));
+    }
+    s
+}
+
+/// After a launched program ended: every crash report the capture left (the program's, or a
+/// child's) is read and shown with the fatal exception's message from the trace; crash dumps
+/// are compressed. The text goes beside the trace too (`<trace>.crash.txt`).
+pub(crate) fn report_crashes(capture: &clrspy_collect::CrashCapture, trace: &Path) {
+    let reports = capture.reports();
+    let mut all = String::new();
+    for (pid, path) in reports {
+        let r = match clrspy_collect::CrashReport::read(&path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("warning: the crash report is unreadable: {e}");
+                continue;
+            }
+        };
+        let message = r
+            .exception_type
+            .as_deref()
+            .and_then(|t| fatal_message(trace, t, r.thread_id));
+        let text = crash_text(&r, message.as_deref(), pid);
+        eprint!("{text}");
+        eprintln!("Crash report: {}", path.display());
+        all.push_str(&text);
+        let dump = capture.dump_path(pid);
+        if dump.exists() {
+            match clrspy_collect::compress_dump_file(&dump, capture.compress) {
+                Ok(d) => eprintln!(
+                    "Crash dump: {} ({} raw, {} on disk, compressed in {:.2} s after the crash)",
+                    d.path.display(),
+                    mb(d.raw_bytes),
+                    mb(d.file_bytes),
+                    d.elapsed.as_secs_f64()
+                ),
+                Err(e) => eprintln!("warning: the crash dump {}: {e}", dump.display()),
+            }
+        }
+    }
+    if !all.is_empty() {
+        let mut name = trace.as_os_str().to_owned();
+        name.push(".crash.txt");
+        let out = PathBuf::from(name);
+        if let Err(e) = std::fs::write(&out, all) {
+            eprintln!("warning: cannot write {}: {e}", out.display());
+        }
+    }
 }

@@ -260,28 +260,43 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         Some(parse_duration(&args.thread_cpu_interval).map_err(|e| CliError::new(e).code(2))?)
     };
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
-    let mut dumps = super::dumps::ExceptionDumps::new(
-        &super::dumps::DumpArgs {
-            on_exception: &args.dump_on_exception,
-            max: args.max_dumps,
-            kind: &args.dump_type,
-            compress: &args.dump_compress,
-            dir: args.dump_dir.as_deref(),
-        },
-        args.output.as_deref(),
-    )?;
-    let config = match &dumps {
+    let dump_args = super::dumps::DumpArgs {
+        on_exception: &args.dump_on_exception,
+        max: args.max_dumps,
+        kind: &args.dump_type,
+        compress: &args.dump_compress,
+        dir: args.dump_dir.as_deref(),
+    };
+    // A launched program's trace is named here, so its crash report can be named after it.
+    let output = match &target {
+        Target::Launch(command) if args.output.is_none() => Some(clrspy_collect::default_output(
+            &clrspy_collect::launch_name(command),
+        )),
+        _ => args.output.clone(),
+    };
+    let mut extras = super::dumps::Extras {
+        exceptions: super::dumps::ExceptionDumps::new(&dump_args, output.as_deref())?,
+        crash: None,
+    };
+    if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
+        extras.crash = Some(super::dumps::crash_capture(
+            &dump_args,
+            args.dump_on_crash,
+            out,
+        )?);
+    }
+    let config = match &extras.exceptions {
         Some(d) => d.config(&config),
         None => config,
     };
     let outcome = execute(
         target,
         &config,
-        args.output.clone(),
+        output,
         duration,
         thread_cpu,
         ChildOutput::Inherit,
-        dumps.as_mut(),
+        &mut extras,
     )?;
     if let Some(format) = args.format {
         super::convert::convert_after(&outcome.summary.path, format)?;
@@ -352,7 +367,7 @@ pub(crate) fn execute(
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
     child_stdout: ChildOutput,
-    mut dumps: Option<&mut super::dumps::ExceptionDumps>,
+    extras: &mut super::dumps::Extras,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
@@ -377,9 +392,10 @@ pub(crate) fn execute(
         stop: &STOP,
         extra_runtimes: ExtraRuntimes::Resume,
         child_stdout,
+        child_env: extras.crash.as_ref().map(|c| c.env()).unwrap_or_default(),
     };
     let mut live = Live::default();
-    if let Some(d) = dumps.as_mut() {
+    if let Some(d) = extras.exceptions.as_mut() {
         let pid = match &target {
             Target::Attach { endpoint, .. } => Some(endpoint.pid),
             _ => None,
@@ -391,14 +407,21 @@ pub(crate) fn execute(
         interactive,
         status: StatusLine::new(attach && std::io::stderr().is_terminal()),
         launched: false,
-        dumps: dumps.as_deref(),
+        dumps: extras.exceptions.as_ref(),
     };
     let outcome = clrspy_collect::run(target, &opts, live, &mut console);
     console.status.finish();
-    let dumped = dumps.map(|d| d.finish()).unwrap_or_default();
+    let dumped = extras
+        .exceptions
+        .as_mut()
+        .map(|d| d.finish())
+        .unwrap_or_default();
     let outcome = outcome.map_err(collect_error)?;
     report(&outcome.summary);
     super::dumps::report(&dumped);
+    if let Some(c) = &extras.crash {
+        super::dumps::report_crashes(c, &outcome.summary.path);
+    }
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,
         Some(child) => {
