@@ -22,6 +22,7 @@ mod session;
 mod sink;
 mod tap;
 mod target;
+mod tree;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -42,6 +43,7 @@ pub use session::{record, record_live, Live};
 pub use sink::{ByteSink, FileSink, SinkReport};
 pub use tap::{Action, EventConsumer};
 pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
+pub use tree::{process_name, record_tree, TreeNotice, TreeOptions, TreeOutcome, TreeTrace};
 
 use diagnostics_client::SessionConfig;
 

@@ -342,6 +342,12 @@ pub struct RecordArgs {
     /// beside its crash report.
     #[arg(long, conflicts_with = "no_crash_report")]
     pub dump_on_crash: bool,
+    /// Trace the launched program and every .NET process it starts (directly or through
+    /// other programs), each into its own trace <name>_<pid>.nettrace in the directory -o
+    /// names (created if missing). Processes still running when the program ends (build
+    /// servers) have their traces finished then and are left running.
+    #[arg(long, requires = "command")]
+    pub children: bool,
     /// Do not have a launched program's runtime write a crash report
     /// (<trace>_crash_<pid>.dmp.crashreport.json) when it crashes.
     #[arg(long)]

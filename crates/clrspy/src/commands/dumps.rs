@@ -298,7 +298,9 @@ fn crash_text(r: &clrspy_collect::CrashReport, message: Option<&str>, pid: u32) 
 /// After a launched program ended: every crash report the capture left (the program's, or a
 /// child's) is read and shown with the fatal exception's message from the trace; crash dumps
 /// are compressed. The text goes beside the trace too (`<trace>.crash.txt`).
-pub(crate) fn report_crashes(capture: &clrspy_collect::CrashCapture, trace: &Path) {
+/// With `--children` (no `trace`), each process's message is looked for in its own trace,
+/// `<name>_<pid>.nettrace` in the capture's directory.
+pub(crate) fn report_crashes(capture: &clrspy_collect::CrashCapture, trace: Option<&Path>) {
     let reports = capture.reports();
     let mut all = String::new();
     for (pid, path) in reports {
@@ -309,10 +311,15 @@ pub(crate) fn report_crashes(capture: &clrspy_collect::CrashCapture, trace: &Pat
                 continue;
             }
         };
+        let own = match trace {
+            Some(t) => Some(t.to_path_buf()),
+            None => process_trace(&capture.dir, pid),
+        };
         let message = r
             .exception_type
             .as_deref()
-            .and_then(|t| fatal_message(trace, t, r.thread_id));
+            .zip(own.as_deref())
+            .and_then(|(t, own)| fatal_message(own, t, r.thread_id));
         let text = crash_text(&r, message.as_deref(), pid);
         eprint!("{text}");
         eprintln!("Crash report: {}", path.display());
@@ -332,11 +339,25 @@ pub(crate) fn report_crashes(capture: &clrspy_collect::CrashCapture, trace: &Pat
         }
     }
     if !all.is_empty() {
-        let mut name = trace.as_os_str().to_owned();
+        let base = match trace {
+            Some(t) => t.to_path_buf(),
+            None => capture.dir.join("tree"),
+        };
+        let mut name = base.as_os_str().to_owned();
         name.push(".crash.txt");
         let out = PathBuf::from(name);
         if let Err(e) = std::fs::write(&out, all) {
             eprintln!("warning: cannot write {}: {e}", out.display());
         }
     }
+}
+
+/// The trace of process `pid` in a `--children` directory.
+fn process_trace(dir: &Path, pid: u32) -> Option<PathBuf> {
+    let suffix = format!("_{pid}.nettrace");
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(&suffix))
 }

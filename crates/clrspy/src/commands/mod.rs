@@ -11,6 +11,7 @@ mod ps;
 mod record;
 mod repair;
 mod report;
+mod tree;
 
 use std::process::ExitCode;
 

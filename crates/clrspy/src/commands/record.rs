@@ -180,7 +180,7 @@ fn report(summary: &Summary) {
 }
 
 /// Exit code for a child's status: its code, or 128 + the signal that ended it.
-fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
+pub(crate) fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
     if let Some(c) = status.code() {
         return (c & 0xff) as u8;
     }
@@ -259,6 +259,9 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     } else {
         Some(parse_duration(&args.thread_cpu_interval).map_err(|e| CliError::new(e).code(2))?)
     };
+    if args.children {
+        return children(args, &config, duration, thread_cpu);
+    }
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
     let dump_args = super::dumps::DumpArgs {
         on_exception: &args.dump_on_exception,
@@ -302,6 +305,57 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         super::convert::convert_after(&outcome.summary.path, format)?;
     }
     Ok(outcome.exit)
+}
+
+/// `record --children -o DIR -- COMMAND`.
+fn children(
+    args: &RecordArgs,
+    config: &SessionConfig,
+    duration: Option<Duration>,
+    thread_cpu: Option<Duration>,
+) -> CliResult<std::process::ExitCode> {
+    static STOP: StopSignal = StopSignal::new();
+    let Some(dir) = args.output.as_deref() else {
+        return Err(
+            CliError::new("--children needs -o DIR: one trace per process goes there").code(2),
+        );
+    };
+    if !args.dump_on_exception.is_empty() {
+        return Err(CliError::new("--dump-on-exception does not work with --children yet").code(2));
+    }
+    let _ = ctrlc::set_handler(|| STOP.request());
+    let dump_args = super::dumps::DumpArgs {
+        on_exception: &[],
+        max: args.max_dumps,
+        kind: &args.dump_type,
+        compress: &args.dump_compress,
+        dir: args.dump_dir.as_deref().or(Some(dir)),
+    };
+    let _ = std::fs::create_dir_all(dir);
+    let crash = if args.no_crash_report {
+        None
+    } else {
+        Some(super::dumps::crash_capture(
+            &dump_args,
+            args.dump_on_crash,
+            &dir.join("tree"),
+        )?)
+    };
+    let code = super::tree::run(
+        super::tree::TreeRun {
+            command: &args.command,
+            config,
+            dir,
+            duration,
+            thread_cpu,
+            env: crash.as_ref().map(|c| c.env()).unwrap_or_default(),
+        },
+        &STOP,
+    )?;
+    if let Some(c) = &crash {
+        super::dumps::report_crashes(c, None);
+    }
+    Ok(std::process::ExitCode::from(code))
 }
 
 /// What a recording left.
@@ -420,7 +474,7 @@ pub(crate) fn execute(
     report(&outcome.summary);
     super::dumps::report(&dumped);
     if let Some(c) = &extras.crash {
-        super::dumps::report_crashes(c, &outcome.summary.path);
+        super::dumps::report_crashes(c, Some(&outcome.summary.path));
     }
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,
