@@ -247,6 +247,10 @@ pub struct DumpArgs {
     /// Seconds to wait for the dump to be written.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub timeout: u64,
+    /// Compress the dump as the runtime writes it: gzip (adds .gz to the default name) or
+    /// zstd (.zst); the raw core never lands on disk.
+    #[arg(long, value_name = "HOW", default_value = "none")]
+    pub compress: String,
 }
 
 /// `clrspy env`.
