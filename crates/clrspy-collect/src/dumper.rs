@@ -132,7 +132,7 @@ impl std::fmt::Debug for Dumper {
 }
 
 /// Nanoseconds to a duration, when the event is not in the future (clock skew).
-fn delay_since(event_ns: Option<u64>) -> Option<Duration> {
+pub(crate) fn delay_since(event_ns: Option<u64>) -> Option<Duration> {
     let ev = event_ns?;
     let now = crate::procstat::monotonic_ns();
     (now >= ev && ev > 0).then(|| Duration::from_nanos(now - ev))

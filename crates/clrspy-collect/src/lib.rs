@@ -13,6 +13,8 @@ mod crash;
 mod dumper;
 mod dumpfile;
 mod error;
+#[cfg(unix)]
+mod hold;
 pub mod inject;
 mod launch;
 pub mod procstat;
@@ -37,6 +39,8 @@ pub use dumper::{
 };
 pub use dumpfile::{compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(unix)]
+pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
 pub use run::{run, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
 pub use session::{record, record_live, Live};

@@ -342,6 +342,15 @@ pub struct RecordArgs {
     /// Where the dumps go (default: the trace's directory).
     #[arg(long, value_name = "DIR")]
     pub dump_dir: Option<std::path::PathBuf>,
+    /// Also have createdump write its crash report (every thread's stack, JSON) beside each
+    /// exception dump: <dump>.crashreport.json.
+    #[arg(long, requires = "dump_on_exception")]
+    pub dump_crash_report: bool,
+    /// Hold the throwing thread until its dump is written, so the dump shows the throw: the
+    /// startup hook built by hooks/build.sh (ClrspyHold.dll) is loaded into the program
+    /// started with -- (.NET 8+).
+    #[arg(long, value_name = "DLL", requires = "dump_on_exception")]
+    pub dump_hold_hook: Option<std::path::PathBuf>,
     /// A launched program that crashes also leaves a dump (--dump-type, --dump-compress)
     /// beside its crash report.
     #[arg(long, conflicts_with = "no_crash_report")]

@@ -233,3 +233,88 @@ fn no_crash_report_when_asked_not_to() {
     assert!(files_ending(dir.path(), ".crashreport.json").is_empty());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("crashed: unhandled"));
 }
+
+/// The managed frames (method names without signatures) of every thread in a crash report.
+fn report_stacks(report: &Path) -> Vec<Vec<String>> {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap();
+    v["payload"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["stack_frames"]
+                .as_array()
+                .map(|f| {
+                    f.iter()
+                        .filter_map(|f| f["method_name"].as_str())
+                        .map(|m| m.split('(').next().unwrap_or(m).to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn the_hold_hook_keeps_the_throwing_thread_in_the_throw_while_the_dump_is_written() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The hook is built from the repository's source, as hooks/build.sh does.
+    let hooks = dir.path().join("hook");
+    let status = std::process::Command::new("dotnet")
+        .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
+        .arg(&hooks)
+        .arg(common::repo().join("hooks/ClrspyHold"))
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .env("DOTNET_NOLOGO", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "dotnet build hooks/ClrspyHold failed");
+    let hook = hooks.join("ClrspyHold.dll");
+    let trace = dir.path().join("held.nettrace");
+    let out = launch_record(
+        &trace,
+        &[
+            "--dump-on-exception",
+            "*.InvalidCastException",
+            "--max-dumps",
+            "2",
+            "--dump-crash-report",
+            "--dump-hold-hook",
+            hook.to_str().unwrap(),
+        ],
+        &["cast", "--count", "4", "--seconds", "0.5"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("cast count=4 argument=4"), "{stdout}");
+    let pid = ready_pid(&stdout);
+    let dumps = files_ending(dir.path(), ".dmp.gz");
+    assert_eq!(dumps.len(), 2, "{dumps:?}\n{stderr}");
+    assert!(stderr.contains("thread held"), "{stderr}");
+    for d in &dumps {
+        let mut core = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(d).unwrap())
+            .read_to_end(&mut core)
+            .unwrap();
+        assert_eq!(core_process(&core).map(|p| p.0), Some(pid));
+        // The thread that threw is still in the throw: the cast that failed, under the hook.
+        let mut report = d.as_os_str().to_owned();
+        report.push(".crashreport.json");
+        let stacks = report_stacks(Path::new(&report));
+        let thrower = stacks
+            .iter()
+            .find(|s| s.iter().any(|m| m == "StartupHook.OnFirstChance"))
+            .unwrap_or_else(|| panic!("no held thread: {stacks:?}"));
+        let at = |name: &str| thrower.iter().position(|m| m == name);
+        let (hook, cast, run) = (
+            at("StartupHook.OnFirstChance"),
+            at("Workloads.Caster.BadCast"),
+            at("Workloads.Caster.Run"),
+        );
+        assert!(hook < cast && cast < run && run.is_some(), "{thrower:?}");
+    }
+}

@@ -26,7 +26,14 @@ pub(crate) struct DumpArgs<'a> {
     pub compress: &'a str,
     /// Where (default: the trace's directory).
     pub dir: Option<&'a Path>,
+    /// The hold hook (ClrspyHold.dll): hold the throwing thread until the dump is written.
+    pub hold_hook: Option<&'a Path>,
+    /// createdump's crash report beside each dump.
+    pub crash_report: bool,
 }
+
+/// Environment variables for a launched program.
+pub(crate) type Env = Vec<(std::ffi::OsString, std::ffi::OsString)>;
 
 /// What `record` adds to a recording for dumps and crashes.
 #[derive(Default)]
@@ -97,6 +104,8 @@ pub(crate) struct ExceptionDumps {
     patterns: Vec<String>,
     plan: DumpPlan,
     dumper: Option<Dumper>,
+    hook: Option<PathBuf>,
+    hold: Option<clrspy_collect::HoldServer>,
 }
 
 /// Megabytes, one decimal.
@@ -132,12 +141,14 @@ impl ExceptionDumps {
                 spec: DumpSpec {
                     kind,
                     compress,
-                    crash_report: false,
+                    crash_report: args.crash_report,
                     timeout: Duration::from_secs(300),
                 },
                 max: args.max,
             },
             dumper: None,
+            hook: args.hold_hook.map(Path::to_path_buf),
+            hold: None,
         }))
     }
 
@@ -147,12 +158,26 @@ impl ExceptionDumps {
     }
 
     /// Starts the worker (dumping `pid` when the events do not say) and returns the trigger
-    /// for the recording's event tap.
-    pub fn start(&mut self, pid: Option<u32>) -> Box<dyn EventConsumer> {
+    /// for the recording's event tap; in hold mode, the hook's server instead, and the
+    /// launched program's environment for the hook.
+    pub fn start(&mut self, pid: Option<u32>) -> CliResult<(Option<Box<dyn EventConsumer>>, Env)> {
+        if let Some(hook) = &self.hook {
+            if !hook.is_file() {
+                return Err(CliError::new(format!("no hook at {}", hook.display()))
+                    .hint("build it with hooks/build.sh (needs the .NET SDK)")
+                    .code(2));
+            }
+            let hook = std::path::absolute(hook).unwrap_or_else(|_| hook.clone());
+            let server = clrspy_collect::HoldServer::start(self.plan.clone(), Box::new(say))
+                .map_err(super::record::collect_error)?;
+            let env = server.env(&hook, &self.patterns, self.plan.max);
+            self.hold = Some(server);
+            return Ok((None, env));
+        }
         let dumper = Dumper::start(self.plan.clone(), pid, Box::new(say));
         let trigger = ExceptionTrigger::new(self.patterns.clone(), dumper.handle());
         self.dumper = Some(dumper);
-        Box::new(trigger)
+        Ok((Some(Box::new(trigger)), Vec::new()))
     }
 
     /// The process to dump when the events do not name it (a launched program, once started).
@@ -164,7 +189,9 @@ impl ExceptionDumps {
 
     /// Waits for the dumps under way; returns how they went.
     pub fn finish(&mut self) -> Vec<DumpOutcome> {
-        self.dumper.take().map(Dumper::finish).unwrap_or_default()
+        let mut v = self.dumper.take().map(Dumper::finish).unwrap_or_default();
+        v.extend(self.hold.take().map(|h| h.finish()).unwrap_or_default());
+        v
     }
 }
 
@@ -211,6 +238,9 @@ fn say(n: &DumpNotice<'_>) {
                     r.path.display(),
                     r.elapsed.as_secs_f64()
                 );
+                if let Some(c) = &r.crash_report {
+                    eprintln!("Dump {}: threads and stacks in {}", o.n, c.display());
+                }
             }
             Err(e) => eprintln!("Dump {}: failed: {e}", o.n),
         },

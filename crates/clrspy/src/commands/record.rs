@@ -269,7 +269,15 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         kind: &args.dump_type,
         compress: &args.dump_compress,
         dir: args.dump_dir.as_deref(),
+        hold_hook: args.dump_hold_hook.as_deref(),
+        crash_report: args.dump_crash_report,
     };
+    if args.dump_hold_hook.is_some() && !matches!(target, Target::Launch(_)) {
+        return Err(CliError::new(
+            "--dump-hold-hook works for a program started with -- (the hook is loaded at its start)",
+        )
+        .code(2));
+    }
     // A launched program's trace is named here, so its crash report can be named after it.
     let output = match &target {
         Target::Launch(command) if args.output.is_none() => Some(clrspy_collect::default_output(
@@ -330,6 +338,8 @@ fn children(
         kind: &args.dump_type,
         compress: &args.dump_compress,
         dir: args.dump_dir.as_deref().or(Some(dir)),
+        hold_hook: None,
+        crash_report: false,
     };
     let _ = std::fs::create_dir_all(dir);
     let crash = if args.no_crash_report {
@@ -438,6 +448,17 @@ pub(crate) fn execute(
             }
         });
     }
+    let mut live = Live::default();
+    let mut child_env = extras.crash.as_ref().map(|c| c.env()).unwrap_or_default();
+    if let Some(d) = extras.exceptions.as_mut() {
+        let pid = match &target {
+            Target::Attach { endpoint, .. } => Some(endpoint.pid),
+            _ => None,
+        };
+        let (consumer, env) = d.start(pid)?;
+        live.consumers.extend(consumer);
+        child_env.extend(env);
+    }
     let opts = RunOptions {
         config,
         output,
@@ -446,16 +467,8 @@ pub(crate) fn execute(
         stop: &STOP,
         extra_runtimes: ExtraRuntimes::Resume,
         child_stdout,
-        child_env: extras.crash.as_ref().map(|c| c.env()).unwrap_or_default(),
+        child_env,
     };
-    let mut live = Live::default();
-    if let Some(d) = extras.exceptions.as_mut() {
-        let pid = match &target {
-            Target::Attach { endpoint, .. } => Some(endpoint.pid),
-            _ => None,
-        };
-        live.consumers.push(d.start(pid));
-    }
     let mut console = Console {
         duration,
         interactive,
