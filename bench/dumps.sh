@@ -31,6 +31,18 @@ for i in $(seq "$runs"); do
 done
 printf '%s\n' "${delays[@]}" | sort -n | awk '{a[NR]=$1} END {if (NR) printf "delay ms: min %.1f  median %.1f  max %.1f  (n=%d)\n", a[1], a[int((NR+1)/2)], a[NR], NR}'
 
+if hook=$("$root/hooks/build.sh" "$root/bench/out/hooks" 2>/dev/null); then
+    delays=()
+    for i in $(seq "$runs"); do
+        "$clrspy" record --dump-on-exception '*.InvalidCastException' --dump-compress gzip \
+            --dump-hold-hook "$hook" -o "$out/h$i.nettrace" -- dotnet "$wl" cast --count 3 --seconds 0.5 >/dev/null 2>"$out/h$i.err" || true
+        d=$(sed -n 's/^Dump 1 (.*, \([0-9.]*\) ms after the event).*/\1/p' "$out/h$i.err")
+        [ -n "$d" ] && delays+=("$d")
+        rm -f "$out"/h"$i"_*.dmp.gz
+    done
+    printf '%s\n' "${delays[@]}" | sort -n | awk '{a[NR]=$1} END {if (NR) printf "hold mode (the hook sees the throw; to the dump command) ms: min %.1f  median %.1f  max %.1f  (n=%d)\n", a[1], a[int((NR+1)/2)], a[NR], NR}'
+fi
+
 echo
 echo "## Dump size and time: raw vs compressed as written vs gzip -6 / zstd -3 afterwards"
 dotnet "$wl" leak --seconds 600 --count 2000 > "$out/w.out" &

@@ -400,7 +400,7 @@ pub fn record_tree(
         }
         let asked = opts.stop.count();
         let timed_out = opts.duration.is_some_and(|d| started.elapsed() >= d);
-        if (asked > stop_requests || (timed_out && stop_requests == 0)) && status.is_none() {
+        if asked > stop_requests || (timed_out && stop_requests == 0 && status.is_none()) {
             stop_requests = asked.max(1);
             tracing.store(false, Ordering::SeqCst);
             tree.stopping = true;
