@@ -65,22 +65,28 @@ fn out_dir(dir: Option<&Path>, trace: Option<&Path>) -> CliResult<PathBuf> {
     Ok(dir)
 }
 
-/// The crash capture of a launched program recorded into `trace`.
+/// The crash capture of a launched program recorded into `trace`; None when the trace's
+/// directory is missing (the recording then fails with its own error).
 pub(crate) fn crash_capture(
     args: &DumpArgs<'_>,
     dump_on_crash: bool,
     trace: &Path,
-) -> CliResult<clrspy_collect::CrashCapture> {
+) -> CliResult<Option<clrspy_collect::CrashCapture>> {
     let (kind, compress) = kind_and_compression(args)?;
-    Ok(clrspy_collect::CrashCapture {
-        dir: out_dir(args.dir, Some(trace))?,
+    let dir = match out_dir(args.dir, Some(trace)) {
+        Ok(d) => d,
+        Err(e) if args.dir.is_some() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    Ok(Some(clrspy_collect::CrashCapture {
+        dir,
         stem: trace
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "trace".into()),
         dump: dump_on_crash.then_some(kind),
         compress,
-    })
+    }))
 }
 
 fn kind_and_compression(

@@ -290,11 +290,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         crash: None,
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
-        extras.crash = Some(super::dumps::crash_capture(
-            &dump_args,
-            args.dump_on_crash,
-            out,
-        )?);
+        extras.crash = super::dumps::crash_capture(&dump_args, args.dump_on_crash, out)?;
     }
     let config = match &extras.exceptions {
         Some(d) => d.config(&config),
@@ -345,11 +341,7 @@ fn children(
     let crash = if args.no_crash_report {
         None
     } else {
-        Some(super::dumps::crash_capture(
-            &dump_args,
-            args.dump_on_crash,
-            &dir.join("tree"),
-        )?)
+        super::dumps::crash_capture(&dump_args, args.dump_on_crash, &dir.join("tree"))?
     };
     let code = super::tree::run(
         super::tree::TreeRun {
