@@ -69,6 +69,8 @@ public static class Program
         ["spawn-later"] = SpawnLater.Run,
         ["throw-later"] = Symptoms.ThrowLater,
         ["pauses"] = Symptoms.Pauses,
+        ["cast"] = Caster.Run,
+        ["crash"] = Crasher.Run,
     };
 
     /// Writes one line to stdout and flushes, so a harness reading the pipe sees it at once.

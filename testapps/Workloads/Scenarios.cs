@@ -504,3 +504,66 @@ public static class Symptoms
         }
     }
 }
+
+// ------------------------------------------------------------------ cast
+
+public static class Caster
+{
+    public static int Run(Options o)
+    {
+        int count = o.Count ?? 5;
+        int casts = 0, arguments = 0;
+        for (int i = 0; i < count; i++)
+        {
+            try
+            {
+                BadCast(i);
+            }
+            catch (InvalidCastException)
+            {
+                casts++;
+            }
+            try
+            {
+                throw new ArgumentException("not a cast " + i.ToString(System.Globalization.CultureInfo.InvariantCulture));
+            }
+            catch (ArgumentException)
+            {
+                arguments++;
+            }
+            Thread.Sleep(100);
+        }
+        Program.Out($"cast count={casts} argument={arguments}");
+        Thread.Sleep(TimeSpan.FromSeconds(o.Seconds));
+        return casts == count && arguments == count ? 0 : 1;
+    }
+
+    /// Casts a boxed int to string: throws InvalidCastException.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int BadCast(int i)
+    {
+        object boxed = i;
+        return ((string)boxed).Length;
+    }
+}
+
+// ------------------------------------------------------------------ crash
+
+/// The unhandled exception of the `crash` scenario.
+public sealed class CrashException(string message) : Exception(message);
+
+public static class Crasher
+{
+    public static int Run(Options o)
+    {
+        Thread.Sleep(TimeSpan.FromSeconds(o.Seconds));
+        Fail(o.Count ?? 42);
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Fail(int code)
+    {
+        throw new CrashException("workload crash " + code.ToString(System.Globalization.CultureInfo.InvariantCulture));
+    }
+}

@@ -9,7 +9,12 @@
 #![deny(missing_docs)]
 
 mod coredump;
+mod crash;
+mod dumper;
+mod dumpfile;
 mod error;
+#[cfg(unix)]
+mod hold;
 pub mod inject;
 mod launch;
 pub mod procstat;
@@ -20,6 +25,7 @@ mod session;
 mod sink;
 mod tap;
 mod target;
+mod tree;
 pub mod trigger;
 
 use std::path::{Path, PathBuf};
@@ -27,7 +33,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
+pub use crash::{CrashCapture, CrashReport};
+pub use dumper::{
+    event_monotonic_ns, exception_type_matches, thrown_type, with_exception_events, DumpHandle,
+    DumpNotice, DumpOutcome, DumpPlan, DumpRequest, Dumper, ExceptionTrigger, OnDump,
+    EXCEPTION_KEYWORD,
+};
+pub use dumpfile::{compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(unix)]
+pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
 pub use ring::{parse_size, RingSink, RingStats};
 pub use run::{run, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
@@ -35,6 +50,7 @@ pub use session::{record, record_live, Live};
 pub use sink::{ByteSink, FileSink, SinkReport};
 pub use tap::{Action, EventConsumer};
 pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
+pub use tree::{process_name, record_tree, TreeNotice, TreeOptions, TreeOutcome, TreeTrace};
 
 use diagnostics_client::SessionConfig;
 

@@ -256,6 +256,10 @@ pub struct DumpArgs {
     /// Seconds to wait for the dump to be written.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub timeout: u64,
+    /// Compress the dump as the runtime writes it: gzip (adds .gz to the default name) or
+    /// zstd (.zst); the raw core never lands on disk.
+    #[arg(long, value_name = "HOW", default_value = "none")]
+    pub compress: String,
 }
 
 /// `clrspy env`.
@@ -338,6 +342,50 @@ pub struct RecordArgs {
     /// After a trigger fires, keep recording this long (default 5s).
     #[arg(long, value_name = "TIME", requires = "stop_on")]
     pub after_trigger: Option<String>,
+    /// Write a dump at each first-chance exception of this type (a glob over the full name,
+    /// e.g. '*.InvalidCastException', or the bare type name); repeat or comma-separate.
+    #[arg(long, value_name = "TYPE")]
+    pub dump_on_exception: Vec<String>,
+    /// At most this many exception dumps.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        requires = "dump_on_exception"
+    )]
+    pub max_dumps: u32,
+    /// What the exception dumps hold: mini, heap, triage or full.
+    #[arg(long, value_name = "TYPE", default_value = "mini")]
+    pub dump_type: String,
+    /// Compress the dumps as they are written: gzip (.dmp.gz), zstd (.dmp.zst) or none.
+    #[arg(long, value_name = "HOW", default_value = "gzip")]
+    pub dump_compress: String,
+    /// Where the dumps go (default: the trace's directory).
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<std::path::PathBuf>,
+    /// Also have createdump write its crash report (every thread's stack, JSON) beside each
+    /// exception dump: <dump>.crashreport.json.
+    #[arg(long, requires = "dump_on_exception")]
+    pub dump_crash_report: bool,
+    /// Hold the throwing thread until its dump is written, so the dump shows the throw: the
+    /// startup hook built by hooks/build.sh (ClrspyHold.dll) is loaded into the program
+    /// started with -- (.NET 8+).
+    #[arg(long, value_name = "DLL", requires = "dump_on_exception")]
+    pub dump_hold_hook: Option<std::path::PathBuf>,
+    /// A launched program that crashes also leaves a dump (--dump-type, --dump-compress)
+    /// beside its crash report.
+    #[arg(long, conflicts_with = "no_crash_report")]
+    pub dump_on_crash: bool,
+    /// Trace the launched program and every .NET process it starts (directly or through
+    /// other programs), each into its own trace <name>_<pid>.nettrace in the directory -o
+    /// names (created if missing). Processes still running when the program ends (build
+    /// servers) have their traces finished then and are left running.
+    #[arg(long, requires = "command")]
+    pub children: bool,
+    /// Do not have a launched program's runtime write a crash report
+    /// (<trace>_crash_<pid>.dmp.crashreport.json) when it crashes.
+    #[arg(long)]
+    pub no_crash_report: bool,
 }
 
 /// `clrspy ps`.

@@ -2,6 +2,7 @@
 
 mod convert;
 mod dump;
+mod dumps;
 mod env;
 mod events;
 mod info;
@@ -10,6 +11,7 @@ mod ps;
 mod record;
 mod repair;
 mod report;
+mod tree;
 
 use std::process::ExitCode;
 

@@ -111,7 +111,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         duration,
         Some(std::time::Duration::from_millis(20)),
         child_stdout,
-        super::record::Extras::default(),
+        &mut Default::default(),
     )?;
     let path = outcome.summary.path.clone();
     // One analysis for the reports and the conversion.
