@@ -98,8 +98,8 @@ def cuts(path, data, n, seed, tmp):
         more_te += after["events"] > before["events"]
         more_ours += ours_after > ours_before
         salvaged += v.get("salvaged_events", 0) > 0 or v.get("converted", False)
-    print(f"{len(offsets)} cuts of {os.path.basename(path)} ({len(data)} bytes): TraceEvent failed on "
-          f"{te_err_before} cut files and on the repaired ones with {failures} failures; the repaired "
+    print(f"{len(offsets)} cuts of {os.path.basename(path)} ({len(data)} bytes): TraceEvent errs on "
+          f"{te_err_before} of the cut files; {failures} failures on the repaired ones; the repaired "
           f"file had more events than the cut one for TraceEvent in {more_te} cuts, for our reader "
           f"in {more_ours}; a cut block's events were kept (or converted) in {salvaged}")
     return failures
