@@ -169,7 +169,7 @@ fn write_converted(
     }
     writeln!(
         out,
-        "Wrote {}: NetPerf converted to NetTrace (V5), {after} events up to the last whole one ({} of {} bytes read).",
+        "Wrote {}: NetPerf converted to NetTrace (V5), {after} events: every whole one in the first {} of {} bytes.",
         out_path.display(),
         r.bytes_kept,
         r.bytes_in
