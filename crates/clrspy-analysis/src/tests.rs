@@ -331,6 +331,7 @@ fn server() -> Vec<Ev> {
             thread_id: t,
             cpu_ns: ns,
             state: b'R' as u16,
+            runqueue_ns: None,
         }
         .encode(&mut p);
         (CS, cs::THREAD_CPU, 0, ms, 0, vec![], p)
@@ -467,6 +468,7 @@ fn clrspy_events_are_read_through_their_definition() {
             thread_id: 7,
             cpu_ns: ms as u64 * 500_000,
             state: u16::from(b'R'),
+            runqueue_ns: None,
         }
         .encode(&mut c);
         put(index(clrspy::ids::THREAD_CPU), ms, 99, &[], &c);

@@ -78,7 +78,13 @@ struct CpuReadings {
     /// Names of the precompiled code the samples hit.
     r2r: R2rRecorder,
     next_r2r: Instant,
+    /// The cgroup that limits the target's CPU, when found.
+    cgroup: Option<crate::cgroup::CpuCgroup>,
+    next_cgroup: Instant,
 }
+
+/// How often the cgroup's throttling counters are read.
+const CGROUP_EVERY: Duration = Duration::from_millis(500);
 
 impl CpuReadings {
     fn new(pid: u32, interval: Duration, ips: SharedIps) -> CpuReadings {
@@ -90,6 +96,8 @@ impl CpuReadings {
             first: true,
             r2r: R2rRecorder::new(pid, ips),
             next_r2r: Instant::now(),
+            cgroup: crate::cgroup::find(pid).map(|g| g.limiting()),
+            next_cgroup: Instant::now(),
         }
     }
 
@@ -134,8 +142,20 @@ impl CpuReadings {
             events.push(Injected::ThreadCpu {
                 tid: r.tid,
                 cpu_ns: r.cpu_ns,
+                runqueue_ns: r.runqueue_ns,
                 state: r.state,
             });
+        }
+        if Instant::now() >= self.next_cgroup {
+            self.next_cgroup = Instant::now() + CGROUP_EVERY;
+            if let Some(g) = &self.cgroup {
+                if let Some(bandwidth) = g.read() {
+                    events.push(Injected::CgroupCpu {
+                        bandwidth,
+                        path: g.dir.to_string_lossy().into_owned(),
+                    });
+                }
+            }
         }
         if let Some(cpu_ns) = own_cpu_ns() {
             events.push(Injected::RecorderCpu {
