@@ -32,6 +32,7 @@ pub mod gc;
 pub mod inventory;
 pub mod profile;
 pub mod r2r;
+pub mod runqueue;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
