@@ -11,6 +11,7 @@ pub mod alloc;
 pub mod contention;
 pub mod exceptions;
 pub mod gc;
+pub mod runqueue;
 pub mod stack;
 pub mod summary;
 pub mod text;
