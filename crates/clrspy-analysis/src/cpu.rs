@@ -458,16 +458,13 @@ impl CpuModel {
 
     /// A clrspy `CgroupCpu` reading of the target's cgroup at `ts`.
     pub fn cgroup_cpu(&mut self, ts: i64, bandwidth: clrspy::CpuBandwidth, path: String) {
-        let inside = self.window.0.is_none_or(|f| ts >= f) && self.window.1.is_none_or(|t| ts < t);
-        if inside {
-            self.cgroup.push(bandwidth, path);
-        }
+        self.cgroup.push(ts, bandwidth, path);
     }
 
     /// The CPU throttling of the target's cgroup over the window; `None` when the trace has
     /// no cgroup readings there.
     pub fn throttling(&self) -> Option<Throttling> {
-        self.cgroup.throttling()
+        self.cgroup.throttling(self.window.0, self.window.1)
     }
 
     /// True when the readings have run-queue time (schedstat's second field): the split of

@@ -125,29 +125,50 @@ pub struct Throttling {
     pub period_us: u64,
 }
 
-/// The cgroup readings in the window: the first, the last and the group.
+/// The cgroup readings, in time order, with the group they came from.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CgroupReadings {
-    first: Option<CpuBandwidth>,
-    last: Option<CpuBandwidth>,
+    readings: Vec<(i64, CpuBandwidth)>,
     path: String,
 }
 
+/// At most this many cgroup readings are kept (hours of recording; later ones are dropped).
+const MAX_CGROUP_READINGS: usize = 1 << 20;
+
 impl CgroupReadings {
-    /// A reading inside the window.
-    pub(crate) fn push(&mut self, b: CpuBandwidth, path: String) {
+    /// A reading at `ts` (readings are stored only when they change).
+    pub(crate) fn push(&mut self, ts: i64, b: CpuBandwidth, path: String) {
         // A different group (the target moved) starts again.
         if self.path != path {
-            self.first = None;
+            self.readings.clear();
             self.path = path;
         }
-        self.first.get_or_insert(b);
-        self.last = Some(b);
+        if self.readings.len() < MAX_CGROUP_READINGS
+            && self.readings.last().is_none_or(|l| l.0 <= ts)
+        {
+            self.readings.push((ts, b));
+        }
     }
 
-    /// The throttling over the readings; `None` without readings.
-    pub(crate) fn throttling(&self) -> Option<Throttling> {
-        let (a, b) = (self.first?, self.last?);
+    /// The throttling over the window `[from, to)`: from the last reading at or before its
+    /// start (else the first) to the last one before its end (the counters are stored when
+    /// they change, so the last reading stands until the next); `None` without readings
+    /// before its end.
+    pub(crate) fn throttling(&self, from: Option<i64>, to: Option<i64>) -> Option<Throttling> {
+        let before = |t: Option<i64>, strict: bool| {
+            let n = match t {
+                None => self.readings.len(),
+                Some(t) => self
+                    .readings
+                    .partition_point(|r| if strict { r.0 < t } else { r.0 <= t }),
+            };
+            n.checked_sub(1).and_then(|k| self.readings.get(k))
+        };
+        let b = before(to, true)?.1;
+        let a = match from {
+            Some(_) => before(from, false).or(self.readings.first())?.1,
+            None => self.readings.first()?.1,
+        };
         Some(Throttling {
             cgroup: self.path.clone(),
             cgroup_version: b.version,
@@ -226,7 +247,7 @@ mod tests {
     #[test]
     fn throttling_is_the_difference_of_the_first_and_last_reading() {
         let mut c = CgroupReadings::default();
-        assert_eq!(c.throttling(), None);
+        assert_eq!(c.throttling(None, None), None);
         let b = |p, t, ns| CpuBandwidth {
             version: 1,
             periods: p,
@@ -235,12 +256,19 @@ mod tests {
             quota_us: 50_000,
             period_us: 100_000,
         };
-        c.push(b(10, 2, 100), "/g".into());
-        c.push(b(110, 33, 4_200_000_100), "/g".into());
-        let t = c.throttling().unwrap();
+        c.push(0, b(10, 2, 100), "/g".into());
+        c.push(50, b(60, 20, 2_000_000_100), "/g".into());
+        c.push(100, b(110, 33, 4_200_000_100), "/g".into());
+        let t = c.throttling(None, None).unwrap();
         assert_eq!(
             (t.periods, t.throttled_periods, t.throttled_ns, t.quota_us),
             (100, 31, 4_200_000_000, Some(50_000))
         );
+        // A window: from the reading standing at its start to the last one before its end.
+        let t = c.throttling(Some(60), Some(100)).unwrap();
+        assert_eq!((t.periods, t.throttled_periods), (0, 0));
+        let t = c.throttling(Some(50), Some(101)).unwrap();
+        assert_eq!((t.periods, t.throttled_periods), (50, 13));
+        assert_eq!(c.throttling(None, Some(0)), None);
     }
 }

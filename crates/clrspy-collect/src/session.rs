@@ -81,10 +81,12 @@ struct CpuReadings {
     /// The cgroup that limits the target's CPU, when found.
     cgroup: Option<crate::cgroup::CpuCgroup>,
     next_cgroup: Instant,
+    /// Its last counters stored.
+    last_cgroup: Option<crate::cgroup::CpuBandwidth>,
 }
 
-/// How often the cgroup's throttling counters are read.
-const CGROUP_EVERY: Duration = Duration::from_millis(500);
+/// How often the cgroup's throttling counters are read (they are stored when they changed).
+const CGROUP_EVERY: Duration = Duration::from_millis(100);
 
 impl CpuReadings {
     fn new(pid: u32, interval: Duration, ips: SharedIps) -> CpuReadings {
@@ -98,6 +100,7 @@ impl CpuReadings {
             next_r2r: Instant::now(),
             cgroup: crate::cgroup::find(pid).map(|g| g.limiting()),
             next_cgroup: Instant::now(),
+            last_cgroup: None,
         }
     }
 
@@ -149,7 +152,9 @@ impl CpuReadings {
         if Instant::now() >= self.next_cgroup {
             self.next_cgroup = Instant::now() + CGROUP_EVERY;
             if let Some(g) = &self.cgroup {
-                if let Some(bandwidth) = g.read() {
+                let read = g.read().filter(|b| self.last_cgroup != Some(*b));
+                if let Some(bandwidth) = read {
+                    self.last_cgroup = Some(bandwidth);
                     events.push(Injected::CgroupCpu {
                         bandwidth,
                         path: g.dir.to_string_lossy().into_owned(),
