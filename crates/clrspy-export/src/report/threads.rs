@@ -213,10 +213,9 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
         } else {
             Default::default()
         };
-    let threads = profile
+    let mut threads: Vec<ThreadRow> = profile
         .threads(&a.symbols)
         .into_iter()
-        .take(o.top)
         .map(|t| {
             let (wait, idle) = (t.wait * ms, t.idle * ms);
             let (cpu, runq, blocked, lifetime) = match times.get(&t.thread) {
@@ -248,6 +247,8 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
             }
         })
         .collect();
+    threads.extend(unsampled_rows(a, &times, &threads));
+    threads.truncate(o.top);
     ThreadsReport {
         threads,
         process: process_cpu(a),
@@ -259,6 +260,51 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
         runqueue_source: RunqueueSource::of(a),
         cpu_throttling: runqueue::throttling(a),
     }
+}
+
+/// The threads that neither ran nor were sampled in the window but lived in it (blocked all
+/// the time, or only waiting for a CPU), after the others: the most run-queue time first.
+fn unsampled_rows(
+    a: &Analysis,
+    times: &rustc_hash::FxHashMap<u64, clrspy_analysis::runqueue::ThreadTime>,
+    listed: &[ThreadRow],
+) -> Vec<ThreadRow> {
+    let seen: rustc_hash::FxHashSet<u64> = listed.iter().map(|r| r.thread).collect();
+    let mut rest: Vec<(u64, clrspy_analysis::runqueue::ThreadTime)> = times
+        .iter()
+        .filter(|(t, w)| !seen.contains(t) && w.lifetime_ns > 0.0)
+        .map(|(&t, &w)| (t, w))
+        .collect();
+    rest.sort_by(|x, y| {
+        y.1.runqueue_ns
+            .total_cmp(&x.1.runqueue_ns)
+            .then(x.0.cmp(&y.0))
+    });
+    rest.into_iter()
+        .map(|(t, w)| {
+            let role = a.thread_role(t);
+            let (cpu, runq, blocked) = (w.cpu_ns / 1e6, w.runqueue_ns / 1e6, w.blocked_ns() / 1e6);
+            ThreadRow {
+                thread: t,
+                name: a.threads.names.get(&t).cloned(),
+                role,
+                cpu_ms: round1(cpu),
+                runqueue_ms: round1(runq),
+                blocked_ms: round1(blocked),
+                lifetime_ms: Some(round1(w.lifetime_ns / 1e6)),
+                wait_ms: 0.0,
+                idle_ms: 0.0,
+                runnable_ms: round1(runq),
+                samples: 0,
+                mostly: mostly(cpu, runq, blocked, 0.0).into(),
+                top_frame: if role == ThreadRole::Managed || role == ThreadRole::Native {
+                    "[not sampled]".into()
+                } else {
+                    role.frame()
+                },
+            }
+        })
+        .collect()
 }
 
 /// What a thread did most: "running" (on a CPU or ready to run: it was not blocked), "idle"
