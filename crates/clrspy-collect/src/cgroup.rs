@@ -272,6 +272,65 @@ mod tests {
         assert_eq!(parse_cpu_max("x"), None);
     }
 
+    /// The nearest group with a quota is the one read: a container's limit sits above the
+    /// process's own group.
+    #[test]
+    fn the_limit_may_sit_on_a_parent() {
+        let root = std::env::temp_dir().join(format!("clrspy-cgroup-test-{}", std::process::id()));
+        let inner = root.join("app/worker");
+        std::fs::create_dir_all(&inner).unwrap();
+        let put = |dir: &Path, f: &str, v: &str| std::fs::write(dir.join(f), v).unwrap();
+        for d in [&root, &root.join("app"), &inner] {
+            put(
+                d,
+                "cpu.stat",
+                "nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
+            );
+            put(d, "cpu.max", "max 100000\n");
+        }
+        put(&root.join("app"), "cpu.max", "50000 100000\n");
+        put(
+            &root.join("app"),
+            "cpu.stat",
+            "usage_usec 9\nnr_periods 40\nnr_throttled 12\nthrottled_usec 3000\n",
+        );
+        let g = CpuCgroup {
+            dir: inner.clone(),
+            version: 2,
+        };
+        let l = g.limiting();
+        assert_eq!(l.dir, root.join("app"));
+        let b = l.read().unwrap();
+        assert_eq!(
+            (b.periods, b.throttled_periods, b.throttled_ns),
+            (40, 12, 3_000_000)
+        );
+        assert_eq!((b.quota_us, b.period_us), (50_000, 100_000));
+        // No quota anywhere: the process's own group, with no limit.
+        put(&root.join("app"), "cpu.max", "max 100000\n");
+        let own = g.limiting();
+        assert_eq!(own.dir, inner);
+        assert_eq!(own.read().unwrap().quota_us, u64::MAX);
+        // v1 says "no limit" with -1.
+        let v1 = root.join("v1");
+        std::fs::create_dir_all(&v1).unwrap();
+        put(
+            &v1,
+            "cpu.stat",
+            "nr_periods 5\nnr_throttled 2\nthrottled_time 777\n",
+        );
+        put(&v1, "cpu.cfs_quota_us", "-1\n");
+        put(&v1, "cpu.cfs_period_us", "100000\n");
+        let g1 = CpuCgroup {
+            dir: v1.clone(),
+            version: 1,
+        };
+        assert_eq!(g1.read().unwrap().quota_us, u64::MAX);
+        put(&v1, "cpu.cfs_quota_us", "5000\n");
+        assert_eq!(g1.limiting().read().unwrap().quota_us, 5000);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn this_process_reads_or_finds_nothing() {
