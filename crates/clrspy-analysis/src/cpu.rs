@@ -212,7 +212,7 @@ pub struct CpuModel {
     recorder: Option<(u64, u64)>,
     /// Every thread's wall time split into CPU, run queue and blocked.
     wall: WallTimes,
-    /// The target cgroup's throttling counters in the window.
+    /// The target cgroup's throttling counters, every reading.
     cgroup: CgroupReadings,
 }
 

@@ -53,6 +53,10 @@ pub struct ThreadTotals {
     /// when [`StackProfile::runqueue_measured`], else estimated as the waiting in managed code
     /// outside any blocking call (see [`RUNNABLE_FRAME`]).
     pub runnable: f64,
+    /// The part of `wait` the samples caught in managed code outside any known blocking
+    /// call, whatever the readings say: the thread meant to run (waiting for a CPU, or held
+    /// by the runtime's suspensions for a GC or a sample).
+    pub ready: f64,
     /// Samples.
     pub samples: u64,
     /// The frame it was most often seen in.
@@ -399,6 +403,7 @@ impl StackProfile {
                     wait: 0.0,
                     idle: 0.0,
                     runnable: 0.0,
+                    ready: 0.0,
                     samples: 0,
                     top_frame: String::new(),
                 };
@@ -408,6 +413,9 @@ impl StackProfile {
             t.wait += r.wait;
             t.idle += r.idle;
             t.runnable += self.runnable_of(r, symbols);
+            if is_runnable(r, symbols) {
+                t.ready += r.wait;
+            }
             t.samples += r.samples;
             *leaves.entry(r.frames.first().copied()).or_default() += r.cpu + r.wait + r.idle;
         }

@@ -242,7 +242,9 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
                 idle_ms: round1(idle),
                 runnable_ms: round1(runq),
                 samples: t.samples,
-                mostly: mostly(cpu, runq, blocked, idle).into(),
+                // What the samples saw: code that meant to run counts as running, also when
+                // the runtime held it (a GC, the sampler's suspensions).
+                mostly: mostly(t.cpu * ms, t.ready * ms, wait - t.ready * ms + idle, idle).into(),
                 top_frame: t.top_frame,
             }
         })
@@ -309,8 +311,8 @@ fn unsampled_rows(
 
 /// What a thread did most: "running" (on a CPU or ready to run: it was not blocked), "idle"
 /// (waiting for work) or "waiting" (blocked). `blocked` includes `idle`.
-fn mostly(cpu: f64, runq: f64, blocked: f64, idle: f64) -> &'static str {
-    if cpu + runq >= blocked {
+fn mostly(cpu: f64, ready: f64, blocked: f64, idle: f64) -> &'static str {
+    if cpu + ready >= blocked {
         "running"
     } else if idle > blocked - idle {
         "idle"
