@@ -4,7 +4,10 @@
 //! 1. **Thread CPU readings** that `clrspy record` stores (clrspy's `ThreadCpu`, read from
 //!    /proc at every tick, about every 20 ms): each thread's CPU over a tick interval is the
 //!    difference of its readings, shared equally among its samples in that interval; the rest
-//!    of the interval's wall time is their waiting time. A thread's CPU total is therefore its
+//!    of the interval's wall time is their waiting time, of which the thread's run-queue time
+//!    over the interval (schedstat's second field, where the readings have it) is waiting for
+//!    a CPU. Every thread's lifetime is split the same way into CPU, run queue and blocked
+//!    ([`crate::runqueue`]). A thread's CPU total is therefore its
 //!    readings over the window, whatever the sampler's real period. CPU in an interval where
 //!    the thread has no sample goes to its last sampled stack; a thread never sampled, or
 //!    named as one of the runtime's native workers (JIT, GC, EventPipe: the sampler may catch
@@ -28,6 +31,7 @@ use clr_events::{clrspy, KnownProvider, ThreadSampleType, ViewError};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Model, ModelEvent, Provider, Wanted};
+use crate::runqueue::{CgroupReadings, ThreadReadings, ThreadTime, Throttling, WallTimes};
 use crate::stacks::StackId;
 use crate::threads::ThreadRole;
 
@@ -58,6 +62,8 @@ pub struct Weights {
     pub cpu: f64,
     /// Measured waiting (wall time minus CPU), same unit.
     pub wait: f64,
+    /// The part of `wait` measured as runnable, waiting for a CPU (run-queue time), same unit.
+    pub runq: f64,
 }
 
 /// Known blocking calls: a sample with one of these on its stack is waiting, not running.
@@ -125,34 +131,6 @@ pub fn is_blocking_frame(name: &str) -> bool {
                 || b.ends_with("Subsystem")
         }) || (b.ends_with("Subsystem") && name.starts_with(b))
     })
-}
-
-#[derive(Clone, Debug, Default)]
-struct ThreadReadings {
-    /// (tick time, CPU ns) at the ticks where the thread's CPU time was read.
-    readings: VecDeque<(i64, u64)>,
-}
-
-impl ThreadReadings {
-    /// CPU time at `t`: the last reading at or before it (0 before the first).
-    fn cpu_at(&self, t: i64) -> u64 {
-        let i = self.readings.partition_point(|r| r.0 <= t);
-        i.checked_sub(1)
-            .and_then(|k| self.readings.get(k))
-            .map_or(0, |r| r.1)
-    }
-
-    /// CPU used over (a, b], ns.
-    fn used(&self, a: i64, b: i64) -> u64 {
-        self.cpu_at(b).saturating_sub(self.cpu_at(a))
-    }
-
-    /// Forgets readings before `t`, keeping the last one at or before it.
-    fn trim(&mut self, t: i64) {
-        while self.readings.len() > 1 && self.readings.get(1).is_some_and(|x| x.0 <= t) {
-            self.readings.pop_front();
-        }
-    }
 }
 
 /// The samples of one tick interval (start, end], waiting for the interval's measured CPU.
@@ -232,6 +210,10 @@ pub struct CpuModel {
     gaps: FxHashMap<u32, u64>,
     /// The recorder's own CPU readings in the window: the first and the last, ns.
     recorder: Option<(u64, u64)>,
+    /// Every thread's wall time split into CPU, run queue and blocked.
+    wall: WallTimes,
+    /// The target cgroup's throttling counters, every reading.
+    cgroup: CgroupReadings,
 }
 
 /// How long an interval waits for its samples (the runtime flushes its buffers late) before
@@ -268,13 +250,25 @@ impl Model for CpuModel {
         Wanted::clrspy(clrspy::ids::TICK),
         Wanted::clrspy(clrspy::ids::RECORDER_CPU),
         Wanted::clrspy(clrspy::ids::THREAD_NAME),
+        Wanted::clrspy(clrspy::ids::CGROUP_CPU),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
         match (ev.provider, ev.id) {
             (Provider::Clrspy, clrspy::ids::THREAD_CPU) => {
                 let r = clrspy::ThreadCpu::parse(ev.payload)?;
-                self.thread_cpu(ev.ts_ns, u64::from(r.thread_id), r.cpu_ns);
+                let gone = r.state == clrspy::STATE_GONE;
+                self.thread_reading(
+                    ev.ts_ns,
+                    u64::from(r.thread_id),
+                    r.cpu_ns,
+                    r.runqueue_ns,
+                    gone,
+                );
+            }
+            (Provider::Clrspy, clrspy::ids::CGROUP_CPU) => {
+                let c = clrspy::CgroupCpu::parse(ev.payload)?;
+                self.cgroup_cpu(ev.ts_ns, c.bandwidth, c.path.to_string_lossy());
             }
             (Provider::Clrspy, clrspy::ids::TICK) => self.tick(ev.ts_ns),
             (Provider::Clrspy, clrspy::ids::THREAD_NAME) => {
@@ -326,6 +320,8 @@ impl CpuModel {
             last_sample: FxHashMap::default(),
             gaps: FxHashMap::default(),
             recorder: None,
+            wall: WallTimes::default(),
+            cgroup: CgroupReadings::default(),
         }
     }
 
@@ -439,11 +435,48 @@ impl CpuModel {
 
     /// A clrspy `ThreadCpu` reading: the thread's total CPU time at sampler tick `ts`.
     pub fn thread_cpu(&mut self, ts: i64, thread: u64, cpu_ns: u64) {
+        self.thread_reading(ts, thread, cpu_ns, None, false);
+    }
+
+    /// A clrspy `ThreadCpu` reading with the thread's total run-queue time (when read) and
+    /// whether the thread is gone.
+    pub fn thread_reading(
+        &mut self,
+        ts: i64,
+        thread: u64,
+        cpu_ns: u64,
+        runqueue_ns: Option<u64>,
+        gone: bool,
+    ) {
         self.has_readings = true;
-        let r = &mut self.readings.entry(thread).or_default().readings;
-        if r.back().is_none_or(|b| b.0 <= ts) {
-            r.push_back((ts, cpu_ns));
-        }
+        self.wall.has_runqueue |= runqueue_ns.is_some();
+        self.readings
+            .entry(thread)
+            .or_default()
+            .push(ts, cpu_ns, runqueue_ns, gone);
+    }
+
+    /// A clrspy `CgroupCpu` reading of the target's cgroup at `ts`.
+    pub fn cgroup_cpu(&mut self, ts: i64, bandwidth: clrspy::CpuBandwidth, path: String) {
+        self.cgroup.push(ts, bandwidth, path);
+    }
+
+    /// The CPU throttling of the target's cgroup over the window; `None` when the trace has
+    /// no cgroup readings there.
+    pub fn throttling(&self) -> Option<Throttling> {
+        self.cgroup.throttling(self.window.0, self.window.1)
+    }
+
+    /// True when the readings have run-queue time (schedstat's second field): the split of
+    /// waiting into run queue and blocked is measured, not estimated.
+    pub fn has_runqueue(&self) -> bool {
+        self.wall.has_runqueue
+    }
+
+    /// Each thread's wall time in the window split into CPU, run queue and blocked, from its
+    /// readings (threads without readings are not in it).
+    pub fn thread_times(&self) -> impl Iterator<Item = (u64, ThreadTime)> + '_ {
+        self.wall.per.iter().map(|(&t, &w)| (t, w))
     }
 
     /// A clrspy sampler tick: every thread's CPU time was read at `ts` (threads without a
@@ -497,6 +530,9 @@ impl CpuModel {
     /// of its samples fell gives it to its last sampled stack, else to its unsampled time.
     fn close(&mut self, mut iv: Interval) {
         let counted = self.in_window(&iv);
+        if counted {
+            self.wall.interval(iv.start, iv.end, &self.readings);
+        }
         let dt = (iv.end - iv.start) as f64;
         let unit = self.interval_ns as f64;
         let mut threads: Vec<u64> = iv.samples.keys().copied().collect();
@@ -505,7 +541,7 @@ impl CpuModel {
                 .iter()
                 .filter(|(t, r)| {
                     // Only threads read after the interval began can have changed in it.
-                    r.readings.back().is_some_and(|b| b.0 > iv.start)
+                    r.read_after(iv.start)
                         && !iv.samples.contains_key(t)
                         && r.used(iv.start, iv.end) > 0
                 })
@@ -522,6 +558,7 @@ impl CpuModel {
                 continue;
             };
             let used = r.used(iv.start, iv.end) as f64;
+            let queued = r.queued(iv.start, iv.end) as f64;
             if let Some(top) = samples.iter().max_by_key(|s| s.2) {
                 self.last_stack.insert(t, top.0);
             }
@@ -543,6 +580,8 @@ impl CpuModel {
                 *carry -= take;
                 free - take
             };
+            // Waiting for a CPU is part of the waiting (readings a little apart can say more).
+            let runq = queued.min(wait);
             if n > 0 {
                 for (stack, _, c) in samples {
                     let f = c as f64 / n as f64;
@@ -550,6 +589,7 @@ impl CpuModel {
                     w.samples += c;
                     w.cpu += used * f / unit;
                     w.wait += wait * f / unit;
+                    w.runq += runq * f / unit;
                 }
                 self.exact_samples += n;
             } else if used > 0.0 {

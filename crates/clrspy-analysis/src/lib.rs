@@ -34,6 +34,7 @@ pub mod grouping;
 pub mod inventory;
 pub mod profile;
 pub mod r2r;
+pub mod runqueue;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;

@@ -19,8 +19,9 @@ pub const IDLE_POOL_FRAME: &str = "[idle: thread pool waiting for work]";
 /// The frame the sockets' event loop shows as while it waits for events.
 pub const IDLE_SOCKETS_FRAME: &str = "[idle: sockets waiting for events]";
 
-/// What waiting outside any blocking call is named in the waits by blocking call: the thread
-/// was caught in managed code but did not run all the time (ready, waiting for a CPU).
+/// What waiting for a CPU is named in the waits by blocking call: the threads' measured
+/// run-queue time where the readings have it; in traces without it, waiting outside any
+/// blocking call (the thread was caught in managed code but did not run all the time).
 pub const RUNNABLE_FRAME: &str = "[runnable: ready, waiting for a CPU]";
 
 /// The frame of a sampled thread's measured CPU in intervals before its first sample.
@@ -49,9 +50,14 @@ pub struct ThreadTotals {
     pub wait: f64,
     /// Idle (a pool worker or event loop waiting for work).
     pub idle: f64,
-    /// The part of `wait` spent ready to run in managed code outside any blocking call
-    /// (waiting for a CPU, see [`RUNNABLE_FRAME`]).
+    /// The part of `wait` spent ready to run, waiting for a CPU: measured (run-queue time)
+    /// when [`StackProfile::runqueue_measured`], else estimated as the waiting in managed code
+    /// outside any blocking call (see [`RUNNABLE_FRAME`]).
     pub runnable: f64,
+    /// The part of `wait` the samples caught in managed code outside any known blocking
+    /// call, whatever the readings say: the thread meant to run (waiting for a CPU, or held
+    /// by the runtime's suspensions for a GC or a sample).
+    pub ready: f64,
     /// Samples.
     pub samples: u64,
     /// The frame it was most often seen in.
@@ -122,8 +128,10 @@ pub struct Row {
     /// CPU, in units of [`StackProfile::interval_ns`] (measured time where readings cover
     /// it, else one unit per sample).
     pub cpu: f64,
-    /// Waiting (blocked, sleeping), same unit.
+    /// Waiting (blocked, sleeping, and runnable but waiting for a CPU), same unit.
     pub wait: f64,
+    /// The part of `wait` measured as runnable, waiting for a CPU (run-queue time), same unit.
+    pub runq: f64,
     /// Idle: wall time of a pool worker or event loop waiting for work (not waiting), same
     /// unit.
     pub idle: f64,
@@ -174,6 +182,8 @@ pub struct StackProfile {
     /// The unit of the rows' weights, ns: the trace's nominal sampling interval (a weight of
     /// 1.0 is this much time).
     pub interval_ns: u64,
+    /// True when the rows' `runq` is measured (the readings have run-queue time).
+    pub runqueue_measured: bool,
 }
 
 /// True when a managed frame of the stack is a known blocking call.
@@ -249,6 +259,7 @@ impl StackProfile {
                     frames,
                     cpu: cpu_w,
                     wait: wait_w,
+                    runq: w.runq,
                     idle: 0.0,
                     samples: w.samples,
                 },
@@ -265,6 +276,7 @@ impl StackProfile {
                     frames: vec![f],
                     cpu: w,
                     wait: 0.0,
+                    runq: 0.0,
                     idle: 0.0,
                     samples: 0,
                 };
@@ -291,6 +303,7 @@ impl StackProfile {
         StackProfile {
             rows,
             interval_ns: cpu.interval_ns,
+            runqueue_measured: cpu.has_runqueue(),
         }
     }
 
@@ -347,26 +360,37 @@ impl StackProfile {
     }
 
     /// Waiting time by blocking call: each stack's deepest known blocking frame; where none
-    /// is known, [`RUNNABLE_FRAME`] when the stack ends in managed code (measured waiting
-    /// outside any blocking call: the thread was ready but not on a CPU), else its leaf.
-    /// Heaviest first, with each call's samples (their waiting share).
+    /// is known, its leaf. Waiting for a CPU is [`RUNNABLE_FRAME`]: measured run-queue time
+    /// where the readings have it, else the waiting of stacks that end in managed code outside
+    /// any blocking call (the thread was ready but not on a CPU). Heaviest first, with each
+    /// call's samples (their waiting share).
     pub fn by_blocking_call(&self, symbols: &Symbols) -> (Ranked, Ranked) {
         let mut m: FxHashMap<String, (f64, f64)> = FxHashMap::default();
         for r in &self.rows {
             if r.wait <= 0.0 {
                 continue;
             }
+            let n = r.samples_of(Metric::Wait);
+            let runq = self.runnable_of(r, symbols);
+            if runq > 0.0 {
+                let e = m.entry(RUNNABLE_FRAME.to_string()).or_default();
+                e.0 += runq;
+                e.1 += n * runq / r.wait;
+            }
+            let blocked = r.wait - runq;
+            if blocked <= 0.0 {
+                continue;
+            }
             let key = match blocking_call(&r.frames, symbols) {
                 Some(f) => symbols.frame(f).name.clone(),
-                None if is_runnable(r, symbols) => RUNNABLE_FRAME.to_string(),
                 None => r.frames.first().map_or_else(
                     || "[no stack]".to_string(),
                     |&f| symbols.frame(f).name.clone(),
                 ),
             };
             let e = m.entry(key).or_default();
-            e.0 += r.wait;
-            e.1 += r.samples_of(Metric::Wait);
+            e.0 += blocked;
+            e.1 += n * blocked / r.wait;
         }
         let mut v: Vec<(String, f64, f64)> = m.into_iter().map(|(k, (w, n))| (k, w, n)).collect();
         v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -386,6 +410,7 @@ impl StackProfile {
                     wait: 0.0,
                     idle: 0.0,
                     runnable: 0.0,
+                    ready: 0.0,
                     samples: 0,
                     top_frame: String::new(),
                 };
@@ -394,8 +419,9 @@ impl StackProfile {
             t.cpu += r.cpu;
             t.wait += r.wait;
             t.idle += r.idle;
+            t.runnable += self.runnable_of(r, symbols);
             if is_runnable(r, symbols) {
-                t.runnable += r.wait;
+                t.ready += r.wait;
             }
             t.samples += r.samples;
             *leaves.entry(r.frames.first().copied()).or_default() += r.cpu + r.wait + r.idle;
@@ -415,6 +441,20 @@ impl StackProfile {
         let all = |t: &ThreadTotals| t.cpu + t.wait + t.idle;
         out.sort_by(|a, b| all(b).total_cmp(&all(a)).then(a.thread.cmp(&b.thread)));
         out
+    }
+}
+
+impl StackProfile {
+    /// A row's time waiting for a CPU: measured where the readings have run-queue time, else
+    /// all its waiting when it is in managed code outside any known blocking call.
+    pub fn runnable_of(&self, r: &Row, symbols: &Symbols) -> f64 {
+        if self.runqueue_measured {
+            r.runq.min(r.wait)
+        } else if is_runnable(r, symbols) {
+            r.wait
+        } else {
+            0.0
+        }
     }
 }
 
@@ -477,13 +517,15 @@ fn mark_idle(r: &mut Row, symbols: &Symbols, groups: &Groups) {
     r.frames.insert(0, idle);
     r.idle += r.wait;
     r.wait = 0.0;
+    r.runq = 0.0;
 }
 
 /// Measured CPU is per thread and reading interval: a sample caught inside a blocking call
 /// shares its interval's CPU with the thread's other samples. Such a sample was waiting when
 /// taken, so its CPU share goes to the same thread's running stacks, in exchange for their
 /// waiting share (thread CPU and sample totals stay as measured); what they cannot take stays
-/// where it was. `staged` holds each row with whether it is blocked.
+/// where it was. Only blocked waiting is exchanged: run-queue time stays where it was measured.
+/// `staged` holds each row with whether it is blocked.
 fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
     let mut moved: FxHashMap<u64, f64> = FxHashMap::default();
     let mut room: FxHashMap<u64, f64> = FxHashMap::default();
@@ -491,7 +533,7 @@ fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
         if *blocked {
             *moved.entry(r.thread).or_default() += r.cpu;
         } else {
-            *room.entry(r.thread).or_default() += r.wait;
+            *room.entry(r.thread).or_default() += r.wait - r.runq.min(r.wait);
         }
     }
     for (r, blocked) in staged.iter_mut() {
@@ -506,7 +548,7 @@ fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
             r.cpu -= give;
             r.wait += give;
         } else {
-            let take = r.wait * placed / rm;
+            let take = (r.wait - r.runq.min(r.wait)) * placed / rm;
             r.cpu += take;
             r.wait -= take;
         }

@@ -294,7 +294,14 @@ fn snapshots_and_repeated_finishes_agree_with_one_pass() {
 /// worker, an idle pool worker, a thread blocked in a wait, and the tiered JIT thread (never
 /// sampled).
 fn server() -> Vec<Ev> {
-    use clr_events::clrspy::{ids as cs, ThreadCpu, ThreadName};
+    server_with(false)
+}
+
+/// [`server`]; with `runq`, its readings have run-queue time (3 ms of every 20 for the busy
+/// worker, none for the others) and its cgroup's throttling counters are read at the start
+/// and the end.
+fn server_with(runq: bool) -> Vec<Ev> {
+    use clr_events::clrspy::{ids as cs, CgroupCpu, CpuBandwidth, ThreadCpu, ThreadName};
     const CS: &str = clr_events::clrspy::PROVIDER;
     let load = |id, start, ns: &str, name: &str| {
         (
@@ -331,10 +338,28 @@ fn server() -> Vec<Ev> {
             thread_id: t,
             cpu_ns: ns,
             state: b'R' as u16,
+            runqueue_ns: runq.then(|| if t == 10 { ms as u64 * 150_000 } else { 0 }),
         }
         .encode(&mut p);
         (CS, cs::THREAD_CPU, 0, ms, 0, vec![], p)
     };
+    let cgroup = |ms: i64, periods: u64, throttled: u64| {
+        let b = CpuBandwidth {
+            version: 2,
+            periods,
+            throttled_periods: throttled,
+            throttled_ns: throttled * 1_000_000,
+            quota_us: 50_000,
+            period_us: 100_000,
+        };
+        let mut p = Vec::new();
+        CgroupCpu::encode(&b, "/sys/fs/cgroup/app", &mut p);
+        (CS, cs::CGROUP_CPU, 0, ms, 0, vec![], p)
+    };
+    if runq {
+        v.push(cgroup(0, 5, 1));
+        v.push(cgroup(1000, 15, 5));
+    }
     let mut name = Vec::new();
     ThreadName::encode(40, ".NET Tiered Com", &mut name);
     v.push((CS, cs::THREAD_NAME, 0, 0, 0, vec![], name));
@@ -467,6 +492,7 @@ fn clrspy_events_are_read_through_their_definition() {
             thread_id: 7,
             cpu_ns: ms as u64 * 500_000,
             state: u16::from(b'R'),
+            runqueue_ns: None,
         }
         .encode(&mut c);
         put(index(clrspy::ids::THREAD_CPU), ms, 99, &[], &c);
@@ -528,4 +554,40 @@ fn runtime_thread_names_cut_by_linux_come_back_whole() {
     let mut t = crate::threads::ThreadModel::new();
     t.name(5, ".NET Tiered Com");
     assert_eq!(t.names[&5], ".NET Tiered Compilation Worker");
+}
+
+#[test]
+fn run_queue_readings_split_waiting_and_lifetimes_and_the_cgroup_says_throttling() {
+    let a = run(&write(&server_with(true)), Options::default());
+    assert!(a.cpu.has_runqueue());
+    let p = a.profile(&StackFilter::default());
+    assert!(p.runqueue_measured);
+    let by: FxHashMap<u64, profile::ThreadTotals> = p
+        .threads(&a.symbols)
+        .into_iter()
+        .map(|t| (t.thread, t))
+        .collect();
+    let close = |x: f64, y: f64| (x - y).abs() < 1e-6;
+    // The busy worker's 5 ms of waiting per 20: 3 ms measured on the run queue (not all of
+    // it, as the estimate would say), the blocked thread none.
+    assert!(close(by[&10].runnable, 150.0), "{:?}", by[&10]);
+    assert!(close(by[&30].runnable, 0.0));
+    let (calls, _) = p.by_blocking_call(&a.symbols);
+    let call: FxHashMap<String, f64> = calls.into_iter().collect();
+    assert!(close(call[profile::RUNNABLE_FRAME], 150.0), "{call:?}");
+    assert!(close(call["App.Burn"], 100.0), "{call:?}");
+    assert!(close(call["System.Threading.Monitor.Wait"], 1000.0));
+    // Lifetimes: 50 intervals of 20 ms each, split three ways.
+    let times: FxHashMap<u64, crate::runqueue::ThreadTime> = a.cpu.thread_times().collect();
+    let w = times[&10];
+    assert_eq!(
+        (w.lifetime_ns, w.cpu_ns, w.runqueue_ns),
+        (1e9, 750e6, 150e6)
+    );
+    assert!((w.blocked_ns() - 100e6).abs() < 1.0);
+    assert!((times[&30].blocked_ns() - 1e9).abs() < 1.0);
+    let t = a.cpu.throttling().unwrap();
+    assert_eq!((t.periods, t.throttled_periods), (10, 4));
+    assert_eq!((t.throttled_ns, t.quota_us), (4_000_000, Some(50_000)));
+    assert_eq!(t.cgroup, "/sys/fs/cgroup/app");
 }

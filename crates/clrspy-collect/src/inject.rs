@@ -34,8 +34,17 @@ pub enum Injected {
         tid: u32,
         /// CPU ns so far.
         cpu_ns: u64,
-        /// Scheduler state letter.
+        /// Run-queue ns so far (`None` without schedstat).
+        runqueue_ns: Option<u64>,
+        /// Scheduler state letter (`X` once the thread is gone).
         state: u8,
+    },
+    /// `CgroupCpu` (10): the target's cgroup's CPU bandwidth counters so far.
+    CgroupCpu {
+        /// The counters.
+        bandwidth: clr_events::clrspy::CpuBandwidth,
+        /// The group's directory.
+        path: String,
     },
     /// `ThreadName` (2).
     ThreadName {
@@ -122,6 +131,7 @@ impl Injected {
             Injected::R2rImage { .. } => ids::R2R_IMAGE,
             Injected::RecorderCpu { .. } => ids::RECORDER_CPU,
             Injected::Trigger { .. } => ids::TRIGGER,
+            Injected::CgroupCpu { .. } => ids::CGROUP_CPU,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -138,12 +148,21 @@ impl Injected {
         use clr_events::clrspy;
         let mut p = Vec::new();
         match self {
-            Injected::ThreadCpu { tid, cpu_ns, state } => clrspy::ThreadCpu {
+            Injected::ThreadCpu {
+                tid,
+                cpu_ns,
+                runqueue_ns,
+                state,
+            } => clrspy::ThreadCpu {
                 thread_id: *tid,
                 cpu_ns: *cpu_ns,
                 state: u16::from(*state),
+                runqueue_ns: *runqueue_ns,
             }
             .encode(&mut p),
+            Injected::CgroupCpu { bandwidth, path } => {
+                clrspy::CgroupCpu::encode(bandwidth, path, &mut p)
+            }
             Injected::ThreadName { tid, name } => clrspy::ThreadName::encode(*tid, name, &mut p),
             Injected::SamplerInfo {
                 interval_ms,

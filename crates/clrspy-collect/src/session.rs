@@ -78,7 +78,15 @@ struct CpuReadings {
     /// Names of the precompiled code the samples hit.
     r2r: R2rRecorder,
     next_r2r: Instant,
+    /// The cgroup that limits the target's CPU, when found.
+    cgroup: Option<crate::cgroup::CpuCgroup>,
+    next_cgroup: Instant,
+    /// Its last counters stored.
+    last_cgroup: Option<crate::cgroup::CpuBandwidth>,
 }
+
+/// How often the cgroup's throttling counters are read (they are stored when they changed).
+const CGROUP_EVERY: Duration = Duration::from_millis(100);
 
 impl CpuReadings {
     fn new(pid: u32, interval: Duration, ips: SharedIps) -> CpuReadings {
@@ -90,6 +98,9 @@ impl CpuReadings {
             first: true,
             r2r: R2rRecorder::new(pid, ips),
             next_r2r: Instant::now(),
+            cgroup: crate::cgroup::find(pid).map(|g| g.limiting()),
+            next_cgroup: Instant::now(),
+            last_cgroup: None,
         }
     }
 
@@ -134,8 +145,22 @@ impl CpuReadings {
             events.push(Injected::ThreadCpu {
                 tid: r.tid,
                 cpu_ns: r.cpu_ns,
+                runqueue_ns: r.runqueue_ns,
                 state: r.state,
             });
+        }
+        if Instant::now() >= self.next_cgroup {
+            self.next_cgroup = Instant::now() + CGROUP_EVERY;
+            if let Some(g) = &self.cgroup {
+                let read = g.read().filter(|b| self.last_cgroup != Some(*b));
+                if let Some(bandwidth) = read {
+                    self.last_cgroup = Some(bandwidth);
+                    events.push(Injected::CgroupCpu {
+                        bandwidth,
+                        path: g.dir.to_string_lossy().into_owned(),
+                    });
+                }
+            }
         }
         if let Some(cpu_ns) = own_cpu_ns() {
             events.push(Injected::RecorderCpu {

@@ -66,6 +66,7 @@ fn splice(trace: &[u8], cuts: &[usize], ts: u64) -> (Vec<u8>, u64) {
             Injected::ThreadCpu {
                 tid: 77,
                 cpu_ns: k * 1000,
+                runqueue_ns: Some(k * 10),
                 state: b'R',
             },
         );

@@ -9,6 +9,7 @@ use clrspy_analysis::{Analysis, Metric};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::{method_table, TextStyle, Unit};
 use super::threads::{process_cpu, ProcessCpu};
 use super::tree::{write_tree, Columns};
@@ -46,6 +47,25 @@ pub struct StackReport {
     /// of each stack; the leaf where none is known).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_blocking_call: Vec<MethodWeight>,
+    /// Waiting only: the part of `total_ms` spent runnable, waiting for a CPU (on a run
+    /// queue), ms; the rest is `blocked_ms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runqueue_ms: Option<f64>,
+    /// Waiting only: the part of `total_ms` spent blocked (sleeping, waiting on I/O or a
+    /// lock), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_ms: Option<f64>,
+    /// Waiting only: where `runqueue_ms` comes from, `schedstat` (measured) or `estimate`
+    /// (waiting caught in managed code outside any known blocking call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runqueue_source: Option<RunqueueSource>,
+    /// Waiting only: the CPU throttling of the target's cgroup over the window (filters do
+    /// not apply); absent without cgroup readings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_throttling: Option<CpuThrottling>,
+    /// Waiting only: the CPU time of the same stacks, ms (for the share of ready time).
+    #[serde(skip)]
+    pub cpu_ms: f64,
     /// CPU only: the process's CPU by role (managed code, the runtime's own threads) and the
     /// recording's overhead, over the whole window (filters do not apply).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,6 +128,12 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     };
     let method = a.cpu.source();
     let samples: f64 = profile.rows.iter().map(|r| r.samples_of(metric)).sum();
+    let waits = metric == Metric::Wait;
+    let runq: f64 = profile
+        .rows
+        .iter()
+        .map(|r| profile.runnable_of(r, &a.symbols))
+        .sum();
     let by_blocking_call = match metric {
         Metric::Wait => {
             let (w, n) = profile.by_blocking_call(&a.symbols);
@@ -128,6 +154,11 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         top_exclusive: conv(excl, &excl_n),
         top_inclusive: conv(incl, &incl_n),
         by_blocking_call,
+        runqueue_ms: waits.then(|| round1(runq * ms_per)),
+        blocked_ms: waits.then(|| round1((total - runq).max(0.0) * ms_per)),
+        runqueue_source: waits.then(|| RunqueueSource::of(a)),
+        cpu_throttling: runqueue::throttling(a).filter(|_| waits),
+        cpu_ms: profile.total(Metric::Cpu) * ms_per,
         process: (metric == Metric::Cpu).then(|| process_cpu(a)),
         tree: o
             .tree
@@ -183,6 +214,22 @@ impl TextView for StackReport {
                 "  nothing matched: {}",
                 nothing_matched_hint(self.metric)
             )?;
+        }
+        if let (Some(runq), Some(blocked), Some(src), true) = (
+            self.runqueue_ms,
+            self.blocked_ms,
+            self.runqueue_source,
+            self.total_ms > 0.0,
+        ) {
+            writeln!(
+                out,
+                "  of it: waiting for a CPU (run queue) {runq:.1} ms, blocked {blocked:.1} ms (run queue {})",
+                src.words()
+            )?;
+            let measured = (src == RunqueueSource::Schedstat).then_some(runq);
+            for line in runqueue::lines(self.cpu_ms, measured, self.cpu_throttling.as_ref()) {
+                writeln!(out, "  {line}")?;
+            }
         }
         if !self.by_blocking_call.is_empty() {
             writeln!(
