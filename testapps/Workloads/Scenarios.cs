@@ -17,9 +17,12 @@ public static class Cpu
     public static int Run(Options o)
     {
         double seconds = o.Seconds;
-        var burner = new Thread(() => { Result = Burn(seconds); }) { Name = "burner" };
-        burner.Start();
-        burner.Join();
+        // --threads N: N burners (default 1), each named "burner".
+        var burners = new Thread[Math.Max(1, o.Threads ?? 1)];
+        for (int i = 0; i < burners.Length; i++)
+            burners[i] = new Thread(() => { Result = Burn(seconds); }) { Name = "burner" };
+        foreach (var b in burners) b.Start();
+        foreach (var b in burners) b.Join();
         Program.Out(FormattableString.Invariant($"burned seconds={seconds} result={Result:F3}"));
         return 0;
     }
