@@ -139,8 +139,14 @@ pub struct Web {
 
 /// Starts testapps/WebApp and waits for its `ready pid=N port=P` line.
 pub fn start_web() -> Web {
+    start_web_with_env(&[])
+}
+
+/// [`start_web`] with more environment variables (the runtime's own EventPipe settings).
+pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
     let mut child = Command::new("dotnet")
         .arg(web_app())
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .expect("start WebApp");
