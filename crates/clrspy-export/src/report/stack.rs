@@ -62,9 +62,11 @@ pub struct StackReport {
 }
 
 /// What `method` means, in words: what was measured, and what the estimate assumed (`cpus`:
-/// the trace's CPU count, the most threads a sampling round counts on a CPU).
-pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>) -> String {
+/// the trace's CPU count, the most threads a sampling round counts on a CPU; `per_group`:
+/// rounds the limit holds over, 1 unless a long trace's rounds were grouped to bound memory).
+pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> String {
     let limit = match cpus {
+        Some(n) if per_group > 1 => format!("no {per_group} consecutive sampling rounds count more threads on a CPU than {per_group} times the trace's {n} CPUs (the rest were ready, waiting for a CPU)"),
         Some(n) => format!("no sampling round counts more threads on a CPU than the trace's {n} CPUs (the rest were ready, waiting for a CPU)"),
         None => "the trace does not say how many CPUs it had, so no limit per round".into(),
     };
@@ -109,7 +111,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     StackReport {
         metric,
         method,
-        method_note: cpu_source_note(method, a.cpu.cpus()),
+        method_note: cpu_source_note(method, a.cpu.cpus(), a.cpu.estimate().rounds_per_group()),
         sample_interval_ms: ms_per,
         sampler_period_ms: a.cpu.measured_period_ns().map(|p| p as f64 / 1e6),
         cpus: a.cpu.cpus(),
