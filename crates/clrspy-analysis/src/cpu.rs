@@ -14,13 +14,13 @@
 //!    them in managed code now and then), keeps it as unsampled CPU, which the
 //!    profile shows under a frame group named by the thread's role (`[runtime: tiered JIT]`).
 //!    An interval waits [`CLOSE_LAG_NS`] for samples the runtime flushes late.
-//! 2. Otherwise the **sample kind and blocking frames**: each sample stands for the trace's
-//!    nominal sampling interval; a sample whose stack holds a known blocking call (waits,
-//!    sleeps, joins, socket and file reads, `Monitor.Enter`) is waiting; an "external" sample
-//!    with no managed frame at all is an idle runtime thread (waiting); the rest is CPU.
-//!
-//! The sampler's real period (the median gap between a thread's samples) is measured either
-//! way: under load it is often twice the nominal interval.
+//! 2. Otherwise an **estimate** ([`crate::estimate`]): each sample stands for the sampler's
+//!    real period, measured from the trace's own sampling rounds (under load a round takes two
+//!    to nine times the nominal interval); a sample whose stack is in a known blocking call
+//!    ([`blocking_call`](crate::profile::blocking_call): waits, sleeps, joins, socket and file
+//!    reads, `Monitor.Enter`) is waiting; an "external" sample with no managed frame at all is
+//!    an idle runtime thread (waiting); the rest ran, but no round counts more threads on a
+//!    CPU than the trace has CPUs (the others were ready, waiting for a CPU).
 //!
 //! Samples are aggregated per (thread, stack) as they stream; names and the heuristic are
 //! applied at the end, when the rundown has named every method.
@@ -30,23 +30,41 @@ use std::collections::VecDeque;
 use clr_events::{clrspy, KnownProvider, ThreadSampleType, ViewError};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::estimate::Estimate;
 use crate::event::{Model, ModelEvent, Provider, Wanted};
 use crate::runqueue::{CgroupReadings, ThreadReadings, ThreadTime, Throttling, WallTimes};
 use crate::stacks::StackId;
 use crate::threads::ThreadRole;
 
-/// How CPU was told from waiting.
+/// How CPU was told from waiting: one word per kind of evidence ([`CpuSource::word`]), the
+/// same for every trace of the same kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CpuSource {
-    /// Every sample was weighed with the thread's measured CPU time.
+    /// Thread CPU readings over the whole recording (`clrspy record`): each thread's CPU is
+    /// measured. The few samples no reading interval holds (before the first reading, after
+    /// the last) are estimated, and counted apart.
     ThreadCpuTimes,
-    /// Some samples with measured CPU time, the rest by the heuristic.
+    /// Readings that stopped while the samples went on (a trace cut and spliced, a recorder
+    /// that stopped reading): measured up to there, estimated after.
     Mixed,
-    /// Sample kind and blocking frames.
-    Heuristic,
+    /// No readings (dotnet-trace, dotnet-monitor, Visual Studio, the runtime's environment
+    /// settings): estimated from the samples ([`crate::estimate`]).
+    Estimate,
     /// The trace has no samples.
     None,
+}
+
+impl CpuSource {
+    /// Its word, as reports print it and `--json` spells it.
+    pub fn word(self) -> &'static str {
+        match self {
+            CpuSource::ThreadCpuTimes => "thread-cpu-times",
+            CpuSource::Mixed => "mixed",
+            CpuSource::Estimate => "estimate",
+            CpuSource::None => "none",
+        }
+    }
 }
 
 /// The weights of one (thread, stack).
@@ -114,6 +132,7 @@ pub const BLOCKING_FRAMES: &[&str] = &[
     "System.Net.Sockets.Socket.Select",
     "System.IO.RandomAccess.ReadAtOffset",
     "System.IO.FileStream.Read",
+    "System.IO.FileSystemWatcher+RunningInstance.TryReadEvent",
     "System.ConsolePal.Read",
     "System.Console.ReadLine",
     "System.Console.ReadKey",
@@ -121,6 +140,19 @@ pub const BLOCKING_FRAMES: &[&str] = &[
     "System.GC._WaitForPendingFinalizers",
     "System.Diagnostics.Process.WaitForExit",
 ];
+
+/// Methods that block in a platform call of their own, inlined (no `Interop` frame shows
+/// under them): a stack whose innermost managed frame is one of these, with only native code
+/// below it, is waiting in that call.
+pub const BLOCKING_CALLERS: &[&str] = &["System.Net.Sockets.SocketAsyncEngine.EventLoop"];
+
+/// True when a managed frame directly above native code blocks in that native code.
+pub fn is_blocking_caller(name: &str) -> bool {
+    BLOCKING_CALLERS.iter().any(|b| {
+        name.strip_prefix(b)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('('))
+    })
+}
 
 /// True when a frame name is a known blocking call.
 pub fn is_blocking_frame(name: &str) -> bool {
@@ -160,12 +192,6 @@ impl Interval {
     }
 }
 
-/// Gaps between a thread's samples are counted in buckets of this width (ns).
-const GAP_BUCKET_NS: i64 = 10_000;
-
-/// Gaps longer than this are pauses (a GC, a suspended sampler), not the sampler's period.
-const MAX_GAP_NS: i64 = 200_000_000;
-
 /// The samples model.
 #[derive(Clone, Debug)]
 pub struct CpuModel {
@@ -198,7 +224,7 @@ pub struct CpuModel {
     window: (Option<i64>, Option<i64>),
     exact_samples: u64,
     heuristic_samples: u64,
-    /// Samples weighed by the heuristic because no tick followed them in time.
+    /// Samples estimated because no tick followed them in time (the readings stopped).
     stale_samples: u64,
     /// Samples outside the measured intervals (before the first tick, or later than their
     /// interval was weighed): counted, carrying no time.
@@ -206,8 +232,10 @@ pub struct CpuModel {
     has_readings: bool,
     first_ns: Option<i64>,
     last_ns: i64,
-    last_sample: FxHashMap<u64, i64>,
-    gaps: FxHashMap<u32, u64>,
+    /// Every sample by sampling round, for the estimate of samples nothing measured.
+    estimate: Estimate,
+    /// The trace's CPU count (the most threads a round counts on a CPU).
+    cpus: Option<u32>,
     /// The recorder's own CPU readings in the window: the first and the last, ns.
     recorder: Option<(u64, u64)>,
     /// Every thread's wall time split into CPU, run queue and blocked.
@@ -317,8 +345,8 @@ impl CpuModel {
             has_readings: false,
             first_ns: None,
             last_ns: 0,
-            last_sample: FxHashMap::default(),
-            gaps: FxHashMap::default(),
+            estimate: Estimate::new(interval_ns),
+            cpus: None,
             recorder: None,
             wall: WallTimes::default(),
             cgroup: CgroupReadings::default(),
@@ -338,12 +366,7 @@ impl CpuModel {
         self.first_ns.get_or_insert(ts);
         self.last_ns = self.last_ns.max(ts);
         self.sampled.insert(thread);
-        if let Some(prev) = self.last_sample.insert(thread, ts) {
-            let gap = ts - prev;
-            if gap > 0 && gap < MAX_GAP_NS {
-                *self.gaps.entry((gap / GAP_BUCKET_NS) as u32).or_default() += 1;
-            }
-        }
+        self.estimate.sample(ts, thread, (stack, managed));
         match self.last_tick {
             Some(last) if ts <= last => self.place(ts, thread, stack, managed),
             _ => {
@@ -616,12 +639,15 @@ impl CpuModel {
 
     /// How CPU was told from waiting.
     pub fn source(&self) -> CpuSource {
+        // The kind of evidence decides, not how many samples fell outside it: a recording
+        // with readings throughout is measured even when its last samples follow the last
+        // reading.
         let measured = self.exact_samples > 0 || !self.measured.is_empty();
         match (measured, self.heuristic_samples) {
             (false, 0) => CpuSource::None,
-            (true, 0) => CpuSource::ThreadCpuTimes,
-            (false, _) => CpuSource::Heuristic,
-            _ => CpuSource::Mixed,
+            (false, _) => CpuSource::Estimate,
+            (true, _) if self.stale_samples > 0 => CpuSource::Mixed,
+            (true, _) => CpuSource::ThreadCpuTimes,
         }
     }
 
@@ -646,20 +672,26 @@ impl CpuModel {
         self.measured.iter().map(|(&t, &ns)| (t, ns))
     }
 
-    /// The sampler's real period: the median gap between a thread's consecutive samples
-    /// (pauses over 200 ms left out), ns; `None` with fewer than two samples on a thread.
+    /// The sampler's real period: the mean time between the starts of its rounds (pauses
+    /// over 200 ms left out), ns; `None` before two rounds.
     pub fn measured_period_ns(&self) -> Option<u64> {
-        let mut b: Vec<(u32, u64)> = self.gaps.iter().map(|(&k, &v)| (k, v)).collect();
-        b.sort_unstable();
-        let total: u64 = b.iter().map(|x| x.1).sum();
-        let mut seen = 0;
-        for (k, v) in b {
-            seen += v;
-            if seen * 2 >= total {
-                return Some(u64::from(k) * GAP_BUCKET_NS as u64 + GAP_BUCKET_NS as u64 / 2);
-            }
-        }
-        None
+        self.estimate.period_ns()
+    }
+
+    /// The samples by sampling round, for the estimate of what nothing measured.
+    pub fn estimate(&self) -> &Estimate {
+        &self.estimate
+    }
+
+    /// The trace's CPU count: no sampling round counts more threads on a CPU.
+    pub fn with_cpus(mut self, cpus: Option<u32>) -> CpuModel {
+        self.cpus = cpus.filter(|&n| n > 0);
+        self
+    }
+
+    /// The trace's CPU count, when known.
+    pub fn cpus(&self) -> Option<u32> {
+        self.cpus
     }
 
     /// Time of the first and last sample (ns since the trace start).

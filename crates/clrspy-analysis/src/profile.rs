@@ -5,7 +5,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::cpu::{is_blocking_frame, CpuModel};
+use crate::cpu::{is_blocking_caller, is_blocking_frame, CpuModel};
 use crate::grouping::JustMyCode;
 use crate::stacks::{StackId, StackTable};
 use crate::symbols::{FrameId, FrameKind, Symbols};
@@ -186,28 +186,22 @@ pub struct StackProfile {
     pub runqueue_measured: bool,
 }
 
-/// True when a managed frame of the stack is a known blocking call.
+/// True when the stack is in a known blocking call ([`blocking_call`]).
 fn has_blocking_frame(frames: &[FrameId], symbols: &Symbols) -> bool {
-    frames.iter().any(|&f| {
-        let fr = symbols.frame(f);
-        fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)
-    })
+    blocking_call(frames, symbols).is_some()
 }
 
-/// Sorts a sample's stack into CPU or waiting when it was not measured.
+/// Sorts a sample's stack into CPU or waiting when it was not measured: waiting in a known
+/// blocking call ([`blocking_call`], the same rule every report uses), or an external sample
+/// with no managed frame (a runtime thread idling in native code).
 fn heuristic_is_waiting(frames: &[FrameId], symbols: &Symbols, managed: bool) -> bool {
-    let mut any_managed = false;
-    for &f in frames {
-        let fr = symbols.frame(f);
-        if fr.kind == FrameKind::Managed {
-            any_managed = true;
-            if is_blocking_frame(&fr.name) {
-                return true;
-            }
-        }
+    if blocking_call(frames, symbols).is_some() {
+        return true;
     }
-    // An external sample with no managed frame: a runtime thread idling in native code.
-    !managed && !any_managed
+    !managed
+        && !frames
+            .iter()
+            .any(|&f| symbols.frame(f).kind == FrameKind::Managed)
 }
 
 impl StackProfile {
@@ -220,6 +214,16 @@ impl StackProfile {
         filter: &StackFilter,
     ) -> StackProfile {
         let mut cache: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
+        let times = {
+            let mut frames_of = |s: Option<StackId>| -> Vec<FrameId> {
+                s.map(|s| resolve_stack(&mut cache, stacks, symbols, s))
+                    .unwrap_or_default()
+            };
+            cpu.estimate().resolve(cpu.cpus(), |(s, managed)| {
+                !heuristic_is_waiting(&frames_of(s), symbols, managed)
+            })
+        };
+        let unit = cpu.interval_ns as f64;
         let mut rows = Vec::new();
         let mut staged: Vec<(Row, bool)> = Vec::new();
         for (thread, stack, w) in cpu.weights() {
@@ -227,16 +231,7 @@ impl StackProfile {
                 continue;
             }
             let frames = match stack {
-                Some(s) => cache
-                    .entry(s)
-                    .or_insert_with(|| {
-                        stacks
-                            .ips(s)
-                            .iter()
-                            .map(|&ip| symbols.resolve(ip))
-                            .collect()
-                    })
-                    .clone(),
+                Some(s) => resolve_stack(&mut cache, stacks, symbols, s),
                 None => Vec::new(),
             };
             let mut cpu_w = w.cpu;
@@ -246,10 +241,17 @@ impl StackProfile {
                 if n == 0 {
                     continue;
                 }
-                if heuristic_is_waiting(&frames, symbols, managed) {
-                    wait_w += n as f64;
-                } else {
-                    cpu_w += n as f64;
+                // The estimate: the samples' real period, their running share after the
+                // per-round CPU limit (the rest ready, waiting for a CPU).
+                match times.get(&(stack, managed)).filter(|t| t.samples > 0) {
+                    Some(t) => {
+                        let all = n as f64 * t.per_sample_ns() / unit;
+                        let on_cpu = all * t.cpu_share();
+                        cpu_w += on_cpu;
+                        wait_w += all - on_cpu;
+                    }
+                    None if heuristic_is_waiting(&frames, symbols, managed) => wait_w += n as f64,
+                    None => cpu_w += n as f64,
                 }
             }
             let frames = fold_safepoint_frames(frames, symbols);
@@ -458,6 +460,25 @@ impl StackProfile {
     }
 }
 
+/// A stack's frames, leaf first, resolved once.
+fn resolve_stack(
+    cache: &mut FxHashMap<StackId, Vec<FrameId>>,
+    stacks: &StackTable,
+    symbols: &Symbols,
+    s: StackId,
+) -> Vec<FrameId> {
+    cache
+        .entry(s)
+        .or_insert_with(|| {
+            stacks
+                .ips(s)
+                .iter()
+                .map(|&ip| symbols.resolve(ip))
+                .collect()
+        })
+        .clone()
+}
+
 /// True when a row's waiting is time ready to run: measured waiting in managed code outside
 /// any known blocking call.
 fn is_runnable(r: &Row, symbols: &Symbols) -> bool {
@@ -467,12 +488,25 @@ fn is_runnable(r: &Row, symbols: &Symbols) -> bool {
             .is_some_and(|&f| symbols.frame(f).kind == FrameKind::Managed)
 }
 
-/// The deepest (leaf-most) known blocking call of a leaf-first stack.
+/// The deepest (leaf-most) known blocking call of a leaf-first stack: a managed frame named
+/// in [`crate::cpu::BLOCKING_FRAMES`], or the innermost managed frame when it is one of
+/// [`crate::cpu::BLOCKING_CALLERS`] with native code below it (its own inlined platform
+/// call). Every report sorts running from waiting by this one rule.
 pub fn blocking_call(frames: &[FrameId], symbols: &Symbols) -> Option<FrameId> {
-    frames.iter().copied().find(|&f| {
+    let named = frames.iter().copied().find(|&f| {
         let fr = symbols.frame(f);
         fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)
-    })
+    });
+    named.or_else(|| blocking_caller(frames, symbols).map(|(_, f)| f))
+}
+
+/// The innermost managed frame and its index when it blocks in native code below it.
+fn blocking_caller(frames: &[FrameId], symbols: &Symbols) -> Option<(usize, FrameId)> {
+    let i = frames
+        .iter()
+        .position(|&f| symbols.frame(f).kind == FrameKind::Managed)?;
+    let f = *frames.get(i)?;
+    (i > 0 && is_blocking_caller(&symbols.frame(f).name)).then_some((i, f))
 }
 
 /// How a thread-pool worker or event loop waits for work: where its stack shows it, and the
@@ -493,6 +527,12 @@ fn idle_kind(frames: &[FrameId], symbols: &Symbols, groups: &Groups) -> Option<(
             return groups.idle_pool.filter(|_| waiting).map(|g| (i, g));
         }
     }
+    // The sockets' event loop in its own (inlined) wait for events.
+    if let Some((i, f)) = blocking_caller(frames, symbols) {
+        if symbols.frame(f).name.starts_with(SOCKETS_EVENT_LOOP) {
+            return groups.idle_sockets.map(|g| (i, g));
+        }
+    }
     // A worker caught in its own loop between work items: spinning for work.
     let leaf = frames.first().map(|&f| symbols.frame(f).name.as_str());
     if leaf.is_some_and(|n| n.starts_with(IDLE_WORKER_LOOP)) {
@@ -503,6 +543,9 @@ fn idle_kind(frames: &[FrameId], symbols: &Symbols, groups: &Groups) -> Option<(
 
 /// The thread pool gate thread's loop.
 const IDLE_GATE_LOOP: &str = "System.Threading.PortableThreadPool+GateThread.GateThreadStart";
+
+/// The sockets' event loop.
+const SOCKETS_EVENT_LOOP: &str = "System.Net.Sockets.SocketAsyncEngine.EventLoop";
 
 /// The thread pool worker's loop.
 const IDLE_WORKER_LOOP: &str = "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart";

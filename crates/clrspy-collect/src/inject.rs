@@ -5,7 +5,8 @@
 //! nettrace's [`Scanner`] (the `Nettrace` magic, the Trace object, then block objects; tag 1
 //! ends the stream), holding back at most an object header, and between two blocks it inserts
 //! its own MetadataBlock and EventBlock objects, written by nettrace's writer with metadata ids
-//! far above the runtime's and a capture thread of their own (so no sequence gaps appear). Each
+//! far above the runtime's and a capture thread of their own (so no sequence gaps appear), on no
+//! thread ([`NO_THREAD`]: other tools' sample views do not count them as samples). Each
 //! inserted object is made a multiple of 4 bytes long (by growing its block header, whose
 //! size readers honour) so every later runtime block keeps its alignment. Streams it does not
 //! recognise (NetPerf, V6, anything damaged or unexpected) pass through untouched from there
@@ -24,6 +25,12 @@ pub const PROVIDER: &str = clr_events::clrspy::PROVIDER;
 pub const FIRST_METADATA_ID: u32 = 0x7F00_0000;
 /// The capture thread clrspy's events claim (no OS thread has this id).
 pub const CAPTURE_THREAD: u64 = 0x00C1_125B_0000_0000;
+/// The thread every clrspy event is stamped with: none (all ones, -1 to TraceEvent). The
+/// thread an event is about is in its payload. TraceEvent's thread-time view (what
+/// `dotnet-trace report topN` and PerfView's thread time stacks count) takes every event of
+/// an EventSource-like provider on a thread as a sample of that thread, named
+/// `EventName: clrspy/...`; an event on no thread is not counted there.
+pub const NO_THREAD: u64 = u64::MAX;
 
 /// clrspy's events.
 #[derive(Clone, Debug, PartialEq)]
@@ -135,13 +142,6 @@ impl Injected {
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
-    }
-
-    fn thread(&self) -> u64 {
-        match self {
-            Injected::ThreadCpu { tid, .. } | Injected::ThreadName { tid, .. } => u64::from(*tid),
-            _ => 0,
-        }
     }
 
     fn payload(&self) -> Vec<u8> {
@@ -463,7 +463,7 @@ impl<W: Write> Splicer<W> {
             let payload = e.payload();
             w.write(&EventRecord {
                 metadata_id: ids[e.id()],
-                thread_id: e.thread(),
+                thread_id: NO_THREAD,
                 capture_thread_id: CAPTURE_THREAD,
                 timestamp: ticks,
                 payload: &payload,

@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use clrspy_collect::inject::{Injected, Splicer, FIRST_METADATA_ID};
+use clrspy_collect::inject::{Injected, Splicer, FIRST_METADATA_ID, NO_THREAD};
 use proptest::prelude::*;
 
 fn data(name: &str) -> Vec<u8> {
@@ -117,6 +117,11 @@ fn check(name: &str, cuts: &[usize]) {
     assert_eq!(clean2, clean, "{name}");
     let ours: Vec<_> = got.iter().filter(|e| e.0 == "clrspy").collect();
     assert_eq!(ours.len() as u64, spliced, "{name}");
+    // On no thread: other tools' sample views must not count them as a thread's samples.
+    assert!(
+        ours.iter().all(|e| e.2 == NO_THREAD),
+        "{name}: a clrspy event on a thread"
+    );
     if clean {
         assert!(spliced > 0, "{name}: nothing spliced into a whole trace");
         assert!(ours.iter().any(|e| e.1 == 3), "{name}: SamplerInfo missing");
@@ -140,7 +145,9 @@ fn real_traces_keep_every_event_and_gain_ours() {
             let (out, _) = splice(&trace, &[65536; 10_000], 0);
             let (got, _, _) = read_all(&out);
             assert!(
-                got.iter().any(|e| e.0 == "clrspy" && e.1 == 1 && e.2 == 77),
+                got.iter().any(|e| e.0 == "clrspy"
+                    && e.1 == 1
+                    && e.4.get(..4) == Some(&77u32.to_le_bytes()[..])),
                 "{name}"
             );
         }

@@ -179,10 +179,7 @@ impl TextView for SummaryReport {
         self.write_warnings(out)?;
         let (cpu, waits) = (&self.cpu, &self.waits);
         if cpu.total_ms > 0.0 || waits.total_ms > 0.0 {
-            let how = serde_json::to_value(cpu.method)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default();
+            let how = cpu.method.word();
             writeln!(
                 out,
                 "\n{}",

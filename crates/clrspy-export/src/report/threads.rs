@@ -71,6 +71,8 @@ pub struct ProcessCpu {
     pub cpu_ms: f64,
     /// True when it is the threads' CPU readings (exact to a reading interval).
     pub exact: bool,
+    /// How CPU was told from waiting (the same word as the `cpu` report's `method`).
+    pub method: CpuSource,
     /// Threads running managed code, ms.
     pub managed_cpu_ms: f64,
     /// The runtime's own threads by role (JIT, GC, EventPipe, ...), busiest first.
@@ -129,6 +131,7 @@ pub fn process_cpu(a: &Analysis) -> ProcessCpu {
     ProcessCpu {
         cpu_ms: round1(total),
         exact: a.cpu.source() == CpuSource::ThreadCpuTimes,
+        method: a.cpu.source(),
         managed_cpu_ms: round1(managed),
         runtime_threads: roles,
         overhead_cpu_ms: round1(overhead),
@@ -349,13 +352,9 @@ impl TextView for ThreadsReport {
         let p = &self.process;
         writeln!(
             out,
-            "  process CPU {:.1} ms{}",
+            "  process CPU {:.1} ms ({})",
             p.cpu_ms,
-            if p.exact {
-                " (measured)"
-            } else {
-                " (estimated)"
-            }
+            p.method.word()
         )?;
         for line in [p.runtime_line(), p.overhead_line()].into_iter().flatten() {
             writeln!(out, "  {line}")?;
