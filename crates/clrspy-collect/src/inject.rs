@@ -244,6 +244,8 @@ pub struct Splicer<W: Write> {
     whole: Whole,
     /// False once the scanner failed on the runtime's bytes (no boundary is known after).
     tracking: bool,
+    /// The runtime's end-of-stream marker, held until [`Splicer::into_inner`].
+    end_held: Option<Vec<u8>>,
 }
 
 /// How far a stream written so far is a whole trace.
@@ -276,6 +278,7 @@ impl<W: Write> Splicer<W> {
             spliced: 0,
             whole: Whole::default(),
             tracking: true,
+            end_held: None,
         }
     }
 
@@ -325,6 +328,10 @@ impl<W: Write> Splicer<W> {
 
     /// Passes runtime bytes through.
     pub fn write_runtime(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if !bytes.is_empty() {
+            // Bytes after the end marker (never from a runtime): the marker goes first.
+            self.release_end()?;
+        }
         while !bytes.is_empty() {
             if !self.active {
                 return self.pass_through(bytes);
@@ -364,10 +371,13 @@ impl<W: Write> Splicer<W> {
                     self.inject()?;
                 }
                 Some(Item::End { .. }) => {
-                    // The end of the stream: our last events go in before its tag.
+                    // The end of the stream: our last events go in before its tag, which is
+                    // held until `into_inner` so events queued after the runtime ended the
+                    // stream (a trigger on the target's exit) still go in before it.
                     self.inject_now()?;
-                    self.release(eaten)?;
-                    self.whole.end = self.written;
+                    let mut end = std::mem::take(&mut self.hold);
+                    end.extend_from_slice(eaten);
+                    self.end_held = Some(end);
                     self.whole.ended = true;
                     self.active = false;
                 }
@@ -483,10 +493,40 @@ impl<W: Write> Splicer<W> {
         Ok(())
     }
 
-    /// Writes any runtime bytes still held (a stream cut inside a block header), flushes and
-    /// returns the output.
+    /// Writes the held end marker after the events queued since it came; none after it.
+    fn release_end(&mut self) -> io::Result<()> {
+        if let Some(end) = self.end_held.take() {
+            self.inject_now()?;
+            self.emit(&end)?;
+            self.whole.end = self.written;
+        }
+        Ok(())
+    }
+
+    /// Queues an event to go in last, before the runtime's end marker, when the stream has
+    /// ended (the marker is held until [`Splicer::into_inner`]); as [`Splicer::push`] before
+    /// that. For what is learnt only when the stream ends (the target exited).
+    pub fn push_at_end(&mut self, monotonic_ns: u64, e: Injected) {
+        if self.end_held.is_some() && self.pending.len() < MAX_PENDING {
+            self.pending.push((monotonic_ns, e));
+        } else {
+            self.push(monotonic_ns, e);
+        }
+    }
+
+    /// Writes what is held: the events queued at the end with the runtime's end marker after
+    /// them, or runtime bytes of a stream cut inside a block header. Nothing can be spliced
+    /// after. [`Splicer::into_inner`] does it too; call it first to read the final
+    /// [`Splicer::spliced`] count.
+    pub fn end(&mut self) -> io::Result<()> {
+        self.release_end()?;
+        self.active = false;
+        self.release(&[])
+    }
+
+    /// Writes what is held ([`Splicer::end`]), flushes and returns the output.
     pub fn into_inner(mut self) -> io::Result<W> {
-        self.release(&[])?;
+        self.end()?;
         self.out.flush()?;
         Ok(self.out)
     }

@@ -30,6 +30,11 @@ pub struct Live<'a> {
     /// Gets the consumers' Dump and Snapshot requests, on the pump's thread, as they come
     /// (without it they are dropped). Stop requests are the pump's own business.
     pub on_request: Option<&'a mut dyn FnMut(&Action)>,
+    /// The target's exit is a stop trigger: when the target ends the session, that is stored
+    /// in the trace (clrspy's `Trigger` event) and the summary ([`Summary::fired`]).
+    ///
+    /// [`Summary::fired`]: crate::Summary::fired
+    pub exit_trigger: bool,
 }
 
 impl std::fmt::Debug for Live<'_> {
@@ -38,6 +43,7 @@ impl std::fmt::Debug for Live<'_> {
             .field("consumers", &self.consumers.len())
             .field("sinks", &self.sinks.len())
             .field("on_request", &self.on_request.is_some())
+            .field("exit_trigger", &self.exit_trigger)
             .finish()
     }
 }
@@ -279,17 +285,22 @@ impl Stopping {
 
 /// Splices the clrspy `Trigger` event for `fired` into the sinks that keep a trace.
 fn splice_trigger(sinks: &mut [&mut dyn ByteSink], fired: &crate::trigger::Fired, after: Duration) {
-    let ev = Injected::Trigger {
+    let ev = trigger_event(fired, after);
+    let ts = monotonic_ns();
+    for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
+        s.splice(ts, &ev);
+    }
+}
+
+/// clrspy's `Trigger` event for `fired`, recording `after` more.
+fn trigger_event(fired: &crate::trigger::Fired, after: Duration) -> Injected {
+    Injected::Trigger {
         trigger: fired.trigger.clone(),
         reason: fired.reason.clone(),
         provider: fired.provider.clone(),
         event: fired.event.clone(),
         event_timestamp: u64::try_from(fired.timestamp).unwrap_or(0),
         after_ms: after.as_millis().min(u128::from(u32::MAX)) as u32,
-    };
-    let ts = monotonic_ns();
-    for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
-        s.splice(ts, &ev);
     }
 }
 
@@ -397,6 +408,23 @@ pub(crate) fn pump(
             return Ok(());
         }
     })();
+    if live.exit_trigger
+        && !stop.sent
+        && stop.fired.is_none()
+        && stop.reason == Some(StopReason::TargetEnded)
+    {
+        // The target's exit is the trigger: said in the trace before its end marker.
+        let fired = crate::trigger::Fired::exit(started.elapsed());
+        let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut *file as &mut dyn ByteSink)
+            .chain(extra.iter_mut().map(|s| &mut **s as &mut dyn ByteSink))
+            .collect();
+        let ev = trigger_event(&fired, Duration::ZERO);
+        let ts = monotonic_ns();
+        for s in sinks.iter_mut() {
+            s.splice_at_end(ts, &ev);
+        }
+        stop.fired = Some((fired, Instant::now()));
+    }
     // Whatever happened, what arrived is made durable before the error is reported.
     let report = finish_sinks(&mut *file, &mut extra);
     result?;

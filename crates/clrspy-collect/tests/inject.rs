@@ -171,6 +171,36 @@ fn a_cut_trace_is_passed_through_up_to_the_cut() {
 }
 
 #[test]
+fn an_event_queued_at_the_end_goes_in_before_the_end_marker() {
+    let trace = data("perf.nettrace");
+    let (orig, _, clean) = read_all(&trace);
+    assert!(clean);
+    let mut s = Splicer::new(Vec::new());
+    s.write_runtime(&trace).unwrap();
+    // After the runtime's end: an ordinary push is dropped, one for the end goes in.
+    s.push(5, Injected::Tick);
+    s.push_at_end(
+        7,
+        Injected::Trigger {
+            trigger: "exit".into(),
+            reason: "the target exited".into(),
+            provider: String::new(),
+            event: String::new(),
+            event_timestamp: 0,
+            after_ms: 0,
+        },
+    );
+    s.end().unwrap();
+    assert_eq!(s.spliced, 1);
+    let (got, dropped, clean) = read_all(&s.into_inner().unwrap());
+    assert!(clean);
+    assert_eq!(dropped, 0);
+    assert_eq!(got.len(), orig.len() + 1);
+    let last = got.last().unwrap();
+    assert_eq!((last.0.as_str(), last.1), ("clrspy", 9));
+}
+
+#[test]
 fn unrecognised_streams_pass_through_byte_for_byte() {
     for bytes in [
         b"!FastSerialization.1 not a nettrace".to_vec(),
