@@ -5,7 +5,10 @@
 //! or snapshot. A recording ends when the caller asks, a duration passes, a consumer asks, or
 //! the target exits; stopping asks the runtime to end the session so the rundown (method names)
 //! is written, and a second stop request gives up waiting for it. Core dumps and the target's
-//! thread CPU readings live here too.
+//! thread CPU readings live here too: dumps compressed as createdump writes them (through a
+//! FIFO), taken on first-chance exceptions by a worker with a per-rule limit (or, in hold mode,
+//! while a startup hook holds the throwing thread), and a launched program's crash report.
+//! A launched program's whole process tree can be recorded too, one trace per .NET process.
 #![deny(missing_docs)]
 
 mod coredump;
