@@ -50,7 +50,9 @@ pub use session::{record, record_live, Live};
 pub use sink::{ByteSink, FileSink, SinkReport};
 pub use tap::{Action, EventConsumer};
 pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
-pub use tree::{process_name, record_tree, TreeNotice, TreeOptions, TreeOutcome, TreeTrace};
+pub use tree::{
+    process_name, record_tree, ConsumerFactory, TreeNotice, TreeOptions, TreeOutcome, TreeTrace,
+};
 
 use diagnostics_client::SessionConfig;
 
