@@ -254,9 +254,11 @@ fn exception_dumps_across_a_tree_share_one_limit() {
     let mark = dir.path().display().to_string();
     let _cleanup = KillMarked(MARK, mark.clone());
     let out_dir = dir.path().join("traces");
-    // Two programs throw two InvalidCastExceptions each; three dumps at most in all.
-    let script = "dotnet \"$0\" cast --count 2 --seconds 0.5 & \
-                  dotnet \"$0\" cast --count 2 --seconds 0.5; wait";
+    // Two programs throw two InvalidCastExceptions each; three dumps at most in all. Dumps
+    // are written one at a time: the programs stay 8 s after their throws, so none is gone
+    // before its dump.
+    let script = "dotnet \"$0\" cast --count 2 --seconds 8 & \
+                  dotnet \"$0\" cast --count 2 --seconds 8; wait";
     let mut rec = clrspy_command();
     rec.args([
         "record",
