@@ -18,6 +18,9 @@ mod dumpfile;
 mod error;
 #[cfg(unix)]
 mod hold;
+#[cfg(not(unix))]
+#[path = "hold_stub.rs"]
+mod hold;
 pub mod inject;
 mod launch;
 pub mod procstat;
@@ -42,7 +45,6 @@ pub use dumper::{
 };
 pub use dumpfile::{compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec};
 pub use error::{Error, ErrorKind, Result};
-#[cfg(unix)]
 pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
 pub use run::{run, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
