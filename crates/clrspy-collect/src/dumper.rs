@@ -329,12 +329,28 @@ pub fn thrown_type(ev: &nettrace::Event<'_>) -> Option<String> {
 pub struct ExceptionTrigger {
     patterns: Vec<String>,
     dumps: DumpHandle,
+    pid: Option<u32>,
 }
 
 impl ExceptionTrigger {
-    /// A trigger for `patterns` asking `dumps`.
+    /// A trigger for `patterns` asking `dumps` (for the process the trace names, else the
+    /// dumper's).
     pub fn new(patterns: Vec<String>, dumps: DumpHandle) -> ExceptionTrigger {
-        ExceptionTrigger { patterns, dumps }
+        ExceptionTrigger {
+            patterns,
+            dumps,
+            pid: None,
+        }
+    }
+
+    /// The same for process `pid` whatever the trace says (one trigger per process of a tree,
+    /// sharing one dumper and its limit).
+    pub fn for_pid(patterns: Vec<String>, dumps: DumpHandle, pid: u32) -> ExceptionTrigger {
+        ExceptionTrigger {
+            patterns,
+            dumps,
+            pid: Some(pid),
+        }
     }
 }
 
@@ -349,7 +365,9 @@ impl EventConsumer for ExceptionTrigger {
         if self.patterns.iter().any(|p| exception_type_matches(p, &t)) {
             self.dumps.request(DumpRequest {
                 reason: format!("first-chance {t}"),
-                pid: ev.process_id.and_then(|p| u32::try_from(p).ok()),
+                pid: self
+                    .pid
+                    .or_else(|| ev.process_id.and_then(|p| u32::try_from(p).ok())),
                 event_ns: event_monotonic_ns(ev),
             });
         }

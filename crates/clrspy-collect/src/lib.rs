@@ -5,7 +5,10 @@
 //! or snapshot. A recording ends when the caller asks, a duration passes, a consumer asks, or
 //! the target exits; stopping asks the runtime to end the session so the rundown (method names)
 //! is written, and a second stop request gives up waiting for it. Core dumps and the target's
-//! thread CPU readings live here too.
+//! thread CPU readings live here too: dumps compressed as createdump writes them (through a
+//! FIFO), taken on first-chance exceptions by a worker with a per-rule limit (or, in hold mode,
+//! while a startup hook holds the throwing thread), and a launched program's crash report.
+//! A launched program's whole process tree can be recorded too, one trace per .NET process.
 #![deny(missing_docs)]
 
 pub mod cgroup;
@@ -15,6 +18,9 @@ mod dumper;
 mod dumpfile;
 mod error;
 #[cfg(unix)]
+mod hold;
+#[cfg(not(unix))]
+#[path = "hold_stub.rs"]
 mod hold;
 pub mod inject;
 mod launch;
@@ -42,7 +48,6 @@ pub use dumper::{
 };
 pub use dumpfile::{compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec};
 pub use error::{Error, ErrorKind, Result};
-#[cfg(unix)]
 pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
 pub use ring::{parse_size, RingSink, RingStats};
@@ -51,7 +56,9 @@ pub use session::{record, record_live, Live};
 pub use sink::{ByteSink, FileSink, SinkReport};
 pub use tap::{Action, EventConsumer};
 pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
-pub use tree::{process_name, record_tree, TreeNotice, TreeOptions, TreeOutcome, TreeTrace};
+pub use tree::{
+    process_name, record_tree, ConsumerFactory, TreeNotice, TreeOptions, TreeOutcome, TreeTrace,
+};
 
 use diagnostics_client::SessionConfig;
 

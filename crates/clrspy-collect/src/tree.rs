@@ -33,7 +33,6 @@ use crate::sink::FileSink;
 use crate::{Error, Recording, Result, StopSignal, Summary};
 
 /// How to record a process tree.
-#[derive(Debug)]
 pub struct TreeOptions<'a> {
     /// The session of every process (method loads are added, as for a launch).
     pub config: &'a SessionConfig,
@@ -55,6 +54,23 @@ pub struct TreeOptions<'a> {
     /// How long the traces of processes still running after the launched program ended may
     /// take to finish (their rundown) before clrspy stops waiting.
     pub drain: Duration,
+    /// Event consumers for each traced process, made when its recording starts (pid, name).
+    pub consumers: Option<ConsumerFactory>,
+}
+
+/// Makes the event consumers of one process of a tree (from its pid and name).
+pub type ConsumerFactory =
+    Arc<dyn Fn(u32, &str) -> Vec<Box<dyn crate::EventConsumer>> + Send + Sync>;
+
+impl std::fmt::Debug for TreeOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeOptions")
+            .field("dir", &self.dir)
+            .field("duration", &self.duration)
+            .field("max_processes", &self.max_processes)
+            .field("consumers", &self.consumers.is_some())
+            .finish()
+    }
 }
 
 /// One process's trace.
@@ -253,6 +269,7 @@ struct RecorderSetup {
     dir: PathBuf,
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
+    consumers: Option<ConsumerFactory>,
 }
 
 /// Records one runtime of the tree until its stream ends or `stop` asks.
@@ -292,15 +309,15 @@ fn record_runtime(
             ring: None,
         };
         let to: Arc<dyn Connector> = port.clone();
-        pump(
-            session,
-            to,
-            Box::new(file),
-            pid,
-            &rec,
-            Live::default(),
-            &mut |_| {},
-        )
+        let live = Live {
+            consumers: setup
+                .consumers
+                .as_ref()
+                .map(|f| f(pid, &name))
+                .unwrap_or_default(),
+            ..Live::default()
+        };
+        pump(session, to, Box::new(file), pid, &rec, live, &mut |_| {})
     })();
     TreeTrace {
         pid,
@@ -375,6 +392,7 @@ pub fn record_tree(
         dir: opts.dir.clone(),
         duration: opts.duration,
         thread_cpu: opts.thread_cpu,
+        consumers: opts.consumers.clone(),
     };
     let mut tree = Tree {
         running: HashMap::new(),

@@ -81,7 +81,9 @@ fn two_gzip_dumps_on_invalid_cast_exceptions() {
             "--dump-compress",
             "gzip",
         ],
-        &["cast", "--count", "5", "--seconds", "1"],
+        // Dumps are written one at a time: the program stays 8 s after its throws, so it is
+        // still there for the second.
+        &["cast", "--count", "5", "--seconds", "8"],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -145,7 +147,7 @@ fn a_zstd_dump_on_an_argument_exception_by_its_bare_name() {
             "--dump-compress",
             "zstd",
         ],
-        &["cast", "--count", "3", "--seconds", "1"],
+        &["cast", "--count", "3", "--seconds", "4"],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -244,3 +244,61 @@ fn dotnet_build_gives_one_whole_trace_per_dotnet_process() {
     common::dotnet_with_build_servers(&mut shutdown, MARK, &mark);
     let _ = run_bounded(shutdown, dir.path(), Duration::from_secs(30));
 }
+
+#[test]
+fn exception_dumps_across_a_tree_share_one_limit() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().display().to_string();
+    let _cleanup = KillMarked(MARK, mark.clone());
+    let out_dir = dir.path().join("traces");
+    // Two programs throw two InvalidCastExceptions each; three dumps at most in all. Dumps
+    // are written one at a time: the programs stay 8 s after their throws, so none is gone
+    // before its dump.
+    let script = "dotnet \"$0\" cast --count 2 --seconds 8 & \
+                  dotnet \"$0\" cast --count 2 --seconds 8; wait";
+    let mut rec = clrspy_command();
+    rec.args([
+        "record",
+        "--children",
+        "--dump-on-exception",
+        "InvalidCastException",
+        "--max-dumps",
+        "3",
+        "-o",
+    ])
+    .arg(&out_dir)
+    .args(["--", "sh", "-c", script])
+    .arg(workloads())
+    .env(MARK, &mark);
+    let out = run_bounded(rec, dir.path(), Duration::from_secs(120));
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert!(
+        out.status.is_some_and(|s| s.success()),
+        "{stdout}\n{stderr}"
+    );
+    let pids = ready_pids(stdout);
+    assert_eq!(traces(&out_dir).len(), 2, "{stderr}");
+    let mut dumps: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".dmp.gz"))
+        .collect();
+    dumps.sort();
+    assert_eq!(dumps.len(), 3, "{dumps:?}\n{stderr}");
+    for d in &dumps {
+        // dump_<pid>_<n>.dmp.gz, of one of the two programs, an ELF core inside.
+        let name = d.file_name().unwrap().to_string_lossy().into_owned();
+        let pid: u32 = name.split('_').nth(1).unwrap().parse().unwrap();
+        assert!(pids.contains(&pid), "{name} not of {pids:?}");
+        let mut magic = [0u8; 4];
+        use std::io::Read;
+        flate2::read::GzDecoder::new(std::fs::File::open(d).unwrap())
+            .read_exact(&mut magic)
+            .unwrap();
+        assert_eq!(&magic, b"\x7fELF");
+    }
+    assert!(stderr.contains("Exception dumps: 3 written"), "{stderr}");
+}

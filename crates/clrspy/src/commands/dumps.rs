@@ -188,6 +188,20 @@ impl ExceptionDumps {
         Ok((Some(Box::new(trigger)), Vec::new()))
     }
 
+    /// Starts the worker for a process tree; the factory makes each process's trigger, all
+    /// asking the one worker (one limit for the tree).
+    pub fn start_tree(&mut self) -> clrspy_collect::ConsumerFactory {
+        let dumper = Dumper::start(self.plan.clone(), None, Box::new(say));
+        let handle = dumper.handle();
+        self.dumper = Some(dumper);
+        let patterns = self.patterns.clone();
+        std::sync::Arc::new(move |pid: u32, _name: &str| {
+            let t =
+                clrspy_collect::ExceptionTrigger::for_pid(patterns.clone(), handle.clone(), pid);
+            vec![Box::new(t) as Box<dyn EventConsumer>]
+        })
+    }
+
     /// The process to dump when the events do not name it (a launched program, once started).
     pub fn set_pid(&self, pid: u32) {
         if let Some(d) = &self.dumper {

@@ -401,20 +401,28 @@ fn children(
             CliError::new("--children needs -o DIR: one trace per process goes there").code(2),
         );
     };
-    if !args.dump_on_exception.is_empty() {
-        return Err(CliError::new("--dump-on-exception does not work with --children yet").code(2));
+    if args.dump_hold_hook.is_some() {
+        return Err(CliError::new("--dump-hold-hook does not work with --children").code(2));
     }
     let _ = ctrlc::set_handler(|| STOP.request());
     let dump_args = super::dumps::DumpArgs {
-        on_exception: &[],
+        on_exception: &args.dump_on_exception,
         max: args.max_dumps,
         kind: &args.dump_type,
         compress: &args.dump_compress,
         dir: args.dump_dir.as_deref().or(Some(dir)),
         hold_hook: None,
-        crash_report: false,
+        crash_report: args.dump_crash_report,
     };
     let _ = std::fs::create_dir_all(dir);
+    // Dumps on exceptions: one trigger per process, one limit for the tree; files
+    // dump_<pid>_<n>.dmp.gz in DIR.
+    let mut exceptions = super::dumps::ExceptionDumps::new(&dump_args, Some(&dir.join("dump")))?;
+    let config = match &exceptions {
+        Some(d) => d.config(config),
+        None => config.clone(),
+    };
+    let consumers = exceptions.as_mut().map(|d| d.start_tree());
     let crash = if args.no_crash_report {
         None
     } else {
@@ -423,14 +431,18 @@ fn children(
     let code = super::tree::run(
         super::tree::TreeRun {
             command: &args.command,
-            config,
+            config: &config,
             dir,
             duration,
             thread_cpu,
             env: crash.as_ref().map(|c| c.env()).unwrap_or_default(),
+            consumers,
         },
         &STOP,
-    )?;
+    );
+    let dumped = exceptions.as_mut().map(|d| d.finish()).unwrap_or_default();
+    let code = code?;
+    super::dumps::report(&dumped);
     if let Some(c) = &crash {
         super::dumps::report_crashes(c, None);
     }

@@ -23,6 +23,8 @@ pub(crate) struct TreeRun<'a> {
     pub thread_cpu: Option<Duration>,
     /// More environment for the program (the crash report's).
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// Each process's event consumers (the exception dumps' triggers).
+    pub consumers: Option<clrspy_collect::ConsumerFactory>,
 }
 
 fn say(n: &TreeNotice<'_>) {
@@ -91,6 +93,7 @@ pub(crate) fn run(r: TreeRun<'_>, stop: &clrspy_collect::StopSignal) -> CliResul
         env: r.env,
         max_processes: 256,
         drain: Duration::from_secs(30),
+        consumers: r.consumers,
     };
     let outcome = clrspy_collect::record_tree(program, args, &opts, &mut say)
         .map_err(super::record::collect_error)?;
