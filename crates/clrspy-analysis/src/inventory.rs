@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use nettrace::{ByteSource, Event, Reader, TraceHeader, TraceStats};
+use nettrace::{BriefAnswer, ByteSource, Event, EventBrief, Reader, TraceHeader, TraceStats};
 use rustc_hash::FxHashMap;
 
 /// The display name of an event: PerfView's name for the runtime's own events ("GC/Start"),
@@ -94,47 +94,113 @@ impl TriggerNote {
     }
 }
 
+/// [`Inventory::run`] reports progress once per this many events.
+pub const PROGRESS_EVERY: u32 = 256;
+
+/// Metadata ids below this are looked up in a vector by id, larger ones in the map.
+const DENSE_IDS: u32 = 1 << 16;
+
+/// Counts per metadata row (key and version): one vector index per event in the usual case.
+#[derive(Default)]
+struct Counts {
+    /// (provider, event id, display name, events, version), in first-seen order.
+    rows: Vec<(String, u32, String, u64, u8)>,
+    /// By metadata id: the row's key, version and slot in `rows` (key 0: none yet).
+    by_id: Vec<(u64, u8, u32)>,
+    /// By (key, version): the slot, for every row.
+    by_key: FxHashMap<(u64, u8), u32>,
+}
+
+impl Counts {
+    /// The slot of the event's row, None the first time it is seen.
+    #[inline(always)]
+    fn slot(&mut self, b: &EventBrief) -> Option<usize> {
+        if let Some(&(k, v, slot)) = self.by_id.get(b.metadata_id as usize) {
+            if k == b.metadata_key && v == b.version && k != 0 {
+                return Some(slot as usize);
+            }
+        }
+        let slot = *self.by_key.get(&(b.metadata_key, b.version))?;
+        self.remember(b, slot);
+        Some(slot as usize)
+    }
+
+    fn remember(&mut self, b: &EventBrief, slot: u32) {
+        if b.metadata_key == 0 || b.metadata_id >= DENSE_IDS {
+            return;
+        }
+        let i = b.metadata_id as usize;
+        if i >= self.by_id.len() {
+            self.by_id.resize(i + 1, (0, 0, 0));
+        }
+        self.by_id[i] = (b.metadata_key, b.version, slot);
+    }
+
+    /// The first event of a row: a new row, and clrspy's `Trigger` read when it is one (a
+    /// trace holds one Trigger event at most).
+    #[cold]
+    fn first_of_row(
+        &mut self,
+        b: &EventBrief,
+        ev: &Event<'_>,
+        trigger: &mut Option<TriggerNote>,
+    ) -> usize {
+        if trigger.is_none() {
+            *trigger = TriggerNote::read(ev);
+        }
+        self.add_row(b, ev)
+    }
+
+    /// A new row for the event's (key, version); its slot.
+    fn add_row(&mut self, b: &EventBrief, ev: &Event<'_>) -> usize {
+        let slot = u32::try_from(self.rows.len()).unwrap_or(u32::MAX);
+        self.rows.push((
+            ev.provider().to_string(),
+            ev.event_id(),
+            event_name(ev).into_owned(),
+            0,
+            b.version,
+        ));
+        self.by_key.insert((b.metadata_key, b.version), slot);
+        self.remember(b, slot);
+        self.rows.len() - 1
+    }
+}
+
 impl Inventory {
-    /// Counts every event of `reader`; `progress` gets the offset of each event.
+    /// Counts every event of `reader`; `progress` gets the offset of every
+    /// [`PROGRESS_EVERY`]th event.
+    ///
+    /// Reads event headers only ([`Reader::for_each_brief`]): an event is built only for the
+    /// first event of each metadata row (for its names, and clrspy's `Trigger` payload).
     pub fn run<S: ByteSource>(reader: &mut Reader<S>, mut progress: impl FnMut(u64)) -> Inventory {
-        // Keyed by metadata row first (cheap), then by (provider, id, version).
-        let mut per_event: BTreeMap<(String, u32, u8), (String, u64)> = BTreeMap::new();
-        let mut fast: FxHashMap<(u64, u8), (String, u32, u64)> = FxHashMap::default();
+        let mut counts = Counts::default();
         let mut with_stack = 0u64;
         let mut trigger = None;
-        let flush = |per_event: &mut BTreeMap<(String, u32, u8), (String, u64)>,
-                     (p, id, n): (String, u32, u64),
-                     version: u8| {
-            // The slow path inserted the row (with its name) before any fast-path count.
-            if let Some(row) = per_event.get_mut(&(p, id, version)) {
-                row.1 += n;
+        let mut seen = 0u32;
+        let result = reader.for_each_brief(|b, ev| {
+            let slot = match counts.slot(b) {
+                Some(slot) => slot,
+                None => match ev {
+                    None => return BriefAnswer::NeedEvent,
+                    Some(ev) => counts.first_of_row(b, ev, &mut trigger),
+                },
+            };
+            counts.rows[slot].3 += 1;
+            with_stack += u64::from(b.has_stack);
+            seen = seen.wrapping_add(1);
+            if seen.is_multiple_of(PROGRESS_EVERY) {
+                progress(b.offset);
             }
-        };
-        let result = reader.for_each_event(|ev| {
-            progress(ev.offset);
-            if !ev.stack.is_empty() {
-                with_stack += 1;
-            }
-            let version = ev.version();
-            // A row's key is never reused (a row redefined after a V6 metadata flush gets a
-            // new one), so no names are compared per event.
-            let key = (ev.metadata_key(), version);
-            if let Some((_, _, n)) = fast.get_mut(&key) {
-                *n += 1;
-                return true;
-            }
-            // First event of this metadata row (a trace holds one Trigger event at most).
-            if trigger.is_none() {
-                trigger = TriggerNote::read(ev);
-            }
-            per_event
-                .entry((ev.provider().to_string(), ev.event_id(), version))
-                .or_insert_with(|| (event_name(ev).into_owned(), 0));
-            fast.insert(key, (ev.provider().to_string(), ev.event_id(), 1));
-            true
+            BriefAnswer::Done
         });
-        for ((_, version), old) in fast.drain() {
-            flush(&mut per_event, old, version);
+        // Rows in first-seen order: the first row of a (provider, id, version) names it.
+        let mut per_event: BTreeMap<(String, u32, u8), (String, u64)> = BTreeMap::new();
+        for (provider, event_id, name, n, version) in counts.rows {
+            per_event
+                .entry((provider, event_id, version))
+                .or_insert_with(|| (name, 0))
+                .1 += n;
         }
         Inventory {
             header: reader.header().clone(),

@@ -62,14 +62,14 @@ mod value;
 mod writer;
 
 pub use cursor::{Cursor, CursorError};
-pub use decoder::{TraceStats, MAX_STACK_BYTES};
+pub use decoder::{EventBrief, TraceStats, MAX_STACK_BYTES};
 pub use error::{BlockKind, Error, ErrorKind, Result};
 pub use event::{Event, Ips, LabelList, Stack, ThreadInfo};
 pub use header::{format_unix_ns, Clock, FormatVersion, TraceHeader};
 pub use metadata::{EventMetadata, FieldDesc, FieldType, MAX_TYPE_DEPTH};
 pub use payload::{decode_payload, DecodedPayload};
 pub use reader::{
-    ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
+    BriefAnswer, ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
     MAX_STREAM_BLOCK,
 };
 pub use repair::{repair, Repair};

@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::decoder::{BlockIter, Decoder, TraceStats};
+use crate::decoder::{BlockIter, Decoder, EventBrief, TraceStats};
 use crate::error::{BlockKind, Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::framing::{self, Frame, StreamStart, TraceStep};
@@ -461,6 +461,53 @@ impl<S: ByteSource> Reader<S> {
         while self.advance()? {
             if let Some(ev) = self.current() {
                 if !sink(&ev) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a [`Reader::for_each_brief`] sink answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BriefAnswer {
+    /// The event is handled; go on.
+    Done,
+    /// Build the whole event and call the sink again with it (answered for a brief alone).
+    NeedEvent,
+    /// Stop reading.
+    Stop,
+}
+
+impl<S: ByteSource> Reader<S> {
+    /// The lean counting pass: calls `sink` with each event's [`EventBrief`] (decoded from the
+    /// header alone, no [`Event`] built) and `None`; when it answers
+    /// [`BriefAnswer::NeedEvent`], builds the event and calls it again with `Some(event)` (that
+    /// second answer is `Done` or `Stop`). Statistics end as with [`Reader::for_each_event`];
+    /// so does the error.
+    pub fn for_each_brief(
+        &mut self,
+        mut sink: impl FnMut(&EventBrief, Option<&Event<'_>>) -> BriefAnswer,
+    ) -> Result<()> {
+        while self.advance()? {
+            let Some(cur) = self.cur.as_ref() else {
+                continue;
+            };
+            let (brief, stack_missing) = self.dec.brief(&cur.it.cur);
+            match sink(&brief, None) {
+                BriefAnswer::Done => {
+                    self.dec.count_brief(&brief, stack_missing);
+                    continue;
+                }
+                BriefAnswer::Stop => {
+                    self.dec.count_brief(&brief, stack_missing);
+                    break;
+                }
+                BriefAnswer::NeedEvent => {}
+            }
+            if let Some(ev) = self.current() {
+                if sink(&brief, Some(&ev)) == BriefAnswer::Stop {
                     break;
                 }
             }

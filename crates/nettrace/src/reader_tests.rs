@@ -296,3 +296,98 @@ fn metadata_keys_name_one_row_and_are_never_reused() {
         .values()
         .all(|k| !seen_keys[1].values().any(|j| j == k)));
 }
+
+/// Each event's brief as the full event path sees it, and the statistics after the pass.
+type Briefs = (
+    Vec<(u32, u64, u8, bool, i64, u64)>,
+    TraceStats,
+    Option<Error>,
+);
+
+fn briefs_of_events(bytes: &[u8]) -> Briefs {
+    let mut r = TraceReader::new(bytes).unwrap();
+    let mut out = Vec::new();
+    let res = r.for_each_event(|e| {
+        out.push((
+            e.metadata.metadata_id,
+            e.metadata_key(),
+            e.version(),
+            !e.stack.is_empty(),
+            e.timestamp,
+            e.offset,
+        ));
+        true
+    });
+    (out, r.stats().clone(), res.err())
+}
+
+/// The lean pass; asks for the whole event of every `every`-th one (0: never).
+fn briefs_of_lean<S: ByteSource>(mut r: Reader<S>, every: usize) -> Briefs {
+    let mut out = Vec::new();
+    let res = r.for_each_brief(|b, ev| {
+        if every != 0 && out.len() % every == 0 {
+            match ev {
+                None => return BriefAnswer::NeedEvent,
+                Some(ev) => assert_eq!(ev.offset, b.offset),
+            }
+        }
+        out.push((
+            b.metadata_id,
+            b.metadata_key,
+            b.version,
+            b.has_stack,
+            b.timestamp,
+            b.offset,
+        ));
+        BriefAnswer::Done
+    });
+    (out, r.stats().clone(), res.err())
+}
+
+#[test]
+fn the_lean_pass_sees_what_the_event_path_sees() {
+    for flavor in Flavor::ALL {
+        let bytes = sample_trace(flavor);
+        let cut = &bytes[..bytes.len() * 2 / 3];
+        for data in [&bytes[..], cut] {
+            let want = briefs_of_events(data);
+            assert!(!want.0.is_empty(), "{flavor:?}");
+            assert!(want.0.iter().any(|b| b.3) && want.0.iter().any(|b| !b.3));
+            for every in [0, 1, 3] {
+                // Metadata keys differ per reader: compare them as "defined or not".
+                let norm = |b: Briefs| {
+                    let rows = b.0.into_iter().map(|r| (r.0, r.1 != 0, r.2, r.3, r.4, r.5));
+                    (rows.collect::<Vec<_>>(), b.1, b.2)
+                };
+                let lean = briefs_of_lean(TraceReader::new(data).unwrap(), every);
+                assert_eq!(norm(lean), norm(want.clone()), "{flavor:?} every {every}");
+                let stream = StreamReader::from_read(Trickle {
+                    data,
+                    n: 97,
+                    calls: 0,
+                })
+                .unwrap();
+                let lean = briefs_of_lean(stream, every);
+                assert_eq!(norm(lean), norm(want.clone()), "{flavor:?} stream");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_lean_pass_stops_when_asked() {
+    let bytes = sample_trace(Flavor::V6Compressed);
+    let mut r = TraceReader::new(&bytes).unwrap();
+    let mut n = 0;
+    r.for_each_brief(|_, _| {
+        n += 1;
+        if n == 5 {
+            BriefAnswer::Stop
+        } else {
+            BriefAnswer::Done
+        }
+    })
+    .unwrap();
+    assert_eq!(n, 5);
+    assert_eq!(r.stats().events, 5);
+}

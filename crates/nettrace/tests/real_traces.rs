@@ -299,3 +299,36 @@ fn load_expected(path: &std::path::Path) -> Expected {
     }
     out
 }
+
+/// Each event's (metadata id, version, has a stack, timestamp, offset) by the full event path
+/// and by the lean pass, and the statistics after each: the same on every real trace.
+#[test]
+fn the_lean_pass_matches_the_event_path_on_real_traces() {
+    let mut with_stacks = 0;
+    for name in TRACES {
+        let bytes = load(name);
+        let mut r = TraceReader::new(&bytes).unwrap();
+        let mut full = Vec::new();
+        let res_full = r.for_each_event(|e| {
+            let fact = (e.metadata.metadata_id, e.version(), !e.stack.is_empty());
+            full.push((fact, e.timestamp, e.offset));
+            true
+        });
+        let stats_full = r.stats().clone();
+        let mut r = TraceReader::new(&bytes).unwrap();
+        let mut lean = Vec::new();
+        let res_lean = r.for_each_brief(|b, _| {
+            lean.push((
+                (b.metadata_id, b.version, b.has_stack),
+                b.timestamp,
+                b.offset,
+            ));
+            nettrace::BriefAnswer::Done
+        });
+        assert_eq!(lean, full, "{name}");
+        assert_eq!(r.stats(), &stats_full, "{name}");
+        assert_eq!(res_lean.err(), res_full.err(), "{name}");
+        with_stacks += full.iter().filter(|f| f.0 .2).count();
+    }
+    assert!(with_stacks > 0, "some real trace has events with stacks");
+}
