@@ -10,6 +10,8 @@ mod ps;
 mod record;
 mod repair;
 mod report;
+mod rules;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -38,6 +40,8 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Report(a) => report::run(&a),
         Command::Convert(a) => convert::run(&a),
         Command::Repair(a) => repair::run(&a),
+        Command::Rules(a) => rules::run(&a),
+        Command::Watch(a) => watch::run(&a),
         Command::Profile(a) => {
             crate::cli::require_target("profile", a.process_id, &a.name, &a.command)?;
             profile::run(&a)
