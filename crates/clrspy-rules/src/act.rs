@@ -22,7 +22,7 @@ use crate::parse::RuleSet;
 use crate::watch::Shared;
 
 /// Below this much free space the output disk counts as full.
-const MIN_FREE: u64 = 1 << 20;
+const MIN_FREE: u64 = 256 << 10;
 
 /// How long the runtime may take to write a dump.
 const DUMP_TIMEOUT: Duration = Duration::from_secs(120);
@@ -187,7 +187,7 @@ pub(crate) fn admit(
     }
     if !disk_has_room(shared) {
         return refuse(format!(
-            "the output disk is full ({} has less than 1 MB free)",
+            "the output disk is full ({} has less than 256 KB free)",
             shared.out.display()
         ));
     }
