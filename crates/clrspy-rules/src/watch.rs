@@ -366,3 +366,96 @@ fn poll(shared: &Arc<Shared>, seen: &mut HashMap<u32, u64>) {
         c.retain(|p| Path::new(&format!("/proc/{p}")).exists());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(out: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(out.join("decisions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_bad_reload_keeps_the_rules_a_good_one_replaces_them_and_stop_ends_the_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = dir.path().join("rules.json");
+        let good = r#"{"rules":[{"name":"a","match":{"name":"no-such-process-here"},"dump":{}}]}"#;
+        std::fs::write(&rules, good).unwrap();
+        let out = dir.path().join("out");
+        let opts = WatchOptions {
+            rules_path: rules.clone(),
+            out: out.clone(),
+            listen: None,
+            poll: Duration::from_millis(20),
+        };
+        let control = Arc::new(WatchControl::new());
+        let said = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (c, s) = (control.clone(), said.clone());
+        let set = RuleSet::load(&rules).unwrap();
+        let t = std::thread::spawn(move || {
+            let say: Say = Box::new(move |d| s.lock().unwrap().push(d.human()));
+            watch(set, &opts, &c, say)
+        });
+        let wait_for = |event: &str, n: usize| {
+            for _ in 0..500 {
+                if lines(&out).iter().filter(|l| l["event"] == event).count() >= n {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            panic!("no {event} line: {:?}", lines(&out));
+        };
+        wait_for("started", 1);
+        std::fs::write(
+            &rules,
+            "{\"rules\":[{\"name\":\"a\",\n\"match\":{\"name\":\"[\"},\"dump\":{}}]}",
+        )
+        .unwrap();
+        control.request_reload();
+        wait_for("reload_failed", 1);
+        let failed = lines(&out)
+            .into_iter()
+            .find(|l| l["event"] == "reload_failed")
+            .unwrap();
+        let why = failed["detail"].as_str().unwrap();
+        assert!(why.contains("rules.json:2:"), "{why}");
+        assert!(why.contains("previous rules stay in force"), "{why}");
+        std::fs::write(&rules, good.replace("\"a\"", "\"b\"")).unwrap();
+        control.request_reload();
+        wait_for("reloaded", 1);
+        control.request_stop();
+        let end = t.join().unwrap().unwrap();
+        assert_eq!(end, WatchEnd::default());
+        let all = lines(&out);
+        assert_eq!(all.last().unwrap()["event"], "stopped", "{all:?}");
+        assert!(said
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("reload_failed")));
+    }
+
+    #[test]
+    fn an_unwritable_output_folder_is_an_error_before_watching() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, b"x").unwrap();
+        let opts = WatchOptions {
+            rules_path: dir.path().join("r.json"),
+            out: file.join("sub"),
+            listen: None,
+            poll: Duration::from_millis(20),
+        };
+        let set = RuleSet::parse(
+            r#"{"rules":[{"name":"a","match":{"name":"x"},"dump":{}}]}"#,
+            crate::parse::Syntax::Json,
+        )
+        .unwrap();
+        let e = watch(set, &opts, &WatchControl::new(), Box::new(|_| {})).unwrap_err();
+        assert!(e.to_string().contains("a-file/sub"), "{e}");
+    }
+}
