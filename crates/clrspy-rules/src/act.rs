@@ -122,6 +122,13 @@ pub(crate) fn on_new_process(shared: &Arc<Shared>, ep: Endpoint) {
     }
     let info = diagnostics_client::process_info(&ep, Duration::from_millis(1500)).ok();
     let facts = ProcessFacts::read(ep.pid, info.and_then(|i| i.entrypoint_assembly));
+    if facts.comm.is_empty() && !Path::new(&format!("/proc/{}", ep.pid)).exists() {
+        let mut d = Decision::new("gone");
+        d.pid = Some(ep.pid);
+        d.detail = Some("the process ended before its rules could be applied".into());
+        shared.emit(d);
+        return;
+    }
     let rules = shared.rules();
     for i in decide(shared, &rules, &facts) {
         act_attached(shared, &rules, i, &facts, &ep, true);

@@ -6,8 +6,8 @@
 //! `process`, `rule`, `action`, `file`, `bytes`, `age_ms` (how old the process was when the
 //! decision was taken), `detail` (what matched, why not, what went wrong). Events: `started`,
 //! `stopping`, `stopped`, `reloaded`, `reload_failed`, `seen` (a new process no rule matches),
-//! `matched`, `skipped` (limits), `action_started`, `action_done`, `action_failed`, `removed`
-//! (disk budget), `disk_full`, `error`.
+//! `gone` (it ended before it could be read), `matched`, `skipped` (limits), `action_started`, `action_done`, `action_failed`, `removed`
+//! (disk budget), `disk_full`, `disk_ok`, `error`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
