@@ -10,6 +10,7 @@
 
 mod act;
 mod budget;
+mod discover;
 mod doc;
 mod facts;
 mod log;

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use clrspy_collect::StopSignal;
 
 use crate::budget::RuleState;
+use crate::discover::Discovery;
 use crate::log::{Decision, DecisionLog};
 use crate::parse::RuleSet;
 
@@ -218,11 +219,12 @@ pub fn watch(
     ));
     shared.emit(d);
     let mut seen: HashMap<u32, u64> = HashMap::new();
+    let mut found = Discovery::new();
     while control.stops() == 0 {
         if control.reload.swap(false, Ordering::SeqCst) {
             reload(&shared, &opts.rules_path);
         }
-        poll(&shared, &mut seen);
+        poll(&shared, &mut found, &mut seen);
         if let Ok(mut w) = shared.workers.lock() {
             w.retain(|w| !w.is_finished());
         }
@@ -345,8 +347,8 @@ fn stale(ep: &diagnostics_client::Endpoint, ticks: u64) -> bool {
 
 /// Lists the runtimes' sockets and starts a thread for each process not seen before (a pid
 /// reused by a new process counts as new: its start time differs).
-fn poll(shared: &Arc<Shared>, seen: &mut HashMap<u32, u64>) {
-    let endpoints = diagnostics_client::find_endpoints();
+fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, u64>) {
+    let endpoints = found.endpoints();
     let live: HashSet<u32> = endpoints.iter().map(|e| e.pid).collect();
     seen.retain(|pid, _| live.contains(pid));
     for ep in endpoints {
