@@ -32,6 +32,9 @@ struct Folder {
     /// close together the same time).
     settled: bool,
     sockets: HashMap<u32, (SystemTime, PathBuf)>,
+    /// Sockets whose process was gone when first listed: left behind (a crash), never looked
+    /// at again (a reused pid's runtime makes a socket of another name).
+    dead: HashSet<std::ffi::OsString>,
 }
 
 impl Folder {
@@ -51,10 +54,16 @@ impl Folder {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
+        let mut dead = HashSet::new();
         for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(socket_pid) else {
+            let name = e.file_name();
+            let Some(pid) = name.to_str().and_then(socket_pid) else {
                 continue;
             };
+            if self.dead.contains(&name) || !Path::new(&format!("/proc/{pid}")).exists() {
+                dead.insert(name);
+                continue;
+            }
             let t = e
                 .metadata()
                 .and_then(|m| m.modified())
@@ -66,6 +75,7 @@ impl Folder {
                 }
             }
         }
+        self.dead = dead;
     }
 }
 

@@ -218,7 +218,7 @@ pub fn watch(
             .unwrap_or_default()
     ));
     shared.emit(d);
-    let mut seen: HashMap<u32, u64> = HashMap::new();
+    let mut seen: HashMap<u32, PathBuf> = HashMap::new();
     let mut found = Discovery::new();
     while control.stops() == 0 {
         if control.reload.swap(false, Ordering::SeqCst) {
@@ -346,17 +346,18 @@ fn stale(ep: &diagnostics_client::Endpoint, ticks: u64) -> bool {
 }
 
 /// Lists the runtimes' sockets and starts a thread for each process not seen before (a pid
-/// reused by a new process counts as new: its start time differs).
-fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, u64>) {
+/// reused by a new process counts as new: its socket's name differs).
+fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, PathBuf>) {
     let endpoints = found.endpoints();
     let live: HashSet<u32> = endpoints.iter().map(|e| e.pid).collect();
     seen.retain(|pid, _| live.contains(pid));
     for ep in endpoints {
-        let started = crate::act::start_ticks(ep.pid).unwrap_or(0);
-        if seen.get(&ep.pid) == Some(&started) {
+        // A reused pid's runtime makes a socket of another name: the pair is the process.
+        if seen.get(&ep.pid) == Some(&ep.path) {
             continue;
         }
-        seen.insert(ep.pid, started);
+        seen.insert(ep.pid, ep.path.clone());
+        let started = crate::act::start_ticks(ep.pid).unwrap_or(0);
         if stale(&ep, started) || crate::port::belongs_to_port(shared, ep.pid) {
             continue;
         }
