@@ -2,8 +2,11 @@
 //! discovery (the `dotnet-diagnostic-{pid}-{key}-socket` files in `/tmp` and `$TMPDIR`, and in
 //! each container's own temporary folder through `/proc/PID/root`), but a folder is listed
 //! again only when its modification time changed (a socket created or removed changes it), and
-//! a process's mount namespace is read once, when its pid first shows up in `/proc`. Idle, a
-//! poll is a `stat` per folder and one listing of `/proc`.
+//! a process's mount namespace is read once, when its pid first shows up in `/proc`. Our own
+//! temporary folders are watched with inotify where the kernel allows it: they are listed
+//! again only when a runtime's socket was created or removed there, however busy they are.
+//! Idle, a poll is one `read` of the inotify descriptor, a `stat` per container folder and one
+//! listing of `/proc`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -38,11 +41,14 @@ struct Folder {
 }
 
 impl Folder {
-    /// Lists the folder again if it changed since the last look.
-    fn refresh(&mut self, dir: &Path) {
+    /// Lists the folder again if it changed since the last look (`watched`: inotify says
+    /// whether a socket came or went; None: judge by the folder's time).
+    fn refresh(&mut self, dir: &Path, watched: Option<bool>) {
         let modified = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
-        if self.settled && modified.is_some() && modified == self.modified {
-            return;
+        match watched {
+            Some(false) if self.modified.is_some() => return,
+            None if self.settled && modified.is_some() && modified == self.modified => return,
+            _ => {}
         }
         self.modified = modified;
         self.settled = modified.is_some_and(|m| {
@@ -100,6 +106,8 @@ pub(crate) struct Discovery {
     temp: Vec<(PathBuf, Folder)>,
     procs: HashMap<u32, Known>,
     our_mnt: Option<PathBuf>,
+    /// inotify over `temp`, with each folder's watch descriptor (None: not watched).
+    notify: Option<Notify>,
 }
 
 impl Discovery {
@@ -115,18 +123,25 @@ impl Discovery {
 
     /// A discovery over these temporary folders (and the containers').
     pub(crate) fn with_temp_dirs(dirs: Vec<PathBuf>) -> Discovery {
+        let notify = Notify::new(&dirs);
         Discovery {
             temp: dirs.into_iter().map(|d| (d, Folder::default())).collect(),
             procs: HashMap::new(),
             our_mnt: std::fs::read_link("/proc/self/ns/mnt").ok(),
+            notify,
         }
     }
 
     /// Every live runtime endpoint, one per pid (the newest socket).
     pub(crate) fn endpoints(&mut self) -> Vec<Endpoint> {
         let mut out: HashMap<u32, Endpoint> = HashMap::new();
-        for (dir, folder) in &mut self.temp {
-            folder.refresh(dir);
+        let changed = self.notify.as_mut().map(Notify::changed);
+        for (i, (dir, folder)) in self.temp.iter_mut().enumerate() {
+            let watched = match (&self.notify, &changed) {
+                (Some(n), Some(c)) if n.watches[i].is_some() => Some(c[i]),
+                _ => None,
+            };
+            folder.refresh(dir, watched);
             for (&pid, (_, path)) in &folder.sockets {
                 out.entry(pid).or_insert_with(|| Endpoint {
                     pid,
@@ -162,7 +177,7 @@ impl Discovery {
                 .entry(pid)
                 .or_insert_with(|| classify(pid, &ours));
             if let Known::Container { folder, dir, nspid } = known {
-                folder.refresh(dir);
+                folder.refresh(dir, None);
                 if let Some((_, path)) = folder.sockets.get(nspid) {
                     out.entry(pid).or_insert_with(|| Endpoint {
                         pid,
@@ -172,6 +187,85 @@ impl Discovery {
             }
         }
     }
+}
+
+/// inotify over the temporary folders: which of them saw a runtime's socket come or go.
+#[derive(Debug)]
+struct Notify {
+    fd: std::os::fd::OwnedFd,
+    /// Each folder's watch descriptor, in the folders' order.
+    watches: Vec<Option<i32>>,
+}
+
+impl Notify {
+    /// Watches `dirs` for files created, removed and moved; None when inotify is unavailable.
+    fn new(dirs: &[PathBuf]) -> Option<Notify> {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: inotify_init1 takes flags only; a valid descriptor is owned from here on.
+        let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if raw < 0 {
+            return None;
+        }
+        // SAFETY: `raw` is a fresh descriptor nobody else owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        let mask = libc::IN_CREATE | libc::IN_DELETE | libc::IN_MOVED_TO | libc::IN_MOVED_FROM;
+        let watches = dirs
+            .iter()
+            .map(|d| {
+                let c = std::ffi::CString::new(d.as_os_str().as_bytes()).ok()?;
+                // SAFETY: a NUL-terminated path and our descriptor.
+                let wd = unsafe { libc::inotify_add_watch(raw, c.as_ptr(), mask) };
+                (wd >= 0).then_some(wd)
+            })
+            .collect();
+        Some(Notify { fd, watches })
+    }
+
+    /// Drains the events: for each folder, whether a runtime's socket came or went (all of
+    /// them when the kernel's queue overflowed).
+    fn changed(&mut self) -> Vec<bool> {
+        use std::os::fd::AsRawFd;
+        let mut changed = vec![false; self.watches.len()];
+        let mut buf = [0u8; 16 * 1024];
+        // Bounded: the queue holds at most a few thousand events.
+        for _ in 0..64 {
+            // SAFETY: reading into a buffer we own, with its length.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            let Ok(n) = usize::try_from(n) else { break };
+            if n == 0 {
+                break;
+            }
+            for (wd, mask, name) in inotify_events(&buf[..n]) {
+                if mask & libc::IN_Q_OVERFLOW != 0 {
+                    changed.iter_mut().for_each(|c| *c = true);
+                } else if name.starts_with(b"dotnet-diagnostic-") {
+                    if let Some(i) = self.watches.iter().position(|w| *w == Some(wd)) {
+                        changed[i] = true;
+                    }
+                }
+            }
+        }
+        changed
+    }
+}
+
+/// The events in a buffer read from inotify: watch descriptor, mask, name (without padding).
+fn inotify_events(mut b: &[u8]) -> Vec<(i32, u32, &[u8])> {
+    let mut out = Vec::new();
+    while b.len() >= 16 {
+        let word = |i: usize| [b[i], b[i + 1], b[i + 2], b[i + 3]];
+        let wd = i32::from_ne_bytes(word(0));
+        let mask = u32::from_ne_bytes(word(4));
+        let len = u32::from_ne_bytes(word(12)) as usize;
+        let Some(name) = b.get(16..16 + len) else {
+            break;
+        };
+        let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+        out.push((wd, mask, &name[..end]));
+        b = &b[16 + len..];
+    }
+    out
 }
 
 /// Where a new pid's runtime would put its socket.
@@ -230,7 +324,7 @@ mod tests {
     fn a_folder_is_listed_again_only_when_it_changes() {
         let dir = tempfile::tempdir().unwrap();
         let mut f = Folder::default();
-        f.refresh(dir.path());
+        f.refresh(dir.path(), None);
         assert!(f.sockets.is_empty());
         let me = std::process::id();
         let a = dir.path().join(format!("dotnet-diagnostic-{me}-1-socket"));
@@ -242,15 +336,17 @@ mod tests {
             .unwrap()
             .set_modified(before)
             .unwrap();
-        f.refresh(dir.path());
+        f.refresh(dir.path(), None);
         assert_eq!(f.sockets.get(&me).map(|s| &s.1), Some(&a));
         // Unchanged: the folder is not listed again (the cleared listing stays cleared).
         f.sockets.clear();
-        f.refresh(dir.path());
+        f.refresh(dir.path(), None);
+        assert!(f.sockets.is_empty());
+        f.refresh(dir.path(), Some(false));
         assert!(f.sockets.is_empty());
         // Changed: listed again.
         std::fs::write(dir.path().join("another"), b"").unwrap();
-        f.refresh(dir.path());
+        f.refresh(dir.path(), None);
         assert_eq!(f.sockets.get(&me).map(|s| &s.1), Some(&a));
     }
 
@@ -278,5 +374,37 @@ mod tests {
             .filter(|e| e.path.starts_with(dir.path()))
             .count();
         assert_eq!(found, 0, "a folder that just changed is listed again");
+        // Watched by inotify: a new socket is seen at once, other files change nothing.
+        assert!(d.notify.is_some(), "inotify is available on Linux");
+        std::fs::write(dir.path().join("unrelated"), b"").unwrap();
+        assert_eq!(d.notify.as_mut().unwrap().changed(), [false]);
+        std::fs::write(&mine, b"").unwrap();
+        let found: Vec<u32> = d
+            .endpoints()
+            .into_iter()
+            .filter(|e| e.path.starts_with(dir.path()))
+            .map(|e| e.pid)
+            .collect();
+        assert_eq!(found, [me]);
+    }
+
+    #[test]
+    fn inotify_buffers() {
+        let mut b = Vec::new();
+        for (wd, mask, name) in [(1i32, 0x100u32, &b"abc"[..]), (2, 0x200, b"")] {
+            b.extend_from_slice(&wd.to_ne_bytes());
+            b.extend_from_slice(&mask.to_ne_bytes());
+            b.extend_from_slice(&0u32.to_ne_bytes());
+            let padded = if name.is_empty() { 0 } else { 16 };
+            b.extend_from_slice(&(padded as u32).to_ne_bytes());
+            let mut n = name.to_vec();
+            n.resize(padded, 0);
+            b.extend_from_slice(&n);
+        }
+        let ev = inotify_events(&b);
+        assert_eq!(ev, vec![(1, 0x100, &b"abc"[..]), (2, 0x200, &b""[..])]);
+        // A cut buffer yields what is whole.
+        assert_eq!(inotify_events(&b[..20]).len(), 0);
+        assert_eq!(inotify_events(&[0u8; 7]).len(), 0);
     }
 }
