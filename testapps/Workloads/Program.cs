@@ -67,6 +67,10 @@ public static class Program
         ["idle"] = o => { Thread.Sleep(TimeSpan.FromSeconds(o.Seconds)); return 0; },
         ["startup"] = _ => 0,
         ["spawn-later"] = SpawnLater.Run,
+        ["throw-later"] = Symptoms.ThrowLater,
+        ["pauses"] = Symptoms.Pauses,
+        ["cast"] = Caster.Run,
+        ["crash"] = Crasher.Run,
     };
 
     /// Writes one line to stdout and flushes, so a harness reading the pipe sees it at once.

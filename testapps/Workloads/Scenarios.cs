@@ -441,3 +441,129 @@ public static class SpawnLater
         return child.ExitCode == 0 ? 0 : 1;
     }
 }
+
+// ------------------------------------------------------------------ symptoms (stop triggers)
+
+public static class Symptoms
+{
+    /// Allocates for `--seconds` (so the trace has something before the symptom), then throws
+    /// and catches one System.Net.Sockets.SocketException, then allocates 10 s more.
+    public static int ThrowLater(Options o)
+    {
+        Churn(o.Seconds);
+        try
+        {
+            Throw();
+        }
+        catch (System.Net.Sockets.SocketException)
+        {
+            Program.Out("thrown System.Net.Sockets.SocketException");
+        }
+        Churn(10);
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Throw() =>
+        throw new System.Net.Sockets.SocketException(10061); // connection refused
+
+    /// Keeps about 3 million small objects alive and forces a blocking gen2 GC every 200 ms for
+    /// `--seconds`: each one marks the whole graph, a long pause.
+    public static int Pauses(Options o)
+    {
+        var keep = new List<AllocatedThing[]>();
+        for (int i = 0; i < 3000; i++)
+        {
+            var a = new AllocatedThing[1000];
+            for (int k = 0; k < a.Length; k++) a[k] = new AllocatedThing { Id = k, Tag = a };
+            keep.Add(a);
+        }
+        long end = o.DeadlineTimestamp();
+        int n = 0;
+        while (Stopwatch.GetTimestamp() < end)
+        {
+            Gc.Induce();
+            n++;
+            Thread.Sleep(200);
+        }
+        GC.KeepAlive(keep);
+        Program.Out($"induced={n}");
+        return 0;
+    }
+
+    private static void Churn(double seconds)
+    {
+        long end = Stopwatch.GetTimestamp() + (long)(seconds * Stopwatch.Frequency);
+        var window = new AllocatedThing[1024];
+        long i = 0;
+        while (Stopwatch.GetTimestamp() < end)
+        {
+            window[i & 1023] = new AllocatedThing { Id = i };
+            i++;
+            if ((i & 0xFFFF) == 0) Thread.Sleep(1);
+        }
+    }
+}
+
+// ------------------------------------------------------------------ cast
+
+public static class Caster
+{
+    public static int Run(Options o)
+    {
+        int count = o.Count ?? 5;
+        int casts = 0, arguments = 0;
+        for (int i = 0; i < count; i++)
+        {
+            try
+            {
+                BadCast(i);
+            }
+            catch (InvalidCastException)
+            {
+                casts++;
+            }
+            try
+            {
+                throw new ArgumentException("not a cast " + i.ToString(System.Globalization.CultureInfo.InvariantCulture));
+            }
+            catch (ArgumentException)
+            {
+                arguments++;
+            }
+            Thread.Sleep(100);
+        }
+        Program.Out($"cast count={casts} argument={arguments}");
+        Thread.Sleep(TimeSpan.FromSeconds(o.Seconds));
+        return casts == count && arguments == count ? 0 : 1;
+    }
+
+    /// Casts a boxed int to string: throws InvalidCastException.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int BadCast(int i)
+    {
+        object boxed = i;
+        return ((string)boxed).Length;
+    }
+}
+
+// ------------------------------------------------------------------ crash
+
+/// The unhandled exception of the `crash` scenario.
+public sealed class CrashException(string message) : Exception(message);
+
+public static class Crasher
+{
+    public static int Run(Options o)
+    {
+        Thread.Sleep(TimeSpan.FromSeconds(o.Seconds));
+        Fail(o.Count ?? 42);
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Fail(int code)
+    {
+        throw new CrashException("workload crash " + code.ToString(System.Globalization.CultureInfo.InvariantCulture));
+    }
+}

@@ -44,6 +44,8 @@ pub mod ids {
     pub const R2R_IMAGE: u32 = 7;
     /// `RecorderCpu`: the recorder's own CPU time so far, at a tick.
     pub const RECORDER_CPU: u32 = 8;
+    /// `Trigger`: a stop trigger fired (which, why, and the event that fired it).
+    pub const TRIGGER: u32 = 9;
 }
 
 /// One event of the provider.
@@ -75,6 +77,14 @@ const R2R_METHOD_FIELDS: &[FieldDef] = &[
     string("Name"),
 ];
 const R2R_IMAGE_FIELDS: &[FieldDef] = &[string("Path"), uint64("Size"), string("Mvid")];
+const TRIGGER_FIELDS: &[FieldDef] = &[
+    string("Trigger"),
+    string("Reason"),
+    string("Provider"),
+    string("Event"),
+    uint64("EventTimestamp"),
+    uint32("AfterMs"),
+];
 
 /// Every event of the provider (version 0, level informational).
 pub const EVENTS: &[EventDef] = &[
@@ -117,6 +127,11 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::RECORDER_CPU,
         name: "RecorderCpu",
         fields: RECORDER_CPU_FIELDS,
+    },
+    EventDef {
+        id: ids::TRIGGER,
+        name: "Trigger",
+        fields: TRIGGER_FIELDS,
     },
 ];
 
@@ -302,6 +317,47 @@ impl<'a> SamplerInfo<'a> {
     }
 }
 
+/// `Trigger`: the stop trigger that fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trigger<'a> {
+    /// The trigger as written (`exception=System.Net.*`).
+    pub trigger: Utf16Str<'a>,
+    /// Why it fired, in words.
+    pub reason: Utf16Str<'a>,
+    /// The firing event's provider (empty for the target's exit).
+    pub provider: Utf16Str<'a>,
+    /// The firing event's name.
+    pub event: Utf16Str<'a>,
+    /// The firing event's timestamp, in the trace's clock ticks (0 when none).
+    pub event_timestamp: u64,
+    /// How long recording went on after it fired, ms.
+    pub after_ms: u32,
+}
+
+impl<'a> Trigger<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<Trigger<'a>, ViewError> {
+        let mut c = cursor(ids::TRIGGER, payload)?;
+        Ok(Trigger {
+            trigger: c.str("Trigger")?,
+            reason: c.str("Reason")?,
+            provider: c.str("Provider")?,
+            event: c.str("Event")?,
+            event_timestamp: c.u64("EventTimestamp")?,
+            after_ms: c.u32("AfterMs")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(texts: [&str; 4], event_timestamp: u64, after_ms: u32, out: &mut Vec<u8>) {
+        for t in texts {
+            put_str(out, t);
+        }
+        out.extend_from_slice(&event_timestamp.to_le_bytes());
+        out.extend_from_slice(&after_ms.to_le_bytes());
+    }
+}
+
 /// `ModuleMap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModuleMap<'a> {
@@ -425,6 +481,12 @@ mod tests {
         ThreadName::encode(7, "worker", &mut p);
         let t = ThreadName::parse(&p).unwrap();
         assert_eq!((t.thread_id, t.name.to_string().as_str()), (7, "worker"));
+        p.clear();
+        p.clear();
+        Trigger::encode(["gen2", "a gen2 GC", "rt", "GC/Start"], 77, 5000, &mut p);
+        let t = Trigger::parse(&p).unwrap();
+        assert!(t.trigger.eq_str("gen2") && t.event.eq_str("GC/Start"));
+        assert_eq!((t.event_timestamp, t.after_ms), (77, 5000));
         p.clear();
         SamplerInfo::encode(20, "schedstat", &mut p);
         assert!(SamplerInfo::parse(&p).unwrap().source.eq_str("schedstat"));

@@ -49,6 +49,49 @@ pub struct Inventory {
     pub events_with_stack: u64,
     /// Why reading stopped before the end (damage), when it did.
     pub error: Option<String>,
+    /// The stop trigger that ended the recording (clrspy's `Trigger` event), if one did.
+    pub trigger: Option<TriggerNote>,
+}
+
+/// A stop trigger that fired, as `clrspy record` stored it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TriggerNote {
+    /// The trigger as written (`exception=System.Net.*`).
+    pub trigger: String,
+    /// Why it fired.
+    pub reason: String,
+    /// The firing event's provider and name (`Provider/Name`; empty when none).
+    pub event: String,
+    /// The firing event's time, ns since the trace start (None when no event fired it).
+    pub event_ns: Option<i64>,
+    /// How long recording went on after it, ms.
+    pub after_ms: u32,
+}
+
+impl TriggerNote {
+    /// Reads clrspy's `Trigger` event (None for any other event).
+    pub fn read(ev: &Event<'_>) -> Option<TriggerNote> {
+        use clr_events::clrspy::{ids, Trigger, PROVIDER};
+        if ev.provider() != PROVIDER || ev.event_id() != ids::TRIGGER {
+            return None;
+        }
+        let t = Trigger::parse(ev.payload).ok()?;
+        let (provider, event) = (t.provider.to_string(), t.event.to_string());
+        Some(TriggerNote {
+            trigger: t.trigger.to_string(),
+            reason: t.reason.to_string(),
+            event: if event.is_empty() {
+                String::new()
+            } else {
+                format!("{provider}/{event}")
+            },
+            event_ns: (t.event_timestamp > 0).then(|| {
+                ev.clock
+                    .ns_since_start(i64::try_from(t.event_timestamp).unwrap_or(i64::MAX))
+            }),
+            after_ms: t.after_ms,
+        })
+    }
 }
 
 impl Inventory {
@@ -58,6 +101,7 @@ impl Inventory {
         let mut per_event: BTreeMap<(String, u32, u8), (String, u64)> = BTreeMap::new();
         let mut fast: FxHashMap<(u64, u8), (String, u32, u64)> = FxHashMap::default();
         let mut with_stack = 0u64;
+        let mut trigger = None;
         let flush = |per_event: &mut BTreeMap<(String, u32, u8), (String, u64)>,
                      (p, id, n): (String, u32, u64),
                      version: u8| {
@@ -79,7 +123,10 @@ impl Inventory {
                 *n += 1;
                 return true;
             }
-            // First event of this metadata row.
+            // First event of this metadata row (a trace holds one Trigger event at most).
+            if trigger.is_none() {
+                trigger = TriggerNote::read(ev);
+            }
             per_event
                 .entry((ev.provider().to_string(), ev.event_id(), version))
                 .or_insert_with(|| (event_name(ev).into_owned(), 0));
@@ -106,6 +153,7 @@ impl Inventory {
                 .collect(),
             events_with_stack: with_stack,
             error: result.err().map(|e| e.to_string()),
+            trigger,
         }
     }
 
@@ -168,5 +216,47 @@ impl Inventory {
     /// True when the trace ended without its end-of-stream marker.
     pub fn truncated(&self) -> bool {
         !self.stats.ended_cleanly
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nettrace::{EventRecord, TraceWriter, WriterOptions};
+
+    #[test]
+    fn the_trigger_that_stopped_a_recording_is_read_back() {
+        use clr_events::clrspy;
+        let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+        let ids: Vec<u32> = clrspy::metadata()
+            .iter()
+            .map(|m| w.define(m).unwrap())
+            .collect();
+        let at = clrspy::EVENTS
+            .iter()
+            .position(|e| e.id == clrspy::ids::TRIGGER)
+            .unwrap();
+        let mut p = Vec::new();
+        clrspy::Trigger::encode(
+            ["gen2", "a blocking gen2 GC started", "Rt", "GC/Start"],
+            2_000_000,
+            5000,
+            &mut p,
+        );
+        w.write(&EventRecord {
+            metadata_id: ids[at],
+            timestamp: 3_000_000,
+            payload: &p,
+            ..EventRecord::default()
+        })
+        .unwrap();
+        let bytes = w.finish().unwrap();
+        let mut r = nettrace::TraceReader::new(&bytes).unwrap();
+        let inv = Inventory::run(&mut r, |_| {});
+        let t = inv.trigger.unwrap();
+        assert_eq!(t.trigger, "gen2");
+        assert_eq!(t.event, "Rt/GC/Start");
+        assert_eq!(t.event_ns, Some(2_000_000));
+        assert_eq!(t.after_ms, 5000);
     }
 }

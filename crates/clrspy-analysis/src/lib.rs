@@ -24,11 +24,13 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
+pub mod callers;
 pub mod contention;
 pub mod cpu;
 pub mod event;
 pub mod exceptions;
 pub mod gc;
+pub mod grouping;
 pub mod inventory;
 pub mod profile;
 pub mod r2r;
@@ -41,6 +43,7 @@ use nettrace::{ByteSource, Reader};
 use rustc_hash::FxHashMap;
 
 pub use event::{Model, ModelEvent, ModelKind, ModelSet, Provider, Wanted};
+pub use grouping::JustMyCode;
 pub use profile::{Metric, StackFilter, StackProfile};
 
 /// The provider of the events `clrspy record` adds to a trace (thread CPU times, names,
@@ -170,6 +173,8 @@ pub struct Analysis {
     /// The process's name (its entry assembly or executable), from EventPipe's `ProcessInfo`
     /// event's command line, when the trace has one.
     pub process_name: Option<String>,
+    /// The stop trigger that ended the recording (clrspy's `Trigger` event), if one did.
+    pub trigger: Option<inventory::TriggerNote>,
     /// Frames for time no sampled stack shows (runtime threads, idle workers).
     pub groups: profile::Groups,
     options: Options,
@@ -205,6 +210,7 @@ impl Analysis {
             has_thread_cpu: false,
             process_id: header.process_id,
             process_name: None,
+            trigger: None,
             groups: profile::Groups::default(),
             options,
             pointer_size: header.pointer_size,
@@ -349,6 +355,9 @@ impl Analysis {
             && ev.provider() == clr_events::EVENTPIPE_PROVIDER
         {
             self.process_name = process_info_name(ev);
+        }
+        if self.trigger.is_none() && ev.event_id() == clr_events::clrspy::ids::TRIGGER {
+            self.trigger = inventory::TriggerNote::read(ev);
         }
         let (Some(provider), Some(r)) = self.source(ev) else {
             return;

@@ -6,6 +6,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cpu::{is_blocking_frame, CpuModel};
+use crate::grouping::JustMyCode;
 use crate::stacks::{StackId, StackTable};
 use crate::symbols::{FrameId, FrameKind, Symbols};
 
@@ -160,6 +161,9 @@ pub struct StackFilter {
     pub focus: Option<String>,
     /// Drop stacks with a frame whose name contains any of these.
     pub exclude: Vec<String>,
+    /// Fold the runtime's and frameworks' frames into the boundary frame where the app's own
+    /// code calls them (after focus and exclude, which see every frame).
+    pub just_my_code: Option<JustMyCode>,
 }
 
 /// All rows.
@@ -270,9 +274,12 @@ impl StackProfile {
         exchange_blocked_cpu(&mut staged);
         for (mut r, _) in staged {
             mark_idle(&mut r, symbols, groups);
-            let Some(frames) = apply_filter(r.frames, symbols, filter) else {
+            let Some(mut frames) = apply_filter(r.frames, symbols, filter) else {
                 continue;
             };
+            if let Some(g) = &filter.just_my_code {
+                frames = g.fold_ids(frames, symbols);
+            }
             rows.push(Row { frames, ..r });
         }
         // Stable order for reproducible output.

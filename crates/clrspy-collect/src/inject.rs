@@ -82,6 +82,21 @@ pub enum Injected {
         /// `Namespace.Type.Method`.
         name: String,
     },
+    /// `Trigger` (9): a stop trigger fired.
+    Trigger {
+        /// The trigger as written.
+        trigger: String,
+        /// Why it fired.
+        reason: String,
+        /// The firing event's provider and name (empty for none).
+        provider: String,
+        /// The firing event's name.
+        event: String,
+        /// The firing event's timestamp (trace clock ticks; 0 for none).
+        event_timestamp: u64,
+        /// How long recording goes on after it, ms.
+        after_ms: u32,
+    },
     /// `R2RImage` (7): a ReadyToRun image's identity.
     R2rImage {
         /// The image's mapped path.
@@ -106,6 +121,7 @@ impl Injected {
             Injected::R2rMethod { .. } => ids::R2R_METHOD,
             Injected::R2rImage { .. } => ids::R2R_IMAGE,
             Injected::RecorderCpu { .. } => ids::RECORDER_CPU,
+            Injected::Trigger { .. } => ids::TRIGGER,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -151,6 +167,19 @@ impl Injected {
                 size,
                 name,
             } => clrspy::R2rMethod::encode(path, *offset, *size, name, &mut p),
+            Injected::Trigger {
+                trigger,
+                reason,
+                provider,
+                event,
+                event_timestamp,
+                after_ms,
+            } => clrspy::Trigger::encode(
+                [trigger, reason, provider, event],
+                *event_timestamp,
+                *after_ms,
+                &mut p,
+            ),
             Injected::R2rImage { path, size, mvid } => {
                 clrspy::R2rImage::encode(path, *size, mvid, &mut p)
             }

@@ -27,11 +27,11 @@ use diagnostics_client::{
 };
 
 use crate::session::{pump, Live, COMMAND_TIMEOUT};
-use crate::sink::FileSink;
+use crate::sink::{open_output, ByteSink};
 use crate::{Error, OnProgress, Recording, Result, StopReason, Summary};
 
 /// The variable that points runtimes at clrspy's socket.
-const PORTS_VARIABLE: &str = "DOTNET_DiagnosticPorts";
+pub(crate) const PORTS_VARIABLE: &str = "DOTNET_DiagnosticPorts";
 
 /// What clrspy does with the runtimes that connect to its port besides the recorded one (the
 /// launched program's children, grandchildren, other programs of a script).
@@ -61,9 +61,9 @@ pub struct Launched {
 }
 
 /// One connection used as a connector for one command.
-struct Once {
-    conn: Mutex<Option<Connection>>,
-    path: PathBuf,
+pub(crate) struct Once {
+    pub(crate) conn: Mutex<Option<Connection>>,
+    pub(crate) path: PathBuf,
 }
 
 impl Connector for Once {
@@ -80,7 +80,7 @@ impl Connector for Once {
     }
 }
 
-fn timed_out(path: &Path, what: &str) -> diagnostics_client::Error {
+pub(crate) fn timed_out(path: &Path, what: &str) -> diagnostics_client::Error {
     diagnostics_client::Error::Io {
         path: path.to_path_buf(),
         source: std::io::Error::new(std::io::ErrorKind::TimedOut, what.to_string()),
@@ -89,7 +89,7 @@ fn timed_out(path: &Path, what: &str) -> diagnostics_client::Error {
 
 /// Clears the ports variable inside the runtime behind `conn`: its children will not connect.
 /// Runtimes older than .NET 6 do not know the command; nothing can be done for them.
-fn clear_ports_variable(to: &dyn Connector) {
+pub(crate) fn clear_ports_variable(to: &dyn Connector) {
     let _ = set_environment_variable(to, PORTS_VARIABLE, "", COMMAND_TIMEOUT);
 }
 
@@ -248,7 +248,7 @@ impl Connector for Port {
 }
 
 /// A socket path short enough for a Unix socket, unique to this clrspy.
-fn socket_path() -> PathBuf {
+pub(crate) fn socket_path() -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -263,7 +263,7 @@ fn socket_path() -> PathBuf {
 }
 
 /// Asks the child to end (SIGTERM), then kills it if it is still there after `grace`.
-fn end_child(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+pub(crate) fn end_child(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     #[cfg(unix)]
     if let Ok(pid) = i32::try_from(child.id()) {
         // SAFETY: kill(2) with a pid we spawned and still own (not yet reaped).
@@ -284,7 +284,7 @@ fn end_child(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
 
 /// Sends SIGINT to the child's process group (its own, see `launch_live`): what the terminal's
 /// Ctrl+C would have done had the child stayed in clrspy's group.
-fn forward_interrupt(child: &Child) {
+pub(crate) fn forward_interrupt(child: &Child) {
     #[cfg(unix)]
     if let Ok(pid) = i32::try_from(child.id()) {
         // SAFETY: kill(2) on the process group we created for the child (its pid is the group
@@ -310,12 +310,15 @@ pub enum ChildOutput {
 }
 
 /// Options of a launch beyond the recording's.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct LaunchOptions {
     /// What to do with other runtimes that connect.
     pub extra_runtimes: ExtraRuntimes,
     /// Where the program's standard output goes.
     pub stdout: ChildOutput,
+    /// More environment variables for the program (the crash report's, see
+    /// [`CrashCapture`](crate::CrashCapture)).
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// Starts `program args`, records it from its first instruction into `rec.out`, and waits for
@@ -349,13 +352,16 @@ pub fn launch_live(
     on_spawned: &mut dyn FnMut(u32),
     on_progress: OnProgress<'_>,
 ) -> Result<Launched> {
-    let file = FileSink::create(rec.out)?;
+    let file = open_output(rec.out, rec.ring)?;
     let server = ReverseServer::bind(&socket_path())?;
     let ports_value = server.diagnostic_ports_value();
     let (acceptor, port) = Acceptor::start(server, opts.extra_runtimes);
     let port = Arc::new(port);
     let mut command = Command::new(program);
-    command.args(args).env(PORTS_VARIABLE, ports_value);
+    command
+        .args(args)
+        .envs(opts.env.iter().map(|(k, v)| (k, v)))
+        .env(PORTS_VARIABLE, ports_value);
     // The program gets a process group of its own, so a terminal's Ctrl+C (sent to the whole
     // foreground group) reaches clrspy alone: clrspy collects the rundown first and then passes
     // the Ctrl+C on to the program (see `forward_interrupt`).
@@ -439,7 +445,7 @@ pub fn launch_live(
 fn record_child(
     child: &mut Child,
     port: &Arc<Port>,
-    file: FileSink,
+    file: Box<dyn ByteSink>,
     rec: &Recording<'_>,
     live: Live<'_>,
     on_progress: OnProgress<'_>,

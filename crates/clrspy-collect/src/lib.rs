@@ -9,29 +9,48 @@
 #![deny(missing_docs)]
 
 mod coredump;
+mod crash;
+mod dumper;
+mod dumpfile;
 mod error;
+#[cfg(unix)]
+mod hold;
 pub mod inject;
 mod launch;
 pub mod procstat;
 mod r2r;
+mod ring;
 mod run;
 mod session;
 mod sink;
 mod tap;
 mod target;
+mod tree;
+pub mod trigger;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
+pub use crash::{CrashCapture, CrashReport};
+pub use dumper::{
+    event_monotonic_ns, exception_type_matches, thrown_type, with_exception_events, DumpHandle,
+    DumpNotice, DumpOutcome, DumpPlan, DumpRequest, Dumper, ExceptionTrigger, OnDump,
+    EXCEPTION_KEYWORD,
+};
+pub use dumpfile::{compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(unix)]
+pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
+pub use ring::{parse_size, RingSink, RingStats};
 pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
 pub use session::{record, record_live, record_via, Live};
 pub use sink::{ByteSink, FileSink, SinkReport};
 pub use tap::{Action, EventConsumer};
 pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
+pub use tree::{process_name, record_tree, TreeNotice, TreeOptions, TreeOutcome, TreeTrace};
 
 use diagnostics_client::SessionConfig;
 
@@ -63,6 +82,9 @@ pub struct Recording<'a> {
     /// Read every target thread's CPU time this often and splice it into the trace (Linux);
     /// None to leave the runtime's stream as it is.
     pub thread_cpu: Option<Duration>,
+    /// Keep only the newest part of the stream, about this many bytes, in the file (a ring:
+    /// see [`RingSink`]); None to keep all of it.
+    pub ring: Option<u64>,
 }
 
 /// Where a recording stands, for a status line.
@@ -76,6 +98,8 @@ pub struct Progress {
     pub events: Option<u64>,
     /// Events the runtime reports lost (sequence gaps), when counted.
     pub dropped_events: Option<u64>,
+    /// When a stop trigger fired ([`Action::Trigger`]): how long the recording goes on.
+    pub stopping_in: Option<Duration>,
 }
 
 /// What a recording wrote.
@@ -93,6 +117,10 @@ pub struct Summary {
     pub reason: StopReason,
     /// What the consumer that stopped the recording said (with [`StopReason::Triggered`]).
     pub trigger: Option<String>,
+    /// The stop trigger that fired ([`Action::Trigger`]), if one did.
+    pub fired: Option<trigger::Fired>,
+    /// With a ring ([`Recording::ring`]): what it kept and dropped.
+    pub ring: Option<RingStats>,
     /// True when the runtime finished the trace after the stop (rundown included); false when
     /// the wait for it was cut short or the connection broke.
     pub complete: bool,

@@ -30,6 +30,10 @@ pub struct RunOptions<'a> {
     pub extra_runtimes: ExtraRuntimes,
     /// Where a launched program's standard output goes.
     pub child_stdout: ChildOutput,
+    /// Keep only about this many bytes of the newest stream (a ring); None for all of it.
+    pub ring: Option<u64>,
+    /// More environment variables for a launched program.
+    pub child_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 /// The moment recording starts, for a front end's first line.
@@ -133,6 +137,7 @@ pub fn run(
             let lopts = LaunchOptions {
                 extra_runtimes: opts.extra_runtimes,
                 stdout: opts.child_stdout,
+                env: opts.child_env.clone(),
             };
             // Started and progress both need the observer: take turns through a cell.
             let observer = std::cell::RefCell::new(observer);
@@ -198,5 +203,6 @@ fn recording<'a>(opts: &RunOptions<'a>, out: &'a Path) -> Recording<'a> {
         duration: opts.duration,
         stop: opts.stop,
         thread_cpu: opts.thread_cpu,
+        ring: opts.ring,
     }
 }

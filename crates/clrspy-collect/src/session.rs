@@ -13,7 +13,7 @@ use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Sessi
 use crate::inject::Injected;
 use crate::procstat::{monotonic_ns, own_cpu_ns, ProcSampler};
 use crate::r2r::{R2rRecorder, SharedIps, StackIps};
-use crate::sink::{ByteSink, FileSink, SinkReport};
+use crate::sink::{open_output, ByteSink, SinkReport};
 use crate::tap::{Action, EventConsumer, Tap};
 use crate::{OnProgress, Progress, Recording, Result, StopReason, Summary};
 
@@ -59,7 +59,7 @@ pub fn record_live(
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
     // The file first: an unwritable path fails before the target is touched.
-    let file = FileSink::create(rec.out)?;
+    let file = open_output(rec.out, rec.ring)?;
     let to: Arc<dyn Connector> = Arc::new(endpoint.clone());
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
     pump(session, to, file, endpoint.pid, rec, live, on_progress)
@@ -77,7 +77,7 @@ pub fn record_via(
     after_start: &mut dyn FnMut() -> Result<()>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
-    let file = FileSink::create(rec.out)?;
+    let file = open_output(rec.out, rec.ring)?;
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
     after_start()?;
     pump(session, to, file, pid, rec, live, on_progress)
@@ -174,6 +174,8 @@ impl CpuReadings {
 struct Stopping {
     reason: Option<StopReason>,
     detail: Option<String>,
+    /// A trigger fired: what, and when to stop.
+    fired: Option<(crate::trigger::Fired, Instant)>,
     sent: bool,
     complete: bool,
     stopper: Option<std::thread::JoinHandle<diagnostics_client::Result<()>>>,
@@ -184,6 +186,7 @@ impl Stopping {
         Stopping {
             reason: None,
             detail: None,
+            fired: None,
             sent: false,
             complete: true,
             stopper: None,
@@ -214,7 +217,10 @@ impl Stopping {
                 self.detail = Some(reason);
                 self.send(StopReason::Triggered, to, id);
             }
-            Action::Continue | Action::Stop { .. } => {}
+            Action::Trigger { fired, after } if !self.sent && self.fired.is_none() => {
+                self.fired = Some((fired, Instant::now() + after));
+            }
+            Action::Continue | Action::Stop { .. } | Action::Trigger { .. } => {}
             other => {
                 if let Some(h) = on_request.as_mut() {
                     h(&other);
@@ -234,6 +240,9 @@ impl Stopping {
         if !self.sent {
             let why = if rec.stop.count() > 0 {
                 Some(StopReason::Requested)
+            } else if let Some((f, _)) = self.fired.as_ref().filter(|f| Instant::now() >= f.1) {
+                self.detail = Some(f.to_string());
+                Some(StopReason::Triggered)
             } else if rec.duration.is_some_and(|d| started.elapsed() >= d) {
                 Some(StopReason::Duration)
             } else {
@@ -261,9 +270,28 @@ impl Stopping {
     }
 }
 
+/// Splices the clrspy `Trigger` event for `fired` into the sinks that keep a trace.
+fn splice_trigger(sinks: &mut [&mut dyn ByteSink], fired: &crate::trigger::Fired, after: Duration) {
+    let ev = Injected::Trigger {
+        trigger: fired.trigger.clone(),
+        reason: fired.reason.clone(),
+        provider: fired.provider.clone(),
+        event: fired.event.clone(),
+        event_timestamp: u64::try_from(fired.timestamp).unwrap_or(0),
+        after_ms: after.as_millis().min(u128::from(u32::MAX)) as u32,
+    };
+    let ts = monotonic_ns();
+    for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
+        s.splice(ts, &ev);
+    }
+}
+
 /// Finishes the file and the other sinks (all of them, whatever fails); the file's report, or
 /// the first error.
-fn finish_sinks(file: &mut FileSink, extra: &mut [Box<dyn ByteSink + '_>]) -> Result<SinkReport> {
+fn finish_sinks(
+    file: &mut dyn ByteSink,
+    extra: &mut [Box<dyn ByteSink + '_>],
+) -> Result<SinkReport> {
     let report = file.finish();
     let mut first_err = None;
     for s in extra.iter_mut() {
@@ -281,7 +309,7 @@ fn finish_sinks(file: &mut FileSink, extra: &mut [Box<dyn ByteSink + '_>]) -> Re
 pub(crate) fn pump(
     mut session: Session,
     to: Arc<dyn Connector>,
-    mut file: FileSink,
+    mut file: Box<dyn ByteSink>,
     pid: u32,
     rec: &Recording<'_>,
     mut live: Live<'_>,
@@ -306,7 +334,7 @@ pub(crate) fn pump(
     let mut stop = Stopping::new();
     let mut extra = std::mem::take(&mut live.sinks);
     let result: Result<()> = (|| loop {
-        let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut file as &mut dyn ByteSink)
+        let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut *file as &mut dyn ByteSink)
             .chain(extra.iter_mut().map(|s| &mut **s as &mut dyn ByteSink))
             .collect();
         match session.read(&mut buf) {
@@ -341,11 +369,21 @@ pub(crate) fn pump(
         let (events, dropped_events) = tap.counts();
         on_progress(&Progress {
             elapsed: started.elapsed(),
-            bytes: file.bytes(),
+            // The first sink is the file.
+            bytes: sinks.first().map_or(0, |f| f.bytes()),
             events,
             dropped_events,
+            stopping_in: stop
+                .fired
+                .as_ref()
+                .map(|f| f.1.saturating_duration_since(Instant::now())),
         });
         while let Some(a) = tap.next_action() {
+            if let Action::Trigger { fired, after } = &a {
+                if stop.fired.is_none() && !stop.sent {
+                    splice_trigger(&mut sinks, fired, *after);
+                }
+            }
             stop.act(a, &mut live.on_request, &to, session.id);
         }
         if stop.check(rec, started, &to, session.id) {
@@ -353,7 +391,7 @@ pub(crate) fn pump(
         }
     })();
     // Whatever happened, what arrived is made durable before the error is reported.
-    let report = finish_sinks(&mut file, &mut extra);
+    let report = finish_sinks(&mut *file, &mut extra);
     result?;
     let report = report?;
     let ((events, dropped_events), rest) = tap.finish();
@@ -370,6 +408,8 @@ pub(crate) fn pump(
         dropped_events,
         reason: stop.reason.unwrap_or(StopReason::TargetEnded),
         trigger: stop.detail,
+        fired: stop.fired.map(|f| f.0),
+        ring: report.ring,
         complete: stop.complete,
         elapsed: started.elapsed(),
         command_version: session.command_version,

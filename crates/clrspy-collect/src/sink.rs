@@ -1,7 +1,7 @@
 //! Byte sinks: where the pump puts the runtime's stream as it arrives. A sink takes the bytes in
 //! order, may take clrspy's own events to splice in between blocks, and is finished once at the
-//! end. [`FileSink`] is the trace file (through the [`Splicer`]); a ring buffer that keeps only
-//! the last minutes is the next one to come, behind the same trait.
+//! end. [`FileSink`] is the trace file (through the [`Splicer`]); the ring buffer that keeps
+//! only the newest part is [`RingSink`](crate::RingSink), behind the same trait.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -24,6 +24,8 @@ pub struct SinkReport {
     /// were dropped so the file could be closed with a valid end of stream. None when the
     /// runtime ended the stream itself.
     pub closed_by_clrspy: Option<u64>,
+    /// For a ring, what it kept and dropped.
+    pub ring: Option<crate::RingStats>,
 }
 
 /// A destination for the runtime's byte stream.
@@ -50,6 +52,14 @@ pub trait ByteSink {
 
     /// Ends the sink: flush everything and make it durable. Called once.
     fn finish(&mut self) -> Result<SinkReport>;
+}
+
+/// The output for a recording: the trace file, or a ring of `ring` bytes writing it at the end.
+pub(crate) fn open_output(path: &Path, ring: Option<u64>) -> Result<Box<dyn ByteSink>> {
+    Ok(match ring {
+        Some(budget) => Box::new(crate::ring::RingSink::create(path, budget)?),
+        None => Box::new(FileSink::create(path)?),
+    })
 }
 
 /// The trace file: the runtime's stream as it arrives, with clrspy's events spliced in.
@@ -122,6 +132,7 @@ impl ByteSink for FileSink {
                 spliced_events: self.spliced,
                 path: Some(self.path.clone()),
                 closed_by_clrspy: None,
+                ring: None,
             });
         };
         self.spliced = s.spliced;
@@ -163,6 +174,7 @@ impl ByteSink for FileSink {
             spliced_events: self.spliced,
             path: Some(self.path.clone()),
             closed_by_clrspy,
+            ring: None,
         })
     }
 }

@@ -31,6 +31,14 @@ pub enum Action {
         /// Why, in words.
         reason: String,
     },
+    /// A stop trigger fired: the pump splices it into the trace and stops `after` later (the
+    /// first one only; the rundown is still written).
+    Trigger {
+        /// What fired, and on which event.
+        fired: crate::trigger::Fired,
+        /// How long to go on recording first.
+        after: std::time::Duration,
+    },
 }
 
 /// Something that looks at every event of a live recording, on the tap's thread.

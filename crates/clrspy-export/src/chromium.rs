@@ -8,9 +8,10 @@
 
 use std::io::{self, Write};
 
+use clrspy_analysis::grouping::fold_root_first;
 use clrspy_analysis::stacks::StackId;
 use clrspy_analysis::symbols::{FrameId, Symbols};
-use clrspy_analysis::Analysis;
+use clrspy_analysis::{Analysis, JustMyCode};
 use nettrace::{ByteSource, Reader};
 use rustc_hash::FxHashMap;
 use serde_json::json;
@@ -69,6 +70,16 @@ pub fn write<S: ByteSource>(
     reader: &mut Reader<S>,
     out: &mut dyn Write,
 ) -> io::Result<Option<String>> {
+    write_grouped(a, reader, None, out)
+}
+
+/// [`write`] with the samples' stacks grouped by `group` (`--just-my-code`).
+pub fn write_grouped<S: ByteSource>(
+    a: &Analysis,
+    reader: &mut Reader<S>,
+    group: Option<&JustMyCode>,
+    out: &mut dyn Write,
+) -> io::Result<Option<String>> {
     let pid = a.process_id.unwrap_or(1);
     out.write_all(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n")?;
     let mut o = Out {
@@ -109,8 +120,14 @@ pub fn write<S: ByteSource>(
                     None => {
                         let ips: Vec<u64> = a.stacks.ips(id).to_vec();
                         // Root first.
-                        let n: Vec<FrameId> =
+                        let mut n: Vec<FrameId> =
                             ips.iter().rev().map(|&ip| a.symbols.resolve(ip)).collect();
+                        if let Some(g) = group {
+                            n = fold_root_first(n, |&f| {
+                                let fr = a.symbols.frame(f);
+                                g.is_framework(&fr.name, fr.kind)
+                            });
+                        }
                         frames_of.insert(id, n.clone());
                         n
                     }

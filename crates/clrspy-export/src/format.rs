@@ -177,10 +177,11 @@ pub fn export<S: ByteSource>(
             };
             pprof::write_with(a, metric, &o, out)?;
         }
-        Format::Html => html::write(a, &options.title, metric, out)?,
+        Format::Html => html::write_with(a, &options.title, metric, &options.filter, out)?,
         Format::Chromium => {
             let mut reader = again()?;
-            done.stopped_early = chromium::write(a, &mut reader, out)?;
+            let group = options.filter.just_my_code.as_ref();
+            done.stopped_early = chromium::write_grouped(a, &mut reader, group, out)?;
         }
     }
     Ok(done)

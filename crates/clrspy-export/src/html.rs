@@ -1,7 +1,8 @@
 //! One self-contained HTML report that opens offline (no network, no external files): the
 //! trace's facts, CPU and waiting time by method, an interactive flame graph (inferno's SVG with
 //! its search and zoom, in an iframe's srcdoc so its script runs in a document of its own), a GC
-//! pause timeline drawn as inline SVG, and the allocation and exception tables.
+//! pause timeline drawn as inline SVG, the callers and callees of the hottest methods, and the
+//! allocation and exception tables.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -10,6 +11,8 @@ use clrspy_analysis::{Analysis, Metric, StackFilter};
 
 use crate::report::{alloc, exceptions, gc, stack, MethodWeight, ReportOptions};
 use crate::{flamegraph, thread_label, weighted_stacks};
+
+mod links;
 
 /// The `height` attribute of an SVG's root element, in pixels.
 fn svg_height(svg: &str) -> Option<u32> {
@@ -68,8 +71,20 @@ fn table(title: &str, rows: &[MethodWeight], unit: &str) -> String {
 
 /// Writes the report; its flame graph weighs `metric` (CPU, waiting time or allocated bytes).
 pub fn write(a: &Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
+    write_with(a, title, metric, &StackFilter::default(), out)
+}
+
+/// [`write`] with a stack filter (a thread, `--just-my-code`) for its tables and graph.
+pub fn write_with(
+    a: &Analysis,
+    title: &str,
+    metric: Metric,
+    filter: &StackFilter,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let top = |top| ReportOptions {
         top,
+        filter: filter.clone(),
         ..ReportOptions::default()
     };
     let cpu = stack::build(a, Metric::Cpu, &top(25));
@@ -77,7 +92,7 @@ pub fn write(a: &Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> 
     let gc = gc::build(a, &top(usize::MAX));
     let alloc = alloc::build(a, &top(20));
     let exc = exceptions::build(a, &top(20));
-    let stacks = weighted_stacks(a, metric, &StackFilter::default());
+    let stacks = weighted_stacks(a, metric, filter);
     let mut svg = Vec::new();
     let label = |t: u64| thread_label(a, t);
     let what = match metric {
@@ -105,7 +120,7 @@ pub fn write(a: &Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> 
 body{{font:14px system-ui,sans-serif;margin:24px;color:#222}}h1{{font-size:20px}}h2{{font-size:16px;margin-top:28px}}\
 table{{border-collapse:collapse;margin:8px 0}}td,th{{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}}\
 .n{{text-align:right;font-variant-numeric:tabular-nums}}.facts td:first-child{{color:#666}}\
-iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</style></head><body>\
+iframe{{width:100%;height:560px;border:1px solid #ddd}}.links ul{{padding-left:14px;margin:0}}.links summary{{cursor:pointer}}.note{{color:#666}}</style></head><body>\
 <h1>{t}</h1>",
         t = escape(title)
     );
@@ -157,6 +172,7 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.note{{color:#666}}</styl
         "<iframe id=flamegraph title=\"flame graph\" style=\"height:{height}px\" srcdoc=\"{}\"></iframe>",
         escape(&doc)
     );
+    h.push_str(&links::section(a, &cpu.top_exclusive, filter, 5));
     h.push_str(&table(
         "Where threads waited (by blocking call)",
         &waits.by_blocking_call,

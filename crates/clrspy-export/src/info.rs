@@ -59,6 +59,13 @@ impl InfoView<'_> {
             "bytes_read": stats.bytes_read,
             "bytes_total": self.bytes_total,
             "error": inv.error,
+            "trigger": inv.trigger.as_ref().map(|t| json!({
+                "trigger": t.trigger,
+                "reason": t.reason,
+                "event": t.event,
+                "event_ns": t.event_ns,
+                "after_ms": t.after_ms,
+            })),
             "per_provider": per_provider,
             "per_event": per_event,
         })
@@ -125,6 +132,19 @@ impl InfoView<'_> {
             )?,
             (None, true) => writeln!(out, "Status:         TRUNCATED: no end-of-stream marker")?,
             (None, false) => writeln!(out, "Status:         complete (ended cleanly)")?,
+        }
+        if let Some(t) = &inv.trigger {
+            let at = match t.event_ns {
+                Some(ns) => format!(" at {:.3} s on {}", ns as f64 / 1e9, t.event),
+                None => String::new(),
+            };
+            writeln!(
+                out,
+                "Stopped by:     trigger {}{at}: {}; recorded {:.1} s more",
+                t.trigger,
+                t.reason,
+                f64::from(t.after_ms) / 1e3
+            )?;
         }
         if !inv.has_rundown() {
             let loads = inv.method_loads();

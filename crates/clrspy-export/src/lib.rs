@@ -74,6 +74,9 @@ pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Ve
                 }
                 let mut frames = a.frames(stack);
                 frames.reverse();
+                if let Some(g) = &filter.just_my_code {
+                    frames = g.fold_names(frames);
+                }
                 // The allocated type is the leaf, as PerfView's allocation stacks show it.
                 frames.push(format!("[type] {}", a.alloc.type_name(t)));
                 out.push(WeightedStack {

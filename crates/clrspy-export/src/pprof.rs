@@ -242,12 +242,15 @@ fn encode_input(input: &Input) -> Vec<u8> {
 }
 
 /// Allocation ticks per stack, keyed like [`weighted_stacks`]' allocation rows.
-fn alloc_counts(a: &Analysis) -> FxHashMap<Vec<String>, u64> {
+fn alloc_counts(a: &Analysis, filter: &StackFilter) -> FxHashMap<Vec<String>, u64> {
     let mut counts: FxHashMap<Vec<String>, u64> = FxHashMap::default();
     let entries: Vec<_> = a.alloc.by_stack.iter().map(|(k, v)| (*k, *v)).collect();
     for ((t, _, stack), (count, _)) in entries {
         let mut frames = a.frames(stack);
         frames.reverse();
+        if let Some(g) = &filter.just_my_code {
+            frames = g.fold_names(frames);
+        }
         frames.push(format!("[type] {}", a.alloc.type_name(t)));
         *counts.entry(frames).or_default() += count;
     }
@@ -258,7 +261,7 @@ fn alloc_counts(a: &Analysis) -> FxHashMap<Vec<String>, u64> {
 pub fn encode(a: &Analysis, metric: Metric, options: &Options) -> Vec<u8> {
     let stacks = weighted_stacks(a, metric, &options.filter);
     let alloc_counts = if metric == Metric::Alloc {
-        alloc_counts(a)
+        alloc_counts(a, &options.filter)
     } else {
         FxHashMap::default()
     };

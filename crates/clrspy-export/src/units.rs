@@ -121,7 +121,12 @@ fn longest_group(s: &[char]) -> Option<(usize, usize)> {
                     stack.truncate(pos);
                     let inner = i - open - 1;
                     let collapsed = inner == 1 && s[open + 1] == '…';
-                    if inner > 0 && !collapsed && best.is_none_or(|(o, e)| inner > e - o - 1) {
+                    let part_of_name = want == '<' && names_a_method(s, open);
+                    if inner > 0
+                        && !collapsed
+                        && !part_of_name
+                        && best.is_none_or(|(o, e)| inner > e - o - 1)
+                    {
                         best = Some((open, i));
                     }
                 }
@@ -130,6 +135,13 @@ fn longest_group(s: &[char]) -> Option<(usize, usize)> {
         }
     }
     best
+}
+
+/// True when the `<` at `open` starts a compiler-generated name (`<RenderAsync>d__18`,
+/// `<>c`, `<<Main>b__0>d`): the method it names is what the frame is about, so it is never
+/// shortened. Generic arguments follow a name (`List<int>`); these follow a separator.
+fn names_a_method(s: &[char], open: usize) -> bool {
+    open == 0 || matches!(s[open - 1], '.' | '+' | '<' | '[' | ',' | '(' | ' ')
 }
 
 /// Indexes of the dots outside any brackets.
@@ -193,6 +205,30 @@ mod tests {
             "A.B`2[System.Collections.Generic.List`1[System.Int32],System.String].M(A.B,C.D)";
         let f = fit(nested, 15);
         assert!(f.ends_with(".M(…)") && f.starts_with("A."), "{f}");
+    }
+
+    #[test]
+    fn compiler_generated_names_stay() {
+        let n = "Microsoft.AspNetCore.Mvc.Razor.RazorView+<RenderPageCoreAsync>d__20.MoveNext";
+        let f = fit(n, 50);
+        assert!(
+            f.starts_with("Microsoft.")
+                && f.ends_with("RazorView+<RenderPageCoreAsync>d__20.MoveNext"),
+            "{f}"
+        );
+        let n = "System.Runtime.CompilerServices.AsyncTaskMethodBuilder`1+AsyncStateMachineBox`1[System.Threading.Tasks.VoidTaskResult,App.Pages.Index+<<ExecuteAsync>b__11_1>d].MoveNext";
+        assert_eq!(
+            fit(n, 100),
+            "System.Runtime.CompilerServices.AsyncTaskMethodBuilder`1+AsyncStateMachineBox`1[…].MoveNext"
+        );
+        // Generic arguments written with angle brackets are shortened as others are.
+        assert_eq!(
+            fit(
+                "App.Cache.Get<System.Collections.Generic.List<int>>(string)",
+                30
+            ),
+            "App.Cache.Get<…>(string)"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clrspy_collect::trigger::{Triggers, DEFAULT_AFTER};
 use clrspy_collect::{
     ErrorKind, Live, Progress, Recording, Resolved, RunObserver, RunOptions, Started, StopSignal,
     Summary,
@@ -17,15 +18,15 @@ use diagnostics_client::{Connector, Endpoint, SessionConfig};
 use crate::budget::{enforce_budget, folder_bytes, Admission};
 use crate::facts::ProcessFacts;
 use crate::log::Decision;
-use crate::model::{DumpAction, Rule, TraceAction};
+use crate::model::{Rule, TraceAction};
 use crate::parse::RuleSet;
 use crate::watch::Shared;
 
 /// Below this much free space the output disk counts as full.
-const MIN_FREE: u64 = 256 << 10;
+pub(crate) const MIN_FREE: u64 = 256 << 10;
 
 /// How long the runtime may take to write a dump.
-const DUMP_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DUMP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The process's start time in clock ticks since boot (`/proc/PID/stat`, field 22).
 pub(crate) fn start_ticks(pid: u32) -> Option<u64> {
@@ -146,8 +147,8 @@ pub(crate) fn act_attached(
     with_trace: bool,
 ) {
     let rule = &rules.rules[i];
-    if let Some(dump) = &rule.dump {
-        act_dump(shared, rule, dump, facts, ep);
+    if rule.dump.is_some() {
+        crate::dumps::act_dump(shared, rules, i, facts, ep);
     }
     if with_trace && rule.trace.is_some() {
         let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
@@ -234,7 +235,7 @@ fn disk_has_room(shared: &Shared) -> bool {
 }
 
 /// Says the output disk is full (once per time it fills).
-fn say_disk_full(shared: &Shared, file: Option<&Path>) {
+pub(crate) fn say_disk_full(shared: &Shared, file: Option<&Path>) {
     let mut d = Decision::new("disk_full");
     d.file = file.map(Path::to_path_buf);
     d.detail = Some(format!(
@@ -245,7 +246,7 @@ fn say_disk_full(shared: &Shared, file: Option<&Path>) {
 }
 
 /// Free bytes on the file system holding `dir`.
-fn free_bytes(dir: &Path) -> Option<u64> {
+pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs reads a NUL-terminated path and fills the struct we own.
@@ -258,7 +259,7 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 }
 
 /// Keeps the rule's folder within its budget with `reserve` bytes to come; logs removals.
-fn keep_budget(shared: &Shared, rule: &Rule, dir: &Path, reserve: u64) {
+pub(crate) fn keep_budget(shared: &Shared, rule: &Rule, dir: &Path, reserve: u64) {
     let open = shared
         .open_files
         .lock()
@@ -323,28 +324,15 @@ fn session_config(t: &TraceAction) -> Result<SessionConfig, String> {
     })
 }
 
-/// What the trace action cannot do in this build, if anything.
-fn unsupported(t: &TraceAction) -> Option<String> {
-    if t.ring_mb.is_some() {
-        return Some(
-            "\"ring_mb\" needs the ring buffer sink, which this build does not have".into(),
-        );
-    }
-    if !t.stop_on.is_empty() {
-        return Some("\"stop_on\" needs stop triggers, which this build does not have".into());
-    }
-    None
-}
-
 /// Watches a trace's size against its rule's budget: older files make room first; a trace
 /// that alone outgrows the budget is stopped.
-struct BudgetWatch<'a> {
-    shared: &'a Shared,
-    rule: &'a Rule,
-    dir: &'a Path,
-    stop: &'a StopSignal,
-    next: Instant,
-    over: bool,
+pub(crate) struct BudgetWatch<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) rule: &'a Rule,
+    pub(crate) dir: &'a Path,
+    pub(crate) stop: &'a StopSignal,
+    pub(crate) next: Instant,
+    pub(crate) over: bool,
 }
 
 impl RunObserver for BudgetWatch<'_> {
@@ -378,13 +366,14 @@ pub(crate) fn trace(shared: &Shared, rule: &Rule, t: &TraceAction, facts: &Proce
         d.detail = Some(why);
         shared.emit(d);
     };
-    if let Some(why) = unsupported(t) {
-        return fail(why, None);
-    }
-    let config = match session_config(t) {
+    let mut config = match session_config(t) {
         Ok(c) => c,
         Err(e) => return fail(e, None),
     };
+    let triggers = triggers_of(t);
+    if let Some(tr) = &triggers {
+        tr.apply(&mut config);
+    }
     let Some(dir) = admit(shared, rule, "trace", facts) else {
         return;
     };
@@ -415,7 +404,16 @@ pub(crate) fn trace(shared: &Shared, rule: &Rule, t: &TraceAction, facts: &Proce
         next: Instant::now(),
         over: false,
     };
-    let result = run_trace(&config, t, &out, &stop, facts, via, &mut watch);
+    let result = run_trace(
+        &config,
+        t,
+        triggers.as_ref(),
+        &out,
+        &stop,
+        facts,
+        via,
+        &mut watch,
+    );
     let over = watch.over;
     if let Ok(mut v) = shared.traces.lock() {
         v.retain(|s| !Arc::ptr_eq(s, &stop));
@@ -430,7 +428,7 @@ pub(crate) fn trace(shared: &Shared, rule: &Rule, t: &TraceAction, facts: &Proce
             d.action = Some("trace");
             d.file = Some(s.path.clone());
             d.bytes = Some(s.bytes);
-            d.detail = Some(describe(&s, over));
+            d.detail = Some(describe(&s, over, triggers.as_ref()));
             shared.emit(d);
         }
         Err(e) => {
@@ -449,10 +447,21 @@ pub(crate) fn trace(shared: &Shared, rule: &Rule, t: &TraceAction, facts: &Proce
     }
 }
 
+/// The stop triggers of a trace action, if it has any.
+fn triggers_of(t: &TraceAction) -> Option<Triggers> {
+    (!t.stop_on.is_empty()).then(|| Triggers {
+        specs: t.stop_on.clone(),
+        after: t.after_trigger.map_or(DEFAULT_AFTER, |d| d.0),
+    })
+}
+
 /// How a finished trace ended, in words.
-fn describe(s: &Summary, over_budget: bool) -> String {
+fn describe(s: &Summary, over_budget: bool, triggers: Option<&Triggers>) -> String {
+    let exit = triggers.and_then(|t| t.exit_fired(s));
     let why = if over_budget {
         "stopped: the rule's disk budget is reached".to_string()
+    } else if let Some(f) = exit {
+        format!("triggered: {f}")
     } else {
         match s.reason {
             clrspy_collect::StopReason::Duration => "duration reached".into(),
@@ -474,13 +483,26 @@ fn describe(s: &Summary, over_budget: bool) -> String {
     } else {
         ", without the rundown"
     };
-    format!("{why}{events}{whole}")
+    let ring = s
+        .ring
+        .as_ref()
+        .map(|r| {
+            format!(
+                ", ring: {} MB received, {} blocks dropped",
+                r.received >> 20,
+                r.dropped_blocks
+            )
+        })
+        .unwrap_or_default();
+    format!("{why}{events}{whole}{ring}")
 }
 
 /// Runs the session itself.
+#[allow(clippy::too_many_arguments)]
 fn run_trace(
     config: &SessionConfig,
     t: &TraceAction,
+    triggers: Option<&Triggers>,
     out: &Path,
     stop: &StopSignal,
     facts: &ProcessFacts,
@@ -489,6 +511,11 @@ fn run_trace(
 ) -> clrspy_collect::Result<Summary> {
     let thread_cpu = Some(Duration::from_millis(20));
     let duration = t.duration.map(|d| d.0);
+    let ring = t.ring_mb.map(|m| u64::from(m) << 20);
+    let live = || Live {
+        consumers: triggers.and_then(Triggers::consumer).into_iter().collect(),
+        ..Live::default()
+    };
     match via {
         Via::Attach(endpoint) => {
             let opts = RunOptions {
@@ -499,12 +526,14 @@ fn run_trace(
                 stop,
                 extra_runtimes: Default::default(),
                 child_stdout: Default::default(),
+                ring,
+                child_env: Vec::new(),
             };
             let label = format!("{} (pid {})", facts.file_name(), facts.pid);
             clrspy_collect::run(
                 Resolved::Attach { endpoint, label },
                 &opts,
-                Live::default(),
+                live(),
                 observer,
             )
             .map(|o| o.summary)
@@ -518,76 +547,11 @@ fn run_trace(
                 duration,
                 stop,
                 thread_cpu,
+                ring,
             };
-            clrspy_collect::record_via(
-                to,
-                facts.pid,
-                &rec,
-                Live::default(),
-                &mut *resume,
-                &mut |p| observer.progress(p),
-            )
-        }
-    }
-}
-
-/// Writes a dump as `dump` says (at once; on exceptions needs the exception dumps) and logs
-/// how it went.
-pub(crate) fn act_dump(
-    shared: &Shared,
-    rule: &Rule,
-    dump: &DumpAction,
-    facts: &ProcessFacts,
-    ep: &Endpoint,
-) {
-    let fail = |why: String| {
-        shared.failures.fetch_add(1, Ordering::SeqCst);
-        let mut d = about("action_failed", facts);
-        d.rule = Some(rule.name.clone());
-        d.action = Some("dump");
-        d.detail = Some(why);
-        shared.emit(d);
-    };
-    if !dump.on_exception.is_empty() {
-        return fail(
-            "\"on_exception\" needs exception dumps, which this build does not have".into(),
-        );
-    }
-    if dump.compress != crate::values::Compression::None {
-        return fail("\"compress\" needs dump compression, which this build does not have".into());
-    }
-    let Some(dir) = admit(shared, rule, "dump", facts) else {
-        return;
-    };
-    shared.actions.fetch_add(1, Ordering::SeqCst);
-    let out = file_for(&dir, facts, "dmp");
-    let kind = dump
-        .kind
-        .map_or(diagnostics_client::DumpType::Normal, |k| k.0);
-    let mut d = about("action_started", facts);
-    d.rule = Some(rule.name.clone());
-    d.action = Some("dump");
-    d.file = Some(out.clone());
-    d.age_ms = age_ms(facts.pid);
-    shared.emit(d);
-    match clrspy_collect::write_dump(ep, &out, kind, Default::default(), DUMP_TIMEOUT) {
-        Ok(bytes) => {
-            let mut d = about("action_done", facts);
-            d.rule = Some(rule.name.clone());
-            d.action = Some("dump");
-            d.file = Some(out);
-            d.bytes = Some(bytes);
-            shared.emit(d);
-            keep_budget(shared, rule, &dir, 0);
-        }
-        Err(e) => {
-            if e.kind() == ErrorKind::DiskFull
-                || free_bytes(&shared.out).is_some_and(|f| f < MIN_FREE)
-            {
-                shared.disk_full.store(true, Ordering::SeqCst);
-                say_disk_full(shared, Some(&out));
-            }
-            fail(e.to_string());
+            clrspy_collect::record_via(to, facts.pid, &rec, live(), &mut *resume, &mut |p| {
+                observer.progress(p)
+            })
         }
     }
 }

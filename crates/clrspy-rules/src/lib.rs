@@ -12,6 +12,7 @@ mod act;
 mod budget;
 mod discover;
 mod doc;
+mod dumps;
 mod facts;
 mod log;
 mod model;
@@ -21,16 +22,16 @@ mod values;
 mod watch;
 
 pub use budget::{enforce_budget, Admission, RuleState};
+pub use clrspy_collect::trigger::TriggerSpec;
 pub use doc::{json_schema, EXAMPLE_JSON, EXAMPLE_TOML};
 pub use facts::ProcessFacts;
 pub use log::{Decision, DecisionLog};
 pub use model::{
-    ContainerMatch, DumpAction, Limits, Match, Rule, RulesFile, StopOn, TraceAction,
-    DEFAULT_DISK_MB,
+    ContainerMatch, DumpAction, Limits, Match, Rule, RulesFile, TraceAction, DEFAULT_DISK_MB,
 };
 pub use parse::{Diagnostic, LoadError, RuleSet, Syntax};
 pub use values::{
-    parse_duration, Compression, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText, RuleName,
-    UserSpec,
+    parse_duration, Compression, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText,
+    RuleName, UserSpec,
 };
 pub use watch::{watch, Say, WatchControl, WatchEnd, WatchError, WatchOptions};

@@ -6,8 +6,10 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use clrspy_collect::trigger::TriggerSpec;
+
 use crate::values::{
-    Compression, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText, RuleName, UserSpec,
+    Compression, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText, RuleName, UserSpec,
 };
 
 /// A rules file: which .NET processes get which treatment.
@@ -189,25 +191,18 @@ pub struct TraceAction {
     /// Stop after this long (otherwise when the process exits, a trigger fires, or watch stops).
     #[serde(default)]
     pub duration: Option<Dur>,
-    /// Stop when one of these happens.
+    /// Stop when one of these happens (the first to fire wins): `{"exception": "System.Net.*"}`,
+    /// `{"gc_pause_ms": 200}`, `"gen2"`, `{"event": "PROVIDER/EVENT[:FIELD OP VALUE]"}`,
+    /// `{"counter": "cpu-usage>80"}`, `"exit"` (as `clrspy record --stop-on`).
     #[serde(default)]
-    pub stop_on: Vec<StopOn>,
-    /// After a stop trigger fires, keep recording this long before stopping.
+    pub stop_on: Vec<TriggerSpec>,
+    /// After a stop trigger fires, keep recording this long before stopping (5s when not
+    /// given; "0" stops at once).
     #[serde(default)]
-    pub after_trigger: Option<Dur>,
+    pub after_trigger: Option<Delay>,
     /// The runtime's event buffer in megabytes (256 when not given).
     #[serde(default)]
     pub buffer_mb: Option<u32>,
-}
-
-/// A stop trigger: an object with one key.
-#[derive(Clone, Debug, Deserialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum StopOn {
-    /// An exception whose type name matches this glob is thrown (first chance).
-    Exception(Glob),
-    /// A GC pauses the process at least this many milliseconds.
-    GcPauseMs(u64),
 }
 
 impl PartialEq for Glob {

@@ -189,6 +189,24 @@ checked_string!(Dur, "Duration", {
     "examples": ["5s", "250ms", "10m"]
 });
 
+/// The delay after a stop trigger fires: `"5s"`, `"500ms"`, `"0"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delay(pub Duration);
+
+impl Checked for Delay {
+    const EXPECTING: &'static str = "a delay such as \"5s\", \"500ms\" or \"0\"";
+    fn check(s: &str) -> Result<Delay, String> {
+        clrspy_collect::trigger::Triggers::parse_after(s).map(Delay)
+    }
+}
+
+checked_string!(Delay, "Delay", {
+    "type": "string",
+    "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m|min)?$",
+    "description": "A delay: a number and a unit (ms, s, m); 0 for none.",
+    "examples": ["5s", "500ms", "0"]
+});
+
 /// A named recording profile (`clrspy record --list-profiles`).
 #[derive(Clone, Debug)]
 pub struct ProfileName(pub &'static clr_events::profiles::Profile);

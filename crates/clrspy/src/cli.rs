@@ -223,6 +223,8 @@ pub struct ConvertArgs {
     /// Only this thread (OS thread id).
     #[arg(long, value_name = "TID")]
     pub thread: Option<u64>,
+    #[command(flatten)]
+    pub grouping: GroupingArgs,
     /// A directory holding copies of the trace's .NET images (matched by file name), to name
     /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
     #[arg(long = "symbols", value_name = "DIR")]
@@ -247,18 +249,25 @@ pub struct ReportArgs {
     /// Also print the call tree (cpu, waits).
     #[arg(long)]
     pub tree: bool,
-    /// Call tree depth.
-    #[arg(long, value_name = "N", default_value_t = 30)]
-    pub depth: usize,
+    /// Call tree depth, in frames (default 30; with --callers, up to the roots).
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
     /// Call tree: children shown per node.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub width: usize,
     /// Call tree: hide nodes under this percent of the total.
     #[arg(long, value_name = "PCT", default_value_t = 1.0)]
     pub cutoff: f64,
-    /// Re-root stacks at the outermost frame containing METHOD (cpu, waits).
+    /// Re-root stacks at the outermost frame containing METHOD (cpu, waits); the tree shows
+    /// the heaviest path from a thread's root to it above.
     #[arg(long, value_name = "METHOD")]
     pub focus: Option<String>,
+    /// The merged tree of METHOD's callers up to the thread roots (cpu, waits): the method
+    /// named exactly so, else the heaviest one whose name contains METHOD.
+    #[arg(long, value_name = "METHOD")]
+    pub callers: Option<String>,
+    #[command(flatten)]
+    pub grouping: GroupingArgs,
     /// Drop stacks with a frame containing PATTERN (repeatable).
     #[arg(long, value_name = "PATTERN")]
     pub exclude: Vec<String>,
@@ -303,6 +312,10 @@ pub struct DumpArgs {
     /// Seconds to wait for the dump to be written.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub timeout: u64,
+    /// Compress the dump as the runtime writes it: gzip (adds .gz to the default name) or
+    /// zstd (.zst); the raw core never lands on disk.
+    #[arg(long, value_name = "HOW", default_value = "none")]
+    pub compress: String,
 }
 
 /// `clrspy env`.
@@ -373,6 +386,62 @@ pub struct RecordArgs {
     /// Also convert the trace for a viewer when recording ends (the .nettrace is kept).
     #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
     pub format: Option<Format>,
+    /// Keep only the newest SIZE of the stream (64MB, 512KB; MB = 2^20 bytes): bounded disk
+    /// however long it runs; the file is still a whole trace with its rundown.
+    #[arg(long, value_name = "SIZE")]
+    pub ring: Option<String>,
+    /// Stop when KIND=VALUE fires (repeatable; the first stops): exception=GLOB,
+    /// gc-pause-ms=N, gen2, event=PROVIDER/EVENT[:FIELD>VALUE], counter=NAME>N (cpu-usage,
+    /// working-set-mb, gc-heap-size-mb, threadpool-queue-length), exit.
+    #[arg(long, value_name = "KIND=VALUE")]
+    pub stop_on: Vec<String>,
+    /// After a trigger fires, keep recording this long (default 5s).
+    #[arg(long, value_name = "TIME", requires = "stop_on")]
+    pub after_trigger: Option<String>,
+    /// Write a dump at each first-chance exception of this type (a glob over the full name,
+    /// e.g. '*.InvalidCastException', or the bare type name); repeat or comma-separate.
+    #[arg(long, value_name = "TYPE")]
+    pub dump_on_exception: Vec<String>,
+    /// At most this many exception dumps.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        requires = "dump_on_exception"
+    )]
+    pub max_dumps: u32,
+    /// What the exception dumps hold: mini, heap, triage or full.
+    #[arg(long, value_name = "TYPE", default_value = "mini")]
+    pub dump_type: String,
+    /// Compress the dumps as they are written: gzip (.dmp.gz), zstd (.dmp.zst) or none.
+    #[arg(long, value_name = "HOW", default_value = "gzip")]
+    pub dump_compress: String,
+    /// Where the dumps go (default: the trace's directory).
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<std::path::PathBuf>,
+    /// Also have createdump write its crash report (every thread's stack, JSON) beside each
+    /// exception dump: <dump>.crashreport.json.
+    #[arg(long, requires = "dump_on_exception")]
+    pub dump_crash_report: bool,
+    /// Hold the throwing thread until its dump is written, so the dump shows the throw: the
+    /// startup hook built by hooks/build.sh (ClrspyHold.dll) is loaded into the program
+    /// started with -- (.NET 8+).
+    #[arg(long, value_name = "DLL", requires = "dump_on_exception")]
+    pub dump_hold_hook: Option<std::path::PathBuf>,
+    /// A launched program that crashes also leaves a dump (--dump-type, --dump-compress)
+    /// beside its crash report.
+    #[arg(long, conflicts_with = "no_crash_report")]
+    pub dump_on_crash: bool,
+    /// Trace the launched program and every .NET process it starts (directly or through
+    /// other programs), each into its own trace <name>_<pid>.nettrace in the directory -o
+    /// names (created if missing). Processes still running when the program ends (build
+    /// servers) have their traces finished then and are left running.
+    #[arg(long, requires = "command")]
+    pub children: bool,
+    /// Do not have a launched program's runtime write a crash report
+    /// (<trace>_crash_<pid>.dmp.crashreport.json) when it crashes.
+    #[arg(long)]
+    pub no_crash_report: bool,
 }
 
 /// `clrspy ps`.
@@ -381,6 +450,47 @@ pub struct PsArgs {
     /// Write a JSON list instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The "just my code" grouping of `report` and `convert`.
+#[derive(Debug, Args)]
+pub struct GroupingArgs {
+    /// Fold the runtime's and frameworks' frames (System.*, Microsoft.*, Interop, generated
+    /// code, native frames) into the frame where your code calls them. With
+    /// `=PREFIX[,PREFIX...]` (e.g. `--just-my-code=Contoso.*`), only frames starting with
+    /// those prefixes are your code.
+    #[arg(
+        long,
+        value_name = "PREFIXES",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub just_my_code: Option<String>,
+    /// One more framework prefix for --just-my-code, e.g. `Newtonsoft.*` (repeatable; implies
+    /// --just-my-code).
+    #[arg(long, value_name = "PREFIX")]
+    pub framework: Vec<String>,
+}
+
+impl GroupingArgs {
+    /// The grouping asked for, if any.
+    pub fn rule(&self) -> Option<clrspy_analysis::JustMyCode> {
+        if self.just_my_code.is_none() && self.framework.is_empty() {
+            return None;
+        }
+        let mine = self
+            .just_my_code
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .collect();
+        Some(clrspy_analysis::JustMyCode::new(
+            mine,
+            self.framework.clone(),
+        ))
+    }
 }
 
 /// The trace argument shared by commands.

@@ -58,6 +58,7 @@ fn a_consumer_stops_a_live_recording_and_asks_for_a_dump() {
         duration: Some(Duration::from_secs(50)),
         stop: &stop,
         thread_cpu: None,
+        ring: None,
     };
     let mut requests = Vec::new();
     let mut on_request = |a: &Action| requests.push(a.clone());

@@ -5,26 +5,8 @@
 mod common;
 
 use std::process::Command;
-use std::sync::OnceLock;
 
-use common::{json, launch_record, live, repo};
-
-/// Builds the TraceEvent harness of bench/ once (it needs the TraceEvent NuGet package).
-fn harness() -> Option<std::path::PathBuf> {
-    static DLL: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
-    DLL.get_or_init(|| {
-        let out = repo().join("target/testapps/harness");
-        let ok = Command::new("dotnet")
-            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
-            .arg(&out)
-            .arg(repo().join("bench/TraceEventHarness"))
-            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        ok.then(|| out.join("TraceEventHarness.dll"))
-    })
-    .clone()
-}
+use common::{harness, json, launch_record, live};
 
 fn record(dir: &std::path::Path, name: &str, scenario: &[&str]) -> std::path::PathBuf {
     let trace = dir.join(format!("{name}.nettrace"));

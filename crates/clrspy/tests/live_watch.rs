@@ -149,10 +149,18 @@ impl Drop for Program {
     }
 }
 
-/// True for `<name>_<pid>_<yyyyMMdd_HHmmss>.<ext>`.
+/// True for `<name>_<pid>_<yyyyMMdd_HHmmss>.<ext>` (or `.<n>.<ext>`, a second file of the
+/// process within the same second).
 fn named_per_pattern(file: &Path, name: &str, pid: u32, ext: &str) -> bool {
     let Some(f) = file.file_name().and_then(|f| f.to_str()) else {
         return false;
+    };
+    let f = match f.strip_suffix(&format!(".{ext}")) {
+        Some(stem) => match stem.rsplit_once('.') {
+            Some((head, n)) if n.parse::<u32>().is_ok_and(|n| n >= 2) => format!("{head}.{ext}"),
+            _ => f.to_string(),
+        },
+        None => return false,
     };
     let Some(rest) = f.strip_prefix(&format!("{name}_{pid}_")) else {
         return false;
@@ -389,5 +397,88 @@ fn a_full_output_disk_is_logged_and_watching_goes_on() {
     );
     assert_eq!(done["event"], "action_done", "{done}");
     q.wait();
+    assert!(w.stop().success());
+}
+
+#[test]
+fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigger() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dll = own_workloads(dir.path(), "watch-issue-wl");
+    let rules = dir.path().join("rules.json");
+    // The issue's file, with the matches narrowed to this test's programs.
+    std::fs::write(
+        &rules,
+        r#"{ "rules": [
+    { "name": "compiler-dumps",
+      "match": { "name": "Workloads", "command_line": "watch-issue-wl/.* cast" },
+      "dump": { "type": "mini", "on_exception": ["*.InvalidCastException"], "compress": "gzip" },
+      "limits": { "max_actions": 2 } },
+    { "name": "slow-web",
+      "match": { "name": "Workloads", "command_line": "watch-issue-wl/.* throw-later" },
+      "trace": { "profile": "cpu", "ring_mb": 64,
+                 "stop_on": [ { "exception": "System.Net.*" }, { "gc_pause_ms": 200 } ],
+                 "after_trigger": "1s" } } ] }"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let sock = dir.path().join("port.sock");
+    let w = Watch::start(&rules, &out, &["--listen", sock.to_str().unwrap()]);
+    let ports = format!("{},connect,suspend", sock.display());
+    let env = [("DOTNET_DiagnosticPorts", ports.as_str())];
+
+    // 30 InvalidCastExceptions, 100 ms apart: two gzip'd mini dumps, no more.
+    let mut casts = Program::start(&dll, &["cast", "--count", "30", "--seconds", "1"], &env);
+    let cpid = casts.pid();
+    assert!(casts.wait().success());
+    let ended = w.wait_for(
+        |l| for_pid(l, "watching_ended", cpid),
+        "the end of the exception watch",
+    );
+    let log = w.log();
+    let dumps: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|l| for_pid(l, "action_done", cpid) && l["action"] == "dump")
+        .collect();
+    assert_eq!(dumps.len(), 2, "{log:#?}\n{ended}");
+    for d in &dumps {
+        let f = PathBuf::from(d["file"].as_str().unwrap());
+        assert!(named_per_pattern(&f, "Workloads", cpid, "dmp.gz"), "{f:?}");
+        let head = std::fs::read(&f).unwrap();
+        assert_eq!(&head[..2], &[0x1f, 0x8b], "gzip magic: {f:?}");
+        assert!(
+            d["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("InvalidCastException"),
+            "{d}"
+        );
+    }
+    assert!(
+        !log.iter().any(|l| for_pid(l, "action_failed", cpid)),
+        "{log:#?}"
+    );
+
+    // A SocketException after 2 s: the ring trace stops 1 s later, and says why.
+    let mut web = Program::start(&dll, &["throw-later", "--seconds", "2"], &env);
+    let wpid = web.pid();
+    let done = w.wait_for(
+        |l| for_pid(l, "action_done", wpid) || for_pid(l, "action_failed", wpid),
+        "the end of the triggered trace",
+    );
+    assert_eq!(done["event"], "action_done", "{done}");
+    let why = done["detail"].as_str().unwrap_or("");
+    assert!(why.contains("triggered"), "{done}");
+    assert!(why.contains("SocketException"), "{done}");
+    assert!(why.contains("ring"), "{done}");
+    let file = PathBuf::from(done["file"].as_str().unwrap());
+    assert!(
+        named_per_pattern(&file, "Workloads", wpid, "nettrace"),
+        "{file:?}"
+    );
+    assert_eq!(info(&file)["ended_cleanly"], true);
+    web.wait();
     assert!(w.stop().success());
 }

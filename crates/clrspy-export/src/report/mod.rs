@@ -8,6 +8,7 @@
 //! [`TextView`]; [`build`] maps the kind to the builder.
 
 pub mod alloc;
+pub mod callers;
 pub mod contention;
 pub mod exceptions;
 pub mod gc;
@@ -15,6 +16,7 @@ pub mod stack;
 pub mod summary;
 pub mod text;
 pub mod threads;
+pub mod tree;
 
 use std::io::{self, Write};
 
@@ -130,6 +132,8 @@ pub struct ReportOptions {
     pub filter: StackFilter,
     /// The call tree, when asked for (cpu, waits).
     pub tree: Option<TreeOptions>,
+    /// Instead of the tables, the caller tree of this method (cpu, waits: `--callers`).
+    pub callers: Option<String>,
     /// The trace as the user named it (the summary's heading and its hints).
     pub trace: String,
     /// True when a time window or a stack filter (`--from`/`--to`, `--thread`, `--focus`,
@@ -144,6 +148,7 @@ impl Default for ReportOptions {
             top: 20,
             filter: StackFilter::default(),
             tree: None,
+            callers: None,
             trace: "trace".into(),
             narrowed: false,
         }
@@ -194,8 +199,17 @@ pub fn build(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> Report {
     };
     match kind {
         ReportKind::Summary => Box::new(summary::build(a, o)),
-        ReportKind::Cpu => Box::new(stack::build(a, Metric::Cpu, o)),
-        ReportKind::Waits => Box::new(stack::build(a, Metric::Wait, o)),
+        ReportKind::Cpu | ReportKind::Waits => {
+            let metric = if kind == ReportKind::Cpu {
+                Metric::Cpu
+            } else {
+                Metric::Wait
+            };
+            match &o.callers {
+                Some(m) => Box::new(callers::build(a, metric, m, o)),
+                None => Box::new(stack::build(a, metric, o)),
+            }
+        }
         ReportKind::Alloc => Box::new(alloc::build(a, o)),
         ReportKind::Exceptions => Box::new(exceptions::build(a, o)),
         ReportKind::Contention => Box::new(contention::build(a, o)),

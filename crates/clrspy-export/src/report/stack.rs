@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 
+use clrspy_analysis::callers::method_links;
 use clrspy_analysis::cpu::CpuSource;
 use clrspy_analysis::profile::{call_tree, TreeNode};
 use clrspy_analysis::{Analysis, Metric};
@@ -10,8 +11,9 @@ use serde::Serialize;
 
 use super::text::{method_table, TextStyle, Unit};
 use super::threads::{process_cpu, ProcessCpu};
+use super::tree::{write_tree, Columns};
 use super::{MethodWeight, ReportKind, ReportOptions, TextView, TreeOptions};
-use crate::units::{fit, percent, round1};
+use crate::units::{percent, round1};
 
 /// CPU or waiting time by method.
 #[derive(Clone, Debug, Serialize)]
@@ -51,12 +53,27 @@ pub struct StackReport {
     /// The call tree, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tree: Option<TreeNode>,
+    /// Under `--focus` with the tree: the heaviest path from a thread's root to the focused
+    /// method, root first, ending at its direct caller (`--callers` shows every path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub focus_path: Option<Vec<PathFrame>>,
     /// How the text view lays out the tree.
     #[serde(skip)]
     pub tree_view: TreeOptions,
     /// A window or filter narrowed the samples ([`ReportOptions::narrowed`]).
     #[serde(skip)]
     pub narrowed: bool,
+}
+
+/// A frame of the path to a focused method.
+#[derive(Clone, Debug, Serialize)]
+pub struct PathFrame {
+    /// Frame name.
+    pub frame: String,
+    /// Samples of the focused method reached through this frame on this path.
+    pub samples: f64,
+    /// Their share of the focused method's time, percent.
+    pub percent: f64,
 }
 
 /// The words for how CPU was told from waiting.
@@ -116,6 +133,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
             .tree
             .is_some()
             .then(|| call_tree(&profile, metric, &a.symbols)),
+        focus_path: o.tree.is_some().then(|| focus_path(a, metric, o)).flatten(),
         tree_view: o.tree.unwrap_or_default(),
         narrowed: o.narrowed,
     }
@@ -192,8 +210,32 @@ impl TextView for StackReport {
                 "\n{}",
                 style.heading("Call tree (inclusive %, exclusive %)")
             )?;
-            let total = tree.inclusive.max(f64::MIN_POSITIVE);
-            write_tree(out, tree, 0, total, &self.tree_view, style)?;
+            match &self.focus_path {
+                Some(path) if !path.is_empty() => {
+                    writeln!(
+                        out,
+                        "  under the heaviest path from a stack's root to the focus, collapsed ({:.1}% of the focus's time comes through all of it; --callers METHOD shows every path)",
+                        path[0].percent
+                    )?;
+                    let tree = under_path(tree, path);
+                    // --depth counts the frames from the focus down, not the path's.
+                    let view = TreeOptions {
+                        depth: self.tree_view.depth.saturating_add(path.len()),
+                        ..self.tree_view
+                    };
+                    write_tree(out, &tree, tree.inclusive, &view, Columns::Both, style)?;
+                }
+                _ => {
+                    write_tree(
+                        out,
+                        tree,
+                        tree.inclusive,
+                        &self.tree_view,
+                        Columns::Both,
+                        style,
+                    )?;
+                }
+            }
         }
         Ok(())
     }
@@ -229,38 +271,44 @@ fn nothing_matched_hint(metric: Metric) -> &'static str {
     }
 }
 
-fn write_tree(
-    out: &mut dyn Write,
-    n: &TreeNode,
-    depth: usize,
-    total: f64,
-    view: &TreeOptions,
-    style: &TextStyle,
-) -> io::Result<()> {
-    if depth > view.depth {
-        return Ok(());
+/// The heaviest path from a thread's root to the `--focus` method (on the stacks without the
+/// focus), when there is a focus and a path.
+fn focus_path(a: &Analysis, metric: Metric, o: &ReportOptions) -> Option<Vec<PathFrame>> {
+    let focus = o.filter.focus.as_deref()?;
+    let mut unfocused = o.filter.clone();
+    unfocused.focus = None;
+    let group = unfocused.just_my_code.take();
+    let profile = a.profile(&unfocused);
+    let links = method_links(&profile, metric, &a.symbols, focus, group.as_ref())?;
+    let path: Vec<PathFrame> = links
+        .heaviest_path()
+        .into_iter()
+        .map(|(frame, w, n)| PathFrame {
+            frame,
+            samples: round1(n),
+            percent: percent(w, links.weight),
+        })
+        .collect();
+    Some(path)
+}
+
+/// The focused tree hung under its path: the path's frames each one node deep (shown with
+/// the tree's whole weight: the heading says how much comes through the path), then the
+/// tree's own frames.
+fn under_path(tree: &TreeNode, path: &[PathFrame]) -> TreeNode {
+    let mut children = tree.children.clone();
+    for p in path.iter().rev() {
+        children = vec![TreeNode {
+            name: p.frame.clone(),
+            inclusive: tree.inclusive,
+            exclusive: 0.0,
+            children,
+        }];
     }
-    let indent = "  ".repeat(depth.min(40));
-    let line = format!(
-        "{:>6.1}% {:>6.1}%  {indent}",
-        n.inclusive / total * 100.0 + 0.0,
-        n.exclusive / total * 100.0 + 0.0
-    );
-    writeln!(
-        out,
-        "{line}{}",
-        fit(&n.name, style.room(line.chars().count()))
-    )?;
-    let mut hidden = 0;
-    for (i, c) in n.children.iter().enumerate() {
-        if i >= view.width || c.inclusive / total * 100.0 < view.cutoff {
-            hidden += 1;
-            continue;
-        }
-        write_tree(out, c, depth + 1, total, view, style)?;
+    TreeNode {
+        name: tree.name.clone(),
+        inclusive: tree.inclusive,
+        exclusive: tree.exclusive,
+        children,
     }
-    if hidden > 0 && depth < view.depth {
-        writeln!(out, "{:>16}{indent}  ({hidden} more below the cutoff)", "")?;
-    }
-    Ok(())
 }

@@ -58,6 +58,9 @@ pub struct SummaryReport {
     pub contention: ContentionReport,
     /// What to run next, one command (or advice) per line.
     pub next: Vec<String>,
+    /// The stop trigger that ended the recording, if one did (key absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<clrspy_analysis::inventory::TriggerNote>,
 }
 
 /// Builds the summary.
@@ -127,6 +130,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
         exceptions,
         contention,
         next,
+        trigger: a.trigger.clone(),
     }
 }
 
@@ -146,6 +150,19 @@ impl TextView for SummaryReport {
                 self.events
             ))
         )?;
+        if let Some(t) = &self.trigger {
+            let at = match t.event_ns {
+                Some(ns) => format!(" at {:.3} s ({})", ns as f64 / 1e9, t.event),
+                None => String::new(),
+            };
+            writeln!(
+                out,
+                "  stopped by trigger {}{at}: {}; {:.1} s recorded after it",
+                t.trigger,
+                t.reason,
+                f64::from(t.after_ms) / 1e3
+            )?;
+        }
         self.write_warnings(out)?;
         let (cpu, waits) = (&self.cpu, &self.waits);
         if cpu.total_ms > 0.0 || waits.total_ms > 0.0 {

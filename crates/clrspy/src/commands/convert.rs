@@ -26,6 +26,8 @@ pub(crate) struct Conversion<'a> {
     pub metric: Metric,
     /// Only this thread.
     pub thread: Option<u64>,
+    /// Fold framework frames ("just my code").
+    pub just_my_code: Option<clrspy_analysis::JustMyCode>,
     /// The output (`-` = stdout; None = beside the trace).
     pub out: Option<&'a Path>,
     /// True when a view with no stacks is an error (`convert`); false prints a warning instead
@@ -70,6 +72,7 @@ pub(crate) fn write(
         metric,
         filter: StackFilter {
             thread: c.thread,
+            just_my_code: c.just_my_code.clone(),
             ..StackFilter::default()
         },
         title: format!(
@@ -160,6 +163,7 @@ pub(crate) fn convert_after(trace: &Path, format: Format) -> CliResult<()> {
         format,
         metric: Metric::Cpu,
         thread: None,
+        just_my_code: None,
         out: None,
         empty_is_error: false,
         symbols: &[],
@@ -177,6 +181,7 @@ pub fn run(args: &ConvertArgs) -> CliResult<std::process::ExitCode> {
         format: args.to,
         metric: args.metric,
         thread: args.thread,
+        just_my_code: args.grouping.rule(),
         out: args.output.as_deref(),
         empty_is_error: true,
         symbols: &args.symbols,

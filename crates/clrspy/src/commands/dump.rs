@@ -1,9 +1,7 @@
 //! `clrspy dump`: a core dump of a running .NET process, written by its own runtime (which runs
 //! the runtime's `createdump` next to it), so no debugger or SDK is needed on the machine.
 
-use std::time::{Duration, Instant};
-
-use diagnostics_client::DumpFlags;
+use std::time::Duration;
 
 use super::record::collect_error;
 use crate::cli::DumpArgs;
@@ -16,40 +14,64 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
             .hint("use mini, heap, triage or full")
             .code(2)
     })?;
+    let compress = clrspy_collect::Compression::parse(&args.compress).ok_or_else(|| {
+        CliError::new(format!("unknown compression '{}'", args.compress))
+            .hint("use gzip, zstd or none")
+            .code(2)
+    })?;
     let pid = args.process_id;
     let ep = clrspy_collect::endpoint_for_pid(pid).map_err(collect_error)?;
-    let out = clrspy_collect::dump_path(pid, args.output.as_deref()).map_err(collect_error)?;
+    let output = match (&args.output, compress) {
+        (None, clrspy_collect::Compression::Gzip) => {
+            Some(format!("core_{pid}_{}.gz", clrspy_collect::utc_stamp()).into())
+        }
+        (None, clrspy_collect::Compression::Zstd) => {
+            Some(format!("core_{pid}_{}.zst", clrspy_collect::utc_stamp()).into())
+        }
+        (o, _) => o.clone(),
+    };
+    let out = clrspy_collect::dump_path(pid, output.as_deref()).map_err(collect_error)?;
     eprintln!(
         "Writing a {} dump of process {pid} to {} ...",
         args.dump_type.to_ascii_lowercase(),
         out.display()
     );
-    let started = Instant::now();
-    let flags = DumpFlags {
+    let spec = clrspy_collect::DumpSpec {
+        kind,
+        compress,
         crash_report: args.crash_report,
-        ..DumpFlags::default()
+        timeout: Duration::from_secs(args.timeout),
     };
-    let size =
-        clrspy_collect::write_dump(&ep, &out, kind, flags, Duration::from_secs(args.timeout))
-            .map_err(collect_error)?;
-    eprintln!(
-        "Wrote {} ({:.1} MB) in {:.1} s.",
-        out.display(),
-        size as f64 / (1u64 << 20) as f64,
-        started.elapsed().as_secs_f64()
-    );
+    let r = clrspy_collect::write_dump_file(&ep, pid, &out, &spec).map_err(collect_error)?;
+    if compress == clrspy_collect::Compression::None {
+        eprintln!(
+            "Wrote {} ({:.1} MB) in {:.1} s.",
+            out.display(),
+            r.raw_bytes as f64 / (1u64 << 20) as f64,
+            r.elapsed.as_secs_f64()
+        );
+    } else {
+        eprintln!(
+            "Wrote {} ({} raw, {} {} ({:.0}%), {}) in {:.2} s.",
+            out.display(),
+            super::dumps::mb(r.raw_bytes),
+            super::dumps::mb(r.file_bytes),
+            compress.name(),
+            100.0 * r.file_bytes as f64 / r.raw_bytes.max(1) as f64,
+            if r.streamed {
+                "compressed as it was written"
+            } else {
+                "written raw, then compressed"
+            },
+            r.elapsed.as_secs_f64()
+        );
+    }
     if args.crash_report {
-        // createdump writes the report beside the dump, named after it.
-        let mut name = out.as_os_str().to_owned();
-        name.push(".crashreport.json");
-        let report = std::path::PathBuf::from(name);
-        if report.exists() {
-            eprintln!("Crash report: {}", report.display());
-        } else {
-            eprintln!(
-                "warning: the runtime wrote no crash report (expected at {})",
-                report.display()
-            );
+        match &r.crash_report {
+            Some(report) => eprintln!("Crash report: {}", report.display()),
+            None => {
+                eprintln!("warning: the runtime wrote no crash report (expected beside the dump)")
+            }
         }
     }
     Ok(std::process::ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 
 mod convert;
 mod dump;
+mod dumps;
 mod env;
 mod events;
 mod info;
@@ -11,6 +12,7 @@ mod record;
 mod repair;
 mod report;
 mod rules;
+mod tree;
 mod watch;
 
 use std::process::ExitCode;

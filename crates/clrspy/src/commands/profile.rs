@@ -111,6 +111,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         duration,
         Some(std::time::Duration::from_millis(20)),
         child_stdout,
+        &mut Default::default(),
     )?;
     let path = outcome.summary.path.clone();
     // One analysis for the reports and the conversion.
@@ -121,6 +122,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
             format,
             metric: clrspy_analysis::Metric::Cpu,
             thread: None,
+            just_my_code: None,
             out: None,
             empty_is_error: false,
             symbols: &[],

@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use clrspy_collect::trigger::{TriggerSpec, Triggers};
 use clrspy_collect::{
     ChildOutput, ErrorKind, ExtraRuntimes, Live, Progress, RunObserver, RunOptions, Started,
     StopReason, StopSignal, Summary,
@@ -180,7 +181,7 @@ fn report(summary: &Summary) {
 }
 
 /// Exit code for a child's status: its code, or 128 + the signal that ended it.
-fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
+pub(crate) fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
     if let Some(c) = status.code() {
         return (c & 0xff) as u8;
     }
@@ -259,19 +260,180 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     } else {
         Some(parse_duration(&args.thread_cpu_interval).map_err(|e| CliError::new(e).code(2))?)
     };
+    let capture = Capture::from_args(args)?;
+    let mut config = config;
+    if let Some(t) = &capture.triggers {
+        t.apply(&mut config);
+    }
+    if args.children {
+        if capture.ring.is_some() || capture.triggers.is_some() {
+            return Err(
+                CliError::new("--ring and --stop-on do not work with --children yet").code(2),
+            );
+        }
+        return children(args, &config, duration, thread_cpu);
+    }
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
+    let dump_args = super::dumps::DumpArgs {
+        on_exception: &args.dump_on_exception,
+        max: args.max_dumps,
+        kind: &args.dump_type,
+        compress: &args.dump_compress,
+        dir: args.dump_dir.as_deref(),
+        hold_hook: args.dump_hold_hook.as_deref(),
+        crash_report: args.dump_crash_report,
+    };
+    if args.dump_hold_hook.is_some() && !matches!(target, Target::Launch(_)) {
+        return Err(CliError::new(
+            "--dump-hold-hook works for a program started with -- (the hook is loaded at its start)",
+        )
+        .code(2));
+    }
+    // A launched program's trace is named here, so its crash report can be named after it.
+    let output = match &target {
+        Target::Launch(command) if args.output.is_none() => Some(clrspy_collect::default_output(
+            &clrspy_collect::launch_name(command),
+        )),
+        _ => args.output.clone(),
+    };
+    let mut extras = super::dumps::Extras {
+        capture,
+        exceptions: super::dumps::ExceptionDumps::new(&dump_args, output.as_deref())?,
+        crash: None,
+    };
+    if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
+        extras.crash = super::dumps::crash_capture(&dump_args, args.dump_on_crash, out)?;
+    }
+    let config = match &extras.exceptions {
+        Some(d) => d.config(&config),
+        None => config,
+    };
     let outcome = execute(
         target,
         &config,
-        args.output.clone(),
+        output,
         duration,
         thread_cpu,
         ChildOutput::Inherit,
+        &mut extras,
     )?;
     if let Some(format) = args.format {
         super::convert::convert_after(&outcome.summary.path, format)?;
     }
     Ok(outcome.exit)
+}
+
+/// The ring and the stop triggers of a recording.
+#[derive(Debug, Default)]
+pub(crate) struct Capture {
+    /// Keep only this many bytes of the newest stream.
+    pub ring: Option<u64>,
+    /// The stop triggers.
+    pub triggers: Option<Triggers>,
+}
+
+impl Capture {
+    /// From `--ring`, `--stop-on` and `--after-trigger`.
+    fn from_args(args: &RecordArgs) -> CliResult<Capture> {
+        let bad = |e: String| CliError::new(e).code(2);
+        let ring = args
+            .ring
+            .as_deref()
+            .map(clrspy_collect::parse_size)
+            .transpose()
+            .map_err(bad)?;
+        let specs = args
+            .stop_on
+            .iter()
+            .map(|s| s.parse::<TriggerSpec>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        let triggers = if specs.is_empty() {
+            None
+        } else {
+            let mut t = Triggers::new(specs);
+            if let Some(a) = args.after_trigger.as_deref() {
+                t.after = Triggers::parse_after(a).map_err(bad)?;
+            }
+            Some(t)
+        };
+        Ok(Capture { ring, triggers })
+    }
+}
+
+/// What the ring kept, and which trigger fired, if one did (the target's exit counts when it is one).
+fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
+    if let Some(r) = &summary.ring {
+        eprintln!(
+            "Ring: kept the newest {} of {} bytes received ({} blocks dropped; {} sequence points).",
+            summary.bytes, r.received, r.dropped_blocks, r.sequence_points
+        );
+    }
+    if let Some(f) = &summary.fired {
+        let after = triggers.map_or(Duration::ZERO, |t| t.after);
+        eprintln!(
+            "Trigger {} fired at {:.3} s on {}/{}: {}; recorded {:.1} s more.",
+            f.trigger,
+            f.time_ns as f64 / 1e9,
+            f.provider,
+            f.event,
+            f.reason,
+            after.as_secs_f64()
+        );
+    } else if let Some(f) = triggers.and_then(|t| t.exit_fired(summary)) {
+        eprintln!("Trigger {} fired: {}.", f.trigger, f.reason);
+    } else if triggers.is_some_and(|t| t.consumer().is_some()) && summary.events.is_none() {
+        eprintln!("warning: the live decoding of events fell behind and stopped, and the stop triggers with it: none fired. A smaller set of providers keeps it up.");
+    }
+}
+
+/// `record --children -o DIR -- COMMAND`.
+fn children(
+    args: &RecordArgs,
+    config: &SessionConfig,
+    duration: Option<Duration>,
+    thread_cpu: Option<Duration>,
+) -> CliResult<std::process::ExitCode> {
+    static STOP: StopSignal = StopSignal::new();
+    let Some(dir) = args.output.as_deref() else {
+        return Err(
+            CliError::new("--children needs -o DIR: one trace per process goes there").code(2),
+        );
+    };
+    if !args.dump_on_exception.is_empty() {
+        return Err(CliError::new("--dump-on-exception does not work with --children yet").code(2));
+    }
+    let _ = ctrlc::set_handler(|| STOP.request());
+    let dump_args = super::dumps::DumpArgs {
+        on_exception: &[],
+        max: args.max_dumps,
+        kind: &args.dump_type,
+        compress: &args.dump_compress,
+        dir: args.dump_dir.as_deref().or(Some(dir)),
+        hold_hook: None,
+        crash_report: false,
+    };
+    let _ = std::fs::create_dir_all(dir);
+    let crash = if args.no_crash_report {
+        None
+    } else {
+        super::dumps::crash_capture(&dump_args, args.dump_on_crash, &dir.join("tree"))?
+    };
+    let code = super::tree::run(
+        super::tree::TreeRun {
+            command: &args.command,
+            config,
+            dir,
+            duration,
+            thread_cpu,
+            env: crash.as_ref().map(|c| c.env()).unwrap_or_default(),
+        },
+        &STOP,
+    )?;
+    if let Some(c) = &crash {
+        super::dumps::report_crashes(c, None);
+    }
+    Ok(std::process::ExitCode::from(code))
 }
 
 /// What a recording left.
@@ -284,14 +446,17 @@ pub(crate) struct Outcome {
 
 /// The front end of a run: the first line, the status line (attach only: a launched child
 /// writes to the same terminal).
-struct Console {
+struct Console<'a> {
     duration: Option<Duration>,
     interactive: bool,
     status: StatusLine,
     launched: bool,
+    /// True once the user was told a trigger fired.
+    told_trigger: bool,
+    dumps: Option<&'a super::dumps::ExceptionDumps>,
 }
 
-impl RunObserver for Console {
+impl RunObserver for Console<'_> {
     fn started(&mut self, what: Started<'_>) {
         match what {
             Started::Attach { label, out } => eprintln!(
@@ -308,6 +473,9 @@ impl RunObserver for Console {
             ),
             Started::Launch { program, pid, out } => {
                 self.launched = true;
+                if let Some(d) = self.dumps {
+                    d.set_pid(pid);
+                }
                 eprintln!(
                     "Recording {} (pid {pid}) from its start to {}",
                     program.display(),
@@ -318,6 +486,14 @@ impl RunObserver for Console {
     }
 
     fn progress(&mut self, p: &Progress) {
+        if let (Some(left), false) = (p.stopping_in, self.told_trigger) {
+            self.told_trigger = true;
+            self.status.finish();
+            eprintln!(
+                "A stop trigger fired: recording {:.1} s more.",
+                left.as_secs_f64()
+            );
+        }
         if !self.launched {
             self.status.update(p);
         }
@@ -333,6 +509,7 @@ pub(crate) fn execute(
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
     child_stdout: ChildOutput,
+    extras: &mut super::dumps::Extras,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
@@ -349,6 +526,17 @@ pub(crate) fn execute(
             }
         });
     }
+    let mut live = Live::default();
+    let mut child_env = extras.crash.as_ref().map(|c| c.env()).unwrap_or_default();
+    if let Some(d) = extras.exceptions.as_mut() {
+        let pid = match &target {
+            Target::Attach { endpoint, .. } => Some(endpoint.pid),
+            _ => None,
+        };
+        let (consumer, env) = d.start(pid)?;
+        live.consumers.extend(consumer);
+        child_env.extend(env);
+    }
     let opts = RunOptions {
         config,
         output,
@@ -357,17 +545,38 @@ pub(crate) fn execute(
         stop: &STOP,
         extra_runtimes: ExtraRuntimes::Resume,
         child_stdout,
+        ring: extras.capture.ring,
+        child_env,
     };
     let mut console = Console {
         duration,
         interactive,
         status: StatusLine::new(attach && std::io::stderr().is_terminal()),
         launched: false,
+        told_trigger: false,
+        dumps: extras.exceptions.as_ref(),
     };
-    let outcome =
-        clrspy_collect::run(target, &opts, Live::default(), &mut console).map_err(collect_error)?;
+    live.consumers.extend(
+        extras
+            .capture
+            .triggers
+            .as_ref()
+            .and_then(Triggers::consumer),
+    );
+    let outcome = clrspy_collect::run(target, &opts, live, &mut console);
     console.status.finish();
+    let dumped = extras
+        .exceptions
+        .as_mut()
+        .map(|d| d.finish())
+        .unwrap_or_default();
+    let outcome = outcome.map_err(collect_error)?;
     report(&outcome.summary);
+    report_extras(&outcome.summary, extras.capture.triggers.as_ref());
+    super::dumps::report(&dumped);
+    if let Some(c) = &extras.crash {
+        super::dumps::report_crashes(c, Some(&outcome.summary.path));
+    }
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,
         Some(child) => {

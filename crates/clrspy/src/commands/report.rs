@@ -77,9 +77,16 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
             thread: args.thread,
             focus: args.focus.clone(),
             exclude: args.exclude.clone(),
+            just_my_code: args.grouping.rule(),
         },
-        tree: args.tree.then_some(TreeOptions {
-            depth: args.depth,
+        callers: args.callers.clone(),
+        tree: (args.tree || args.callers.is_some()).then_some(TreeOptions {
+            // The caller tree goes up to the roots unless a depth is given.
+            depth: args.depth.unwrap_or(if args.callers.is_some() {
+                usize::MAX
+            } else {
+                30
+            }),
             width: args.width,
             cutoff: args.cutoff,
         }),

@@ -307,3 +307,23 @@ pub fn run_bounded(mut cmd: Command, dir: &Path, limit: std::time::Duration) -> 
 pub fn clrspy_command() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
 }
+
+/// Builds the TraceEvent harness of bench/ once (it needs the TraceEvent NuGet package).
+pub fn harness() -> Option<PathBuf> {
+    static DLL: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DLL.get_or_init(|| {
+        let out = repo().join("target/testapps/harness");
+        let lock = repo().join("target/testapps/.harness.lock");
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let _guard = FileLock::acquire(&lock);
+        let ok = Command::new("dotnet")
+            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
+            .arg(&out)
+            .arg(repo().join("bench/TraceEventHarness"))
+            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then(|| out.join("TraceEventHarness.dll"))
+    })
+    .clone()
+}

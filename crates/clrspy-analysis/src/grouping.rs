@@ -1,0 +1,177 @@
+//! "Just my code": the runtime's and frameworks' frames folded into the boundary frame where
+//! the app's own code (or the thread's start) calls them. A run of consecutive framework
+//! frames in a stack becomes its root-most frame, the entry point into the framework; the
+//! app's frames, and clrspy's own marker frames (`[idle: ...]`, `[runtime: ...]`), stay.
+//!
+//! Which frames are the framework's is a rule of name prefixes ([`FRAMEWORK_PREFIXES`], plus
+//! native and unknown frames), which the user extends ([`JustMyCode::framework`]) or replaces
+//! by naming their own code ([`JustMyCode::my_code`]).
+
+use crate::symbols::{FrameId, FrameKind, Symbols};
+
+/// The name prefixes of the runtime's and frameworks' frames: the base class library and
+/// every `Microsoft.*` library (ASP.NET Core, Microsoft.Extensions, Entity Framework Core...),
+/// the runtime's interop stubs and the methods it generates (compiled expressions, IL stubs).
+pub const FRAMEWORK_PREFIXES: &[&str] = &[
+    "System.",
+    "Microsoft.",
+    "Interop+",
+    "Interop.",
+    "Internal.",
+    "dynamicClass.",
+    "ILStubClass.",
+];
+
+/// The bracketed names of code clrspy could not name (native, unknown, unnamed jitted code):
+/// the runtime's, for the grouping. Other bracketed names are clrspy's markers.
+const UNNAMED_CODE: &[&str] = &["[native]", "[unknown", "[jitted code"];
+
+/// The grouping rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JustMyCode {
+    /// When not empty, the app's code is exactly the frames whose names start with one of
+    /// these prefixes, and every other method is the framework's (`MyCompany.*` is read as
+    /// `MyCompany.`).
+    pub my_code: Vec<String>,
+    /// More framework prefixes, on top of [`FRAMEWORK_PREFIXES`] (third-party libraries).
+    pub framework: Vec<String>,
+}
+
+/// A prefix as the user wrote it, with a glob's trailing `*` dropped.
+fn prefix(p: &str) -> &str {
+    p.strip_suffix('*').unwrap_or(p)
+}
+
+impl JustMyCode {
+    /// The built-in rule plus `framework`, or only `my_code` as the app when given.
+    pub fn new(my_code: Vec<String>, framework: Vec<String>) -> JustMyCode {
+        JustMyCode {
+            my_code: my_code.into_iter().filter(|p| !p.is_empty()).collect(),
+            framework: framework.into_iter().filter(|p| !p.is_empty()).collect(),
+        }
+    }
+
+    /// True when a frame is the runtime's or a framework's: native and unknown frames, and
+    /// managed methods by the prefix rule. clrspy's marker frames (names in brackets, such as
+    /// `[idle: thread pool waiting for work]`) never are.
+    pub fn is_framework(&self, name: &str, kind: FrameKind) -> bool {
+        if name.starts_with('[') {
+            return UNNAMED_CODE.iter().any(|p| name.starts_with(p));
+        }
+        if kind != FrameKind::Managed {
+            return true;
+        }
+        if !self.my_code.is_empty() {
+            return !self.my_code.iter().any(|p| name.starts_with(prefix(p)));
+        }
+        FRAMEWORK_PREFIXES.iter().any(|p| name.starts_with(p))
+            || self.framework.iter().any(|p| name.starts_with(prefix(p)))
+    }
+
+    /// The same for a frame known only by its name: native frames are told by their
+    /// `module!+0x...` form.
+    pub fn is_framework_name(&self, name: &str) -> bool {
+        let kind = if name.contains("!+0x") {
+            FrameKind::Native
+        } else {
+            FrameKind::Managed
+        };
+        self.is_framework(name, kind)
+    }
+
+    /// Folds a leaf-first stack of frame ids.
+    pub fn fold_ids(&self, frames: Vec<FrameId>, symbols: &Symbols) -> Vec<FrameId> {
+        fold_leaf_first(frames, |&f| {
+            let fr = symbols.frame(f);
+            self.is_framework(&fr.name, fr.kind)
+        })
+    }
+
+    /// Folds a root-first stack of frame names.
+    pub fn fold_names(&self, frames: Vec<String>) -> Vec<String> {
+        fold_root_first(frames, |n| self.is_framework_name(n))
+    }
+}
+
+/// Keeps the first frame of every run of framework frames, root first.
+pub fn fold_root_first<T>(frames: Vec<T>, is_framework: impl Fn(&T) -> bool) -> Vec<T> {
+    let mut out = Vec::with_capacity(frames.len());
+    let mut in_run = false;
+    for f in frames {
+        let fw = is_framework(&f);
+        if !(fw && in_run) {
+            out.push(f);
+        }
+        in_run = fw;
+    }
+    out
+}
+
+/// [`fold_root_first`] for a leaf-first stack.
+pub fn fold_leaf_first<T>(mut frames: Vec<T>, is_framework: impl Fn(&T) -> bool) -> Vec<T> {
+    frames.reverse();
+    let mut out = fold_root_first(frames, is_framework);
+    out.reverse();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn runs_fold_into_their_entry() {
+        let jmc = JustMyCode::default();
+        let stack = names(&[
+            "System.Threading.Thread.StartCallback",
+            "System.Threading.ThreadPoolWorkQueue.Dispatch",
+            "Microsoft.AspNetCore.Mvc.Razor.RazorView.RenderAsync",
+            "App.Pages.Index.ExecuteAsync",
+            "Microsoft.AspNetCore.Razor.Runtime.TagHelpers.TagHelperRunner.RunAsync",
+            "Microsoft.AspNetCore.Mvc.TagHelpers.InputTagHelper.Process",
+            "System.Linq.Expressions.Compiler.LambdaCompiler.CreateDelegate",
+            "libcoreclr.so!+0x1234",
+        ]);
+        assert_eq!(
+            jmc.fold_names(stack),
+            names(&[
+                "System.Threading.Thread.StartCallback",
+                "App.Pages.Index.ExecuteAsync",
+                "Microsoft.AspNetCore.Razor.Runtime.TagHelpers.TagHelperRunner.RunAsync",
+            ])
+        );
+        // Markers stay, and end a run.
+        let idle = names(&[
+            "System.Threading.Thread.StartCallback",
+            "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart",
+            "[idle: thread pool waiting for work]",
+        ]);
+        assert_eq!(
+            jmc.fold_names(idle),
+            names(&[
+                "System.Threading.Thread.StartCallback",
+                "[idle: thread pool waiting for work]",
+            ])
+        );
+    }
+
+    #[test]
+    fn the_rule_is_overridable() {
+        let extra = JustMyCode::new(vec![], vec!["Newtonsoft.*".into()]);
+        assert!(extra.is_framework_name("Newtonsoft.Json.JsonConvert.SerializeObject"));
+        assert!(!JustMyCode::default().is_framework_name("Newtonsoft.Json.JsonConvert.Parse"));
+        let mine = JustMyCode::new(vec!["Contoso.*".into()], vec![]);
+        assert!(mine.is_framework_name("Newtonsoft.Json.JsonConvert.Parse"));
+        assert!(!mine.is_framework_name("Contoso.Shop.Cart.Total"));
+        assert!(!mine.is_framework_name("[runtime: GC]"));
+        assert!(mine.is_framework_name("[unknown 0x1234]"));
+        assert!(mine.is_framework_name("[native]"));
+        assert!(!mine.is_framework_name("[idle: thread pool waiting for work]"));
+        let v = fold_leaf_first(vec![1, 2, 3, 10, 4, 5], |&x| x < 10);
+        assert_eq!(v, vec![3, 10, 5]);
+    }
+}

@@ -1,0 +1,422 @@
+//! Dumps taken while recording, on a worker thread of their own: event consumers (on the tap's
+//! thread) ask through a [`DumpHandle`], which counts the asks against the rule's limit at once;
+//! the worker writes one dump at a time (createdump stops the target while it writes) and says
+//! what happened through a callback. The exception trigger (first-chance exceptions of the
+//! listed types) lives here too.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::dumpfile::{write_dump_file, DumpReport, DumpSpec};
+use crate::tap::{Action, EventConsumer};
+use crate::Result;
+
+/// Where the dumps of one rule go and how many it may write.
+#[derive(Clone, Debug)]
+pub struct DumpPlan {
+    /// The directory (must exist).
+    pub dir: PathBuf,
+    /// The start of every file's name: `<stem>_<pid>_<n>.dmp[.gz|.zst]`.
+    pub stem: String,
+    /// What to write.
+    pub spec: DumpSpec,
+    /// At most this many dumps (asks beyond it are refused at once).
+    pub max: u32,
+}
+
+/// One ask for a dump.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpRequest {
+    /// Why, in words ("first-chance System.InvalidCastException").
+    pub reason: String,
+    /// The process to dump, when the asker knows (else the dumper's default).
+    pub pid: Option<u32>,
+    /// When the event behind the ask happened, on the monotonic clock in nanoseconds (the
+    /// runtime's timestamps on Linux), to say how late the dump started.
+    pub event_ns: Option<u64>,
+}
+
+/// What the worker says as it goes.
+#[derive(Debug)]
+pub enum DumpNotice<'a> {
+    /// Dump `n` (from 1) starts now.
+    Started {
+        /// Its number.
+        n: u32,
+        /// The ask.
+        request: &'a DumpRequest,
+        /// The file it goes to.
+        path: &'a std::path::Path,
+        /// From the event to the dump command (when the event's time is known).
+        delay: Option<Duration>,
+    },
+    /// Dump `n` ended.
+    Done(&'a DumpOutcome),
+}
+
+/// How one dump went.
+#[derive(Debug)]
+pub struct DumpOutcome {
+    /// Its number (from 1).
+    pub n: u32,
+    /// The ask.
+    pub request: DumpRequest,
+    /// From the event to the dump command (when the event's time is known).
+    pub delay: Option<Duration>,
+    /// The file, or why there is none.
+    pub result: Result<DumpReport>,
+}
+
+/// Where the worker reports (on its own thread).
+pub type OnDump = Box<dyn FnMut(&DumpNotice<'_>) + Send>;
+
+struct Job {
+    n: u32,
+    request: DumpRequest,
+}
+
+/// Asks the [`Dumper`] for dumps; cheap to clone, usable from any thread.
+#[derive(Clone)]
+pub struct DumpHandle {
+    tx: Sender<Option<Job>>,
+    taken: Arc<AtomicU32>,
+    max: u32,
+}
+
+impl std::fmt::Debug for DumpHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DumpHandle")
+            .field("taken", &self.taken.load(Ordering::SeqCst))
+            .field("max", &self.max)
+            .finish()
+    }
+}
+
+impl DumpHandle {
+    /// Asks for a dump; false when the limit is reached (nothing is queued then).
+    pub fn request(&self, request: DumpRequest) -> bool {
+        let taken = self
+            .taken
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
+                (t < self.max).then(|| t + 1)
+            });
+        match taken {
+            Ok(t) => self.tx.send(Some(Job { n: t + 1, request })).is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    /// True once the limit is reached.
+    pub fn exhausted(&self) -> bool {
+        self.taken.load(Ordering::SeqCst) >= self.max
+    }
+}
+
+/// The worker writing one rule's dumps.
+pub struct Dumper {
+    handle: Option<DumpHandle>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    outcomes: Arc<Mutex<Vec<DumpOutcome>>>,
+    default_pid: Arc<AtomicU32>,
+}
+
+impl std::fmt::Debug for Dumper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dumper")
+            .field("handle", &self.handle)
+            .finish()
+    }
+}
+
+/// Nanoseconds to a duration, when the event is not in the future (clock skew).
+pub(crate) fn delay_since(event_ns: Option<u64>) -> Option<Duration> {
+    let ev = event_ns?;
+    let now = crate::procstat::monotonic_ns();
+    (now >= ev && ev > 0).then(|| Duration::from_nanos(now - ev))
+}
+
+impl Dumper {
+    /// Starts the worker; `pid` is the process dumped when an ask names none (0 or None: such
+    /// asks fail until [`Dumper::set_pid`]).
+    pub fn start(plan: DumpPlan, pid: Option<u32>, mut on_dump: OnDump) -> Dumper {
+        let (tx, rx) = channel::<Option<Job>>();
+        let outcomes = Arc::new(Mutex::new(Vec::new()));
+        let default_pid = Arc::new(AtomicU32::new(pid.unwrap_or(0)));
+        let (out, dp) = (outcomes.clone(), default_pid.clone());
+        let max = plan.max;
+        let thread = std::thread::Builder::new()
+            .name("clrspy-dumper".into())
+            .spawn(move || {
+                // None: the end (asks after it are not served).
+                for job in rx.iter().map_while(|j| j) {
+                    let o = one_dump(&plan, &dp, job, &mut on_dump);
+                    on_dump(&DumpNotice::Done(&o));
+                    if let Ok(mut v) = out.lock() {
+                        v.push(o);
+                    }
+                }
+            })
+            .ok();
+        let handle = DumpHandle {
+            tx,
+            taken: Arc::new(AtomicU32::new(0)),
+            // Without a worker, every ask is refused.
+            max: if thread.is_some() { max } else { 0 },
+        };
+        Dumper {
+            handle: Some(handle),
+            thread,
+            outcomes,
+            default_pid,
+        }
+    }
+
+    /// Sets the process dumped when an ask names none (a launched program's, once known).
+    pub fn set_pid(&self, pid: u32) {
+        self.default_pid.store(pid, Ordering::SeqCst);
+    }
+
+    /// A handle for event consumers.
+    pub fn handle(&self) -> DumpHandle {
+        self.handle.clone().unwrap_or_else(|| {
+            let (tx, _) = channel();
+            DumpHandle {
+                tx,
+                taken: Arc::new(AtomicU32::new(0)),
+                max: 0,
+            }
+        })
+    }
+
+    /// Waits for the dumps asked for so far, then returns how each went (asks after this are
+    /// refused).
+    pub fn finish(mut self) -> Vec<DumpOutcome> {
+        if let Some(h) = self.handle.take() {
+            h.taken.store(u32::MAX, Ordering::SeqCst);
+            let _ = h.tx.send(None);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.outcomes
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
+    }
+}
+
+/// Writes one dump for `job`.
+fn one_dump(
+    plan: &DumpPlan,
+    default_pid: &AtomicU32,
+    job: Job,
+    on_dump: &mut OnDump,
+) -> DumpOutcome {
+    let pid = job
+        .request
+        .pid
+        .filter(|p| *p != 0)
+        .unwrap_or_else(|| default_pid.load(Ordering::SeqCst));
+    let name = format!(
+        "{}_{pid}_{}.{}",
+        plan.stem,
+        job.n,
+        plan.spec.compress.extension()
+    );
+    let path = plan.dir.join(name);
+    let delay = delay_since(job.request.event_ns);
+    on_dump(&DumpNotice::Started {
+        n: job.n,
+        request: &job.request,
+        path: &path,
+        delay,
+    });
+    let result =
+        crate::endpoint_for_pid(pid).and_then(|ep| write_dump_file(&ep, pid, &path, &plan.spec));
+    DumpOutcome {
+        n: job.n,
+        request: job.request,
+        delay,
+        result,
+    }
+}
+
+/// True when the exception type `name` (`System.InvalidCastException`) matches `pattern`: a
+/// glob over the full name (`*` any run, `?` one character, case-sensitive like .NET type
+/// names), or, for a pattern without a dot or a wildcard, the name without its namespace.
+pub fn exception_type_matches(pattern: &str, name: &str) -> bool {
+    if !pattern.contains(['.', '*', '?']) {
+        return name.rsplit('.').next() == Some(pattern) || name == pattern;
+    }
+    glob(pattern.as_bytes(), name.as_bytes())
+}
+
+/// `*`/`?` globbing, iterative (linear backtracking on the last star).
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// The runtime's keyword for exception events (`Exception/Start` and the others).
+pub const EXCEPTION_KEYWORD: u64 = 0x8000;
+
+/// `config` with the runtime's exception events on (keyword 0x8000, at least informational).
+pub fn with_exception_events(
+    config: &diagnostics_client::SessionConfig,
+) -> diagnostics_client::SessionConfig {
+    let mut config = config.clone();
+    let runtime = clr_events::RUNTIME_PROVIDER;
+    match config.providers.iter_mut().find(|p| p.name == runtime) {
+        Some(p) => {
+            p.keywords |= EXCEPTION_KEYWORD;
+            p.level = p.level.max(4);
+        }
+        None => config.providers.push(diagnostics_client::Provider {
+            name: runtime.into(),
+            keywords: EXCEPTION_KEYWORD,
+            level: 4,
+            arguments: None,
+        }),
+    }
+    config
+}
+
+/// When an event happened on the monotonic clock (ns): the runtime's timestamps on Linux are
+/// that clock's readings, whatever the trace's tick rate.
+pub fn event_monotonic_ns(ev: &nettrace::Event<'_>) -> Option<u64> {
+    let ns = ev
+        .clock
+        .ns_since_start(ev.timestamp)
+        .checked_sub(ev.clock.ns_since_start(0))?;
+    u64::try_from(ns).ok()
+}
+
+/// The exception type of an `Exception/Start` event (version 1 and later), if `ev` is one.
+pub fn thrown_type(ev: &nettrace::Event<'_>) -> Option<String> {
+    if ev.provider() != clr_events::RUNTIME_PROVIDER
+        || ev.event_id() != clr_events::runtime::ids::EXCEPTION_START
+        || ev.version() < 1
+    {
+        return None;
+    }
+    // The type is the first field, a string: the pointer size does not matter.
+    let t = clr_events::runtime::ExceptionThrown::parse(ev.payload, ev.version(), 8).ok()?;
+    Some(t.exception_type?.to_string_lossy())
+}
+
+/// Asks for a dump at every first-chance exception whose type matches one of the patterns (see
+/// [`exception_type_matches`]), while the handle's limit allows; the recording goes on.
+#[derive(Debug)]
+pub struct ExceptionTrigger {
+    patterns: Vec<String>,
+    dumps: DumpHandle,
+}
+
+impl ExceptionTrigger {
+    /// A trigger for `patterns` asking `dumps`.
+    pub fn new(patterns: Vec<String>, dumps: DumpHandle) -> ExceptionTrigger {
+        ExceptionTrigger { patterns, dumps }
+    }
+}
+
+impl EventConsumer for ExceptionTrigger {
+    fn event(&mut self, ev: &nettrace::Event<'_>) -> Action {
+        if self.dumps.exhausted() {
+            return Action::Continue;
+        }
+        let Some(t) = thrown_type(ev) else {
+            return Action::Continue;
+        };
+        if self.patterns.iter().any(|p| exception_type_matches(p, &t)) {
+            self.dumps.request(DumpRequest {
+                reason: format!("first-chance {t}"),
+                pid: ev.process_id.and_then(|p| u32::try_from(p).ok()),
+                event_ns: event_monotonic_ns(ev),
+            });
+        }
+        Action::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exception_patterns() {
+        let t = "System.InvalidCastException";
+        assert!(exception_type_matches("*.InvalidCastException", t));
+        assert!(exception_type_matches("System.InvalidCastException", t));
+        assert!(exception_type_matches("InvalidCastException", t));
+        assert!(exception_type_matches("System.*", t));
+        assert!(exception_type_matches("*", t));
+        assert!(exception_type_matches("System.Invalid?astException", t));
+        assert!(!exception_type_matches("*.ArgumentException", t));
+        assert!(!exception_type_matches("CastException", t));
+        assert!(!exception_type_matches("System.InvalidCast", t));
+        assert!(!exception_type_matches("*Cast", t));
+        assert!(exception_type_matches("*Cast*", t));
+        assert!(exception_type_matches("a*b*c", "aXbYbZc"));
+        assert!(!exception_type_matches("a*b*c", "aXbYbZ"));
+    }
+
+    #[test]
+    fn the_limit_holds_and_finish_ends_the_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = DumpPlan {
+            dir: dir.path().to_path_buf(),
+            stem: "t".into(),
+            spec: DumpSpec::default(),
+            max: 2,
+        };
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        // No such process: every dump fails, but each ask within the limit is served.
+        let d = Dumper::start(
+            plan,
+            Some(u32::MAX - 1),
+            Box::new(move |n| {
+                if let DumpNotice::Started { n, path, .. } = n {
+                    s.lock().unwrap().push((*n, path.to_path_buf()));
+                }
+            }),
+        );
+        let h = d.handle();
+        let ask = || DumpRequest {
+            reason: "x".into(),
+            pid: None,
+            event_ns: None,
+        };
+        assert!(h.request(ask()));
+        assert!(h.request(ask()));
+        assert!(!h.request(ask()));
+        assert!(h.exhausted());
+        let out = d.finish();
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|o| o.result.is_err()));
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        assert!(seen[1].1.ends_with(format!("t_{}_2.dmp", u32::MAX - 1)));
+        // The handle outlives the worker without blocking anything.
+        assert!(!h.request(ask()));
+    }
+}

@@ -1,0 +1,547 @@
+//! The ring sink: keeps only the newest part of the stream on disk, and when it ends writes a
+//! whole trace a reader opens: the stream header, every metadata block, the newest stack and
+//! event blocks (with the stacks their events refer to), the rundown, the end of stream.
+//!
+//! How: clrspy's events are spliced in first (the same [`Splicer`] as the trace file), then the
+//! stream is cut into its blocks. The header and metadata blocks are held in memory (they are
+//! small and every kept event may refer to them). The other blocks go to chunk files in a
+//! directory beside the output (stack blocks to one file per sequence-point interval), and the
+//! oldest are dropped as soon as the total passes the budget. Stack ids are valid only until
+//! the next sequence point, so a stack block stays while any event block of its interval does,
+//! and always while its interval is still open. At the end the output is assembled: each block
+//! is re-framed for its new offset (V3-V5 pad payloads to 4-byte offsets) and the chunk
+//! directory is removed.
+//!
+//! The bound: the finished file holds at most `budget` bytes plus one block, unless the
+//! header, metadata, the stacks of the open sequence-point interval and the rundown alone are
+//! more (they are never dropped); disk use while recording is that plus one chunk.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use nettrace::{Block, BlockKind, FormatVersion, Item, Scanner};
+
+use crate::inject::{Injected, Splicer};
+use crate::sink::{ByteSink, SinkReport};
+use crate::{Error, Result};
+
+/// True for blocks of interned data later events of the same sequence-point interval refer to
+/// by id: stacks, and V6 label lists.
+fn interned(b: &Block) -> bool {
+    b.is_stack() || b.kind == BlockKind::LabelList
+}
+
+/// Slack counted per block: re-framing may pad a payload by up to 3 more bytes.
+const REFRAME_SLACK: u64 = 3;
+
+/// Where a kept block's bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loc {
+    /// Data chunk `id`, at `at`.
+    Chunk { id: u64, at: u64 },
+    /// The stack file of interval `seg`, at `at`.
+    Stacks { seg: u64, at: u64 },
+}
+
+/// One kept stack, event or sequence-point block.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// The block as it was in the stream (offsets relative to that stream).
+    block: Block,
+    /// Its sequence-point interval.
+    seg: u64,
+    loc: Loc,
+}
+
+/// Counts per sequence-point interval.
+#[derive(Clone, Copy, Debug, Default)]
+struct SegCount {
+    events: u64,
+    stacks: u64,
+}
+
+/// The block store behind the splicer: it sees the spliced stream and keeps the newest part.
+struct Store {
+    dir: PathBuf,
+    budget: u64,
+    scanner: Scanner,
+    /// Bytes of the item being received.
+    cur: Vec<u8>,
+    format: Option<FormatVersion>,
+    header: Vec<u8>,
+    /// Metadata (and V6 thread) blocks, whole, with their blocks' framing.
+    meta: Vec<(Block, Vec<u8>)>,
+    meta_bytes: u64,
+    entries: VecDeque<Entry>,
+    entry_bytes: u64,
+    segs: HashMap<u64, SegCount>,
+    /// The open sequence-point interval.
+    seg: u64,
+    chunk: Option<(u64, File, u64)>,
+    chunk_size: u64,
+    next_chunk: u64,
+    chunk_live: HashMap<u64, u64>,
+    stacks: Option<(u64, File, u64)>,
+    end: Option<Vec<u8>>,
+    /// Bytes received (the spliced stream).
+    received: u64,
+    /// Blocks dropped, and sequence points seen.
+    pub(crate) dropped_blocks: u64,
+    pub(crate) dropped_bytes: u64,
+    pub(crate) sequence_points: u64,
+}
+
+impl Store {
+    fn new(dir: PathBuf, budget: u64) -> Store {
+        Store {
+            dir,
+            budget,
+            scanner: Scanner::new(),
+            cur: Vec::new(),
+            format: None,
+            header: Vec::new(),
+            meta: Vec::new(),
+            meta_bytes: 0,
+            entries: VecDeque::new(),
+            entry_bytes: 0,
+            segs: HashMap::new(),
+            seg: 0,
+            chunk: None,
+            chunk_size: (budget / 16).clamp(64 << 10, 4 << 20),
+            next_chunk: 0,
+            chunk_live: HashMap::new(),
+            stacks: None,
+            end: None,
+            received: 0,
+            dropped_blocks: 0,
+            dropped_bytes: 0,
+            sequence_points: 0,
+        }
+    }
+
+    /// Bytes the assembled file would hold now (before the end marker).
+    fn kept(&self) -> u64 {
+        self.header.len() as u64 + self.meta_bytes + self.entry_bytes
+    }
+
+    fn chunk_path(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("chunk-{id}"))
+    }
+
+    fn stacks_path(&self, seg: u64) -> PathBuf {
+        self.dir.join(format!("stacks-{seg}"))
+    }
+
+    fn item(&mut self, item: Item) -> io::Result<()> {
+        let bytes = std::mem::take(&mut self.cur);
+        if bytes.len() as u64 != item.end() - item.offset() {
+            return Err(io::Error::other("internal: ring lost track of the blocks"));
+        }
+        match item {
+            Item::Header { format, .. } => {
+                self.format = Some(format);
+                self.header = bytes;
+            }
+            Item::Block(b) if b.is_persistent() => {
+                self.meta_bytes += b.len() + REFRAME_SLACK;
+                self.meta.push((b, bytes));
+            }
+            Item::Block(b) => self.keep(b, &bytes)?,
+            Item::End { .. } => self.end = Some(bytes),
+            _ => {}
+        }
+        self.trim()
+    }
+
+    /// Stores a stack, event or sequence-point block.
+    fn keep(&mut self, b: Block, bytes: &[u8]) -> io::Result<()> {
+        let seg = self.seg;
+        let loc = if interned(&b) {
+            if self.stacks.as_ref().is_none_or(|s| s.0 != seg) {
+                let f = File::create(self.stacks_path(seg))?;
+                self.stacks = Some((seg, f, 0));
+            }
+            let Some((_, f, len)) = self.stacks.as_mut() else {
+                return Err(io::Error::other("internal: no stack file"));
+            };
+            f.write_all(bytes)?;
+            let at = *len;
+            *len += bytes.len() as u64;
+            self.segs.entry(seg).or_default().stacks += 1;
+            Loc::Stacks { seg, at }
+        } else {
+            if self.chunk.as_ref().is_none_or(|c| c.2 >= self.chunk_size) {
+                let id = self.next_chunk;
+                self.next_chunk += 1;
+                let f = File::create(self.chunk_path(id))?;
+                self.chunk = Some((id, f, 0));
+            }
+            let Some((id, f, len)) = self.chunk.as_mut() else {
+                return Err(io::Error::other("internal: no chunk file"));
+            };
+            f.write_all(bytes)?;
+            let at = *len;
+            *len += bytes.len() as u64;
+            *self.chunk_live.entry(*id).or_default() += 1;
+            if b.is_event() {
+                self.segs.entry(seg).or_default().events += 1;
+            }
+            Loc::Chunk { id: *id, at }
+        };
+        self.entry_bytes += b.len() + REFRAME_SLACK;
+        self.entries.push_back(Entry { block: b, seg, loc });
+        if b.is_sequence_point() {
+            self.sequence_points += 1;
+            self.seg += 1;
+            // The closed interval's stacks may go once its events have.
+            self.stacks = None;
+            if self.segs.get(&seg).is_some_and(|c| c.stacks == 0) {
+                self.segs.remove(&seg);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the oldest droppable blocks while over the budget.
+    fn trim(&mut self) -> io::Result<()> {
+        let mut from = 0;
+        while self.kept() > self.budget {
+            let Some(i) = self.droppable(from) else {
+                break;
+            };
+            let e = self.entries[i];
+            self.drop_at(i)?;
+            // The last event block of a closed interval frees its stacks, which may be older.
+            let freed = e.block.is_event()
+                && e.seg < self.seg
+                && self.segs.get(&e.seg).is_none_or(|c| c.events == 0);
+            from = if freed { 0 } else { i };
+        }
+        Ok(())
+    }
+
+    /// The first droppable entry at or after `from`: any non-stack block; a stack block once
+    /// its interval is closed and has no event block left.
+    fn droppable(&self, from: usize) -> Option<usize> {
+        (from..self.entries.len()).find(|&i| {
+            let e = &self.entries[i];
+            !interned(&e.block)
+                || (e.seg < self.seg && self.segs.get(&e.seg).is_none_or(|c| c.events == 0))
+        })
+    }
+
+    fn drop_at(&mut self, i: usize) -> io::Result<()> {
+        let Some(e) = self.entries.remove(i) else {
+            return Ok(());
+        };
+        self.entry_bytes -= e.block.len() + REFRAME_SLACK;
+        self.dropped_blocks += 1;
+        self.dropped_bytes += e.block.len();
+        match e.loc {
+            Loc::Chunk { id, .. } => {
+                let live = self.chunk_live.entry(id).or_default();
+                *live = live.saturating_sub(1);
+                let current = self.chunk.as_ref().is_some_and(|c| c.0 == id);
+                if *live == 0 && !current {
+                    self.chunk_live.remove(&id);
+                    std::fs::remove_file(self.chunk_path(id))?;
+                }
+                if e.block.is_event() {
+                    if let Some(c) = self.segs.get_mut(&e.seg) {
+                        c.events = c.events.saturating_sub(1);
+                    }
+                }
+            }
+            Loc::Stacks { seg, .. } => {
+                let c = self.segs.entry(seg).or_default();
+                c.stacks = c.stacks.saturating_sub(1);
+                if c.stacks == 0 {
+                    self.segs.remove(&seg);
+                    std::fs::remove_file(self.stacks_path(seg))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the assembled trace to `out`; returns its length (0 when the stream never
+    /// started a trace: the file stays empty, as the plain file's would).
+    fn assemble(&mut self, out: &mut impl Write) -> io::Result<u64> {
+        let Some(format) = self.format else {
+            return Ok(0);
+        };
+        self.chunk = None;
+        self.stacks = None;
+        let mut pos = 0u64;
+        out.write_all(&self.header)?;
+        pos += self.header.len() as u64;
+        for (b, bytes) in &self.meta {
+            pos += reframe(format, b, bytes, pos, out)?;
+        }
+        let mut open: Option<(Loc, File)> = None;
+        let mut buf = Vec::new();
+        for e in &self.entries {
+            let (path, at) = match e.loc {
+                Loc::Chunk { id, at } => (self.chunk_path(id), at),
+                Loc::Stacks { seg, at } => (self.stacks_path(seg), at),
+            };
+            let same = |a: &Loc, b: &Loc| match (a, b) {
+                (Loc::Chunk { id: x, .. }, Loc::Chunk { id: y, .. }) => x == y,
+                (Loc::Stacks { seg: x, .. }, Loc::Stacks { seg: y, .. }) => x == y,
+                _ => false,
+            };
+            if !open.as_ref().is_some_and(|(l, _)| same(l, &e.loc)) {
+                open = Some((e.loc, File::open(&path)?));
+            }
+            let Some((_, f)) = open.as_mut() else {
+                continue;
+            };
+            buf.resize(e.block.len() as usize, 0);
+            f.seek(SeekFrom::Start(at))?;
+            f.read_exact(&mut buf)?;
+            pos += reframe(format, &e.block, &buf, pos, out)?;
+        }
+        let eos = self
+            .end
+            .clone()
+            .unwrap_or_else(|| nettrace::end_of_stream(format).to_vec());
+        out.write_all(&eos)?;
+        pos += eos.len() as u64;
+        Ok(pos)
+    }
+}
+
+impl Write for Store {
+    fn write(&mut self, mut buf: &[u8]) -> io::Result<usize> {
+        let n = buf.len();
+        self.received += n as u64;
+        while !buf.is_empty() {
+            let step = self
+                .scanner
+                .feed(buf)
+                .map_err(|e| io::Error::other(format!("the ring needs a whole trace: {e}")))?;
+            self.cur.extend_from_slice(&buf[..step.consumed]);
+            buf = &buf[step.consumed..];
+            if let Some(item) = step.item {
+                self.item(item)?;
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes block `b` (its bytes `bytes`, framed for its old offset) at output offset `pos`;
+/// returns the bytes written. V3-V5 payloads start at a multiple of 4: the padding before them
+/// is recomputed.
+fn reframe(
+    format: FormatVersion,
+    b: &Block,
+    bytes: &[u8],
+    pos: u64,
+    out: &mut impl Write,
+) -> io::Result<u64> {
+    if format == FormatVersion::NetTrace6 {
+        out.write_all(bytes)?;
+        return Ok(bytes.len() as u64);
+    }
+    let rel = |abs: u64| usize::try_from(abs - b.offset).ok();
+    let bad = || io::Error::other("internal: a block's framing does not add up");
+    let size_at = rel(b.payload_offset - u64::from(b.padding) - 4).ok_or_else(bad)?;
+    let payload = rel(b.payload_offset).ok_or_else(bad)?;
+    let payload_end = payload + usize::try_from(b.payload_len).map_err(|_| bad())?;
+    let head = bytes.get(..size_at + 4).ok_or_else(bad)?;
+    let data = bytes.get(payload..payload_end).ok_or_else(bad)?;
+    let tail = bytes.get(payload_end..).ok_or_else(bad)?;
+    let pad = ((4 - (pos + head.len() as u64) % 4) % 4) as usize;
+    out.write_all(head)?;
+    out.write_all(&[0u8; 3][..pad])?;
+    out.write_all(data)?;
+    out.write_all(tail)?;
+    Ok((head.len() + pad + data.len() + tail.len()) as u64)
+}
+
+/// Parses a ring size: a number with an optional unit, `KB`, `MB`, `GB` (powers of 1024; `K`,
+/// `M`, `G`, `KiB`, `MiB`, `GiB` too, any case) or bytes without one: `64MB`, `512KB`, `1.5GB`.
+/// At least 64 KB.
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mul: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("'{s}' is not a size (try 64MB, 512KB, 1GB)")),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (try 64MB, 512KB, 1GB)"))?;
+    let bytes = v * mul as f64;
+    if !(65536.0..1e18).contains(&bytes) {
+        return Err(format!("ring size '{s}' must be at least 64KB"));
+    }
+    Ok(bytes as u64)
+}
+
+/// What a ring kept and dropped, once finished.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingStats {
+    /// Bytes of the stream it received (the runtime's and clrspy's).
+    pub received: u64,
+    /// Blocks it dropped to stay within the budget.
+    pub dropped_blocks: u64,
+    /// Sequence points the stream held.
+    pub sequence_points: u64,
+    /// Bytes of stack, event and sequence-point blocks dropped.
+    pub dropped_bytes: u64,
+}
+
+/// A sink that keeps only the newest `budget` bytes of the trace (see the module note).
+pub struct RingSink {
+    path: PathBuf,
+    dir: PathBuf,
+    splicer: Option<Splicer<Store>>,
+    bytes: u64,
+    stats: RingStats,
+}
+
+impl RingSink {
+    /// A ring writing its trace to `path` when finished, keeping about `budget` bytes; its
+    /// chunks live in `<path>.ring/` meanwhile. The file is created (empty) now, so an
+    /// unwritable path fails here.
+    pub fn create(path: &Path, budget: u64) -> Result<RingSink> {
+        File::create(path).map_err(|e| Error::output(path, e))?;
+        let mut dir = path.as_os_str().to_owned();
+        dir.push(".ring");
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::output(&dir, e))?;
+        Ok(RingSink {
+            path: path.to_path_buf(),
+            splicer: Some(Splicer::new(Store::new(dir.clone(), budget))),
+            dir,
+            bytes: 0,
+            stats: RingStats::default(),
+        })
+    }
+
+    /// The output file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What the ring kept and dropped (complete once finished).
+    pub fn stats(&self) -> RingStats {
+        self.stats
+    }
+
+    fn err(&self, e: io::Error) -> Error {
+        Error::output(&self.path, e)
+    }
+
+    fn update(&mut self) {
+        if let Some(s) = self.splicer.as_mut() {
+            let st = s.get_mut();
+            self.bytes = st.kept();
+            self.stats = RingStats {
+                received: st.received,
+                dropped_blocks: st.dropped_blocks,
+                dropped_bytes: st.dropped_bytes,
+                sequence_points: st.sequence_points,
+            };
+        }
+    }
+}
+
+impl ByteSink for RingSink {
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        let Some(s) = self.splicer.as_mut() else {
+            return Ok(());
+        };
+        let r = s.write_runtime(bytes);
+        self.update();
+        r.map_err(|e| self.err(e))
+    }
+
+    fn wants_splices(&self) -> bool {
+        self.splicer.as_ref().is_some_and(|s| s.is_active())
+    }
+
+    fn splice(&mut self, monotonic_ns: u64, ev: &Injected) {
+        if let Some(s) = self.splicer.as_mut() {
+            s.push(monotonic_ns, ev.clone());
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let Some(s) = self.splicer.as_mut() else {
+            return Ok(());
+        };
+        let r = s.inject();
+        self.update();
+        r.map_err(|e| self.err(e))
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn finish(&mut self) -> Result<SinkReport> {
+        let Some(s) = self.splicer.take() else {
+            return Ok(SinkReport {
+                bytes: self.bytes,
+                spliced_events: 0,
+                path: Some(self.path.clone()),
+                closed_by_clrspy: None,
+                ring: Some(self.stats),
+            });
+        };
+        let spliced = s.spliced;
+        let whole = s.whole();
+        let mut store = s.into_inner().map_err(|e| self.err(e))?;
+        let closed_by_clrspy = (!whole.ended).then_some(store.cur.len() as u64);
+        let file = File::create(&self.path).map_err(|e| self.err(e))?;
+        let mut out = io::BufWriter::new(file);
+        let r = store.assemble(&mut out).and_then(|n| {
+            let f = out.into_inner().map_err(|e| e.into_error())?;
+            f.sync_all()?;
+            Ok(n)
+        });
+        self.stats = RingStats {
+            received: store.received,
+            dropped_blocks: store.dropped_blocks,
+            dropped_bytes: store.dropped_bytes,
+            sequence_points: store.sequence_points,
+        };
+        drop(store);
+        let _ = std::fs::remove_dir_all(&self.dir);
+        self.bytes = r.map_err(|e| self.err(e))?;
+        Ok(SinkReport {
+            bytes: self.bytes,
+            spliced_events: spliced,
+            path: Some(self.path.clone()),
+            closed_by_clrspy,
+            ring: Some(self.stats),
+        })
+    }
+}
+
+impl Drop for RingSink {
+    fn drop(&mut self) {
+        if self.splicer.is_some() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "ring_tests.rs"]
+mod tests;

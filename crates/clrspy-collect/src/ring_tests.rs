@@ -1,0 +1,248 @@
+use super::*;
+use crate::sink::ByteSink;
+
+/// A test trace, cut after its last whole block and ended (trace.nettrace stops inside one).
+fn data(name: &str) -> Vec<u8> {
+    let mut d = std::fs::read(format!(
+        "{}/../nettrace/tests/data/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let mut s = Scanner::new();
+    let mut end = 0;
+    let mut ended = false;
+    let _ = s.feed_all(&d, |i| {
+        end = i.end();
+        ended |= matches!(i, Item::End { .. });
+    });
+    if !ended {
+        d.truncate(end as usize);
+        d.extend_from_slice(nettrace::end_of_stream(s.format().unwrap()));
+    }
+    d
+}
+
+/// (provider, event id, timestamp, thread, stack) of every event.
+type Ev = (String, u32, i64, u64, Vec<u64>);
+
+/// The events of a trace; `whole`: it must read to its end without error (the test data's
+/// trace.nettrace is cut in its last block).
+fn events_of(bytes: &[u8], whole: bool) -> Vec<Ev> {
+    let mut r = nettrace::TraceReader::new(bytes).unwrap();
+    let mut out = Vec::new();
+    loop {
+        let e = match r.next_event() {
+            Ok(Some(e)) => e,
+            Ok(None) => break,
+            Err(_) if !whole => break,
+            Err(e) => panic!("{e}"),
+        };
+        out.push((
+            e.provider().to_string(),
+            e.event_id(),
+            e.timestamp,
+            e.thread_id,
+            e.stack.ips().collect(),
+        ));
+    }
+    assert!(!whole || r.stats().ended_cleanly);
+    out
+}
+
+fn events(bytes: &[u8]) -> Vec<Ev> {
+    events_of(bytes, true)
+}
+
+fn original(bytes: &[u8]) -> Vec<Ev> {
+    events_of(bytes, true)
+}
+
+/// The largest block of a trace, and its kinds counted.
+fn blocks(bytes: &[u8]) -> (u64, u64) {
+    let mut s = Scanner::new();
+    let (mut max, mut sps) = (0, 0);
+    s.feed_all(bytes, |i| {
+        if let Item::Block(b) = i {
+            max = max.max(b.len());
+            sps += u64::from(b.is_sequence_point());
+        }
+    })
+    .unwrap();
+    (max, sps)
+}
+
+fn ring(bytes: &[u8], budget: u64, piece: usize, tag: &str) -> (Vec<u8>, RingStats) {
+    let dir = std::env::temp_dir().join(format!("clrspy-ring-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.nettrace");
+    let mut sink = RingSink::create(&path, budget).unwrap();
+    for p in bytes.chunks(piece) {
+        sink.write(p).unwrap();
+        sink.flush().unwrap();
+        assert!(!sink.wants_splices() || sink.bytes() <= budget.max(sink.bytes()));
+    }
+    let report = sink.finish().unwrap();
+    let out = std::fs::read(&path).unwrap();
+    assert_eq!(report.bytes, out.len() as u64);
+    assert!(!dir.join("t.nettrace.ring").exists(), "chunks left behind");
+    let stats = sink.stats();
+    let _ = std::fs::remove_dir_all(&dir);
+    (out, stats)
+}
+
+/// `sub`'s events are a subsequence of `all`'s, ending with the same event.
+fn is_tail_subsequence(sub: &[Ev], all: &[Ev]) -> bool {
+    let mut it = all.iter();
+    sub.iter().all(|e| it.any(|a| a == e)) && sub.last() == all.last()
+}
+
+#[test]
+fn sizes_parse() {
+    assert_eq!(parse_size("64MB"), Ok(64 << 20));
+    assert_eq!(parse_size("8mb"), Ok(8 << 20));
+    assert_eq!(parse_size("512 KiB"), Ok(512 << 10));
+    assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+    assert_eq!(parse_size("100000"), Ok(100_000));
+    for bad in ["", "MB", "12XB", "1KB", "-5MB", "1e30GB"] {
+        assert!(parse_size(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_ring_larger_than_the_trace_keeps_every_event() {
+    for name in ["perf.nettrace", "trace.nettrace"] {
+        let d = data(name);
+        let (out, stats) = ring(&d, 1 << 30, 4096, "big");
+        let (a, b) = (events(&out), original(&d));
+        let first_diff = a.iter().zip(&b).position(|(x, y)| x != y);
+        assert!(
+            a.len() == b.len() && first_diff.is_none(),
+            "{name}: {} vs {} events, first difference at {first_diff:?}",
+            a.len(),
+            b.len()
+        );
+        assert_eq!(stats.dropped_blocks, 0);
+        assert_eq!(stats.received, d.len() as u64);
+    }
+}
+
+#[test]
+fn a_small_ring_keeps_the_newest_events_with_their_stacks() {
+    let d = data("trace.nettrace");
+    let all = original(&d);
+    let (max_block, sps) = blocks(&d);
+    assert!(sps > 1, "the test trace needs sequence points");
+    for budget in [2_000_000u64, 600_000, 150_000] {
+        let (out, stats) = ring(&d, budget, 65_536, &budget.to_string());
+        let kept = events(&out);
+        assert!(stats.dropped_blocks > 0, "budget {budget}");
+        assert!(kept.len() < all.len(), "budget {budget}");
+        assert!(
+            is_tail_subsequence(&kept, &all),
+            "budget {budget}: events differ from the original's (stacks lost?)"
+        );
+        assert!(
+            kept.iter().any(|e| !e.4.is_empty()),
+            "budget {budget}: no stacks kept"
+        );
+        eprintln!(
+            "budget {budget}: {} bytes, {} of {} events, max block {max_block}",
+            out.len(),
+            kept.len(),
+            all.len()
+        );
+    }
+}
+
+#[test]
+fn the_bound_is_the_budget_plus_one_block_when_stacks_fit() {
+    let d = data("trace.nettrace");
+    let (max_block, _) = blocks(&d);
+    let budget = 1_000_000;
+    let (out, _) = ring(&d, budget, 100_000, "bound");
+    assert!(
+        out.len() as u64 <= budget + max_block,
+        "{} > {budget} + {max_block}",
+        out.len()
+    );
+}
+
+#[test]
+fn a_stream_that_never_started_leaves_an_empty_file() {
+    let (out, _) = ring(b"Nettr", 100_000, 2, "empty");
+    assert!(out.is_empty());
+}
+
+#[test]
+fn a_cut_stream_is_closed_after_its_last_whole_block() {
+    let d = data("trace.nettrace");
+    let cut = &d[..d.len() * 2 / 3];
+    let (out, _) = ring(cut, 500_000, 1000, "cut");
+    let mut r = nettrace::TraceReader::new(&out).unwrap();
+    let mut n = 0;
+    while r.next_event().unwrap().is_some() {
+        n += 1;
+    }
+    assert!(n > 0);
+    assert!(r.stats().ended_cleanly);
+}
+
+/// A trace written by nettrace's writer in `format`: small blocks, a sequence point every 4,
+/// events on 3 threads with 5 distinct stacks (interned once per sequence-point interval).
+fn written(format: nettrace::WriteFormat) -> Vec<u8> {
+    use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};
+    let opts = WriterOptions {
+        format,
+        block_size: 2048,
+        blocks_per_sequence_point: 4,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), opts).unwrap();
+    let id = w
+        .define(&EventMetadata {
+            provider: "Ring-Test".into(),
+            event_id: 1,
+            event_name: "Tick".into(),
+            ..EventMetadata::default()
+        })
+        .unwrap();
+    let stacks: Vec<Vec<u64>> = (0..5u64)
+        .map(|k| (0..=k).map(|f| 0x7f00_0000 + k * 0x100 + f).collect())
+        .collect();
+    for i in 0..20_000u64 {
+        let payload = i.to_le_bytes();
+        w.write(&EventRecord {
+            metadata_id: id,
+            thread_id: 100 + i % 3,
+            timestamp: i as i64 * 1000,
+            payload: &payload,
+            stack: &stacks[(i % 5) as usize],
+            ..EventRecord::default()
+        })
+        .unwrap();
+    }
+    w.finish().unwrap()
+}
+
+#[test]
+fn both_framings_keep_stacks_across_sequence_points() {
+    for format in [nettrace::WriteFormat::V5, nettrace::WriteFormat::V6] {
+        let d = written(format);
+        let all = events(&d);
+        let (_, sps) = blocks(&d);
+        assert!(sps > 10, "{format:?}: {sps} sequence points");
+        // Budgets that leave the front anywhere inside an interval.
+        for budget in (20_000..60_000).step_by(997) {
+            let (out, stats) = ring(&d, budget, 777, &format!("{format:?}-{budget}"));
+            let kept = events(&out);
+            let what = format!("{format:?}, budget {budget}");
+            assert!(
+                stats.dropped_blocks > 0 && kept.len() < all.len() / 2,
+                "{what}"
+            );
+            assert!(is_tail_subsequence(&kept, &all), "{what}");
+            assert!(kept.iter().all(|e| !e.4.is_empty()), "{what}: a stack lost");
+            assert!(out.len() as u64 <= budget + 2200, "{what}: {}", out.len());
+        }
+    }
+}

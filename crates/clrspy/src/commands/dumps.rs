@@ -1,0 +1,401 @@
+//! `record`'s dumps on exceptions (`--dump-on-exception`): the options checked, the session's
+//! exception events turned on, the trigger and the dump worker set up, and what they did said
+//! on the terminal (the delay from the throw, the size before and after compression).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clrspy_collect::{
+    Compression, DumpNotice, DumpOutcome, DumpPlan, DumpSpec, Dumper, EventConsumer,
+    ExceptionTrigger,
+};
+use diagnostics_client::SessionConfig;
+
+use crate::output::{CliError, CliResult};
+
+/// The dump options of `record`, as given.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DumpArgs<'a> {
+    /// Exception type patterns (comma-separated lists allowed).
+    pub on_exception: &'a [String],
+    /// At most this many dumps.
+    pub max: u32,
+    /// mini, heap, triage, full.
+    pub kind: &'a str,
+    /// none, gzip, zstd.
+    pub compress: &'a str,
+    /// Where (default: the trace's directory).
+    pub dir: Option<&'a Path>,
+    /// The hold hook (ClrspyHold.dll): hold the throwing thread until the dump is written.
+    pub hold_hook: Option<&'a Path>,
+    /// createdump's crash report beside each dump.
+    pub crash_report: bool,
+}
+
+/// Environment variables for a launched program.
+pub(crate) type Env = Vec<(std::ffi::OsString, std::ffi::OsString)>;
+
+/// What `record` adds to a plain recording: the ring and stop triggers, dumps and crashes.
+#[derive(Default)]
+pub(crate) struct Extras {
+    /// The ring and the stop triggers.
+    pub capture: super::record::Capture,
+    /// Dumps on exceptions.
+    pub exceptions: Option<ExceptionDumps>,
+    /// A launched program's crash report (and dump).
+    pub crash: Option<clrspy_collect::CrashCapture>,
+}
+
+/// The directory dumps and reports go to: `dir`, or the trace's.
+fn out_dir(dir: Option<&Path>, trace: Option<&Path>) -> CliResult<PathBuf> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => trace
+            .and_then(Path::parent)
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from(".")),
+    };
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    if !dir.is_dir() {
+        return Err(CliError::new(format!(
+            "the dump directory {} does not exist",
+            dir.display()
+        ))
+        .code(2));
+    }
+    Ok(dir)
+}
+
+/// The crash capture of a launched program recorded into `trace`; None when the trace's
+/// directory is missing (the recording then fails with its own error).
+pub(crate) fn crash_capture(
+    args: &DumpArgs<'_>,
+    dump_on_crash: bool,
+    trace: &Path,
+) -> CliResult<Option<clrspy_collect::CrashCapture>> {
+    let (kind, compress) = kind_and_compression(args)?;
+    let dir = match out_dir(args.dir, Some(trace)) {
+        Ok(d) => d,
+        Err(e) if args.dir.is_some() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    Ok(Some(clrspy_collect::CrashCapture {
+        dir,
+        stem: trace
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "trace".into()),
+        dump: dump_on_crash.then_some(kind),
+        compress,
+    }))
+}
+
+fn kind_and_compression(
+    args: &DumpArgs<'_>,
+) -> CliResult<(diagnostics_client::DumpType, Compression)> {
+    let kind = clrspy_collect::parse_dump_type(args.kind).ok_or_else(|| {
+        CliError::new(format!("unknown dump type '{}'", args.kind))
+            .hint("use mini, heap, triage or full")
+            .code(2)
+    })?;
+    let compress = Compression::parse(args.compress).ok_or_else(|| {
+        CliError::new(format!("unknown dump compression '{}'", args.compress))
+            .hint("use gzip, zstd or none")
+            .code(2)
+    })?;
+    Ok((kind, compress))
+}
+
+/// Dumps on exceptions, set up for one recording.
+pub(crate) struct ExceptionDumps {
+    patterns: Vec<String>,
+    plan: DumpPlan,
+    dumper: Option<Dumper>,
+    hook: Option<PathBuf>,
+    hold: Option<clrspy_collect::HoldServer>,
+}
+
+/// Megabytes, one decimal.
+pub(crate) fn mb(b: u64) -> String {
+    format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
+}
+
+impl ExceptionDumps {
+    /// The setup for `args`, None when no exception type was given; `trace` is the trace file
+    /// the dumps are named after (None: the default name, in the current directory).
+    pub fn new(args: &DumpArgs<'_>, trace: Option<&Path>) -> CliResult<Option<ExceptionDumps>> {
+        let patterns: Vec<String> = args
+            .on_exception
+            .iter()
+            .flat_map(|s| s.split(','))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let (kind, compress) = kind_and_compression(args)?;
+        let dir = out_dir(args.dir, trace)?;
+        let stem = trace
+            .and_then(Path::file_stem)
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "dump".into());
+        Ok(Some(ExceptionDumps {
+            patterns,
+            plan: DumpPlan {
+                dir,
+                stem,
+                spec: DumpSpec {
+                    kind,
+                    compress,
+                    crash_report: args.crash_report,
+                    timeout: Duration::from_secs(300),
+                },
+                max: args.max,
+            },
+            dumper: None,
+            hook: args.hold_hook.map(Path::to_path_buf),
+            hold: None,
+        }))
+    }
+
+    /// `config` with the runtime's exception events on.
+    pub fn config(&self, config: &SessionConfig) -> SessionConfig {
+        clrspy_collect::with_exception_events(config)
+    }
+
+    /// Starts the worker (dumping `pid` when the events do not say) and returns the trigger
+    /// for the recording's event tap; in hold mode, the hook's server instead, and the
+    /// launched program's environment for the hook.
+    pub fn start(&mut self, pid: Option<u32>) -> CliResult<(Option<Box<dyn EventConsumer>>, Env)> {
+        if let Some(hook) = &self.hook {
+            if !hook.is_file() {
+                return Err(CliError::new(format!("no hook at {}", hook.display()))
+                    .hint("build it with hooks/build.sh (needs the .NET SDK)")
+                    .code(2));
+            }
+            let hook = std::path::absolute(hook).unwrap_or_else(|_| hook.clone());
+            let server = clrspy_collect::HoldServer::start(self.plan.clone(), Box::new(say))
+                .map_err(super::record::collect_error)?;
+            let env = server.env(&hook, &self.patterns, self.plan.max);
+            self.hold = Some(server);
+            return Ok((None, env));
+        }
+        let dumper = Dumper::start(self.plan.clone(), pid, Box::new(say));
+        let trigger = ExceptionTrigger::new(self.patterns.clone(), dumper.handle());
+        self.dumper = Some(dumper);
+        Ok((Some(Box::new(trigger)), Vec::new()))
+    }
+
+    /// The process to dump when the events do not name it (a launched program, once started).
+    pub fn set_pid(&self, pid: u32) {
+        if let Some(d) = &self.dumper {
+            d.set_pid(pid);
+        }
+    }
+
+    /// Waits for the dumps under way; returns how they went.
+    pub fn finish(&mut self) -> Vec<DumpOutcome> {
+        let mut v = self.dumper.take().map(Dumper::finish).unwrap_or_default();
+        v.extend(self.hold.take().map(|h| h.finish()).unwrap_or_default());
+        v
+    }
+}
+
+/// Prints what the worker says, as it says it.
+fn say(n: &DumpNotice<'_>) {
+    match n {
+        DumpNotice::Started {
+            n,
+            request,
+            path,
+            delay,
+        } => {
+            let delay = delay
+                .map(|d| format!(", {:.1} ms after the event", d.as_secs_f64() * 1e3))
+                .unwrap_or_default();
+            eprintln!(
+                "Dump {n} ({}{delay}): writing {} ...",
+                request.reason,
+                path.display()
+            );
+        }
+        DumpNotice::Done(o) => match &o.result {
+            Ok(r) => {
+                let how = if r.raw_bytes == r.file_bytes
+                    && r.path.extension().is_some_and(|e| e == "dmp")
+                {
+                    mb(r.raw_bytes)
+                } else {
+                    format!(
+                        "{} raw, {} compressed ({:.0}%){}",
+                        mb(r.raw_bytes),
+                        mb(r.file_bytes),
+                        100.0 * r.file_bytes as f64 / r.raw_bytes.max(1) as f64,
+                        if r.streamed {
+                            ", compressed as it was written"
+                        } else {
+                            ", written raw then compressed"
+                        }
+                    )
+                };
+                eprintln!(
+                    "Dump {}: wrote {} ({how}) in {:.2} s.",
+                    o.n,
+                    r.path.display(),
+                    r.elapsed.as_secs_f64()
+                );
+                if let Some(c) = &r.crash_report {
+                    eprintln!("Dump {}: threads and stacks in {}", o.n, c.display());
+                }
+            }
+            Err(e) => eprintln!("Dump {}: failed: {e}", o.n),
+        },
+    }
+}
+
+/// The closing line about the exception dumps of a recording (nothing when none were asked).
+pub(crate) fn report(dumped: &[DumpOutcome]) {
+    let ok: Vec<_> = dumped
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .collect();
+    let failed = dumped.len() - ok.len();
+    if dumped.is_empty() {
+        return;
+    }
+    let raw: u64 = ok.iter().map(|r| r.raw_bytes).sum();
+    let file: u64 = ok.iter().map(|r| r.file_bytes).sum();
+    eprintln!(
+        "Exception dumps: {} written ({} raw, {} on disk){}.",
+        ok.len(),
+        mb(raw),
+        mb(file),
+        if failed > 0 {
+            format!(", {failed} failed")
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// The last `Exception/Start` of `exception_type` on thread `tid` in the trace: its message.
+fn fatal_message(trace: &Path, exception_type: &str, tid: Option<u64>) -> Option<String> {
+    let open = crate::input::open(trace).ok()?;
+    let mut r = open.reader().ok()?;
+    let mut found = None;
+    // A cut trace ends in an error: what was read stands.
+    while let Ok(Some(ev)) = r.next_event() {
+        if clrspy_collect::thrown_type(&ev).as_deref() != Some(exception_type) {
+            continue;
+        }
+        if tid.is_some_and(|t| t != ev.thread_id) {
+            continue;
+        }
+        let t = clr_events::runtime::ExceptionThrown::parse(ev.payload, ev.version(), 8).ok()?;
+        found = t.message.map(|m| m.to_string_lossy());
+    }
+    found
+}
+
+/// What a crash left, in words: the lines printed and written beside the trace.
+fn crash_text(r: &clrspy_collect::CrashReport, message: Option<&str>, pid: u32) -> String {
+    let mut s = String::new();
+    match &r.exception_type {
+        Some(t) => {
+            s.push_str(&format!(
+                "Process {pid} ({}) crashed: unhandled {t}",
+                r.process_name
+            ));
+            match message {
+                Some(m) => s.push_str(&format!(": {m}\n")),
+                None => s.push_str(" (its message is not in the trace)\n"),
+            }
+        }
+        None => s.push_str(&format!(
+            "Process {pid} ({}) crashed (no managed exception: a native crash)\n",
+            r.process_name
+        )),
+    }
+    let managed = r.managed_stack();
+    let frames: Vec<&str> = if managed.is_empty() {
+        r.stack.iter().map(String::as_str).collect()
+    } else {
+        managed
+    };
+    for f in frames.iter().take(40) {
+        s.push_str(&format!("   at {f}\n"));
+    }
+    if frames.len() > 40 {
+        s.push_str(&format!("   ... {} more frames\n", frames.len() - 40));
+    }
+    s
+}
+
+/// After a launched program ended: every crash report the capture left (the program's, or a
+/// child's) is read and shown with the fatal exception's message from the trace; crash dumps
+/// are compressed. The text goes beside the trace too (`<trace>.crash.txt`).
+/// With `--children` (no `trace`), each process's message is looked for in its own trace,
+/// `<name>_<pid>.nettrace` in the capture's directory.
+pub(crate) fn report_crashes(capture: &clrspy_collect::CrashCapture, trace: Option<&Path>) {
+    let reports = capture.reports();
+    let mut all = String::new();
+    for (pid, path) in reports {
+        let r = match clrspy_collect::CrashReport::read(&path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("warning: the crash report is unreadable: {e}");
+                continue;
+            }
+        };
+        let own = match trace {
+            Some(t) => Some(t.to_path_buf()),
+            None => process_trace(&capture.dir, pid),
+        };
+        let message = r
+            .exception_type
+            .as_deref()
+            .zip(own.as_deref())
+            .and_then(|(t, own)| fatal_message(own, t, r.thread_id));
+        let text = crash_text(&r, message.as_deref(), pid);
+        eprint!("{text}");
+        eprintln!("Crash report: {}", path.display());
+        all.push_str(&text);
+        let dump = capture.dump_path(pid);
+        if dump.exists() {
+            match clrspy_collect::compress_dump_file(&dump, capture.compress) {
+                Ok(d) => eprintln!(
+                    "Crash dump: {} ({} raw, {} on disk, compressed in {:.2} s after the crash)",
+                    d.path.display(),
+                    mb(d.raw_bytes),
+                    mb(d.file_bytes),
+                    d.elapsed.as_secs_f64()
+                ),
+                Err(e) => eprintln!("warning: the crash dump {}: {e}", dump.display()),
+            }
+        }
+    }
+    if !all.is_empty() {
+        let base = match trace {
+            Some(t) => t.to_path_buf(),
+            None => capture.dir.join("tree"),
+        };
+        let mut name = base.as_os_str().to_owned();
+        name.push(".crash.txt");
+        let out = PathBuf::from(name);
+        if let Err(e) = std::fs::write(&out, all) {
+            eprintln!("warning: cannot write {}: {e}", out.display());
+        }
+    }
+}
+
+/// The trace of process `pid` in a `--children` directory.
+fn process_trace(dir: &Path, pid: u32) -> Option<PathBuf> {
+    let suffix = format!("_{pid}.nettrace");
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(&suffix))
+}
