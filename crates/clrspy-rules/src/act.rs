@@ -288,6 +288,26 @@ pub(crate) fn keep_budget(shared: &Shared, rule: &Rule, dir: &Path, reserve: u64
     }
 }
 
+/// Registers an open trace: watch's stop reaches its signal, budgets spare its file.
+pub(crate) fn track(shared: &Shared, stop: &Arc<StopSignal>, out: &Path) {
+    if let Ok(mut v) = shared.traces.lock() {
+        v.push(stop.clone());
+    }
+    if let Ok(mut o) = shared.open_files.lock() {
+        o.push(out.to_path_buf());
+    }
+}
+
+/// Unregisters a trace [`track`] registered.
+pub(crate) fn untrack(shared: &Shared, stop: &Arc<StopSignal>, out: &Path) {
+    if let Ok(mut v) = shared.traces.lock() {
+        v.retain(|s| !Arc::ptr_eq(s, stop));
+    }
+    if let Ok(mut o) = shared.open_files.lock() {
+        o.retain(|p| p != out);
+    }
+}
+
 /// `dir/<process>_<pid>_<stamp>.<ext>`.
 pub(crate) fn file_for(dir: &Path, facts: &ProcessFacts, ext: &str) -> PathBuf {
     dir.join(format!(
@@ -380,12 +400,7 @@ pub(crate) fn trace(shared: &Shared, rule: &Rule, t: &TraceAction, facts: &Proce
     shared.actions.fetch_add(1, Ordering::SeqCst);
     let out = file_for(&dir, facts, "nettrace");
     let stop = Arc::new(StopSignal::new());
-    if let Ok(mut v) = shared.traces.lock() {
-        v.push(stop.clone());
-    }
-    if let Ok(mut o) = shared.open_files.lock() {
-        o.push(out.clone());
-    }
+    track(shared, &stop, &out);
     let mut d = about("action_started", facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("trace");
@@ -415,12 +430,7 @@ pub(crate) fn trace(shared: &Shared, rule: &Rule, t: &TraceAction, facts: &Proce
         &mut watch,
     );
     let over = watch.over;
-    if let Ok(mut v) = shared.traces.lock() {
-        v.retain(|s| !Arc::ptr_eq(s, &stop));
-    }
-    if let Ok(mut o) = shared.open_files.lock() {
-        o.retain(|p| *p != out);
-    }
+    untrack(shared, &stop, &out);
     match result {
         Ok(s) => {
             let mut d = about("action_done", facts);

@@ -16,8 +16,8 @@ use clrspy_collect::{
 use diagnostics_client::{Endpoint, SessionConfig};
 
 use crate::act::{
-    about, admit, age_ms, file_for, free_bytes, keep_budget, say_disk_full, BudgetWatch,
-    DUMP_TIMEOUT, MIN_FREE,
+    about, admit, age_ms, file_for, free_bytes, keep_budget, say_disk_full, track, untrack,
+    BudgetWatch, DUMP_TIMEOUT, MIN_FREE,
 };
 use crate::budget::Admission;
 use crate::facts::ProcessFacts;
@@ -170,14 +170,7 @@ fn on_exceptions(
     let Some(dump) = &rule.dump else { return };
     let max = left(shared, rule);
     if max == 0 {
-        let mut d = about("skipped", facts);
-        d.rule = Some(rule.name.clone());
-        d.action = Some("dump");
-        d.detail = Some(format!(
-            "max_actions ({}) reached",
-            rule.limits.max_actions.unwrap_or(0)
-        ));
-        return shared.emit(d);
+        return skip_max(shared, rule, facts);
     }
     if shared.stopping.load(Ordering::SeqCst) {
         return;
@@ -216,26 +209,8 @@ fn on_exceptions(
     });
     let out = file_for(&dir, facts, "exceptions.nettrace");
     let stop = Arc::new(StopSignal::new());
-    if let Ok(mut v) = shared.traces.lock() {
-        v.push(stop.clone());
-    }
-    if let Ok(mut o) = shared.open_files.lock() {
-        o.push(out.clone());
-    }
-    let mut d = about("watching", facts);
-    d.rule = Some(rule.name.clone());
-    d.action = Some("dump");
-    d.file = Some(out.clone());
-    d.detail = Some(format!(
-        "first-chance exceptions {}; at most {} dump(s)",
-        patterns.join(", "),
-        if max == u32::MAX {
-            "any".to_string()
-        } else {
-            max.to_string()
-        }
-    ));
-    shared.emit(d);
+    track(shared, &stop, &out);
+    say_watching(shared, rule, facts, &out, &patterns, max);
     let opts = RunOptions {
         config: &config,
         output: Some(out.clone()),
@@ -275,12 +250,43 @@ fn on_exceptions(
     );
     // The dump being written is finished before the session's end is told.
     let _ = dumper.finish();
-    if let Ok(mut v) = shared.traces.lock() {
-        v.retain(|s| !Arc::ptr_eq(s, &stop));
-    }
-    if let Ok(mut o) = shared.open_files.lock() {
-        o.retain(|p| *p != out);
-    }
+    untrack(shared, &stop, &out);
+    say_watched(shared, rule, facts, out, result);
+}
+
+/// Says a process's exceptions are watched.
+fn say_watching(
+    shared: &Shared,
+    rule: &Rule,
+    facts: &ProcessFacts,
+    out: &Path,
+    patterns: &[String],
+    max: u32,
+) {
+    let mut d = about("watching", facts);
+    d.rule = Some(rule.name.clone());
+    d.action = Some("dump");
+    d.file = Some(out.to_path_buf());
+    let most = if max == u32::MAX {
+        "any".to_string()
+    } else {
+        max.to_string()
+    };
+    d.detail = Some(format!(
+        "first-chance exceptions {}; at most {most} dump(s)",
+        patterns.join(", ")
+    ));
+    shared.emit(d);
+}
+
+/// Says the watch of a process's exceptions ended, and how.
+fn say_watched(
+    shared: &Shared,
+    rule: &Rule,
+    facts: &ProcessFacts,
+    out: PathBuf,
+    result: clrspy_collect::Result<clrspy_collect::RunOutcome>,
+) {
     let mut d = about("watching_ended", facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
@@ -292,6 +298,18 @@ fn on_exceptions(
         }
         Err(e) => d.detail = Some(e.to_string()),
     }
+    shared.emit(d);
+}
+
+/// Says the rule may dump no more.
+fn skip_max(shared: &Shared, rule: &Rule, facts: &ProcessFacts) {
+    let mut d = about("skipped", facts);
+    d.rule = Some(rule.name.clone());
+    d.action = Some("dump");
+    d.detail = Some(format!(
+        "max_actions ({}) reached",
+        rule.limits.max_actions.unwrap_or(0)
+    ));
     shared.emit(d);
 }
 

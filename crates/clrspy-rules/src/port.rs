@@ -42,9 +42,6 @@ impl Port {
             .ok();
         Ok(Port { quit, thread })
     }
-
-    /// Nothing to do between polls today (the acceptor tidies itself).
-    pub(crate) fn tidy(&self) {}
 }
 
 impl Drop for Port {

@@ -228,9 +228,6 @@ pub fn watch(
         if let Ok(mut w) = shared.workers.lock() {
             w.retain(|w| !w.is_finished());
         }
-        if let Some(p) = &port {
-            p.tidy();
-        }
         sleep_unless_stopped(opts.poll, control);
     }
     shared.stopping.store(true, Ordering::SeqCst);
