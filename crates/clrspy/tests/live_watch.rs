@@ -260,7 +260,7 @@ fn watch_traces_a_program_started_after_it_and_sighup_with_a_broken_file_keeps_t
 }
 
 #[test]
-fn listen_catches_a_short_lived_program_from_its_start_and_resumes_others_at_once() {
+fn listen_catches_a_short_lived_program_from_its_start_and_sigterm_finishes_open_traces() {
     if !live() {
         return;
     }
@@ -273,6 +273,11 @@ fn listen_catches_a_short_lived_program_from_its_start_and_resumes_others_at_onc
 name = "short"
 match = { command_line = "watch-listen-wl/.* exceptions" }
 trace = { profile = "exceptions" }
+
+[[rules]]
+name = "long"
+match = { command_line = "watch-listen-wl/.* idle --seconds 60" }
+trace = { profile = "gc-collect" }
 "#,
     )
     .unwrap();
@@ -327,7 +332,36 @@ trace = { profile = "exceptions" }
             .contains("first instruction"),
         "{started}"
     );
+
+    // SIGTERM while a trace is open: it is finished whole, with its rundown.
+    let long = Program::start(&dll, &["idle", "--seconds", "60"], &env);
+    let lpid = long.pid();
+    w.wait_for(|l| for_pid(l, "action_started", lpid), "the open trace");
+    let out_dir = w.out.clone();
     assert!(w.stop().success());
+    let log: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("decisions.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let stopping = log.iter().find(|l| l["event"] == "stopping").unwrap();
+    assert!(
+        stopping["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("1 open trace"),
+        "{stopping}"
+    );
+    let done = log
+        .iter()
+        .find(|l| for_pid(l, "action_done", lpid))
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    let detail = done["detail"].as_str().unwrap_or("");
+    assert!(detail.contains("watch stopped"), "{done}");
+    assert!(!detail.contains("without the rundown"), "{done}");
+    let i = info(Path::new(done["file"].as_str().unwrap()));
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    drop(long);
     assert!(!sock.exists(), "the listen socket is removed at the end");
 }
 
