@@ -17,9 +17,19 @@ public static class Cpu
     public static int Run(Options o)
     {
         double seconds = o.Seconds;
-        var burner = new Thread(() => { Result = Burn(seconds); }) { Name = "burner" };
-        burner.Start();
-        burner.Join();
+        int n = o.Threads ?? 1;
+        var burners = new Thread[n];
+        for (int t = 0; t < n; t++)
+        {
+            // One thread is "burner" (the contract of the one-thread scenario); more are
+            // "burner-0", "burner-1", ...
+            burners[t] = new Thread(() => { double r = Burn(seconds); lock (burners) Result += r; })
+            {
+                Name = n == 1 ? "burner" : $"burner-{t}",
+            };
+        }
+        foreach (var b in burners) b.Start();
+        foreach (var b in burners) b.Join();
         Program.Out(FormattableString.Invariant($"burned seconds={seconds} result={Result:F3}"));
         return 0;
     }

@@ -1,6 +1,6 @@
 //! clrspy's own provider: the events `clrspy record` splices into a trace (each thread's CPU
-//! time and name at every reading, how readings were taken, the reading ticks, the process's
-//! executable mappings, and the names of the precompiled (ReadyToRun) functions the samples
+//! time, run-queue time and name at every reading, the CPU throttling of the target's cgroup,
+//! how readings were taken, the reading ticks, the process's executable mappings, and the names of the precompiled (ReadyToRun) functions the samples
 //! fell into, with the identity of their images). One definition serves both sides: the recorder builds the events'
 //! metadata ([`metadata`]) and payloads (each view's `encode`) from it, and the analysis reads
 //! them back with the views' `parse`.
@@ -11,9 +11,10 @@
 //! ```
 //! use clr_events::clrspy::{ThreadCpu, ids};
 //! let mut p = Vec::new();
-//! ThreadCpu { thread_id: 42, cpu_ns: 1_500_000, state: b'R' as u16 }.encode(&mut p);
+//! ThreadCpu { thread_id: 42, cpu_ns: 1_500_000, state: b'R' as u16, runqueue_ns: Some(300) }
+//!     .encode(&mut p);
 //! let t = ThreadCpu::parse(&p).unwrap();
-//! assert_eq!((t.thread_id, t.cpu_ns), (42, 1_500_000));
+//! assert_eq!((t.thread_id, t.cpu_ns, t.runqueue_ns), (42, 1_500_000, Some(300)));
 //! assert_eq!(clr_events::clrspy::event(ids::THREAD_CPU).unwrap().name, "ThreadCpu");
 //! ```
 
@@ -46,6 +47,8 @@ pub mod ids {
     pub const RECORDER_CPU: u32 = 8;
     /// `Trigger`: a stop trigger fired (which, why, and the event that fired it).
     pub const TRIGGER: u32 = 9;
+    /// `CgroupCpu`: the CPU throttling counters of the target's cgroup so far, at a tick.
+    pub const CGROUP_CPU: u32 = 10;
 }
 
 /// One event of the provider.
@@ -57,9 +60,27 @@ pub struct EventDef {
     pub name: &'static str,
     /// Its fields, in payload order.
     pub fields: &'static [FieldDef],
+    /// How many of `fields` every trace has: the ones after them were added later, and a
+    /// trace written before may lack them (its metadata and payloads end earlier).
+    pub required: usize,
 }
 
-const THREAD_CPU_FIELDS: &[FieldDef] = &[uint32("ThreadID"), uint64("CpuTimeNs"), uint16("State")];
+const THREAD_CPU_FIELDS: &[FieldDef] = &[
+    uint32("ThreadID"),
+    uint64("CpuTimeNs"),
+    uint16("State"),
+    // Added later (traces before it end at State).
+    uint64("RunQueueNs"),
+];
+const CGROUP_CPU_FIELDS: &[FieldDef] = &[
+    uint16("Version"),
+    uint64("Periods"),
+    uint64("ThrottledPeriods"),
+    uint64("ThrottledNs"),
+    uint64("QuotaUs"),
+    uint64("PeriodUs"),
+    string("Path"),
+];
 const THREAD_NAME_FIELDS: &[FieldDef] = &[uint32("ThreadID"), string("Name")];
 const SAMPLER_INFO_FIELDS: &[FieldDef] = &[uint32("IntervalMs"), string("Source")];
 const RECORDER_CPU_FIELDS: &[FieldDef] = &[uint32("ProcessID"), uint64("CpuTimeNs")];
@@ -92,46 +113,61 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::THREAD_CPU,
         name: "ThreadCpu",
         fields: THREAD_CPU_FIELDS,
+        required: 3,
     },
     EventDef {
         id: ids::THREAD_NAME,
         name: "ThreadName",
         fields: THREAD_NAME_FIELDS,
+        required: THREAD_NAME_FIELDS.len(),
     },
     EventDef {
         id: ids::SAMPLER_INFO,
         name: "SamplerInfo",
         fields: SAMPLER_INFO_FIELDS,
+        required: SAMPLER_INFO_FIELDS.len(),
     },
     EventDef {
         id: ids::TICK,
         name: "Tick",
         fields: &[],
+        required: 0,
     },
     EventDef {
         id: ids::MODULE_MAP,
         name: "ModuleMap",
         fields: MODULE_MAP_FIELDS,
+        required: MODULE_MAP_FIELDS.len(),
     },
     EventDef {
         id: ids::R2R_METHOD,
         name: "R2RMethod",
         fields: R2R_METHOD_FIELDS,
+        required: R2R_METHOD_FIELDS.len(),
     },
     EventDef {
         id: ids::R2R_IMAGE,
         name: "R2RImage",
         fields: R2R_IMAGE_FIELDS,
+        required: R2R_IMAGE_FIELDS.len(),
     },
     EventDef {
         id: ids::RECORDER_CPU,
         name: "RecorderCpu",
         fields: RECORDER_CPU_FIELDS,
+        required: RECORDER_CPU_FIELDS.len(),
     },
     EventDef {
         id: ids::TRIGGER,
         name: "Trigger",
         fields: TRIGGER_FIELDS,
+        required: TRIGGER_FIELDS.len(),
+    },
+    EventDef {
+        id: ids::CGROUP_CPU,
+        name: "CgroupCpu",
+        fields: CGROUP_CPU_FIELDS,
+        required: CGROUP_CPU_FIELDS.len(),
     },
 ];
 
@@ -165,16 +201,18 @@ pub fn metadata() -> Vec<EventMetadata> {
 }
 
 /// Checks that a trace's metadata for event `id` declares the fields this definition reads
-/// (same names and types, in order; more fields after them are allowed): a trace written by
+/// (same names and types, in order; more fields after them are allowed, and a trace written
+/// before a field was added may end before it, see [`EventDef::required`]): a trace written by
 /// another layout is reported instead of misread.
 pub fn check_metadata(id: u32, fields: &[FieldDesc]) -> Result<(), ViewError> {
     let Some(e) = event(id) else {
         return Ok(());
     };
     for (k, def) in e.fields.iter().enumerate() {
-        let ok = fields
-            .get(k)
-            .is_some_and(|f| f.name == def.name && f.ty == field_type(def));
+        let ok = match fields.get(k) {
+            Some(f) => f.name == def.name && f.ty == field_type(def),
+            None => k >= e.required,
+        };
         if !ok {
             return Err(ViewError {
                 event: e.name,
@@ -216,18 +254,37 @@ pub struct ThreadCpu {
     pub thread_id: u32,
     /// Its CPU time so far, ns.
     pub cpu_ns: u64,
-    /// Its scheduler state letter (`R`, `S`, `D`, ...).
+    /// Its scheduler state letter (`R`, `S`, `D`, ...; `X` once when the thread is gone).
     pub state: u16,
+    /// Its time so far waiting for a CPU while runnable (schedstat's second field), ns;
+    /// `None` where it was not read (traces written before the field, or no schedstat).
+    pub runqueue_ns: Option<u64>,
 }
 
+/// `RunQueueNs` of a reading without one.
+const NO_RUNQUEUE: u64 = u64::MAX;
+
+/// The [`ThreadCpu::state`] of a thread's last reading, written once it is gone.
+pub const STATE_GONE: u16 = b'X' as u16;
+
 impl ThreadCpu {
-    /// Reads the payload.
+    /// Reads the payload (a payload from before `RunQueueNs` existed ends at `State`).
     pub fn parse(payload: &[u8]) -> Result<ThreadCpu, ViewError> {
         let mut c = cursor(ids::THREAD_CPU, payload)?;
+        let thread_id = c.u32("ThreadID")?;
+        let cpu_ns = c.u64("CpuTimeNs")?;
+        let state = c.u64("State")? as u16;
+        // ThreadID, CpuTimeNs and State take 14 bytes.
+        let runqueue_ns = if payload.len() > 14 {
+            Some(c.u64("RunQueueNs")?).filter(|&v| v != NO_RUNQUEUE)
+        } else {
+            None
+        };
         Ok(ThreadCpu {
-            thread_id: c.u32("ThreadID")?,
-            cpu_ns: c.u64("CpuTimeNs")?,
-            state: c.u64("State")? as u16,
+            thread_id,
+            cpu_ns,
+            state,
+            runqueue_ns,
         })
     }
 
@@ -236,6 +293,70 @@ impl ThreadCpu {
         out.extend_from_slice(&self.thread_id.to_le_bytes());
         out.extend_from_slice(&self.cpu_ns.to_le_bytes());
         out.extend_from_slice(&self.state.to_le_bytes());
+        out.extend_from_slice(&self.runqueue_ns.unwrap_or(NO_RUNQUEUE).to_le_bytes());
+    }
+}
+
+/// The CPU bandwidth counters of a cgroup (its `cpu.stat`, `cpu.max` or
+/// `cpu.cfs_quota_us`/`cpu.cfs_period_us`), as read at one moment. The counters are
+/// cumulative: a window's throttling is the difference of two readings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuBandwidth {
+    /// The cgroup version: 1 or 2.
+    pub version: u16,
+    /// Enforcement periods that have elapsed with the group runnable (`nr_periods`).
+    pub periods: u64,
+    /// Periods in which the group used up its quota and was throttled (`nr_throttled`).
+    pub throttled_periods: u64,
+    /// Time the group was held off the CPU by throttling, ns (`throttled_usec` in v2,
+    /// `throttled_time` in v1).
+    pub throttled_ns: u64,
+    /// The quota per period, µs; `u64::MAX` when the group has no limit.
+    pub quota_us: u64,
+    /// The period, µs.
+    pub period_us: u64,
+}
+
+/// `CgroupCpu`: the CPU bandwidth counters of the cgroup the target runs in, at a reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupCpu<'a> {
+    /// The counters.
+    pub bandwidth: CpuBandwidth,
+    /// The cgroup's directory as the recorder saw it (`/sys/fs/cgroup/...`).
+    pub path: Utf16Str<'a>,
+}
+
+impl<'a> CgroupCpu<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<CgroupCpu<'a>, ViewError> {
+        let mut c = cursor(ids::CGROUP_CPU, payload)?;
+        let bandwidth = CpuBandwidth {
+            version: c.u64("Version")? as u16,
+            periods: c.u64("Periods")?,
+            throttled_periods: c.u64("ThrottledPeriods")?,
+            throttled_ns: c.u64("ThrottledNs")?,
+            quota_us: c.u64("QuotaUs")?,
+            period_us: c.u64("PeriodUs")?,
+        };
+        Ok(CgroupCpu {
+            bandwidth,
+            path: c.str("Path")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(b: &CpuBandwidth, path: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(&b.version.to_le_bytes());
+        for v in [
+            b.periods,
+            b.throttled_periods,
+            b.throttled_ns,
+            b.quota_us,
+            b.period_us,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        put_str(out, path);
     }
 }
 
@@ -519,8 +640,51 @@ mod tests {
         assert_eq!(RecorderCpu::parse(&p).unwrap().cpu_ns, 1234);
         let rc = md.iter().find(|m| m.event_name == "RecorderCpu").unwrap();
         assert_eq!(rc.fields.len(), 2);
+        let bw = CpuBandwidth {
+            version: 1,
+            periods: 100,
+            throttled_periods: 31,
+            throttled_ns: 4_200_000_000,
+            quota_us: 50_000,
+            period_us: 100_000,
+        };
+        p.clear();
+        CgroupCpu::encode(&bw, "/sys/fs/cgroup/cpu/x", &mut p);
+        let g = CgroupCpu::parse(&p).unwrap();
+        assert_eq!(g.bandwidth, bw);
+        assert!(g.path.eq_str("/sys/fs/cgroup/cpu/x"));
         let e = ThreadCpu::parse(&[1, 0, 0, 0, 5]).unwrap_err();
         assert_eq!(e.event, "ThreadCpu");
         assert!(e.to_string().contains("CpuTimeNs"), "{e}");
+    }
+
+    /// A trace written before `RunQueueNs` was added still reads: its metadata ends at
+    /// `State`, and so do its payloads.
+    #[test]
+    fn thread_cpu_from_before_the_run_queue_field() {
+        let md = metadata();
+        let tc = md.iter().find(|m| m.event_name == "ThreadCpu").unwrap();
+        assert_eq!(tc.fields.len(), 4);
+        assert_eq!(check_metadata(ids::THREAD_CPU, &tc.fields[..3]), Ok(()));
+        assert!(check_metadata(ids::THREAD_CPU, &tc.fields[..2]).is_err());
+        let mut p = Vec::new();
+        let r = ThreadCpu {
+            thread_id: 5,
+            cpu_ns: 9,
+            state: u16::from(b'R'),
+            runqueue_ns: Some(7),
+        };
+        r.encode(&mut p);
+        assert_eq!(ThreadCpu::parse(&p).unwrap(), r);
+        assert_eq!(ThreadCpu::parse(&p[..14]).unwrap().runqueue_ns, None);
+        p.clear();
+        ThreadCpu {
+            runqueue_ns: None,
+            ..r
+        }
+        .encode(&mut p);
+        assert_eq!(p.len(), 22);
+        assert_eq!(ThreadCpu::parse(&p).unwrap().runqueue_ns, None);
+        assert!(ThreadCpu::parse(&p[..18]).is_err());
     }
 }

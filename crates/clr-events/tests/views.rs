@@ -207,13 +207,15 @@ mod properties {
             tid in any::<u32>(),
             cpu in any::<u64>(),
             state in any::<u16>(),
+            runq in proptest::option::of(0..u64::MAX),
             name in "\\PC{0,40}",
             start in any::<u64>(),
             len in any::<u64>(),
         ) {
             let mut p = Vec::new();
-            ThreadCpu { thread_id: tid, cpu_ns: cpu, state }.encode(&mut p);
-            prop_assert_eq!(ThreadCpu::parse(&p).unwrap(), ThreadCpu { thread_id: tid, cpu_ns: cpu, state });
+            let r = ThreadCpu { thread_id: tid, cpu_ns: cpu, state, runqueue_ns: runq };
+            r.encode(&mut p);
+            prop_assert_eq!(ThreadCpu::parse(&p).unwrap(), r);
             // Strings end at their first NUL, as on the wire.
             let text: String = name.chars().take_while(|&c| c != '\0').collect();
             p.clear();

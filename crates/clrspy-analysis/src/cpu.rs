@@ -4,20 +4,23 @@
 //! 1. **Thread CPU readings** that `clrspy record` stores (clrspy's `ThreadCpu`, read from
 //!    /proc at every tick, about every 20 ms): each thread's CPU over a tick interval is the
 //!    difference of its readings, shared equally among its samples in that interval; the rest
-//!    of the interval's wall time is their waiting time. A thread's CPU total is therefore its
+//!    of the interval's wall time is their waiting time, of which the thread's run-queue time
+//!    over the interval (schedstat's second field, where the readings have it) is waiting for
+//!    a CPU. Every thread's lifetime is split the same way into CPU, run queue and blocked
+//!    ([`crate::runqueue`]). A thread's CPU total is therefore its
 //!    readings over the window, whatever the sampler's real period. CPU in an interval where
 //!    the thread has no sample goes to its last sampled stack; a thread never sampled, or
 //!    named as one of the runtime's native workers (JIT, GC, EventPipe: the sampler may catch
 //!    them in managed code now and then), keeps it as unsampled CPU, which the
 //!    profile shows under a frame group named by the thread's role (`[runtime: tiered JIT]`).
 //!    An interval waits [`CLOSE_LAG_NS`] for samples the runtime flushes late.
-//! 2. Otherwise the **sample kind and blocking frames**: each sample stands for the trace's
-//!    nominal sampling interval; a sample whose stack holds a known blocking call (waits,
-//!    sleeps, joins, socket and file reads, `Monitor.Enter`) is waiting; an "external" sample
-//!    with no managed frame at all is an idle runtime thread (waiting); the rest is CPU.
-//!
-//! The sampler's real period (the median gap between a thread's samples) is measured either
-//! way: under load it is often twice the nominal interval.
+//! 2. Otherwise an **estimate** ([`crate::estimate`]): each sample stands for the sampler's
+//!    real period, measured from the trace's own sampling rounds (under load a round takes two
+//!    to nine times the nominal interval); a sample whose stack is in a known blocking call
+//!    ([`blocking_call`](crate::profile::blocking_call): waits, sleeps, joins, socket and file
+//!    reads, `Monitor.Enter`) is waiting; an "external" sample with no managed frame at all is
+//!    an idle runtime thread (waiting); the rest ran, but no round counts more threads on a
+//!    CPU than the trace has CPUs (the others were ready, waiting for a CPU).
 //!
 //! Samples are aggregated per (thread, stack) as they stream; names and the heuristic are
 //! applied at the end, when the rundown has named every method.
@@ -27,22 +30,41 @@ use std::collections::VecDeque;
 use clr_events::{clrspy, KnownProvider, ThreadSampleType, ViewError};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::estimate::Estimate;
 use crate::event::{Model, ModelEvent, Provider, Wanted};
+use crate::runqueue::{CgroupReadings, ThreadReadings, ThreadTime, Throttling, WallTimes};
 use crate::stacks::StackId;
 use crate::threads::ThreadRole;
 
-/// How CPU was told from waiting.
+/// How CPU was told from waiting: one word per kind of evidence ([`CpuSource::word`]), the
+/// same for every trace of the same kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CpuSource {
-    /// Every sample was weighed with the thread's measured CPU time.
+    /// Thread CPU readings over the whole recording (`clrspy record`): each thread's CPU is
+    /// measured. The few samples no reading interval holds (before the first reading, after
+    /// the last) are estimated, and counted apart.
     ThreadCpuTimes,
-    /// Some samples with measured CPU time, the rest by the heuristic.
+    /// Readings that stopped while the samples went on (a trace cut and spliced, a recorder
+    /// that stopped reading): measured up to there, estimated after.
     Mixed,
-    /// Sample kind and blocking frames.
-    Heuristic,
+    /// No readings (dotnet-trace, dotnet-monitor, Visual Studio, the runtime's environment
+    /// settings): estimated from the samples ([`crate::estimate`]).
+    Estimate,
     /// The trace has no samples.
     None,
+}
+
+impl CpuSource {
+    /// Its word, as reports print it and `--json` spells it.
+    pub fn word(self) -> &'static str {
+        match self {
+            CpuSource::ThreadCpuTimes => "thread-cpu-times",
+            CpuSource::Mixed => "mixed",
+            CpuSource::Estimate => "estimate",
+            CpuSource::None => "none",
+        }
+    }
 }
 
 /// The weights of one (thread, stack).
@@ -58,6 +80,8 @@ pub struct Weights {
     pub cpu: f64,
     /// Measured waiting (wall time minus CPU), same unit.
     pub wait: f64,
+    /// The part of `wait` measured as runnable, waiting for a CPU (run-queue time), same unit.
+    pub runq: f64,
 }
 
 /// Known blocking calls: a sample with one of these on its stack is waiting, not running.
@@ -108,6 +132,7 @@ pub const BLOCKING_FRAMES: &[&str] = &[
     "System.Net.Sockets.Socket.Select",
     "System.IO.RandomAccess.ReadAtOffset",
     "System.IO.FileStream.Read",
+    "System.IO.FileSystemWatcher+RunningInstance.TryReadEvent",
     "System.ConsolePal.Read",
     "System.Console.ReadLine",
     "System.Console.ReadKey",
@@ -115,6 +140,19 @@ pub const BLOCKING_FRAMES: &[&str] = &[
     "System.GC._WaitForPendingFinalizers",
     "System.Diagnostics.Process.WaitForExit",
 ];
+
+/// Methods that block in a platform call of their own, inlined (no `Interop` frame shows
+/// under them): a stack whose innermost managed frame is one of these, with only native code
+/// below it, is waiting in that call.
+pub const BLOCKING_CALLERS: &[&str] = &["System.Net.Sockets.SocketAsyncEngine.EventLoop"];
+
+/// True when a managed frame directly above native code blocks in that native code.
+pub fn is_blocking_caller(name: &str) -> bool {
+    BLOCKING_CALLERS.iter().any(|b| {
+        name.strip_prefix(b)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('('))
+    })
+}
 
 /// True when a frame name is a known blocking call.
 pub fn is_blocking_frame(name: &str) -> bool {
@@ -125,34 +163,6 @@ pub fn is_blocking_frame(name: &str) -> bool {
                 || b.ends_with("Subsystem")
         }) || (b.ends_with("Subsystem") && name.starts_with(b))
     })
-}
-
-#[derive(Clone, Debug, Default)]
-struct ThreadReadings {
-    /// (tick time, CPU ns) at the ticks where the thread's CPU time was read.
-    readings: VecDeque<(i64, u64)>,
-}
-
-impl ThreadReadings {
-    /// CPU time at `t`: the last reading at or before it (0 before the first).
-    fn cpu_at(&self, t: i64) -> u64 {
-        let i = self.readings.partition_point(|r| r.0 <= t);
-        i.checked_sub(1)
-            .and_then(|k| self.readings.get(k))
-            .map_or(0, |r| r.1)
-    }
-
-    /// CPU used over (a, b], ns.
-    fn used(&self, a: i64, b: i64) -> u64 {
-        self.cpu_at(b).saturating_sub(self.cpu_at(a))
-    }
-
-    /// Forgets readings before `t`, keeping the last one at or before it.
-    fn trim(&mut self, t: i64) {
-        while self.readings.len() > 1 && self.readings.get(1).is_some_and(|x| x.0 <= t) {
-            self.readings.pop_front();
-        }
-    }
 }
 
 /// The samples of one tick interval (start, end], waiting for the interval's measured CPU.
@@ -181,12 +191,6 @@ impl Interval {
         }
     }
 }
-
-/// Gaps between a thread's samples are counted in buckets of this width (ns).
-const GAP_BUCKET_NS: i64 = 10_000;
-
-/// Gaps longer than this are pauses (a GC, a suspended sampler), not the sampler's period.
-const MAX_GAP_NS: i64 = 200_000_000;
 
 /// The samples model.
 #[derive(Clone, Debug)]
@@ -220,7 +224,7 @@ pub struct CpuModel {
     window: (Option<i64>, Option<i64>),
     exact_samples: u64,
     heuristic_samples: u64,
-    /// Samples weighed by the heuristic because no tick followed them in time.
+    /// Samples estimated because no tick followed them in time (the readings stopped).
     stale_samples: u64,
     /// Samples outside the measured intervals (before the first tick, or later than their
     /// interval was weighed): counted, carrying no time.
@@ -228,10 +232,16 @@ pub struct CpuModel {
     has_readings: bool,
     first_ns: Option<i64>,
     last_ns: i64,
-    last_sample: FxHashMap<u64, i64>,
-    gaps: FxHashMap<u32, u64>,
+    /// Every sample by sampling round, for the estimate of samples nothing measured.
+    estimate: Estimate,
+    /// The trace's CPU count (the most threads a round counts on a CPU).
+    cpus: Option<u32>,
     /// The recorder's own CPU readings in the window: the first and the last, ns.
     recorder: Option<(u64, u64)>,
+    /// Every thread's wall time split into CPU, run queue and blocked.
+    wall: WallTimes,
+    /// The target cgroup's throttling counters, every reading.
+    cgroup: CgroupReadings,
 }
 
 /// How long an interval waits for its samples (the runtime flushes its buffers late) before
@@ -268,13 +278,25 @@ impl Model for CpuModel {
         Wanted::clrspy(clrspy::ids::TICK),
         Wanted::clrspy(clrspy::ids::RECORDER_CPU),
         Wanted::clrspy(clrspy::ids::THREAD_NAME),
+        Wanted::clrspy(clrspy::ids::CGROUP_CPU),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
         match (ev.provider, ev.id) {
             (Provider::Clrspy, clrspy::ids::THREAD_CPU) => {
                 let r = clrspy::ThreadCpu::parse(ev.payload)?;
-                self.thread_cpu(ev.ts_ns, u64::from(r.thread_id), r.cpu_ns);
+                let gone = r.state == clrspy::STATE_GONE;
+                self.thread_reading(
+                    ev.ts_ns,
+                    u64::from(r.thread_id),
+                    r.cpu_ns,
+                    r.runqueue_ns,
+                    gone,
+                );
+            }
+            (Provider::Clrspy, clrspy::ids::CGROUP_CPU) => {
+                let c = clrspy::CgroupCpu::parse(ev.payload)?;
+                self.cgroup_cpu(ev.ts_ns, c.bandwidth, c.path.to_string_lossy());
             }
             (Provider::Clrspy, clrspy::ids::TICK) => self.tick(ev.ts_ns),
             (Provider::Clrspy, clrspy::ids::THREAD_NAME) => {
@@ -323,9 +345,11 @@ impl CpuModel {
             has_readings: false,
             first_ns: None,
             last_ns: 0,
-            last_sample: FxHashMap::default(),
-            gaps: FxHashMap::default(),
+            estimate: Estimate::new(interval_ns),
+            cpus: None,
             recorder: None,
+            wall: WallTimes::default(),
+            cgroup: CgroupReadings::default(),
         }
     }
 
@@ -342,12 +366,7 @@ impl CpuModel {
         self.first_ns.get_or_insert(ts);
         self.last_ns = self.last_ns.max(ts);
         self.sampled.insert(thread);
-        if let Some(prev) = self.last_sample.insert(thread, ts) {
-            let gap = ts - prev;
-            if gap > 0 && gap < MAX_GAP_NS {
-                *self.gaps.entry((gap / GAP_BUCKET_NS) as u32).or_default() += 1;
-            }
-        }
+        self.estimate.sample(ts, thread, (stack, managed));
         match self.last_tick {
             Some(last) if ts <= last => self.place(ts, thread, stack, managed),
             _ => {
@@ -439,11 +458,48 @@ impl CpuModel {
 
     /// A clrspy `ThreadCpu` reading: the thread's total CPU time at sampler tick `ts`.
     pub fn thread_cpu(&mut self, ts: i64, thread: u64, cpu_ns: u64) {
+        self.thread_reading(ts, thread, cpu_ns, None, false);
+    }
+
+    /// A clrspy `ThreadCpu` reading with the thread's total run-queue time (when read) and
+    /// whether the thread is gone.
+    pub fn thread_reading(
+        &mut self,
+        ts: i64,
+        thread: u64,
+        cpu_ns: u64,
+        runqueue_ns: Option<u64>,
+        gone: bool,
+    ) {
         self.has_readings = true;
-        let r = &mut self.readings.entry(thread).or_default().readings;
-        if r.back().is_none_or(|b| b.0 <= ts) {
-            r.push_back((ts, cpu_ns));
-        }
+        self.wall.has_runqueue |= runqueue_ns.is_some();
+        self.readings
+            .entry(thread)
+            .or_default()
+            .push(ts, cpu_ns, runqueue_ns, gone);
+    }
+
+    /// A clrspy `CgroupCpu` reading of the target's cgroup at `ts`.
+    pub fn cgroup_cpu(&mut self, ts: i64, bandwidth: clrspy::CpuBandwidth, path: String) {
+        self.cgroup.push(ts, bandwidth, path);
+    }
+
+    /// The CPU throttling of the target's cgroup over the window; `None` when the trace has
+    /// no cgroup readings there.
+    pub fn throttling(&self) -> Option<Throttling> {
+        self.cgroup.throttling(self.window.0, self.window.1)
+    }
+
+    /// True when the readings have run-queue time (schedstat's second field): the split of
+    /// waiting into run queue and blocked is measured, not estimated.
+    pub fn has_runqueue(&self) -> bool {
+        self.wall.has_runqueue
+    }
+
+    /// Each thread's wall time in the window split into CPU, run queue and blocked, from its
+    /// readings (threads without readings are not in it).
+    pub fn thread_times(&self) -> impl Iterator<Item = (u64, ThreadTime)> + '_ {
+        self.wall.per.iter().map(|(&t, &w)| (t, w))
     }
 
     /// A clrspy sampler tick: every thread's CPU time was read at `ts` (threads without a
@@ -497,6 +553,9 @@ impl CpuModel {
     /// of its samples fell gives it to its last sampled stack, else to its unsampled time.
     fn close(&mut self, mut iv: Interval) {
         let counted = self.in_window(&iv);
+        if counted {
+            self.wall.interval(iv.start, iv.end, &self.readings);
+        }
         let dt = (iv.end - iv.start) as f64;
         let unit = self.interval_ns as f64;
         let mut threads: Vec<u64> = iv.samples.keys().copied().collect();
@@ -505,7 +564,7 @@ impl CpuModel {
                 .iter()
                 .filter(|(t, r)| {
                     // Only threads read after the interval began can have changed in it.
-                    r.readings.back().is_some_and(|b| b.0 > iv.start)
+                    r.read_after(iv.start)
                         && !iv.samples.contains_key(t)
                         && r.used(iv.start, iv.end) > 0
                 })
@@ -522,6 +581,7 @@ impl CpuModel {
                 continue;
             };
             let used = r.used(iv.start, iv.end) as f64;
+            let queued = r.queued(iv.start, iv.end) as f64;
             if let Some(top) = samples.iter().max_by_key(|s| s.2) {
                 self.last_stack.insert(t, top.0);
             }
@@ -543,6 +603,8 @@ impl CpuModel {
                 *carry -= take;
                 free - take
             };
+            // Waiting for a CPU is part of the waiting (readings a little apart can say more).
+            let runq = queued.min(wait);
             if n > 0 {
                 for (stack, _, c) in samples {
                     let f = c as f64 / n as f64;
@@ -550,6 +612,7 @@ impl CpuModel {
                     w.samples += c;
                     w.cpu += used * f / unit;
                     w.wait += wait * f / unit;
+                    w.runq += runq * f / unit;
                 }
                 self.exact_samples += n;
             } else if used > 0.0 {
@@ -576,12 +639,15 @@ impl CpuModel {
 
     /// How CPU was told from waiting.
     pub fn source(&self) -> CpuSource {
+        // The kind of evidence decides, not how many samples fell outside it: a recording
+        // with readings throughout is measured even when its last samples follow the last
+        // reading.
         let measured = self.exact_samples > 0 || !self.measured.is_empty();
         match (measured, self.heuristic_samples) {
             (false, 0) => CpuSource::None,
-            (true, 0) => CpuSource::ThreadCpuTimes,
-            (false, _) => CpuSource::Heuristic,
-            _ => CpuSource::Mixed,
+            (false, _) => CpuSource::Estimate,
+            (true, _) if self.stale_samples > 0 => CpuSource::Mixed,
+            (true, _) => CpuSource::ThreadCpuTimes,
         }
     }
 
@@ -606,20 +672,26 @@ impl CpuModel {
         self.measured.iter().map(|(&t, &ns)| (t, ns))
     }
 
-    /// The sampler's real period: the median gap between a thread's consecutive samples
-    /// (pauses over 200 ms left out), ns; `None` with fewer than two samples on a thread.
+    /// The sampler's real period: the mean time between the starts of its rounds (pauses
+    /// over 200 ms left out), ns; `None` before two rounds.
     pub fn measured_period_ns(&self) -> Option<u64> {
-        let mut b: Vec<(u32, u64)> = self.gaps.iter().map(|(&k, &v)| (k, v)).collect();
-        b.sort_unstable();
-        let total: u64 = b.iter().map(|x| x.1).sum();
-        let mut seen = 0;
-        for (k, v) in b {
-            seen += v;
-            if seen * 2 >= total {
-                return Some(u64::from(k) * GAP_BUCKET_NS as u64 + GAP_BUCKET_NS as u64 / 2);
-            }
-        }
-        None
+        self.estimate.period_ns()
+    }
+
+    /// The samples by sampling round, for the estimate of what nothing measured.
+    pub fn estimate(&self) -> &Estimate {
+        &self.estimate
+    }
+
+    /// The trace's CPU count: no sampling round counts more threads on a CPU.
+    pub fn with_cpus(mut self, cpus: Option<u32>) -> CpuModel {
+        self.cpus = cpus.filter(|&n| n > 0);
+        self
+    }
+
+    /// The trace's CPU count, when known.
+    pub fn cpus(&self) -> Option<u32> {
+        self.cpus
     }
 
     /// Time of the first and last sample (ns since the trace start).

@@ -40,7 +40,10 @@ fn measured_cpu_splits_samples_exactly() {
     assert!((w1.cpu - 20.0).abs() < 1e-9 && w1.wait.abs() < 1e-9);
     assert_eq!(w1.managed, 1);
     assert!((w2.cpu - 5.0).abs() < 1e-9 && (w2.wait - 15.0).abs() < 1e-9);
-    assert_eq!(m.source(), CpuSource::Mixed);
+    // One word per kind of evidence: readings throughout are measured, whatever the few
+    // samples after the last reading (before, such a sample made it "mixed" in one recording
+    // and not in the next).
+    assert_eq!(m.source(), CpuSource::ThreadCpuTimes);
 }
 
 #[test]
@@ -66,6 +69,8 @@ fn samples_after_the_last_tick_do_not_pile_up() {
     assert_eq!(w.managed, 1_000_000);
     assert!(m.stale_samples() >= 1_000_000 - 10_001);
     assert_eq!(m.pending_len(), 0);
+    // The readings stopped while the samples went on: measured, then estimated.
+    assert_eq!(m.source(), CpuSource::Mixed);
 }
 
 #[test]
@@ -215,4 +220,36 @@ fn a_runtime_worker_sampled_once_keeps_its_cpu_as_its_own() {
     let unsampled: FxHashMap<u64, f64> = m.unsampled().collect();
     assert!((unsampled[&1] - 40.0).abs() < 1e-9, "{unsampled:?}");
     assert!(!unsampled.contains_key(&2));
+}
+
+#[test]
+fn run_queue_time_is_measured_waiting_and_splits_lifetimes() {
+    let mut m = CpuModel::new(1_000_000);
+    let s = Some(StackId(0));
+    assert!(!m.has_runqueue());
+    m.thread_reading(0, 1, 0, Some(0), false);
+    m.thread_reading(0, 2, 0, Some(0), false);
+    m.tick(0);
+    for k in 1..=20 {
+        m.sample(k * 1_000_000, 1, s, true);
+    }
+    // Thread 1: 8 ms on CPU, 10 ms waiting for one, 2 ms blocked. Thread 2 (never sampled):
+    // 1 ms on CPU, the rest blocked, then gone.
+    m.thread_reading(20_000_000, 1, 8_000_000, Some(10_000_000), false);
+    m.thread_reading(20_000_000, 2, 1_000_000, Some(0), true);
+    m.tick(20_000_000);
+    m.finish();
+    assert!(m.has_runqueue());
+    let w = m.agg[&(1, s)];
+    assert!((w.cpu - 8.0).abs() < 1e-9 && (w.wait - 12.0).abs() < 1e-9);
+    assert!((w.runq - 10.0).abs() < 1e-9, "{w:?}");
+    let times: FxHashMap<u64, crate::runqueue::ThreadTime> = m.thread_times().collect();
+    let t1 = times[&1];
+    assert_eq!(
+        (t1.lifetime_ns, t1.cpu_ns, t1.runqueue_ns),
+        (20e6, 8e6, 10e6)
+    );
+    assert_eq!(t1.blocked_ns(), 2e6);
+    assert_eq!(times[&2].blocked_ns(), 19e6);
+    assert_eq!(m.throttling(), None);
 }

@@ -27,6 +27,7 @@ pub mod alloc;
 pub mod callers;
 pub mod contention;
 pub mod cpu;
+pub mod estimate;
 pub mod event;
 pub mod exceptions;
 pub mod gc;
@@ -34,6 +35,7 @@ pub mod grouping;
 pub mod inventory;
 pub mod profile;
 pub mod r2r;
+pub mod runqueue;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
@@ -194,7 +196,9 @@ impl Analysis {
         let mut a = Analysis {
             stacks: stacks::StackTable::new(),
             symbols: symbols::Symbols::with_images(options.images.clone()),
-            cpu: cpu::CpuModel::new(interval).with_window(options.from_ns, options.to_ns),
+            cpu: cpu::CpuModel::new(interval)
+                .with_window(options.from_ns, options.to_ns)
+                .with_cpus(header.cpu_count),
             alloc: alloc::AllocModel::new(),
             exceptions: exceptions::ExceptionModel::new(),
             contention: contention::ContentionModel::new(),

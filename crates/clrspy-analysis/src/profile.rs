@@ -5,7 +5,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::cpu::{is_blocking_frame, CpuModel};
+use crate::cpu::{is_blocking_caller, is_blocking_frame, CpuModel};
 use crate::grouping::JustMyCode;
 use crate::stacks::{StackId, StackTable};
 use crate::symbols::{FrameId, FrameKind, Symbols};
@@ -19,8 +19,9 @@ pub const IDLE_POOL_FRAME: &str = "[idle: thread pool waiting for work]";
 /// The frame the sockets' event loop shows as while it waits for events.
 pub const IDLE_SOCKETS_FRAME: &str = "[idle: sockets waiting for events]";
 
-/// What waiting outside any blocking call is named in the waits by blocking call: the thread
-/// was caught in managed code but did not run all the time (ready, waiting for a CPU).
+/// What waiting for a CPU is named in the waits by blocking call: the threads' measured
+/// run-queue time where the readings have it; in traces without it, waiting outside any
+/// blocking call (the thread was caught in managed code but did not run all the time).
 pub const RUNNABLE_FRAME: &str = "[runnable: ready, waiting for a CPU]";
 
 /// The frame of a sampled thread's measured CPU in intervals before its first sample.
@@ -49,9 +50,14 @@ pub struct ThreadTotals {
     pub wait: f64,
     /// Idle (a pool worker or event loop waiting for work).
     pub idle: f64,
-    /// The part of `wait` spent ready to run in managed code outside any blocking call
-    /// (waiting for a CPU, see [`RUNNABLE_FRAME`]).
+    /// The part of `wait` spent ready to run, waiting for a CPU: measured (run-queue time)
+    /// when [`StackProfile::runqueue_measured`], else estimated as the waiting in managed code
+    /// outside any blocking call (see [`RUNNABLE_FRAME`]).
     pub runnable: f64,
+    /// The part of `wait` the samples caught in managed code outside any known blocking
+    /// call, whatever the readings say: the thread meant to run (waiting for a CPU, or held
+    /// by the runtime's suspensions for a GC or a sample).
+    pub ready: f64,
     /// Samples.
     pub samples: u64,
     /// The frame it was most often seen in.
@@ -122,8 +128,10 @@ pub struct Row {
     /// CPU, in units of [`StackProfile::interval_ns`] (measured time where readings cover
     /// it, else one unit per sample).
     pub cpu: f64,
-    /// Waiting (blocked, sleeping), same unit.
+    /// Waiting (blocked, sleeping, and runnable but waiting for a CPU), same unit.
     pub wait: f64,
+    /// The part of `wait` measured as runnable, waiting for a CPU (run-queue time), same unit.
+    pub runq: f64,
     /// Idle: wall time of a pool worker or event loop waiting for work (not waiting), same
     /// unit.
     pub idle: f64,
@@ -174,30 +182,26 @@ pub struct StackProfile {
     /// The unit of the rows' weights, ns: the trace's nominal sampling interval (a weight of
     /// 1.0 is this much time).
     pub interval_ns: u64,
+    /// True when the rows' `runq` is measured (the readings have run-queue time).
+    pub runqueue_measured: bool,
 }
 
-/// True when a managed frame of the stack is a known blocking call.
+/// True when the stack is in a known blocking call ([`blocking_call`]).
 fn has_blocking_frame(frames: &[FrameId], symbols: &Symbols) -> bool {
-    frames.iter().any(|&f| {
-        let fr = symbols.frame(f);
-        fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)
-    })
+    blocking_call(frames, symbols).is_some()
 }
 
-/// Sorts a sample's stack into CPU or waiting when it was not measured.
+/// Sorts a sample's stack into CPU or waiting when it was not measured: waiting in a known
+/// blocking call ([`blocking_call`], the same rule every report uses), or an external sample
+/// with no managed frame (a runtime thread idling in native code).
 fn heuristic_is_waiting(frames: &[FrameId], symbols: &Symbols, managed: bool) -> bool {
-    let mut any_managed = false;
-    for &f in frames {
-        let fr = symbols.frame(f);
-        if fr.kind == FrameKind::Managed {
-            any_managed = true;
-            if is_blocking_frame(&fr.name) {
-                return true;
-            }
-        }
+    if blocking_call(frames, symbols).is_some() {
+        return true;
     }
-    // An external sample with no managed frame: a runtime thread idling in native code.
-    !managed && !any_managed
+    !managed
+        && !frames
+            .iter()
+            .any(|&f| symbols.frame(f).kind == FrameKind::Managed)
 }
 
 impl StackProfile {
@@ -210,6 +214,16 @@ impl StackProfile {
         filter: &StackFilter,
     ) -> StackProfile {
         let mut cache: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
+        let times = {
+            let mut frames_of = |s: Option<StackId>| -> Vec<FrameId> {
+                s.map(|s| resolve_stack(&mut cache, stacks, symbols, s))
+                    .unwrap_or_default()
+            };
+            cpu.estimate().resolve(cpu.cpus(), |(s, managed)| {
+                !heuristic_is_waiting(&frames_of(s), symbols, managed)
+            })
+        };
+        let unit = cpu.interval_ns as f64;
         let mut rows = Vec::new();
         let mut staged: Vec<(Row, bool)> = Vec::new();
         for (thread, stack, w) in cpu.weights() {
@@ -217,16 +231,7 @@ impl StackProfile {
                 continue;
             }
             let frames = match stack {
-                Some(s) => cache
-                    .entry(s)
-                    .or_insert_with(|| {
-                        stacks
-                            .ips(s)
-                            .iter()
-                            .map(|&ip| symbols.resolve(ip))
-                            .collect()
-                    })
-                    .clone(),
+                Some(s) => resolve_stack(&mut cache, stacks, symbols, s),
                 None => Vec::new(),
             };
             let mut cpu_w = w.cpu;
@@ -236,10 +241,17 @@ impl StackProfile {
                 if n == 0 {
                     continue;
                 }
-                if heuristic_is_waiting(&frames, symbols, managed) {
-                    wait_w += n as f64;
-                } else {
-                    cpu_w += n as f64;
+                // The estimate: the samples' real period, their running share after the
+                // per-round CPU limit (the rest ready, waiting for a CPU).
+                match times.get(&(stack, managed)).filter(|t| t.samples > 0) {
+                    Some(t) => {
+                        let all = n as f64 * t.per_sample_ns() / unit;
+                        let on_cpu = all * t.cpu_share();
+                        cpu_w += on_cpu;
+                        wait_w += all - on_cpu;
+                    }
+                    None if heuristic_is_waiting(&frames, symbols, managed) => wait_w += n as f64,
+                    None => cpu_w += n as f64,
                 }
             }
             let frames = fold_safepoint_frames(frames, symbols);
@@ -249,6 +261,7 @@ impl StackProfile {
                     frames,
                     cpu: cpu_w,
                     wait: wait_w,
+                    runq: w.runq,
                     idle: 0.0,
                     samples: w.samples,
                 },
@@ -265,6 +278,7 @@ impl StackProfile {
                     frames: vec![f],
                     cpu: w,
                     wait: 0.0,
+                    runq: 0.0,
                     idle: 0.0,
                     samples: 0,
                 };
@@ -291,6 +305,7 @@ impl StackProfile {
         StackProfile {
             rows,
             interval_ns: cpu.interval_ns,
+            runqueue_measured: cpu.has_runqueue(),
         }
     }
 
@@ -347,26 +362,37 @@ impl StackProfile {
     }
 
     /// Waiting time by blocking call: each stack's deepest known blocking frame; where none
-    /// is known, [`RUNNABLE_FRAME`] when the stack ends in managed code (measured waiting
-    /// outside any blocking call: the thread was ready but not on a CPU), else its leaf.
-    /// Heaviest first, with each call's samples (their waiting share).
+    /// is known, its leaf. Waiting for a CPU is [`RUNNABLE_FRAME`]: measured run-queue time
+    /// where the readings have it, else the waiting of stacks that end in managed code outside
+    /// any blocking call (the thread was ready but not on a CPU). Heaviest first, with each
+    /// call's samples (their waiting share).
     pub fn by_blocking_call(&self, symbols: &Symbols) -> (Ranked, Ranked) {
         let mut m: FxHashMap<String, (f64, f64)> = FxHashMap::default();
         for r in &self.rows {
             if r.wait <= 0.0 {
                 continue;
             }
+            let n = r.samples_of(Metric::Wait);
+            let runq = self.runnable_of(r, symbols);
+            if runq > 0.0 {
+                let e = m.entry(RUNNABLE_FRAME.to_string()).or_default();
+                e.0 += runq;
+                e.1 += n * runq / r.wait;
+            }
+            let blocked = r.wait - runq;
+            if blocked <= 0.0 {
+                continue;
+            }
             let key = match blocking_call(&r.frames, symbols) {
                 Some(f) => symbols.frame(f).name.clone(),
-                None if is_runnable(r, symbols) => RUNNABLE_FRAME.to_string(),
                 None => r.frames.first().map_or_else(
                     || "[no stack]".to_string(),
                     |&f| symbols.frame(f).name.clone(),
                 ),
             };
             let e = m.entry(key).or_default();
-            e.0 += r.wait;
-            e.1 += r.samples_of(Metric::Wait);
+            e.0 += blocked;
+            e.1 += n * blocked / r.wait;
         }
         let mut v: Vec<(String, f64, f64)> = m.into_iter().map(|(k, (w, n))| (k, w, n)).collect();
         v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -386,6 +412,7 @@ impl StackProfile {
                     wait: 0.0,
                     idle: 0.0,
                     runnable: 0.0,
+                    ready: 0.0,
                     samples: 0,
                     top_frame: String::new(),
                 };
@@ -394,8 +421,9 @@ impl StackProfile {
             t.cpu += r.cpu;
             t.wait += r.wait;
             t.idle += r.idle;
+            t.runnable += self.runnable_of(r, symbols);
             if is_runnable(r, symbols) {
-                t.runnable += r.wait;
+                t.ready += r.wait;
             }
             t.samples += r.samples;
             *leaves.entry(r.frames.first().copied()).or_default() += r.cpu + r.wait + r.idle;
@@ -418,6 +446,39 @@ impl StackProfile {
     }
 }
 
+impl StackProfile {
+    /// A row's time waiting for a CPU: measured where the readings have run-queue time, else
+    /// all its waiting when it is in managed code outside any known blocking call.
+    pub fn runnable_of(&self, r: &Row, symbols: &Symbols) -> f64 {
+        if self.runqueue_measured {
+            r.runq.min(r.wait)
+        } else if is_runnable(r, symbols) {
+            r.wait
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A stack's frames, leaf first, resolved once.
+fn resolve_stack(
+    cache: &mut FxHashMap<StackId, Vec<FrameId>>,
+    stacks: &StackTable,
+    symbols: &Symbols,
+    s: StackId,
+) -> Vec<FrameId> {
+    cache
+        .entry(s)
+        .or_insert_with(|| {
+            stacks
+                .ips(s)
+                .iter()
+                .map(|&ip| symbols.resolve(ip))
+                .collect()
+        })
+        .clone()
+}
+
 /// True when a row's waiting is time ready to run: measured waiting in managed code outside
 /// any known blocking call.
 fn is_runnable(r: &Row, symbols: &Symbols) -> bool {
@@ -427,12 +488,25 @@ fn is_runnable(r: &Row, symbols: &Symbols) -> bool {
             .is_some_and(|&f| symbols.frame(f).kind == FrameKind::Managed)
 }
 
-/// The deepest (leaf-most) known blocking call of a leaf-first stack.
+/// The deepest (leaf-most) known blocking call of a leaf-first stack: a managed frame named
+/// in [`crate::cpu::BLOCKING_FRAMES`], or the innermost managed frame when it is one of
+/// [`crate::cpu::BLOCKING_CALLERS`] with native code below it (its own inlined platform
+/// call). Every report sorts running from waiting by this one rule.
 pub fn blocking_call(frames: &[FrameId], symbols: &Symbols) -> Option<FrameId> {
-    frames.iter().copied().find(|&f| {
+    let named = frames.iter().copied().find(|&f| {
         let fr = symbols.frame(f);
         fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)
-    })
+    });
+    named.or_else(|| blocking_caller(frames, symbols).map(|(_, f)| f))
+}
+
+/// The innermost managed frame and its index when it blocks in native code below it.
+fn blocking_caller(frames: &[FrameId], symbols: &Symbols) -> Option<(usize, FrameId)> {
+    let i = frames
+        .iter()
+        .position(|&f| symbols.frame(f).kind == FrameKind::Managed)?;
+    let f = *frames.get(i)?;
+    (i > 0 && is_blocking_caller(&symbols.frame(f).name)).then_some((i, f))
 }
 
 /// How a thread-pool worker or event loop waits for work: where its stack shows it, and the
@@ -453,6 +527,12 @@ fn idle_kind(frames: &[FrameId], symbols: &Symbols, groups: &Groups) -> Option<(
             return groups.idle_pool.filter(|_| waiting).map(|g| (i, g));
         }
     }
+    // The sockets' event loop in its own (inlined) wait for events.
+    if let Some((i, f)) = blocking_caller(frames, symbols) {
+        if symbols.frame(f).name.starts_with(SOCKETS_EVENT_LOOP) {
+            return groups.idle_sockets.map(|g| (i, g));
+        }
+    }
     // A worker caught in its own loop between work items: spinning for work.
     let leaf = frames.first().map(|&f| symbols.frame(f).name.as_str());
     if leaf.is_some_and(|n| n.starts_with(IDLE_WORKER_LOOP)) {
@@ -463,6 +543,9 @@ fn idle_kind(frames: &[FrameId], symbols: &Symbols, groups: &Groups) -> Option<(
 
 /// The thread pool gate thread's loop.
 const IDLE_GATE_LOOP: &str = "System.Threading.PortableThreadPool+GateThread.GateThreadStart";
+
+/// The sockets' event loop.
+const SOCKETS_EVENT_LOOP: &str = "System.Net.Sockets.SocketAsyncEngine.EventLoop";
 
 /// The thread pool worker's loop.
 const IDLE_WORKER_LOOP: &str = "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart";
@@ -477,13 +560,15 @@ fn mark_idle(r: &mut Row, symbols: &Symbols, groups: &Groups) {
     r.frames.insert(0, idle);
     r.idle += r.wait;
     r.wait = 0.0;
+    r.runq = 0.0;
 }
 
 /// Measured CPU is per thread and reading interval: a sample caught inside a blocking call
 /// shares its interval's CPU with the thread's other samples. Such a sample was waiting when
 /// taken, so its CPU share goes to the same thread's running stacks, in exchange for their
 /// waiting share (thread CPU and sample totals stay as measured); what they cannot take stays
-/// where it was. `staged` holds each row with whether it is blocked.
+/// where it was. Only blocked waiting is exchanged: run-queue time stays where it was measured.
+/// `staged` holds each row with whether it is blocked.
 fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
     let mut moved: FxHashMap<u64, f64> = FxHashMap::default();
     let mut room: FxHashMap<u64, f64> = FxHashMap::default();
@@ -491,7 +576,7 @@ fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
         if *blocked {
             *moved.entry(r.thread).or_default() += r.cpu;
         } else {
-            *room.entry(r.thread).or_default() += r.wait;
+            *room.entry(r.thread).or_default() += r.wait - r.runq.min(r.wait);
         }
     }
     for (r, blocked) in staged.iter_mut() {
@@ -506,7 +591,7 @@ fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
             r.cpu -= give;
             r.wait += give;
         } else {
-            let take = r.wait * placed / rm;
+            let take = (r.wait - r.runq.min(r.wait)) * placed / rm;
             r.cpu += take;
             r.wait -= take;
         }

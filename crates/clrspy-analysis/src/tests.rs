@@ -40,7 +40,11 @@ fn method_in(id: u64, start: u64, size: u32, ns: &str, name: &str) -> Vec<u8> {
 }
 
 fn write(events: &[Ev]) -> Vec<u8> {
-    let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+    write_with(events, WriterOptions::default())
+}
+
+fn write_with(events: &[Ev], options: WriterOptions) -> Vec<u8> {
+    let mut w = TraceWriter::new(Vec::new(), options).unwrap();
     let mut ids: FxHashMap<(&str, u32, u8), u32> = FxHashMap::default();
     for (provider, id, version, ms, thread, stack, payload) in events {
         let key = (*provider, *id, *version);
@@ -294,7 +298,14 @@ fn snapshots_and_repeated_finishes_agree_with_one_pass() {
 /// worker, an idle pool worker, a thread blocked in a wait, and the tiered JIT thread (never
 /// sampled).
 fn server() -> Vec<Ev> {
-    use clr_events::clrspy::{ids as cs, ThreadCpu, ThreadName};
+    server_with(false)
+}
+
+/// [`server`]; with `runq`, its readings have run-queue time (3 ms of every 20 for the busy
+/// worker, none for the others) and its cgroup's throttling counters are read at the start
+/// and the end.
+fn server_with(runq: bool) -> Vec<Ev> {
+    use clr_events::clrspy::{ids as cs, CgroupCpu, CpuBandwidth, ThreadCpu, ThreadName};
     const CS: &str = clr_events::clrspy::PROVIDER;
     let load = |id, start, ns: &str, name: &str| {
         (
@@ -331,10 +342,28 @@ fn server() -> Vec<Ev> {
             thread_id: t,
             cpu_ns: ns,
             state: b'R' as u16,
+            runqueue_ns: runq.then(|| if t == 10 { ms as u64 * 150_000 } else { 0 }),
         }
         .encode(&mut p);
         (CS, cs::THREAD_CPU, 0, ms, 0, vec![], p)
     };
+    let cgroup = |ms: i64, periods: u64, throttled: u64| {
+        let b = CpuBandwidth {
+            version: 2,
+            periods,
+            throttled_periods: throttled,
+            throttled_ns: throttled * 1_000_000,
+            quota_us: 50_000,
+            period_us: 100_000,
+        };
+        let mut p = Vec::new();
+        CgroupCpu::encode(&b, "/sys/fs/cgroup/app", &mut p);
+        (CS, cs::CGROUP_CPU, 0, ms, 0, vec![], p)
+    };
+    if runq {
+        v.push(cgroup(0, 5, 1));
+        v.push(cgroup(1000, 15, 5));
+    }
     let mut name = Vec::new();
     ThreadName::encode(40, ".NET Tiered Com", &mut name);
     v.push((CS, cs::THREAD_NAME, 0, 0, 0, vec![], name));
@@ -467,6 +496,7 @@ fn clrspy_events_are_read_through_their_definition() {
             thread_id: 7,
             cpu_ns: ms as u64 * 500_000,
             state: u16::from(b'R'),
+            runqueue_ns: None,
         }
         .encode(&mut c);
         put(index(clrspy::ids::THREAD_CPU), ms, 99, &[], &c);
@@ -528,4 +558,173 @@ fn runtime_thread_names_cut_by_linux_come_back_whole() {
     let mut t = crate::threads::ThreadModel::new();
     t.name(5, ".NET Tiered Com");
     assert_eq!(t.names[&5], ".NET Tiered Compilation Worker");
+}
+
+#[test]
+fn run_queue_readings_split_waiting_and_lifetimes_and_the_cgroup_says_throttling() {
+    let a = run(&write(&server_with(true)), Options::default());
+    assert!(a.cpu.has_runqueue());
+    let p = a.profile(&StackFilter::default());
+    assert!(p.runqueue_measured);
+    let by: FxHashMap<u64, profile::ThreadTotals> = p
+        .threads(&a.symbols)
+        .into_iter()
+        .map(|t| (t.thread, t))
+        .collect();
+    let close = |x: f64, y: f64| (x - y).abs() < 1e-6;
+    // The busy worker's 5 ms of waiting per 20: 3 ms measured on the run queue (not all of
+    // it, as the estimate would say), the blocked thread none.
+    assert!(close(by[&10].runnable, 150.0), "{:?}", by[&10]);
+    assert!(close(by[&30].runnable, 0.0));
+    let (calls, _) = p.by_blocking_call(&a.symbols);
+    let call: FxHashMap<String, f64> = calls.into_iter().collect();
+    assert!(close(call[profile::RUNNABLE_FRAME], 150.0), "{call:?}");
+    assert!(close(call["App.Burn"], 100.0), "{call:?}");
+    assert!(close(call["System.Threading.Monitor.Wait"], 1000.0));
+    // Lifetimes: 50 intervals of 20 ms each, split three ways.
+    let times: FxHashMap<u64, crate::runqueue::ThreadTime> = a.cpu.thread_times().collect();
+    let w = times[&10];
+    assert_eq!(
+        (w.lifetime_ns, w.cpu_ns, w.runqueue_ns),
+        (1e9, 750e6, 150e6)
+    );
+    assert!((w.blocked_ns() - 100e6).abs() < 1.0);
+    assert!((times[&30].blocked_ns() - 1e9).abs() < 1.0);
+    let t = a.cpu.throttling().unwrap();
+    assert_eq!((t.periods, t.throttled_periods), (10, 4));
+    assert_eq!((t.throttled_ns, t.quota_us), (4_000_000, Some(50_000)));
+    assert_eq!(t.cgroup, "/sys/fs/cgroup/app");
+}
+
+/// A trace without readings, 2 CPUs: four threads burning, two timer-like threads in
+/// `WaitHandle.WaitOneNoCheck` (one caught in native code, one in managed code), the sockets'
+/// event loop in its own inlined wait. One round every 2 ms (twice the nominal interval).
+fn busy_without_readings() -> Vec<u8> {
+    let mut v: Vec<Ev> = vec![
+        (
+            RT,
+            ids::METHOD_LOAD_VERBOSE,
+            1,
+            0,
+            1,
+            vec![],
+            method(1, 0x1000, 0x100, "Burn"),
+        ),
+        (
+            RT,
+            ids::METHOD_LOAD_VERBOSE,
+            1,
+            0,
+            1,
+            vec![],
+            method(2, 0x2000, 0x100, "Main"),
+        ),
+        (
+            RT,
+            ids::METHOD_LOAD_VERBOSE,
+            1,
+            0,
+            1,
+            vec![],
+            method_in(
+                3,
+                0x3000,
+                0x100,
+                "System.Threading.WaitHandle",
+                "WaitOneNoCheck",
+            ),
+        ),
+        (
+            RT,
+            ids::METHOD_LOAD_VERBOSE,
+            1,
+            0,
+            1,
+            vec![],
+            method_in(
+                4,
+                0x4000,
+                0x100,
+                "System.Threading.TimerQueue",
+                "TimerThread",
+            ),
+        ),
+        (
+            RT,
+            ids::METHOD_LOAD_VERBOSE,
+            1,
+            0,
+            1,
+            vec![],
+            method_in(
+                5,
+                0x5000,
+                0x100,
+                "System.Net.Sockets.SocketAsyncEngine",
+                "EventLoop",
+            ),
+        ),
+    ];
+    let (external, managed) = (1u32.to_le_bytes().to_vec(), 2u32.to_le_bytes().to_vec());
+    for r in 0..500i64 {
+        let ms = 2 * r;
+        for t in 1..=4u64 {
+            v.push((SP, 0, 0, ms, t, vec![0x1010, 0x2020], managed.clone()));
+        }
+        v.push((SP, 0, 0, ms, 5, vec![0x3010, 0x4010], external.clone()));
+        v.push((SP, 0, 0, ms, 6, vec![0x3020, 0x4010], managed.clone()));
+        // A native address (no method covers it) under the event loop.
+        v.push((SP, 0, 0, ms, 7, vec![0x9_0000, 0x5010], external.clone()));
+    }
+    let options = WriterOptions {
+        cpu_count: 2,
+        sampling_interval_ns: 1_000_000,
+        ..WriterOptions::default()
+    };
+    write_with(&v, options)
+}
+
+#[test]
+fn the_estimate_respects_the_cpus_and_blocked_threads_wait_in_every_view() {
+    let a = run(&busy_without_readings(), Options::default());
+    assert_eq!(a.cpu.source(), cpu::CpuSource::Estimate);
+    assert_eq!(a.cpu.cpus(), Some(2));
+    // The real period, not the nominal 1 ms.
+    assert_eq!(a.cpu.measured_period_ns(), Some(2_000_000));
+    let p = a.profile(&StackFilter::default());
+    let unit = p.interval_ns as f64;
+    let wall = 1000.0 * 1e6; // 500 rounds of 2 ms
+    let cpu_ns = p.total(Metric::Cpu) * unit;
+    // Four burners on two CPUs: two CPUs' worth, the rest runnable.
+    assert!((cpu_ns - 2.0 * wall).abs() < 0.01 * wall, "{cpu_ns}");
+    let threads = p.threads(&a.symbols);
+    let get = |t: u64| threads.iter().find(|x| x.thread == t).unwrap();
+    for t in 1..=4 {
+        let x = get(t);
+        assert!((x.cpu * unit - wall / 2.0).abs() < 0.01 * wall, "{x:?}");
+        assert!(
+            (x.runnable * unit - wall / 2.0).abs() < 0.01 * wall,
+            "{x:?}"
+        );
+    }
+    // Both timer threads wait, whatever the sample kind; the event loop is idle.
+    for t in [5, 6] {
+        let x = get(t);
+        assert_eq!(x.cpu, 0.0, "{x:?}");
+        assert!((x.wait * unit - wall).abs() < 0.01 * wall, "{x:?}");
+    }
+    let sockets = get(7);
+    assert_eq!(sockets.cpu, 0.0, "{sockets:?}");
+    assert!(
+        (sockets.idle * unit - wall).abs() < 0.01 * wall,
+        "{sockets:?}"
+    );
+    // The waits name the blocking call the same way.
+    let (by_call, _) = p.by_blocking_call(&a.symbols);
+    assert!(
+        by_call
+            .iter()
+            .any(|(n, _)| n.starts_with("System.Threading.WaitHandle.WaitOneNoCheck")),
+        "{by_call:?}"
+    );
 }

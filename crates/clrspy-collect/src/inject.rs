@@ -5,7 +5,8 @@
 //! nettrace's [`Scanner`] (the `Nettrace` magic, the Trace object, then block objects; tag 1
 //! ends the stream), holding back at most an object header, and between two blocks it inserts
 //! its own MetadataBlock and EventBlock objects, written by nettrace's writer with metadata ids
-//! far above the runtime's and a capture thread of their own (so no sequence gaps appear). Each
+//! far above the runtime's and a capture thread of their own (so no sequence gaps appear), on no
+//! thread ([`NO_THREAD`]: other tools' sample views do not count them as samples). Each
 //! inserted object is made a multiple of 4 bytes long (by growing its block header, whose
 //! size readers honour) so every later runtime block keeps its alignment. Streams it does not
 //! recognise (NetPerf, V6, anything damaged or unexpected) pass through untouched from there
@@ -24,6 +25,12 @@ pub const PROVIDER: &str = clr_events::clrspy::PROVIDER;
 pub const FIRST_METADATA_ID: u32 = 0x7F00_0000;
 /// The capture thread clrspy's events claim (no OS thread has this id).
 pub const CAPTURE_THREAD: u64 = 0x00C1_125B_0000_0000;
+/// The thread every clrspy event is stamped with: none (all ones, -1 to TraceEvent). The
+/// thread an event is about is in its payload. TraceEvent's thread-time view (what
+/// `dotnet-trace report topN` and PerfView's thread time stacks count) takes every event of
+/// an EventSource-like provider on a thread as a sample of that thread, named
+/// `EventName: clrspy/...`; an event on no thread is not counted there.
+pub const NO_THREAD: u64 = u64::MAX;
 
 /// clrspy's events.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,8 +41,17 @@ pub enum Injected {
         tid: u32,
         /// CPU ns so far.
         cpu_ns: u64,
-        /// Scheduler state letter.
+        /// Run-queue ns so far (`None` without schedstat).
+        runqueue_ns: Option<u64>,
+        /// Scheduler state letter (`X` once the thread is gone).
         state: u8,
+    },
+    /// `CgroupCpu` (10): the target's cgroup's CPU bandwidth counters so far.
+    CgroupCpu {
+        /// The counters.
+        bandwidth: clr_events::clrspy::CpuBandwidth,
+        /// The group's directory.
+        path: String,
     },
     /// `ThreadName` (2).
     ThreadName {
@@ -122,28 +138,31 @@ impl Injected {
             Injected::R2rImage { .. } => ids::R2R_IMAGE,
             Injected::RecorderCpu { .. } => ids::RECORDER_CPU,
             Injected::Trigger { .. } => ids::TRIGGER,
+            Injected::CgroupCpu { .. } => ids::CGROUP_CPU,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
-    }
-
-    fn thread(&self) -> u64 {
-        match self {
-            Injected::ThreadCpu { tid, .. } | Injected::ThreadName { tid, .. } => u64::from(*tid),
-            _ => 0,
-        }
     }
 
     fn payload(&self) -> Vec<u8> {
         use clr_events::clrspy;
         let mut p = Vec::new();
         match self {
-            Injected::ThreadCpu { tid, cpu_ns, state } => clrspy::ThreadCpu {
+            Injected::ThreadCpu {
+                tid,
+                cpu_ns,
+                runqueue_ns,
+                state,
+            } => clrspy::ThreadCpu {
                 thread_id: *tid,
                 cpu_ns: *cpu_ns,
                 state: u16::from(*state),
+                runqueue_ns: *runqueue_ns,
             }
             .encode(&mut p),
+            Injected::CgroupCpu { bandwidth, path } => {
+                clrspy::CgroupCpu::encode(bandwidth, path, &mut p)
+            }
             Injected::ThreadName { tid, name } => clrspy::ThreadName::encode(*tid, name, &mut p),
             Injected::SamplerInfo {
                 interval_ms,
@@ -225,6 +244,8 @@ pub struct Splicer<W: Write> {
     whole: Whole,
     /// False once the scanner failed on the runtime's bytes (no boundary is known after).
     tracking: bool,
+    /// The runtime's end-of-stream marker, held until [`Splicer::into_inner`].
+    end_held: Option<Vec<u8>>,
 }
 
 /// How far a stream written so far is a whole trace.
@@ -257,6 +278,7 @@ impl<W: Write> Splicer<W> {
             spliced: 0,
             whole: Whole::default(),
             tracking: true,
+            end_held: None,
         }
     }
 
@@ -306,6 +328,10 @@ impl<W: Write> Splicer<W> {
 
     /// Passes runtime bytes through.
     pub fn write_runtime(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if !bytes.is_empty() {
+            // Bytes after the end marker (never from a runtime): the marker goes first.
+            self.release_end()?;
+        }
         while !bytes.is_empty() {
             if !self.active {
                 return self.pass_through(bytes);
@@ -345,10 +371,13 @@ impl<W: Write> Splicer<W> {
                     self.inject()?;
                 }
                 Some(Item::End { .. }) => {
-                    // The end of the stream: our last events go in before its tag.
+                    // The end of the stream: our last events go in before its tag, which is
+                    // held until `into_inner` so events queued after the runtime ended the
+                    // stream (a trigger on the target's exit) still go in before it.
                     self.inject_now()?;
-                    self.release(eaten)?;
-                    self.whole.end = self.written;
+                    let mut end = std::mem::take(&mut self.hold);
+                    end.extend_from_slice(eaten);
+                    self.end_held = Some(end);
                     self.whole.ended = true;
                     self.active = false;
                 }
@@ -444,7 +473,7 @@ impl<W: Write> Splicer<W> {
             let payload = e.payload();
             w.write(&EventRecord {
                 metadata_id: ids[e.id()],
-                thread_id: e.thread(),
+                thread_id: NO_THREAD,
                 capture_thread_id: CAPTURE_THREAD,
                 timestamp: ticks,
                 payload: &payload,
@@ -464,10 +493,40 @@ impl<W: Write> Splicer<W> {
         Ok(())
     }
 
-    /// Writes any runtime bytes still held (a stream cut inside a block header), flushes and
-    /// returns the output.
+    /// Writes the held end marker after the events queued since it came; none after it.
+    fn release_end(&mut self) -> io::Result<()> {
+        if let Some(end) = self.end_held.take() {
+            self.inject_now()?;
+            self.emit(&end)?;
+            self.whole.end = self.written;
+        }
+        Ok(())
+    }
+
+    /// Queues an event to go in last, before the runtime's end marker, when the stream has
+    /// ended (the marker is held until [`Splicer::into_inner`]); as [`Splicer::push`] before
+    /// that. For what is learnt only when the stream ends (the target exited).
+    pub fn push_at_end(&mut self, monotonic_ns: u64, e: Injected) {
+        if self.end_held.is_some() && self.pending.len() < MAX_PENDING {
+            self.pending.push((monotonic_ns, e));
+        } else {
+            self.push(monotonic_ns, e);
+        }
+    }
+
+    /// Writes what is held: the events queued at the end with the runtime's end marker after
+    /// them, or runtime bytes of a stream cut inside a block header. Nothing can be spliced
+    /// after. [`Splicer::into_inner`] does it too; call it first to read the final
+    /// [`Splicer::spliced`] count.
+    pub fn end(&mut self) -> io::Result<()> {
+        self.release_end()?;
+        self.active = false;
+        self.release(&[])
+    }
+
+    /// Writes what is held ([`Splicer::end`]), flushes and returns the output.
     pub fn into_inner(mut self) -> io::Result<W> {
-        self.release(&[])?;
+        self.end()?;
         self.out.flush()?;
         Ok(self.out)
     }

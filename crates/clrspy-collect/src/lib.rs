@@ -8,6 +8,7 @@
 //! thread CPU readings live here too.
 #![deny(missing_docs)]
 
+pub mod cgroup;
 mod coredump;
 mod crash;
 mod dumper;

@@ -1,6 +1,7 @@
 //! Reading a process's threads and code mappings from /proc while it is recorded: each thread's
-//! CPU time (`/proc/<pid>/task/<tid>/schedstat`, nanoseconds on CPU; `stat`'s utime+stime in
-//! clock ticks where schedstat is missing), state and name, and the executable mappings of
+//! CPU time and run-queue time (`/proc/<pid>/task/<tid>/schedstat`: nanoseconds on CPU, then
+//! nanoseconds runnable but waiting for a CPU; `stat`'s utime+stime in clock ticks where
+//! schedstat is missing, and no run-queue time then), state, name and end, and the executable mappings of
 //! `/proc/<pid>/maps` (to name native frames `module!+offset`). Linux only; elsewhere every
 //! reading is empty.
 
@@ -13,10 +14,34 @@ pub struct ThreadReading {
     pub tid: u32,
     /// CPU time used so far, ns.
     pub cpu_ns: u64,
-    /// Scheduler state: R running, S sleeping, D disk wait, ...
+    /// Time so far runnable but waiting for a CPU, ns (schedstat's second field); `None`
+    /// without schedstat.
+    pub runqueue_ns: Option<u64>,
+    /// Scheduler state: R running, S sleeping, D disk wait, ...; [`GONE`] once, when the
+    /// thread has ended (its last values repeated).
     pub state: u8,
     /// The thread's name, only when first seen or renamed.
     pub name: Option<String>,
+}
+
+/// The state of a thread's reading once it is gone.
+pub const GONE: u8 = b'X';
+
+/// Parses a `schedstat` line: (ns on CPU, ns waiting on a run queue).
+pub fn parse_schedstat(line: &str) -> Option<(u64, u64)> {
+    let mut f = line.split_whitespace();
+    let cpu = f.next()?.parse().ok()?;
+    let runq = f.next()?.parse().ok()?;
+    Some((cpu, runq))
+}
+
+/// What was last reported of a thread.
+#[derive(Debug)]
+struct Last {
+    cpu_ns: u64,
+    runqueue_ns: Option<u64>,
+    state: u8,
+    name: String,
 }
 
 /// An executable mapping.
@@ -71,7 +96,7 @@ pub fn parse_maps_line(line: &str) -> Option<Mapping> {
 #[derive(Debug)]
 pub struct ProcSampler {
     pid: u32,
-    last: HashMap<u32, (u64, u8, String)>,
+    last: HashMap<u32, Last>,
     mappings: HashMap<u64, Mapping>,
     ticks_per_second: u64,
     /// Calls to [`ProcSampler::threads`] so far.
@@ -107,13 +132,15 @@ impl ProcSampler {
         std::path::Path::new(&format!("/proc/{}", self.pid)).exists()
     }
 
-    /// The threads whose CPU time or state changed since the last call (all of them the first
-    /// time), with names for threads seen for the first time or renamed.
+    /// The threads whose CPU time, run-queue time or state changed since the last call (all
+    /// of them the first time), with names for threads seen for the first time or renamed,
+    /// and a [`GONE`] reading for each thread that ended since.
     pub fn threads(&mut self) -> Vec<ThreadReading> {
         let mut out = Vec::new();
         let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) else {
             return out;
         };
+        let mut seen = std::collections::HashSet::new();
         for entry in dir.flatten() {
             let Some(tid) = entry
                 .file_name()
@@ -122,48 +149,83 @@ impl ProcSampler {
             else {
                 continue;
             };
-            let base = entry.path();
-            let prev = self.last.get(&tid);
             // A thread can end between the listing and the reads: skip it quietly.
-            let sched = std::fs::read_to_string(base.join("schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
-            let full = prev.is_none() || sched.is_none() || self.calls.is_multiple_of(STAT_EVERY);
-            let (state, name, cpu_ns) = match (full, prev, sched) {
-                (false, Some(p), Some(ns)) => (p.1, p.2.clone(), ns),
-                _ => {
-                    let Ok(stat) = std::fs::read_to_string(base.join("stat")) else {
-                        continue;
-                    };
-                    let Some((state, name, ticks)) = parse_stat(&stat) else {
-                        continue;
-                    };
-                    let cpu_ns = match sched {
-                        Some(ns) => ns,
-                        None => {
-                            self.source = "stat";
-                            ticks.saturating_mul(1_000_000_000) / self.ticks_per_second
-                        }
-                    };
-                    (state, name, cpu_ns)
-                }
-            };
-            let prev = self.last.get(&tid);
-            let renamed = prev.is_none_or(|p| p.2 != name);
-            if prev.is_some_and(|p| p.0 == cpu_ns && p.1 == state) && !renamed {
-                continue;
+            if let Some(r) = self.read_thread(tid, &entry.path()) {
+                seen.insert(tid);
+                out.extend(r);
             }
-            out.push(ThreadReading {
-                tid,
-                cpu_ns,
-                state,
-                name: renamed.then(|| name.clone()),
-            });
-            self.last.insert(tid, (cpu_ns, state, name));
+        }
+        let gone: Vec<u32> = self
+            .last
+            .keys()
+            .copied()
+            .filter(|t| !seen.contains(t))
+            .collect();
+        for tid in gone {
+            if let Some(l) = self.last.remove(&tid) {
+                out.push(ThreadReading {
+                    tid,
+                    cpu_ns: l.cpu_ns,
+                    runqueue_ns: l.runqueue_ns,
+                    state: GONE,
+                    name: None,
+                });
+            }
         }
         self.calls += 1;
         out.sort_by_key(|r| r.tid);
         out
+    }
+
+    /// Reads one thread: `None` when it could not be read (it ended), `Some(None)` when it
+    /// did not change.
+    fn read_thread(&mut self, tid: u32, base: &std::path::Path) -> Option<Option<ThreadReading>> {
+        let prev = self.last.get(&tid);
+        let sched = std::fs::read_to_string(base.join("schedstat"))
+            .ok()
+            .and_then(|s| parse_schedstat(&s));
+        let full = prev.is_none() || sched.is_none() || self.calls.is_multiple_of(STAT_EVERY);
+        let (state, name, cpu_ns) = match (full, prev, sched) {
+            (false, Some(p), Some((ns, _))) => (p.state, p.name.clone(), ns),
+            _ => {
+                let stat = std::fs::read_to_string(base.join("stat")).ok()?;
+                let (state, name, ticks) = parse_stat(&stat)?;
+                let cpu_ns = match sched {
+                    Some((ns, _)) => ns,
+                    None => {
+                        self.source = "stat";
+                        ticks.saturating_mul(1_000_000_000) / self.ticks_per_second
+                    }
+                };
+                (state, name, cpu_ns)
+            }
+        };
+        let runqueue_ns = sched.map(|s| s.1);
+        let prev = self.last.get(&tid);
+        let renamed = prev.is_none_or(|p| p.name != name);
+        let same = prev.is_some_and(|p| {
+            p.cpu_ns == cpu_ns && p.state == state && p.runqueue_ns == runqueue_ns
+        });
+        if same && !renamed {
+            return Some(None);
+        }
+        let r = ThreadReading {
+            tid,
+            cpu_ns,
+            runqueue_ns,
+            state,
+            name: renamed.then(|| name.clone()),
+        };
+        self.last.insert(
+            tid,
+            Last {
+                cpu_ns,
+                runqueue_ns,
+                state,
+                name,
+            },
+        );
+        Some(Some(r))
     }
 
     /// Every executable mapping seen so far.
@@ -243,6 +305,8 @@ mod tests {
         assert_eq!(parse_stat(line), Some((b'S', "my (odd) name".into(), 300)));
         assert_eq!(parse_stat("garbage"), None);
         assert_eq!(parse_stat("1 (x) R"), None);
+        assert_eq!(parse_schedstat("123 456 7\n"), Some((123, 456)));
+        assert_eq!(parse_schedstat("123"), None);
     }
 
     #[test]
@@ -314,6 +378,14 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         spinner.join().unwrap();
         sleeper.join().unwrap();
+        // Both threads ended: each is reported gone once, with its last values.
+        let end = s.threads();
+        for t in [spin_tid, sleep_tid] {
+            let r = end.iter().find(|x| x.tid == t).unwrap();
+            assert_eq!(r.state, GONE);
+            assert!(r.runqueue_ns.is_some());
+        }
+        assert!(s.threads().iter().all(|x| x.state != GONE));
         assert!(monotonic_ns() > 0);
     }
 }

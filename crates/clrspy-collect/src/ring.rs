@@ -481,6 +481,12 @@ impl ByteSink for RingSink {
         }
     }
 
+    fn splice_at_end(&mut self, monotonic_ns: u64, ev: &Injected) {
+        if let Some(s) = self.splicer.as_mut() {
+            s.push_at_end(monotonic_ns, ev.clone());
+        }
+    }
+
     fn flush(&mut self) -> Result<()> {
         let Some(s) = self.splicer.as_mut() else {
             return Ok(());
@@ -495,7 +501,7 @@ impl ByteSink for RingSink {
     }
 
     fn finish(&mut self) -> Result<SinkReport> {
-        let Some(s) = self.splicer.take() else {
+        let Some(mut s) = self.splicer.take() else {
             return Ok(SinkReport {
                 bytes: self.bytes,
                 spliced_events: 0,
@@ -504,6 +510,7 @@ impl ByteSink for RingSink {
                 ring: Some(self.stats),
             });
         };
+        s.end().map_err(|e| self.err(e))?;
         let spliced = s.spliced;
         let whole = s.whole();
         let mut store = s.into_inner().map_err(|e| self.err(e))?;

@@ -30,6 +30,11 @@ pub struct Live<'a> {
     /// Gets the consumers' Dump and Snapshot requests, on the pump's thread, as they come
     /// (without it they are dropped). Stop requests are the pump's own business.
     pub on_request: Option<&'a mut dyn FnMut(&Action)>,
+    /// The target's exit is a stop trigger: when the target ends the session, that is stored
+    /// in the trace (clrspy's `Trigger` event) and the summary ([`Summary::fired`]).
+    ///
+    /// [`Summary::fired`]: crate::Summary::fired
+    pub exit_trigger: bool,
 }
 
 impl std::fmt::Debug for Live<'_> {
@@ -38,6 +43,7 @@ impl std::fmt::Debug for Live<'_> {
             .field("consumers", &self.consumers.len())
             .field("sinks", &self.sinks.len())
             .field("on_request", &self.on_request.is_some())
+            .field("exit_trigger", &self.exit_trigger)
             .finish()
     }
 }
@@ -96,7 +102,15 @@ struct CpuReadings {
     /// Names of the precompiled code the samples hit.
     r2r: R2rRecorder,
     next_r2r: Instant,
+    /// The cgroup that limits the target's CPU, when found.
+    cgroup: Option<crate::cgroup::CpuCgroup>,
+    next_cgroup: Instant,
+    /// Its last counters stored.
+    last_cgroup: Option<crate::cgroup::CpuBandwidth>,
 }
+
+/// How often the cgroup's throttling counters are read (they are stored when they changed).
+const CGROUP_EVERY: Duration = Duration::from_millis(100);
 
 impl CpuReadings {
     fn new(pid: u32, interval: Duration, ips: SharedIps) -> CpuReadings {
@@ -108,6 +122,9 @@ impl CpuReadings {
             first: true,
             r2r: R2rRecorder::new(pid, ips),
             next_r2r: Instant::now(),
+            cgroup: crate::cgroup::find(pid).map(|g| g.limiting()),
+            next_cgroup: Instant::now(),
+            last_cgroup: None,
         }
     }
 
@@ -152,8 +169,22 @@ impl CpuReadings {
             events.push(Injected::ThreadCpu {
                 tid: r.tid,
                 cpu_ns: r.cpu_ns,
+                runqueue_ns: r.runqueue_ns,
                 state: r.state,
             });
+        }
+        if Instant::now() >= self.next_cgroup {
+            self.next_cgroup = Instant::now() + CGROUP_EVERY;
+            if let Some(g) = &self.cgroup {
+                let read = g.read().filter(|b| self.last_cgroup != Some(*b));
+                if let Some(bandwidth) = read {
+                    self.last_cgroup = Some(bandwidth);
+                    events.push(Injected::CgroupCpu {
+                        bandwidth,
+                        path: g.dir.to_string_lossy().into_owned(),
+                    });
+                }
+            }
         }
         if let Some(cpu_ns) = own_cpu_ns() {
             events.push(Injected::RecorderCpu {
@@ -272,17 +303,22 @@ impl Stopping {
 
 /// Splices the clrspy `Trigger` event for `fired` into the sinks that keep a trace.
 fn splice_trigger(sinks: &mut [&mut dyn ByteSink], fired: &crate::trigger::Fired, after: Duration) {
-    let ev = Injected::Trigger {
+    let ev = trigger_event(fired, after);
+    let ts = monotonic_ns();
+    for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
+        s.splice(ts, &ev);
+    }
+}
+
+/// clrspy's `Trigger` event for `fired`, recording `after` more.
+fn trigger_event(fired: &crate::trigger::Fired, after: Duration) -> Injected {
+    Injected::Trigger {
         trigger: fired.trigger.clone(),
         reason: fired.reason.clone(),
         provider: fired.provider.clone(),
         event: fired.event.clone(),
         event_timestamp: u64::try_from(fired.timestamp).unwrap_or(0),
         after_ms: after.as_millis().min(u128::from(u32::MAX)) as u32,
-    };
-    let ts = monotonic_ns();
-    for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
-        s.splice(ts, &ev);
     }
 }
 
@@ -390,6 +426,23 @@ pub(crate) fn pump(
             return Ok(());
         }
     })();
+    if live.exit_trigger
+        && !stop.sent
+        && stop.fired.is_none()
+        && stop.reason == Some(StopReason::TargetEnded)
+    {
+        // The target's exit is the trigger: said in the trace before its end marker.
+        let fired = crate::trigger::Fired::exit(started.elapsed());
+        let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut *file as &mut dyn ByteSink)
+            .chain(extra.iter_mut().map(|s| &mut **s as &mut dyn ByteSink))
+            .collect();
+        let ev = trigger_event(&fired, Duration::ZERO);
+        let ts = monotonic_ns();
+        for s in sinks.iter_mut() {
+            s.splice_at_end(ts, &ev);
+        }
+        stop.fired = Some((fired, Instant::now()));
+    }
     // Whatever happened, what arrived is made durable before the error is reported.
     let report = finish_sinks(&mut *file, &mut extra);
     result?;

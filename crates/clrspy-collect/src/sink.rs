@@ -42,6 +42,11 @@ pub trait ByteSink {
     /// boundary. Sinks that keep no trace ignore it.
     fn splice(&mut self, _monotonic_ns: u64, _ev: &Injected) {}
 
+    /// Queues one of clrspy's events to go in last, before the runtime's end marker when the
+    /// stream ended (it is held until [`ByteSink::finish`]); as [`ByteSink::splice`] before.
+    /// Sinks that keep no trace ignore it.
+    fn splice_at_end(&mut self, _monotonic_ns: u64, _ev: &Injected) {}
+
     /// Called after every read round, also when the runtime was quiet: write what is queued.
     fn flush(&mut self) -> Result<()> {
         Ok(())
@@ -112,6 +117,12 @@ impl ByteSink for FileSink {
         }
     }
 
+    fn splice_at_end(&mut self, monotonic_ns: u64, ev: &Injected) {
+        if let Some(s) = self.splicer.as_mut() {
+            s.push_at_end(monotonic_ns, ev.clone());
+        }
+    }
+
     fn flush(&mut self) -> Result<()> {
         let Some(s) = self.splicer.as_mut() else {
             return Ok(());
@@ -126,7 +137,7 @@ impl ByteSink for FileSink {
     }
 
     fn finish(&mut self) -> Result<SinkReport> {
-        let Some(s) = self.splicer.take() else {
+        let Some(mut s) = self.splicer.take() else {
             return Ok(SinkReport {
                 bytes: self.bytes,
                 spliced_events: self.spliced,
@@ -135,11 +146,15 @@ impl ByteSink for FileSink {
                 ring: None,
             });
         };
+        let ended = s.end();
         self.spliced = s.spliced;
         let whole = s.whole();
-        let held = s.into_inner();
+        let held = ended.and_then(|_| s.into_inner());
         // A file that stops short of its end is made whole even when the last write failed
-        // (a full disk): cutting the partial block frees more than the end marker takes.
+        // (a full disk): cutting the partial block frees more than the end marker takes. The
+        // runtime's end marker is written last (by `into_inner`): a failed write may have lost
+        // it too.
+        let ended = whole.ended && held.is_ok();
         let (mut file, written) = match held {
             Ok(f) => {
                 let n = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -155,7 +170,7 @@ impl ByteSink for FileSink {
             }
         };
         let mut closed_by_clrspy = None;
-        if let (false, Some(format)) = (whole.ended, whole.format) {
+        if let (false, Some(format)) = (ended, whole.format) {
             let eos = nettrace::end_of_stream(format);
             file.set_len(whole.end)
                 .and_then(|_| file.seek(SeekFrom::Start(whole.end)))

@@ -63,6 +63,20 @@ pub struct Fired {
     pub time_ns: i64,
 }
 
+impl Fired {
+    /// The exit trigger, fired `elapsed` into the recording.
+    pub fn exit(elapsed: Duration) -> Fired {
+        Fired {
+            trigger: TriggerSpec::Exit.to_string(),
+            reason: "the target exited".into(),
+            provider: String::new(),
+            event: String::new(),
+            timestamp: 0,
+            time_ns: elapsed.as_nanos().min(i64::MAX as u128) as i64,
+        }
+    }
+}
+
 impl fmt::Display for Fired {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "trigger {} fired: {}", self.trigger, self.reason)?;
@@ -168,21 +182,11 @@ impl Triggers {
         Ok(Duration::from_secs_f64(secs))
     }
 
-    /// The exit trigger, when it is one of these and the recording ended because the target
-    /// did (and no other trigger fired first). It is not in the trace: the stream ended with
-    /// the target.
-    pub fn exit_fired(&self, summary: &crate::Summary) -> Option<Fired> {
-        (self.on_exit()
-            && summary.fired.is_none()
-            && summary.reason == crate::StopReason::TargetEnded)
-            .then(|| Fired {
-                trigger: TriggerSpec::Exit.to_string(),
-                reason: "the target exited".into(),
-                provider: String::new(),
-                event: String::new(),
-                timestamp: 0,
-                time_ns: summary.elapsed.as_nanos().min(i64::MAX as u128) as i64,
-            })
+    /// Installs the triggers in a recording's `live` feed: their event consumer, and the
+    /// target's exit when it is one (see [`Live::exit_trigger`](crate::Live::exit_trigger)).
+    pub fn install(&self, live: &mut crate::Live<'_>) {
+        live.consumers.extend(self.consumer());
+        live.exit_trigger |= self.on_exit();
     }
 
     /// The consumer that watches the events; None when no trigger reads events.

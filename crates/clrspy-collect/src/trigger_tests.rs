@@ -33,6 +33,16 @@ fn the_rules_file_form_deserializes() {
     let back = serde_json::to_string(&v).unwrap();
     assert_eq!(serde_json::from_str::<Vec<TriggerSpec>>(&back).unwrap(), v);
     assert!(serde_json::from_str::<TriggerSpec>(r#"{ "counter": "cpu-usage" }"#).is_err());
+    // Unit kinds also as objects; a schema for rules files.
+    assert_eq!(
+        serde_json::from_str::<TriggerSpec>(r#"{ "gen2": null }"#).unwrap(),
+        TriggerSpec::Gen2
+    );
+    let schema = serde_json::to_string(&schemars::schema_for!(TriggerSpec)).unwrap();
+    assert!(
+        schema.contains("gc_pause_ms") && schema.contains("exception"),
+        "{schema}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use clrspy_collect::inject::{Injected, Splicer, FIRST_METADATA_ID};
+use clrspy_collect::inject::{Injected, Splicer, FIRST_METADATA_ID, NO_THREAD};
 use proptest::prelude::*;
 
 fn data(name: &str) -> Vec<u8> {
@@ -66,6 +66,7 @@ fn splice(trace: &[u8], cuts: &[usize], ts: u64) -> (Vec<u8>, u64) {
             Injected::ThreadCpu {
                 tid: 77,
                 cpu_ns: k * 1000,
+                runqueue_ns: Some(k * 10),
                 state: b'R',
             },
         );
@@ -116,6 +117,11 @@ fn check(name: &str, cuts: &[usize]) {
     assert_eq!(clean2, clean, "{name}");
     let ours: Vec<_> = got.iter().filter(|e| e.0 == "clrspy").collect();
     assert_eq!(ours.len() as u64, spliced, "{name}");
+    // On no thread: other tools' sample views must not count them as a thread's samples.
+    assert!(
+        ours.iter().all(|e| e.2 == NO_THREAD),
+        "{name}: a clrspy event on a thread"
+    );
     if clean {
         assert!(spliced > 0, "{name}: nothing spliced into a whole trace");
         assert!(ours.iter().any(|e| e.1 == 3), "{name}: SamplerInfo missing");
@@ -139,7 +145,9 @@ fn real_traces_keep_every_event_and_gain_ours() {
             let (out, _) = splice(&trace, &[65536; 10_000], 0);
             let (got, _, _) = read_all(&out);
             assert!(
-                got.iter().any(|e| e.0 == "clrspy" && e.1 == 1 && e.2 == 77),
+                got.iter().any(|e| e.0 == "clrspy"
+                    && e.1 == 1
+                    && e.4.get(..4) == Some(&77u32.to_le_bytes()[..])),
                 "{name}"
             );
         }
@@ -160,6 +168,36 @@ fn a_cut_trace_is_passed_through_up_to_the_cut() {
     assert!(!clean);
     let theirs: Vec<_> = got.into_iter().filter(|e| e.0 != "clrspy").collect();
     assert_eq!(theirs, orig);
+}
+
+#[test]
+fn an_event_queued_at_the_end_goes_in_before_the_end_marker() {
+    let trace = data("perf.nettrace");
+    let (orig, _, clean) = read_all(&trace);
+    assert!(clean);
+    let mut s = Splicer::new(Vec::new());
+    s.write_runtime(&trace).unwrap();
+    // After the runtime's end: an ordinary push is dropped, one for the end goes in.
+    s.push(5, Injected::Tick);
+    s.push_at_end(
+        7,
+        Injected::Trigger {
+            trigger: "exit".into(),
+            reason: "the target exited".into(),
+            provider: String::new(),
+            event: String::new(),
+            event_timestamp: 0,
+            after_ms: 0,
+        },
+    );
+    s.end().unwrap();
+    assert_eq!(s.spliced, 1);
+    let (got, dropped, clean) = read_all(&s.into_inner().unwrap());
+    assert!(clean);
+    assert_eq!(dropped, 0);
+    assert_eq!(got.len(), orig.len() + 1);
+    let last = got.last().unwrap();
+    assert_eq!((last.0.as_str(), last.1), ("clrspy", 9));
 }
 
 #[test]

@@ -71,8 +71,9 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Record and report in one step: `clrspy profile -- program args`, or `-p PID --duration 10s`.
     Profile(ProfileArgs),
-    /// Make a cut or damaged trace whole: keep every whole block, drop the rest, end it
-    /// validly (every reader opens the result).
+    /// Make a cut or damaged trace whole: keep every whole block and the whole events of a cut
+    /// one, drop the rest, end it validly (every reader opens the result); NetPerf becomes
+    /// NetTrace.
     Repair(RepairArgs),
     /// Rules files for `clrspy watch`: check one, print the JSON Schema, print an example.
     Rules(RulesArgs),
@@ -137,7 +138,8 @@ pub struct WatchArgs {
 pub struct RepairArgs {
     #[command(flatten)]
     pub input: TraceArg,
-    /// The repaired trace (default: beside the input, `<name>.repaired.nettrace`).
+    /// The repaired trace (default: beside the input, `<name>.repaired.nettrace`; for a
+    /// `.netperf`, `<name>.nettrace` unless it exists).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write what was kept and lost as one JSON object.

@@ -208,7 +208,14 @@ fn the_targets_exit() {
     assert!(
         stderr.contains("Trigger exit fired: the target exited."),
         "{stderr}"
-    );
+    ); // The trace says so too, before its end marker: no event fired it.
+    let t = events(&trace, "clrspy", "Trigger");
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!(t[0]["fields"]["Trigger"], "exit");
+    let info = json(&["info", trace.to_str().unwrap(), "--json"]);
+    assert_eq!(info["ended_cleanly"], true);
+    assert_eq!(info["trigger"]["trigger"], "exit", "{info}");
+    assert!(info["trigger"]["event_ns"].is_null(), "{info}");
 }
 
 #[test]

@@ -130,7 +130,7 @@ struct RawHeader {
 pub(crate) struct BlockIter {
     encoding: EventEncoding,
     /// Position of the next event within the block.
-    pos: usize,
+    pub(crate) pos: usize,
     /// The event decoded last (its header is also the base of the next compressed header).
     pub(crate) cur: RawEvent,
 }

@@ -17,7 +17,7 @@ const MAGIC: &[u8] = b"Nettrace";
 const TAG_NULL_REFERENCE: u8 = 1;
 const TAG_BEGIN_OBJECT: u8 = 4;
 const TAG_BEGIN_PRIVATE_OBJECT: u8 = 5;
-const TAG_END_OBJECT: u8 = 6;
+pub(crate) const TAG_END_OBJECT: u8 = 6;
 
 /// How blocks are framed after the stream header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

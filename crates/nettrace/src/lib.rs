@@ -44,6 +44,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod convert;
 mod cursor;
 mod decoder;
 mod error;

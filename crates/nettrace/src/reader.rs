@@ -285,6 +285,13 @@ impl<S: ByteSource> Reader<S> {
         self.dec.all_metadata()
     }
 
+    /// Absolute stream offset one past the event decoded last, while its block is being read
+    /// (repair keeps the whole events of a cut block up to here).
+    pub(crate) fn event_end(&self) -> Option<u64> {
+        let cur = self.cur.as_ref()?;
+        Some(self.src.window_offset() + (cur.start + cur.it.pos) as u64)
+    }
+
     fn fail(&mut self, e: Error) -> Error {
         self.done = true;
         self.cur = None;

@@ -286,3 +286,94 @@ fn v6_payload_types_decode() {
     assert_eq!(v[4], &Value::Array(vec![Value::U32(5), Value::U32(6)]));
     assert_eq!(v[5], &Value::Bytes(vec![7, 8]));
 }
+
+/// (provider, event id, thread, timestamp, stack, payload) of every event read before the
+/// reader stops.
+type Seen = (String, u32, u64, i64, Vec<u64>, Vec<u8>);
+fn seen(bytes: &[u8]) -> Vec<Seen> {
+    let mut out = Vec::new();
+    let Ok(mut r) = TraceReader::new(bytes) else {
+        return out;
+    };
+    let _ = r.for_each_event(|e| {
+        out.push((
+            e.provider().to_string(),
+            e.event_id(),
+            e.thread_id,
+            e.timestamp,
+            e.stack.ips().collect(),
+            e.payload.to_vec(),
+        ));
+        true
+    });
+    out
+}
+
+/// `nettrace::repair` of `input` into a scratch file; the file's bytes.
+fn repaired(input: &[u8], name: &str) -> (nettrace::Repair, Vec<u8>) {
+    use std::io::{Read, Seek, SeekFrom};
+    let path = std::env::temp_dir().join(format!("nettrace-{name}-{}", std::process::id()));
+    let mut f = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let r = nettrace::repair(input, &mut f).unwrap();
+    f.seek(SeekFrom::Start(0)).unwrap();
+    let mut out = Vec::new();
+    f.read_to_end(&mut out).unwrap();
+    (r, out)
+}
+
+#[test]
+fn repair_converts_netperf_to_nettrace_keeping_every_event() {
+    let f = netperf();
+    let (r, out) = repaired(&f, "netperf-whole");
+    assert!(r.converted && r.was_whole, "{r:?}");
+    assert_eq!(r.format, Some(FormatVersion::NetPerf3));
+    assert_eq!(r.output_format, Some(FormatVersion::NetTrace4));
+    assert_eq!((r.events_converted, r.cut_at), (2, None));
+    let rd = TraceReader::new(&out).unwrap();
+    let (a, b) = (TraceReader::new(&f).unwrap(), rd);
+    let (ha, hb) = (a.header(), b.header());
+    assert_eq!(hb.format, FormatVersion::NetTrace4);
+    assert_eq!(hb.sync_time_utc, ha.sync_time_utc);
+    assert_eq!(hb.sync_time_ticks, ha.sync_time_ticks);
+    assert_eq!(hb.ticks_per_second, ha.ticks_per_second);
+    assert_eq!(hb.pointer_size, ha.pointer_size);
+    assert_eq!(hb.process_id, ha.process_id);
+    assert_eq!(hb.cpu_count, ha.cpu_count);
+    assert_eq!(hb.sampling_interval_ns, ha.sampling_interval_ns);
+    assert_eq!(seen(&out), seen(&f));
+    let mut rd = TraceReader::new(&out).unwrap();
+    let e = rd.next_event().unwrap().unwrap();
+    assert_eq!(e.metadata_name(), "Hello");
+    assert_eq!(e.decode_with_metadata().fields[0].value, Value::I32(7));
+    while rd.next_event().unwrap().is_some() {}
+    assert!(rd.stats().ended_cleanly);
+    assert_eq!(rd.stats().dropped_events, 0);
+}
+
+#[test]
+fn a_cut_netperf_is_converted_up_to_its_last_whole_event() {
+    let f = netperf();
+    let mut converted_any = false;
+    let header_end = TraceReader::new(&f).unwrap().stats().bytes_read as usize;
+    for cut in header_end..f.len() {
+        let (r, out) = repaired(&f[..cut], "netperf-cut");
+        assert!(r.converted && !r.was_whole, "cut at {cut}: {r:?}");
+        let mut rd = TraceReader::new(&out).unwrap();
+        while rd.next_event().unwrap().is_some() {}
+        assert!(rd.stats().ended_cleanly, "cut at {cut}");
+        assert_eq!(seen(&out), seen(&f[..cut]), "cut at {cut}");
+        assert!(r.bytes_kept <= cut as u64, "cut at {cut}: {r:?}");
+        // Something dropped, or only the end of stream was missing.
+        let dropped = r.bytes_kept < cut as u64;
+        assert_eq!(r.cut_at, dropped.then_some(r.bytes_kept), "cut at {cut}");
+        converted_any |= r.events_converted > 0;
+    }
+    assert!(converted_any);
+}

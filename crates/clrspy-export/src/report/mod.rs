@@ -12,6 +12,7 @@ pub mod callers;
 pub mod contention;
 pub mod exceptions;
 pub mod gc;
+pub mod runqueue;
 pub mod stack;
 pub mod summary;
 pub mod text;

@@ -9,6 +9,7 @@ use clrspy_analysis::{Analysis, Metric};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::{method_table, TextStyle, Unit};
 use super::threads::{process_cpu, ProcessCpu};
 use super::tree::{write_tree, Columns};
@@ -27,8 +28,10 @@ pub struct StackReport {
     /// The trace's nominal sampling interval, ms: the unit of `samples` weights (and the
     /// time each sample stands for when nothing measured it).
     pub sample_interval_ms: f64,
-    /// The sampler's real period, ms: the median gap between a thread's samples.
+    /// The sampler's real period, ms: the mean time between the starts of its rounds.
     pub sampler_period_ms: Option<f64>,
+    /// The trace's CPU count: an estimate counts no more threads on a CPU per sampling round.
+    pub cpus: Option<u32>,
     /// True when the time is measured (thread CPU readings), not estimated from samples.
     pub exact: bool,
     /// Samples behind this metric's time: each sample shared between CPU, waiting and idle
@@ -46,6 +49,25 @@ pub struct StackReport {
     /// of each stack; the leaf where none is known).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_blocking_call: Vec<MethodWeight>,
+    /// Waiting only: the part of `total_ms` spent runnable, waiting for a CPU (on a run
+    /// queue), ms; the rest is `blocked_ms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runqueue_ms: Option<f64>,
+    /// Waiting only: the part of `total_ms` spent blocked (sleeping, waiting on I/O or a
+    /// lock), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_ms: Option<f64>,
+    /// Waiting only: where `runqueue_ms` comes from, `schedstat` (measured) or `estimate`
+    /// (waiting caught in managed code outside any known blocking call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runqueue_source: Option<RunqueueSource>,
+    /// Waiting only: the CPU throttling of the target's cgroup over the window (filters do
+    /// not apply); absent without cgroup readings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_throttling: Option<CpuThrottling>,
+    /// Waiting only: the CPU time of the same stacks, ms (for the share of ready time).
+    #[serde(skip)]
+    pub cpu_ms: f64,
     /// CPU only: the process's CPU by role (managed code, the runtime's own threads) and the
     /// recording's overhead, over the whole window (filters do not apply).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -76,13 +98,21 @@ pub struct PathFrame {
     pub percent: f64,
 }
 
-/// The words for how CPU was told from waiting.
-pub fn cpu_source_note(method: CpuSource) -> &'static str {
+/// What `method` means, in words: what was measured, and what the estimate assumed (`cpus`:
+/// the trace's CPU count, the most threads a sampling round counts on a CPU; `per_group`:
+/// rounds the limit holds over, 1 unless a long trace's rounds were grouped to bound memory).
+pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> String {
+    let limit = match cpus {
+        Some(n) if per_group > 1 => format!("no {per_group} consecutive sampling rounds count more threads on a CPU than {per_group} times the trace's {n} CPUs (the rest were ready, waiting for a CPU)"),
+        Some(n) => format!("no sampling round counts more threads on a CPU than the trace's {n} CPUs (the rest were ready, waiting for a CPU)"),
+        None => "the trace does not say how many CPUs it had, so no limit per round".into(),
+    };
+    let rule = "each sample stands for the sampler's real period (measured from its rounds in this trace, not the nominal interval); it ran unless its stack is in a known blocking call (waits, sleeps, joins, socket and file reads, locks) or it is an idle runtime thread";
     match method {
-        CpuSource::ThreadCpuTimes => "each thread's CPU from its CPU readings (read from /proc about every 20 ms while recording; exact per thread), shared among its samples in each reading interval; waiting is the rest of the interval's wall time",
-        CpuSource::Mixed => "measured thread CPU where readings cover the samples; the rest estimated: each sample counted as the nominal sampling interval, sorted by kind and blocking frames",
-        CpuSource::Heuristic => "no thread CPU readings in this trace: an estimate, each sample counted as the trace's nominal sampling interval and sorted by kind (managed/external) and known blocking frames (waits, sleeps, joins, I/O, locks); record with `clrspy record` for measured CPU",
-        CpuSource::None => "the trace has no CPU samples (record with the cpu profile)",
+        CpuSource::ThreadCpuTimes => "each thread's CPU from its CPU readings (read from /proc about every 20 ms while recording; exact per thread), shared among its samples in each reading interval; waiting is the rest of the interval's wall time".into(),
+        CpuSource::Mixed => format!("measured by thread CPU readings until they stopped, estimated after: {rule}; {limit}"),
+        CpuSource::Estimate => format!("no thread CPU readings in this trace: an estimate; {rule}; {limit}; record with `clrspy record` for measured CPU"),
+        CpuSource::None => "the trace has no CPU samples (record with the cpu profile)".into(),
     }
 }
 
@@ -108,6 +138,12 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     };
     let method = a.cpu.source();
     let samples: f64 = profile.rows.iter().map(|r| r.samples_of(metric)).sum();
+    let waits = metric == Metric::Wait;
+    let runq: f64 = profile
+        .rows
+        .iter()
+        .map(|r| profile.runnable_of(r, &a.symbols))
+        .sum();
     let by_blocking_call = match metric {
         Metric::Wait => {
             let (w, n) = profile.by_blocking_call(&a.symbols);
@@ -118,9 +154,10 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     StackReport {
         metric,
         method,
-        method_note: cpu_source_note(method).into(),
+        method_note: cpu_source_note(method, a.cpu.cpus(), a.cpu.estimate().rounds_per_group()),
         sample_interval_ms: ms_per,
         sampler_period_ms: a.cpu.measured_period_ns().map(|p| p as f64 / 1e6),
+        cpus: a.cpu.cpus(),
         exact: method == CpuSource::ThreadCpuTimes,
         total_samples: round1(samples),
         samples: samples.round() as u64,
@@ -128,6 +165,11 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         top_exclusive: conv(excl, &excl_n),
         top_inclusive: conv(incl, &incl_n),
         by_blocking_call,
+        runqueue_ms: waits.then(|| round1(runq * ms_per)),
+        blocked_ms: waits.then(|| round1((total - runq).max(0.0) * ms_per)),
+        runqueue_source: waits.then(|| RunqueueSource::of(a)),
+        cpu_throttling: runqueue::throttling(a).filter(|_| waits),
+        cpu_ms: profile.total(Metric::Cpu) * ms_per,
         process: (metric == Metric::Cpu).then(|| process_cpu(a)),
         tree: o
             .tree
@@ -183,6 +225,22 @@ impl TextView for StackReport {
                 "  nothing matched: {}",
                 nothing_matched_hint(self.metric)
             )?;
+        }
+        if let (Some(runq), Some(blocked), Some(src), true) = (
+            self.runqueue_ms,
+            self.blocked_ms,
+            self.runqueue_source,
+            self.total_ms > 0.0,
+        ) {
+            writeln!(
+                out,
+                "  of it: waiting for a CPU (run queue) {runq:.1} ms, blocked {blocked:.1} ms (run queue {})",
+                src.words()
+            )?;
+            let measured = (src == RunqueueSource::Schedstat).then_some(runq);
+            for line in runqueue::lines(self.cpu_ms, measured, self.cpu_throttling.as_ref()) {
+                writeln!(out, "  {line}")?;
+            }
         }
         if !self.by_blocking_call.is_empty() {
             writeln!(
@@ -242,24 +300,31 @@ impl TextView for StackReport {
 }
 
 impl StackReport {
-    /// What the total rests on, in words: measured or estimated, samples, the sampler's period.
+    /// What the total rests on, in words, led by the one word of its kind of evidence
+    /// ([`CpuSource::word`]): measured or estimated, samples, the sampler's period.
     pub fn basis(&self) -> String {
         let period = match self.sampler_period_ms {
             Some(p) => format!("sampler period {p:.2} ms measured"),
             None => "sampler period not measured".into(),
         };
+        let cpus = self.cpus.map_or_else(
+            || "CPUs unknown".into(),
+            |n| format!("at most {n} CPUs per round"),
+        );
         let n = self.samples;
-        if self.method == CpuSource::None {
-            "no samples".into()
-        } else if self.exact {
-            format!("measured by thread CPU readings; {n} samples, {period}")
-        } else if self.method == CpuSource::Mixed {
-            format!("measured where readings cover it, else estimated; {n} samples, {period}, {:.3} ms nominal", self.sample_interval_ms)
-        } else {
-            format!(
-                "estimate: {n} samples counted as {:.3} ms each, the nominal interval; {period}",
+        let word = self.method.word();
+        match self.method {
+            CpuSource::None => format!("{word}: no samples"),
+            CpuSource::ThreadCpuTimes => {
+                format!("{word}: measured by thread CPU readings; {n} samples, {period}")
+            }
+            CpuSource::Mixed => format!(
+                "{word}: measured until the readings stopped, then estimated; {n} samples, {period}, {cpus}"
+            ),
+            CpuSource::Estimate => format!(
+                "{word}: {n} samples at the {period} ({:.3} ms nominal), {cpus}",
                 self.sample_interval_ms
-            )
+            ),
         }
     }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::alloc::AllocReport;
 use super::contention::ContentionReport;
 use super::exceptions::ExceptionsReport;
+use super::runqueue::{self, CpuThrottling};
 use super::stack::StackReport;
 use super::text::{method_table, TextStyle, Unit};
 use super::{ReportKind, ReportOptions, TextView};
@@ -48,6 +49,14 @@ pub struct SummaryReport {
     pub cpu: StackReport,
     /// Waiting time by method (top 5).
     pub waits: StackReport,
+    /// Every thread's time runnable but waiting for a CPU (on a run queue) over the window,
+    /// summed, ms; null when the trace has no run-queue readings.
+    pub runqueue_ms: Option<f64>,
+    /// The threads' CPU time over the same lifetimes, ms; null with `runqueue_ms`.
+    pub thread_cpu_ms: Option<f64>,
+    /// The CPU throttling of the target's cgroup over the window (`periods`,
+    /// `throttled_periods`, `throttled_ms`, ...); null without cgroup readings.
+    pub cpu_throttling: Option<CpuThrottling>,
     /// GC totals.
     pub gc: GcSummary,
     /// Allocations (top 5).
@@ -113,7 +122,11 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
             "clrspy report {path} contention   (who waited on which lock)"
         ));
     }
+    let measured = runqueue::measured_totals(a);
     SummaryReport {
+        runqueue_ms: measured.map(|m| crate::units::round1(m.1)),
+        thread_cpu_ms: measured.map(|m| crate::units::round1(m.0)),
+        cpu_throttling: runqueue::throttling(a),
         trace: path.clone(),
         duration_ms: a.duration_ns as f64 / 1e6,
         events: a.events,
@@ -166,10 +179,7 @@ impl TextView for SummaryReport {
         self.write_warnings(out)?;
         let (cpu, waits) = (&self.cpu, &self.waits);
         if cpu.total_ms > 0.0 || waits.total_ms > 0.0 {
-            let how = serde_json::to_value(cpu.method)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default();
+            let how = cpu.method.word();
             writeln!(
                 out,
                 "\n{}",
@@ -196,6 +206,17 @@ impl TextView for SummaryReport {
                     "  most waited in: {} ({:.1}% of waiting)",
                     w.method, w.percent
                 )?;
+            }
+        }
+        let contention = runqueue::lines(
+            self.thread_cpu_ms.unwrap_or(0.0),
+            self.runqueue_ms,
+            self.cpu_throttling.as_ref(),
+        );
+        if let Some((head, rest)) = contention.split_first() {
+            writeln!(out, "\n{}", style.heading(head))?;
+            for l in rest {
+                writeln!(out, "{l}")?;
             }
         }
         let t = &self.gc.totals;

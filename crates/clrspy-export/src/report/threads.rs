@@ -1,6 +1,7 @@
 //! The `threads` report: every thread's CPU, waiting and idle time (the runtime's own native
-//! threads too, by role), the process's CPU by role with the recording's own cost, and the
-//! thread pool.
+//! threads too, by role), its wall time split into CPU, run queue and blocked, the process's
+//! CPU by role with the recording's own cost, the cgroup's CPU throttling, and the thread
+//! pool.
 
 use std::io::{self, Write};
 
@@ -9,6 +10,7 @@ use clrspy_analysis::threads::{ThreadRole, WorkerPoint};
 use clrspy_analysis::{Analysis, StackFilter};
 use serde::Serialize;
 
+use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::TextStyle;
 use super::{sorted_counts, NameCount, ReportKind, ReportOptions, TextView};
 use crate::units::{fit, percent, round1};
@@ -24,12 +26,22 @@ pub struct ThreadRow {
     pub role: ThreadRole,
     /// CPU time, ms.
     pub cpu_ms: f64,
-    /// Waiting time (blocked, sleeping), ms.
+    /// Time runnable but waiting for a CPU (on a run queue), ms: measured, or estimated from
+    /// the samples (see [`ThreadsReport::runqueue_source`]).
+    pub runqueue_ms: f64,
+    /// Time neither on a CPU nor waiting for one (sleeping, waiting on I/O, a lock or for
+    /// work), ms. Measured: `lifetime_ms` - `cpu_ms` - `runqueue_ms`; estimated: the sampled
+    /// waiting and idle time minus `runqueue_ms`.
+    pub blocked_ms: f64,
+    /// The wall time the three above split: the thread's lifetime in the trace's window (from
+    /// the reading before it was first seen, or the window's start, to its end, or the
+    /// window's end), ms; null without run-queue readings.
+    pub lifetime_ms: Option<f64>,
+    /// Waiting time seen by the samples (blocked, sleeping, and waiting for a CPU), ms.
     pub wait_ms: f64,
-    /// Idle time (a pool worker or event loop waiting for work), ms.
+    /// Idle time seen by the samples (a pool worker or event loop waiting for work), ms.
     pub idle_ms: f64,
-    /// The part of `wait_ms` spent ready to run in managed code, outside any blocking call
-    /// (waiting for a CPU), ms.
+    /// The older name of `runqueue_ms` (the same value).
     pub runnable_ms: f64,
     /// Samples of the thread.
     pub samples: u64,
@@ -59,6 +71,8 @@ pub struct ProcessCpu {
     pub cpu_ms: f64,
     /// True when it is the threads' CPU readings (exact to a reading interval).
     pub exact: bool,
+    /// How CPU was told from waiting (the same word as the `cpu` report's `method`).
+    pub method: CpuSource,
     /// Threads running managed code, ms.
     pub managed_cpu_ms: f64,
     /// The runtime's own threads by role (JIT, GC, EventPipe, ...), busiest first.
@@ -117,6 +131,7 @@ pub fn process_cpu(a: &Analysis) -> ProcessCpu {
     ProcessCpu {
         cpu_ms: round1(total),
         exact: a.cpu.source() == CpuSource::ThreadCpuTimes,
+        method: a.cpu.source(),
         managed_cpu_ms: round1(managed),
         runtime_threads: roles,
         overhead_cpu_ms: round1(overhead),
@@ -184,37 +199,61 @@ pub struct ThreadsReport {
     pub worker_timeline: Vec<WorkerPoint>,
     /// Threads created during the trace.
     pub threads_created: u64,
+    /// Where `runqueue_ms` comes from: `schedstat` (measured) or `estimate` (from samples).
+    pub runqueue_source: RunqueueSource,
+    /// The CPU throttling of the target's cgroup over the window; null without cgroup
+    /// readings.
+    pub cpu_throttling: Option<CpuThrottling>,
 }
 
 /// Builds the threads report.
 pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
     let profile = a.profile(&StackFilter::default());
     let ms = a.sampling_interval_ns as f64 / 1e6;
-    let threads = profile
+    let times: rustc_hash::FxHashMap<u64, clrspy_analysis::runqueue::ThreadTime> =
+        if a.cpu.has_runqueue() {
+            a.cpu.thread_times().collect()
+        } else {
+            Default::default()
+        };
+    let mut threads: Vec<ThreadRow> = profile
         .threads(&a.symbols)
         .into_iter()
-        .take(o.top)
-        .map(|t| ThreadRow {
-            thread: t.thread,
-            name: a.threads.names.get(&t.thread).cloned(),
-            role: a.thread_role(t.thread),
-            cpu_ms: round1(t.cpu * ms),
-            wait_ms: round1(t.wait * ms),
-            idle_ms: round1(t.idle * ms),
-            runnable_ms: round1(t.runnable * ms),
-            samples: t.samples,
-            // Ready to run counts as running: the thread was not blocked.
-            mostly: if t.cpu + t.runnable >= t.wait - t.runnable + t.idle {
-                "running"
-            } else if t.idle > t.wait - t.runnable {
-                "idle"
-            } else {
-                "waiting"
+        .map(|t| {
+            let (wait, idle) = (t.wait * ms, t.idle * ms);
+            let (cpu, runq, blocked, lifetime) = match times.get(&t.thread) {
+                Some(w) => (
+                    w.cpu_ns / 1e6,
+                    w.runqueue_ns / 1e6,
+                    w.blocked_ns() / 1e6,
+                    Some(w.lifetime_ns / 1e6),
+                ),
+                None => {
+                    let runq = t.runnable * ms;
+                    (t.cpu * ms, runq, (wait - runq).max(0.0) + idle, None)
+                }
+            };
+            ThreadRow {
+                thread: t.thread,
+                name: a.threads.names.get(&t.thread).cloned(),
+                role: a.thread_role(t.thread),
+                cpu_ms: round1(cpu),
+                runqueue_ms: round1(runq),
+                blocked_ms: round1(blocked),
+                lifetime_ms: lifetime.map(round1),
+                wait_ms: round1(wait),
+                idle_ms: round1(idle),
+                runnable_ms: round1(runq),
+                samples: t.samples,
+                // What the samples saw: code that meant to run counts as running, also when
+                // the runtime held it (a GC, the sampler's suspensions).
+                mostly: mostly(t.cpu * ms, t.ready * ms, wait - t.ready * ms + idle, idle).into(),
+                top_frame: t.top_frame,
             }
-            .into(),
-            top_frame: t.top_frame,
         })
         .collect();
+    threads.extend(unsampled_rows(a, &times, &threads));
+    threads.truncate(o.top);
     ThreadsReport {
         threads,
         process: process_cpu(a),
@@ -223,6 +262,74 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
         adjustments: sorted_counts(&a.threads.adjustments, 20),
         worker_timeline: a.threads.timeline.clone(),
         threads_created: a.threads.created,
+        runqueue_source: RunqueueSource::of(a),
+        cpu_throttling: runqueue::throttling(a),
+    }
+}
+
+/// The threads that neither ran nor were sampled in the window but lived in it (blocked all
+/// the time, or only waiting for a CPU), after the others: the most run-queue time first.
+fn unsampled_rows(
+    a: &Analysis,
+    times: &rustc_hash::FxHashMap<u64, clrspy_analysis::runqueue::ThreadTime>,
+    listed: &[ThreadRow],
+) -> Vec<ThreadRow> {
+    let seen: rustc_hash::FxHashSet<u64> = listed.iter().map(|r| r.thread).collect();
+    let mut rest: Vec<(u64, clrspy_analysis::runqueue::ThreadTime)> = times
+        .iter()
+        .filter(|(t, w)| !seen.contains(t) && w.lifetime_ns > 0.0)
+        .map(|(&t, &w)| (t, w))
+        .collect();
+    rest.sort_by(|x, y| {
+        y.1.runqueue_ns
+            .total_cmp(&x.1.runqueue_ns)
+            .then(x.0.cmp(&y.0))
+    });
+    rest.into_iter()
+        .map(|(t, w)| {
+            let role = a.thread_role(t);
+            let (cpu, runq, blocked) = (w.cpu_ns / 1e6, w.runqueue_ns / 1e6, w.blocked_ns() / 1e6);
+            ThreadRow {
+                thread: t,
+                name: a.threads.names.get(&t).cloned(),
+                role,
+                cpu_ms: round1(cpu),
+                runqueue_ms: round1(runq),
+                blocked_ms: round1(blocked),
+                lifetime_ms: Some(round1(w.lifetime_ns / 1e6)),
+                wait_ms: 0.0,
+                idle_ms: 0.0,
+                runnable_ms: round1(runq),
+                samples: 0,
+                mostly: mostly(cpu, runq, blocked, 0.0).into(),
+                top_frame: if role == ThreadRole::Managed || role == ThreadRole::Native {
+                    "[not sampled]".into()
+                } else {
+                    role.frame()
+                },
+            }
+        })
+        .collect()
+}
+
+/// What a thread did most: "running" (on a CPU or ready to run: it was not blocked), "idle"
+/// (waiting for work) or "waiting" (blocked). `blocked` includes `idle`.
+fn mostly(cpu: f64, ready: f64, blocked: f64, idle: f64) -> &'static str {
+    if cpu + ready >= blocked {
+        "running"
+    } else if idle > blocked - idle {
+        "idle"
+    } else {
+        "waiting"
+    }
+}
+
+impl ThreadsReport {
+    /// The threads' CPU and run-queue time, ms (the listed threads).
+    fn cpu_and_runqueue(&self) -> (f64, f64) {
+        self.threads
+            .iter()
+            .fold((0.0, 0.0), |(c, r), t| (c + t.cpu_ms, r + t.runqueue_ms))
     }
 }
 
@@ -245,16 +352,24 @@ impl TextView for ThreadsReport {
         let p = &self.process;
         writeln!(
             out,
-            "  process CPU {:.1} ms{}",
+            "  process CPU {:.1} ms ({})",
             p.cpu_ms,
-            if p.exact {
-                " (measured)"
-            } else {
-                " (estimated)"
-            }
+            p.method.word()
         )?;
         for line in [p.runtime_line(), p.overhead_line()].into_iter().flatten() {
             writeln!(out, "  {line}")?;
+        }
+        let (cpu, runq) = self.cpu_and_runqueue();
+        let measured = self.runqueue_source == RunqueueSource::Schedstat;
+        for line in runqueue::lines(cpu, measured.then_some(runq), self.cpu_throttling.as_ref()) {
+            writeln!(out, "  {line}")?;
+        }
+        if !self.threads.is_empty() {
+            writeln!(
+                out,
+                "  each thread's time: cpu + runq (ready, waiting for a CPU) + blocked (idle is part of blocked); runq {}",
+                self.runqueue_source.words()
+            )?;
         }
         // Columns as wide as their longest entry: names are never cut.
         let nw = self
@@ -273,21 +388,22 @@ impl TextView for ThreadsReport {
             .max(4);
         writeln!(
             out,
-            "  {:>8} {:<nw$} {:<rw$} {:>10} {:>10} {:>10} {:<8}  Most seen in",
-            "tid", "name", "role", "cpu ms", "wait ms", "idle ms", "mostly"
+            "  {:>8} {:<nw$} {:<rw$} {:>10} {:>10} {:>10} {:>10} {:<8}  Most seen in",
+            "tid", "name", "role", "cpu ms", "runq ms", "blocked ms", "idle ms", "mostly"
         )?;
         for t in &self.threads {
             writeln!(
                 out,
-                "  {:>8} {:<nw$} {:<rw$} {:>10.1} {:>10.1} {:>10.1} {:<8}  {}",
+                "  {:>8} {:<nw$} {:<rw$} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:<8}  {}",
                 t.thread,
                 t.name.as_deref().unwrap_or("-"),
                 t.role.label(),
                 t.cpu_ms,
-                t.wait_ms,
+                t.runqueue_ms,
+                t.blocked_ms,
                 t.idle_ms,
                 t.mostly,
-                fit(&t.top_frame, style.room(60 + nw + rw))
+                fit(&t.top_frame, style.room(71 + nw + rw))
             )?;
         }
         if !self.adjustments.is_empty() {

@@ -369,7 +369,10 @@ fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
             summary.bytes, r.received, r.dropped_blocks, r.sequence_points
         );
     }
-    if let Some(f) = &summary.fired {
+    if let Some(f) = summary.fired.as_ref().filter(|f| f.event.is_empty()) {
+        // The target's exit: no event fired it.
+        eprintln!("Trigger {} fired: {}.", f.trigger, f.reason);
+    } else if let Some(f) = &summary.fired {
         let after = triggers.map_or(Duration::ZERO, |t| t.after);
         eprintln!(
             "Trigger {} fired at {:.3} s on {}/{}: {}; recorded {:.1} s more.",
@@ -380,8 +383,6 @@ fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
             f.reason,
             after.as_secs_f64()
         );
-    } else if let Some(f) = triggers.and_then(|t| t.exit_fired(summary)) {
-        eprintln!("Trigger {} fired: {}.", f.trigger, f.reason);
     } else if triggers.is_some_and(|t| t.consumer().is_some()) && summary.events.is_none() {
         eprintln!("warning: the live decoding of events fell behind and stopped, and the stop triggers with it: none fired. A smaller set of providers keeps it up.");
     }
@@ -556,13 +557,9 @@ pub(crate) fn execute(
         told_trigger: false,
         dumps: extras.exceptions.as_ref(),
     };
-    live.consumers.extend(
-        extras
-            .capture
-            .triggers
-            .as_ref()
-            .and_then(Triggers::consumer),
-    );
+    if let Some(t) = &extras.capture.triggers {
+        t.install(&mut live);
+    }
     let outcome = clrspy_collect::run(target, &opts, live, &mut console);
     console.status.finish();
     let dumped = extras

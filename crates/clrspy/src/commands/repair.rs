@@ -10,14 +10,18 @@ use crate::cli::RepairArgs;
 use crate::input;
 use crate::output::{CliError, CliResult};
 
-/// The default output: beside the input, `<stem>.repaired.<ext>`.
+/// The default output, beside the input: `<stem>.repaired.nettrace`; for a NetPerf input
+/// (converted to NetTrace) the user's name with the `.nettrace` extension, `<stem>.nettrace`,
+/// unless such a file exists already.
 fn default_output(input: &Path, format: Option<nettrace::FormatVersion>) -> PathBuf {
     let stem = crate::input::trace_stem(input);
-    let ext = match format {
-        Some(nettrace::FormatVersion::NetPerf3) => "netperf",
-        _ => "nettrace",
-    };
-    input.with_file_name(format!("{stem}.repaired.{ext}"))
+    if format == Some(nettrace::FormatVersion::NetPerf3) {
+        let p = input.with_file_name(format!("{stem}.nettrace"));
+        if !p.exists() {
+            return p;
+        }
+    }
+    input.with_file_name(format!("{stem}.repaired.nettrace"))
 }
 
 /// Events a reader finds in `path`, and whether it read to a clean end.
@@ -74,6 +78,10 @@ pub fn run(args: &RepairArgs) -> CliResult<std::process::ExitCode> {
             "output": out_path.display().to_string(),
             "was_whole": r.was_whole,
             "format": r.format.map(|f| format!("{f:?}")),
+            "output_format": r.output_format.map(|f| format!("{f:?}")),
+            "converted": r.converted,
+            "events_converted": r.events_converted,
+            "salvaged_events": r.salvaged_events,
             "bytes_in": r.bytes_in,
             "bytes_kept": r.bytes_kept,
             "bytes_dropped": dropped,
@@ -86,6 +94,8 @@ pub fn run(args: &RepairArgs) -> CliResult<std::process::ExitCode> {
             "output_whole": whole,
         });
         clrspy_export::report::write_json(&mut stdout, &v)?;
+    } else if r.converted {
+        write_converted(&mut stdout, &trace.display(), &out_path, &r, before, after)?;
     } else if r.was_whole {
         writeln!(
             stdout,
@@ -116,10 +126,17 @@ pub fn run(args: &RepairArgs) -> CliResult<std::process::ExitCode> {
             )?,
             _ => writeln!(stdout, "Nothing dropped: only the end of stream was missing.")?,
         }
-        if before != after {
+        if r.salvaged_events > 0 {
             writeln!(
                 stdout,
-                "Readers see {after} events now; {before} could be read from the damaged file (events of the cut block are lost)."
+                "Kept the {} whole events of the cut block in a block of their own.",
+                r.salvaged_events
+            )?;
+        }
+        if before > after {
+            writeln!(
+                stdout,
+                "Readers see {after} events now; {before} could be read from the damaged file."
             )?;
         }
     }
@@ -130,4 +147,50 @@ pub fn run(args: &RepairArgs) -> CliResult<std::process::ExitCode> {
         )));
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The text summary of a NetPerf input converted to NetTrace.
+fn write_converted(
+    out: &mut impl Write,
+    input: &str,
+    out_path: &Path,
+    r: &nettrace::Repair,
+    before: u64,
+    after: u64,
+) -> CliResult<()> {
+    if r.was_whole {
+        writeln!(
+            out,
+            "{input} is a whole NetPerf trace: converted to NetTrace (V5) in {} ({after} events, {} bytes).",
+            out_path.display(),
+            r.bytes_out
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Wrote {}: NetPerf converted to NetTrace (V5), {after} events: every whole one in the first {} of {} bytes.",
+        out_path.display(),
+        r.bytes_kept,
+        r.bytes_in
+    )?;
+    let dropped = r.bytes_in - r.bytes_kept;
+    match (&r.damage, r.cut_at) {
+        (Some(e), Some(at)) => writeln!(
+            out,
+            "Dropped {dropped} bytes from offset {at}: the trace is damaged {e}"
+        )?,
+        (None, Some(at)) => writeln!(
+            out,
+            "Dropped {dropped} bytes from offset {at}: the trace stopped mid-event."
+        )?,
+        _ => writeln!(out, "Nothing dropped: only the end of stream was missing.")?,
+    }
+    if before > after {
+        writeln!(
+            out,
+            "Readers see {after} events now; {before} could be read from the damaged file."
+        )?;
+    }
+    Ok(())
 }

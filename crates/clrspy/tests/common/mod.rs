@@ -139,8 +139,14 @@ pub struct Web {
 
 /// Starts testapps/WebApp and waits for its `ready pid=N port=P` line.
 pub fn start_web() -> Web {
+    start_web_with_env(&[])
+}
+
+/// [`start_web`] with more environment variables (the runtime's own EventPipe settings).
+pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
     let mut child = Command::new("dotnet")
         .arg(web_app())
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .expect("start WebApp");
@@ -324,6 +330,41 @@ pub fn harness() -> Option<PathBuf> {
             .output()
             .is_ok_and(|o| o.status.success());
         ok.then(|| out.join("TraceEventHarness.dll"))
+    })
+    .clone()
+}
+
+/// dotnet-trace, where the bench scripts keep it (bench/out/tools), installed there from NuGet
+/// when missing, once per test run; the reason as an error when it cannot be had.
+pub fn dotnet_trace() -> Result<PathBuf, String> {
+    static TOOL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    TOOL.get_or_init(|| {
+        let dir = repo().join("bench/out/tools");
+        let exe = dir.join("dotnet-trace");
+        if exe.is_file() {
+            return Ok(exe);
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let _guard = FileLock::acquire(&dir.join(".install.lock"));
+        if exe.is_file() {
+            return Ok(exe);
+        }
+        let out = Command::new("dotnet")
+            .args(["tool", "install", "--tool-path"])
+            .arg(&dir)
+            .arg("dotnet-trace")
+            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+            .env("DOTNET_NOLOGO", "1")
+            .output()
+            .map_err(|e| format!("dotnet tool install: {e}"))?;
+        if exe.is_file() {
+            Ok(exe)
+        } else {
+            Err(format!(
+                "dotnet tool install dotnet-trace failed (NuGet unreachable?): {}",
+                String::from_utf8_lossy(&out.stdout).trim()
+            ))
+        }
     })
     .clone()
 }

@@ -1,0 +1,331 @@
+//! "My code is slow" is often "my code was not allowed to run": `clrspy record` reads each
+//! thread's run-queue time (schedstat's second field) and the throttling counters of the
+//! target's cgroup, and the reports split every thread's lifetime into CPU, waiting for a CPU
+//! and blocked. Two proofs on real processes: more CPU-bound threads than cores (the run
+//! queue is large), and a cgroup CPU limit (the summary says it throttled).
+//!
+//! The machine is shared and loaded: the assertions are proportions with wide margins, never
+//! times.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{clrspy, json, live, start, Running};
+use serde_json::Value;
+
+/// Burner threads: twice the cores, at least 4.
+fn burners() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (2 * cores).max(4)
+}
+
+/// Starts the `cpu` workload with `n` burner threads (long enough for any recording; it is
+/// killed when dropped).
+fn start_burners(n: usize) -> Running {
+    start("cpu", &["--threads", &n.to_string(), "--seconds", "60"])
+}
+
+/// `clrspy record -p PID --duration 3s -o TRACE`.
+fn record(pid: u32, trace: &Path) {
+    let out = clrspy()
+        .args(["record", "-p", &pid.to_string(), "--duration", "3s", "-o"])
+        .arg(trace)
+        .timeout(Duration::from_secs(90))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "record: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Run-queue ns so far of every thread of `pid`, from schedstat.
+fn runqueue_now(pid: u32) -> std::collections::BTreeMap<u64, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+        if let Some(ns) = s.split_whitespace().nth(1).and_then(|v| v.parse().ok()) {
+            out.insert(tid, ns);
+        }
+    }
+    out
+}
+
+/// The burner rows of `report threads --json`.
+fn burner_rows(threads: &Value) -> Vec<Value> {
+    threads["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("burner-")))
+        .cloned()
+        .collect()
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number {key} in {v}"))
+}
+
+fn text(args: &[&str]) -> String {
+    let out = clrspy().args(args).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn more_burners_than_cores_wait_for_a_cpu_and_each_lifetime_splits_three_ways() {
+    if !live() {
+        return;
+    }
+    let n = burners();
+    let app = start_burners(n);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("burners.nettrace");
+    // Let every burner start.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = runqueue_now(app.1);
+    record(app.1, &trace);
+    let after = runqueue_now(app.1);
+    let t = trace.to_str().unwrap();
+
+    // The trace's reading window: every burner lived through it.
+    let (_, window_ns) = common::proc_cpu::readings(t);
+    let window_ms = window_ns / 1e6;
+    assert!(window_ms > 1000.0, "window {window_ms} ms");
+
+    let threads = json(&["report", t, "threads", "--json"]);
+    assert_eq!(threads["runqueue_source"], "schedstat", "{threads}");
+    let rows = burner_rows(&threads);
+    assert_eq!(rows.len(), n, "burners in {threads}");
+    for r in &rows {
+        let (cpu, runq, blocked) = (f(r, "cpu_ms"), f(r, "runqueue_ms"), f(r, "blocked_ms"));
+        let life = f(r, "lifetime_ms");
+        eprintln!(
+            "{}: lifetime {life:.0} ms = cpu {cpu:.0} + run queue {runq:.0} + blocked {blocked:.0}",
+            r["name"]
+        );
+        // The three parts make up the thread's lifetime, which is the trace's window.
+        assert!(
+            (cpu + runq + blocked - life).abs() <= 0.02 * life,
+            "{r}: cpu + runqueue + blocked != lifetime"
+        );
+        assert!(
+            (life - window_ms).abs() <= 0.02 * window_ms,
+            "{r}: lifetime vs the readings' window {window_ms} ms"
+        );
+        // Twice as many burners as cores: each waits for a CPU a large part of the time
+        // (about half on an idle machine, more on a loaded one).
+        assert!(runq > 0.2 * life, "{r}: run queue only {runq} of {life} ms");
+        assert_eq!(r["runnable_ms"], r["runqueue_ms"]);
+        assert_eq!(r["mostly"], "running", "{r}");
+        // Measured, not made up: no more than the thread's own counter grew around the
+        // recording.
+        let tid = r["thread"].as_u64().unwrap();
+        if let (Some(a), Some(b)) = (before.get(&tid), after.get(&tid)) {
+            let grew = b.saturating_sub(*a) as f64 / 1e6;
+            assert!(
+                runq <= grew * 1.01 + 1.0,
+                "{r}: {runq} ms > schedstat's {grew} ms"
+            );
+        }
+    }
+
+    // The summary and the waits report say it.
+    let summary = json(&["report", t, "summary", "--json"]);
+    let total_runq = f(&summary, "runqueue_ms");
+    let burners_runq: f64 = rows.iter().map(|r| f(r, "runqueue_ms")).sum();
+    assert!(
+        total_runq >= burners_runq * 0.99,
+        "{total_runq} vs {burners_runq}"
+    );
+    let words = text(&["report", t, "summary"]);
+    assert!(words.contains("waiting for a CPU"), "{words}");
+    assert!(words.contains("not allowed to run"), "{words}");
+    let waits = json(&["report", t, "waits", "--json"]);
+    assert_eq!(waits["runqueue_source"], "schedstat");
+    let (wq, wb, wt) = (
+        f(&waits, "runqueue_ms"),
+        f(&waits, "blocked_ms"),
+        f(&waits, "total_ms"),
+    );
+    assert!(
+        wq > 0.0 && (wq + wb - wt).abs() <= 0.01 * wt + 0.2,
+        "{waits}"
+    );
+    let runnable = waits["by_blocking_call"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["method"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("[runnable"))
+        })
+        .unwrap_or_else(|| panic!("no [runnable] row: {waits}"));
+    assert!(
+        (f(runnable, "ms") - wq).abs() <= 0.01 * wq + 0.2,
+        "{runnable} vs {wq}"
+    );
+    let threads_text = text(&["report", t, "threads"]);
+    assert!(threads_text.contains("runq ms"), "{threads_text}");
+}
+
+/// A cgroup v1 `cpu` group (or a v2 group with the cpu controller) made for the test and
+/// removed when dropped, the test failing or not. Processes moved into it go back to the
+/// root group first (a group with members cannot be removed).
+struct TestGroup {
+    dir: PathBuf,
+    /// Where members go back to.
+    root: PathBuf,
+}
+
+impl TestGroup {
+    /// Makes the group with a limit of 50% of one CPU: quota 5 ms per 10 ms period (a short
+    /// period, so even a loaded machine's share of CPU for the burners overruns it often).
+    /// `Err` says why it cannot here.
+    fn create() -> Result<TestGroup, String> {
+        let uid = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("Uid:"))
+                    .and_then(|l| l.split_whitespace().nth(1).map(String::from))
+            });
+        if uid.as_deref() != Some("0") {
+            return Err(format!("not root (uid {uid:?}): cannot make a cgroup"));
+        }
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let name = format!("clrspy-test-{}", std::process::id());
+        // v1: a `cgroup` mount with the cpu controller.
+        let v1 = mounts.lines().find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let point = left.split_whitespace().nth(4)?;
+            let mut r = right.split_whitespace();
+            let (ty, opts) = (r.next()?, r.nth(1)?);
+            (ty == "cgroup" && opts.split(',').any(|o| o == "cpu")).then(|| PathBuf::from(point))
+        });
+        if let Some(root) = v1 {
+            let dir = root.join(&name);
+            std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+            let g = TestGroup { dir, root };
+            g.write("cpu.cfs_period_us", "10000")?;
+            g.write("cpu.cfs_quota_us", "5000")?;
+            return Ok(g);
+        }
+        let v2 = mounts.lines().find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let point = left.split_whitespace().nth(4)?;
+            (right.split_whitespace().next()? == "cgroup2").then(|| PathBuf::from(point))
+        });
+        let Some(root) = v2 else {
+            return Err("no cgroup v1 cpu controller and no cgroup v2 mount".into());
+        };
+        let controllers =
+            std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
+        if !controllers.split_whitespace().any(|c| c == "cpu") {
+            return Err(format!(
+                "cgroup v2 at {} does not enable the cpu controller for its children",
+                root.display()
+            ));
+        }
+        let dir = root.join(&name);
+        std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        let g = TestGroup { dir, root };
+        g.write("cpu.max", "5000 10000")?;
+        Ok(g)
+    }
+
+    fn write(&self, file: &str, value: &str) -> Result<(), String> {
+        std::fs::write(self.dir.join(file), value)
+            .map_err(|e| format!("write {value} to {}/{file}: {e}", self.dir.display()))
+    }
+
+    /// Moves process `pid` (every thread) into the group.
+    fn add(&self, pid: u32) -> Result<(), String> {
+        self.write("cgroup.procs", &pid.to_string())
+    }
+}
+
+impl Drop for TestGroup {
+    fn drop(&mut self) {
+        // Members back to the root group, then the group goes (bounded retries: a process
+        // being killed leaves the group a moment later).
+        let members = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+        for p in members.split_whitespace() {
+            let _ = std::fs::write(self.root.join("cgroup.procs"), p);
+        }
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("could not remove the test cgroup {}", self.dir.display());
+    }
+}
+
+#[test]
+fn a_cpu_limit_shows_as_throttling_in_the_summary() {
+    if !live() {
+        return;
+    }
+    let group = match TestGroup::create() {
+        Ok(g) => g,
+        Err(why) => {
+            eprintln!("SKIPPED a_cpu_limit_shows_as_throttling_in_the_summary: {why}");
+            return;
+        }
+    };
+    let app = start_burners(burners());
+    if let Err(why) = group.add(app.1) {
+        panic!(
+            "made {} but could not move the workload in: {why}",
+            group.dir.display()
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("limited.nettrace");
+    record(app.1, &trace);
+    let t = trace.to_str().unwrap();
+    drop(app);
+
+    let summary = json(&["report", t, "summary", "--json"]);
+    let th = &summary["cpu_throttling"];
+    eprintln!("cpu_throttling: {th}");
+    assert!(th.is_object(), "no cpu_throttling: {summary}");
+    let periods = th["periods"].as_u64().unwrap();
+    let throttled = th["throttled_periods"].as_u64().unwrap();
+    assert!(periods > 0 && throttled > 0, "{th}");
+    assert!(f(th, "throttled_ms") > 0.0, "{th}");
+    assert_eq!(th["limit_cpus"].as_f64(), Some(0.5), "{th}");
+    assert_eq!(
+        th["cgroup"].as_str(),
+        group.dir.to_str(),
+        "the group read is the one made"
+    );
+    // Under a limit of half a CPU the burners wait far more than they run.
+    let cpu = f(&summary, "thread_cpu_ms");
+    let runq = f(&summary, "runqueue_ms");
+    assert!(runq > cpu, "run queue {runq} ms vs CPU {cpu} ms");
+    let words = text(&["report", t, "summary"]);
+    eprintln!("{words}");
+    assert!(words.contains("CPU contention: throttled "), "{words}");
+    assert!(words.contains("% of periods"), "{words}");
+    assert!(words.contains("limit 0.5 CPU"), "{words}");
+    let threads = text(&["report", t, "threads"]);
+    assert!(threads.contains("throttled "), "{threads}");
+    let waits = json(&["report", t, "waits", "--json"]);
+    assert!(waits["cpu_throttling"]["throttled_periods"].as_u64() == Some(throttled));
+}
