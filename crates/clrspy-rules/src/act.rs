@@ -438,7 +438,7 @@ pub(crate) fn trace(shared: &Shared, rule: &Rule, t: &TraceAction, facts: &Proce
             d.action = Some("trace");
             d.file = Some(s.path.clone());
             d.bytes = Some(s.bytes);
-            d.detail = Some(describe(&s, over, triggers.as_ref()));
+            d.detail = Some(describe(&s, over));
             shared.emit(d);
         }
         Err(e) => {
@@ -466,12 +466,9 @@ fn triggers_of(t: &TraceAction) -> Option<Triggers> {
 }
 
 /// How a finished trace ended, in words.
-fn describe(s: &Summary, over_budget: bool, triggers: Option<&Triggers>) -> String {
-    let exit = triggers.and_then(|t| t.exit_fired(s));
+fn describe(s: &Summary, over_budget: bool) -> String {
     let why = if over_budget {
         "stopped: the rule's disk budget is reached".to_string()
-    } else if let Some(f) = exit {
-        format!("triggered: {f}")
     } else {
         match s.reason {
             clrspy_collect::StopReason::Duration => "duration reached".into(),
