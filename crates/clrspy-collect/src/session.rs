@@ -71,6 +71,24 @@ pub fn record_live(
     pump(session, to, file, endpoint.pid, rec, live, on_progress)
 }
 
+/// [`record_live`] through any connector `to` (e.g. a runtime that connected to a reverse
+/// diagnostic port and waits at its first instruction) on process `pid` (as seen from here, for
+/// its thread CPU readings); `after_start` runs once the session is open and before the pump
+/// (e.g. resume the runtime, so nothing it does is missed).
+pub fn record_via(
+    to: Arc<dyn Connector>,
+    pid: u32,
+    rec: &Recording<'_>,
+    live: Live<'_>,
+    after_start: &mut dyn FnMut() -> Result<()>,
+    on_progress: OnProgress<'_>,
+) -> Result<Summary> {
+    let file = open_output(rec.out, rec.ring)?;
+    let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
+    after_start()?;
+    pump(session, to, file, pid, rec, live, on_progress)
+}
+
 /// How often the addresses of new samples are named (ReadyToRun code).
 const R2R_EVERY: Duration = Duration::from_millis(250);
 

@@ -75,6 +75,62 @@ pub enum Command {
     /// one, drop the rest, end it validly (every reader opens the result); NetPerf becomes
     /// NetTrace.
     Repair(RepairArgs),
+    /// Rules files for `clrspy watch`: check one, print the JSON Schema, print an example.
+    Rules(RulesArgs),
+    /// Watch for .NET processes and apply a rules file (traces, dumps) to every new one, until
+    /// stopped (Ctrl+C, SIGTERM); SIGHUP reloads the rules.
+    Watch(WatchArgs),
+}
+
+/// `clrspy rules`.
+#[derive(Debug, Args)]
+pub struct RulesArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: RulesAction,
+}
+
+/// `clrspy rules` verbs.
+#[derive(Debug, Subcommand)]
+pub enum RulesAction {
+    /// Check a rules file (JSON or TOML): every mistake with its line and column.
+    Check {
+        /// The rules file (.json or .toml).
+        file: PathBuf,
+        /// Write the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the rules file's JSON Schema (point an editor at it to complete and check).
+    Schema,
+    /// Print a commented rules file to start from (TOML; --json for JSON).
+    Example {
+        /// JSON instead of TOML.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `clrspy watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The rules file (JSON or TOML); `clrspy rules example` prints one to start from.
+    #[arg(long, value_name = "FILE")]
+    pub rules: PathBuf,
+    /// The output folder: decisions.jsonl, and a folder per rule for its files.
+    #[arg(short = 'o', long, value_name = "DIR", default_value = "clrspy-watch")]
+    pub out: PathBuf,
+    /// Also listen on this socket as a reverse diagnostic port: programs started with
+    /// DOTNET_DiagnosticPorts=SOCKET,connect,suspend wait at their first instruction until
+    /// their rules are applied.
+    #[arg(long, value_name = "SOCKET")]
+    pub listen: Option<PathBuf>,
+    /// How often to look for new processes, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=1000))]
+    pub poll_ms: u64,
+    /// Print nothing for processes no rule matches (they are still logged).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// `clrspy repair`.

@@ -11,7 +11,9 @@ mod ps;
 mod record;
 mod repair;
 mod report;
+mod rules;
 mod tree;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -40,6 +42,8 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Report(a) => report::run(&a),
         Command::Convert(a) => convert::run(&a),
         Command::Repair(a) => repair::run(&a),
+        Command::Rules(a) => rules::run(&a),
+        Command::Watch(a) => watch::run(&a),
         Command::Profile(a) => {
             crate::cli::require_target("profile", a.process_id, &a.name, &a.command)?;
             profile::run(&a)

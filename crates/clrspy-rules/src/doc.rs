@@ -1,0 +1,105 @@
+//! What `clrspy rules schema` and `clrspy rules example` print: the JSON Schema of the rules
+//! file (from the same types that read it) and a commented starting point.
+
+use crate::model::RulesFile;
+
+/// The JSON Schema of the rules file (draft 2020-12), for editors.
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<RulesFile>();
+    schema.to_value()
+}
+
+/// A commented starting point in TOML (JSON has no comments; [`EXAMPLE_JSON`] is the same
+/// rules in JSON).
+pub const EXAMPLE_TOML: &str = r#"# clrspy rules: which .NET processes get which treatment.
+# Check with `clrspy rules check FILE`; run with `clrspy watch --rules FILE --out DIR`.
+# Every file a rule writes goes to DIR/<rule name>/<process>_<pid>_<UTC yyyyMMdd_HHmmss>.<ext>.
+
+[[rules]]
+name = "compiler-dumps"
+# Every condition given must hold. name: a glob over the entry assembly ("csc" for
+# `dotnet csc.dll`), the executable's name or /proc/PID/comm, case-insensitive.
+match = { name = "csc*", command_line = "--shared" }   # command_line: a regular expression
+# A mini dump on the first InvalidCastException (first chance), gzip-compressed.
+dump = { type = "mini", on_exception = ["*.InvalidCastException"], compress = "gzip" }
+# At most two dumps while watch runs; the folder keeps at most 2 GB (oldest removed first).
+limits = { max_actions = 2, disk_mb = 2048 }
+
+[[rules]]
+name = "slow-web"
+match = { name = "web*" }
+# also: user = "www-data" (or a uid), entry_assembly = "Web*",
+#       container = { inside = true, cgroup = "*docker-*", pid_namespace = 4026532210 }
+[rules.trace]
+profile = "cpu"          # `clrspy record --list-profiles`; or providers = ["Name:Keywords:Level"]
+ring_mb = 64             # keep only the last 64 MB until the trace ends
+stop_on = [{ exception = "System.Net.*" }, { gc_pause_ms = 200 }]
+after_trigger = "5s"     # record 5 s more after a trigger fires
+# duration = "30s"       # or stop after a fixed time
+[rules.limits]
+cooldown = "10m"         # at most one trace every 10 minutes
+max_actions = 20
+"#;
+
+/// [`EXAMPLE_TOML`]'s rules in JSON.
+pub const EXAMPLE_JSON: &str = r#"{
+  "rules": [
+    {
+      "name": "compiler-dumps",
+      "description": "a mini dump of the shared compiler on its first InvalidCastException",
+      "match": { "name": "csc*", "command_line": "--shared" },
+      "dump": { "type": "mini", "on_exception": ["*.InvalidCastException"], "compress": "gzip" },
+      "limits": { "max_actions": 2, "disk_mb": 2048 }
+    },
+    {
+      "name": "slow-web",
+      "description": "the last 64 MB of CPU samples before a network exception or a long GC pause",
+      "match": { "name": "web*" },
+      "trace": {
+        "profile": "cpu",
+        "ring_mb": 64,
+        "stop_on": [{ "exception": "System.Net.*" }, { "gc_pause_ms": 200 }],
+        "after_trigger": "5s"
+      },
+      "limits": { "cooldown": "10m", "max_actions": 20 }
+    }
+  ]
+}
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{RuleSet, Syntax};
+
+    #[test]
+    fn the_examples_are_valid_and_agree() {
+        let t = RuleSet::parse(EXAMPLE_TOML, Syntax::Toml).unwrap();
+        let j = RuleSet::parse(EXAMPLE_JSON, Syntax::Json).unwrap();
+        assert_eq!(t.rules.len(), j.rules.len());
+        for (a, b) in t.rules.iter().zip(&j.rules) {
+            assert_eq!(a.name, b.name);
+            assert_eq!(a.limits, b.limits);
+        }
+    }
+
+    #[test]
+    fn the_schema_describes_the_fields() {
+        let s = json_schema();
+        let text = s.to_string();
+        for field in [
+            "rules",
+            "match",
+            "command_line",
+            "on_exception",
+            "ring_mb",
+            "max_actions",
+            "gc_pause_ms",
+        ] {
+            assert!(text.contains(&format!("\"{field}\"")), "{field} missing");
+        }
+        assert_eq!(s["type"], "object");
+    }
+}

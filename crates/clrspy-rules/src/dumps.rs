@@ -1,0 +1,403 @@
+//! A rule's dump action: at once when the process is seen, or on its first-chance exceptions
+//! of the types named — then a session watches the exceptions (kept as a small trace beside
+//! the dumps) and clrspy-collect's dump worker writes each dump, compressed as it streams when
+//! asked. Every dump is one action under the rule's limits; files are renamed to
+//! `<process>_<pid>_<UTC stamp>.dmp[.gz|.zst]`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use clrspy_collect::{
+    DumpHandle, DumpNotice, DumpPlan, DumpSpec, Dumper, ErrorKind, ExceptionTrigger, Live,
+    Progress, Resolved, RunObserver, RunOptions, Started, StopSignal,
+};
+use diagnostics_client::{Endpoint, SessionConfig};
+
+use crate::act::{
+    about, admit, age_ms, file_for, free_bytes, keep_budget, say_disk_full, track, untrack,
+    BudgetWatch, DUMP_TIMEOUT, MIN_FREE,
+};
+use crate::budget::Admission;
+use crate::facts::ProcessFacts;
+use crate::model::{DumpAction, Rule};
+use crate::parse::RuleSet;
+use crate::values::Compression;
+use crate::watch::Shared;
+
+/// The dump a rule asks for.
+fn spec(dump: &DumpAction) -> DumpSpec {
+    DumpSpec {
+        kind: dump
+            .kind
+            .map_or(diagnostics_client::DumpType::Normal, |k| k.0),
+        compress: match dump.compress {
+            Compression::None => clrspy_collect::Compression::None,
+            Compression::Gzip => clrspy_collect::Compression::Gzip,
+            Compression::Zstd => clrspy_collect::Compression::Zstd,
+        },
+        crash_report: false,
+        timeout: DUMP_TIMEOUT,
+    }
+}
+
+/// Carries out rule `i`'s dump action on the process at `ep`: at once, or (on exceptions) on
+/// a thread of its own for as long as the process lives.
+pub(crate) fn act_dump(
+    shared: &Arc<Shared>,
+    rules: &Arc<RuleSet>,
+    i: usize,
+    facts: &ProcessFacts,
+    ep: &Endpoint,
+) {
+    let rule = &rules.rules[i];
+    let Some(dump) = &rule.dump else { return };
+    if dump.on_exception.is_empty() {
+        return at_once(shared, rule, dump, facts, ep);
+    }
+    let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
+    shared.spawn(format!("clrspy-dumps-{}", facts.pid), move |s| {
+        on_exceptions(s, &rules, i, &facts, ep)
+    });
+}
+
+/// Says a dump failed (and that the disk is full, when it is).
+fn failed(shared: &Shared, rule: &Rule, facts: &ProcessFacts, why: String, full: bool) {
+    shared.failures.fetch_add(1, Ordering::SeqCst);
+    let mut d = about("action_failed", facts);
+    d.rule = Some(rule.name.clone());
+    d.action = Some("dump");
+    d.detail = Some(why);
+    shared.emit(d);
+    if full || free_bytes(&shared.out).is_some_and(|f| f < MIN_FREE) {
+        shared.disk_full.store(true, Ordering::SeqCst);
+        say_disk_full(shared, None);
+    }
+}
+
+/// A dump now.
+fn at_once(shared: &Shared, rule: &Rule, dump: &DumpAction, facts: &ProcessFacts, ep: &Endpoint) {
+    let Some(dir) = admit(shared, rule, "dump", facts) else {
+        return;
+    };
+    shared.actions.fetch_add(1, Ordering::SeqCst);
+    let spec = spec(dump);
+    let out = file_for(&dir, facts, spec.compress.extension());
+    let mut d = about("action_started", facts);
+    d.rule = Some(rule.name.clone());
+    d.action = Some("dump");
+    d.file = Some(out.clone());
+    d.age_ms = age_ms(facts.pid);
+    shared.emit(d);
+    match clrspy_collect::write_dump_file(ep, facts.pid, &out, &spec) {
+        Ok(report) => {
+            let mut d = about("action_done", facts);
+            d.rule = Some(rule.name.clone());
+            d.action = Some("dump");
+            d.file = Some(report.path);
+            d.bytes = Some(report.file_bytes);
+            d.detail = Some(format!("{} MB raw", report.raw_bytes >> 20));
+            shared.emit(d);
+            keep_budget(shared, rule, &dir, 0);
+        }
+        Err(e) => failed(
+            shared,
+            rule,
+            facts,
+            e.to_string(),
+            e.kind() == ErrorKind::DiskFull,
+        ),
+    }
+}
+
+/// Counts one dump against the rule's limits when the worker starts it.
+fn count(shared: &Shared, rule: &Rule) -> Admission {
+    shared
+        .states
+        .lock()
+        .map(|mut s| {
+            s.entry(rule.name.clone())
+                .or_default()
+                .admit(&rule.limits, Instant::now())
+        })
+        .unwrap_or(Admission::Go)
+}
+
+/// Dumps left under the rule's `max_actions` (all of them without one).
+fn left(shared: &Shared, rule: &Rule) -> u32 {
+    let taken = shared
+        .states
+        .lock()
+        .map(|s| s.get(&rule.name).map_or(0, |r| r.actions))
+        .unwrap_or(0);
+    rule.limits
+        .max_actions
+        .map_or(u32::MAX, |m| m.saturating_sub(taken))
+}
+
+/// Stops the exceptions session once every dump allowed was taken and written.
+struct UntilDone<'a> {
+    budget: BudgetWatch<'a>,
+    handle: DumpHandle,
+    writing: Arc<Mutex<u32>>,
+}
+
+impl RunObserver for UntilDone<'_> {
+    fn started(&mut self, what: Started<'_>) {
+        self.budget.started(what);
+    }
+
+    fn progress(&mut self, p: &Progress) {
+        self.budget.progress(p);
+        let idle = self.writing.lock().map(|n| *n == 0).unwrap_or(true);
+        if self.handle.exhausted() && idle && self.budget.stop.count() == 0 {
+            self.budget.stop.request();
+        }
+    }
+}
+
+/// Watches the process's first-chance exceptions and dumps on those named, until the process
+/// ends, watch stops, or the rule may dump no more.
+fn on_exceptions(
+    shared: &Arc<Shared>,
+    rules: &Arc<RuleSet>,
+    i: usize,
+    facts: &ProcessFacts,
+    ep: Endpoint,
+) {
+    let rule = &rules.rules[i];
+    let Some(dump) = &rule.dump else { return };
+    let max = left(shared, rule);
+    if max == 0 {
+        return skip_max(shared, rule, facts);
+    }
+    if shared.stopping.load(Ordering::SeqCst) {
+        return;
+    }
+    let dir = shared.out.join(&rule.name);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return failed(
+            shared,
+            rule,
+            facts,
+            format!("cannot create {}: {e}", dir.display()),
+            false,
+        );
+    }
+    let spec = spec(dump);
+    let plan = DumpPlan {
+        dir: dir.clone(),
+        stem: facts.file_name(),
+        spec,
+        max,
+    };
+    let writing = Arc::new(Mutex::new(0u32));
+    let on_dump = notices(shared, rules, i, facts, &dir, spec, writing.clone());
+    let dumper = Dumper::start(plan, Some(facts.pid), on_dump);
+    let patterns: Vec<String> = dump
+        .on_exception
+        .iter()
+        .map(|g| g.as_str().to_string())
+        .collect();
+    let trigger = ExceptionTrigger::new(patterns.clone(), dumper.handle());
+    let config = clrspy_collect::with_exception_events(&SessionConfig {
+        circular_buffer_mb: 64,
+        rundown_keyword: diagnostics_client::DEFAULT_RUNDOWN_KEYWORD,
+        stackwalk: true,
+        providers: Vec::new(),
+    });
+    let out = file_for(&dir, facts, "exceptions.nettrace");
+    let stop = Arc::new(StopSignal::new());
+    track(shared, &stop, &out);
+    say_watching(shared, rule, facts, &out, &patterns, max);
+    let opts = RunOptions {
+        config: &config,
+        output: Some(out.clone()),
+        duration: None,
+        thread_cpu: None,
+        stop: &stop,
+        extra_runtimes: Default::default(),
+        child_stdout: Default::default(),
+        ring: None,
+        child_env: Vec::new(),
+    };
+    let mut observer = UntilDone {
+        budget: BudgetWatch {
+            shared,
+            rule,
+            dir: &dir,
+            stop: &stop,
+            next: Instant::now(),
+            over: false,
+        },
+        handle: dumper.handle(),
+        writing,
+    };
+    let label = format!("{} (pid {})", facts.file_name(), facts.pid);
+    let live = Live {
+        consumers: vec![Box::new(trigger)],
+        ..Live::default()
+    };
+    let result = clrspy_collect::run(
+        Resolved::Attach {
+            endpoint: ep,
+            label,
+        },
+        &opts,
+        live,
+        &mut observer,
+    );
+    // The dump being written is finished before the session's end is told.
+    let _ = dumper.finish();
+    untrack(shared, &stop, &out);
+    say_watched(shared, rule, facts, out, result);
+}
+
+/// Says a process's exceptions are watched.
+fn say_watching(
+    shared: &Shared,
+    rule: &Rule,
+    facts: &ProcessFacts,
+    out: &Path,
+    patterns: &[String],
+    max: u32,
+) {
+    let mut d = about("watching", facts);
+    d.rule = Some(rule.name.clone());
+    d.action = Some("dump");
+    d.file = Some(out.to_path_buf());
+    let most = if max == u32::MAX {
+        "any".to_string()
+    } else {
+        max.to_string()
+    };
+    d.detail = Some(format!(
+        "first-chance exceptions {}; at most {most} dump(s)",
+        patterns.join(", ")
+    ));
+    shared.emit(d);
+}
+
+/// Says the watch of a process's exceptions ended, and how.
+fn say_watched(
+    shared: &Shared,
+    rule: &Rule,
+    facts: &ProcessFacts,
+    out: PathBuf,
+    result: clrspy_collect::Result<clrspy_collect::RunOutcome>,
+) {
+    let mut d = about("watching_ended", facts);
+    d.rule = Some(rule.name.clone());
+    d.action = Some("dump");
+    d.file = Some(out);
+    match result {
+        Ok(o) => {
+            d.bytes = Some(o.summary.bytes);
+            d.detail = Some(format!("{:?}", o.summary.reason).to_lowercase());
+        }
+        Err(e) => d.detail = Some(e.to_string()),
+    }
+    shared.emit(d);
+}
+
+/// Says the rule may dump no more.
+fn skip_max(shared: &Shared, rule: &Rule, facts: &ProcessFacts) {
+    let mut d = about("skipped", facts);
+    d.rule = Some(rule.name.clone());
+    d.action = Some("dump");
+    d.detail = Some(format!(
+        "max_actions ({}) reached",
+        rule.limits.max_actions.unwrap_or(0)
+    ));
+    shared.emit(d);
+}
+
+/// What the dump worker says, logged: each dump is counted as one action, and its file renamed
+/// to the watch's pattern once written.
+fn notices(
+    shared: &Arc<Shared>,
+    rules: &Arc<RuleSet>,
+    i: usize,
+    facts: &ProcessFacts,
+    dir: &Path,
+    spec: DumpSpec,
+    writing: Arc<Mutex<u32>>,
+) -> clrspy_collect::OnDump {
+    // The worker runs on a thread of its own: it gets its own handles on what it logs.
+    let (shared, rules) = (shared.clone(), rules.clone());
+    let (facts, dir) = (facts.clone(), dir.to_path_buf());
+    Box::new(move |n: &DumpNotice<'_>| {
+        let rule = &rules.rules[i];
+        let rule_name = &rule.name;
+        match n {
+            DumpNotice::Started {
+                request,
+                path,
+                delay,
+                ..
+            } => {
+                if let Ok(mut w) = writing.lock() {
+                    *w += 1;
+                }
+                let verdict = count(&shared, rule);
+                let mut d = about("action_started", &facts);
+                d.rule = Some(rule_name.clone());
+                d.action = Some("dump");
+                d.file = Some(path.to_path_buf());
+                d.age_ms = age_ms(facts.pid);
+                d.detail = Some(format!(
+                    "{}{}{}",
+                    request.reason,
+                    delay
+                        .map(|d| format!(", {} ms after the throw", d.as_millis()))
+                        .unwrap_or_default(),
+                    match verdict {
+                        Admission::Go => String::new(),
+                        v => format!(" ({v}: the dump was already asked for)"),
+                    }
+                ));
+                shared.actions.fetch_add(1, Ordering::SeqCst);
+                shared.emit(d);
+            }
+            DumpNotice::Done(o) => {
+                if let Ok(mut w) = writing.lock() {
+                    *w = w.saturating_sub(1);
+                }
+                match &o.result {
+                    Ok(report) => {
+                        let named = renamed(&report.path, &dir, &facts, spec);
+                        let mut d = about("action_done", &facts);
+                        d.rule = Some(rule_name.clone());
+                        d.action = Some("dump");
+                        d.file = Some(named);
+                        d.bytes = Some(report.file_bytes);
+                        d.detail = Some(o.request.reason.clone());
+                        shared.emit(d);
+                        keep_budget(&shared, rule, &dir, 0);
+                    }
+                    Err(e) => {
+                        let (why, full) = (e.to_string(), e.kind() == ErrorKind::DiskFull);
+                        failed(&shared, rule, &facts, why, full);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Renames a dump the worker wrote (`<stem>_<pid>_<n>.<ext>`) to
+/// `<process>_<pid>_<UTC stamp>.<ext>`; the old name when the rename fails.
+fn renamed(path: &Path, dir: &Path, facts: &ProcessFacts, spec: DumpSpec) -> PathBuf {
+    let mut to = file_for(dir, facts, spec.compress.extension());
+    // Two dumps within a second: keep both.
+    let mut k = 2;
+    while to.exists() && k < 100 {
+        to = file_for(dir, facts, &format!("{k}.{}", spec.compress.extension()));
+        k += 1;
+    }
+    match std::fs::rename(path, &to) {
+        Ok(()) => to,
+        Err(_) => path.to_path_buf(),
+    }
+}

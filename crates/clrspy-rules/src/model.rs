@@ -1,0 +1,258 @@
+//! The rules file's shape: rules, what they match, their actions and limits. The same types
+//! read JSON and TOML and give the JSON Schema; unknown fields are errors, and checks that
+//! span several fields of a rule (an action is required, `after_trigger` needs `stop_on`) run
+//! as the rule is read, so they too are reported at the rule's place in the file.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use clrspy_collect::trigger::TriggerSpec;
+
+use crate::values::{
+    Compression, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText, RuleName, UserSpec,
+};
+
+/// A rules file: which .NET processes get which treatment.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "clrspy rules")]
+pub struct RulesFile {
+    /// The schema this file follows (for editors; `clrspy rules schema` prints it).
+    #[serde(rename = "$schema", default)]
+    pub schema: Option<String>,
+    /// The rules, in order; a process gets the actions of every rule it matches.
+    pub rules: Vec<Rule>,
+}
+
+/// One rule: which processes, what to do, and how often at most.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(try_from = "RawRule")]
+pub struct Rule {
+    /// The rule's name; its files go to a folder of this name in the output folder.
+    pub name: String,
+    /// Which processes it applies to (all conditions must hold).
+    pub matcher: Match,
+    /// Record a trace.
+    pub trace: Option<TraceAction>,
+    /// Write a dump.
+    pub dump: Option<DumpAction>,
+    /// How much it may do.
+    pub limits: Limits,
+}
+
+/// A rule as written, before the checks across its fields.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Rule")]
+struct RawRule {
+    /// The rule's name; its files go to a folder of this name in the output folder.
+    name: RuleName,
+    /// Free text for people (JSON has no comments).
+    #[serde(default, alias = "comment")]
+    #[allow(dead_code)]
+    description: Option<String>,
+    /// Which processes it applies to: every condition given must hold.
+    #[serde(rename = "match")]
+    matcher: Match,
+    /// Record a trace of the process.
+    #[serde(default)]
+    trace: Option<TraceAction>,
+    /// Write a dump of the process: at once, or on the exceptions named.
+    #[serde(default)]
+    dump: Option<DumpAction>,
+    /// Limits: how many actions, how often, how much disk.
+    #[serde(default)]
+    limits: Limits,
+}
+
+impl TryFrom<RawRule> for Rule {
+    type Error = String;
+
+    fn try_from(r: RawRule) -> Result<Rule, String> {
+        let name = r.name.0;
+        if r.matcher.is_empty() {
+            return Err(format!(
+                "rule \"{name}\": \"match\" has no condition; write {{ \"name\": \"*\" }} to mean every .NET process"
+            ));
+        }
+        if r.trace.is_none() && r.dump.is_none() {
+            return Err(format!(
+                "rule \"{name}\" has no action: give it \"trace\" or \"dump\" (or both)"
+            ));
+        }
+        if let Some(t) = &r.trace {
+            if t.after_trigger.is_some() && t.stop_on.is_empty() {
+                return Err(format!(
+                    "rule \"{name}\": \"after_trigger\" needs \"stop_on\" (the trigger it follows)"
+                ));
+            }
+            if t.ring_mb == Some(0) || t.ring_mb.is_some_and(|m| m > 65536) {
+                return Err(format!(
+                    "rule \"{name}\": \"ring_mb\" must be between 1 and 65536"
+                ));
+            }
+            if t.buffer_mb == Some(0) || t.buffer_mb.is_some_and(|m| m > 4096) {
+                return Err(format!(
+                    "rule \"{name}\": \"buffer_mb\" must be between 1 and 4096"
+                ));
+            }
+        }
+        if r.limits.max_actions == Some(0) {
+            return Err(format!(
+                "rule \"{name}\": \"max_actions\": 0 would never act; remove the rule instead"
+            ));
+        }
+        if r.limits.disk_mb == Some(0) {
+            return Err(format!(
+                "rule \"{name}\": \"disk_mb\": 0 leaves no room for any file"
+            ));
+        }
+        Ok(Rule {
+            name,
+            matcher: r.matcher,
+            trace: r.trace,
+            dump: r.dump,
+            limits: r.limits,
+        })
+    }
+}
+
+/// Which processes a rule applies to. Every condition given must hold; at least one is needed.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    /// The process name (glob, case-insensitive): its entry assembly (`app` for `dotnet
+    /// app.dll`), its executable's file name, or its kernel name (`/proc/PID/comm`).
+    #[serde(default, alias = "process_name")]
+    pub name: Option<Glob>,
+    /// A regular expression found anywhere in the command line (arguments joined by spaces).
+    #[serde(default, alias = "cmdline")]
+    pub command_line: Option<Pattern>,
+    /// The entry assembly's name as the runtime reports it (glob, case-insensitive).
+    #[serde(default)]
+    pub entry_assembly: Option<Glob>,
+    /// The process's real user: a name or a uid.
+    #[serde(default)]
+    pub user: Option<UserSpec>,
+    /// Where the process runs: in a container or not, which PID namespace, which cgroup.
+    #[serde(default)]
+    pub container: Option<ContainerMatch>,
+}
+
+impl Match {
+    /// True when no condition is given.
+    pub fn is_empty(&self) -> bool {
+        self.name.is_none()
+            && self.command_line.is_none()
+            && self.entry_assembly.is_none()
+            && self.user.is_none()
+            && self.container.as_ref().is_none_or(|c| c.is_empty())
+    }
+}
+
+/// Container conditions.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerMatch {
+    /// true: only processes in another PID namespace than clrspy's (a container); false: only
+    /// processes in clrspy's own.
+    #[serde(default)]
+    pub inside: Option<bool>,
+    /// The PID namespace's inode number (`readlink /proc/PID/ns/pid` shows `pid:[N]`).
+    #[serde(default)]
+    pub pid_namespace: Option<u64>,
+    /// A glob over the process's cgroup path (`/proc/PID/cgroup`), e.g. `*docker-*` or
+    /// `/system.slice/web.service`.
+    #[serde(default)]
+    pub cgroup: Option<Glob>,
+}
+
+impl ContainerMatch {
+    fn is_empty(&self) -> bool {
+        self.inside.is_none() && self.pid_namespace.is_none() && self.cgroup.is_none()
+    }
+}
+
+/// Record a trace of each process the rule matches.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceAction {
+    /// A named profile (`clrspy record --list-profiles`); "cpu" when neither it nor
+    /// `providers` is given.
+    #[serde(default)]
+    pub profile: Option<ProfileName>,
+    /// Providers as dotnet-trace writes them, one per string; added to the profile's.
+    #[serde(default)]
+    pub providers: Vec<ProviderText>,
+    /// Keep only the last this many megabytes of the trace (a ring), written out when the
+    /// trace ends or a stop trigger fires.
+    #[serde(default)]
+    pub ring_mb: Option<u32>,
+    /// Stop after this long (otherwise when the process exits, a trigger fires, or watch stops).
+    #[serde(default)]
+    pub duration: Option<Dur>,
+    /// Stop when one of these happens (the first to fire wins): `{"exception": "System.Net.*"}`,
+    /// `{"gc_pause_ms": 200}`, `"gen2"`, `{"event": "PROVIDER/EVENT[:FIELD OP VALUE]"}`,
+    /// `{"counter": "cpu-usage>80"}`, `"exit"` (as `clrspy record --stop-on`).
+    #[serde(default)]
+    pub stop_on: Vec<TriggerSpec>,
+    /// After a stop trigger fires, keep recording this long before stopping (5s when not
+    /// given; "0" stops at once).
+    #[serde(default)]
+    pub after_trigger: Option<Delay>,
+    /// The runtime's event buffer in megabytes (256 when not given).
+    #[serde(default)]
+    pub buffer_mb: Option<u32>,
+}
+
+impl PartialEq for Glob {
+    fn eq(&self, other: &Glob) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+/// Write a dump of each process the rule matches.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DumpAction {
+    /// What the dump holds (mini when not given).
+    #[serde(rename = "type", default)]
+    pub kind: Option<DumpKind>,
+    /// Dump when an exception whose type name matches one of these globs is thrown (first
+    /// chance); without it, dump as soon as the process is seen.
+    #[serde(default)]
+    pub on_exception: Vec<Glob>,
+    /// Compress the dump once written.
+    #[serde(default)]
+    pub compress: Compression,
+}
+
+/// What a rule may do at most.
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// At most this many actions in all (each trace and each dump counts one), for the whole
+    /// time watch runs.
+    #[serde(default)]
+    pub max_actions: Option<u32>,
+    /// At least this long between two actions of the rule.
+    #[serde(default)]
+    pub cooldown: Option<Dur>,
+    /// The rule's output folder may hold at most this many megabytes: the oldest files are
+    /// removed first to make room, and a trace that alone outgrows it is stopped. 1024 when
+    /// not given.
+    #[serde(default, alias = "disk_budget_mb")]
+    pub disk_mb: Option<u64>,
+}
+
+/// The disk budget of a rule that gives none, in megabytes.
+pub const DEFAULT_DISK_MB: u64 = 1024;
+
+impl Limits {
+    /// The disk budget in bytes.
+    pub fn disk_bytes(&self) -> u64 {
+        self.disk_mb
+            .unwrap_or(DEFAULT_DISK_MB)
+            .saturating_mul(1024 * 1024)
+    }
+}

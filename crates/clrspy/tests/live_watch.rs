@@ -1,0 +1,527 @@
+//! `clrspy watch` against real .NET processes: a program started after it gets its rule's
+//! trace (named `<process>_<pid>_<UTC stamp>.nettrace`, logged); SIGHUP with a broken file
+//! keeps the old rules; `--listen` catches a short-lived program from its first instruction; a
+//! full output disk is logged and watching goes on.
+//!
+//! Other tests (and other people) run the same workloads on this machine: each test runs
+//! Workloads.dll through a folder link of its own and matches only that path.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{clrspy_command, info, live, workloads};
+
+/// A running `clrspy watch`, stopped (SIGTERM, then killed) when dropped.
+struct Watch {
+    child: Child,
+    out: PathBuf,
+}
+
+impl Watch {
+    fn start(rules: &Path, out: &Path, extra: &[&str]) -> Watch {
+        let child = clrspy_command()
+            .arg("watch")
+            .arg("--rules")
+            .arg(rules)
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(out.with_extension("stdout")).unwrap())
+            .stderr(std::fs::File::create(out.with_extension("stderr")).unwrap())
+            .spawn()
+            .expect("start clrspy watch");
+        let w = Watch {
+            child,
+            out: out.to_path_buf(),
+        };
+        w.wait_for(|l| l["event"] == "started", "the started line");
+        w
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig}");
+    }
+
+    /// The decisions log's lines so far.
+    fn log(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.out.join("decisions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Waits (2 minutes at most) for a log line `pred` accepts.
+    fn wait_for(&self, pred: impl Fn(&serde_json::Value) -> bool, what: &str) -> serde_json::Value {
+        let until = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(l) = self.log().into_iter().find(|l| pred(l)) {
+                return l;
+            }
+            assert!(
+                Instant::now() < until,
+                "no {what} in the log: {:#?}\nstderr: {}",
+                self.log(),
+                std::fs::read_to_string(self.out.with_extension("stderr")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGTERM, then waits for the exit (2 minutes at most).
+    fn stop(mut self) -> std::process::ExitStatus {
+        self.signal("TERM");
+        let until = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < until, "watch did not stop after SIGTERM");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Workloads.dll reached through a folder link named `name` in `dir`: its command line holds
+/// a path no other test's has.
+fn own_workloads(dir: &Path, name: &str) -> PathBuf {
+    let link = dir.join(name);
+    let folder = workloads().parent().unwrap();
+    std::os::unix::fs::symlink(folder, &link).unwrap();
+    link.join("Workloads.dll")
+}
+
+/// Starts `dotnet DLL ARGS`, output discarded, killed when the guard drops.
+struct Program(Child);
+
+impl Program {
+    fn start(dll: &Path, args: &[&str], env: &[(&str, &str)]) -> Program {
+        let mut c = Command::new("dotnet");
+        c.arg(dll)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        Program(c.spawn().expect("start dotnet"))
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Waits for the exit (2 minutes at most).
+    fn wait(&mut self) -> std::process::ExitStatus {
+        let until = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(s) = self.0.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < until, "the program did not end");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// True for `<name>_<pid>_<yyyyMMdd_HHmmss>.<ext>` (or `.<n>.<ext>`, a second file of the
+/// process within the same second).
+fn named_per_pattern(file: &Path, name: &str, pid: u32, ext: &str) -> bool {
+    let Some(f) = file.file_name().and_then(|f| f.to_str()) else {
+        return false;
+    };
+    let f = match f.strip_suffix(&format!(".{ext}")) {
+        Some(stem) => match stem.rsplit_once('.') {
+            Some((head, n)) if n.parse::<u32>().is_ok_and(|n| n >= 2) => format!("{head}.{ext}"),
+            _ => f.to_string(),
+        },
+        None => return false,
+    };
+    let Some(rest) = f.strip_prefix(&format!("{name}_{pid}_")) else {
+        return false;
+    };
+    let Some(stamp) = rest.strip_suffix(&format!(".{ext}")) else {
+        return false;
+    };
+    stamp.len() == 15
+        && stamp.chars().enumerate().all(
+            |(i, c)| {
+                if i == 8 {
+                    c == '_'
+                } else {
+                    c.is_ascii_digit()
+                }
+            },
+        )
+}
+
+fn for_pid(l: &serde_json::Value, event: &str, pid: u32) -> bool {
+    l["event"] == event && l["pid"] == pid
+}
+
+#[test]
+fn watch_traces_a_program_started_after_it_and_sighup_with_a_broken_file_keeps_the_rules() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dll = own_workloads(dir.path(), "watch-attach-wl");
+    let rules = dir.path().join("rules.json");
+    let good = r#"{ "rules": [ { "name": "wl-cpu",
+        "match": { "name": "Workloads", "command_line": "watch-attach-wl/" },
+        "trace": { "profile": "cpu", "duration": "2s" } } ] }"#;
+    std::fs::write(&rules, good).unwrap();
+    let out = dir.path().join("out");
+    let w = Watch::start(&rules, &out, &[]);
+
+    let mut p = Program::start(&dll, &["cpu", "--seconds", "5"], &[]);
+    let pid = p.pid();
+    let matched = w.wait_for(|l| for_pid(l, "matched", pid), "matched line");
+    assert_eq!(matched["rule"], "wl-cpu", "{matched}");
+    assert_eq!(matched["process"], "Workloads", "{matched}");
+    let done = w.wait_for(
+        |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
+        "end of the trace",
+    );
+    assert_eq!(done["event"], "action_done", "{done}");
+    let file = PathBuf::from(done["file"].as_str().unwrap());
+    assert_eq!(file.parent().unwrap(), out.join("wl-cpu"));
+    assert!(
+        named_per_pattern(&file, "Workloads", pid, "nettrace"),
+        "{file:?}"
+    );
+    let i = info(&file);
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    assert!(
+        w.log().iter().any(|l| for_pid(l, "action_started", pid)),
+        "{:?}",
+        w.log()
+    );
+    p.wait();
+
+    // A broken file on SIGHUP: the old rules stay, and the log says why, with the place.
+    std::fs::write(
+        &rules,
+        "{ \"rules\": [ { \"name\": \"wl-cpu\",\n  \"match\": { \"name\": \"Work[\" }, \"dump\": {} } ] }",
+    )
+    .unwrap();
+    w.signal("HUP");
+    let failed = w.wait_for(|l| l["event"] == "reload_failed", "reload_failed line");
+    let why = failed["detail"].as_str().unwrap_or_default();
+    assert!(why.contains("rules.json:2:"), "{why}");
+    assert!(why.contains("bad glob"), "{why}");
+    assert!(why.contains("previous rules stay"), "{why}");
+    let mut q = Program::start(&dll, &["cpu", "--seconds", "4"], &[]);
+    let qpid = q.pid();
+    let again = w.wait_for(
+        |l| for_pid(l, "action_done", qpid),
+        "a trace under the old rules",
+    );
+    assert_eq!(again["rule"], "wl-cpu", "{again}");
+    q.wait();
+
+    let status = w.stop();
+    assert!(status.success(), "{status:?}");
+    let log = std::fs::read_to_string(out.join("decisions.jsonl")).unwrap();
+    assert!(
+        log.lines().last().unwrap_or("").contains("\"stopped\""),
+        "{log}"
+    );
+    let terminal = std::fs::read_to_string(out.with_extension("stdout")).unwrap();
+    assert!(
+        terminal.contains("action_done [wl-cpu] trace Workloads"),
+        "{terminal}"
+    );
+}
+
+#[test]
+fn listen_catches_a_short_lived_program_from_its_start_and_sigterm_finishes_open_traces() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dll = own_workloads(dir.path(), "watch-listen-wl");
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        r#"[[rules]]
+name = "short"
+match = { command_line = "watch-listen-wl/.* exceptions" }
+trace = { profile = "exceptions" }
+
+[[rules]]
+name = "long"
+match = { command_line = "watch-listen-wl/.* idle --seconds 60" }
+trace = { profile = "gc-collect" }
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let sock = dir.path().join("port.sock");
+    let w = Watch::start(&rules, &out, &["--listen", sock.to_str().unwrap()]);
+    let ports = format!("{},connect,suspend", sock.display());
+    let env = [("DOTNET_DiagnosticPorts", ports.as_str())];
+
+    // A program no rule matches runs at once and ends well.
+    let mut other = Program::start(&dll, &["idle", "--seconds", "0"], &env);
+    assert!(other.wait().success());
+    let seen = w.wait_for(|l| for_pid(l, "seen", other.pid()), "the unmatched program");
+    assert!(seen.get("rule").is_none(), "{seen}");
+
+    // A program that lives well under a second is traced from its first instruction.
+    let mut p = Program::start(&dll, &["exceptions", "--count", "7"], &env);
+    let pid = p.pid();
+    assert!(p.wait().success());
+    let done = w.wait_for(
+        |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
+        "end of the trace",
+    );
+    assert_eq!(done["event"], "action_done", "{done}");
+    let file = PathBuf::from(done["file"].as_str().unwrap());
+    assert!(
+        named_per_pattern(&file, "Workloads", pid, "nettrace"),
+        "{file:?}"
+    );
+    let i = info(&file);
+    let names: Vec<String> = i["per_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{} {}", e["name"].as_str().unwrap_or(""), e["count"]))
+        .collect();
+    // Runtime/Start is written while the runtime starts, before any managed code: only a
+    // session opened while the runtime was held sees it.
+    assert!(
+        names.iter().any(|n| n.starts_with("Runtime/Start ")),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"Exception/Start 7".to_string()),
+        "{names:?}"
+    );
+    let started = w.wait_for(|l| for_pid(l, "action_started", pid), "action_started");
+    assert!(
+        started["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("first instruction"),
+        "{started}"
+    );
+
+    // SIGTERM while a trace is open: it is finished whole, with its rundown.
+    let long = Program::start(&dll, &["idle", "--seconds", "60"], &env);
+    let lpid = long.pid();
+    w.wait_for(|l| for_pid(l, "action_started", lpid), "the open trace");
+    let out_dir = w.out.clone();
+    assert!(w.stop().success());
+    let log: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("decisions.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let stopping = log.iter().find(|l| l["event"] == "stopping").unwrap();
+    assert!(
+        stopping["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("1 open trace"),
+        "{stopping}"
+    );
+    let done = log
+        .iter()
+        .find(|l| for_pid(l, "action_done", lpid))
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    let detail = done["detail"].as_str().unwrap_or("");
+    assert!(detail.contains("watch stopped"), "{done}");
+    assert!(!detail.contains("without the rundown"), "{done}");
+    let i = info(Path::new(done["file"].as_str().unwrap()));
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    drop(long);
+    assert!(!sock.exists(), "the listen socket is removed at the end");
+}
+
+/// Unmounts the tmpfs when dropped.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_output_disk_is_logged_and_watching_goes_on() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(&out)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!(
+            "skipping a_full_output_disk_is_logged_and_watching_goes_on: mounting a 2 MB tmpfs needs root (mount -t tmpfs was refused)"
+        );
+        return;
+    }
+    let _mount = Mounted(out.clone());
+    let dll = own_workloads(dir.path(), "watch-full-wl");
+    let rules = dir.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{ "rules": [ { "name": "fill", "match": { "command_line": "watch-full-wl/" },
+             "trace": { "profile": "cpu", "duration": "30s" } } ] }"#,
+    )
+    .unwrap();
+    // Leave about 600 KB free: the trace fills it within seconds. (The log shares the disk:
+    // when other people's .NET programs fill it with lines first, the trace is refused for a
+    // full disk instead of cut by one; both are the full disk logged.)
+    let filler = out.join("filler");
+    std::fs::write(&filler, vec![0u8; 2048 * 1024 - 600 * 1024]).unwrap();
+    let w = Watch::start(&rules, &out, &[]);
+
+    let p = Program::start(&dll, &["cpu", "--seconds", "40", "--threads", "2"], &[]);
+    let pid = p.pid();
+    let first = w.wait_for(
+        |l| for_pid(l, "action_failed", pid) || for_pid(l, "skipped", pid),
+        "the trace cut or refused by the full disk",
+    );
+    let why = first["detail"].as_str().unwrap_or_default();
+    if first["event"] == "action_failed" {
+        assert!(why.to_lowercase().contains("space"), "{first}");
+        // What was written is kept, closed whole.
+        if let Some(f) = first["file"].as_str() {
+            let i = info(Path::new(f));
+            assert_eq!(i["ended_cleanly"], true, "{i}");
+        }
+    } else {
+        assert!(why.contains("disk is full"), "{first}");
+    }
+    w.wait_for(|l| l["event"] == "disk_full", "disk_full line");
+    drop(p);
+
+    // Room again: the next program gets its trace.
+    std::fs::remove_file(&filler).unwrap();
+    let mut q = Program::start(&dll, &["cpu", "--seconds", "3"], &[]);
+    let qpid = q.pid();
+    let done = w.wait_for(
+        |l| for_pid(l, "action_done", qpid) || for_pid(l, "action_failed", qpid),
+        "the trace after the disk had room again",
+    );
+    assert_eq!(done["event"], "action_done", "{done}");
+    q.wait();
+    assert!(w.stop().success());
+}
+
+#[test]
+fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigger() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dll = own_workloads(dir.path(), "watch-issue-wl");
+    let rules = dir.path().join("rules.json");
+    // The issue's file, with the matches narrowed to this test's programs.
+    std::fs::write(
+        &rules,
+        r#"{ "rules": [
+    { "name": "compiler-dumps",
+      "match": { "name": "Workloads", "command_line": "watch-issue-wl/.* cast" },
+      "dump": { "type": "mini", "on_exception": ["*.InvalidCastException"], "compress": "gzip" },
+      "limits": { "max_actions": 2 } },
+    { "name": "slow-web",
+      "match": { "name": "Workloads", "command_line": "watch-issue-wl/.* throw-later" },
+      "trace": { "profile": "cpu", "ring_mb": 64,
+                 "stop_on": [ { "exception": "System.Net.*" }, { "gc_pause_ms": 200 } ],
+                 "after_trigger": "1s" } } ] }"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let sock = dir.path().join("port.sock");
+    let w = Watch::start(&rules, &out, &["--listen", sock.to_str().unwrap()]);
+    let ports = format!("{},connect,suspend", sock.display());
+    let env = [("DOTNET_DiagnosticPorts", ports.as_str())];
+
+    // 30 InvalidCastExceptions, 100 ms apart: two gzip'd mini dumps, no more.
+    let mut casts = Program::start(&dll, &["cast", "--count", "30", "--seconds", "1"], &env);
+    let cpid = casts.pid();
+    assert!(casts.wait().success());
+    let ended = w.wait_for(
+        |l| for_pid(l, "watching_ended", cpid),
+        "the end of the exception watch",
+    );
+    let log = w.log();
+    let dumps: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|l| for_pid(l, "action_done", cpid) && l["action"] == "dump")
+        .collect();
+    assert_eq!(dumps.len(), 2, "{log:#?}\n{ended}");
+    for d in &dumps {
+        let f = PathBuf::from(d["file"].as_str().unwrap());
+        assert!(named_per_pattern(&f, "Workloads", cpid, "dmp.gz"), "{f:?}");
+        let head = std::fs::read(&f).unwrap();
+        assert_eq!(&head[..2], &[0x1f, 0x8b], "gzip magic: {f:?}");
+        assert!(
+            d["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("InvalidCastException"),
+            "{d}"
+        );
+    }
+    assert!(
+        !log.iter().any(|l| for_pid(l, "action_failed", cpid)),
+        "{log:#?}"
+    );
+
+    // A SocketException after 2 s: the ring trace stops 1 s later, and says why.
+    let mut web = Program::start(&dll, &["throw-later", "--seconds", "2"], &env);
+    let wpid = web.pid();
+    let done = w.wait_for(
+        |l| for_pid(l, "action_done", wpid) || for_pid(l, "action_failed", wpid),
+        "the end of the triggered trace",
+    );
+    assert_eq!(done["event"], "action_done", "{done}");
+    let why = done["detail"].as_str().unwrap_or("");
+    assert!(why.contains("triggered"), "{done}");
+    assert!(why.contains("SocketException"), "{done}");
+    assert!(why.contains("ring"), "{done}");
+    let file = PathBuf::from(done["file"].as_str().unwrap());
+    assert!(
+        named_per_pattern(&file, "Workloads", wpid, "nettrace"),
+        "{file:?}"
+    );
+    assert_eq!(info(&file)["ended_cleanly"], true);
+    web.wait();
+    assert!(w.stop().success());
+}
