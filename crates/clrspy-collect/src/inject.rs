@@ -221,6 +221,35 @@ pub struct TraceFacts {
     pub pointer_size: u8,
 }
 
+/// A sink's optional splicer, as the trace file and the ring both hold it: they answer
+/// [`crate::sink::ByteSink`]'s splice calls through it (nothing happens when it is `None`).
+pub(crate) trait SplicerSlot {
+    /// Whether splicing events in still has an effect.
+    fn wants_splices(&self) -> bool;
+    /// Queues `ev` for the next gap between blocks.
+    fn splice(&mut self, monotonic_ns: u64, ev: &Injected);
+    /// Queues `ev` for the end of the stream.
+    fn splice_at_end(&mut self, monotonic_ns: u64, ev: &Injected);
+}
+
+impl<W: Write> SplicerSlot for Option<Splicer<W>> {
+    fn wants_splices(&self) -> bool {
+        self.as_ref().is_some_and(|s| s.is_active())
+    }
+
+    fn splice(&mut self, monotonic_ns: u64, ev: &Injected) {
+        if let Some(s) = self.as_mut() {
+            s.push(monotonic_ns, ev.clone());
+        }
+    }
+
+    fn splice_at_end(&mut self, monotonic_ns: u64, ev: &Injected) {
+        if let Some(s) = self.as_mut() {
+            s.push_at_end(monotonic_ns, ev.clone());
+        }
+    }
+}
+
 /// Passes the runtime's stream through to `W` and splices clrspy's events in between blocks.
 pub struct Splicer<W: Write> {
     out: W,

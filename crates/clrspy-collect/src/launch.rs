@@ -13,7 +13,7 @@
 //! that may be gone by then (the runtime reads an empty value as "no ports").
 
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -93,14 +93,37 @@ pub(crate) fn clear_ports_variable(to: &dyn Connector) {
     let _ = set_environment_variable(to, PORTS_VARIABLE, "", COMMAND_TIMEOUT);
 }
 
-/// Where an extra runtime stands.
+/// Where an extra runtime (one clrspy does not trace) stands.
 #[derive(Default)]
-struct Extra {
+pub(crate) struct Extra {
     cleared: bool,
     resumed: bool,
     /// The connection it opened after being resumed: held so it waits quietly (a closed one
     /// makes it connect again at once).
     parked: Option<Connection>,
+}
+
+impl Extra {
+    /// Lets the runtime behind `conn` go on untraced, one step a connection: the first clears
+    /// its ports variable (so its children do not connect), the next resumes it (counted in
+    /// `resumed`), and the one after that is held so it waits quietly.
+    pub(crate) fn let_go(&mut self, conn: Connection, path: &Path, resumed: &AtomicU64) {
+        let once = Once {
+            conn: Mutex::new(Some(conn)),
+            path: path.to_path_buf(),
+        };
+        if !self.cleared {
+            self.cleared = true;
+            clear_ports_variable(&once);
+        } else if !self.resumed {
+            self.resumed = true;
+            if resume_runtime(&once, COMMAND_TIMEOUT).is_ok() {
+                resumed.fetch_add(1, Ordering::SeqCst);
+            }
+        } else {
+            self.parked = once.conn.lock().ok().and_then(|mut c| c.take());
+        }
+    }
 }
 
 /// Serves clrspy's reverse port on a background thread: connections of the recorded runtime
@@ -181,23 +204,7 @@ fn serve(
         }
         let e = others.entry(ad.cookie).or_default();
         match policy {
-            ExtraRuntimes::Resume => {
-                let once = Once {
-                    conn: Mutex::new(Some(conn)),
-                    path: server.path().to_path_buf(),
-                };
-                if !e.cleared {
-                    e.cleared = true;
-                    clear_ports_variable(&once);
-                } else if !e.resumed {
-                    e.resumed = true;
-                    if resume_runtime(&once, COMMAND_TIMEOUT).is_ok() {
-                        extras.fetch_add(1, Ordering::SeqCst);
-                    }
-                } else {
-                    e.parked = once.conn.lock().ok().and_then(|mut c| c.take());
-                }
-            }
+            ExtraRuntimes::Resume => e.let_go(conn, server.path(), extras),
         }
     }
 }
@@ -245,6 +252,35 @@ impl Connector for Port {
     fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// The command that starts `program args` with `env` and the ports variable set to
+/// `ports_value`, its standard output where `stdout` says.
+///
+/// The program gets a process group of its own, so a terminal's Ctrl+C (sent to the whole
+/// foreground group) reaches clrspy alone: clrspy collects the rundown first and then passes
+/// the Ctrl+C on to the program (see `forward_interrupt`).
+pub(crate) fn ported_command(
+    program: &OsStr,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+    ports_value: &str,
+    stdout: ChildOutput,
+) -> Command {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(PORTS_VARIABLE, ports_value);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    if stdout == ChildOutput::ToStderr {
+        command.stdout(std::io::stderr());
+    }
+    command
 }
 
 /// A socket path short enough for a Unix socket, unique to this clrspy.
@@ -357,22 +393,7 @@ pub fn launch_live(
     let ports_value = server.diagnostic_ports_value();
     let (acceptor, port) = Acceptor::start(server, opts.extra_runtimes);
     let port = Arc::new(port);
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .envs(opts.env.iter().map(|(k, v)| (k, v)))
-        .env(PORTS_VARIABLE, ports_value);
-    // The program gets a process group of its own, so a terminal's Ctrl+C (sent to the whole
-    // foreground group) reaches clrspy alone: clrspy collects the rundown first and then passes
-    // the Ctrl+C on to the program (see `forward_interrupt`).
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-    }
-    if opts.stdout == ChildOutput::ToStderr {
-        command.stdout(std::io::stderr());
-    }
+    let mut command = ported_command(program, args, &opts.env, &ports_value, opts.stdout);
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(source) => {

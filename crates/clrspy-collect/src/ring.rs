@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use nettrace::{Block, BlockKind, FormatVersion, Item, Scanner};
 
-use crate::inject::{Injected, Splicer};
+use crate::inject::{Injected, Splicer, SplicerSlot};
 use crate::sink::{ByteSink, SinkReport};
 use crate::{Error, Result};
 
@@ -472,19 +472,15 @@ impl ByteSink for RingSink {
     }
 
     fn wants_splices(&self) -> bool {
-        self.splicer.as_ref().is_some_and(|s| s.is_active())
+        self.splicer.wants_splices()
     }
 
     fn splice(&mut self, monotonic_ns: u64, ev: &Injected) {
-        if let Some(s) = self.splicer.as_mut() {
-            s.push(monotonic_ns, ev.clone());
-        }
+        self.splicer.splice(monotonic_ns, ev);
     }
 
     fn splice_at_end(&mut self, monotonic_ns: u64, ev: &Injected) {
-        if let Some(s) = self.splicer.as_mut() {
-            s.push_at_end(monotonic_ns, ev.clone());
-        }
+        self.splicer.splice_at_end(monotonic_ns, ev);
     }
 
     fn flush(&mut self) -> Result<()> {

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::inject::{Injected, Splicer};
+use crate::inject::{Injected, Splicer, SplicerSlot};
 use crate::{Error, Result};
 
 /// What a sink did, once finished.
@@ -108,19 +108,15 @@ impl ByteSink for FileSink {
     }
 
     fn wants_splices(&self) -> bool {
-        self.splicer.as_ref().is_some_and(|s| s.is_active())
+        self.splicer.wants_splices()
     }
 
     fn splice(&mut self, monotonic_ns: u64, ev: &Injected) {
-        if let Some(s) = self.splicer.as_mut() {
-            s.push(monotonic_ns, ev.clone());
-        }
+        self.splicer.splice(monotonic_ns, ev);
     }
 
     fn splice_at_end(&mut self, monotonic_ns: u64, ev: &Injected) {
-        if let Some(s) = self.splicer.as_mut() {
-            s.push_at_end(monotonic_ns, ev.clone());
-        }
+        self.splicer.splice_at_end(monotonic_ns, ev);
     }
 
     fn flush(&mut self) -> Result<()> {

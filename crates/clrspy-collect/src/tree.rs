@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -25,8 +25,8 @@ use diagnostics_client::{
 };
 
 use crate::launch::{
-    clear_ports_variable, end_child, forward_interrupt, socket_path, timed_out, ChildOutput, Once,
-    PORTS_VARIABLE,
+    clear_ports_variable, end_child, forward_interrupt, ported_command, socket_path, timed_out,
+    ChildOutput, Extra,
 };
 use crate::session::{pump, Live, COMMAND_TIMEOUT};
 use crate::sink::FileSink;
@@ -163,15 +163,6 @@ enum Event {
     Done(Box<TreeTrace>),
 }
 
-/// An untraced runtime's state (as the launch's acceptor does it): variable cleared, resumed,
-/// then its next connection held so it waits quietly.
-#[derive(Default)]
-struct Untraced {
-    cleared: bool,
-    resumed: bool,
-    parked: Option<Connection>,
-}
-
 /// The acceptor's loop for a tree: every 100 ms at most it looks at the quit flag.
 fn serve_tree(
     server: &ReverseServer,
@@ -181,7 +172,7 @@ fn serve_tree(
     untraced: &AtomicU64,
 ) {
     let mut traced: HashMap<String, Sender<Connection>> = HashMap::new();
-    let mut others: HashMap<String, Untraced> = HashMap::new();
+    let mut others: HashMap<String, Extra> = HashMap::new();
     while !quit.load(Ordering::SeqCst) {
         let Ok((conn, ad)) =
             server.accept(Duration::from_millis(100), COMMAND_TIMEOUT, &mut || {
@@ -210,22 +201,10 @@ fn serve_tree(
             let _ = events.send(Event::New { pid, port });
             continue;
         }
-        let e = others.entry(ad.cookie).or_default();
-        let once = Once {
-            conn: Mutex::new(Some(conn)),
-            path: server.path().to_path_buf(),
-        };
-        if !e.cleared {
-            e.cleared = true;
-            clear_ports_variable(&once);
-        } else if !e.resumed {
-            e.resumed = true;
-            if resume_runtime(&once, COMMAND_TIMEOUT).is_ok() {
-                untraced.fetch_add(1, Ordering::SeqCst);
-            }
-        } else {
-            e.parked = once.conn.lock().ok().and_then(|mut c| c.take());
-        }
+        others
+            .entry(ad.cookie)
+            .or_default()
+            .let_go(conn, server.path(), untraced);
     }
 }
 
@@ -361,19 +340,7 @@ pub fn record_tree(
                 source,
             })?
     };
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .envs(opts.env.iter().map(|(k, v)| (k, v)))
-        .env(PORTS_VARIABLE, ports_value);
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-    }
-    if opts.stdout == ChildOutput::ToStderr {
-        command.stdout(std::io::stderr());
-    }
+    let mut command = ported_command(program, args, &opts.env, &ports_value, opts.stdout);
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(source) => {

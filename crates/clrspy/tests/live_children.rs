@@ -4,10 +4,11 @@
 
 mod common;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{clrspy_command, json, live, pids_with_env, run_bounded, workloads, KillMarked};
+use common::{
+    assert_spawn_later_finished, clrspy_command, json, live, run_bounded, workloads, KillMarked,
+};
 
 /// The variable that marks every process a test started, so the stragglers can be found.
 const MARK: &str = "CLRSPY_TEST_CHILDREN";
@@ -70,23 +71,6 @@ fn recording_dotnet_build_finishes() {
     assert!(info["events"].as_u64().unwrap() > 1000, "{info}");
 }
 
-/// Waits up to `limit` for a line starting with one of `prefixes` in `file`.
-fn wait_for_line(file: &Path, prefixes: &[&str], limit: Duration) -> Option<String> {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if let Ok(text) = std::fs::read_to_string(file) {
-            if let Some(l) = text
-                .lines()
-                .find(|l| prefixes.iter().any(|p| l.starts_with(p)))
-            {
-                return Some(l.to_string());
-            }
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    None
-}
-
 #[test]
 fn a_program_can_start_dotnet_children_after_clrspy_has_gone() {
     if !live() {
@@ -117,25 +101,7 @@ fn a_program_can_start_dotnet_children_after_clrspy_has_gone() {
     let stderr = &out.stderr;
     assert!(out.status.is_some_and(|s| s.success()), "{stderr}");
     assert!(stderr.contains("the duration passed"), "{stderr}");
-    // The workload waits 60 s for its child at most; give it a little more.
-    let line = wait_for_line(
-        &log,
-        &["child exit=", "child timeout"],
-        Duration::from_secs(90),
-    );
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(
-        line.as_deref(),
-        Some("child exit=0"),
-        "the child did not run to its end: {text}"
-    );
-    assert!(text.contains("done"), "{text}");
-    // Nothing is left waiting.
-    let until = Instant::now() + Duration::from_secs(10);
-    while !pids_with_env(MARK, &mark).is_empty() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(pids_with_env(MARK, &mark), Vec::<u32>::new());
+    assert_spawn_later_finished(&log, MARK, &mark);
 }
 
 #[test]

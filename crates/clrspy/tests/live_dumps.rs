@@ -64,6 +64,15 @@ fn ready_pid(stdout: &str) -> i32 {
         .unwrap_or_else(|| panic!("no ready line in {stdout}"))
 }
 
+/// [`launch_record`], asserting it succeeded; its stdout and stderr.
+fn record_ok(trace: &Path, record_args: &[&str], scenario: &[&str]) -> (String, String) {
+    let out = launch_record(trace, record_args, scenario);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
 #[test]
 fn two_gzip_dumps_on_invalid_cast_exceptions() {
     if !live() {
@@ -71,7 +80,7 @@ fn two_gzip_dumps_on_invalid_cast_exceptions() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("cast.nettrace");
-    let out = launch_record(
+    let (stdout, stderr) = record_ok(
         &trace,
         &[
             "--dump-on-exception",
@@ -85,9 +94,6 @@ fn two_gzip_dumps_on_invalid_cast_exceptions() {
         // still there for the second.
         &["cast", "--count", "5", "--seconds", "8"],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("cast count=5 argument=5"), "{stdout}");
     let pid = ready_pid(&stdout);
     let dumps = files_ending(dir.path(), ".dmp.gz");
@@ -139,7 +145,7 @@ fn a_zstd_dump_on_an_argument_exception_by_its_bare_name() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("arg.nettrace");
-    let out = launch_record(
+    let (stdout, stderr) = record_ok(
         &trace,
         &[
             "--dump-on-exception",
@@ -149,9 +155,6 @@ fn a_zstd_dump_on_an_argument_exception_by_its_bare_name() {
         ],
         &["cast", "--count", "3", "--seconds", "4"],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
     let pid = ready_pid(&stdout);
     // --max-dumps defaults to 1; InvalidCastException does not match.
     let dumps = files_ending(dir.path(), ".dmp.zst");
@@ -276,7 +279,7 @@ fn the_hold_hook_keeps_the_throwing_thread_in_the_throw_while_the_dump_is_writte
     assert!(status.success(), "dotnet build hooks/ClrspyHold failed");
     let hook = hooks.join("ClrspyHold.dll");
     let trace = dir.path().join("held.nettrace");
-    let out = launch_record(
+    let (stdout, stderr) = record_ok(
         &trace,
         &[
             "--dump-on-exception",
@@ -289,9 +292,6 @@ fn the_hold_hook_keeps_the_throwing_thread_in_the_throw_while_the_dump_is_writte
         ],
         &["cast", "--count", "4", "--seconds", "0.5"],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("cast count=4 argument=4"), "{stdout}");
     let pid = ready_pid(&stdout);
     let dumps = files_ending(dir.path(), ".dmp.gz");

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{clrspy, json, live, workloads};
+use common::{clrspy, json, live, ok_stdout, workloads};
 
 const PROVIDERS: &str = "Microsoft-DotNETCore-SampleProfiler:0x0:5,\
 Microsoft-Windows-DotNETRuntime:0x4c14fccbd:5,Clrspy-Workloads:0xffffffff:5";
@@ -54,13 +54,7 @@ fn events(trace: &Path, event: &str) -> Vec<serde_json::Value> {
         .arg(trace)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    ok_stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()

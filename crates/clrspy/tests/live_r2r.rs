@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{clrspy, clrspy_command, live, run_bounded, start_web, web_app};
+use common::{clrspy, clrspy_command, live, ok_stdout, run_bounded, start_web, web_app};
 use serde_json::Value;
 
 /// The events of `name` in `trace`, as JSON objects.
@@ -21,12 +21,7 @@ fn events(trace: &std::path::Path, name: &str) -> Vec<Value> {
         .args(["--event", name, "--json"])
         .output()
         .expect("clrspy events");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    ok_stdout(&out)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()

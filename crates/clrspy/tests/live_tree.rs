@@ -7,9 +7,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{clrspy_command, json, live, pids_with_env, run_bounded, workloads, KillMarked};
+use common::{
+    assert_spawn_later_finished, clrspy_command, json, live, run_bounded, workloads, KillMarked,
+};
 
 /// The variable that marks every process a test started.
 const MARK: &str = "CLRSPY_TEST_TREE";
@@ -141,24 +143,7 @@ fn a_process_outliving_the_command_is_finished_and_runs_on() {
         names.iter().any(|n| n.starts_with("Method/DCStop")),
         "{names:?}"
     );
-    let until = Instant::now() + Duration::from_secs(90);
-    let mut text = String::new();
-    while Instant::now() < until {
-        text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("child exit=") || text.contains("child timeout") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(
-        text.contains("child exit=0"),
-        "the child did not run: {text}"
-    );
-    let until = Instant::now() + Duration::from_secs(10);
-    while !pids_with_env(MARK, &mark).is_empty() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(pids_with_env(MARK, &mark), Vec::<u32>::new());
+    assert_spawn_later_finished(&log, MARK, &mark);
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{clrspy, json, launch_record, live};
+use common::{clrspy, json, launch_record, live, ok_stdout};
 
 /// Records `scenario` with `trigger` (and a 1 s delay); returns stderr and the trace's events
 /// of the firing event's name, as JSON.
@@ -30,12 +30,7 @@ fn events(trace: &Path, provider: &str, name: &str) -> Vec<serde_json::Value> {
         .args(["--event", name])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    ok_stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()

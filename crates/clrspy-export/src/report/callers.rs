@@ -125,11 +125,7 @@ fn text_tree(name: &str, pct: f64, samples: f64, callers: &[CallerNode]) -> Tree
 
 impl TextView for CallersReport {
     fn kind(&self) -> ReportKind {
-        if self.metric == Metric::Cpu {
-            ReportKind::Cpu
-        } else {
-            ReportKind::Waits
-        }
+        ReportKind::of_metric(self.metric)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

@@ -75,6 +75,15 @@ impl ReportKind {
         }
     }
 
+    /// The stack report of a metric: CPU time or waiting time.
+    pub(crate) fn of_metric(metric: Metric) -> ReportKind {
+        if metric == Metric::Cpu {
+            ReportKind::Cpu
+        } else {
+            ReportKind::Waits
+        }
+    }
+
     /// What it shows, in words.
     pub fn description(self) -> &'static str {
         match self {

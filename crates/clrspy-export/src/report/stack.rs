@@ -183,11 +183,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
 
 impl TextView for StackReport {
     fn kind(&self) -> ReportKind {
-        if self.metric == Metric::Cpu {
-            ReportKind::Cpu
-        } else {
-            ReportKind::Waits
-        }
+        ReportKind::of_metric(self.metric)
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {

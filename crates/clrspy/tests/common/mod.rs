@@ -269,6 +269,63 @@ impl Drop for KillMarked {
     }
 }
 
+/// Waits up to 10 s for every process whose environment holds `NAME=value` to end, then
+/// asserts none is left.
+pub fn assert_marked_gone(name: &str, value: &str) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !pids_with_env(name, value).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(pids_with_env(name, value), Vec::<u32>::new());
+}
+
+/// Waits up to `limit` for a line starting with one of `prefixes` in `file`.
+pub fn wait_for_line(file: &Path, prefixes: &[&str], limit: std::time::Duration) -> Option<String> {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            if let Some(l) = text
+                .lines()
+                .find(|l| prefixes.iter().any(|p| l.starts_with(p)))
+            {
+                return Some(l.to_string());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    None
+}
+
+/// Asserts the `spawn-later` workload writing `log` ran its late .NET child to its end (it
+/// waits 60 s for the child at most; this waits a little more) and that no process marked
+/// `NAME=value` is left waiting.
+pub fn assert_spawn_later_finished(log: &Path, name: &str, value: &str) {
+    let line = wait_for_line(
+        log,
+        &["child exit=", "child timeout"],
+        std::time::Duration::from_secs(90),
+    );
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(
+        line.as_deref(),
+        Some("child exit=0"),
+        "the child did not run to its end: {text}"
+    );
+    assert!(text.contains("done"), "{text}");
+    assert_marked_gone(name, value);
+}
+
+/// The stdout of a finished command, asserting it succeeded (its stderr in the message) and
+/// wrote UTF-8.
+pub fn ok_stdout(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}
+
 /// What [`run_bounded`] saw.
 pub struct Bounded {
     /// The exit status; None when the command was killed at the time limit.
