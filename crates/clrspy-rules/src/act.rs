@@ -88,12 +88,31 @@ pub(crate) fn decide(shared: &Shared, rules: &RuleSet, facts: &ProcessFacts) -> 
     let uid_of = |n: &str| crate::facts::uid_of(&passwd, n);
     let age = age_ms(facts.pid);
     let mut hits = Vec::new();
+    let ancestors = if rules.rules.iter().any(|r| r.children) {
+        crate::tree::ancestors(facts.pid)
+    } else {
+        Vec::new()
+    };
     for (i, r) in rules.rules.iter().enumerate() {
-        if let Some(why) = facts.matches(&r.matcher, &uid_of) {
+        let why = match facts.matches(&r.matcher, &uid_of) {
+            Some(why) => Some(why.join("; ")),
+            None if r.children => shared
+                .matched
+                .lock()
+                .ok()
+                .and_then(|mut m| crate::tree::via_parent(&mut m, r, &ancestors, &uid_of)),
+            None => None,
+        };
+        if let Some(why) = why {
+            if r.children {
+                if let Ok(mut m) = shared.matched.lock() {
+                    m.record(facts.pid, &r.name);
+                }
+            }
             let mut d = about("matched", facts);
             d.rule = Some(r.name.clone());
             d.age_ms = age;
-            d.detail = Some(why.join("; "));
+            d.detail = Some(why);
             shared.emit(d);
             hits.push(i);
         }

@@ -28,6 +28,14 @@ dump = { type = "mini", on_exception = ["*.InvalidCastException"], compress = "g
 limits = { max_actions = 2, disk_mb = 2048 }
 
 [[rules]]
+name = "test-run"
+# A script and every .NET program it starts (at any depth): one trace per process.
+match = { command_line = "run-tests\\.sh" }
+children = true
+trace = { profile = "cpu", duration = "10m" }
+limits = { max_actions = 50 }
+
+[[rules]]
 name = "slow-web"
 match = { name = "web*" }
 # also: user = "www-data" (or a uid), entry_assembly = "Web*",
@@ -52,6 +60,14 @@ pub const EXAMPLE_JSON: &str = r#"{
       "match": { "name": "csc*", "command_line": "--shared" },
       "dump": { "type": "mini", "on_exception": ["*.InvalidCastException"], "compress": "gzip" },
       "limits": { "max_actions": 2, "disk_mb": 2048 }
+    },
+    {
+      "name": "test-run",
+      "description": "a script and every .NET program it starts (at any depth): one trace per process",
+      "match": { "command_line": "run-tests\\.sh" },
+      "children": true,
+      "trace": { "profile": "cpu", "duration": "10m" },
+      "limits": { "max_actions": 50 }
     },
     {
       "name": "slow-web",
@@ -82,7 +98,9 @@ mod tests {
         for (a, b) in t.rules.iter().zip(&j.rules) {
             assert_eq!(a.name, b.name);
             assert_eq!(a.limits, b.limits);
+            assert_eq!(a.children, b.children);
         }
+        assert!(t.rules.iter().any(|r| r.children));
     }
 
     #[test]
@@ -97,6 +115,7 @@ mod tests {
             "ring_mb",
             "max_actions",
             "gc_pause_ms",
+            "children",
         ] {
             assert!(text.contains(&format!("\"{field}\"")), "{field} missing");
         }

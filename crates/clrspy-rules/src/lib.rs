@@ -18,6 +18,7 @@ mod log;
 mod model;
 mod parse;
 mod port;
+mod tree;
 mod values;
 mod watch;
 

@@ -36,6 +36,8 @@ pub struct Rule {
     pub trace: Option<TraceAction>,
     /// Write a dump.
     pub dump: Option<DumpAction>,
+    /// The .NET processes started by a process it matched (at any depth) get its actions too.
+    pub children: bool,
     /// How much it may do.
     pub limits: Limits,
 }
@@ -60,6 +62,12 @@ struct RawRule {
     /// Write a dump of the process: at once, or on the exceptions named.
     #[serde(default)]
     dump: Option<DumpAction>,
+    /// Also every .NET process started by a process this rule matches, directly or through
+    /// other processes (a shell script, a build tool): each gets the rule's actions and files
+    /// of its own, and counts against `max_actions` like any matched process. The process
+    /// matched may itself be a .NET program or not (a script's name or command line).
+    #[serde(default)]
+    children: bool,
     /// Limits: how many actions, how often, how much disk.
     #[serde(default)]
     limits: Limits,
@@ -112,6 +120,7 @@ impl TryFrom<RawRule> for Rule {
             matcher: r.matcher,
             trace: r.trace,
             dump: r.dump,
+            children: r.children,
             limits: r.limits,
         })
     }

@@ -111,6 +111,8 @@ pub(crate) struct Shared {
     pub(crate) traces: Mutex<Vec<Arc<StopSignal>>>,
     /// Host pids the listen port handles (the poller leaves them alone).
     pub(crate) claimed: Mutex<HashSet<u32>>,
+    /// The processes rules with `children` matched (their descendants match too).
+    pub(crate) matched: Mutex<crate::tree::Matched>,
     pub(crate) disk_full: AtomicBool,
     pub(crate) stopping: AtomicBool,
     pub(crate) actions: AtomicU64,
@@ -190,6 +192,7 @@ pub fn watch(
         open_files: Mutex::new(Vec::new()),
         traces: Mutex::new(Vec::new()),
         claimed: Mutex::new(HashSet::new()),
+        matched: Mutex::new(crate::tree::Matched::default()),
         disk_full: AtomicBool::new(false),
         stopping: AtomicBool::new(false),
         actions: AtomicU64::new(0),
@@ -364,6 +367,9 @@ fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, Pat
     }
     if let Ok(mut c) = shared.claimed.lock() {
         c.retain(|p| Path::new(&format!("/proc/{p}")).exists());
+    }
+    if let Ok(mut m) = shared.matched.lock() {
+        m.prune();
     }
 }
 

@@ -525,3 +525,98 @@ fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigge
     web.wait();
     assert!(w.stop().success());
 }
+
+#[test]
+fn children_a_script_matched_by_name_gets_one_whole_trace_per_dotnet_program_it_starts() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dll = own_workloads(dir.path(), "watch-tree-wl");
+    // The rule names the script; the programs' own command lines do not match it.
+    let script = dir.path().join("tree-start.sh");
+    std::fs::write(
+        &script,
+        "dotnet \"$1\" startup; dotnet \"$1\" cast --count 2 --seconds 0 & \
+         dotnet \"$1\" idle --seconds 1; wait\n",
+    )
+    .unwrap();
+    let rules = dir.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{"rules":[{"name":"tree","match":{"command_line":"tree-start\\.sh"},
+            "children":true,"trace":{"profile":"gc-collect"},"limits":{"max_actions":3}}]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let sock = dir.path().join("port.sock");
+    let w = Watch::start(&rules, &out, &["--listen", sock.to_str().unwrap()]);
+    let ports = format!("{},connect,suspend", sock.display());
+    let printed = dir.path().join("script.out");
+    let mut sh = Command::new("sh")
+        .arg(&script)
+        .arg(&dll)
+        .env("DOTNET_DiagnosticPorts", &ports)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&printed).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the script");
+    let sh_pid = sh.id();
+    let until = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = sh.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = sh.kill();
+            panic!("the script did not end: {:#?}", w.log());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    let text = std::fs::read_to_string(&printed).unwrap();
+    let mut pids: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ready pid="))
+        .filter_map(|p| p.trim().parse().ok())
+        .collect();
+    pids.sort();
+    assert_eq!(pids.len(), 3, "{text}");
+    for &pid in &pids {
+        let m = w.wait_for(|l| for_pid(l, "matched", pid), "the child's match");
+        let why = m["detail"].as_str().unwrap_or("");
+        assert!(why.contains(&format!("via parent PID {sh_pid}")), "{m}");
+        let done = w.wait_for(
+            |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
+            "the child's trace",
+        );
+        assert_eq!(done["event"], "action_done", "{done}");
+        let file = PathBuf::from(done["file"].as_str().unwrap());
+        assert!(
+            named_per_pattern(&file, "Workloads", pid, "nettrace"),
+            "{file:?}"
+        );
+        assert_eq!(file.parent().unwrap(), out.join("tree"));
+        let i = info(&file);
+        assert_eq!(i["ended_cleanly"], true, "{file:?}: {i}");
+        // Runtime/Start comes before any managed code: the trace began at the first instruction.
+        let from_start = i["per_event"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "Runtime/Start");
+        assert!(from_start, "{file:?} misses the runtime's start: {i}");
+        let started = w.wait_for(|l| for_pid(l, "action_started", pid), "action_started");
+        assert!(
+            started["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("first instruction"),
+            "{started}"
+        );
+    }
+    assert!(w.stop().success());
+    let traces = std::fs::read_dir(out.join("tree")).unwrap().count();
+    assert_eq!(traces, 3, "one trace per .NET process, nothing else");
+}

@@ -30,13 +30,18 @@ fn the_examples_check_clean_and_the_schema_is_json() {
         );
         let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
         assert_eq!(v["valid"], true, "{v}");
-        assert_eq!(v["rules"].as_array().unwrap().len(), 2, "{v}");
+        // The example's rules: compiler dumps, a process tree, a web app's ring.
+        assert_eq!(v["rules"].as_array().unwrap().len(), 3, "{v}");
     }
     let schema = clrspy().args(["rules", "schema"]).output().unwrap();
     assert!(schema.status.success());
     let s: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
     assert_eq!(s["type"], "object");
     assert!(s["$defs"]["Rule"]["properties"]["match"].is_object(), "{s}");
+    assert_eq!(
+        s["$defs"]["Rule"]["properties"]["children"]["type"], "boolean",
+        "{s}"
+    );
 }
 
 #[test]

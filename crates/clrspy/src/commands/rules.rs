@@ -136,5 +136,8 @@ fn actions(r: &clrspy_rules::Rule) -> Vec<String> {
         };
         a.push(format!("dump ({kind}, {when})"));
     }
+    if r.children {
+        a.push("the same for every .NET process a matched process starts".into());
+    }
     a
 }
