@@ -620,3 +620,61 @@ fn children_a_script_matched_by_name_gets_one_whole_trace_per_dotnet_program_it_
     let traces = std::fs::read_dir(out.join("tree")).unwrap().count();
     assert_eq!(traces, 3, "one trace per .NET process, nothing else");
 }
+
+#[test]
+fn children_a_dotnet_program_the_rule_matched_passes_it_to_the_program_it_starts() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dll = own_workloads(dir.path(), "watch-tree2-wl");
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        r#"[[rules]]
+name = "parent"
+match = { command_line = "watch-tree2-wl/.* spawn-later" }
+children = true
+trace = { profile = "gc-collect" }
+limits = { max_actions = 2 }
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let sock = dir.path().join("port.sock");
+    let w = Watch::start(&rules, &out, &["--listen", sock.to_str().unwrap()]);
+    let ports = format!("{},connect,suspend", sock.display());
+    let mut parent = Program::start(
+        &dll,
+        &["spawn-later", "--seconds", "1"],
+        &[("DOTNET_DiagnosticPorts", ports.as_str())],
+    );
+    let ppid = parent.pid();
+    assert!(parent.wait().success());
+    let m = w.wait_for(|l| for_pid(l, "matched", ppid), "the parent's match");
+    assert!(
+        !m["detail"].as_str().unwrap_or("").contains("via parent"),
+        "{m}"
+    );
+    let via = format!("via parent PID {ppid}, which the rule matched");
+    let child = w.wait_for(
+        |l| l["event"] == "matched" && l["detail"].as_str().is_some_and(|d| d.contains(&via)),
+        "the child's match through its parent",
+    );
+    let cpid = u32::try_from(child["pid"].as_u64().unwrap()).unwrap();
+    assert_ne!(cpid, ppid);
+    for pid in [ppid, cpid] {
+        let done = w.wait_for(
+            |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
+            "a trace's end",
+        );
+        assert_eq!(done["event"], "action_done", "{done}");
+        let file = PathBuf::from(done["file"].as_str().unwrap());
+        assert!(
+            named_per_pattern(&file, "Workloads", pid, "nettrace"),
+            "{file:?}"
+        );
+        assert_eq!(info(&file)["ended_cleanly"], true, "{file:?}");
+    }
+    assert!(w.stop().success());
+}
