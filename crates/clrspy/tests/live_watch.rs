@@ -61,6 +61,22 @@ impl Watch {
             .collect()
     }
 
+    /// Waits for the end of `pid`'s trace action, checks it succeeded and that its file is
+    /// named `Workloads_<pid>_<stamp>.nettrace`; the log line and the file.
+    fn trace_done(&self, pid: u32, what: &str) -> (serde_json::Value, PathBuf) {
+        let done = self.wait_for(
+            |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
+            what,
+        );
+        assert_eq!(done["event"], "action_done", "{done}");
+        let file = PathBuf::from(done["file"].as_str().unwrap());
+        assert!(
+            named_per_pattern(&file, "Workloads", pid, "nettrace"),
+            "{file:?}"
+        );
+        (done, file)
+    }
+
     /// Waits (2 minutes at most) for a log line `pred` accepts.
     fn wait_for(&self, pred: impl Fn(&serde_json::Value) -> bool, what: &str) -> serde_json::Value {
         let until = Instant::now() + Duration::from_secs(120);
@@ -204,17 +220,8 @@ fn watch_traces_a_program_started_after_it_and_sighup_with_a_broken_file_keeps_t
     let matched = w.wait_for(|l| for_pid(l, "matched", pid), "matched line");
     assert_eq!(matched["rule"], "wl-cpu", "{matched}");
     assert_eq!(matched["process"], "Workloads", "{matched}");
-    let done = w.wait_for(
-        |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
-        "end of the trace",
-    );
-    assert_eq!(done["event"], "action_done", "{done}");
-    let file = PathBuf::from(done["file"].as_str().unwrap());
+    let (_, file) = w.trace_done(pid, "end of the trace");
     assert_eq!(file.parent().unwrap(), out.join("wl-cpu"));
-    assert!(
-        named_per_pattern(&file, "Workloads", pid, "nettrace"),
-        "{file:?}"
-    );
     let i = info(&file);
     assert_eq!(i["ended_cleanly"], true, "{i}");
     assert!(
@@ -297,16 +304,7 @@ trace = { profile = "gc-collect" }
     let mut p = Program::start(&dll, &["exceptions", "--count", "7"], &env);
     let pid = p.pid();
     assert!(p.wait().success());
-    let done = w.wait_for(
-        |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
-        "end of the trace",
-    );
-    assert_eq!(done["event"], "action_done", "{done}");
-    let file = PathBuf::from(done["file"].as_str().unwrap());
-    assert!(
-        named_per_pattern(&file, "Workloads", pid, "nettrace"),
-        "{file:?}"
-    );
+    let (_, file) = w.trace_done(pid, "end of the trace");
     let i = info(&file);
     let names: Vec<String> = i["per_event"]
         .as_array()
@@ -507,20 +505,11 @@ fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigge
     // A SocketException after 2 s: the ring trace stops 1 s later, and says why.
     let mut web = Program::start(&dll, &["throw-later", "--seconds", "2"], &env);
     let wpid = web.pid();
-    let done = w.wait_for(
-        |l| for_pid(l, "action_done", wpid) || for_pid(l, "action_failed", wpid),
-        "the end of the triggered trace",
-    );
-    assert_eq!(done["event"], "action_done", "{done}");
+    let (done, file) = w.trace_done(wpid, "the end of the triggered trace");
     let why = done["detail"].as_str().unwrap_or("");
     assert!(why.contains("triggered"), "{done}");
     assert!(why.contains("SocketException"), "{done}");
     assert!(why.contains("ring"), "{done}");
-    let file = PathBuf::from(done["file"].as_str().unwrap());
-    assert!(
-        named_per_pattern(&file, "Workloads", wpid, "nettrace"),
-        "{file:?}"
-    );
     assert_eq!(info(&file)["ended_cleanly"], true);
     web.wait();
     assert!(w.stop().success());
@@ -587,16 +576,7 @@ fn children_a_script_matched_by_name_gets_one_whole_trace_per_dotnet_program_it_
         let m = w.wait_for(|l| for_pid(l, "matched", pid), "the child's match");
         let why = m["detail"].as_str().unwrap_or("");
         assert!(why.contains(&format!("via parent PID {sh_pid}")), "{m}");
-        let done = w.wait_for(
-            |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
-            "the child's trace",
-        );
-        assert_eq!(done["event"], "action_done", "{done}");
-        let file = PathBuf::from(done["file"].as_str().unwrap());
-        assert!(
-            named_per_pattern(&file, "Workloads", pid, "nettrace"),
-            "{file:?}"
-        );
+        let (_, file) = w.trace_done(pid, "the child's trace");
         assert_eq!(file.parent().unwrap(), out.join("tree"));
         let i = info(&file);
         assert_eq!(i["ended_cleanly"], true, "{file:?}: {i}");
@@ -664,16 +644,7 @@ limits = { max_actions = 2 }
     let cpid = u32::try_from(child["pid"].as_u64().unwrap()).unwrap();
     assert_ne!(cpid, ppid);
     for pid in [ppid, cpid] {
-        let done = w.wait_for(
-            |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
-            "a trace's end",
-        );
-        assert_eq!(done["event"], "action_done", "{done}");
-        let file = PathBuf::from(done["file"].as_str().unwrap());
-        assert!(
-            named_per_pattern(&file, "Workloads", pid, "nettrace"),
-            "{file:?}"
-        );
+        let (_, file) = w.trace_done(pid, "a trace's end");
         assert_eq!(info(&file)["ended_cleanly"], true, "{file:?}");
     }
     assert!(w.stop().success());
