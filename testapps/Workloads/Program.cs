@@ -11,6 +11,8 @@ public sealed class Options
     public double Seconds = 5;
     public int? Count;
     public int? Threads;
+    public double Delay;
+    public int? IntervalMs;
 
     public long DeadlineTimestamp() => Stopwatch.GetTimestamp() + (long)(Seconds * Stopwatch.Frequency);
 
@@ -33,6 +35,14 @@ public sealed class Options
                     break;
                 case "--threads":
                     o.Threads = PositiveInt(name, value);
+                    break;
+                case "--delay":
+                    if (!double.TryParse(value, NumberStyles.Float, CultureInfo.InvariantCulture, out o.Delay) || o.Delay < 0 || o.Delay > 60)
+                        throw new ArgumentException($"--delay: not a number of seconds from 0 to 60: {value}");
+                    break;
+                case "--interval-ms":
+                    o.IntervalMs = PositiveInt(name, value);
+                    if (o.IntervalMs > 60_000) throw new ArgumentException($"--interval-ms: at most 60000: {value}");
                     break;
                 default:
                     throw new ArgumentException($"unknown option {name}");

@@ -523,6 +523,7 @@ public static class Caster
     {
         int count = o.Count ?? 5;
         int casts = 0, arguments = 0;
+        Thread.Sleep(TimeSpan.FromSeconds(o.Delay));
         for (int i = 0; i < count; i++)
         {
             try
@@ -541,7 +542,7 @@ public static class Caster
             {
                 arguments++;
             }
-            Thread.Sleep(100);
+            Thread.Sleep(o.IntervalMs ?? 100);
         }
         Program.Out($"cast count={casts} argument={arguments}");
         Thread.Sleep(TimeSpan.FromSeconds(o.Seconds));

@@ -1,8 +1,9 @@
 //! Dumps taken while recording, on a worker thread of their own: event consumers (on the tap's
-//! thread) ask through a [`DumpHandle`], which counts the asks against the rule's limit at once;
-//! the worker writes one dump at a time (createdump stops the target while it writes) and says
-//! what happened through a callback. The exception trigger (first-chance exceptions of the
-//! listed types) lives here too.
+//! thread) ask through a [`DumpHandle`], which counts the asks against the plan's limit at once
+//! and, when it has a [`DumpGate`] (a watcher's per-rule limits), asks the gate before
+//! anything is queued; the worker writes one dump at a time (createdump stops the target while
+//! it writes) and says what happened through a callback. The exception trigger (first-chance
+//! exceptions of the listed types) lives here too.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -78,12 +79,30 @@ struct Job {
     request: DumpRequest,
 }
 
+/// Decides whether a dump asked for may be taken, before it is queued: a watcher's limits
+/// shared by the processes of one rule (`max_actions`, a cooldown, a full disk). A refused ask
+/// is never started.
+pub trait DumpGate: Send + Sync {
+    /// Whether the dump asked for may be taken now; a yes counts it as taken. Called on the
+    /// asker's thread, one ask at a time per handle, before anything is queued; the gate says
+    /// why it refused (log, count) itself.
+    fn admit(&self, request: &DumpRequest) -> bool;
+
+    /// True once no further ask can be admitted (the asker may stop watching then).
+    fn closed(&self) -> bool {
+        false
+    }
+}
+
 /// Asks the [`Dumper`] for dumps; cheap to clone, usable from any thread.
 #[derive(Clone)]
 pub struct DumpHandle {
     tx: Sender<Option<Job>>,
     taken: Arc<AtomicU32>,
     max: u32,
+    gate: Option<Arc<dyn DumpGate>>,
+    /// One ask at a time (the gate's count and the plan's stay in step).
+    asking: Arc<Mutex<()>>,
 }
 
 impl std::fmt::Debug for DumpHandle {
@@ -91,13 +110,43 @@ impl std::fmt::Debug for DumpHandle {
         f.debug_struct("DumpHandle")
             .field("taken", &self.taken.load(Ordering::SeqCst))
             .field("max", &self.max)
+            .field("gated", &self.gate.is_some())
             .finish()
     }
 }
 
 impl DumpHandle {
-    /// Asks for a dump; false when the limit is reached (nothing is queued then).
+    /// A handle that can never ask (no worker).
+    fn refusing() -> DumpHandle {
+        let (tx, _) = channel();
+        DumpHandle {
+            tx,
+            taken: Arc::new(AtomicU32::new(0)),
+            max: 0,
+            gate: None,
+            asking: Arc::new(Mutex::new(())),
+        }
+    }
+
+    /// The same handle, its asks admitted by `gate` first (after the plan's limit, before
+    /// anything is queued); clones of the result share the gate.
+    pub fn gated(mut self, gate: Arc<dyn DumpGate>) -> DumpHandle {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Asks for a dump; false when the plan's limit is reached or the gate refuses (nothing
+    /// is queued then).
     pub fn request(&self, request: DumpRequest) -> bool {
+        let _one = self.asking.lock().unwrap_or_else(|p| p.into_inner());
+        if self.taken.load(Ordering::SeqCst) >= self.max {
+            return false;
+        }
+        if let Some(g) = &self.gate {
+            if !g.admit(&request) {
+                return false;
+            }
+        }
         let taken = self
             .taken
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
@@ -109,9 +158,10 @@ impl DumpHandle {
         }
     }
 
-    /// True once the limit is reached.
+    /// True once the plan's limit is reached or the gate is closed.
     pub fn exhausted(&self) -> bool {
         self.taken.load(Ordering::SeqCst) >= self.max
+            || self.gate.as_ref().is_some_and(|g| g.closed())
     }
 }
 
@@ -165,6 +215,8 @@ impl Dumper {
             taken: Arc::new(AtomicU32::new(0)),
             // Without a worker, every ask is refused.
             max: if thread.is_some() { max } else { 0 },
+            gate: None,
+            asking: Arc::new(Mutex::new(())),
         };
         Dumper {
             handle: Some(handle),
@@ -181,20 +233,15 @@ impl Dumper {
 
     /// A handle for event consumers.
     pub fn handle(&self) -> DumpHandle {
-        self.handle.clone().unwrap_or_else(|| {
-            let (tx, _) = channel();
-            DumpHandle {
-                tx,
-                taken: Arc::new(AtomicU32::new(0)),
-                max: 0,
-            }
-        })
+        self.handle.clone().unwrap_or_else(DumpHandle::refusing)
     }
 
     /// Waits for the dumps asked for so far, then returns how each went (asks after this are
     /// refused).
     pub fn finish(mut self) -> Vec<DumpOutcome> {
         if let Some(h) = self.handle.take() {
+            // After an ask in progress, if any: it is queued before the end.
+            let _one = h.asking.lock().unwrap_or_else(|p| p.into_inner());
             h.taken.store(u32::MAX, Ordering::SeqCst);
             let _ = h.tx.send(None);
         }
@@ -436,5 +483,85 @@ mod tests {
         assert!(seen[1].1.ends_with(format!("t_{}_2.dmp", u32::MAX - 1)));
         // The handle outlives the worker without blocking anything.
         assert!(!h.request(ask()));
+    }
+
+    /// Admits the first ask, refuses the next `refuse` (a cooldown), then closes.
+    struct OneThenCool {
+        asks: Mutex<Vec<String>>,
+        admitted: AtomicU32,
+    }
+
+    impl DumpGate for OneThenCool {
+        fn admit(&self, request: &DumpRequest) -> bool {
+            self.asks.lock().unwrap().push(request.reason.clone());
+            self.admitted
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |a| {
+                    (a == 0).then_some(1)
+                })
+                .is_ok()
+        }
+
+        fn closed(&self) -> bool {
+            self.asks.lock().unwrap().len() >= 5
+        }
+    }
+
+    #[test]
+    fn the_gate_is_asked_before_anything_is_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = |max| DumpPlan {
+            dir: dir.path().to_path_buf(),
+            stem: "g".into(),
+            spec: DumpSpec::default(),
+            max,
+        };
+        let started = Arc::new(AtomicU32::new(0));
+        let s = started.clone();
+        let d = Dumper::start(
+            plan(u32::MAX),
+            Some(u32::MAX - 1),
+            Box::new(move |n| {
+                if let DumpNotice::Started { .. } = n {
+                    s.fetch_add(1, Ordering::SeqCst);
+                }
+            }),
+        );
+        let gate = Arc::new(OneThenCool {
+            asks: Mutex::new(Vec::new()),
+            admitted: AtomicU32::new(0),
+        });
+        let h = d.handle().gated(gate.clone());
+        let ask = |i: u32| DumpRequest {
+            reason: format!("throw {i}"),
+            pid: None,
+            event_ns: None,
+        };
+        assert!(h.request(ask(1)));
+        for i in 2..=4 {
+            assert!(!h.request(ask(i)), "the cooldown refuses ask {i}");
+            assert!(!h.exhausted());
+        }
+        // A clone shares the gate.
+        assert!(!h.clone().request(ask(5)));
+        assert!(h.exhausted(), "the gate closed");
+        // The ungated handle of the same dumper knows nothing of the gate.
+        assert!(!d.handle().exhausted());
+        let out = d.finish();
+        assert_eq!(out.len(), 1, "only the admitted ask was queued");
+        assert_eq!(out[0].request.reason, "throw 1");
+        assert_eq!(started.load(Ordering::SeqCst), 1);
+        assert_eq!(gate.asks.lock().unwrap().len(), 5);
+
+        // The plan's own limit comes first: past it the gate is not asked.
+        let d = Dumper::start(plan(1), Some(u32::MAX - 1), Box::new(|_| {}));
+        let counting = Arc::new(OneThenCool {
+            asks: Mutex::new(Vec::new()),
+            admitted: AtomicU32::new(0),
+        });
+        let h = d.handle().gated(counting.clone());
+        assert!(h.request(ask(1)));
+        assert!(!h.request(ask(2)));
+        assert_eq!(counting.asks.lock().unwrap().len(), 1);
+        assert_eq!(d.finish().len(), 1);
     }
 }

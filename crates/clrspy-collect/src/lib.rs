@@ -42,8 +42,8 @@ use std::time::Duration;
 pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
 pub use crash::{CrashCapture, CrashReport};
 pub use dumper::{
-    event_monotonic_ns, exception_type_matches, thrown_type, with_exception_events, DumpHandle,
-    DumpNotice, DumpOutcome, DumpPlan, DumpRequest, Dumper, ExceptionTrigger, OnDump,
+    event_monotonic_ns, exception_type_matches, thrown_type, with_exception_events, DumpGate,
+    DumpHandle, DumpNotice, DumpOutcome, DumpPlan, DumpRequest, Dumper, ExceptionTrigger, OnDump,
     EXCEPTION_KEYWORD,
 };
 pub use dumpfile::{compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec};

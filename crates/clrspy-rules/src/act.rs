@@ -201,19 +201,28 @@ pub(crate) fn admit(
     action: &'static str,
     facts: &ProcessFacts,
 ) -> Option<PathBuf> {
-    let refuse = |why: String| {
-        let mut d = about("skipped", facts);
-        d.rule = Some(rule.name.clone());
-        d.action = Some(action);
-        d.detail = Some(why);
-        shared.emit(d);
-        None
-    };
+    match may_act(shared, rule) {
+        Ok(dir) => Some(dir),
+        Err(why) => {
+            let mut d = about("skipped", facts);
+            d.rule = Some(rule.name.clone());
+            d.action = Some(action);
+            d.detail = Some(why);
+            shared.emit(d);
+            None
+        }
+    }
+}
+
+/// Whether rule `rule` may act now: watch is not stopping, the output disk has room, the
+/// rule's limits (max_actions, cooldown; a yes is counted) and its folder (made, kept within
+/// its budget). The folder, or why not.
+pub(crate) fn may_act(shared: &Shared, rule: &Rule) -> Result<PathBuf, String> {
     if shared.stopping.load(Ordering::SeqCst) {
-        return refuse("watch is stopping".into());
+        return Err("watch is stopping".into());
     }
     if !disk_has_room(shared) {
-        return refuse(format!(
+        return Err(format!(
             "the output disk is full ({} has less than 256 KB free)",
             shared.out.display()
         ));
@@ -228,14 +237,14 @@ pub(crate) fn admit(
         })
         .unwrap_or(Admission::Go);
     if verdict != Admission::Go {
-        return refuse(verdict.to_string());
+        return Err(verdict.to_string());
     }
     let dir = shared.out.join(&rule.name);
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        return refuse(format!("cannot create {}: {e}", dir.display()));
+        return Err(format!("cannot create {}: {e}", dir.display()));
     }
     keep_budget(shared, rule, &dir, 0);
-    Some(dir)
+    Ok(dir)
 }
 
 /// True unless the output disk was found full and still is; says when that changes.

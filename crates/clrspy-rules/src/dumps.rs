@@ -1,7 +1,8 @@
 //! A rule's dump action: at once when the process is seen, or on its first-chance exceptions
 //! of the types named — then a session watches the exceptions (kept as a small trace beside
 //! the dumps) and clrspy-collect's dump worker writes each dump, compressed as it streams when
-//! asked. Every dump is one action under the rule's limits; files are renamed to
+//! asked. Every dump is one action under the rule's limits, admitted by the rule's gate
+//! before it is queued (see `gate`); files are renamed to
 //! `<process>_<pid>_<UTC stamp>.dmp[.gz|.zst]`.
 
 use std::path::{Path, PathBuf};
@@ -19,8 +20,8 @@ use crate::act::{
     about, admit, age_ms, file_for, free_bytes, keep_budget, say_disk_full, track, untrack,
     BudgetWatch, DUMP_TIMEOUT, MIN_FREE,
 };
-use crate::budget::Admission;
 use crate::facts::ProcessFacts;
+use crate::gate::RuleGate;
 use crate::model::{DumpAction, Rule};
 use crate::parse::RuleSet;
 use crate::values::Compression;
@@ -111,19 +112,6 @@ fn at_once(shared: &Shared, rule: &Rule, dump: &DumpAction, facts: &ProcessFacts
     }
 }
 
-/// Counts one dump against the rule's limits when the worker starts it.
-fn count(shared: &Shared, rule: &Rule) -> Admission {
-    shared
-        .states
-        .lock()
-        .map(|mut s| {
-            s.entry(rule.name.clone())
-                .or_default()
-                .admit(&rule.limits, Instant::now())
-        })
-        .unwrap_or(Admission::Go)
-}
-
 /// Dumps left under the rule's `max_actions` (all of them without one).
 fn left(shared: &Shared, rule: &Rule) -> u32 {
     let taken = shared
@@ -190,17 +178,20 @@ fn on_exceptions(
         dir: dir.clone(),
         stem: facts.file_name(),
         spec,
-        max,
+        // The rule's gate holds the limits, shared with its other processes.
+        max: u32::MAX,
     };
     let writing = Arc::new(Mutex::new(0u32));
     let on_dump = notices(shared, rules, i, facts, &dir, spec, writing.clone());
     let dumper = Dumper::start(plan, Some(facts.pid), on_dump);
+    let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
+    let handle = dumper.handle().gated(gate.clone());
     let patterns: Vec<String> = dump
         .on_exception
         .iter()
         .map(|g| g.as_str().to_string())
         .collect();
-    let trigger = ExceptionTrigger::new(patterns.clone(), dumper.handle());
+    let trigger = ExceptionTrigger::new(patterns.clone(), handle.clone());
     let config = clrspy_collect::with_exception_events(&SessionConfig {
         circular_buffer_mb: 64,
         rundown_keyword: diagnostics_client::DEFAULT_RUNDOWN_KEYWORD,
@@ -231,7 +222,7 @@ fn on_exceptions(
             next: Instant::now(),
             over: false,
         },
-        handle: dumper.handle(),
+        handle,
         writing,
     };
     let label = format!("{} (pid {})", facts.file_name(), facts.pid);
@@ -250,8 +241,9 @@ fn on_exceptions(
     );
     // The dump being written is finished before the session's end is told.
     let _ = dumper.finish();
+    let skipped = gate.finish();
     untrack(shared, &stop, &out);
-    say_watched(shared, rule, facts, out, result);
+    say_watched(shared, rule, facts, out, result, skipped);
 }
 
 /// Says a process's exceptions are watched.
@@ -286,18 +278,23 @@ fn say_watched(
     facts: &ProcessFacts,
     out: PathBuf,
     result: clrspy_collect::Result<clrspy_collect::RunOutcome>,
+    skipped: u32,
 ) {
     let mut d = about("watching_ended", facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
     d.file = Some(out);
-    match result {
+    let how = match result {
         Ok(o) => {
             d.bytes = Some(o.summary.bytes);
-            d.detail = Some(format!("{:?}", o.summary.reason).to_lowercase());
+            format!("{:?}", o.summary.reason).to_lowercase()
         }
-        Err(e) => d.detail = Some(e.to_string()),
-    }
+        Err(e) => e.to_string(),
+    };
+    d.detail = Some(match skipped {
+        0 => how,
+        n => format!("{how}; {n} matching exception(s) skipped by the rule's limits"),
+    });
     shared.emit(d);
 }
 
@@ -340,22 +337,17 @@ fn notices(
                 if let Ok(mut w) = writing.lock() {
                     *w += 1;
                 }
-                let verdict = count(&shared, rule);
                 let mut d = about("action_started", &facts);
                 d.rule = Some(rule_name.clone());
                 d.action = Some("dump");
                 d.file = Some(path.to_path_buf());
                 d.age_ms = age_ms(facts.pid);
                 d.detail = Some(format!(
-                    "{}{}{}",
+                    "{}{}",
                     request.reason,
                     delay
                         .map(|d| format!(", {} ms after the throw", d.as_millis()))
                         .unwrap_or_default(),
-                    match verdict {
-                        Admission::Go => String::new(),
-                        v => format!(" ({v}: the dump was already asked for)"),
-                    }
                 ));
                 shared.actions.fetch_add(1, Ordering::SeqCst);
                 shared.emit(d);

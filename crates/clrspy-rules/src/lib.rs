@@ -14,6 +14,7 @@ mod discover;
 mod doc;
 mod dumps;
 mod facts;
+mod gate;
 mod log;
 mod model;
 mod parse;

@@ -124,6 +124,33 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The state of a watch writing to `out` (its log open there) with `rules`.
+    pub(crate) fn new(
+        out: &Path,
+        rules: RuleSet,
+        log: DecisionLog,
+        say: Say,
+        listen: Option<PathBuf>,
+    ) -> Shared {
+        Shared {
+            out: out.to_path_buf(),
+            rules: RwLock::new(Arc::new(rules)),
+            log: Mutex::new(log),
+            say: Mutex::new(say),
+            states: Mutex::new(HashMap::new()),
+            open_files: Mutex::new(Vec::new()),
+            traces: Mutex::new(Vec::new()),
+            claimed: Mutex::new(HashSet::new()),
+            matched: Mutex::new(crate::tree::Matched::default()),
+            disk_full: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            actions: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            listen,
+            workers: Mutex::new(Vec::new()),
+        }
+    }
+
     /// Logs `d` and prints its line.
     pub(crate) fn emit(&self, d: Decision) {
         let failed = self.log.lock().ok().and_then(|mut l| l.write(&d));
@@ -183,23 +210,7 @@ pub fn watch(
     };
     std::fs::create_dir_all(&opts.out).map_err(|e| out_err(&opts.out, e))?;
     let log = DecisionLog::open(&opts.out).map_err(|e| out_err(&opts.out, e))?;
-    let shared = Arc::new(Shared {
-        out: opts.out.clone(),
-        rules: RwLock::new(Arc::new(rules)),
-        log: Mutex::new(log),
-        say: Mutex::new(say),
-        states: Mutex::new(HashMap::new()),
-        open_files: Mutex::new(Vec::new()),
-        traces: Mutex::new(Vec::new()),
-        claimed: Mutex::new(HashSet::new()),
-        matched: Mutex::new(crate::tree::Matched::default()),
-        disk_full: AtomicBool::new(false),
-        stopping: AtomicBool::new(false),
-        actions: AtomicU64::new(0),
-        failures: AtomicU64::new(0),
-        listen: opts.listen.clone(),
-        workers: Mutex::new(Vec::new()),
-    });
+    let shared = Arc::new(Shared::new(&opts.out, rules, log, say, opts.listen.clone()));
     let port =
         match &opts.listen {
             Some(path) => Some(crate::port::Port::start(path, shared.clone()).map_err(

@@ -1,7 +1,8 @@
 //! `clrspy watch` against real .NET processes: a program started after it gets its rule's
 //! trace (named `<process>_<pid>_<UTC stamp>.nettrace`, logged); SIGHUP with a broken file
 //! keeps the old rules; `--listen` catches a short-lived program from its first instruction; a
-//! full output disk is logged and watching goes on.
+//! full output disk is logged and watching goes on; a rule's cooldown holds between dumps on
+//! exceptions (one dump, the other exceptions logged as skipped).
 //!
 //! Other tests (and other people) run the same workloads on this machine: each test runs
 //! Workloads.dll through a folder link of its own and matches only that path.
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{clrspy_command, info, live, workloads};
+use common::{clrspy_command, info, json, live, workloads};
 
 /// A running `clrspy watch`, stopped (SIGTERM, then killed) when dropped.
 struct Watch {
@@ -512,6 +513,86 @@ fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigge
     assert!(why.contains("ring"), "{done}");
     assert_eq!(info(&file)["ended_cleanly"], true);
     web.wait();
+    assert!(w.stop().success());
+}
+
+#[test]
+fn a_cooldown_leaves_one_dump_and_logs_the_exceptions_it_skipped() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dll = own_workloads(dir.path(), "watch-cool-wl");
+    let rules = dir.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{ "rules": [
+    { "name": "cooled",
+      "match": { "name": "Workloads", "command_line": "watch-cool-wl/.* cast" },
+      "dump": { "type": "mini", "on_exception": ["*.InvalidCastException"], "compress": "gzip" },
+      "limits": { "max_actions": 5, "cooldown": "1h" } } ] }"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let w = Watch::start(&rules, &out, &[]);
+    // Five InvalidCastExceptions 300 ms apart, after 3 s (time for watch to find the process
+    // and open its session).
+    let args = [
+        "cast",
+        "--count",
+        "5",
+        "--delay",
+        "3",
+        "--interval-ms",
+        "300",
+        "--seconds",
+        "1",
+    ];
+    let mut p = Program::start(&dll, &args, &[]);
+    let pid = p.pid();
+    assert!(p.wait().success());
+    let ended = w.wait_for(
+        |l| for_pid(l, "watching_ended", pid),
+        "the end of the exception watch",
+    );
+    let log = w.log();
+    let mine = |event: &str| -> Vec<&serde_json::Value> {
+        log.iter().filter(|l| for_pid(l, event, pid)).collect()
+    };
+    // One dump started, and it is the one written: none started then discarded.
+    assert_eq!(mine("action_started").len(), 1, "{log:#?}");
+    assert_eq!(mine("action_done").len(), 1, "{log:#?}");
+    assert!(mine("action_failed").is_empty(), "{log:#?}");
+    let dumps: Vec<PathBuf> = std::fs::read_dir(out.join("cooled"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".dmp.gz"))
+        .collect();
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    assert!(named_per_pattern(&dumps[0], "Workloads", pid, "dmp.gz"));
+    // Every other InvalidCastException the session saw was skipped for the cooldown, and said so.
+    let skipped = mine("skipped");
+    assert!(!skipped.is_empty(), "{log:#?}");
+    for l in &skipped {
+        let d = l["detail"].as_str().unwrap_or("");
+        assert!(d.contains("cooldown: "), "{l}");
+        assert!(d.contains("InvalidCastException"), "{l}");
+    }
+    let watched = PathBuf::from(ended["file"].as_str().unwrap());
+    let report = json(&["report", watched.to_str().unwrap(), "exceptions", "--json"]);
+    let casts = report["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "System.InvalidCastException")
+        .and_then(|t| t["count"].as_u64())
+        .unwrap_or(0);
+    assert!(casts >= 2, "the session saw {casts} casts: {report}");
+    let want = format!("; {} matching exception(s) skipped", casts - 1);
+    assert!(
+        ended["detail"].as_str().unwrap_or("").contains(&want),
+        "{ended}\n{log:#?}"
+    );
     assert!(w.stop().success());
 }
 
