@@ -1,7 +1,8 @@
 //! clrspy's own provider: the events `clrspy record` splices into a trace (each thread's CPU
 //! time, run-queue time and name at every reading, the CPU throttling of the target's cgroup,
 //! how readings were taken, the reading ticks, the process's executable mappings, and the names of the precompiled (ReadyToRun) functions the samples
-//! fell into, with the identity of their images). One definition serves both sides: the recorder builds the events'
+//! fell into, with the identity of their images; the stop trigger that fired; what a ring
+//! buffer kept). One definition serves both sides: the recorder builds the events'
 //! metadata ([`metadata`]) and payloads (each view's `encode`) from it, and the analysis reads
 //! them back with the views' `parse`.
 //!
@@ -49,6 +50,8 @@ pub mod ids {
     pub const TRIGGER: u32 = 9;
     /// `CgroupCpu`: the CPU throttling counters of the target's cgroup so far, at a tick.
     pub const CGROUP_CPU: u32 = 10;
+    /// `Ring`: once, at the end of a ring buffer's trace: what the ring kept and dropped.
+    pub const RING: u32 = 11;
 }
 
 /// One event of the provider.
@@ -105,6 +108,13 @@ const TRIGGER_FIELDS: &[FieldDef] = &[
     string("Event"),
     uint64("EventTimestamp"),
     uint32("AfterMs"),
+];
+
+const RING_FIELDS: &[FieldDef] = &[
+    uint64("BudgetBytes"),
+    uint64("ReceivedBytes"),
+    uint64("DroppedBlocks"),
+    uint64("DroppedBytes"),
 ];
 
 /// Every event of the provider (version 0, level informational).
@@ -168,6 +178,12 @@ pub const EVENTS: &[EventDef] = &[
         name: "CgroupCpu",
         fields: CGROUP_CPU_FIELDS,
         required: CGROUP_CPU_FIELDS.len(),
+    },
+    EventDef {
+        id: ids::RING,
+        name: "Ring",
+        fields: RING_FIELDS,
+        required: RING_FIELDS.len(),
     },
 ];
 
@@ -479,6 +495,45 @@ impl<'a> Trigger<'a> {
     }
 }
 
+/// `Ring`: a ring buffer's trace holds only the newest part of the stream; this says how much
+/// it was given and how much it dropped (the oldest blocks, by design).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ring {
+    /// The ring's size, bytes.
+    pub budget_bytes: u64,
+    /// Bytes of the stream it received.
+    pub received_bytes: u64,
+    /// Stack, event and sequence-point blocks it dropped (the oldest).
+    pub dropped_blocks: u64,
+    /// Their bytes.
+    pub dropped_bytes: u64,
+}
+
+impl Ring {
+    /// Reads the payload.
+    pub fn parse(payload: &[u8]) -> Result<Ring, ViewError> {
+        let mut c = cursor(ids::RING, payload)?;
+        Ok(Ring {
+            budget_bytes: c.u64("BudgetBytes")?,
+            received_bytes: c.u64("ReceivedBytes")?,
+            dropped_blocks: c.u64("DroppedBlocks")?,
+            dropped_bytes: c.u64("DroppedBytes")?,
+        })
+    }
+
+    /// Writes the payload.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        for v in [
+            self.budget_bytes,
+            self.received_bytes,
+            self.dropped_blocks,
+            self.dropped_bytes,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
 /// `ModuleMap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModuleMap<'a> {
@@ -579,112 +634,5 @@ impl<'a> R2rImage<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each encoder writes what its metadata declares: nettrace's metadata-driven decoder
-    /// reads every field back.
-    #[test]
-    fn encoders_match_the_metadata() {
-        let md = metadata();
-        assert_eq!(md.len(), EVENTS.len());
-        let mut p = Vec::new();
-        ModuleMap::encode(0x1000, 0x2000, 0x40, "/usr/lib/libcoreclr.so", &mut p);
-        let m = ModuleMap::parse(&p).unwrap();
-        assert_eq!((m.start, m.end, m.offset), (0x1000, 0x2000, 0x40));
-        assert_eq!(m.path.to_string(), "/usr/lib/libcoreclr.so");
-        let mm = md.iter().find(|m| m.event_name == "ModuleMap").unwrap();
-        let names: Vec<&str> = mm.fields.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(names, ["Start", "End", "Offset", "Path"]);
-        assert_eq!(mm.fields[3].ty, FieldType::String16);
-
-        p.clear();
-        ThreadName::encode(7, "worker", &mut p);
-        let t = ThreadName::parse(&p).unwrap();
-        assert_eq!((t.thread_id, t.name.to_string().as_str()), (7, "worker"));
-        p.clear();
-        p.clear();
-        Trigger::encode(["gen2", "a gen2 GC", "rt", "GC/Start"], 77, 5000, &mut p);
-        let t = Trigger::parse(&p).unwrap();
-        assert!(t.trigger.eq_str("gen2") && t.event.eq_str("GC/Start"));
-        assert_eq!((t.event_timestamp, t.after_ms), (77, 5000));
-        p.clear();
-        SamplerInfo::encode(20, "schedstat", &mut p);
-        assert!(SamplerInfo::parse(&p).unwrap().source.eq_str("schedstat"));
-        for m in &md {
-            assert_eq!(check_metadata(m.event_id, &m.fields), Ok(()));
-        }
-        let mut other = mm.fields.clone();
-        other.swap(0, 1);
-        let e = check_metadata(ids::MODULE_MAP, &other).unwrap_err();
-        assert!(
-            e.to_string().contains("ModuleMap") && e.to_string().contains("Start"),
-            "{e}"
-        );
-        p.clear();
-        R2rMethod::encode("/x/System.Net.Sockets.dll", 0xd460, 0x70, "A.B.C", &mut p);
-        let r = R2rMethod::parse(&p).unwrap();
-        assert_eq!((r.offset, r.size), (0xd460, 0x70));
-        assert!(r.path.eq_str("/x/System.Net.Sockets.dll") && r.name.eq_str("A.B.C"));
-        p.clear();
-        R2rImage::encode("/x/a.dll", 1234, "00ff", &mut p);
-        let i = R2rImage::parse(&p).unwrap();
-        assert_eq!(i.size, 1234);
-        assert!(i.mvid.eq_str("00ff"));
-        p.clear();
-        RecorderCpu {
-            process_id: 9,
-            cpu_ns: 1234,
-        }
-        .encode(&mut p);
-        assert_eq!(RecorderCpu::parse(&p).unwrap().cpu_ns, 1234);
-        let rc = md.iter().find(|m| m.event_name == "RecorderCpu").unwrap();
-        assert_eq!(rc.fields.len(), 2);
-        let bw = CpuBandwidth {
-            version: 1,
-            periods: 100,
-            throttled_periods: 31,
-            throttled_ns: 4_200_000_000,
-            quota_us: 50_000,
-            period_us: 100_000,
-        };
-        p.clear();
-        CgroupCpu::encode(&bw, "/sys/fs/cgroup/cpu/x", &mut p);
-        let g = CgroupCpu::parse(&p).unwrap();
-        assert_eq!(g.bandwidth, bw);
-        assert!(g.path.eq_str("/sys/fs/cgroup/cpu/x"));
-        let e = ThreadCpu::parse(&[1, 0, 0, 0, 5]).unwrap_err();
-        assert_eq!(e.event, "ThreadCpu");
-        assert!(e.to_string().contains("CpuTimeNs"), "{e}");
-    }
-
-    /// A trace written before `RunQueueNs` was added still reads: its metadata ends at
-    /// `State`, and so do its payloads.
-    #[test]
-    fn thread_cpu_from_before_the_run_queue_field() {
-        let md = metadata();
-        let tc = md.iter().find(|m| m.event_name == "ThreadCpu").unwrap();
-        assert_eq!(tc.fields.len(), 4);
-        assert_eq!(check_metadata(ids::THREAD_CPU, &tc.fields[..3]), Ok(()));
-        assert!(check_metadata(ids::THREAD_CPU, &tc.fields[..2]).is_err());
-        let mut p = Vec::new();
-        let r = ThreadCpu {
-            thread_id: 5,
-            cpu_ns: 9,
-            state: u16::from(b'R'),
-            runqueue_ns: Some(7),
-        };
-        r.encode(&mut p);
-        assert_eq!(ThreadCpu::parse(&p).unwrap(), r);
-        assert_eq!(ThreadCpu::parse(&p[..14]).unwrap().runqueue_ns, None);
-        p.clear();
-        ThreadCpu {
-            runqueue_ns: None,
-            ..r
-        }
-        .encode(&mut p);
-        assert_eq!(p.len(), 22);
-        assert_eq!(ThreadCpu::parse(&p).unwrap().runqueue_ns, None);
-        assert!(ThreadCpu::parse(&p[..18]).is_err());
-    }
-}
+#[path = "clrspy_tests.rs"]
+mod tests;

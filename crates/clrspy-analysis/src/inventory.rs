@@ -51,6 +51,9 @@ pub struct Inventory {
     pub error: Option<String>,
     /// The stop trigger that ended the recording (clrspy's `Trigger` event), if one did.
     pub trigger: Option<TriggerNote>,
+    /// What the ring buffer kept and dropped, for a trace a ring wrote (clrspy's `Ring`
+    /// event).
+    pub ring: Option<clr_events::clrspy::Ring>,
 }
 
 /// A stop trigger that fired, as `clrspy record` stored it.
@@ -92,6 +95,22 @@ impl TriggerNote {
             after_ms: t.after_ms,
         })
     }
+}
+
+/// What clrspy wrote about the recording itself.
+#[derive(Default)]
+struct Notes {
+    trigger: Option<TriggerNote>,
+    ring: Option<clr_events::clrspy::Ring>,
+}
+
+/// Reads clrspy's `Ring` event (None for any other event).
+fn ring_note(ev: &Event<'_>) -> Option<clr_events::clrspy::Ring> {
+    use clr_events::clrspy::{ids, Ring, PROVIDER};
+    if ev.provider() != PROVIDER || ev.event_id() != ids::RING {
+        return None;
+    }
+    Ring::parse(ev.payload).ok()
 }
 
 /// [`Inventory::run`] reports progress once per this many events.
@@ -136,17 +155,15 @@ impl Counts {
         self.by_id[i] = (b.metadata_key, b.version, slot);
     }
 
-    /// The first event of a row: a new row, and clrspy's `Trigger` read when it is one (a
-    /// trace holds one Trigger event at most).
+    /// The first event of a row: a new row, and clrspy's `Trigger` or `Ring` read when it is
+    /// one (a trace holds one of each at most).
     #[cold]
-    fn first_of_row(
-        &mut self,
-        b: &EventBrief,
-        ev: &Event<'_>,
-        trigger: &mut Option<TriggerNote>,
-    ) -> usize {
-        if trigger.is_none() {
-            *trigger = TriggerNote::read(ev);
+    fn first_of_row(&mut self, b: &EventBrief, ev: &Event<'_>, notes: &mut Notes) -> usize {
+        if notes.trigger.is_none() {
+            notes.trigger = TriggerNote::read(ev);
+        }
+        if notes.ring.is_none() {
+            notes.ring = ring_note(ev);
         }
         self.add_row(b, ev)
     }
@@ -176,14 +193,14 @@ impl Inventory {
     pub fn run<S: ByteSource>(reader: &mut Reader<S>, mut progress: impl FnMut(u64)) -> Inventory {
         let mut counts = Counts::default();
         let mut with_stack = 0u64;
-        let mut trigger = None;
+        let mut notes = Notes::default();
         let mut seen = 0u32;
         let result = reader.for_each_brief(|b, ev| {
             let slot = match counts.slot(b) {
                 Some(slot) => slot,
                 None => match ev {
                     None => return BriefAnswer::NeedEvent,
-                    Some(ev) => counts.first_of_row(b, ev, &mut trigger),
+                    Some(ev) => counts.first_of_row(b, ev, &mut notes),
                 },
             };
             counts.rows[slot].3 += 1;
@@ -219,7 +236,8 @@ impl Inventory {
                 .collect(),
             events_with_stack: with_stack,
             error: result.err().map(|e| e.to_string()),
-            trigger,
+            trigger: notes.trigger,
+            ring: notes.ring,
         }
     }
 
@@ -277,6 +295,19 @@ impl Inventory {
     /// Method loads with names (`Method/LoadVerbose`) in the trace.
     pub fn method_loads(&self) -> u64 {
         self.count(clr_events::RUNTIME_PROVIDER, "Method/LoadVerbose")
+    }
+
+    /// Events the runtime lost (gaps in sequence numbers). For a ring buffer's trace, not
+    /// those at its start (before its first sequence point, or before a thread's first kept
+    /// event): the ring dropped them, by design.
+    pub fn lost_events(&self) -> u64 {
+        match self.ring {
+            Some(_) => self
+                .stats
+                .dropped_events
+                .saturating_sub(self.stats.dropped_at_start),
+            None => self.stats.dropped_events,
+        }
     }
 
     /// True when the trace ended without its end-of-stream marker.

@@ -113,6 +113,8 @@ pub enum Injected {
         /// How long recording goes on after it, ms.
         after_ms: u32,
     },
+    /// `Ring` (11): once, last, what a ring buffer kept and dropped.
+    Ring(clr_events::clrspy::Ring),
     /// `R2RImage` (7): a ReadyToRun image's identity.
     R2rImage {
         /// The image's mapped path.
@@ -139,6 +141,7 @@ impl Injected {
             Injected::RecorderCpu { .. } => ids::RECORDER_CPU,
             Injected::Trigger { .. } => ids::TRIGGER,
             Injected::CgroupCpu { .. } => ids::CGROUP_CPU,
+            Injected::Ring(_) => ids::RING,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -202,6 +205,7 @@ impl Injected {
             Injected::R2rImage { path, size, mvid } => {
                 clrspy::R2rImage::encode(path, *size, mvid, &mut p)
             }
+            Injected::Ring(r) => r.encode(&mut p),
         }
         p
     }

@@ -10,7 +10,9 @@
 //! the next sequence point, so a stack block stays while any event block of its interval does,
 //! and always while its interval is still open. At the end the output is assembled: each block
 //! is re-framed for its new offset (V3-V5 pad payloads to 4-byte offsets) and the chunk
-//! directory is removed.
+//! directory is removed. The last event, clrspy's `Ring`, says what the ring kept and dropped,
+//! so a reader tells the gap it leaves at the start of each thread's sequence numbers from
+//! events the runtime lost.
 //!
 //! The bound: the finished file holds at most `budget` bytes plus one block, unless the
 //! header, metadata, the stacks of the open sequence-point interval and the rundown alone are
@@ -506,6 +508,20 @@ impl ByteSink for RingSink {
                 ring: Some(self.stats),
             });
         };
+        // Last, what the ring kept and dropped: readers tell its gap at the start of the
+        // stream from events the runtime lost.
+        let note = {
+            let st = s.get_mut();
+            clr_events::clrspy::Ring {
+                budget_bytes: st.budget,
+                received_bytes: st.received,
+                dropped_blocks: st.dropped_blocks,
+                dropped_bytes: st.dropped_bytes,
+            }
+        };
+        s.push_at_end(crate::procstat::monotonic_ns(), Injected::Ring(note));
+        // A stream that stopped between blocks without its end marker takes it now.
+        s.inject().map_err(|e| self.err(e))?;
         s.end().map_err(|e| self.err(e))?;
         let spliced = s.spliced;
         let whole = s.whole();

@@ -17,6 +17,23 @@ pub struct InfoView<'a> {
     pub bytes_total: u64,
 }
 
+/// The ring buffer's line: what it kept, and that the older events went by design.
+fn write_ring(out: &mut dyn Write, r: &clr_events::clrspy::Ring) -> io::Result<()> {
+    if r.dropped_blocks == 0 {
+        return writeln!(
+            out,
+            "Ring buffer:    {}, never full: nothing was dropped",
+            human_bytes(r.budget_bytes)
+        );
+    }
+    writeln!(
+        out,
+        "Ring buffer:    kept the newest {} of the {} received; older events were dropped by design",
+        human_bytes(r.budget_bytes),
+        human_bytes(r.received_bytes)
+    )
+}
+
 impl InfoView<'_> {
     /// The JSON view (keys documented in README's `clrspy info`).
     pub fn json(&self) -> serde_json::Value {
@@ -34,7 +51,7 @@ impl InfoView<'_> {
             .into_iter()
             .map(|(p, n)| json!({"provider": p, "count": n}))
             .collect();
-        json!({
+        let mut v = json!({
             "file": self.file,
             "format_version": inv.format_version(),
             "format": format!("{:?}", h.format),
@@ -51,7 +68,7 @@ impl InfoView<'_> {
             "events_with_stack": inv.events_with_stack,
             "stacks": stats.stacks,
             "metadata_rows": stats.metadata_rows,
-            "dropped_events": stats.dropped_events,
+            "dropped_events": inv.lost_events(),
             "truncated": inv.truncated(),
             "has_rundown": inv.has_rundown(),
             "method_loads": inv.method_loads(),
@@ -68,7 +85,21 @@ impl InfoView<'_> {
             })),
             "per_provider": per_provider,
             "per_event": per_event,
-        })
+        });
+        // Only a ring's trace has the key: other traces' JSON stays as it was.
+        if let (Some(r), Some(m)) = (&inv.ring, v.as_object_mut()) {
+            m.insert(
+                "ring".into(),
+                json!({
+                    "budget_bytes": r.budget_bytes,
+                    "received_bytes": r.received_bytes,
+                    "dropped_blocks": r.dropped_blocks,
+                    "dropped_bytes": r.dropped_bytes,
+                    "events_before_kept": stats.dropped_at_start,
+                }),
+            );
+        }
+        v
     }
 
     /// The text view.
@@ -116,11 +147,15 @@ impl InfoView<'_> {
             group(inv.events_with_stack),
             group(stats.stacks)
         )?;
-        if stats.dropped_events > 0 {
+        if let Some(r) = &inv.ring {
+            write_ring(out, r)?;
+        }
+        let lost = inv.lost_events();
+        if lost > 0 {
             writeln!(
                 out,
                 "Dropped:        {} events lost by the runtime (gaps in sequence numbers)",
-                group(stats.dropped_events)
+                group(lost)
             )?;
         }
         match (&inv.error, inv.truncated()) {
@@ -192,5 +227,156 @@ impl InfoView<'_> {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nettrace::{
+        EventMetadata, EventRecord, Item, Scanner, TraceWriter, WriteFormat, WriterOptions,
+    };
+
+    /// A V6 trace (blocks need no re-framing when cut out) of a thread busy only during the
+    /// first 300 events and one busy throughout, ending with clrspy's `Ring` event when
+    /// `ring`; then, as a ring would, its first `drop` event and sequence-point blocks cut
+    /// away, and one more event block in the middle (a loss after the first kept events).
+    fn cut_trace(ring: bool, drop: usize) -> Vec<u8> {
+        let opts = WriterOptions {
+            format: WriteFormat::V6,
+            block_size: 1024,
+            blocks_per_sequence_point: 4,
+            ..WriterOptions::default()
+        };
+        let mut w = TraceWriter::new(Vec::new(), opts).unwrap();
+        let tick = w
+            .define(&EventMetadata {
+                provider: "Test".into(),
+                event_id: 1,
+                event_name: "Tick".into(),
+                ..EventMetadata::default()
+            })
+            .unwrap();
+        let ids: Vec<u32> = clr_events::clrspy::metadata()
+            .iter()
+            .map(|m| w.define(m).unwrap())
+            .collect();
+        for i in 0..4000u64 {
+            let payload = i.to_le_bytes();
+            for t in [1, 999].into_iter().filter(|&t| t == 1 || i < 300) {
+                w.write(&EventRecord {
+                    metadata_id: tick,
+                    thread_id: t,
+                    capture_thread_id: t,
+                    timestamp: i as i64 * 1000,
+                    payload: &payload,
+                    ..EventRecord::default()
+                })
+                .unwrap();
+            }
+        }
+        if ring {
+            let at = clr_events::clrspy::EVENTS
+                .iter()
+                .position(|e| e.id == clr_events::clrspy::ids::RING)
+                .unwrap();
+            let mut p = Vec::new();
+            clr_events::clrspy::Ring {
+                budget_bytes: 8 << 20,
+                received_bytes: 40 << 20,
+                dropped_blocks: drop as u64,
+                dropped_bytes: 32 << 20,
+            }
+            .encode(&mut p);
+            w.write(&EventRecord {
+                metadata_id: ids[at],
+                thread_id: 5,
+                capture_thread_id: 5,
+                timestamp: 4_000_000,
+                payload: &p,
+                ..EventRecord::default()
+            })
+            .unwrap();
+        }
+        let full = w.finish().unwrap();
+        let mut out = Vec::new();
+        let mut seen = 0;
+        Scanner::new()
+            .feed_all(&full, |i| {
+                let r = i.offset() as usize..i.end() as usize;
+                let keep = match i {
+                    Item::Block(b) if !b.is_persistent() => {
+                        seen += 1;
+                        seen > drop && seen != drop + 12
+                    }
+                    _ => true,
+                };
+                if keep {
+                    out.extend_from_slice(&full[r]);
+                }
+            })
+            .unwrap();
+        out
+    }
+
+    fn text(bytes: &[u8]) -> (Inventory, String) {
+        let mut r = nettrace::TraceReader::new(bytes).unwrap();
+        let inventory = Inventory::run(&mut r, |_| {});
+        let view = InfoView {
+            inventory: &inventory,
+            file: "t.nettrace".into(),
+            bytes_total: bytes.len() as u64,
+        };
+        let mut out = Vec::new();
+        view.write_text(&mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        (inventory, s)
+    }
+
+    #[test]
+    fn a_ring_trace_says_its_start_was_dropped_by_design_and_counts_only_later_gaps() {
+        let (inv, t) = text(&cut_trace(true, 30));
+        let st = &inv.stats;
+        assert!(st.dropped_at_start > 0, "{st:?}");
+        let lost = st.dropped_events - st.dropped_at_start;
+        assert!(lost > 0, "the block cut in the middle: {st:?}");
+        assert_eq!(inv.lost_events(), lost);
+        assert!(
+            t.contains("Ring buffer:    kept the newest 8.0 MB of the 40.0 MB received; older events were dropped by design\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains(&format!(
+                "Dropped:        {} events lost by the runtime",
+                group(lost)
+            )),
+            "{t}"
+        );
+        let v = InfoView {
+            inventory: &inv,
+            file: "t".into(),
+            bytes_total: 0,
+        }
+        .json();
+        assert_eq!(v["dropped_events"], lost);
+        assert_eq!(v["ring"]["events_before_kept"], st.dropped_at_start);
+
+        // The same cut without the note: every gap counts as before, and no ring key.
+        let (inv, t) = text(&cut_trace(false, 30));
+        assert!(inv.ring.is_none());
+        assert_eq!(inv.lost_events(), inv.stats.dropped_events);
+        assert!(!t.contains("Ring buffer"), "{t}");
+        let dropped = format!(
+            "Dropped:        {} events lost by the runtime",
+            group(inv.stats.dropped_events)
+        );
+        assert!(t.contains(&dropped), "{t}");
+        let v = InfoView {
+            inventory: &inv,
+            file: "t".into(),
+            bytes_total: 0,
+        }
+        .json();
+        assert!(v.get("ring").is_none());
     }
 }

@@ -1,6 +1,7 @@
 //! Live: `clrspy record --ring 8MB` on a 60 s allocation-heavy workload leaves a file of at
 //! most 8 MB plus one block, a whole trace (TraceEvent reads it without error, the rundown
-//! names the methods) whose events are the newest ones, each with its stack.
+//! names the methods) whose events are the newest ones, each with its stack; `clrspy info` says
+//! the ring dropped the older events by design, not that the runtime lost them.
 
 mod common;
 
@@ -53,6 +54,23 @@ fn a_ring_keeps_the_newest_8mb_as_a_whole_trace() {
     let path = trace.to_str().unwrap();
     let info = json(&["info", path, "--json"]);
     assert_eq!(info["ended_cleanly"], true, "{info}");
+    // info says what the ring dropped, by design, apart from what the runtime lost.
+    let ring = &info["ring"];
+    assert_eq!(ring["budget_bytes"], BUDGET, "{info}");
+    assert!(ring["dropped_blocks"].as_u64().unwrap() > 0, "{info}");
+    let text = clrspy().args(["info", path]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Ring buffer:    kept the newest 8.0 MB of the ")
+            && text.contains(" received; older events were dropped by design\n"),
+        "{text}"
+    );
+    let lost = info["dropped_events"].as_u64().unwrap();
+    assert_eq!(text.contains("lost by the runtime"), lost > 0, "{text}");
+    eprintln!(
+        "ring: {} events before the kept blocks (the ring's), {lost} lost by the runtime",
+        ring["events_before_kept"]
+    );
     let h = harness().expect("could not build bench/TraceEventHarness");
     let te = std::process::Command::new("dotnet")
         .arg(&h)

@@ -83,6 +83,14 @@ pub struct TraceStats {
     pub missing_stacks: u64,
     /// Events the writer dropped, from gaps in per-thread sequence numbers and sequence points.
     pub dropped_events: u64,
+    /// Of [`TraceStats::dropped_events`], those at the trace's start: gaps found before the
+    /// first sequence point was read, and the numbers of a thread before any of its events
+    /// was read (a sequence point or a V6 thread's removal names a thread none of whose
+    /// events came yet). A trace that holds only the end of a stream (a ring buffer's, cut
+    /// at a block anywhere, its first blocks possibly of threads written out of order) has
+    /// these by design; in a whole stream they are losses like the others. After the first
+    /// sequence point every thread's numbers are known, so later gaps are real losses.
+    pub dropped_at_start: u64,
     /// True when any metadata carried V5 tags (the trace is NetTrace V5).
     pub v5_metadata_tags: bool,
     /// Bytes of the stream consumed by whole blocks (everything before this offset was read).
@@ -230,6 +238,8 @@ pub(crate) struct Decoder {
     cur_seq_thread: Option<u64>,
     cur_seq: u32,
     thread_cache: Option<(u64, u64, Option<u64>)>,
+    /// True until the first sequence point was read.
+    at_start: bool,
 }
 
 impl Decoder {
@@ -251,6 +261,7 @@ impl Decoder {
             cur_seq_thread: None,
             cur_seq: 0,
             thread_cache: None,
+            at_start: true,
         }
     }
 
@@ -588,6 +599,9 @@ impl Decoder {
         let seq = raw.h.sequence;
         if self.cur_seq != 0 && seq != expected && seq > expected {
             self.stats.dropped_events += u64::from(seq - expected);
+            if self.at_start {
+                self.stats.dropped_at_start += u64::from(seq - expected);
+            }
         }
         if seq > self.cur_seq || seq == 1 {
             self.cur_seq = seq;

@@ -82,6 +82,9 @@ impl Decoder {
         let last = self.last_seq.entry(thread).or_insert(0);
         if seq > *last {
             self.stats.dropped_events += u64::from(seq - *last);
+            if *last == 0 || self.at_start {
+                self.stats.dropped_at_start += u64::from(seq - *last);
+            }
             *last = seq;
         }
     }
@@ -128,6 +131,7 @@ impl Decoder {
                 self.note_sequence(tid, seq);
             }
         }
+        self.at_start = false;
         self.stacks.clear();
         self.labels.clear();
         Ok(())

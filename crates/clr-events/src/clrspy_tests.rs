@@ -1,0 +1,118 @@
+//! Tests of clrspy's own provider's events (encoders against their metadata, old layouts).
+
+use super::*;
+
+/// Each encoder writes what its metadata declares: nettrace's metadata-driven decoder
+/// reads every field back.
+#[test]
+fn encoders_match_the_metadata() {
+    let md = metadata();
+    assert_eq!(md.len(), EVENTS.len());
+    let mut p = Vec::new();
+    ModuleMap::encode(0x1000, 0x2000, 0x40, "/usr/lib/libcoreclr.so", &mut p);
+    let m = ModuleMap::parse(&p).unwrap();
+    assert_eq!((m.start, m.end, m.offset), (0x1000, 0x2000, 0x40));
+    assert_eq!(m.path.to_string(), "/usr/lib/libcoreclr.so");
+    let mm = md.iter().find(|m| m.event_name == "ModuleMap").unwrap();
+    let names: Vec<&str> = mm.fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["Start", "End", "Offset", "Path"]);
+    assert_eq!(mm.fields[3].ty, FieldType::String16);
+
+    p.clear();
+    ThreadName::encode(7, "worker", &mut p);
+    let t = ThreadName::parse(&p).unwrap();
+    assert_eq!((t.thread_id, t.name.to_string().as_str()), (7, "worker"));
+    p.clear();
+    p.clear();
+    Trigger::encode(["gen2", "a gen2 GC", "rt", "GC/Start"], 77, 5000, &mut p);
+    let t = Trigger::parse(&p).unwrap();
+    assert!(t.trigger.eq_str("gen2") && t.event.eq_str("GC/Start"));
+    assert_eq!((t.event_timestamp, t.after_ms), (77, 5000));
+    p.clear();
+    SamplerInfo::encode(20, "schedstat", &mut p);
+    assert!(SamplerInfo::parse(&p).unwrap().source.eq_str("schedstat"));
+    for m in &md {
+        assert_eq!(check_metadata(m.event_id, &m.fields), Ok(()));
+    }
+    let mut other = mm.fields.clone();
+    other.swap(0, 1);
+    let e = check_metadata(ids::MODULE_MAP, &other).unwrap_err();
+    assert!(
+        e.to_string().contains("ModuleMap") && e.to_string().contains("Start"),
+        "{e}"
+    );
+    p.clear();
+    R2rMethod::encode("/x/System.Net.Sockets.dll", 0xd460, 0x70, "A.B.C", &mut p);
+    let r = R2rMethod::parse(&p).unwrap();
+    assert_eq!((r.offset, r.size), (0xd460, 0x70));
+    assert!(r.path.eq_str("/x/System.Net.Sockets.dll") && r.name.eq_str("A.B.C"));
+    p.clear();
+    R2rImage::encode("/x/a.dll", 1234, "00ff", &mut p);
+    let i = R2rImage::parse(&p).unwrap();
+    assert_eq!(i.size, 1234);
+    assert!(i.mvid.eq_str("00ff"));
+    p.clear();
+    RecorderCpu {
+        process_id: 9,
+        cpu_ns: 1234,
+    }
+    .encode(&mut p);
+    assert_eq!(RecorderCpu::parse(&p).unwrap().cpu_ns, 1234);
+    p.clear();
+    let ring = Ring {
+        budget_bytes: 8 << 20,
+        received_bytes: 40 << 20,
+        dropped_blocks: 312,
+        dropped_bytes: 32 << 20,
+    };
+    ring.encode(&mut p);
+    assert_eq!(Ring::parse(&p), Ok(ring));
+    let rc = md.iter().find(|m| m.event_name == "RecorderCpu").unwrap();
+    assert_eq!(rc.fields.len(), 2);
+    let bw = CpuBandwidth {
+        version: 1,
+        periods: 100,
+        throttled_periods: 31,
+        throttled_ns: 4_200_000_000,
+        quota_us: 50_000,
+        period_us: 100_000,
+    };
+    p.clear();
+    CgroupCpu::encode(&bw, "/sys/fs/cgroup/cpu/x", &mut p);
+    let g = CgroupCpu::parse(&p).unwrap();
+    assert_eq!(g.bandwidth, bw);
+    assert!(g.path.eq_str("/sys/fs/cgroup/cpu/x"));
+    let e = ThreadCpu::parse(&[1, 0, 0, 0, 5]).unwrap_err();
+    assert_eq!(e.event, "ThreadCpu");
+    assert!(e.to_string().contains("CpuTimeNs"), "{e}");
+}
+
+/// A trace written before `RunQueueNs` was added still reads: its metadata ends at
+/// `State`, and so do its payloads.
+#[test]
+fn thread_cpu_from_before_the_run_queue_field() {
+    let md = metadata();
+    let tc = md.iter().find(|m| m.event_name == "ThreadCpu").unwrap();
+    assert_eq!(tc.fields.len(), 4);
+    assert_eq!(check_metadata(ids::THREAD_CPU, &tc.fields[..3]), Ok(()));
+    assert!(check_metadata(ids::THREAD_CPU, &tc.fields[..2]).is_err());
+    let mut p = Vec::new();
+    let r = ThreadCpu {
+        thread_id: 5,
+        cpu_ns: 9,
+        state: u16::from(b'R'),
+        runqueue_ns: Some(7),
+    };
+    r.encode(&mut p);
+    assert_eq!(ThreadCpu::parse(&p).unwrap(), r);
+    assert_eq!(ThreadCpu::parse(&p[..14]).unwrap().runqueue_ns, None);
+    p.clear();
+    ThreadCpu {
+        runqueue_ns: None,
+        ..r
+    }
+    .encode(&mut p);
+    assert_eq!(p.len(), 22);
+    assert_eq!(ThreadCpu::parse(&p).unwrap().runqueue_ns, None);
+    assert!(ThreadCpu::parse(&p[..18]).is_err());
+}
