@@ -105,7 +105,7 @@ struct Notes {
 }
 
 /// Reads clrspy's `Ring` event (None for any other event).
-fn ring_note(ev: &Event<'_>) -> Option<clr_events::clrspy::Ring> {
+pub(crate) fn ring_note(ev: &Event<'_>) -> Option<clr_events::clrspy::Ring> {
     use clr_events::clrspy::{ids, Ring, PROVIDER};
     if ev.provider() != PROVIDER || ev.event_id() != ids::RING {
         return None;

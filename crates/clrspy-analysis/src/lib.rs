@@ -162,7 +162,8 @@ pub struct Analysis {
     pub duration_ns: i64,
     /// The sampling interval, ns.
     pub sampling_interval_ns: u64,
-    /// Events the runtime lost.
+    /// Events the runtime lost (for a ring buffer's trace, not the gap at its start: the
+    /// ring dropped those by design).
     pub dropped_events: u64,
     /// Why the pass stopped early (a damaged or cut trace), when it did.
     pub read_error: Option<String>,
@@ -177,6 +178,8 @@ pub struct Analysis {
     pub process_name: Option<String>,
     /// The stop trigger that ended the recording (clrspy's `Trigger` event), if one did.
     pub trigger: Option<inventory::TriggerNote>,
+    /// What the ring buffer kept and dropped, for a trace a ring wrote.
+    pub ring: Option<clr_events::clrspy::Ring>,
     /// Frames for time no sampled stack shows (runtime threads, idle workers).
     pub groups: profile::Groups,
     options: Options,
@@ -215,6 +218,7 @@ impl Analysis {
             process_id: header.process_id,
             process_name: None,
             trigger: None,
+            ring: None,
             groups: profile::Groups::default(),
             options,
             pointer_size: header.pointer_size,
@@ -290,7 +294,11 @@ impl Analysis {
             }
             a.read_error = Some(e.to_string());
         }
-        a.dropped_events = reader.stats().dropped_events;
+        let st = reader.stats();
+        a.dropped_events = match a.ring {
+            Some(_) => st.dropped_events.saturating_sub(st.dropped_at_start),
+            None => st.dropped_events,
+        };
         a.finish();
         Ok(a)
     }
@@ -362,6 +370,9 @@ impl Analysis {
         }
         if self.trigger.is_none() && ev.event_id() == clr_events::clrspy::ids::TRIGGER {
             self.trigger = inventory::TriggerNote::read(ev);
+        }
+        if self.ring.is_none() && ev.event_id() == clr_events::clrspy::ids::RING {
+            self.ring = inventory::ring_note(ev);
         }
         let (Some(provider), Some(r)) = self.source(ev) else {
             return;
