@@ -192,12 +192,7 @@ fn on_exceptions(
         .map(|g| g.as_str().to_string())
         .collect();
     let trigger = ExceptionTrigger::new(patterns.clone(), handle.clone());
-    let config = clrspy_collect::with_exception_events(&SessionConfig {
-        circular_buffer_mb: 64,
-        rundown_keyword: diagnostics_client::DEFAULT_RUNDOWN_KEYWORD,
-        stackwalk: true,
-        providers: Vec::new(),
-    });
+    let config = exceptions_session();
     let out = file_for(&dir, facts, "exceptions.nettrace");
     let stop = Arc::new(StopSignal::new());
     track(shared, &stop, &out);
@@ -225,25 +220,38 @@ fn on_exceptions(
         handle,
         writing,
     };
-    let label = format!("{} (pid {})", facts.file_name(), facts.pid);
-    let live = Live {
-        consumers: vec![Box::new(trigger)],
-        ..Live::default()
-    };
-    let result = clrspy_collect::run(
-        Resolved::Attach {
-            endpoint: ep,
-            label,
-        },
-        &opts,
-        live,
-        &mut observer,
-    );
+    let result = watch_session(ep, facts, &opts, trigger, &mut observer);
     // The dump being written is finished before the session's end is told.
     let _ = dumper.finish();
     let skipped = gate.finish();
     untrack(shared, &stop, &out);
     say_watched(shared, rule, facts, out, result, skipped);
+}
+
+/// The session watching a process's exceptions.
+fn exceptions_session() -> SessionConfig {
+    clrspy_collect::with_exception_events(&SessionConfig {
+        circular_buffer_mb: 64,
+        rundown_keyword: diagnostics_client::DEFAULT_RUNDOWN_KEYWORD,
+        stackwalk: true,
+        providers: Vec::new(),
+    })
+}
+
+/// Runs the exceptions session on the process at `ep` with `trigger` asking for the dumps.
+fn watch_session(
+    endpoint: Endpoint,
+    facts: &ProcessFacts,
+    opts: &RunOptions<'_>,
+    trigger: ExceptionTrigger,
+    observer: &mut UntilDone<'_>,
+) -> clrspy_collect::Result<clrspy_collect::RunOutcome> {
+    let label = format!("{} (pid {})", facts.file_name(), facts.pid);
+    let live = Live {
+        consumers: vec![Box::new(trigger)],
+        ..Live::default()
+    };
+    clrspy_collect::run(Resolved::Attach { endpoint, label }, opts, live, observer)
 }
 
 /// Says a process's exceptions are watched.
