@@ -120,6 +120,46 @@ fn process_tmpdir(pid: u32) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
+/// A folder a process in a container and clrspy both reach: the process's temporary folder
+/// (where its runtime put its socket, so it exists and the runtime may write there), named as
+/// the process names it and as clrspy reaches it through `/proc/<pid>/root`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerFolder {
+    /// The folder as the process (and the `createdump` its runtime starts) names it.
+    pub inside: PathBuf,
+    /// The same folder from here.
+    pub here: PathBuf,
+}
+
+/// The temporary folder of `pid` when it sees other files than we do (another mount namespace
+/// or another root: a container), so that a path it is given means something else there; None
+/// when it sees our files (or on systems without `/proc`).
+pub fn container_folder(pid: u32) -> Option<ContainerFolder> {
+    #[cfg(target_os = "linux")]
+    {
+        let link = |p: String| std::fs::read_link(p).ok();
+        let other_ns = link(format!("/proc/{pid}/ns/mnt"))? != link("/proc/self/ns/mnt".into())?;
+        let other_root = link(format!("/proc/{pid}/root"))? != link("/proc/self/root".into())?;
+        if !other_ns && !other_root {
+            return None;
+        }
+        let inside = process_tmpdir(pid);
+        let here = container_path(pid, &inside);
+        here.is_dir().then_some(ContainerFolder { inside, here })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// `path` as process `pid` names it, reached from here through `/proc/<pid>/root`.
+#[cfg(target_os = "linux")]
+fn container_path(pid: u32, path: &Path) -> PathBuf {
+    Path::new(&format!("/proc/{pid}/root")).join(path.strip_prefix("/").unwrap_or(path))
+}
+
 /// Endpoints of processes in another mount namespace than ours, keyed by host pid.
 #[cfg(target_os = "linux")]
 fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
@@ -150,9 +190,7 @@ fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
         else {
             continue;
         };
-        let tmp = process_tmpdir(pid);
-        let dir =
-            Path::new(&format!("/proc/{pid}/root")).join(tmp.strip_prefix("/").unwrap_or(&tmp));
+        let dir = container_path(pid, &process_tmpdir(pid));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -183,6 +221,13 @@ mod tests {
         assert_eq!(super::namespace_pid(s), Some(7));
         assert_eq!(super::namespace_pid("NSpid:\t99\n"), Some(99));
         assert_eq!(super::namespace_pid("Name: x\n"), None);
+    }
+
+    #[test]
+    fn this_process_is_not_in_a_container() {
+        assert_eq!(super::container_folder(std::process::id()), None);
+        // pid_max is at most 2^22 on Linux: this pid never exists.
+        assert_eq!(super::container_folder(4_294_967), None);
     }
 
     #[test]
