@@ -135,7 +135,7 @@ struct Container {
 }
 
 impl Container {
-    fn start(hidden: &Path, args: &[&str]) -> Container {
+    fn start(hidden: &Path, args: &[&str], env: &[(&str, &str)]) -> Container {
         let repo = std::fs::canonicalize(common::repo()).unwrap();
         let (temp_mount, temp_env) = if repo.starts_with("/tmp") {
             let private = hidden.with_extension("tmp");
@@ -156,6 +156,7 @@ impl Container {
         let mut child = Command::new("unshare")
             .args(["--mount", "--pid", "--fork", "--kill-child", "--mount-proc"])
             .args(["sh", "-c", &script])
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
@@ -163,8 +164,16 @@ impl Container {
         let unshare_pid = child.id();
         let stdout = child.stdout.take().unwrap();
         let guard = Running(child, unshare_pid);
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
+        // Bounded: a runtime held at a diagnostic port says nothing until it is resumed.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the program's ready line within 2 minutes");
         assert_eq!(
             line.trim(),
             "ready pid=1",
@@ -202,13 +211,14 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(rules: &Path, out: &Path) -> Watch {
+    fn start(rules: &Path, out: &Path, extra: &[&str]) -> Watch {
         let child = common::clrspy_command()
             .arg("watch")
             .arg("--rules")
             .arg(rules)
             .arg("--out")
             .arg(out)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(out.with_extension("stdout")).unwrap())
             .stderr(std::fs::File::create(out.with_extension("stderr")).unwrap())
@@ -319,8 +329,8 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
         ),
     )
     .unwrap();
-    let w = Watch::start(&rules, &out);
-    let c = Container::start(&hidden, &tag.split(' ').collect::<Vec<_>>());
+    let w = Watch::start(&rules, &out, &[]);
+    let c = Container::start(&hidden, &tag.split(' ').collect::<Vec<_>>(), &[]);
     let pid = c.pid;
 
     let matched = w.wait_for(
@@ -403,8 +413,10 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
 }
 
 #[test]
-fn watch_dumps_a_process_in_a_container_on_its_exceptions() {
-    if !live() || !namespaces_allowed("watch_dumps_a_process_in_a_container_on_its_exceptions") {
+fn watch_and_record_dump_a_process_in_a_container_on_its_exceptions() {
+    if !live()
+        || !namespaces_allowed("watch_and_record_dump_a_process_in_a_container_on_its_exceptions")
+    {
         return;
     }
     let base = common::repo().join("target");
@@ -423,9 +435,45 @@ fn watch_dumps_a_process_in_a_container_on_its_exceptions() {
   "limits": { "max_actions": 1 } } ] }"#,
     )
     .unwrap();
-    let w = Watch::start(&rules, &out);
-    let c = Container::start(&hidden, &["cast", "--count", "60", "--seconds", "0.25"]);
+    let w = Watch::start(&rules, &out, &[]);
+    let c = Container::start(
+        &hidden,
+        &["cast", "--count", "60", "--seconds", "0.25"],
+        &[],
+    );
     let pid = c.pid;
+    // `record -p` with exception dumps at the same time: the trace names the process by its
+    // pid inside, the dump must still be of this one.
+    let rec = out.join("rec");
+    std::fs::create_dir_all(&rec).unwrap();
+    let recorded = clrspy()
+        .args(["record", "-p", &pid.to_string(), "--duration", "3s"])
+        .args(["--dump-on-exception", "InvalidCastException", "--dump-dir"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(rec.join("casts.nettrace"))
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(
+        recorded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&recorded.stderr)
+    );
+    let dumps: Vec<PathBuf> = std::fs::read_dir(&rec)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".dmp.gz"))
+        .collect();
+    assert_eq!(
+        dumps.len(),
+        1,
+        "{dumps:?}\n{}",
+        String::from_utf8_lossy(&recorded.stderr)
+    );
+    assert_eq!(gunzip_head(&dumps[0]), b"\x7fELF");
+    assert_eq!(info(&rec.join("casts.nettrace"))["ended_cleanly"], true);
+
     let done = w.wait_for(
         |l| {
             (l["event"] == "action_done" || l["event"] == "action_failed")
@@ -445,6 +493,74 @@ fn watch_dumps_a_process_in_a_container_on_its_exceptions() {
     let dump = PathBuf::from(done["file"].as_str().unwrap());
     assert_eq!(gunzip_head(&dump), b"\x7fELF");
     assert_eq!(c.leftovers(), Vec::<String>::new());
+    drop(c);
+    let log = w.stop();
+    assert!(
+        !log.iter().any(|l| l["event"] == "action_failed"),
+        "{log:#?}"
+    );
+}
+
+#[test]
+fn listen_holds_a_program_in_a_container_and_traces_it_from_its_first_instruction() {
+    if !live() || !namespaces_allowed("listen_holds_a_program_in_a_container") {
+        return;
+    }
+    let base = common::repo().join("target");
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = tempfile::tempdir_in(&base).unwrap();
+    let hidden = dir.path().join("hidden");
+    let out = hidden.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // The socket's folder is shared with the program (a volume, in a container's terms).
+    let sock = dir.path().join("port.sock");
+    let rules = hidden.join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{ "rules": [ { "name": "held",
+  "match": { "command_line": "idle --seconds 2.75", "container": { "inside": true } },
+  "trace": { "profile": "gc-collect" } } ] }"#,
+    )
+    .unwrap();
+    let w = Watch::start(&rules, &out, &["--listen", sock.to_str().unwrap()]);
+    let ports = format!("{},connect,suspend", sock.display());
+    let c = Container::start(
+        &hidden,
+        &["idle", "--seconds", "2.75"],
+        &[("DOTNET_DiagnosticPorts", ports.as_str())],
+    );
+    let pid = c.pid;
+    // The runtime says it is pid 1; the socket's peer is the process here.
+    let matched = w.wait_for(
+        |l| l["event"] == "matched" && l["rule"] == "held",
+        "the held program's match",
+    );
+    assert_eq!(matched["pid"], pid, "{matched}");
+    assert!(
+        matched["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("in a container"),
+        "{matched}"
+    );
+    let started = w.wait_for(
+        |l| l["event"] == "action_started" && l["pid"] == pid,
+        "the trace's start",
+    );
+    assert!(
+        started["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("first instruction"),
+        "{started}"
+    );
+    let done = w.done("held", pid);
+    let i = info(Path::new(done["file"].as_str().unwrap()));
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    assert_eq!(i["process_id"], 1, "{i}");
+    // Runtime/Start is written before any managed code: the trace began at the first
+    // instruction.
+    assert!(common::count(&i, "Runtime/Start") > 0, "{i}");
     drop(c);
     let log = w.stop();
     assert!(
