@@ -123,7 +123,8 @@ fn namespaces_allowed(test: &str) -> bool {
 /// A .NET program in its own PID and mount namespaces, killed (with its namespace) when
 /// dropped. Its `/tmp` is a tmpfs of its own (as in a container; when the checkout is under
 /// /tmp, which must stay visible, a private folder as its TMPDIR instead), and `hidden` is
-/// covered by an empty tmpfs inside: paths there mean nothing to the program.
+/// covered by an empty tmpfs inside: paths there mean nothing to the program. With `user`, the
+/// program runs as that uid and gid (as .NET's container images run theirs, not as root).
 struct Container {
     _unshare: Running,
     /// The program's pid here.
@@ -135,7 +136,7 @@ struct Container {
 }
 
 impl Container {
-    fn start(hidden: &Path, args: &[&str], env: &[(&str, &str)]) -> Container {
+    fn start(hidden: &Path, args: &[&str], env: &[(&str, &str)], user: Option<u32>) -> Container {
         let repo = std::fs::canonicalize(common::repo()).unwrap();
         let (temp_mount, temp_env) = if repo.starts_with("/tmp") {
             let private = hidden.with_extension("tmp");
@@ -145,9 +146,15 @@ impl Container {
         } else {
             ("/tmp".to_string(), "unset TMPDIR &&".to_string())
         };
+        let as_user = match user {
+            Some(u) => {
+                format!("export HOME='{temp_mount}' && exec setpriv --reuid {u} --regid {u} --clear-groups")
+            }
+            None => "exec".to_string(),
+        };
         let script = format!(
             "mount -t tmpfs tmpfs '{hidden}' && mount -t tmpfs tmpfs '{temp_mount}' && \
-             {temp_env} exec dotnet '{dll}' {args}",
+             {temp_env} {as_user} dotnet '{dll}' {args}",
             hidden = hidden.display(),
             dll = workloads().display(),
             args = args.join(" ")
@@ -164,12 +171,20 @@ impl Container {
         let unshare_pid = child.id();
         let stdout = child.stdout.take().unwrap();
         let guard = Running(child, unshare_pid);
-        // Bounded: a runtime held at a diagnostic port says nothing until it is resumed.
+        // Bounded: a runtime held at a diagnostic port says nothing until it is resumed. The
+        // createdump a dump starts writes to the program's output too (maybe first); the rest
+        // of the output is read to its end, so that the program can always write.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
+            let mut ready = Some(tx);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.starts_with("ready") {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(line);
+                    }
+                }
+            }
         });
         let line = rx
             .recv_timeout(Duration::from_secs(120))
@@ -293,6 +308,15 @@ impl Drop for Watch {
     }
 }
 
+/// A file removed when dropped.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// The first bytes of a gzip'd file once decompressed.
 fn gunzip_head(file: &Path) -> Vec<u8> {
     let mut head = vec![0u8; 4];
@@ -329,8 +353,15 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
         ),
     )
     .unwrap();
+    // The program runs as nobody: createdump, run by its runtime as nobody, must be able to
+    // open what clrspy (root) made for it.
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !setpriv {
+        eprintln!("no setpriv: the program runs as root");
+    }
+    let nobody = setpriv.then_some(65534);
     let w = Watch::start(&rules, &out, &[]);
-    let c = Container::start(&hidden, &tag.split(' ').collect::<Vec<_>>(), &[]);
+    let c = Container::start(&hidden, &tag.split(' ').collect::<Vec<_>>(), &[], nobody);
     let pid = c.pid;
 
     let matched = w.wait_for(
@@ -368,10 +399,15 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
     assert_eq!(gunzip_head(&dump), b"\x7fELF");
     assert_eq!(c.leftovers(), Vec::<String>::new());
 
-    // `clrspy dump` the same way: gzip'd with a crash report, and raw.
+    // `clrspy dump` the same way: gzip'd with a crash report, and raw. A socket left behind in
+    // our temporary folder by an earlier process of the same number (killed before it could
+    // remove it) must not stand for the program's own.
+    let left = std::env::temp_dir().join(format!("dotnet-diagnostic-{pid}-1-socket"));
+    std::fs::write(&left, b"").unwrap();
+    let _left = Removed(left);
     let gz = out.join("by-hand.dmp.gz");
     let p = pid.to_string();
-    clrspy()
+    let by_hand = clrspy()
         .args([
             "dump",
             "-p",
@@ -387,6 +423,8 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
         .timeout(Duration::from_secs(120))
         .assert()
         .success();
+    let said = String::from_utf8_lossy(&by_hand.get_output().stderr).into_owned();
+    assert!(said.contains("compressed as it was written"), "{said}");
     assert_eq!(gunzip_head(&gz), b"\x7fELF");
     let report = std::fs::read_to_string(out.join("by-hand.dmp.gz.crashreport.json")).unwrap();
     assert!(report.contains("\"payload\""), "{report}");
@@ -440,6 +478,7 @@ fn watch_and_record_dump_a_process_in_a_container_on_its_exceptions() {
         &hidden,
         &["cast", "--count", "60", "--seconds", "0.25"],
         &[],
+        None,
     );
     let pid = c.pid;
     // `record -p` with exception dumps at the same time: the trace names the process by its
@@ -528,6 +567,7 @@ fn listen_holds_a_program_in_a_container_and_traces_it_from_its_first_instructio
         &hidden,
         &["idle", "--seconds", "2.75"],
         &[("DOTNET_DiagnosticPorts", ports.as_str())],
+        None,
     );
     let pid = c.pid;
     // The runtime says it is pid 1; the socket's peer is the process here.
