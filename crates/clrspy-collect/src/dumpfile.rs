@@ -207,8 +207,10 @@ fn crash_report_of(written: &Path, dump: &Path, asked: bool) -> Option<PathBuf> 
     to.push(".crashreport.json");
     let to = PathBuf::from(to);
     if from != to && std::fs::rename(&from, &to).is_err() {
-        // Another file system (a container's folder): copied, then removed.
-        if std::fs::copy(&from, &to).is_ok() {
+        // Another file system (a container's folder): copied, then removed; only a plain file
+        // (a link there would be followed from here).
+        let plain = std::fs::symlink_metadata(&from).is_ok_and(|m| m.file_type().is_file());
+        if plain && std::fs::copy(&from, &to).is_ok() {
             let _ = std::fs::remove_file(&from);
         } else {
             let _ = std::fs::remove_file(&to);
@@ -347,7 +349,8 @@ fn staging_name(path: &Path, pid: u32, what: &str) -> String {
 }
 
 /// Gives `file` to the owner of process `pid` when we are root and it is not: its createdump
-/// runs as that user and must be able to open the FIFO.
+/// runs as that user and must be able to open the FIFO. Never through a link (the folder may
+/// be a container's, whose processes could swap the FIFO for one).
 #[cfg(unix)]
 fn hand_to_target(file: &Path, pid: u32) {
     use std::os::unix::fs::MetadataExt;
@@ -357,9 +360,25 @@ fn hand_to_target(file: &Path, pid: u32) {
     }
     if let Ok(m) = std::fs::metadata(format!("/proc/{pid}")) {
         if m.uid() != 0 {
-            let _ = std::os::unix::fs::chown(file, Some(m.uid()), Some(m.gid()));
+            let _ = std::os::unix::fs::lchown(file, Some(m.uid()), Some(m.gid()));
         }
     }
+}
+
+/// Opens `path` for reading, refusing a link in its last part (a container's folder is its
+/// processes' to change).
+#[cfg(unix)]
+fn open_no_link(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_link(path: &Path) -> std::io::Result<File> {
+    File::open(path)
 }
 
 /// Makes a FIFO only the user can open.
@@ -413,7 +432,7 @@ fn streamed(
     let reader = std::thread::Builder::new()
         .name("clrspy-dump-gz".into())
         .spawn(move || -> std::io::Result<(u64, u64, Vec<u8>)> {
-            let mut src = File::open(&reader_fifo)?;
+            let mut src = open_no_link(&reader_fifo)?;
             compress_stream(&mut src, out, kind)
         })
         .map_err(|e| output_error(path, e))?;
@@ -493,7 +512,7 @@ fn write_then_compress(
     let raw_write = started.elapsed();
     let result = (|| -> Result<(u64, u64)> {
         check_dump(&raw_path)?;
-        let mut src = File::open(&raw_path).map_err(|e| output_error(&raw_path, e))?;
+        let mut src = open_no_link(&raw_path).map_err(|e| output_error(&raw_path, e))?;
         let out = File::create(path).map_err(|e| output_error(path, e))?;
         let (raw, file_bytes, magic) =
             compress_stream(&mut src, out, spec.compress).map_err(|e| output_error(path, e))?;

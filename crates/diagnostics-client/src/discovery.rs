@@ -172,7 +172,8 @@ fn process_tmpdir(pid: u32) -> PathBuf {
 
 /// A folder a process in a container and clrspy both reach: the process's temporary folder
 /// (where its runtime put its socket, so it exists and the runtime may write there), named as
-/// the process names it and as clrspy reaches it through `/proc/<pid>/root`.
+/// the process names it and as clrspy reaches it through `/proc/<pid>/root`. What the container
+/// controls is not to be trusted: open files there without following links.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContainerFolder {
     /// The folder as the process (and the `createdump` its runtime starts) names it.
@@ -194,14 +195,34 @@ pub fn container_folder(pid: u32) -> Option<ContainerFolder> {
             return None;
         }
         let inside = process_tmpdir(pid);
+        // Every folder on the way is a real one: a link inside the container would be followed
+        // from our root, not from the container's.
+        if !real_folders(Path::new(&format!("/proc/{pid}/root")), &inside) {
+            return None;
+        }
         let here = container_path(pid, &inside);
-        here.is_dir().then_some(ContainerFolder { inside, here })
+        Some(ContainerFolder { inside, here })
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = pid;
         None
     }
+}
+
+/// True when each folder of the absolute path `inside`, under `root`, is a folder and not a
+/// link (nor `.` or `..`).
+#[cfg(target_os = "linux")]
+fn real_folders(root: &Path, inside: &Path) -> bool {
+    let mut at = root.to_path_buf();
+    inside.is_absolute()
+        && inside.components().skip(1).all(|part| {
+            if !matches!(part, std::path::Component::Normal(_)) {
+                return false;
+            }
+            at.push(part);
+            std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_dir())
+        })
 }
 
 /// `path` as process `pid` names it, reached from here through `/proc/<pid>/root`.
@@ -303,6 +324,24 @@ mod tests {
             "dotnet-diagnostic-4294967-1-socket",
             4_294_967
         ));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_container_folder_is_reached_through_real_folders_only() {
+        let root = std::env::temp_dir().join(format!("clrspy-folders-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("var/tmp")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("tmp")).unwrap();
+        let real = |p: &str| super::real_folders(&root, std::path::Path::new(p));
+        assert!(real("/var/tmp"));
+        assert!(real("/var"));
+        assert!(!real("/tmp"), "a link");
+        assert!(!real("/tmp/ssl"), "under a link");
+        assert!(!real("/var/../tmp"));
+        assert!(!real("/var/none"));
+        assert!(!real("var/tmp"));
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
