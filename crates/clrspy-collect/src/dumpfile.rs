@@ -4,6 +4,12 @@
 //! .NET 10: the streamed core's program headers end exactly at its size). When the FIFO cannot
 //! be used (no mkfifo on that file system, or createdump fails before writing a byte), the
 //! dump is written raw beside the target, compressed, and the raw file deleted.
+//!
+//! A process in a container sees other files than clrspy, and its `createdump` runs there: a
+//! path given to the runtime means something else inside. For such a process the FIFO (or the
+//! raw core) is made in its own temporary folder — where its runtime put its socket — reached
+//! from here through `/proc/<pid>/root`, and the bytes are always read from our side into the
+//! output file (copied as they come when no compression is asked), so nothing stays inside.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
@@ -114,7 +120,8 @@ pub fn write_dump_file(
         ..DumpFlags::default()
     };
     let started = Instant::now();
-    if spec.compress == Compression::None {
+    let staging = Staging::for_target(pid, path);
+    if spec.compress == Compression::None && !staging.container {
         dump_command(to, pid, path, spec.kind, flags, spec.timeout)?;
         let size = check_dump(path)?;
         return Ok(DumpReport {
@@ -128,12 +135,48 @@ pub fn write_dump_file(
         });
     }
     #[cfg(unix)]
-    match streamed(to, pid, path, spec, flags, started) {
+    match streamed(to, pid, path, spec, flags, started, &staging) {
         Ok(Some(r)) => return Ok(r),
         Ok(None) => {}
         Err(e) => return Err(e),
     }
-    write_then_compress(to, pid, path, spec, flags, started)
+    write_then_compress(to, pid, path, spec, flags, started, &staging)
+}
+
+/// The folder where createdump writes what clrspy reads (the FIFO, or the raw core): the
+/// dump's own folder for a process that sees our files; for a container's, its temporary
+/// folder, named differently on each side.
+#[derive(Debug)]
+struct Staging {
+    /// The folder from here.
+    here: PathBuf,
+    /// The same folder as the target's runtime names it.
+    inside: PathBuf,
+    /// True for a process in a container.
+    container: bool,
+}
+
+impl Staging {
+    fn for_target(pid: u32, path: &Path) -> Staging {
+        if let Some(c) = diagnostics_client::container_folder(pid) {
+            return Staging {
+                here: c.here,
+                inside: c.inside,
+                container: true,
+            };
+        }
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Staging {
+            here: dir.clone(),
+            inside: dir,
+            container: false,
+        }
+    }
+
+    /// A file of the folder, named from here and from inside.
+    fn file(&self, name: &str) -> (PathBuf, PathBuf) {
+        (self.here.join(name), self.inside.join(name))
+    }
 }
 
 fn dump_command(
@@ -164,7 +207,15 @@ fn crash_report_of(written: &Path, dump: &Path, asked: bool) -> Option<PathBuf> 
     to.push(".crashreport.json");
     let to = PathBuf::from(to);
     if from != to && std::fs::rename(&from, &to).is_err() {
-        return from.exists().then_some(from);
+        // Another file system (a container's folder): copied, then removed; only a plain file
+        // (a link there would be followed from here).
+        let plain = std::fs::symlink_metadata(&from).is_ok_and(|m| m.file_type().is_file());
+        if plain && std::fs::copy(&from, &to).is_ok() {
+            let _ = std::fs::remove_file(&from);
+        } else {
+            let _ = std::fs::remove_file(&to);
+            return from.exists().then_some(from);
+        }
     }
     to.exists().then_some(to)
 }
@@ -187,8 +238,9 @@ impl<W: Write> Write for Counting<W> {
     }
 }
 
-/// A compressor writing into the output file.
+/// A compressor writing into the output file (or a plain copy, for [`Compression::None`]).
 enum Encoder {
+    Plain(Counting<BufWriter<File>>),
     Gzip(flate2::write::GzEncoder<Counting<BufWriter<File>>>),
     Zstd(zstd::stream::write::Encoder<'static, Counting<BufWriter<File>>>),
 }
@@ -200,6 +252,7 @@ impl Encoder {
             bytes: 0,
         };
         Ok(match kind {
+            Compression::None => Encoder::Plain(out),
             Compression::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(out, 3)?),
             _ => Encoder::Gzip(flate2::write::GzEncoder::new(
                 out,
@@ -210,6 +263,7 @@ impl Encoder {
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         match self {
+            Encoder::Plain(e) => e.write_all(buf),
             Encoder::Gzip(e) => e.write_all(buf),
             Encoder::Zstd(e) => e.write_all(buf),
         }
@@ -218,6 +272,7 @@ impl Encoder {
     /// Ends the stream, flushes and syncs the file; returns its size.
     fn finish(self) -> std::io::Result<u64> {
         let mut out = match self {
+            Encoder::Plain(e) => e,
             Encoder::Gzip(e) => e.finish()?,
             Encoder::Zstd(e) => e.finish()?,
         };
@@ -283,14 +338,47 @@ fn check_streamed(path: &Path, raw: u64, magic: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// The FIFO's path: hidden, beside the dump, unique to this clrspy and target.
-#[cfg(unix)]
-fn fifo_path(path: &Path, pid: u32) -> PathBuf {
+/// The name of a staging file (`fifo` or `raw`): hidden, after the dump, unique to this clrspy
+/// and target.
+fn staging_name(path: &Path, pid: u32, what: &str) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}-{pid}.fifo", std::process::id()))
+    format!(".{name}.{}-{pid}.{what}", std::process::id())
+}
+
+/// Gives `file` to the owner of process `pid` when we are root and it is not: its createdump
+/// runs as that user and must be able to open the FIFO. Never through a link (the folder may
+/// be a container's, whose processes could swap the FIFO for one).
+#[cfg(unix)]
+fn hand_to_target(file: &Path, pid: u32) {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    if let Ok(m) = std::fs::metadata(format!("/proc/{pid}")) {
+        if m.uid() != 0 {
+            let _ = std::os::unix::fs::lchown(file, Some(m.uid()), Some(m.gid()));
+        }
+    }
+}
+
+/// Opens `path` for reading, refusing a link in its last part (a container's folder is its
+/// processes' to change).
+#[cfg(unix)]
+fn open_no_link(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_link(path: &Path) -> std::io::Result<File> {
+    File::open(path)
 }
 
 /// Makes a FIFO only the user can open.
@@ -328,25 +416,27 @@ fn streamed(
     spec: &DumpSpec,
     flags: DumpFlags,
     started: Instant,
+    staging: &Staging,
 ) -> Result<Option<DumpReport>> {
     let out = File::create(path).map_err(|e| output_error(path, e))?;
-    let fifo = fifo_path(path, pid);
+    let (fifo, fifo_inside) = staging.file(&staging_name(path, pid, "fifo"));
     let _ = std::fs::remove_file(&fifo);
     if mkfifo(&fifo).is_err() {
         drop(out);
         let _ = std::fs::remove_file(path);
         return Ok(None);
     }
+    hand_to_target(&fifo, pid);
     let kind = spec.compress;
     let reader_fifo = fifo.clone();
     let reader = std::thread::Builder::new()
         .name("clrspy-dump-gz".into())
         .spawn(move || -> std::io::Result<(u64, u64, Vec<u8>)> {
-            let mut src = File::open(&reader_fifo)?;
+            let mut src = open_no_link(&reader_fifo)?;
             compress_stream(&mut src, out, kind)
         })
         .map_err(|e| output_error(path, e))?;
-    let command = dump_command(to, pid, &fifo, spec.kind, flags, spec.timeout);
+    let command = dump_command(to, pid, &fifo_inside, spec.kind, flags, spec.timeout);
     // createdump has exited (the command answers after it): its end of the FIFO is closed. If
     // it never opened it, the reader is still waiting in open: wake it (bounded; a createdump
     // still writing after a timed-out command keeps it busy, and it is left to end alone).
@@ -395,7 +485,8 @@ fn streamed(
     }
 }
 
-/// The fallback: the raw core beside the final file, compressed, then deleted.
+/// The fallback: the raw core beside the final file (a container's: in its temporary folder),
+/// compressed (or copied out), then deleted.
 fn write_then_compress(
     to: &dyn Connector,
     pid: u32,
@@ -403,15 +494,25 @@ fn write_then_compress(
     spec: &DumpSpec,
     flags: DumpFlags,
     started: Instant,
+    staging: &Staging,
 ) -> Result<DumpReport> {
-    let mut raw_name = path.as_os_str().to_owned();
-    raw_name.push(".raw");
-    let raw_path = PathBuf::from(raw_name);
-    dump_command(to, pid, &raw_path, spec.kind, flags, spec.timeout)?;
+    let (raw_path, raw_inside) = if staging.container {
+        staging.file(&staging_name(path, pid, "raw"))
+    } else {
+        let mut raw_name = path.as_os_str().to_owned();
+        raw_name.push(".raw");
+        (PathBuf::from(&raw_name), PathBuf::from(raw_name))
+    };
+    let command = dump_command(to, pid, &raw_inside, spec.kind, flags, spec.timeout);
+    if let Err(e) = command {
+        // A timed-out createdump may have left part of a core.
+        let _ = std::fs::remove_file(&raw_path);
+        return Err(e);
+    }
     let raw_write = started.elapsed();
     let result = (|| -> Result<(u64, u64)> {
         check_dump(&raw_path)?;
-        let mut src = File::open(&raw_path).map_err(|e| output_error(&raw_path, e))?;
+        let mut src = open_no_link(&raw_path).map_err(|e| output_error(&raw_path, e))?;
         let out = File::create(path).map_err(|e| output_error(path, e))?;
         let (raw, file_bytes, magic) =
             compress_stream(&mut src, out, spec.compress).map_err(|e| output_error(path, e))?;

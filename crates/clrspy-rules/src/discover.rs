@@ -35,9 +35,12 @@ struct Folder {
     /// close together the same time).
     settled: bool,
     sockets: HashMap<u32, (SystemTime, PathBuf)>,
-    /// Sockets whose process was gone when first listed: left behind (a crash), never looked
-    /// at again (a reused pid's runtime makes a socket of another name).
+    /// Sockets whose process was gone when first listed, or an earlier process's of the same
+    /// number (see `diagnostics_client::stale_socket`): left behind (a crash), never looked at again (a reused pid's runtime
+    /// makes a socket of another name).
     dead: HashSet<std::ffi::OsString>,
+    /// A container's folder: the one pid (inside) whose socket is wanted, and its pid here.
+    owner: Option<(u32, u32)>,
 }
 
 impl Folder {
@@ -66,7 +69,20 @@ impl Folder {
             let Some(pid) = name.to_str().and_then(socket_pid) else {
                 continue;
             };
-            if self.dead.contains(&name) || !Path::new(&format!("/proc/{pid}")).exists() {
+            let here = match self.owner {
+                Some((inside, here)) if inside == pid => here,
+                Some(_) => continue,
+                None => pid,
+            };
+            if self.dead.contains(&name) || !Path::new(&format!("/proc/{here}")).exists() {
+                dead.insert(name);
+                continue;
+            }
+            // An earlier process's of the same number, left behind.
+            if name
+                .to_str()
+                .is_some_and(|n| diagnostics_client::stale_socket(n, here))
+            {
                 dead.insert(name);
                 continue;
             }
@@ -178,11 +194,15 @@ impl Discovery {
                 .or_insert_with(|| classify(pid, &ours));
             if let Known::Container { folder, dir, nspid } = known {
                 folder.refresh(dir, None);
+                // Its own folder's socket is its, whatever ours holds under the same number.
                 if let Some((_, path)) = folder.sockets.get(nspid) {
-                    out.entry(pid).or_insert_with(|| Endpoint {
+                    out.insert(
                         pid,
-                        path: path.clone(),
-                    });
+                        Endpoint {
+                            pid,
+                            path: path.clone(),
+                        },
+                    );
                 }
             }
         }
@@ -322,7 +342,10 @@ fn classify(pid: u32, ours: &Path) -> Known {
         .unwrap_or_else(|| PathBuf::from("/tmp"));
     let dir = Path::new(&format!("/proc/{pid}/root")).join(tmp.strip_prefix("/").unwrap_or(&tmp));
     Known::Container {
-        folder: Folder::default(),
+        folder: Folder {
+            owner: Some((nspid, pid)),
+            ..Folder::default()
+        },
         dir,
         nspid,
     }
@@ -343,6 +366,55 @@ mod tests {
         assert_eq!(socket_pid("other"), None);
     }
 
+    /// This process's start in ticks: the key its runtime would name its socket with.
+    fn own_key() -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", std::process::id())).unwrap();
+        stat.rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(19)
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_earlier_process_socket_of_the_same_number_is_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let start = own_key();
+        let stale = dir
+            .path()
+            .join(format!("dotnet-diagnostic-{me}-{}-socket", start + 1));
+        std::fs::write(&stale, b"").unwrap();
+        let mut folder = Folder::default();
+        folder.refresh(dir.path(), None);
+        assert!(folder.sockets.is_empty());
+        assert_eq!(folder.dead.len(), 1);
+        let live = dir
+            .path()
+            .join(format!("dotnet-diagnostic-{me}-{start}-socket"));
+        std::fs::write(&live, b"").unwrap();
+        folder.refresh(dir.path(), Some(true));
+        assert_eq!(folder.sockets.get(&me).map(|s| &s.1), Some(&live));
+        // A container's folder: only its process's socket, named by its pid inside (the key
+        // is that process's start).
+        let fresh = dir
+            .path()
+            .join(format!("dotnet-diagnostic-7-{start}-socket"));
+        std::fs::write(&fresh, b"").unwrap();
+        std::fs::write(dir.path().join("dotnet-diagnostic-8-3-socket"), b"").unwrap();
+        let mut theirs = Folder {
+            owner: Some((7, me)),
+            ..Folder::default()
+        };
+        theirs.refresh(dir.path(), None);
+        assert_eq!(theirs.sockets.len(), 1);
+        assert_eq!(theirs.sockets.get(&7).map(|s| &s.1), Some(&fresh));
+    }
+
     #[test]
     fn a_folder_is_listed_again_only_when_it_changes() {
         let dir = tempfile::tempdir().unwrap();
@@ -350,7 +422,9 @@ mod tests {
         f.refresh(dir.path(), None);
         assert!(f.sockets.is_empty());
         let me = std::process::id();
-        let a = dir.path().join(format!("dotnet-diagnostic-{me}-1-socket"));
+        let a = dir
+            .path()
+            .join(format!("dotnet-diagnostic-{me}-{}-socket", own_key()));
         std::fs::write(&a, b"").unwrap();
         std::fs::write(dir.path().join("unrelated"), b"").unwrap();
         // A change a while ago: the listing is trusted while the time stays.
@@ -378,7 +452,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut d = Discovery::with_temp_dirs(vec![dir.path().to_path_buf()]);
         let me = std::process::id();
-        let mine = dir.path().join(format!("dotnet-diagnostic-{me}-7-socket"));
+        let mine = dir
+            .path()
+            .join(format!("dotnet-diagnostic-{me}-{}-socket", own_key()));
         std::fs::write(&mine, b"").unwrap();
         // pid_max is at most 2^22 on Linux: this pid never exists.
         let dead = dir.path().join("dotnet-diagnostic-4294967-7-socket");

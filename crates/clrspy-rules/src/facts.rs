@@ -153,14 +153,11 @@ impl ProcessFacts {
             if inside != self.in_container {
                 return None;
             }
-            why.push(
-                if inside {
-                    "in a container"
-                } else {
-                    "on the host"
-                }
-                .to_string(),
-            );
+            why.push(match (inside, self.pid_namespace) {
+                (true, Some(ns)) => format!("in a container (pid namespace {ns})"),
+                (true, None) => "in a container".to_string(),
+                (false, _) => "on the host".to_string(),
+            });
         }
         if let Some(ns) = c.pid_namespace {
             if self.pid_namespace != Some(ns) {

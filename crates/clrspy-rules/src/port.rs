@@ -154,7 +154,7 @@ fn held(
         path,
     });
     let info = diagnostics_client::process_info(to.as_ref(), COMMAND_TIMEOUT).ok();
-    let pid = host_pid(ad.pid);
+    let pid = ad.peer_pid.unwrap_or_else(|| host_pid(ad.pid));
     pid_cell.store(pid, Ordering::SeqCst);
     if let Ok(mut c) = shared.claimed.lock() {
         c.insert(pid);
@@ -240,8 +240,9 @@ fn wait_endpoint(pid: u32) -> Option<diagnostics_client::Endpoint> {
     }
 }
 
-/// The pid here of a runtime that says it is `ns_pid` in its own namespace: the same number
-/// for a process of ours; for a container's, the youngest process whose innermost pid it is.
+/// The pid here of a runtime that says it is `ns_pid` in its own namespace, when the socket
+/// did not tell (`Advertisement::peer_pid`): the same number for a process of ours; for a
+/// container's, the youngest process whose innermost pid it is.
 fn host_pid(ns_pid: u32) -> u32 {
     let nspids = |pid: u32| -> Option<Vec<u32>> {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

@@ -59,11 +59,23 @@ fn ps_skips_sockets_of_dead_processes_and_reports_silent_ones() {
     }
     let dir = tempfile::tempdir().unwrap();
     // A socket file of a process that no longer exists, and one of a live process that is not
-    // a runtime (this test's own pid, a plain file).
+    // a runtime (this test's own pid, a plain file, named as a runtime names its socket: with
+    // its start time in ticks).
     std::fs::write(dir.path().join("dotnet-diagnostic-4000000-1-socket"), b"").unwrap();
     let me = std::process::id();
+    let stat = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
+    let start: u64 = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
     std::fs::write(
-        dir.path().join(format!("dotnet-diagnostic-{me}-1-socket")),
+        dir.path()
+            .join(format!("dotnet-diagnostic-{me}-{start}-socket")),
         b"",
     )
     .unwrap();

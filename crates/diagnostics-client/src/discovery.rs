@@ -37,6 +37,51 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// True when the socket file `name` (`dotnet-diagnostic-{pid}-{key}-socket`) of process
+/// `pid` (its pid here) was left behind by an earlier process of the same number, killed
+/// before it could remove it. On Linux the runtime's key is its start time in clock ticks
+/// after boot (field 22 of `/proc/<pid>/stat`): a key other than the start of the process now
+/// holding the number is not its. False when that cannot be told (another time namespace,
+/// an unreadable `/proc`, other systems).
+pub fn stale_socket(name: &str, pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let Some(key) = socket_key(name).filter(|&k| k != 0) else {
+            return false;
+        };
+        // A time namespace shifts the start times the process sees.
+        let time_ns = |p: &str| std::fs::read_link(p).ok();
+        if time_ns(&format!("/proc/{pid}/ns/time")) != time_ns("/proc/self/ns/time") {
+            return false;
+        }
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| start_ticks(&s))
+            .is_some_and(|start| start != key)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (name, pid);
+        false
+    }
+}
+
+/// The key of `dotnet-diagnostic-{pid}-{key}-socket`.
+#[cfg(target_os = "linux")]
+fn socket_key(name: &str) -> Option<u64> {
+    let rest = name
+        .strip_prefix("dotnet-diagnostic-")?
+        .strip_suffix("-socket")?;
+    rest.split_once('-')?.1.parse().ok()
+}
+
+/// The start time in ticks (field 22 of `/proc/<pid>/stat`, counted after the command's `)`).
+#[cfg(target_os = "linux")]
+fn start_ticks(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// The temporary directories to look in: `$TMPDIR` and `/tmp`.
 fn temp_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![std::env::temp_dir()];
@@ -78,6 +123,9 @@ pub fn find_endpoints() -> Vec<Endpoint> {
                 .metadata()
                 .and_then(|m| m.modified())
                 .unwrap_or(SystemTime::UNIX_EPOCH);
+            if stale_socket(&name.to_string_lossy(), pid) {
+                continue;
+            }
             let path = entry.path();
             match best.get(&pid) {
                 Some((t, _)) if *t >= modified => {}
@@ -87,9 +135,11 @@ pub fn find_endpoints() -> Vec<Endpoint> {
             }
         }
     }
+    // A process in a container puts its socket in its own temporary folder: that one is its,
+    // whatever ours holds under the same number.
     #[cfg(target_os = "linux")]
     for (pid, found) in container_endpoints() {
-        best.entry(pid).or_insert(found);
+        best.insert(pid, found);
     }
     let mut out: Vec<Endpoint> = best
         .into_iter()
@@ -118,6 +168,67 @@ fn process_tmpdir(pid: u32) -> PathBuf {
         })
         .filter(|p| p.is_absolute())
         .unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+/// A folder a process in a container and clrspy both reach: the process's temporary folder
+/// (where its runtime put its socket, so it exists and the runtime may write there), named as
+/// the process names it and as clrspy reaches it through `/proc/<pid>/root`. What the container
+/// controls is not to be trusted: open files there without following links.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerFolder {
+    /// The folder as the process (and the `createdump` its runtime starts) names it.
+    pub inside: PathBuf,
+    /// The same folder from here.
+    pub here: PathBuf,
+}
+
+/// The temporary folder of `pid` when it sees other files than we do (another mount namespace
+/// or another root: a container), so that a path it is given means something else there; None
+/// when it sees our files (or on systems without `/proc`).
+pub fn container_folder(pid: u32) -> Option<ContainerFolder> {
+    #[cfg(target_os = "linux")]
+    {
+        let link = |p: String| std::fs::read_link(p).ok();
+        let other_ns = link(format!("/proc/{pid}/ns/mnt"))? != link("/proc/self/ns/mnt".into())?;
+        let other_root = link(format!("/proc/{pid}/root"))? != link("/proc/self/root".into())?;
+        if !other_ns && !other_root {
+            return None;
+        }
+        let inside = process_tmpdir(pid);
+        // Every folder on the way is a real one: a link inside the container would be followed
+        // from our root, not from the container's.
+        if !real_folders(Path::new(&format!("/proc/{pid}/root")), &inside) {
+            return None;
+        }
+        let here = container_path(pid, &inside);
+        Some(ContainerFolder { inside, here })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// True when each folder of the absolute path `inside`, under `root`, is a folder and not a
+/// link (nor `.` or `..`).
+#[cfg(target_os = "linux")]
+fn real_folders(root: &Path, inside: &Path) -> bool {
+    let mut at = root.to_path_buf();
+    inside.is_absolute()
+        && inside.components().skip(1).all(|part| {
+            if !matches!(part, std::path::Component::Normal(_)) {
+                return false;
+            }
+            at.push(part);
+            std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_dir())
+        })
+}
+
+/// `path` as process `pid` names it, reached from here through `/proc/<pid>/root`.
+#[cfg(target_os = "linux")]
+fn container_path(pid: u32, path: &Path) -> PathBuf {
+    Path::new(&format!("/proc/{pid}/root")).join(path.strip_prefix("/").unwrap_or(path))
 }
 
 /// Endpoints of processes in another mount namespace than ours, keyed by host pid.
@@ -150,9 +261,7 @@ fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
         else {
             continue;
         };
-        let tmp = process_tmpdir(pid);
-        let dir =
-            Path::new(&format!("/proc/{pid}/root")).join(tmp.strip_prefix("/").unwrap_or(&tmp));
+        let dir = container_path(pid, &process_tmpdir(pid));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -165,6 +274,10 @@ fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
                     .and_then(|m| m.modified())
                     .unwrap_or(SystemTime::UNIX_EPOCH);
                 (t, e.path())
+            })
+            .filter(|(_, p)| {
+                let name = p.file_name().map(|n| n.to_string_lossy());
+                !name.is_some_and(|n| stale_socket(&n, pid))
             })
             .max_by_key(|(t, _)| *t);
         if let Some(found) = newest {
@@ -183,6 +296,59 @@ mod tests {
         assert_eq!(super::namespace_pid(s), Some(7));
         assert_eq!(super::namespace_pid("NSpid:\t99\n"), Some(99));
         assert_eq!(super::namespace_pid("Name: x\n"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn start_times_and_stale_sockets() {
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1 2";
+        assert_eq!(super::start_ticks(stat), Some(98765));
+        assert_eq!(super::start_ticks("42 (x"), None);
+        assert_eq!(
+            super::socket_key("dotnet-diagnostic-7-98765-socket"),
+            Some(98765)
+        );
+        let me = std::process::id();
+        let stat = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
+        let start = super::start_ticks(&stat).unwrap();
+        let ours = format!("dotnet-diagnostic-{me}-{start}-socket");
+        assert!(!super::stale_socket(&ours, me));
+        let earlier = format!("dotnet-diagnostic-{me}-{}-socket", start + 1);
+        assert!(super::stale_socket(&earlier, me));
+        // Key 0 (the runtime could not read its start) and gone processes: cannot tell.
+        assert!(!super::stale_socket(
+            &format!("dotnet-diagnostic-{me}-0-socket"),
+            me
+        ));
+        assert!(!super::stale_socket(
+            "dotnet-diagnostic-4294967-1-socket",
+            4_294_967
+        ));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_container_folder_is_reached_through_real_folders_only() {
+        let root = std::env::temp_dir().join(format!("clrspy-folders-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("var/tmp")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("tmp")).unwrap();
+        let real = |p: &str| super::real_folders(&root, std::path::Path::new(p));
+        assert!(real("/var/tmp"));
+        assert!(real("/var"));
+        assert!(!real("/tmp"), "a link");
+        assert!(!real("/tmp/ssl"), "under a link");
+        assert!(!real("/var/../tmp"));
+        assert!(!real("/var/none"));
+        assert!(!real("var/tmp"));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn this_process_is_not_in_a_container() {
+        assert_eq!(super::container_folder(std::process::id()), None);
+        // pid_max is at most 2^22 on Linux: this pid never exists.
+        assert_eq!(super::container_folder(4_294_967), None);
     }
 
     #[test]

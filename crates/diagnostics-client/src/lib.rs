@@ -23,7 +23,7 @@ mod ipc;
 mod process;
 mod reverse;
 
-pub use discovery::{find_endpoints, Endpoint};
+pub use discovery::{container_folder, find_endpoints, stale_socket, ContainerFolder, Endpoint};
 pub use dump::{generate_core_dump, DumpFlags, DumpType};
 pub use eventpipe::{
     start_session, stop_session, Provider, Session, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,

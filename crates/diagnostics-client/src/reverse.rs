@@ -21,6 +21,9 @@ pub struct Advertisement {
     pub cookie: String,
     /// The process id, in the runtime's own PID namespace.
     pub pid: u32,
+    /// The connecting process's id here, from the socket's peer credentials (Linux): differs
+    /// from `pid` for a runtime in a container. None when unknown.
+    pub peer_pid: Option<u32>,
 }
 
 /// Parses a 34-byte advertisement.
@@ -34,7 +37,38 @@ pub fn parse_advertisement(b: &[u8]) -> Option<Advertisement> {
     Some(Advertisement {
         cookie,
         pid: u32::try_from(u64::from_le_bytes(pid)).ok()?,
+        peer_pid: None,
     })
+}
+
+/// The pid here of the process at the other end of `stream` (SO_PEERCRED: the process that
+/// connected, in our PID namespace's numbers; None when it is not visible from ours).
+#[cfg(target_os = "linux")]
+fn peer_pid(stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which we own, and sets `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    let whole = usize::try_from(len).is_ok_and(|l| l == std::mem::size_of::<libc::ucred>());
+    (r == 0 && whole && cred.pid > 0).then(|| cred.pid.unsigned_abs())
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn peer_pid(_stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+    None
 }
 
 /// A socket runtimes connect to. The socket file is removed when the server is dropped.
@@ -137,12 +171,14 @@ impl ReverseServer {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     stream.set_nonblocking(false).map_err(io)?;
+                    let peer = peer_pid(&stream);
                     let mut conn = Connection::new(stream, &self.path, timeout)?;
                     let mut ad = [0u8; ADVERTISE_SIZE];
                     conn.read_exact(&mut ad)?;
-                    let ad = parse_advertisement(&ad).ok_or_else(|| {
+                    let mut ad = parse_advertisement(&ad).ok_or_else(|| {
                         conn.proto("the connecting runtime did not advertise itself (ADVR_V1)")
                     })?;
+                    ad.peer_pid = peer;
                     return Ok((conn, ad));
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
@@ -200,6 +236,7 @@ mod tests {
         b.extend_from_slice(&[0, 0]);
         let a = parse_advertisement(&b).unwrap();
         assert_eq!(a.pid, 4242);
+        assert_eq!(a.peer_pid, None);
         assert_eq!(a.cookie.len(), 32);
         assert!(parse_advertisement(&b[..33]).is_none());
         b[0] = b'X';
@@ -231,6 +268,10 @@ mod tests {
         });
         let (_c, ad) = server.accept(t, t, &mut || true).unwrap();
         assert_eq!(ad.pid, 99);
+        if cfg!(target_os = "linux") {
+            // The client is a thread of this process.
+            assert_eq!(ad.peer_pid, Some(std::process::id()));
+        }
         drop(client.join().unwrap());
         drop(server);
         assert!(!path.exists());
