@@ -53,7 +53,13 @@ pub(crate) fn act_dump(
 ) {
     let rule = &rules.rules[i];
     let Some(dump) = &rule.dump else { return };
+    if dump.on_crash {
+        crate::crash::watch_crash(shared, rules, i, facts, Some(ep));
+    }
     if dump.on_exception.is_empty() {
+        if dump.on_crash {
+            return;
+        }
         return at_once(shared, rule, dump, facts, ep);
     }
     let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());

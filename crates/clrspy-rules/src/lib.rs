@@ -10,6 +10,7 @@
 
 mod act;
 mod budget;
+mod crash;
 mod discover;
 mod doc;
 mod dumps;

@@ -2,7 +2,7 @@
 //! `DOTNET_DiagnosticPorts=<socket>,connect,suspend` connect to, held before their first
 //! managed instruction. Each runtime (told apart by its instance cookie) gets a thread that
 //! reads what it is, applies the matching rules — a trace rule records from that first
-//! instruction — and resumes it; a runtime no rule matches is resumed at once. The runtime
+//! instruction, a crash dump rule starts watching — and resumes it; a runtime no rule matches is resumed at once. The runtime
 //! connects again after every command: the acceptor passes its connections to its thread
 //! while that thread wants them, and afterwards holds the newest one open so the runtime
 //! waits quietly instead of reconnecting in a loop.
@@ -166,6 +166,12 @@ fn held(
     } else {
         decide(shared, &rules, &facts)
     };
+    // Crash watches begin before the runtime runs a single instruction.
+    for &i in &hits {
+        if rules.rules[i].dump.as_ref().is_some_and(|d| d.on_crash) {
+            crate::crash::watch_crash(shared, &rules, i, &facts, Some(to.as_ref()));
+        }
+    }
     let first_trace = hits
         .iter()
         .copied()
@@ -205,7 +211,15 @@ fn held(
     let rest: Vec<usize> = hits
         .iter()
         .copied()
-        .filter(|&i| rules.rules[i].dump.is_some() || Some(i) != first_trace)
+        .filter(|&i| {
+            let r = &rules.rules[i];
+            // A crash-only dump is under way already.
+            let dump = r
+                .dump
+                .as_ref()
+                .is_some_and(|d| !d.on_crash || !d.on_exception.is_empty());
+            dump || (r.trace.is_some() && Some(i) != first_trace)
+        })
         .collect();
     if rest.is_empty() {
         return;
