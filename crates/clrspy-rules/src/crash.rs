@@ -203,30 +203,46 @@ impl DumpName {
 }
 
 /// The folders the process's paths start from, held open so they stay reachable after it
-/// exits (a container's file system included).
+/// exits (a container's file system included). The dump's folder itself is opened too when it
+/// exists: a file system mounted only in the container's mount namespace (a tmpfs) is cut off
+/// from its root when the namespace ends (measured), but an open folder on it stays readable.
 pub(crate) struct Places {
     root: File,
     cwd: Option<File>,
+    folder: Option<File>,
 }
 
 impl Places {
-    /// Opens `/proc/PID/root` (and `cwd`) while the process lives.
-    fn open(pid: u32) -> std::io::Result<Places> {
-        Ok(Places {
-            root: File::open(format!("/proc/{pid}/root"))?,
-            cwd: File::open(format!("/proc/{pid}/cwd")).ok(),
-        })
+    /// Opens `/proc/PID/root`, `cwd` and the dump's folder while the process lives.
+    fn open(pid: u32, name: &DumpName) -> std::io::Result<Places> {
+        let root = File::open(format!("/proc/{pid}/root"))?;
+        let cwd = File::open(format!("/proc/{pid}/cwd")).ok();
+        let base = if name.absolute {
+            Some(&root)
+        } else {
+            cwd.as_ref()
+        };
+        let folder = base.and_then(|b| File::open(under(b, &name.folder)).ok());
+        Ok(Places { root, cwd, folder })
     }
 
     /// The folder of `name`, reached through the open folders.
     fn folder(&self, name: &DumpName) -> Option<PathBuf> {
+        if let Some(f) = &self.folder {
+            return Some(under(f, ""));
+        }
         let base = if name.absolute {
             &self.root
         } else {
             self.cwd.as_ref()?
         };
-        Some(PathBuf::from(format!("/proc/self/fd/{}", base.as_raw_fd())).join(&name.folder))
+        Some(under(base, &name.folder))
     }
+}
+
+/// `rel` under the open folder `dir`.
+fn under(dir: &File, rel: &str) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(rel)
 }
 
 /// What the runtime left at a crash: its dump and its report (either may be missing).
@@ -344,7 +360,7 @@ pub(crate) fn watch_crash(
         Ok(n) => n,
         Err(why) => return say("skipped", format!("crash dump not possible: {why}")),
     };
-    let places = match Places::open(facts.pid) {
+    let places = match Places::open(facts.pid, &name) {
         Ok(p) => p,
         Err(e) => {
             return say(

@@ -2,7 +2,9 @@
 //! program started with the runtime's crash dump variables leaves its dump, which watch
 //! compresses into the rule's folder with its crash report and logs with both sizes and the
 //! fatal exception; a program started without them gets the line saying why no dump is
-//! possible. Both for a program watch finds by its socket and for one held at `--listen`.
+//! possible. Both for a program watch finds by its socket and for one held at `--listen`; and
+//! a dump written into a tmpfs only the program's own mount namespace sees (as in a container),
+//! taken after the namespace ended (needs root and `unshare`; skipped without).
 //!
 //! Each test runs Workloads.dll through a folder link of its own and matches only that path.
 
@@ -289,4 +291,74 @@ fn a_held_program_s_crash_at_its_start_is_caught() {
     check_refused(&w, plain);
     assert!(w.stop().success());
     no_dump_of(&out, plain);
+}
+
+#[test]
+fn a_crash_dump_written_where_only_the_process_s_namespace_sees_is_taken_after_it_ended() {
+    if !live() {
+        return;
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let unshare = Command::new("unshare").arg("--version").output().is_ok();
+    if !root || !unshare {
+        eprintln!("skipping: needs root and unshare to make namespaces");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("watch-crash-ns-wl");
+    std::os::unix::fs::symlink(workloads().parent().unwrap(), &link).unwrap();
+    let out = dir.path().join("out");
+    let w = Watch::start(&rules(dir.path(), "watch-crash-ns-wl"), &out, &[]);
+    // A tmpfs mounted in the program's own mount namespace only (a container's private
+    // /tmp): it is gone once the namespace ends, before watch looks for the dump.
+    let base = common::repo().join("target");
+    let private = tempfile::tempdir_in(&base).unwrap();
+    let script = format!(
+        "mount -t tmpfs tmpfs '{dir}' && DOTNET_DbgEnableMiniDump=1 DOTNET_EnableCrashReport=1 \
+         DOTNET_DbgMiniDumpName='{dir}/core_%p' dotnet '{dll}' crash --seconds 2",
+        dir = private.path().display(),
+        dll = link.join("Workloads.dll").display()
+    );
+    let mut c = Command::new("unshare");
+    c.args(["--mount", "--pid", "--fork", "--kill-child", "--mount-proc"])
+        .args(["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for k in CRASH_VARS {
+        c.env_remove(k);
+    }
+    let status = c.status().unwrap();
+    assert!(
+        !status.success(),
+        "the crash scenario ended well: {status:?}"
+    );
+    let done = w.wait_for(
+        |l| {
+            (l["event"] == "action_done" || l["event"] == "action_failed") && l["rule"] == "crashes"
+        },
+        "the crash dump's end",
+    );
+    assert_eq!(done["event"], "action_done", "{done}");
+    let file = PathBuf::from(done["file"].as_str().unwrap());
+    let mut core = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_end(&mut core)
+        .unwrap();
+    assert_eq!(core.len() as u64, done["raw_bytes"].as_u64().unwrap());
+    assert_eq!(&core[..4], b"\x7fELF");
+    // Not on the host's disk: it was only ever in the namespace's tmpfs.
+    assert_eq!(std::fs::read_dir(private.path()).unwrap().count(), 0);
+    let crashed = w.wait_for(|l| l["event"] == "crash", "the crash line");
+    assert!(
+        crashed["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Workloads.CrashException"),
+        "{crashed}"
+    );
+    assert!(w.stop().success());
 }
