@@ -17,10 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use clrspy_collect::{CrashReport, ErrorKind};
-use diagnostics_client::Connector;
+use diagnostics_client::{Connector, Endpoint};
 
 use crate::act::{about, admit, file_for, keep_budget, start_ticks, start_time};
 use crate::facts::ProcessFacts;
+use crate::fatal::{listen, Messages};
 use crate::model::Rule;
 use crate::parse::RuleSet;
 use crate::values::Compression;
@@ -318,23 +319,36 @@ fn ns_pid(pid: u32) -> u32 {
 }
 
 /// Starts watching for the crash of the process `facts` describes for rule `i` (once per
-/// process and rule): reads its crash settings now, says when crash dumps are off, and
-/// otherwise waits on a thread of its own for the process to end.
+/// process and rule): reads its crash settings now (through `conn` when `/proc` cannot tell),
+/// says when crash dumps are off, and otherwise waits on a thread of its own for the process
+/// to end. With `ep` (now or in a later call), the exceptions' messages are kept meanwhile.
 pub(crate) fn watch_crash(
     shared: &Arc<Shared>,
     rules: &Arc<RuleSet>,
     i: usize,
     facts: &ProcessFacts,
     conn: Option<&dyn Connector>,
+    ep: Option<&Endpoint>,
 ) {
     let rule = &rules.rules[i];
     let ticks = start_ticks(facts.pid).unwrap_or(0);
-    let first = shared
-        .crash_watched
-        .lock()
-        .map(|mut w| w.insert((facts.pid, ticks, rule.name.clone())))
-        .unwrap_or(true);
+    let key = (facts.pid, ticks, rule.name.clone());
+    let (first, messages) = match shared.crash_watched.lock() {
+        Ok(mut w) => match w.get(&key) {
+            Some(m) => (false, m.clone()),
+            None => {
+                let m = Arc::new(Messages::default());
+                w.insert(key, m.clone());
+                (true, m)
+            }
+        },
+        Err(_) => return,
+    };
     if !first {
+        // Watched already (a held process, before its socket existed): only the messages.
+        if let Some(ep) = ep {
+            listen(shared, ep, &messages);
+        }
         return;
     }
     let say = |event: &'static str, why: String| {
@@ -375,12 +389,19 @@ pub(crate) fn watch_crash(
         "watching",
         format!("crash: the runtime writes {}", settings.describe()),
     );
+    if settings.report {
+        messages.arm();
+        if let Some(ep) = ep {
+            listen(shared, ep, &messages);
+        }
+    }
     let (rules, facts) = (rules.clone(), facts.clone());
     shared.spawn(format!("clrspy-crash-{}", facts.pid), move |s| {
         let w = Waiting {
             name,
             places,
             ticks,
+            messages,
         };
         w.wait(s, &rules.rules[i], &facts);
     });
@@ -391,6 +412,7 @@ struct Waiting {
     name: DumpName,
     places: Places,
     ticks: u64,
+    messages: Arc<Messages>,
 }
 
 impl Waiting {
@@ -417,7 +439,10 @@ impl Waiting {
             .folder(&self.name)
             .and_then(|f| find_left(&f, &self.name, since));
         match left {
-            Some(left) => take(shared, rule, facts, &left),
+            Some(left) => {
+                self.messages.settle();
+                take(shared, rule, facts, &left, &self.messages)
+            }
             None => {
                 let mut d = about("watching_ended", facts);
                 d.rule = Some(rule.name.clone());
@@ -431,7 +456,7 @@ impl Waiting {
 
 /// Logs the crash, then copies the dump (compressed) and the report into the rule's folder
 /// under its limits.
-fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left) {
+fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, messages: &Messages) {
     let report = left.report.as_deref().map(CrashReport::read);
     let mut d = about("crash", facts);
     d.rule = Some(rule.name.clone());
@@ -440,7 +465,7 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left) {
         .as_ref()
         .map(|_| PathBuf::from(format!("{}{REPORT_SUFFIX}", left.shown)));
     d.detail = Some(match &report {
-        Some(Ok(r)) => describe_report(r),
+        Some(Ok(r)) => describe_report(r, messages),
         Some(Err(e)) => format!("the crash report is unreadable: {e}"),
         None => "no crash report (DOTNET_EnableCrashReport=1 writes one)".into(),
     });
@@ -524,15 +549,22 @@ fn mb(b: u64) -> String {
     format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
 }
 
-/// The fatal exception of a report in one line: type, HRESULT, thread, top managed frames.
-fn describe_report(r: &CrashReport) -> String {
+/// The fatal exception of a report in one line: type, HRESULT, message (from `messages`),
+/// thread, top managed frames.
+fn describe_report(r: &CrashReport, messages: &Messages) -> String {
     let what = match &r.exception_type {
         Some(t) => format!(
-            "unhandled {t}{}",
+            "unhandled {t}{}: {}",
             r.hresult
                 .as_deref()
                 .map(|h| format!(" (HRESULT {h})"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            match messages.message(t, r.thread_id) {
+                Some(m) => format!("\"{m}\""),
+                None if messages.listened() =>
+                    "(its message was not seen: thrown before watch attached)".into(),
+                None => "(no message: watch could not attach to the process)".into(),
+            }
         ),
         None => "a native crash (no managed exception)".into(),
     };
@@ -665,8 +697,8 @@ mod tests {
             ],
             ..CrashReport::default()
         };
-        let line = describe_report(&r);
-        assert_eq!(line, "unhandled Workloads.CrashException (HRESULT 0x80131500) on thread 16041 at Workloads.Crasher.Fail(Int32) < Workloads.Program.Main(System.String[])");
+        let line = describe_report(&r, &Messages::default());
+        assert_eq!(line, "unhandled Workloads.CrashException (HRESULT 0x80131500): (no message: watch could not attach to the process) on thread 16041 at Workloads.Crasher.Fail(Int32) < Workloads.Program.Main(System.String[])");
         assert_eq!(
             crash_report_name(Path::new("/o/w_1_20260101_000000.dmp.gz")),
             "w_1_20260101_000000.crashreport.json"

@@ -54,7 +54,7 @@ pub(crate) fn act_dump(
     let rule = &rules.rules[i];
     let Some(dump) = &rule.dump else { return };
     if dump.on_crash {
-        crate::crash::watch_crash(shared, rules, i, facts, Some(ep));
+        crate::crash::watch_crash(shared, rules, i, facts, Some(ep), Some(ep));
     }
     if dump.on_exception.is_empty() {
         if dump.on_crash {

@@ -15,6 +15,7 @@ mod discover;
 mod doc;
 mod dumps;
 mod facts;
+mod fatal;
 mod log;
 mod model;
 mod parse;

@@ -169,7 +169,7 @@ fn held(
     // Crash watches begin before the runtime runs a single instruction.
     for &i in &hits {
         if rules.rules[i].dump.as_ref().is_some_and(|d| d.on_crash) {
-            crate::crash::watch_crash(shared, &rules, i, &facts, Some(to.as_ref()));
+            crate::crash::watch_crash(shared, &rules, i, &facts, Some(to.as_ref()), None);
         }
     }
     let first_trace = hits
@@ -211,21 +211,25 @@ fn held(
     let rest: Vec<usize> = hits
         .iter()
         .copied()
-        .filter(|&i| {
-            let r = &rules.rules[i];
-            // A crash-only dump is under way already.
-            let dump = r
-                .dump
-                .as_ref()
-                .is_some_and(|d| !d.on_crash || !d.on_exception.is_empty());
-            dump || (r.trace.is_some() && Some(i) != first_trace)
-        })
+        .filter(|&i| rules.rules[i].dump.is_some() || Some(i) != first_trace)
         .collect();
     if rest.is_empty() {
         return;
     }
-    // The other actions reach the runtime at its own socket, which it opens as it starts.
+    // The other actions reach the runtime at its own socket, which it opens as it starts. A
+    // crash-only dump is under way already: there the socket only adds the fatal exception's
+    // message.
+    let crash_only = |i: usize| {
+        let r = &rules.rules[i];
+        r.dump
+            .as_ref()
+            .is_some_and(|d| d.on_crash && d.on_exception.is_empty())
+            && (r.trace.is_none() || Some(i) == first_trace)
+    };
     let Some(ep) = wait_endpoint(pid) else {
+        if rest.iter().all(|&i| crash_only(i)) {
+            return;
+        }
         let mut d = crate::act::about("error", &facts);
         d.detail =
             Some("its diagnostic socket did not appear: its other actions are skipped".into());

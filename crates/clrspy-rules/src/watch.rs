@@ -113,8 +113,8 @@ pub(crate) struct Shared {
     pub(crate) claimed: Mutex<HashSet<u32>>,
     /// The processes rules with `children` matched (their descendants match too).
     pub(crate) matched: Mutex<crate::tree::Matched>,
-    /// The (pid, start ticks, rule) watched for a crash.
-    pub(crate) crash_watched: Mutex<HashSet<(u32, u64, String)>>,
+    /// The (pid, start ticks, rule) watched for a crash, and the exceptions kept for it.
+    pub(crate) crash_watched: Mutex<HashMap<(u32, u64, String), Arc<crate::fatal::Messages>>>,
     pub(crate) disk_full: AtomicBool,
     pub(crate) stopping: AtomicBool,
     pub(crate) actions: AtomicU64,
@@ -195,7 +195,7 @@ pub fn watch(
         traces: Mutex::new(Vec::new()),
         claimed: Mutex::new(HashSet::new()),
         matched: Mutex::new(crate::tree::Matched::default()),
-        crash_watched: Mutex::new(HashSet::new()),
+        crash_watched: Mutex::new(HashMap::new()),
         disk_full: AtomicBool::new(false),
         stopping: AtomicBool::new(false),
         actions: AtomicU64::new(0),
@@ -375,7 +375,7 @@ fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, Pat
         m.prune();
     }
     if let Ok(mut w) = shared.crash_watched.lock() {
-        w.retain(|(p, _, _)| Path::new(&format!("/proc/{p}")).exists());
+        w.retain(|(p, _, _), _| Path::new(&format!("/proc/{p}")).exists());
     }
 }
 

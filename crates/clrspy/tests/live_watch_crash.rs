@@ -251,6 +251,15 @@ fn a_discovered_program_s_crash_dump_is_compressed_with_its_exception() {
     // Found by its socket while it sleeps two seconds, then it crashes.
     let pid = crash(&dll, "2", &crash_env(&raw_dir));
     check_taken(&w, pid, &raw_dir);
+    // Its message, which the crash report does not have, from the exceptions watch kept.
+    let crashed = w.wait_for(|l| for_pid(l, "crash", pid), "the crash line");
+    assert!(
+        crashed["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"workload crash 42\""),
+        "{crashed}"
+    );
 
     let plain = crash(&dll, "2", &[]);
     check_refused(&w, plain);
