@@ -27,7 +27,7 @@ use crate::values::Compression;
 use crate::watch::Shared;
 
 /// The dump a rule asks for.
-fn spec(dump: &DumpAction) -> DumpSpec {
+pub(crate) fn spec(dump: &DumpAction) -> DumpSpec {
     DumpSpec {
         kind: dump
             .kind
@@ -61,6 +61,9 @@ pub(crate) fn act_dump(
             return;
         }
         return at_once(shared, rule, dump, facts, ep);
+    }
+    if crate::holds::hooked(shared, facts.pid, &rule.name) {
+        return;
     }
     let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
     shared.spawn(format!("clrspy-dumps-{}", facts.pid), move |s| {
@@ -131,7 +134,7 @@ fn count(shared: &Shared, rule: &Rule) -> Admission {
 }
 
 /// Dumps left under the rule's `max_actions` (all of them without one).
-fn left(shared: &Shared, rule: &Rule) -> u32 {
+pub(crate) fn left(shared: &Shared, rule: &Rule) -> u32 {
     let taken = shared
         .states
         .lock()
@@ -321,7 +324,7 @@ fn skip_max(shared: &Shared, rule: &Rule, facts: &ProcessFacts) {
 
 /// What the dump worker says, logged: each dump is counted as one action, and its file renamed
 /// to the watch's pattern once written.
-fn notices(
+pub(crate) fn notices(
     shared: &Arc<Shared>,
     rules: &Arc<RuleSet>,
     i: usize,

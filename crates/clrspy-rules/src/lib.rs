@@ -16,6 +16,7 @@ mod doc;
 mod dumps;
 mod facts;
 mod fatal;
+mod holds;
 mod log;
 mod model;
 mod parse;

@@ -106,6 +106,16 @@ impl TryFrom<RawRule> for Rule {
             }
         }
         if let Some(d) = &r.dump {
+            if d.hold_hook.is_some() && d.on_exception.is_empty() {
+                return Err(format!(
+                    "rule \"{name}\": \"hold_hook\" needs \"on_exception\" (the exceptions it holds at)"
+                ));
+            }
+            if d.hold_hook.as_deref().is_some_and(|h| !h.starts_with('/')) {
+                return Err(format!(
+                    "rule \"{name}\": \"hold_hook\" must be an absolute path (the runtime loads it from its own working directory)"
+                ));
+            }
             if d.on_crash && d.on_exception.is_empty() && d.kind.is_some() {
                 return Err(format!(
                     "rule \"{name}\": \"type\" does not apply to crash dumps: the runtime writes them with the type its DOTNET_DbgMiniDumpType says"
@@ -245,6 +255,13 @@ pub struct DumpAction {
     /// runtime's `DOTNET_DbgMiniDumpType`); without it, watch logs that it cannot.
     #[serde(default)]
     pub on_crash: bool,
+    /// The hold mode of `on_exception` for processes held at watch's `--listen` port: the
+    /// path of clrspy's hook (`ClrspyHold.dll`, built by `hooks/build.sh`), applied to the
+    /// runtime while it is held (.NET 8 or later). At a matching first-chance exception the
+    /// throwing thread waits until its dump is written, so the dump shows it inside the throw.
+    /// Processes found otherwise get the usual `on_exception` watch.
+    #[serde(default)]
+    pub hold_hook: Option<String>,
     /// Compress the dump once written.
     #[serde(default)]
     pub compress: Compression,

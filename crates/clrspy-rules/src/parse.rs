@@ -398,6 +398,21 @@ trace = { profile = "cpu", ring_mb = 64, stop_on = [{ exception = "System.Net.*"
             "[[rules]]\nname = \"c\"\nmatch = { name = \"x\" }\n[rules.dump]\non_crash = \"yes\"\n",
         );
         assert_eq!(e.line, 5, "{e}");
+        let e = json_err(
+            r#"{"rules":[{"name":"h","match":{"name":"x"},"dump":{"hold_hook":"/h/ClrspyHold.dll"}}]}"#,
+        );
+        assert!(e.message.contains("needs \"on_exception\""), "{e}");
+        let e = json_err(
+            r#"{"rules":[{"name":"h","match":{"name":"x"},"dump":{"on_exception":["X"],"hold_hook":"ClrspyHold.dll"}}]}"#,
+        );
+        assert!(e.message.contains("absolute path"), "{e}");
+        let ok = RuleSet::parse(
+            r#"{"rules":[{"name":"h","match":{"name":"x"},"dump":{"on_exception":["X"],"hold_hook":"/h/ClrspyHold.dll"}}]}"#,
+            Syntax::Json,
+        )
+        .unwrap();
+        let hook = ok.rules[0].dump.as_ref().unwrap().hold_hook.clone();
+        assert_eq!(hook.as_deref(), Some("/h/ClrspyHold.dll"));
     }
 
     #[test]

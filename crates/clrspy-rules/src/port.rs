@@ -166,10 +166,16 @@ fn held(
     } else {
         decide(shared, &rules, &facts)
     };
-    // Crash watches begin before the runtime runs a single instruction.
+    // Crash watches and hold hooks begin before the runtime runs a single instruction.
     for &i in &hits {
-        if rules.rules[i].dump.as_ref().is_some_and(|d| d.on_crash) {
+        let Some(d) = &rules.rules[i].dump else {
+            continue;
+        };
+        if d.on_crash {
             crate::crash::watch_crash(shared, &rules, i, &facts, Some(to.as_ref()), None);
+        }
+        if d.hold_hook.is_some() && !d.on_exception.is_empty() {
+            crate::holds::arm(shared, &rules, i, &facts, to.as_ref());
         }
     }
     let first_trace = hits

@@ -138,7 +138,12 @@ fn actions(r: &clrspy_rules::Rule) -> Vec<String> {
             a.push("the runtime's crash dump, when the process crashes".into());
         }
         if !d.on_crash || !d.on_exception.is_empty() {
-            a.push(format!("dump ({kind}, {when})"));
+            let held = if d.hold_hook.is_some() {
+                ", the throwing thread held for processes held at --listen"
+            } else {
+                ""
+            };
+            a.push(format!("dump ({kind}, {when}{held})"));
         }
     }
     if r.children {
