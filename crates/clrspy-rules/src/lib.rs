@@ -11,6 +11,7 @@
 mod act;
 mod budget;
 mod crash;
+mod crash_files;
 mod discover;
 mod doc;
 mod dumps;
