@@ -300,12 +300,19 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
         let to = out.with_file_name(crash_report_name(&out));
         let _ = std::fs::copy(r, to);
     }
+    // A budget kept meanwhile (another action of the rule) spares the file being written.
+    if let Ok(mut o) = shared.open_files.lock() {
+        o.push(out.clone());
+    }
     let result = File::open(dump)
         .map_err(|e| clrspy_collect::Error::Output {
             path: PathBuf::from(&left.shown),
             source: e,
         })
         .and_then(|mut f| clrspy_collect::compress_core_into(&mut f, &out, compress));
+    if let Ok(mut o) = shared.open_files.lock() {
+        o.retain(|p| *p != out);
+    }
     match result {
         Ok(r) => {
             let mut d = about("action_done", facts);
