@@ -375,9 +375,13 @@ fn describe_report(r: &CrashReport, messages: &Messages) -> String {
                 .unwrap_or_default(),
             match messages.message(t, r.thread_id) {
                 Some(m) => format!("\"{m}\""),
-                None if messages.listened() =>
-                    "(its message was not seen: thrown before watch attached)".into(),
-                None => "(no message: watch could not attach to the process)".into(),
+                None => match messages.failure() {
+                    Some(e) => format!("(no message: the exceptions session failed: {e})"),
+                    None if messages.listened() => {
+                        "(its message was not seen: thrown before watch attached)".into()
+                    }
+                    None => "(no message: watch could not attach to the process)".into(),
+                },
             }
         ),
         None => "a native crash (no managed exception)".into(),

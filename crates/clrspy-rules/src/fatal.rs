@@ -26,6 +26,8 @@ pub(crate) struct Messages {
     listening: AtomicBool,
     /// The session ended (its last events are in).
     done: AtomicBool,
+    /// Why the session could not start.
+    failed: Mutex<Option<String>>,
 }
 
 impl Messages {
@@ -70,9 +72,14 @@ impl Messages {
         self.listening.load(Ordering::SeqCst)
     }
 
-    /// Waits (5 s at most) for the session's end, once the process is gone.
+    /// Why the session could not start, if it could not.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failed.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Waits (15 s at most) for the session's end, once the process is gone.
     pub(crate) fn settle(&self) {
-        let until = Instant::now() + Duration::from_secs(5);
+        let until = Instant::now() + Duration::from_secs(15);
         while self.listened() && !self.done.load(Ordering::SeqCst) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -119,10 +126,16 @@ pub(crate) fn listen(shared: &Arc<Shared>, ep: &Endpoint, messages: &Arc<Message
     });
     let (ep, m) = (ep.clone(), messages.clone());
     shared.spawn(format!("clrspy-fatal-{}", ep.pid), move |s| {
-        if let Ok(session) = diagnostics_client::start_session(&ep, &config, Duration::from_secs(3))
-        {
-            let _ = session.set_read_timeout(Duration::from_millis(250));
-            read(Patient { session, shared: s }, &m);
+        match diagnostics_client::start_session(&ep, &config, Duration::from_secs(10)) {
+            Ok(session) => {
+                let _ = session.set_read_timeout(Duration::from_millis(250));
+                read(Patient { session, shared: s }, &m);
+            }
+            Err(e) => {
+                if let Ok(mut f) = m.failed.lock() {
+                    *f = Some(e.to_string());
+                }
+            }
         }
         m.done.store(true, Ordering::SeqCst);
     });

@@ -248,8 +248,9 @@ fn a_discovered_program_s_crash_dump_is_compressed_with_its_exception() {
     let out = dir.path().join("out");
     let w = Watch::start(&rules(dir.path(), "watch-crash-wl"), &out, &[]);
 
-    // Found by its socket while it sleeps two seconds, then it crashes.
-    let pid = crash(&dll, "2", &crash_env(&raw_dir));
+    // Found by its socket while it sleeps (five seconds: watch's exceptions session must be
+    // open before the throw, on a loaded machine too), then it crashes.
+    let pid = crash(&dll, "5", &crash_env(&raw_dir));
     check_taken(&w, pid, &raw_dir);
     // Its message, which the crash report does not have, from the exceptions watch kept.
     let crashed = w.wait_for(|l| for_pid(l, "crash", pid), "the crash line");
