@@ -265,6 +265,14 @@ impl Waiting {
 /// under its limits.
 fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, messages: &Messages) {
     let report = left.report.as_deref().map(CrashReport::read);
+    // The message: from the dump when it holds the exception object, else from the session.
+    let from_dump = left
+        .report
+        .as_deref()
+        .and_then(|r| std::fs::read(r).ok())
+        .and_then(|b| crate::coremem::exception_object(&b))
+        .zip(left.dump.as_deref())
+        .and_then(|(object, dump)| crate::coremem::exception_message(dump, object));
     let mut d = about("crash", facts);
     d.rule = Some(rule.name.clone());
     d.file = left
@@ -272,7 +280,15 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
         .as_ref()
         .map(|_| PathBuf::from(format!("{}{REPORT_SUFFIX}", left.shown)));
     d.detail = Some(match &report {
-        Some(Ok(r)) => describe_report(r, messages),
+        Some(Ok(r)) => describe_report(
+            r,
+            from_dump.or_else(|| {
+                r.exception_type
+                    .as_deref()
+                    .and_then(|t| messages.message(t, r.thread_id))
+            }),
+            messages,
+        ),
         Some(Err(e)) => format!("the crash report is unreadable: {e}"),
         None => "no crash report (DOTNET_EnableCrashReport=1 writes one)".into(),
     });
@@ -363,9 +379,9 @@ fn mb(b: u64) -> String {
     format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
 }
 
-/// The fatal exception of a report in one line: type, HRESULT, message (from `messages`),
-/// thread, top managed frames.
-fn describe_report(r: &CrashReport, messages: &Messages) -> String {
+/// The fatal exception of a report in one line: type, HRESULT, message (when found; else why
+/// not, from `messages`), thread, top managed frames.
+fn describe_report(r: &CrashReport, message: Option<String>, messages: &Messages) -> String {
     let what = match &r.exception_type {
         Some(t) => format!(
             "unhandled {t}{}: {}",
@@ -373,7 +389,7 @@ fn describe_report(r: &CrashReport, messages: &Messages) -> String {
                 .as_deref()
                 .map(|h| format!(" (HRESULT {h})"))
                 .unwrap_or_default(),
-            match messages.message(t, r.thread_id) {
+            match message {
                 Some(m) => format!("\"{m}\""),
                 None => match messages.failure() {
                     Some(e) => format!("(no message: the exceptions session failed: {e})"),
@@ -452,7 +468,7 @@ mod tests {
             ],
             ..CrashReport::default()
         };
-        let line = describe_report(&r, &Messages::default());
+        let line = describe_report(&r, None, &Messages::default());
         assert_eq!(line, "unhandled Workloads.CrashException (HRESULT 0x80131500): (no message: watch could not attach to the process) on thread 16041 at Workloads.Crasher.Fail(Int32) < Workloads.Program.Main(System.String[])");
         assert_eq!(
             crash_report_name(Path::new("/o/w_1_20260101_000000.dmp.gz")),

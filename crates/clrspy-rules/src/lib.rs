@@ -10,6 +10,7 @@
 
 mod act;
 mod budget;
+mod coremem;
 mod crash;
 mod crash_files;
 mod discover;
