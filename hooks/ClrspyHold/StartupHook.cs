@@ -39,7 +39,8 @@ internal class StartupHook
             string name = e.Exception.GetType().FullName ?? "";
             if (!Matches(name)) return;
             if (Interlocked.Increment(ref s_taken) > s_max) return;
-            Hold(name);
+            // "SKIP": clrspy's limits refused this one for now (a cooldown): it does not count.
+            if (!Hold(name)) Interlocked.Decrement(ref s_taken);
         }
         catch
         {
@@ -80,8 +81,8 @@ internal class StartupHook
     }
 
     /// Tells clrspy "HOLD <pid> <tid> <type> <monotonic ns>" and waits (10 minutes at most) for
-    /// its one-line answer.
-    private static void Hold(string name)
+    /// its one-line answer; false when it answered SKIP (no dump, and later ones may be taken).
+    private static bool Hold(string name)
     {
         long ns = (long)(System.Diagnostics.Stopwatch.GetTimestamp() * (1e9 / System.Diagnostics.Stopwatch.Frequency));
         using var s = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
@@ -90,6 +91,7 @@ internal class StartupHook
         string line = $"HOLD {Environment.ProcessId} {Environment.CurrentManagedThreadId} {name} {ns}\n";
         s.Send(System.Text.Encoding.UTF8.GetBytes(line));
         var buf = new byte[64];
-        s.Receive(buf);
+        int n = s.Receive(buf);
+        return !(n >= 4 && System.Text.Encoding.ASCII.GetString(buf, 0, 4) == "SKIP");
     }
 }

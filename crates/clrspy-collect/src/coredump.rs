@@ -105,7 +105,7 @@ pub fn check_dump(path: &Path) -> Result<u64> {
 }
 
 /// Reads until `buf` is full or the file ends; returns the bytes read.
-fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match f.read(&mut buf[n..]) {

@@ -580,6 +580,47 @@ pub fn compress_dump_file(raw: &Path, compress: Compression) -> Result<DumpRepor
     })
 }
 
+/// Copies a core the runtime wrote itself (a crash dump, read from `src`) into `to`,
+/// compressed as asked (copied as is with [`Compression::None`]); the source is left alone.
+/// `to` is removed again when the copy fails or is not a core.
+pub fn compress_core_into(
+    src: &mut dyn Read,
+    to: &Path,
+    compress: Compression,
+) -> Result<DumpReport> {
+    let started = Instant::now();
+    let result = (|| -> Result<(u64, u64)> {
+        let mut out = File::create(to).map_err(|e| output_error(to, e))?;
+        let (r, f, magic) = if compress == Compression::None {
+            let mut magic = [0u8; 4];
+            let n = crate::coredump::read_up_to(&mut &mut *src, &mut magic)
+                .map_err(|e| output_error(to, e))?;
+            out.write_all(&magic[..n])
+                .map_err(|e| output_error(to, e))?;
+            let rest = std::io::copy(src, &mut out).map_err(|e| output_error(to, e))?;
+            out.sync_all().map_err(|e| output_error(to, e))?;
+            let r = n as u64 + rest;
+            (r, r, magic[..n].to_vec())
+        } else {
+            compress_stream(src, out, compress).map_err(|e| output_error(to, e))?
+        };
+        check_streamed(to, r, &magic)?;
+        Ok((r, f))
+    })();
+    let (raw_bytes, file_bytes) = result.inspect_err(|_: &Error| {
+        let _ = std::fs::remove_file(to);
+    })?;
+    Ok(DumpReport {
+        path: to.to_path_buf(),
+        raw_bytes,
+        file_bytes,
+        streamed: false,
+        elapsed: started.elapsed(),
+        raw_write: None,
+        crash_report: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -643,6 +684,27 @@ mod tests {
             assert!(e.to_string().contains("not write an ELF core"), "{e}");
         }
         assert!(check_streamed(p, 100, b"\x7fELF").is_ok());
+    }
+
+    #[test]
+    fn a_core_is_copied_or_compressed_elsewhere_and_a_non_core_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = core_like();
+        for kind in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            let to = dir.path().join(format!("c.{}", kind.extension()));
+            let r = compress_core_into(&mut Cursor::new(&data), &to, kind).unwrap();
+            assert_eq!(r.raw_bytes, data.len() as u64);
+            assert_eq!(r.file_bytes, std::fs::metadata(&to).unwrap().len());
+            if kind == Compression::None {
+                assert_eq!(std::fs::read(&to).unwrap(), data);
+            } else {
+                assert!(r.file_bytes < r.raw_bytes / 4, "{kind:?}");
+            }
+        }
+        let to = dir.path().join("bad.dmp.gz");
+        let e = compress_core_into(&mut Cursor::new(b"MZ not a core"), &to, Compression::Gzip);
+        assert!(e.is_err());
+        assert!(!to.exists());
     }
 
     #[cfg(unix)]

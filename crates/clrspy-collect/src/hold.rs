@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::dumper::{DumpNotice, DumpOutcome, DumpPlan, DumpRequest, OnDump};
+use crate::dumper::{DumpGate, DumpNotice, DumpOutcome, DumpPlan, DumpRequest, OnDump};
 use crate::dumpfile::write_dump_file;
 use crate::{Error, Result};
 
@@ -52,6 +52,7 @@ fn parse_hold(line: &str) -> Option<(u32, String, Option<u64>)> {
 fn serve_one(
     stream: UnixStream,
     plan: &DumpPlan,
+    gate: Option<&dyn DumpGate>,
     taken: &mut u32,
     on_dump: &mut OnDump,
 ) -> Option<DumpOutcome> {
@@ -60,14 +61,27 @@ fn serve_one(
     let mut reader = BufReader::new(&stream);
     reader.read_line(&mut line).ok()?;
     let (pid, name, event_ns) = parse_hold(&line)?;
-    let mut outcome = None;
-    if *taken < plan.max {
-        *taken += 1;
-        let request = DumpRequest {
-            reason: format!("first-chance {name}, thread held"),
-            pid: Some(pid),
-            event_ns,
+    let request = DumpRequest {
+        reason: format!("first-chance {name}, thread held"),
+        pid: Some(pid),
+        event_ns,
+    };
+    // The answer: OK (dumped, or no more dumps ever: the hook counts it), SKIP (refused now,
+    // perhaps admitted later: the hook does not count it).
+    let mut answer: &[u8] = b"OK\n";
+    let admitted = *taken < plan.max
+        && match gate {
+            Some(g) if !g.admit(&request) => {
+                if !g.closed() {
+                    answer = b"SKIP\n";
+                }
+                false
+            }
+            _ => true,
         };
+    let mut outcome = None;
+    if admitted {
+        *taken += 1;
         let path = plan.dir.join(format!(
             "{}_{pid}_{}.{}",
             plan.stem,
@@ -94,13 +108,24 @@ fn serve_one(
     }
     // Let the thread go on.
     let mut w = &stream;
-    let _ = w.write_all(b"OK\n");
+    let _ = w.write_all(answer);
     outcome
 }
 
 impl HoldServer {
     /// Listens on a fresh socket in the temporary directory.
-    pub fn start(plan: DumpPlan, mut on_dump: OnDump) -> Result<HoldServer> {
+    pub fn start(plan: DumpPlan, on_dump: OnDump) -> Result<HoldServer> {
+        HoldServer::start_gated(plan, None, on_dump)
+    }
+
+    /// As [`HoldServer::start`], each hold admitted by `gate` too (after the plan's limit,
+    /// before the dump starts): a refused hold lets the thread go at once, and the hook
+    /// does not count it while the gate is not closed.
+    pub fn start_gated(
+        plan: DumpPlan,
+        gate: Option<Arc<dyn DumpGate>>,
+        mut on_dump: OnDump,
+    ) -> Result<HoldServer> {
         let path = crate::launch::socket_path().with_extension("hold");
         let listener = UnixListener::bind(&path).map_err(|source| Error::Output {
             path: path.clone(),
@@ -123,7 +148,8 @@ impl HoldServer {
                     match listener.accept() {
                         Ok((s, _)) => {
                             let _ = s.set_nonblocking(false);
-                            if let Some(o) = serve_one(s, &plan, &mut taken, &mut on_dump) {
+                            let gate = gate.as_deref();
+                            if let Some(o) = serve_one(s, &plan, gate, &mut taken, &mut on_dump) {
                                 if let Ok(mut v) = out.lock() {
                                     v.push(o);
                                 }
@@ -220,5 +246,57 @@ mod tests {
         BufReader::new(&s).read_line(&mut answer).unwrap();
         assert_eq!(answer, "OK\n");
         assert!(server.finish().is_empty());
+    }
+
+    /// Refuses every ask; closed after `open` asks.
+    struct Refusing {
+        asks: std::sync::atomic::AtomicU32,
+        open: u32,
+    }
+
+    impl DumpGate for Refusing {
+        fn admit(&self, _request: &DumpRequest) -> bool {
+            self.asks.fetch_add(1, Ordering::SeqCst);
+            false
+        }
+
+        fn closed(&self) -> bool {
+            self.asks.load(Ordering::SeqCst) >= self.open
+        }
+    }
+
+    #[test]
+    fn a_hold_the_gate_refuses_is_let_go_without_a_dump_and_not_counted_by_the_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = DumpPlan {
+            dir: dir.path().to_path_buf(),
+            stem: "t".into(),
+            spec: crate::DumpSpec::default(),
+            max: 5,
+        };
+        let gate = Arc::new(Refusing {
+            asks: 0.into(),
+            open: 2,
+        });
+        let started = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let seen = started.clone();
+        let on_dump: OnDump = Box::new(move |n| {
+            if matches!(n, DumpNotice::Started { .. }) {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let server = HoldServer::start_gated(plan, Some(gate.clone()), on_dump).unwrap();
+        let ask = || {
+            let mut s = UnixStream::connect(&server.path).unwrap();
+            s.write_all(b"HOLD 1 1 A 1\n").unwrap();
+            let mut answer = String::new();
+            BufReader::new(&s).read_line(&mut answer).unwrap();
+            answer
+        };
+        assert_eq!(ask(), "SKIP\n", "refused for now: the hook keeps asking");
+        assert_eq!(ask(), "OK\n", "the gate closed: the hook counts it");
+        assert!(server.finish().is_empty());
+        assert_eq!(started.load(Ordering::SeqCst), 0, "no dump began");
+        assert_eq!(gate.asks.load(Ordering::SeqCst), 2);
     }
 }

@@ -46,7 +46,9 @@ pub use dumper::{
     DumpHandle, DumpNotice, DumpOutcome, DumpPlan, DumpRequest, Dumper, ExceptionTrigger, OnDump,
     EXCEPTION_KEYWORD,
 };
-pub use dumpfile::{compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec};
+pub use dumpfile::{
+    compress_core_into, compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};

@@ -28,6 +28,15 @@ dump = { type = "mini", on_exception = ["*.InvalidCastException"], compress = "g
 limits = { max_actions = 2, disk_mb = 2048 }
 
 [[rules]]
+name = "worker-crashes"
+# The dump the runtime writes when a worker crashes, gzip-compressed into this rule's folder
+# with its crash report, the fatal exception logged. The runtime writes one only when the
+# worker was started with DOTNET_DbgEnableMiniDump=1 (DOTNET_EnableCrashReport=1 for the
+# report, DOTNET_DbgMiniDumpName for the place); otherwise watch logs that it cannot.
+match = { name = "Worker*" }
+dump = { on_crash = true, compress = "gzip" }
+
+[[rules]]
 name = "test-run"
 # A script and every .NET program it starts (at any depth): one trace per process.
 match = { command_line = "run-tests\\.sh" }
@@ -60,6 +69,12 @@ pub const EXAMPLE_JSON: &str = r#"{
       "match": { "name": "csc*", "command_line": "--shared" },
       "dump": { "type": "mini", "on_exception": ["*.InvalidCastException"], "compress": "gzip" },
       "limits": { "max_actions": 2, "disk_mb": 2048 }
+    },
+    {
+      "name": "worker-crashes",
+      "description": "the runtime's own dump when a worker crashes (started with DOTNET_DbgEnableMiniDump=1), compressed",
+      "match": { "name": "Worker*" },
+      "dump": { "on_crash": true, "compress": "gzip" }
     },
     {
       "name": "test-run",
@@ -101,6 +116,10 @@ mod tests {
             assert_eq!(a.children, b.children);
         }
         assert!(t.rules.iter().any(|r| r.children));
+        assert!(j
+            .rules
+            .iter()
+            .any(|r| r.dump.as_ref().is_some_and(|d| d.on_crash)));
     }
 
     #[test]
@@ -116,6 +135,7 @@ mod tests {
             "max_actions",
             "gc_pause_ms",
             "children",
+            "on_crash",
         ] {
             assert!(text.contains(&format!("\"{field}\"")), "{field} missing");
         }

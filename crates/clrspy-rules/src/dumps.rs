@@ -28,7 +28,7 @@ use crate::values::Compression;
 use crate::watch::Shared;
 
 /// The dump a rule asks for.
-fn spec(dump: &DumpAction) -> DumpSpec {
+pub(crate) fn spec(dump: &DumpAction) -> DumpSpec {
     DumpSpec {
         kind: dump
             .kind
@@ -54,8 +54,17 @@ pub(crate) fn act_dump(
 ) {
     let rule = &rules.rules[i];
     let Some(dump) = &rule.dump else { return };
+    if dump.on_crash {
+        crate::crash::watch_crash(shared, rules, i, facts, Some(ep), Some(ep));
+    }
     if dump.on_exception.is_empty() {
+        if dump.on_crash {
+            return;
+        }
         return at_once(shared, rule, dump, facts, ep);
+    }
+    if crate::holds::hooked(shared, facts.pid, &rule.name) {
+        return;
     }
     let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
     shared.spawn(format!("clrspy-dumps-{}", facts.pid), move |s| {
@@ -113,7 +122,7 @@ fn at_once(shared: &Shared, rule: &Rule, dump: &DumpAction, facts: &ProcessFacts
 }
 
 /// Dumps left under the rule's `max_actions` (all of them without one).
-fn left(shared: &Shared, rule: &Rule) -> u32 {
+pub(crate) fn left(shared: &Shared, rule: &Rule) -> u32 {
     let taken = shared
         .states
         .lock()
@@ -320,7 +329,7 @@ fn skip_max(shared: &Shared, rule: &Rule, facts: &ProcessFacts) {
 
 /// What the dump worker says, logged: each dump is counted as one action, and its file renamed
 /// to the watch's pattern once written.
-fn notices(
+pub(crate) fn notices(
     shared: &Arc<Shared>,
     rules: &Arc<RuleSet>,
     i: usize,

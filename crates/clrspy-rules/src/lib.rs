@@ -10,11 +10,16 @@
 
 mod act;
 mod budget;
+mod coremem;
+mod crash;
+mod crash_files;
 mod discover;
 mod doc;
 mod dumps;
 mod facts;
+mod fatal;
 mod gate;
+mod holds;
 mod log;
 mod model;
 mod parse;

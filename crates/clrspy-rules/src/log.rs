@@ -3,11 +3,14 @@
 //! `decisions.jsonl` in the output folder, and a short line for people.
 //!
 //! Each line has `time` (UTC, RFC 3339) and `event`, then whichever of these apply: `pid`,
-//! `process`, `rule`, `action`, `file`, `bytes`, `age_ms` (how old the process was when the
+//! `process`, `rule`, `action`, `file`, `bytes`, `raw_bytes`, `age_ms` (how old the process was when the
 //! decision was taken), `detail` (what matched, why not, what went wrong). Events: `started`,
 //! `stopping`, `stopped`, `reloaded`, `reload_failed`, `seen` (a new process no rule matches),
-//! `gone` (it ended before it could be read), `matched`, `skipped` (limits), `action_started`, `action_done`, `action_failed`, `removed`
-//! (disk budget), `disk_full`, `disk_ok`, `error`.
+//! `gone` (it ended before it could be read), `matched`, `skipped` (limits, or a crash dump the process's settings rule out),
+//! `watching` / `watching_ended` (a process watched for exceptions or its crash), `crash` (a
+//! watched process crashed: the fatal exception from its crash report), `action_started`,
+//! `action_done` (a compressed dump also has `raw_bytes`), `action_failed`, `removed` (disk
+//! budget), `disk_full`, `disk_ok`, `error`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,6 +36,8 @@ pub struct Decision {
     pub file: Option<PathBuf>,
     /// Its size.
     pub bytes: Option<u64>,
+    /// A compressed dump's size before compression.
+    pub raw_bytes: Option<u64>,
     /// How old the process was, in milliseconds.
     pub age_ms: Option<u64>,
     /// Details in words.
@@ -70,6 +75,7 @@ impl Decision {
                 .map(|f| Value::from(f.to_string_lossy().into_owned())),
         );
         put("bytes", self.bytes.map(Value::from));
+        put("raw_bytes", self.raw_bytes.map(Value::from));
         put("age_ms", self.age_ms.map(Value::from));
         put("detail", self.detail.clone().map(Value::from));
         Value::Object(m)

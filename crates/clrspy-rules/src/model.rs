@@ -59,7 +59,7 @@ struct RawRule {
     /// Record a trace of the process.
     #[serde(default)]
     trace: Option<TraceAction>,
-    /// Write a dump of the process: at once, or on the exceptions named.
+    /// Write a dump of the process: at once, on the exceptions named, or at its crash.
     #[serde(default)]
     dump: Option<DumpAction>,
     /// Also every .NET process started by a process this rule matches, directly or through
@@ -102,6 +102,23 @@ impl TryFrom<RawRule> for Rule {
             if t.buffer_mb == Some(0) || t.buffer_mb.is_some_and(|m| m > 4096) {
                 return Err(format!(
                     "rule \"{name}\": \"buffer_mb\" must be between 1 and 4096"
+                ));
+            }
+        }
+        if let Some(d) = &r.dump {
+            if d.hold_hook.is_some() && d.on_exception.is_empty() {
+                return Err(format!(
+                    "rule \"{name}\": \"hold_hook\" needs \"on_exception\" (the exceptions it holds at)"
+                ));
+            }
+            if d.hold_hook.as_deref().is_some_and(|h| !h.starts_with('/')) {
+                return Err(format!(
+                    "rule \"{name}\": \"hold_hook\" must be an absolute path (the runtime loads it from its own working directory)"
+                ));
+            }
+            if d.on_crash && d.on_exception.is_empty() && d.kind.is_some() {
+                return Err(format!(
+                    "rule \"{name}\": \"type\" does not apply to crash dumps: the runtime writes them with the type its DOTNET_DbgMiniDumpType says"
                 ));
             }
         }
@@ -228,9 +245,23 @@ pub struct DumpAction {
     #[serde(rename = "type", default)]
     pub kind: Option<DumpKind>,
     /// Dump when an exception whose type name matches one of these globs is thrown (first
-    /// chance); without it, dump as soon as the process is seen.
+    /// chance); without it (and without `on_crash`), dump as soon as the process is seen.
     #[serde(default)]
     pub on_exception: Vec<Glob>,
+    /// Keep the dump the runtime writes when the process crashes (an unhandled exception, a
+    /// fatal signal): once the process is gone, it is compressed into the rule's folder with
+    /// its crash report beside it, and the fatal exception logged. The runtime writes it only
+    /// when the process was started with `DOTNET_DbgEnableMiniDump=1` (its type is the
+    /// runtime's `DOTNET_DbgMiniDumpType`); without it, watch logs that it cannot.
+    #[serde(default)]
+    pub on_crash: bool,
+    /// The hold mode of `on_exception` for processes held at watch's `--listen` port: the
+    /// path of clrspy's hook (`ClrspyHold.dll`, built by `hooks/build.sh`), applied to the
+    /// runtime while it is held (.NET 8 or later). At a matching first-chance exception the
+    /// throwing thread waits until its dump is written, so the dump shows it inside the throw.
+    /// Processes found otherwise get the usual `on_exception` watch.
+    #[serde(default)]
+    pub hold_hook: Option<String>,
     /// Compress the dump once written.
     #[serde(default)]
     pub compress: Compression,

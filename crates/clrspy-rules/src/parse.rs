@@ -375,6 +375,47 @@ trace = { profile = "cpu", ring_mb = 64, stop_on = [{ exception = "System.Net.*"
     }
 
     #[test]
+    fn crash_dumps_read_in_both_syntaxes_and_refuse_a_type() {
+        let j = RuleSet::parse(
+            r#"{"rules":[{"name":"c","match":{"name":"Workloads*"},"dump":{"on_crash":true,"compress":"gzip"}}]}"#,
+            Syntax::Json,
+        )
+        .unwrap();
+        let d = j.rules[0].dump.as_ref().unwrap();
+        assert!(d.on_crash && d.on_exception.is_empty());
+        let t = RuleSet::parse(
+            "[[rules]]\nname = \"c\"\nmatch = { name = \"w*\" }\ndump = { on_crash = true, compress = \"zstd\" }\n",
+            Syntax::Toml,
+        )
+        .unwrap();
+        assert!(t.rules[0].dump.as_ref().unwrap().on_crash);
+        let e = json_err(
+            "{\"rules\":[\n{\"name\":\"c\",\"match\":{\"name\":\"x\"},\"dump\":{\"on_crash\":true,\"type\":\"full\"}}]}",
+        );
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("DOTNET_DbgMiniDumpType"), "{e}");
+        let e = toml_err(
+            "[[rules]]\nname = \"c\"\nmatch = { name = \"x\" }\n[rules.dump]\non_crash = \"yes\"\n",
+        );
+        assert_eq!(e.line, 5, "{e}");
+        let e = json_err(
+            r#"{"rules":[{"name":"h","match":{"name":"x"},"dump":{"hold_hook":"/h/ClrspyHold.dll"}}]}"#,
+        );
+        assert!(e.message.contains("needs \"on_exception\""), "{e}");
+        let e = json_err(
+            r#"{"rules":[{"name":"h","match":{"name":"x"},"dump":{"on_exception":["X"],"hold_hook":"ClrspyHold.dll"}}]}"#,
+        );
+        assert!(e.message.contains("absolute path"), "{e}");
+        let ok = RuleSet::parse(
+            r#"{"rules":[{"name":"h","match":{"name":"x"},"dump":{"on_exception":["X"],"hold_hook":"/h/ClrspyHold.dll"}}]}"#,
+            Syntax::Json,
+        )
+        .unwrap();
+        let hook = ok.rules[0].dump.as_ref().unwrap().hold_hook.clone();
+        assert_eq!(hook.as_deref(), Some("/h/ClrspyHold.dll"));
+    }
+
+    #[test]
     fn duplicate_names_point_at_the_second() {
         let text = "{\"rules\":[\n{\"name\":\"a\",\"match\":{\"name\":\"x\"},\"dump\":{}},\n{\"name\":\"a\",\"match\":{\"name\":\"y\"},\"dump\":{}}]}";
         let e = json_err(text);

@@ -2,7 +2,7 @@
 //! `DOTNET_DiagnosticPorts=<socket>,connect,suspend` connect to, held before their first
 //! managed instruction. Each runtime (told apart by its instance cookie) gets a thread that
 //! reads what it is, applies the matching rules — a trace rule records from that first
-//! instruction — and resumes it; a runtime no rule matches is resumed at once. The runtime
+//! instruction, a crash dump rule starts watching — and resumes it; a runtime no rule matches is resumed at once. The runtime
 //! connects again after every command: the acceptor passes its connections to its thread
 //! while that thread wants them, and afterwards holds the newest one open so the runtime
 //! waits quietly instead of reconnecting in a loop.
@@ -166,6 +166,18 @@ fn held(
     } else {
         decide(shared, &rules, &facts)
     };
+    // Crash watches and hold hooks begin before the runtime runs a single instruction.
+    for &i in &hits {
+        let Some(d) = &rules.rules[i].dump else {
+            continue;
+        };
+        if d.on_crash {
+            crate::crash::watch_crash(shared, &rules, i, &facts, Some(to.as_ref()), None);
+        }
+        if d.hold_hook.is_some() && !d.on_exception.is_empty() {
+            crate::holds::arm(shared, &rules, i, &facts, to.as_ref());
+        }
+    }
     let first_trace = hits
         .iter()
         .copied()
@@ -210,8 +222,20 @@ fn held(
     if rest.is_empty() {
         return;
     }
-    // The other actions reach the runtime at its own socket, which it opens as it starts.
+    // The other actions reach the runtime at its own socket, which it opens as it starts. A
+    // crash-only dump is under way already: there the socket only adds the fatal exception's
+    // message.
+    let crash_only = |i: usize| {
+        let r = &rules.rules[i];
+        r.dump
+            .as_ref()
+            .is_some_and(|d| d.on_crash && d.on_exception.is_empty())
+            && (r.trace.is_none() || Some(i) == first_trace)
+    };
     let Some(ep) = wait_endpoint(pid) else {
+        if rest.iter().all(|&i| crash_only(i)) {
+            return;
+        }
         let mut d = crate::act::about("error", &facts);
         d.detail =
             Some("its diagnostic socket did not appear: its other actions are skipped".into());

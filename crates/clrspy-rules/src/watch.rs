@@ -113,6 +113,10 @@ pub(crate) struct Shared {
     pub(crate) claimed: Mutex<HashSet<u32>>,
     /// The processes rules with `children` matched (their descendants match too).
     pub(crate) matched: Mutex<crate::tree::Matched>,
+    /// The (pid, start ticks, rule) watched for a crash, and the exceptions kept for it.
+    pub(crate) crash_watched: Mutex<HashMap<(u32, u64, String), Arc<crate::fatal::Messages>>>,
+    /// The (pid, start ticks, rule) whose exceptions the hold hook handles.
+    pub(crate) hooked: Mutex<HashSet<(u32, u64, String)>>,
     pub(crate) disk_full: AtomicBool,
     pub(crate) stopping: AtomicBool,
     pub(crate) actions: AtomicU64,
@@ -142,6 +146,8 @@ impl Shared {
             traces: Mutex::new(Vec::new()),
             claimed: Mutex::new(HashSet::new()),
             matched: Mutex::new(crate::tree::Matched::default()),
+            crash_watched: Mutex::new(HashMap::new()),
+            hooked: Mutex::new(HashSet::new()),
             disk_full: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             actions: AtomicU64::new(0),
@@ -381,6 +387,12 @@ fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, Pat
     }
     if let Ok(mut m) = shared.matched.lock() {
         m.prune();
+    }
+    if let Ok(mut w) = shared.crash_watched.lock() {
+        w.retain(|(p, _, _), _| Path::new(&format!("/proc/{p}")).exists());
+    }
+    if let Ok(mut h) = shared.hooked.lock() {
+        h.retain(|(p, _, _)| Path::new(&format!("/proc/{p}")).exists());
     }
 }
 

@@ -30,8 +30,8 @@ fn the_examples_check_clean_and_the_schema_is_json() {
         );
         let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
         assert_eq!(v["valid"], true, "{v}");
-        // The example's rules: compiler dumps, a process tree, a web app's ring.
-        assert_eq!(v["rules"].as_array().unwrap().len(), 3, "{v}");
+        // The example's rules: compiler dumps, crash dumps, a process tree, a web app's ring.
+        assert_eq!(v["rules"].as_array().unwrap().len(), 4, "{v}");
     }
     let schema = clrspy().args(["rules", "schema"]).output().unwrap();
     assert!(schema.status.success());

@@ -134,7 +134,17 @@ fn actions(r: &clrspy_rules::Rule) -> Vec<String> {
                     .join(", ")
             )
         };
-        a.push(format!("dump ({kind}, {when})"));
+        if d.on_crash {
+            a.push("the runtime's crash dump, when the process crashes".into());
+        }
+        if !d.on_crash || !d.on_exception.is_empty() {
+            let held = if d.hold_hook.is_some() {
+                ", the throwing thread held for processes held at --listen"
+            } else {
+                ""
+            };
+            a.push(format!("dump ({kind}, {when}{held})"));
+        }
     }
     if r.children {
         a.push("the same for every .NET process a matched process starts".into());

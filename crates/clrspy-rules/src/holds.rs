@@ -1,0 +1,162 @@
+//! The hold mode of a rule's `on_exception` dumps (`dump.hold_hook`) for runtimes held at the
+//! listen port: before the runtime runs, watch sets the hook's variables through the port
+//! (SetEnvironmentVariable: measured with .NET 10.0.12, the hook's
+//! `Environment.GetEnvironmentVariable` sees them) and has the runtime load clrspy's hook
+//! (ApplyStartupHook, .NET 8+, only while held). At a matching first-chance exception the
+//! throwing thread asks clrspy-collect's hold server for a dump and waits until it is written.
+//! Dumps are logged, counted and renamed like the usual `on_exception` dumps; when anything
+//! here fails, the process gets the usual watch (EventPipe) instead, and the log says why.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clrspy_collect::{DumpPlan, HoldServer};
+use diagnostics_client::{apply_startup_hook, set_environment_variable, Connector};
+
+use crate::act::{about, start_ticks};
+use crate::dumps::{left, notices, spec};
+use crate::facts::ProcessFacts;
+use crate::gate::RuleGate;
+use crate::parse::RuleSet;
+use crate::watch::Shared;
+
+/// Time each command to the held runtime may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// True when rule `rule`'s exceptions in process `pid` are held by the hook (the usual watch
+/// is not wanted).
+pub(crate) fn hooked(shared: &Shared, pid: u32, rule: &str) -> bool {
+    let ticks = start_ticks(pid).unwrap_or(0);
+    shared
+        .hooked
+        .lock()
+        .is_ok_and(|h| h.contains(&(pid, ticks, rule.to_string())))
+}
+
+/// Arms the hold hook of rule `i` in the runtime held behind `to` (before it is resumed).
+/// Logs what was done; on failure the usual watch follows once the runtime runs.
+pub(crate) fn arm(
+    shared: &Arc<Shared>,
+    rules: &Arc<RuleSet>,
+    i: usize,
+    facts: &ProcessFacts,
+    to: &dyn Connector,
+) {
+    let rule = &rules.rules[i];
+    let Some(dump) = &rule.dump else { return };
+    let Some(hook) = &dump.hold_hook else { return };
+    let say = |event: &'static str, why: String| {
+        let mut d = about(event, facts);
+        d.rule = Some(rule.name.clone());
+        d.action = Some("dump");
+        d.detail = Some(why);
+        shared.emit(d);
+    };
+    let fallback = "; its exceptions are watched the usual way (EventPipe) instead";
+    if !Path::new(hook).is_file() {
+        return say(
+            "error",
+            format!("the hold hook {hook} is not there (hooks/build.sh builds it){fallback}"),
+        );
+    }
+    let mnt = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+    if mnt(&facts.pid.to_string()) != mnt("self") {
+        return say(
+            "error",
+            format!("the hold hook cannot reach watch from another mount namespace (a container){fallback}"),
+        );
+    }
+    let max = left(shared, rule);
+    if max == 0 || shared.stopping.load(Ordering::SeqCst) {
+        return;
+    }
+    let dir = shared.out.join(&rule.name);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return say(
+            "error",
+            format!("cannot create {}: {e}{fallback}", dir.display()),
+        );
+    }
+    let spec = spec(dump);
+    let plan = DumpPlan {
+        dir: dir.clone(),
+        stem: facts.file_name(),
+        spec,
+        max,
+    };
+    let writing = Arc::new(Mutex::new(0u32));
+    let on_dump = notices(shared, rules, i, facts, &dir, spec, writing);
+    // The rule's limits (max_actions, cooldown) are asked before each dump, as in the usual
+    // watch: the hook's own limit is only an upper bound.
+    let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
+    let server = match HoldServer::start_gated(plan, Some(gate.clone()), on_dump) {
+        Ok(s) => s,
+        Err(e) => return say("error", format!("the hold server: {e}{fallback}")),
+    };
+    let patterns: Vec<String> = dump
+        .on_exception
+        .iter()
+        .map(|g| g.as_str().to_string())
+        .collect();
+    // Only the hook's own variables: DOTNET_STARTUP_HOOKS is read before the port's commands.
+    let vars: Vec<(String, String)> = server
+        .env(Path::new(hook), &patterns, max)
+        .into_iter()
+        .filter(|(k, _)| k != "DOTNET_STARTUP_HOOKS")
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let applied = vars
+        .iter()
+        .try_for_each(|(k, v)| set_environment_variable(to, k, v, COMMAND_TIMEOUT))
+        .and_then(|()| apply_startup_hook(to, hook, COMMAND_TIMEOUT));
+    if let Err(e) = applied {
+        drop(server.finish());
+        return say(
+            "error",
+            format!(
+                "the runtime did not take the hold hook (it needs .NET 8 or later): {e}{fallback}"
+            ),
+        );
+    }
+    let ticks = start_ticks(facts.pid).unwrap_or(0);
+    if let Ok(mut h) = shared.hooked.lock() {
+        h.insert((facts.pid, ticks, rule.name.clone()));
+    }
+    let most = if max == u32::MAX {
+        "any".to_string()
+    } else {
+        max.to_string()
+    };
+    say(
+        "watching",
+        format!(
+            "first-chance exceptions {} in the hold mode (hook applied while held: the throwing thread waits for its dump); at most {most} dump(s)",
+            patterns.join(", ")
+        ),
+    );
+    let (facts, rule_name) = (facts.clone(), rule.name.clone());
+    shared.spawn(format!("clrspy-hold-{}", facts.pid), move |s| {
+        // The server answers the hook until the process ends or watch stops.
+        while start_ticks(facts.pid) == Some(ticks) && !s.stopping.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let n = server.finish().len();
+        let skipped = gate.finish();
+        let mut d = about("watching_ended", &facts);
+        d.rule = Some(rule_name);
+        d.action = Some("dump");
+        d.detail = Some(if skipped == 0 {
+            format!("hold mode: {n} dump(s)")
+        } else {
+            format!("hold mode: {n} dump(s); {skipped} matching exception(s) skipped by the rule's limits")
+        });
+        s.emit(d);
+    });
+}

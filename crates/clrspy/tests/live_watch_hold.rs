@@ -1,0 +1,139 @@
+//! `clrspy watch --listen` with a rule's `dump.hold_hook`: a program held at the port gets
+//! clrspy's hold hook through the port (its variables set through it too), and at each
+//! matching first-chance exception, up to `max_actions`, the throwing thread waits while
+//! its dump is written.
+//!
+//! The test runs Workloads.dll through a folder link of its own and matches only that path.
+
+mod common;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{clrspy_command, live, workloads};
+
+fn log(out: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("decisions.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn a_held_program_gets_the_hold_hook_through_the_port() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = dir.path().join("hook");
+    let status = Command::new("dotnet")
+        .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
+        .arg(&hooks)
+        .arg(common::repo().join("hooks/ClrspyHold"))
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .env("DOTNET_NOLOGO", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "dotnet build hooks/ClrspyHold failed");
+    let hook = hooks.join("ClrspyHold.dll");
+    let link = dir.path().join("watch-hold-wl");
+    std::os::unix::fs::symlink(workloads().parent().unwrap(), &link).unwrap();
+    let rules = dir.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        format!(
+            r#"{{"rules":[{{"name":"casts","match":{{"command_line":"watch-hold-wl/"}},
+               "dump":{{"on_exception":["*.InvalidCastException"],"compress":"gzip",
+                        "hold_hook":"{}"}},
+               "limits":{{"max_actions":2}}}}]}}"#,
+            hook.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let sock = dir.path().join("port.sock");
+    let mut watch = clrspy_command()
+        .args(["watch", "--rules"])
+        .arg(&rules)
+        .arg("--out")
+        .arg(&out)
+        .arg("--listen")
+        .arg(&sock)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    while !log(&out).iter().any(|l| l["event"] == "started") {
+        assert!(Instant::now() < until, "watch did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("dotnet")
+        .arg(link.join("Workloads.dll"))
+        .args(["cast", "--count", "4", "--seconds", "0"])
+        .env(
+            "DOTNET_DiagnosticPorts",
+            format!("{},connect,suspend", sock.display()),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let until = Instant::now() + Duration::from_secs(120);
+    while !log(&out).iter().any(|l| l["event"] == "watching_ended") {
+        assert!(
+            Instant::now() < until,
+            "no watching_ended: {:#?}",
+            log(&out)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(watch.id().to_string())
+        .status();
+    let _ = watch.wait();
+    let all = log(&out);
+    let watching = all
+        .iter()
+        .find(|l| l["event"] == "watching")
+        .unwrap_or_else(|| panic!("{all:#?}"));
+    assert!(
+        watching["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hold mode"),
+        "{watching}"
+    );
+    let done: Vec<&serde_json::Value> =
+        all.iter().filter(|l| l["event"] == "action_done").collect();
+    assert_eq!(done.len(), 2, "max_actions: {all:#?}");
+    for d in done {
+        assert!(
+            d["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("thread held"),
+            "{d}"
+        );
+        let file = PathBuf::from(d["file"].as_str().unwrap());
+        let mut core = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+            .read_to_end(&mut core)
+            .unwrap();
+        assert_eq!(&core[..4], b"\x7fELF", "{file:?}");
+    }
+    // No EventPipe watch of the exceptions besides the hook.
+    assert!(
+        !all.iter().any(|l| l["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with(".exceptions.nettrace"))),
+        "{all:#?}"
+    );
+}
