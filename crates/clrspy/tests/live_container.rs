@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::watch::Watch;
 use common::{clrspy, info, json, live, workloads, Running};
 
 #[test]
@@ -219,95 +220,6 @@ impl Container {
     }
 }
 
-/// A running `clrspy watch`, killed when dropped.
-struct Watch {
-    child: std::process::Child,
-    out: PathBuf,
-}
-
-impl Watch {
-    fn start(rules: &Path, out: &Path, extra: &[&str]) -> Watch {
-        let child = common::clrspy_command()
-            .arg("watch")
-            .arg("--rules")
-            .arg(rules)
-            .arg("--out")
-            .arg(out)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(out.with_extension("stdout")).unwrap())
-            .stderr(std::fs::File::create(out.with_extension("stderr")).unwrap())
-            .spawn()
-            .expect("start clrspy watch");
-        let w = Watch {
-            child,
-            out: out.to_path_buf(),
-        };
-        w.wait_for(|l| l["event"] == "started", "the started line");
-        w
-    }
-
-    fn log(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.out.join("decisions.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// Waits (2 minutes at most) for a log line `pred` accepts.
-    fn wait_for(&self, pred: impl Fn(&serde_json::Value) -> bool, what: &str) -> serde_json::Value {
-        let until = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(l) = self.log().into_iter().find(|l| pred(l)) {
-                return l;
-            }
-            assert!(
-                Instant::now() < until,
-                "no {what} in the log: {:#?}\nstderr: {}",
-                self.log(),
-                std::fs::read_to_string(self.out.with_extension("stderr")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The end of rule `rule`'s action on `pid`, which must have succeeded.
-    fn done(&self, rule: &str, pid: u32) -> serde_json::Value {
-        let l = self.wait_for(
-            |l| {
-                (l["event"] == "action_done" || l["event"] == "action_failed")
-                    && l["pid"] == pid
-                    && l["rule"] == rule
-            },
-            &format!("the end of rule {rule}'s action"),
-        );
-        assert_eq!(l["event"], "action_done", "{l}");
-        l
-    }
-
-    /// SIGTERM, then the exit (2 minutes at most); the whole log.
-    fn stop(mut self) -> Vec<serde_json::Value> {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let until = Instant::now() + Duration::from_secs(120);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < until, "watch did not stop after SIGTERM");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        self.log()
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A file removed when dropped.
 struct Removed(PathBuf);
 
@@ -469,7 +381,7 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
     assert_eq!(&head[..4], b"\x7fELF");
     assert_eq!(c.leftovers(), Vec::<String>::new());
 
-    let log = w.stop();
+    let log = w.stop_with_log();
     assert!(
         !log.iter().any(|l| l["pid"] == pid && l["rule"] == "host"),
         "the host rule matched a process in a container: {log:#?}"
@@ -563,7 +475,7 @@ fn watch_and_record_dump_a_process_in_a_container_on_its_exceptions() {
     assert_eq!(gunzip_head(&dump), b"\x7fELF");
     assert_eq!(c.leftovers(), Vec::<String>::new());
     drop(c);
-    let log = w.stop();
+    let log = w.stop_with_log();
     assert!(
         !log.iter().any(|l| l["event"] == "action_failed"),
         "{log:#?}"
@@ -632,7 +544,7 @@ fn listen_holds_a_program_in_a_container_and_traces_it_from_its_first_instructio
     // instruction.
     assert!(common::count(&i, "Runtime/Start") > 0, "{i}");
     drop(c);
-    let log = w.stop();
+    let log = w.stop_with_log();
     assert!(
         !log.iter().any(|l| l["event"] == "action_failed"),
         "{log:#?}"

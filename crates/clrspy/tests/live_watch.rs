@@ -13,108 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{clrspy_command, info, json, live, workloads};
-
-/// A running `clrspy watch`, stopped (SIGTERM, then killed) when dropped.
-struct Watch {
-    child: Child,
-    out: PathBuf,
-}
-
-impl Watch {
-    fn start(rules: &Path, out: &Path, extra: &[&str]) -> Watch {
-        let child = clrspy_command()
-            .arg("watch")
-            .arg("--rules")
-            .arg(rules)
-            .arg("--out")
-            .arg(out)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(out.with_extension("stdout")).unwrap())
-            .stderr(std::fs::File::create(out.with_extension("stderr")).unwrap())
-            .spawn()
-            .expect("start clrspy watch");
-        let w = Watch {
-            child,
-            out: out.to_path_buf(),
-        };
-        w.wait_for(|l| l["event"] == "started", "the started line");
-        w
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -{sig}");
-    }
-
-    /// The decisions log's lines so far.
-    fn log(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.out.join("decisions.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// Waits for the end of `pid`'s trace action, checks it succeeded and that its file is
-    /// named `Workloads_<pid>_<stamp>.nettrace`; the log line and the file.
-    fn trace_done(&self, pid: u32, what: &str) -> (serde_json::Value, PathBuf) {
-        let done = self.wait_for(
-            |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
-            what,
-        );
-        assert_eq!(done["event"], "action_done", "{done}");
-        let file = PathBuf::from(done["file"].as_str().unwrap());
-        assert!(
-            named_per_pattern(&file, "Workloads", pid, "nettrace"),
-            "{file:?}"
-        );
-        (done, file)
-    }
-
-    /// Waits (2 minutes at most) for a log line `pred` accepts.
-    fn wait_for(&self, pred: impl Fn(&serde_json::Value) -> bool, what: &str) -> serde_json::Value {
-        let until = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(l) = self.log().into_iter().find(|l| pred(l)) {
-                return l;
-            }
-            assert!(
-                Instant::now() < until,
-                "no {what} in the log: {:#?}\nstderr: {}",
-                self.log(),
-                std::fs::read_to_string(self.out.with_extension("stderr")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// SIGTERM, then waits for the exit (2 minutes at most).
-    fn stop(mut self) -> std::process::ExitStatus {
-        self.signal("TERM");
-        let until = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < until, "watch did not stop after SIGTERM");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::watch::Watch;
+use common::{info, json, live, workloads};
 
 /// Workloads.dll reached through a folder link named `name` in `dir`: its command line holds
 /// a path no other test's has.
@@ -221,7 +121,7 @@ fn watch_traces_a_program_started_after_it_and_sighup_with_a_broken_file_keeps_t
     let matched = w.wait_for(|l| for_pid(l, "matched", pid), "matched line");
     assert_eq!(matched["rule"], "wl-cpu", "{matched}");
     assert_eq!(matched["process"], "Workloads", "{matched}");
-    let (_, file) = w.trace_done(pid, "end of the trace");
+    let (_, file) = trace_done(&w, pid, "end of the trace");
     assert_eq!(file.parent().unwrap(), out.join("wl-cpu"));
     let i = info(&file);
     assert_eq!(i["ended_cleanly"], true, "{i}");
@@ -305,7 +205,7 @@ trace = { profile = "gc-collect" }
     let mut p = Program::start(&dll, &["exceptions", "--count", "7"], &env);
     let pid = p.pid();
     assert!(p.wait().success());
-    let (_, file) = w.trace_done(pid, "end of the trace");
+    let (_, file) = trace_done(&w, pid, "end of the trace");
     let i = info(&file);
     let names: Vec<String> = i["per_event"]
         .as_array()
@@ -506,7 +406,7 @@ fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigge
     // A SocketException after 2 s: the ring trace stops 1 s later, and says why.
     let mut web = Program::start(&dll, &["throw-later", "--seconds", "2"], &env);
     let wpid = web.pid();
-    let (done, file) = w.trace_done(wpid, "the end of the triggered trace");
+    let (done, file) = trace_done(&w, wpid, "the end of the triggered trace");
     let why = done["detail"].as_str().unwrap_or("");
     assert!(why.contains("triggered"), "{done}");
     assert!(why.contains("SocketException"), "{done}");
@@ -657,7 +557,7 @@ fn children_a_script_matched_by_name_gets_one_whole_trace_per_dotnet_program_it_
         let m = w.wait_for(|l| for_pid(l, "matched", pid), "the child's match");
         let why = m["detail"].as_str().unwrap_or("");
         assert!(why.contains(&format!("via parent PID {sh_pid}")), "{m}");
-        let (_, file) = w.trace_done(pid, "the child's trace");
+        let (_, file) = trace_done(&w, pid, "the child's trace");
         assert_eq!(file.parent().unwrap(), out.join("tree"));
         let i = info(&file);
         assert_eq!(i["ended_cleanly"], true, "{file:?}: {i}");
@@ -725,8 +625,24 @@ limits = { max_actions = 2 }
     let cpid = u32::try_from(child["pid"].as_u64().unwrap()).unwrap();
     assert_ne!(cpid, ppid);
     for pid in [ppid, cpid] {
-        let (_, file) = w.trace_done(pid, "a trace's end");
+        let (_, file) = trace_done(&w, pid, "a trace's end");
         assert_eq!(info(&file)["ended_cleanly"], true, "{file:?}");
     }
     assert!(w.stop().success());
+}
+
+/// Waits for the end of `pid`'s trace action, checks it succeeded and that its file is
+/// named `Workloads_<pid>_<stamp>.nettrace`; the log line and the file.
+fn trace_done(w: &Watch, pid: u32, what: &str) -> (serde_json::Value, PathBuf) {
+    let done = w.wait_for(
+        |l| for_pid(l, "action_done", pid) || for_pid(l, "action_failed", pid),
+        what,
+    );
+    assert_eq!(done["event"], "action_done", "{done}");
+    let file = PathBuf::from(done["file"].as_str().unwrap());
+    assert!(
+        named_per_pattern(&file, "Workloads", pid, "nettrace"),
+        "{file:?}"
+    );
+    (done, file)
 }

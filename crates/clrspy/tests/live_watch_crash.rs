@@ -12,90 +12,11 @@ mod common;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{clrspy_command, live, workloads};
-
-/// A running `clrspy watch`, killed when dropped.
-struct Watch {
-    child: Child,
-    out: PathBuf,
-}
-
-impl Watch {
-    fn start(rules: &Path, out: &Path, extra: &[&str]) -> Watch {
-        let child = clrspy_command()
-            .arg("watch")
-            .arg("--rules")
-            .arg(rules)
-            .arg("--out")
-            .arg(out)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(out.with_extension("stdout")).unwrap())
-            .stderr(std::fs::File::create(out.with_extension("stderr")).unwrap())
-            .spawn()
-            .expect("start clrspy watch");
-        let w = Watch {
-            child,
-            out: out.to_path_buf(),
-        };
-        w.wait_for(|l| l["event"] == "started", "the started line");
-        w
-    }
-
-    fn log(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.out.join("decisions.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// Waits (2 minutes at most) for a log line `pred` accepts.
-    fn wait_for(&self, pred: impl Fn(&serde_json::Value) -> bool, what: &str) -> serde_json::Value {
-        let until = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(l) = self.log().into_iter().find(|l| pred(l)) {
-                return l;
-            }
-            assert!(
-                Instant::now() < until,
-                "no {what} in the log: {:#?}\nstderr: {}",
-                self.log(),
-                std::fs::read_to_string(self.out.with_extension("stderr")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// SIGTERM, then waits for the exit (2 minutes at most).
-    fn stop(mut self) -> std::process::ExitStatus {
-        let ok = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -TERM");
-        let until = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < until, "watch did not stop after SIGTERM");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::watch::Watch;
+use common::{live, workloads};
 
 fn for_pid(l: &serde_json::Value, event: &str, pid: u32) -> bool {
     l["event"] == event && l["pid"] == pid

@@ -10,17 +10,9 @@ mod common;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{clrspy_command, live, workloads};
-
-fn log(out: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(out.join("decisions.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
+use common::watch::Watch;
+use common::{live, workloads};
 
 #[test]
 fn a_held_program_gets_the_hold_hook_through_the_port() {
@@ -128,23 +120,8 @@ fn held_casts(limits: &str, name: &str) -> (Vec<serde_json::Value>, tempfile::Te
     .unwrap();
     let out = dir.path().join("out");
     let sock = dir.path().join("port.sock");
-    let mut watch = clrspy_command()
-        .args(["watch", "--rules"])
-        .arg(&rules)
-        .arg("--out")
-        .arg(&out)
-        .arg("--listen")
-        .arg(&sock)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(60);
-    while !log(&out).iter().any(|l| l["event"] == "started") {
-        assert!(Instant::now() < until, "watch did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let sock_arg = sock.to_string_lossy().into_owned();
+    let w = Watch::start(&rules, &out, &["--listen", &sock_arg]);
     let status = Command::new("dotnet")
         .arg(link.join("Workloads.dll"))
         .args(["cast", "--count", "4", "--seconds", "0"])
@@ -158,19 +135,6 @@ fn held_casts(limits: &str, name: &str) -> (Vec<serde_json::Value>, tempfile::Te
         .status()
         .unwrap();
     assert!(status.success(), "{status:?}");
-    let until = Instant::now() + Duration::from_secs(120);
-    while !log(&out).iter().any(|l| l["event"] == "watching_ended") {
-        assert!(
-            Instant::now() < until,
-            "no watching_ended: {:#?}",
-            log(&out)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = Command::new("kill")
-        .arg("-TERM")
-        .arg(watch.id().to_string())
-        .status();
-    let _ = watch.wait();
-    (log(&out), dir)
+    w.wait_for(|l| l["event"] == "watching_ended", "watching_ended");
+    (w.stop_with_log(), dir)
 }

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 pub mod proc_cpu;
+pub mod watch;
 
 /// The repository root.
 pub fn repo() -> PathBuf {
