@@ -13,7 +13,10 @@ use crate::header::{Clock, FormatVersion, TraceHeader};
 use crate::metadata::{self, EventMetadata};
 use crate::value::Guid;
 
+mod brief;
 mod tables;
+
+pub use brief::EventBrief;
 
 /// The next metadata row's key ([`Event::metadata_key`]): unique in the process.
 static NEXT_METADATA_KEY: AtomicU64 = AtomicU64::new(1);
@@ -125,25 +128,6 @@ struct RawHeader {
     is_sorted: bool,
 }
 
-/// The few facts of one event that counting passes need, read from its header without
-/// building the [`Event`] (see [`crate::Reader::for_each_brief`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct EventBrief {
-    /// The metadata id the event refers to (ids may be redefined in V6; see `metadata_key`).
-    pub metadata_id: u32,
-    /// As [`Event::metadata_key`]: 0 when the id was never defined.
-    pub metadata_key: u64,
-    /// As [`Event::version`] (label list override, else the metadata's).
-    pub version: u8,
-    /// True when the event's stack has at least one frame (as `!Event::stack.is_empty()`).
-    pub has_stack: bool,
-    /// As [`Event::timestamp`].
-    pub timestamp: i64,
-    /// As [`Event::offset`].
-    pub offset: u64,
-}
-
 /// Iteration state inside one event block.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BlockIter {
@@ -199,6 +183,16 @@ impl StackTable {
                 self.sparse.insert(id, entry);
             }
         }
+    }
+
+    /// The length in bytes of stack `id`, when the table has it.
+    #[inline]
+    fn len(&self, id: u32) -> Option<usize> {
+        let (_, l) = match id.checked_sub(self.base) {
+            Some(rel) if (rel as usize) < self.dense.len() => self.dense[rel as usize],
+            _ => *self.sparse.get(&id)?,
+        };
+        Some(l as usize)
     }
 
     #[inline]
@@ -532,7 +526,7 @@ impl Decoder {
     }
 
     /// Decodes the next real event of an event block (skipping NetPerf's inline metadata).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_in_block(
         &mut self,
         data: &[u8],
@@ -613,51 +607,6 @@ impl Decoder {
         };
         self.thread_cache = Some((index, t, p));
         (t, p)
-    }
-
-    /// What the lean pass ([`crate::Reader::for_each_brief`]) needs of a decoded header, and
-    /// whether its stack id missed the stack table. Counts nothing: see [`Decoder::count_brief`].
-    #[inline(always)]
-    pub(crate) fn brief(&self, raw: &RawEvent) -> (EventBrief, bool) {
-        let ps = usize::from(self.header.pointer_size.max(1));
-        let (has_stack, stack_missing) = match raw.inline_stack {
-            Some((_, l)) => (l / ps > 0, false),
-            None if raw.h.stack_id != 0 => match self.stacks.get(raw.h.stack_id) {
-                Some(s) => (s.len() / ps > 0, false),
-                None => (false, true),
-            },
-            None => (false, false),
-        };
-        let id = raw.h.metadata_id;
-        let mut version = self
-            .metadata(id)
-            .map_or(self.unknown_metadata.version, |m| m.version);
-        if raw.h.label_list != 0 {
-            if let Some(v) = self.labels.get(&raw.h.label_list).and_then(|l| l.version) {
-                version = v;
-            }
-        }
-        let brief = EventBrief {
-            metadata_id: id,
-            metadata_key: self.metadata_key(id),
-            version,
-            has_stack,
-            timestamp: raw.h.timestamp,
-            offset: raw.offset,
-        };
-        (brief, stack_missing)
-    }
-
-    /// Counts the table misses of an event the lean pass did not build (what
-    /// [`Decoder::make_event`] counts for one it builds).
-    #[inline(always)]
-    pub(crate) fn count_brief(&mut self, brief: &EventBrief, stack_missing: bool) {
-        if stack_missing {
-            self.stats.missing_stacks += 1;
-        }
-        if brief.metadata_key == 0 {
-            self.stats.events_without_metadata += 1;
-        }
     }
 
     /// Builds the event for a decoded header.
