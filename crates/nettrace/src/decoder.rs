@@ -14,6 +14,7 @@ use crate::metadata::{self, EventMetadata};
 use crate::value::Guid;
 
 mod brief;
+mod compressed;
 mod tables;
 
 pub use brief::EventBrief;
@@ -395,6 +396,27 @@ impl Decoder {
         }
         let start = it.pos;
         let ev_offset = offset + start as u64;
+        if matches!(
+            it.encoding,
+            EventEncoding::V5Compressed | EventEncoding::V6Compressed
+        ) {
+            if let Some(w) = data[start..].first_chunk::<{ compressed::WINDOW }>() {
+                let v6 = it.encoding == EventEncoding::V6Compressed;
+                if let Some(len) = compressed::decode(w, &mut it.cur.h, v6) {
+                    let payload_start = start + len;
+                    let end = payload_start + it.cur.h.payload_size as usize;
+                    if end <= data.len() {
+                        it.cur.offset = ev_offset;
+                        it.cur.payload_start = payload_start;
+                        it.cur.inline_stack = None;
+                        it.pos = end;
+                        return Ok(true);
+                    }
+                }
+                // Malformed, or the payload runs past the block: the checked path below
+                // fails on the same bytes and says where.
+            }
+        }
         let mut c = Cursor::new(&data[start..], ev_offset);
         let kind = BlockKind::Event;
         let mut inline_stack = None;
