@@ -387,36 +387,15 @@ impl Decoder {
         }
     }
 
-    /// Decodes the next event header of a block (metadata or event block). `Ok(None)` at the
-    /// end of the block.
-    #[inline]
+    /// Decodes the next event header of a block (metadata or event block) with a bounds check
+    /// per field. `Ok(false)` at the end of the block.
+    #[inline(never)]
     fn decode_header(&mut self, data: &[u8], offset: u64, it: &mut BlockIter) -> Result<bool> {
         if it.pos >= data.len() {
             return Ok(false);
         }
         let start = it.pos;
         let ev_offset = offset + start as u64;
-        if matches!(
-            it.encoding,
-            EventEncoding::V5Compressed | EventEncoding::V6Compressed
-        ) {
-            if let Some(w) = data[start..].first_chunk::<{ compressed::WINDOW }>() {
-                let v6 = it.encoding == EventEncoding::V6Compressed;
-                if let Some(len) = compressed::decode(w, &mut it.cur.h, v6) {
-                    let payload_start = start + len;
-                    let end = payload_start + it.cur.h.payload_size as usize;
-                    if end <= data.len() {
-                        it.cur.offset = ev_offset;
-                        it.cur.payload_start = payload_start;
-                        it.cur.inline_stack = None;
-                        it.pos = end;
-                        return Ok(true);
-                    }
-                }
-                // Malformed, or the payload runs past the block: the checked path below
-                // fails on the same bytes and says where.
-            }
-        }
         let mut c = Cursor::new(&data[start..], ev_offset);
         let kind = BlockKind::Event;
         let mut inline_stack = None;
@@ -557,7 +536,11 @@ impl Decoder {
     ) -> Result<bool> {
         loop {
             prefetch(data, it.pos + PREFETCH_DISTANCE);
-            if !self.decode_header(data, offset, it)? {
+            let fast = matches!(
+                it.encoding,
+                EventEncoding::V5Compressed | EventEncoding::V6Compressed
+            ) && compressed::next(data, offset, it);
+            if !fast && !self.decode_header(data, offset, it)? {
                 return Ok(false);
             }
             let raw = &it.cur;
@@ -584,7 +567,8 @@ impl Decoder {
         }
     }
 
-    #[inline]
+    /// Counts an event: events, first and last times, and sequence gaps of its thread.
+    #[inline(always)]
     fn account(&mut self, raw: &RawEvent) {
         let s = &mut self.stats;
         s.events += 1;
@@ -596,9 +580,7 @@ impl Decoder {
         }
         let t = raw.h.capture_thread;
         if self.cur_seq_thread != Some(t) {
-            self.flush_seq_cache();
-            self.cur_seq = self.last_seq.get(&t).copied().unwrap_or(0);
-            self.cur_seq_thread = Some(t);
+            self.switch_seq_thread(t);
         }
         let expected = self.cur_seq.wrapping_add(1);
         let seq = raw.h.sequence;
@@ -608,6 +590,14 @@ impl Decoder {
         if seq > self.cur_seq || seq == 1 {
             self.cur_seq = seq;
         }
+    }
+
+    /// Makes `t` the thread whose sequence numbers [`Decoder::account`] follows.
+    #[inline(never)]
+    fn switch_seq_thread(&mut self, t: u64) {
+        self.flush_seq_cache();
+        self.cur_seq = self.last_seq.get(&t).copied().unwrap_or(0);
+        self.cur_seq_thread = Some(t);
     }
 
     #[inline]

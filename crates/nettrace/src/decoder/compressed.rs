@@ -6,7 +6,7 @@
 //! predicted branch does not.) The checked decoder in `decode_header` reads the last events of a block and reports
 //! every malformed header: this path gives up (`None`) exactly where that one fails.
 
-use super::RawHeader;
+use super::{BlockIter, RawHeader};
 use crate::value::Guid;
 
 /// Bytes the fast path needs from the event's start. The largest compressed header is 88
@@ -55,6 +55,32 @@ fn guid(w: &[u8; WINDOW], p: &mut usize) -> Guid {
     g.copy_from_slice(&w[at..at + 16]);
     *p += 16;
     Guid(g)
+}
+
+/// Decodes the next event of a compressed block at `it.pos` when [`WINDOW`] bytes are left
+/// from there and the header is well formed and its payload inside the block: `false` leaves
+/// the event to the checked decoder (the block's end, the last events, damage), which starts
+/// over from `it.pos`.
+#[inline(always)]
+pub(super) fn next(data: &[u8], offset: u64, it: &mut BlockIter) -> bool {
+    let start = it.pos;
+    let Some(w) = data.get(start..).and_then(|r| r.first_chunk::<WINDOW>()) else {
+        return false;
+    };
+    let v6 = it.encoding == super::EventEncoding::V6Compressed;
+    let Some(len) = decode(w, &mut it.cur.h, v6) else {
+        return false;
+    };
+    let payload_start = start + len;
+    let end = payload_start + it.cur.h.payload_size as usize;
+    if end > data.len() {
+        return false;
+    }
+    it.cur.offset = offset + start as u64;
+    it.cur.payload_start = payload_start;
+    it.cur.inline_stack = None;
+    it.pos = end;
+    true
 }
 
 /// Decodes the compressed header at the start of `w` over `h` (the previous event's header,
