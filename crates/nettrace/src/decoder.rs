@@ -225,6 +225,9 @@ pub(crate) struct Decoder {
     cur_seq_thread: Option<u64>,
     cur_seq: u32,
     thread_cache: Option<(u64, u64, Option<u64>)>,
+    /// Tests only: decode every header on the checked path (the fast path's reference).
+    #[cfg(test)]
+    pub(crate) test_checked_only: bool,
 }
 
 impl Decoder {
@@ -246,6 +249,8 @@ impl Decoder {
             cur_seq_thread: None,
             cur_seq: 0,
             thread_cache: None,
+            #[cfg(test)]
+            test_checked_only: false,
         }
     }
 
@@ -526,6 +531,18 @@ impl Decoder {
         Ok(true)
     }
 
+    /// True when a test turned the compressed-header fast path off.
+    #[cfg(test)]
+    fn checked_only(&self) -> bool {
+        self.test_checked_only
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn checked_only(&self) -> bool {
+        false
+    }
+
     /// Decodes the next real event of an event block (skipping NetPerf's inline metadata).
     #[inline(always)]
     pub(crate) fn next_in_block(
@@ -539,7 +556,8 @@ impl Decoder {
             let fast = matches!(
                 it.encoding,
                 EventEncoding::V5Compressed | EventEncoding::V6Compressed
-            ) && compressed::next(data, offset, it);
+            ) && !self.checked_only()
+                && compressed::next(data, offset, it);
             if !fast && !self.decode_header(data, offset, it)? {
                 return Ok(false);
             }
