@@ -131,17 +131,33 @@ struct Counts {
 }
 
 impl Counts {
-    /// The slot of the event's row, None the first time it is seen.
+    /// The slot of the event's row when its metadata id was seen with the same key and
+    /// version last time (nearly every event).
     #[inline(always)]
-    fn slot(&mut self, b: &EventBrief) -> Option<usize> {
-        if let Some(&(k, v, slot)) = self.by_id.get(b.metadata_id as usize) {
-            if k == b.metadata_key && v == b.version && k != 0 {
-                return Some(slot as usize);
+    fn cached_slot(&self, b: &EventBrief) -> Option<usize> {
+        match self.by_id.get(b.metadata_id as usize) {
+            Some(&(k, v, slot)) if k == b.metadata_key && v == b.version && k != 0 => {
+                Some(slot as usize)
             }
+            _ => None,
         }
-        let slot = *self.by_key.get(&(b.metadata_key, b.version))?;
-        self.remember(b, slot);
-        Some(slot as usize)
+    }
+
+    /// The slot of the event's row when [`Counts::cached_slot`] missed: from the map, or a new
+    /// row built from `ev`; None when the row is new and `ev` not given yet.
+    #[cold]
+    #[inline(never)]
+    fn slot_slow(
+        &mut self,
+        b: &EventBrief,
+        ev: Option<&Event<'_>>,
+        notes: &mut Notes,
+    ) -> Option<usize> {
+        if let Some(&slot) = self.by_key.get(&(b.metadata_key, b.version)) {
+            self.remember(b, slot);
+            return Some(slot as usize);
+        }
+        ev.map(|ev| self.first_of_row(b, ev, notes))
     }
 
     fn remember(&mut self, b: &EventBrief, slot: u32) {
@@ -184,6 +200,13 @@ impl Counts {
     }
 }
 
+/// Calls the progress callback, out of the per-event loop.
+#[cold]
+#[inline(never)]
+fn report_progress(progress: &mut impl FnMut(u64), offset: u64) {
+    progress(offset);
+}
+
 impl Inventory {
     /// Counts every event of `reader`; `progress` gets the offset of every
     /// [`PROGRESS_EVERY`]th event.
@@ -196,18 +219,20 @@ impl Inventory {
         let mut notes = Notes::default();
         let mut seen = 0u32;
         let result = reader.for_each_brief(|b, ev| {
-            let slot = match counts.slot(b) {
+            let slot = match counts.cached_slot(b) {
                 Some(slot) => slot,
-                None => match ev {
+                None => match counts.slot_slow(b, ev, &mut notes) {
+                    Some(slot) => slot,
                     None => return BriefAnswer::NeedEvent,
-                    Some(ev) => counts.first_of_row(b, ev, &mut notes),
                 },
             };
-            counts.rows[slot].3 += 1;
+            if let Some(row) = counts.rows.get_mut(slot) {
+                row.3 += 1;
+            }
             with_stack += u64::from(b.has_stack);
             seen = seen.wrapping_add(1);
             if seen.is_multiple_of(PROGRESS_EVERY) {
-                progress(b.offset);
+                report_progress(&mut progress, b.offset);
             }
             BriefAnswer::Done
         });

@@ -13,7 +13,11 @@ use crate::header::{Clock, FormatVersion, TraceHeader};
 use crate::metadata::{self, EventMetadata};
 use crate::value::Guid;
 
+mod brief;
+mod compressed;
 mod tables;
+
+pub use brief::EventBrief;
 
 /// The next metadata row's key ([`Event::metadata_key`]): unique in the process.
 static NEXT_METADATA_KEY: AtomicU64 = AtomicU64::new(1);
@@ -133,25 +137,6 @@ struct RawHeader {
     is_sorted: bool,
 }
 
-/// The few facts of one event that counting passes need, read from its header without
-/// building the [`Event`] (see [`crate::Reader::for_each_brief`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct EventBrief {
-    /// The metadata id the event refers to (ids may be redefined in V6; see `metadata_key`).
-    pub metadata_id: u32,
-    /// As [`Event::metadata_key`]: 0 when the id was never defined.
-    pub metadata_key: u64,
-    /// As [`Event::version`] (label list override, else the metadata's).
-    pub version: u8,
-    /// True when the event's stack has at least one frame (as `!Event::stack.is_empty()`).
-    pub has_stack: bool,
-    /// As [`Event::timestamp`].
-    pub timestamp: i64,
-    /// As [`Event::offset`].
-    pub offset: u64,
-}
-
 /// Iteration state inside one event block.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BlockIter {
@@ -209,6 +194,16 @@ impl StackTable {
         }
     }
 
+    /// The length in bytes of stack `id`, when the table has it.
+    #[inline]
+    fn len(&self, id: u32) -> Option<usize> {
+        let (_, l) = match id.checked_sub(self.base) {
+            Some(rel) if (rel as usize) < self.dense.len() => self.dense[rel as usize],
+            _ => *self.sparse.get(&id)?,
+        };
+        Some(l as usize)
+    }
+
     #[inline]
     fn get(&self, id: u32) -> Option<&[u8]> {
         let (s, l) = match id.checked_sub(self.base) {
@@ -240,6 +235,9 @@ pub(crate) struct Decoder {
     thread_cache: Option<(u64, u64, Option<u64>)>,
     /// True until the first sequence point was read.
     at_start: bool,
+    /// Tests only: decode every header on the checked path (the fast path's reference).
+    #[cfg(test)]
+    pub(crate) test_checked_only: bool,
 }
 
 impl Decoder {
@@ -262,6 +260,8 @@ impl Decoder {
             cur_seq: 0,
             thread_cache: None,
             at_start: true,
+            #[cfg(test)]
+            test_checked_only: false,
         }
     }
 
@@ -403,9 +403,9 @@ impl Decoder {
         }
     }
 
-    /// Decodes the next event header of a block (metadata or event block). `Ok(None)` at the
-    /// end of the block.
-    #[inline]
+    /// Decodes the next event header of a block (metadata or event block) with a bounds check
+    /// per field. `Ok(false)` at the end of the block.
+    #[inline(never)]
     fn decode_header(&mut self, data: &[u8], offset: u64, it: &mut BlockIter) -> Result<bool> {
         if it.pos >= data.len() {
             return Ok(false);
@@ -542,8 +542,20 @@ impl Decoder {
         Ok(true)
     }
 
+    /// True when a test turned the compressed-header fast path off.
+    #[cfg(test)]
+    fn checked_only(&self) -> bool {
+        self.test_checked_only
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn checked_only(&self) -> bool {
+        false
+    }
+
     /// Decodes the next real event of an event block (skipping NetPerf's inline metadata).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_in_block(
         &mut self,
         data: &[u8],
@@ -552,7 +564,12 @@ impl Decoder {
     ) -> Result<bool> {
         loop {
             prefetch(data, it.pos + PREFETCH_DISTANCE);
-            if !self.decode_header(data, offset, it)? {
+            let fast = matches!(
+                it.encoding,
+                EventEncoding::V5Compressed | EventEncoding::V6Compressed
+            ) && !self.checked_only()
+                && compressed::next(data, offset, it);
+            if !fast && !self.decode_header(data, offset, it)? {
                 return Ok(false);
             }
             let raw = &it.cur;
@@ -579,7 +596,8 @@ impl Decoder {
         }
     }
 
-    #[inline]
+    /// Counts an event: events, first and last times, and sequence gaps of its thread.
+    #[inline(always)]
     fn account(&mut self, raw: &RawEvent) {
         let s = &mut self.stats;
         s.events += 1;
@@ -591,9 +609,7 @@ impl Decoder {
         }
         let t = raw.h.capture_thread;
         if self.cur_seq_thread != Some(t) {
-            self.flush_seq_cache();
-            self.cur_seq = self.last_seq.get(&t).copied().unwrap_or(0);
-            self.cur_seq_thread = Some(t);
+            self.switch_seq_thread(t);
         }
         let expected = self.cur_seq.wrapping_add(1);
         let seq = raw.h.sequence;
@@ -606,6 +622,14 @@ impl Decoder {
         if seq > self.cur_seq || seq == 1 {
             self.cur_seq = seq;
         }
+    }
+
+    /// Makes `t` the thread whose sequence numbers [`Decoder::account`] follows.
+    #[inline(never)]
+    fn switch_seq_thread(&mut self, t: u64) {
+        self.flush_seq_cache();
+        self.cur_seq = self.last_seq.get(&t).copied().unwrap_or(0);
+        self.cur_seq_thread = Some(t);
     }
 
     #[inline]
@@ -627,51 +651,6 @@ impl Decoder {
         };
         self.thread_cache = Some((index, t, p));
         (t, p)
-    }
-
-    /// What the lean pass ([`crate::Reader::for_each_brief`]) needs of a decoded header, and
-    /// whether its stack id missed the stack table. Counts nothing: see [`Decoder::count_brief`].
-    #[inline(always)]
-    pub(crate) fn brief(&self, raw: &RawEvent) -> (EventBrief, bool) {
-        let ps = usize::from(self.header.pointer_size.max(1));
-        let (has_stack, stack_missing) = match raw.inline_stack {
-            Some((_, l)) => (l / ps > 0, false),
-            None if raw.h.stack_id != 0 => match self.stacks.get(raw.h.stack_id) {
-                Some(s) => (s.len() / ps > 0, false),
-                None => (false, true),
-            },
-            None => (false, false),
-        };
-        let id = raw.h.metadata_id;
-        let mut version = self
-            .metadata(id)
-            .map_or(self.unknown_metadata.version, |m| m.version);
-        if raw.h.label_list != 0 {
-            if let Some(v) = self.labels.get(&raw.h.label_list).and_then(|l| l.version) {
-                version = v;
-            }
-        }
-        let brief = EventBrief {
-            metadata_id: id,
-            metadata_key: self.metadata_key(id),
-            version,
-            has_stack,
-            timestamp: raw.h.timestamp,
-            offset: raw.offset,
-        };
-        (brief, stack_missing)
-    }
-
-    /// Counts the table misses of an event the lean pass did not build (what
-    /// [`Decoder::make_event`] counts for one it builds).
-    #[inline(always)]
-    pub(crate) fn count_brief(&mut self, brief: &EventBrief, stack_missing: bool) {
-        if stack_missing {
-            self.stats.missing_stacks += 1;
-        }
-        if brief.metadata_key == 0 {
-            self.stats.events_without_metadata += 1;
-        }
     }
 
     /// Builds the event for a decoded header.

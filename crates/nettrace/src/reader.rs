@@ -312,38 +312,56 @@ impl<S: ByteSource> Reader<S> {
     /// Decodes the next event's header: `Ok(true)` when [`Reader::current`] has an event.
     fn advance(&mut self) -> Result<bool> {
         loop {
-            if let Some(cur) = self.cur.as_mut() {
-                let off = self.src.window_offset() + cur.start as u64;
-                let w = self.src.window();
-                let blk = &w[cur.start..cur.start + cur.len];
-                match self.dec.next_in_block(blk, off, &mut cur.it) {
-                    Ok(true) => return Ok(true),
-                    Ok(false) => {
-                        let total = cur.total;
-                        self.cur = None;
-                        if let Some(e) = self.pending.take() {
-                            return Err(self.fail(e));
-                        }
-                        self.src.consume(total);
-                        self.dec.stats.bytes_read = self.src.window_offset();
-                        continue;
-                    }
-                    Err(e) => {
-                        // Damage inside a block: an earlier pending truncation says more.
-                        let e = self.pending.take().unwrap_or(e);
-                        return Err(self.fail(e));
-                    }
-                }
+            if !self.enter_block()? {
+                return Ok(false);
             }
+            let Some(cur) = self.cur.as_mut() else {
+                continue;
+            };
+            let off = self.src.window_offset() + cur.start as u64;
+            let blk = &self.src.window()[cur.start..cur.start + cur.len];
+            match self.dec.next_in_block(blk, off, &mut cur.it) {
+                Ok(true) => return Ok(true),
+                Ok(false) => self.leave_block()?,
+                Err(e) => return Err(self.block_damaged(e)),
+            }
+        }
+    }
+
+    /// Reads blocks until one with events to iterate is current: `Ok(false)` at the end.
+    #[inline]
+    fn enter_block(&mut self) -> Result<bool> {
+        while self.cur.is_none() {
             if self.done {
                 return Ok(false);
             }
             match self.next_block() {
-                Ok(true) => continue,
+                Ok(true) => {}
                 Ok(false) => return Ok(false),
                 Err(e) => return Err(self.fail(e)),
             }
         }
+        Ok(true)
+    }
+
+    /// Moves past the current event block after its last event (an earlier pending truncation
+    /// is the error then).
+    fn leave_block(&mut self) -> Result<()> {
+        let total = self.cur.take().map_or(0, |c| c.total);
+        if let Some(e) = self.pending.take() {
+            return Err(self.fail(e));
+        }
+        self.src.consume(total);
+        self.dec.stats.bytes_read = self.src.window_offset();
+        Ok(())
+    }
+
+    /// Ends reading at damage inside the current event block (an earlier pending truncation
+    /// says more).
+    #[cold]
+    fn block_damaged(&mut self, e: Error) -> Error {
+        let e = self.pending.take().unwrap_or(e);
+        self.fail(e)
     }
 
     /// The event [`Reader::advance`] decoded last, built where the caller wants it (returning
@@ -490,29 +508,21 @@ impl<S: ByteSource> Reader<S> {
         &mut self,
         mut sink: impl FnMut(&EventBrief, Option<&Event<'_>>) -> BriefAnswer,
     ) -> Result<()> {
-        while self.advance()? {
-            let Some(cur) = self.cur.as_ref() else {
+        loop {
+            if !self.enter_block()? {
+                return Ok(());
+            }
+            let Some(cur) = self.cur.as_mut() else {
                 continue;
             };
-            let (brief, stack_missing) = self.dec.brief(&cur.it.cur);
-            match sink(&brief, None) {
-                BriefAnswer::Done => {
-                    self.dec.count_brief(&brief, stack_missing);
-                    continue;
-                }
-                BriefAnswer::Stop => {
-                    self.dec.count_brief(&brief, stack_missing);
-                    break;
-                }
-                BriefAnswer::NeedEvent => {}
-            }
-            if let Some(ev) = self.current() {
-                if sink(&brief, Some(&ev)) == BriefAnswer::Stop {
-                    break;
-                }
+            let off = self.src.window_offset() + cur.start as u64;
+            let blk = &self.src.window()[cur.start..cur.start + cur.len];
+            match self.dec.brief_block(blk, off, &mut cur.it, &mut sink) {
+                Ok(true) => return Ok(()),
+                Ok(false) => self.leave_block()?,
+                Err(e) => return Err(self.block_damaged(e)),
             }
         }
-        Ok(())
     }
 }
 

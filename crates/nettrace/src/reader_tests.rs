@@ -391,3 +391,109 @@ fn the_lean_pass_stops_when_asked() {
     assert_eq!(n, 5);
     assert_eq!(r.stats().events, 5);
 }
+
+/// Every event's header fields, stack and payload, the error and the statistics, read with
+/// the compressed-header fast path on or off (metadata keys differ between two reads: ids are
+/// compared).
+fn read_all(bytes: &[u8], checked_only: bool) -> (Vec<String>, Option<Error>, TraceStats) {
+    let mut r = match TraceReader::new(bytes) {
+        Ok(r) => r,
+        Err(e) => return (Vec::new(), Some(e), TraceStats::default()),
+    };
+    r.dec.test_checked_only = checked_only;
+    let mut out = Vec::new();
+    let res = r.for_each_event(|e| {
+        out.push(format!(
+            "{} {} {:?} {} {} {} {:?} {} {} {:?} {:?} {:?} {:?} {:?}",
+            e.metadata.metadata_id,
+            e.offset,
+            e.processor,
+            e.sequence_number,
+            e.thread_index,
+            e.timestamp,
+            e.capture_thread_id,
+            e.stack_id,
+            e.is_sorted,
+            e.activity_id,
+            e.related_activity_id,
+            e.labels.map(|l| l.version),
+            e.stack.ips().collect::<Vec<_>>(),
+            e.payload,
+        ));
+        true
+    });
+    (out, res.err(), r.stats().clone())
+}
+
+#[test]
+fn the_fast_header_path_reads_what_the_checked_path_reads() {
+    let mut events = 0;
+    for flavor in [Flavor::V5Compressed, Flavor::V6Compressed] {
+        // Blocks of 1 KB: most events start 128 bytes or more before their block's end.
+        let mut options = flavor.options();
+        options.block_size = 1024;
+        let mut w = crate::TraceWriter::new(Vec::new(), options).unwrap();
+        let ids: Vec<u32> = (0..3)
+            .map(|i| {
+                let m = EventMetadata {
+                    provider: "P".into(),
+                    event_id: i,
+                    event_name: format!("E{i}"),
+                    ..EventMetadata::default()
+                };
+                w.define(&m).unwrap()
+            })
+            .collect();
+        for i in 0..400u64 {
+            let stack: Vec<u64> = (0..i % 4).map(|d| 0x7f00_0000 + d * (i % 7)).collect();
+            // Some payloads longer than the fast path's window, so a cut can end one.
+            let payload = vec![i as u8; (i % 9 * 29) as usize];
+            w.write(&crate::EventRecord {
+                metadata_id: ids[(i % 3) as usize],
+                thread_id: 1 + i % 2,
+                capture_thread_id: 1 + i % 2,
+                processor: (i % 3) as u32,
+                activity_id: crate::Guid([(i / 5) as u8; 16]),
+                timestamp: 1_000 + (i as i64) * (1 + (i as i64 % 5) * 300),
+                stack: &stack,
+                payload: &payload,
+                ..crate::EventRecord::default()
+            })
+            .unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        let whole = read_all(&bytes, false);
+        assert_eq!(whole, read_all(&bytes, true));
+        events += whole.0.len();
+        // Damaged copies: bytes set to values that end, continue or overflow an integer; a
+        // ten-byte integer ending in 1, 2 or 0x7f; cut anywhere.
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            seed >> 16
+        };
+        for round in 0..1200 {
+            let mut bad = bytes.clone();
+            let at = next() as usize % bad.len();
+            match round % 3 {
+                0 => {
+                    for _ in 0..3 {
+                        let at = next() as usize % bad.len();
+                        let r = next();
+                        bad[at] = [0x00, 0x01, 0x7f, 0x80, 0xff, r as u8][(r >> 8) as usize % 6];
+                    }
+                }
+                1 => {
+                    let end = (at + 10).min(bad.len());
+                    bad[at..end].fill(0xff);
+                    bad[end - 1] = [0x01, 0x02, 0x7f][next() as usize % 3];
+                }
+                _ => bad.truncate(at),
+            }
+            assert_eq!(read_all(&bad, false), read_all(&bad, true));
+        }
+    }
+    assert_eq!(events, 800);
+}
