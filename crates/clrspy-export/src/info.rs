@@ -18,7 +18,11 @@ pub struct InfoView<'a> {
 }
 
 /// The ring buffer's line: what it kept, and that the older events went by design.
-fn write_ring(out: &mut dyn Write, r: &clr_events::clrspy::Ring) -> io::Result<()> {
+fn write_ring(
+    out: &mut dyn Write,
+    r: &clr_events::clrspy::Ring,
+    inv: &Inventory,
+) -> io::Result<()> {
     if r.dropped_blocks == 0 {
         return writeln!(
             out,
@@ -31,7 +35,17 @@ fn write_ring(out: &mut dyn Write, r: &clr_events::clrspy::Ring) -> io::Result<(
         "Ring buffer:    kept the newest {} of the {} received; older events were dropped by design",
         human_bytes(r.budget_bytes),
         human_bytes(r.received_bytes)
-    )
+    )?;
+    // The Duration line counts from the session's start: say which part of it is in the file.
+    if let (Some(first), Some(last)) = (inv.first_ns(), inv.last_ns()) {
+        writeln!(
+            out,
+            "                the events kept cover the last {:.3} s (from {:.3} s on)",
+            (last - first).max(0) as f64 / 1e9,
+            first.max(0) as f64 / 1e9
+        )?;
+    }
+    Ok(())
 }
 
 impl InfoView<'_> {
@@ -96,6 +110,7 @@ impl InfoView<'_> {
                     "dropped_blocks": r.dropped_blocks,
                     "dropped_bytes": r.dropped_bytes,
                     "events_before_kept": stats.dropped_at_start,
+                    "kept_from_ns": inv.first_ns(),
                 }),
             );
         }
@@ -148,7 +163,7 @@ impl InfoView<'_> {
             group(stats.stacks)
         )?;
         if let Some(r) = &inv.ring {
-            write_ring(out, r)?;
+            write_ring(out, r, inv)?;
         }
         let lost = inv.lost_events();
         if lost > 0 {
@@ -343,6 +358,15 @@ mod tests {
         assert_eq!(inv.lost_events(), lost);
         assert!(
             t.contains("Ring buffer:    kept the newest 8.0 MB of the 40.0 MB received; older events were dropped by design\n"),
+            "{t}"
+        );
+        let (first, last) = (inv.first_ns().unwrap(), inv.last_ns().unwrap());
+        assert!(
+            t.contains(&format!(
+                "                the events kept cover the last {:.3} s (from {:.3} s on)\n",
+                (last - first) as f64 / 1e9,
+                first as f64 / 1e9
+            )),
             "{t}"
         );
         assert!(
