@@ -2,7 +2,9 @@
 //! discovery (the `dotnet-diagnostic-{pid}-{key}-socket` files in `/tmp` and `$TMPDIR`, and in
 //! each container's own temporary folder through `/proc/PID/root`), but a folder is listed
 //! again only when its modification time changed (a socket created or removed changes it), and
-//! a process's mount namespace is read once, when its pid first shows up in `/proc`. Our own
+//! a process's mount namespace is read when its pid first shows up in `/proc`, and again
+//! while the pid is young and its runtime was not found (it may enter a container's namespaces
+//! or set `TMPDIR` just after it appeared: `docker exec`, `nsenter`, `unshare`, a shell). Our own
 //! temporary folders are watched with inotify where the kernel allows it: they are listed
 //! again only when a runtime's socket was created or removed there, however busy they are.
 //! Idle, a poll is one `read` of the inotify descriptor, a `stat` per container folder and one
@@ -10,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use diagnostics_client::Endpoint;
 
@@ -120,7 +122,8 @@ enum Known {
 #[derive(Debug, Default)]
 pub(crate) struct Discovery {
     temp: Vec<(PathBuf, Folder)>,
-    procs: HashMap<u32, Known>,
+    /// Each pid of `/proc`: what is known of it, and when it was first seen.
+    procs: HashMap<u32, (Known, Instant)>,
     our_mnt: Option<PathBuf>,
     /// inotify over `temp`, with each folder's watch descriptor (None: not watched).
     notify: Option<Notify>,
@@ -187,11 +190,15 @@ impl Discovery {
             .filter_map(|e| e.file_name().to_str()?.parse().ok())
             .collect();
         self.procs.retain(|pid, _| live.contains(pid));
+        let now = Instant::now();
         for pid in live {
-            let known = self
+            let (known, seen) = self
                 .procs
                 .entry(pid)
-                .or_insert_with(|| classify(pid, &ours));
+                .or_insert_with(|| (classify(pid, &ours), now));
+            if now.duration_since(*seen) < RECHECK_FOR {
+                recheck(pid, known, &ours);
+            }
             if let Known::Container { folder, dir, nspid } = known {
                 folder.refresh(dir, None);
                 // Its own folder's socket is its, whatever ours holds under the same number.
@@ -309,6 +316,40 @@ fn inotify_events(mut b: &[u8]) -> Vec<(i32, u32, &[u8])> {
         b = &b[16 + len..];
     }
     out
+}
+
+/// How long after a pid first shows up its namespace and `TMPDIR` are read again while its
+/// runtime is not found: a process can enter a container's namespaces (`setns`, `unshare`)
+/// or `exec` with another environment just after it appeared.
+const RECHECK_FOR: Duration = Duration::from_secs(5);
+
+/// Reads again where a young pid's runtime would put its socket: when it left our mount
+/// namespace, or (in a container, its socket not found yet) when its namespace or temporary
+/// folder changed. A readlink for a pid of ours; also a read of its status and environment
+/// for a container's pid whose runtime is not found yet.
+fn recheck(pid: u32, known: &mut Known, ours: &Path) {
+    match known {
+        Known::Ours
+            if std::fs::read_link(format!("/proc/{pid}/ns/mnt")).is_ok_and(|ns| ns != ours) =>
+        {
+            *known = classify(pid, ours);
+        }
+        Known::Container {
+            folder, dir, nspid, ..
+        } if !folder.sockets.contains_key(nspid) => {
+            let again = classify(pid, ours);
+            let moved = match &again {
+                Known::Container {
+                    dir: d, nspid: n, ..
+                } => d != dir || n != nspid,
+                _ => true,
+            };
+            if moved {
+                *known = again;
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Where a new pid's runtime would put its socket.

@@ -550,3 +550,58 @@ fn listen_holds_a_program_in_a_container_and_traces_it_from_its_first_instructio
         "{log:#?}"
     );
 }
+
+/// A process watch saw in its own mount namespace that then enters a new one (as `docker exec`
+/// or `nsenter` do just after the process appeared) and starts a runtime with a `TMPDIR` only
+/// that namespace sees: watch reads the young pid's namespace and temporary folder again, finds
+/// its runtime and applies the rule.
+#[test]
+fn a_process_that_enters_a_mount_namespace_after_watch_saw_it_is_found() {
+    if !live() || !namespaces_allowed("a_process_that_enters_a_mount_namespace_after_watch_saw_it")
+    {
+        return;
+    }
+    let base = common::repo().join("target");
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = tempfile::tempdir_in(&base).unwrap();
+    let out = dir.path().join("out");
+    let private = dir.path().join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    let rules = dir.path().join("rules.json");
+    let tag = "cpu --seconds 9.25";
+    std::fs::write(
+        &rules,
+        format!(
+            r#"{{ "rules": [ {{ "name": "late", "match": {{ "command_line": "{tag}" }},
+               "trace": {{ "profile": "cpu", "duration": "2s" }} }} ] }}"#
+        ),
+    )
+    .unwrap();
+    let w = Watch::start(&rules, &out, &[]);
+    // The shell is seen in our namespace first (watch polls four times a second); after 1.5 s
+    // the same pid leaves it and execs the runtime with its temporary folder a private tmpfs.
+    let script = format!(
+        "sleep 1.5; exec unshare --mount sh -c \"mount -t tmpfs tmpfs '{p}' && TMPDIR='{p}' exec dotnet '{dll}' {tag}\"",
+        p = private.display(),
+        dll = workloads().display(),
+    );
+    let child = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _guard = Running(child, pid);
+    let traced = w.done("late", pid);
+    let trace = PathBuf::from(traced["file"].as_str().unwrap());
+    let i = info(&trace);
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    assert_eq!(i["process_id"], pid, "{i}");
+    assert!(i["events"].as_u64().unwrap() > 100, "{i}");
+    let empty = std::fs::read_dir(&private).unwrap().next().is_none();
+    assert!(
+        empty,
+        "the runtime's socket was in its namespace's tmpfs only"
+    );
+}
