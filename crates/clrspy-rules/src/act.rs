@@ -218,6 +218,11 @@ pub(crate) fn admit(
 /// rule's limits (max_actions, cooldown; a yes is counted) and its folder (made, kept within
 /// its budget). The folder, or why not.
 pub(crate) fn may_act(shared: &Shared, rule: &Rule) -> Result<PathBuf, String> {
+    may_act_paced(shared, rule, true)
+}
+
+/// [`may_act`], the rule's cooldown asked only when `paced`.
+pub(crate) fn may_act_paced(shared: &Shared, rule: &Rule, paced: bool) -> Result<PathBuf, String> {
     if shared.stopping.load(Ordering::SeqCst) {
         return Err("watch is stopping".into());
     }
@@ -233,7 +238,7 @@ pub(crate) fn may_act(shared: &Shared, rule: &Rule) -> Result<PathBuf, String> {
         .map(|mut s| {
             s.entry(rule.name.clone())
                 .or_default()
-                .admit(&rule.limits, Instant::now())
+                .admit_paced(&rule.limits, Instant::now(), paced)
         })
         .unwrap_or(Admission::Go);
     if verdict != Admission::Go {
@@ -493,21 +498,26 @@ fn triggers_of(t: &TraceAction) -> Option<Triggers> {
     })
 }
 
+/// Why a session stopped, in words.
+pub(crate) fn stop_words(s: &Summary) -> String {
+    match s.reason {
+        clrspy_collect::StopReason::Duration => "duration reached".into(),
+        clrspy_collect::StopReason::Requested => "watch stopped".into(),
+        clrspy_collect::StopReason::TargetEnded => "the process ended".into(),
+        clrspy_collect::StopReason::Triggered => format!(
+            "triggered: {}",
+            s.trigger.as_deref().unwrap_or("a stop trigger fired")
+        ),
+        _ => "ended".into(),
+    }
+}
+
 /// How a finished trace ended, in words.
 fn describe(s: &Summary, over_budget: bool) -> String {
     let why = if over_budget {
         "stopped: the rule's disk budget is reached".to_string()
     } else {
-        match s.reason {
-            clrspy_collect::StopReason::Duration => "duration reached".into(),
-            clrspy_collect::StopReason::Requested => "watch stopped".into(),
-            clrspy_collect::StopReason::TargetEnded => "the process ended".into(),
-            clrspy_collect::StopReason::Triggered => format!(
-                "triggered: {}",
-                s.trigger.as_deref().unwrap_or("a stop trigger fired")
-            ),
-            _ => "ended".into(),
-        }
+        stop_words(s)
     };
     let events = s
         .events

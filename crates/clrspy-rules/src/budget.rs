@@ -29,12 +29,18 @@ pub enum Admission {
 impl RuleState {
     /// Asks for one action at `now` under `limits`; a yes is counted at once.
     pub fn admit(&mut self, limits: &Limits, now: Instant) -> Admission {
+        self.admit_paced(limits, now, true)
+    }
+
+    /// [`RuleState::admit`], the cooldown asked only when `paced` (a crash dump is not paced:
+    /// the runtime wrote it already, and it is the one dump of that process).
+    pub fn admit_paced(&mut self, limits: &Limits, now: Instant, paced: bool) -> Admission {
         if let Some(max) = limits.max_actions {
             if self.actions >= max {
                 return Admission::MaxActions(max);
             }
         }
-        if let (Some(c), Some(last)) = (limits.cooldown, self.last) {
+        if let (Some(c), Some(last), true) = (limits.cooldown, self.last, paced) {
             let since = now.saturating_duration_since(last);
             if since < c.0 {
                 return Admission::Cooldown(c.0 - since);
@@ -118,6 +124,25 @@ pub(crate) fn folder_bytes(dir: &Path) -> u64 {
 mod tests {
     use super::*;
     use crate::values::Dur;
+
+    #[test]
+    fn an_unpaced_action_skips_the_cooldown_but_counts() {
+        let limits = Limits {
+            max_actions: Some(2),
+            cooldown: Some(Dur(Duration::from_secs(60))),
+            ..Limits::default()
+        };
+        let mut st = RuleState::default();
+        let t0 = Instant::now();
+        assert_eq!(st.admit(&limits, t0), Admission::Go);
+        assert!(matches!(st.admit(&limits, t0), Admission::Cooldown(_)));
+        assert_eq!(st.admit_paced(&limits, t0, false), Admission::Go);
+        assert_eq!(
+            st.admit_paced(&limits, t0, false),
+            Admission::MaxActions(2),
+            "max_actions still holds"
+        );
+    }
 
     #[test]
     fn max_actions_and_cooldown() {

@@ -18,7 +18,7 @@ use std::time::Duration;
 use clrspy_collect::{CrashReport, ErrorKind};
 use diagnostics_client::{Connector, Endpoint};
 
-use crate::act::{about, admit, file_for, keep_budget, start_ticks, start_time};
+use crate::act::{about, file_for, keep_budget, may_act_paced, start_ticks, start_time};
 use crate::crash_files::{find_left, DumpName, Left, Places, REPORT_SUFFIX};
 use crate::facts::ProcessFacts;
 use crate::fatal::{listen, Messages};
@@ -296,8 +296,20 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
     let Some(dump) = &left.dump else {
         return;
     };
-    let Some(dir) = admit(shared, rule, "dump", facts) else {
-        return;
+    // Not paced by the cooldown (the runtime wrote the dump already; it is the process's one
+    // crash dump), but counted against max_actions and the disk.
+    let dir = match may_act_paced(shared, rule, false) {
+        Ok(dir) => dir,
+        Err(why) => {
+            let mut d = about("skipped", facts);
+            d.rule = Some(rule.name.clone());
+            d.action = Some("dump");
+            d.detail = Some(format!(
+                "crash dump not copied: {why}; the runtime's {} is kept",
+                left.shown
+            ));
+            return shared.emit(d);
+        }
     };
     shared.actions.fetch_add(1, Ordering::SeqCst);
     let compress = match rule.dump.as_ref().map_or(Compression::None, |d| d.compress) {

@@ -304,7 +304,7 @@ fn say_watched(
     let how = match result {
         Ok(o) => {
             d.bytes = Some(o.summary.bytes);
-            format!("{:?}", o.summary.reason).to_lowercase()
+            crate::act::stop_words(&o.summary)
         }
         Err(e) => e.to_string(),
     };
