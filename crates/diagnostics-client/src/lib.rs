@@ -28,9 +28,10 @@ pub use dump::{generate_core_dump, DumpFlags, DumpType};
 pub use eventpipe::{
     start_session, stop_session, Provider, Session, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,
 };
-pub use ipc::{describe_hresult, Connection, Connector, Error, Header, Result};
+pub use ipc::{describe_hresult, Connection, Connector, Error, Header, Result, HEADER_SIZE};
 pub use process::{
-    apply_startup_hook, disable_perf_map, enable_perf_map, process_environment, process_info,
-    resume_runtime, set_environment_variable, PerfMapType, ProcessInfo,
+    apply_startup_hook, disable_perf_map, enable_perf_map, parse_environment, parse_process_info,
+    process_environment, process_info, resume_runtime, set_environment_variable, PerfMapType,
+    ProcessInfo,
 };
 pub use reverse::{parse_advertisement, Advertisement, ReverseServer};

@@ -57,7 +57,23 @@ pub struct ProcessInfo {
     pub command_version: u8,
 }
 
-fn parse(body: &[u8], version: u8) -> Option<ProcessInfo> {
+/// Parses the body of a ProcessInfo reply of command `version` (1, 2 or 3); `None` when it is
+/// cut short or malformed. [`process_info`] sends the command and calls this.
+///
+/// ```
+/// // A ProcessInfo1 body: pid, cookie, then three length-prefixed UTF-16 strings.
+/// let mut body = 42u64.to_le_bytes().to_vec();
+/// body.extend([0u8; 16]);
+/// for s in ["app --flag", "Linux", "x64"] {
+///     let units: Vec<u16> = s.encode_utf16().chain([0]).collect();
+///     body.extend((units.len() as u32).to_le_bytes());
+///     body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
+/// }
+/// let info = diagnostics_client::parse_process_info(&body, 1).unwrap();
+/// assert_eq!((info.pid, info.os.as_str()), (42, "Linux"));
+/// assert!(diagnostics_client::parse_process_info(&body[..30], 1).is_none());
+/// ```
+pub fn parse_process_info(body: &[u8], version: u8) -> Option<ProcessInfo> {
     let mut r = PayloadReader::new(body);
     if version == 3 {
         r.u32()?; // payload format version
@@ -90,7 +106,7 @@ pub fn process_info(to: &dyn Connector, timeout: Duration) -> Result<ProcessInfo
     for (id, version) in [(PROCESS_INFO3, 3u8), (PROCESS_INFO2, 2), (PROCESS_INFO, 1)] {
         match request(to, PROCESS_COMMAND_SET, id, &[], timeout) {
             Ok(body) => {
-                return parse(&body, version).ok_or_else(|| Error::Protocol {
+                return parse_process_info(&body, version).ok_or_else(|| Error::Protocol {
                     path: to.path().to_path_buf(),
                     what: format!(
                         "ProcessInfo{version} reply of {} bytes is cut short or malformed",
@@ -125,18 +141,21 @@ pub fn process_environment(to: &dyn Connector, timeout: Duration) -> Result<Vec<
     }
     let mut block = vec![0u8; size];
     s.read_exact(&mut block)?;
-    let mut r = PayloadReader::new(&block);
-    let count = r
-        .u32()
-        .ok_or_else(|| proto("environment block without its count".into()))?;
+    parse_environment(&block).map_err(|what| proto(what.into()))
+}
+
+/// Parses a ProcessEnvironment block (a count, then `NAME=value` strings), in the runtime's
+/// order; a block cut inside a string is an error. [`process_environment`] reads the block
+/// and calls this.
+pub fn parse_environment(block: &[u8]) -> std::result::Result<Vec<(String, String)>, &'static str> {
+    let mut r = PayloadReader::new(block);
+    let count = r.u32().ok_or("environment block without its count")?;
     let mut out = Vec::new();
     for _ in 0..count {
         if r.is_empty() {
             break;
         }
-        let pair = r
-            .string()
-            .ok_or_else(|| proto("environment block cut inside a string".into()))?;
+        let pair = r.string().ok_or("environment block cut inside a string")?;
         match pair.split_once('=') {
             Some((k, v)) => out.push((k.to_string(), v.to_string())),
             None => out.push((pair, String::new())),
@@ -228,22 +247,55 @@ mod tests {
         s(&mut b, "dotnet app.dll");
         s(&mut b, "Linux");
         s(&mut b, "x64");
-        let p = parse(&b, 1).unwrap();
+        let p = parse_process_info(&b, 1).unwrap();
         assert_eq!(
             (p.pid, p.os.as_str(), p.arch.as_str()),
             (42, "Linux", "x64")
         );
         s(&mut b, "app");
         s(&mut b, "10.0.12");
-        let p = parse(&b, 2).unwrap();
+        let p = parse_process_info(&b, 2).unwrap();
         assert_eq!(p.runtime_version.as_deref(), Some("10.0.12"));
         let mut v3 = 0u32.to_le_bytes().to_vec();
         v3.extend_from_slice(&b);
         s(&mut v3, "linux-x64");
-        let p = parse(&v3, 3).unwrap();
+        let p = parse_process_info(&v3, 3).unwrap();
         assert_eq!(p.portable_rid.as_deref(), Some("linux-x64"));
         for cut in 0..b.len() {
-            assert!(parse(&b[..cut], 2).is_none());
+            assert!(parse_process_info(&b[..cut], 2).is_none());
         }
+    }
+}
+
+#[cfg(test)]
+mod environment_tests {
+    use super::parse_environment;
+
+    fn block(count: u32, pairs: &[&str]) -> Vec<u8> {
+        let mut b = count.to_le_bytes().to_vec();
+        for p in pairs {
+            let units: Vec<u16> = p.encode_utf16().chain([0]).collect();
+            b.extend_from_slice(&(units.len() as u32).to_le_bytes());
+            b.extend(units.iter().flat_map(|u| u.to_le_bytes()));
+        }
+        b
+    }
+
+    #[test]
+    fn pairs_in_order_and_cut_blocks_refused() {
+        let b = block(3, &["A=1", "TMPDIR=/x=y", "BARE"]);
+        let env = parse_environment(&b).unwrap();
+        assert_eq!(
+            env,
+            vec![
+                ("A".into(), "1".into()),
+                ("TMPDIR".into(), "/x=y".into()),
+                ("BARE".into(), String::new())
+            ]
+        );
+        assert!(parse_environment(&b[..b.len() - 1]).is_err());
+        assert!(parse_environment(&[1, 2]).is_err());
+        // A count larger than the block: what is there, no error.
+        assert_eq!(parse_environment(&block(9, &["A=1"])).unwrap().len(), 1);
     }
 }
