@@ -36,7 +36,7 @@ mod tree;
 pub mod trigger;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
@@ -150,23 +150,86 @@ pub struct Summary {
 }
 
 /// Stop requests, counted: the first asks the runtime to stop, the second gives up waiting.
+///
+/// Requests that come within [`StopSignal::SAME_REQUEST`] of the first count once: a signal
+/// sent to a process and then to its process group (GNU `timeout -s INT`, a service manager
+/// stopping a unit) arrives twice microseconds apart, and must not be read as the user's
+/// second Ctrl+C, which throws the rundown away.
 #[derive(Debug, Default)]
-pub struct StopSignal(AtomicU32);
+pub struct StopSignal {
+    count: AtomicU32,
+    /// Microseconds from [`stop_epoch`] to the first request, plus one (0: none yet).
+    first_us: AtomicU64,
+}
+
+/// The clock's start for [`StopSignal`] (a `static` signal cannot hold an `Instant`).
+fn stop_epoch() -> std::time::Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
 
 impl StopSignal {
+    /// How close after the first request another one is taken as the same request.
+    pub const SAME_REQUEST: std::time::Duration = std::time::Duration::from_millis(300);
+
     /// A signal with no requests.
     pub const fn new() -> StopSignal {
-        StopSignal(AtomicU32::new(0))
+        StopSignal {
+            count: AtomicU32::new(0),
+            first_us: AtomicU64::new(0),
+        }
     }
 
     /// Records one stop request.
     pub fn request(&self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        let now = stop_epoch().elapsed().as_micros() as u64 + 1;
+        match self
+            .first_us
+            .compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => {
+                self.count.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(first) => {
+                if now.saturating_sub(first) >= Self::SAME_REQUEST.as_micros() as u64 {
+                    self.count.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
     }
 
-    /// Number of requests so far.
+    /// Number of requests so far (those within [`StopSignal::SAME_REQUEST`] of the first
+    /// count once).
     pub fn count(&self) -> u32 {
-        self.0.load(Ordering::SeqCst)
+        self.count.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod stop_signal_tests {
+    use super::StopSignal;
+
+    #[test]
+    fn two_signals_microseconds_apart_are_one_request() {
+        let s = StopSignal::new();
+        assert_eq!(s.count(), 0);
+        s.request();
+        s.request();
+        s.request();
+        assert_eq!(
+            s.count(),
+            1,
+            "a signal to the process and its group is one stop"
+        );
+        std::thread::sleep(StopSignal::SAME_REQUEST + std::time::Duration::from_millis(50));
+        s.request();
+        assert_eq!(
+            s.count(),
+            2,
+            "a later Ctrl+C gives up waiting for the rundown"
+        );
+        s.request();
+        assert_eq!(s.count(), 3, "after the first, each later request counts");
     }
 }
 

@@ -103,4 +103,36 @@ fn two_sigterms_leave_a_whole_trace() {
     assert_eq!(i["ended_cleanly"], true, "{i}");
     assert!(i["error"].is_null(), "{i}");
     assert!(count(&i, "Thread/Sample") > 100, "{i}");
+    // 5 ms apart is one request (issue 33, item 14): the rundown was waited for.
+    assert!(count(&i, "Method/DCStopVerbose") > 100, "no rundown: {i}");
+}
+
+#[test]
+fn gnu_timeout_with_sigint_keeps_the_rundown() {
+    if !live() {
+        return;
+    }
+    // `timeout -s INT` signals its child, then its whole process group: two SIGINTs
+    // microseconds apart, which must not read as a second Ctrl+C (issue 33, item 14; the
+    // rundown was lost in 1 of 3 runs before).
+    let w = start("cpu", &["--seconds", "60"]);
+    let dir = tempfile::tempdir().unwrap();
+    for run in 0..3 {
+        let trace = dir.path().join(format!("timeout{run}.nettrace"));
+        let out = Command::new("timeout")
+            .args(["-s", "INT", "3"])
+            .arg(assert_cmd::cargo::cargo_bin("clrspy"))
+            .args(["record", "-p", &w.1.to_string(), "-o"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("no rundown"), "run {run}: {err}");
+        let i = info(&trace);
+        assert_eq!(i["ended_cleanly"], true, "run {run}: {i}\n{err}");
+        assert!(
+            count(&i, "Method/DCStopVerbose") > 100,
+            "run {run}: no rundown: {i}\n{err}"
+        );
+    }
 }
