@@ -205,6 +205,9 @@ impl StopSignal {
     }
 }
 
+/// Progress callback.
+pub type OnProgress<'a> = &'a mut dyn FnMut(&Progress);
+
 #[cfg(test)]
 mod stop_signal_tests {
     use super::StopSignal;
@@ -232,6 +235,3 @@ mod stop_signal_tests {
         assert_eq!(s.count(), 3, "after the first, each later request counts");
     }
 }
-
-/// Progress callback.
-pub type OnProgress<'a> = &'a mut dyn FnMut(&Progress);
