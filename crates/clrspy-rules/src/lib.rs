@@ -23,6 +23,7 @@ mod holds;
 mod log;
 mod model;
 mod parse;
+mod parse_rest;
 mod port;
 mod tree;
 mod values;

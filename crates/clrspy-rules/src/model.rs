@@ -78,59 +78,64 @@ impl TryFrom<RawRule> for Rule {
 
     fn try_from(r: RawRule) -> Result<Rule, String> {
         let name = r.name.0;
+        // Every mistake of the rule, a line each (the parser splits them).
+        let mut mistakes = Vec::new();
         if r.matcher.is_empty() {
-            return Err(format!(
+            mistakes.push(format!(
                 "rule \"{name}\": \"match\" has no condition; write {{ \"name\": \"*\" }} to mean every .NET process"
             ));
         }
         if r.trace.is_none() && r.dump.is_none() {
-            return Err(format!(
+            mistakes.push(format!(
                 "rule \"{name}\" has no action: give it \"trace\" or \"dump\" (or both)"
             ));
         }
         if let Some(t) = &r.trace {
             if t.after_trigger.is_some() && t.stop_on.is_empty() {
-                return Err(format!(
+                mistakes.push(format!(
                     "rule \"{name}\": \"after_trigger\" needs \"stop_on\" (the trigger it follows)"
                 ));
             }
             if t.ring_mb == Some(0) || t.ring_mb.is_some_and(|m| m > 65536) {
-                return Err(format!(
+                mistakes.push(format!(
                     "rule \"{name}\": \"ring_mb\" must be between 1 and 65536"
                 ));
             }
             if t.buffer_mb == Some(0) || t.buffer_mb.is_some_and(|m| m > 4096) {
-                return Err(format!(
+                mistakes.push(format!(
                     "rule \"{name}\": \"buffer_mb\" must be between 1 and 4096"
                 ));
             }
         }
         if let Some(d) = &r.dump {
             if d.hold_hook.is_some() && d.on_exception.is_empty() {
-                return Err(format!(
+                mistakes.push(format!(
                     "rule \"{name}\": \"hold_hook\" needs \"on_exception\" (the exceptions it holds at)"
                 ));
             }
             if d.hold_hook.as_deref().is_some_and(|h| !h.starts_with('/')) {
-                return Err(format!(
+                mistakes.push(format!(
                     "rule \"{name}\": \"hold_hook\" must be an absolute path (the runtime loads it from its own working directory)"
                 ));
             }
             if d.on_crash && d.on_exception.is_empty() && d.kind.is_some() {
-                return Err(format!(
+                mistakes.push(format!(
                     "rule \"{name}\": \"type\" does not apply to crash dumps: the runtime writes them with the type its DOTNET_DbgMiniDumpType says"
                 ));
             }
         }
         if r.limits.max_actions == Some(0) {
-            return Err(format!(
+            mistakes.push(format!(
                 "rule \"{name}\": \"max_actions\": 0 would never act; remove the rule instead"
             ));
         }
         if r.limits.disk_mb == Some(0) {
-            return Err(format!(
+            mistakes.push(format!(
                 "rule \"{name}\": \"disk_mb\": 0 leaves no room for any file"
             ));
+        }
+        if !mistakes.is_empty() {
+            return Err(mistakes.join("\n"));
         }
         Ok(Rule {
             name,

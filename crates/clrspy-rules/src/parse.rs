@@ -5,8 +5,9 @@
 //! (see `values`), so the parser's own position is the value's. serde_json reports the
 //! position just after the value; for a string it is moved back to the opening quote. toml
 //! reports the value's byte span, turned into a line and column here. Checks across a rule's
-//! fields run when the rule is read and point at the rule. Checks across rules (two rules of
-//! one name) find the name's second occurrence in the text.
+//! fields run when the rule is read and point at the rule, all of them. Checks across rules (two
+//! rules of one name) find the name's second occurrence in the text. serde stops at its first
+//! mistake: `parse_rest` reads the other rules one by one so every rule's is reported.
 
 use std::path::{Path, PathBuf};
 
@@ -102,11 +103,20 @@ impl RuleSet {
         Ok(set)
     }
 
-    /// Checks rules given as text.
+    /// Checks rules given as text. Every mistake is reported, in file order: when the file
+    /// does not read as a whole, each rule is read again on its own (see `parse_rest`), so a
+    /// run finds the first mistake of every rule; only a file that is not well-formed JSON or
+    /// TOML stops at its first syntax error.
     pub fn parse(text: &str, syntax: Syntax) -> Result<RuleSet, Vec<Diagnostic>> {
-        let file: RulesFile = match syntax {
-            Syntax::Json => serde_json::from_str(text).map_err(|e| vec![json_error(text, &e)])?,
-            Syntax::Toml => toml::from_str(text).map_err(|e| vec![toml_error(text, &e)])?,
+        let whole = match syntax {
+            Syntax::Json => {
+                serde_json::from_str::<RulesFile>(text).map_err(|e| json_error(text, &e))
+            }
+            Syntax::Toml => toml::from_str::<RulesFile>(text).map_err(|e| toml_error(text, &e)),
+        };
+        let file = match whole {
+            Ok(file) => file,
+            Err(first) => return Err(in_file_order(with_the_rest(text, syntax, first))),
         };
         let mut errors = Vec::new();
         if file.rules.is_empty() {
@@ -117,31 +127,86 @@ impl RuleSet {
                 "\"rules\" is empty: watch would do nothing".into(),
             ));
         }
-        for (i, r) in file.rules.iter().enumerate() {
-            if file.rules[..i].iter().any(|o| o.name == r.name) {
-                let quoted = format!("\"{}\"", r.name);
-                let nth = 1 + file.rules[..i].iter().filter(|o| o.name == r.name).count();
-                let at = find_nth(text, &quoted, nth)
-                    .or_else(|| find_nth(text, &format!("'{}'", r.name), nth))
-                    .unwrap_or(0);
-                errors.push(at_offset(
-                    text,
-                    at,
-                    format!(
-                        "two rules are named \"{}\": names must differ (each names its output folder)",
-                        r.name
-                    ),
-                ));
-            }
-        }
+        let names: Vec<&str> = file.rules.iter().map(|r| r.name.as_str()).collect();
+        errors.extend(repeated_names(text, &names));
         if !errors.is_empty() {
-            return Err(errors);
+            return Err(in_file_order(errors));
         }
         Ok(RuleSet {
             rules: file.rules,
             source: None,
         })
     }
+}
+
+/// The first mistake serde found, and the first mistake of every other rule, read one by one;
+/// the rules that read are checked for repeated names.
+fn with_the_rest(text: &str, syntax: Syntax, first: Diagnostic) -> Vec<Diagnostic> {
+    let Some(reads) = crate::parse_rest::each_rule(text, syntax) else {
+        return vec![first];
+    };
+    let first_at = offset_of(text, first.line, first.column);
+    let mut out = vec![first];
+    for (i, read) in reads.iter().enumerate() {
+        if let Err(d) = &read.rule {
+            // The rule serde stopped in has its mistake already (serde may place a mistake of
+            // the whole rule just past its end: a rule runs to the next one).
+            let end = reads.get(i + 1).map_or(text.len(), |next| next.span.start);
+            if !(read.span.start <= first_at && first_at <= end.max(read.span.end)) {
+                out.push(d.clone());
+            }
+        }
+    }
+    let names: Vec<&str> = reads
+        .iter()
+        .filter_map(|r| r.rule.as_ref().ok().map(|r| r.name.as_str()))
+        .collect();
+    out.extend(repeated_names(text, &names));
+    out
+}
+
+/// A rule's name given twice: at the name's later occurrence in the text.
+fn repeated_names(text: &str, names: &[&str]) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            let quoted = format!("\"{name}\"");
+            let nth = 1 + names[..i].iter().filter(|o| *o == name).count();
+            let at = find_nth(text, &quoted, nth)
+                .or_else(|| find_nth(text, &format!("'{name}'"), nth))
+                .unwrap_or(0);
+            errors.push(at_offset(
+                text,
+                at,
+                format!(
+                    "two rules are named \"{name}\": names must differ (each names its output folder)"
+                ),
+            ));
+        }
+    }
+    errors
+}
+
+/// Diagnostics sorted by place, one per mistake: a rule's checks across its fields give all
+/// their mistakes in one message, a line each (see `model`), split here.
+fn in_file_order(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = diagnostics
+        .into_iter()
+        .flat_map(|d| {
+            let (line, column) = (d.line, d.column);
+            d.message
+                .split('\n')
+                .map(|m| Diagnostic {
+                    line,
+                    column,
+                    message: m.to_string(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort_by_key(|d| (d.line, d.column));
+    out.dedup();
+    out
 }
 
 /// The byte offset of the `n`-th (from 1) occurrence of `needle`.
@@ -152,7 +217,7 @@ fn find_nth(text: &str, needle: &str, n: usize) -> Option<usize> {
 }
 
 /// A diagnostic at byte `offset` of `text`.
-fn at_offset(text: &str, offset: usize, message: String) -> Diagnostic {
+pub(crate) fn at_offset(text: &str, offset: usize, message: String) -> Diagnostic {
     let (line, column) = line_column(text, offset);
     Diagnostic {
         line,
@@ -174,7 +239,7 @@ pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// The byte offset of 1-based `line` and `column` (characters).
-fn offset_of(text: &str, line: usize, column: usize) -> usize {
+pub(crate) fn offset_of(text: &str, line: usize, column: usize) -> usize {
     let mut start = 0;
     for _ in 1..line {
         match text[start..].find('\n') {
@@ -192,7 +257,7 @@ fn offset_of(text: &str, line: usize, column: usize) -> usize {
 
 /// A serde_json error as a diagnostic: its message without the position it appends, at its
 /// position, moved back to the start of the string it points after.
-fn json_error(text: &str, e: &serde_json::Error) -> Diagnostic {
+pub(crate) fn json_error(text: &str, e: &serde_json::Error) -> Diagnostic {
     let full = e.to_string();
     let message = match full.rfind(" at line ") {
         Some(i) => full[..i].to_string(),

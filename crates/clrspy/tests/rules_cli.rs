@@ -97,3 +97,33 @@ fn mistakes_are_reported_with_line_and_column_and_watch_does_not_start() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the rules file"));
 }
+
+#[test]
+fn check_reports_every_rules_mistake_in_one_run() {
+    // Issue 33, item 17: one mistake per run made a user run `rules check` once per mistake.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.json");
+    std::fs::write(
+        &path,
+        r#"{ "rules": [
+  { "name": "a", "match": { "name": "web*" }, "trace": { "profile": "nope" } },
+  { "name": "b", "match": { "name": "x" }, "dump": { "type": "mini" } },
+  { "name": "c", "match": {}, "dump": { "type": "mini" } },
+  { "name": "d", "match": { "name": "y" }, "dump": { "typo": 1 } }
+] }"#,
+    )
+    .unwrap();
+    let out = clrspy()
+        .args(["rules", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let places: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix(path.to_str().unwrap()))
+        .map(|l| l.split(' ').next().unwrap_or(""))
+        .collect();
+    assert_eq!(places, [":2:69:", ":4:3:", ":5:54:"], "{err}");
+}
