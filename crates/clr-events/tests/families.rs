@@ -1,5 +1,6 @@
 //! Decoding tests per event family, with payloads built byte by byte the way the runtime
 //! writes them, for 8- and 4-byte pointers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use clr_events::{
     decode, event_name, layout, DecodeError, Decoded, ThreadSampleType, Value, EVENTPIPE_PROVIDER,

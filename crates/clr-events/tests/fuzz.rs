@@ -1,5 +1,6 @@
 //! Property tests: random bytes through every layout never panic, and the decoder's accounting
 //! holds.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use clr_events::{all_layouts, Decoded, Value};
 use proptest::prelude::*;

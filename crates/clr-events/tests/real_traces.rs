@@ -1,6 +1,7 @@
 //! Every event with a layout in the real traces under `../shared/data/nettrace` decodes
 //! completely, with no bytes left over when the trace's event version is one this crate
 //! describes exactly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -1,4 +1,5 @@
 //! Consistency checks over the whole layout and name tables.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashSet;
 

@@ -1,6 +1,7 @@
 //! The typed views agree with the generic layout decoder on every event of the real traces
 //! that has a view: same numbers, same strings, and a view fails exactly where the decoder
 //! finds the payload short.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Read;
 use std::path::PathBuf;

@@ -499,7 +499,8 @@ fn record_child(
     Ok((summary, runtime_pid))
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use diagnostics_client::Header;

@@ -7,6 +7,7 @@
 //! tests/snapshots/razor-pages-cpu/ (regenerate with
 //! `CLRSPY_UPDATE_SNAPSHOTS=1 cargo test -p clrspy-export --test call_views` and review the
 //! diff); the invariants below hold whatever the snapshots say.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Read;
 use std::path::PathBuf;

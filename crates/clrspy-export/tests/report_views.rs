@@ -5,6 +5,7 @@
 //! `CLRSPY_UPDATE_SNAPSHOTS=1 cargo test -p clrspy-export --test report_views` and review the
 //! diff. The CLI's own test (crates/clrspy/tests/report_snapshots.rs) checks `clrspy report
 //! --json` against the same JSON files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
 //! The CLI on the real traces in crates/nettrace/tests/data, as a user runs it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

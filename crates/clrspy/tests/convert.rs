@@ -1,6 +1,7 @@
 //! `clrspy convert` on a real trace with samples: every format is written, well formed, and
 //! leads with the trace's hottest method. (The consumers themselves — speedscope, pprof-format,
 //! Chrome DevTools' trace engine, Chromium — are run by bench/views/check.sh.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -30,6 +30,7 @@
 //!   The comparison runs clrspy with `--no-local-images`, so both name code from the trace alone.
 //! - **Rounding**: with measured thread CPU, samples are split into fractional CPU and waiting
 //!   shares, each printed to 0.1: the sum is compared to within 0.15 per method.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! background and foreground GCs from two heaps' GC threads). The same GCs, generations,
 //! reasons, types, pauses (within 0.05 ms) and heap sizes after. The expected rows were made
 //! once by bench/TraceEventHarness (`gc-stats`), see the data files' "about".
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -6,6 +6,7 @@
 //! the namespace, where the output folder (covered by an empty tmpfs there) does not exist: the
 //! dump streams out through the program's own temporary folder and nothing is left there.
 //! Needs root and `unshare`; skipped (with a message) without them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! InvalidCastException and ArgumentException five times each; the dumps asked for are written
 //! compressed as createdump streams them, no more than `--max-dumps`, and each decompresses to
 //! an ELF core of the workload's process. The trace stays whole.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Traces written by the real .NET runtime on this machine, with no tool of ours involved: the
 //! runtime's own `DOTNET_EnableEventPipe` settings record the test workloads, then clrspy reads
 //! the files as a user would (`clrspy info --json`, `clrspy events --json`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -11,6 +11,7 @@
 //!   so on a busy machine only the limit is checked, and the test says so);
 //! - a thread whose most seen frame is a blocking call is not "running", and
 //!   `WebApp.Work.Burn` leads the CPU.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

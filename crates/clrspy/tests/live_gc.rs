@@ -3,6 +3,7 @@
 //! gc-collect`: every GC that ran inside a suspension has a pause, every finished GC its heap
 //! size after, and the report says Server GC with more than one heap (this machine has 2
 //! cores: 2 heaps).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

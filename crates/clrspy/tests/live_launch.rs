@@ -1,5 +1,6 @@
 //! `clrspy record -- command` (launch suspended, trace from the first instruction) and
 //! `clrspy dump`, against real .NET processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! `clrspy ps` and `clrspy record` against real .NET processes started by the test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

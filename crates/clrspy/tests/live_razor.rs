@@ -8,6 +8,7 @@
 //! - `convert --to folded --just-my-code` has no two framework frames in a row and keeps the
 //!   app's frames;
 //! - `report cpu --tree` collapses framework chains.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

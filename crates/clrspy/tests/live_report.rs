@@ -1,5 +1,6 @@
 //! `clrspy report` on traces of the test workloads, recorded from their start: the reports
 //! must name what each workload is known to do.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

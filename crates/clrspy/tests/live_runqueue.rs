@@ -6,6 +6,7 @@
 //!
 //! The machine is shared and loaded: the assertions are proportions with wide margins, never
 //! times.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Thread CPU truth: `clrspy record` reads every target thread's CPU time from /proc while it
 //! records and stores the readings inside the .nettrace (clrspy's own provider). The reports
 //! then split CPU from waiting exactly, and the file still opens in TraceEvent.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

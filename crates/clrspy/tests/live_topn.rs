@@ -2,6 +2,7 @@
 //! thread-time stacks, as PerfView builds them) on a fresh `clrspy record` of a CPU-bound loop
 //! ranks the hot method first and lists none of clrspy's own events (the readings and ticks
 //! clrspy stores are on no thread, so that view does not take them for samples).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! `<name>_<pid>.nettrace`, from its first instruction; a process that outlives the command has
 //! its trace finished then (with rundown) and runs on untraced, able to start .NET programs
 //! after clrspy has gone; `dotnet build` of a small project gives one trace per .NET process.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Live: each kind of `--stop-on` trigger fires on a workload built to fire it; the recording
 //! stops after `--after-trigger`; the trace holds clrspy's `Trigger` event naming it and the
 //! event that fired it (found by its name and time).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -10,6 +10,7 @@
 //! - the runtime's threads are named, with their role; the tiered JIT thread (role `jit`) is
 //!   there, among the busiest threads, and is in the process's runtime threads of `report
 //!   threads`, `report cpu` and the summary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

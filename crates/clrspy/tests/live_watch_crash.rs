@@ -7,6 +7,7 @@
 //! taken after the namespace ended (needs root and `unshare`; skipped without).
 //!
 //! Each test runs Workloads.dll through a folder link of its own and matches only that path.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

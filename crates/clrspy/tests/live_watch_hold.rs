@@ -4,6 +4,7 @@
 //! its dump is written.
 //!
 //! The test runs Workloads.dll through a folder link of its own and matches only that path.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -10,6 +10,7 @@
 //!   frame group in the folded stacks;
 //! - `WebApp.Work.Burn` leads the CPU top, `/throw` is thrown in `WebApp.Work.ThrowAndCatch`
 //!   and caught there, idle pool workers are idle, and the waits name a blocking call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

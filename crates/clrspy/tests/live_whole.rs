@@ -2,6 +2,7 @@
 //! a whole trace — every complete block, then a valid end of stream — and in launch mode a
 //! Ctrl+C from the terminal still gets the rundown before the program sees it.
 //! (`bench/whole_traces.sh` runs the same stops and opens each file in TraceEvent.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

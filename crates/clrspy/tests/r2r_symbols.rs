@@ -1,6 +1,7 @@
 //! `--symbols DIR` and `--no-local-images` on a trace `clrspy record` made before it stored
 //! ReadyToRun names (tests/data/contention-thread-cpu.nettrace.zip, .NET 10.0.12 on Linux): one
 //! CPU sample lies in System.Private.CoreLib's precompiled code at file offset 0x138f5b.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! `clrspy repair` on the real traces: whole ones come out byte for byte the same, cut ones
 //! come out whole with every whole block, at any cut. (`bench/repair.sh` opens 200 random cuts
 //! in TraceEvent before and after.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! (text and JSON), `--focus` with `--tree`, and `--just-my-code[=PREFIXES]`/`--framework` in
 //! `report` and `convert`. The views themselves are snapshot-tested in
 //! crates/clrspy-export/tests/call_views.rs; the CLI must print exactly those.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

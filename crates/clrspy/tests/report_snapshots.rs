@@ -1,6 +1,7 @@
 //! `clrspy report --json` prints exactly the report views of clrspy-export: for the real traces
 //! in crates/nettrace/tests/data, each report's JSON equals the snapshot that
 //! crates/clrspy-export/tests/report_views.rs keeps (regenerate them there).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

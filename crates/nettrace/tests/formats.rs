@@ -1,5 +1,6 @@
 //! Format corners with hand-built bytes: a NetPerf (v3) trace with inline metadata and stacks,
 //! V6 blocks the writer does not produce (RemoveThread, unknown kinds), and V6 payload types.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use nettrace::{
     BlockKind, EventMetadata, EventRecord, FieldDesc, FieldType, FormatVersion, TraceReader,

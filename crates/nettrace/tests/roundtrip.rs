@@ -1,5 +1,6 @@
 //! Writer → reader round trips: random traces written as V5 and V6 (compressed and plain
 //! headers, 4- and 8-byte pointers) read back identically.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use nettrace::{
     EventMetadata, EventRecord, FieldDesc, FieldType, Guid, TraceReader, TraceWriter, Value,

@@ -1,6 +1,8 @@
 //! Helpers shared by the CLI tests: paths to the test data, the C# workloads built once with the
 //! .NET SDK, and running the clrspy binary.
 #![allow(dead_code)]
+// Test helpers fail the test the way tests do.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
