@@ -54,6 +54,9 @@ pub struct Inventory {
     /// What the ring buffer kept and dropped, for a trace a ring wrote (clrspy's `Ring`
     /// event).
     pub ring: Option<clr_events::clrspy::Ring>,
+    /// The traced process's command line, from EventPipe's `ProcessInfo` event (.NET 5+), so
+    /// traces of one program's several processes (a build's compilers) can be told apart.
+    pub command_line: Option<String>,
 }
 
 /// A stop trigger that fired, as `clrspy record` stored it.
@@ -102,6 +105,18 @@ impl TriggerNote {
 struct Notes {
     trigger: Option<TriggerNote>,
     ring: Option<clr_events::clrspy::Ring>,
+    command_line: Option<String>,
+    /// The trace's pointer size, for decoding `ProcessInfo`.
+    pointer_size: u8,
+}
+
+/// Reads the command line of EventPipe's `ProcessInfo` event (None for any other event).
+fn command_line(ev: &Event<'_>, pointer_size: u8) -> Option<String> {
+    if ev.provider() != clr_events::EVENTPIPE_PROVIDER || ev.event_id() != 1 {
+        return None;
+    }
+    let d = clr_events::decode(ev.provider(), 1, ev.version(), ev.payload, pointer_size)?;
+    d.str("CommandLine").map(str::to_string)
 }
 
 /// Reads clrspy's `Ring` event (None for any other event).
@@ -171,8 +186,8 @@ impl Counts {
         self.by_id[i] = (b.metadata_key, b.version, slot);
     }
 
-    /// The first event of a row: a new row, and clrspy's `Trigger` or `Ring` read when it is
-    /// one (a trace holds one of each at most).
+    /// The first event of a row: a new row, and clrspy's `Trigger` or `Ring` or EventPipe's
+    /// `ProcessInfo` read when it is one (a trace holds one of each at most).
     #[cold]
     fn first_of_row(&mut self, b: &EventBrief, ev: &Event<'_>, notes: &mut Notes) -> usize {
         if notes.trigger.is_none() {
@@ -180,6 +195,9 @@ impl Counts {
         }
         if notes.ring.is_none() {
             notes.ring = ring_note(ev);
+        }
+        if notes.command_line.is_none() {
+            notes.command_line = command_line(ev, notes.pointer_size);
         }
         self.add_row(b, ev)
     }
@@ -216,7 +234,10 @@ impl Inventory {
     pub fn run<S: ByteSource>(reader: &mut Reader<S>, mut progress: impl FnMut(u64)) -> Inventory {
         let mut counts = Counts::default();
         let mut with_stack = 0u64;
-        let mut notes = Notes::default();
+        let mut notes = Notes {
+            pointer_size: reader.header().pointer_size,
+            ..Notes::default()
+        };
         let mut seen = 0u32;
         let result = reader.for_each_brief(|b, ev| {
             let slot = match counts.cached_slot(b) {
@@ -263,6 +284,7 @@ impl Inventory {
             error: result.err().map(|e| e.to_string()),
             trigger: notes.trigger,
             ring: notes.ring,
+            command_line: notes.command_line,
         }
     }
 

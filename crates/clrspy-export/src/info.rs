@@ -71,6 +71,7 @@ impl InfoView<'_> {
             "format": format!("{:?}", h.format),
             "start_time_utc": nettrace::format_unix_ns(h.start_unix_ns()),
             "process_id": h.process_id,
+            "command_line": inv.command_line,
             "pointer_size": h.pointer_size,
             "cpu_count": h.cpu_count,
             "sampling_interval_ns": h.sampling_interval_ns,
@@ -140,6 +141,9 @@ impl InfoView<'_> {
         )?;
         if let Some(pid) = h.process_id {
             writeln!(out, "Process id:     {pid}")?;
+        }
+        if let Some(line) = &inv.command_line {
+            writeln!(out, "Command line:   {line}")?;
         }
         writeln!(out, "Pointer size:   {} bytes", h.pointer_size)?;
         if let Some(c) = h.cpu_count {

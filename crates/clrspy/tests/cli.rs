@@ -34,6 +34,11 @@ fn info_json_has_the_stable_keys() {
         assert!(v.get(key).is_some(), "missing {key}");
     }
     assert_eq!(v["start_time_utc"], "2024-12-01T20:18:05.940000Z");
+    // The command line of the ProcessInfo event tells a build's many traces apart (issue 33).
+    assert_eq!(
+        v["command_line"],
+        "/home/cube/progs/nettrace/profileme/bin/Debug/net8.0/profileme /home/cube/progs/nettrace/profileme/bin/Debug/net8.0/profileme.dll"
+    );
 }
 
 #[test]
