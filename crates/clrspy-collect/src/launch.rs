@@ -492,7 +492,7 @@ fn record_child(
     resume_runtime(port.as_ref(), COMMAND_TIMEOUT)?;
     // The runtime's pid as it sees it: the same as ours unless it runs in another namespace.
     let runtime_pid = Some(ad.pid)
-        .filter(|p| !cfg!(target_os = "linux") || Path::new(&format!("/proc/{p}")).exists())
+        .filter(|&p| diagnostics_client::procfs::alive(p))
         .unwrap_or(child.id());
     let to: Arc<dyn Connector> = port.clone();
     let summary = pump(session, to, file, runtime_pid, rec, live, on_progress)?;

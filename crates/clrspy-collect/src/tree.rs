@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use diagnostics_client::{
-    resume_runtime, start_session, Connection, Connector, ReverseServer, SessionConfig,
+    procfs, resume_runtime, start_session, Connection, Connector, ReverseServer, SessionConfig,
 };
 
 use crate::launch::{
@@ -211,11 +211,10 @@ fn serve_tree(
 /// A process's name for its trace: the entry assembly of `dotnet [exec ...] X.dll`, else the
 /// program's, made safe for a file name.
 pub fn process_name(pid: u32) -> String {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let args: Vec<OsString> = raw
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| OsString::from(String::from_utf8_lossy(a).into_owned()))
+    let args: Vec<OsString> = procfs::cmdline(pid)
+        .unwrap_or_default()
+        .into_iter()
+        .map(OsString::from)
         .collect();
     let dll = args
         .iter()
@@ -226,9 +225,7 @@ pub fn process_name(pid: u32) -> String {
     let name = match dll {
         Some(n) => n,
         None if !args.is_empty() => crate::launch_name(&args),
-        None => std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
+        None => procfs::comm(pid).unwrap_or_default(),
     };
     let safe: String = name
         .chars()

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use diagnostics_client::{resume_runtime, Advertisement, Connection, Connector, ReverseServer};
 
-use crate::act::{act_attached, decide, start_ticks, trace, Via};
+use diagnostics_client::procfs;
+
+use crate::act::{act_attached, decide, trace, Via};
 use crate::facts::ProcessFacts;
 use crate::watch::Shared;
 
@@ -257,7 +259,7 @@ fn wait_endpoint(pid: u32) -> Option<diagnostics_client::Endpoint> {
         {
             return Some(ep);
         }
-        if Instant::now() >= until || !Path::new(&format!("/proc/{pid}")).exists() {
+        if Instant::now() >= until || !procfs::alive(pid) {
             return None;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -268,16 +270,7 @@ fn wait_endpoint(pid: u32) -> Option<diagnostics_client::Endpoint> {
 /// did not tell (`Advertisement::peer_pid`): the same number for a process of ours; for a
 /// container's, the youngest process whose innermost pid it is.
 fn host_pid(ns_pid: u32) -> u32 {
-    let nspids = |pid: u32| -> Option<Vec<u32>> {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
-        Some(
-            line.split_whitespace()
-                .skip(1)
-                .filter_map(|v| v.parse().ok())
-                .collect(),
-        )
-    };
+    let nspids = procfs::nspids;
     if nspids(ns_pid).is_some_and(|v| v.len() == 1) {
         return ns_pid;
     }
@@ -288,7 +281,7 @@ fn host_pid(ns_pid: u32) -> u32 {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&p| nspids(p).is_some_and(|v| v.len() > 1 && v.last() == Some(&ns_pid)))
-        .max_by_key(|&p| start_ticks(p).unwrap_or(0))
+        .max_by_key(|&p| procfs::start_ticks(p).unwrap_or(0))
         .unwrap_or(ns_pid)
 }
 
@@ -301,12 +294,10 @@ pub(crate) fn belongs_to_port(shared: &Shared, pid: u32) -> bool {
     let Some(listen) = &shared.listen else {
         return false;
     };
-    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+    let Some(env) = procfs::environ(pid) else {
         return false;
     };
     let want = listen.to_string_lossy();
-    env.split(|&b| b == 0).any(|kv| {
-        kv.strip_prefix(b"DOTNET_DiagnosticPorts=")
-            .is_some_and(|v| String::from_utf8_lossy(v).contains(want.as_ref()))
-    })
+    env.get("DOTNET_DiagnosticPorts")
+        .is_some_and(|v| v.contains(want.as_ref()))
 }

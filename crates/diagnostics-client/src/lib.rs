@@ -21,7 +21,9 @@ mod dump;
 mod eventpipe;
 mod ipc;
 mod process;
+pub mod procfs;
 mod reverse;
+mod watcher;
 
 pub use discovery::{container_folder, find_endpoints, stale_socket, ContainerFolder, Endpoint};
 pub use dump::{generate_core_dump, DumpFlags, DumpType};
@@ -34,3 +36,4 @@ pub use process::{
     resume_runtime, set_environment_variable, PerfMapType, ProcessInfo,
 };
 pub use reverse::{parse_advertisement, Advertisement, ReverseServer};
+pub use watcher::{EndpointChanges, EndpointWatcher};
