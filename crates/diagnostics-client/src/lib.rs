@@ -19,6 +19,7 @@
 mod discovery;
 mod dump;
 mod eventpipe;
+mod hub;
 mod ipc;
 mod process;
 pub mod procfs;
@@ -35,5 +36,9 @@ pub use process::{
     apply_startup_hook, disable_perf_map, enable_perf_map, process_environment, process_info,
     resume_runtime, set_environment_variable, PerfMapType, ProcessInfo,
 };
-pub use reverse::{parse_advertisement, Advertisement, ReverseServer};
+pub use hub::{Admission, HeldRuntime, ReverseHub};
+pub use reverse::{
+    encode_advertisement, parse_advertisement, Advertisement, ReverseServer, ADVERTISE_SIZE,
+    DIAGNOSTIC_PORTS_VARIABLE,
+};
 pub use watcher::{EndpointChanges, EndpointWatcher};
