@@ -233,7 +233,8 @@ impl Releaser {
         };
         match step {
             Release::Clear => {
-                let _ = set_environment_variable(&once, DIAGNOSTIC_PORTS_VARIABLE, "", self.timeout);
+                let _ =
+                    set_environment_variable(&once, DIAGNOSTIC_PORTS_VARIABLE, "", self.timeout);
                 Release::Resume
             }
             Release::Resume => {

@@ -31,12 +31,12 @@ pub use dump::{generate_core_dump, DumpFlags, DumpType};
 pub use eventpipe::{
     start_session, stop_session, Provider, Session, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,
 };
+pub use hub::{Admission, HeldRuntime, ReverseHub};
 pub use ipc::{describe_hresult, Connection, Connector, Error, Header, Result};
 pub use process::{
     apply_startup_hook, disable_perf_map, enable_perf_map, process_environment, process_info,
     resume_runtime, set_environment_variable, PerfMapType, ProcessInfo,
 };
-pub use hub::{Admission, HeldRuntime, ReverseHub};
 pub use reverse::{
     encode_advertisement, parse_advertisement, Advertisement, ReverseServer, ADVERTISE_SIZE,
     DIAGNOSTIC_PORTS_VARIABLE,
