@@ -220,7 +220,7 @@ impl Environ {
         #[cfg(unix)]
         let value = self
             .get_bytes("TMPDIR")
-            .map(|v| <OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(v));
+            .map(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes);
         #[cfg(not(unix))]
         let value = self.get("TMPDIR").map(std::ffi::OsString::from);
         value

@@ -549,7 +549,7 @@ mod tests {
             .join(format!("dotnet-diagnostic-{me}-{}-socket", own_key()));
         std::fs::write(&a, b"").unwrap();
         let c = w.changes();
-        assert_eq!(ours(&c.appeared), [a.clone()]);
+        assert_eq!(ours(&c.appeared), std::slice::from_ref(&a));
         assert!(ours(&c.gone).is_empty());
         // Nothing changed: nothing said.
         let c = w.changes();
