@@ -190,6 +190,6 @@ pub(crate) fn belongs_to_port(shared: &Shared, pid: u32) -> bool {
         return false;
     };
     let want = listen.to_string_lossy();
-    env.get("DOTNET_DiagnosticPorts")
+    env.get(diagnostics_client::DIAGNOSTIC_PORTS_VARIABLE)
         .is_some_and(|v| v.contains(want.as_ref()))
 }
