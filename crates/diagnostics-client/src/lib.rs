@@ -14,6 +14,12 @@
 //! back to the older version when the runtime answers "unknown command". Every read has a
 //! timeout; a short or malformed reply is an error, never a panic or a hang. Windows named pipes
 //! sit behind the same API but are not implemented yet (calls return [`Error::Unsupported`]).
+//!
+//! Around the protocol: [`find_endpoints`] lists the runtimes once, and an [`EndpointWatcher`]
+//! follows them cheaply (inotify, cached folder listings) and says which came and went; a
+//! [`ReverseHub`] serves one reverse port for many runtimes, routing each one's connections by
+//! its instance cookie; [`procfs`] reads what Linux's `/proc` says of a process (start time,
+//! namespaces and `NSpid`, environment, command line).
 #![deny(missing_docs)]
 
 mod discovery;
