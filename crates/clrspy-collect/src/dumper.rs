@@ -265,7 +265,13 @@ fn one_dump(
     let default = default_pid.load(Ordering::SeqCst);
     let pid = match job.request.pid.filter(|p| *p != 0) {
         // A trace of a process in a container names it by its pid there.
-        Some(p) if default != 0 && p != default && pid_inside(default) == Some(p) => default,
+        Some(p)
+            if default != 0
+                && p != default
+                && diagnostics_client::procfs::namespace_pid(default) == Some(p) =>
+        {
+            default
+        }
         Some(p) => p,
         None => default,
     };
@@ -291,23 +297,6 @@ fn one_dump(
         delay,
         result,
     }
-}
-
-/// The pid of process `pid` inside its own PID namespace, when that is not ours (a container:
-/// the last of the `NSpid` values in `/proc/<pid>/status`).
-fn pid_inside(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    nested_pid(&status)
-}
-
-/// The innermost of several `NSpid` values.
-fn nested_pid(status: &str) -> Option<u32> {
-    let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
-    let pids: Vec<&str> = line.split_whitespace().skip(1).collect();
-    if pids.len() < 2 {
-        return None;
-    }
-    pids.last()?.parse().ok()
 }
 
 /// True when the exception type `name` (`System.InvalidCastException`) matches `pattern`: a
@@ -461,14 +450,6 @@ mod tests {
         assert!(exception_type_matches("*Cast*", t));
         assert!(exception_type_matches("a*b*c", "aXbYbZc"));
         assert!(!exception_type_matches("a*b*c", "aXbYbZ"));
-    }
-
-    #[test]
-    fn pids_inside_a_container() {
-        assert_eq!(nested_pid("Name:\tdotnet\nNSpid:\t4242\t7\n"), Some(7));
-        assert_eq!(nested_pid("NSpid:\t4242\n"), None);
-        assert_eq!(nested_pid("Name:\tx\n"), None);
-        assert_eq!(pid_inside(std::process::id()), None);
     }
 
     #[test]

@@ -12,18 +12,16 @@
 //! SetEnvironmentVariable command), so the programs it starts later do not connect to a socket
 //! that may be gone by then (the runtime reads an empty value as "no ports").
 
-use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use diagnostics_client::{
-    resume_runtime, set_environment_variable, start_session, Advertisement, Connection, Connector,
-    ReverseServer,
+    resume_runtime, set_environment_variable, start_session, Admission, Connector, HeldRuntime,
+    ReverseHub, ReverseServer, DIAGNOSTIC_PORTS_VARIABLE,
 };
 
 use crate::session::{pump, Live, COMMAND_TIMEOUT};
@@ -31,7 +29,7 @@ use crate::sink::{open_output, ByteSink};
 use crate::{Error, OnProgress, Recording, Result, StopReason, Summary};
 
 /// The variable that points runtimes at clrspy's socket.
-pub(crate) const PORTS_VARIABLE: &str = "DOTNET_DiagnosticPorts";
+pub(crate) const PORTS_VARIABLE: &str = DIAGNOSTIC_PORTS_VARIABLE;
 
 /// What clrspy does with the runtimes that connect to its port besides the recorded one (the
 /// launched program's children, grandchildren, other programs of a script).
@@ -60,197 +58,44 @@ pub struct Launched {
     pub extra_runtimes: u64,
 }
 
-/// One connection used as a connector for one command.
-pub(crate) struct Once {
-    pub(crate) conn: Mutex<Option<Connection>>,
-    pub(crate) path: PathBuf,
-}
-
-impl Connector for Once {
-    fn open(&self, _timeout: Duration) -> diagnostics_client::Result<Connection> {
-        self.conn
-            .lock()
-            .ok()
-            .and_then(|mut c| c.take())
-            .ok_or_else(|| timed_out(&self.path, "the runtime's connection was used already"))
-    }
-
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-pub(crate) fn timed_out(path: &Path, what: &str) -> diagnostics_client::Error {
-    diagnostics_client::Error::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::TimedOut, what.to_string()),
-    }
-}
-
-/// Clears the ports variable inside the runtime behind `conn`: its children will not connect.
+/// Clears the ports variable inside the runtime behind `to`: its children will not connect.
 /// Runtimes older than .NET 6 do not know the command; nothing can be done for them.
 pub(crate) fn clear_ports_variable(to: &dyn Connector) {
     let _ = set_environment_variable(to, PORTS_VARIABLE, "", COMMAND_TIMEOUT);
 }
 
-/// Where an extra runtime (one clrspy does not trace) stands.
-#[derive(Default)]
-pub(crate) struct Extra {
-    cleared: bool,
-    resumed: bool,
-    /// The connection it opened after being resumed: held so it waits quietly (a closed one
-    /// makes it connect again at once).
-    parked: Option<Connection>,
-}
-
-impl Extra {
-    /// Lets the runtime behind `conn` go on untraced, one step a connection: the first clears
-    /// its ports variable (so its children do not connect), the next resumes it (counted in
-    /// `resumed`), and the one after that is held so it waits quietly.
-    pub(crate) fn let_go(&mut self, conn: Connection, path: &Path, resumed: &AtomicU64) {
-        let once = Once {
-            conn: Mutex::new(Some(conn)),
-            path: path.to_path_buf(),
-        };
-        if !self.cleared {
-            self.cleared = true;
-            clear_ports_variable(&once);
-        } else if !self.resumed {
-            self.resumed = true;
-            if resume_runtime(&once, COMMAND_TIMEOUT).is_ok() {
-                resumed.fetch_add(1, Ordering::SeqCst);
-            }
-        } else {
-            self.parked = once.conn.lock().ok().and_then(|mut c| c.take());
-        }
-    }
-}
-
-/// Serves clrspy's reverse port on a background thread: connections of the recorded runtime
-/// (the first to connect) go to [`Port`], the others are handled by the policy.
-struct Acceptor {
-    quit: Arc<AtomicBool>,
-    extras: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Acceptor {
-    fn start(server: ReverseServer, policy: ExtraRuntimes) -> (Acceptor, Port) {
-        let (tx, rx) = channel();
-        let quit = Arc::new(AtomicBool::new(false));
-        let extras = Arc::new(AtomicU64::new(0));
-        let path = server.path().to_path_buf();
-        let (q, n) = (quit.clone(), extras.clone());
-        let thread = std::thread::Builder::new()
-            .name("clrspy-port".into())
-            .spawn(move || serve(&server, policy, &tx, &q, &n))
-            .ok();
-        let port = Port {
-            rx: Mutex::new(rx),
-            first: Mutex::new(None),
-            path,
-        };
-        (
-            Acceptor {
-                quit,
-                extras,
-                thread,
-            },
-            port,
-        )
-    }
-
-    /// Stops serving (the socket is removed); returns how many extra runtimes were let run.
-    fn stop(mut self) -> u64 {
-        self.quit.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.extras.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Acceptor {
-    fn drop(&mut self) {
-        self.quit.store(true, Ordering::SeqCst);
-    }
-}
-
-/// The acceptor's loop: every 100 ms at most it looks at the quit flag.
-fn serve(
-    server: &ReverseServer,
+/// Serves clrspy's reverse port on a thread: the first runtime to connect is the recorded one,
+/// handed over on the returned channel; the others are handled by the policy.
+fn start_port(
+    server: ReverseServer,
     policy: ExtraRuntimes,
-    to_port: &Sender<(Connection, Advertisement)>,
-    quit: &AtomicBool,
-    extras: &AtomicU64,
-) {
-    let mut recorded: Option<String> = None;
-    let mut others: HashMap<String, Extra> = HashMap::new();
-    while !quit.load(Ordering::SeqCst) {
-        let Ok((conn, ad)) =
-            server.accept(Duration::from_millis(100), COMMAND_TIMEOUT, &mut || {
-                !quit.load(Ordering::SeqCst)
-            })
-        else {
-            // A timeout (100 ms spent already), or a client that did not advertise itself.
-            std::thread::sleep(Duration::from_millis(5));
-            continue;
-        };
-        let cookie = recorded.get_or_insert_with(|| ad.cookie.clone());
-        if *cookie == ad.cookie {
-            // The recorded runtime; if nobody takes it any more, it waits parked in the channel.
-            let _ = to_port.send((conn, ad));
-            continue;
+) -> Result<(ReverseHub, Receiver<HeldRuntime>)> {
+    let (tx, rx) = channel();
+    let mut recorded = false;
+    let hub = ReverseHub::start(server, "clrspy-port", COMMAND_TIMEOUT, move |rt| {
+        if !std::mem::replace(&mut recorded, true) {
+            // If nobody takes it any more, its connections are parked.
+            let _ = tx.send(rt);
+            return Admission::Taken;
         }
-        let e = others.entry(ad.cookie).or_default();
         match policy {
-            ExtraRuntimes::Resume => e.let_go(conn, server.path(), extras),
+            ExtraRuntimes::Resume => Admission::Release(rt),
         }
-    }
+    })?;
+    Ok((hub, rx))
 }
 
-/// The recorded runtime's connections, as the acceptor hands them over.
-struct Port {
-    rx: Mutex<Receiver<(Connection, Advertisement)>>,
-    first: Mutex<Option<Connection>>,
-    path: PathBuf,
-}
-
-impl Port {
-    /// Waits for the recorded runtime's first connection while `keep_waiting` says so.
-    fn wait_first(&self, keep_waiting: &mut dyn FnMut() -> bool) -> Option<Advertisement> {
-        let rx = self.rx.lock().ok()?;
-        loop {
-            match rx.recv_timeout(Duration::from_millis(20)) {
-                Ok((conn, ad)) => {
-                    if let Ok(mut f) = self.first.lock() {
-                        *f = Some(conn);
-                    }
-                    return Some(ad);
-                }
-                Err(RecvTimeoutError::Timeout) if keep_waiting() => {}
-                Err(_) => return None,
-            }
+/// Waits for the recorded runtime's first connection while `keep_waiting` says so.
+fn wait_first(
+    rx: &Receiver<HeldRuntime>,
+    keep_waiting: &mut dyn FnMut() -> bool,
+) -> Option<HeldRuntime> {
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(rt) => return Some(rt),
+            Err(RecvTimeoutError::Timeout) if keep_waiting() => {}
+            Err(_) => return None,
         }
-    }
-}
-
-impl Connector for Port {
-    fn open(&self, timeout: Duration) -> diagnostics_client::Result<Connection> {
-        if let Some(c) = self.first.lock().ok().and_then(|mut f| f.take()) {
-            return Ok(c);
-        }
-        let rx = self
-            .rx
-            .lock()
-            .map_err(|_| timed_out(&self.path, "the port's acceptor is gone"))?;
-        rx.recv_timeout(timeout)
-            .map(|(c, _)| c)
-            .map_err(|_| timed_out(&self.path, "no runtime connected to the diagnostic port"))
-    }
-
-    fn path(&self) -> &Path {
-        &self.path
     }
 }
 
@@ -391,8 +236,7 @@ pub fn launch_live(
     let file = open_output(rec.out, rec.ring)?;
     let server = ReverseServer::bind(&socket_path())?;
     let ports_value = server.diagnostic_ports_value();
-    let (acceptor, port) = Acceptor::start(server, opts.extra_runtimes);
-    let port = Arc::new(port);
+    let (hub, first) = start_port(server, opts.extra_runtimes)?;
     let mut command = ported_command(program, args, &opts.env, &ports_value, opts.stdout);
     let mut child = match command.spawn() {
         Ok(c) => c,
@@ -400,7 +244,7 @@ pub fn launch_live(
             // Nothing was recorded: leave no empty trace behind.
             drop(file);
             let _ = std::fs::remove_file(rec.out);
-            acceptor.stop();
+            hub.stop();
             return Err(Error::Spawn {
                 program: PathBuf::from(program),
                 source,
@@ -409,7 +253,7 @@ pub fn launch_live(
     };
     let pid = child.id();
     on_spawned(pid);
-    let result = record_child(&mut child, &port, file, rec, live, on_progress);
+    let result = record_child(&mut child, &first, file, rec, live, on_progress);
     let (summary, runtime_pid) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -425,7 +269,7 @@ pub fn launch_live(
                 // back.
                 let _ = end_child(&mut child, Duration::from_secs(5));
             }
-            acceptor.stop();
+            hub.stop();
             return Err(e);
         }
     };
@@ -450,7 +294,7 @@ pub fn launch_live(
             })
         }
     };
-    let extra_runtimes = acceptor.stop();
+    let extra_runtimes = hub.stop();
     Ok(Launched {
         summary,
         pid,
@@ -465,7 +309,7 @@ pub fn launch_live(
 /// session; returns the summary and the runtime's pid.
 fn record_child(
     child: &mut Child,
-    port: &Arc<Port>,
+    first: &Receiver<HeldRuntime>,
     file: Box<dyn ByteSink>,
     rec: &Recording<'_>,
     live: Live<'_>,
@@ -473,26 +317,28 @@ fn record_child(
 ) -> Result<(Summary, u32)> {
     // Wait for the runtime to connect while the child lives and nobody asked to stop.
     let mut exited = None;
-    let ad = port.wait_first(&mut || {
+    let runtime = wait_first(first, &mut || {
         if let Ok(Some(s)) = child.try_wait() {
             exited = Some(s);
             return false;
         }
         rec.stop.count() == 0
     });
-    let Some(ad) = ad else {
+    let Some(runtime) = runtime else {
         if let Some(status) = exited {
             return Err(Error::NotDotnet { status });
         }
         return Err(Error::StoppedBeforeStart);
     };
+    let ad = runtime.advertisement().clone();
+    let port = Arc::new(runtime);
     let session = start_session(port.as_ref(), rec.config, COMMAND_TIMEOUT)?;
     // The session is open: clear the variable, then let the runtime run.
     clear_ports_variable(port.as_ref());
     resume_runtime(port.as_ref(), COMMAND_TIMEOUT)?;
     // The runtime's pid as it sees it: the same as ours unless it runs in another namespace.
     let runtime_pid = Some(ad.pid)
-        .filter(|p| !cfg!(target_os = "linux") || Path::new(&format!("/proc/{p}")).exists())
+        .filter(|&p| diagnostics_client::procfs::alive(p))
         .unwrap_or(child.id());
     let to: Arc<dyn Connector> = port.clone();
     let summary = pump(session, to, file, runtime_pid, rec, live, on_progress)?;
@@ -508,12 +354,8 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     /// A runtime's advertisement with cookie bytes `c` and pid `pid`.
-    fn advertisement(c: u8, pid: u64) -> Vec<u8> {
-        let mut b = b"ADVR_V1\0".to_vec();
-        b.extend_from_slice(&[c; 16]);
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(&[0, 0]);
-        b
+    fn advertisement(c: u8, pid: u64) -> [u8; diagnostics_client::ADVERTISE_SIZE] {
+        diagnostics_client::encode_advertisement([c; 16], pid)
     }
 
     /// Reads one UTF-16 protocol string.
@@ -575,16 +417,16 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p.sock");
         let server = ReverseServer::bind(&path).unwrap();
-        let (acceptor, port) = Acceptor::start(server, ExtraRuntimes::Resume);
+        let (hub, first) = start_port(server, ExtraRuntimes::Resume).unwrap();
         // The first runtime to connect is the recorded one: its connection goes to the port.
         let mut recorded = UnixStream::connect(&path).unwrap();
         recorded.write_all(&advertisement(1, 42)).unwrap();
         let mut polls = 0;
-        let ad = port.wait_first(&mut || {
+        let rt = wait_first(&first, &mut || {
             polls += 1;
             polls < 250
         });
-        assert_eq!(ad.map(|a| a.pid), Some(42));
+        assert_eq!(rt.map(|r| r.advertisement().pid), Some(42));
         let (got, parked) = extra_runtime(path.clone()).join().unwrap();
         assert!(parked, "{got:?}");
         // SetEnvironmentVariable (4, 3) with the empty value, then ResumeRuntime (4, 1).
@@ -594,7 +436,7 @@ mod tests {
         let (value, _) = string(rest);
         assert_eq!((name.as_str(), value.as_str()), (PORTS_VARIABLE, ""));
         assert_eq!((got[1].0, got[1].1), (4, 1));
-        assert_eq!(acceptor.stop(), 1);
+        assert_eq!(hub.stop(), 1);
         drop(recorded);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -112,16 +112,11 @@ const STAT_EVERY: u64 = 10;
 impl ProcSampler {
     /// A sampler of process `pid` (as seen from here).
     pub fn new(pid: u32) -> ProcSampler {
-        #[cfg(unix)]
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        #[cfg(not(unix))]
-        let hz = 100;
         ProcSampler {
             pid,
             last: HashMap::new(),
             mappings: HashMap::new(),
-            ticks_per_second: u64::try_from(hz).ok().filter(|h| *h > 0).unwrap_or(100),
+            ticks_per_second: diagnostics_client::procfs::clock_ticks_per_second().unwrap_or(100),
             calls: 0,
             source: "schedstat",
         }

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use diagnostics_client::{find_endpoints, process_info, Endpoint};
+use diagnostics_client::{find_endpoints, process_info, procfs, Endpoint};
 
 use crate::{Error, Result};
 
@@ -69,7 +69,7 @@ pub fn endpoint_for_pid(pid: u32) -> Result<Endpoint> {
     if let Some(ep) = find_endpoints().into_iter().find(|e| e.pid == pid) {
         return Ok(ep);
     }
-    if cfg!(target_os = "linux") && !Path::new(&format!("/proc/{pid}")).exists() {
+    if !procfs::alive(pid) {
         return Err(Error::NoProcess { pid });
     }
     Err(Error::NoEndpoint { pid })
@@ -82,12 +82,7 @@ fn process_name(endpoint: &Endpoint) -> Option<String> {
         .ok()
         .and_then(|i| i.entrypoint_assembly)
         .filter(|n| !n.trim().is_empty());
-    from_runtime.or_else(|| {
-        std::fs::read_to_string(format!("/proc/{}/comm", endpoint.pid))
-            .ok()
-            .map(|c| c.trim().to_string())
-            .filter(|c| !c.is_empty())
-    })
+    from_runtime.or_else(|| procfs::comm(endpoint.pid).filter(|c| !c.is_empty()))
 }
 
 /// The one .NET process whose entry assembly or executable is `name`.
@@ -98,10 +93,8 @@ fn by_name(name: &str) -> Result<Resolved> {
         .filter_map(|ep| {
             let info = process_info(&ep, timeout).ok()?;
             let n = info.entrypoint_assembly.unwrap_or_default();
-            let comm =
-                std::fs::read_to_string(format!("/proc/{}/comm", ep.pid)).unwrap_or_default();
-            (n.eq_ignore_ascii_case(name) || comm.trim().eq_ignore_ascii_case(name))
-                .then_some((ep, n))
+            let comm = procfs::comm(ep.pid).unwrap_or_default();
+            (n.eq_ignore_ascii_case(name) || comm.eq_ignore_ascii_case(name)).then_some((ep, n))
         })
         .collect();
     match matches.len() {

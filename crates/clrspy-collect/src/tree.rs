@@ -15,18 +15,18 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use diagnostics_client::{
-    resume_runtime, start_session, Connection, Connector, ReverseServer, SessionConfig,
+    procfs, resume_runtime, start_session, Admission, Connector, HeldRuntime, ReverseHub,
+    ReverseServer, SessionConfig,
 };
 
 use crate::launch::{
-    clear_ports_variable, end_child, forward_interrupt, ported_command, socket_path, timed_out,
-    ChildOutput, Extra,
+    clear_ports_variable, end_child, forward_interrupt, ported_command, socket_path, ChildOutput,
 };
 use crate::session::{pump, Live, COMMAND_TIMEOUT};
 use crate::sink::FileSink;
@@ -128,31 +128,10 @@ pub struct TreeOutcome {
     pub untraced: u64,
 }
 
-/// One runtime's connections, as the acceptor hands them over.
-struct RuntimePort {
-    rx: Mutex<Receiver<Connection>>,
-    path: PathBuf,
-}
-
-impl Connector for RuntimePort {
-    fn open(&self, timeout: Duration) -> diagnostics_client::Result<Connection> {
-        let rx = self
-            .rx
-            .lock()
-            .map_err(|_| timed_out(&self.path, "the port's acceptor is gone"))?;
-        rx.recv_timeout(timeout)
-            .map_err(|_| timed_out(&self.path, "the runtime did not connect again"))
-    }
-
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
 /// What the acceptor and the recorders tell the main loop.
 enum Event {
     /// A runtime connected for the first time.
-    New { pid: u32, port: Arc<RuntimePort> },
+    New { pid: u32, port: Arc<HeldRuntime> },
     /// Its recording started.
     Recording {
         pid: u32,
@@ -163,59 +142,35 @@ enum Event {
     Done(Box<TreeTrace>),
 }
 
-/// The acceptor's loop for a tree: every 100 ms at most it looks at the quit flag.
-fn serve_tree(
-    server: &ReverseServer,
-    events: &Sender<Event>,
-    tracing: &AtomicBool,
-    quit: &AtomicBool,
-    untraced: &AtomicU64,
-) {
-    let mut traced: HashMap<String, Sender<Connection>> = HashMap::new();
-    let mut others: HashMap<String, Extra> = HashMap::new();
-    while !quit.load(Ordering::SeqCst) {
-        let Ok((conn, ad)) =
-            server.accept(Duration::from_millis(100), COMMAND_TIMEOUT, &mut || {
-                !quit.load(Ordering::SeqCst)
-            })
-        else {
-            std::thread::sleep(Duration::from_millis(5));
-            continue;
-        };
-        if let Some(tx) = traced.get(&ad.cookie) {
-            // Its recorder takes it (or, once the recorder is gone, it is dropped and the
-            // runtime connects again: a parked untraced one would be quieter, but the
-            // recorder ends only when the process does or clrspy stops).
-            let _ = tx.send(conn);
-            continue;
+/// Serves the tree's reverse port on a thread: a runtime that connects while `tracing` says so
+/// is announced to the main loop (its recorder takes its connections); the others are let run
+/// untraced (counted by the hub).
+fn start_port(
+    server: ReverseServer,
+    events: Sender<Event>,
+    tracing: Arc<AtomicBool>,
+) -> diagnostics_client::Result<ReverseHub> {
+    ReverseHub::start(server, "clrspy-tree-port", COMMAND_TIMEOUT, move |rt| {
+        if !tracing.load(Ordering::SeqCst) {
+            return Admission::Release(rt);
         }
-        if !others.contains_key(&ad.cookie) && tracing.load(Ordering::SeqCst) {
-            let (tx, rx) = channel();
-            let _ = tx.send(conn);
-            traced.insert(ad.cookie.clone(), tx);
-            let port = Arc::new(RuntimePort {
-                rx: Mutex::new(rx),
-                path: server.path().to_path_buf(),
-            });
-            let pid = ad.pid;
-            let _ = events.send(Event::New { pid, port });
-            continue;
-        }
-        others
-            .entry(ad.cookie)
-            .or_default()
-            .let_go(conn, server.path(), untraced);
-    }
+        let pid = rt.advertisement().pid;
+        // Once its recorder is gone, its connections are parked.
+        let _ = events.send(Event::New {
+            pid,
+            port: Arc::new(rt),
+        });
+        Admission::Taken
+    })
 }
 
 /// A process's name for its trace: the entry assembly of `dotnet [exec ...] X.dll`, else the
 /// program's, made safe for a file name.
 pub fn process_name(pid: u32) -> String {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let args: Vec<OsString> = raw
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| OsString::from(String::from_utf8_lossy(a).into_owned()))
+    let args: Vec<OsString> = procfs::cmdline(pid)
+        .unwrap_or_default()
+        .into_iter()
+        .map(OsString::from)
         .collect();
     let dll = args
         .iter()
@@ -226,9 +181,7 @@ pub fn process_name(pid: u32) -> String {
     let name = match dll {
         Some(n) => n,
         None if !args.is_empty() => crate::launch_name(&args),
-        None => std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
+        None => procfs::comm(pid).unwrap_or_default(),
     };
     let safe: String = name
         .chars()
@@ -254,7 +207,7 @@ struct RecorderSetup {
 /// Records one runtime of the tree until its stream ends or `stop` asks.
 fn record_runtime(
     pid: u32,
-    port: Arc<RuntimePort>,
+    port: Arc<HeldRuntime>,
     setup: &RecorderSetup,
     stop: &StopSignal,
     events: &Sender<Event>,
@@ -309,7 +262,7 @@ fn record_runtime(
 
 /// A runtime being recorded.
 struct Running {
-    port: Arc<RuntimePort>,
+    port: Arc<HeldRuntime>,
     stop: Arc<StopSignal>,
     name: String,
     outlived: bool,
@@ -327,25 +280,12 @@ pub fn record_tree(
     let ports_value = server.diagnostic_ports_value();
     let (etx, erx) = channel::<Event>();
     let tracing = Arc::new(AtomicBool::new(true));
-    let quit = Arc::new(AtomicBool::new(false));
-    let untraced = Arc::new(AtomicU64::new(0));
-    let acceptor = {
-        let (etx, tracing, quit, untraced) =
-            (etx.clone(), tracing.clone(), quit.clone(), untraced.clone());
-        std::thread::Builder::new()
-            .name("clrspy-tree-port".into())
-            .spawn(move || serve_tree(&server, &etx, &tracing, &quit, &untraced))
-            .map_err(|source| Error::Spawn {
-                program: PathBuf::from(program),
-                source,
-            })?
-    };
+    let hub = start_port(server, etx.clone(), tracing.clone())?;
     let mut command = ported_command(program, args, &opts.env, &ports_value, opts.stdout);
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(source) => {
-            quit.store(true, Ordering::SeqCst);
-            let _ = acceptor.join();
+            hub.stop();
             return Err(Error::Spawn {
                 program: PathBuf::from(program),
                 source,
@@ -435,8 +375,7 @@ pub fn record_tree(
             status = end_child(&mut child, Duration::from_secs(5));
         }
     }
-    quit.store(true, Ordering::SeqCst);
-    let _ = acceptor.join();
+    let untraced = hub.stop();
     for t in tree.threads.drain(..) {
         if t.is_finished() {
             let _ = t.join();
@@ -447,7 +386,7 @@ pub fn record_tree(
         status,
         terminated_by_clrspy,
         traces: tree.traces,
-        untraced: untraced.load(Ordering::SeqCst),
+        untraced,
     })
 }
 

@@ -28,49 +28,9 @@ pub(crate) const MIN_FREE: u64 = 256 << 10;
 /// How long the runtime may take to write a dump.
 pub(crate) const DUMP_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The process's start time in clock ticks since boot (`/proc/PID/stat`, field 22).
-pub(crate) fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(") ")?
-        .1
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
-}
-
-/// Clock ticks per second.
-fn clock_hz() -> Option<u64> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(hz).ok().filter(|&h| h > 0)
-}
-
-/// The wall-clock time of `ticks` after boot (`btime` in `/proc/stat`).
-pub(crate) fn start_time(ticks: u64) -> Option<std::time::SystemTime> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let btime: u64 = stat
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
-    let ms = btime.saturating_mul(1000) + ticks.saturating_mul(1000) / clock_hz()?;
-    Some(std::time::UNIX_EPOCH + Duration::from_millis(ms))
-}
-
-/// How long ago process `pid` started, in milliseconds.
+/// How long ago process `pid` started, in milliseconds (a decision's `age_ms`).
 pub(crate) fn age_ms(pid: u32) -> Option<u64> {
-    let ticks = start_ticks(pid)?;
-    let hz = clock_hz()?;
-    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let started_ms = ticks.saturating_mul(1000) / hz;
-    Some(((uptime * 1000.0) as u64).saturating_sub(started_ms))
+    diagnostics_client::procfs::age(pid).map(|a| u64::try_from(a.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A decision about `facts`'s process.
@@ -142,7 +102,7 @@ pub(crate) fn on_new_process(shared: &Arc<Shared>, ep: Endpoint) {
     }
     let info = diagnostics_client::process_info(&ep, Duration::from_millis(1500)).ok();
     let facts = ProcessFacts::read(ep.pid, info.and_then(|i| i.entrypoint_assembly));
-    if facts.comm.is_empty() && !Path::new(&format!("/proc/{}", ep.pid)).exists() {
+    if facts.comm.is_empty() && !diagnostics_client::procfs::alive(ep.pid) {
         let mut d = Decision::new("gone");
         d.pid = Some(ep.pid);
         d.detail = Some("the process ended before its rules could be applied".into());

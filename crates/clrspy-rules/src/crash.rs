@@ -16,9 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clrspy_collect::{CrashReport, ErrorKind};
+use diagnostics_client::procfs::{self, start_ticks};
 use diagnostics_client::{Connector, Endpoint};
 
-use crate::act::{about, file_for, keep_budget, may_act_paced, start_ticks, start_time};
+use crate::act::{about, file_for, keep_budget, may_act_paced};
 use crate::crash_files::{find_left, DumpName, Left, Places, REPORT_SUFFIX};
 use crate::facts::ProcessFacts;
 use crate::fatal::{listen, Messages};
@@ -99,30 +100,15 @@ impl CrashSettings {
 
 /// The process's environment: `/proc/PID/environ`, else the runtime's answer.
 fn environment(pid: u32, conn: Option<&dyn Connector>) -> Option<Vec<(String, String)>> {
-    if let Ok(bytes) = std::fs::read(format!("/proc/{pid}/environ")) {
-        return Some(
-            bytes
-                .split(|&b| b == 0)
-                .filter_map(|kv| {
-                    let kv = String::from_utf8_lossy(kv);
-                    let (k, v) = kv.split_once('=')?;
-                    Some((k.to_string(), v.to_string()))
-                })
-                .collect(),
-        );
+    if let Some(env) = procfs::environ(pid) {
+        return Some(env.pairs());
     }
     diagnostics_client::process_environment(conn?, Duration::from_secs(3)).ok()
 }
 
 /// The pid of `pid` in its own namespace (what createdump's `%p` gives).
 fn ns_pid(pid: u32) -> u32 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("NSpid:"))?.to_string();
-            line.split_whitespace().last()?.parse().ok()
-        })
-        .unwrap_or(pid)
+    procfs::namespace_pid(pid).unwrap_or(pid)
 }
 
 /// Starts watching for the crash of the process `facts` describes for rule `i` (once per
@@ -225,11 +211,7 @@ struct Waiting {
 impl Waiting {
     /// True while the process (this one, not a later one of the same pid) runs.
     fn alive(&self, pid: u32) -> bool {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
-        state != Some('Z') && start_ticks(pid) == Some(self.ticks)
+        procfs::stat(pid).is_some_and(|s| s.state != 'Z' && s.start_ticks == self.ticks)
     }
 
     /// Waits for the end of the process (or of watch), then takes what the runtime left.
@@ -240,7 +222,7 @@ impl Waiting {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        let since = start_time(self.ticks).unwrap_or(std::time::UNIX_EPOCH);
+        let since = procfs::time_after_boot(self.ticks).unwrap_or(std::time::UNIX_EPOCH);
         let left = self
             .places
             .folder(&self.name)

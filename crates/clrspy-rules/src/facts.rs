@@ -2,6 +2,8 @@
 //! read from `/proc` (and the runtime's ProcessInfo for the entry assembly), and the match of
 //! a rule's conditions against it, with the reasons in words for the decisions log.
 
+use diagnostics_client::procfs;
+
 use crate::model::{ContainerMatch, Match};
 use crate::values::UserSpec;
 
@@ -36,36 +38,23 @@ impl ProcessFacts {
     /// gave one.
     pub fn read(pid: u32, entry_assembly: Option<String>) -> ProcessFacts {
         let proc = |f: &str| std::fs::read(format!("/proc/{pid}/{f}")).ok();
-        let comm = proc("comm")
-            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-            .unwrap_or_default();
-        let args: Vec<String> = proc("cmdline")
-            .map(|b| {
-                b.split(|&c| c == 0)
-                    .filter(|a| !a.is_empty())
-                    .map(|a| String::from_utf8_lossy(a).into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let comm = procfs::comm(pid).unwrap_or_default();
+        let args: Vec<String> = procfs::cmdline(pid).unwrap_or_default();
         let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
         let entry_assembly = entry_assembly
             .filter(|e| !e.trim().is_empty())
             .or_else(|| entry_from_args(&args));
-        let uid = proc("status").and_then(|s| real_uid(&String::from_utf8_lossy(&s)));
+        let uid = procfs::uid(pid);
         let user = uid.and_then(|u| {
             std::fs::read_to_string("/etc/passwd")
                 .ok()
                 .and_then(|p| user_name(&p, u))
         });
-        let ns = |p: &str| {
-            std::fs::read_link(p)
-                .ok()
-                .and_then(|l| ns_inode(&l.to_string_lossy()))
-        };
-        let pid_namespace = ns(&format!("/proc/{pid}/ns/pid"));
-        let ours = ns("/proc/self/ns/pid");
+        let inode = |l: Option<std::path::PathBuf>| ns_inode(&l?.to_string_lossy());
+        let pid_namespace = inode(procfs::namespace(pid, "pid"));
+        let ours = inode(procfs::own_namespace("pid"));
         let cgroups = proc("cgroup")
             .map(|b| cgroup_paths(&String::from_utf8_lossy(&b)))
             .unwrap_or_default();
@@ -190,17 +179,6 @@ fn user_name(passwd: &str, uid: u32) -> Option<String> {
     })
 }
 
-/// The real uid from `/proc/PID/status`.
-fn real_uid(status: &str) -> Option<u32> {
-    status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 /// The inode of a namespace link (`pid:[4026531836]`).
 fn ns_inode(link: &str) -> Option<u64> {
     link.split_once('[')?.1.strip_suffix(']')?.parse().ok()
@@ -305,10 +283,6 @@ mod tests {
 
     #[test]
     fn proc_text() {
-        assert_eq!(
-            real_uid("Name:\tx\nUid:\t1000\t1000\t1000\t1000\n"),
-            Some(1000)
-        );
         assert_eq!(ns_inode("pid:[4026531836]"), Some(4026531836));
         assert_eq!(ns_inode("pid:"), None);
         assert_eq!(

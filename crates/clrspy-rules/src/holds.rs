@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clrspy_collect::{DumpPlan, HoldServer};
+use diagnostics_client::procfs::{self, start_ticks};
 use diagnostics_client::{apply_startup_hook, set_environment_variable, Connector};
 
-use crate::act::{about, start_ticks};
+use crate::act::about;
 use crate::dumps::{left, notices, spec};
 use crate::facts::ProcessFacts;
 use crate::gate::RuleGate;
@@ -61,8 +62,7 @@ pub(crate) fn arm(
             format!("the hold hook {hook} is not there (hooks/build.sh builds it){fallback}"),
         );
     }
-    let mnt = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
-    if mnt(&facts.pid.to_string()) != mnt("self") {
+    if procfs::namespace(facts.pid, "mnt") != procfs::own_namespace("mnt") {
         return say(
             "error",
             format!("the hold hook cannot reach watch from another mount namespace (a container){fallback}"),

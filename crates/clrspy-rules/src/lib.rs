@@ -13,7 +13,6 @@ mod budget;
 mod coremem;
 mod crash;
 mod crash_files;
-mod discover;
 mod doc;
 mod dumps;
 mod facts;

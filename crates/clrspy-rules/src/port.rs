@@ -3,159 +3,53 @@
 //! managed instruction. Each runtime (told apart by its instance cookie) gets a thread that
 //! reads what it is, applies the matching rules — a trace rule records from that first
 //! instruction, a crash dump rule starts watching — and resumes it; a runtime no rule matches is resumed at once. The runtime
-//! connects again after every command: the acceptor passes its connections to its thread
+//! connects again after every command: the hub ([`ReverseHub`]) passes its connections to its thread
 //! while that thread wants them, and afterwards holds the newest one open so the runtime
 //! waits quietly instead of reconnecting in a loop.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use diagnostics_client::{resume_runtime, Advertisement, Connection, Connector, ReverseServer};
+use diagnostics_client::{
+    procfs, resume_runtime, Admission, HeldRuntime, ReverseHub, ReverseServer,
+};
 
-use crate::act::{act_attached, decide, start_ticks, trace, Via};
+use crate::act::{act_attached, decide, trace, Via};
 use crate::facts::ProcessFacts;
 use crate::watch::Shared;
 
 /// Time each command to a held runtime may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The acceptor thread.
+/// The listen port, served by a hub on a thread of its own: each runtime that connects gets
+/// a thread that handles it; the hub parks its connections once that thread is done.
 pub(crate) struct Port {
-    quit: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _hub: ReverseHub,
 }
 
 impl Port {
     /// Listens on `path` and serves it on a thread.
     pub(crate) fn start(path: &Path, shared: Arc<Shared>) -> diagnostics_client::Result<Port> {
         let server = ReverseServer::bind(path)?;
-        let quit = Arc::new(AtomicBool::new(false));
-        let q = quit.clone();
-        let thread = std::thread::Builder::new()
-            .name("clrspy-watch-port".into())
-            .spawn(move || serve(&server, &shared, &q))
-            .ok();
-        Ok(Port { quit, thread })
-    }
-}
-
-impl Drop for Port {
-    fn drop(&mut self) {
-        self.quit.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// One runtime that connected.
-struct Runtime {
-    /// To its thread, while it wants connections.
-    tx: Option<Sender<Connection>>,
-    /// Its pid here, once known (0 before).
-    pid: Arc<AtomicU32>,
-    /// The newest connection after its thread is done.
-    parked: Option<Connection>,
-}
-
-fn serve(server: &ReverseServer, shared: &Arc<Shared>, quit: &AtomicBool) {
-    let mut runtimes: HashMap<String, Runtime> = HashMap::new();
-    let mut next_tidy = Instant::now();
-    while !quit.load(Ordering::SeqCst) {
-        if Instant::now() >= next_tidy {
-            next_tidy = Instant::now() + Duration::from_secs(2);
-            runtimes.retain(|_, r| {
-                let pid = r.pid.load(Ordering::SeqCst);
-                pid == 0 || Path::new(&format!("/proc/{pid}")).exists()
-            });
-        }
-        let Ok((conn, ad)) =
-            server.accept(Duration::from_millis(200), COMMAND_TIMEOUT, &mut || {
-                !quit.load(Ordering::SeqCst)
-            })
-        else {
-            continue;
-        };
-        if let Some(r) = runtimes.get_mut(&ad.cookie) {
-            let conn = match &r.tx {
-                Some(tx) => match tx.send(conn) {
-                    Ok(()) => continue,
-                    Err(e) => e.0,
-                },
-                None => conn,
-            };
-            r.tx = None;
-            r.parked = Some(conn);
-            continue;
-        }
-        let (tx, rx) = channel();
-        let pid = Arc::new(AtomicU32::new(0));
-        runtimes.insert(
-            ad.cookie.clone(),
-            Runtime {
-                tx: Some(tx),
-                pid: pid.clone(),
-                parked: None,
-            },
-        );
-        let path = server.path().to_path_buf();
-        shared.spawn(format!("clrspy-held-{}", ad.pid), move |s| {
-            held(s, conn, ad, rx, path, &pid)
-        });
-    }
-}
-
-/// A held runtime's connections, for commands: the first one, then each as it comes.
-struct Held {
-    first: Mutex<Option<Connection>>,
-    rx: Mutex<Receiver<Connection>>,
-    path: PathBuf,
-}
-
-impl Connector for Held {
-    fn open(&self, timeout: Duration) -> diagnostics_client::Result<Connection> {
-        if let Some(c) = self.first.lock().ok().and_then(|mut f| f.take()) {
-            return Ok(c);
-        }
-        let gone = || diagnostics_client::Error::Io {
-            path: self.path.clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the runtime did not connect to the listen port again",
-            ),
-        };
-        let rx = self.rx.lock().map_err(|_| gone())?;
-        rx.recv_timeout(timeout).map_err(|_| gone())
-    }
-
-    fn path(&self) -> &Path {
-        &self.path
+        let hub = ReverseHub::start(server, "clrspy-watch-port", COMMAND_TIMEOUT, move |rt| {
+            let name = format!("clrspy-held-{}", rt.advertisement().pid);
+            shared.spawn(name, move |s| held(s, rt));
+            Admission::Taken
+        })?;
+        Ok(Port { _hub: hub })
     }
 }
 
 /// Handles one held runtime: what it is, the rules it matches, a trace from its first
 /// instruction for the first trace rule, then its resume and the other actions.
-fn held(
-    shared: &Arc<Shared>,
-    first: Connection,
-    ad: Advertisement,
-    rx: Receiver<Connection>,
-    path: PathBuf,
-    pid_cell: &AtomicU32,
-) {
-    let to = Arc::new(Held {
-        first: Mutex::new(Some(first)),
-        rx: Mutex::new(rx),
-        path,
-    });
+fn held(shared: &Arc<Shared>, runtime: HeldRuntime) {
+    let ad = runtime.advertisement().clone();
+    let to = Arc::new(runtime);
     let info = diagnostics_client::process_info(to.as_ref(), COMMAND_TIMEOUT).ok();
     let pid = ad.peer_pid.unwrap_or_else(|| host_pid(ad.pid));
-    pid_cell.store(pid, Ordering::SeqCst);
+    to.set_pid(pid);
     if let Ok(mut c) = shared.claimed.lock() {
         c.insert(pid);
     }
@@ -257,7 +151,7 @@ fn wait_endpoint(pid: u32) -> Option<diagnostics_client::Endpoint> {
         {
             return Some(ep);
         }
-        if Instant::now() >= until || !Path::new(&format!("/proc/{pid}")).exists() {
+        if Instant::now() >= until || !procfs::alive(pid) {
             return None;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -268,16 +162,7 @@ fn wait_endpoint(pid: u32) -> Option<diagnostics_client::Endpoint> {
 /// did not tell (`Advertisement::peer_pid`): the same number for a process of ours; for a
 /// container's, the youngest process whose innermost pid it is.
 fn host_pid(ns_pid: u32) -> u32 {
-    let nspids = |pid: u32| -> Option<Vec<u32>> {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
-        Some(
-            line.split_whitespace()
-                .skip(1)
-                .filter_map(|v| v.parse().ok())
-                .collect(),
-        )
-    };
+    let nspids = procfs::nspids;
     if nspids(ns_pid).is_some_and(|v| v.len() == 1) {
         return ns_pid;
     }
@@ -288,7 +173,7 @@ fn host_pid(ns_pid: u32) -> u32 {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&p| nspids(p).is_some_and(|v| v.len() > 1 && v.last() == Some(&ns_pid)))
-        .max_by_key(|&p| start_ticks(p).unwrap_or(0))
+        .max_by_key(|&p| procfs::start_ticks(p).unwrap_or(0))
         .unwrap_or(ns_pid)
 }
 
@@ -301,12 +186,10 @@ pub(crate) fn belongs_to_port(shared: &Shared, pid: u32) -> bool {
     let Some(listen) = &shared.listen else {
         return false;
     };
-    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+    let Some(env) = procfs::environ(pid) else {
         return false;
     };
     let want = listen.to_string_lossy();
-    env.split(|&b| b == 0).any(|kv| {
-        kv.strip_prefix(b"DOTNET_DiagnosticPorts=")
-            .is_some_and(|v| String::from_utf8_lossy(v).contains(want.as_ref()))
-    })
+    env.get(diagnostics_client::DIAGNOSTIC_PORTS_VARIABLE)
+        .is_some_and(|v| v.contains(want.as_ref()))
 }

@@ -5,7 +5,8 @@
 
 use std::collections::HashMap;
 
-use crate::act::start_ticks;
+use diagnostics_client::procfs::{parent_pid, start_ticks};
+
 use crate::facts::ProcessFacts;
 use crate::model::Rule;
 
@@ -41,21 +42,6 @@ impl Matched {
         self.0
             .retain(|pid, (ticks, _)| start_ticks(*pid) == Some(*ticks));
     }
-}
-
-/// The parent of `pid` (`/proc/PID/stat`, field 4).
-fn parent_pid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_parent(&stat)
-}
-
-fn parse_parent(stat: &str) -> Option<u32> {
-    stat.rsplit_once(") ")?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 /// The ancestors of `pid`, nearest first, without pid 1 and 0.
@@ -105,12 +91,6 @@ pub(crate) fn via_parent(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_parent_is_read_past_a_name_with_spaces_and_parentheses() {
-        assert_eq!(parse_parent("42 (a (b) c) S 7 42 42 0"), Some(7));
-        assert_eq!(parse_parent("garbage"), None);
-    }
 
     #[test]
     fn this_process_has_its_parent_among_its_ancestors_and_a_reused_pid_does_not_count() {

@@ -13,9 +13,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use clrspy_collect::StopSignal;
+use diagnostics_client::{procfs, EndpointWatcher};
 
 use crate::budget::RuleState;
-use crate::discover::Discovery;
 use crate::log::{Decision, DecisionLog};
 use crate::parse::RuleSet;
 
@@ -238,13 +238,12 @@ pub fn watch(
             .unwrap_or_default()
     ));
     shared.emit(d);
-    let mut seen: HashMap<u32, PathBuf> = HashMap::new();
-    let mut found = Discovery::new();
+    let mut found = EndpointWatcher::new();
     while control.stops() == 0 {
         if control.reload.swap(false, Ordering::SeqCst) {
             reload(&shared, &opts.rules_path);
         }
-        poll(&shared, &mut found, &mut seen);
+        poll(&shared, &mut found);
         if let Ok(mut w) = shared.workers.lock() {
             w.retain(|w| !w.is_finished());
         }
@@ -356,7 +355,7 @@ fn stale(ep: &diagnostics_client::Endpoint, ticks: u64) -> bool {
     let Ok(made) = std::fs::metadata(&ep.path).and_then(|m| m.modified()) else {
         return false;
     };
-    let Some(started) = crate::act::start_time(ticks) else {
+    let Some(started) = procfs::time_after_boot(ticks) else {
         return false;
     };
     made + Duration::from_secs(2) < started
@@ -364,17 +363,9 @@ fn stale(ep: &diagnostics_client::Endpoint, ticks: u64) -> bool {
 
 /// Lists the runtimes' sockets and starts a thread for each process not seen before (a pid
 /// reused by a new process counts as new: its socket's name differs).
-fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, PathBuf>) {
-    let endpoints = found.endpoints();
-    let live: HashSet<u32> = endpoints.iter().map(|e| e.pid).collect();
-    seen.retain(|pid, _| live.contains(pid));
-    for ep in endpoints {
-        // A reused pid's runtime makes a socket of another name: the pair is the process.
-        if seen.get(&ep.pid) == Some(&ep.path) {
-            continue;
-        }
-        seen.insert(ep.pid, ep.path.clone());
-        let started = crate::act::start_ticks(ep.pid).unwrap_or(0);
+fn poll(shared: &Arc<Shared>, found: &mut EndpointWatcher) {
+    for ep in found.changes().appeared {
+        let started = procfs::start_ticks(ep.pid).unwrap_or(0);
         if stale(&ep, started) || crate::port::belongs_to_port(shared, ep.pid) {
             continue;
         }
@@ -383,16 +374,16 @@ fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, Pat
         });
     }
     if let Ok(mut c) = shared.claimed.lock() {
-        c.retain(|p| Path::new(&format!("/proc/{p}")).exists());
+        c.retain(|p| procfs::alive(*p));
     }
     if let Ok(mut m) = shared.matched.lock() {
         m.prune();
     }
     if let Ok(mut w) = shared.crash_watched.lock() {
-        w.retain(|(p, _, _), _| Path::new(&format!("/proc/{p}")).exists());
+        w.retain(|(p, _, _), _| procfs::alive(*p));
     }
     if let Ok(mut h) = shared.hooked.lock() {
-        h.retain(|(p, _, _)| Path::new(&format!("/proc/{p}")).exists());
+        h.retain(|(p, _, _)| procfs::alive(*p));
     }
 }
 

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::procfs;
+
 /// A runtime's diagnostics endpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
@@ -17,8 +19,8 @@ pub struct Endpoint {
     pub path: PathBuf,
 }
 
-/// Parses `dotnet-diagnostic-{pid}-{key}-socket`.
-fn parse_name(name: &str) -> Option<u32> {
+/// Parses `dotnet-diagnostic-{pid}-{key}-socket`: the pid.
+pub(crate) fn parse_name(name: &str) -> Option<u32> {
     let rest = name
         .strip_prefix("dotnet-diagnostic-")?
         .strip_suffix("-socket")?;
@@ -27,14 +29,6 @@ fn parse_name(name: &str) -> Option<u32> {
         return None;
     }
     pid.parse().ok()
-}
-
-fn alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        Path::new(&format!("/proc/{pid}")).exists()
-    } else {
-        true
-    }
 }
 
 /// True when the socket file `name` (`dotnet-diagnostic-{pid}-{key}-socket`) of process
@@ -50,14 +44,10 @@ pub fn stale_socket(name: &str, pid: u32) -> bool {
             return false;
         };
         // A time namespace shifts the start times the process sees.
-        let time_ns = |p: &str| std::fs::read_link(p).ok();
-        if time_ns(&format!("/proc/{pid}/ns/time")) != time_ns("/proc/self/ns/time") {
+        if procfs::namespace(pid, "time") != procfs::own_namespace("time") {
             return false;
         }
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| start_ticks(&s))
-            .is_some_and(|start| start != key)
+        procfs::start_ticks(pid).is_some_and(|start| start != key)
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -73,13 +63,6 @@ fn socket_key(name: &str) -> Option<u64> {
         .strip_prefix("dotnet-diagnostic-")?
         .strip_suffix("-socket")?;
     rest.split_once('-')?.1.parse().ok()
-}
-
-/// The start time in ticks (field 22 of `/proc/<pid>/stat`, counted after the command's `)`).
-#[cfg(target_os = "linux")]
-fn start_ticks(stat: &str) -> Option<u64> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The temporary directories to look in: `$TMPDIR` and `/tmp`.
@@ -116,7 +99,7 @@ pub fn find_endpoints() -> Vec<Endpoint> {
             let Some(pid) = name.to_str().and_then(parse_name) else {
                 continue;
             };
-            if !alive(pid) {
+            if !procfs::alive(pid) {
                 continue;
             }
             let modified = entry
@@ -149,27 +132,6 @@ pub fn find_endpoints() -> Vec<Endpoint> {
     out
 }
 
-/// The pid of a process inside its own PID namespace (the last `NSpid` value).
-#[cfg(target_os = "linux")]
-fn namespace_pid(status: &str) -> Option<u32> {
-    let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
-    line.split_whitespace().last()?.parse().ok()
-}
-
-/// The temporary directory a process sees: its `TMPDIR`, else `/tmp`.
-#[cfg(target_os = "linux")]
-fn process_tmpdir(pid: u32) -> PathBuf {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .ok()
-        .and_then(|env| {
-            env.split(|&b| b == 0)
-                .find_map(|kv| kv.strip_prefix(b"TMPDIR="))
-                .and_then(|v| std::str::from_utf8(v).ok().map(PathBuf::from))
-        })
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
-}
-
 /// A folder a process in a container and clrspy both reach: the process's temporary folder
 /// (where its runtime put its socket, so it exists and the runtime may write there), named as
 /// the process names it and as clrspy reaches it through `/proc/<pid>/root`. What the container
@@ -189,18 +151,18 @@ pub fn container_folder(pid: u32) -> Option<ContainerFolder> {
     #[cfg(target_os = "linux")]
     {
         let link = |p: String| std::fs::read_link(p).ok();
-        let other_ns = link(format!("/proc/{pid}/ns/mnt"))? != link("/proc/self/ns/mnt".into())?;
+        let other_ns = procfs::namespace(pid, "mnt")? != procfs::own_namespace("mnt")?;
         let other_root = link(format!("/proc/{pid}/root"))? != link("/proc/self/root".into())?;
         if !other_ns && !other_root {
             return None;
         }
-        let inside = process_tmpdir(pid);
+        let inside = procfs::temp_dir(pid);
         // Every folder on the way is a real one: a link inside the container would be followed
         // from our root, not from the container's.
         if !real_folders(Path::new(&format!("/proc/{pid}/root")), &inside) {
             return None;
         }
-        let here = container_path(pid, &inside);
+        let here = procfs::path_inside(pid, &inside);
         Some(ContainerFolder { inside, here })
     }
     #[cfg(not(target_os = "linux"))]
@@ -225,16 +187,10 @@ fn real_folders(root: &Path, inside: &Path) -> bool {
         })
 }
 
-/// `path` as process `pid` names it, reached from here through `/proc/<pid>/root`.
-#[cfg(target_os = "linux")]
-fn container_path(pid: u32, path: &Path) -> PathBuf {
-    Path::new(&format!("/proc/{pid}/root")).join(path.strip_prefix("/").unwrap_or(path))
-}
-
 /// Endpoints of processes in another mount namespace than ours, keyed by host pid.
 #[cfg(target_os = "linux")]
 fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
-    let Ok(ours) = std::fs::read_link("/proc/self/ns/mnt") else {
+    let Some(ours) = procfs::own_namespace("mnt") else {
         return Vec::new();
     };
     let Ok(procs) = std::fs::read_dir("/proc") else {
@@ -251,17 +207,14 @@ fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
         };
         // Same mount namespace: its sockets are in our /tmp, found already. Unreadable: not
         // ours to trace.
-        match std::fs::read_link(format!("/proc/{pid}/ns/mnt")) {
-            Ok(ns) if ns != ours => {}
+        match procfs::namespace(pid, "mnt") {
+            Some(ns) if ns != ours => {}
             _ => continue,
         }
-        let Some(nspid) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| namespace_pid(&s))
-        else {
+        let Some(nspid) = procfs::namespace_pid(pid) else {
             continue;
         };
-        let dir = container_path(pid, &process_tmpdir(pid));
+        let dir = procfs::path_inside(pid, &procfs::temp_dir(pid));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -291,26 +244,13 @@ fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
 mod tests {
     #[cfg(target_os = "linux")]
     #[test]
-    fn namespace_pids() {
-        let s = "Name:\tdotnet\nNSpid:\t4242\t7\nPPid:\t1\n";
-        assert_eq!(super::namespace_pid(s), Some(7));
-        assert_eq!(super::namespace_pid("NSpid:\t99\n"), Some(99));
-        assert_eq!(super::namespace_pid("Name: x\n"), None);
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
     fn start_times_and_stale_sockets() {
-        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1 2";
-        assert_eq!(super::start_ticks(stat), Some(98765));
-        assert_eq!(super::start_ticks("42 (x"), None);
         assert_eq!(
             super::socket_key("dotnet-diagnostic-7-98765-socket"),
             Some(98765)
         );
         let me = std::process::id();
-        let stat = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
-        let start = super::start_ticks(&stat).unwrap();
+        let start = crate::procfs::start_ticks(me).unwrap();
         let ours = format!("dotnet-diagnostic-{me}-{start}-socket");
         assert!(!super::stale_socket(&ours, me));
         let earlier = format!("dotnet-diagnostic-{me}-{}-socket", start + 1);

@@ -14,24 +14,38 @@
 //! back to the older version when the runtime answers "unknown command". Every read has a
 //! timeout; a short or malformed reply is an error, never a panic or a hang. Windows named pipes
 //! sit behind the same API but are not implemented yet (calls return [`Error::Unsupported`]).
+//!
+//! Around the protocol: [`find_endpoints`] lists the runtimes once, and an [`EndpointWatcher`]
+//! follows them cheaply (inotify, cached folder listings) and says which came and went; a
+//! [`ReverseHub`] serves one reverse port for many runtimes, routing each one's connections by
+//! its instance cookie; [`procfs`] reads what Linux's `/proc` says of a process (start time,
+//! namespaces and `NSpid`, environment, command line).
 #![deny(missing_docs)]
 
 mod discovery;
 mod dump;
 mod eventpipe;
+mod hub;
 mod ipc;
 mod process;
+pub mod procfs;
 mod reverse;
+mod watcher;
 
 pub use discovery::{container_folder, find_endpoints, stale_socket, ContainerFolder, Endpoint};
 pub use dump::{generate_core_dump, DumpFlags, DumpType};
 pub use eventpipe::{
     start_session, stop_session, Provider, Session, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,
 };
+pub use hub::{Admission, HeldRuntime, ReverseHub};
 pub use ipc::{describe_hresult, Connection, Connector, Error, Header, Result, HEADER_SIZE};
 pub use process::{
     apply_startup_hook, disable_perf_map, enable_perf_map, parse_environment, parse_process_info,
     process_environment, process_info, resume_runtime, set_environment_variable, PerfMapType,
     ProcessInfo,
 };
-pub use reverse::{parse_advertisement, Advertisement, ReverseServer};
+pub use reverse::{
+    encode_advertisement, parse_advertisement, Advertisement, ReverseServer, ADVERTISE_SIZE,
+    DIAGNOSTIC_PORTS_VARIABLE,
+};
+pub use watcher::{EndpointChanges, EndpointWatcher};

@@ -12,7 +12,11 @@ use crate::ipc::{Connection, Connector, Error, Result};
 /// The advertisement magic.
 const ADVERTISE_MAGIC: &[u8; 8] = b"ADVR_V1\0";
 /// The advertisement size.
-const ADVERTISE_SIZE: usize = 34;
+pub const ADVERTISE_SIZE: usize = 34;
+
+/// The variable that points a runtime at diagnostic ports (`<path>,connect,suspend`); empty, it
+/// names none.
+pub const DIAGNOSTIC_PORTS_VARIABLE: &str = "DOTNET_DiagnosticPorts";
 
 /// What a runtime says when it connects.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +28,16 @@ pub struct Advertisement {
     /// The connecting process's id here, from the socket's peer credentials (Linux): differs
     /// from `pid` for a runtime in a container. None when unknown.
     pub peer_pid: Option<u32>,
+}
+
+/// The advertisement a runtime of instance cookie `cookie` and pid `pid` (in its own
+/// namespace) sends when it connects: what a stand-in for a runtime (a test) sends.
+pub fn encode_advertisement(cookie: [u8; 16], pid: u64) -> [u8; ADVERTISE_SIZE] {
+    let mut b = [0u8; ADVERTISE_SIZE];
+    b[..8].copy_from_slice(ADVERTISE_MAGIC);
+    b[8..24].copy_from_slice(&cookie);
+    b[24..32].copy_from_slice(&pid.to_le_bytes());
+    b
 }
 
 /// Parses a 34-byte advertisement.
@@ -234,10 +248,11 @@ mod tests {
         b.extend_from_slice(&[0x11; 16]);
         b.extend_from_slice(&4242u64.to_le_bytes());
         b.extend_from_slice(&[0, 0]);
+        assert_eq!(encode_advertisement([0x11; 16], 4242).to_vec(), b);
         let a = parse_advertisement(&b).unwrap();
         assert_eq!(a.pid, 4242);
         assert_eq!(a.peer_pid, None);
-        assert_eq!(a.cookie.len(), 32);
+        assert_eq!(a.cookie, "11".repeat(16));
         assert!(parse_advertisement(&b[..33]).is_none());
         b[0] = b'X';
         assert!(parse_advertisement(&b).is_none());

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use diagnostics_client::procfs::{self, comm};
 use diagnostics_client::{find_endpoints, process_info, Endpoint, ProcessInfo};
 use serde_json::json;
 
@@ -20,20 +21,8 @@ struct Row {
     info: Result<ProcessInfo, String>,
 }
 
-fn comm(pid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
 fn cmdline(pid: u32) -> Option<String> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let parts: Vec<String> = raw
-        .split(|&b| b == 0)
-        .filter(|p| !p.is_empty())
-        .map(|p| String::from_utf8_lossy(p).into_owned())
-        .collect();
-    Some(parts.join(" "))
+    procfs::cmdline(pid).map(|a| a.join(" "))
 }
 
 fn query(ep: Endpoint) -> Row {

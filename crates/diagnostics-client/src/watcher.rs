@@ -1,5 +1,5 @@
-//! Finding runtimes cheaply, many times a second: the same places as diagnostics-client's
-//! discovery (the `dotnet-diagnostic-{pid}-{key}-socket` files in `/tmp` and `$TMPDIR`, and in
+//! Finding runtimes cheaply, many times a second ([`EndpointWatcher`]): the same places as
+//! [`find_endpoints`](crate::find_endpoints) (the `dotnet-diagnostic-{pid}-{key}-socket` files in `/tmp` and `$TMPDIR`, and in
 //! each container's own temporary folder through `/proc/PID/root`), but a folder is listed
 //! again only when its modification time changed (a socket created or removed changes it), and
 //! a process's mount namespace is read when its pid first shows up in `/proc`, and again
@@ -9,24 +9,28 @@
 //! again only when a runtime's socket was created or removed there, however busy they are.
 //! Idle, a poll is one `read` of the inotify descriptor, a `stat` per container folder and one
 //! listing of `/proc`.
+//!
+//! ```no_run
+//! let mut watcher = diagnostics_client::EndpointWatcher::new();
+//! loop {
+//!     let changes = watcher.changes();
+//!     for ep in &changes.appeared {
+//!         println!("runtime {} at {}", ep.pid, ep.path.display());
+//!     }
+//!     for ep in &changes.gone {
+//!         println!("runtime {} gone", ep.pid);
+//!     }
+//!     std::thread::sleep(std::time::Duration::from_millis(250));
+//! }
+//! ```
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use diagnostics_client::Endpoint;
-
-/// Parses `dotnet-diagnostic-{pid}-{key}-socket`.
-fn socket_pid(name: &str) -> Option<u32> {
-    let rest = name
-        .strip_prefix("dotnet-diagnostic-")?
-        .strip_suffix("-socket")?;
-    let (pid, key) = rest.split_once('-')?;
-    if key.is_empty() || !key.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    pid.parse().ok()
-}
+use crate::discovery::parse_name as socket_pid;
+use crate::procfs;
+use crate::Endpoint;
 
 /// A folder listed when it changes: the newest socket per pid it holds.
 #[derive(Debug, Default)]
@@ -38,8 +42,8 @@ struct Folder {
     settled: bool,
     sockets: HashMap<u32, (SystemTime, PathBuf)>,
     /// Sockets whose process was gone when first listed, or an earlier process's of the same
-    /// number (see `diagnostics_client::stale_socket`): left behind (a crash), never looked at again (a reused pid's runtime
-    /// makes a socket of another name).
+    /// number (see [`stale_socket`](crate::stale_socket)): left behind (a crash), never looked
+    /// at again (a reused pid's runtime makes a socket of another name).
     dead: HashSet<std::ffi::OsString>,
     /// A container's folder: the one pid (inside) whose socket is wanted, and its pid here.
     owner: Option<(u32, u32)>,
@@ -59,7 +63,7 @@ impl Folder {
         self.settled = modified.is_some_and(|m| {
             SystemTime::now()
                 .duration_since(m)
-                .is_ok_and(|age| age > std::time::Duration::from_secs(1))
+                .is_ok_and(|age| age > Duration::from_secs(1))
         });
         self.sockets.clear();
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -76,15 +80,12 @@ impl Folder {
                 Some(_) => continue,
                 None => pid,
             };
-            if self.dead.contains(&name) || !Path::new(&format!("/proc/{here}")).exists() {
+            if self.dead.contains(&name) || !procfs::alive(here) {
                 dead.insert(name);
                 continue;
             }
             // An earlier process's of the same number, left behind.
-            if name
-                .to_str()
-                .is_some_and(|n| diagnostics_client::stale_socket(n, here))
-            {
+            if name.to_str().is_some_and(|n| crate::stale_socket(n, here)) {
                 dead.insert(name);
                 continue;
             }
@@ -118,41 +119,83 @@ enum Known {
     Skip,
 }
 
-/// The runtimes' sockets, polled.
+/// What changed since the previous look (see [`EndpointWatcher::changes`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointChanges {
+    /// Runtimes not there at the previous look, by pid. A pid whose socket has another path
+    /// than before is a new process given the same number (or a runtime that made a new
+    /// socket): it is here, and not in `gone`.
+    pub appeared: Vec<Endpoint>,
+    /// Runtimes there at the previous look and gone now (the process ended, or its socket was
+    /// removed), by pid.
+    pub gone: Vec<Endpoint>,
+}
+
+/// The runtimes' sockets, watched: a poll costs little when nothing changed (see the module's
+/// note), so it can run several times a second for days. Remembers what it found, so
+/// [`changes`](EndpointWatcher::changes) gives only what came and went.
 #[derive(Debug, Default)]
-pub(crate) struct Discovery {
+pub struct EndpointWatcher {
     temp: Vec<(PathBuf, Folder)>,
     /// Each pid of `/proc`: what is known of it, and when it was first seen.
     procs: HashMap<u32, (Known, Instant)>,
     our_mnt: Option<PathBuf>,
     /// inotify over `temp`, with each folder's watch descriptor (None: not watched).
     notify: Option<Notify>,
+    /// What the previous [`changes`](EndpointWatcher::changes) found, by pid.
+    known: HashMap<u32, Endpoint>,
 }
 
-impl Discovery {
-    /// A discovery over `$TMPDIR` and `/tmp`.
-    pub(crate) fn new() -> Discovery {
+impl EndpointWatcher {
+    /// A watcher over `$TMPDIR` and `/tmp` (and the containers' temporary folders).
+    pub fn new() -> EndpointWatcher {
         let mut dirs = vec![std::env::temp_dir()];
         let tmp = PathBuf::from("/tmp");
         if !dirs.contains(&tmp) {
             dirs.push(tmp);
         }
-        Discovery::with_temp_dirs(dirs)
+        EndpointWatcher::with_temp_dirs(dirs)
     }
 
-    /// A discovery over these temporary folders (and the containers').
-    pub(crate) fn with_temp_dirs(dirs: Vec<PathBuf>) -> Discovery {
+    /// A watcher over these temporary folders (and the containers').
+    pub fn with_temp_dirs(dirs: Vec<PathBuf>) -> EndpointWatcher {
         let notify = Notify::new(&dirs);
-        Discovery {
+        EndpointWatcher {
             temp: dirs.into_iter().map(|d| (d, Folder::default())).collect(),
             procs: HashMap::new(),
-            our_mnt: std::fs::read_link("/proc/self/ns/mnt").ok(),
+            our_mnt: procfs::own_namespace("mnt"),
             notify,
+            known: HashMap::new(),
         }
     }
 
-    /// Every live runtime endpoint, one per pid (the newest socket).
-    pub(crate) fn endpoints(&mut self) -> Vec<Endpoint> {
+    /// The runtimes that appeared and went since the previous call (the first call: every
+    /// runtime there is), each list sorted by pid.
+    pub fn changes(&mut self) -> EndpointChanges {
+        let now = self.endpoints();
+        let mut out = EndpointChanges::default();
+        let live: HashSet<u32> = now.iter().map(|e| e.pid).collect();
+        let mut gone: Vec<Endpoint> = Vec::new();
+        self.known.retain(|pid, ep| {
+            let keep = live.contains(pid);
+            if !keep {
+                gone.push(ep.clone());
+            }
+            keep
+        });
+        gone.sort_by_key(|e| e.pid);
+        out.gone = gone;
+        for ep in now {
+            if self.known.get(&ep.pid) != Some(&ep) {
+                self.known.insert(ep.pid, ep.clone());
+                out.appeared.push(ep);
+            }
+        }
+        out
+    }
+
+    /// Every live runtime endpoint, one per pid (the newest socket), sorted by pid.
+    pub fn endpoints(&mut self) -> Vec<Endpoint> {
         let mut out: HashMap<u32, Endpoint> = HashMap::new();
         let changed = self.notify.as_mut().map(Notify::changed);
         for (i, (dir, folder)) in self.temp.iter_mut().enumerate() {
@@ -169,10 +212,7 @@ impl Discovery {
             }
         }
         self.containers(&mut out);
-        let mut v: Vec<Endpoint> = out
-            .into_values()
-            .filter(|e| Path::new(&format!("/proc/{}", e.pid)).exists())
-            .collect();
+        let mut v: Vec<Endpoint> = out.into_values().filter(|e| procfs::alive(e.pid)).collect();
         v.sort_by_key(|e| e.pid);
         v
     }
@@ -329,9 +369,7 @@ const RECHECK_FOR: Duration = Duration::from_secs(5);
 /// for a container's pid whose runtime is not found yet.
 fn recheck(pid: u32, known: &mut Known, ours: &Path) {
     match known {
-        Known::Ours
-            if std::fs::read_link(format!("/proc/{pid}/ns/mnt")).is_ok_and(|ns| ns != ours) =>
-        {
+        Known::Ours if procfs::namespace(pid, "mnt").is_some_and(|ns| ns != ours) => {
             *known = classify(pid, ours);
         }
         Known::Container {
@@ -354,34 +392,15 @@ fn recheck(pid: u32, known: &mut Known, ours: &Path) {
 
 /// Where a new pid's runtime would put its socket.
 fn classify(pid: u32, ours: &Path) -> Known {
-    match std::fs::read_link(format!("/proc/{pid}/ns/mnt")) {
-        Ok(ns) if ns == ours => return Known::Ours,
-        Ok(_) => {}
-        Err(_) => return Known::Skip,
+    match procfs::namespace(pid, "mnt") {
+        Some(ns) if ns == ours => return Known::Ours,
+        Some(_) => {}
+        None => return Known::Skip,
     }
-    let Some(nspid) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("NSpid:"))?
-                .split_whitespace()
-                .last()?
-                .parse()
-                .ok()
-        })
-    else {
+    let Some(nspid) = procfs::namespace_pid(pid) else {
         return Known::Skip;
     };
-    let tmp = std::fs::read(format!("/proc/{pid}/environ"))
-        .ok()
-        .and_then(|env| {
-            env.split(|&b| b == 0)
-                .find_map(|kv| kv.strip_prefix(b"TMPDIR="))
-                .and_then(|v| std::str::from_utf8(v).ok().map(PathBuf::from))
-        })
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    let dir = Path::new(&format!("/proc/{pid}/root")).join(tmp.strip_prefix("/").unwrap_or(&tmp));
+    let dir = procfs::path_inside(pid, &procfs::temp_dir(pid));
     Known::Container {
         folder: Folder {
             owner: Some((nspid, pid)),
@@ -396,28 +415,9 @@ fn classify(pid: u32, ours: &Path) -> Known {
 mod tests {
     use super::*;
 
-    #[test]
-    fn socket_names() {
-        assert_eq!(
-            socket_pid("dotnet-diagnostic-20299-694353-socket"),
-            Some(20299)
-        );
-        assert_eq!(socket_pid("dotnet-diagnostic-20299-socket"), None);
-        assert_eq!(socket_pid("dotnet-diagnostic-x-1-socket"), None);
-        assert_eq!(socket_pid("other"), None);
-    }
-
     /// This process's start in ticks: the key its runtime would name its socket with.
     fn own_key() -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", std::process::id())).unwrap();
-        stat.rsplit_once(')')
-            .unwrap()
-            .1
-            .split_whitespace()
-            .nth(19)
-            .unwrap()
-            .parse()
-            .unwrap()
+        procfs::start_ticks(std::process::id()).unwrap()
     }
 
     #[cfg(target_os = "linux")]
@@ -491,7 +491,7 @@ mod tests {
     #[test]
     fn sockets_of_live_processes_are_found_and_dead_ones_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let mut d = Discovery::with_temp_dirs(vec![dir.path().to_path_buf()]);
+        let mut d = EndpointWatcher::with_temp_dirs(vec![dir.path().to_path_buf()]);
         let me = std::process::id();
         let mine = dir
             .path()
@@ -529,6 +529,35 @@ mod tests {
             .map(|e| e.pid)
             .collect();
         assert_eq!(found, [me]);
+    }
+
+    #[test]
+    fn changes_say_what_came_and_what_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = EndpointWatcher::with_temp_dirs(vec![dir.path().to_path_buf()]);
+        let ours = |v: &[Endpoint]| -> Vec<PathBuf> {
+            v.iter()
+                .filter(|e| e.path.starts_with(dir.path()))
+                .map(|e| e.path.clone())
+                .collect()
+        };
+        let first = w.changes();
+        assert!(ours(&first.appeared).is_empty() && ours(&first.gone).is_empty());
+        let me = std::process::id();
+        let a = dir
+            .path()
+            .join(format!("dotnet-diagnostic-{me}-{}-socket", own_key()));
+        std::fs::write(&a, b"").unwrap();
+        let c = w.changes();
+        assert_eq!(ours(&c.appeared), std::slice::from_ref(&a));
+        assert!(ours(&c.gone).is_empty());
+        // Nothing changed: nothing said.
+        let c = w.changes();
+        assert!(ours(&c.appeared).is_empty() && ours(&c.gone).is_empty());
+        std::fs::remove_file(&a).unwrap();
+        let c = w.changes();
+        assert!(ours(&c.appeared).is_empty());
+        assert_eq!(ours(&c.gone), [a]);
     }
 
     #[cfg(target_os = "linux")]
