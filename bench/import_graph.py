@@ -34,7 +34,9 @@ def strip_comments(text):
     return re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
 
 
-def strip_tests(text):
+def strip_tests(text, keep=False):
+    """The text without its `#[cfg(test)]` items; with `keep`, those items stay, a `super::`
+    in them (the file's own module, seen from its inline `mod tests`) read as `self::`."""
     out, i = [], 0
     for m in re.finditer(r"#\[cfg\(test\)\]", text):
         if m.start() < i:
@@ -54,6 +56,8 @@ def strip_tests(text):
                     break
         else:
             k += 1
+        if keep:
+            out.append(re.sub(r"\bsuper\s*::", "self::", text[m.start():k]))
         i = k
     out.append(text[i:])
     return "".join(out)
@@ -116,7 +120,7 @@ def main():
     for m, p in files.items():
         with open(p, encoding="utf-8") as f:
             t = strip_comments(f.read())
-        texts[m] = t if tests else strip_tests(t)
+        texts[m] = strip_tests(t, keep=tests)
     # items the root re-exports: name -> module
     reexport = {}
     for m2 in re.finditer(r"pub\s+use\s+", texts.get((), "")):

@@ -8,31 +8,26 @@
 //! `clrspy watch` and by the agent; no terminal or HTTP here.
 #![deny(missing_docs)]
 
-mod act;
+// The rules file proper.
 mod budget;
-mod coremem;
-mod crash;
-mod crash_files;
-mod discover;
 mod doc;
-mod dumps;
 mod facts;
-mod fatal;
-mod gate;
-mod holds;
 mod log;
 mod model;
 mod parse;
-mod port;
-mod tree;
 mod values;
+
+// The watcher (its layers in `watch`), and the crash-dump pieces it uses.
+mod coremem;
+mod crash_files;
+mod fatal;
 mod watch;
 
-pub use budget::{enforce_budget, Admission, RuleState};
+pub use budget::{enforce_budget, RuleState};
 pub use clrspy_collect::trigger::TriggerSpec;
 pub use doc::{json_schema, EXAMPLE_JSON, EXAMPLE_TOML};
 pub use facts::ProcessFacts;
-pub use log::{Decision, DecisionLog};
+pub use log::{Decision, DecisionKind, DecisionLog};
 pub use model::{
     ContainerMatch, DumpAction, Limits, Match, Rule, RulesFile, TraceAction, DEFAULT_DISK_MB,
 };
@@ -41,4 +36,7 @@ pub use values::{
     parse_duration, Compression, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText,
     RuleName, UserSpec,
 };
-pub use watch::{watch, Say, WatchControl, WatchEnd, WatchError, WatchOptions};
+pub use watch::{
+    admission, admit, disk_full, watch, Admission, AdmissionInput, DecisionPrinter, WatchControl,
+    WatchEnd, WatchError, WatchOptions, MIN_FREE,
+};

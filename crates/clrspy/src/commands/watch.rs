@@ -60,7 +60,7 @@ pub fn run(args: &WatchArgs) -> CliResult<ExitCode> {
     };
     let quiet = args.quiet;
     let say = Box::new(move |d: &clrspy_rules::Decision| {
-        if quiet && d.event == "seen" {
+        if quiet && d.event == clrspy_rules::DecisionKind::Seen {
             return;
         }
         let mut out = std::io::stdout().lock();

@@ -17,9 +17,14 @@ use std::time::{Duration, Instant};
 
 use diagnostics_client::{resume_runtime, Advertisement, Connection, Connector, ReverseServer};
 
-use crate::act::{act_attached, decide, start_ticks, trace, Via};
+use super::crash::watch_crash;
+use super::dispatch::{act_attached, matching_rules};
+use super::holds::install_hold_hook;
+use super::procfs::start_ticks;
+use super::state::WatchState;
+use super::trace::{trace, TraceRoute};
 use crate::facts::ProcessFacts;
-use crate::watch::Shared;
+use crate::log::{Decision, DecisionKind};
 
 /// Time each command to a held runtime may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,7 +37,7 @@ pub(crate) struct Port {
 
 impl Port {
     /// Listens on `path` and serves it on a thread.
-    pub(crate) fn start(path: &Path, shared: Arc<Shared>) -> diagnostics_client::Result<Port> {
+    pub(crate) fn start(path: &Path, shared: Arc<WatchState>) -> diagnostics_client::Result<Port> {
         let server = ReverseServer::bind(path)?;
         let quit = Arc::new(AtomicBool::new(false));
         let q = quit.clone();
@@ -63,7 +68,7 @@ struct Runtime {
     parked: Option<Connection>,
 }
 
-fn serve(server: &ReverseServer, shared: &Arc<Shared>, quit: &AtomicBool) {
+fn serve(server: &ReverseServer, shared: &Arc<WatchState>, quit: &AtomicBool) {
     let mut runtimes: HashMap<String, Runtime> = HashMap::new();
     let mut next_tidy = Instant::now();
     while !quit.load(Ordering::SeqCst) {
@@ -141,7 +146,7 @@ impl Connector for Held {
 /// Handles one held runtime: what it is, the rules it matches, a trace from its first
 /// instruction for the first trace rule, then its resume and the other actions.
 fn held(
-    shared: &Arc<Shared>,
+    shared: &Arc<WatchState>,
     first: Connection,
     ad: Advertisement,
     rx: Receiver<Connection>,
@@ -164,7 +169,7 @@ fn held(
     let hits = if shared.stopping.load(Ordering::SeqCst) {
         Vec::new()
     } else {
-        decide(shared, &rules, &facts)
+        matching_rules(shared, &rules, &facts)
     };
     // Crash watches and hold hooks begin before the runtime runs a single instruction.
     for &i in &hits {
@@ -172,10 +177,10 @@ fn held(
             continue;
         };
         if d.on_crash {
-            crate::crash::watch_crash(shared, &rules, i, &facts, Some(to.as_ref()), None);
+            watch_crash(shared, &rules, i, &facts, Some(to.as_ref()), None);
         }
         if d.hold_hook.is_some() && !d.on_exception.is_empty() {
-            crate::holds::arm(shared, &rules, i, &facts, to.as_ref());
+            install_hold_hook(shared, &rules, i, &facts, to.as_ref());
         }
     }
     let first_trace = hits
@@ -194,7 +199,7 @@ fn held(
             });
             let rule = &r.rules[i];
             if let Some(t) = &rule.trace {
-                trace(s, rule, t, &f, Via::Held { to: conn, resume });
+                trace(s, rule, t, &f, TraceRoute::Held { to: conn, resume });
             }
         });
         // The trace resumes the runtime once its session is open (bounded wait).
@@ -209,7 +214,7 @@ fn held(
     }
     if !resumed.swap(true, Ordering::SeqCst) {
         if let Err(e) = resume_runtime(to.as_ref(), COMMAND_TIMEOUT) {
-            let mut d = crate::act::about("error", &facts);
+            let mut d = Decision::for_process(DecisionKind::Error, &facts);
             d.detail = Some(format!("resuming the held runtime failed: {e}"));
             shared.emit(d);
         }
@@ -236,7 +241,7 @@ fn held(
         if rest.iter().all(|&i| crash_only(i)) {
             return;
         }
-        let mut d = crate::act::about("error", &facts);
+        let mut d = Decision::for_process(DecisionKind::Error, &facts);
         d.detail =
             Some("its diagnostic socket did not appear: its other actions are skipped".into());
         shared.emit(d);
@@ -294,7 +299,7 @@ fn host_pid(ns_pid: u32) -> u32 {
 
 /// True when the listen port handles `pid` (it connected, or its environment points it at
 /// the port): the poller leaves it alone.
-pub(crate) fn belongs_to_port(shared: &Shared, pid: u32) -> bool {
+pub(crate) fn belongs_to_port(shared: &WatchState, pid: u32) -> bool {
     if shared.claimed.lock().is_ok_and(|c| c.contains(&pid)) {
         return true;
     }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::act::start_ticks;
+use super::procfs::start_ticks;
 use crate::facts::ProcessFacts;
 use crate::model::Rule;
 

@@ -1,4 +1,4 @@
-//! The watcher: finds every new .NET process — by polling the runtimes' diagnostic sockets
+//! The watcher's poll loop: finds every new .NET process — by polling the runtimes' diagnostic sockets
 //! (in `/tmp`, and in containers' own `/tmp` through `/proc/PID/root`) a few times a second,
 //! and, with a listen socket, as runtimes connect to it held at their first instruction — and
 //! applies the matching rules on a thread per process. Reloads the rules on request (a bad
@@ -7,16 +7,16 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clrspy_collect::StopSignal;
-
-use crate::budget::RuleState;
-use crate::discover::Discovery;
-use crate::log::{Decision, DecisionLog};
+use super::discover::Discovery;
+use super::dispatch::on_new_process;
+use super::port::{belongs_to_port, Port};
+use super::procfs::{start_ticks, start_time};
+use super::state::{DecisionPrinter, WatchState};
+use crate::log::{Decision, DecisionKind, DecisionLog};
 use crate::parse::RuleSet;
 
 /// How to watch.
@@ -95,120 +95,13 @@ pub enum WatchError {
     },
 }
 
-/// A printer for the short human lines.
-pub type Say = Box<dyn FnMut(&Decision) + Send>;
-
-/// State shared by the loop, the port's acceptor and the per-process threads.
-pub(crate) struct Shared {
-    pub(crate) out: PathBuf,
-    pub(crate) rules: RwLock<Arc<RuleSet>>,
-    log: Mutex<DecisionLog>,
-    say: Mutex<Say>,
-    pub(crate) states: Mutex<HashMap<String, RuleState>>,
-    /// Files being written (never removed by a budget).
-    pub(crate) open_files: Mutex<Vec<PathBuf>>,
-    /// The stop signals of the open traces.
-    pub(crate) traces: Mutex<Vec<Arc<StopSignal>>>,
-    /// Host pids the listen port handles (the poller leaves them alone).
-    pub(crate) claimed: Mutex<HashSet<u32>>,
-    /// The processes rules with `children` matched (their descendants match too).
-    pub(crate) matched: Mutex<crate::tree::Matched>,
-    /// The (pid, start ticks, rule) watched for a crash, and the exceptions kept for it.
-    pub(crate) crash_watched: Mutex<HashMap<(u32, u64, String), Arc<crate::fatal::Messages>>>,
-    /// The (pid, start ticks, rule) whose exceptions the hold hook handles.
-    pub(crate) hooked: Mutex<HashSet<(u32, u64, String)>>,
-    pub(crate) disk_full: AtomicBool,
-    pub(crate) stopping: AtomicBool,
-    pub(crate) actions: AtomicU64,
-    pub(crate) failures: AtomicU64,
-    /// The listen socket's path, to recognise the processes pointed at it.
-    pub(crate) listen: Option<PathBuf>,
-    /// The per-process threads.
-    workers: Mutex<Vec<JoinHandle<()>>>,
-}
-
-impl Shared {
-    /// The state of a watch writing to `out` (its log open there) with `rules`.
-    pub(crate) fn new(
-        out: &Path,
-        rules: RuleSet,
-        log: DecisionLog,
-        say: Say,
-        listen: Option<PathBuf>,
-    ) -> Shared {
-        Shared {
-            out: out.to_path_buf(),
-            rules: RwLock::new(Arc::new(rules)),
-            log: Mutex::new(log),
-            say: Mutex::new(say),
-            states: Mutex::new(HashMap::new()),
-            open_files: Mutex::new(Vec::new()),
-            traces: Mutex::new(Vec::new()),
-            claimed: Mutex::new(HashSet::new()),
-            matched: Mutex::new(crate::tree::Matched::default()),
-            crash_watched: Mutex::new(HashMap::new()),
-            hooked: Mutex::new(HashSet::new()),
-            disk_full: AtomicBool::new(false),
-            stopping: AtomicBool::new(false),
-            actions: AtomicU64::new(0),
-            failures: AtomicU64::new(0),
-            listen,
-            workers: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Logs `d` and prints its line.
-    pub(crate) fn emit(&self, d: Decision) {
-        let failed = self.log.lock().ok().and_then(|mut l| l.write(&d));
-        if let Ok(mut say) = self.say.lock() {
-            say(&d);
-            if let Some(e) = failed {
-                let mut w = Decision::new("error");
-                w.detail = Some(format!(
-                    "cannot write the decisions log: {e}; watching goes on"
-                ));
-                say(&w);
-            }
-        }
-    }
-
-    /// Runs `f` on a thread of its own, joined when the watch ends.
-    pub(crate) fn spawn(
-        self: &Arc<Self>,
-        name: String,
-        f: impl FnOnce(&Arc<Shared>) + Send + 'static,
-    ) {
-        let s = self.clone();
-        match std::thread::Builder::new().name(name).spawn(move || f(&s)) {
-            Ok(h) => {
-                if let Ok(mut w) = self.workers.lock() {
-                    w.push(h);
-                }
-            }
-            Err(e) => {
-                let mut d = Decision::new("error");
-                d.detail = Some(format!("cannot start a thread: {e}"));
-                self.emit(d);
-            }
-        }
-    }
-
-    /// The rules now.
-    pub(crate) fn rules(&self) -> Arc<RuleSet> {
-        self.rules
-            .read()
-            .map(|r| r.clone())
-            .unwrap_or_else(|p| p.into_inner().clone())
-    }
-}
-
 /// Watches until `control` asks to stop: applies `rules` to every new .NET process, and to
-/// those running already.
+/// those running already; every decision goes to the log in `opts.out` and to `printer`.
 pub fn watch(
     rules: RuleSet,
     opts: &WatchOptions,
     control: &WatchControl,
-    say: Say,
+    printer: DecisionPrinter,
 ) -> Result<WatchEnd, WatchError> {
     let out_err = |path: &Path, source| WatchError::Output {
         path: path.to_path_buf(),
@@ -216,18 +109,25 @@ pub fn watch(
     };
     std::fs::create_dir_all(&opts.out).map_err(|e| out_err(&opts.out, e))?;
     let log = DecisionLog::open(&opts.out).map_err(|e| out_err(&opts.out, e))?;
-    let shared = Arc::new(Shared::new(&opts.out, rules, log, say, opts.listen.clone()));
-    let port =
-        match &opts.listen {
-            Some(path) => Some(crate::port::Port::start(path, shared.clone()).map_err(
-                |source| WatchError::Listen {
+    let shared = Arc::new(WatchState::new(
+        &opts.out,
+        rules,
+        log,
+        printer,
+        opts.listen.clone(),
+    ));
+    let port = match &opts.listen {
+        Some(path) => {
+            Some(
+                Port::start(path, shared.clone()).map_err(|source| WatchError::Listen {
                     path: path.clone(),
                     source,
-                },
-            )?),
-            None => None,
-        };
-    let mut d = Decision::new("started");
+                })?,
+            )
+        }
+        None => None,
+    };
+    let mut d = Decision::new(DecisionKind::Started);
     d.detail = Some(format!(
         "{} rule(s) from {}{}",
         shared.rules().rules.len(),
@@ -252,7 +152,7 @@ pub fn watch(
     }
     shared.stopping.store(true, Ordering::SeqCst);
     let open = shared.traces.lock().map(|t| t.len()).unwrap_or(0);
-    let mut d = Decision::new("stopping");
+    let mut d = Decision::new(DecisionKind::Stopping);
     d.detail = Some(format!("finishing {open} open trace(s)"));
     shared.emit(d);
     drop(port);
@@ -261,7 +161,7 @@ pub fn watch(
         actions: shared.actions.load(Ordering::SeqCst),
         failures: shared.failures.load(Ordering::SeqCst),
     };
-    let mut d = Decision::new("stopped");
+    let mut d = Decision::new(DecisionKind::Stopped);
     d.detail = Some(format!(
         "{} action(s), {} failed",
         end.actions, end.failures
@@ -272,7 +172,7 @@ pub fn watch(
 
 /// Stops the open traces (each finishes whole) and waits for every thread; a second stop
 /// request is passed on (the traces stop waiting for their rundowns).
-fn finish(shared: &Shared, control: &WatchControl) {
+fn finish(shared: &WatchState, control: &WatchControl) {
     let mut passed = 0;
     let pass_on = |n: u32| {
         if let Ok(t) = shared.traces.lock() {
@@ -328,10 +228,10 @@ fn sleep_unless_stopped(d: Duration, control: &WatchControl) {
 }
 
 /// Reads the rules file again; a bad one keeps the rules in force.
-fn reload(shared: &Shared, path: &Path) {
+fn reload(shared: &WatchState, path: &Path) {
     match RuleSet::load(path) {
         Ok(set) => {
-            let mut d = Decision::new("reloaded");
+            let mut d = Decision::new(DecisionKind::Reloaded);
             d.detail = Some(format!(
                 "{} rule(s) from {}",
                 set.rules.len(),
@@ -343,7 +243,7 @@ fn reload(shared: &Shared, path: &Path) {
             shared.emit(d);
         }
         Err(e) => {
-            let mut d = Decision::new("reload_failed");
+            let mut d = Decision::new(DecisionKind::ReloadFailed);
             d.detail = Some(format!("{e}; the previous rules stay in force"));
             shared.emit(d);
         }
@@ -356,7 +256,7 @@ fn stale(ep: &diagnostics_client::Endpoint, ticks: u64) -> bool {
     let Ok(made) = std::fs::metadata(&ep.path).and_then(|m| m.modified()) else {
         return false;
     };
-    let Some(started) = crate::act::start_time(ticks) else {
+    let Some(started) = start_time(ticks) else {
         return false;
     };
     made + Duration::from_secs(2) < started
@@ -364,7 +264,7 @@ fn stale(ep: &diagnostics_client::Endpoint, ticks: u64) -> bool {
 
 /// Lists the runtimes' sockets and starts a thread for each process not seen before (a pid
 /// reused by a new process counts as new: its socket's name differs).
-fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, PathBuf>) {
+fn poll(shared: &Arc<WatchState>, found: &mut Discovery, seen: &mut HashMap<u32, PathBuf>) {
     let endpoints = found.endpoints();
     let live: HashSet<u32> = endpoints.iter().map(|e| e.pid).collect();
     seen.retain(|pid, _| live.contains(pid));
@@ -374,12 +274,12 @@ fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, Pat
             continue;
         }
         seen.insert(ep.pid, ep.path.clone());
-        let started = crate::act::start_ticks(ep.pid).unwrap_or(0);
-        if stale(&ep, started) || crate::port::belongs_to_port(shared, ep.pid) {
+        let started = start_ticks(ep.pid).unwrap_or(0);
+        if stale(&ep, started) || belongs_to_port(shared, ep.pid) {
             continue;
         }
         shared.spawn(format!("clrspy-watch-{}", ep.pid), move |s| {
-            crate::act::on_new_process(s, ep)
+            on_new_process(s, ep)
         });
     }
     if let Ok(mut c) = shared.claimed.lock() {
@@ -399,6 +299,7 @@ fn poll(shared: &Arc<Shared>, found: &mut Discovery, seen: &mut HashMap<u32, Pat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     fn lines(out: &Path) -> Vec<serde_json::Value> {
         std::fs::read_to_string(out.join("decisions.jsonl"))
@@ -426,7 +327,7 @@ mod tests {
         let (c, s) = (control.clone(), said.clone());
         let set = RuleSet::load(&rules).unwrap();
         let t = std::thread::spawn(move || {
-            let say: Say = Box::new(move |d| s.lock().unwrap().push(d.human()));
+            let say: DecisionPrinter = Box::new(move |d| s.lock().unwrap().push(d.human()));
             watch(set, &opts, &c, say)
         });
         let wait_for = |event: &str, n: usize| {
