@@ -60,7 +60,7 @@ pub fn enforce_budget(
 }
 
 /// Bytes held by the files directly in `dir`.
-pub(crate) fn folder_bytes(dir: &Path) -> u64 {
+pub fn folder_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|es| {
             es.flatten()

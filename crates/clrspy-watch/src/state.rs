@@ -11,12 +11,12 @@ use std::thread::JoinHandle;
 
 use clrspy_collect::StopSignal;
 
-use super::children::Matched;
-use super::procfs::start_ticks;
-use crate::budget::RuleState;
+use crate::children::Matched;
 use crate::fatal::{Background, Messages};
-use crate::log::{Decision, DecisionKind, DecisionLog};
-use crate::parse::RuleSet;
+use crate::procfs::start_ticks;
+use clrspy_rules::RuleSet;
+use clrspy_rules::RuleState;
+use clrspy_rules::{Decision, DecisionKind, DecisionLog};
 
 /// Prints a decision's short line for people (the caller's terminal).
 pub type DecisionPrinter = Box<dyn FnMut(&Decision) + Send>;

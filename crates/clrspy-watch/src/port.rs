@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use diagnostics_client::{resume_runtime, Advertisement, Connection, Connector, ReverseServer};
 
-use super::crash::watch_crash;
-use super::dispatch::{act_attached, matching_rules};
-use super::holds::install_hold_hook;
-use super::procfs::start_ticks;
-use super::state::WatchState;
-use super::trace::{trace, TraceRoute};
-use crate::facts::ProcessFacts;
-use crate::log::{Decision, DecisionKind};
+use crate::crash::watch_crash;
+use crate::dispatch::{act_attached, matching_rules};
+use crate::holds::install_hold_hook;
+use crate::procfs::start_ticks;
+use crate::state::WatchState;
+use crate::trace::{trace, TraceRoute};
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::{Decision, DecisionKind};
 
 /// Time each command to a held runtime may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);

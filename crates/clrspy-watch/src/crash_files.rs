@@ -207,7 +207,7 @@ pub(crate) fn find_left(folder: &Path, name: &DumpName, since: SystemTime) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::watch::crash::DEFAULT_NAME;
+    use crate::crash::DEFAULT_NAME;
 
     #[test]
     fn names_follow_createdumps_patterns() {

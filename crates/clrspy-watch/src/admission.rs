@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::budget::RuleState;
-use crate::model::Limits;
+use clrspy_rules::Limits;
+use clrspy_rules::RuleState;
 
 /// Below this many free bytes the output disk counts as full.
 pub const MIN_FREE: u64 = 256 << 10;
@@ -107,7 +107,7 @@ pub fn admit(state: &mut RuleState, limits: &Limits, input: &AdmissionInput) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::values::Dur;
+    use clrspy_rules::Dur;
 
     fn input(now: Instant) -> AdmissionInput {
         AdmissionInput {

@@ -18,16 +18,16 @@ use std::time::Duration;
 use clrspy_collect::{CrashReport, ErrorKind};
 use diagnostics_client::{Connector, Endpoint};
 
-use super::limits::{file_for, keep_budget, may_act_paced, say_disk_full};
-use super::procfs::{start_ticks, start_time};
-use super::state::WatchState;
 use crate::crash_files::{find_left, DumpName, Left, Places, REPORT_SUFFIX};
-use crate::facts::ProcessFacts;
 use crate::fatal::{listen, Messages};
-use crate::log::{Decision, DecisionKind};
-use crate::model::Rule;
-use crate::parse::RuleSet;
-use crate::values::Compression;
+use crate::limits::{file_for, keep_budget, may_act_paced, say_disk_full};
+use crate::procfs::{start_ticks, start_time};
+use crate::state::WatchState;
+use clrspy_rules::Compression;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::Rule;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind};
 
 /// The runtime's crash settings of one process, as its environment gives them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -15,13 +15,13 @@ use std::time::Duration;
 use clrspy_collect::{DumpPlan, HoldServer};
 use diagnostics_client::{apply_startup_hook, set_environment_variable, Connector};
 
-use super::dumps::{dumps_left, notices, spec};
-use super::gate::RuleGate;
-use super::procfs::start_ticks;
-use super::state::WatchState;
-use crate::facts::ProcessFacts;
-use crate::log::{Decision, DecisionKind};
-use crate::parse::RuleSet;
+use crate::dumps::{dumps_left, notices, spec};
+use crate::gate::RuleGate;
+use crate::procfs::start_ticks;
+use crate::state::WatchState;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind};
 
 /// Time each command to the held runtime may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);

@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::discover::Discovery;
-use super::dispatch::on_new_process;
-use super::port::{belongs_to_port, Port};
-use super::procfs::{start_ticks, start_time};
-use super::state::{DecisionPrinter, WatchState};
-use crate::log::{Decision, DecisionKind, DecisionLog};
-use crate::parse::RuleSet;
+use crate::discover::Discovery;
+use crate::dispatch::on_new_process;
+use crate::port::{belongs_to_port, Port};
+use crate::procfs::{start_ticks, start_time};
+use crate::state::{DecisionPrinter, WatchState};
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind, DecisionLog};
 
 /// How to watch.
 #[derive(Clone, Debug)]
@@ -382,7 +382,7 @@ mod tests {
         };
         let set = RuleSet::parse(
             r#"{"rules":[{"name":"a","match":{"name":"x"},"dump":{}}]}"#,
-            crate::parse::Syntax::Json,
+            clrspy_rules::Syntax::Json,
         )
         .unwrap();
         let e = watch(set, &opts, &WatchControl::new(), Box::new(|_| {})).unwrap_err();

@@ -16,19 +16,19 @@ use clrspy_collect::{
 };
 use diagnostics_client::{Endpoint, SessionConfig};
 
-use super::admission::MIN_FREE;
-use super::gate::RuleGate;
-use super::limits::{
+use crate::admission::MIN_FREE;
+use crate::gate::RuleGate;
+use crate::limits::{
     admit_or_skip, file_for, keep_budget, say_disk_full, BudgetWatch, DUMP_TIMEOUT,
 };
-use super::procfs::{age_ms, free_bytes};
-use super::state::{track, untrack, WatchState};
-use super::trace::stop_words;
-use crate::facts::ProcessFacts;
-use crate::log::{Decision, DecisionKind};
-use crate::model::{DumpAction, Rule};
-use crate::parse::RuleSet;
-use crate::values::Compression;
+use crate::procfs::{age_ms, free_bytes};
+use crate::state::{track, untrack, WatchState};
+use crate::trace::stop_words;
+use clrspy_rules::Compression;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind};
+use clrspy_rules::{DumpAction, Rule};
 
 /// The dump a rule asks for.
 pub(crate) fn spec(dump: &DumpAction) -> DumpSpec {
@@ -58,7 +58,7 @@ pub(crate) fn act_dump(
     let rule = &rules.rules[i];
     let Some(dump) = &rule.dump else { return };
     if dump.on_crash {
-        super::crash::watch_crash(shared, rules, i, facts, Some(ep), Some(ep));
+        crate::crash::watch_crash(shared, rules, i, facts, Some(ep), Some(ep));
     }
     if dump.on_exception.is_empty() {
         if dump.on_crash {

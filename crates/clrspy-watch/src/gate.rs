@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use clrspy_collect::{DumpGate, DumpRequest};
 
-use super::limits::may_act;
-use super::state::WatchState;
-use crate::facts::ProcessFacts;
-use crate::log::{Decision, DecisionKind};
-use crate::parse::RuleSet;
+use crate::limits::may_act;
+use crate::state::WatchState;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind};
 
 /// At most one `skipped` line per process this often.
 const SKIP_LINE_EVERY: Duration = Duration::from_secs(1);
@@ -176,8 +176,8 @@ mod tests {
 
     /// A watch's state writing to `out`, with `rules` (JSON).
     fn shared(out: &std::path::Path, rules: &str) -> Arc<WatchState> {
-        let rules = RuleSet::parse(rules, crate::parse::Syntax::Json).unwrap();
-        let log = crate::log::DecisionLog::open(out).unwrap();
+        let rules = RuleSet::parse(rules, clrspy_rules::Syntax::Json).unwrap();
+        let log = clrspy_rules::DecisionLog::open(out).unwrap();
         Arc::new(WatchState::new(out, rules, log, Box::new(|_| {}), None))
     }
 

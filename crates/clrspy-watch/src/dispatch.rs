@@ -11,15 +11,15 @@ use std::time::Duration;
 
 use diagnostics_client::Endpoint;
 
-use super::children::{ancestors, via_parent};
-use super::dumps::act_dump;
-use super::procfs::age_ms;
-use super::state::WatchState;
-use super::trace::{trace, TraceRoute};
-use crate::facts::{uid_of, ProcessFacts};
-use crate::log::{Decision, DecisionKind};
-use crate::model::Rule;
-use crate::parse::RuleSet;
+use crate::children::{ancestors, via_parent};
+use crate::dumps::act_dump;
+use crate::procfs::age_ms;
+use crate::state::WatchState;
+use crate::trace::{trace, TraceRoute};
+use clrspy_rules::Rule;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{uid_of, ProcessFacts};
+use clrspy_rules::{Decision, DecisionKind};
 
 /// At most this many bytes of a command line go into a `seen` line.
 const SEEN_COMMAND_LINE: usize = 200;
@@ -179,7 +179,7 @@ pub(crate) fn act_attached(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::Syntax;
+    use clrspy_rules::Syntax;
 
     fn rules(json: &str) -> RuleSet {
         RuleSet::parse(json, Syntax::Json).unwrap()

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use super::procfs::start_ticks;
-use crate::facts::ProcessFacts;
-use crate::model::Rule;
+use crate::procfs::start_ticks;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::Rule;
 
 /// At most this many ancestors are looked at.
 const MAX_DEPTH: usize = 64;

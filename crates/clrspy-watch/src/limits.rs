@@ -1,4 +1,4 @@
-//! A rule's limits applied to the watcher's actions: asks [admission](super::admission) with
+//! A rule's limits applied to the watcher's actions: asks [admission](crate::admission) with
 //! the output disk's free bytes read now (saying when the disk fills or has room again), logs
 //! a refusal as `skipped`, makes the rule's folder and keeps it within its disk budget, also
 //! while a trace grows; and names the files written there.
@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use clrspy_collect::{Progress, RunObserver, Started, StopSignal};
 
-use super::admission::{admission, admit, disk_full, Admission, AdmissionInput};
-use super::procfs::free_bytes;
-use super::state::WatchState;
-use crate::budget::{enforce_budget, folder_bytes, RuleState};
-use crate::facts::ProcessFacts;
-use crate::log::{Decision, DecisionKind};
-use crate::model::{Limits, Rule};
+use crate::admission::{admission, admit, disk_full, Admission, AdmissionInput};
+use crate::procfs::free_bytes;
+use crate::state::WatchState;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::{enforce_budget, folder_bytes, RuleState};
+use clrspy_rules::{Decision, DecisionKind};
+use clrspy_rules::{Limits, Rule};
 
 /// How long the runtime may take to write a dump.
 pub(crate) const DUMP_TIMEOUT: Duration = Duration::from_secs(120);

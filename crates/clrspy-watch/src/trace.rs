@@ -14,12 +14,12 @@ use clrspy_collect::{
 };
 use diagnostics_client::{Connector, Endpoint, SessionConfig};
 
-use super::limits::{admit_or_skip, file_for, say_disk_full, BudgetWatch};
-use super::procfs::age_ms;
-use super::state::{track, untrack, WatchState};
-use crate::facts::ProcessFacts;
-use crate::log::{Decision, DecisionKind};
-use crate::model::{Rule, TraceAction};
+use crate::limits::{admit_or_skip, file_for, say_disk_full, BudgetWatch};
+use crate::procfs::age_ms;
+use crate::state::{track, untrack, WatchState};
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::{Decision, DecisionKind};
+use clrspy_rules::{Rule, TraceAction};
 
 /// How a trace reaches its runtime.
 pub(crate) enum TraceRoute {
