@@ -88,7 +88,7 @@ pub(crate) fn seen_detail(command_line: &str) -> String {
 /// logged as seen. A process a rule with `children` matched is remembered for its
 /// descendants.
 pub(crate) fn matching_rules(
-    shared: &WatchState,
+    state: &WatchState,
     rules: &RuleSet,
     facts: &ProcessFacts,
 ) -> Vec<usize> {
@@ -101,7 +101,7 @@ pub(crate) fn matching_rules(
         Vec::new()
     };
     let mut through_ancestor = |r: &Rule| {
-        shared
+        state
             .matched
             .lock()
             .ok()
@@ -111,7 +111,7 @@ pub(crate) fn matching_rules(
     for (i, why) in &hits {
         let r = &rules.rules[*i];
         if r.children {
-            if let Ok(mut m) = shared.matched.lock() {
+            if let Ok(mut m) = state.matched.lock() {
                 m.record(facts.pid, &r.name);
             }
         }
@@ -119,20 +119,20 @@ pub(crate) fn matching_rules(
         d.rule = Some(r.name.clone());
         d.age_ms = age;
         d.detail = Some(why.clone());
-        shared.emit(d);
+        state.emit(d);
     }
     if hits.is_empty() {
         let mut d = Decision::for_process(DecisionKind::Seen, facts);
         d.age_ms = age;
         d.detail = Some(seen_detail(&facts.command_line));
-        shared.emit(d);
+        state.emit(d);
     }
     hits.into_iter().map(|(i, _)| i).collect()
 }
 
 /// A process found by its diagnostic socket: match, then act.
-pub(crate) fn on_new_process(shared: &Arc<WatchState>, ep: Endpoint) {
-    if shared.stopping.load(Ordering::SeqCst) {
+pub(crate) fn on_new_process(state: &Arc<WatchState>, ep: Endpoint) {
+    if state.stopping.load(Ordering::SeqCst) {
         return;
     }
     let info = diagnostics_client::process_info(&ep, Duration::from_millis(1500)).ok();
@@ -141,19 +141,19 @@ pub(crate) fn on_new_process(shared: &Arc<WatchState>, ep: Endpoint) {
         let mut d = Decision::new(DecisionKind::Gone);
         d.pid = Some(ep.pid);
         d.detail = Some("the process ended before its rules could be applied".into());
-        shared.emit(d);
+        state.emit(d);
         return;
     }
-    let rules = shared.rules();
-    for i in matching_rules(shared, &rules, &facts) {
-        act_attached(shared, &rules, i, &facts, &ep, true);
+    let rules = state.rules();
+    for i in matching_rules(state, &rules, &facts) {
+        act_attached(state, &rules, i, &facts, &ep, true);
     }
 }
 
 /// Carries out rule `i`'s actions on a running process reached at `ep`: the dump here, the
 /// trace (when `with_trace`) on a thread of its own.
 pub(crate) fn act_attached(
-    shared: &Arc<WatchState>,
+    state: &Arc<WatchState>,
     rules: &Arc<RuleSet>,
     i: usize,
     facts: &ProcessFacts,
@@ -162,10 +162,10 @@ pub(crate) fn act_attached(
 ) {
     for action in actions_of(&rules.rules[i], with_trace) {
         match action {
-            Action::Dump => act_dump(shared, rules, i, facts, ep),
+            Action::Dump => act_dump(state, rules, i, facts, ep),
             Action::Trace => {
                 let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
-                shared.spawn(format!("clrspy-trace-{}", facts.pid), move |s| {
+                state.spawn(format!("clrspy-trace-{}", facts.pid), move |s| {
                     let rule = &rules.rules[i];
                     if let Some(t) = &rule.trace {
                         trace(s, rule, t, &facts, TraceRoute::Attach(ep));

@@ -14,7 +14,7 @@
 //! - `children` (process trees for rules with `children`), `discover` (the runtimes'
 //!   sockets), and the crash-dump pieces `coremem` (the ELF core reader), `crash_files`
 //!   (createdump's file names) and `fatal` (the fatal exception's message);
-//! - `state`: the watcher's whole state ([`WatchState`](state::WatchState)), its log and
+//! - `state`: the watcher's whole state (`WatchState`), its log and
 //!   printer, its threads;
 //! - `limits`: admission applied (the disk read, refusals logged, budgets kept);
 //! - `trace`, and the dumps: `gate`, `dumps`, `holds`, `crash`;

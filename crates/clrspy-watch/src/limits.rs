@@ -23,19 +23,19 @@ pub(crate) const DUMP_TIMEOUT: Duration = Duration::from_secs(120);
 /// Asks the rule's limits and the disk whether an action may go; logs a refusal. The rule's
 /// folder on a yes.
 pub(crate) fn admit_or_skip(
-    shared: &WatchState,
+    state: &WatchState,
     rule: &Rule,
     action: &'static str,
     facts: &ProcessFacts,
 ) -> Option<PathBuf> {
-    match may_act(shared, rule) {
+    match may_act(state, rule) {
         Ok(dir) => Some(dir),
         Err(why) => {
             let mut d = Decision::for_process(DecisionKind::Skipped, facts);
             d.rule = Some(rule.name.clone());
             d.action = Some(action);
             d.detail = Some(why);
-            shared.emit(d);
+            state.emit(d);
             None
         }
     }
@@ -44,24 +44,24 @@ pub(crate) fn admit_or_skip(
 /// Whether rule `rule` may act now: watch is not stopping, the output disk has room, the
 /// rule's limits (max_actions, cooldown; a yes is counted) and its folder (made, kept within
 /// its budget). The folder, or why not.
-pub(crate) fn may_act(shared: &WatchState, rule: &Rule) -> Result<PathBuf, String> {
-    may_act_paced(shared, rule, true)
+pub(crate) fn may_act(state: &WatchState, rule: &Rule) -> Result<PathBuf, String> {
+    may_act_paced(state, rule, true)
 }
 
 /// [`may_act`], the rule's cooldown asked only when `paced`.
 pub(crate) fn may_act_paced(
-    shared: &WatchState,
+    state: &WatchState,
     rule: &Rule,
     paced: bool,
 ) -> Result<PathBuf, String> {
-    let stopping = shared.stopping.load(Ordering::SeqCst);
+    let stopping = state.stopping.load(Ordering::SeqCst);
     let input = AdmissionInput {
         now: Instant::now(),
-        free_bytes: if stopping { None } else { observe_disk(shared) },
+        free_bytes: if stopping { None } else { observe_disk(state) },
         stopping,
         paced,
     };
-    let verdict = shared
+    let verdict = state
         .states
         .lock()
         .map(|mut s| {
@@ -73,45 +73,45 @@ pub(crate) fn may_act_paced(
         })
         .unwrap_or_else(|_| admission(&RuleState::default(), &Limits::default(), &input));
     if verdict != Admission::Go {
-        return Err(verdict.why(&shared.out));
+        return Err(verdict.why(&state.out));
     }
-    let dir = shared.out.join(&rule.name);
+    let dir = state.out.join(&rule.name);
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return Err(format!("cannot create {}: {e}", dir.display()));
     }
-    keep_budget(shared, rule, &dir, 0);
+    keep_budget(state, rule, &dir, 0);
     Ok(dir)
 }
 
 /// The output disk's free bytes; says when it fills or has room again.
-fn observe_disk(shared: &WatchState) -> Option<u64> {
-    let free = free_bytes(&shared.out);
+fn observe_disk(state: &WatchState) -> Option<u64> {
+    let free = free_bytes(&state.out);
     let full = disk_full(free);
-    let was = shared.disk_full.swap(full, Ordering::SeqCst);
+    let was = state.disk_full.swap(full, Ordering::SeqCst);
     if was && !full {
         let mut d = Decision::new(DecisionKind::DiskOk);
-        d.detail = Some(format!("{} has room again", shared.out.display()));
-        shared.emit(d);
+        d.detail = Some(format!("{} has room again", state.out.display()));
+        state.emit(d);
     } else if full && !was {
-        say_disk_full(shared, None);
+        say_disk_full(state, None);
     }
     free
 }
 
 /// Says the output disk is full (once per time it fills).
-pub(crate) fn say_disk_full(shared: &WatchState, file: Option<&Path>) {
+pub(crate) fn say_disk_full(state: &WatchState, file: Option<&Path>) {
     let mut d = Decision::new(DecisionKind::DiskFull);
     d.file = file.map(Path::to_path_buf);
     d.detail = Some(format!(
         "the output disk of {} is full: writing stops, new actions are skipped until there is room; watching goes on",
-        shared.out.display()
+        state.out.display()
     ));
-    shared.emit(d);
+    state.emit(d);
 }
 
 /// Keeps the rule's folder within its budget with `reserve` bytes to come; logs removals.
-pub(crate) fn keep_budget(shared: &WatchState, rule: &Rule, dir: &Path, reserve: u64) {
-    let open = shared
+pub(crate) fn keep_budget(state: &WatchState, rule: &Rule, dir: &Path, reserve: u64) {
+    let open = state
         .open_files
         .lock()
         .map(|o| o.clone())
@@ -127,14 +127,14 @@ pub(crate) fn keep_budget(shared: &WatchState, rule: &Rule, dir: &Path, reserve:
                     "disk budget of {} MB: oldest first",
                     rule.limits.disk_bytes() >> 20
                 ));
-                shared.emit(d);
+                state.emit(d);
             }
         }
         Err(e) => {
             let mut d = Decision::new(DecisionKind::Error);
             d.rule = Some(rule.name.clone());
             d.detail = Some(format!("keeping the disk budget of {}: {e}", dir.display()));
-            shared.emit(d);
+            state.emit(d);
         }
     }
 }

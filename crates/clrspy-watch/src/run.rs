@@ -109,7 +109,7 @@ pub fn watch(
     };
     std::fs::create_dir_all(&opts.out).map_err(|e| out_err(&opts.out, e))?;
     let log = DecisionLog::open(&opts.out).map_err(|e| out_err(&opts.out, e))?;
-    let shared = Arc::new(WatchState::new(
+    let state = Arc::new(WatchState::new(
         &opts.out,
         rules,
         log,
@@ -119,7 +119,7 @@ pub fn watch(
     let port = match &opts.listen {
         Some(path) => {
             Some(
-                Port::start(path, shared.clone()).map_err(|source| WatchError::Listen {
+                Port::start(path, state.clone()).map_err(|source| WatchError::Listen {
                     path: path.clone(),
                     source,
                 })?,
@@ -130,52 +130,52 @@ pub fn watch(
     let mut d = Decision::new(DecisionKind::Started);
     d.detail = Some(format!(
         "{} rule(s) from {}{}",
-        shared.rules().rules.len(),
+        state.rules().rules.len(),
         opts.rules_path.display(),
         opts.listen
             .as_ref()
             .map(|p| format!("; listening on {}", p.display()))
             .unwrap_or_default()
     ));
-    shared.emit(d);
+    state.emit(d);
     let mut seen: HashMap<u32, PathBuf> = HashMap::new();
     let mut found = Discovery::new();
     while control.stops() == 0 {
         if control.reload.swap(false, Ordering::SeqCst) {
-            reload(&shared, &opts.rules_path);
+            reload(&state, &opts.rules_path);
         }
-        poll(&shared, &mut found, &mut seen);
-        if let Ok(mut w) = shared.workers.lock() {
+        poll(&state, &mut found, &mut seen);
+        if let Ok(mut w) = state.workers.lock() {
             w.retain(|w| !w.is_finished());
         }
         sleep_unless_stopped(opts.poll, control);
     }
-    shared.stopping.store(true, Ordering::SeqCst);
-    let open = shared.traces.lock().map(|t| t.len()).unwrap_or(0);
+    state.stopping.store(true, Ordering::SeqCst);
+    let open = state.traces.lock().map(|t| t.len()).unwrap_or(0);
     let mut d = Decision::new(DecisionKind::Stopping);
     d.detail = Some(format!("finishing {open} open trace(s)"));
-    shared.emit(d);
+    state.emit(d);
     drop(port);
-    finish(&shared, control);
+    finish(&state, control);
     let end = WatchEnd {
-        actions: shared.actions.load(Ordering::SeqCst),
-        failures: shared.failures.load(Ordering::SeqCst),
+        actions: state.actions.load(Ordering::SeqCst),
+        failures: state.failures.load(Ordering::SeqCst),
     };
     let mut d = Decision::new(DecisionKind::Stopped);
     d.detail = Some(format!(
         "{} action(s), {} failed",
         end.actions, end.failures
     ));
-    shared.emit(d);
+    state.emit(d);
     Ok(end)
 }
 
 /// Stops the open traces (each finishes whole) and waits for every thread; a second stop
 /// request is passed on (the traces stop waiting for their rundowns).
-fn finish(shared: &WatchState, control: &WatchControl) {
+fn finish(state: &WatchState, control: &WatchControl) {
     let mut passed = 0;
     let pass_on = |n: u32| {
-        if let Ok(t) = shared.traces.lock() {
+        if let Ok(t) = state.traces.lock() {
             for s in t.iter() {
                 while s.count() < n {
                     s.request();
@@ -188,7 +188,7 @@ fn finish(shared: &WatchState, control: &WatchControl) {
     // user or, after two minutes, from here.
     let until = Instant::now() + Duration::from_secs(120);
     let busy = || {
-        shared
+        state
             .workers
             .lock()
             .map(|w| w.iter().any(|w| !w.is_finished()))
@@ -206,7 +206,7 @@ fn finish(shared: &WatchState, control: &WatchControl) {
         pass_on(passed.max(1));
         std::thread::sleep(Duration::from_millis(50));
     }
-    let workers = shared
+    let workers = state
         .workers
         .lock()
         .map(|mut w| std::mem::take(&mut *w))
@@ -228,7 +228,7 @@ fn sleep_unless_stopped(d: Duration, control: &WatchControl) {
 }
 
 /// Reads the rules file again; a bad one keeps the rules in force.
-fn reload(shared: &WatchState, path: &Path) {
+fn reload(state: &WatchState, path: &Path) {
     match RuleSet::load(path) {
         Ok(set) => {
             let mut d = Decision::new(DecisionKind::Reloaded);
@@ -237,15 +237,15 @@ fn reload(shared: &WatchState, path: &Path) {
                 set.rules.len(),
                 path.display()
             ));
-            if let Ok(mut r) = shared.rules.write() {
+            if let Ok(mut r) = state.rules.write() {
                 *r = Arc::new(set);
             }
-            shared.emit(d);
+            state.emit(d);
         }
         Err(e) => {
             let mut d = Decision::new(DecisionKind::ReloadFailed);
             d.detail = Some(format!("{e}; the previous rules stay in force"));
-            shared.emit(d);
+            state.emit(d);
         }
     }
 }
@@ -264,7 +264,7 @@ fn stale(ep: &diagnostics_client::Endpoint, ticks: u64) -> bool {
 
 /// Lists the runtimes' sockets and starts a thread for each process not seen before (a pid
 /// reused by a new process counts as new: its socket's name differs).
-fn poll(shared: &Arc<WatchState>, found: &mut Discovery, seen: &mut HashMap<u32, PathBuf>) {
+fn poll(state: &Arc<WatchState>, found: &mut Discovery, seen: &mut HashMap<u32, PathBuf>) {
     let endpoints = found.endpoints();
     let live: HashSet<u32> = endpoints.iter().map(|e| e.pid).collect();
     seen.retain(|pid, _| live.contains(pid));
@@ -275,23 +275,23 @@ fn poll(shared: &Arc<WatchState>, found: &mut Discovery, seen: &mut HashMap<u32,
         }
         seen.insert(ep.pid, ep.path.clone());
         let started = start_ticks(ep.pid).unwrap_or(0);
-        if stale(&ep, started) || belongs_to_port(shared, ep.pid) {
+        if stale(&ep, started) || belongs_to_port(state, ep.pid) {
             continue;
         }
-        shared.spawn(format!("clrspy-watch-{}", ep.pid), move |s| {
+        state.spawn(format!("clrspy-watch-{}", ep.pid), move |s| {
             on_new_process(s, ep)
         });
     }
-    if let Ok(mut c) = shared.claimed.lock() {
+    if let Ok(mut c) = state.claimed.lock() {
         c.retain(|p| Path::new(&format!("/proc/{p}")).exists());
     }
-    if let Ok(mut m) = shared.matched.lock() {
+    if let Ok(mut m) = state.matched.lock() {
         m.prune();
     }
-    if let Ok(mut w) = shared.crash_watched.lock() {
+    if let Ok(mut w) = state.crash_watched.lock() {
         w.retain(|(p, _, _), _| Path::new(&format!("/proc/{p}")).exists());
     }
-    if let Ok(mut h) = shared.hooked.lock() {
+    if let Ok(mut h) = state.hooked.lock() {
         h.retain(|(p, _, _)| Path::new(&format!("/proc/{p}")).exists());
     }
 }

@@ -62,20 +62,20 @@ fn session_config(t: &TraceAction) -> Result<SessionConfig, String> {
 
 /// Records a trace as `t` says and logs how it went.
 pub(crate) fn trace(
-    shared: &WatchState,
+    state: &WatchState,
     rule: &Rule,
     t: &TraceAction,
     facts: &ProcessFacts,
     route: TraceRoute,
 ) {
     let fail = |why: String, file: Option<PathBuf>| {
-        shared.failures.fetch_add(1, Ordering::SeqCst);
+        state.failures.fetch_add(1, Ordering::SeqCst);
         let mut d = Decision::for_process(DecisionKind::ActionFailed, facts);
         d.rule = Some(rule.name.clone());
         d.action = Some("trace");
         d.file = file;
         d.detail = Some(why);
-        shared.emit(d);
+        state.emit(d);
     };
     let mut config = match session_config(t) {
         Ok(c) => c,
@@ -85,13 +85,13 @@ pub(crate) fn trace(
     if let Some(tr) = &triggers {
         tr.apply(&mut config);
     }
-    let Some(dir) = admit_or_skip(shared, rule, "trace", facts) else {
+    let Some(dir) = admit_or_skip(state, rule, "trace", facts) else {
         return;
     };
-    shared.actions.fetch_add(1, Ordering::SeqCst);
+    state.actions.fetch_add(1, Ordering::SeqCst);
     let out = file_for(&dir, facts, "nettrace");
     let stop = Arc::new(StopSignal::new());
-    track(shared, &stop, &out);
+    track(state, &stop, &out);
     let mut d = Decision::for_process(DecisionKind::ActionStarted, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("trace");
@@ -101,9 +101,9 @@ pub(crate) fn trace(
         TraceRoute::Attach(_) => "attached".into(),
         TraceRoute::Held { .. } => "from the first instruction (held at the listen port)".into(),
     });
-    shared.emit(d);
+    state.emit(d);
     let mut watch = BudgetWatch {
-        shared,
+        shared: state,
         rule,
         dir: &dir,
         stop: &stop,
@@ -121,7 +121,7 @@ pub(crate) fn trace(
         &mut watch,
     );
     let over = watch.over;
-    untrack(shared, &stop, &out);
+    untrack(state, &stop, &out);
     match result {
         Ok(s) => {
             let mut d = Decision::for_process(DecisionKind::ActionDone, facts);
@@ -130,7 +130,7 @@ pub(crate) fn trace(
             d.file = Some(s.path.clone());
             d.bytes = Some(s.bytes);
             d.detail = Some(describe(&s, over));
-            shared.emit(d);
+            state.emit(d);
         }
         Err(e) => {
             let full = e.kind() == ErrorKind::DiskFull;
@@ -141,8 +141,8 @@ pub(crate) fn trace(
             };
             fail(why, kept.map(|_| out.clone()));
             if full {
-                shared.disk_full.store(true, Ordering::SeqCst);
-                say_disk_full(shared, Some(&out));
+                state.disk_full.store(true, Ordering::SeqCst);
+                say_disk_full(state, Some(&out));
             }
         }
     }
