@@ -267,4 +267,53 @@ mod tests {
             format!("no rule matches (command line: {exact})")
         );
     }
+
+    #[test]
+    fn matching_logs_each_match_with_why_or_one_seen_line_and_remembers_children_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let set = rules(SET);
+        let log = clrspy_rules::DecisionLog::open(out).unwrap();
+        let state = WatchState::new(out, rules(SET), log, Box::new(|_| {}), None);
+        // A pid no process has: no ancestors, no age.
+        let pid = u32::MAX - 7;
+        let mut web = process("web", "web --port 1");
+        web.pid = pid;
+        assert_eq!(matching_rules(&state, &set, &web), [0, 1]);
+        let mut launcher = process("launcher", "launcher");
+        launcher.pid = pid - 1;
+        assert_eq!(matching_rules(&state, &set, &launcher), [2]);
+        let mut none = process("nothing", &"x".repeat(300));
+        none.pid = pid - 2;
+        assert!(matching_rules(&state, &set, &none).is_empty());
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("decisions.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let kinds: Vec<(&str, &str)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["event"].as_str().unwrap(),
+                    l["rule"].as_str().unwrap_or("-"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("matched", "web-dump"),
+                ("matched", "web-trace"),
+                ("matched", "kids"),
+                ("seen", "-")
+            ]
+        );
+        assert_eq!(lines[0]["pid"], pid);
+        assert_eq!(lines[0]["process"], "web");
+        assert!(lines[3]["detail"].as_str().unwrap().ends_with("...)"));
+        // The children rule's match is remembered (under the pid's start time: none here).
+        let m = state.matched.lock().unwrap();
+        assert!(format!("{m:?}").contains(&format!("{}", pid - 1)), "{m:?}");
+    }
 }
