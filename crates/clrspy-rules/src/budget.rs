@@ -1,10 +1,9 @@
-//! A rule's limits at work: how many actions it took and when (max_actions, cooldown), and
-//! its output folder's disk budget, kept by removing the oldest files first.
+//! A rule's limits at work: how many actions it took and when (what `max_actions` and
+//! `cooldown` are judged on; the judging is the watcher's admission), and its output
+//! folder's disk budget, kept by removing the oldest files first.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
-
-use crate::model::Limits;
+use std::time::{Instant, SystemTime};
 
 /// What a rule has done so far.
 #[derive(Clone, Debug, Default)]
@@ -13,53 +12,6 @@ pub struct RuleState {
     pub actions: u32,
     /// When the last one was taken.
     pub last: Option<Instant>,
-}
-
-/// Whether a rule may act now.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Admission {
-    /// Yes (counted).
-    Go,
-    /// No: `max_actions` were taken already.
-    MaxActions(u32),
-    /// No: the cooldown has this much left.
-    Cooldown(Duration),
-}
-
-impl RuleState {
-    /// Asks for one action at `now` under `limits`; a yes is counted at once.
-    pub fn admit(&mut self, limits: &Limits, now: Instant) -> Admission {
-        self.admit_paced(limits, now, true)
-    }
-
-    /// [`RuleState::admit`], the cooldown asked only when `paced` (a crash dump is not paced:
-    /// the runtime wrote it already, and it is the one dump of that process).
-    pub fn admit_paced(&mut self, limits: &Limits, now: Instant, paced: bool) -> Admission {
-        if let Some(max) = limits.max_actions {
-            if self.actions >= max {
-                return Admission::MaxActions(max);
-            }
-        }
-        if let (Some(c), Some(last), true) = (limits.cooldown, self.last, paced) {
-            let since = now.saturating_duration_since(last);
-            if since < c.0 {
-                return Admission::Cooldown(c.0 - since);
-            }
-        }
-        self.actions += 1;
-        self.last = Some(now);
-        Admission::Go
-    }
-}
-
-impl std::fmt::Display for Admission {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Admission::Go => f.write_str("go"),
-            Admission::MaxActions(n) => write!(f, "max_actions ({n}) reached"),
-            Admission::Cooldown(d) => write!(f, "cooldown: {:.1} s left", d.as_secs_f64()),
-        }
-    }
 }
 
 /// Keeps the files directly in `dir` within `budget` bytes (with `reserve` more bytes about to
@@ -108,7 +60,7 @@ pub fn enforce_budget(
 }
 
 /// Bytes held by the files directly in `dir`.
-pub(crate) fn folder_bytes(dir: &Path) -> u64 {
+pub fn folder_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|es| {
             es.flatten()
@@ -123,55 +75,7 @@ pub(crate) fn folder_bytes(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::values::Dur;
-
-    #[test]
-    fn an_unpaced_action_skips_the_cooldown_but_counts() {
-        let limits = Limits {
-            max_actions: Some(2),
-            cooldown: Some(Dur(Duration::from_secs(60))),
-            ..Limits::default()
-        };
-        let mut st = RuleState::default();
-        let t0 = Instant::now();
-        assert_eq!(st.admit(&limits, t0), Admission::Go);
-        assert!(matches!(st.admit(&limits, t0), Admission::Cooldown(_)));
-        assert_eq!(st.admit_paced(&limits, t0, false), Admission::Go);
-        assert_eq!(
-            st.admit_paced(&limits, t0, false),
-            Admission::MaxActions(2),
-            "max_actions still holds"
-        );
-    }
-
-    #[test]
-    fn max_actions_and_cooldown() {
-        let limits = Limits {
-            max_actions: Some(2),
-            cooldown: Some(Dur(Duration::from_secs(60))),
-            disk_mb: None,
-        };
-        let mut s = RuleState::default();
-        let t0 = Instant::now();
-        assert_eq!(s.admit(&limits, t0), Admission::Go);
-        assert!(matches!(
-            s.admit(&limits, t0 + Duration::from_secs(10)),
-            Admission::Cooldown(d) if d == Duration::from_secs(50)
-        ));
-        assert_eq!(
-            s.admit(&limits, t0 + Duration::from_secs(61)),
-            Admission::Go
-        );
-        assert_eq!(
-            s.admit(&limits, t0 + Duration::from_secs(200)),
-            Admission::MaxActions(2)
-        );
-        assert_eq!(s.actions, 2);
-        let mut free = RuleState::default();
-        for _ in 0..100 {
-            assert_eq!(free.admit(&Limits::default(), t0), Admission::Go);
-        }
-    }
+    use std::time::Duration;
 
     #[test]
     fn the_oldest_files_go_first_and_open_ones_stay() {

@@ -163,7 +163,7 @@ impl ProcessFacts {
 }
 
 /// The uid of user `name` in `/etc/passwd` text.
-pub(crate) fn uid_of(passwd: &str, name: &str) -> Option<u32> {
+pub fn uid_of(passwd: &str, name: &str) -> Option<u32> {
     passwd.lines().find_map(|l| {
         let mut f = l.split(':');
         (f.next()? == name).then_some(())?;

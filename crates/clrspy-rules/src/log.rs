@@ -17,13 +17,117 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::facts::ProcessFacts;
+
+/// What a decision is about: the `event` of its log line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DecisionKind {
+    /// The watch started.
+    Started,
+    /// The watch was asked to stop; open traces are finishing.
+    Stopping,
+    /// The watch ended.
+    Stopped,
+    /// The rules file was read again.
+    Reloaded,
+    /// The rules file could not be read again (the old rules stay).
+    ReloadFailed,
+    /// A new process no rule matches.
+    Seen,
+    /// A process ended before it could be read.
+    Gone,
+    /// A rule matched a process.
+    Matched,
+    /// An action was not taken (limits, or a crash dump the process's settings rule out).
+    Skipped,
+    /// A process is watched for exceptions or its crash.
+    Watching,
+    /// That watch ended.
+    WatchingEnded,
+    /// A watched process crashed (the fatal exception from its crash report).
+    Crash,
+    /// An action started.
+    ActionStarted,
+    /// An action finished (a compressed dump also has `raw_bytes`).
+    ActionDone,
+    /// An action failed.
+    ActionFailed,
+    /// A file was removed to keep a disk budget.
+    Removed,
+    /// The output disk is full.
+    DiskFull,
+    /// The output disk has room again.
+    DiskOk,
+    /// Something went wrong that is not an action's failure.
+    #[default]
+    Error,
+}
+
+impl DecisionKind {
+    /// Every kind, in the order of the module documentation.
+    pub const ALL: [DecisionKind; 19] = [
+        DecisionKind::Started,
+        DecisionKind::Stopping,
+        DecisionKind::Stopped,
+        DecisionKind::Reloaded,
+        DecisionKind::ReloadFailed,
+        DecisionKind::Seen,
+        DecisionKind::Gone,
+        DecisionKind::Matched,
+        DecisionKind::Skipped,
+        DecisionKind::Watching,
+        DecisionKind::WatchingEnded,
+        DecisionKind::Crash,
+        DecisionKind::ActionStarted,
+        DecisionKind::ActionDone,
+        DecisionKind::ActionFailed,
+        DecisionKind::Removed,
+        DecisionKind::DiskFull,
+        DecisionKind::DiskOk,
+        DecisionKind::Error,
+    ];
+
+    /// The name written as `event` in the log line (the serde name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::Started => "started",
+            DecisionKind::Stopping => "stopping",
+            DecisionKind::Stopped => "stopped",
+            DecisionKind::Reloaded => "reloaded",
+            DecisionKind::ReloadFailed => "reload_failed",
+            DecisionKind::Seen => "seen",
+            DecisionKind::Gone => "gone",
+            DecisionKind::Matched => "matched",
+            DecisionKind::Skipped => "skipped",
+            DecisionKind::Watching => "watching",
+            DecisionKind::WatchingEnded => "watching_ended",
+            DecisionKind::Crash => "crash",
+            DecisionKind::ActionStarted => "action_started",
+            DecisionKind::ActionDone => "action_done",
+            DecisionKind::ActionFailed => "action_failed",
+            DecisionKind::Removed => "removed",
+            DecisionKind::DiskFull => "disk_full",
+            DecisionKind::DiskOk => "disk_ok",
+            DecisionKind::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for DecisionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One decision or action.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decision {
     /// UTC time, RFC 3339.
     pub time: String,
     /// What happened (see the module documentation).
-    pub event: &'static str,
+    pub event: DecisionKind,
     /// The process.
     pub pid: Option<u32>,
     /// Its name.
@@ -46,7 +150,7 @@ pub struct Decision {
 
 impl Decision {
     /// A decision of kind `event`, now.
-    pub fn new(event: &'static str) -> Decision {
+    pub fn new(event: DecisionKind) -> Decision {
         Decision {
             time: now_rfc3339(),
             event,
@@ -54,11 +158,19 @@ impl Decision {
         }
     }
 
+    /// A decision of kind `event` about the process `facts` describes (its pid and name), now.
+    pub fn for_process(event: DecisionKind, facts: &ProcessFacts) -> Decision {
+        let mut d = Decision::new(event);
+        d.pid = Some(facts.pid);
+        d.process = Some(facts.file_name());
+        d
+    }
+
     /// The JSON object of the log line.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("time".into(), self.time.clone().into());
-        m.insert("event".into(), self.event.into());
+        m.insert("event".into(), self.event.as_str().into());
         let mut put = |k: &str, v: Option<Value>| {
             if let Some(v) = v {
                 m.insert(k.into(), v);
@@ -85,7 +197,7 @@ impl Decision {
     pub fn human(&self) -> String {
         let mut s = self.time.get(11..19).unwrap_or(&self.time).to_string();
         s.push(' ');
-        s.push_str(self.event);
+        s.push_str(self.event.as_str());
         if let Some(r) = &self.rule {
             s.push_str(&format!(" [{r}]"));
         }
@@ -188,7 +300,7 @@ mod tests {
     fn lines_are_json_with_only_what_applies() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = DecisionLog::open(dir.path()).unwrap();
-        let mut d = Decision::new("action_done");
+        let mut d = Decision::new(DecisionKind::ActionDone);
         d.pid = Some(42);
         d.process = Some("web".into());
         d.rule = Some("slow-web".into());
@@ -196,7 +308,7 @@ mod tests {
         d.file = Some(PathBuf::from("/o/slow-web/web_42_20260101_000000.nettrace"));
         d.bytes = Some(2048);
         assert!(log.write(&d).is_none());
-        assert!(log.write(&Decision::new("stopped")).is_none());
+        assert!(log.write(&Decision::new(DecisionKind::Stopped)).is_none());
         let text = std::fs::read_to_string(log.path()).unwrap();
         let lines: Vec<Value> = text
             .lines()
@@ -210,5 +322,37 @@ mod tests {
         let h = d.human();
         assert!(h.contains("[slow-web] trace web (pid 42)"), "{h}");
         assert!(h.contains("2.0 KB"), "{h}");
+    }
+
+    #[test]
+    fn every_kind_is_written_under_its_serde_name_and_the_names_are_the_documented_ones() {
+        let documented = [
+            "started",
+            "stopping",
+            "stopped",
+            "reloaded",
+            "reload_failed",
+            "seen",
+            "gone",
+            "matched",
+            "skipped",
+            "watching",
+            "watching_ended",
+            "crash",
+            "action_started",
+            "action_done",
+            "action_failed",
+            "removed",
+            "disk_full",
+            "disk_ok",
+            "error",
+        ];
+        let names: Vec<&str> = DecisionKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names, documented);
+        for k in DecisionKind::ALL {
+            assert_eq!(serde_json::to_value(k).unwrap(), Value::from(k.as_str()));
+            let line = Decision::new(k).to_json().to_string();
+            assert!(line.contains(&format!(",\"event\":\"{k}\"")), "{line}");
+        }
     }
 }

@@ -1,12 +1,13 @@
 //! `clrspy watch`: the rules loaded and checked before anything runs, the signals (SIGINT and
 //! SIGTERM stop with open traces finished whole, a second one stops waiting; SIGHUP reloads),
-//! and a short line per decision on stdout. The watching is clrspy-rules'.
+//! and a short line per decision on stdout. The watching is clrspy-watch's.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clrspy_rules::{LoadError, RuleSet, WatchControl, WatchOptions};
+use clrspy_rules::{LoadError, RuleSet};
+use clrspy_watch::{WatchControl, WatchOptions};
 
 use crate::cli::WatchArgs;
 use crate::output::{CliError, CliResult};
@@ -60,16 +61,16 @@ pub fn run(args: &WatchArgs) -> CliResult<ExitCode> {
     };
     let quiet = args.quiet;
     let say = Box::new(move |d: &clrspy_rules::Decision| {
-        if quiet && d.event == "seen" {
+        if quiet && d.event == clrspy_rules::DecisionKind::Seen {
             return;
         }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", d.human());
         let _ = out.flush();
     });
-    clrspy_rules::watch(rules, &opts, &CONTROL, say).map_err(|e| {
+    clrspy_watch::watch(rules, &opts, &CONTROL, say).map_err(|e| {
         let hint = match &e {
-            clrspy_rules::WatchError::Listen { .. } => {
+            clrspy_watch::WatchError::Listen { .. } => {
                 "the socket path must be under 104 bytes, in a writable folder"
             }
             _ => "give a writable folder with --out",

@@ -13,7 +13,12 @@ use std::time::{Duration, Instant};
 
 use diagnostics_client::{Endpoint, SessionConfig};
 
-use crate::watch::Shared;
+/// Runs work on a thread of its own, joined when the watch ends; the work is told whether
+/// watch is stopping.
+pub(crate) trait Background {
+    /// Runs `f` on a thread named `name`.
+    fn run(&self, name: String, f: impl FnOnce(&AtomicBool) + Send + 'static);
+}
 
 /// The newest exception of each thread of one process.
 #[derive(Debug, Default)]
@@ -58,12 +63,12 @@ impl Messages {
     }
 
     /// Says the messages are wanted (a crash report will name the fatal exception).
-    pub(crate) fn arm(&self) {
+    pub(crate) fn mark_wanted(&self) {
         self.armed.store(true, Ordering::SeqCst);
     }
 
     /// True when the messages are wanted.
-    pub(crate) fn armed(&self) -> bool {
+    pub(crate) fn wanted(&self) -> bool {
         self.armed.load(Ordering::SeqCst)
     }
 
@@ -87,12 +92,12 @@ impl Messages {
 }
 
 /// Reads a session, waiting through read timeouts until watch stops.
-struct Patient<'a> {
+struct UntilStopped<'a> {
     session: diagnostics_client::Session,
-    shared: &'a Shared,
+    stopping: &'a AtomicBool,
 }
 
-impl Read for Patient<'_> {
+impl Read for UntilStopped<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             match self.session.read(buf) {
@@ -102,7 +107,7 @@ impl Read for Patient<'_> {
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) =>
                 {
-                    if self.shared.stopping.load(Ordering::SeqCst) {
+                    if self.stopping.load(Ordering::SeqCst) {
                         return Ok(0);
                     }
                 }
@@ -114,8 +119,8 @@ impl Read for Patient<'_> {
 
 /// Starts keeping the exceptions of the process at `ep` into `messages` (once), on a thread
 /// of its own.
-pub(crate) fn listen(shared: &Arc<Shared>, ep: &Endpoint, messages: &Arc<Messages>) {
-    if !messages.armed() || messages.listening.swap(true, Ordering::SeqCst) {
+pub(crate) fn listen(shared: &impl Background, ep: &Endpoint, messages: &Arc<Messages>) {
+    if !messages.wanted() || messages.listening.swap(true, Ordering::SeqCst) {
         return;
     }
     let config = clrspy_collect::with_exception_events(&SessionConfig {
@@ -125,11 +130,11 @@ pub(crate) fn listen(shared: &Arc<Shared>, ep: &Endpoint, messages: &Arc<Message
         providers: Vec::new(),
     });
     let (ep, m) = (ep.clone(), messages.clone());
-    shared.spawn(format!("clrspy-fatal-{}", ep.pid), move |s| {
+    shared.run(format!("clrspy-fatal-{}", ep.pid), move |stopping| {
         match diagnostics_client::start_session(&ep, &config, Duration::from_secs(10)) {
             Ok(session) => {
                 let _ = session.set_read_timeout(Duration::from_millis(250));
-                read(Patient { session, shared: s }, &m);
+                read(UntilStopped { session, stopping }, &m);
             }
             Err(e) => {
                 if let Ok(mut f) = m.failed.lock() {
@@ -142,7 +147,7 @@ pub(crate) fn listen(shared: &Arc<Shared>, ep: &Endpoint, messages: &Arc<Message
 }
 
 /// Reads the session's events to its end.
-fn read(source: Patient<'_>, messages: &Messages) {
+fn read(source: UntilStopped<'_>, messages: &Messages) {
     let Ok(mut r) = nettrace::StreamReader::from_read(source) else {
         return;
     };

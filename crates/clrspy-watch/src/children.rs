@@ -5,10 +5,9 @@
 
 use std::collections::HashMap;
 
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::Rule;
 use diagnostics_client::procfs::{parent_pid, start_ticks};
-
-use crate::facts::ProcessFacts;
-use crate::model::Rule;
 
 /// At most this many ancestors are looked at.
 const MAX_DEPTH: usize = 64;

@@ -16,30 +16,20 @@ use clrspy_collect::{DumpPlan, HoldServer};
 use diagnostics_client::procfs::{self, start_ticks};
 use diagnostics_client::{apply_startup_hook, set_environment_variable, Connector};
 
-use crate::act::about;
-use crate::dumps::{left, notices, spec};
-use crate::facts::ProcessFacts;
+use crate::dumps::{dumps_left, notices, spec};
 use crate::gate::RuleGate;
-use crate::parse::RuleSet;
-use crate::watch::Shared;
+use crate::state::WatchState;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind};
 
 /// Time each command to the held runtime may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// True when rule `rule`'s exceptions in process `pid` are held by the hook (the usual watch
-/// is not wanted).
-pub(crate) fn hooked(shared: &Shared, pid: u32, rule: &str) -> bool {
-    let ticks = start_ticks(pid).unwrap_or(0);
-    shared
-        .hooked
-        .lock()
-        .is_ok_and(|h| h.contains(&(pid, ticks, rule.to_string())))
-}
-
 /// Arms the hold hook of rule `i` in the runtime held behind `to` (before it is resumed).
 /// Logs what was done; on failure the usual watch follows once the runtime runs.
-pub(crate) fn arm(
-    shared: &Arc<Shared>,
+pub(crate) fn install_hold_hook(
+    shared: &Arc<WatchState>,
     rules: &Arc<RuleSet>,
     i: usize,
     facts: &ProcessFacts,
@@ -48,8 +38,8 @@ pub(crate) fn arm(
     let rule = &rules.rules[i];
     let Some(dump) = &rule.dump else { return };
     let Some(hook) = &dump.hold_hook else { return };
-    let say = |event: &'static str, why: String| {
-        let mut d = about(event, facts);
+    let say = |event: DecisionKind, why: String| {
+        let mut d = Decision::for_process(event, facts);
         d.rule = Some(rule.name.clone());
         d.action = Some("dump");
         d.detail = Some(why);
@@ -58,24 +48,24 @@ pub(crate) fn arm(
     let fallback = "; its exceptions are watched the usual way (EventPipe) instead";
     if !Path::new(hook).is_file() {
         return say(
-            "error",
+            DecisionKind::Error,
             format!("the hold hook {hook} is not there (hooks/build.sh builds it){fallback}"),
         );
     }
     if procfs::namespace(facts.pid, "mnt") != procfs::own_namespace("mnt") {
         return say(
-            "error",
+            DecisionKind::Error,
             format!("the hold hook cannot reach watch from another mount namespace (a container){fallback}"),
         );
     }
-    let max = left(shared, rule);
+    let max = dumps_left(shared, rule);
     if max == 0 || shared.stopping.load(Ordering::SeqCst) {
         return;
     }
     let dir = shared.out.join(&rule.name);
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return say(
-            "error",
+            DecisionKind::Error,
             format!("cannot create {}: {e}{fallback}", dir.display()),
         );
     }
@@ -93,7 +83,12 @@ pub(crate) fn arm(
     let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
     let server = match HoldServer::start_gated(plan, Some(gate.clone()), on_dump) {
         Ok(s) => s,
-        Err(e) => return say("error", format!("the hold server: {e}{fallback}")),
+        Err(e) => {
+            return say(
+                DecisionKind::Error,
+                format!("the hold server: {e}{fallback}"),
+            )
+        }
     };
     let patterns: Vec<String> = dump
         .on_exception
@@ -119,7 +114,7 @@ pub(crate) fn arm(
     if let Err(e) = applied {
         drop(server.finish());
         return say(
-            "error",
+            DecisionKind::Error,
             format!(
                 "the runtime did not take the hold hook (it needs .NET 8 or later): {e}{fallback}"
             ),
@@ -135,7 +130,7 @@ pub(crate) fn arm(
         max.to_string()
     };
     say(
-        "watching",
+        DecisionKind::Watching,
         format!(
             "first-chance exceptions {} in the hold mode (hook applied while held: the throwing thread waits for its dump); at most {most} dump(s)",
             patterns.join(", ")
@@ -149,7 +144,7 @@ pub(crate) fn arm(
         }
         let n = server.finish().len();
         let skipped = gate.finish();
-        let mut d = about("watching_ended", &facts);
+        let mut d = Decision::for_process(DecisionKind::WatchingEnded, &facts);
         d.rule = Some(rule_name);
         d.action = Some("dump");
         d.detail = Some(if skipped == 0 {

@@ -16,9 +16,13 @@ use diagnostics_client::{
     procfs, resume_runtime, Admission, HeldRuntime, ReverseHub, ReverseServer,
 };
 
-use crate::act::{act_attached, decide, trace, Via};
-use crate::facts::ProcessFacts;
-use crate::watch::Shared;
+use crate::crash::watch_crash;
+use crate::dispatch::{act_attached, matching_rules};
+use crate::holds::install_hold_hook;
+use crate::state::WatchState;
+use crate::trace::{trace, TraceRoute};
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::{Decision, DecisionKind};
 
 /// Time each command to a held runtime may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
@@ -31,7 +35,7 @@ pub(crate) struct Port {
 
 impl Port {
     /// Listens on `path` and serves it on a thread.
-    pub(crate) fn start(path: &Path, shared: Arc<Shared>) -> diagnostics_client::Result<Port> {
+    pub(crate) fn start(path: &Path, shared: Arc<WatchState>) -> diagnostics_client::Result<Port> {
         let server = ReverseServer::bind(path)?;
         let hub = ReverseHub::start(server, "clrspy-watch-port", COMMAND_TIMEOUT, move |rt| {
             let name = format!("clrspy-held-{}", rt.advertisement().pid);
@@ -44,7 +48,7 @@ impl Port {
 
 /// Handles one held runtime: what it is, the rules it matches, a trace from its first
 /// instruction for the first trace rule, then its resume and the other actions.
-fn held(shared: &Arc<Shared>, runtime: HeldRuntime) {
+fn held(shared: &Arc<WatchState>, runtime: HeldRuntime) {
     let ad = runtime.advertisement().clone();
     let to = Arc::new(runtime);
     let info = diagnostics_client::process_info(to.as_ref(), COMMAND_TIMEOUT).ok();
@@ -58,7 +62,7 @@ fn held(shared: &Arc<Shared>, runtime: HeldRuntime) {
     let hits = if shared.stopping.load(Ordering::SeqCst) {
         Vec::new()
     } else {
-        decide(shared, &rules, &facts)
+        matching_rules(shared, &rules, &facts)
     };
     // Crash watches and hold hooks begin before the runtime runs a single instruction.
     for &i in &hits {
@@ -66,10 +70,10 @@ fn held(shared: &Arc<Shared>, runtime: HeldRuntime) {
             continue;
         };
         if d.on_crash {
-            crate::crash::watch_crash(shared, &rules, i, &facts, Some(to.as_ref()), None);
+            watch_crash(shared, &rules, i, &facts, Some(to.as_ref()), None);
         }
         if d.hold_hook.is_some() && !d.on_exception.is_empty() {
-            crate::holds::arm(shared, &rules, i, &facts, to.as_ref());
+            install_hold_hook(shared, &rules, i, &facts, to.as_ref());
         }
     }
     let first_trace = hits
@@ -88,7 +92,7 @@ fn held(shared: &Arc<Shared>, runtime: HeldRuntime) {
             });
             let rule = &r.rules[i];
             if let Some(t) = &rule.trace {
-                trace(s, rule, t, &f, Via::Held { to: conn, resume });
+                trace(s, rule, t, &f, TraceRoute::Held { to: conn, resume });
             }
         });
         // The trace resumes the runtime once its session is open (bounded wait).
@@ -103,7 +107,7 @@ fn held(shared: &Arc<Shared>, runtime: HeldRuntime) {
     }
     if !resumed.swap(true, Ordering::SeqCst) {
         if let Err(e) = resume_runtime(to.as_ref(), COMMAND_TIMEOUT) {
-            let mut d = crate::act::about("error", &facts);
+            let mut d = Decision::for_process(DecisionKind::Error, &facts);
             d.detail = Some(format!("resuming the held runtime failed: {e}"));
             shared.emit(d);
         }
@@ -130,7 +134,7 @@ fn held(shared: &Arc<Shared>, runtime: HeldRuntime) {
         if rest.iter().all(|&i| crash_only(i)) {
             return;
         }
-        let mut d = crate::act::about("error", &facts);
+        let mut d = Decision::for_process(DecisionKind::Error, &facts);
         d.detail =
             Some("its diagnostic socket did not appear: its other actions are skipped".into());
         shared.emit(d);
@@ -179,7 +183,7 @@ fn host_pid(ns_pid: u32) -> u32 {
 
 /// True when the listen port handles `pid` (it connected, or its environment points it at
 /// the port): the poller leaves it alone.
-pub(crate) fn belongs_to_port(shared: &Shared, pid: u32) -> bool {
+pub(crate) fn belongs_to_port(shared: &WatchState, pid: u32) -> bool {
     if shared.claimed.lock().is_ok_and(|c| c.contains(&pid)) {
         return true;
     }

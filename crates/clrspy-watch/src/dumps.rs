@@ -16,16 +16,19 @@ use clrspy_collect::{
 };
 use diagnostics_client::{Endpoint, SessionConfig};
 
-use crate::act::{
-    about, admit, age_ms, file_for, free_bytes, keep_budget, say_disk_full, track, untrack,
-    BudgetWatch, DUMP_TIMEOUT, MIN_FREE,
-};
-use crate::facts::ProcessFacts;
+use crate::admission::MIN_FREE;
 use crate::gate::RuleGate;
-use crate::model::{DumpAction, Rule};
-use crate::parse::RuleSet;
-use crate::values::Compression;
-use crate::watch::Shared;
+use crate::limits::{
+    admit_or_skip, file_for, keep_budget, say_disk_full, BudgetWatch, DUMP_TIMEOUT,
+};
+use crate::procfs::{age_ms, free_bytes};
+use crate::state::{track, untrack, WatchState};
+use crate::trace::stop_words;
+use clrspy_rules::Compression;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind};
+use clrspy_rules::{DumpAction, Rule};
 
 /// The dump a rule asks for.
 pub(crate) fn spec(dump: &DumpAction) -> DumpSpec {
@@ -46,7 +49,7 @@ pub(crate) fn spec(dump: &DumpAction) -> DumpSpec {
 /// Carries out rule `i`'s dump action on the process at `ep`: at once, or (on exceptions) on
 /// a thread of its own for as long as the process lives.
 pub(crate) fn act_dump(
-    shared: &Arc<Shared>,
+    shared: &Arc<WatchState>,
     rules: &Arc<RuleSet>,
     i: usize,
     facts: &ProcessFacts,
@@ -63,7 +66,7 @@ pub(crate) fn act_dump(
         }
         return at_once(shared, rule, dump, facts, ep);
     }
-    if crate::holds::hooked(shared, facts.pid, &rule.name) {
+    if shared.held_by_hook(facts.pid, &rule.name) {
         return;
     }
     let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
@@ -73,9 +76,9 @@ pub(crate) fn act_dump(
 }
 
 /// Says a dump failed (and that the disk is full, when it is).
-fn failed(shared: &Shared, rule: &Rule, facts: &ProcessFacts, why: String, full: bool) {
+fn failed(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, why: String, full: bool) {
     shared.failures.fetch_add(1, Ordering::SeqCst);
-    let mut d = about("action_failed", facts);
+    let mut d = Decision::for_process(DecisionKind::ActionFailed, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
     d.detail = Some(why);
@@ -87,14 +90,20 @@ fn failed(shared: &Shared, rule: &Rule, facts: &ProcessFacts, why: String, full:
 }
 
 /// A dump now.
-fn at_once(shared: &Shared, rule: &Rule, dump: &DumpAction, facts: &ProcessFacts, ep: &Endpoint) {
-    let Some(dir) = admit(shared, rule, "dump", facts) else {
+fn at_once(
+    shared: &WatchState,
+    rule: &Rule,
+    dump: &DumpAction,
+    facts: &ProcessFacts,
+    ep: &Endpoint,
+) {
+    let Some(dir) = admit_or_skip(shared, rule, "dump", facts) else {
         return;
     };
     shared.actions.fetch_add(1, Ordering::SeqCst);
     let spec = spec(dump);
     let out = file_for(&dir, facts, spec.compress.extension());
-    let mut d = about("action_started", facts);
+    let mut d = Decision::for_process(DecisionKind::ActionStarted, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
     d.file = Some(out.clone());
@@ -102,7 +111,7 @@ fn at_once(shared: &Shared, rule: &Rule, dump: &DumpAction, facts: &ProcessFacts
     shared.emit(d);
     match clrspy_collect::write_dump_file(ep, facts.pid, &out, &spec) {
         Ok(report) => {
-            let mut d = about("action_done", facts);
+            let mut d = Decision::for_process(DecisionKind::ActionDone, facts);
             d.rule = Some(rule.name.clone());
             d.action = Some("dump");
             d.file = Some(report.path);
@@ -122,7 +131,7 @@ fn at_once(shared: &Shared, rule: &Rule, dump: &DumpAction, facts: &ProcessFacts
 }
 
 /// Dumps left under the rule's `max_actions` (all of them without one).
-pub(crate) fn left(shared: &Shared, rule: &Rule) -> u32 {
+pub(crate) fn dumps_left(shared: &WatchState, rule: &Rule) -> u32 {
     let taken = shared
         .states
         .lock()
@@ -157,7 +166,7 @@ impl RunObserver for UntilDone<'_> {
 /// Watches the process's first-chance exceptions and dumps on those named, until the process
 /// ends, watch stops, or the rule may dump no more.
 fn on_exceptions(
-    shared: &Arc<Shared>,
+    shared: &Arc<WatchState>,
     rules: &Arc<RuleSet>,
     i: usize,
     facts: &ProcessFacts,
@@ -165,7 +174,7 @@ fn on_exceptions(
 ) {
     let rule = &rules.rules[i];
     let Some(dump) = &rule.dump else { return };
-    let max = left(shared, rule);
+    let max = dumps_left(shared, rule);
     if max == 0 {
         return skip_max(shared, rule, facts);
     }
@@ -265,14 +274,14 @@ fn watch_session(
 
 /// Says a process's exceptions are watched.
 fn say_watching(
-    shared: &Shared,
+    shared: &WatchState,
     rule: &Rule,
     facts: &ProcessFacts,
     out: &Path,
     patterns: &[String],
     max: u32,
 ) {
-    let mut d = about("watching", facts);
+    let mut d = Decision::for_process(DecisionKind::Watching, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
     d.file = Some(out.to_path_buf());
@@ -290,21 +299,21 @@ fn say_watching(
 
 /// Says the watch of a process's exceptions ended, and how.
 fn say_watched(
-    shared: &Shared,
+    shared: &WatchState,
     rule: &Rule,
     facts: &ProcessFacts,
     out: PathBuf,
     result: clrspy_collect::Result<clrspy_collect::RunOutcome>,
     skipped: u32,
 ) {
-    let mut d = about("watching_ended", facts);
+    let mut d = Decision::for_process(DecisionKind::WatchingEnded, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
     d.file = Some(out);
     let how = match result {
         Ok(o) => {
             d.bytes = Some(o.summary.bytes);
-            crate::act::stop_words(&o.summary)
+            stop_words(&o.summary)
         }
         Err(e) => e.to_string(),
     };
@@ -316,8 +325,8 @@ fn say_watched(
 }
 
 /// Says the rule may dump no more.
-fn skip_max(shared: &Shared, rule: &Rule, facts: &ProcessFacts) {
-    let mut d = about("skipped", facts);
+fn skip_max(shared: &WatchState, rule: &Rule, facts: &ProcessFacts) {
+    let mut d = Decision::for_process(DecisionKind::Skipped, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
     d.detail = Some(format!(
@@ -330,7 +339,7 @@ fn skip_max(shared: &Shared, rule: &Rule, facts: &ProcessFacts) {
 /// What the dump worker says, logged: each dump is counted as one action, and its file renamed
 /// to the watch's pattern once written.
 pub(crate) fn notices(
-    shared: &Arc<Shared>,
+    shared: &Arc<WatchState>,
     rules: &Arc<RuleSet>,
     i: usize,
     facts: &ProcessFacts,
@@ -354,7 +363,7 @@ pub(crate) fn notices(
                 if let Ok(mut w) = writing.lock() {
                     *w += 1;
                 }
-                let mut d = about("action_started", &facts);
+                let mut d = Decision::for_process(DecisionKind::ActionStarted, &facts);
                 d.rule = Some(rule_name.clone());
                 d.action = Some("dump");
                 d.file = Some(path.to_path_buf());
@@ -376,7 +385,7 @@ pub(crate) fn notices(
                 match &o.result {
                     Ok(report) => {
                         let named = renamed(&report.path, &dir, &facts, spec);
-                        let mut d = about("action_done", &facts);
+                        let mut d = Decision::for_process(DecisionKind::ActionDone, &facts);
                         d.rule = Some(rule_name.clone());
                         d.action = Some("dump");
                         d.file = Some(named);

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use clrspy_collect::{DumpGate, DumpRequest};
 
-use crate::act::{about, may_act};
-use crate::facts::ProcessFacts;
-use crate::parse::RuleSet;
-use crate::watch::Shared;
+use crate::limits::may_act;
+use crate::state::WatchState;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind};
 
 /// At most one `skipped` line per process this often.
 const SKIP_LINE_EVERY: Duration = Duration::from_secs(1);
@@ -66,7 +67,7 @@ impl Skips {
 
 /// The gate of rule `i` for one process.
 pub(crate) struct RuleGate {
-    shared: Arc<Shared>,
+    shared: Arc<WatchState>,
     rules: Arc<RuleSet>,
     i: usize,
     facts: ProcessFacts,
@@ -76,7 +77,7 @@ pub(crate) struct RuleGate {
 impl RuleGate {
     /// The gate of rule `i` for the process `facts` describes.
     pub(crate) fn new(
-        shared: &Arc<Shared>,
+        shared: &Arc<WatchState>,
         rules: &Arc<RuleSet>,
         i: usize,
         facts: &ProcessFacts,
@@ -92,7 +93,7 @@ impl RuleGate {
 
     /// Writes a `skipped` line.
     fn say(&self, detail: String) {
-        let mut d = about("skipped", &self.facts);
+        let mut d = Decision::for_process(DecisionKind::Skipped, &self.facts);
         d.rule = Some(self.rules.rules[self.i].name.clone());
         d.action = Some("dump");
         d.detail = Some(detail);
@@ -174,10 +175,10 @@ mod tests {
     }
 
     /// A watch's state writing to `out`, with `rules` (JSON).
-    fn shared(out: &std::path::Path, rules: &str) -> Arc<Shared> {
-        let rules = RuleSet::parse(rules, crate::parse::Syntax::Json).unwrap();
-        let log = crate::log::DecisionLog::open(out).unwrap();
-        Arc::new(Shared::new(out, rules, log, Box::new(|_| {}), None))
+    fn shared(out: &std::path::Path, rules: &str) -> Arc<WatchState> {
+        let rules = RuleSet::parse(rules, clrspy_rules::Syntax::Json).unwrap();
+        let log = clrspy_rules::DecisionLog::open(out).unwrap();
+        Arc::new(WatchState::new(out, rules, log, Box::new(|_| {}), None))
     }
 
     fn lines(out: &std::path::Path) -> Vec<serde_json::Value> {
@@ -197,7 +198,7 @@ mod tests {
     }
 
     /// Two processes of one rule.
-    fn two(s: &Arc<Shared>) -> (RuleGate, RuleGate) {
+    fn two(s: &Arc<WatchState>) -> (RuleGate, RuleGate) {
         let rules = s.rules();
         let a = ProcessFacts::read(std::process::id(), None);
         let mut b = a.clone();

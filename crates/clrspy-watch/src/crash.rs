@@ -16,17 +16,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clrspy_collect::{CrashReport, ErrorKind};
-use diagnostics_client::procfs::{self, start_ticks};
+use diagnostics_client::procfs;
 use diagnostics_client::{Connector, Endpoint};
 
-use crate::act::{about, file_for, keep_budget, may_act_paced};
 use crate::crash_files::{find_left, DumpName, Left, Places, REPORT_SUFFIX};
-use crate::facts::ProcessFacts;
 use crate::fatal::{listen, Messages};
-use crate::model::Rule;
-use crate::parse::RuleSet;
-use crate::values::Compression;
-use crate::watch::Shared;
+use crate::limits::{file_for, keep_budget, may_act_paced, say_disk_full};
+use crate::procfs::start_ticks;
+use crate::state::WatchState;
+use clrspy_rules::Compression;
+use clrspy_rules::ProcessFacts;
+use clrspy_rules::Rule;
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind};
 
 /// The runtime's crash settings of one process, as its environment gives them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -116,7 +118,7 @@ fn ns_pid(pid: u32) -> u32 {
 /// says when crash dumps are off, and otherwise waits on a thread of its own for the process
 /// to end. With `ep` (now or in a later call), the exceptions' messages are kept meanwhile.
 pub(crate) fn watch_crash(
-    shared: &Arc<Shared>,
+    shared: &Arc<WatchState>,
     rules: &Arc<RuleSet>,
     i: usize,
     facts: &ProcessFacts,
@@ -144,8 +146,8 @@ pub(crate) fn watch_crash(
         }
         return;
     }
-    let say = |event: &'static str, why: String| {
-        let mut d = about(event, facts);
+    let say = |event: DecisionKind, why: String| {
+        let mut d = Decision::for_process(event, facts);
         d.rule = Some(rule.name.clone());
         d.action = Some("dump");
         d.detail = Some(why);
@@ -153,25 +155,30 @@ pub(crate) fn watch_crash(
     };
     let Some(env) = environment(facts.pid, conn) else {
         return say(
-            "skipped",
+            DecisionKind::Skipped,
             "crash dump not possible: the process's environment cannot be read (it ended, or belongs to another user)".into(),
         );
     };
     let settings = CrashSettings::from_env(&env);
     if !settings.enabled {
-        return say("skipped", format!(
+        return say(DecisionKind::Skipped, format!(
             "crash dump not possible: the runtime's crash dumps are off in this process; start it with DOTNET_DbgEnableMiniDump=1 (and DOTNET_EnableCrashReport=1 for the fatal exception; DOTNET_DbgMiniDumpName=/path/core_%p for the place, {DEFAULT_NAME} when not given): the runtime reads them only at its start"
         ));
     }
     let name = match DumpName::parse(settings.pattern(), ns_pid(facts.pid)) {
         Ok(n) => n,
-        Err(why) => return say("skipped", format!("crash dump not possible: {why}")),
+        Err(why) => {
+            return say(
+                DecisionKind::Skipped,
+                format!("crash dump not possible: {why}"),
+            )
+        }
     };
     let places = match Places::open(facts.pid, &name) {
         Ok(p) => p,
         Err(e) => {
             return say(
-                "skipped",
+                DecisionKind::Skipped,
                 format!(
                     "crash dump not possible: the process's file system cannot be reached: {e}"
                 ),
@@ -179,11 +186,11 @@ pub(crate) fn watch_crash(
         }
     };
     say(
-        "watching",
+        DecisionKind::Watching,
         format!("crash: the runtime writes {}", settings.describe()),
     );
     if settings.report {
-        messages.arm();
+        messages.mark_wanted();
         if let Some(ep) = ep {
             listen(shared, ep, &messages);
         }
@@ -215,7 +222,7 @@ impl Waiting {
     }
 
     /// Waits for the end of the process (or of watch), then takes what the runtime left.
-    fn wait(self, shared: &Arc<Shared>, rule: &Rule, facts: &ProcessFacts) {
+    fn wait(self, shared: &Arc<WatchState>, rule: &Rule, facts: &ProcessFacts) {
         while self.alive(facts.pid) {
             if shared.stopping.load(Ordering::SeqCst) {
                 return;
@@ -230,10 +237,10 @@ impl Waiting {
         match left {
             Some(left) => {
                 self.messages.settle();
-                take(shared, rule, facts, &left, &self.messages)
+                take_crash_dump(shared, rule, facts, &left, &self.messages)
             }
             None => {
-                let mut d = about("watching_ended", facts);
+                let mut d = Decision::for_process(DecisionKind::WatchingEnded, facts);
                 d.rule = Some(rule.name.clone());
                 d.action = Some("dump");
                 d.detail = Some("crash: the process ended without a crash dump".into());
@@ -245,7 +252,13 @@ impl Waiting {
 
 /// Logs the crash, then copies the dump (compressed) and the report into the rule's folder
 /// under its limits.
-fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, messages: &Messages) {
+fn take_crash_dump(
+    shared: &WatchState,
+    rule: &Rule,
+    facts: &ProcessFacts,
+    left: &Left,
+    messages: &Messages,
+) {
     let report = left.report.as_deref().map(CrashReport::read);
     // The message: from the dump when it holds the exception object, else from the session.
     let from_dump = left
@@ -255,7 +268,7 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
         .and_then(|b| crate::coremem::exception_object(&b))
         .zip(left.dump.as_deref())
         .and_then(|(object, dump)| crate::coremem::exception_message(dump, object));
-    let mut d = about("crash", facts);
+    let mut d = Decision::for_process(DecisionKind::Crash, facts);
     d.rule = Some(rule.name.clone());
     d.file = left
         .report
@@ -283,7 +296,7 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
     let dir = match may_act_paced(shared, rule, false) {
         Ok(dir) => dir,
         Err(why) => {
-            let mut d = about("skipped", facts);
+            let mut d = Decision::for_process(DecisionKind::Skipped, facts);
             d.rule = Some(rule.name.clone());
             d.action = Some("dump");
             d.detail = Some(format!(
@@ -300,7 +313,7 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
         Compression::Zstd => clrspy_collect::Compression::Zstd,
     };
     let out = file_for(&dir, facts, compress.extension());
-    let mut d = about("action_started", facts);
+    let mut d = Decision::for_process(DecisionKind::ActionStarted, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
     d.file = Some(out.clone());
@@ -325,7 +338,7 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
     }
     match result {
         Ok(r) => {
-            let mut d = about("action_done", facts);
+            let mut d = Decision::for_process(DecisionKind::ActionDone, facts);
             d.rule = Some(rule.name.clone());
             d.action = Some("dump");
             d.file = Some(r.path.clone());
@@ -345,14 +358,14 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
         }
         Err(e) => {
             shared.failures.fetch_add(1, Ordering::SeqCst);
-            let mut d = about("action_failed", facts);
+            let mut d = Decision::for_process(DecisionKind::ActionFailed, facts);
             d.rule = Some(rule.name.clone());
             d.action = Some("dump");
             d.detail = Some(format!("crash dump {}: {e}", left.shown));
             shared.emit(d);
             if e.kind() == ErrorKind::DiskFull {
                 shared.disk_full.store(true, Ordering::SeqCst);
-                crate::act::say_disk_full(shared, None);
+                say_disk_full(shared, None);
             }
         }
     }

@@ -1,23 +1,22 @@
-//! The watcher: finds every new .NET process — by polling the runtimes' diagnostic sockets
+//! The watcher's poll loop: finds every new .NET process — by polling the runtimes' diagnostic sockets
 //! (in `/tmp`, and in containers' own `/tmp` through `/proc/PID/root`) a few times a second,
 //! and, with a listen socket, as runtimes connect to it held at their first instruction — and
 //! applies the matching rules on a thread per process. Reloads the rules on request (a bad
 //! file keeps the old ones), and on stop finishes the open traces whole. Everything it decides
 //! goes to the decisions log and to the caller's line printer.
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clrspy_collect::StopSignal;
 use diagnostics_client::{procfs, EndpointWatcher};
 
-use crate::budget::RuleState;
-use crate::log::{Decision, DecisionLog};
-use crate::parse::RuleSet;
+use crate::dispatch::on_new_process;
+use crate::port::{belongs_to_port, Port};
+use crate::state::{DecisionPrinter, WatchState};
+use clrspy_rules::RuleSet;
+use clrspy_rules::{Decision, DecisionKind, DecisionLog};
 
 /// How to watch.
 #[derive(Clone, Debug)]
@@ -95,120 +94,13 @@ pub enum WatchError {
     },
 }
 
-/// A printer for the short human lines.
-pub type Say = Box<dyn FnMut(&Decision) + Send>;
-
-/// State shared by the loop, the port's acceptor and the per-process threads.
-pub(crate) struct Shared {
-    pub(crate) out: PathBuf,
-    pub(crate) rules: RwLock<Arc<RuleSet>>,
-    log: Mutex<DecisionLog>,
-    say: Mutex<Say>,
-    pub(crate) states: Mutex<HashMap<String, RuleState>>,
-    /// Files being written (never removed by a budget).
-    pub(crate) open_files: Mutex<Vec<PathBuf>>,
-    /// The stop signals of the open traces.
-    pub(crate) traces: Mutex<Vec<Arc<StopSignal>>>,
-    /// Host pids the listen port handles (the poller leaves them alone).
-    pub(crate) claimed: Mutex<HashSet<u32>>,
-    /// The processes rules with `children` matched (their descendants match too).
-    pub(crate) matched: Mutex<crate::tree::Matched>,
-    /// The (pid, start ticks, rule) watched for a crash, and the exceptions kept for it.
-    pub(crate) crash_watched: Mutex<HashMap<(u32, u64, String), Arc<crate::fatal::Messages>>>,
-    /// The (pid, start ticks, rule) whose exceptions the hold hook handles.
-    pub(crate) hooked: Mutex<HashSet<(u32, u64, String)>>,
-    pub(crate) disk_full: AtomicBool,
-    pub(crate) stopping: AtomicBool,
-    pub(crate) actions: AtomicU64,
-    pub(crate) failures: AtomicU64,
-    /// The listen socket's path, to recognise the processes pointed at it.
-    pub(crate) listen: Option<PathBuf>,
-    /// The per-process threads.
-    workers: Mutex<Vec<JoinHandle<()>>>,
-}
-
-impl Shared {
-    /// The state of a watch writing to `out` (its log open there) with `rules`.
-    pub(crate) fn new(
-        out: &Path,
-        rules: RuleSet,
-        log: DecisionLog,
-        say: Say,
-        listen: Option<PathBuf>,
-    ) -> Shared {
-        Shared {
-            out: out.to_path_buf(),
-            rules: RwLock::new(Arc::new(rules)),
-            log: Mutex::new(log),
-            say: Mutex::new(say),
-            states: Mutex::new(HashMap::new()),
-            open_files: Mutex::new(Vec::new()),
-            traces: Mutex::new(Vec::new()),
-            claimed: Mutex::new(HashSet::new()),
-            matched: Mutex::new(crate::tree::Matched::default()),
-            crash_watched: Mutex::new(HashMap::new()),
-            hooked: Mutex::new(HashSet::new()),
-            disk_full: AtomicBool::new(false),
-            stopping: AtomicBool::new(false),
-            actions: AtomicU64::new(0),
-            failures: AtomicU64::new(0),
-            listen,
-            workers: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Logs `d` and prints its line.
-    pub(crate) fn emit(&self, d: Decision) {
-        let failed = self.log.lock().ok().and_then(|mut l| l.write(&d));
-        if let Ok(mut say) = self.say.lock() {
-            say(&d);
-            if let Some(e) = failed {
-                let mut w = Decision::new("error");
-                w.detail = Some(format!(
-                    "cannot write the decisions log: {e}; watching goes on"
-                ));
-                say(&w);
-            }
-        }
-    }
-
-    /// Runs `f` on a thread of its own, joined when the watch ends.
-    pub(crate) fn spawn(
-        self: &Arc<Self>,
-        name: String,
-        f: impl FnOnce(&Arc<Shared>) + Send + 'static,
-    ) {
-        let s = self.clone();
-        match std::thread::Builder::new().name(name).spawn(move || f(&s)) {
-            Ok(h) => {
-                if let Ok(mut w) = self.workers.lock() {
-                    w.push(h);
-                }
-            }
-            Err(e) => {
-                let mut d = Decision::new("error");
-                d.detail = Some(format!("cannot start a thread: {e}"));
-                self.emit(d);
-            }
-        }
-    }
-
-    /// The rules now.
-    pub(crate) fn rules(&self) -> Arc<RuleSet> {
-        self.rules
-            .read()
-            .map(|r| r.clone())
-            .unwrap_or_else(|p| p.into_inner().clone())
-    }
-}
-
 /// Watches until `control` asks to stop: applies `rules` to every new .NET process, and to
-/// those running already.
+/// those running already; every decision goes to the log in `opts.out` and to `printer`.
 pub fn watch(
     rules: RuleSet,
     opts: &WatchOptions,
     control: &WatchControl,
-    say: Say,
+    printer: DecisionPrinter,
 ) -> Result<WatchEnd, WatchError> {
     let out_err = |path: &Path, source| WatchError::Output {
         path: path.to_path_buf(),
@@ -216,65 +108,72 @@ pub fn watch(
     };
     std::fs::create_dir_all(&opts.out).map_err(|e| out_err(&opts.out, e))?;
     let log = DecisionLog::open(&opts.out).map_err(|e| out_err(&opts.out, e))?;
-    let shared = Arc::new(Shared::new(&opts.out, rules, log, say, opts.listen.clone()));
-    let port =
-        match &opts.listen {
-            Some(path) => Some(crate::port::Port::start(path, shared.clone()).map_err(
-                |source| WatchError::Listen {
+    let state = Arc::new(WatchState::new(
+        &opts.out,
+        rules,
+        log,
+        printer,
+        opts.listen.clone(),
+    ));
+    let port = match &opts.listen {
+        Some(path) => {
+            Some(
+                Port::start(path, state.clone()).map_err(|source| WatchError::Listen {
                     path: path.clone(),
                     source,
-                },
-            )?),
-            None => None,
-        };
-    let mut d = Decision::new("started");
+                })?,
+            )
+        }
+        None => None,
+    };
+    let mut d = Decision::new(DecisionKind::Started);
     d.detail = Some(format!(
         "{} rule(s) from {}{}",
-        shared.rules().rules.len(),
+        state.rules().rules.len(),
         opts.rules_path.display(),
         opts.listen
             .as_ref()
             .map(|p| format!("; listening on {}", p.display()))
             .unwrap_or_default()
     ));
-    shared.emit(d);
+    state.emit(d);
     let mut found = EndpointWatcher::new();
     while control.stops() == 0 {
         if control.reload.swap(false, Ordering::SeqCst) {
-            reload(&shared, &opts.rules_path);
+            reload(&state, &opts.rules_path);
         }
-        poll(&shared, &mut found);
-        if let Ok(mut w) = shared.workers.lock() {
+        poll(&state, &mut found);
+        if let Ok(mut w) = state.workers.lock() {
             w.retain(|w| !w.is_finished());
         }
         sleep_unless_stopped(opts.poll, control);
     }
-    shared.stopping.store(true, Ordering::SeqCst);
-    let open = shared.traces.lock().map(|t| t.len()).unwrap_or(0);
-    let mut d = Decision::new("stopping");
+    state.stopping.store(true, Ordering::SeqCst);
+    let open = state.traces.lock().map(|t| t.len()).unwrap_or(0);
+    let mut d = Decision::new(DecisionKind::Stopping);
     d.detail = Some(format!("finishing {open} open trace(s)"));
-    shared.emit(d);
+    state.emit(d);
     drop(port);
-    finish(&shared, control);
+    finish(&state, control);
     let end = WatchEnd {
-        actions: shared.actions.load(Ordering::SeqCst),
-        failures: shared.failures.load(Ordering::SeqCst),
+        actions: state.actions.load(Ordering::SeqCst),
+        failures: state.failures.load(Ordering::SeqCst),
     };
-    let mut d = Decision::new("stopped");
+    let mut d = Decision::new(DecisionKind::Stopped);
     d.detail = Some(format!(
         "{} action(s), {} failed",
         end.actions, end.failures
     ));
-    shared.emit(d);
+    state.emit(d);
     Ok(end)
 }
 
 /// Stops the open traces (each finishes whole) and waits for every thread; a second stop
 /// request is passed on (the traces stop waiting for their rundowns).
-fn finish(shared: &Shared, control: &WatchControl) {
+fn finish(state: &WatchState, control: &WatchControl) {
     let mut passed = 0;
     let pass_on = |n: u32| {
-        if let Ok(t) = shared.traces.lock() {
+        if let Ok(t) = state.traces.lock() {
             for s in t.iter() {
                 while s.count() < n {
                     s.request();
@@ -287,7 +186,7 @@ fn finish(shared: &Shared, control: &WatchControl) {
     // user or, after two minutes, from here.
     let until = Instant::now() + Duration::from_secs(120);
     let busy = || {
-        shared
+        state
             .workers
             .lock()
             .map(|w| w.iter().any(|w| !w.is_finished()))
@@ -305,7 +204,7 @@ fn finish(shared: &Shared, control: &WatchControl) {
         pass_on(passed.max(1));
         std::thread::sleep(Duration::from_millis(50));
     }
-    let workers = shared
+    let workers = state
         .workers
         .lock()
         .map(|mut w| std::mem::take(&mut *w))
@@ -327,24 +226,24 @@ fn sleep_unless_stopped(d: Duration, control: &WatchControl) {
 }
 
 /// Reads the rules file again; a bad one keeps the rules in force.
-fn reload(shared: &Shared, path: &Path) {
+fn reload(state: &WatchState, path: &Path) {
     match RuleSet::load(path) {
         Ok(set) => {
-            let mut d = Decision::new("reloaded");
+            let mut d = Decision::new(DecisionKind::Reloaded);
             d.detail = Some(format!(
                 "{} rule(s) from {}",
                 set.rules.len(),
                 path.display()
             ));
-            if let Ok(mut r) = shared.rules.write() {
+            if let Ok(mut r) = state.rules.write() {
                 *r = Arc::new(set);
             }
-            shared.emit(d);
+            state.emit(d);
         }
         Err(e) => {
-            let mut d = Decision::new("reload_failed");
+            let mut d = Decision::new(DecisionKind::ReloadFailed);
             d.detail = Some(format!("{e}; the previous rules stay in force"));
-            shared.emit(d);
+            state.emit(d);
         }
     }
 }
@@ -363,26 +262,26 @@ fn stale(ep: &diagnostics_client::Endpoint, ticks: u64) -> bool {
 
 /// Lists the runtimes' sockets and starts a thread for each process not seen before (a pid
 /// reused by a new process counts as new: its socket's name differs).
-fn poll(shared: &Arc<Shared>, found: &mut EndpointWatcher) {
+fn poll(state: &Arc<WatchState>, found: &mut EndpointWatcher) {
     for ep in found.changes().appeared {
         let started = procfs::start_ticks(ep.pid).unwrap_or(0);
-        if stale(&ep, started) || crate::port::belongs_to_port(shared, ep.pid) {
+        if stale(&ep, started) || belongs_to_port(state, ep.pid) {
             continue;
         }
-        shared.spawn(format!("clrspy-watch-{}", ep.pid), move |s| {
-            crate::act::on_new_process(s, ep)
+        state.spawn(format!("clrspy-watch-{}", ep.pid), move |s| {
+            on_new_process(s, ep)
         });
     }
-    if let Ok(mut c) = shared.claimed.lock() {
+    if let Ok(mut c) = state.claimed.lock() {
         c.retain(|p| procfs::alive(*p));
     }
-    if let Ok(mut m) = shared.matched.lock() {
+    if let Ok(mut m) = state.matched.lock() {
         m.prune();
     }
-    if let Ok(mut w) = shared.crash_watched.lock() {
+    if let Ok(mut w) = state.crash_watched.lock() {
         w.retain(|(p, _, _), _| procfs::alive(*p));
     }
-    if let Ok(mut h) = shared.hooked.lock() {
+    if let Ok(mut h) = state.hooked.lock() {
         h.retain(|(p, _, _)| procfs::alive(*p));
     }
 }
@@ -390,6 +289,7 @@ fn poll(shared: &Arc<Shared>, found: &mut EndpointWatcher) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     fn lines(out: &Path) -> Vec<serde_json::Value> {
         std::fs::read_to_string(out.join("decisions.jsonl"))
@@ -417,7 +317,7 @@ mod tests {
         let (c, s) = (control.clone(), said.clone());
         let set = RuleSet::load(&rules).unwrap();
         let t = std::thread::spawn(move || {
-            let say: Say = Box::new(move |d| s.lock().unwrap().push(d.human()));
+            let say: DecisionPrinter = Box::new(move |d| s.lock().unwrap().push(d.human()));
             watch(set, &opts, &c, say)
         });
         let wait_for = |event: &str, n: usize| {
@@ -472,7 +372,7 @@ mod tests {
         };
         let set = RuleSet::parse(
             r#"{"rules":[{"name":"a","match":{"name":"x"},"dump":{}}]}"#,
-            crate::parse::Syntax::Json,
+            clrspy_rules::Syntax::Json,
         )
         .unwrap();
         let e = watch(set, &opts, &WatchControl::new(), Box::new(|_| {})).unwrap_err();

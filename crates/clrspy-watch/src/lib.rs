@@ -1,0 +1,45 @@
+//! clrspy's watcher: finds every new .NET process — by polling the runtimes' diagnostic
+//! sockets (in `/tmp`, and in containers' own `/tmp` through `/proc/PID/root`), and, with a
+//! listen socket, as runtimes connect to it held at their first instruction — applies the
+//! rules of a clrspy-rules file to it (traces and dumps, on exceptions and on a crash, under
+//! the rules' limits and disk budgets), and logs every decision. Used by `clrspy watch` and
+//! by the agent; no terminal or HTTP here.
+//!
+//! Its files are layers, each importing only those below it (`python3 bench/import_graph.py
+//! crates/clrspy-watch` checks there are no cycles):
+//!
+//! - `procfs`: what `/proc` and the file system say about a process and the output disk;
+//! - `admission`: whether a rule's action may go — a pure function of the rule's state, its
+//!   limits, the free bytes, stopping and the time;
+//! - `children` (process trees for rules with `children`), `discover` (the runtimes'
+//!   sockets), and the crash-dump pieces `coremem` (the ELF core reader), `crash_files`
+//!   (createdump's file names) and `fatal` (the fatal exception's message);
+//! - `state`: the watcher's whole state (`WatchState`), its log and
+//!   printer, its threads;
+//! - `limits`: admission applied (the disk read, refusals logged, budgets kept);
+//! - `trace`, and the dumps: `gate`, `dumps`, `holds`, `crash`;
+//! - `dispatch`: a process found → the rules it matches → their actions;
+//! - `port`: the listen port (runtimes held at their first instruction);
+//! - `run`: the poll loop, reloads and the stop.
+#![deny(missing_docs)]
+
+mod admission;
+mod children;
+mod coremem;
+mod crash;
+mod crash_files;
+mod dispatch;
+mod dumps;
+mod fatal;
+mod gate;
+mod holds;
+mod limits;
+mod port;
+mod procfs;
+mod run;
+mod state;
+mod trace;
+
+pub use admission::{admission, admit, disk_full, Admission, AdmissionInput, MIN_FREE};
+pub use run::{watch, WatchControl, WatchEnd, WatchError, WatchOptions};
+pub use state::DecisionPrinter;
