@@ -462,6 +462,7 @@ impl Analysis {
         self.gc.finish();
         self.symbols.finish();
         self.symbols.resolve_all(self.stacks.all_ips());
+        self.symbols.mark_app_code(self.process_name.as_deref());
         self.duration_ns = self.first_ns.map_or(0, |f| self.last_ns - f);
         self.has_rundown = self.symbols.has_rundown();
         self.has_thread_cpu = self.cpu.has_readings();
