@@ -131,6 +131,10 @@ impl Writer<'_> {
     fn chain<'t>(&self, n: &'t TreeNode, depth: usize) -> Vec<&'t TreeNode> {
         let mut chain = vec![n];
         let mut cur = n;
+        // The app's frames start no chain (its first frame may be dropped to fit the width).
+        if !self.framework.is_framework_name(&n.name) {
+            return chain;
+        }
         while depth + chain.len() <= self.view.depth || self.is_hot(cur) {
             let shown = self.shown(cur);
             let [only] = shown[..] else {
@@ -264,13 +268,18 @@ impl Writer<'_> {
             [first, .., last] => {
                 let middle = format!(" → […{} frames…] → ", chain.len() - 2);
                 let avail = room.saturating_sub(middle.chars().count());
-                // Where the chain lands reads first; the frame it starts from gets the rest.
-                let last_room = avail.saturating_sub(20).max(20);
-                let l = fit(&last.name, last_room);
-                let l = cut_middle(&l, last_room);
-                let first_room = avail.saturating_sub(l.chars().count()).max(20);
+                // Where the chain lands reads first; the frame it starts from gets the rest,
+                // or is counted with the hidden frames when it cannot be read in it.
+                let l = fit(&last.name, avail.saturating_sub(20).max(20));
+                let first_room = avail.saturating_sub(l.chars().count());
                 let f = fit_among(&first.name, first_room, siblings);
-                format!("{}{middle}{l}", cut_middle(&f, first_room))
+                if first_room >= 20 && f.chars().count() <= first_room {
+                    format!("{f}{middle}{l}")
+                } else {
+                    let middle = format!("[…{} frames…] → ", chain.len() - 1);
+                    let rest = room.saturating_sub(middle.chars().count()).max(20);
+                    format!("{middle}{}", cut_middle(&fit(&last.name, rest), rest))
+                }
             }
         };
         // Within the terminal's width, whatever the names could not give up.
