@@ -517,6 +517,12 @@ impl Symbols {
         self.app = AppCode::new(assemblies, frames);
     }
 
+    /// The declaring types of the methods named so far (`Namespace.Type+Nested`), as the
+    /// method events wrote them, one per method.
+    pub fn declaring_types(&self) -> impl Iterator<Item = &str> {
+        self.methods.iter().map(|m| m.namespace.as_str())
+    }
+
     /// The app's own code, by assembly ([`Symbols::mark_app_code`]).
     pub fn app_code(&self) -> &AppCode {
         &self.app
@@ -607,7 +613,8 @@ fn short_type(t: &str) -> String {
         let at_word = out.is_empty() || out.ends_with(['<', ',', ' ', '[', '(']);
         if at_word {
             if let Some(r) = rest
-                .strip_prefix("class ")
+                .strip_prefix("value class ")
+                .or_else(|| rest.strip_prefix("class "))
                 .or_else(|| rest.strip_prefix("valuetype "))
             {
                 rest = r.trim_start();
@@ -658,6 +665,11 @@ mod tests {
             "ReadOnlySpan`1<WaitHandle>,bool,int32"
         );
         assert_eq!(short_signature("void  (int32,!!0&)"), "int32,!!0&");
+        // The runtime writes value types as `value class` too.
+        assert_eq!(
+            short_signature("void  (value class System.ReadOnlySpan`1<wchar>)"),
+            "ReadOnlySpan`1<wchar>"
+        );
         assert_eq!(short_signature("void  ()"), "");
     }
 
