@@ -87,6 +87,8 @@ pub mod ids {
     pub const R2R_GET_ENTRY_POINT: u32 = 159;
     /// Loader/ModuleLoad.
     pub const MODULE_LOAD: u32 = 152;
+    /// TypeLoad/Stop: a type the runtime loaded, by its full name.
+    pub const TYPE_LOAD_STOP: u32 = 74;
     /// ExceptionCatch/Start.
     pub const EXCEPTION_CATCH_START: u32 = 250;
 }
@@ -191,6 +193,31 @@ impl<'a> ModuleLoad<'a> {
             module_id,
             assembly_id,
             il_path: c.str("ModuleILPath")?,
+        })
+    }
+}
+
+/// `TypeLoad/Stop`: a type the runtime loaded (the `TypeDiagnostic` keyword), its id (the
+/// `TypeID` of allocation ticks) and full name, nested types with their declaring type and
+/// generic arguments in angle brackets (`System.Collections.Generic.Dictionary`2+Entry<A,B>[]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeLoadStop<'a> {
+    /// The type's id (its `MethodTable`).
+    pub type_id: u64,
+    /// Its full name.
+    pub type_name: Utf16Str<'a>,
+}
+
+impl<'a> TypeLoadStop<'a> {
+    /// Parses `TypeLoad/Stop` (runtime event 74).
+    pub fn parse(payload: &'a [u8], version: u8, pointer_size: u8) -> Result<Self, ViewError> {
+        let mut c = rt(ids::TYPE_LOAD_STOP, version, payload, pointer_size)?;
+        c.u32("TypeLoadStartID")?;
+        c.u32("ClrInstanceID")?;
+        c.u32("LoadLevel")?;
+        Ok(TypeLoadStop {
+            type_id: c.u64("TypeID")?,
+            type_name: c.str("TypeName")?,
         })
     }
 }

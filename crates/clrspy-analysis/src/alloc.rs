@@ -4,7 +4,7 @@
 //! each type allocated, the way PerfView's GC Heap Alloc view does. Small, large and pinned
 //! object heap allocations are kept apart.
 
-use clr_events::runtime::{self, AllocationTick};
+use clr_events::runtime::{self, AllocationTick, TypeLoadStop};
 use clr_events::ViewError;
 use rustc_hash::FxHashMap;
 
@@ -51,6 +51,10 @@ pub struct AllocModel {
     /// Full names of types whose tick named them without their declaring type
     /// ([`AllocModel::name_nested_types`]).
     full_names: FxHashMap<u32, String>,
+    /// The first type id a tick gave each type.
+    tick_type_ids: FxHashMap<u32, u64>,
+    /// Full names of the types loaded while recording (`TypeLoad/Stop`), by type id.
+    loaded: FxHashMap<u64, String>,
 }
 
 impl AllocModel {
@@ -80,6 +84,9 @@ impl AllocModel {
             },
             None => self.type_id("[unknown type]"),
         };
+        if let Some(id) = tick.type_id.filter(|&i| i != 0) {
+            self.tick_type_ids.entry(t).or_insert(id);
+        }
         let e = self.by_type.entry((t, kind)).or_default();
         e.count += 1;
         e.bytes += bytes;
@@ -154,6 +161,16 @@ impl AllocModel {
             if name.starts_with('[') || has_top_level_dot(name) {
                 continue;
             }
+            // The type's own load event names it in full.
+            if let Some(full) = self
+                .tick_type_ids
+                .get(&(i as u32))
+                .and_then(|id| self.loaded.get(id))
+                .filter(|f| has_top_level_dot(f))
+            {
+                self.full_names.insert(i as u32, full.clone());
+                continue;
+            }
             let element = without_array_suffix(name);
             let outer = exact.get(element).copied().flatten().or_else(|| {
                 by_def
@@ -166,6 +183,32 @@ impl AllocModel {
             }
         }
     }
+}
+
+/// A type load's name with its generic arguments in square brackets, as ticks write them
+/// (`Dictionary`2+Entry<A,B>[]` is `Dictionary`2+Entry[A,B][]`); compiler-generated names
+/// (`+<GetEnumerator>d__6`) keep their angle brackets.
+fn square_brackets(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut generic: Vec<bool> = Vec::new();
+    let mut prev = None;
+    for c in s.chars() {
+        match c {
+            '<' => {
+                let args = prev.is_some_and(|p: char| !matches!(p, '.' | '+' | '<' | '[' | ','));
+                generic.push(args);
+                out.push(if args { '[' } else { '<' });
+            }
+            '>' => out.push(if generic.pop().unwrap_or(false) {
+                ']'
+            } else {
+                '>'
+            }),
+            _ => out.push(c),
+        }
+        prev = Some(c);
+    }
+    out
 }
 
 /// A type name without its array ranks: `Entry[A,B][]` is `Entry[A,B]`.
@@ -238,10 +281,21 @@ fn generic_definition(s: &str) -> &str {
 }
 
 impl Model for AllocModel {
-    const EVENTS: &'static [Wanted] =
-        &[Wanted::runtime(runtime::ids::GC_ALLOCATION_TICK).with_stack()];
+    const EVENTS: &'static [Wanted] = &[
+        Wanted::runtime(runtime::ids::GC_ALLOCATION_TICK).with_stack(),
+        Wanted::runtime(runtime::ids::TYPE_LOAD_STOP).always(),
+    ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        if ev.id == runtime::ids::TYPE_LOAD_STOP {
+            let t = TypeLoadStop::parse(ev.payload, ev.version, ev.pointer_size)?;
+            if t.type_id != 0 && !t.type_name.is_empty() {
+                self.loaded
+                    .entry(t.type_id)
+                    .or_insert_with(|| square_brackets(&t.type_name.to_string_lossy()));
+            }
+            return Ok(());
+        }
         let tick = AllocationTick::parse(ev.payload, ev.version, ev.pointer_size)?;
         self.on_tick(&tick, ev.stack);
         Ok(())
@@ -349,6 +403,38 @@ mod tests {
                 // Two declaring types have a `Node`: which one is not known.
                 "Node",
             ]
+        );
+    }
+
+    #[test]
+    fn a_type_load_names_the_ticks_type_in_full() {
+        let mut m = AllocModel::new();
+        // TypeLoad/Stop for type id 0x1234 (the id `tick` writes), as .NET 10 wrote it.
+        let mut load = Vec::new();
+        load.extend(7u32.to_le_bytes());
+        load.extend(0u16.to_le_bytes());
+        load.extend(4u16.to_le_bytes());
+        load.extend(0x1234u64.to_le_bytes());
+        load.extend(utf16z(
+            "System.Collections.Generic.Dictionary`2+Entry<System.String,System.Object>[]",
+        ));
+        let mut e = ev(&load, 0);
+        e.id = runtime::ids::TYPE_LOAD_STOP;
+        e.stack = None;
+        m.on_event(&e).unwrap();
+        m.on_event(&ev(
+            &tick(100_000, 0, "Entry[System.String,System.Object][]"),
+            4,
+        ))
+        .unwrap();
+        m.name_nested_types(std::iter::empty());
+        assert_eq!(
+            m.type_name(0),
+            "System.Collections.Generic.Dictionary`2+Entry[System.String,System.Object][]"
+        );
+        assert_eq!(
+            square_brackets("System.Collections.Generic.List`1+<GetEnumerator>d__6<System.Int32>"),
+            "System.Collections.Generic.List`1+<GetEnumerator>d__6[System.Int32]"
         );
     }
 }
