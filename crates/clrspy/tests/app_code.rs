@@ -162,3 +162,57 @@ fn the_default_tree_marks_its_cuts_and_the_summary_offers_the_callers() {
         "{line}"
     );
 }
+
+#[test]
+fn the_html_flame_graph_has_a_by_leaf_view_and_a_labelled_root() {
+    let t = path(SHOP);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shop.html");
+    run(&[
+        "convert",
+        &t,
+        "--to",
+        "html",
+        "-o",
+        &out.display().to_string(),
+    ]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    // Two graphs, each at most 900 px tall in the page (a taller one scrolls in its frame).
+    for id in ["flamegraph", "flamegraph-by-leaf"] {
+        let at = html
+            .find(&format!("<iframe id={id} "))
+            .unwrap_or_else(|| panic!("no {id}"));
+        let style = &html[at..at + 200];
+        let h: u32 = style
+            .split("height:")
+            .nth(1)
+            .and_then(|s| s.split("px").next())
+            .and_then(|s| s.parse().ok())
+            .unwrap();
+        assert!(h <= 900, "{id}: {h} px");
+    }
+    assert!(
+        html.contains("all threads: CPU, "),
+        "the root is not labelled"
+    );
+    // By leaf, every stack ending in the hottest method is one bar: as wide as its
+    // exclusive share in the report.
+    let r = json(&["report", &t, "cpu", "--json"]);
+    let hot = &r["top_exclusive"][0];
+    let method = hot["method"].as_str().unwrap();
+    let pct = hot["percent"].as_f64().unwrap();
+    let leaf = &html[html.find("<iframe id=flamegraph-by-leaf ").unwrap()..];
+    let key = format!("&lt;title&gt;{method} (");
+    let bar = leaf.find(&key).unwrap_or_else(|| panic!("no {method} bar"));
+    let title = &leaf[bar + key.len()..bar + key.len() + 80];
+    let shown: f64 = title
+        .split(", ")
+        .nth(1)
+        .and_then(|s| s.split('%').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{title}"));
+    assert!(
+        (shown - pct).abs() < 0.2,
+        "{method}: {shown}% by leaf, {pct}% exclusive"
+    );
+}
