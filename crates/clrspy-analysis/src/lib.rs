@@ -36,6 +36,8 @@ pub mod inventory;
 pub mod profile;
 pub mod r2r;
 pub mod runqueue;
+pub mod signature;
+pub mod signature;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
