@@ -37,7 +37,6 @@ pub mod profile;
 pub mod r2r;
 pub mod runqueue;
 pub mod signature;
-pub mod signature;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
