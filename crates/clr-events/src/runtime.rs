@@ -85,6 +85,10 @@ pub mod ids {
     pub const METHOD_UNLOAD_VERBOSE: u32 = 144;
     /// Method/R2RGetEntryPoint (a precompiled method's entry address, no size).
     pub const R2R_GET_ENTRY_POINT: u32 = 159;
+    /// Loader/ModuleLoad.
+    pub const MODULE_LOAD: u32 = 152;
+    /// TypeLoad/Stop: a type the runtime loaded, by its full name.
+    pub const TYPE_LOAD_STOP: u32 = 74;
     /// ExceptionCatch/Start.
     pub const EXCEPTION_CATCH_START: u32 = 250;
 }
@@ -95,6 +99,10 @@ pub mod rundown_ids {
     pub const METHOD_DC_START_VERBOSE: u32 = 143;
     /// Method/DCStopVerbose.
     pub const METHOD_DC_STOP_VERBOSE: u32 = 144;
+    /// Loader/ModuleDCStart.
+    pub const MODULE_DC_START: u32 = 153;
+    /// Loader/ModuleDCStop.
+    pub const MODULE_DC_STOP: u32 = 154;
 }
 
 fn rt<'a>(id: u32, version: u8, p: &'a [u8], ptr: u8) -> Result<Cursor<'a>, ViewError> {
@@ -151,6 +159,65 @@ impl<'a> MethodLoad<'a> {
             namespace: c.str("MethodNamespace")?,
             name: c.str("MethodName")?,
             signature: c.str("MethodSignature")?,
+        })
+    }
+}
+
+/// `Loader/ModuleLoad` and the rundown's `Loader/ModuleDCStart`/`ModuleDCStop` (one template's
+/// first fields): a module's id, its assembly and the file it was loaded from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModuleLoad<'a> {
+    /// The module's id (the `ModuleID` of method events).
+    pub module_id: u64,
+    /// The assembly's id.
+    pub assembly_id: u64,
+    /// The IL image's path (empty for modules loaded from memory).
+    pub il_path: Utf16Str<'a>,
+}
+
+impl<'a> ModuleLoad<'a> {
+    /// Parses any of the three events (`provider` and `id` name the event in errors).
+    pub fn parse_event(
+        provider: KnownProvider,
+        id: u32,
+        payload: &'a [u8],
+        version: u8,
+        pointer_size: u8,
+    ) -> Result<Self, ViewError> {
+        let mut c = Cursor::for_event(provider, id, version, payload, pointer_size)?;
+        let module_id = c.u64("ModuleID")?;
+        let assembly_id = c.u64("AssemblyID")?;
+        c.u32("ModuleFlags")?;
+        c.u32("Reserved1")?;
+        Ok(ModuleLoad {
+            module_id,
+            assembly_id,
+            il_path: c.str("ModuleILPath")?,
+        })
+    }
+}
+
+/// `TypeLoad/Stop`: a type the runtime loaded (the `TypeDiagnostic` keyword), its id (the
+/// `TypeID` of allocation ticks) and full name, nested types with their declaring type and
+/// generic arguments in angle brackets (`System.Collections.Generic.Dictionary`2+Entry<A,B>[]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeLoadStop<'a> {
+    /// The type's id (its `MethodTable`).
+    pub type_id: u64,
+    /// Its full name.
+    pub type_name: Utf16Str<'a>,
+}
+
+impl<'a> TypeLoadStop<'a> {
+    /// Parses `TypeLoad/Stop` (runtime event 74).
+    pub fn parse(payload: &'a [u8], version: u8, pointer_size: u8) -> Result<Self, ViewError> {
+        let mut c = rt(ids::TYPE_LOAD_STOP, version, payload, pointer_size)?;
+        c.u32("TypeLoadStartID")?;
+        c.u32("ClrInstanceID")?;
+        c.u32("LoadLevel")?;
+        Ok(TypeLoadStop {
+            type_id: c.u64("TypeID")?,
+            type_name: c.str("TypeName")?,
         })
     }
 }

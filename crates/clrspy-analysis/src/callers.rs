@@ -163,10 +163,7 @@ pub fn method_links(
         let mut callees: Vec<FrameId> = r.frames[..pos].iter().rev().copied().collect();
         if let Some(g) = group {
             callers = g.fold_ids(callers, symbols);
-            let fw = |&f: &FrameId| {
-                let fr = symbols.frame(f);
-                g.is_framework(&fr.name, fr.kind)
-            };
+            let fw = |&f: &FrameId| g.is_framework_frame(f, symbols);
             callees = fold_root_first(callees, fw);
         }
         up.add(callers.into_iter(), w, n);

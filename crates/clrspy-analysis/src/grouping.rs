@@ -3,9 +3,15 @@
 //! frames in a stack becomes its root-most frame, the entry point into the framework; the
 //! app's frames, and clrspy's own marker frames (`[idle: ...]`, `[runtime: ...]`), stay.
 //!
-//! Which frames are the framework's is a rule of name prefixes ([`FRAMEWORK_PREFIXES`], plus
+//! Which frames are the framework's is decided first by assembly: the methods of the app's
+//! own assemblies ([`AppCode`]: the entry assembly and those loaded from its folder, from the
+//! trace's module events) are the app's whatever their namespace (Microsoft's sample apps
+//! live under `Microsoft.*`). The rest goes by name prefixes ([`FRAMEWORK_PREFIXES`], plus
 //! native and unknown frames), which the user extends ([`JustMyCode::framework`]) or replaces
-//! by naming their own code ([`JustMyCode::my_code`]).
+//! by naming their own code ([`JustMyCode::my_code`], which overrides the assemblies too).
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use crate::symbols::{FrameId, FrameKind, Symbols};
 
@@ -26,6 +32,97 @@ pub const FRAMEWORK_PREFIXES: &[&str] = &[
 /// the runtime's, for the grouping. Other bracketed names are clrspy's markers.
 const UNNAMED_CODE: &[&str] = &["[native]", "[unknown", "[jitted code"];
 
+/// The app's own code by assembly: the frames of methods whose module is one of the app's
+/// assemblies ([`app_modules`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AppCode {
+    /// The app's assemblies' file names, sorted.
+    pub assemblies: Vec<String>,
+    frames: Arc<BTreeSet<String>>,
+}
+
+impl AppCode {
+    /// The app's code: its assemblies and the names of their methods' frames.
+    pub fn new(assemblies: Vec<String>, frames: BTreeSet<String>) -> AppCode {
+        AppCode {
+            assemblies,
+            frames: Arc::new(frames),
+        }
+    }
+
+    /// True when the frame of this name is a method of the app's assemblies.
+    pub fn contains(&self, name: &str) -> bool {
+        self.frames.contains(name)
+    }
+
+    /// True when no frame is known to be the app's by assembly.
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+}
+
+/// True for an assembly (file stem) that ships with .NET or a framework package by its name.
+fn is_framework_assembly(stem: &str) -> bool {
+    [
+        "System",
+        "Microsoft",
+        "netstandard",
+        "mscorlib",
+        "WindowsBase",
+    ]
+    .iter()
+    .any(|p| stem == *p || stem.starts_with(&format!("{p}.")))
+}
+
+/// The app's modules among `modules` (module id, IL file path): the entry assembly (the file
+/// whose stem is `entry`, e.g. `WebApp` for `WebApp.dll`), and the assemblies loaded from the
+/// same folder, except those whose file name is a framework's (`System.*`, `Microsoft.*`: a
+/// self-contained app's runtime, NuGet packages such as Entity Framework Core) unless it
+/// shares the entry assembly's name up to its last part (`Microsoft.eShopWeb.Infrastructure`
+/// beside `Microsoft.eShopWeb.Web`). Empty when no module is the entry assembly.
+pub fn app_modules(entry: &str, modules: &[(u64, &str)]) -> HashSet<u64> {
+    fn split(path: &str) -> (&str, &str) {
+        match path.rfind(['/', '\\']) {
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => ("", path),
+        }
+    }
+    fn stem(file: &str) -> &str {
+        let lower = file.to_ascii_lowercase();
+        if lower.ends_with(".dll") || lower.ends_with(".exe") {
+            &file[..file.len() - 4]
+        } else {
+            file
+        }
+    }
+    let mut out = HashSet::new();
+    let Some(dir) = modules.iter().find_map(|&(_, p)| {
+        let (dir, file) = split(p);
+        stem(file).eq_ignore_ascii_case(entry).then_some(dir)
+    }) else {
+        return out;
+    };
+    // The entry's family: its name up to the last dot, when that has two parts or more.
+    let family = entry
+        .rfind('.')
+        .map(|i| &entry[..=i])
+        .filter(|f| f.matches('.').count() >= 2);
+    for &(id, p) in modules {
+        let (d, file) = split(p);
+        if d != dir {
+            continue;
+        }
+        let s = stem(file);
+        let mine = s.eq_ignore_ascii_case(entry)
+            || !is_framework_assembly(s)
+            || family.is_some_and(|f| s.starts_with(f));
+        if mine {
+            out.insert(id);
+        }
+    }
+    out
+}
+
 /// The grouping rule.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JustMyCode {
@@ -35,6 +132,9 @@ pub struct JustMyCode {
     pub my_code: Vec<String>,
     /// More framework prefixes, on top of [`FRAMEWORK_PREFIXES`] (third-party libraries).
     pub framework: Vec<String>,
+    /// The app's own code by assembly ([`JustMyCode::with_app_code`]): its frames are the
+    /// app's unless `my_code` or `framework` says otherwise.
+    pub app: AppCode,
 }
 
 /// A prefix as the user wrote it, with a glob's trailing `*` dropped.
@@ -48,6 +148,15 @@ impl JustMyCode {
         JustMyCode {
             my_code: my_code.into_iter().filter(|p| !p.is_empty()).collect(),
             framework: framework.into_iter().filter(|p| !p.is_empty()).collect(),
+            app: AppCode::default(),
+        }
+    }
+
+    /// The same rule knowing the trace's app code (from [`Symbols::app_code`]).
+    pub fn with_app_code(&self, app: &AppCode) -> JustMyCode {
+        JustMyCode {
+            app: app.clone(),
+            ..self.clone()
         }
     }
 
@@ -55,6 +164,10 @@ impl JustMyCode {
     /// managed methods by the prefix rule. clrspy's marker frames (names in brackets, such as
     /// `[idle: thread pool waiting for work]`) never are.
     pub fn is_framework(&self, name: &str, kind: FrameKind) -> bool {
+        self.decide(name, kind, &self.app)
+    }
+
+    fn decide(&self, name: &str, kind: FrameKind, app: &AppCode) -> bool {
         if name.starts_with('[') {
             return UNNAMED_CODE.iter().any(|p| name.starts_with(p));
         }
@@ -64,8 +177,34 @@ impl JustMyCode {
         if !self.my_code.is_empty() {
             return !self.my_code.iter().any(|p| name.starts_with(prefix(p)));
         }
+        if self.framework.iter().any(|p| name.starts_with(prefix(p))) {
+            return true;
+        }
+        if app.contains(name) {
+            return false;
+        }
         FRAMEWORK_PREFIXES.iter().any(|p| name.starts_with(p))
-            || self.framework.iter().any(|p| name.starts_with(prefix(p)))
+    }
+
+    /// The rule with the app code of `symbols` when it was not given one.
+    pub fn for_symbols(&self, symbols: &Symbols) -> JustMyCode {
+        if self.app.is_empty() {
+            self.with_app_code(symbols.app_code())
+        } else {
+            self.clone()
+        }
+    }
+
+    /// [`JustMyCode::is_framework`] for a frame of `symbols`, knowing their app code when the
+    /// rule was not given one.
+    pub fn is_framework_frame(&self, f: FrameId, symbols: &Symbols) -> bool {
+        let fr = symbols.frame(f);
+        let app = if self.app.is_empty() {
+            symbols.app_code()
+        } else {
+            &self.app
+        };
+        self.decide(&fr.name, fr.kind, app)
     }
 
     /// The same for a frame known only by its name: native frames are told by their
@@ -81,10 +220,7 @@ impl JustMyCode {
 
     /// Folds a leaf-first stack of frame ids.
     pub fn fold_ids(&self, frames: Vec<FrameId>, symbols: &Symbols) -> Vec<FrameId> {
-        fold_leaf_first(frames, |&f| {
-            let fr = symbols.frame(f);
-            self.is_framework(&fr.name, fr.kind)
-        })
+        fold_leaf_first(frames, |&f| self.is_framework_frame(f, symbols))
     }
 
     /// Folds a root-first stack of frame names.
@@ -157,6 +293,42 @@ mod tests {
                 "[idle: thread pool waiting for work]",
             ])
         );
+    }
+
+    #[test]
+    fn app_code_is_decided_by_assembly() {
+        let modules = [
+            (1, "/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.0/System.Private.CoreLib.dll"),
+            (2, "/srv/shop/Microsoft.eShopWeb.Web.dll"),
+            (3, "/srv/shop/Microsoft.eShopWeb.Infrastructure.dll"),
+            (4, "/srv/shop/Microsoft.EntityFrameworkCore.dll"),
+            (5, "/srv/shop/Ardalis.Specification.dll"),
+            (6, "/usr/share/dotnet/shared/Microsoft.AspNetCore.App/10.0.0/Microsoft.AspNetCore.Mvc.Core.dll"),
+            (7, "/srv/shop/System.Text.Json.dll"),
+        ];
+        let app = app_modules("Microsoft.eShopWeb.Web", &modules);
+        let mut ids: Vec<u64> = app.into_iter().collect();
+        ids.sort_unstable();
+        assert_eq!(ids, vec![2, 3, 5]);
+        // No entry assembly among the modules: nothing is decided by assembly.
+        assert!(app_modules("Other", &modules).is_empty());
+        // An app under Microsoft.* is the app's once its frames are known...
+        let frames: BTreeSet<String> = ["Microsoft.eShopWeb.Web.Pages.Index.OnGet".to_string()]
+            .into_iter()
+            .collect();
+        let code = AppCode::new(vec!["Microsoft.eShopWeb.Web.dll".into()], frames);
+        let rule = JustMyCode::default().with_app_code(&code);
+        assert!(!rule.is_framework_name("Microsoft.eShopWeb.Web.Pages.Index.OnGet"));
+        assert!(JustMyCode::default().is_framework_name("Microsoft.eShopWeb.Web.Pages.Index.OnGet"));
+        assert!(
+            rule.is_framework_name("Microsoft.AspNetCore.Mvc.Infrastructure.ResourceInvoker.Next")
+        );
+        // ...and --just-my-code=PATTERN and --framework still decide over it.
+        let pattern = JustMyCode::new(vec!["Contoso.*".into()], vec![]).with_app_code(&code);
+        assert!(pattern.is_framework_name("Microsoft.eShopWeb.Web.Pages.Index.OnGet"));
+        let extra =
+            JustMyCode::new(vec![], vec!["Microsoft.eShopWeb.*".into()]).with_app_code(&code);
+        assert!(extra.is_framework_name("Microsoft.eShopWeb.Web.Pages.Index.OnGet"));
     }
 
     #[test]

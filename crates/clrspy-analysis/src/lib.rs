@@ -36,6 +36,7 @@ pub mod inventory;
 pub mod profile;
 pub mod r2r;
 pub mod runqueue;
+pub mod signature;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
@@ -462,6 +463,8 @@ impl Analysis {
         self.gc.finish();
         self.symbols.finish();
         self.symbols.resolve_all(self.stacks.all_ips());
+        self.symbols.mark_app_code(self.process_name.as_deref());
+        self.alloc.name_nested_types(self.symbols.declaring_types());
         self.duration_ns = self.first_ns.map_or(0, |f| self.last_ns - f);
         self.has_rundown = self.symbols.has_rundown();
         self.has_thread_cpu = self.cpu.has_readings();

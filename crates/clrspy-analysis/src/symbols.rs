@@ -18,12 +18,14 @@
 //! Ranges are collected during the pass and resolved at the end, because the rundown comes last.
 
 use clr_events::clrspy::{ids as clrspy_ids, R2rImage, R2rMethod};
-use clr_events::runtime::{ids, rundown_ids, MethodLoad, R2rEntryPoint};
+use clr_events::runtime::{ids, rundown_ids, MethodLoad, ModuleLoad, R2rEntryPoint};
 use clr_events::{KnownProvider, ViewError};
 use rustc_hash::FxHashMap;
 
 use crate::event::{Model, ModelEvent, Provider, Wanted};
+use crate::grouping::{app_modules, AppCode};
 use crate::r2r::{ImageIdentity, ImageSources, R2rNames};
+pub use crate::signature::short_signature;
 
 /// The longest a ReadyToRun method is assumed to be when only its entry point is known.
 pub const R2R_MAX_SIZE: u64 = 4 * 1024;
@@ -104,6 +106,12 @@ pub struct Symbols {
     has_rundown: bool,
     /// Names of precompiled code from the trace and the images.
     r2r: R2rNames,
+    /// The module of each method id that a method event named (its `ModuleID`).
+    method_modules: FxHashMap<u64, u64>,
+    /// The IL file of each module id (module load and rundown events).
+    module_paths: FxHashMap<u64, String>,
+    /// The frames of the app's own assemblies ([`Symbols::mark_app_code`]).
+    app: AppCode,
 }
 
 impl Model for Symbols {
@@ -115,6 +123,9 @@ impl Model for Symbols {
         Wanted::rundown(rundown_ids::METHOD_DC_STOP_VERBOSE),
         Wanted::clrspy(clrspy_ids::R2R_METHOD),
         Wanted::clrspy(clrspy_ids::R2R_IMAGE),
+        Wanted::runtime(ids::MODULE_LOAD).always(),
+        Wanted::rundown(rundown_ids::MODULE_DC_START),
+        Wanted::rundown(rundown_ids::MODULE_DC_STOP),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
@@ -130,8 +141,18 @@ impl Model for Symbols {
                     &e.signature.to_string_lossy(),
                 );
             }
+            (Provider::Known(k), id) if is_module_event(k, id) => {
+                let m = ModuleLoad::parse_event(k, id, p, v, ptr)?;
+                let path = m.il_path.to_string_lossy();
+                if !path.is_empty() {
+                    self.module_paths.insert(m.module_id, path);
+                }
+            }
             (Provider::Known(k), id) => {
                 let m = MethodLoad::parse_event(k, id, p, v, ptr)?;
+                if m.module_id != 0 {
+                    self.method_modules.insert(m.method_id, m.module_id);
+                }
                 if k == KnownProvider::Rundown {
                     self.has_rundown = true;
                 }
@@ -456,9 +477,72 @@ impl Symbols {
         self.frames.get(id.0 as usize).unwrap_or(&NONE)
     }
 
+    /// Decides which frames are the app's own code by their assembly: the methods of the
+    /// entry assembly (`entry`, the program's name, e.g. `WebApp` for `dotnet WebApp.dll`) and
+    /// of the assemblies loaded from its folder ([`app_modules`]). Call after
+    /// [`Symbols::finish`]; without an entry assembly or module events, no frame is.
+    pub fn mark_app_code(&mut self, entry: Option<&str>) {
+        let Some(entry) = entry else {
+            self.app = AppCode::default();
+            return;
+        };
+        let modules: Vec<(u64, &str)> = self
+            .module_paths
+            .iter()
+            .map(|(&id, p)| (id, p.as_str()))
+            .collect();
+        let app = app_modules(entry, &modules);
+        if app.is_empty() {
+            self.app = AppCode::default();
+            return;
+        }
+        let mut frames = std::collections::BTreeSet::new();
+        for (method_id, module) in &self.method_modules {
+            if !app.contains(module) {
+                continue;
+            }
+            let Some(&idx) = self.method_by_id.get(method_id) else {
+                continue;
+            };
+            if let Some(&f) = self.method_frames.get(idx as usize) {
+                frames.insert(self.frame(f).name.clone());
+            }
+        }
+        let mut assemblies: Vec<String> = app
+            .iter()
+            .filter_map(|m| self.module_paths.get(m))
+            .map(|p| p.rsplit(['/', '\\']).next().unwrap_or(p).to_string())
+            .collect();
+        assemblies.sort();
+        assemblies.dedup();
+        self.app = AppCode::new(assemblies, frames);
+    }
+
+    /// The declaring types of the methods named so far (`Namespace.Type+Nested`), as the
+    /// method events wrote them, one per method.
+    pub fn declaring_types(&self) -> impl Iterator<Item = &str> {
+        self.methods.iter().map(|m| m.namespace.as_str())
+    }
+
+    /// The app's own code, by assembly ([`Symbols::mark_app_code`]).
+    pub fn app_code(&self) -> &AppCode {
+        &self.app
+    }
+
     /// Number of distinct frames named so far.
     pub fn frame_count(&self) -> usize {
         self.frames.len()
+    }
+}
+
+/// `Loader/ModuleLoad` and the rundown's module events.
+fn is_module_event(k: KnownProvider, id: u32) -> bool {
+    match k {
+        KnownProvider::Runtime => id == ids::MODULE_LOAD,
+        KnownProvider::Rundown => {
+            id == rundown_ids::MODULE_DC_START || id == rundown_ids::MODULE_DC_STOP
+        }
+        _ => false,
     }
 }
 
@@ -485,27 +569,6 @@ fn full_name(m: &Method) -> String {
     } else {
         format!("{}.{}", m.namespace, m.name)
     }
-}
-
-/// `instance void  (int32,class System.String)` → `int32,String`.
-pub fn short_signature(sig: &str) -> String {
-    let inner = sig
-        .find('(')
-        .and_then(|a| sig.rfind(')').filter(|&b| b > a).map(|b| &sig[a + 1..b]))
-        .unwrap_or("");
-    inner
-        .split(',')
-        .map(|p| {
-            let p = p.trim();
-            let p = p
-                .strip_prefix("class ")
-                .or_else(|| p.strip_prefix("valuetype "))
-                .unwrap_or(p);
-            p.rsplit('.').next().unwrap_or(p).to_string()
-        })
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 #[cfg(test)]

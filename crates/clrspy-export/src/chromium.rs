@@ -123,10 +123,7 @@ pub fn write_grouped<S: ByteSource>(
                         let mut n: Vec<FrameId> =
                             ips.iter().rev().map(|&ip| a.symbols.resolve(ip)).collect();
                         if let Some(g) = group {
-                            n = fold_root_first(n, |&f| {
-                                let fr = a.symbols.frame(f);
-                                g.is_framework(&fr.name, fr.kind)
-                            });
+                            n = fold_root_first(n, |&f| g.is_framework_frame(f, &a.symbols));
                         }
                         frames_of.insert(id, n.clone());
                         n

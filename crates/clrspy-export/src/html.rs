@@ -28,6 +28,28 @@ fn svg_height(svg: &str) -> Option<u32> {
         .map(|v| v.ceil() as u32)
 }
 
+/// The tallest a graph's frame gets; a taller graph scrolls inside it.
+const MAX_FRAME_HEIGHT: u32 = 900;
+
+/// Embeds an SVG in a document of its own (its script expects to be the page's only SVG), as
+/// an iframe's srcdoc: no file, no network. The frame is as tall as the graph, up to
+/// [`MAX_FRAME_HEIGHT`].
+fn embed(h: &mut String, id: &str, title: &str, svg: &[u8]) {
+    let svg = String::from_utf8_lossy(svg);
+    let svg = svg.find("<svg").map_or(&*svg, |i| &svg[i..]);
+    // Scaled to the frame's width (the SVG has a view box; inferno's fluid layout
+    // miscomputes its width inside a frame).
+    let doc = format!(
+        "<!doctype html><html><head><style>svg{{width:100%;height:auto}}</style></head><body style=\"margin:0\">{svg}</body></html>"
+    );
+    let height = svg_height(svg).map_or(560, |h| (h + 8).min(MAX_FRAME_HEIGHT));
+    let _ = write!(
+        h,
+        "<iframe id={id} title=\"{title}\" style=\"height:{height}px\" srcdoc=\"{}\"></iframe>",
+        escape(&doc)
+    );
+}
+
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -93,19 +115,45 @@ pub fn write_with(
     let alloc = alloc::build(a, &top(20));
     let exc = exceptions::build(a, &top(20));
     let stacks = weighted_stacks(a, metric, filter);
-    let mut svg = Vec::new();
     let label = |t: u64| thread_label(a, t);
     let what = match metric {
         Metric::Cpu => "CPU",
         Metric::Wait => "waiting time",
         Metric::Alloc => "allocated bytes",
     };
-    flamegraph::write(
+    let total: f64 = stacks.iter().map(|s| s.weight).sum();
+    let root_label = Some(match metric {
+        Metric::Cpu | Metric::Wait => format!("all threads: {what}, {total:.1} ms"),
+        Metric::Alloc => format!("all allocations: {:.1} MB", total / 1048576.0),
+    });
+    // Top-down (the root and its label first) and by leaf (the hot methods as one bar each),
+    // both scaled to the page's width ([`embed`]).
+    let mut svg = Vec::new();
+    let view = flamegraph::View {
+        top_down: true,
+        root_label: root_label.clone(),
+        ..flamegraph::View::default()
+    };
+    flamegraph::write_view(
         &mut svg,
         &stacks,
         metric,
         &format!("{title} — {what}"),
         &label,
+        &view,
+    )?;
+    let mut by_leaf = Vec::new();
+    let view = flamegraph::View {
+        by_leaf: true,
+        ..view
+    };
+    flamegraph::write_view(
+        &mut by_leaf,
+        &stacks,
+        metric,
+        &format!("{title} — {what} by leaf"),
+        &label,
+        &view,
     )?;
     let allocated = if alloc.ticks == 0 {
         "not recorded (record with --profile alloc)".to_string()
@@ -154,23 +202,21 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.links ul{{padding-left:1
     ));
     let _ = write!(
         h,
-        "<h2>Flame graph ({what}; click to zoom, Ctrl+F to search)</h2>"
+        "<h2>Flame graph ({what}; root at the top; click to zoom, Ctrl+F to search)</h2>"
     );
     if stacks.is_empty() {
         let _ = write!(h, "<p class=note>no {what} stacks in this trace</p>");
     }
-    // The SVG in a document of its own (its script expects to be the page's only SVG), as
-    // the iframe's srcdoc: no file, no network.
-    let svg = String::from_utf8_lossy(&svg);
-    let svg = svg.find("<svg").map_or(&*svg, |i| &svg[i..]);
-    let doc = format!("<!doctype html><html><body style=\"margin:0\">{svg}</body></html>");
-    // The frame as tall as the graph, so its root frames (at the bottom) show without
-    // scrolling inside the box.
-    let height = svg_height(svg).map_or(560, |h| h + 8);
+    embed(&mut h, "flamegraph", "flame graph", &svg);
     let _ = write!(
         h,
-        "<iframe id=flamegraph title=\"flame graph\" style=\"height:{height}px\" srcdoc=\"{}\"></iframe>",
-        escape(&doc)
+        "<h2>By leaf ({what}; inverted: identical leaf methods merged into one bar, their callers under it)</h2>"
+    );
+    embed(
+        &mut h,
+        "flamegraph-by-leaf",
+        "flame graph by leaf",
+        &by_leaf,
     );
     h.push_str(&links::section(a, &cpu.top_exclusive, filter, 5));
     h.push_str(&table(

@@ -43,6 +43,10 @@ pub struct WeightedStack {
 /// The stacks of `metric`, root first, heaviest first, with zero weights left out.
 pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Vec<WeightedStack> {
     let mut out = Vec::new();
+    let group = filter
+        .just_my_code
+        .as_ref()
+        .map(|g| g.for_symbols(&a.symbols));
     match metric {
         Metric::Cpu | Metric::Wait => {
             let m = metric;
@@ -74,7 +78,7 @@ pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Ve
                 }
                 let mut frames = a.frames(stack);
                 frames.reverse();
-                if let Some(g) = &filter.just_my_code {
+                if let Some(g) = &group {
                     frames = g.fold_names(frames);
                 }
                 // The allocated type is the leaf, as PerfView's allocation stacks show it.

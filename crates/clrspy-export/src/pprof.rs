@@ -244,11 +244,15 @@ fn encode_input(input: &Input) -> Vec<u8> {
 /// Allocation ticks per stack, keyed like [`weighted_stacks`]' allocation rows.
 fn alloc_counts(a: &Analysis, filter: &StackFilter) -> FxHashMap<Vec<String>, u64> {
     let mut counts: FxHashMap<Vec<String>, u64> = FxHashMap::default();
+    let group = filter
+        .just_my_code
+        .as_ref()
+        .map(|g| g.for_symbols(&a.symbols));
     let entries: Vec<_> = a.alloc.by_stack.iter().map(|(k, v)| (*k, *v)).collect();
     for ((t, _, stack), (count, _)) in entries {
         let mut frames = a.frames(stack);
         frames.reverse();
-        if let Some(g) = &filter.just_my_code {
+        if let Some(g) = &group {
             frames = g.fold_names(frames);
         }
         frames.push(format!("[type] {}", a.alloc.type_name(t)));

@@ -70,16 +70,25 @@ pub fn percent(part: f64, whole: f64) -> f64 {
 /// A name that fits is kept whole; so is the last segment (the method) when nothing else is
 /// left to shorten.
 pub fn fit(name: &str, max: usize) -> String {
+    fit_keeping(name, max, None)
+}
+
+/// [`fit`] that keeps the character at `keep` readable: no bracket group around it collapses.
+fn fit_keeping(name: &str, max: usize, mut keep: Option<usize>) -> String {
     if name.chars().count() <= max {
         return name.to_string();
     }
     let mut s: Vec<char> = name.chars().collect();
     // 1. Bracket groups, longest first: `[...]`, `<...>`, `(...)`.
     while s.len() > max {
-        let Some((open, close)) = longest_group(&s) else {
+        let Some((open, close)) = longest_group(&s, keep) else {
             break;
         };
         s.splice(open + 1..close, std::iter::once('…'));
+        // A group before the kept character moves it left.
+        if let Some(k) = keep.as_mut().filter(|k| **k > close) {
+            *k -= close - open - 2;
+        }
     }
     if s.len() <= max {
         return s.into_iter().collect();
@@ -102,9 +111,81 @@ pub fn fit(name: &str, max: usize) -> String {
     s.into_iter().collect()
 }
 
+/// [`fit`] for one of several sibling names (a tree's children): when another sibling would
+/// read the same once shortened (they differ only in arguments [`fit`] cuts), the namespaces
+/// inside the brackets go instead, and the bracket group where they differ stays.
+pub fn fit_among(name: &str, max: usize, siblings: &[&str]) -> String {
+    let plain = fit(name, max);
+    let clashes: Vec<&str> = siblings
+        .iter()
+        .copied()
+        .filter(|o| *o != name && fit(o, max) == plain)
+        .collect();
+    if clashes.is_empty() {
+        return plain;
+    }
+    let short = strip_inner_namespaces(name);
+    // The first character where it differs from a clashing sibling.
+    let differs = clashes
+        .iter()
+        .map(|o| {
+            let o = strip_inner_namespaces(o);
+            short
+                .chars()
+                .zip(o.chars())
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
+        .min()
+        .unwrap_or(0);
+    fit_keeping(&short, max, Some(differs))
+}
+
+/// `name` with the namespaces of the type names inside its brackets dropped:
+/// `Cache`1[System.Collections.Generic.List`1[System.Int32]]` is `Cache`1[List`1[Int32]]`.
+pub fn strip_inner_namespaces(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut depth = 0i32;
+    // Where the current name inside brackets starts in `out`.
+    let mut seg_start = 0;
+    for c in name.chars() {
+        match c {
+            '[' | '<' | '(' => {
+                depth += 1;
+                out.push(c);
+                seg_start = out.len();
+            }
+            ']' | '>' | ')' | ',' | ' ' => {
+                if matches!(c, ']' | '>' | ')') {
+                    depth -= 1;
+                }
+                out.push(c);
+                seg_start = out.len();
+            }
+            '.' if depth > 0 => out.truncate(seg_start),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// `s` cut in its middle to `max` characters at most (`…` in the cut), the end kept longer
+/// than the start (the type and method are at the end); whole when it fits.
+pub fn cut_middle(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max || max < 3 {
+        return s.to_string();
+    }
+    let head = (max - 1) / 4;
+    let tail = max - 1 - head;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
 /// The bracket group (`open`, `close` indexes) with the most characters inside, not already
-/// collapsed to `…`.
-fn longest_group(s: &[char]) -> Option<(usize, usize)> {
+/// collapsed to `…`, and not around `keep`.
+fn longest_group(s: &[char], keep: Option<usize>) -> Option<(usize, usize)> {
     let mut best: Option<(usize, usize)> = None;
     let mut stack: Vec<(char, usize)> = Vec::new();
     for (i, &c) in s.iter().enumerate() {
@@ -122,7 +203,9 @@ fn longest_group(s: &[char]) -> Option<(usize, usize)> {
                     let inner = i - open - 1;
                     let collapsed = inner == 1 && s[open + 1] == '…';
                     let part_of_name = want == '<' && names_a_method(s, open);
+                    let kept = keep.is_some_and(|k| open < k && k <= i);
                     if inner > 0
+                        && !kept
                         && !collapsed
                         && !part_of_name
                         && best.is_none_or(|(o, e)| inner > e - o - 1)

@@ -347,10 +347,33 @@ fn html_flame_graph_box_is_as_tall_as_the_graph() {
         .unwrap();
     assert!(h > 300, "a deep graph: {h}");
     let page = std::fs::read_to_string(&html).unwrap();
+    // As tall as the graph it holds (drawn root first, about as tall as the file's) up to
+    // 900 px (a taller one scrolls in its frame): its labelled root shows at the frame's top.
+    let frame = &page[page.find("<iframe id=flamegraph ").unwrap()..];
+    let svg_at = frame.find("&lt;svg ").unwrap();
+    let inner: u32 = frame[svg_at..][frame[svg_at..].find(" height=&quot;").unwrap() + 14..]
+        .split("&quot;")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(inner.abs_diff(h) < 20, "{inner} vs {h}");
     assert!(
-        page.contains(&format!("style=\"height:{}px\"", h + 8)),
-        "the frame shows the whole graph, root frames included"
+        frame.starts_with(&format!(
+            "<iframe id=flamegraph title=\"flame graph\" style=\"height:{}px\"",
+            (inner + 8).min(900)
+        )),
+        "the frame is as tall as the graph, up to 900 px"
     );
+    let root = frame.find("&lt;title&gt;all threads: CPU").unwrap();
+    let y = |at: usize| -> f64 {
+        let r = &frame[at..];
+        let r = &r[r.find("y=&quot;").unwrap() + 8..];
+        r[..r.find("&quot;").unwrap()].parse().unwrap()
+    };
+    let root_y = y(root);
+    let first_bar = frame.find("&lt;title&gt;").unwrap();
+    assert!(root_y <= y(first_bar), "the root is the top bar");
 }
 
 #[test]

@@ -39,7 +39,7 @@ pub(super) fn section(
         h.push_str("<p class=note>no CPU stacks in this trace</p>");
         return h;
     }
-    let rule = JustMyCode::default();
+    let rule = JustMyCode::default().for_symbols(&a.symbols);
     for m in methods {
         let Some(l) = method_links(&profile, Metric::Cpu, &a.symbols, &m.method, group.as_ref())
         else {

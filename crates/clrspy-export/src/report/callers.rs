@@ -5,12 +5,13 @@
 use std::io::{self, Write};
 
 use clrspy_analysis::callers::{method_links, LinkNode};
+use clrspy_analysis::grouping::AppCode;
 use clrspy_analysis::profile::TreeNode;
 use clrspy_analysis::{Analysis, Metric};
 use serde::Serialize;
 
 use super::text::TextStyle;
-use super::tree::{write_tree, Columns};
+use super::tree::{write_tree_with, Columns};
 use super::{ReportKind, ReportOptions, TextView, TreeOptions};
 use crate::units::{fit, percent, round1};
 
@@ -43,6 +44,9 @@ pub struct CallersReport {
     /// A window or filter narrowed the samples.
     #[serde(skip)]
     pub narrowed: bool,
+    /// The trace's app code by assembly: the text tree never hides its frames in a chain.
+    #[serde(skip)]
+    pub app: AppCode,
 }
 
 /// A caller.
@@ -95,6 +99,7 @@ pub fn build(a: &Analysis, metric: Metric, pattern: &str, o: &ReportOptions) -> 
             ..TreeOptions::default()
         }),
         narrowed: o.narrowed,
+        app: a.symbols.app_code().clone(),
     }
 }
 
@@ -185,6 +190,6 @@ impl TextView for CallersReport {
             cutoff: self.tree_view.cutoff * self.percent / 100.0,
             ..self.tree_view
         };
-        write_tree(out, &root, 100.0, &view, Columns::Samples, style)
+        write_tree_with(out, &root, 100.0, &view, Columns::Samples, style, &self.app)
     }
 }

@@ -121,6 +121,9 @@ pub struct TreeOptions {
     pub width: usize,
     /// Nodes under this percent of the total are hidden.
     pub cutoff: f64,
+    /// Past `depth`, the hottest path (the heaviest child at each level, from the root) still
+    /// goes on to its leaf; every other cut says how many levels it hides.
+    pub follow_hottest: bool,
 }
 
 impl Default for TreeOptions {
@@ -129,6 +132,7 @@ impl Default for TreeOptions {
             depth: 30,
             width: 8,
             cutoff: 1.0,
+            follow_hottest: true,
         }
     }
 }

@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use clrspy_analysis::callers::method_links;
 use clrspy_analysis::cpu::CpuSource;
+use clrspy_analysis::grouping::AppCode;
 use clrspy_analysis::profile::{call_tree, TreeNode};
 use clrspy_analysis::{Analysis, Metric};
 use rustc_hash::FxHashMap;
@@ -12,7 +13,7 @@ use serde::Serialize;
 use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::{method_table, TextStyle, Unit};
 use super::threads::{process_cpu, ProcessCpu};
-use super::tree::{write_tree, Columns};
+use super::tree::{write_tree_with, Columns};
 use super::{MethodWeight, ReportKind, ReportOptions, TextView, TreeOptions};
 use crate::units::{percent, round1};
 
@@ -85,6 +86,9 @@ pub struct StackReport {
     /// A window or filter narrowed the samples ([`ReportOptions::narrowed`]).
     #[serde(skip)]
     pub narrowed: bool,
+    /// The trace's app code by assembly: the text tree never hides its frames in a chain.
+    #[serde(skip)]
+    pub app: AppCode,
 }
 
 /// A frame of the path to a focused method.
@@ -177,6 +181,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
             .then(|| call_tree(&profile, metric, &a.symbols)),
         focus_path: o.tree.is_some().then(|| focus_path(a, metric, o)).flatten(),
         tree_view: o.tree.unwrap_or_default(),
+        app: a.symbols.app_code().clone(),
         narrowed: o.narrowed,
     }
 }
@@ -277,16 +282,25 @@ impl TextView for StackReport {
                         depth: self.tree_view.depth.saturating_add(path.len()),
                         ..self.tree_view
                     };
-                    write_tree(out, &tree, tree.inclusive, &view, Columns::Both, style)?;
+                    write_tree_with(
+                        out,
+                        &tree,
+                        tree.inclusive,
+                        &view,
+                        Columns::Both,
+                        style,
+                        &self.app,
+                    )?;
                 }
                 _ => {
-                    write_tree(
+                    write_tree_with(
                         out,
                         tree,
                         tree.inclusive,
                         &self.tree_view,
                         Columns::Both,
                         style,
+                        &self.app,
                     )?;
                 }
             }

@@ -91,6 +91,17 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
         next.push(format!(
             "clrspy report {path} cpu --tree   (call tree of CPU time)"
         ));
+        // The hottest method of the program (clrspy's bracketed groups are no method).
+        if let Some(m) = cpu
+            .top_exclusive
+            .iter()
+            .find(|m| !m.method.starts_with('['))
+        {
+            next.push(format!(
+                "clrspy report {path} cpu --callers {}   (every path to the hottest method)",
+                shell_quote(&m.method)
+            ));
+        }
         next.push(format!(
             "clrspy report {path} waits        (where threads block)"
         ));
@@ -271,6 +282,16 @@ impl TextView for SummaryReport {
             writeln!(out, "  {h}")?;
         }
         Ok(())
+    }
+}
+
+/// `s` as one shell word: as it is when it holds only safe characters, else single-quoted.
+fn shell_quote(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "._+-:/,=@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 

@@ -89,6 +89,8 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
             }),
             width: args.width,
             cutoff: args.cutoff,
+            // Without --depth, the hottest path goes on to its leaf.
+            follow_hottest: args.depth.is_none(),
         }),
         trace: args.input.trace.display().to_string(),
         narrowed: args.from.is_some()
