@@ -252,7 +252,8 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
     let out = hidden.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let rules = hidden.join("rules.json");
-    let tag = "cpu --seconds 27.75";
+    // Long enough to outlive the checks below on a loaded machine (the guard kills it at the end).
+    let tag = "cpu --seconds 87.75";
     std::fs::write(
         &rules,
         format!(
