@@ -2,6 +2,7 @@
 //! recordings (crates/clrspy/tests/data; testapps/README.md says how each was made):
 //! `razorshop-microsoft-namespace` is testapps/MsRazorShop, a Razor Pages app whose own code is
 //! under `Microsoft.Samples.RazorShop` (assembly `RazorShop`), recorded under `ab` load.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
