@@ -43,6 +43,13 @@ def strip_tests(text, keep=False):
             continue
         out.append(text[i:m.start()])
         j = m.end()
+        # a struct field or a struct literal's field (`name: Type,`): up to its comma
+        field = re.match(r"\s*(?:pub(?:\([^)]*\))?\s+)?[A-Za-z_]\w*\s*:(?!:)[^{};]*?,", text[j:])
+        if field:
+            if keep:
+                out.append(text[m.start():j + field.end()])
+            i = j + field.end()
+            continue
         # the item: up to its `;` or its balanced braces
         k = j
         while k < len(text) and text[k] not in "{;":

@@ -15,6 +15,7 @@ mod log;
 mod model;
 mod parse;
 mod parse_rest;
+mod text;
 mod values;
 
 pub use budget::{enforce_budget, folder_bytes, RuleState};

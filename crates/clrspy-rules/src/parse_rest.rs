@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::model::Rule;
-use crate::parse::{at_offset, json_error, offset_of, Diagnostic, Syntax};
+use crate::text::{at_offset, json_error, offset_of, Diagnostic, Syntax};
 
 /// One rule read on its own: where it stands in the text, and it or its first mistake.
 pub(crate) struct RuleRead {

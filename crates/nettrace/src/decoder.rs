@@ -11,13 +11,14 @@ use crate::event::{Event, LabelList, Stack, ThreadInfo};
 use crate::framing::{Framing, StreamStart};
 use crate::header::{Clock, FormatVersion, TraceHeader};
 use crate::metadata::{self, EventMetadata};
-use crate::value::Guid;
 
-mod brief;
+mod block;
+pub(crate) mod brief;
 mod compressed;
 mod tables;
 
-pub use brief::EventBrief;
+pub(crate) use block::{BlockIter, RawEvent};
+use block::{EventEncoding, RawHeader};
 
 /// The next metadata row's key ([`Event::metadata_key`]): unique in the process.
 static NEXT_METADATA_KEY: AtomicU64 = AtomicU64::new(1);
@@ -105,56 +106,6 @@ pub struct TraceStats {
     pub min_timestamp: Option<i64>,
     /// Largest event timestamp (ticks).
     pub max_timestamp: Option<i64>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EventEncoding {
-    /// NetPerf: fixed header, inline stack, 4-byte aligned.
-    V3,
-    /// V4/V5 uncompressed headers.
-    V5Plain,
-    /// V4/V5 compressed headers.
-    V5Compressed,
-    /// V6 uncompressed headers.
-    V6Plain,
-    /// V6 compressed headers.
-    V6Compressed,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct RawHeader {
-    metadata_id: u32,
-    sequence: u32,
-    thread: u64,
-    capture_thread: u64,
-    processor: u32,
-    stack_id: u32,
-    timestamp: i64,
-    activity: Guid,
-    related: Guid,
-    label_list: u32,
-    payload_size: u32,
-    is_sorted: bool,
-}
-
-/// Iteration state inside one event block.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BlockIter {
-    encoding: EventEncoding,
-    /// Position of the next event within the block.
-    pub(crate) pos: usize,
-    /// The event decoded last (its header is also the base of the next compressed header).
-    pub(crate) cur: RawEvent,
-}
-
-/// One decoded event header with its payload position inside the block.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct RawEvent {
-    h: RawHeader,
-    offset: u64,
-    payload_start: usize,
-    /// V3 inline stack range in the block.
-    inline_stack: Option<(usize, usize)>,
 }
 
 #[derive(Default)]

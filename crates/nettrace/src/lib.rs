@@ -44,7 +44,6 @@
 //! ```
 #![deny(missing_docs)]
 
-mod convert;
 mod cursor;
 mod decoder;
 mod error;
@@ -52,9 +51,11 @@ mod event;
 mod framing;
 mod header;
 mod metadata;
+mod netperf_upgrade;
 mod payload;
 mod reader;
 mod repair;
+mod repaired;
 mod scan;
 #[cfg(test)]
 mod testutil;
@@ -62,17 +63,19 @@ mod value;
 mod writer;
 
 pub use cursor::{Cursor, CursorError};
-pub use decoder::{EventBrief, TraceStats, MAX_STACK_BYTES};
+pub use decoder::brief::{BriefAnswer, EventBrief};
+pub use decoder::{TraceStats, MAX_STACK_BYTES};
 pub use error::{BlockKind, Error, ErrorKind, Result};
 pub use event::{Event, Ips, LabelList, Stack, ThreadInfo};
 pub use header::{format_unix_ns, Clock, FormatVersion, TraceHeader};
 pub use metadata::{EventMetadata, FieldDesc, FieldType, MAX_TYPE_DEPTH};
 pub use payload::{decode_payload, DecodedPayload};
 pub use reader::{
-    BriefAnswer, ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
+    ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
     MAX_STREAM_BLOCK,
 };
-pub use repair::{repair, Repair};
+pub use repair::repair;
+pub use repaired::Repair;
 pub use scan::{end_of_stream, Block, Item, Scanner, Step};
 pub use value::{Field, Guid, SystemTime, Value};
 pub use writer::{EventRecord, TraceWriter, WriteFormat, WriterOptions};

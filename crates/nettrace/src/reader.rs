@@ -9,7 +9,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::decoder::{BlockIter, Decoder, EventBrief, TraceStats};
+use crate::decoder::brief::{BriefAnswer, EventBrief};
+use crate::decoder::{BlockIter, Decoder, TraceStats};
 use crate::error::{BlockKind, Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::framing::{self, Frame, StreamStart, TraceStep};
@@ -485,17 +486,6 @@ impl<S: ByteSource> Reader<S> {
         }
         Ok(())
     }
-}
-
-/// What a [`Reader::for_each_brief`] sink answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BriefAnswer {
-    /// The event is handled; go on.
-    Done,
-    /// Build the whole event and call the sink again with it (answered for a brief alone).
-    NeedEvent,
-    /// Stop reading.
-    Stop,
 }
 
 impl<S: ByteSource> Reader<S> {

@@ -2,7 +2,17 @@
 //! ([`EventBrief`]) and its loop over one event block, with the sink inlined.
 
 use super::*;
-use crate::reader::BriefAnswer;
+
+/// What a [`crate::Reader::for_each_brief`] sink answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BriefAnswer {
+    /// The event is handled; go on.
+    Done,
+    /// Build the whole event and call the sink again with it (answered for a brief alone).
+    NeedEvent,
+    /// Stop reading.
+    Stop,
+}
 
 /// The few facts of one event that counting passes need, read from its header without
 /// building the [`Event`] (see [`crate::Reader::for_each_brief`]).

@@ -6,7 +6,7 @@
 //! predicted branch does not.) The checked decoder in `decode_header` reads the last events of a block and reports
 //! every malformed header: this path gives up (`None`) exactly where that one fails.
 
-use super::{BlockIter, RawHeader};
+use super::block::{BlockIter, EventEncoding, RawHeader};
 use crate::value::Guid;
 
 /// Bytes the fast path needs from the event's start. The largest compressed header is 88
@@ -67,7 +67,7 @@ pub(super) fn next(data: &[u8], offset: u64, it: &mut BlockIter) -> bool {
     let Some(w) = data.get(start..).and_then(|r| r.first_chunk::<WINDOW>()) else {
         return false;
     };
-    let v6 = it.encoding == super::EventEncoding::V6Compressed;
+    let v6 = it.encoding == EventEncoding::V6Compressed;
     let Some(len) = decode(w, &mut it.cur.h, v6) else {
         return false;
     };

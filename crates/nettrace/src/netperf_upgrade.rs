@@ -10,7 +10,7 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
 use crate::header::{FormatVersion, TraceHeader};
 use crate::reader::StreamReader;
-use crate::repair::Repair;
+use crate::repaired::Repair;
 use crate::writer::{EventRecord, TraceWriter, WriteFormat, WriterOptions};
 
 /// Counts the bytes read through it.
