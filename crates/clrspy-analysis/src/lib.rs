@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
+mod app_code;
 pub mod callers;
 pub mod contention;
 pub mod cpu;

@@ -22,8 +22,8 @@ use clr_events::runtime::{ids, rundown_ids, MethodLoad, ModuleLoad, R2rEntryPoin
 use clr_events::{KnownProvider, ViewError};
 use rustc_hash::FxHashMap;
 
+use crate::app_code::{app_modules, AppCode};
 use crate::event::{Model, ModelEvent, Provider, Wanted};
-use crate::grouping::{app_modules, AppCode};
 use crate::r2r::{ImageIdentity, ImageSources, R2rNames};
 pub use crate::signature::short_signature;
 
