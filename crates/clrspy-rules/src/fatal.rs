@@ -151,10 +151,14 @@ fn read(source: Patient<'_>, messages: &Messages) {
         let Some(kind) = clrspy_collect::thrown_type(&ev) else {
             continue;
         };
-        let message = clr_events::runtime::ExceptionThrown::parse(ev.payload, ev.version(), 8)
-            .ok()
-            .and_then(|t| t.message.map(|m| m.to_string_lossy()))
-            .unwrap_or_default();
+        let message = clr_events::runtime::ExceptionThrown::parse(
+            ev.payload,
+            ev.version(),
+            ev.pointer_size(),
+        )
+        .ok()
+        .and_then(|t| t.message.map(|m| m.to_string_lossy()))
+        .unwrap_or_default();
         messages.thrown(ev.thread_id, kind, message);
     }
 }

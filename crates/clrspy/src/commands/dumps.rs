@@ -307,7 +307,12 @@ fn fatal_message(trace: &Path, exception_type: &str, tid: Option<u64>) -> Option
         if tid.is_some_and(|t| t != ev.thread_id) {
             continue;
         }
-        let t = clr_events::runtime::ExceptionThrown::parse(ev.payload, ev.version(), 8).ok()?;
+        let t = clr_events::runtime::ExceptionThrown::parse(
+            ev.payload,
+            ev.version(),
+            ev.pointer_size(),
+        )
+        .ok()?;
         found = t.message.map(|m| m.to_string_lossy());
     }
     found
