@@ -13,7 +13,7 @@
 
 pub mod cgroup;
 mod coredump;
-mod crash;
+pub mod crash;
 mod dumper;
 mod dumpfile;
 mod error;

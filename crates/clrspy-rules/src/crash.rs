@@ -19,13 +19,15 @@ use clrspy_collect::{CrashReport, ErrorKind};
 use diagnostics_client::{Connector, Endpoint};
 
 use crate::act::{about, file_for, keep_budget, may_act_paced, start_ticks, start_time};
-use crate::crash_files::{find_left, DumpName, Left, Places, REPORT_SUFFIX};
 use crate::facts::ProcessFacts;
 use crate::fatal::{listen, Messages};
 use crate::model::Rule;
 use crate::parse::RuleSet;
 use crate::values::Compression;
 use crate::watch::Shared;
+use clrspy_collect::crash::files::{
+    find_left, DumpName, Left, Places, DEFAULT_NAME, REPORT_SUFFIX,
+};
 
 /// The runtime's crash settings of one process, as its environment gives them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -41,9 +43,6 @@ pub(crate) struct CrashSettings {
     /// `EnableCrashReportOnly` is 1: a report and no dump.
     pub(crate) report_only: bool,
 }
-
-/// The dump name createdump uses when `DbgMiniDumpName` is not set (measured, .NET 10).
-pub(crate) const DEFAULT_NAME: &str = "/tmp/coredump.%p";
 
 impl CrashSettings {
     /// Reads the settings from `env` the way the runtime does: `DOTNET_` before `COMPlus_`,
@@ -270,9 +269,9 @@ fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, message
         .report
         .as_deref()
         .and_then(|r| std::fs::read(r).ok())
-        .and_then(|b| crate::coremem::exception_object(&b))
+        .and_then(|b| clrspy_collect::crash::core::exception_object(&b))
         .zip(left.dump.as_deref())
-        .and_then(|(object, dump)| crate::coremem::exception_message(dump, object));
+        .and_then(|(object, dump)| clrspy_collect::crash::core::exception_message(dump, object));
     let mut d = about("crash", facts);
     d.rule = Some(rule.name.clone());
     d.file = left

@@ -10,9 +10,7 @@
 
 mod act;
 mod budget;
-mod coremem;
 mod crash;
-mod crash_files;
 mod discover;
 mod doc;
 mod dumps;

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 
 use diagnostics_client::DumpType;
 
+pub mod core;
+pub mod files;
+
 use crate::dumpfile::Compression;
 
 /// How a launched program's crashes are captured.
