@@ -20,7 +20,7 @@ use diagnostics_client::{Connector, Endpoint};
 
 use crate::act::{about, file_for, keep_budget, may_act_paced, start_ticks, start_time};
 use crate::facts::ProcessFacts;
-use crate::fatal::{listen, Messages};
+use crate::fatal::listen;
 use crate::model::Rule;
 use crate::parse::RuleSet;
 use crate::values::Compression;
@@ -28,6 +28,7 @@ use crate::watch::Shared;
 use clrspy_collect::crash::files::{
     find_left, DumpName, Left, Places, DEFAULT_NAME, REPORT_SUFFIX,
 };
+use clrspy_collect::crash::message::FatalMessages;
 
 /// The runtime's crash settings of one process, as its environment gives them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -143,7 +144,7 @@ pub(crate) fn watch_crash(
         Ok(mut w) => match w.get(&key) {
             Some(m) => (false, m.clone()),
             None => {
-                let m = Arc::new(Messages::default());
+                let m = Arc::new(FatalMessages::default());
                 w.insert(key, m.clone());
                 (true, m)
             }
@@ -218,7 +219,7 @@ struct Waiting {
     name: DumpName,
     places: Places,
     ticks: u64,
-    messages: Arc<Messages>,
+    messages: Arc<FatalMessages>,
 }
 
 impl Waiting {
@@ -262,7 +263,7 @@ impl Waiting {
 
 /// Logs the crash, then copies the dump (compressed) and the report into the rule's folder
 /// under its limits.
-fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, messages: &Messages) {
+fn take(shared: &Shared, rule: &Rule, facts: &ProcessFacts, left: &Left, messages: &FatalMessages) {
     let report = left.report.as_deref().map(CrashReport::read);
     // The message: from the dump when it holds the exception object, else from the session.
     let from_dump = left
@@ -392,7 +393,7 @@ fn mb(b: u64) -> String {
 
 /// The fatal exception of a report in one line: type, HRESULT, message (when found; else why
 /// not, from `messages`), thread, top managed frames.
-fn describe_report(r: &CrashReport, message: Option<String>, messages: &Messages) -> String {
+fn describe_report(r: &CrashReport, message: Option<String>, messages: &FatalMessages) -> String {
     let what = match &r.exception_type {
         Some(t) => format!(
             "unhandled {t}{}: {}",
@@ -479,7 +480,7 @@ mod tests {
             ],
             ..CrashReport::default()
         };
-        let line = describe_report(&r, None, &Messages::default());
+        let line = describe_report(&r, None, &FatalMessages::default());
         assert_eq!(line, "unhandled Workloads.CrashException (HRESULT 0x80131500): (no message: watch could not attach to the process) on thread 16041 at Workloads.Crasher.Fail(Int32) < Workloads.Program.Main(System.String[])");
         assert_eq!(
             crash_report_name(Path::new("/o/w_1_20260101_000000.dmp.gz")),

@@ -114,7 +114,8 @@ pub(crate) struct Shared {
     /// The processes rules with `children` matched (their descendants match too).
     pub(crate) matched: Mutex<crate::tree::Matched>,
     /// The (pid, start ticks, rule) watched for a crash, and the exceptions kept for it.
-    pub(crate) crash_watched: Mutex<HashMap<(u32, u64, String), Arc<crate::fatal::Messages>>>,
+    pub(crate) crash_watched:
+        Mutex<HashMap<(u32, u64, String), Arc<clrspy_collect::crash::message::FatalMessages>>>,
     /// The (pid, start ticks, rule) whose exceptions the hold hook handles.
     pub(crate) hooked: Mutex<HashSet<(u32, u64, String)>>,
     pub(crate) disk_full: AtomicBool,

@@ -13,6 +13,7 @@ use diagnostics_client::DumpType;
 
 pub mod core;
 pub mod files;
+pub mod message;
 
 use crate::dumpfile::Compression;
 

@@ -294,127 +294,33 @@ pub(crate) fn report(dumped: &[DumpOutcome]) {
     );
 }
 
-/// The last `Exception/Start` of `exception_type` on thread `tid` in the trace: its message.
-fn fatal_message(trace: &Path, exception_type: &str, tid: Option<u64>) -> Option<String> {
-    let open = crate::input::open(trace).ok()?;
-    let mut r = open.reader().ok()?;
-    let mut found = None;
-    // A cut trace ends in an error: what was read stands.
-    while let Ok(Some(ev)) = r.next_event() {
-        if clrspy_collect::thrown_type(&ev).as_deref() != Some(exception_type) {
-            continue;
-        }
-        if tid.is_some_and(|t| t != ev.thread_id) {
-            continue;
-        }
-        let t = clr_events::runtime::ExceptionThrown::parse(
-            ev.payload,
-            ev.version(),
-            ev.pointer_size(),
-        )
-        .ok()?;
-        found = t.message.map(|m| m.to_string_lossy());
-    }
-    found
-}
-
-/// What a crash left, in words: the lines printed and written beside the trace.
-fn crash_text(r: &clrspy_collect::CrashReport, message: Option<&str>, pid: u32) -> String {
-    let mut s = String::new();
-    match &r.exception_type {
-        Some(t) => {
-            s.push_str(&format!(
-                "Process {pid} ({}) crashed: unhandled {t}",
-                r.process_name
-            ));
-            match message {
-                Some(m) => s.push_str(&format!(": {m}\n")),
-                None => s.push_str(" (its message is not in the trace)\n"),
-            }
-        }
-        None => s.push_str(&format!(
-            "Process {pid} ({}) crashed (no managed exception: a native crash)\n",
-            r.process_name
-        )),
-    }
-    let managed = r.managed_stack();
-    let frames: Vec<&str> = if managed.is_empty() {
-        r.stack.iter().map(String::as_str).collect()
-    } else {
-        managed
-    };
-    for f in frames.iter().take(40) {
-        s.push_str(&format!("   at {f}\n"));
-    }
-    if frames.len() > 40 {
-        s.push_str(&format!("   ... {} more frames\n", frames.len() - 40));
-    }
-    s
-}
-
-/// After a launched program ended: every crash report the capture left (the program's, or a
-/// child's) is read and shown with the fatal exception's message from the trace; crash dumps
-/// are compressed. The text goes beside the trace too (`<trace>.crash.txt`).
-/// With `--children` (no `trace`), each process's message is looked for in its own trace,
-/// `<name>_<pid>.nettrace` in the capture's directory.
+/// After a launched program ended: prints each crash the capture found (see
+/// [`clrspy_collect::CrashCapture::findings`]), its report and its compressed dump.
 pub(crate) fn report_crashes(capture: &clrspy_collect::CrashCapture, trace: Option<&Path>) {
-    let reports = capture.reports();
-    let mut all = String::new();
-    for (pid, path) in reports {
-        let r = match clrspy_collect::CrashReport::read(&path) {
-            Ok(r) => r,
+    let found = capture.findings(trace);
+    for c in &found.crashes {
+        let text = match &c.text {
+            Ok(t) => t,
             Err(e) => {
                 eprintln!("warning: the crash report is unreadable: {e}");
                 continue;
             }
         };
-        let own = match trace {
-            Some(t) => Some(t.to_path_buf()),
-            None => process_trace(&capture.dir, pid),
-        };
-        let message = r
-            .exception_type
-            .as_deref()
-            .zip(own.as_deref())
-            .and_then(|(t, own)| fatal_message(own, t, r.thread_id));
-        let text = crash_text(&r, message.as_deref(), pid);
         eprint!("{text}");
-        eprintln!("Crash report: {}", path.display());
-        all.push_str(&text);
-        let dump = capture.dump_path(pid);
-        if dump.exists() {
-            match clrspy_collect::compress_dump_file(&dump, capture.compress) {
-                Ok(d) => eprintln!(
-                    "Crash dump: {} ({} raw, {} on disk, compressed in {:.2} s after the crash)",
-                    d.path.display(),
-                    mb(d.raw_bytes),
-                    mb(d.file_bytes),
-                    d.elapsed.as_secs_f64()
-                ),
-                Err(e) => eprintln!("warning: the crash dump {}: {e}", dump.display()),
-            }
+        eprintln!("Crash report: {}", c.report.display());
+        match &c.dump {
+            Some(Ok(d)) => eprintln!(
+                "Crash dump: {} ({} raw, {} on disk, compressed in {:.2} s after the crash)",
+                d.path.display(),
+                mb(d.raw_bytes),
+                mb(d.file_bytes),
+                d.elapsed.as_secs_f64()
+            ),
+            Some(Err((raw, e))) => eprintln!("warning: the crash dump {}: {e}", raw.display()),
+            None => {}
         }
     }
-    if !all.is_empty() {
-        let base = match trace {
-            Some(t) => t.to_path_buf(),
-            None => capture.dir.join("tree"),
-        };
-        let mut name = base.as_os_str().to_owned();
-        name.push(".crash.txt");
-        let out = PathBuf::from(name);
-        if let Err(e) = std::fs::write(&out, all) {
-            eprintln!("warning: cannot write {}: {e}", out.display());
-        }
+    if let Some((out, Err(e))) = &found.text_file {
+        eprintln!("warning: cannot write {}: {e}", out.display());
     }
-}
-
-/// The trace of process `pid` in a `--children` directory.
-fn process_trace(dir: &Path, pid: u32) -> Option<PathBuf> {
-    let suffix = format!("_{pid}.nettrace");
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().ends_with(&suffix))
 }
