@@ -5,11 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clrspy_collect::{
-    Compression, DumpNotice, DumpOutcome, DumpPlan, DumpSpec, Dumper, EventConsumer,
-    ExceptionTrigger,
-};
-use diagnostics_client::SessionConfig;
+use clrspy_collect::{Compression, DumpNotice, DumpOutcome, DumpPlan, DumpSpec, ExceptionDumps};
 
 use crate::output::{CliError, CliResult};
 
@@ -31,9 +27,6 @@ pub(crate) struct DumpArgs<'a> {
     /// createdump's crash report beside each dump.
     pub crash_report: bool,
 }
-
-/// Environment variables for a launched program.
-pub(crate) type Env = Vec<(std::ffi::OsString, std::ffi::OsString)>;
 
 /// What `record` adds to a plain recording: the ring and stop triggers, dumps and crashes.
 #[derive(Default)]
@@ -107,114 +100,56 @@ fn kind_and_compression(
     Ok((kind, compress))
 }
 
-/// Dumps on exceptions, set up for one recording.
-pub(crate) struct ExceptionDumps {
-    patterns: Vec<String>,
-    plan: DumpPlan,
-    dumper: Option<Dumper>,
-    hook: Option<PathBuf>,
-    hold: Option<clrspy_collect::HoldServer>,
-}
-
 /// Megabytes, one decimal.
 pub(crate) fn mb(b: u64) -> String {
     format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
 }
 
-impl ExceptionDumps {
-    /// The setup for `args`, None when no exception type was given; `trace` is the trace file
-    /// the dumps are named after (None: the default name, in the current directory).
-    pub fn new(args: &DumpArgs<'_>, trace: Option<&Path>) -> CliResult<Option<ExceptionDumps>> {
-        let patterns: Vec<String> = args
-            .on_exception
-            .iter()
-            .flat_map(|s| s.split(','))
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        if patterns.is_empty() {
-            return Ok(None);
+/// The dumps on exceptions `args` ask for, None when no exception type was given; `trace` is
+/// the trace file the dumps are named after (None: the default name, in the current
+/// directory).
+pub(crate) fn exception_dumps(
+    args: &DumpArgs<'_>,
+    trace: Option<&Path>,
+) -> CliResult<Option<ExceptionDumps>> {
+    let patterns = clrspy_collect::exception_patterns(args.on_exception);
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let (kind, compress) = kind_and_compression(args)?;
+    let dir = out_dir(args.dir, trace)?;
+    let stem = trace
+        .and_then(Path::file_stem)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dump".into());
+    let plan = DumpPlan {
+        dir,
+        stem,
+        spec: DumpSpec {
+            kind,
+            compress,
+            crash_report: args.crash_report,
+            timeout: Duration::from_secs(300),
+        },
+        max: args.max,
+    };
+    let Some(dumps) = ExceptionDumps::new(patterns, plan) else {
+        return Ok(None);
+    };
+    match args.hold_hook {
+        Some(hook) if !hook.is_file() => {
+            Err(CliError::new(format!("no hook at {}", hook.display()))
+                .hint("build it with hooks/build.sh (needs the .NET SDK)")
+                .code(2))
         }
-        let (kind, compress) = kind_and_compression(args)?;
-        let dir = out_dir(args.dir, trace)?;
-        let stem = trace
-            .and_then(Path::file_stem)
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "dump".into());
-        Ok(Some(ExceptionDumps {
-            patterns,
-            plan: DumpPlan {
-                dir,
-                stem,
-                spec: DumpSpec {
-                    kind,
-                    compress,
-                    crash_report: args.crash_report,
-                    timeout: Duration::from_secs(300),
-                },
-                max: args.max,
-            },
-            dumper: None,
-            hook: args.hold_hook.map(Path::to_path_buf),
-            hold: None,
-        }))
+        Some(hook) => Ok(Some(dumps.hold_with(hook))),
+        None => Ok(Some(dumps)),
     }
+}
 
-    /// `config` with the runtime's exception events on.
-    pub fn config(&self, config: &SessionConfig) -> SessionConfig {
-        clrspy_collect::with_exception_events(config)
-    }
-
-    /// Starts the worker (dumping `pid` when the events do not say) and returns the trigger
-    /// for the recording's event tap; in hold mode, the hook's server instead, and the
-    /// launched program's environment for the hook.
-    pub fn start(&mut self, pid: Option<u32>) -> CliResult<(Option<Box<dyn EventConsumer>>, Env)> {
-        if let Some(hook) = &self.hook {
-            if !hook.is_file() {
-                return Err(CliError::new(format!("no hook at {}", hook.display()))
-                    .hint("build it with hooks/build.sh (needs the .NET SDK)")
-                    .code(2));
-            }
-            let hook = std::path::absolute(hook).unwrap_or_else(|_| hook.clone());
-            let server = clrspy_collect::HoldServer::start(self.plan.clone(), Box::new(say))
-                .map_err(super::record::collect_error)?;
-            let env = server.env(&hook, &self.patterns, self.plan.max);
-            self.hold = Some(server);
-            return Ok((None, env));
-        }
-        let dumper = Dumper::start(self.plan.clone(), pid, Box::new(say));
-        let trigger = ExceptionTrigger::new(self.patterns.clone(), dumper.handle());
-        self.dumper = Some(dumper);
-        Ok((Some(Box::new(trigger)), Vec::new()))
-    }
-
-    /// Starts the worker for a process tree; the factory makes each process's trigger, all
-    /// asking the one worker (one limit for the tree).
-    pub fn start_tree(&mut self) -> clrspy_collect::ConsumerFactory {
-        let dumper = Dumper::start(self.plan.clone(), None, Box::new(say));
-        let handle = dumper.handle();
-        self.dumper = Some(dumper);
-        let patterns = self.patterns.clone();
-        std::sync::Arc::new(move |pid: u32, _name: &str| {
-            let t =
-                clrspy_collect::ExceptionTrigger::for_pid(patterns.clone(), handle.clone(), pid);
-            vec![Box::new(t) as Box<dyn EventConsumer>]
-        })
-    }
-
-    /// The process to dump when the events do not name it (a launched program, once started).
-    pub fn set_pid(&self, pid: u32) {
-        if let Some(d) = &self.dumper {
-            d.set_pid(pid);
-        }
-    }
-
-    /// Waits for the dumps under way; returns how they went.
-    pub fn finish(&mut self) -> Vec<DumpOutcome> {
-        let mut v = self.dumper.take().map(Dumper::finish).unwrap_or_default();
-        v.extend(self.hold.take().map(|h| h.finish()).unwrap_or_default());
-        v
-    }
+/// What the dump worker says, printed as it says it.
+pub(crate) fn say_dumps() -> clrspy_collect::OnDump {
+    Box::new(say)
 }
 
 /// Prints what the worker says, as it says it.

@@ -298,14 +298,14 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     };
     let mut extras = super::dumps::Extras {
         capture,
-        exceptions: super::dumps::ExceptionDumps::new(&dump_args, output.as_deref())?,
+        exceptions: super::dumps::exception_dumps(&dump_args, output.as_deref())?,
         crash: None,
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
         extras.crash = super::dumps::crash_capture(&dump_args, args.dump_on_crash, out)?;
     }
     let config = match &extras.exceptions {
-        Some(d) => d.config(&config),
+        Some(d) => d.session_config(&config),
         None => config,
     };
     let outcome = execute(
@@ -417,12 +417,14 @@ fn children(
     let _ = std::fs::create_dir_all(dir);
     // Dumps on exceptions: one trigger per process, one limit for the tree; files
     // dump_<pid>_<n>.dmp.gz in DIR.
-    let mut exceptions = super::dumps::ExceptionDumps::new(&dump_args, Some(&dir.join("dump")))?;
+    let mut exceptions = super::dumps::exception_dumps(&dump_args, Some(&dir.join("dump")))?;
     let config = match &exceptions {
-        Some(d) => d.config(config),
+        Some(d) => d.session_config(config),
         None => config.clone(),
     };
-    let consumers = exceptions.as_mut().map(|d| d.start_tree());
+    let consumers = exceptions
+        .as_mut()
+        .map(|d| d.start_tree(super::dumps::say_dumps()));
     let crash = if args.no_crash_report {
         None
     } else {
@@ -466,7 +468,7 @@ struct Console<'a> {
     launched: bool,
     /// True once the user was told a trigger fired.
     told_trigger: bool,
-    dumps: Option<&'a super::dumps::ExceptionDumps>,
+    dumps: Option<&'a clrspy_collect::ExceptionDumps>,
 }
 
 impl RunObserver for Console<'_> {
@@ -546,7 +548,10 @@ pub(crate) fn execute(
             Target::Attach { endpoint, .. } => Some(endpoint.pid),
             _ => None,
         };
-        let (consumer, env) = d.start(pid)?;
+        let (consumer, env) = d
+            .start(pid, super::dumps::say_dumps())
+            .map_err(collect_error)?
+            .into_parts();
         live.consumers.extend(consumer);
         child_env.extend(env);
     }
