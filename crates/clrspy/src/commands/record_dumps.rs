@@ -1,6 +1,6 @@
-//! `record`'s dumps on exceptions (`--dump-on-exception`): the options checked, the session's
-//! exception events turned on, the trigger and the dump worker set up, and what they did said
-//! on the terminal (the delay from the throw, the size before and after compression).
+//! `record`'s dump flags (`--dump-on-exception`, `--dump-on-crash` and their options) turned
+//! into clrspy-collect's `ExceptionDumps` and `CrashCapture`, and what those did said on the
+//! terminal (the delay from the throw, the size before and after compression, the crash).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
