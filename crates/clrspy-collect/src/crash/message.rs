@@ -320,4 +320,90 @@ mod tests {
         m.arm();
         assert!(m.start_listening() && !m.start_listening());
     }
+
+    /// A trace of `Exception/Start` events: (thread, type, message).
+    fn trace(thrown: &[(u64, &str, &str)]) -> Vec<u8> {
+        use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};
+        let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+        let exc = w
+            .define(&EventMetadata {
+                provider: clr_events::RUNTIME_PROVIDER.into(),
+                event_id: clr_events::runtime::ids::EXCEPTION_START,
+                version: 1,
+                ..EventMetadata::default()
+            })
+            .unwrap();
+        for (n, (thread, kind, message)) in thrown.iter().enumerate() {
+            let mut p = Vec::new();
+            for s in [kind, message] {
+                for u in s.encode_utf16() {
+                    p.extend_from_slice(&u.to_le_bytes());
+                }
+                p.extend_from_slice(&[0, 0]);
+            }
+            p.extend_from_slice(&[0; 8 + 4 + 2 + 2]); // EIP, HRESULT, flags, ClrInstanceID
+            w.write(&EventRecord {
+                metadata_id: exc,
+                thread_id: *thread,
+                timestamp: 1_000 + n as i64,
+                payload: &p,
+                ..EventRecord::default()
+            })
+            .unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn a_crash_is_told_with_its_message_from_the_trace_and_written_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("app.nettrace");
+        std::fs::write(
+            &t,
+            trace(&[
+                (0x3ea9, "App.Boom", "first"),
+                (7, "App.Boom", "another thread's"),
+                (0x3ea9, "App.Other", "not this type"),
+                (0x3ea9, "App.Boom", "the fatal one"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            message_in_trace(&t, "App.Boom", Some(0x3ea9)).as_deref(),
+            Some("the fatal one")
+        );
+        assert_eq!(
+            message_in_trace(&t, "App.Boom", Some(7)).as_deref(),
+            Some("another thread's")
+        );
+        assert_eq!(message_in_trace(&t, "App.None", None), None);
+        let capture = CrashCapture {
+            dir: dir.path().to_path_buf(),
+            stem: "app".into(),
+            dump: None,
+            compress: crate::Compression::None,
+        };
+        assert!(capture.findings(Some(&t)).text_file.is_none(), "no crash");
+        std::fs::write(
+            capture.report_path(42),
+            br#"{"payload":{"process_name":"App.dll","threads":[{"is_managed":"true",
+              "crashed":"true","managed_exception_type":"App.Boom","native_thread_id":"0x3ea9",
+              "stack_frames":[{"is_managed":"true","method_name":"App.Main()"}]}]}}"#,
+        )
+        .unwrap();
+        std::fs::write(capture.report_path(43), b"{").unwrap();
+        let found = capture.findings(Some(&t));
+        assert_eq!(found.crashes.len(), 2);
+        let text = found.crashes[0].text.as_ref().unwrap();
+        assert_eq!(
+            text,
+            "Process 42 (App.dll) crashed: unhandled App.Boom: the fatal one\n   at App.Main()\n"
+        );
+        assert!(found.crashes[0].dump.is_none());
+        assert!(found.crashes[1].text.is_err());
+        let (file, written) = found.text_file.unwrap();
+        assert!(written.is_ok());
+        assert_eq!(file, dir.path().join("app.nettrace.crash.txt"));
+        assert_eq!(std::fs::read_to_string(file).unwrap(), *text);
+    }
 }
