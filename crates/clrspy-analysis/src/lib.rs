@@ -105,7 +105,13 @@ struct Source {
 /// `corerun app.dll`),
 /// else the executable's file name.
 fn process_info_name(ev: &nettrace::Event<'_>) -> Option<String> {
-    let d = clr_events::decode(ev.provider(), 1, ev.version(), ev.payload, 8)?;
+    let d = clr_events::decode(
+        ev.provider(),
+        1,
+        ev.version(),
+        ev.payload,
+        ev.pointer_size(),
+    )?;
     let line = d.str("CommandLine")?;
     program_name(line)
 }

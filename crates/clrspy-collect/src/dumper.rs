@@ -373,8 +373,9 @@ pub fn thrown_type(ev: &nettrace::Event<'_>) -> Option<String> {
     {
         return None;
     }
-    // The type is the first field, a string: the pointer size does not matter.
-    let t = clr_events::runtime::ExceptionThrown::parse(ev.payload, ev.version(), 8).ok()?;
+    let t =
+        clr_events::runtime::ExceptionThrown::parse(ev.payload, ev.version(), ev.pointer_size())
+            .ok()?;
     Some(t.exception_type?.to_string_lossy())
 }
 

@@ -23,6 +23,15 @@ impl HoldServer {
         })
     }
 
+    /// Fails: the hold mode needs Unix sockets.
+    pub fn start_gated(
+        plan: DumpPlan,
+        _gate: Option<std::sync::Arc<dyn crate::DumpGate>>,
+        on_dump: OnDump,
+    ) -> Result<HoldServer> {
+        HoldServer::start(plan, on_dump)
+    }
+
     /// No environment.
     pub fn env(&self, _hook: &Path, _patterns: &[String], _max: u32) -> Vec<(OsString, OsString)> {
         Vec::new()

@@ -13,10 +13,11 @@
 
 pub mod cgroup;
 mod coredump;
-mod crash;
+pub mod crash;
 mod dumper;
 mod dumpfile;
 mod error;
+mod exception_dumps;
 #[cfg(unix)]
 mod hold;
 #[cfg(not(unix))]
@@ -50,6 +51,7 @@ pub use dumpfile::{
     compress_core_into, compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use exception_dumps::{exception_patterns, DumpsStarted, Env, ExceptionDumps};
 pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
 pub use ring::{parse_size, RingSink, RingStats};

@@ -366,7 +366,13 @@ fn get<'a>(fields: &'a [nettrace::Field], name: &str) -> Option<&'a Value> {
 
 /// An event's fields: by the built-in layout, else by its metadata.
 fn fields(ev: &Event<'_>) -> Vec<nettrace::Field> {
-    match clr_events::decode(ev.provider(), ev.event_id(), ev.version(), ev.payload, 8) {
+    match clr_events::decode(
+        ev.provider(),
+        ev.event_id(),
+        ev.version(),
+        ev.payload,
+        ev.pointer_size(),
+    ) {
         Some(d) => d.fields,
         None => ev.decode_with_metadata().fields,
     }

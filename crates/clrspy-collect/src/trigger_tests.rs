@@ -262,3 +262,61 @@ fn a_consumer_fires_once() {
     }
     assert_eq!(n, 1);
 }
+
+/// A 32-bit target's `Exception/Start`: its EIP is 4 bytes, so the HRESULT after it is read
+/// at offset 4 past the strings only with the trace header's pointer size (with 8 it would
+/// take the flags and the instance id instead).
+#[test]
+fn a_four_byte_pointer_trace_decodes_the_fields_after_a_pointer() {
+    use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};
+    let opts = WriterOptions {
+        pointer_size: 4,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), opts).unwrap();
+    let exc = w
+        .define(&EventMetadata {
+            provider: clr_events::RUNTIME_PROVIDER.into(),
+            event_id: 80,
+            version: 1,
+            ..EventMetadata::default()
+        })
+        .unwrap();
+    let mut e = Vec::new();
+    for s in ["System.InvalidOperationException", "no"] {
+        for u in s.encode_utf16() {
+            e.extend_from_slice(&u.to_le_bytes());
+        }
+        e.extend_from_slice(&[0, 0]);
+    }
+    e.extend_from_slice(&0x1234u32.to_le_bytes()); // EIP, 4 bytes
+    e.extend_from_slice(&0x8013_1509u32.to_le_bytes()); // HRESULT
+    e.extend_from_slice(&0x10u16.to_le_bytes()); // flags
+    e.extend_from_slice(&7u16.to_le_bytes()); // ClrInstanceID
+    w.write(&EventRecord {
+        metadata_id: exc,
+        thread_id: 1,
+        timestamp: 1_000,
+        payload: &e,
+        ..EventRecord::default()
+    })
+    .unwrap();
+    let bytes = w.finish().unwrap();
+    let mut r = nettrace::TraceReader::new(&bytes).unwrap();
+    let ev = r.next_event().unwrap().unwrap();
+    assert_eq!(ev.pointer_size(), 4);
+    let hresult = get(&fields(&ev), "ExceptionHRESULT").and_then(Value::as_f64);
+    assert_eq!(hresult, Some(f64::from(0x8013_1509u32)));
+    assert_eq!(
+        crate::thrown_type(&ev).as_deref(),
+        Some("System.InvalidOperationException")
+    );
+    let mut c = Triggers::new(vec![
+        "event=Microsoft-Windows-DotNETRuntime/Exception/Start:ExceptionHRESULT==2148734217"
+            .parse()
+            .unwrap(),
+    ])
+    .consumer()
+    .unwrap();
+    assert!(matches!(c.event(&ev), Action::Trigger { .. }));
+}

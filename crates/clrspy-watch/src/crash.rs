@@ -19,11 +19,14 @@ use clrspy_collect::{CrashReport, ErrorKind};
 use diagnostics_client::procfs;
 use diagnostics_client::{Connector, Endpoint};
 
-use crate::crash_files::{find_left, DumpName, Left, Places, REPORT_SUFFIX};
-use crate::fatal::{listen, Messages};
+use crate::fatal::listen;
 use crate::limits::{file_for, keep_budget, may_act_paced, say_disk_full};
 use crate::procfs::start_ticks;
 use crate::state::WatchState;
+use clrspy_collect::crash::files::{
+    find_left, DumpName, Left, Places, DEFAULT_NAME, REPORT_SUFFIX,
+};
+use clrspy_collect::crash::message::FatalMessages;
 use clrspy_rules::Compression;
 use clrspy_rules::ProcessFacts;
 use clrspy_rules::Rule;
@@ -44,9 +47,6 @@ pub(crate) struct CrashSettings {
     /// `EnableCrashReportOnly` is 1: a report and no dump.
     pub(crate) report_only: bool,
 }
-
-/// The dump name createdump uses when `DbgMiniDumpName` is not set (measured, .NET 10).
-pub(crate) const DEFAULT_NAME: &str = "/tmp/coredump.%p";
 
 impl CrashSettings {
     /// Reads the settings from `env` the way the runtime does: `DOTNET_` before `COMPlus_`,
@@ -132,7 +132,7 @@ pub(crate) fn watch_crash(
         Ok(mut w) => match w.get(&key) {
             Some(m) => (false, m.clone()),
             None => {
-                let m = Arc::new(Messages::default());
+                let m = Arc::new(FatalMessages::default());
                 w.insert(key, m.clone());
                 (true, m)
             }
@@ -212,7 +212,7 @@ struct Waiting {
     name: DumpName,
     places: Places,
     ticks: u64,
-    messages: Arc<Messages>,
+    messages: Arc<FatalMessages>,
 }
 
 impl Waiting {
@@ -257,7 +257,7 @@ fn take_crash_dump(
     rule: &Rule,
     facts: &ProcessFacts,
     left: &Left,
-    messages: &Messages,
+    messages: &FatalMessages,
 ) {
     let report = left.report.as_deref().map(CrashReport::read);
     // The message: from the dump when it holds the exception object, else from the session.
@@ -265,9 +265,9 @@ fn take_crash_dump(
         .report
         .as_deref()
         .and_then(|r| std::fs::read(r).ok())
-        .and_then(|b| crate::coremem::exception_object(&b))
+        .and_then(|b| clrspy_collect::crash::core::exception_object(&b))
         .zip(left.dump.as_deref())
-        .and_then(|(object, dump)| crate::coremem::exception_message(dump, object));
+        .and_then(|(object, dump)| clrspy_collect::crash::core::exception_message(dump, object));
     let mut d = Decision::for_process(DecisionKind::Crash, facts);
     d.rule = Some(rule.name.clone());
     d.file = left
@@ -388,7 +388,7 @@ fn mb(b: u64) -> String {
 
 /// The fatal exception of a report in one line: type, HRESULT, message (when found; else why
 /// not, from `messages`), thread, top managed frames.
-fn describe_report(r: &CrashReport, message: Option<String>, messages: &Messages) -> String {
+fn describe_report(r: &CrashReport, message: Option<String>, messages: &FatalMessages) -> String {
     let what = match &r.exception_type {
         Some(t) => format!(
             "unhandled {t}{}: {}",
@@ -475,7 +475,7 @@ mod tests {
             ],
             ..CrashReport::default()
         };
-        let line = describe_report(&r, None, &Messages::default());
+        let line = describe_report(&r, None, &FatalMessages::default());
         assert_eq!(line, "unhandled Workloads.CrashException (HRESULT 0x80131500): (no message: watch could not attach to the process) on thread 16041 at Workloads.Crasher.Fail(Int32) < Workloads.Program.Main(System.String[])");
         assert_eq!(
             crash_report_name(Path::new("/o/w_1_20260101_000000.dmp.gz")),

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clrspy_collect::{
-    DumpHandle, DumpNotice, DumpPlan, DumpSpec, Dumper, ErrorKind, ExceptionTrigger, Live,
-    Progress, Resolved, RunObserver, RunOptions, Started, StopSignal,
+    DumpNotice, DumpPlan, DumpSpec, DumpsStarted, ErrorKind, ExceptionDumps, ExceptionTrigger,
+    Live, Progress, Resolved, RunObserver, RunOptions, Started, StopSignal,
 };
 use diagnostics_client::{Endpoint, SessionConfig};
 
@@ -145,7 +145,7 @@ pub(crate) fn dumps_left(shared: &WatchState, rule: &Rule) -> u32 {
 /// Stops the exceptions session once every dump allowed was taken and written.
 struct UntilDone<'a> {
     budget: BudgetWatch<'a>,
-    handle: DumpHandle,
+    dumps: &'a ExceptionDumps,
     writing: Arc<Mutex<u32>>,
 }
 
@@ -157,7 +157,7 @@ impl RunObserver for UntilDone<'_> {
     fn progress(&mut self, p: &Progress) {
         self.budget.progress(p);
         let idle = self.writing.lock().map(|n| *n == 0).unwrap_or(true);
-        if self.handle.exhausted() && idle && self.budget.stop.count() == 0 {
+        if self.dumps.exhausted() && idle && self.budget.stop.count() == 0 {
             self.budget.stop.request();
         }
     }
@@ -199,18 +199,24 @@ fn on_exceptions(
         // The rule's gate holds the limits, shared with its other processes.
         max: u32::MAX,
     };
-    let writing = Arc::new(Mutex::new(0u32));
-    let on_dump = notices(shared, rules, i, facts, &dir, spec, writing.clone());
-    let dumper = Dumper::start(plan, Some(facts.pid), on_dump);
-    let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
-    let handle = dumper.handle().gated(gate.clone());
     let patterns: Vec<String> = dump
         .on_exception
         .iter()
         .map(|g| g.as_str().to_string())
         .collect();
-    let trigger = ExceptionTrigger::new(patterns.clone(), handle.clone());
-    let config = exceptions_session();
+    let Some(dumps) = ExceptionDumps::new(patterns.clone(), plan) else {
+        return;
+    };
+    let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
+    let mut dumps = dumps.gated(gate.clone());
+    let writing = Arc::new(Mutex::new(0u32));
+    let on_dump = notices(shared, rules, i, facts, &dir, spec, writing.clone());
+    let trigger = match dumps.start(Some(facts.pid), on_dump) {
+        Ok(DumpsStarted::Trigger(t)) => t,
+        Ok(DumpsStarted::Hold(_)) => return,
+        Err(e) => return failed(shared, rule, facts, e.to_string(), false),
+    };
+    let config = exceptions_session(&dumps);
     let out = file_for(&dir, facts, "exceptions.nettrace");
     let stop = Arc::new(StopSignal::new());
     track(shared, &stop, &out);
@@ -235,20 +241,21 @@ fn on_exceptions(
             next: Instant::now(),
             over: false,
         },
-        handle,
+        dumps: &dumps,
         writing,
     };
     let result = watch_session(ep, facts, &opts, trigger, &mut observer);
+    drop(observer);
     // The dump being written is finished before the session's end is told.
-    let _ = dumper.finish();
+    let _ = dumps.finish();
     let skipped = gate.finish();
     untrack(shared, &stop, &out);
     say_watched(shared, rule, facts, out, result, skipped);
 }
 
 /// The session watching a process's exceptions.
-fn exceptions_session() -> SessionConfig {
-    clrspy_collect::with_exception_events(&SessionConfig {
+fn exceptions_session(dumps: &ExceptionDumps) -> SessionConfig {
+    dumps.session_config(&SessionConfig {
         circular_buffer_mb: 64,
         rundown_keyword: diagnostics_client::DEFAULT_RUNDOWN_KEYWORD,
         stackwalk: true,

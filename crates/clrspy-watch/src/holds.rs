@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clrspy_collect::{DumpPlan, HoldServer};
+use clrspy_collect::{DumpPlan, DumpsStarted, ExceptionDumps};
 use diagnostics_client::procfs::{self, start_ticks};
 use diagnostics_client::{apply_startup_hook, set_environment_variable, Connector};
 
@@ -76,13 +76,26 @@ pub(crate) fn install_hold_hook(
         spec,
         max,
     };
-    let writing = Arc::new(Mutex::new(0u32));
-    let on_dump = notices(shared, rules, i, facts, &dir, spec, writing);
+    let patterns: Vec<String> = dump
+        .on_exception
+        .iter()
+        .map(|g| g.as_str().to_string())
+        .collect();
+    let Some(dumps) = ExceptionDumps::new(patterns.clone(), plan) else {
+        return;
+    };
     // The rule's limits (max_actions, cooldown) are asked before each dump, as in the usual
     // watch: the hook's own limit is only an upper bound.
     let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
-    let server = match HoldServer::start_gated(plan, Some(gate.clone()), on_dump) {
-        Ok(s) => s,
+    let mut dumps = dumps.hold_with(Path::new(hook)).gated(gate.clone());
+    let writing = Arc::new(Mutex::new(0u32));
+    let on_dump = notices(shared, rules, i, facts, &dir, spec, writing);
+    let env = match dumps.start(None, on_dump) {
+        Ok(DumpsStarted::Hold(env)) => env,
+        Ok(DumpsStarted::Trigger(_)) => {
+            drop(dumps.finish());
+            return;
+        }
         Err(e) => {
             return say(
                 DecisionKind::Error,
@@ -90,14 +103,8 @@ pub(crate) fn install_hold_hook(
             )
         }
     };
-    let patterns: Vec<String> = dump
-        .on_exception
-        .iter()
-        .map(|g| g.as_str().to_string())
-        .collect();
     // Only the hook's own variables: DOTNET_STARTUP_HOOKS is read before the port's commands.
-    let vars: Vec<(String, String)> = server
-        .env(Path::new(hook), &patterns, max)
+    let vars: Vec<(String, String)> = env
         .into_iter()
         .filter(|(k, _)| k != "DOTNET_STARTUP_HOOKS")
         .map(|(k, v)| {
@@ -112,7 +119,7 @@ pub(crate) fn install_hold_hook(
         .try_for_each(|(k, v)| set_environment_variable(to, k, v, COMMAND_TIMEOUT))
         .and_then(|()| apply_startup_hook(to, hook, COMMAND_TIMEOUT));
     if let Err(e) = applied {
-        drop(server.finish());
+        drop(dumps.finish());
         return say(
             DecisionKind::Error,
             format!(
@@ -142,7 +149,7 @@ pub(crate) fn install_hold_hook(
         while start_ticks(facts.pid) == Some(ticks) && !s.stopping.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(200));
         }
-        let n = server.finish().len();
+        let n = dumps.finish().len();
         let skipped = gate.finish();
         let mut d = Decision::for_process(DecisionKind::WatchingEnded, &facts);
         d.rule = Some(rule_name);

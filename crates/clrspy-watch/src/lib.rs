@@ -11,9 +11,9 @@
 //! - `procfs`: what `/proc` and the file system say about a process and the output disk;
 //! - `admission`: whether a rule's action may go — a pure function of the rule's state, its
 //!   limits, the free bytes, stopping and the time;
-//! - `children` (process trees for rules with `children`), `discover` (the runtimes'
-//!   sockets), and the crash-dump pieces `coremem` (the ELF core reader), `crash_files`
-//!   (createdump's file names) and `fatal` (the fatal exception's message);
+//! - `children` (process trees for rules with `children`) and `fatal` (the session that keeps
+//!   the fatal exception's message; the ELF core reader and createdump's file names are
+//!   clrspy-collect's `crash`); new runtimes come from diagnostics-client's `EndpointWatcher`;
 //! - `state`: the watcher's whole state (`WatchState`), its log and
 //!   printer, its threads;
 //! - `limits`: admission applied (the disk read, refusals logged, budgets kept);
@@ -25,9 +25,7 @@
 
 mod admission;
 mod children;
-mod coremem;
 mod crash;
-mod crash_files;
 mod dispatch;
 mod dumps;
 mod fatal;

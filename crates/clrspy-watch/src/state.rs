@@ -12,8 +12,9 @@ use std::thread::JoinHandle;
 use clrspy_collect::StopSignal;
 
 use crate::children::Matched;
-use crate::fatal::{Background, Messages};
+use crate::fatal::Background;
 use crate::procfs::start_ticks;
+use clrspy_collect::crash::message::FatalMessages;
 use clrspy_rules::RuleSet;
 use clrspy_rules::RuleState;
 use clrspy_rules::{Decision, DecisionKind, DecisionLog};
@@ -38,7 +39,7 @@ pub(crate) struct WatchState {
     /// The processes rules with `children` matched (their descendants match too).
     pub(crate) matched: Mutex<Matched>,
     /// The (pid, start ticks, rule) watched for a crash, and the exceptions kept for it.
-    pub(crate) crash_watched: Mutex<HashMap<(u32, u64, String), Arc<Messages>>>,
+    pub(crate) crash_watched: Mutex<HashMap<(u32, u64, String), Arc<FatalMessages>>>,
     /// The (pid, start ticks, rule) whose exceptions the hold hook handles.
     pub(crate) hooked: Mutex<HashSet<(u32, u64, String)>>,
     pub(crate) disk_full: AtomicBool,

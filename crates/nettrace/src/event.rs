@@ -36,6 +36,11 @@ impl<'a> Stack<'a> {
         self.len() == 0
     }
 
+    /// The width of one address in bytes (4 or 8), the trace header's.
+    pub fn pointer_size(&self) -> u8 {
+        self.pointer_size
+    }
+
     /// Instruction pointers, innermost first.
     pub fn ips(&self) -> Ips<'a> {
         let wide = self.pointer_size != 4;
@@ -187,6 +192,12 @@ impl<'a> Event<'a> {
     /// metadata id was never defined. Lets consumers cache per row without comparing names.
     pub fn metadata_key(&self) -> u64 {
         self.metadata_key
+    }
+
+    /// The traced process's pointer width in bytes (4 or 8), from the trace header: the
+    /// value to give payload decoders (a pointer-sized field moves every field after it).
+    pub fn pointer_size(&self) -> u8 {
+        self.stack.pointer_size()
     }
 
     /// Event id.

@@ -54,8 +54,8 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
         eprintln!(
             "Wrote {} ({} raw, {} {} ({:.0}%), {}) in {:.2} s.",
             out.display(),
-            super::dumps::mb(r.raw_bytes),
-            super::dumps::mb(r.file_bytes),
+            super::record_dumps::mb(r.raw_bytes),
+            super::record_dumps::mb(r.file_bytes),
             compress.name(),
             100.0 * r.file_bytes as f64 / r.raw_bytes.max(1) as f64,
             if r.streamed {

@@ -2,13 +2,13 @@
 
 mod convert;
 mod dump;
-mod dumps;
 mod env;
 mod events;
 mod info;
 mod profile;
 mod ps;
 mod record;
+mod record_dumps;
 mod repair;
 mod report;
 mod rules;

@@ -274,7 +274,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         return children(args, &config, duration, thread_cpu);
     }
     let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
-    let dump_args = super::dumps::DumpArgs {
+    let dump_args = super::record_dumps::DumpArgs {
         on_exception: &args.dump_on_exception,
         max: args.max_dumps,
         kind: &args.dump_type,
@@ -296,16 +296,16 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         )),
         _ => args.output.clone(),
     };
-    let mut extras = super::dumps::Extras {
+    let mut extras = super::record_dumps::Extras {
         capture,
-        exceptions: super::dumps::ExceptionDumps::new(&dump_args, output.as_deref())?,
+        exceptions: super::record_dumps::exception_dumps(&dump_args, output.as_deref())?,
         crash: None,
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
-        extras.crash = super::dumps::crash_capture(&dump_args, args.dump_on_crash, out)?;
+        extras.crash = super::record_dumps::crash_capture(&dump_args, args.dump_on_crash, out)?;
     }
     let config = match &extras.exceptions {
-        Some(d) => d.config(&config),
+        Some(d) => d.session_config(&config),
         None => config,
     };
     let outcome = execute(
@@ -405,7 +405,7 @@ fn children(
         return Err(CliError::new("--dump-hold-hook does not work with --children").code(2));
     }
     let _ = ctrlc::set_handler(|| STOP.request());
-    let dump_args = super::dumps::DumpArgs {
+    let dump_args = super::record_dumps::DumpArgs {
         on_exception: &args.dump_on_exception,
         max: args.max_dumps,
         kind: &args.dump_type,
@@ -417,16 +417,18 @@ fn children(
     let _ = std::fs::create_dir_all(dir);
     // Dumps on exceptions: one trigger per process, one limit for the tree; files
     // dump_<pid>_<n>.dmp.gz in DIR.
-    let mut exceptions = super::dumps::ExceptionDumps::new(&dump_args, Some(&dir.join("dump")))?;
+    let mut exceptions = super::record_dumps::exception_dumps(&dump_args, Some(&dir.join("dump")))?;
     let config = match &exceptions {
-        Some(d) => d.config(config),
+        Some(d) => d.session_config(config),
         None => config.clone(),
     };
-    let consumers = exceptions.as_mut().map(|d| d.start_tree());
+    let consumers = exceptions
+        .as_mut()
+        .map(|d| d.start_tree(super::record_dumps::say_dumps()));
     let crash = if args.no_crash_report {
         None
     } else {
-        super::dumps::crash_capture(&dump_args, args.dump_on_crash, &dir.join("tree"))?
+        super::record_dumps::crash_capture(&dump_args, args.dump_on_crash, &dir.join("tree"))?
     };
     let code = super::tree::run(
         super::tree::TreeRun {
@@ -442,9 +444,9 @@ fn children(
     );
     let dumped = exceptions.as_mut().map(|d| d.finish()).unwrap_or_default();
     let code = code?;
-    super::dumps::report(&dumped);
+    super::record_dumps::report(&dumped);
     if let Some(c) = &crash {
-        super::dumps::report_crashes(c, None);
+        super::record_dumps::report_crashes(c, None);
     }
     Ok(std::process::ExitCode::from(code))
 }
@@ -466,7 +468,7 @@ struct Console<'a> {
     launched: bool,
     /// True once the user was told a trigger fired.
     told_trigger: bool,
-    dumps: Option<&'a super::dumps::ExceptionDumps>,
+    dumps: Option<&'a clrspy_collect::ExceptionDumps>,
 }
 
 impl RunObserver for Console<'_> {
@@ -522,7 +524,7 @@ pub(crate) fn execute(
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
     child_stdout: ChildOutput,
-    extras: &mut super::dumps::Extras,
+    extras: &mut super::record_dumps::Extras,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
@@ -546,7 +548,10 @@ pub(crate) fn execute(
             Target::Attach { endpoint, .. } => Some(endpoint.pid),
             _ => None,
         };
-        let (consumer, env) = d.start(pid)?;
+        let (consumer, env) = d
+            .start(pid, super::record_dumps::say_dumps())
+            .map_err(collect_error)?
+            .into_parts();
         live.consumers.extend(consumer);
         child_env.extend(env);
     }
@@ -582,9 +587,9 @@ pub(crate) fn execute(
     let outcome = outcome.map_err(collect_error)?;
     report(&outcome.summary);
     report_extras(&outcome.summary, extras.capture.triggers.as_ref());
-    super::dumps::report(&dumped);
+    super::record_dumps::report(&dumped);
     if let Some(c) = &extras.crash {
-        super::dumps::report_crashes(c, Some(&outcome.summary.path));
+        super::record_dumps::report_crashes(c, Some(&outcome.summary.path));
     }
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,

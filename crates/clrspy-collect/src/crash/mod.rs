@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 
 use diagnostics_client::DumpType;
 
+pub mod core;
+pub mod files;
+pub mod message;
+
 use crate::dumpfile::Compression;
 
 /// How a launched program's crashes are captured.

@@ -1,4 +1,4 @@
-//! Where a crash dump lands and how watch finds it after the process is gone: createdump's
+//! Where a crash dump lands and how a watcher finds it after the process is gone: createdump's
 //! name patterns (`DbgMiniDumpName`), the folders of the process held open from the match
 //! (its root, working directory and the dump's folder, so a container's files stay
 //! reachable), and the search for the newest dump and report written since the process
@@ -8,6 +8,9 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
+
+/// The dump name createdump uses when `DbgMiniDumpName` is not set (measured, .NET 10).
+pub const DEFAULT_NAME: &str = "/tmp/coredump.%p";
 
 /// One piece of a dump file name pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,7 +24,7 @@ enum Piece {
 /// Where the runtime puts the dump of one process: a folder (with `%p` filled in) relative to
 /// the process's root or working directory, and the file name's pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct DumpName {
+pub struct DumpName {
     /// True for an absolute pattern (from the root), false for one relative to the working
     /// directory.
     absolute: bool,
@@ -34,7 +37,7 @@ impl DumpName {
     /// Reads `pattern` as createdump does (`%p`/`%d` the pid in the process's own namespace,
     /// `%e` the executable's name, `%h` the host name, `%t` the time, `%%` a `%`); an error in
     /// words when createdump would refuse it or the folder is only known at the crash.
-    pub(crate) fn parse(pattern: &str, ns_pid: u32) -> Result<DumpName, String> {
+    pub fn parse(pattern: &str, ns_pid: u32) -> Result<DumpName, String> {
         if pattern.starts_with('|') {
             return Err("DbgMiniDumpName starts with '|': createdump refuses pipes".into());
         }
@@ -119,7 +122,7 @@ impl DumpName {
 /// exits (a container's file system included). The dump's folder itself is opened too when it
 /// exists: a file system mounted only in the container's mount namespace (a tmpfs) is cut off
 /// from its root when the namespace ends (measured), but an open folder on it stays readable.
-pub(crate) struct Places {
+pub struct Places {
     root: File,
     cwd: Option<File>,
     folder: Option<File>,
@@ -127,7 +130,7 @@ pub(crate) struct Places {
 
 impl Places {
     /// Opens `/proc/PID/root`, `cwd` and the dump's folder while the process lives.
-    pub(crate) fn open(pid: u32, name: &DumpName) -> std::io::Result<Places> {
+    pub fn open(pid: u32, name: &DumpName) -> std::io::Result<Places> {
         let root = File::open(format!("/proc/{pid}/root"))?;
         let cwd = File::open(format!("/proc/{pid}/cwd")).ok();
         let base = if name.absolute {
@@ -140,7 +143,7 @@ impl Places {
     }
 
     /// The folder of `name`, reached through the open folders.
-    pub(crate) fn folder(&self, name: &DumpName) -> Option<PathBuf> {
+    pub fn folder(&self, name: &DumpName) -> Option<PathBuf> {
         if let Some(f) = &self.folder {
             return Some(under(f, ""));
         }
@@ -160,20 +163,21 @@ fn under(dir: &File, rel: &str) -> PathBuf {
 
 /// What the runtime left at a crash: its dump and its report (either may be missing).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Left {
+pub struct Left {
     /// The dump, reached through a held folder.
-    pub(crate) dump: Option<PathBuf>,
+    pub dump: Option<PathBuf>,
     /// The crash report, reached the same way.
-    pub(crate) report: Option<PathBuf>,
+    pub report: Option<PathBuf>,
     /// The name the process gave it (its own view).
-    pub(crate) shown: String,
+    pub shown: String,
 }
 
-pub(crate) const REPORT_SUFFIX: &str = ".crashreport.json";
+/// The suffix createdump gives the crash report beside a dump (`<dump>.crashreport.json`).
+pub const REPORT_SUFFIX: &str = ".crashreport.json";
 
 /// The newest dump (or report alone) in `folder` that `name` gives and that was written since
 /// `since`.
-pub(crate) fn find_left(folder: &Path, name: &DumpName, since: SystemTime) -> Option<Left> {
+pub fn find_left(folder: &Path, name: &DumpName, since: SystemTime) -> Option<Left> {
     let mut best: Option<(SystemTime, String)> = None;
     for e in std::fs::read_dir(folder).ok()?.flatten() {
         let file = e.file_name().to_string_lossy().into_owned();
@@ -207,7 +211,6 @@ pub(crate) fn find_left(folder: &Path, name: &DumpName, since: SystemTime) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crash::DEFAULT_NAME;
 
     #[test]
     fn names_follow_createdumps_patterns() {

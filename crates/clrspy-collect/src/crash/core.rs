@@ -10,13 +10,15 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use nettrace::{Cursor, CursorError};
+
 /// Offset of `System.Exception._message` in the object (64-bit).
 const MESSAGE_OFFSET: u64 = 16;
 /// Longest message read, in UTF-16 units.
 const MAX_CHARS: u32 = 64 * 1024;
 
 /// The crashed thread's exception object address from a crash report's JSON.
-pub(crate) fn exception_object(report: &[u8]) -> Option<u64> {
+pub fn exception_object(report: &[u8]) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_slice(report).ok()?;
     let threads = v.get("payload")?.get("threads")?.as_array()?;
     let t = threads
@@ -28,10 +30,17 @@ pub(crate) fn exception_object(report: &[u8]) -> Option<u64> {
         .filter(|&a| a != 0)
 }
 
-/// A 64-bit little-endian ELF core's loaded segments: (address, size in the file, offset).
+/// One loaded segment of a core: its address, its size in the file and its file offset.
+struct Segment {
+    addr: u64,
+    size: u64,
+    offset: u64,
+}
+
+/// A 64-bit little-endian ELF core's loaded segments.
 struct Core {
     file: File,
-    segments: Vec<(u64, u64, u64)>,
+    segments: Vec<Segment>,
 }
 
 impl Core {
@@ -39,12 +48,17 @@ impl Core {
         let mut file = File::open(path).ok()?;
         let mut head = [0u8; 64];
         file.read_exact(&mut head).ok()?;
+        let mut c = Cursor::new(&head, 0);
         // ELF, 64-bit, little-endian, a core file.
-        if &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 || le16(&head[16..]) != 4 {
+        let ident: [u8; 16] = c.array().ok()?;
+        let kind = c.u16().ok()?;
+        if &ident[..4] != b"\x7fELF" || ident[4] != 2 || ident[5] != 1 || kind != 4 {
             return None;
         }
-        let phoff = le64(&head[0x20..]);
-        let (entsize, count) = (le16(&head[0x36..]), le16(&head[0x38..]));
+        c.skip(0x20 - 18).ok()?;
+        let phoff = c.u64().ok()?;
+        c.skip(0x36 - 0x28).ok()?;
+        let (entsize, count) = (c.u16().ok()?, c.u16().ok()?);
         if entsize < 56 || count == 0 {
             return None;
         }
@@ -53,57 +67,65 @@ impl Core {
         file.read_exact(&mut table).ok()?;
         let segments = table
             .chunks_exact(usize::from(entsize))
-            .filter(|h| le32(h) == 1)
-            .map(|h| (le64(&h[16..]), le64(&h[32..]), le64(&h[8..])))
+            .filter_map(|h| program_header(h).ok().flatten())
             .collect();
         Some(Core { file, segments })
     }
 
     /// `len` bytes at address `addr`, when one segment holds them all.
     fn read(&mut self, addr: u64, len: u64) -> Option<Vec<u8>> {
-        let &(base, _, offset) = self.segments.iter().find(|(b, s, _)| {
-            let end = addr.checked_add(len);
-            addr >= *b && end.is_some() && end <= b.checked_add(*s)
-        })?;
+        let end = addr.checked_add(len)?;
+        let s = self
+            .segments
+            .iter()
+            .find(|s| addr >= s.addr && s.addr.checked_add(s.size).is_some_and(|e| end <= e))?;
         let mut buf = vec![0u8; usize::try_from(len).ok()?];
         self.file
-            .seek(SeekFrom::Start(offset.checked_add(addr - base)?))
+            .seek(SeekFrom::Start(s.offset.checked_add(addr - s.addr)?))
             .ok()?;
         self.file.read_exact(&mut buf).ok()?;
         Some(buf)
     }
+
+    /// A little-endian `u64` at `addr`.
+    fn u64(&mut self, addr: u64) -> Option<u64> {
+        Cursor::new(&self.read(addr, 8)?, 0).u64().ok()
+    }
+
+    /// A little-endian `u32` at `addr`.
+    fn u32(&mut self, addr: u64) -> Option<u32> {
+        Cursor::new(&self.read(addr, 4)?, 0).u32().ok()
+    }
 }
 
-fn le16(b: &[u8]) -> u16 {
-    u16::from_le_bytes([b[0], b[1]])
-}
-
-fn le32(b: &[u8]) -> u32 {
-    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn le64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
-    u64::from_le_bytes(a)
+/// A program header's loaded segment (`PT_LOAD`), None for any other kind.
+fn program_header(h: &[u8]) -> Result<Option<Segment>, CursorError> {
+    let mut c = Cursor::new(h, 0);
+    if c.u32()? != 1 {
+        return Ok(None);
+    }
+    c.skip(4)?; // p_flags
+    let offset = c.u64()?;
+    let addr = c.u64()?;
+    c.skip(8)?; // p_paddr
+    let size = c.u64()?;
+    Ok(Some(Segment { addr, size, offset }))
 }
 
 /// The message of the exception object at `object` in the core at `path`.
-pub(crate) fn exception_message(path: &Path, object: u64) -> Option<String> {
+pub fn exception_message(path: &Path, object: u64) -> Option<String> {
     let mut core = Core::open(path)?;
-    let string = le64(&core.read(object.checked_add(MESSAGE_OFFSET)?, 8)?);
+    let string = core.u64(object.checked_add(MESSAGE_OFFSET)?)?;
     if string == 0 {
         return None;
     }
-    let len = le32(&core.read(string.checked_add(8)?, 4)?);
+    let len = core.u32(string.checked_add(8)?)?;
     if len == 0 || len > MAX_CHARS {
         return None;
     }
     let bytes = core.read(string.checked_add(12)?, u64::from(len) * 2)?;
-    let units: Vec<u16> = bytes
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
+    let mut c = Cursor::new(&bytes, 0);
+    let units: Vec<u16> = (0..len).map(|_| c.u16()).collect::<Result<_, _>>().ok()?;
     String::from_utf16(&units).ok()
 }
 
