@@ -105,9 +105,15 @@ impl R2rRecorder {
             let file = [own.as_str(), path]
                 .into_iter()
                 .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_IMAGE_BYTES))?;
-            let bytes = std::fs::read(file).ok()?;
-            let img = readytorun::Image::parse(&bytes).ok()?;
-            Some((Arc::new(img), bytes.len() as u64))
+            // Mapped, not read: only the pages the parse touches (headers, metadata, the
+            // function table) are ever in memory, where reading CoreLib took 15 MB.
+            let f = std::fs::File::open(file).ok()?;
+            // SAFETY: the map is read only while the image is parsed, just below, and
+            // dropped then; the runtime's images are not rewritten while it runs them, and
+            // the parse bounds-checks every read.
+            let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+            let img = readytorun::Image::parse(&map).ok()?;
+            Some((Arc::new(img), map.len() as u64))
         };
         let found = read();
         if let Some((img, size)) = &found {

@@ -180,6 +180,70 @@ pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
 
 struct FileLock(std::fs::File);
 
+/// The tests' machine lock, held while a test records something whose amounts of CPU time or
+/// samples it checks: such tests take turns, in this test binary and in any other on this
+/// machine (the lock file is in the system's temporary directory, shared by every checkout).
+/// Other work on the machine (builds) still competes: [`Machine::busy`] says when it did.
+pub struct Machine {
+    _lock: FileLock,
+    start: (u64, u64),
+}
+
+/// Takes the machine lock (waits for it).
+pub fn machine() -> Machine {
+    let lock = FileLock::acquire(&std::env::temp_dir().join("clrspy-tests-machine.lock"));
+    Machine {
+        _lock: lock,
+        start: cpu_times(),
+    }
+}
+
+/// The machine's busy and total CPU time so far, in /proc/stat ticks.
+fn cpu_times() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    let total: u64 = f.iter().take(8).sum();
+    // idle and iowait
+    let idle = f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+impl Machine {
+    /// Why the machine was too busy since the lock was taken for a rule on amounts of CPU or
+    /// samples to hold (None when it was not): more than `own_cpus` CPUs' worth of busy time
+    /// (what the test's own processes use) plus half a CPU, on average.
+    pub fn busy(&self, own_cpus: f64) -> Option<String> {
+        let (busy, total) = cpu_times();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let total = total.saturating_sub(self.start.1);
+        if total == 0 {
+            return None;
+        }
+        let used = busy.saturating_sub(self.start.0) as f64 / total as f64 * cpus;
+        (used > (own_cpus + 0.5).min(cpus - 0.25)).then(|| {
+            format!(
+                "the machine was busy: {used:.1} of {cpus} CPUs used on average where the test needs \
+                 {own_cpus}"
+            )
+        })
+    }
+
+    /// Checks `rule` unless the machine was busy; says why when it does not.
+    pub fn check(&self, own_cpus: f64, what: &str, rule: impl FnOnce()) {
+        match self.busy(own_cpus) {
+            None => rule(),
+            Some(why) => eprintln!("skipped the rule \"{what}\": {why}"),
+        }
+    }
+}
+
 impl FileLock {
     fn acquire(path: &Path) -> FileLock {
         let f = std::fs::File::create(path).unwrap();
