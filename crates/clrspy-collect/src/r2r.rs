@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::inject::Injected;
 use crate::procstat::Mapping;
@@ -66,12 +67,23 @@ pub(crate) struct R2rRecorder {
     pid: u32,
     ips: SharedIps,
     /// Images by mapped path (None: not a readable ReadyToRun image).
-    images: HashMap<String, Option<Arc<readytorun::Image>>>,
+    images: HashMap<String, Option<Known>>,
     /// (path, function start) already stored.
     stored: HashSet<(String, u32)>,
     /// Addresses in no known mapping yet (an image mapped after the last read of the maps),
-    /// with the rounds they have waited.
+    /// or in a function whose name waits for its image to be read again, with the rounds
+    /// they have waited.
     retry: Vec<(u64, u8)>,
+}
+
+/// An image read once: its functions are kept, its names only while they are used (all the
+/// names of CoreLib and the images a web app runs took 7 MB for the few hundred stored).
+#[derive(Debug)]
+struct Known {
+    image: readytorun::Image,
+    /// When the image was last read (its names are read again at most every
+    /// [`REREAD_EVERY`]).
+    read_at: Instant,
 }
 
 /// Rounds an address in no mapping is retried (the maps are re-read every 2 s; JIT-compiled
@@ -79,6 +91,30 @@ pub(crate) struct R2rRecorder {
 const RETRY_ROUNDS: u8 = 16;
 /// The most addresses waiting for a retry.
 const MAX_RETRY: usize = 1 << 17;
+/// The shortest time between two reads of one image for the names of newly hit functions
+/// (reading CoreLib's takes 15-30 ms).
+const REREAD_EVERY: Duration = Duration::from_secs(2);
+
+/// Reads the image mapped from `path` in process `pid`, with its file size.
+fn read_image(pid: u32, path: &str) -> Option<(readytorun::Image, u64)> {
+    if !(path.ends_with(".dll") || path.ends_with(".exe")) {
+        return None;
+    }
+    // The target's own view of the file (a container's root), else ours.
+    let own = format!("/proc/{pid}/root{path}");
+    let file = [own.as_str(), path]
+        .into_iter()
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_IMAGE_BYTES))?;
+    // Mapped, not read: only the pages the parse touches (headers, metadata, the function
+    // table) are ever in memory, where reading CoreLib took 15 MB.
+    let f = std::fs::File::open(file).ok()?;
+    // SAFETY: the map is read only while the image is parsed, just below, and dropped then;
+    // the runtime's images are not rewritten while it runs them, and the parse bounds-checks
+    // every read.
+    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    let img = readytorun::Image::parse(&map).ok()?;
+    Some((img, map.len() as u64))
+}
 
 impl R2rRecorder {
     pub(crate) fn new(pid: u32, ips: SharedIps) -> R2rRecorder {
@@ -91,43 +127,32 @@ impl R2rRecorder {
         }
     }
 
-    /// The image mapped from `path`, read the first time (R2RImage goes to `out` then).
-    fn image(&mut self, path: &str, out: &mut Vec<Injected>) -> Option<Arc<readytorun::Image>> {
-        if let Some(i) = self.images.get(path) {
-            return i.clone();
-        }
-        let read = || -> Option<(Arc<readytorun::Image>, u64)> {
-            if !(path.ends_with(".dll") || path.ends_with(".exe")) {
-                return None;
+    /// The image mapped from `path` in `pid`, read the first time into `images` (R2RImage
+    /// goes to `out` then).
+    fn image<'a>(
+        images: &'a mut HashMap<String, Option<Known>>,
+        pid: u32,
+        path: &str,
+        out: &mut Vec<Injected>,
+    ) -> Option<&'a mut Known> {
+        if !images.contains_key(path) {
+            let found = read_image(pid, path);
+            if let Some((img, size)) = &found {
+                if let Some(mvid) = img.mvid() {
+                    out.push(Injected::R2rImage {
+                        path: path.to_string(),
+                        size: *size,
+                        mvid: mvid.iter().map(|b| format!("{b:02x}")).collect(),
+                    });
+                }
             }
-            // The target's own view of the file (a container's root), else ours.
-            let own = format!("/proc/{}/root{path}", self.pid);
-            let file = [own.as_str(), path]
-                .into_iter()
-                .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_IMAGE_BYTES))?;
-            // Mapped, not read: only the pages the parse touches (headers, metadata, the
-            // function table) are ever in memory, where reading CoreLib took 15 MB.
-            let f = std::fs::File::open(file).ok()?;
-            // SAFETY: the map is read only while the image is parsed, just below, and
-            // dropped then; the runtime's images are not rewritten while it runs them, and
-            // the parse bounds-checks every read.
-            let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-            let img = readytorun::Image::parse(&map).ok()?;
-            Some((Arc::new(img), map.len() as u64))
-        };
-        let found = read();
-        if let Some((img, size)) = &found {
-            if let Some(mvid) = img.mvid() {
-                out.push(Injected::R2rImage {
-                    path: path.to_string(),
-                    size: *size,
-                    mvid: mvid.iter().map(|b| format!("{b:02x}")).collect(),
-                });
-            }
+            let known = found.map(|(image, _)| Known {
+                image,
+                read_at: Instant::now(),
+            });
+            images.insert(path.to_string(), known);
         }
-        let img = found.map(|(i, _)| i);
-        self.images.insert(path.to_string(), img.clone());
-        img
+        images.get_mut(path).and_then(Option::as_mut)
     }
 
     /// Events naming the functions the new addresses fall into (`mappings`: the process's
@@ -141,6 +166,7 @@ impl R2rRecorder {
         }
         let mut sorted: Vec<&Mapping> = mappings.iter().collect();
         sorted.sort_by_key(|m| m.start);
+        let pid = self.pid;
         for (ip, rounds) in ips {
             let i = sorted.partition_point(|m| m.start <= ip);
             let m = i.checked_sub(1).and_then(|i| sorted.get(i)).copied();
@@ -154,18 +180,35 @@ impl R2rRecorder {
                 continue;
             }
             let offset = ip - m.start + m.offset;
-            let Some(img) = self.image(&m.path, &mut out) else {
+            let Some(known) = Self::image(&mut self.images, pid, &m.path, &mut out) else {
                 continue;
             };
+            let img = &known.image;
             let Some(f) = img
                 .rva_of_file_offset(offset)
                 .and_then(|rva| img.function_at(rva))
+                .copied()
             else {
                 continue;
             };
-            if !self.stored.insert((m.path.clone(), f.start)) {
+            if self.stored.contains(&(m.path.clone(), f.start)) {
                 continue;
             }
+            if !known.image.has_names() {
+                // Named on a later round, from the image read again.
+                if known.read_at.elapsed() < REREAD_EVERY {
+                    if self.retry.len() < MAX_RETRY {
+                        self.retry.push((ip, rounds));
+                    }
+                    continue;
+                }
+                known.read_at = Instant::now();
+                match read_image(pid, &m.path) {
+                    Some((image, _)) => known.image = image,
+                    None => continue,
+                }
+            }
+            let img = &known.image;
             let Some(start) = img.file_offset_of_rva(f.start) else {
                 continue;
             };
@@ -173,8 +216,13 @@ impl R2rRecorder {
                 path: m.path.clone(),
                 offset: start,
                 size: f.end - f.start,
-                name: img.name(f).to_string(),
+                name: img.name(&f).to_string(),
             });
+            self.stored.insert((m.path.clone(), f.start));
+        }
+        // The names are let go until new functions are hit.
+        for known in self.images.values_mut().flatten() {
+            known.image.drop_names();
         }
         out
     }
@@ -225,13 +273,46 @@ mod tests {
         assert_eq!(
             out[1],
             Injected::R2rMethod {
-                path,
+                path: path.clone(),
                 offset: off as u32,
                 size: f.end - f.start,
                 name: "System.Net.Sockets.SocketAsyncEngine.EventLoop".into(),
             }
         );
         assert!(r.resolve(&maps).is_empty());
+        // The image's names are not kept between rounds...
+        let known = r.images[&path].as_ref().unwrap();
+        assert!(!known.image.has_names());
+        assert!(!known.image.functions().is_empty());
+        // ...a function hit later is named from the image read again, at most every
+        // REREAD_EVERY.
+        let g = *img
+            .functions()
+            .iter()
+            .find(|g| g.start != f.start && img.name(g) != "[unnamed]")
+            .unwrap();
+        let g_off = u64::from(img.file_offset_of_rva(g.start).unwrap());
+        {
+            let mut s = ips.0.lock().unwrap();
+            s.seen.insert(base + g_off);
+            s.fresh.push(base + g_off);
+        }
+        assert!(r.resolve(&maps).is_empty());
+        assert!(r.retry.iter().any(|&(ip, _)| ip == base + g_off));
+        if let Some(Some(k)) = r.images.get_mut(&path) {
+            k.read_at = Instant::now() - REREAD_EVERY;
+        }
+        assert_eq!(
+            r.resolve(&maps),
+            vec![Injected::R2rMethod {
+                path: path.clone(),
+                offset: g_off as u32,
+                size: g.end - g.start,
+                name: img.name(&g).to_string(),
+            }]
+        );
+        assert!(!r.images[&path].as_ref().unwrap().image.has_names());
+        r.retry.retain(|&(ip, _)| ip == 0x1000);
         // 0x1000 was in no mapping: retried a bounded number of rounds, then dropped.
         assert_eq!(r.retry.len(), 1);
         for _ in 0..RETRY_ROUNDS {

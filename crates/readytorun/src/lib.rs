@@ -406,6 +406,19 @@ impl Image {
         self.names.get(f.name as usize).map_or("[unnamed]", |s| s)
     }
 
+    /// Frees the names, keeping the functions and sections: for a caller that names only the
+    /// few functions it meets and can parse the image again for more. [`Image::name`] then
+    /// says `[unnamed]` for every function; [`Image::has_names`] is false.
+    pub fn drop_names(&mut self) {
+        self.names = Vec::new();
+    }
+
+    /// False once [`Image::drop_names`] freed the names (or when no entry point named any
+    /// function).
+    pub fn has_names(&self) -> bool {
+        !self.names.is_empty()
+    }
+
     /// The function whose code holds `rva`.
     pub fn function_at(&self, rva: u32) -> Option<&Function> {
         let i = self.functions.partition_point(|f| f.start <= rva);
