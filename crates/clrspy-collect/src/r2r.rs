@@ -9,7 +9,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use crate::inject::Injected;
 use crate::procstat::Mapping;
@@ -66,24 +65,13 @@ impl EventConsumer for StackIps {
 pub(crate) struct R2rRecorder {
     pid: u32,
     ips: SharedIps,
-    /// Images by mapped path (None: not a readable ReadyToRun image).
-    images: HashMap<String, Option<Known>>,
+    /// Images by mapped path, without their names (None: not a readable ReadyToRun image).
+    images: HashMap<String, Option<readytorun::Image>>,
     /// (path, function start) already stored.
     stored: HashSet<(String, u32)>,
     /// Addresses in no known mapping yet (an image mapped after the last read of the maps),
-    /// or in a function whose name waits for its image to be read again, with the rounds
-    /// they have waited.
+    /// with the rounds they have waited.
     retry: Vec<(u64, u8)>,
-}
-
-/// An image read once: its functions are kept, its names only while they are used (all the
-/// names of CoreLib and the images a web app runs took 7 MB for the few hundred stored).
-#[derive(Debug)]
-struct Known {
-    image: readytorun::Image,
-    /// When the image was last read (its names are read again at most every
-    /// [`REREAD_EVERY`]).
-    read_at: Instant,
 }
 
 /// Rounds an address in no mapping is retried (the maps are re-read every 2 s; JIT-compiled
@@ -91,29 +79,21 @@ struct Known {
 const RETRY_ROUNDS: u8 = 16;
 /// The most addresses waiting for a retry.
 const MAX_RETRY: usize = 1 << 17;
-/// The shortest time between two reads of one image for the names of newly hit functions
-/// (reading CoreLib's takes 15-30 ms).
-const REREAD_EVERY: Duration = Duration::from_secs(2);
 
-/// Reads the image mapped from `path` in process `pid`, with its file size.
-fn read_image(pid: u32, path: &str) -> Option<(readytorun::Image, u64)> {
+/// Maps the file of the image mapped from `path` in process `pid` (the target's own view of
+/// it, a container's root, else ours).
+fn map_image(pid: u32, path: &str) -> Option<memmap2::Mmap> {
     if !(path.ends_with(".dll") || path.ends_with(".exe")) {
         return None;
     }
-    // The target's own view of the file (a container's root), else ours.
     let own = format!("/proc/{pid}/root{path}");
     let file = [own.as_str(), path]
         .into_iter()
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_IMAGE_BYTES))?;
-    // Mapped, not read: only the pages the parse touches (headers, metadata, the function
-    // table) are ever in memory, where reading CoreLib took 15 MB.
     let f = std::fs::File::open(file).ok()?;
-    // SAFETY: the map is read only while the image is parsed, just below, and dropped then;
-    // the runtime's images are not rewritten while it runs them, and the parse bounds-checks
-    // every read.
-    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-    let img = readytorun::Image::parse(&map).ok()?;
-    Some((img, map.len() as u64))
+    // SAFETY: the map is only read while an image is parsed or named, and dropped then; the
+    // runtime's images are not rewritten while it runs them, and every read is bounds-checked.
+    unsafe { memmap2::Mmap::map(&f) }.ok()
 }
 
 impl R2rRecorder {
@@ -127,16 +107,16 @@ impl R2rRecorder {
         }
     }
 
-    /// The image mapped from `path` in `pid`, read the first time into `images` (R2RImage
-    /// goes to `out` then).
-    fn image<'a>(
-        images: &'a mut HashMap<String, Option<Known>>,
-        pid: u32,
-        path: &str,
-        out: &mut Vec<Injected>,
-    ) -> Option<&'a mut Known> {
-        if !images.contains_key(path) {
-            let found = read_image(pid, path);
+    /// The image mapped from `path`, read the first time (R2RImage goes to `out` then). Only
+    /// its function table is kept: the names are read for the functions hit
+    /// ([`R2rRecorder::resolve`]). Mapped, not read, so that only the pages a read touches are
+    /// ever in memory (reading CoreLib took 15 MB, naming all its functions 7 MB more).
+    fn image(&mut self, path: &str, out: &mut Vec<Injected>) -> Option<&readytorun::Image> {
+        if !self.images.contains_key(path) {
+            let found = map_image(self.pid, path).and_then(|map| {
+                let img = readytorun::Image::parse_unnamed(&map).ok()?;
+                Some((img, map.len() as u64))
+            });
             if let Some((img, size)) = &found {
                 if let Some(mvid) = img.mvid() {
                     out.push(Injected::R2rImage {
@@ -146,13 +126,10 @@ impl R2rRecorder {
                     });
                 }
             }
-            let known = found.map(|(image, _)| Known {
-                image,
-                read_at: Instant::now(),
-            });
-            images.insert(path.to_string(), known);
+            self.images
+                .insert(path.to_string(), found.map(|(img, _)| img));
         }
-        images.get_mut(path).and_then(Option::as_mut)
+        self.images.get(path).and_then(Option::as_ref)
     }
 
     /// Events naming the functions the new addresses fall into (`mappings`: the process's
@@ -166,7 +143,8 @@ impl R2rRecorder {
         }
         let mut sorted: Vec<&Mapping> = mappings.iter().collect();
         sorted.sort_by_key(|m| m.start);
-        let pid = self.pid;
+        // The new functions hit, per image, in the order first hit.
+        let mut hit: Vec<(String, Vec<readytorun::Function>)> = Vec::new();
         for (ip, rounds) in ips {
             let i = sorted.partition_point(|m| m.start <= ip);
             let m = i.checked_sub(1).and_then(|i| sorted.get(i)).copied();
@@ -180,10 +158,9 @@ impl R2rRecorder {
                 continue;
             }
             let offset = ip - m.start + m.offset;
-            let Some(known) = Self::image(&mut self.images, pid, &m.path, &mut out) else {
+            let Some(img) = self.image(&m.path, &mut out) else {
                 continue;
             };
-            let img = &known.image;
             let Some(f) = img
                 .rva_of_file_offset(offset)
                 .and_then(|rva| img.function_at(rva))
@@ -191,38 +168,34 @@ impl R2rRecorder {
             else {
                 continue;
             };
-            if self.stored.contains(&(m.path.clone(), f.start)) {
+            if !self.stored.insert((m.path.clone(), f.start)) {
                 continue;
             }
-            if !known.image.has_names() {
-                // Named on a later round, from the image read again.
-                if known.read_at.elapsed() < REREAD_EVERY {
-                    if self.retry.len() < MAX_RETRY {
-                        self.retry.push((ip, rounds));
-                    }
-                    continue;
-                }
-                known.read_at = Instant::now();
-                match read_image(pid, &m.path) {
-                    Some((image, _)) => known.image = image,
-                    None => continue,
-                }
+            match hit.iter_mut().find(|h| h.0 == m.path) {
+                Some(h) => h.1.push(f),
+                None => hit.push((m.path.clone(), vec![f])),
             }
-            let img = &known.image;
-            let Some(start) = img.file_offset_of_rva(f.start) else {
+        }
+        for (path, functions) in hit {
+            let Some(Some(img)) = self.images.get(&path) else {
                 continue;
             };
-            out.push(Injected::R2rMethod {
-                path: m.path.clone(),
-                offset: start,
-                size: f.end - f.start,
-                name: img.name(&f).to_string(),
-            });
-            self.stored.insert((m.path.clone(), f.start));
-        }
-        // The names are let go until new functions are hit.
-        for known in self.images.values_mut().flatten() {
-            known.image.drop_names();
+            let Some(names) =
+                map_image(self.pid, &path).and_then(|map| img.names_from(&map, &functions).ok())
+            else {
+                continue;
+            };
+            for (f, name) in functions.iter().zip(names) {
+                let Some(start) = img.file_offset_of_rva(f.start) else {
+                    continue;
+                };
+                out.push(Injected::R2rMethod {
+                    path: path.clone(),
+                    offset: start,
+                    size: f.end - f.start,
+                    name,
+                });
+            }
         }
         out
     }
@@ -280,12 +253,12 @@ mod tests {
             }
         );
         assert!(r.resolve(&maps).is_empty());
-        // The image's names are not kept between rounds...
+        // The image's names are not kept: a function hit later is named from the file.
         let known = r.images[&path].as_ref().unwrap();
-        assert!(!known.image.has_names());
-        assert!(!known.image.functions().is_empty());
-        // ...a function hit later is named from the image read again, at most every
-        // REREAD_EVERY.
+        assert!(known
+            .functions()
+            .iter()
+            .all(|g| known.name(g) == "[unnamed]"));
         let g = *img
             .functions()
             .iter()
@@ -297,11 +270,6 @@ mod tests {
             s.seen.insert(base + g_off);
             s.fresh.push(base + g_off);
         }
-        assert!(r.resolve(&maps).is_empty());
-        assert!(r.retry.iter().any(|&(ip, _)| ip == base + g_off));
-        if let Some(Some(k)) = r.images.get_mut(&path) {
-            k.read_at = Instant::now() - REREAD_EVERY;
-        }
         assert_eq!(
             r.resolve(&maps),
             vec![Injected::R2rMethod {
@@ -311,8 +279,6 @@ mod tests {
                 name: img.name(&g).to_string(),
             }]
         );
-        assert!(!r.images[&path].as_ref().unwrap().image.has_names());
-        r.retry.retain(|&(ip, _)| ip == 0x1000);
         // 0x1000 was in no mapping: retried a bounded number of rounds, then dropped.
         assert_eq!(r.retry.len(), 1);
         for _ in 0..RETRY_ROUNDS {
