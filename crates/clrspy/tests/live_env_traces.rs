@@ -136,7 +136,7 @@ fn alloc_and_cpu_traces_have_typed_allocations_samples_and_methods() {
     let samples = c.get("Thread/Sample").copied().unwrap_or(0);
     assert!(samples > 0, "{c:?}");
     // The runtime suspends every thread for each sample: on a busy machine it takes fewer.
-    machine.check(1.2, "over 500 samples in a second", || {
+    machine.check("over 500 samples in a second", || {
         assert!(samples > 500, "{c:?}");
     });
     let loads = events(&trace, "Method/LoadVerbose");

@@ -64,7 +64,6 @@ fn cpu_report_names_the_burning_method_and_keeps_waiting_threads_out() {
     // On a busy machine the sampler suspends the burner less evenly and the burner waits for
     // a CPU as much as it runs.
     machine.check(
-        1.2,
         "Burn holds 80% of its thread's CPU, which mostly runs",
         || {
             assert!(
