@@ -1,7 +1,9 @@
 //! Byte sinks: where the pump puts the runtime's stream as it arrives. A sink takes the bytes in
 //! order, may take clrspy's own events to splice in between blocks, and is finished once at the
-//! end. [`FileSink`] is the trace file (through the [`Splicer`]); the ring buffer that keeps
-//! only the newest part is [`RingSink`](crate::RingSink), behind the same trait.
+//! end. The trace file ([`FileSink`]) and the ring buffer that keeps only the newest part
+//! ([`RingSink`](crate::RingSink)) are one [`SplicedSink`] (the [`Splicer`] and the sink's
+//! calls, written once) over two [`SpliceOutput`]s: the [`StagedFile`], a whole trace on disk
+//! at every moment, and the ring's block store.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
