@@ -5,7 +5,7 @@
 #
 #   bench/whole_traces.sh
 #
-# Stops: the target SIGKILLed; Ctrl+C to the whole process group in launch mode (as a terminal
+# Stops: the target SIGKILLed; clrspy itself SIGKILLed (as the OOM killer does); Ctrl+C to the whole process group in launch mode (as a terminal
 # sends it); two SIGTERMs to clrspy; --duration; a full disk (a 64 KB tmpfs, root only).
 # Needs cargo, dotnet; builds clrspy (release), the workloads and the harness when missing.
 set -euo pipefail
@@ -45,8 +45,13 @@ sleep 3; kill -TERM "$rec"; kill -TERM "$rec"; wait "$rec" || true; kill "$pid" 
 # 4. --duration.
 "$clrspy" record --duration 3s -o "$out/duration.nettrace" -- dotnet "$wl" cpu --seconds 30 >/dev/null 2>&1 || true
 
-# 5. A full disk.
-files=(killed group term2 duration)
+# 5. clrspy itself SIGKILLed (the OOM killer): no chance to close the file.
+pid=$(start_workload)
+"$clrspy" record -p "$pid" -o "$out/sigkill.nettrace" 2>/dev/null & rec=$!
+sleep 4; kill -KILL "$rec"; wait "$rec" || true; kill "$pid" 2>/dev/null || true
+
+# 6. A full disk.
+files=(killed group term2 duration sigkill)
 if [ "$(id -u)" = 0 ] && mkdir -p "$out/full" && mount -t tmpfs -o size=64k tmpfs "$out/full" 2>/dev/null; then
     "$clrspy" record -o "$out/full/full.nettrace" -- dotnet "$wl" cpu --seconds 30 >/dev/null 2>&1 || true
     cp "$out/full/full.nettrace" "$out/full.nettrace"

@@ -50,6 +50,7 @@
 pub mod clrspy;
 pub mod heapdump;
 mod layout;
+pub mod method_names;
 mod names;
 pub mod profiles;
 pub mod provider_spec;

@@ -479,6 +479,12 @@ pub struct ExceptionCatch<'a> {
 }
 
 impl<'a> ExceptionCatch<'a> {
+    /// The method's name as frames give it (`Namespace.Type.Method`; the event's is in IL
+    /// syntax): [`crate::method_names::from_il`].
+    pub fn method(&self) -> String {
+        crate::method_names::from_il(&self.method_name.to_string_lossy())
+    }
+
     /// Parses the payload.
     pub fn parse(payload: &'a [u8], version: u8, pointer_size: u8) -> Result<Self, ViewError> {
         let mut c = rt(ids::EXCEPTION_CATCH_START, version, payload, pointer_size)?;

@@ -69,7 +69,7 @@ impl ExceptionModel {
         let Some(ty) = self.last_on_thread.get(&thread) else {
             return;
         };
-        let method = catch_name(&catch.method_name.to_string_lossy());
+        let method = catch.method();
         if let Some(e) = self.types.get_mut(ty) {
             *e.catches.entry(method).or_default() += 1;
         }
@@ -78,20 +78,10 @@ impl ExceptionModel {
 
 /// A catch site's IL-syntax name (`string [WebApp] WebApp.Work::ThrowAndCatch()`, as
 /// `ExceptionCatch/Start` gives it) in the form frames use: `WebApp.Work.ThrowAndCatch`
-/// (nested types with `+`). Names not in that syntax are kept.
+/// (nested types with `+`); see [`clr_events::method_names::from_il`]. Names not in that
+/// syntax are kept.
 pub fn catch_name(il: &str) -> String {
-    let head = il.split('(').next().unwrap_or(il);
-    let Some(sep) = head.rfind("::") else {
-        return il.to_string();
-    };
-    let method = &head[sep + 2..];
-    let before = &head[..sep];
-    let start = before.rfind([' ', ']']).map_or(0, |i| i + 1);
-    let ty = before[start..].replace('/', "+");
-    if ty.is_empty() || method.is_empty() {
-        return il.to_string();
-    }
-    format!("{ty}.{method}")
+    clr_events::method_names::from_il(il)
 }
 
 /// True for frames of the runtime's exception dispatch (and throw helpers): the throw site
@@ -204,6 +194,12 @@ mod tests {
                 "instance void [App]App.Outer/Inner::Run(class [System.Runtime]System.String)"
             ),
             "App.Outer+Inner.Run"
+        );
+        assert_eq!(
+            catch_name(
+                "instance void [Microsoft.AspNetCore.Server.Kestrel.Core] Microsoft.AspNetCore.Server.Kestrel.Core.Internal.Http.HttpProtocol+<ProcessRequests>d__237`1[System.__Canon]::MoveNext()"
+            ),
+            "Microsoft.AspNetCore.Server.Kestrel.Core.Internal.Http.HttpProtocol+<ProcessRequests>d__237`1[System.__Canon].MoveNext"
         );
         assert_eq!(catch_name("App.Main"), "App.Main");
         assert_eq!(catch_name("::"), "::");

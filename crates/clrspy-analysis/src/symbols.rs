@@ -564,11 +564,7 @@ pub fn mvid_hex(mvid: &[u8; 16]) -> String {
 }
 
 fn full_name(m: &Method) -> String {
-    if m.namespace.is_empty() {
-        m.name.clone()
-    } else {
-        format!("{}.{}", m.namespace, m.name)
-    }
+    clr_events::method_names::join(&m.namespace, &m.name)
 }
 
 #[cfg(test)]

@@ -564,6 +564,11 @@ impl<W: Write> Splicer<W> {
         Ok(self.out)
     }
 
+    /// The output, to read.
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
     /// The output.
     pub fn get_mut(&mut self) -> &mut W {
         &mut self.out

@@ -65,8 +65,8 @@ impl EventConsumer for StackIps {
 pub(crate) struct R2rRecorder {
     pid: u32,
     ips: SharedIps,
-    /// Images by mapped path (None: not a readable ReadyToRun image).
-    images: HashMap<String, Option<Arc<readytorun::Image>>>,
+    /// Images by mapped path, without their names (None: not a readable ReadyToRun image).
+    images: HashMap<String, Option<readytorun::Image>>,
     /// (path, function start) already stored.
     stored: HashSet<(String, u32)>,
     /// Addresses in no known mapping yet (an image mapped after the last read of the maps),
@@ -80,6 +80,22 @@ const RETRY_ROUNDS: u8 = 16;
 /// The most addresses waiting for a retry.
 const MAX_RETRY: usize = 1 << 17;
 
+/// Maps the file of the image mapped from `path` in process `pid` (the target's own view of
+/// it, a container's root, else ours).
+fn map_image(pid: u32, path: &str) -> Option<memmap2::Mmap> {
+    if !(path.ends_with(".dll") || path.ends_with(".exe")) {
+        return None;
+    }
+    let own = format!("/proc/{pid}/root{path}");
+    let file = [own.as_str(), path]
+        .into_iter()
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_IMAGE_BYTES))?;
+    let f = std::fs::File::open(file).ok()?;
+    // SAFETY: the map is only read while an image is parsed or named, and dropped then; the
+    // runtime's images are not rewritten while it runs them, and every read is bounds-checked.
+    unsafe { memmap2::Mmap::map(&f) }.ok()
+}
+
 impl R2rRecorder {
     pub(crate) fn new(pid: u32, ips: SharedIps) -> R2rRecorder {
         R2rRecorder {
@@ -91,37 +107,29 @@ impl R2rRecorder {
         }
     }
 
-    /// The image mapped from `path`, read the first time (R2RImage goes to `out` then).
-    fn image(&mut self, path: &str, out: &mut Vec<Injected>) -> Option<Arc<readytorun::Image>> {
-        if let Some(i) = self.images.get(path) {
-            return i.clone();
-        }
-        let read = || -> Option<(Arc<readytorun::Image>, u64)> {
-            if !(path.ends_with(".dll") || path.ends_with(".exe")) {
-                return None;
+    /// The image mapped from `path`, read the first time (R2RImage goes to `out` then). Only
+    /// its function table is kept: the names are read for the functions hit
+    /// ([`R2rRecorder::resolve`]). Mapped, not read, so that only the pages a read touches are
+    /// ever in memory (reading CoreLib took 15 MB, naming all its functions 7 MB more).
+    fn image(&mut self, path: &str, out: &mut Vec<Injected>) -> Option<&readytorun::Image> {
+        if !self.images.contains_key(path) {
+            let found = map_image(self.pid, path).and_then(|map| {
+                let img = readytorun::Image::parse_unnamed(&map).ok()?;
+                Some((img, map.len() as u64))
+            });
+            if let Some((img, size)) = &found {
+                if let Some(mvid) = img.mvid() {
+                    out.push(Injected::R2rImage {
+                        path: path.to_string(),
+                        size: *size,
+                        mvid: mvid.iter().map(|b| format!("{b:02x}")).collect(),
+                    });
+                }
             }
-            // The target's own view of the file (a container's root), else ours.
-            let own = format!("/proc/{}/root{path}", self.pid);
-            let file = [own.as_str(), path]
-                .into_iter()
-                .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_IMAGE_BYTES))?;
-            let bytes = std::fs::read(file).ok()?;
-            let img = readytorun::Image::parse(&bytes).ok()?;
-            Some((Arc::new(img), bytes.len() as u64))
-        };
-        let found = read();
-        if let Some((img, size)) = &found {
-            if let Some(mvid) = img.mvid() {
-                out.push(Injected::R2rImage {
-                    path: path.to_string(),
-                    size: *size,
-                    mvid: mvid.iter().map(|b| format!("{b:02x}")).collect(),
-                });
-            }
+            self.images
+                .insert(path.to_string(), found.map(|(img, _)| img));
         }
-        let img = found.map(|(i, _)| i);
-        self.images.insert(path.to_string(), img.clone());
-        img
+        self.images.get(path).and_then(Option::as_ref)
     }
 
     /// Events naming the functions the new addresses fall into (`mappings`: the process's
@@ -135,6 +143,8 @@ impl R2rRecorder {
         }
         let mut sorted: Vec<&Mapping> = mappings.iter().collect();
         sorted.sort_by_key(|m| m.start);
+        // The new functions hit, per image, in the order first hit.
+        let mut hit: Vec<(String, Vec<readytorun::Function>)> = Vec::new();
         for (ip, rounds) in ips {
             let i = sorted.partition_point(|m| m.start <= ip);
             let m = i.checked_sub(1).and_then(|i| sorted.get(i)).copied();
@@ -154,21 +164,38 @@ impl R2rRecorder {
             let Some(f) = img
                 .rva_of_file_offset(offset)
                 .and_then(|rva| img.function_at(rva))
+                .copied()
             else {
                 continue;
             };
             if !self.stored.insert((m.path.clone(), f.start)) {
                 continue;
             }
-            let Some(start) = img.file_offset_of_rva(f.start) else {
+            match hit.iter_mut().find(|h| h.0 == m.path) {
+                Some(h) => h.1.push(f),
+                None => hit.push((m.path.clone(), vec![f])),
+            }
+        }
+        for (path, functions) in hit {
+            let Some(Some(img)) = self.images.get(&path) else {
                 continue;
             };
-            out.push(Injected::R2rMethod {
-                path: m.path.clone(),
-                offset: start,
-                size: f.end - f.start,
-                name: img.name(f).to_string(),
-            });
+            let Some(names) =
+                map_image(self.pid, &path).and_then(|map| img.names_from(&map, &functions).ok())
+            else {
+                continue;
+            };
+            for (f, name) in functions.iter().zip(names) {
+                let Some(start) = img.file_offset_of_rva(f.start) else {
+                    continue;
+                };
+                out.push(Injected::R2rMethod {
+                    path: path.clone(),
+                    offset: start,
+                    size: f.end - f.start,
+                    name,
+                });
+            }
         }
         out
     }
@@ -219,13 +246,39 @@ mod tests {
         assert_eq!(
             out[1],
             Injected::R2rMethod {
-                path,
+                path: path.clone(),
                 offset: off as u32,
                 size: f.end - f.start,
                 name: "System.Net.Sockets.SocketAsyncEngine.EventLoop".into(),
             }
         );
         assert!(r.resolve(&maps).is_empty());
+        // The image's names are not kept: a function hit later is named from the file.
+        let known = r.images[&path].as_ref().unwrap();
+        assert!(known
+            .functions()
+            .iter()
+            .all(|g| known.name(g) == "[unnamed]"));
+        let g = *img
+            .functions()
+            .iter()
+            .find(|g| g.start != f.start && img.name(g) != "[unnamed]")
+            .unwrap();
+        let g_off = u64::from(img.file_offset_of_rva(g.start).unwrap());
+        {
+            let mut s = ips.0.lock().unwrap();
+            s.seen.insert(base + g_off);
+            s.fresh.push(base + g_off);
+        }
+        assert_eq!(
+            r.resolve(&maps),
+            vec![Injected::R2rMethod {
+                path: path.clone(),
+                offset: g_off as u32,
+                size: g.end - g.start,
+                name: img.name(&g).to_string(),
+            }]
+        );
         // 0x1000 was in no mapping: retried a bounded number of rounds, then dropped.
         assert_eq!(r.retry.len(), 1);
         for _ in 0..RETRY_ROUNDS {

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use nettrace::{Block, BlockKind, FormatVersion, Item, Scanner};
 
-use crate::inject::{Injected, Splicer, SplicerSlot};
-use crate::sink::{ByteSink, SinkReport};
+use crate::inject::{Injected, Splicer, Whole};
+use crate::sink::{SinkReport, SpliceOutput, SplicedSink};
 use crate::{Error, Result};
 
 /// True for blocks of interned data later events of the same sequence-point interval refer to
@@ -408,15 +408,9 @@ pub struct RingStats {
 }
 
 /// A sink that keeps only the newest `budget` bytes of the trace (see the module note).
-pub struct RingSink {
-    path: PathBuf,
-    dir: PathBuf,
-    splicer: Option<Splicer<Store>>,
-    bytes: u64,
-    stats: RingStats,
-}
+pub type RingSink = SplicedSink<RingStore>;
 
-impl RingSink {
+impl SplicedSink<RingStore> {
     /// A ring writing its trace to `path` when finished, keeping about `budget` bytes; its
     /// chunks live in `<path>.ring/` meanwhile. The file is created (empty) now, so an
     /// unwritable path fails here.
@@ -426,92 +420,64 @@ impl RingSink {
         dir.push(".ring");
         let dir = PathBuf::from(dir);
         std::fs::create_dir_all(&dir).map_err(|e| Error::output(&dir, e))?;
-        Ok(RingSink {
-            path: path.to_path_buf(),
-            splicer: Some(Splicer::new(Store::new(dir.clone(), budget))),
-            dir,
-            bytes: 0,
-            stats: RingStats::default(),
-        })
-    }
-
-    /// The output file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(SplicedSink::with_output(
+            path,
+            RingStore(Store::new(dir, budget)),
+        ))
     }
 
     /// What the ring kept and dropped (complete once finished).
     pub fn stats(&self) -> RingStats {
-        self.stats
-    }
-
-    fn err(&self, e: io::Error) -> Error {
-        Error::output(&self.path, e)
-    }
-
-    fn update(&mut self) {
-        if let Some(s) = self.splicer.as_mut() {
-            let st = s.get_mut();
-            self.bytes = st.kept();
-            self.stats = RingStats {
-                received: st.received,
-                dropped_blocks: st.dropped_blocks,
-                dropped_bytes: st.dropped_bytes,
-                sequence_points: st.sequence_points,
-            };
+        match (self.report(), self.output_ref()) {
+            (Some(r), _) => r.ring.unwrap_or_default(),
+            (None, Some(st)) => st.0.stats(),
+            (None, None) => RingStats::default(),
         }
     }
 }
 
-impl ByteSink for RingSink {
-    fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        let Some(s) = self.splicer.as_mut() else {
-            return Ok(());
-        };
-        let r = s.write_runtime(bytes);
-        self.update();
-        r.map_err(|e| self.err(e))
+/// The ring's block store, behind the splicer of a [`RingSink`]; its chunk directory is
+/// removed when it is dropped.
+pub struct RingStore(Store);
+
+impl Write for RingStore {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
     }
 
-    fn wants_splices(&self) -> bool {
-        self.splicer.wants_splices()
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RingStore {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0.dir);
+    }
+}
+
+impl Store {
+    fn stats(&self) -> RingStats {
+        RingStats {
+            received: self.received,
+            dropped_blocks: self.dropped_blocks,
+            dropped_bytes: self.dropped_bytes,
+            sequence_points: self.sequence_points,
+        }
+    }
+}
+
+impl SpliceOutput for RingStore {
+    fn settle(&mut self, _whole: Whole, _written: u64) -> io::Result<u64> {
+        Ok(self.0.kept())
     }
 
-    fn splice(&mut self, monotonic_ns: u64, ev: &Injected) {
-        self.splicer.splice(monotonic_ns, ev);
-    }
-
-    fn splice_at_end(&mut self, monotonic_ns: u64, ev: &Injected) {
-        self.splicer.splice_at_end(monotonic_ns, ev);
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        let Some(s) = self.splicer.as_mut() else {
-            return Ok(());
-        };
-        let r = s.inject();
-        self.update();
-        r.map_err(|e| self.err(e))
-    }
-
-    fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
-    fn finish(&mut self) -> Result<SinkReport> {
-        let Some(mut s) = self.splicer.take() else {
-            return Ok(SinkReport {
-                bytes: self.bytes,
-                spliced_events: 0,
-                path: Some(self.path.clone()),
-                closed_by_clrspy: None,
-                ring: Some(self.stats),
-            });
-        };
+    fn finish(mut s: Splicer<RingStore>, path: &Path) -> Result<SinkReport> {
+        let err = |e| Error::output(path, e);
         // Last, what the ring kept and dropped: readers tell its gap at the start of the
         // stream from events the runtime lost.
         let note = {
-            let st = s.get_mut();
+            let st = &s.get_mut().0;
             clr_events::clrspy::Ring {
                 budget_bytes: st.budget,
                 received_bytes: st.received,
@@ -521,43 +487,29 @@ impl ByteSink for RingSink {
         };
         s.push_at_end(crate::procstat::monotonic_ns(), Injected::Ring(note));
         // A stream that stopped between blocks without its end marker takes it now.
-        s.inject().map_err(|e| self.err(e))?;
-        s.end().map_err(|e| self.err(e))?;
+        s.inject().map_err(err)?;
+        s.end().map_err(err)?;
         let spliced = s.spliced;
         let whole = s.whole();
-        let mut store = s.into_inner().map_err(|e| self.err(e))?;
-        let closed_by_clrspy = (!whole.ended).then_some(store.cur.len() as u64);
-        let file = File::create(&self.path).map_err(|e| self.err(e))?;
+        let mut store = s.into_inner().map_err(err)?;
+        let closed_by_clrspy = (!whole.ended).then_some(store.0.cur.len() as u64);
+        let file = File::create(path).map_err(err)?;
         let mut out = io::BufWriter::new(file);
-        let r = store.assemble(&mut out).and_then(|n| {
+        let r = store.0.assemble(&mut out).and_then(|n| {
             let f = out.into_inner().map_err(|e| e.into_error())?;
             f.sync_all()?;
             Ok(n)
         });
-        self.stats = RingStats {
-            received: store.received,
-            dropped_blocks: store.dropped_blocks,
-            dropped_bytes: store.dropped_bytes,
-            sequence_points: store.sequence_points,
-        };
+        let stats = store.0.stats();
+        // Dropping the store removes its chunks.
         drop(store);
-        let _ = std::fs::remove_dir_all(&self.dir);
-        self.bytes = r.map_err(|e| self.err(e))?;
         Ok(SinkReport {
-            bytes: self.bytes,
+            bytes: r.map_err(err)?,
             spliced_events: spliced,
-            path: Some(self.path.clone()),
+            path: Some(path.to_path_buf()),
             closed_by_clrspy,
-            ring: Some(self.stats),
+            ring: Some(stats),
         })
-    }
-}
-
-impl Drop for RingSink {
-    fn drop(&mut self) {
-        if self.splicer.is_some() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
     }
 }
 

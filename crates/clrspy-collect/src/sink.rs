@@ -1,13 +1,15 @@
 //! Byte sinks: where the pump puts the runtime's stream as it arrives. A sink takes the bytes in
 //! order, may take clrspy's own events to splice in between blocks, and is finished once at the
-//! end. [`FileSink`] is the trace file (through the [`Splicer`]); the ring buffer that keeps
-//! only the newest part is [`RingSink`](crate::RingSink), behind the same trait.
+//! end. The trace file ([`FileSink`]) and the ring buffer that keeps only the newest part
+//! ([`RingSink`](crate::RingSink)) are one [`SplicedSink`] (the [`Splicer`] and the sink's
+//! calls, written once) over two [`SpliceOutput`]s: the [`StagedFile`], a whole trace on disk
+//! at every moment, and the ring's block store.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::inject::{Injected, Splicer, SplicerSlot};
+use crate::inject::{Injected, Splicer, SplicerSlot, Whole};
 use crate::{Error, Result};
 
 /// What a sink did, once finished.
@@ -67,24 +69,38 @@ pub(crate) fn open_output(path: &Path, ring: Option<u64>) -> Result<Box<dyn Byte
     })
 }
 
-/// The trace file: the runtime's stream as it arrives, with clrspy's events spliced in.
-pub struct FileSink {
-    path: PathBuf,
-    splicer: Option<Splicer<File>>,
-    bytes: u64,
-    spliced: u64,
+/// Where a [`SplicedSink`] puts the spliced stream (the runtime's bytes with clrspy's events
+/// between its blocks): the trace file ([`StagedFile`]) or the ring's block store.
+pub trait SpliceOutput: Write + Sized {
+    /// After every write and flush round: `whole` says how far the spliced stream is a whole
+    /// trace, `written` how many bytes of it there are. Returns the bytes stored so far (what
+    /// [`ByteSink::bytes`] says).
+    fn settle(&mut self, whole: Whole, written: u64) -> std::io::Result<u64>;
+
+    /// Ends the output once the stream is over (`splicer` holds it, `path` names it in
+    /// errors).
+    fn finish(splicer: Splicer<Self>, path: &Path) -> Result<SinkReport>;
 }
 
-impl FileSink {
-    /// Creates (or truncates) the file at `path`.
-    pub fn create(path: &Path) -> Result<FileSink> {
-        let file = File::create(path).map_err(|e| Error::output(path, e))?;
-        Ok(FileSink {
+/// A sink that splices clrspy's events into the stream and hands the result to its output:
+/// the one implementation of [`ByteSink`]'s calls for the trace file and the ring.
+pub struct SplicedSink<O: SpliceOutput> {
+    path: PathBuf,
+    splicer: Option<Splicer<O>>,
+    bytes: u64,
+    /// The report once finished.
+    finished: Option<SinkReport>,
+}
+
+impl<O: SpliceOutput> SplicedSink<O> {
+    /// A sink for the stream stored at `path` through `out`.
+    pub(crate) fn with_output(path: &Path, out: O) -> SplicedSink<O> {
+        SplicedSink {
             path: path.to_path_buf(),
-            splicer: Some(Splicer::new(file)),
+            splicer: Some(Splicer::new(out)),
             bytes: 0,
-            spliced: 0,
-        })
+            finished: None,
+        }
     }
 
     /// The file's path.
@@ -92,19 +108,32 @@ impl FileSink {
         &self.path
     }
 
-    fn err(&self, e: std::io::Error) -> Error {
-        Error::output(&self.path, e)
+    /// The output, to read, until the sink is finished.
+    pub(crate) fn output_ref(&self) -> Option<&O> {
+        self.splicer.as_ref().map(|s| s.get_ref())
     }
-}
 
-impl ByteSink for FileSink {
-    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+    /// The report, once finished.
+    pub(crate) fn report(&self) -> Option<&SinkReport> {
+        self.finished.as_ref()
+    }
+
+    /// Runs `step` on the splicer, then lets the output settle.
+    fn step(&mut self, step: impl FnOnce(&mut Splicer<O>) -> std::io::Result<()>) -> Result<()> {
         let Some(s) = self.splicer.as_mut() else {
             return Ok(());
         };
-        let r = s.write_runtime(bytes);
-        self.bytes = s.written();
-        r.map_err(|e| self.err(e))
+        let r = step(s);
+        let (whole, written) = (s.whole(), s.written());
+        let settled = s.get_mut().settle(whole, written);
+        let r = r.and_then(|_| settled.map(|n| self.bytes = n));
+        r.map_err(|e| Error::output(&self.path, e))
+    }
+}
+
+impl<O: SpliceOutput> ByteSink for SplicedSink<O> {
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.step(|s| s.write_runtime(bytes))
     }
 
     fn wants_splices(&self) -> bool {
@@ -120,12 +149,7 @@ impl ByteSink for FileSink {
     }
 
     fn flush(&mut self) -> Result<()> {
-        let Some(s) = self.splicer.as_mut() else {
-            return Ok(());
-        };
-        let r = s.inject();
-        self.bytes = s.written();
-        r.map_err(|e| self.err(e))
+        self.step(Splicer::inject)
     }
 
     fn bytes(&self) -> u64 {
@@ -133,57 +157,135 @@ impl ByteSink for FileSink {
     }
 
     fn finish(&mut self) -> Result<SinkReport> {
-        let Some(mut s) = self.splicer.take() else {
-            return Ok(SinkReport {
-                bytes: self.bytes,
-                spliced_events: self.spliced,
-                path: Some(self.path.clone()),
-                closed_by_clrspy: None,
-                ring: None,
-            });
+        if let Some(r) = &self.finished {
+            return Ok(r.clone());
+        }
+        let Some(s) = self.splicer.take() else {
+            return Ok(SinkReport::default());
         };
+        let r = O::finish(s, &self.path)?;
+        self.bytes = r.bytes;
+        self.finished = Some(r.clone());
+        Ok(r)
+    }
+}
+
+/// The trace file: the runtime's stream as it arrives, with clrspy's events spliced in. The
+/// file on disk is a whole trace at every moment (see [`StagedFile`]).
+pub type FileSink = SplicedSink<StagedFile>;
+
+impl SplicedSink<StagedFile> {
+    /// Creates (or truncates) the file at `path`.
+    pub fn create(path: &Path) -> Result<FileSink> {
+        let file = File::create(path).map_err(|e| Error::output(path, e))?;
+        Ok(SplicedSink::with_output(path, StagedFile::new(file)))
+    }
+}
+
+/// Most bytes held back past the last whole block before they are written anyway (a stream
+/// whose framing is lost has no block boundaries left to wait for).
+const MAX_STAGED: usize = 16 << 20;
+
+/// The trace file, kept a whole trace at every moment: bytes are held in memory until the
+/// block they belong to is complete; then the whole blocks are written, followed by the
+/// format's end of stream, which the next blocks overwrite (the file position stays at the
+/// end of the last whole block). A recorder killed at any moment (SIGKILL, the OOM killer)
+/// leaves a file every reader opens to its end.
+pub struct StagedFile {
+    file: File,
+    /// Bytes past `committed`, not yet on disk.
+    staged: Vec<u8>,
+    /// Stream offset of `staged[0]`: bytes before it are on disk.
+    committed: u64,
+}
+
+impl StagedFile {
+    fn new(file: File) -> StagedFile {
+        StagedFile {
+            file,
+            staged: Vec::new(),
+            committed: 0,
+        }
+    }
+
+    /// Writes the staged bytes up to stream offset `to`.
+    fn commit(&mut self, to: u64) -> std::io::Result<()> {
+        let n = usize::try_from(to.saturating_sub(self.committed))
+            .unwrap_or(usize::MAX)
+            .min(self.staged.len());
+        if n == 0 {
+            return Ok(());
+        }
+        self.file.seek(SeekFrom::Start(self.committed))?;
+        self.file.write_all(&self.staged[..n])?;
+        self.staged.drain(..n);
+        self.committed += n as u64;
+        Ok(())
+    }
+}
+
+impl Write for StagedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.staged.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl SpliceOutput for StagedFile {
+    fn settle(&mut self, whole: Whole, written: u64) -> std::io::Result<u64> {
+        if self.staged.len() > MAX_STAGED {
+            // No block boundary for this long: not a stream clrspy can follow any more.
+            self.commit(written)?;
+        } else if whole.end > self.committed {
+            self.commit(whole.end)?;
+            // When the stream ended, the runtime's own marker (the same bytes) is held by
+            // the splicer until the end: this one stands in for it meanwhile.
+            if let Some(format) = whole.format {
+                self.file.write_all(nettrace::end_of_stream(format))?;
+            }
+        }
+        Ok(written)
+    }
+
+    fn finish(mut s: Splicer<StagedFile>, path: &Path) -> Result<SinkReport> {
+        let err = |e| Error::output(path, e);
         let ended = s.end();
-        self.spliced = s.spliced;
+        let spliced = s.spliced;
         let whole = s.whole();
-        let held = ended.and_then(|_| s.into_inner());
-        // A file that stops short of its end is made whole even when the last write failed
-        // (a full disk): cutting the partial block frees more than the end marker takes. The
-        // runtime's end marker is written last (by `into_inner`): a failed write may have lost
-        // it too.
-        let ended = whole.ended && held.is_ok();
-        let (mut file, written) = match held {
-            Ok(f) => {
-                let n = f.metadata().map(|m| m.len()).unwrap_or(0);
-                (f, n)
-            }
-            Err(e) => {
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&self.path)
-                    .map_err(|_| self.err(e))?;
-                let n = f.metadata().map(|m| m.len()).unwrap_or(0);
-                (f, n)
-            }
+        let written = s.written();
+        let out = s.get_mut();
+        // A stream that reached its end (or one clrspy does not follow) is written as it is.
+        let complete = ended.is_ok() && (whole.ended || whole.format.is_none());
+        let to = if complete { written } else { whole.end };
+        // A failed write (a full disk) leaves the file whole up to `committed`: cutting the
+        // partial block frees more than the end marker takes.
+        let committed = out.commit(to);
+        let end = if complete {
+            out.committed
+        } else {
+            out.committed.min(whole.end)
         };
         let mut closed_by_clrspy = None;
-        if let (false, Some(format)) = (ended, whole.format) {
+        let file = &mut out.file;
+        file.set_len(end).map_err(err)?;
+        let mut bytes = end;
+        if let (false, Some(format)) = (complete && committed.is_ok(), whole.format) {
             let eos = nettrace::end_of_stream(format);
-            file.set_len(whole.end)
-                .and_then(|_| file.seek(SeekFrom::Start(whole.end)))
+            file.seek(SeekFrom::Start(end))
                 .and_then(|_| file.write_all(eos))
-                .map_err(|e| self.err(e))?;
-            closed_by_clrspy = Some(written.saturating_sub(whole.end));
-            self.bytes = whole.end + eos.len() as u64;
-        } else {
-            self.bytes = written;
+                .map_err(err)?;
+            closed_by_clrspy = Some(written.saturating_sub(end));
+            bytes = end + eos.len() as u64;
         }
-        file.flush()
-            .and_then(|_| file.sync_all())
-            .map_err(|e| self.err(e))?;
+        file.flush().and_then(|_| file.sync_all()).map_err(err)?;
         Ok(SinkReport {
-            bytes: self.bytes,
-            spliced_events: self.spliced,
-            path: Some(self.path.clone()),
+            bytes,
+            spliced_events: spliced,
+            path: Some(path.to_path_buf()),
             closed_by_clrspy,
             ring: None,
         })
@@ -212,6 +314,80 @@ mod tests {
         let report = sink.finish().unwrap();
         assert_eq!(report.bytes, data.len() as u64);
         assert_eq!(std::fs::read(&path).unwrap(), data);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Reads a trace file to its end: (events, ended cleanly).
+    fn read_whole(path: &Path) -> (u64, bool) {
+        let bytes = std::fs::read(path).unwrap();
+        let Ok(mut r) = nettrace::TraceReader::new(&bytes) else {
+            return (0, false);
+        };
+        loop {
+            match r.next_event() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => return (r.stats().events, false),
+            }
+        }
+        (r.stats().events, r.stats().ended_cleanly)
+    }
+
+    #[test]
+    fn the_file_on_disk_is_a_whole_trace_after_every_write() {
+        // What a recorder killed at any moment (SIGKILL, the OOM killer) leaves behind.
+        let data = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../nettrace/tests/data/perf.nettrace"
+        ))
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("clrspy-sink-whole-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.nettrace");
+        let mut sink = FileSink::create(&path).unwrap();
+        let mut last = 0;
+        let mut rounds = 0;
+        // Pieces that end inside blocks, as socket reads do.
+        for piece in data.chunks(997) {
+            sink.write(piece).unwrap();
+            sink.flush().unwrap();
+            if std::fs::metadata(&path).unwrap().len() == 0 {
+                continue; // the header is not complete yet
+            }
+            let (events, whole) = read_whole(&path);
+            assert!(whole, "cut after {} bytes", sink.bytes());
+            assert!(events >= last);
+            last = events;
+            rounds += 1;
+        }
+        assert!(rounds > 10 && last > 0, "{rounds} rounds, {last} events");
+        let report = sink.finish().unwrap();
+        assert_eq!(report.bytes, data.len() as u64);
+        assert_eq!(report.closed_by_clrspy, None);
+        assert_eq!(std::fs::read(&path).unwrap(), data);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_stream_cut_inside_a_block_is_closed_at_the_last_whole_one() {
+        let data = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../nettrace/tests/data/perf.nettrace"
+        ))
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("clrspy-sink-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.nettrace");
+        let mut sink = FileSink::create(&path).unwrap();
+        let cut = data.len() * 2 / 3;
+        sink.write(&data[..cut]).unwrap();
+        sink.flush().unwrap();
+        let report = sink.finish().unwrap();
+        let dropped = report.closed_by_clrspy.unwrap();
+        assert!(dropped > 0 && dropped < cut as u64);
+        assert_eq!(report.bytes, std::fs::metadata(&path).unwrap().len());
+        let (events, whole) = read_whole(&path);
+        assert!(whole && events > 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

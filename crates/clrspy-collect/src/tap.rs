@@ -1,10 +1,11 @@
 //! The event tap: decodes the runtime's events while they stream, on a side thread, counts them
 //! for the status line and hands each one to the [`EventConsumer`]s, whose [`Action`]s go back to
-//! the pump. The side thread gets copies of the bytes through a bounded channel; if it falls
-//! behind, the tap gives up (counts and consumers stop) — recording never waits for it.
+//! the pump. The side thread gets copies of the bytes through a channel bounded in chunks and
+//! in bytes (4 MB); if it falls behind, the tap gives up (counts and consumers stop) —
+//! recording never waits for it.
 
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 
@@ -51,8 +52,14 @@ pub trait EventConsumer: Send {
     fn event(&mut self, ev: &nettrace::Event<'_>) -> Action;
 }
 
-/// Chunks in flight to the tap before it counts as behind (each up to one read, 256 KB).
+/// Chunks in flight to the tap before it counts as behind (each one read, up to 256 KB).
 const CHANNEL_CHUNKS: usize = 64;
+/// Bytes in flight to the tap before it counts as behind: the bound on the copies it holds
+/// (the chunk count alone allowed 16 MB).
+const CHANNEL_BYTES: usize = 4 << 20;
+/// The tap's reader buffer (its default, 4 MB, is for files; the stream arrives in reads
+/// of at most 256 KB, and a larger block still grows it).
+const READER_BUFFER: usize = 512 << 10;
 /// Actions held for the pump at most; more are dropped (the pump drains them every read).
 const ACTION_QUEUE: usize = 64;
 
@@ -61,6 +68,8 @@ struct Counts {
     events: AtomicU64,
     dropped: AtomicU64,
     failed: AtomicBool,
+    /// Bytes sent and not yet taken by the tap thread.
+    in_flight: AtomicUsize,
 }
 
 /// Reads the chunks sent through the channel as one byte stream.
@@ -68,6 +77,7 @@ struct ChannelReader {
     rx: Receiver<Vec<u8>>,
     chunk: Vec<u8>,
     pos: usize,
+    counts: Arc<Counts>,
 }
 
 impl Read for ChannelReader {
@@ -75,6 +85,7 @@ impl Read for ChannelReader {
         while self.pos >= self.chunk.len() {
             match self.rx.recv() {
                 Ok(c) => {
+                    self.counts.in_flight.fetch_sub(c.len(), Ordering::Relaxed);
                     self.chunk = c;
                     self.pos = 0;
                 }
@@ -103,7 +114,7 @@ fn run(
     consumers: &mut [Box<dyn EventConsumer>],
     actions: &SyncSender<Action>,
 ) {
-    let Ok(mut reader) = nettrace::StreamReader::from_read(src) else {
+    let Ok(mut reader) = nettrace::StreamReader::from_read_with_buffer(src, READER_BUFFER) else {
         counts.failed.store(true, Ordering::Relaxed);
         return;
     };
@@ -155,6 +166,7 @@ impl Tap {
                     rx,
                     chunk: Vec::new(),
                     pos: 0,
+                    counts: c.clone(),
                 };
                 run(src, &c, &mut consumers, &atx);
             })
@@ -170,7 +182,17 @@ impl Tap {
     /// Hands a copy of the bytes to the tap thread, or gives up when it is behind.
     pub(crate) fn feed(&mut self, bytes: &[u8]) {
         if let Some(tx) = &self.tx {
-            match tx.try_send(bytes.to_vec()) {
+            let behind = self.counts.in_flight.load(Ordering::Relaxed) + bytes.len()
+                > CHANNEL_BYTES.max(bytes.len());
+            let sent = if behind {
+                Err(TrySendError::Full(Vec::new()))
+            } else {
+                self.counts
+                    .in_flight
+                    .fetch_add(bytes.len(), Ordering::Relaxed);
+                tx.try_send(bytes.to_vec())
+            };
+            match sent {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                     self.counts.failed.store(true, Ordering::Relaxed);
@@ -282,5 +304,36 @@ mod tests {
                 reason: "event 10".into()
             }]
         );
+    }
+
+    /// Waits at its first event until released.
+    struct Stall(Option<std::sync::mpsc::Receiver<()>>);
+
+    impl EventConsumer for Stall {
+        fn event(&mut self, _ev: &nettrace::Event<'_>) -> Action {
+            if let Some(rx) = self.0.take() {
+                let _ = rx.recv();
+            }
+            Action::Continue
+        }
+    }
+
+    #[test]
+    fn a_stalled_tap_holds_a_bounded_number_of_bytes() {
+        let data = perf();
+        let (release, wait) = std::sync::mpsc::channel();
+        let mut t = Tap::new(vec![Box::new(Stall(Some(wait)))]);
+        t.feed(&data);
+        // Fewer chunks than the channel holds, more bytes than the tap may keep.
+        let piece = vec![0u8; 128 << 10];
+        let mut fed = 0;
+        while !t.gave_up() && fed < CHANNEL_CHUNKS / 2 {
+            t.feed(&piece);
+            fed += 1;
+        }
+        assert!(t.gave_up(), "{fed} chunks of 128 KB held");
+        assert!(fed * piece.len() <= CHANNEL_BYTES + READER_BUFFER + data.len() + piece.len());
+        drop(release);
+        assert_eq!(t.finish().0, (None, None));
     }
 }

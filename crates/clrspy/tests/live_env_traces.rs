@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{clrspy, json, live, ok_stdout, workloads};
+use common::{clrspy, json, live, machine, ok_stdout, workloads};
 
 const PROVIDERS: &str = "Microsoft-DotNETCore-SampleProfiler:0x0:5,\
 Microsoft-Windows-DotNETRuntime:0x4c14fccbd:5,Clrspy-Workloads:0xffffffff:5";
@@ -129,10 +129,17 @@ fn alloc_and_cpu_traces_have_typed_allocations_samples_and_methods() {
         .any(|e| e["fields"]["TypeName"] == "Workloads.BigThing[]"
             && e["fields"]["AllocationKind"] == 1));
 
+    // The sampler's rate is counted: the test takes the machine lock.
+    let machine = machine();
     let (_dir2, trace, _) = record("cpu", &["--seconds", "1"]);
     let info = json(&["info", "--json", trace.to_str().unwrap()]);
     let c = counts(&info);
-    assert!(c.get("Thread/Sample").copied().unwrap_or(0) > 500, "{c:?}");
+    let samples = c.get("Thread/Sample").copied().unwrap_or(0);
+    assert!(samples > 0, "{c:?}");
+    // The runtime suspends every thread for each sample: on a busy machine it takes fewer.
+    machine.check("over 500 samples in a second", || {
+        assert!(samples > 500, "{c:?}");
+    });
     let loads = events(&trace, "Method/LoadVerbose");
     assert!(
         loads.iter().any(|e| e["fields"]["MethodName"] == "Burn"

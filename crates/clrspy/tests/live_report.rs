@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{clrspy, json, launch_record, live, workloads};
+use common::{clrspy, json, launch_record, live, machine, workloads};
 
 /// Records `scenario args` from its start with `record_args`, returns the trace path.
 fn record(dir: &Path, name: &str, record_args: &[&str], scenario: &[&str]) -> PathBuf {
@@ -45,6 +45,8 @@ fn cpu_report_names_the_burning_method_and_keeps_waiting_threads_out() {
     if !live() {
         return;
     }
+    // The burner's CPU is measured: the test takes the machine lock.
+    let machine = machine();
     let dir = tempfile::tempdir().unwrap();
     let t = record(dir.path(), "cpu", &[], &["cpu", "--seconds", "3"]);
     let cpu = report(&t, "cpu");
@@ -60,11 +62,18 @@ fn cpu_report_names_the_burning_method_and_keeps_waiting_threads_out() {
         .unwrap_or_else(|| panic!("no thread mostly in Burn: {threads}"));
     let burn_ms = top["ms"].as_f64().unwrap();
     let thread_cpu = burner["cpu_ms"].as_f64().unwrap();
-    assert!(
-        burn_ms >= 0.8 * thread_cpu,
-        "Burn {burn_ms} ms of {thread_cpu} ms: {cpu}"
+    // On a busy machine the sampler suspends the burner less evenly and the burner waits for
+    // a CPU as much as it runs.
+    machine.check(
+        "Burn holds 80% of its thread's CPU, which mostly runs",
+        || {
+            assert!(
+                burn_ms >= 0.8 * thread_cpu,
+                "Burn {burn_ms} ms of {thread_cpu} ms: {cpu}"
+            );
+            assert_eq!(burner["mostly"], "running", "{burner}");
+        },
     );
-    assert_eq!(burner["mostly"], "running");
     for key in ["top_exclusive", "top_inclusive"] {
         for m in methods(&cpu, key) {
             assert!(

@@ -7,7 +7,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{harness, json, launch_record, live};
+use common::{harness, json, launch_record, live, machine};
 
 fn record(dir: &std::path::Path, name: &str, scenario: &[&str]) -> std::path::PathBuf {
     let trace = dir.join(format!("{name}.nettrace"));
@@ -22,6 +22,8 @@ fn readings_are_in_the_trace_and_split_cpu_from_waiting_exactly() {
     if !live() {
         return;
     }
+    // The burner's CPU is measured: the test takes the machine lock.
+    let machine = machine();
     let dir = tempfile::tempdir().unwrap();
     let t = record(dir.path(), "cpu", &["cpu", "--seconds", "2"]);
     let info = json(&["info", t.to_str().unwrap(), "--json"]);
@@ -54,7 +56,10 @@ fn readings_are_in_the_trace_and_split_cpu_from_waiting_exactly() {
         .iter()
         .find(|x| x["name"] == "burner")
         .unwrap_or_else(|| panic!("no thread named burner: {threads}"));
-    assert_eq!(burner["mostly"], "running");
+    // On a busy machine the burner waits for a CPU as much as it runs.
+    machine.check("the burner mostly runs", || {
+        assert_eq!(burner["mostly"], "running", "{burner}");
+    });
 
     // TraceEvent reads the file with clrspy's events in it, completely.
     if let Some(h) = harness() {

@@ -1,5 +1,6 @@
 //! Whole traces on every stop (issue 12): whatever ends a recording, the file left on disk is
-//! a whole trace — every complete block, then a valid end of stream — and in launch mode a
+//! a whole trace — every complete block, then a valid end of stream — even when clrspy itself
+//! is killed with SIGKILL (issue 25: the file is whole at every moment), and in launch mode a
 //! Ctrl+C from the terminal still gets the rundown before the program sees it.
 //! (`bench/whole_traces.sh` runs the same stops and opens each file in TraceEvent.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -136,4 +137,30 @@ fn gnu_timeout_with_sigint_keeps_the_rundown() {
             "run {run}: no rundown: {i}\n{err}"
         );
     }
+}
+
+#[test]
+fn a_recorder_killed_with_sigkill_leaves_a_whole_trace() {
+    if !live() {
+        return;
+    }
+    let w = start("cpu", &["--seconds", "30"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("sigkill.nettrace");
+    let mut clrspy = Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
+        .args(["record", "-p", &w.1.to_string(), "-o"])
+        .arg(&trace)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    // The OOM killer, or `kill -9`: clrspy gets no chance to close the file.
+    clrspy.kill().unwrap();
+    let status = clrspy.wait().unwrap();
+    assert!(!status.success(), "{status:?}");
+    let i = info(&trace);
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    assert_eq!(i["truncated"], false, "{i}");
+    assert!(i["error"].is_null(), "{i}");
+    assert!(count(&i, "Thread/Sample") > 100, "{i}");
 }

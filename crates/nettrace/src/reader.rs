@@ -74,6 +74,10 @@ pub struct ReadSource<R> {
     end: usize,
     offset: u64,
     ended: bool,
+    /// The smallest read asked of `inner`.
+    min_read: usize,
+    /// The buffer's usual size.
+    buffer: usize,
 }
 
 /// The smallest read the streaming reader asks its source for.
@@ -83,6 +87,13 @@ const READ_BUFFER: usize = 4 << 20;
 
 impl<R: Read> ReadSource<R> {
     fn new(inner: R) -> Self {
+        Self::with_buffer(inner, READ_BUFFER)
+    }
+
+    /// A source whose buffer is usually `buffer` bytes (at least 4 KB; it grows for a larger
+    /// block), read in chunks of at least a quarter of it (at most [`MIN_READ`]).
+    fn with_buffer(inner: R, buffer: usize) -> Self {
+        let buffer = buffer.max(4096);
         ReadSource {
             inner,
             buf: Vec::new(),
@@ -90,6 +101,8 @@ impl<R: Read> ReadSource<R> {
             end: 0,
             offset: 0,
             ended: false,
+            min_read: (buffer / 4).min(MIN_READ),
+            buffer,
         }
     }
 }
@@ -125,14 +138,14 @@ impl<R: Read> ByteSource for ReadSource<R> {
             ));
         }
         while self.end - self.start < n && !self.ended {
-            if self.buf.len() - self.end < MIN_READ || self.buf.len() - self.start < n {
+            if self.buf.len() - self.end < self.min_read || self.buf.len() - self.start < n {
                 // Too little room behind the window: move it to the front, grow if needed.
                 if self.start > 0 {
                     self.buf.copy_within(self.start..self.end, 0);
                     self.end -= self.start;
                     self.start = 0;
                 }
-                let want = n.max(self.end + MIN_READ).max(READ_BUFFER);
+                let want = n.max(self.end + self.min_read).max(self.buffer);
                 if self.buf.len() < want {
                     self.buf.resize(want, 0);
                 }
@@ -200,6 +213,13 @@ impl<R: Read> Reader<ReadSource<R>> {
     /// ```
     pub fn from_read(source: R) -> Result<Self> {
         Reader::with_source(ReadSource::new(source))
+    }
+
+    /// [`Reader::from_read`] with a buffer of usually `buffer` bytes instead of 4 MB (it
+    /// still grows to hold a larger block): for a live stream whose reads are small, where
+    /// the reader's memory matters more than the number of reads.
+    pub fn from_read_with_buffer(source: R, buffer: usize) -> Result<Self> {
+        Reader::with_source(ReadSource::with_buffer(source, buffer))
     }
 
     /// The underlying source.

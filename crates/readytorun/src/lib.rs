@@ -120,7 +120,57 @@ pub struct Image {
     sections: Vec<Section>,
     /// Sorted by start.
     functions: Vec<Function>,
+    /// Where each name comes from ([`Function::name`] indexes it).
+    sources: Vec<Source>,
+    /// The names, in the order of `sources` (empty for an image parsed without them).
     names: Vec<String>,
+}
+
+/// Where a method's name is read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    /// A MethodDef row.
+    Def(u32),
+    /// An instantiation's signature, at this offset of the InstanceMethodEntryPoints section.
+    Instance(u32),
+}
+
+/// What the PE and CLI headers say about an image.
+struct Layout {
+    sections: Vec<Section>,
+    machine: u16,
+    /// The metadata's directory.
+    metadata: (u32, u32),
+    /// The CLI header's flags.
+    flags: u32,
+    /// The ReadyToRun header's directory.
+    native: (u32, u32),
+}
+
+fn layout(data: &[u8]) -> Result<Layout, Error> {
+    let PeParts {
+        sections,
+        cli,
+        machine,
+    } = pe_parts(data)?;
+    if cli.0 == 0 {
+        return Err(Error::NotManaged("no CLI header"));
+    }
+    let rvas = Rvas {
+        data,
+        sections: &sections,
+    };
+    let c = Bytes::new(rvas.slice(cli.0, 72)?, "CLI header");
+    let metadata = (c.u32(8)?, c.u32(12)?);
+    let flags = c.u32(16)?;
+    let native = (c.u32(64)?, c.u32(68)?);
+    Ok(Layout {
+        sections,
+        machine,
+        metadata,
+        flags,
+        native,
+    })
 }
 
 /// The RVA space of a PE file: reads by RVA through the section table.
@@ -286,48 +336,71 @@ fn entry_function(b: Bytes<'_>, offset: usize) -> Result<u32, Error> {
 impl Image {
     /// Reads an image's precompiled functions and names them.
     pub fn parse(data: &[u8]) -> Result<Image, Error> {
-        let PeParts {
-            sections,
-            cli,
-            machine,
-        } = pe_parts(data)?;
-        if cli.0 == 0 {
-            return Err(Error::NotManaged("no CLI header"));
-        }
+        let mut image = Image::parse_unnamed(data)?;
+        let all: Vec<u32> = (0..image.sources.len() as u32).collect();
+        image.names = image.read_names(data, &all, true)?;
+        Ok(image)
+    }
+
+    /// Reads an image's precompiled functions without naming them (every [`Image::name`] is
+    /// `[unnamed]`): the function table and where each name is, without reading the metadata
+    /// the names come from; [`Image::names_from`] names the functions a caller meets.
+    pub fn parse_unnamed(data: &[u8]) -> Result<Image, Error> {
+        let l = layout(data)?;
         let rvas = Rvas {
             data,
-            sections: &sections,
+            sections: &l.sections,
         };
-        let c = Bytes::new(rvas.slice(cli.0, 72)?, "CLI header");
-        let md_dir = (c.u32(8)?, c.u32(12)?);
-        let flags = c.u32(16)?;
-        let native = (c.u32(64)?, c.u32(68)?);
-        let md = Metadata::parse(rvas.slice(md_dir.0, md_dir.1)?)?;
+        let md = Metadata::parse(rvas.slice(l.metadata.0, l.metadata.1)?)?;
         let mvid = md.mvid().ok();
-        if flags & 0x4 == 0 || native.0 == 0 {
+        if l.flags & 0x4 == 0 || l.native.0 == 0 {
             return Err(Error::NotReadyToRun);
         }
-        let secs = r2r_sections(&rvas, native)?;
-        let functions = read_functions(&rvas, is_x64(machine), secs.runtime_functions)?;
+        let secs = r2r_sections(&rvas, l.native)?;
+        let functions = read_functions(&rvas, is_x64(l.machine), secs.runtime_functions)?;
         let mut image = Image {
             mvid,
             sections: Vec::new(),
             functions,
+            sources: Vec::new(),
             names: Vec::new(),
         };
-        image.name_functions(&rvas, &md, &secs)?;
-        image.sections = sections;
+        image.find_sources(&rvas, &md, &secs)?;
+        image.sections = l.sections;
         Ok(image)
     }
 
-    fn name_functions(
-        &mut self,
-        rvas: &Rvas<'_, '_>,
-        md: &Metadata<'_>,
-        secs: &R2rSections,
-    ) -> Result<(), Error> {
-        // The method starting at each function index, as a name index.
-        let mut starts: Vec<(u32, u32)> = Vec::new();
+    /// The names of `functions` (of this image, whose bytes `data` are: the same file it was
+    /// parsed from), in order; `[unnamed]` for a function no entry point names.
+    pub fn names_from(&self, data: &[u8], functions: &[Function]) -> Result<Vec<String>, Error> {
+        let wanted: Vec<u32> = functions
+            .iter()
+            .map(|f| f.name)
+            .filter(|&n| (n as usize) < self.sources.len())
+            .collect();
+        let mut names = self.read_names(data, &wanted, false)?.into_iter();
+        Ok(functions
+            .iter()
+            .map(|f| {
+                if (f.name as usize) < self.sources.len() {
+                    names.next().unwrap_or_else(|| "[unnamed]".to_string())
+                } else {
+                    "[unnamed]".to_string()
+                }
+            })
+            .collect())
+    }
+
+    /// The names of sources `which`; `strict`: a MethodDef row that cannot be named is an
+    /// error (else it is `[unnamed]`).
+    fn read_names(&self, data: &[u8], which: &[u32], strict: bool) -> Result<Vec<String>, Error> {
+        let l = layout(data)?;
+        let rvas = Rvas {
+            data,
+            sections: &l.sections,
+        };
+        let md = Metadata::parse(rvas.slice(l.metadata.0, l.metadata.1)?)?;
+        let secs = r2r_sections(&rvas, l.native)?;
         let types = md.type_names()?;
         let owners = md.method_owners()?;
         let method_name = |row: u32| -> Result<String, Error> {
@@ -340,6 +413,39 @@ impl Image {
                 },
             )
         };
+        let instances = match secs.instance_entry_points {
+            Some((rva, _)) => Some(rvas.section(rva, "InstanceMethodEntryPoints")?.0),
+            None => None,
+        };
+        let mut out = Vec::with_capacity(which.len());
+        for &i in which {
+            let name = match self.sources.get(i as usize) {
+                Some(&Source::Def(rid)) => match method_name(rid) {
+                    Ok(n) => n,
+                    Err(e) if strict => return Err(e),
+                    Err(_) => "[unnamed]".to_string(),
+                },
+                Some(&Source::Instance(off)) => instances
+                    .and_then(|b| sig::method(b, off as usize).ok())
+                    .and_then(|(m, _)| sig::name(&md, &m, &types, &owners))
+                    .unwrap_or_else(|| "[generic instance]".to_string()),
+                None => "[unnamed]".to_string(),
+            };
+            out.push(name);
+        }
+        Ok(out)
+    }
+
+    /// Finds the entry point of every method and generic instantiation, and gives each
+    /// function the source of its name.
+    fn find_sources(
+        &mut self,
+        rvas: &Rvas<'_, '_>,
+        md: &Metadata<'_>,
+        secs: &R2rSections,
+    ) -> Result<(), Error> {
+        // The method starting at each function index, as a source index.
+        let mut starts: Vec<(u32, u32)> = Vec::new();
         if let Some((rva, _)) = secs.method_entry_points {
             let (b, at) = rvas.section(rva, "MethodDefEntryPoints")?;
             let array = NativeArray::new(b, at)?;
@@ -347,22 +453,21 @@ impl Image {
             for rid in 1..=n {
                 if let Some(off) = array.get(rid - 1)? {
                     let f = entry_function(b, off)?;
-                    self.names.push(method_name(rid)?);
-                    starts.push((f, self.names.len() as u32 - 1));
+                    self.sources.push(Source::Def(rid));
+                    starts.push((f, self.sources.len() as u32 - 1));
                 }
             }
         }
         if let Some((rva, _)) = secs.instance_entry_points {
             let (b, at) = rvas.section(rva, "InstanceMethodEntryPoints")?;
             for off in reader::hashtable_entries(b, at, MAX_FUNCTIONS)? {
-                let Ok((m, after)) = sig::method(b, off) else {
+                let Ok((_, after)) = sig::method(b, off) else {
                     continue;
                 };
                 let f = entry_function(b, after)?;
-                let name = sig::name(md, &m, &types, &owners)
-                    .unwrap_or_else(|| "[generic instance]".to_string());
-                self.names.push(name);
-                starts.push((f, self.names.len() as u32 - 1));
+                self.sources
+                    .push(Source::Instance(u32::try_from(off).unwrap_or(u32::MAX)));
+                starts.push((f, self.sources.len() as u32 - 1));
             }
         }
         // Funclets follow their method: each function without an entry takes the name of

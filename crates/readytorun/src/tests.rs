@@ -206,3 +206,25 @@ fn every_framework_image_reads() {
     assert!(images > 50, "{images} ReadyToRun images");
     eprintln!("{images} images, {functions} functions");
 }
+
+#[test]
+fn names_read_later_are_the_names_parse_gives() {
+    for name in ["System.Private.CoreLib.dll", "System.Net.Sockets.dll"] {
+        let Some((bytes, img)) = image(name) else {
+            eprintln!("no shared framework installed: skipped");
+            return;
+        };
+        let unnamed = Image::parse_unnamed(&bytes).unwrap();
+        assert_eq!(unnamed.functions(), img.functions());
+        assert_eq!(unnamed.mvid(), img.mvid());
+        assert!(unnamed
+            .functions()
+            .iter()
+            .all(|f| unnamed.name(f) == "[unnamed]"));
+        // Every 97th function, generic instantiations and funclets among them.
+        let some: Vec<Function> = img.functions().iter().step_by(97).copied().collect();
+        let names = unnamed.names_from(&bytes, &some).unwrap();
+        let want: Vec<&str> = some.iter().map(|f| img.name(f)).collect();
+        assert_eq!(names, want, "{name}");
+    }
+}

@@ -182,6 +182,84 @@ pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
 
 struct FileLock(std::fs::File);
 
+/// The tests' machine lock, held while a test records something whose amounts of CPU time or
+/// samples it checks: such tests take turns, in this test binary and in any other on this
+/// machine (the lock file is in the system's temporary directory, shared by every checkout).
+/// Other work on the machine (builds) still competes: [`Machine::busy`] says when it did.
+pub struct Machine {
+    _lock: FileLock,
+    /// The machine's busy and total ticks, and this process's with its waited-for children,
+    /// when the lock was taken.
+    start: (u64, u64, u64),
+}
+
+/// Takes the machine lock (waits for it).
+pub fn machine() -> Machine {
+    let lock = FileLock::acquire(&std::env::temp_dir().join("clrspy-tests-machine.lock"));
+    Machine {
+        _lock: lock,
+        start: cpu_ticks(),
+    }
+}
+
+/// The machine's busy and total CPU time so far (/proc/stat), and this process's with the
+/// children it waited for (/proc/self/stat), in clock ticks.
+fn cpu_ticks() -> (u64, u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    let total: u64 = f.iter().take(8).sum();
+    // idle and iowait
+    let idle = f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0);
+    let own = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = own.rsplit_once(')').map_or("", |r| r.1);
+    let o: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // utime, stime, cutime, cstime
+    let own: u64 = (11..15).map(|i| o.get(i).copied().unwrap_or(0)).sum();
+    (total - idle, total, own)
+}
+
+impl Machine {
+    /// Why the machine was too busy, since the lock was taken, for a rule on amounts of CPU
+    /// or samples to hold (None when it was not): other processes than the test's own (this
+    /// process and the children it waited for) used more than half a CPU on average.
+    pub fn busy(&self) -> Option<String> {
+        let (busy, total, own) = cpu_ticks();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let total = total.saturating_sub(self.start.1);
+        if total == 0 {
+            return None;
+        }
+        let others = busy
+            .saturating_sub(self.start.0)
+            .saturating_sub(own.saturating_sub(self.start.2));
+        let others = others as f64 / total as f64 * cpus;
+        (others > 0.5).then(|| {
+            format!(
+                "the machine was busy: other processes used {others:.1} of its {cpus} CPUs on \
+                 average while the test ran"
+            )
+        })
+    }
+
+    /// Checks `rule` unless the machine was busy; says why when it does not.
+    pub fn check(&self, what: &str, rule: impl FnOnce()) {
+        match self.busy() {
+            None => rule(),
+            Some(why) => eprintln!("skipped the rule \"{what}\": {why}"),
+        }
+    }
+}
+
 impl FileLock {
     fn acquire(path: &Path) -> FileLock {
         let f = std::fs::File::create(path).unwrap();
