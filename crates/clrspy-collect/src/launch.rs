@@ -24,8 +24,9 @@ use diagnostics_client::{
     ReverseHub, ReverseServer, DIAGNOSTIC_PORTS_VARIABLE,
 };
 
+use crate::ring::open_output;
 use crate::session::{pump, Live, COMMAND_TIMEOUT};
-use crate::sink::{open_output, ByteSink};
+use crate::sink::ByteSink;
 use crate::{Error, OnProgress, Recording, Result, StopReason, Summary};
 
 /// The variable that points runtimes at clrspy's socket.

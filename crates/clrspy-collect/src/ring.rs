@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use nettrace::{Block, BlockKind, FormatVersion, Item, Scanner};
 
 use crate::inject::{Injected, Splicer, Whole};
-use crate::sink::{SinkReport, SpliceOutput, SplicedSink};
+pub use crate::sink::RingStats;
+use crate::sink::{ByteSink, FileSink, SinkReport, SpliceOutput, SplicedSink};
 use crate::{Error, Result};
 
 /// True for blocks of interned data later events of the same sequence-point interval refer to
@@ -394,19 +395,6 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// What a ring kept and dropped, once finished.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RingStats {
-    /// Bytes of the stream it received (the runtime's and clrspy's).
-    pub received: u64,
-    /// Blocks it dropped to stay within the budget.
-    pub dropped_blocks: u64,
-    /// Sequence points the stream held.
-    pub sequence_points: u64,
-    /// Bytes of stack, event and sequence-point blocks dropped.
-    pub dropped_bytes: u64,
-}
-
 /// A sink that keeps only the newest `budget` bytes of the trace (see the module note).
 pub type RingSink = SplicedSink<RingStore>;
 
@@ -511,6 +499,14 @@ impl SpliceOutput for RingStore {
             ring: Some(stats),
         })
     }
+}
+
+/// The output for a recording: the trace file, or a ring of `ring` bytes writing it at the end.
+pub(crate) fn open_output(path: &Path, ring: Option<u64>) -> Result<Box<dyn ByteSink>> {
+    Ok(match ring {
+        Some(budget) => Box::new(RingSink::create(path, budget)?),
+        None => Box::new(FileSink::create(path)?),
+    })
 }
 
 #[cfg(test)]

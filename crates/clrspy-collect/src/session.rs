@@ -13,7 +13,8 @@ use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Sessi
 use crate::inject::Injected;
 use crate::procstat::{monotonic_ns, own_cpu_ns, ProcSampler};
 use crate::r2r::{R2rRecorder, SharedIps, StackIps};
-use crate::sink::{open_output, ByteSink, SinkReport};
+use crate::ring::open_output;
+use crate::sink::{ByteSink, SinkReport};
 use crate::tap::{Action, EventConsumer, Tap};
 use crate::{OnProgress, Progress, Recording, Result, StopReason, Summary};
 
@@ -206,7 +207,7 @@ struct Stopping {
     reason: Option<StopReason>,
     detail: Option<String>,
     /// A trigger fired: what, and when to stop.
-    fired: Option<(crate::trigger::Fired, Instant)>,
+    fired: Option<(crate::tap::Fired, Instant)>,
     sent: bool,
     complete: bool,
     stopper: Option<std::thread::JoinHandle<diagnostics_client::Result<()>>>,
@@ -302,7 +303,7 @@ impl Stopping {
 }
 
 /// Splices the clrspy `Trigger` event for `fired` into the sinks that keep a trace.
-fn splice_trigger(sinks: &mut [&mut dyn ByteSink], fired: &crate::trigger::Fired, after: Duration) {
+fn splice_trigger(sinks: &mut [&mut dyn ByteSink], fired: &crate::tap::Fired, after: Duration) {
     let ev = trigger_event(fired, after);
     let ts = monotonic_ns();
     for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
@@ -311,7 +312,7 @@ fn splice_trigger(sinks: &mut [&mut dyn ByteSink], fired: &crate::trigger::Fired
 }
 
 /// clrspy's `Trigger` event for `fired`, recording `after` more.
-fn trigger_event(fired: &crate::trigger::Fired, after: Duration) -> Injected {
+fn trigger_event(fired: &crate::tap::Fired, after: Duration) -> Injected {
     Injected::Trigger {
         trigger: fired.trigger.clone(),
         reason: fired.reason.clone(),
@@ -432,7 +433,7 @@ pub(crate) fn pump(
         && stop.reason == Some(StopReason::TargetEnded)
     {
         // The target's exit is the trigger: said in the trace before its end marker.
-        let fired = crate::trigger::Fired::exit(started.elapsed());
+        let fired = crate::tap::Fired::exit(started.elapsed());
         let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut *file as &mut dyn ByteSink)
             .chain(extra.iter_mut().map(|s| &mut **s as &mut dyn ByteSink))
             .collect();

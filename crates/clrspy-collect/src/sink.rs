@@ -27,7 +27,7 @@ pub struct SinkReport {
     /// runtime ended the stream itself.
     pub closed_by_clrspy: Option<u64>,
     /// For a ring, what it kept and dropped.
-    pub ring: Option<crate::RingStats>,
+    pub ring: Option<RingStats>,
 }
 
 /// A destination for the runtime's byte stream.
@@ -61,12 +61,17 @@ pub trait ByteSink {
     fn finish(&mut self) -> Result<SinkReport>;
 }
 
-/// The output for a recording: the trace file, or a ring of `ring` bytes writing it at the end.
-pub(crate) fn open_output(path: &Path, ring: Option<u64>) -> Result<Box<dyn ByteSink>> {
-    Ok(match ring {
-        Some(budget) => Box::new(crate::ring::RingSink::create(path, budget)?),
-        None => Box::new(FileSink::create(path)?),
-    })
+/// What a ring kept and dropped, once finished.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingStats {
+    /// Bytes of the stream it received (the runtime's and clrspy's).
+    pub received: u64,
+    /// Blocks it dropped to stay within the budget.
+    pub dropped_blocks: u64,
+    /// Sequence points the stream held.
+    pub sequence_points: u64,
+    /// Bytes of stack, event and sequence-point blocks dropped.
+    pub dropped_bytes: u64,
 }
 
 /// Where a [`SplicedSink`] puts the spliced stream (the runtime's bytes with clrspy's events

@@ -36,10 +36,27 @@ pub enum Action {
     /// first one only; the rundown is still written).
     Trigger {
         /// What fired, and on which event.
-        fired: crate::trigger::Fired,
+        fired: Fired,
         /// How long to go on recording first.
         after: std::time::Duration,
     },
+}
+
+/// A stop trigger that fired (its constructors and text are in `trigger`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fired {
+    /// The trigger, in its command-line form.
+    pub trigger: String,
+    /// Why it fired, in words (`System.Net.Http.HttpRequestException thrown`).
+    pub reason: String,
+    /// The firing event's provider (empty when no event fired it).
+    pub provider: String,
+    /// The firing event's name.
+    pub event: String,
+    /// The firing event's timestamp in the trace's clock ticks (0 when none).
+    pub timestamp: i64,
+    /// The firing event's time since the trace start, ns (0 when none).
+    pub time_ns: i64,
 }
 
 /// Something that looks at every event of a live recording, on the tap's thread.

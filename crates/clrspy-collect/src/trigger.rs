@@ -46,22 +46,7 @@ mod rt {
     pub const EXCEPTION_THROWN: u32 = 80;
 }
 
-/// A trigger that fired.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fired {
-    /// The trigger, in its command-line form.
-    pub trigger: String,
-    /// Why it fired, in words (`System.Net.Http.HttpRequestException thrown`).
-    pub reason: String,
-    /// The firing event's provider (empty when no event fired it).
-    pub provider: String,
-    /// The firing event's name.
-    pub event: String,
-    /// The firing event's timestamp in the trace's clock ticks (0 when none).
-    pub timestamp: i64,
-    /// The firing event's time since the trace start, ns (0 when none).
-    pub time_ns: i64,
-}
+pub use crate::tap::Fired;
 
 impl Fired {
     /// The exit trigger, fired `elapsed` into the recording.
