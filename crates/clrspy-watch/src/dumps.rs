@@ -5,6 +5,7 @@
 //! before it is queued (see `gate`); files are renamed to
 //! `<process>_<pid>_<UTC stamp>.dmp[.gz|.zst]`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -147,6 +148,8 @@ struct UntilDone<'a> {
     budget: BudgetWatch<'a>,
     dumps: &'a ExceptionDumps,
     writing: Arc<Mutex<u32>>,
+    /// The session was stopped because the rule may dump no more.
+    used_up: bool,
 }
 
 impl RunObserver for UntilDone<'_> {
@@ -158,6 +161,7 @@ impl RunObserver for UntilDone<'_> {
         self.budget.progress(p);
         let idle = self.writing.lock().map(|n| *n == 0).unwrap_or(true);
         if self.dumps.exhausted() && idle && self.budget.stop.count() == 0 {
+            self.used_up = true;
             self.budget.stop.request();
         }
     }
@@ -243,14 +247,26 @@ fn on_exceptions(
         },
         dumps: &dumps,
         writing,
+        used_up: false,
     };
     let result = watch_session(ep, facts, &opts, trigger, &mut observer);
+    let (used_up, over_budget) = (observer.used_up, observer.budget.over);
     drop(observer);
     // The dump being written is finished before the session's end is told.
     let _ = dumps.finish();
     let skipped = gate.finish();
     untrack(shared, &stop, &out);
-    say_watched(shared, rule, facts, out, result, skipped);
+    let why = if used_up {
+        Some(format!(
+            "max_actions ({}) reached: the rule takes no more dumps",
+            rule.limits.max_actions.unwrap_or(0)
+        ))
+    } else if over_budget {
+        Some("stopped: the rule's disk budget is reached".to_string())
+    } else {
+        None
+    };
+    say_watched(shared, rule, facts, out, result, skipped, why);
 }
 
 /// The session watching a process's exceptions.
@@ -312,6 +328,7 @@ fn say_watched(
     out: PathBuf,
     result: clrspy_collect::Result<clrspy_collect::RunOutcome>,
     skipped: u32,
+    why: Option<String>,
 ) {
     let mut d = Decision::for_process(DecisionKind::WatchingEnded, facts);
     d.rule = Some(rule.name.clone());
@@ -320,7 +337,11 @@ fn say_watched(
     let how = match result {
         Ok(o) => {
             d.bytes = Some(o.summary.bytes);
-            stop_words(&o.summary)
+            // watch's own stop request, when a limit made it, says which.
+            match why {
+                Some(why) if o.summary.reason == clrspy_collect::StopReason::Requested => why,
+                _ => stop_words(&o.summary),
+            }
         }
         Err(e) => e.to_string(),
     };
@@ -357,6 +378,8 @@ pub(crate) fn notices(
     // The worker runs on a thread of its own: it gets its own handles on what it logs.
     let (shared, rules) = (shared.clone(), rules.clone());
     let (facts, dir) = (facts.clone(), dir.to_path_buf());
+    // The worker's file → the name the log gave it when it started (renamed to it when done).
+    let mut names: HashMap<PathBuf, PathBuf> = HashMap::new();
     Box::new(move |n: &DumpNotice<'_>| {
         let rule = &rules.rules[i];
         let rule_name = &rule.name;
@@ -370,10 +393,13 @@ pub(crate) fn notices(
                 if let Ok(mut w) = writing.lock() {
                     *w += 1;
                 }
+                // The log names the file the dump will have, not the worker's own name.
+                let name = final_name(&dir, &facts, spec, names.values());
+                names.insert(path.to_path_buf(), name.clone());
                 let mut d = Decision::for_process(DecisionKind::ActionStarted, &facts);
                 d.rule = Some(rule_name.clone());
                 d.action = Some("dump");
-                d.file = Some(path.to_path_buf());
+                d.file = Some(name);
                 d.age_ms = age_ms(facts.pid);
                 d.detail = Some(format!(
                     "{}{}",
@@ -391,7 +417,8 @@ pub(crate) fn notices(
                 }
                 match &o.result {
                     Ok(report) => {
-                        let named = renamed(&report.path, &dir, &facts, spec);
+                        let to = names.remove(&report.path);
+                        let named = renamed(&report.path, to, &dir, &facts, spec);
                         let mut d = Decision::for_process(DecisionKind::ActionDone, &facts);
                         d.rule = Some(rule_name.clone());
                         d.action = Some("dump");
@@ -402,6 +429,7 @@ pub(crate) fn notices(
                         keep_budget(&shared, rule, &dir, 0);
                     }
                     Err(e) => {
+                        names.retain(|_, to| to.exists());
                         let (why, full) = (e.to_string(), e.kind() == ErrorKind::DiskFull);
                         failed(&shared, rule, &facts, why, full);
                     }
@@ -411,16 +439,36 @@ pub(crate) fn notices(
     })
 }
 
-/// Renames a dump the worker wrote (`<stem>_<pid>_<n>.<ext>`) to
-/// `<process>_<pid>_<UTC stamp>.<ext>`; the old name when the rename fails.
-fn renamed(path: &Path, dir: &Path, facts: &ProcessFacts, spec: DumpSpec) -> PathBuf {
-    let mut to = file_for(dir, facts, spec.compress.extension());
-    // Two dumps within a second: keep both.
+/// The name a dump gets: `<process>_<pid>_<UTC stamp>.<ext>`, with `.2`, `.3` ... before the
+/// extension when two dumps fall within a second (on disk or still being written).
+fn final_name<'a>(
+    dir: &Path,
+    facts: &ProcessFacts,
+    spec: DumpSpec,
+    taken: impl Iterator<Item = &'a PathBuf> + Clone,
+) -> PathBuf {
+    let ext = spec.compress.extension();
+    let mut to = file_for(dir, facts, ext);
     let mut k = 2;
-    while to.exists() && k < 100 {
-        to = file_for(dir, facts, &format!("{k}.{}", spec.compress.extension()));
+    while (to.exists() || taken.clone().any(|t| *t == to)) && k < 100 {
+        to = file_for(dir, facts, &format!("{k}.{ext}"));
         k += 1;
     }
+    to
+}
+
+/// Renames a dump the worker wrote (`<stem>_<pid>_<n>.<ext>`) to the name the log gave it
+/// when it started (else a new one, see [`final_name`]); the old name when the rename fails.
+fn renamed(
+    path: &Path,
+    to: Option<PathBuf>,
+    dir: &Path,
+    facts: &ProcessFacts,
+    spec: DumpSpec,
+) -> PathBuf {
+    let to = to
+        .filter(|t| !t.exists())
+        .unwrap_or_else(|| final_name(dir, facts, spec, std::iter::empty()));
     match std::fs::rename(path, &to) {
         Ok(()) => to,
         Err(_) => path.to_path_buf(),

@@ -403,6 +403,21 @@ fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigge
         !log.iter().any(|l| for_pid(l, "action_failed", cpid)),
         "{log:#?}"
     );
+    // Each dump's start names the file it ends in (issue 33, item 16: it named the worker's
+    // own name, a file that never existed).
+    let started: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|l| for_pid(l, "action_started", cpid) && l["action"] == "dump")
+        .collect();
+    let mut named: Vec<&str> = started.iter().filter_map(|l| l["file"].as_str()).collect();
+    let mut written: Vec<&str> = dumps.iter().filter_map(|l| l["file"].as_str()).collect();
+    named.sort_unstable();
+    written.sort_unstable();
+    assert_eq!(named, written, "{log:#?}");
+    // The watch ended because the rule was used up or the program ended; watch itself was not
+    // stopped.
+    let why = ended["detail"].as_str().unwrap_or("");
+    assert!(!why.contains("watch stopped"), "{ended}");
 
     // A SocketException after 2 s: the ring trace stops 1 s later, and says why.
     let mut web = Program::start(&dll, &["throw-later", "--seconds", "2"], &env);
