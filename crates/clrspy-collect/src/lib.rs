@@ -52,7 +52,7 @@ pub use dumpfile::{
 pub use error::{Error, ErrorKind, Result};
 pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
-pub use ring::{parse_size, RingSink, RingStats};
+pub use ring::{parse_ring_size, RingSink, RingStats};
 pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
 pub use session::{record, record_live, record_via, Live};
 pub use sink::{ByteSink, FileSink, SinkReport};

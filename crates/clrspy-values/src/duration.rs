@@ -88,10 +88,7 @@ mod tests {
             let e = parse_positive_duration(zero).unwrap_err().to_string();
             assert!(e.contains("more than 0"), "{zero}: {e}");
         }
-        assert_eq!(
-            parse_positive_duration("1ms"),
-            Ok(Duration::from_millis(1))
-        );
+        assert_eq!(parse_positive_duration("1ms"), Ok(Duration::from_millis(1)));
         assert!(parse_positive_duration("soon").is_err());
     }
 }

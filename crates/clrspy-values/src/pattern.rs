@@ -101,7 +101,9 @@ pub fn matches(pattern: &str, text: &str) -> bool {
             None => return false,
         }
     }
-    pattern.get(i..).is_some_and(|rest| rest.chars().all(|c| c == '*'))
+    pattern
+        .get(i..)
+        .is_some_and(|rest| rest.chars().all(|c| c == '*'))
 }
 
 #[cfg(test)]
@@ -130,7 +132,10 @@ mod tests {
             ("web[1]", "WEB[1]"),
             ("Ünï*", "ünïcode"),
             ("?", "ü"),
-            ("Microsoft-Windows-DotNETRuntime", "microsoft-windows-dotnetruntime"),
+            (
+                "Microsoft-Windows-DotNETRuntime",
+                "microsoft-windows-dotnetruntime",
+            ),
         ] {
             assert!(matches(p, t), "{p} should match {t}");
         }

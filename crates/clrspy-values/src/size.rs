@@ -110,7 +110,9 @@ mod tests {
             let e = parse_size(bad, SizeUnit::Bytes).unwrap_err().to_string();
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
-        let e = parse_size("1025GB", SizeUnit::Bytes).unwrap_err().to_string();
+        let e = parse_size("1025GB", SizeUnit::Bytes)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("at most 1024GB"), "{e}");
         assert!(parse_size("2000000", SizeUnit::Mb).is_err());
     }

@@ -271,15 +271,15 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
         };
         progress.update(ev.offset);
         if let Some(p) = &args.provider {
-            if !names::matches(p, ev.provider()) {
+            if !p.is_match(ev.provider()) {
                 continue;
             }
         }
         let name = names::event_name(&ev);
         if let Some(pat) = &args.event {
-            if !(names::matches(pat, &name)
-                || names::matches(pat, ev.metadata_name())
-                || *pat == ev.event_id().to_string())
+            if !(pat.is_match(&name)
+                || pat.is_match(ev.metadata_name())
+                || pat.as_str() == ev.event_id().to_string())
             {
                 continue;
             }

@@ -8,7 +8,7 @@ use clrspy_export::report::{self, ReportOptions};
 use clrspy_export::ReportKind;
 use diagnostics_client::{Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
-use super::record::{duration_arg, execute, resolve_target};
+use super::record::{execute, resolve_target};
 use super::report::{analyze_trace, text_style};
 use crate::cli::ProfileArgs;
 use crate::output::CliResult;
@@ -87,17 +87,17 @@ pub fn providers_for(kinds: &[ReportKind]) -> Vec<Provider> {
 /// Runs `clrspy profile`.
 pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     let kinds = chosen(args);
-    let duration = duration_arg(args.duration.as_deref())?;
+    let duration = args.duration;
     let config = SessionConfig {
         circular_buffer_mb: 256,
         rundown_keyword: DEFAULT_RUNDOWN_KEYWORD,
         stackwalk: true,
         providers: providers_for(&kinds),
     };
-    let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
+    let target = resolve_target(&args.target)?;
     // With --json, stdout is the JSON alone: a launched program writes to stderr instead.
     let child_stdout = if args.json {
-        if !args.command.is_empty() {
+        if !args.target.command.is_empty() {
             eprintln!("clrspy: the program's standard output goes to standard error (--json)");
         }
         clrspy_collect::ChildOutput::ToStderr
