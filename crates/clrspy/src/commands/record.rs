@@ -75,6 +75,18 @@ impl StatusLine {
     }
 }
 
+/// A provider spec as the session enables it.
+pub(crate) fn session_provider(
+    p: clr_events::provider_spec::ProviderSpec,
+) -> diagnostics_client::Provider {
+    diagnostics_client::Provider {
+        name: p.name,
+        keywords: p.keywords,
+        level: p.level,
+        arguments: p.arguments,
+    }
+}
+
 /// The user's error for a collection error: its message, and the hint its kind calls for.
 pub(crate) fn collect_error(e: clrspy_collect::Error) -> CliError {
     use clrspy_collect::Error as E;
@@ -182,17 +194,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         args.clrevents.as_deref(),
         args.clrevents_level.as_deref(),
     )
-    .map(|specs| {
-        specs
-            .into_iter()
-            .map(|p| diagnostics_client::Provider {
-                name: p.name,
-                keywords: p.keywords,
-                level: p.level,
-                arguments: p.arguments,
-            })
-            .collect()
-    })
+    .map(|specs| specs.into_iter().map(session_provider).collect())
     .map_err(|e| {
         CliError::new(e)
             .hint("`clrspy record --list-profiles` lists the profiles")
