@@ -1,10 +1,9 @@
 //! `clrspy events`: one line (or one JSON object) per event.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 
-use nettrace::Event;
+use nettrace::{Event, TimeOrder};
 
 use crate::cli::EventsArgs;
 use crate::fields;
@@ -12,83 +11,6 @@ use crate::input;
 use crate::names;
 use crate::output::{CliError, CliResult};
 use crate::progress::Progress;
-
-/// Lines waiting to be written in timestamp order: the runtime writes each thread's events in
-/// order but interleaves threads, so lines are held until a sequence point or a "sorted" event
-/// says no earlier event can follow. The lines live end to end in one buffer (no allocation per
-/// line); the heap holds (timestamp, arrival, start, end).
-struct Sorter {
-    heap: BinaryHeap<Reverse<(i64, u64, usize, usize)>>,
-    lines: Vec<u8>,
-    /// The end of the last held line: bytes after it are a line still being written.
-    held_end: usize,
-    held_bytes: usize,
-    next: u64,
-}
-
-/// Lines held at most; past this they are written as they are (order may then be off).
-const MAX_HELD: usize = 1_000_000;
-
-/// Buffer size past which written lines are squeezed out of it when they are most of it.
-const COMPACT_AT: usize = 64 << 20;
-
-impl Sorter {
-    fn new() -> Sorter {
-        Sorter {
-            heap: BinaryHeap::new(),
-            lines: Vec::new(),
-            held_end: 0,
-            held_bytes: 0,
-            next: 0,
-        }
-    }
-
-    /// Holds the line appended to `lines` since the last one.
-    fn push(&mut self, ts: i64) {
-        let (start, end) = (self.held_end, self.lines.len());
-        self.held_end = end;
-        self.held_bytes += end - start;
-        self.heap.push(Reverse((ts, self.next, start, end)));
-        self.next += 1;
-    }
-
-    /// Writes held lines with timestamps up to `until` (all of them for `None`).
-    fn flush(&mut self, out: &mut impl Write, until: Option<i64>) -> std::io::Result<()> {
-        while let Some(Reverse((ts, _, _, _))) = self.heap.peek() {
-            if until.is_some_and(|u| *ts > u) && self.heap.len() <= MAX_HELD {
-                break;
-            }
-            if let Some(Reverse((_, _, s, e))) = self.heap.pop() {
-                out.write_all(&self.lines[s..e])?;
-                self.held_bytes -= e - s;
-            }
-        }
-        if self.heap.is_empty() {
-            self.lines.drain(..self.held_end);
-            self.held_end = 0;
-        } else if self.lines.len() > COMPACT_AT && self.lines.len() > 4 * self.held_bytes {
-            self.compact();
-        }
-        Ok(())
-    }
-
-    /// Moves the held lines to a fresh buffer, dropping the written ones.
-    fn compact(&mut self) {
-        let mut entries = std::mem::take(&mut self.heap).into_vec();
-        let mut fresh = Vec::with_capacity(self.held_bytes * 2);
-        for Reverse((_, _, s, e)) in entries.iter_mut() {
-            let at = fresh.len();
-            fresh.extend_from_slice(&self.lines[*s..*e]);
-            *e = at + (*e - *s);
-            *s = at;
-        }
-        let tail = self.held_end;
-        self.held_end = fresh.len();
-        fresh.extend_from_slice(&self.lines[tail..]);
-        self.lines = fresh;
-        self.heap = BinaryHeap::from(entries);
-    }
-}
 
 /// Stacks already written as JSON arrays, by stack id (checked against the stack's bytes, so
 /// a stack id reused after the runtime's table flush is written afresh).
@@ -255,10 +177,9 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
     let mut out = BufWriter::with_capacity(64 * 1024, stdout);
     let mut shown = 0u64;
     let limit = args.limit.unwrap_or(u64::MAX);
-    let mut sorter = Sorter::new();
+    let mut order = TimeOrder::new();
     let mut scratch = Vec::new();
     let mut stacks = StackCache::default();
-    let mut sequence_points = 0;
     let mut error = None;
     while shown < limit {
         let ev = match reader.next_event() {
@@ -290,7 +211,7 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
             scratch.clear();
             &mut scratch
         } else {
-            &mut sorter.lines
+            order.pending()
         };
         if args.json {
             render_json(buf, &ev, &name, ps, &mut stacks);
@@ -301,18 +222,9 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
             out.write_all(&scratch)?;
             continue;
         }
-        // A sequence point read since the last event: everything before it comes first.
-        let sp = reader.stats().sequence_points;
-        if sp != sequence_points {
-            sequence_points = sp;
-            sorter.flush(&mut out, None)?;
-        }
-        sorter.push(ts);
-        if sorted {
-            sorter.flush(&mut out, Some(ts))?;
-        }
+        order.hold(&mut out, ts, sorted, reader.stats().sequence_points)?;
     }
-    sorter.flush(&mut out, None)?;
+    order.finish(&mut out)?;
     progress.finish();
     out.flush()?;
     if let Some(e) = error {
@@ -323,40 +235,4 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
         .code(3));
     }
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Sorter;
-
-    fn hold(s: &mut Sorter, ts: i64, text: &str) {
-        s.lines.extend_from_slice(text.as_bytes());
-        s.push(ts);
-    }
-
-    #[test]
-    fn held_lines_come_out_in_time_order_across_flushes_and_compaction() {
-        let mut s = Sorter::new();
-        let mut out = Vec::new();
-        hold(&mut s, 30, "c\n");
-        hold(&mut s, 10, "a\n");
-        hold(&mut s, 20, "b1\n");
-        hold(&mut s, 20, "b2\n");
-        s.flush(&mut out, Some(20)).unwrap();
-        assert_eq!(out, b"a\nb1\nb2\n");
-        // A line being written while the held ones move (sequence point, compaction).
-        s.lines.extend_from_slice(b"e\n");
-        s.compact();
-        s.push(50);
-        hold(&mut s, 40, "d\n");
-        s.flush(&mut out, None).unwrap();
-        assert_eq!(out, b"a\nb1\nb2\nc\nd\ne\n");
-        assert!(s.lines.is_empty() && s.held_end == 0 && s.held_bytes == 0);
-        // The line after a full flush keeps its bytes.
-        s.lines.extend_from_slice(b"f\n");
-        s.flush(&mut out, None).unwrap();
-        s.push(60);
-        s.flush(&mut out, None).unwrap();
-        assert!(out.ends_with(b"e\nf\n"));
-    }
 }
