@@ -648,4 +648,104 @@ mod tests {
     fn rejects_bad_limit() {
         assert!(Cli::try_parse_from(["clrspy", "events", "t", "--limit", "x"]).is_err());
     }
+
+    fn record(args: &[&str]) -> Result<RecordArgs, clap::Error> {
+        let mut all = vec!["clrspy", "record"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map(|c| match c.command {
+            Command::Record(a) => a,
+            _ => unreachable!("record parses as record"),
+        })
+    }
+
+    #[test]
+    fn typed_flags_parse_with_the_one_grammar() {
+        use std::time::Duration;
+        let a = record(&[
+            "-p",
+            "1",
+            "--duration",
+            "30",
+            "--ring",
+            "8MB",
+            "--buffer-size",
+            "1GB",
+            "--stop-on",
+            "gen2",
+            "--after-trigger",
+            "0",
+            "--thread-cpu-interval",
+            "50ms",
+        ])
+        .unwrap();
+        assert_eq!(a.duration, Some(Duration::from_secs(30)));
+        assert_eq!(a.ring, Some(8 << 20));
+        assert_eq!(a.buffer_size, 1024);
+        assert_eq!(a.after_trigger, Some(Duration::ZERO));
+        assert_eq!(a.thread_cpu_interval, Duration::from_millis(50));
+        assert_eq!(a.target.process_id, Some(1));
+        let d = record(&["-p", "1"]).unwrap();
+        assert_eq!((d.buffer_size, d.dump_type.as_str()), (256, "mini"));
+        assert_eq!(d.thread_cpu_interval, Duration::from_millis(20));
+        assert_eq!(
+            record(&["-p", "1", "--buffer-size", "64"])
+                .unwrap()
+                .buffer_size,
+            64
+        );
+        for bad in [
+            ["--duration", "0"],
+            ["--duration", "soon"],
+            ["--duration", "31d"],
+            ["--ring", "1KB"],
+            ["--ring", "lots"],
+            ["--buffer-size", "1.5"],
+            ["--buffer-size", "512KB"],
+            ["--dump-type", "tiny"],
+            ["--dump-compress", "zip"],
+            ["--thread-cpu-interval", "0"],
+        ] {
+            let mut args = vec!["-p", "1"];
+            args.extend_from_slice(&bad);
+            let e = record(&args).unwrap_err();
+            assert!(e.to_string().contains(bad[1]), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn target_flags_are_one_group() {
+        let a = record(&["-n", "web", "--duration", "5s"]).unwrap();
+        assert_eq!(a.target.name.as_deref(), Some("web"));
+        let a = record(&["--", "dotnet", "app.dll"]).unwrap();
+        assert_eq!(a.target.command.len(), 2);
+        assert!(record(&["-p", "1", "-n", "web"]).is_err());
+        assert!(record(&["-n", "web", "--", "dotnet"]).is_err());
+        let p = Cli::try_parse_from(["clrspy", "profile", "-p", "7", "--duration", "2"]).unwrap();
+        match p.command {
+            Command::Profile(a) => {
+                assert_eq!(a.target.process_id, Some(7));
+                assert_eq!(a.duration, Some(std::time::Duration::from_secs(2)));
+            }
+            _ => panic!("wrong command"),
+        }
+    }
+
+    #[test]
+    fn report_window_and_event_patterns() {
+        let r = Cli::try_parse_from(["clrspy", "report", "t", "--from", "0", "--to", "2.5"]);
+        match r.unwrap().command {
+            Command::Report(a) => {
+                assert_eq!(a.from.map(|p| p.ns), Some(0));
+                assert_eq!(a.to.map(|p| p.ns), Some(2_500_000_000));
+            }
+            _ => panic!("wrong command"),
+        }
+        assert!(Cli::try_parse_from(["clrspy", "report", "t", "--from", "-1s"]).is_err());
+        let e = Cli::try_parse_from(["clrspy", "events", "t", "--event", "gc/*"]).unwrap();
+        match e.command {
+            Command::Events(a) => assert!(a.event.unwrap().is_match("GC/Start")),
+            _ => panic!("wrong command"),
+        }
+        assert!(Cli::try_parse_from(["clrspy", "events", "t", "--provider", ""]).is_err());
+    }
 }
