@@ -183,7 +183,7 @@ mod tests {
     fn a_sequence_point_releases_everything_held_before_it() {
         let mut s = TimeOrder::new();
         let mut out = Vec::new();
-        let mut ev = |s: &mut TimeOrder, out: &mut Vec<u8>, ts, sorted, sp, text: &str| {
+        let ev = |s: &mut TimeOrder, out: &mut Vec<u8>, ts, sorted, sp, text: &str| {
             s.pending().extend_from_slice(text.as_bytes());
             s.hold(out, ts, sorted, sp).unwrap();
         };
