@@ -316,7 +316,10 @@ trace = { profile = "cpu", ring_mb = 64, stop_on = [{ exception = "System.Net.*"
         let text = "{ \"rules\": [\n  { \"name\": \"a\",\n    \"match\": { \"name\": \"\" },\n    \"trace\": {} } ] }";
         let e = json_err(text);
         assert_eq!((e.line, e.column), (3, 24), "{e}");
-        assert!(e.message.contains("an empty pattern matches nothing"), "{e}");
+        assert!(
+            e.message.contains("an empty pattern matches nothing"),
+            "{e}"
+        );
         let t = "[[rules]]\nname = \"a\"\nmatch = { name = \"\" }\ntrace = {}\n";
         let e = toml_err(t);
         assert_eq!((e.line, e.column), (3, 18), "{e}");
