@@ -1,17 +1,18 @@
 //! The JSON view of one event: the line `clrspy events --json` writes, as README.md
 //! documents it — provider, id, version, name, time, thread, process, processor, level,
 //! opcode, keywords, stack, the decoded fields, then activity ids and a decoding error when
-//! there are any. Written with serde_json; stacks already written are reused by id (checked
-//! against the stack's bytes, so an id reused after the runtime's table flush is written
-//! afresh).
+//! there are any. Every value is written by serde_json (the payload's fields through
+//! [`FieldsJson`]); the keys, fixed, are written as they are (serde's derive escapes each key
+//! of each line again: a third more time on large traces). Stacks already written are reused
+//! by id (checked against the stack's bytes, so an id reused after the runtime's table flush is
+//! written afresh).
 
 use std::collections::HashMap;
 
 use clr_events::EventFields;
-use nettrace::{Event, Field, Guid, Value};
+use nettrace::{Event, Field, Value};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 /// Stacks cached at most (the cache starts over past this).
 const MAX_CACHED_STACKS: usize = 65_536;
@@ -20,31 +21,13 @@ const MAX_CACHED_STACKS: usize = 65_536;
 #[derive(Debug, Default)]
 pub struct EventJsonWriter {
     /// By stack id: the stack's bytes and its JSON array.
-    stacks: HashMap<u32, (Vec<u8>, Box<RawValue>)>,
+    stacks: HashMap<u32, (Vec<u8>, Vec<u8>)>,
 }
 
-/// One event line, in the documented field order.
-#[derive(Serialize)]
-struct EventLine<'a> {
-    provider: &'a str,
-    event_id: u32,
-    version: u8,
-    name: &'a str,
-    timestamp_ns: i64,
-    thread_id: u64,
-    process_id: Option<u64>,
-    processor: Option<u32>,
-    level: u8,
-    opcode: u8,
-    keywords: Hex,
-    stack: &'a RawValue,
-    fields: FieldsJson<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    activity_id: Option<GuidJson>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    related_activity_id: Option<GuidJson>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decode_error: Option<&'a str>,
+/// Appends `v` as serde_json writes it (writing to a `Vec` cannot fail, and every value here
+/// serializes).
+fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    let _ = serde_json::to_writer(&mut *out, v);
 }
 
 /// A number as a `"0x..."` string (lowercase, no leading zeros).
@@ -52,16 +35,17 @@ struct Hex(u64);
 
 impl Serialize for Hex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("0x{:x}", self.0))
-    }
-}
-
-/// A GUID as its usual string.
-struct GuidJson(Guid);
-
-impl Serialize for GuidJson {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
+        // Written by hand into a buffer on the stack: this is the hot path of large dumps.
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [0u8; 18];
+        buf[..2].copy_from_slice(b"0x");
+        let v = self.0;
+        let n = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
+        for (i, slot) in buf[2..2 + n].iter_mut().enumerate() {
+            *slot = DIGITS[((v >> (4 * (n - 1 - i))) & 0xf) as usize];
+        }
+        // Only ASCII digits were written.
+        s.serialize_str(std::str::from_utf8(&buf[..2 + n]).unwrap_or_default())
     }
 }
 
@@ -71,17 +55,22 @@ pub struct FieldsJson<'a>(pub &'a [Field]);
 impl Serialize for FieldsJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let fields = self.0;
+        let repeated = |i: usize, f: &Field| fields[..i].iter().any(|g| g.name == f.name);
+        let duplicate = fields.iter().enumerate().any(|(i, f)| repeated(i, f));
         let mut map = s.serialize_map(Some(fields.len()))?;
         for (i, f) in fields.iter().enumerate() {
-            if fields[..i].iter().any(|g| g.name == f.name) {
-                continue;
+            let mut value = &f.value;
+            if duplicate {
+                if repeated(i, f) {
+                    continue;
+                }
+                value = fields[i..]
+                    .iter()
+                    .rev()
+                    .find(|g| g.name == f.name)
+                    .map_or(value, |g| &g.value);
             }
-            let last = fields[i..]
-                .iter()
-                .rev()
-                .find(|g| g.name == f.name)
-                .map_or(&f.value, |g| &g.value);
-            map.serialize_entry(&*f.name, &ValueJson(last))?;
+            map.serialize_entry(&*f.name, &ValueJson(value))?;
         }
         map.end()
     }
@@ -107,9 +96,18 @@ impl Serialize for ValueJson<'_> {
             Value::F64(x) => s.serialize_f64(*x),
             Value::Char(c) => s.serialize_char(*c),
             Value::String(text) => s.serialize_str(text),
-            v @ (Value::Pointer(_) | Value::Guid(_) | Value::DateTime(_) | Value::Bytes(_)) => {
-                s.collect_str(v)
+            Value::Pointer(x) => Hex(*x).serialize(s),
+            Value::Bytes(bytes) => {
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                let mut text = String::with_capacity(2 + 2 * bytes.len());
+                text.push_str("0x");
+                for &b in bytes {
+                    text.push(char::from(DIGITS[usize::from(b >> 4)]));
+                    text.push(char::from(DIGITS[usize::from(b & 0xf)]));
+                }
+                s.serialize_str(&text)
             }
+            v @ (Value::Guid(_) | Value::DateTime(_)) => s.collect_str(v),
             Value::Array(items) => {
                 let mut seq = s.serialize_seq(Some(items.len()))?;
                 for item in items {
@@ -122,23 +120,15 @@ impl Serialize for ValueJson<'_> {
     }
 }
 
-/// An event's stack as a JSON array of `"0x..."` strings.
-fn stack_json(ev: &Event<'_>) -> Box<RawValue> {
+/// Appends an event's stack as a JSON array of `"0x..."` strings.
+fn put_stack(out: &mut Vec<u8>, ev: &Event<'_>) {
     struct Ips<'e, 'a>(&'e Event<'a>);
     impl Serialize for Ips<'_, '_> {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             s.collect_seq(self.0.stack.ips().map(Hex))
         }
     }
-    serde_json::to_string(&Ips(ev))
-        .ok()
-        .and_then(|text| RawValue::from_string(text).ok())
-        .unwrap_or_else(empty_array)
-}
-
-/// `[]`, as a raw value.
-fn empty_array() -> Box<RawValue> {
-    RawValue::from_string("[]".into()).unwrap_or_default()
+    put(out, &Ips(ev));
 }
 
 impl EventJsonWriter {
@@ -147,56 +137,70 @@ impl EventJsonWriter {
         EventJsonWriter::default()
     }
 
+    /// Appends the stack's JSON, from the cache when the same stack was written before.
+    fn put_stack(&mut self, out: &mut Vec<u8>, ev: &Event<'_>) {
+        if ev.stack_id == 0 {
+            put_stack(out, ev);
+            return;
+        }
+        let raw = ev.stack.bytes();
+        if let Some((bytes, json)) = self.stacks.get(&ev.stack_id) {
+            if bytes.as_slice() == raw {
+                out.extend_from_slice(json);
+                return;
+            }
+        }
+        let at = out.len();
+        put_stack(out, ev);
+        if self.stacks.len() >= MAX_CACHED_STACKS {
+            self.stacks.clear();
+        }
+        self.stacks
+            .insert(ev.stack_id, (raw.to_vec(), out[at..].to_vec()));
+    }
+
     /// Appends `ev` as one JSON line (with its newline): `name` is its name (see
     /// clrspy-analysis' inventory) and `fields` its decoded payload.
     pub fn write(&mut self, out: &mut Vec<u8>, ev: &Event<'_>, name: &str, fields: &EventFields) {
-        let fresh;
-        let stack: &RawValue = if ev.stack_id == 0 {
-            fresh = stack_json(ev);
-            &fresh
-        } else {
-            let raw = ev.stack.bytes();
-            let cached = self
-                .stacks
-                .get(&ev.stack_id)
-                .is_some_and(|(bytes, _)| bytes.as_slice() == raw);
-            if !cached {
-                if self.stacks.len() >= MAX_CACHED_STACKS {
-                    self.stacks.clear();
-                }
-                self.stacks
-                    .insert(ev.stack_id, (raw.to_vec(), stack_json(ev)));
-            }
-            match self.stacks.get(&ev.stack_id) {
-                Some((_, json)) => json,
-                None => {
-                    fresh = stack_json(ev);
-                    &fresh
-                }
-            }
-        };
-        let line = EventLine {
-            provider: ev.provider(),
-            event_id: ev.event_id(),
-            version: ev.version(),
-            name,
-            timestamp_ns: ev.timestamp_ns(),
-            thread_id: ev.thread_id,
-            process_id: ev.process_id,
-            processor: ev.processor,
-            level: ev.level(),
-            opcode: ev.opcode(),
-            keywords: Hex(ev.keywords()),
-            stack,
-            fields: FieldsJson(&fields.fields),
-            activity_id: (!ev.activity_id.is_zero()).then_some(GuidJson(ev.activity_id)),
-            related_activity_id: (!ev.related_activity_id.is_zero())
-                .then_some(GuidJson(ev.related_activity_id)),
-            decode_error: fields.error.as_deref(),
-        };
-        // Writing to a `Vec` cannot fail, and every value here serializes.
-        let _ = serde_json::to_writer(&mut *out, &line);
-        out.push(b'\n');
+        out.extend_from_slice(b"{\"provider\":");
+        put(out, ev.provider());
+        out.extend_from_slice(b",\"event_id\":");
+        put(out, &ev.event_id());
+        out.extend_from_slice(b",\"version\":");
+        put(out, &ev.version());
+        out.extend_from_slice(b",\"name\":");
+        put(out, name);
+        out.extend_from_slice(b",\"timestamp_ns\":");
+        put(out, &ev.timestamp_ns());
+        out.extend_from_slice(b",\"thread_id\":");
+        put(out, &ev.thread_id);
+        out.extend_from_slice(b",\"process_id\":");
+        put(out, &ev.process_id);
+        out.extend_from_slice(b",\"processor\":");
+        put(out, &ev.processor);
+        out.extend_from_slice(b",\"level\":");
+        put(out, &ev.level());
+        out.extend_from_slice(b",\"opcode\":");
+        put(out, &ev.opcode());
+        out.extend_from_slice(b",\"keywords\":");
+        put(out, &Hex(ev.keywords()));
+        out.extend_from_slice(b",\"stack\":");
+        self.put_stack(out, ev);
+        out.extend_from_slice(b",\"fields\":");
+        put(out, &FieldsJson(&fields.fields));
+        if !ev.activity_id.is_zero() {
+            out.extend_from_slice(b",\"activity_id\":");
+            put(out, &ev.activity_id.to_string());
+        }
+        if !ev.related_activity_id.is_zero() {
+            out.extend_from_slice(b",\"related_activity_id\":");
+            put(out, &ev.related_activity_id.to_string());
+        }
+        if let Some(e) = &fields.error {
+            out.extend_from_slice(b",\"decode_error\":");
+            put(out, e.as_str());
+        }
+        out.extend_from_slice(b"}\n");
     }
 }
 
