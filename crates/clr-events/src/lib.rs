@@ -47,6 +47,7 @@
 //! [`Value::Object`]s.
 #![deny(missing_docs)]
 
+mod any;
 pub mod clrspy;
 pub mod heapdump;
 mod layout;
@@ -62,6 +63,7 @@ mod view;
 
 use std::sync::OnceLock;
 
+pub use any::{decode_any, EventFields};
 pub use layout::{DecodeError, Decoded, FieldDef, FieldKind, Scalar};
 pub use view::{Element, Elements, Ints, Utf16Str, ViewError};
 

@@ -300,35 +300,15 @@ fn one_dump(
 }
 
 /// True when the exception type `name` (`System.InvalidCastException`) matches `pattern`: a
-/// glob over the full name (`*` any run, `?` one character, case-sensitive like .NET type
-/// names), or, for a pattern without a dot or a wildcard, the name without its namespace.
+/// name pattern over the full name (clrspy-values: `*` any run, `?` one character,
+/// case-insensitive), or, for a pattern without a dot or a wildcard, the name without its
+/// namespace.
 pub fn exception_type_matches(pattern: &str, name: &str) -> bool {
     if !pattern.contains(['.', '*', '?']) {
-        return name.rsplit('.').next() == Some(pattern) || name == pattern;
+        let short = name.rsplit('.').next().unwrap_or(name);
+        return short.eq_ignore_ascii_case(pattern) || name.eq_ignore_ascii_case(pattern);
     }
-    glob(pattern.as_bytes(), name.as_bytes())
-}
-
-/// `*`/`?` globbing, iterative (linear backtracking on the last star).
-fn glob(p: &[u8], s: &[u8]) -> bool {
-    let (mut pi, mut si) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while si < s.len() {
-        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
-            pi += 1;
-            si += 1;
-        } else if pi < p.len() && p[pi] == b'*' {
-            star = Some((pi, si));
-            pi += 1;
-        } else if let Some((sp, ss)) = star {
-            pi = sp + 1;
-            si = ss + 1;
-            star = Some((sp, ss + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
+    clrspy_values::pattern_matches(pattern, name)
 }
 
 /// The runtime's keyword for exception events (`Exception/Start` and the others).
@@ -450,6 +430,8 @@ mod tests {
         assert!(!exception_type_matches("*Cast", t));
         assert!(exception_type_matches("*Cast*", t));
         assert!(exception_type_matches("a*b*c", "aXbYbZc"));
+        assert!(exception_type_matches("system.invalidcastexception", t));
+        assert!(exception_type_matches("invalidcastexception", t));
         assert!(!exception_type_matches("a*b*c", "aXbYbZ"));
     }
 

@@ -369,30 +369,15 @@ fn reframe(
     Ok((head.len() + pad + data.len() + tail.len()) as u64)
 }
 
-/// Parses a ring size: a number with an optional unit, `KB`, `MB`, `GB` (powers of 1024; `K`,
-/// `M`, `G`, `KiB`, `MiB`, `GiB` too, any case) or bytes without one: `64MB`, `512KB`, `1.5GB`.
-/// At least 64 KB.
-pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mul: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("'{s}' is not a size (try 64MB, 512KB, 1GB)")),
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (try 64MB, 512KB, 1GB)"))?;
-    let bytes = v * mul as f64;
-    if !(65536.0..1e18).contains(&bytes) {
+/// Parses a ring size in the size grammar ([`clrspy_values::size`]; a bare number is bytes):
+/// `64MB`, `512KB`, `1.5GB`. At least 64 KB.
+pub fn parse_ring_size(s: &str) -> std::result::Result<u64, String> {
+    let bytes =
+        clrspy_values::parse_size(s, clrspy_values::SizeUnit::Bytes).map_err(|e| e.to_string())?;
+    if bytes < 64 << 10 {
         return Err(format!("ring size '{s}' must be at least 64KB"));
     }
-    Ok(bytes as u64)
+    Ok(bytes)
 }
 
 /// A sink that keeps only the newest `budget` bytes of the trace (see the module note).

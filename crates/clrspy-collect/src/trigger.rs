@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 use crate::tap::{Action, EventConsumer};
 
 mod spec;
-pub use spec::{glob_match, CounterCondition, EventCondition, FieldCondition, Op, TriggerSpec};
+pub use spec::{CounterCondition, EventCondition, FieldCondition, Op, TriggerSpec};
 
 /// The runtime's exception keyword.
 const EXCEPTION_KEYWORD: u64 = 0x8000;
@@ -134,37 +134,18 @@ impl Triggers {
                     }
                 }
                 TriggerSpec::Event(c) => {
-                    let glob = c.provider.contains(['*', '?']);
-                    if !glob && !config.providers.iter().any(|p| p.name == c.provider) {
+                    let glob = clrspy_values::pattern::has_wildcards(&c.provider);
+                    let known = config
+                        .providers
+                        .iter()
+                        .any(|p| p.name.eq_ignore_ascii_case(&c.provider));
+                    if !glob && !known {
                         add(config, &c.provider, u64::MAX, 5);
                     }
                 }
                 TriggerSpec::Exit => {}
             }
         }
-    }
-
-    /// Parses a delay after a trigger: `5s`, `500ms`, `2m`, `1.5s`, `0`.
-    pub fn parse_after(s: &str) -> Result<Duration, String> {
-        let t = s.trim();
-        let (num, unit) = t.split_at(
-            t.find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(t.len()),
-        );
-        let mul = match unit.trim() {
-            "ms" => 0.001,
-            "s" | "" => 1.0,
-            "m" | "min" => 60.0,
-            _ => return Err(format!("'{s}' is not a delay (try 5s, 500ms, 0)")),
-        };
-        let v: f64 = num
-            .parse()
-            .map_err(|_| format!("'{s}' is not a delay (try 5s, 500ms, 0)"))?;
-        let secs = v * mul;
-        if !(0.0..=86_400.0).contains(&secs) {
-            return Err(format!("delay '{s}' must be between 0 and a day"));
-        }
-        Ok(Duration::from_secs_f64(secs))
     }
 
     /// Installs the triggers in a recording's `live` feed: their event consumer, and the
@@ -265,13 +246,14 @@ impl TriggerConsumer {
                 TriggerSpec::Exception(glob) if runtime && id == rt::EXCEPTION_THROWN => {
                     let d = fields(ev);
                     let ty = get(&d, "ExceptionType").and_then(Value::as_str);
-                    ty.filter(|t| glob_match(glob, t)).map(|t| {
-                        let msg = get(&d, "ExceptionMessage").and_then(Value::as_str);
-                        match msg {
-                            Some(m) if !m.is_empty() => format!("{t} thrown: {m}"),
-                            _ => format!("{t} thrown"),
-                        }
-                    })
+                    ty.filter(|t| clrspy_values::pattern_matches(glob, t))
+                        .map(|t| {
+                            let msg = get(&d, "ExceptionMessage").and_then(Value::as_str);
+                            match msg {
+                                Some(m) if !m.is_empty() => format!("{t} thrown: {m}"),
+                                _ => format!("{t} thrown"),
+                            }
+                        })
                 }
                 TriggerSpec::GcPauseMs(ms) if runtime && id == rt::GC_RESTART_EE_END => {
                     self.suspend_at.and_then(|at| {
@@ -365,9 +347,9 @@ fn fields(ev: &Event<'_>) -> Vec<nettrace::Field> {
 
 /// True when `c` names `ev`'s provider and event.
 fn names_event(c: &EventCondition, ev: &Event<'_>) -> bool {
-    glob_match(&c.provider, ev.provider())
-        && (glob_match(&c.event, &event_name(ev))
-            || glob_match(&c.event, ev.metadata_name())
+    clrspy_values::pattern_matches(&c.provider, ev.provider())
+        && (clrspy_values::pattern_matches(&c.event, &event_name(ev))
+            || clrspy_values::pattern_matches(&c.event, ev.metadata_name())
             || c.event == ev.event_id().to_string())
 }
 
@@ -412,8 +394,8 @@ fn compare(value: &Value, op: Op, want: &str) -> bool {
         _ => return false,
     };
     match op {
-        Op::Eq => glob_match(want, &text),
-        Op::Ne => !glob_match(want, &text),
+        Op::Eq => clrspy_values::pattern_matches(want, &text),
+        Op::Ne => !clrspy_values::pattern_matches(want, &text),
         _ => false,
     }
 }

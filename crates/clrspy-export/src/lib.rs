@@ -18,6 +18,7 @@ pub mod html;
 pub mod pprof;
 pub mod speedscope;
 
+pub mod event_json;
 pub mod format;
 pub mod info;
 pub mod report;

@@ -1,20 +1,9 @@
 //! Units and rounding shared by every view: byte counts for people, rounding that never
 //! prints `-0.0`, and names shortened to fit a column.
 
-/// A byte count for people: `512 B`, `12.3 KB`, `4.5 MB`, `1.25 GB` (binary multiples).
-pub fn human_bytes(n: u64) -> String {
-    const K: f64 = 1024.0;
-    let v = n as f64;
-    if v >= K * K * K {
-        format!("{:.2} GB", v / (K * K * K))
-    } else if v >= K * K {
-        format!("{:.1} MB", v / (K * K))
-    } else if v >= K {
-        format!("{:.1} KB", v / K)
-    } else {
-        format!("{n} B")
-    }
-}
+/// A byte count for people: `512 B`, `12.3 KB`, `4.5 MB`, `1.25 GB` (binary multiples); the
+/// one writer of byte counts, shared with the recorder and the watcher.
+pub use clrspy_values::human_bytes;
 
 /// A count with thousands separators: `1,234,567`.
 pub fn group(n: u64) -> String {

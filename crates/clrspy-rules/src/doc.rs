@@ -16,11 +16,15 @@ pub fn json_schema() -> serde_json::Value {
 pub const EXAMPLE_TOML: &str = r#"# clrspy rules: which .NET processes get which treatment.
 # Check with `clrspy rules check FILE`; run with `clrspy watch --rules FILE --out DIR`.
 # Every file a rule writes goes to DIR/<rule name>/<process>_<pid>_<UTC yyyyMMdd_HHmmss>.<ext>.
+# Values read as every clrspy flag reads them (README, "Values"): durations are a number and
+# ms, s, m or h ("250ms", "10m"; a bare number is seconds; at most 30 days); name patterns
+# (name, entry_assembly, cgroup, on_exception, stop_on) ignore case and take * (any run) and
+# ? (one character) anywhere.
 
 [[rules]]
 name = "compiler-dumps"
-# Every condition given must hold. name: a glob over the entry assembly ("csc" for
-# `dotnet csc.dll`), the executable's name or /proc/PID/comm, case-insensitive.
+# Every condition given must hold. name: a name pattern over the entry assembly ("csc" for
+# `dotnet csc.dll`), the executable's name or /proc/PID/comm.
 match = { name = "csc*", command_line = "--shared" }   # command_line: a regular expression
 # A mini dump on the first InvalidCastException (first chance), gzip-compressed.
 dump = { type = "mini", on_exception = ["*.InvalidCastException"], compress = "gzip" }

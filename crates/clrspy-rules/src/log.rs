@@ -213,22 +213,12 @@ impl Decision {
             s.push_str(&format!(" {}", f.display()));
         }
         if let Some(b) = self.bytes {
-            s.push_str(&format!(" ({})", human_bytes(b)));
+            s.push_str(&format!(" ({})", clrspy_values::human_bytes(b)));
         }
         if let Some(d) = &self.detail {
             s.push_str(&format!(": {d}"));
         }
         s
-    }
-}
-
-fn human_bytes(b: u64) -> String {
-    if b >= 1 << 20 {
-        format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
-    } else if b >= 1 << 10 {
-        format!("{:.1} KB", b as f64 / 1024.0)
-    } else {
-        format!("{b} B")
     }
 }
 

@@ -49,48 +49,36 @@ macro_rules! checked_string {
     };
 }
 
-/// A glob over names (`*`, `?`, `[abc]`), matched case-insensitively.
+/// A name pattern (clrspy-values' one grammar: `*` any run, `?` one character,
+/// case-insensitive).
 #[derive(Clone, Debug)]
-pub struct Glob {
-    text: String,
-    matcher: globset::GlobMatcher,
-}
+pub struct Glob(clrspy_values::NamePattern);
 
 impl Glob {
     /// The glob as written.
     pub fn as_str(&self) -> &str {
-        &self.text
+        self.0.as_str()
     }
 
     /// True when `s` matches.
     pub fn is_match(&self, s: &str) -> bool {
-        self.matcher.is_match(s)
+        self.0.is_match(s)
     }
 }
 
 impl Checked for Glob {
     const EXPECTING: &'static str = "a glob such as \"web*\"";
     fn check(s: &str) -> Result<Glob, String> {
-        if s.is_empty() {
-            return Err("an empty glob matches nothing; use \"*\" for anything".into());
-        }
-        let g = globset::GlobBuilder::new(s)
-            .case_insensitive(true)
-            .literal_separator(false)
-            .backslash_escape(true)
-            .build()
-            .map_err(|e| format!("bad glob \"{s}\": {}", e.kind()))?;
-        Ok(Glob {
-            text: s.to_string(),
-            matcher: g.compile_matcher(),
-        })
+        clrspy_values::NamePattern::new(s)
+            .map(Glob)
+            .map_err(|e| e.to_string())
     }
 }
 
 checked_string!(Glob, "Glob", {
     "type": "string",
     "minLength": 1,
-    "description": "A glob: * any run of characters, ? one character, [abc] one of them; case-insensitive.",
+    "description": "A name pattern: * any run of characters, ? one character, anywhere; case-insensitive; every other character stands for itself.",
     "examples": ["web*", "csc", "*.InvalidCastException"]
 });
 
@@ -146,7 +134,8 @@ checked_string!(Pattern, "Regex", {
     "examples": ["--shared", "Environment=Production"]
 });
 
-/// A length of time: a number and a unit (`ms`, `s`, `m`, `h`), e.g. `"5s"`, `"250ms"`.
+/// A length of time more than zero, in the one duration grammar (clrspy-values): `"5s"`,
+/// `"250ms"`, `"10m"`, `"2h"`; a bare number is seconds; at most 30 days.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dur(pub Duration);
 
@@ -157,53 +146,39 @@ impl Checked for Dur {
     }
 }
 
-/// Parses `"5s"`, `"250ms"`, `"1.5m"`, `"2h"`.
+/// Parses a duration more than zero (see [`Dur`]).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let bad = || format!("bad duration \"{s}\": {}", Dur::EXPECTING);
-    let n: f64 = num.parse().map_err(|_| bad())?;
-    let scale = match unit.trim() {
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(bad()),
-    };
-    let secs = n * scale;
-    if !secs.is_finite() || secs <= 0.0 || secs > 366.0 * 86400.0 {
-        return Err(format!(
-            "bad duration \"{s}\": it must be more than 0 and at most a year"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    clrspy_values::parse_positive_duration(s).map_err(|e| e.to_string())
 }
+
+/// The schema's pattern of a duration: a number, an optional unit.
+const DURATION_PATTERN: &str = "^\\s*([0-9]+(\\.[0-9]*)?|\\.[0-9]+)\\s*(ms|s|m|min|h)?\\s*$";
 
 checked_string!(Dur, "Duration", {
     "type": "string",
-    "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m|min|h)$",
-    "description": "A duration: a number and a unit (ms, s, m, h).",
-    "examples": ["5s", "250ms", "10m"]
+    "pattern": DURATION_PATTERN,
+    "description": "A duration more than 0: a number and a unit (ms, s, m, h); a bare number is seconds; at most 30 days.",
+    "examples": ["5s", "250ms", "10m", "30"]
 });
 
-/// The delay after a stop trigger fires: `"5s"`, `"500ms"`, `"0"`.
+/// The delay after a stop trigger fires, in the one duration grammar: `"5s"`, `"500ms"`,
+/// `"0"` (none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Delay(pub Duration);
 
 impl Checked for Delay {
     const EXPECTING: &'static str = "a delay such as \"5s\", \"500ms\" or \"0\"";
     fn check(s: &str) -> Result<Delay, String> {
-        clrspy_collect::trigger::Triggers::parse_after(s).map(Delay)
+        clrspy_values::parse_duration(s)
+            .map(Delay)
+            .map_err(|e| e.to_string())
     }
 }
 
 checked_string!(Delay, "Delay", {
     "type": "string",
-    "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m|min)?$",
-    "description": "A delay: a number and a unit (ms, s, m); 0 for none.",
+    "pattern": DURATION_PATTERN,
+    "description": "A delay: a number and a unit (ms, s, m, h); a bare number is seconds; 0 for none; at most 30 days.",
     "examples": ["5s", "500ms", "0"]
 });
 
@@ -407,7 +382,13 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
-        for bad in ["", "5", "s", "5 sec", "-1s", "0s", "1e9h", "5.s.", "NaNs"] {
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(Delay::check("0"), Ok(Delay(Duration::ZERO)));
+        assert_eq!(Delay::check("2"), Ok(Delay(Duration::from_secs(2))));
+        assert!(Delay::check("-1s").is_err());
+        for bad in [
+            "", "s", "5 sec", "-1s", "0s", "0", "1e9h", "5.s.", "NaNs", "31d", "721h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
@@ -416,8 +397,9 @@ mod tests {
     fn globs_and_patterns() {
         let g = Glob::check("csc*").unwrap();
         assert!(g.is_match("csc") && g.is_match("CSC.dll") && !g.is_match("vbcsc"));
-        let e = Glob::check("web[").unwrap_err();
-        assert!(e.contains("bad glob \"web[\""), "{e}");
+        // `[` is a character like any other: one wildcard rule everywhere.
+        let g = Glob::check("web[").unwrap();
+        assert!(g.is_match("WEB[") && !g.is_match("web"));
         assert!(Glob::check("").is_err());
         let p = Pattern::check("--shared").unwrap();
         assert!(p.is_match("dotnet csc.dll --shared /x"));

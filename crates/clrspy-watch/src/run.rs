@@ -332,7 +332,7 @@ mod tests {
         wait_for("started", 1);
         std::fs::write(
             &rules,
-            "{\"rules\":[{\"name\":\"a\",\n\"match\":{\"name\":\"[\"},\"dump\":{}}]}",
+            "{\"rules\":[{\"name\":\"a\",\n\"match\":{\"name\":\"\"},\"dump\":{}}]}",
         )
         .unwrap();
         control.request_reload();

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use clrspy_export::{Format, Metric, ReportKind};
+use clrspy_values::NamePattern;
 
 /// A value parser for one of the registries' enums (formats, reports, metrics): the names
 /// and descriptions come from the registry, so `--help` lists exactly what exists.
@@ -36,6 +37,93 @@ fn metric_parser() -> impl TypedValueParser<Value = Metric> {
 
 fn report_parser() -> impl TypedValueParser<Value = ReportKind> {
     choice(&ReportKind::ALL, ReportKind::name, ReportKind::description)
+}
+
+/// A name pattern (clrspy-values: case-insensitive, `*` and `?` anywhere).
+fn name_pattern(s: &str) -> Result<NamePattern, String> {
+    NamePattern::new(s).map_err(|e| e.to_string())
+}
+
+/// A duration more than zero (clrspy-values' grammar: `250ms`, `5s`, `2m`, `1h`; a bare number
+/// is seconds).
+fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
+    clrspy_values::parse_positive_duration(s).map_err(|e| e.to_string())
+}
+
+/// A duration, zero allowed.
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    clrspy_values::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A ring size (the size grammar, a bare number is bytes; at least 64KB).
+fn ring_size(s: &str) -> Result<u64, String> {
+    clrspy_collect::parse_ring_size(s)
+}
+
+/// The session buffer: a size, a bare number is megabytes; whole megabytes from 1MB.
+fn buffer_mb(s: &str) -> Result<u32, String> {
+    let bytes =
+        clrspy_values::parse_size(s, clrspy_values::SizeUnit::Mb).map_err(|e| e.to_string())?;
+    let mb = bytes >> 20;
+    if bytes % (1 << 20) != 0 || mb == 0 || mb > 1 << 16 {
+        return Err(format!(
+            "buffer size '{s}' must be whole megabytes from 1MB to 64GB"
+        ));
+    }
+    u32::try_from(mb).map_err(|_| format!("buffer size '{s}' is too large"))
+}
+
+/// A dump type (mini, heap, triage, full), kept as written.
+fn dump_type(s: &str) -> Result<String, String> {
+    clrspy_collect::parse_dump_type(s)
+        .map(|_| s.to_string())
+        .ok_or_else(|| format!("unknown dump type '{s}' (mini, heap, triage, full)"))
+}
+
+/// A dump compression (gzip, zstd, none), kept as written.
+fn dump_compression(s: &str) -> Result<String, String> {
+    clrspy_collect::Compression::parse(s)
+        .map(|_| s.to_string())
+        .ok_or_else(|| format!("unknown compression '{s}' (gzip, zstd, none)"))
+}
+
+/// A point in the trace (`--from`, `--to`): a duration since its start, zero allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TracePoint {
+    /// As written.
+    pub text: String,
+    /// Nanoseconds since the trace's start.
+    pub ns: i64,
+}
+
+fn trace_point(s: &str) -> Result<TracePoint, String> {
+    let d = clrspy_values::parse_duration(s).map_err(|e| e.to_string())?;
+    Ok(TracePoint {
+        text: s.to_string(),
+        ns: i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+    })
+}
+
+/// The process a command traces: `-p PID`, `-n NAME` or `-- COMMAND [ARGS]`.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// The process, by id.
+    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"])]
+    pub process_id: Option<u32>,
+    /// The process, by name (entry assembly or executable).
+    #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
+    pub name: Option<String>,
+    /// The program to start and trace from its first instruction, after `--`; it keeps the
+    /// terminal, and clrspy exits with its exit code.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+impl TargetArgs {
+    /// Checks that the command was told which process (see [`require_target`]).
+    pub fn require(&self, verb: &str) -> Result<(), crate::output::CliError> {
+        require_target(verb, self.process_id, &self.name, &self.command)
+    }
 }
 
 /// Profile and diagnose .NET applications: read and report EventPipe traces.
@@ -167,15 +255,8 @@ pub fn require_target(
 /// `clrspy profile`.
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
-    /// The process to profile.
-    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"])]
-    pub process_id: Option<u32>,
-    /// The process to profile, by name.
-    #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
-    pub name: Option<String>,
-    /// The program to start and profile, after `--`.
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<std::ffi::OsString>,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// CPU and waiting time by method (samples).
     #[arg(long)]
     pub cpu: bool,
@@ -191,9 +272,10 @@ pub struct ProfileArgs {
     /// GCs.
     #[arg(long)]
     pub gc: bool,
-    /// Stop after this long (attach); otherwise Ctrl+C or the program's end.
-    #[arg(long, value_name = "TIME")]
-    pub duration: Option<String>,
+    /// Stop after this long (attach; a duration, see Values); otherwise Ctrl+C or the
+    /// program's end.
+    #[arg(long, value_name = "TIME", value_parser = positive_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Where to keep the trace (default: <name>_<yyyyMMdd_HHmmss>.nettrace).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -276,12 +358,12 @@ pub struct ReportArgs {
     /// Only this thread (OS thread id).
     #[arg(long, value_name = "TID")]
     pub thread: Option<u64>,
-    /// Only events from this time on (seconds since the trace start, or 250ms, 2s ...).
-    #[arg(long, value_name = "TIME")]
-    pub from: Option<String>,
+    /// Only events from this time on (a duration since the trace start: 2.5, 250ms, 2s ...).
+    #[arg(long, value_name = "TIME", value_parser = trace_point)]
+    pub from: Option<TracePoint>,
     /// Only events before this time.
-    #[arg(long, value_name = "TIME")]
-    pub to: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = trace_point)]
+    pub to: Option<TracePoint>,
     /// Write JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -303,7 +385,7 @@ pub struct DumpArgs {
     pub process_id: u32,
     /// mini (stacks, modules), heap (plus the managed heap: for leaks), triage (small, personal
     /// data removed) or full (all memory).
-    #[arg(long = "type", value_name = "TYPE", default_value = "heap")]
+    #[arg(long = "type", value_name = "TYPE", default_value = "heap", value_parser = dump_type)]
     pub dump_type: String,
     /// Output file (default: core_<pid>_<yyyyMMdd_HHmmss> in the current directory).
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -316,7 +398,7 @@ pub struct DumpArgs {
     pub timeout: u64,
     /// Compress the dump as the runtime writes it: gzip (adds .gz to the default name) or
     /// zstd (.zst); the raw core never lands on disk.
-    #[arg(long, value_name = "HOW", default_value = "none")]
+    #[arg(long, value_name = "HOW", default_value = "none", value_parser = dump_compression)]
     pub compress: String,
 }
 
@@ -338,16 +420,8 @@ pub struct EnvArgs {
 /// `clrspy record`.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    /// The process to trace.
-    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"])]
-    pub process_id: Option<u32>,
-    /// The process to trace, by name (entry assembly or executable).
-    #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
-    pub name: Option<String>,
-    /// The program to start and trace from its first instruction, after `--`; it keeps the
-    /// terminal, and clrspy exits with its exit code.
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<std::ffi::OsString>,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Providers: `Name[:Keywords[:Level[:Key=Value;...]]]`, comma-separated; keywords in hex
     /// or by name joined with '+' (gc+exception).
     #[arg(long, value_name = "LIST")]
@@ -364,14 +438,14 @@ pub struct RecordArgs {
     /// List the profiles and what they enable.
     #[arg(long)]
     pub list_profiles: bool,
-    /// Stop after this long (5s, 250ms, 2m); otherwise Ctrl+C or the target's exit.
-    #[arg(long, value_name = "TIME")]
-    pub duration: Option<String>,
+    /// Stop after this long (5s, 250ms, 2m; see Values); otherwise Ctrl+C or the target's exit.
+    #[arg(long, value_name = "TIME", value_parser = positive_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Output file (default: <name>_<yyyyMMdd_HHmmss>.nettrace, UTC).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
-    /// The runtime's buffer for the session, in MB.
-    #[arg(long, value_name = "MB", default_value_t = 256)]
+    /// The runtime's buffer for the session: a size (512MB, 1GB); a bare number is MB.
+    #[arg(long, value_name = "SIZE", default_value = "256", value_parser = buffer_mb)]
     pub buffer_size: u32,
     /// Do not ask for rundown at the end (faster stop; methods jitted earlier stay unnamed).
     #[arg(long)]
@@ -380,8 +454,8 @@ pub struct RecordArgs {
     #[arg(long)]
     pub no_stacks: bool,
     /// How often to read each thread's CPU time from /proc into the trace (Linux), e.g. 20ms.
-    #[arg(long, value_name = "TIME", default_value = "20ms")]
-    pub thread_cpu_interval: String,
+    #[arg(long, value_name = "TIME", default_value = "20ms", value_parser = positive_duration)]
+    pub thread_cpu_interval: std::time::Duration,
     /// Do not record thread CPU times.
     #[arg(long)]
     pub no_thread_cpu: bool,
@@ -390,16 +464,16 @@ pub struct RecordArgs {
     pub format: Option<Format>,
     /// Keep only the newest SIZE of the stream (64MB, 512KB; MB = 2^20 bytes): bounded disk
     /// however long it runs; the file is still a whole trace with its rundown.
-    #[arg(long, value_name = "SIZE")]
-    pub ring: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = ring_size)]
+    pub ring: Option<u64>,
     /// Stop when KIND=VALUE fires (repeatable; the first stops): exception=GLOB,
     /// gc-pause-ms=N, gen2, event=PROVIDER/EVENT[:FIELD>VALUE], counter=NAME>N (cpu-usage,
     /// working-set-mb, gc-heap-size-mb, threadpool-queue-length), exit.
     #[arg(long, value_name = "KIND=VALUE")]
     pub stop_on: Vec<String>,
-    /// After a trigger fires, keep recording this long (default 5s).
-    #[arg(long, value_name = "TIME", requires = "stop_on")]
-    pub after_trigger: Option<String>,
+    /// After a trigger fires, keep recording this long (default 5s; 0 for none).
+    #[arg(long, value_name = "TIME", requires = "stop_on", value_parser = duration)]
+    pub after_trigger: Option<std::time::Duration>,
     /// Write a dump at each first-chance exception of this type (a glob over the full name,
     /// e.g. '*.InvalidCastException', or the bare type name); repeat or comma-separate.
     #[arg(long, value_name = "TYPE")]
@@ -413,10 +487,10 @@ pub struct RecordArgs {
     )]
     pub max_dumps: u32,
     /// What the exception dumps hold: mini, heap, triage or full.
-    #[arg(long, value_name = "TYPE", default_value = "mini")]
+    #[arg(long, value_name = "TYPE", default_value = "mini", value_parser = dump_type)]
     pub dump_type: String,
     /// Compress the dumps as they are written: gzip (.dmp.gz), zstd (.dmp.zst) or none.
-    #[arg(long, value_name = "HOW", default_value = "gzip")]
+    #[arg(long, value_name = "HOW", default_value = "gzip", value_parser = dump_compression)]
     pub dump_compress: String,
     /// Where the dumps go (default: the trace's directory).
     #[arg(long, value_name = "DIR")]
@@ -518,13 +592,13 @@ pub struct InfoArgs {
 pub struct EventsArgs {
     #[command(flatten)]
     pub input: TraceArg,
-    /// Only events of this provider (case-insensitive; end with '*' to match a prefix).
-    #[arg(long, value_name = "P")]
-    pub provider: Option<String>,
-    /// Only events with this name ("GC/Start", "Method/LoadVerbose", the trace's own event
-    /// name) or event id (case-insensitive; end with '*' to match a prefix).
-    #[arg(long, value_name = "NAME")]
-    pub event: Option<String>,
+    /// Only events of this provider (a name pattern: case-insensitive, `*` and `?`).
+    #[arg(long, value_name = "P", value_parser = name_pattern)]
+    pub provider: Option<NamePattern>,
+    /// Only events with this name ("GC/Start", "GC/*", "Method/LoadVerbose", the trace's own
+    /// event name; a name pattern) or event id.
+    #[arg(long, value_name = "NAME", value_parser = name_pattern)]
+    pub event: Option<NamePattern>,
     /// Stop after this many matching events.
     #[arg(long, short = 'n', value_name = "N")]
     pub limit: Option<u64>,
@@ -561,8 +635,8 @@ mod tests {
         .unwrap();
         match cli.command {
             Command::Events(a) => {
-                assert_eq!(a.provider.as_deref(), Some("Foo"));
-                assert_eq!(a.event.as_deref(), Some("GC/Start"));
+                assert_eq!(a.provider.as_ref().map(NamePattern::as_str), Some("Foo"));
+                assert_eq!(a.event.as_ref().map(NamePattern::as_str), Some("GC/Start"));
                 assert_eq!(a.limit, Some(5));
                 assert!(a.json);
             }
@@ -573,5 +647,105 @@ mod tests {
     #[test]
     fn rejects_bad_limit() {
         assert!(Cli::try_parse_from(["clrspy", "events", "t", "--limit", "x"]).is_err());
+    }
+
+    fn record(args: &[&str]) -> Result<RecordArgs, clap::Error> {
+        let mut all = vec!["clrspy", "record"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map(|c| match c.command {
+            Command::Record(a) => a,
+            _ => unreachable!("record parses as record"),
+        })
+    }
+
+    #[test]
+    fn typed_flags_parse_with_the_one_grammar() {
+        use std::time::Duration;
+        let a = record(&[
+            "-p",
+            "1",
+            "--duration",
+            "30",
+            "--ring",
+            "8MB",
+            "--buffer-size",
+            "1GB",
+            "--stop-on",
+            "gen2",
+            "--after-trigger",
+            "0",
+            "--thread-cpu-interval",
+            "50ms",
+        ])
+        .unwrap();
+        assert_eq!(a.duration, Some(Duration::from_secs(30)));
+        assert_eq!(a.ring, Some(8 << 20));
+        assert_eq!(a.buffer_size, 1024);
+        assert_eq!(a.after_trigger, Some(Duration::ZERO));
+        assert_eq!(a.thread_cpu_interval, Duration::from_millis(50));
+        assert_eq!(a.target.process_id, Some(1));
+        let d = record(&["-p", "1"]).unwrap();
+        assert_eq!((d.buffer_size, d.dump_type.as_str()), (256, "mini"));
+        assert_eq!(d.thread_cpu_interval, Duration::from_millis(20));
+        assert_eq!(
+            record(&["-p", "1", "--buffer-size", "64"])
+                .unwrap()
+                .buffer_size,
+            64
+        );
+        for bad in [
+            ["--duration", "0"],
+            ["--duration", "soon"],
+            ["--duration", "31d"],
+            ["--ring", "1KB"],
+            ["--ring", "lots"],
+            ["--buffer-size", "1.5"],
+            ["--buffer-size", "512KB"],
+            ["--dump-type", "tiny"],
+            ["--dump-compress", "zip"],
+            ["--thread-cpu-interval", "0"],
+        ] {
+            let mut args = vec!["-p", "1"];
+            args.extend_from_slice(&bad);
+            let e = record(&args).unwrap_err();
+            assert!(e.to_string().contains(bad[1]), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn target_flags_are_one_group() {
+        let a = record(&["-n", "web", "--duration", "5s"]).unwrap();
+        assert_eq!(a.target.name.as_deref(), Some("web"));
+        let a = record(&["--", "dotnet", "app.dll"]).unwrap();
+        assert_eq!(a.target.command.len(), 2);
+        assert!(record(&["-p", "1", "-n", "web"]).is_err());
+        assert!(record(&["-n", "web", "--", "dotnet"]).is_err());
+        let p = Cli::try_parse_from(["clrspy", "profile", "-p", "7", "--duration", "2"]).unwrap();
+        match p.command {
+            Command::Profile(a) => {
+                assert_eq!(a.target.process_id, Some(7));
+                assert_eq!(a.duration, Some(std::time::Duration::from_secs(2)));
+            }
+            _ => panic!("wrong command"),
+        }
+    }
+
+    #[test]
+    fn report_window_and_event_patterns() {
+        let r = Cli::try_parse_from(["clrspy", "report", "t", "--from", "0", "--to", "2.5"]);
+        match r.unwrap().command {
+            Command::Report(a) => {
+                assert_eq!(a.from.map(|p| p.ns), Some(0));
+                assert_eq!(a.to.map(|p| p.ns), Some(2_500_000_000));
+            }
+            _ => panic!("wrong command"),
+        }
+        assert!(Cli::try_parse_from(["clrspy", "report", "t", "--from", "-1s"]).is_err());
+        let e = Cli::try_parse_from(["clrspy", "events", "t", "--event", "gc/*"]).unwrap();
+        match e.command {
+            Command::Events(a) => assert!(a.event.unwrap().is_match("GC/Start")),
+            _ => panic!("wrong command"),
+        }
+        assert!(Cli::try_parse_from(["clrspy", "events", "t", "--provider", ""]).is_err());
     }
 }

@@ -3,7 +3,6 @@
 
 mod cli;
 mod commands;
-mod fields;
 mod input;
 mod names;
 mod output;

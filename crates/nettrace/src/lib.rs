@@ -52,6 +52,7 @@ mod framing;
 mod header;
 mod metadata;
 mod netperf_upgrade;
+mod ordered;
 mod payload;
 mod reader;
 mod repair;
@@ -69,6 +70,7 @@ pub use error::{BlockKind, Error, ErrorKind, Result};
 pub use event::{Event, Ips, LabelList, Stack, ThreadInfo};
 pub use header::{format_unix_ns, Clock, FormatVersion, TraceHeader};
 pub use metadata::{EventMetadata, FieldDesc, FieldType, MAX_TYPE_DEPTH};
+pub use ordered::TimeOrder;
 pub use payload::{decode_payload, DecodedPayload};
 pub use reader::{
     ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,

@@ -1,5 +1,6 @@
 //! The triggers' written forms: [`TriggerSpec`] and its conditions, with serde (rules files)
-//! and [`FromStr`] (the command line's `KIND=VALUE`), and the globs they match with.
+//! and [`FromStr`] (the command line's `KIND=VALUE`), matched with clrspy-values' name patterns
+//! (case-insensitive, `*` and `?` anywhere).
 
 use std::fmt;
 use std::str::FromStr;
@@ -10,7 +11,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TriggerSpec {
-    /// A first-chance exception whose type name matches the glob (`*`, `?`), e.g.
+    /// A first-chance exception whose type name matches the name pattern (`*`, `?`,
+    /// case-insensitive), e.g.
     /// `System.Net.*`.
     Exception(String),
     /// A GC pause (the runtime suspended to restarted) longer than this many milliseconds.
@@ -306,28 +308,4 @@ impl schemars::JsonSchema for FieldCondition {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({ "type": "string" })
     }
-}
-
-/// A glob with `*` (any run) and `?` (one character), case-sensitive.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut i, mut j) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while j < t.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
-            i += 1;
-            j += 1;
-        } else if i < p.len() && p[i] == '*' {
-            star = Some((i, j));
-            i += 1;
-        } else if let Some((si, sj)) = star {
-            i = si + 1;
-            j = sj + 1;
-            star = Some((si, sj + 1));
-        } else {
-            return false;
-        }
-    }
-    p[i..].iter().all(|&c| c == '*')
 }

@@ -12,6 +12,7 @@ pub mod callers;
 pub mod contention;
 pub mod exceptions;
 pub mod gc;
+pub mod needs;
 pub mod runqueue;
 pub mod stack;
 pub mod summary;
@@ -25,6 +26,7 @@ use clrspy_analysis::{Analysis, Metric, StackFilter};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+pub use needs::{providers_for, Needs};
 pub use text::TextStyle;
 
 /// Which report.

@@ -33,7 +33,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Ps(a) => ps::run(&a),
         Command::Record(a) => {
             if !a.list_profiles {
-                crate::cli::require_target("record", a.process_id, &a.name, &a.command)?;
+                a.target.require("record")?;
             }
             record::run(&a)
         }
@@ -45,7 +45,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Rules(a) => rules::run(&a),
         Command::Watch(a) => watch::run(&a),
         Command::Profile(a) => {
-            crate::cli::require_target("profile", a.process_id, &a.name, &a.command)?;
+            a.target.require("profile")?;
             profile::run(&a)
         }
     }

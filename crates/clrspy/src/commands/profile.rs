@@ -6,20 +6,12 @@ use std::io::Write;
 use clrspy_analysis::Options;
 use clrspy_export::report::{self, ReportOptions};
 use clrspy_export::ReportKind;
-use diagnostics_client::{Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
+use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
-use super::record::{duration_arg, execute, resolve_target};
+use super::record::{execute, resolve_target};
 use super::report::{analyze_trace, text_style};
 use crate::cli::ProfileArgs;
 use crate::output::CliResult;
-
-/// The runtime's keywords: GC, loader, JIT (for names), contention, exceptions.
-const GC: u64 = 0x1;
-const LOADER_AND_JIT: u64 = 0x8 | 0x10;
-const CONTENTION: u64 = 0x4000;
-const EXCEPTION: u64 = 0x8000;
-/// The default runtime keywords of the cpu profile (dotnet-trace's cpu-sampling set).
-const COMMON: u64 = 0x0014_C14F_CCBD;
 
 /// The reports asked for (all but allocations when none is named).
 fn chosen(args: &ProfileArgs) -> Vec<ReportKind> {
@@ -44,60 +36,23 @@ fn chosen(args: &ProfileArgs) -> Vec<ReportKind> {
     k
 }
 
-/// The providers for `kinds`.
-pub fn providers_for(kinds: &[ReportKind]) -> Vec<Provider> {
-    let mut keywords = LOADER_AND_JIT;
-    let mut level = 4;
-    let mut samples = false;
-    for k in kinds {
-        match k {
-            ReportKind::Cpu | ReportKind::Waits | ReportKind::Threads | ReportKind::Summary => {
-                samples = true;
-                keywords |= COMMON;
-            }
-            ReportKind::Gc => keywords |= GC,
-            ReportKind::Alloc => {
-                keywords |= GC;
-                level = 5; // allocation ticks are verbose
-            }
-            ReportKind::Exceptions => keywords |= EXCEPTION,
-            ReportKind::Contention => {
-                keywords |= CONTENTION;
-                level = 5;
-            }
-        }
-    }
-    let mut p = vec![Provider {
-        name: clr_events::RUNTIME_PROVIDER.into(),
-        keywords,
-        level,
-        arguments: None,
-    }];
-    if samples {
-        p.push(Provider {
-            name: clr_events::SAMPLE_PROFILER_PROVIDER.into(),
-            keywords: 0,
-            level: 5,
-            arguments: None,
-        });
-    }
-    p
-}
-
 /// Runs `clrspy profile`.
 pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     let kinds = chosen(args);
-    let duration = duration_arg(args.duration.as_deref())?;
+    let duration = args.duration;
     let config = SessionConfig {
         circular_buffer_mb: 256,
         rundown_keyword: DEFAULT_RUNDOWN_KEYWORD,
         stackwalk: true,
-        providers: providers_for(&kinds),
+        providers: report::providers_for(&kinds)
+            .into_iter()
+            .map(super::record::session_provider)
+            .collect(),
     };
-    let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
+    let target = resolve_target(&args.target)?;
     // With --json, stdout is the JSON alone: a launched program writes to stderr instead.
     let child_stdout = if args.json {
-        if !args.command.is_empty() {
+        if !args.target.command.is_empty() {
             eprintln!("clrspy: the program's standard output goes to standard error (--json)");
         }
         clrspy_collect::ChildOutput::ToStderr

@@ -14,60 +14,14 @@ use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 use crate::cli::RecordArgs;
 use crate::output::{CliError, CliResult};
 
-/// An optional `--duration` value, as a bad-command-line error when it does not parse.
-pub(crate) fn duration_arg(s: Option<&str>) -> CliResult<Option<Duration>> {
-    s.map(parse_duration)
-        .transpose()
-        .map_err(|e| CliError::new(e).code(2))
-}
-
-/// Parses "5s", "250ms", "2m", "1h" or a number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, mul) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = s.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (try 5s, 250ms, 2m)"))?;
-    if !(v.is_finite() && v > 0.0) {
-        return Err(format!("duration '{s}' must be positive"));
-    }
-    Ok(Duration::from_secs_f64(v * mul))
-}
-
 /// What to record: a running process, or a program to start.
 pub(crate) type Target = clrspy_collect::Resolved;
 
 /// Finds the target from `-p`, `-n` or `-- command`.
-pub(crate) fn resolve_target(
-    pid: Option<u32>,
-    name: Option<&str>,
-    command: &[std::ffi::OsString],
-) -> CliResult<Target> {
-    clrspy_collect::Target::from_args(pid, name, command)
+pub(crate) fn resolve_target(t: &crate::cli::TargetArgs) -> CliResult<Target> {
+    clrspy_collect::Target::from_args(t.process_id, t.name.as_deref(), &t.command)
         .resolve()
         .map_err(collect_error)
-}
-
-/// Formats a byte count for the status line.
-fn human_bytes(b: u64) -> String {
-    if b >= 1 << 30 {
-        format!("{:.2} GB", b as f64 / (1u64 << 30) as f64)
-    } else if b >= 1 << 20 {
-        format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
-    } else {
-        format!("{:.0} KB", b as f64 / 1024.0)
-    }
 }
 
 /// The live status line: elapsed, bytes, events and their rate, lost events.
@@ -96,7 +50,7 @@ impl StatusLine {
         let mut line = format!(
             "\r  {:>7.1} s  {:>9}",
             p.elapsed.as_secs_f64(),
-            human_bytes(p.bytes)
+            clrspy_values::human_bytes(p.bytes)
         );
         if let Some(events) = p.events {
             let (t0, e0) = self.last_events;
@@ -118,6 +72,18 @@ impl StatusLine {
         if self.enabled {
             eprintln!();
         }
+    }
+}
+
+/// A provider spec as the session enables it.
+pub(crate) fn session_provider(
+    p: clr_events::provider_spec::ProviderSpec,
+) -> diagnostics_client::Provider {
+    diagnostics_client::Provider {
+        name: p.name,
+        keywords: p.keywords,
+        level: p.level,
+        arguments: p.arguments,
     }
 }
 
@@ -228,23 +194,13 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         args.clrevents.as_deref(),
         args.clrevents_level.as_deref(),
     )
-    .map(|specs| {
-        specs
-            .into_iter()
-            .map(|p| diagnostics_client::Provider {
-                name: p.name,
-                keywords: p.keywords,
-                level: p.level,
-                arguments: p.arguments,
-            })
-            .collect()
-    })
+    .map(|specs| specs.into_iter().map(session_provider).collect())
     .map_err(|e| {
         CliError::new(e)
             .hint("`clrspy record --list-profiles` lists the profiles")
             .code(2)
     })?;
-    let duration = duration_arg(args.duration.as_deref())?;
+    let duration = args.duration;
     let config = SessionConfig {
         circular_buffer_mb: args.buffer_size,
         rundown_keyword: if args.no_rundown {
@@ -258,7 +214,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     let thread_cpu = if args.no_thread_cpu {
         None
     } else {
-        Some(parse_duration(&args.thread_cpu_interval).map_err(|e| CliError::new(e).code(2))?)
+        Some(args.thread_cpu_interval)
     };
     let capture = Capture::from_args(args)?;
     let mut config = config;
@@ -273,7 +229,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         }
         return children(args, &config, duration, thread_cpu);
     }
-    let target = resolve_target(args.process_id, args.name.as_deref(), &args.command)?;
+    let target = resolve_target(&args.target)?;
     let dump_args = super::record_dumps::DumpArgs {
         on_exception: &args.dump_on_exception,
         max: args.max_dumps,
@@ -336,12 +292,6 @@ impl Capture {
     /// From `--ring`, `--stop-on` and `--after-trigger`.
     fn from_args(args: &RecordArgs) -> CliResult<Capture> {
         let bad = |e: String| CliError::new(e).code(2);
-        let ring = args
-            .ring
-            .as_deref()
-            .map(clrspy_collect::parse_size)
-            .transpose()
-            .map_err(bad)?;
         let specs = args
             .stop_on
             .iter()
@@ -352,12 +302,15 @@ impl Capture {
             None
         } else {
             let mut t = Triggers::new(specs);
-            if let Some(a) = args.after_trigger.as_deref() {
-                t.after = Triggers::parse_after(a).map_err(bad)?;
+            if let Some(a) = args.after_trigger {
+                t.after = a;
             }
             Some(t)
         };
-        Ok(Capture { ring, triggers })
+        Ok(Capture {
+            ring: args.ring,
+            triggers,
+        })
     }
 }
 
@@ -432,7 +385,7 @@ fn children(
     };
     let code = super::tree::run(
         super::tree::TreeRun {
-            command: &args.command,
+            command: &args.target.command,
             config: &config,
             dir,
             duration,
@@ -615,19 +568,4 @@ pub(crate) fn execute(
         summary: outcome.summary,
         exit,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert!(parse_duration("-1").is_err());
-        assert!(parse_duration("soon").is_err());
-    }
 }

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use clrspy_analysis::{Analysis, Options, StackFilter};
 use clrspy_export::report::{self, ReportOptions, ReportView, TextStyle, TreeOptions};
 
-use crate::cli::ReportArgs;
+use crate::cli::{ReportArgs, TracePoint};
 use crate::input;
 use crate::output::{CliError, CliResult};
 use crate::progress::Progress;
@@ -27,44 +27,20 @@ pub(crate) fn text_style() -> TextStyle {
     }
 }
 
-/// Parses a point in the trace: "0", "2.5" (seconds), "250ms", "2s", "1m"; ns since the start.
-pub(crate) fn parse_time(s: &str) -> Result<i64, String> {
-    let t = s.trim();
-    let zero = t
-        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
-        .parse::<f64>()
-        .is_ok_and(|v| v == 0.0);
-    if zero {
-        return Ok(0);
-    }
-    super::record::parse_duration(t)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .map_err(|e| e.replace("duration", "time"))
-}
-
-fn time_arg(flag: &str, s: &Option<String>) -> CliResult<Option<i64>> {
-    s.as_deref()
-        .map(|v| parse_time(v).map_err(|e| CliError::new(format!("{flag}: {e}")).code(2)))
-        .transpose()
-}
-
 /// The analysis window of `--from`/`--to`, checked.
-pub(crate) fn window(from: &Option<String>, to: &Option<String>) -> CliResult<Options> {
-    let from_ns = time_arg("--from", from)?;
-    let to_ns = time_arg("--to", to)?;
-    if let (Some(f), Some(t)) = (from_ns, to_ns) {
-        if t <= f {
+pub(crate) fn window(from: &Option<TracePoint>, to: &Option<TracePoint>) -> CliResult<Options> {
+    if let (Some(f), Some(t)) = (from, to) {
+        if t.ns <= f.ns {
             return Err(CliError::new(format!(
                 "--to ({}) must be after --from ({}): the window is empty",
-                to.as_deref().unwrap_or_default(),
-                from.as_deref().unwrap_or_default()
+                t.text, f.text
             ))
             .code(2));
         }
     }
     Ok(Options {
-        from_ns,
-        to_ns,
+        from_ns: from.as_ref().map(|p| p.ns),
+        to_ns: to.as_ref().map(|p| p.ns),
         ..Options::default()
     })
 }
@@ -146,20 +122,4 @@ pub(crate) fn analyze_trace(trace: &input::OpenTrace, options: Options) -> CliRe
         );
     }
     Ok(a)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times() {
-        assert_eq!(parse_time("0"), Ok(0));
-        assert_eq!(parse_time("0s"), Ok(0));
-        assert_eq!(parse_time("0ms"), Ok(0));
-        assert_eq!(parse_time("250ms"), Ok(250_000_000));
-        assert_eq!(parse_time("2"), Ok(2_000_000_000));
-        assert!(parse_time("-1s").is_err());
-        assert!(parse_time("soon").is_err());
-    }
 }
