@@ -414,6 +414,10 @@ pub struct RingSink {
     splicer: Option<Splicer<Store>>,
     bytes: u64,
     stats: RingStats,
+    /// Every thread name clrspy spliced in (the last per thread: the reader names a thread
+    /// when it first sees it), written again at the end when the ring dropped blocks, so the
+    /// threads of the kept window keep their names and roles.
+    names: HashMap<u32, String>,
 }
 
 impl RingSink {
@@ -432,6 +436,7 @@ impl RingSink {
             dir,
             bytes: 0,
             stats: RingStats::default(),
+            names: HashMap::new(),
         })
     }
 
@@ -478,6 +483,9 @@ impl ByteSink for RingSink {
     }
 
     fn splice(&mut self, monotonic_ns: u64, ev: &Injected) {
+        if let Injected::ThreadName { tid, name } = ev {
+            self.names.insert(*tid, name.clone());
+        }
         self.splicer.splice(monotonic_ns, ev);
     }
 
@@ -519,7 +527,16 @@ impl ByteSink for RingSink {
                 dropped_bytes: st.dropped_bytes,
             }
         };
-        s.push_at_end(crate::procstat::monotonic_ns(), Injected::Ring(note));
+        let now = crate::procstat::monotonic_ns();
+        if note.dropped_blocks > 0 {
+            // The names went with the oldest blocks: the kept window's threads get them back.
+            let mut names: Vec<(u32, String)> = std::mem::take(&mut self.names).into_iter().collect();
+            names.sort_unstable();
+            for (tid, name) in names {
+                s.push_at_end(now, Injected::ThreadName { tid, name });
+            }
+        }
+        s.push_at_end(now, Injected::Ring(note));
         // A stream that stopped between blocks without its end marker takes it now.
         s.inject().map_err(|e| self.err(e))?;
         s.end().map_err(|e| self.err(e))?;
