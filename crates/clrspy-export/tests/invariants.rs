@@ -108,7 +108,7 @@ fn check(name: &str, a: &Analysis) -> Vec<String> {
                 "{name}: CPU {cpu:.0} ms > {n} CPUs x {window_ms:.0} ms"
             ));
         }
-        let summary_cpu = f(&json(ReportKind::Cpu, a, 3)["cpu_ms"]);
+        let summary_cpu = f(&json(ReportKind::Cpu, a, 3)["total_ms"]);
         if summary_cpu > limit {
             bad.push(format!("{name}: cpu report {summary_cpu:.0} ms > limit {limit:.0}"));
         }
@@ -235,4 +235,20 @@ fn a_ring_trace_counts_cpu_from_its_window_and_names_its_threads() {
         .filter_map(|t| t["role"].as_str())
         .collect();
     assert!(roles.contains(&"event-pipe"), "{roles:?}");
+}
+
+/// A trace with thread CPU readings but no CPU samples: the readings' groups
+/// (`[runtime: native]`) are no hot method, and no stacks-only view is drawn of them.
+#[test]
+fn a_trace_without_samples_names_no_hottest_method() {
+    let p = repo().join("crates/clrspy/tests/data/gc-no-samples.nettrace.zip");
+    let a = analyse(&p).unwrap();
+    let cpu = json(ReportKind::Cpu, &a, 5);
+    assert!(f(&cpu["total_ms"]) > 0.0, "the readings' CPU stays");
+    assert_eq!(cpu["top_exclusive"].as_array().map(Vec::len), Some(0));
+    let s = text(ReportKind::Summary, &a, 5);
+    assert!(!s.contains("hottest (CPU"), "{s}");
+    assert!(s.contains("hottest: not known (no CPU samples"), "{s}");
+    let stacks = clrspy_export::weighted_stacks(&a, clrspy_analysis::Metric::Cpu, &Default::default());
+    assert!(stacks.is_empty(), "{} cpu stacks", stacks.len());
 }

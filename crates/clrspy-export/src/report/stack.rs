@@ -125,9 +125,11 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let (excl_n, incl_n): (FxHashMap<String, f64>, FxHashMap<String, f64>) =
         (excl_n.into_iter().collect(), incl_n.into_iter().collect());
     let ms_per = a.sampling_interval_ns as f64 / 1e6;
+    // Without a single sample no method is known: the readings' groups are not methods.
+    let sampled = a.cpu.span_ns().is_some();
     let conv = |v: Vec<(String, f64)>, n: &FxHashMap<String, f64>| -> Vec<MethodWeight> {
         v.into_iter()
-            .take(o.top)
+            .take(if sampled { o.top } else { 0 })
             .map(|(method, w)| MethodWeight {
                 samples: round1(n.get(&method).copied().unwrap_or(0.0)),
                 method,
