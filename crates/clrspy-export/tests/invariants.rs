@@ -252,3 +252,17 @@ fn a_trace_without_samples_names_no_hottest_method() {
     let stacks = clrspy_export::weighted_stacks(&a, clrspy_analysis::Metric::Cpu, &Default::default());
     assert!(stacks.is_empty(), "{} cpu stacks", stacks.len());
 }
+
+/// The exceptions text says what its counts are and shows the throw stack (not only the JSON).
+#[test]
+fn the_exceptions_text_says_its_counts_and_shows_the_throw_stack() {
+    let p = repo().join("crates/clrspy/tests/data/webapp-ring-trigger.nettrace.zip");
+    let a = analyse(&p).unwrap();
+    let t = text(ReportKind::Exceptions, &a, 5);
+    assert!(t.contains("caught in = catch handlers that ran"), "{t}");
+    assert!(t.contains("throw stack (the commonest):"), "{t}");
+    assert!(t.contains("      dynamicClass.lambda_method"), "{t}");
+    let j = json(ReportKind::Exceptions, &a, 5);
+    assert_eq!(j["types"][0]["catches"], 1);
+    assert_eq!(j["types"][0]["rethrown"], 0);
+}
