@@ -530,7 +530,8 @@ impl ByteSink for RingSink {
         let now = crate::procstat::monotonic_ns();
         if note.dropped_blocks > 0 {
             // The names went with the oldest blocks: the kept window's threads get them back.
-            let mut names: Vec<(u32, String)> = std::mem::take(&mut self.names).into_iter().collect();
+            let mut names: Vec<(u32, String)> =
+                std::mem::take(&mut self.names).into_iter().collect();
             names.sort_unstable();
             for (tid, name) in names {
                 s.push_at_end(now, Injected::ThreadName { tid, name });

@@ -84,7 +84,13 @@ fn text(kind: ReportKind, a: &Analysis, top: usize) -> String {
     };
     let mut out = Vec::new();
     report::build(kind, a, &o)
-        .write_text(&mut out, &report::TextStyle { width: 200, bold: false })
+        .write_text(
+            &mut out,
+            &report::TextStyle {
+                width: 200,
+                bold: false,
+            },
+        )
         .unwrap();
     String::from_utf8(out).unwrap()
 }
@@ -110,7 +116,9 @@ fn check(name: &str, a: &Analysis) -> Vec<String> {
         }
         let summary_cpu = f(&json(ReportKind::Cpu, a, 3)["total_ms"]);
         if summary_cpu > limit {
-            bad.push(format!("{name}: cpu report {summary_cpu:.0} ms > limit {limit:.0}"));
+            bad.push(format!(
+                "{name}: cpu report {summary_cpu:.0} ms > limit {limit:.0}"
+            ));
         }
     }
     let rows = threads["threads"].as_array().cloned().unwrap_or_default();
@@ -249,7 +257,8 @@ fn a_trace_without_samples_names_no_hottest_method() {
     let s = text(ReportKind::Summary, &a, 5);
     assert!(!s.contains("hottest (CPU"), "{s}");
     assert!(s.contains("hottest: not known (no CPU samples"), "{s}");
-    let stacks = clrspy_export::weighted_stacks(&a, clrspy_analysis::Metric::Cpu, &Default::default());
+    let stacks =
+        clrspy_export::weighted_stacks(&a, clrspy_analysis::Metric::Cpu, &Default::default());
     assert!(stacks.is_empty(), "{} cpu stacks", stacks.len());
 }
 

@@ -149,7 +149,8 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     // One "waiting for a CPU" everywhere: over the whole process (no thread, focus or exclude
     // filter) and measured, it is every thread's measured run-queue time, as in the summary
     // and the threads report (the sampled rows miss the threads the sampler never saw).
-    let whole = o.filter.thread.is_none() && o.filter.focus.is_none() && o.filter.exclude.is_empty();
+    let whole =
+        o.filter.thread.is_none() && o.filter.focus.is_none() && o.filter.exclude.is_empty();
     if let (true, true, Some((_, measured, _))) = (waits, whole, runqueue::measured_totals(a)) {
         runq = measured / ms_per.max(f64::MIN_POSITIVE);
     }

@@ -656,7 +656,10 @@ mod tests {
         );
         let line = wrote_line(&summary(None), "it exited");
         assert!(line.starts_with("Wrote 1234 bytes to app.nettrace in 2.5 s (it exited). Events not counted: clrspy's live event reader stopped"), "{line}");
-        assert!(line.contains("`clrspy info app.nettrace` counts them"), "{line}");
+        assert!(
+            line.contains("`clrspy info app.nettrace` counts them"),
+            "{line}"
+        );
     }
 
     #[test]
