@@ -455,7 +455,13 @@ pub struct ExceptionThrown<'a> {
     pub message: Option<Utf16Str<'a>>,
     /// `HRESULT` (version 1).
     pub hresult: Option<u32>,
+    /// `ExceptionFlags` (version 1): 0x01 has an inner exception, 0x02 nested, 0x04
+    /// rethrown (`throw;`), 0x08 corrupted state, 0x10 CLS compliant.
+    pub flags: Option<u32>,
 }
+
+/// [`ExceptionThrown::flags`]: the exception is rethrown (`throw;`), not a new throw.
+pub const EXCEPTION_RETHROWN: u32 = 0x04;
 
 impl<'a> ExceptionThrown<'a> {
     /// Parses the payload.
@@ -465,6 +471,7 @@ impl<'a> ExceptionThrown<'a> {
             exception_type: c.opt_str("ExceptionType")?,
             message: c.opt_str("ExceptionMessage")?,
             hresult: c.opt_u32("ExceptionHRESULT")?,
+            flags: c.opt_u32("ExceptionFlags")?,
         })
     }
 }

@@ -23,8 +23,11 @@ pub struct ExceptionType {
     pub messages: FxHashMap<String, u64>,
     /// Counts per throw stack.
     pub stacks: FxHashMap<Option<StackId>, u64>,
-    /// Counts per catching method.
+    /// Counts per catching method: the catch handlers that ran (`ExceptionCatch/Start`),
+    /// one per handler, so one exception caught, rethrown and caught again counts twice.
     pub catches: FxHashMap<String, u64>,
+    /// Of `count`, the rethrows (`throw;`: the same exception thrown on from a handler).
+    pub rethrown: u64,
 }
 
 /// The exceptions model.
@@ -54,6 +57,12 @@ impl ExceptionModel {
         let msg = ex.message.map(|m| m.to_string_lossy()).unwrap_or_default();
         let e = self.types.entry(ty.clone()).or_default();
         e.count += 1;
+        if ex
+            .flags
+            .is_some_and(|f| f & clr_events::runtime::EXCEPTION_RETHROWN != 0)
+        {
+            e.rethrown += 1;
+        }
         if e.messages.len() < MAX_MESSAGES || e.messages.contains_key(&msg) {
             *e.messages.entry(msg).or_default() += 1;
         } else {
@@ -175,6 +184,33 @@ mod tests {
             .on_event(&ev(ids::EXCEPTION_CATCH_START, &c[..18]))
             .is_err());
         assert_eq!(m.types["System.InvalidOperationException"].catches.len(), 1);
+    }
+
+    #[test]
+    fn rethrows_are_counted_apart() {
+        // One throw, caught, rethrown (`throw;`: flags 0x04) and caught again: 2 throws of
+        // which 1 rethrow, 2 catch handlers.
+        let mut m = ExceptionModel::new();
+        let throw = |flags: u16| {
+            let mut t = utf16z("System.IO.IOException");
+            t.extend(utf16z("gone"));
+            t.extend(0x10u64.to_le_bytes());
+            t.extend(0x8013_1620u32.to_le_bytes());
+            t.extend(flags.to_le_bytes());
+            t.extend(0u16.to_le_bytes());
+            t
+        };
+        let mut c = Vec::new();
+        c.extend(0u64.to_le_bytes());
+        c.extend(7u64.to_le_bytes());
+        c.extend(utf16z("App.Read"));
+        c.extend(0u16.to_le_bytes());
+        m.on_event(&ev(ids::EXCEPTION_START, &throw(0))).unwrap();
+        m.on_event(&ev(ids::EXCEPTION_CATCH_START, &c)).unwrap();
+        m.on_event(&ev(ids::EXCEPTION_START, &throw(0x04))).unwrap();
+        m.on_event(&ev(ids::EXCEPTION_CATCH_START, &c)).unwrap();
+        let e = &m.types["System.IO.IOException"];
+        assert_eq!((e.count, e.rethrown, e.catches["App.Read"]), (2, 1, 2));
     }
 
     #[test]

@@ -13,6 +13,11 @@ use std::collections::VecDeque;
 use clr_events::clrspy::CpuBandwidth;
 use rustc_hash::FxHashMap;
 
+/// How much more CPU and run-queue time than the wall time since the interval began a
+/// thread's first reading may hold and still be a thread born in the interval: the reading
+/// is taken a little before the tick that stamps it.
+const BORN_SLACK_NS: u64 = 2_000_000;
+
 /// One reading of a thread: (tick time, CPU ns so far, run-queue ns so far).
 #[derive(Clone, Copy, Debug)]
 struct Reading {
@@ -50,16 +55,30 @@ impl ThreadReadings {
         i.checked_sub(1).and_then(|k| self.readings.get(k))
     }
 
-    /// CPU used over (a, b], ns (0 before the first reading).
+    /// The reading the interval (a, b] starts from: the last at or before `a`; without one,
+    /// the thread's first reading when it cannot be a thread born after `a` (it holds more
+    /// CPU and run-queue time than the wall time since `a`: a thread that ran before the
+    /// trace's readings begin, as in a ring's kept window), whose totals are then counted
+    /// from; else none (totals count from 0: the thread was born in the interval).
+    fn start(&self, a: i64, b: i64) -> Option<&Reading> {
+        if let Some(r) = self.at(a) {
+            return Some(r);
+        }
+        let f = self.readings.front().filter(|f| f.ts <= b)?;
+        let wall = u64::try_from(f.ts.saturating_sub(a)).unwrap_or(0);
+        (f.cpu.saturating_add(f.runq) > wall.saturating_add(BORN_SLACK_NS)).then_some(f)
+    }
+
+    /// CPU used over (a, b], ns (from 0 for a thread born in it).
     pub(crate) fn used(&self, a: i64, b: i64) -> u64 {
-        let cpu = |t| self.at(t).map_or(0, |r| r.cpu);
-        cpu(b).saturating_sub(cpu(a))
+        let end = self.at(b).map_or(0, |r| r.cpu);
+        end.saturating_sub(self.start(a, b).map_or(0, |r| r.cpu))
     }
 
     /// Time spent waiting for a CPU over (a, b], ns.
     pub(crate) fn queued(&self, a: i64, b: i64) -> u64 {
-        let q = |t| self.at(t).map_or(0, |r| r.runq);
-        q(b).saturating_sub(q(a))
+        let end = self.at(b).map_or(0, |r| r.runq);
+        end.saturating_sub(self.start(a, b).map_or(0, |r| r.runq))
     }
 
     /// True when the last reading is later than `t`.
@@ -242,6 +261,34 @@ mod tests {
             (t2.lifetime_ns, t2.cpu_ns, t2.runqueue_ns),
             (40e6, 5e6, 0.0)
         );
+    }
+
+    #[test]
+    fn a_first_reading_older_than_the_window_is_a_baseline() {
+        // A ring's kept window: thread 1 ran 30 s before the readings kept begin; its first
+        // kept reading (at 40 ms, 30 s of CPU) cannot be a thread born since 20 ms, so its
+        // totals count from there. Thread 2, first read with 3 ms of CPU, was born in the
+        // interval: all of it counts.
+        let mut rs: FxHashMap<u64, ThreadReadings> = FxHashMap::default();
+        let ms = 1_000_000i64;
+        rs.entry(1)
+            .or_default()
+            .push(40 * ms, 30_000_000_000, Some(9_000_000_000), false);
+        rs.entry(1)
+            .or_default()
+            .push(60 * ms, 30_005_000_000, Some(9_001_000_000), false);
+        rs.entry(2)
+            .or_default()
+            .push(40 * ms, 3_000_000, Some(1_000_000), false);
+        let mut w = WallTimes::default();
+        for k in 1..3i64 {
+            w.interval(k * 20 * ms, (k + 1) * 20 * ms, &rs);
+        }
+        let t1 = w.per[&1];
+        assert_eq!((t1.cpu_ns, t1.runqueue_ns), (5e6, 1e6));
+        assert!(t1.cpu_ns + t1.runqueue_ns <= t1.lifetime_ns);
+        let t2 = w.per[&2];
+        assert_eq!((t2.cpu_ns, t2.runqueue_ns), (3e6, 1e6));
     }
 
     #[test]

@@ -395,7 +395,10 @@ impl SplicedSink<RingStore> {
         std::fs::create_dir_all(&dir).map_err(|e| Error::output(&dir, e))?;
         Ok(SplicedSink::with_output(
             path,
-            RingStore(Store::new(dir, budget)),
+            RingStore {
+                store: Store::new(dir, budget),
+                names: HashMap::new(),
+            },
         ))
     }
 
@@ -403,7 +406,7 @@ impl SplicedSink<RingStore> {
     pub fn stats(&self) -> RingStats {
         match (self.report(), self.output_ref()) {
             (Some(r), _) => r.ring.unwrap_or_default(),
-            (None, Some(st)) => st.0.stats(),
+            (None, Some(st)) => st.store.stats(),
             (None, None) => RingStats::default(),
         }
     }
@@ -411,11 +414,17 @@ impl SplicedSink<RingStore> {
 
 /// The ring's block store, behind the splicer of a [`RingSink`]; its chunk directory is
 /// removed when it is dropped.
-pub struct RingStore(Store);
+pub struct RingStore {
+    store: Store,
+    /// Every thread name clrspy spliced in (the last per thread: the reader names a thread
+    /// when it first sees it), written again at the end when the ring dropped blocks, so the
+    /// threads of the kept window keep their names and roles.
+    names: HashMap<u32, String>,
+}
 
 impl Write for RingStore {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
+        self.store.write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -425,7 +434,7 @@ impl Write for RingStore {
 
 impl Drop for RingStore {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0.dir);
+        let _ = std::fs::remove_dir_all(&self.store.dir);
     }
 }
 
@@ -442,7 +451,13 @@ impl Store {
 
 impl SpliceOutput for RingStore {
     fn settle(&mut self, _whole: Whole, _written: u64) -> io::Result<u64> {
-        Ok(self.0.kept())
+        Ok(self.store.kept())
+    }
+
+    fn spliced(&mut self, ev: &Injected) {
+        if let Injected::ThreadName { tid, name } = ev {
+            self.names.insert(*tid, name.clone());
+        }
     }
 
     fn finish(mut s: Splicer<RingStore>, path: &Path) -> Result<SinkReport> {
@@ -450,7 +465,7 @@ impl SpliceOutput for RingStore {
         // Last, what the ring kept and dropped: readers tell its gap at the start of the
         // stream from events the runtime lost.
         let note = {
-            let st = &s.get_mut().0;
+            let st = &s.get_mut().store;
             clr_events::clrspy::Ring {
                 budget_bytes: st.budget,
                 received_bytes: st.received,
@@ -458,22 +473,32 @@ impl SpliceOutput for RingStore {
                 dropped_bytes: st.dropped_bytes,
             }
         };
-        s.push_at_end(crate::procstat::monotonic_ns(), Injected::Ring(note));
+        let now = crate::procstat::monotonic_ns();
+        if note.dropped_blocks > 0 {
+            // The names went with the oldest blocks: the kept window's threads get them back.
+            let mut names: Vec<(u32, String)> =
+                std::mem::take(&mut s.get_mut().names).into_iter().collect();
+            names.sort_unstable();
+            for (tid, name) in names {
+                s.push_at_end(now, Injected::ThreadName { tid, name });
+            }
+        }
+        s.push_at_end(now, Injected::Ring(note));
         // A stream that stopped between blocks without its end marker takes it now.
         s.inject().map_err(err)?;
         s.end().map_err(err)?;
         let spliced = s.spliced;
         let whole = s.whole();
         let mut store = s.into_inner().map_err(err)?;
-        let closed_by_clrspy = (!whole.ended).then_some(store.0.cur.len() as u64);
+        let closed_by_clrspy = (!whole.ended).then_some(store.store.cur.len() as u64);
         let file = File::create(path).map_err(err)?;
         let mut out = io::BufWriter::new(file);
-        let r = store.0.assemble(&mut out).and_then(|n| {
+        let r = store.store.assemble(&mut out).and_then(|n| {
             let f = out.into_inner().map_err(|e| e.into_error())?;
             f.sync_all()?;
             Ok(n)
         });
-        let stats = store.0.stats();
+        let stats = store.store.stats();
         // Dropping the store removes its chunks.
         drop(store);
         Ok(SinkReport {

@@ -320,3 +320,42 @@ fn both_framings_keep_stacks_across_sequence_points() {
         }
     }
 }
+
+/// The names clrspy spliced in early go with the oldest blocks; a ring that dropped them
+/// writes them again at the end, so the kept window's threads keep their names and roles.
+#[test]
+fn a_ring_that_dropped_blocks_keeps_the_thread_names() {
+    use clr_events::clrspy::{ids, ThreadName, PROVIDER};
+    let d = data("trace.nettrace");
+    let dir = std::env::temp_dir().join(format!("clrspy-ring-{}-names", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.nettrace");
+    let mut sink = RingSink::create(&path, 150_000).unwrap();
+    let (head, tail) = d.split_at(d.len() / 8);
+    sink.write(head).unwrap();
+    sink.splice(
+        crate::procstat::monotonic_ns(),
+        &Injected::ThreadName {
+            tid: 77,
+            name: ".NET Finalizer".into(),
+        },
+    );
+    sink.flush().unwrap();
+    for p in tail.chunks(65_536) {
+        sink.write(p).unwrap();
+        sink.flush().unwrap();
+    }
+    sink.finish().unwrap();
+    let out = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(sink.stats().dropped_blocks > 0);
+    let mut r = nettrace::TraceReader::new(&out[..]).unwrap();
+    let mut names = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        if e.provider() == PROVIDER && e.event_id() == ids::THREAD_NAME {
+            let n = ThreadName::parse(e.payload).unwrap();
+            names.push(n.name.to_string_lossy());
+        }
+    }
+    assert_eq!(names, [".NET Finalizer"]);
+}

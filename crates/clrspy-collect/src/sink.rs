@@ -82,6 +82,10 @@ pub trait SpliceOutput: Write + Sized {
     /// [`ByteSink::bytes`] says).
     fn settle(&mut self, whole: Whole, written: u64) -> std::io::Result<u64>;
 
+    /// Told each of clrspy's events as it is queued for splicing (the ring keeps the thread
+    /// names, to name the threads again when it dropped the blocks that named them).
+    fn spliced(&mut self, _ev: &Injected) {}
+
     /// Ends the output once the stream is over (`splicer` holds it, `path` names it in
     /// errors).
     fn finish(splicer: Splicer<Self>, path: &Path) -> Result<SinkReport>;
@@ -146,6 +150,9 @@ impl<O: SpliceOutput> ByteSink for SplicedSink<O> {
     }
 
     fn splice(&mut self, monotonic_ns: u64, ev: &Injected) {
+        if let Some(s) = self.splicer.as_mut() {
+            s.get_mut().spliced(ev);
+        }
         self.splicer.splice(monotonic_ns, ev);
     }
 

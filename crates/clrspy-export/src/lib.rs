@@ -49,6 +49,9 @@ pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Ve
         .as_ref()
         .map(|g| g.for_symbols(&a.symbols));
     match metric {
+        // Without a single sample there are no stacks: the CPU readings' groups
+        // (`[runtime: native]`, ...) are the threads' CPU, not where it went.
+        Metric::Cpu | Metric::Wait if a.cpu.span_ns().is_none() => {}
         Metric::Cpu | Metric::Wait => {
             let m = metric;
             let ms = a.sampling_interval_ns as f64 / 1e6;

@@ -17,8 +17,13 @@ pub struct ExceptionTypeReport {
     /// The type.
     #[serde(rename = "type")]
     pub type_name: String,
-    /// Times thrown.
+    /// Times thrown (`Exception/Start`: rethrows included).
     pub count: u64,
+    /// Of `count`, rethrows (`throw;` from a handler: the same exception thrown on).
+    pub rethrown: u64,
+    /// Catch handlers that ran for it, every catching method's (one exception caught,
+    /// rethrown and caught again counts twice; first-chance: per handler, not per exception).
+    pub catches: u64,
     /// Messages, most frequent first.
     pub messages: Vec<NameCount>,
     /// Throw sites (stacks), most frequent first.
@@ -26,7 +31,7 @@ pub struct ExceptionTypeReport {
     /// Where it was thrown: each throw stack's first frame outside the runtime's exception
     /// dispatch, most frequent first.
     pub thrown_in: Vec<NameCount>,
-    /// Methods that caught it.
+    /// Methods that caught it: the catch handlers that ran in each, most first.
     pub catch_sites: Vec<NameCount>,
 }
 
@@ -72,6 +77,8 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
             ExceptionTypeReport {
                 type_name: name,
                 count: t.count,
+                rethrown: t.rethrown,
+                catches: t.catches.values().sum(),
                 messages: sorted_counts(&t.messages, 10),
                 throw_sites: sites,
                 thrown_in: sorted_counts(&thrown_in, 5),
@@ -96,12 +103,23 @@ impl TextView for ExceptionsReport {
             "{}",
             style.heading(&format!("Exceptions: {} thrown", self.total))
         )?;
-        for t in &self.types {
+        if !self.types.is_empty() {
             writeln!(
                 out,
-                "\n  {:>8}  {}",
+                "  counts: thrown = Exception/Start events (rethrows included, said apart); caught in = catch handlers that ran, per method (an exception caught, rethrown and caught again counts in each)"
+            )?;
+        }
+        for t in &self.types {
+            let rethrown = if t.rethrown > 0 {
+                format!(" ({} of them rethrown)", t.rethrown)
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "\n  {:>8}  {}{rethrown}",
                 t.count,
-                fit(&t.type_name, style.room(12))
+                fit(&t.type_name, style.room(12 + rethrown.len()))
             )?;
             for m in t.messages.iter().take(3) {
                 writeln!(
@@ -119,6 +137,12 @@ impl TextView for ExceptionsReport {
                     fit(&s.name, style.room(25))
                 )?;
             }
+            if let Some(top) = t.throw_sites.first() {
+                write_throw_stack(out, top, style)?;
+            }
+            if t.catches > 0 {
+                writeln!(out, "  {:>8}    catch handlers ran", t.catches)?;
+            }
             for c in t.catch_sites.iter().take(2) {
                 writeln!(
                     out,
@@ -130,4 +154,34 @@ impl TextView for ExceptionsReport {
         }
         Ok(())
     }
+}
+
+/// Frames of the commonest throw stack shown in the text (the JSON has them all).
+const THROW_FRAMES: usize = 8;
+
+/// The commonest throw stack, from its throw site (the runtime's dispatch frames left out)
+/// outwards.
+fn write_throw_stack(out: &mut dyn Write, s: &StackCount, style: &TextStyle) -> io::Result<()> {
+    let from = s
+        .frames
+        .iter()
+        .position(|f| !clrspy_analysis::exceptions::is_dispatch_frame(f))
+        .unwrap_or(0);
+    let frames = &s.frames[from..];
+    if frames.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "  {:>8}    throw stack (the commonest):", s.count)?;
+    for f in frames.iter().take(THROW_FRAMES) {
+        writeln!(out, "  {:>8}      {}", "", fit(f, style.room(16)))?;
+    }
+    if frames.len() > THROW_FRAMES {
+        writeln!(
+            out,
+            "  {:>8}      … {} more frames (--json for all)",
+            "",
+            frames.len() - THROW_FRAMES
+        )?;
+    }
+    Ok(())
 }

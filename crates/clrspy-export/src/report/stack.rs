@@ -129,9 +129,11 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let (excl_n, incl_n): (FxHashMap<String, f64>, FxHashMap<String, f64>) =
         (excl_n.into_iter().collect(), incl_n.into_iter().collect());
     let ms_per = a.sampling_interval_ns as f64 / 1e6;
+    // Without a single sample no method is known: the readings' groups are not methods.
+    let sampled = a.cpu.span_ns().is_some();
     let conv = |v: Vec<(String, f64)>, n: &FxHashMap<String, f64>| -> Vec<MethodWeight> {
         v.into_iter()
-            .take(o.top)
+            .take(if sampled { o.top } else { 0 })
             .map(|(method, w)| MethodWeight {
                 samples: round1(n.get(&method).copied().unwrap_or(0.0)),
                 method,
@@ -143,11 +145,19 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let method = a.cpu.source();
     let samples: f64 = profile.rows.iter().map(|r| r.samples_of(metric)).sum();
     let waits = metric == Metric::Wait;
-    let runq: f64 = profile
+    let mut runq: f64 = profile
         .rows
         .iter()
         .map(|r| profile.runnable_of(r, &a.symbols))
         .sum();
+    // One "waiting for a CPU" everywhere: over the whole process (no thread, focus or exclude
+    // filter) and measured, it is every thread's measured run-queue time, as in the summary
+    // and the threads report (the sampled rows miss the threads the sampler never saw).
+    let whole =
+        o.filter.thread.is_none() && o.filter.focus.is_none() && o.filter.exclude.is_empty();
+    if let (true, true, Some((_, measured, _))) = (waits, whole, runqueue::measured_totals(a)) {
+        runq = measured / ms_per.max(f64::MIN_POSITIVE);
+    }
     let by_blocking_call = match metric {
         Metric::Wait => {
             let (w, n) = profile.by_blocking_call(&a.symbols);

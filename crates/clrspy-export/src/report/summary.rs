@@ -205,8 +205,15 @@ impl TextView for SummaryReport {
                     writeln!(out, "  {line}")?;
                 }
             }
-            writeln!(out, "  hottest (CPU, exclusive):")?;
-            method_table(out, &cpu.top_exclusive, Unit::Ms, style)?;
+            if cpu.samples == 0 {
+                writeln!(
+                    out,
+                    "  hottest: not known (no CPU samples; the CPU above is the threads' readings)"
+                )?;
+            } else {
+                writeln!(out, "  hottest (CPU, exclusive):")?;
+                method_table(out, &cpu.top_exclusive, Unit::Ms, style)?;
+            }
             if let Some(w) = waits
                 .by_blocking_call
                 .iter()

@@ -185,8 +185,11 @@ fn seconds(ms: f64) -> String {
 /// Threads and the thread pool.
 #[derive(Clone, Debug, Serialize)]
 pub struct ThreadsReport {
-    /// Threads by sampled time.
+    /// Every thread with time, busiest first (all of them, whatever `--top` says).
     pub threads: Vec<ThreadRow>,
+    /// Rows the text view shows (the first ones).
+    #[serde(skip)]
+    pub show: usize,
     /// The process's CPU by role, with the recording's overhead.
     pub process: ProcessCpu,
     /// Highest pool worker count seen.
@@ -221,7 +224,8 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
         .into_iter()
         .map(|t| {
             let (wait, idle) = (t.wait * ms, t.idle * ms);
-            let (cpu, runq, blocked, lifetime) = match times.get(&t.thread) {
+            let measured = times.get(&t.thread);
+            let (cpu, runq, blocked, lifetime) = match measured {
                 Some(w) => (
                     w.cpu_ns / 1e6,
                     w.runqueue_ns / 1e6,
@@ -232,6 +236,18 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
                     let runq = t.runnable * ms;
                     (t.cpu * ms, runq, (wait - runq).max(0.0) + idle, None)
                 }
+            };
+            // Idle is part of blocked: where blocked is measured and the samples saw more
+            // idle time than that (their stand-in period is not the readings' clock), the
+            // idle share is capped at the measured blocked time.
+            let idle = idle.min(blocked);
+            // What the thread did most, from the same parts the row shows when they are
+            // measured; from the samples otherwise (code that meant to run counts as
+            // running, also when the runtime held it: a GC, the sampler's suspensions).
+            let most = if measured.is_some() {
+                mostly(cpu, runq, blocked, idle)
+            } else {
+                mostly(t.cpu * ms, t.ready * ms, wait - t.ready * ms + idle, idle)
             };
             ThreadRow {
                 thread: t.thread,
@@ -245,17 +261,15 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
                 idle_ms: round1(idle),
                 runnable_ms: round1(runq),
                 samples: t.samples,
-                // What the samples saw: code that meant to run counts as running, also when
-                // the runtime held it (a GC, the sampler's suspensions).
-                mostly: mostly(t.cpu * ms, t.ready * ms, wait - t.ready * ms + idle, idle).into(),
+                mostly: most.into(),
                 top_frame: t.top_frame,
             }
         })
         .collect();
     threads.extend(unsampled_rows(a, &times, &threads));
-    threads.truncate(o.top);
     ThreadsReport {
         threads,
+        show: o.top,
         process: process_cpu(a),
         max_workers: a.threads.max_workers,
         starvation_adjustments: a.threads.starvation,
@@ -325,11 +339,31 @@ fn mostly(cpu: f64, ready: f64, blocked: f64, idle: f64) -> &'static str {
 }
 
 impl ThreadsReport {
-    /// The threads' CPU and run-queue time, ms (the listed threads).
+    /// Every thread's CPU and run-queue time, ms (all of them, shown or not: the same
+    /// totals at any `--top`).
     fn cpu_and_runqueue(&self) -> (f64, f64) {
+        let measured = self.runqueue_source == RunqueueSource::Schedstat;
         self.threads
             .iter()
+            .filter(|t| !measured || t.lifetime_ms.is_some())
             .fold((0.0, 0.0), |(c, r), t| (c + t.cpu_ms, r + t.runqueue_ms))
+    }
+}
+
+impl ThreadsReport {
+    /// The rows the text view shows: the first `show` (at least one).
+    fn shown(&self) -> &[ThreadRow] {
+        &self.threads[..self.threads.len().min(self.show.max(1))]
+    }
+
+    /// "28 with time" or "20 of 28 with time shown (--top N or --json for all)".
+    fn count_line(&self) -> String {
+        let (n, all) = (self.shown().len(), self.threads.len());
+        if n < all {
+            format!("{n} of {all} with time shown (--top N or --json for all)")
+        } else {
+            format!("{all} with time")
+        }
     }
 }
 
@@ -343,8 +377,8 @@ impl TextView for ThreadsReport {
             out,
             "{}",
             style.heading(&format!(
-                "Threads: {} with time; thread pool max {} workers, {} starvation adjustments",
-                self.threads.len(),
+                "Threads: {}; thread pool max {} workers, {} starvation adjustments",
+                self.count_line(),
                 self.max_workers,
                 self.starvation_adjustments
             ))
@@ -364,7 +398,8 @@ impl TextView for ThreadsReport {
         for line in runqueue::lines(cpu, measured.then_some(runq), self.cpu_throttling.as_ref()) {
             writeln!(out, "  {line}")?;
         }
-        if !self.threads.is_empty() {
+        let rows = self.shown();
+        if !rows.is_empty() {
             writeln!(
                 out,
                 "  each thread's time: cpu + runq (ready, waiting for a CPU) + blocked (idle is part of blocked); runq {}",
@@ -372,15 +407,13 @@ impl TextView for ThreadsReport {
             )?;
         }
         // Columns as wide as their longest entry: names are never cut.
-        let nw = self
-            .threads
+        let nw = rows
             .iter()
             .map(|t| t.name.as_deref().unwrap_or("-").chars().count())
             .max()
             .unwrap_or(4)
             .max(4);
-        let rw = self
-            .threads
+        let rw = rows
             .iter()
             .map(|t| t.role.label().chars().count())
             .max()
@@ -391,7 +424,7 @@ impl TextView for ThreadsReport {
             "  {:>8} {:<nw$} {:<rw$} {:>10} {:>10} {:>10} {:>10} {:<8}  Most seen in",
             "tid", "name", "role", "cpu ms", "runq ms", "blocked ms", "idle ms", "mostly"
         )?;
-        for t in &self.threads {
+        for t in rows {
             writeln!(
                 out,
                 "  {:>8} {:<nw$} {:<rw$} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:<8}  {}",

@@ -106,6 +106,31 @@ pub(crate) fn collect_error(e: clrspy_collect::Error) -> CliError {
     err.hint(hint)
 }
 
+/// "Wrote N bytes to FILE, M events in T s (WHY)." — or, when the live count was given up,
+/// says the events were not counted and why.
+fn wrote_line(summary: &Summary, why: &str) -> String {
+    let events = match (summary.events, summary.dropped_events) {
+        (Some(e), Some(d)) if d > 0 => {
+            format!(", {e} events ({d} lost: the runtime's buffer was full; try --buffer-size)")
+        }
+        (Some(e), _) => format!(", {e} events"),
+        _ => String::new(),
+    };
+    let mut line = format!(
+        "Wrote {} bytes to {}{events} in {:.1} s ({why}).",
+        summary.bytes,
+        summary.path.display(),
+        summary.elapsed.as_secs_f64()
+    );
+    if summary.events.is_none() {
+        line.push_str(&format!(
+            " Events not counted: clrspy's live event reader stopped (it fell behind the stream, or the stream ended before its first event); the file holds every event the runtime sent: `clrspy info {}` counts them.",
+            summary.path.display()
+        ));
+    }
+    line
+}
+
 fn report(summary: &Summary) {
     let why = match summary.reason {
         StopReason::Duration => "the duration passed",
@@ -114,19 +139,7 @@ fn report(summary: &Summary) {
         StopReason::Triggered => summary.trigger.as_deref().unwrap_or("a trigger fired"),
         _ => "stopped",
     };
-    let events = match (summary.events, summary.dropped_events) {
-        (Some(e), Some(d)) if d > 0 => {
-            format!(", {e} events ({d} lost: the runtime's buffer was full; try --buffer-size)")
-        }
-        (Some(e), _) => format!(", {e} events"),
-        _ => String::new(),
-    };
-    eprintln!(
-        "Wrote {} bytes to {}{events} in {:.1} s ({why}).",
-        summary.bytes,
-        summary.path.display(),
-        summary.elapsed.as_secs_f64()
-    );
+    eprintln!("{}", wrote_line(summary, why));
     if summary.spliced_events > 0 {
         eprintln!(
             "Thread CPU times: {} readings stored in the trace (clrspy provider).",
@@ -568,4 +581,42 @@ pub(crate) fn execute(
         summary: outcome.summary,
         exit,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(events: Option<u64>) -> Summary {
+        Summary {
+            path: "app.nettrace".into(),
+            bytes: 1234,
+            events,
+            dropped_events: events.map(|_| 0),
+            reason: StopReason::TargetEnded,
+            trigger: None,
+            fired: None,
+            ring: None,
+            complete: true,
+            elapsed: Duration::from_millis(2500),
+            command_version: 2,
+            degraded: Vec::new(),
+            spliced_events: 0,
+            closed_by_clrspy: None,
+        }
+    }
+
+    #[test]
+    fn the_closing_line_says_when_events_were_not_counted() {
+        assert_eq!(
+            wrote_line(&summary(Some(42)), "it exited"),
+            "Wrote 1234 bytes to app.nettrace, 42 events in 2.5 s (it exited)."
+        );
+        let line = wrote_line(&summary(None), "it exited");
+        assert!(line.starts_with("Wrote 1234 bytes to app.nettrace in 2.5 s (it exited). Events not counted: clrspy's live event reader stopped"), "{line}");
+        assert!(
+            line.contains("`clrspy info app.nettrace` counts them"),
+            "{line}"
+        );
+    }
 }
