@@ -41,6 +41,7 @@ pub mod signature;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
+pub mod trace_file;
 
 use clr_events::{event_name_for, known_provider, ViewError};
 use nettrace::{ByteSource, Reader};

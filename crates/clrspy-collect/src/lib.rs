@@ -151,6 +151,19 @@ pub struct Summary {
     pub closed_by_clrspy: Option<u64>,
 }
 
+/// A provider of a spec (dotnet-trace's `Name:Keywords:Level:Args`, parsed by clr-events) as
+/// a session enables it.
+pub fn session_provider(
+    p: clr_events::provider_spec::ProviderSpec,
+) -> diagnostics_client::Provider {
+    diagnostics_client::Provider {
+        name: p.name,
+        keywords: p.keywords,
+        level: p.level,
+        arguments: p.arguments,
+    }
+}
+
 /// Stop requests, counted: the first asks the runtime to stop, the second gives up waiting.
 ///
 /// Requests that come within [`StopSignal::SAME_REQUEST`] of the first count once: a signal

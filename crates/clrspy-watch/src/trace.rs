@@ -50,12 +50,7 @@ fn session_config(t: &TraceAction) -> Result<SessionConfig, String> {
         stackwalk: true,
         providers: specs
             .into_iter()
-            .map(|p| diagnostics_client::Provider {
-                name: p.name,
-                keywords: p.keywords,
-                level: p.level,
-                arguments: p.arguments,
-            })
+            .map(clrspy_collect::session_provider)
             .collect(),
     })
 }

@@ -73,3 +73,42 @@ pub fn is_broken_pipe(e: &CliError) -> bool {
 
 /// Result of the binary's functions.
 pub type CliResult<T> = Result<T, CliError>;
+
+/// The user's error for a collection error: its message, and the hint its kind calls for.
+pub(crate) fn collect_error(e: clrspy_collect::Error) -> CliError {
+    use clrspy_collect::Error as E;
+    let err = CliError::new(e.to_string());
+    let hint = match (&e, e.kind()) {
+        (E::NoMatch { .. }, _) => "`clrspy ps` lists the .NET processes and their names",
+        (E::NoEndpoint { .. }, _) => "`clrspy ps` lists the .NET processes clrspy can see",
+        (E::Ambiguous { .. }, _) => "pick one with -p PID",
+        (E::Dump { .. }, _) => "the runtime runs createdump as the target's user: the directory must be writable by it, and ptrace must be allowed (containers may need SYS_PTRACE)",
+        (E::DumpCheck { .. }, _) => "a process in a container writes the dump inside its own file system",
+        (_, clrspy_collect::ErrorKind::PermissionDenied) => {
+            "run clrspy as the same user as the target process, or as root"
+        }
+        (_, clrspy_collect::ErrorKind::DiskFull) => "free some disk space or write the trace elsewhere with -o",
+        _ => return err,
+    };
+    err.hint(hint)
+}
+
+/// Exit code for a child's status: its code, or 128 + the signal that ended it.
+pub(crate) fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
+    if let Some(c) = status.code() {
+        return (c & 0xff) as u8;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return (128 + sig).clamp(0, 255) as u8;
+        }
+    }
+    1
+}
+
+/// The diagnostics endpoint of process `pid`, or one clear error saying why there is none.
+pub(crate) fn endpoint_for_pid(pid: u32) -> CliResult<diagnostics_client::Endpoint> {
+    clrspy_collect::endpoint_for_pid(pid).map_err(collect_error)
+}

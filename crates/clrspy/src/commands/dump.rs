@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::record::collect_error;
 use crate::cli::DumpArgs;
+use crate::output::collect_error;
 use crate::output::{CliError, CliResult};
 
 /// Runs `clrspy dump`.

@@ -12,7 +12,7 @@ use crate::output::{CliError, CliResult};
 /// Runs `clrspy env`.
 pub fn run(args: &EnvArgs) -> CliResult<std::process::ExitCode> {
     let pid = args.process_id;
-    let ep = super::endpoint_for_pid(pid)?;
+    let ep = crate::output::endpoint_for_pid(pid)?;
     if !args.set.is_empty() {
         for kv in &args.set {
             let (k, v) = kv

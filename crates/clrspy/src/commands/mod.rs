@@ -1,5 +1,6 @@
 //! The commands: each takes its parsed options and writes to stdout.
 
+mod capture;
 mod convert;
 mod dump;
 mod env;
@@ -19,11 +20,6 @@ use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
 use crate::output::CliResult;
-
-/// The diagnostics endpoint of process `pid`, or one clear error saying why there is none.
-pub(crate) fn endpoint_for_pid(pid: u32) -> CliResult<diagnostics_client::Endpoint> {
-    clrspy_collect::endpoint_for_pid(pid).map_err(record::collect_error)
-}
 
 /// Runs the command line.
 pub fn run(cli: Cli) -> CliResult<ExitCode> {

@@ -46,7 +46,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         stackwalk: true,
         providers: report::providers_for(&kinds)
             .into_iter()
-            .map(super::record::session_provider)
+            .map(clrspy_collect::session_provider)
             .collect(),
     };
     let target = resolve_target(&args.target)?;

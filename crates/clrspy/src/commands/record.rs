@@ -4,15 +4,16 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clrspy_collect::trigger::{TriggerSpec, Triggers};
+use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{
-    ChildOutput, ErrorKind, ExtraRuntimes, Live, Progress, RunObserver, RunOptions, Started,
-    StopReason, StopSignal, Summary,
+    ChildOutput, ExtraRuntimes, Live, Progress, RunObserver, RunOptions, Started, StopReason,
+    StopSignal, Summary,
 };
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
+use super::capture::Capture;
 use crate::cli::RecordArgs;
-use crate::output::{CliError, CliResult};
+use crate::output::{child_exit_code, collect_error, CliError, CliResult};
 
 /// What to record: a running process, or a program to start.
 pub(crate) type Target = clrspy_collect::Resolved;
@@ -75,37 +76,6 @@ impl StatusLine {
     }
 }
 
-/// A provider spec as the session enables it.
-pub(crate) fn session_provider(
-    p: clr_events::provider_spec::ProviderSpec,
-) -> diagnostics_client::Provider {
-    diagnostics_client::Provider {
-        name: p.name,
-        keywords: p.keywords,
-        level: p.level,
-        arguments: p.arguments,
-    }
-}
-
-/// The user's error for a collection error: its message, and the hint its kind calls for.
-pub(crate) fn collect_error(e: clrspy_collect::Error) -> CliError {
-    use clrspy_collect::Error as E;
-    let err = CliError::new(e.to_string());
-    let hint = match (&e, e.kind()) {
-        (E::NoMatch { .. }, _) => "`clrspy ps` lists the .NET processes and their names",
-        (E::NoEndpoint { .. }, _) => "`clrspy ps` lists the .NET processes clrspy can see",
-        (E::Ambiguous { .. }, _) => "pick one with -p PID",
-        (E::Dump { .. }, _) => "the runtime runs createdump as the target's user: the directory must be writable by it, and ptrace must be allowed (containers may need SYS_PTRACE)",
-        (E::DumpCheck { .. }, _) => "a process in a container writes the dump inside its own file system",
-        (_, ErrorKind::PermissionDenied) => {
-            "run clrspy as the same user as the target process, or as root"
-        }
-        (_, ErrorKind::DiskFull) => "free some disk space or write the trace elsewhere with -o",
-        _ => return err,
-    };
-    err.hint(hint)
-}
-
 /// "Wrote N bytes to FILE, M events in T s (WHY)." — or, when the live count was given up,
 /// says the events were not counted and why.
 fn wrote_line(summary: &Summary, why: &str) -> String {
@@ -159,21 +129,6 @@ fn report(summary: &Summary) {
     }
 }
 
-/// Exit code for a child's status: its code, or 128 + the signal that ended it.
-pub(crate) fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
-    if let Some(c) = status.code() {
-        return (c & 0xff) as u8;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = status.signal() {
-            return (128 + sig).clamp(0, 255) as u8;
-        }
-    }
-    1
-}
-
 /// Runs `clrspy record`.
 pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     if args.list_profiles {
@@ -207,7 +162,12 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         args.clrevents.as_deref(),
         args.clrevents_level.as_deref(),
     )
-    .map(|specs| specs.into_iter().map(session_provider).collect())
+    .map(|specs| {
+        specs
+            .into_iter()
+            .map(clrspy_collect::session_provider)
+            .collect()
+    })
     .map_err(|e| {
         CliError::new(e)
             .hint("`clrspy record --list-profiles` lists the profiles")
@@ -290,41 +250,6 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         super::convert::convert_after(&outcome.summary.path, format)?;
     }
     Ok(outcome.exit)
-}
-
-/// The ring and the stop triggers of a recording.
-#[derive(Debug, Default)]
-pub(crate) struct Capture {
-    /// Keep only this many bytes of the newest stream.
-    pub ring: Option<u64>,
-    /// The stop triggers.
-    pub triggers: Option<Triggers>,
-}
-
-impl Capture {
-    /// From `--ring`, `--stop-on` and `--after-trigger`.
-    fn from_args(args: &RecordArgs) -> CliResult<Capture> {
-        let bad = |e: String| CliError::new(e).code(2);
-        let specs = args
-            .stop_on
-            .iter()
-            .map(|s| s.parse::<TriggerSpec>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad)?;
-        let triggers = if specs.is_empty() {
-            None
-        } else {
-            let mut t = Triggers::new(specs);
-            if let Some(a) = args.after_trigger {
-                t.after = a;
-            }
-            Some(t)
-        };
-        Ok(Capture {
-            ring: args.ring,
-            triggers,
-        })
-    }
 }
 
 /// What the ring kept, and which trigger fired, if one did (the target's exit counts when it is one).

@@ -32,7 +32,7 @@ pub(crate) struct DumpArgs<'a> {
 #[derive(Default)]
 pub(crate) struct Extras {
     /// The ring and the stop triggers.
-    pub capture: super::record::Capture,
+    pub capture: super::capture::Capture,
     /// Dumps on exceptions.
     pub exceptions: Option<ExceptionDumps>,
     /// A launched program's crash report (and dump).

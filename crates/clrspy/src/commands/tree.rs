@@ -96,7 +96,7 @@ pub(crate) fn run(r: TreeRun<'_>, stop: &clrspy_collect::StopSignal) -> CliResul
         consumers: r.consumers,
     };
     let outcome = clrspy_collect::record_tree(program, args, &opts, &mut say)
-        .map_err(super::record::collect_error)?;
+        .map_err(crate::output::collect_error)?;
     let ok = outcome.traces.iter().filter(|t| t.result.is_ok()).count();
     eprintln!(
         "{ok} .NET process{} traced into {}{}.",
@@ -114,7 +114,7 @@ pub(crate) fn run(r: TreeRun<'_>, stop: &clrspy_collect::StopSignal) -> CliResul
             eprintln!("clrspy ended the program ({s}) when the recording stopped.");
             0
         }
-        Some(s) => super::record::child_exit_code(&s),
+        Some(s) => crate::output::child_exit_code(&s),
         None => 0,
     };
     Ok(code)
