@@ -27,6 +27,7 @@ mod dump;
 mod eventpipe;
 mod hub;
 mod ipc;
+mod listing;
 mod process;
 pub mod procfs;
 mod reverse;
@@ -39,6 +40,7 @@ pub use eventpipe::{
 };
 pub use hub::{Admission, HeldRuntime, ReverseHub};
 pub use ipc::{describe_hresult, Connection, Connector, Error, Header, Result, HEADER_SIZE};
+pub use listing::{list_runtimes, RuntimeListing};
 pub use process::{
     apply_startup_hook, disable_perf_map, enable_perf_map, parse_environment, parse_process_info,
     process_environment, process_info, resume_runtime, set_environment_variable, PerfMapType,

@@ -2,11 +2,9 @@
 //! is asked in parallel with a timeout, so one stuck process never holds up the list.
 
 use std::io::Write;
-use std::sync::mpsc;
 use std::time::Duration;
 
-use diagnostics_client::procfs::{self, comm};
-use diagnostics_client::{find_endpoints, process_info, Endpoint, ProcessInfo};
+use diagnostics_client::list_runtimes;
 use serde_json::json;
 
 use crate::cli::PsArgs;
@@ -15,48 +13,9 @@ use crate::output::CliResult;
 /// How long one runtime may take to answer.
 const TIMEOUT: Duration = Duration::from_millis(1500);
 
-struct Row {
-    pid: u32,
-    name: String,
-    info: Result<ProcessInfo, String>,
-}
-
-fn cmdline(pid: u32) -> Option<String> {
-    procfs::cmdline(pid).map(|a| a.join(" "))
-}
-
-fn query(ep: Endpoint) -> Row {
-    let info = process_info(&ep, TIMEOUT).map_err(|e| e.to_string());
-    let name = match &info {
-        Ok(p) => p
-            .entrypoint_assembly
-            .clone()
-            .filter(|n| !n.is_empty())
-            .or_else(|| comm(ep.pid))
-            .unwrap_or_default(),
-        Err(_) => comm(ep.pid).unwrap_or_default(),
-    };
-    Row {
-        pid: ep.pid,
-        name,
-        info,
-    }
-}
-
 /// Runs `clrspy ps`.
 pub fn run(args: &PsArgs) -> CliResult<std::process::ExitCode> {
-    let endpoints = find_endpoints();
-    let (tx, rx) = mpsc::channel();
-    for ep in endpoints {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let _ = tx.send(query(ep));
-        });
-    }
-    drop(tx);
-    // Each query ends by its own timeout; collect what arrives.
-    let mut rows: Vec<Row> = rx.iter().collect();
-    rows.sort_by_key(|r| r.pid);
+    let rows = list_runtimes(TIMEOUT);
     let mut out = std::io::stdout().lock();
     if args.json {
         let list: Vec<_> = rows
@@ -65,7 +24,7 @@ pub fn run(args: &PsArgs) -> CliResult<std::process::ExitCode> {
                 Ok(p) => json!({
                     "pid": r.pid,
                     "name": r.name,
-                    "command_line": if p.command_line.is_empty() { cmdline(r.pid).unwrap_or_default() } else { p.command_line.clone() },
+                    "command_line": r.command_line,
                     "runtime_version": p.runtime_version,
                     "os": p.os,
                     "arch": p.arch,
@@ -76,7 +35,7 @@ pub fn run(args: &PsArgs) -> CliResult<std::process::ExitCode> {
                 Err(e) => json!({
                     "pid": r.pid,
                     "name": r.name,
-                    "command_line": cmdline(r.pid).unwrap_or_default(),
+                    "command_line": r.command_line,
                     "runtime_version": null,
                     "error": e,
                 }),
@@ -107,17 +66,12 @@ pub fn run(args: &PsArgs) -> CliResult<std::process::ExitCode> {
                 r.name,
                 p.runtime_version.as_deref().unwrap_or("?"),
                 format!("{}/{}", p.os, p.arch),
-                p.command_line
+                r.command_line
             )?,
             Err(e) => writeln!(
                 out,
                 "{:>8}  {:<24} {:<12} {:<12} {}  [{}]",
-                r.pid,
-                r.name,
-                "?",
-                "?",
-                cmdline(r.pid).unwrap_or_default(),
-                e
+                r.pid, r.name, "?", "?", r.command_line, e
             )?,
         }
     }
