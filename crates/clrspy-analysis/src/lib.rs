@@ -33,6 +33,7 @@ pub mod event;
 pub mod exceptions;
 pub mod gc;
 pub mod grouping;
+pub mod heap;
 pub mod inventory;
 pub mod profile;
 pub mod r2r;

@@ -12,8 +12,6 @@ pub mod tag {
     pub const NULL_REFERENCE: u8 = 1;
     /// A reference to an object already in the stream (a 4-byte label follows).
     pub const OBJECT_REFERENCE: u8 = 2;
-    /// A reference to an object defined later (an index follows).
-    pub const FORWARD_REFERENCE: u8 = 3;
     /// The start of an object.
     pub const BEGIN_OBJECT: u8 = 4;
     /// The start of an object that is never referenced.
