@@ -18,6 +18,7 @@ mod dumper;
 mod dumpfile;
 mod error;
 mod exception_dumps;
+pub mod heapsnap;
 #[cfg(unix)]
 mod hold;
 #[cfg(not(unix))]

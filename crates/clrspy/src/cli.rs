@@ -168,6 +168,71 @@ pub enum Command {
     /// Watch for .NET processes and apply a rules file (traces, dumps) to every new one, until
     /// stopped (Ctrl+C, SIGTERM); SIGHUP reloads the rules.
     Watch(WatchArgs),
+    /// Take a heap snapshot (.gcdump) of a running .NET process (it forces a full, blocking
+    /// GC), or convert a trace's heap dump events with --from.
+    Gcdump(GcdumpArgs),
+    /// What a heap snapshot (.gcdump, or a trace with heap dump events) holds: types by
+    /// retained and shallow bytes, roots; `heap diff OLD NEW` compares two.
+    Heap(HeapArgs),
+}
+
+/// `clrspy gcdump`.
+#[derive(Debug, Args)]
+pub struct GcdumpArgs {
+    /// The process.
+    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "from"])]
+    pub process_id: Option<u32>,
+    /// The process, by name.
+    #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "from")]
+    pub name: Option<String>,
+    /// Convert the heap dump of this recorded trace instead.
+    #[arg(long, value_name = "TRACE")]
+    pub from: Option<PathBuf>,
+    /// Output file (default: <pid>_<time>.gcdump, or the trace's name with .gcdump).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Give up when the dump has not completed after this long (e.g. 30s, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub timeout: String,
+}
+
+/// `clrspy heap`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct HeapArgs {
+    /// `diff OLD NEW`.
+    #[command(subcommand)]
+    pub action: Option<HeapAction>,
+    /// A .gcdump, or a trace with heap dump events.
+    #[arg(value_name = "FILE", required = true)]
+    pub file: Option<PathBuf>,
+    /// Rows per table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+    /// One type: count, bytes, retained bytes and the paths from the roots that hold it.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub type_name: Option<String>,
+    /// Write one JSON object (keys in docs/heap-json.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `clrspy heap` verbs.
+#[derive(Debug, Subcommand)]
+pub enum HeapAction {
+    /// Compare two snapshots per type, by growth.
+    Diff {
+        /// The older snapshot.
+        old: PathBuf,
+        /// The newer snapshot.
+        new: PathBuf,
+        /// Write one JSON object (keys in docs/heap-json.md).
+        #[arg(long)]
+        json: bool,
+        /// Rows in the table.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        top: usize,
+    },
 }
 
 /// `clrspy rules`.

@@ -5,6 +5,7 @@ mod convert;
 mod dump;
 mod env;
 mod events;
+mod heap;
 mod info;
 mod profile;
 mod ps;
@@ -40,6 +41,8 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Repair(a) => repair::run(&a),
         Command::Rules(a) => rules::run(&a),
         Command::Watch(a) => watch::run(&a),
+        Command::Gcdump(a) => heap::run_gcdump(&a),
+        Command::Heap(a) => heap::run_heap(&a),
         Command::Profile(a) => {
             a.target.require("profile")?;
             profile::run(&a)

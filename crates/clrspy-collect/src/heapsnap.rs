@@ -1,0 +1,181 @@
+//! Recording a GC heap dump: a short "type-table flush" session (so the runtime logs every
+//! type again, with its name), then a session with the GC heap dump keywords — enabling it
+//! makes the runtime run a full, blocking gen2 GC and walk the heap — recorded to a trace
+//! file until that GC ends, the timeout passes or a stop is requested. The graph is built
+//! from the file afterwards (clrspy-analysis), never from the live stream.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clr_events::runtime::{ids, GcEnd, GcStart, GcType};
+use diagnostics_client::{start_session, stop_session, Endpoint, Provider, SessionConfig};
+
+use crate::session::{record_live, Live, COMMAND_TIMEOUT};
+use crate::tap::{Action, EventConsumer};
+use crate::{Progress, Recording, Result, StopSignal, Summary};
+
+/// The runtime keywords of a heap dump: GC | Type | GCHeapDump | GCHeapCollect |
+/// GCHeapAndTypeNames.
+pub const HEAP_DUMP_KEYWORDS: u64 = 0x1980001;
+/// The runtime's buffer for the dump session, MB (heap dump events come in bursts).
+pub const HEAP_DUMP_BUFFER_MB: u32 = 1024;
+
+/// The dump session's configuration.
+pub fn heap_dump_config() -> SessionConfig {
+    SessionConfig {
+        circular_buffer_mb: HEAP_DUMP_BUFFER_MB,
+        rundown_keyword: diagnostics_client::DEFAULT_RUNDOWN_KEYWORD,
+        stackwalk: false,
+        providers: vec![Provider {
+            name: clr_events::RUNTIME_PROVIDER.into(),
+            keywords: HEAP_DUMP_KEYWORDS,
+            level: 5,
+            arguments: None,
+        }],
+    }
+}
+
+/// Objects seen so far and whether the dump's GC ended, shared with the front end.
+#[derive(Debug, Default)]
+pub struct HeapDumpProgress {
+    objects: AtomicU64,
+    /// 0: no dump GC yet; 1: in it; 2: it ended.
+    phase: AtomicU64,
+}
+
+impl HeapDumpProgress {
+    /// Objects (`GC/BulkNode` values) seen so far on the live stream.
+    pub fn objects(&self) -> u64 {
+        self.objects.load(Ordering::Relaxed)
+    }
+    /// True once the dump's GC ended.
+    pub fn complete(&self) -> bool {
+        self.phase.load(Ordering::Relaxed) == 2
+    }
+}
+
+/// Stops the recording when the heap dump's GC ends (on the tap; it only counts).
+struct EndOfDump {
+    shared: Arc<HeapDumpProgress>,
+    gc: Option<u32>,
+    ptr: u8,
+}
+
+impl EventConsumer for EndOfDump {
+    fn event(&mut self, ev: &nettrace::Event<'_>) -> Action {
+        if ev.provider() != clr_events::RUNTIME_PROVIDER {
+            return Action::Continue;
+        }
+        let (p, v) = (ev.payload, ev.version());
+        match ev.event_id() {
+            ids::GC_START if self.gc.is_none() => {
+                if let Ok(g) = GcStart::parse(p, v, self.ptr) {
+                    if g.depth >= 2 && g.kind != GcType::Background {
+                        self.gc = Some(g.count);
+                        self.shared.phase.store(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            ids::GC_BULK_NODE => {
+                // Index u32, Count u32: the count is enough for progress.
+                if let Some(c) = p.get(4..8) {
+                    let n = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    self.shared.objects.fetch_add(u64::from(n), Ordering::Relaxed);
+                }
+            }
+            ids::GC_STOP => {
+                if let (Some(gc), Ok(g)) = (self.gc, GcEnd::parse(p, v, self.ptr)) {
+                    if g.count == gc {
+                        if self.shared.objects() == 0 {
+                            self.gc = None; // no heap walk in this one: wait for the next
+                        } else {
+                            self.shared.phase.store(2, Ordering::Relaxed);
+                            return Action::Stop {
+                                reason: "the heap dump is complete".into(),
+                            };
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Action::Continue
+    }
+}
+
+/// Records a heap dump of the process at `endpoint` into the trace `out`: the flush session,
+/// then the dump session until the dump's GC ends or `timeout` passes. Read the trace with
+/// clrspy-analysis' `heap::from_trace` to get the graph (and to learn whether it is whole).
+pub fn record_heap_dump(
+    endpoint: &Endpoint,
+    out: &Path,
+    timeout: Duration,
+    stop: &StopSignal,
+    shared: Arc<HeapDumpProgress>,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<Summary> {
+    let started = Instant::now();
+    flush_type_table(endpoint)?;
+    let config = heap_dump_config();
+    let rec = Recording {
+        config: &config,
+        out,
+        duration: Some(timeout.saturating_sub(started.elapsed())),
+        stop,
+        thread_cpu: None,
+        ring: None,
+    };
+    let live = Live {
+        consumers: vec![Box::new(EndOfDump {
+            shared,
+            gc: None,
+            ptr: 8,
+        })],
+        ..Live::default()
+    };
+    record_live(endpoint, &rec, live, on_progress)
+}
+
+/// A SampleProfiler session, stopped as soon as the runtime sends anything: the runtime then
+/// forgets which types it logged, so the dump names every type.
+fn flush_type_table(endpoint: &Endpoint) -> Result<()> {
+    let config = SessionConfig {
+        circular_buffer_mb: 16,
+        rundown_keyword: 0,
+        stackwalk: false,
+        providers: vec![Provider {
+            name: "Microsoft-DotNETCore-SampleProfiler".into(),
+            keywords: 0,
+            level: 4,
+            arguments: None,
+        }],
+    };
+    let mut session = start_session(endpoint, &config, COMMAND_TIMEOUT)?;
+    session.set_read_timeout(Duration::from_millis(200))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) {
+        match session.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => break,
+            Err(_) => {}
+        }
+    }
+    let id = session.id;
+    let ep = endpoint.clone();
+    let stopper = std::thread::spawn(move || stop_session(&ep, id, COMMAND_TIMEOUT));
+    let t0 = Instant::now();
+    while t0.elapsed() < COMMAND_TIMEOUT {
+        match session.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) | Err(_) => {}
+        }
+    }
+    match stopper.join() {
+        Ok(r) => r.map_err(crate::Error::Client),
+        Err(_) => Ok(()),
+    }
+}
