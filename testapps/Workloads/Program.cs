@@ -71,6 +71,7 @@ public static class Program
         ["http"] = Http.Run,
         ["loader"] = Loader.Run,
         ["leak"] = Leak.Run,
+        ["heap"] = HeapHolder.Run,
         ["hang"] = Deadlock.Run,
         ["eventsource"] = EventWriter.Run,
         ["bigtrace"] = BigTrace.Run,

@@ -373,6 +373,51 @@ public static class Leak
     }
 }
 
+// ------------------------------------------------------------------ heap
+
+/// 32 bytes on a 64-bit runtime (16 bytes header + 2 fields of 8 bytes).
+public sealed class HeapOrder
+{
+    public long Id;
+    public string? Note;
+}
+
+public static class HeapHolder
+{
+    public static readonly List<HeapOrder> Orders = new();
+
+    public static int Run(Options o)
+    {
+        Grow(o.Count ?? 12_345);
+        Program.Out($"held={Orders.Count}");
+        // Commands on stdin: `grow N` adds N orders; end of input or `quit` ends.
+        string? line;
+        while ((line = Console.In.ReadLine()) != null)
+        {
+            string[] parts = line.Trim().Split(' ', StringSplitOptions.RemoveEmptyEntries);
+            if (parts.Length == 2 && parts[0] == "grow" && int.TryParse(parts[1], System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out int n) && n >= 0)
+            {
+                Grow(n);
+                Program.Out($"held={Orders.Count}");
+            }
+            else if (parts.Length == 1 && parts[0] == "quit")
+            {
+                break;
+            }
+        }
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Grow(int n)
+    {
+        for (int i = 0; i < n; i++)
+        {
+            Orders.Add(new HeapOrder { Id = Orders.Count });
+        }
+    }
+}
+
 // ------------------------------------------------------------------ hang
 
 public static class Deadlock

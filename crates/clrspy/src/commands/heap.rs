@@ -187,8 +187,8 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
         if let Some(t) = &args.type_name {
             v["type"] = type_json(&model, t);
         }
-        serde_json::to_writer_pretty(&mut out, &v).map_err(|e| CliError::new(e.to_string()))?;
-        writeln!(out)?;
+        let text = serde_json::to_string_pretty(&v).map_err(|e| CliError::new(e.to_string()))?;
+        writeln!(out, "{text}")?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
     if let Some(t) = &args.type_name {
@@ -275,8 +275,8 @@ fn run_diff(old: &Path, new: &Path, json: bool, top: usize) -> CliResult<std::pr
             "bytes_new": new_m.bytes(),
             "types": d,
         });
-        serde_json::to_writer_pretty(&mut out, &v).map_err(|e| CliError::new(e.to_string()))?;
-        writeln!(out)?;
+        let text = serde_json::to_string_pretty(&v).map_err(|e| CliError::new(e.to_string()))?;
+        writeln!(out, "{text}")?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
     writeln!(
