@@ -140,8 +140,32 @@ fn snapshots_count_exactly_and_diff_shows_the_growth() {
     let per = order["bytes"].as_i64().unwrap() / 12_345;
     assert_eq!(top["bytes_delta"].as_i64().unwrap(), per * 20_000);
 
-    // The trace route gives the same graph: `gcdump --from` a recording of the same keywords
-    // is exercised by the unit tests; here the text view names the static field.
+    // A trace recorded with the heap dump keywords is read the same way (`heap TRACE`,
+    // `gcdump --from TRACE`).
+    let trace = dir.path().join("t.nettrace");
+    let out = clrspy()
+        .args(["record", "-p", &pid, "--duration", "3s", "--providers"])
+        .arg("Microsoft-Windows-DotNETRuntime:0x1980001:5")
+        .arg("-o")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c = dir.path().join("c.gcdump");
+    let out = clrspy()
+        .args(["gcdump", "--from"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in [&trace, &c] {
+        let v = heap_json(&["heap", f.to_str().unwrap(), "--json", "--top", "100000"]);
+        let t = v["types"].as_array().unwrap().iter().find(|t| t["type"] == ORDER).unwrap().clone();
+        assert_eq!(t["count"], 32_345, "{}", f.display());
+    }
+
     let text = clrspy().args(["heap", a_s, "--type", ORDER]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("12,345 objects"), "{text}");

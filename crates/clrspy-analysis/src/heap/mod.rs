@@ -30,6 +30,8 @@ pub mod dominators;
 pub mod from_trace;
 
 #[cfg(test)]
+mod from_trace_tests;
+#[cfg(test)]
 mod tests;
 
 use gcdump::{Graph, NodeIndex};
