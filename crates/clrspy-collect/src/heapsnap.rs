@@ -83,7 +83,9 @@ impl EventConsumer for EndOfDump {
                 // Index u32, Count u32: the count is enough for progress.
                 if let Some(c) = p.get(4..8) {
                     let n = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                    self.shared.objects.fetch_add(u64::from(n), Ordering::Relaxed);
+                    self.shared
+                        .objects
+                        .fetch_add(u64::from(n), Ordering::Relaxed);
                 }
             }
             ids::GC_STOP => {

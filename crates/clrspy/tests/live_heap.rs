@@ -114,7 +114,9 @@ fn snapshots_count_exactly_and_diff_shows_the_growth() {
         .collect();
     assert_eq!(paths[0]["objects"], 12_345);
     assert!(
-        steps.iter().any(|s| s.starts_with("[static var") && s.ends_with(".Orders]")),
+        steps
+            .iter()
+            .any(|s| s.starts_with("[static var") && s.ends_with(".Orders]")),
         "{steps:?}"
     );
     assert_eq!(steps.last(), Some(&ORDER));
@@ -130,7 +132,11 @@ fn snapshots_count_exactly_and_diff_shows_the_growth() {
         .arg(&b)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let d = heap_json(&["heap", "diff", a_s, b.to_str().unwrap(), "--json"]);
     let top = &d["types"][0];
     assert_eq!(top["type"], ORDER, "{d}");
@@ -150,7 +156,11 @@ fn snapshots_count_exactly_and_diff_shows_the_growth() {
         .arg(&trace)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let c = dir.path().join("c.gcdump");
     let out = clrspy()
         .args(["gcdump", "--from"])
@@ -159,14 +169,27 @@ fn snapshots_count_exactly_and_diff_shows_the_growth() {
         .arg(&c)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for f in [&trace, &c] {
         let v = heap_json(&["heap", f.to_str().unwrap(), "--json", "--top", "100000"]);
-        let t = v["types"].as_array().unwrap().iter().find(|t| t["type"] == ORDER).unwrap().clone();
+        let t = v["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == ORDER)
+            .unwrap()
+            .clone();
         assert_eq!(t["count"], 32_345, "{}", f.display());
     }
 
-    let text = clrspy().args(["heap", a_s, "--type", ORDER]).output().unwrap();
+    let text = clrspy()
+        .args(["heap", a_s, "--type", ORDER])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("12,345 objects"), "{text}");
     assert!(text.contains(".Orders]"), "{text}");

@@ -242,7 +242,8 @@ fn node(
         offset: e.offset + blob_start as u64,
         kind: e.kind,
     };
-    let bad = |b: &Cursor<'_>, why| Error::at(blob_start + b.pos, ErrorKind::BadNode { node: i, why });
+    let bad =
+        |b: &Cursor<'_>, why| Error::at(blob_start + b.pos, ErrorKind::BadNode { node: i, why });
     let ti = b.compressed("a node's type").map_err(rebase)?;
     let t = (ti >> 1) as u32;
     let Some(ty) = g.types.get(t as usize) else {

@@ -50,7 +50,21 @@ fn same(a: &Graph, b: &Graph) {
 
 #[test]
 fn compressed_ints_round_trip() {
-    for v in [0, 1, -1, 63, 64, -64, -65, 8191, 8192, i32::MAX, i32::MIN, 1 << 20, -(1 << 27)] {
+    for v in [
+        0,
+        1,
+        -1,
+        63,
+        64,
+        -64,
+        -65,
+        8191,
+        8192,
+        i32::MAX,
+        i32::MIN,
+        1 << 20,
+        -(1 << 27),
+    ] {
         let mut buf = Vec::new();
         put_compressed(&mut buf, v);
         assert!(buf.len() <= 5);

@@ -33,7 +33,8 @@ pub(crate) mod names {
 /// ```
 pub fn write<W: Write>(mut w: W, dump: &HeapDump) -> Result<(), Error> {
     let bytes = write_to_vec(dump)?;
-    w.write_all(&bytes).map_err(|e| Error::at(0, ErrorKind::Io(e)))?;
+    w.write_all(&bytes)
+        .map_err(|e| Error::at(0, ErrorKind::Io(e)))?;
     w.flush().map_err(|e| Error::at(0, ErrorKind::Io(e)))
 }
 
@@ -73,7 +74,7 @@ pub fn write_to_vec(dump: &HeapDump) -> Result<Vec<u8>, Error> {
         o.string(Some(tool));
     }
     o.u8(tag::END_OBJECT); // GCHeapDump
-    // The trailer: an unbalanced end, an empty forward-reference table, and its label.
+                           // The trailer: an unbalanced end, an empty forward-reference table, and its label.
     o.u8(tag::END_OBJECT);
     let table = o.pos();
     o.i32(0);
@@ -102,7 +103,10 @@ fn graph(o: &mut Out, g: &Graph) -> Result<(), Error> {
     if g.types().len() >= 1 << 30 {
         return Err(Error::at(
             0,
-            ErrorKind::InvalidGraph(format!("{} types (the format holds < 2^30)", g.types().len())),
+            ErrorKind::InvalidGraph(format!(
+                "{} types (the format holds < 2^30)",
+                g.types().len()
+            )),
         ));
     }
     o.i64(g.total_size() as i64);

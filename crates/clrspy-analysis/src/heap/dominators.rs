@@ -75,7 +75,10 @@ pub fn immediate_dominators(offsets: &[u64], edges: &[u32], root: u32) -> Vec<u3
     let mut bucket_next = vec![NONE; m];
     let mut path: Vec<u32> = Vec::new();
     for w in (1..m as u32).rev() {
-        let (s, e) = (pred_start[w as usize] as usize, pred_start[w as usize + 1] as usize);
+        let (s, e) = (
+            pred_start[w as usize] as usize,
+            pred_start[w as usize + 1] as usize,
+        );
         for &v in &preds[s..e] {
             let u = eval(v, &mut ancestor, &mut label, &semi, &mut path);
             if semi[u as usize] < semi[w as usize] {
@@ -92,7 +95,11 @@ pub fn immediate_dominators(offsets: &[u64], edges: &[u32], root: u32) -> Vec<u3
         while v != NONE {
             let next = bucket_next[v as usize];
             let u = eval(v, &mut ancestor, &mut label, &semi, &mut path);
-            idom[v as usize] = if semi[u as usize] < semi[v as usize] { u } else { p };
+            idom[v as usize] = if semi[u as usize] < semi[v as usize] {
+                u
+            } else {
+                p
+            };
             v = next;
         }
     }
@@ -169,10 +176,12 @@ mod tests {
             seen
         };
         let all = reach(NONE);
-        let doms: Vec<Vec<bool>> = (0..n as u32).map(|d| {
-            let r = reach(d);
-            (0..n).map(|v| all[v] && !r[v]).collect()
-        }).collect();
+        let doms: Vec<Vec<bool>> = (0..n as u32)
+            .map(|d| {
+                let r = reach(d);
+                (0..n).map(|v| all[v] && !r[v]).collect()
+            })
+            .collect();
         // idom(v): the strict dominator of v dominated by every other strict dominator.
         (0..n)
             .map(|v| {
@@ -193,8 +202,26 @@ mod tests {
     fn the_classic_example() {
         // Lengauer and Tarjan's figure (R=0, A..L = 1..12).
         let e = [
-            (0, 1), (0, 2), (0, 3), (1, 4), (2, 1), (2, 4), (2, 5), (3, 6), (3, 7), (4, 12),
-            (5, 8), (6, 9), (7, 9), (7, 10), (8, 5), (8, 11), (9, 11), (10, 9), (11, 0), (11, 9),
+            (0, 1),
+            (0, 2),
+            (0, 3),
+            (1, 4),
+            (2, 1),
+            (2, 4),
+            (2, 5),
+            (3, 6),
+            (3, 7),
+            (4, 12),
+            (5, 8),
+            (6, 9),
+            (7, 9),
+            (7, 10),
+            (8, 5),
+            (8, 11),
+            (9, 11),
+            (10, 9),
+            (11, 0),
+            (11, 9),
             (12, 8),
         ];
         let (o, ed) = adj(13, &e);
@@ -216,10 +243,15 @@ mod tests {
         };
         for _ in 0..300 {
             let n = 2 + rnd(14) as usize;
-            let edges: Vec<(u32, u32)> =
-                (0..rnd(40)).map(|_| (rnd(n as u64), rnd(n as u64))).collect();
+            let edges: Vec<(u32, u32)> = (0..rnd(40))
+                .map(|_| (rnd(n as u64), rnd(n as u64)))
+                .collect();
             let (o, ed) = adj(n, &edges);
-            assert_eq!(immediate_dominators(&o, &ed, 0), brute(n, &edges, 0), "{edges:?}");
+            assert_eq!(
+                immediate_dominators(&o, &ed, 0),
+                brute(n, &edges, 0),
+                "{edges:?}"
+            );
         }
     }
 

@@ -7,7 +7,9 @@
 //! event may come after the nodes that use it). Roots become PerfView's pseudo-nodes
 //! (`[.NET Roots]`, `[local vars]`, `[static var T.F]`, handle groups).
 
-use clr_events::heapdump::{GcBulkEdge, GcBulkNode, GcBulkRootEdge, GcBulkRootStaticVar, GcBulkType};
+use clr_events::heapdump::{
+    GcBulkEdge, GcBulkNode, GcBulkRootEdge, GcBulkRootStaticVar, GcBulkType,
+};
 use clr_events::runtime::{ids, GcEnd, GcRootKind, GcStart, GcType};
 use clr_events::KnownProvider;
 use gcdump::{DumpInfo, GraphBuilder, HeapDump, NodeIndex};
@@ -496,7 +498,11 @@ impl Collect {
                 .get(ty)
                 .cloned()
                 .unwrap_or_else(|| format!("Type(0x{ty:x})"));
-            let kind = if *thread { "thread static var" } else { "static var" };
+            let kind = if *thread {
+                "thread static var"
+            } else {
+                "static var"
+            };
             let name = format!("[{kind} {ty}.{field}]");
             let v = names.entry(name.clone()).or_default();
             if v.is_empty() {

@@ -142,7 +142,11 @@ fn dump(lose_edge_block: bool) -> Vec<(u32, u8, Vec<u8>)> {
         handle_root(0, 0x200, 0),
         handle_root(1, 0x300, 2),
         gc_end(5),
-        types(&[(1, "App.Holder"), (2, "System.Collections.Generic.List`1[App.Order]"), (3, "App.Order")]),
+        types(&[
+            (1, "App.Holder"),
+            (2, "System.Collections.Generic.List`1[App.Order]"),
+            (3, "App.Order"),
+        ]),
     ];
     if lose_edge_block {
         v.remove(3);
@@ -172,7 +176,10 @@ fn a_whole_dump_becomes_a_graph() {
     assert_eq!(p[0].objects, 2);
     // Breadth first: the handle reaches the list in fewer steps than the static.
     assert_eq!(p[0].steps.last().map(String::as_str), Some("App.Order"));
-    assert!(m.roots().iter().any(|r| r.name == "[static var App.Holder.Instance]"));
+    assert!(m
+        .roots()
+        .iter()
+        .any(|r| r.name == "[static var App.Holder.Instance]"));
     assert!(m.roots().iter().any(|r| r.name == "[strong Handles]"));
     assert_eq!(m.unreachable_objects(), 0);
 }
@@ -184,7 +191,10 @@ fn a_lost_edge_block_is_an_error_not_a_graph() {
     let e = graph_from_trace(&mut r, &mut |_| ()).unwrap_err();
     assert!(matches!(e, FromTraceError::Lost { gc: 5, .. }), "{e}");
     let s = e.to_string();
-    assert!(s.contains("GC/BulkEdge block 0 was followed by block 1"), "{s}");
+    assert!(
+        s.contains("GC/BulkEdge block 0 was followed by block 1"),
+        "{s}"
+    );
     assert!(s.contains("claim 3 references but 2 came"), "{s}");
 }
 
@@ -195,7 +205,10 @@ fn a_dump_without_its_end_is_incomplete() {
     let bytes = trace(&ev);
     let mut r = nettrace::Reader::new(&bytes).unwrap();
     let e = graph_from_trace(&mut r, &mut |_| ()).unwrap_err();
-    assert!(matches!(e, FromTraceError::Incomplete { gc: 5, nodes: 4 }), "{e}");
+    assert!(
+        matches!(e, FromTraceError::Incomplete { gc: 5, nodes: 4 }),
+        "{e}"
+    );
 }
 
 #[test]

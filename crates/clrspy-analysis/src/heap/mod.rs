@@ -383,7 +383,9 @@ impl HeapModel {
     fn group_kind(&self, mut n: u32) -> Option<RootKind> {
         for _ in 0..64 {
             let d = self.immediate_dominator(n)?;
-            if let Some(k) = RootKind::from_pseudo_name(self.graph.type_name(self.graph.node_type(d))) {
+            if let Some(k) =
+                RootKind::from_pseudo_name(self.graph.type_name(self.graph.node_type(d)))
+            {
                 return Some(k);
             }
             n = d;

@@ -72,7 +72,11 @@ fn roots_by_kind_with_what_they_retain() {
     assert_eq!(
         r,
         [
-            (RootKind::Static, "[static var P.Cache]", 100 + 40 + 10 + 20_000),
+            (
+                RootKind::Static,
+                "[static var P.Cache]",
+                100 + 40 + 10 + 20_000
+            ),
             (RootKind::Stack, "[local vars]", 30),
         ]
     );
@@ -127,16 +131,25 @@ fn diff_sorts_by_growth() {
     let new = HeapModel::new(g.finish().unwrap());
     let d = diff::diff(&old, &new);
     assert_eq!(d[0].name, "Fresh");
-    assert_eq!((d[0].count_old, d[0].count_new, d[0].bytes_delta), (0, 1, 50));
+    assert_eq!(
+        (d[0].count_old, d[0].count_new, d[0].bytes_delta),
+        (0, 1, 50)
+    );
     let item = d.iter().find(|t| t.name == "Item").unwrap();
-    assert_eq!((item.count_old, item.count_new, item.count_delta), (3, 2, -1));
+    assert_eq!(
+        (item.count_old, item.count_new, item.count_delta),
+        (3, 2, -1)
+    );
     assert_eq!(item.bytes_delta, 20 - (10 + 20_000 + 7));
 }
 
 #[test]
 fn type_names_read_like_csharp() {
     use from_trace::display_type_name as d;
-    assert_eq!(d("System.Collections.Generic.List`1[Leak.Order]"), "System.Collections.Generic.List<Leak.Order>");
+    assert_eq!(
+        d("System.Collections.Generic.List`1[Leak.Order]"),
+        "System.Collections.Generic.List<Leak.Order>"
+    );
     assert_eq!(d("Leak.Order[]"), "Leak.Order[]");
     assert_eq!(
         d("System.Collections.Generic.Dictionary`2[System.String,System.Int32[]]"),

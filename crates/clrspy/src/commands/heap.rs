@@ -19,10 +19,9 @@ use crate::output::{CliError, CliResult};
 /// Runs `clrspy gcdump`.
 pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
     if let Some(trace) = &args.from {
-        let out = args
-            .output
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("{}.gcdump", crate::input::trace_stem(trace))));
+        let out = args.output.clone().unwrap_or_else(|| {
+            PathBuf::from(format!("{}.gcdump", crate::input::trace_stem(trace)))
+        });
         let t0 = Instant::now();
         let dump = load_trace(trace)?;
         write_dump(&dump, &out)?;
@@ -35,17 +34,22 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
         return Ok(std::process::ExitCode::SUCCESS);
     }
     if args.process_id.is_none() && args.name.is_none() {
-        return Err(CliError::new("gcdump needs a process (-p PID or -n NAME) or --from TRACE").code(2));
+        return Err(
+            CliError::new("gcdump needs a process (-p PID or -n NAME) or --from TRACE").code(2),
+        );
     }
     let timeout = parse_duration(&args.timeout).map_err(|e| CliError::new(e).code(2))?;
     let target = resolve_target(args.process_id, args.name.as_deref(), &[])?;
     let Resolved::Attach { endpoint, label } = target else {
         return Err(CliError::new("gcdump attaches to a running process").code(2));
     };
-    let out = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}_{}.gcdump", endpoint.pid, clrspy_collect::utc_stamp())));
+    let out = args.output.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "{}_{}.gcdump",
+            endpoint.pid,
+            clrspy_collect::utc_stamp()
+        ))
+    });
     let heap_mb = managed_heap_hint(endpoint.pid);
     eprintln!(
         "Taking a heap snapshot of {label}: the runtime runs a full, blocking GC (the process pauses while the heap is walked{heap_mb}); timeout {:.0} s.",
@@ -60,7 +64,12 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
         .prefix(".clrspy-heap-")
         .suffix(".nettrace")
         .tempfile_in(&dir)
-        .map_err(|e| CliError::new(format!("cannot create a temporary trace in {}: {e}", dir.display())))?;
+        .map_err(|e| {
+            CliError::new(format!(
+                "cannot create a temporary trace in {}: {e}",
+                dir.display()
+            ))
+        })?;
     static STOP: StopSignal = StopSignal::new();
     let _ = ctrlc::set_handler(|| STOP.request());
     let shared = Arc::new(HeapDumpProgress::default());
@@ -126,7 +135,9 @@ fn managed_heap_hint(pid: u32) -> String {
 
 fn objects_of(d: &gcdump::HeapDump) -> u64 {
     let g = &d.graph;
-    (0..g.node_count() as u32).filter(|&i| g.node_size(i) > 0).count() as u64
+    (0..g.node_count() as u32)
+        .filter(|&i| g.node_size(i) > 0)
+        .count() as u64
 }
 
 fn write_dump(dump: &gcdump::HeapDump, out: &Path) -> CliResult<()> {
@@ -165,11 +176,19 @@ fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
 
 /// Runs `clrspy heap`.
 pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
-    if let Some(HeapAction::Diff { old, new, json, top }) = &args.action {
+    if let Some(HeapAction::Diff {
+        old,
+        new,
+        json,
+        top,
+    }) = &args.action
+    {
         return run_diff(old, new, *json, *top);
     }
     let Some(file) = &args.file else {
-        return Err(CliError::new("heap needs a FILE (.gcdump or a trace with heap dump events)").code(2));
+        return Err(
+            CliError::new("heap needs a FILE (.gcdump or a trace with heap dump events)").code(2),
+        );
     };
     let t0 = Instant::now();
     let dump = load(file)?;
@@ -202,28 +221,62 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
         bytes(model.bytes()),
         elapsed.as_secs_f64(),
         if model.unreachable_objects() > 0 {
-            format!("; {} unreachable from any root", group(model.unreachable_objects()))
+            format!(
+                "; {} unreachable from any root",
+                group(model.unreachable_objects())
+            )
         } else {
             String::new()
         }
     )?;
     writeln!(out, "\nTypes by retained bytes:")?;
-    writeln!(out, "{:>14} {:>14} {:>12}  Type", "Retained", "Shallow", "Count")?;
+    writeln!(
+        out,
+        "{:>14} {:>14} {:>12}  Type",
+        "Retained", "Shallow", "Count"
+    )?;
     for t in model.types().iter().take(args.top) {
-        writeln!(out, "{:>14} {:>14} {:>12}  {}", bytes(t.retained_bytes), bytes(t.bytes), group(t.count), t.name)?;
+        writeln!(
+            out,
+            "{:>14} {:>14} {:>12}  {}",
+            bytes(t.retained_bytes),
+            bytes(t.bytes),
+            group(t.count),
+            t.name
+        )?;
     }
     let mut by_shallow: Vec<_> = model.types().iter().collect();
     by_shallow.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(&b.name)));
     writeln!(out, "\nTypes by shallow bytes:")?;
     writeln!(out, "{:>14} {:>12}  Type", "Shallow", "Count")?;
     for t in by_shallow.iter().take(args.top) {
-        writeln!(out, "{:>14} {:>12}  {}", bytes(t.bytes), group(t.count), t.name)?;
+        writeln!(
+            out,
+            "{:>14} {:>12}  {}",
+            bytes(t.bytes),
+            group(t.count),
+            t.name
+        )?;
     }
     writeln!(out, "\nRoots by retained bytes:")?;
-    writeln!(out, "{:>14} {:>10}  {:<16} Root", "Retained", "Objects", "Kind")?;
+    writeln!(
+        out,
+        "{:>14} {:>10}  {:<16} Root",
+        "Retained", "Objects", "Kind"
+    )?;
     for r in model.roots().iter().take(args.top) {
-        let kind = serde_json::to_value(r.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-        writeln!(out, "{:>14} {:>10}  {:<16} {}", bytes(r.retained_bytes), group(r.objects), kind, r.name)?;
+        let kind = serde_json::to_value(r.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{:>14} {:>10}  {:<16} {}",
+            bytes(r.retained_bytes),
+            group(r.objects),
+            kind,
+            r.name
+        )?;
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
@@ -250,14 +303,29 @@ fn print_type(out: &mut impl Write, model: &HeapModel, t: &str) -> CliResult<()>
             .collect();
         let mut e = CliError::new(format!("no objects of type {t} in the snapshot"));
         if !near.is_empty() {
-            e = e.hint(format!("types with that in their name: {}", near.join(", ")));
+            e = e.hint(format!(
+                "types with that in their name: {}",
+                near.join(", ")
+            ));
         }
         return Err(e);
     };
-    writeln!(out, "{}: {} objects, {} shallow, {} retained", s.name, group(s.count), bytes(s.bytes), bytes(s.retained_bytes))?;
+    writeln!(
+        out,
+        "{}: {} objects, {} shallow, {} retained",
+        s.name,
+        group(s.count),
+        bytes(s.bytes),
+        bytes(s.retained_bytes)
+    )?;
     writeln!(out, "\nShortest paths from the roots:")?;
     for p in model.paths_to_type(t, 5) {
-        writeln!(out, "{:>12} objects  {}", group(p.objects), p.steps.join(" → "))?;
+        writeln!(
+            out,
+            "{:>12} objects  {}",
+            group(p.objects),
+            p.steps.join(" → ")
+        )?;
     }
     Ok(())
 }
@@ -287,7 +355,11 @@ fn run_diff(old: &Path, new: &Path, json: bool, top: usize) -> CliResult<std::pr
         bytes(old_m.bytes()),
         bytes(new_m.bytes())
     )?;
-    writeln!(out, "\n{:>12} {:>12} {:>12} {:>14} {:>14}  Type", "Count old", "Count new", "Δ count", "Bytes new", "Δ bytes")?;
+    writeln!(
+        out,
+        "\n{:>12} {:>12} {:>12} {:>14} {:>14}  Type",
+        "Count old", "Count new", "Δ count", "Bytes new", "Δ bytes"
+    )?;
     for t in d.iter().take(top) {
         let new_mark = if t.count_old == 0 { "  (new)" } else { "" };
         writeln!(
@@ -305,7 +377,17 @@ fn run_diff(old: &Path, new: &Path, json: bool, top: usize) -> CliResult<std::pr
     if grew.is_empty() {
         writeln!(out, "\nNo type grew.")?;
     } else {
-        let names: Vec<String> = grew.iter().map(|t| format!("{} (+{} objects, +{})", t.name, t.count_delta, bytes(t.bytes_delta as u64))).collect();
+        let names: Vec<String> = grew
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} (+{} objects, +{})",
+                    t.name,
+                    t.count_delta,
+                    bytes(t.bytes_delta as u64)
+                )
+            })
+            .collect();
         let holder = new_m
             .paths_to_type(&grew[0].name, 1)
             .into_iter()
