@@ -171,9 +171,8 @@ fn flush_type_table(endpoint: &Endpoint) -> Result<()> {
     let stopper = std::thread::spawn(move || stop_session(&ep, id, COMMAND_TIMEOUT));
     let t0 = Instant::now();
     while t0.elapsed() < COMMAND_TIMEOUT {
-        match session.read(&mut buf) {
-            Ok(0) => break,
-            Ok(_) | Err(_) => {}
+        if let Ok(0) = session.read(&mut buf) {
+            break;
         }
     }
     match stopper.join() {
