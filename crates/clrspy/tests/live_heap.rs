@@ -120,11 +120,17 @@ fn snapshots_count_exactly_and_diff_shows_the_growth() {
         "{steps:?}"
     );
     assert_eq!(steps.last(), Some(&ORDER));
-    assert!(v["roots"]
-        .as_array()
-        .unwrap()
+    // The static field's root holds the list, its array and every order.
+    let roots = v["roots"].as_array().unwrap();
+    let holder = roots
         .iter()
-        .any(|r| r["kind"] == "static"));
+        .find(|r| r["kind"] == "static" && r["name"].as_str().unwrap().ends_with(".Orders]"))
+        .unwrap_or_else(|| panic!("no static root for Orders: {roots:?}"));
+    assert!(
+        holder["held_bytes"].as_u64().unwrap()
+            >= order["bytes"].as_u64().unwrap() + list["bytes"].as_u64().unwrap(),
+        "{holder}"
+    );
 
     assert_eq!(w.grow(20_000), 32_345);
     let out = clrspy()

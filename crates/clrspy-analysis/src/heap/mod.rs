@@ -121,8 +121,14 @@ pub struct RootStats {
     pub name: String,
     /// Objects it holds directly.
     pub objects: u64,
-    /// Bytes it alone keeps alive (dominator tree).
+    /// Bytes it alone keeps alive (dominator tree): an object two roots reach is retained by
+    /// neither — the runtime's statics are also reachable through its own handles, so a
+    /// static's `retained_bytes` is often small; see `held_bytes`.
     pub retained_bytes: u64,
+    /// Bytes it holds when every object is given to one root, the first to reach it with
+    /// roots taken in the order statics, thread statics, stack, strong, pinning, dependent
+    /// and other handles, finalizer queue (as PerfView attributes objects).
+    pub held_bytes: u64,
 }
 
 /// A path from a root to objects of one type, with how many of them it leads to.
@@ -135,6 +141,22 @@ pub struct RootPath {
     pub objects: u64,
     /// Their shallow bytes.
     pub bytes: u64,
+}
+
+/// The order in which roots claim the objects they reach.
+fn priority(k: RootKind) -> u8 {
+    match k {
+        RootKind::Static => 0,
+        RootKind::ThreadStatic => 1,
+        RootKind::Stack => 2,
+        RootKind::StrongHandle => 3,
+        RootKind::PinningHandle => 4,
+        RootKind::DependentHandle => 5,
+        RootKind::Com => 6,
+        RootKind::Other => 7,
+        RootKind::WeakHandle => 8,
+        RootKind::Finalizer => 9,
+    }
 }
 
 /// The analysed heap graph.
@@ -229,7 +251,7 @@ impl HeapModel {
     pub fn types(&self) -> &[TypeStats] {
         &self.types
     }
-    /// Roots, by retained bytes (largest first).
+    /// Roots, by held bytes (largest first).
     pub fn roots(&self) -> &[RootStats] {
         &self.roots
     }
@@ -364,16 +386,50 @@ impl HeapModel {
             let kind = RootKind::from_pseudo_name(&name)
                 .or_else(|| self.group_kind(i))
                 .unwrap_or(RootKind::Other);
-            v.push(RootStats {
-                kind,
-                name,
-                objects: held,
-                retained_bytes: self.retained[i as usize],
-            });
+            v.push((
+                i,
+                RootStats {
+                    kind,
+                    name,
+                    objects: held,
+                    retained_bytes: self.retained[i as usize],
+                    held_bytes: 0,
+                },
+            ));
         }
+        // Each object to the first root that reaches it, roots in priority order.
         v.sort_by(|a, b| {
-            b.retained_bytes
-                .cmp(&a.retained_bytes)
+            priority(a.1.kind)
+                .cmp(&priority(b.1.kind))
+                .then(a.1.name.cmp(&b.1.name))
+        });
+        let mut seen = vec![false; g.node_count()];
+        let mut queue: Vec<u32> = Vec::new();
+        for (node, r) in &mut v {
+            queue.clear();
+            for &c in g.children(*node) {
+                if !self.pseudo[c as usize] && !seen[c as usize] {
+                    seen[c as usize] = true;
+                    queue.push(c);
+                }
+            }
+            let mut held = 0u64;
+            while let Some(x) = queue.pop() {
+                held += u64::from(g.node_size(x));
+                for &c in g.children(x) {
+                    if !seen[c as usize] && !self.pseudo[c as usize] {
+                        seen[c as usize] = true;
+                        queue.push(c);
+                    }
+                }
+            }
+            r.held_bytes = held;
+        }
+        let mut v: Vec<RootStats> = v.into_iter().map(|(_, r)| r).collect();
+        v.sort_by(|a, b| {
+            b.held_bytes
+                .cmp(&a.held_bytes)
+                .then(b.retained_bytes.cmp(&a.retained_bytes))
                 .then(a.name.cmp(&b.name))
         });
         v
