@@ -258,11 +258,14 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
             t.name
         )?;
     }
-    writeln!(out, "\nRoots by retained bytes:")?;
     writeln!(
         out,
-        "{:>14} {:>10}  {:<16} Root",
-        "Retained", "Objects", "Kind"
+        "\nRoots by held bytes (each object to the first root that reaches it, statics first; retained: what only that root keeps):"
+    )?;
+    writeln!(
+        out,
+        "{:>14} {:>14} {:>10}  {:<16} Root",
+        "Held", "Retained", "Objects", "Kind"
     )?;
     for r in model.roots().iter().take(args.top) {
         let kind = serde_json::to_value(r.kind)
@@ -271,7 +274,8 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
             .unwrap_or_default();
         writeln!(
             out,
-            "{:>14} {:>10}  {:<16} {}",
+            "{:>14} {:>14} {:>10}  {:<16} {}",
+            bytes(r.held_bytes),
             bytes(r.retained_bytes),
             group(r.objects),
             kind,
