@@ -366,6 +366,7 @@ fn rest(c: &mut Cursor<'_>, types: &mut TypeTable, info: &mut DumpInfo) -> Resul
         match c.u8("the GCHeapDump's tagged fields")? {
             tag::END_OBJECT => return Ok(()),
             tag::NULL_REFERENCE => {}
+            tag::SKIP_REGION => skip_region(c)?,
             tag::STRING => info.creation_tool = c.string("CreationTool")?,
             tag::BYTE => {
                 c.u8("a tagged byte")?;
@@ -388,6 +389,49 @@ fn rest(c: &mut Cursor<'_>, types: &mut TypeTable, info: &mut DumpInfo) -> Resul
             }
         }
     }
+}
+
+/// A skippable region (a tagged object such as InteropInfo): a null object, or one this
+/// reader does not read, skipped to the region's end from the forward-reference table.
+fn skip_region(c: &mut Cursor<'_>) -> Result<(), Error> {
+    let index = c.i32("a skippable region's end")?;
+    if c.peek() == Some(tag::NULL_REFERENCE) {
+        c.u8("a skippable region")?;
+        return Ok(());
+    }
+    let end = forward_label(c.bytes, index).ok_or_else(|| {
+        c.err(ErrorKind::BadValue {
+            what: "a skippable region's end",
+            value: index.into(),
+            why: "is not in the file's forward-reference table",
+        })
+    })?;
+    if end < c.pos || end > c.bytes.len() {
+        return Err(c.err(ErrorKind::BadValue {
+            what: "a skippable region's end",
+            value: end as i64,
+            why: "is outside the file",
+        }));
+    }
+    c.pos = end;
+    Ok(())
+}
+
+/// Entry `index` of the forward-reference table, found from the file's last four bytes (the
+/// trailer's label) and the trailer (the table's label).
+fn forward_label(bytes: &[u8], index: i32) -> Option<usize> {
+    let at = |p: usize| -> Option<u32> {
+        let b = bytes.get(p..p.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let trailer = at(bytes.len().checked_sub(4)?)? as usize;
+    let table = at(trailer)? as usize;
+    let count = at(table)?;
+    let index = u32::try_from(index).ok()?;
+    if index >= count {
+        return None;
+    }
+    at(table + 4 + 4 * index as usize).map(|l| l as usize)
 }
 
 /// A segment: start, end and the ends of generations 0 to 4.

@@ -26,6 +26,9 @@ pub mod tag {
     pub const INT32: u8 = 10;
     /// A tagged 64-bit integer.
     pub const INT64: u8 = 11;
+    /// A region a reader may skip: a forward-reference index (whose table entry is where the
+    /// region ends), then an object.
+    pub const SKIP_REGION: u8 = 12;
     /// A tagged string.
     pub const STRING: u8 = 13;
 }

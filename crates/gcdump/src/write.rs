@@ -14,7 +14,7 @@ pub(crate) mod names {
     pub const HEAP_DUMP_VERSION: i32 = 10;
     pub const HEAP_DUMP_MIN_READER: i32 = 8;
     pub const MEMORY_GRAPH: &str = "Graphs.MemoryGraph";
-    pub const MEMORY_GRAPH_VERSION: i32 = 4;
+    pub const MEMORY_GRAPH_VERSION: i32 = 1;
     pub const DOTNET_HEAP_INFO: &str = "DotNetHeapInfo";
 }
 
@@ -68,17 +68,25 @@ pub fn write_to_vec(dump: &HeapDump) -> Result<Vec<u8>, Error> {
     o.i64(i.total_process_commit);
     o.i64(i.total_process_working_set);
     o.i32(0); // CountMultipliersByType: none (unsampled)
-    o.u8(tag::NULL_REFERENCE); // tagged InteropInfo
+              // Tagged InteropInfo (none): a skippable region whose end is forward reference 0.
+    o.u8(tag::SKIP_REGION);
+    o.i32(0);
+    o.u8(tag::NULL_REFERENCE);
+    let interop_end = o.pos();
     if let Some(tool) = &i.creation_tool {
         o.u8(tag::STRING);
         o.string(Some(tool));
     }
     o.u8(tag::END_OBJECT); // GCHeapDump
-                           // The trailer: an unbalanced end, an empty forward-reference table, and its label.
+                           // The trailer: an unbalanced end, the forward-reference table (the InteropInfo region's
+                           // end), the trailer (the table's label), and the trailer's label last.
     o.u8(tag::END_OBJECT);
     let table = o.pos();
-    o.i32(0);
+    o.i32(1);
+    o.i32(interop_end as i32);
+    let trailer = o.pos();
     o.i32(table as i32);
+    o.i32(trailer as i32);
     Ok(o.buf)
 }
 
