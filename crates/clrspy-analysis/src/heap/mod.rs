@@ -450,7 +450,9 @@ impl HeapModel {
     }
 
     /// The shortest paths (breadth-first from the root) to the objects of `type_name`
-    /// (logical name, exact match), grouped by their steps, most objects first.
+    /// (logical name, exact match), grouped by their steps, most objects first. One pass:
+    /// each node's path is interned as it is reached (a trie of steps, runs of one type
+    /// folded), so the cost does not grow with the paths' length.
     pub fn paths_to_type(&self, type_name: &str, max_paths: usize) -> Vec<RootPath> {
         let g = &self.graph;
         let n = g.node_count();
@@ -461,69 +463,87 @@ impl HeapModel {
         let Some(target) = self.logical_names.iter().position(|s| s == type_name) else {
             return Vec::new();
         };
-        let mut parent = vec![NONE; n];
-        parent[root as usize] = root;
+        // Trie of paths: (parent path, step, run length); path 0 is the empty path (the root).
+        let mut trie: Vec<(u32, u32, u32)> = vec![(NONE, NONE, 0)];
+        let mut index: FxHashMap<(u32, u32, u32), u32> = FxHashMap::default();
+        let mut path = vec![NONE; n];
+        path[root as usize] = 0;
+        let mut per_path: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
         let mut queue = std::collections::VecDeque::from([root]);
         while let Some(v) = queue.pop_front() {
+            let pv = path[v as usize];
             for &c in g.children(v) {
-                if parent[c as usize] == NONE {
-                    parent[c as usize] = v;
-                    queue.push_back(c);
+                if path[c as usize] != NONE {
+                    continue;
                 }
+                let step = self.step_id(c);
+                let (parent, _, run) = trie[pv as usize];
+                let key = if trie[pv as usize].1 == step {
+                    (parent, step, run + 1)
+                } else {
+                    (pv, step, 1)
+                };
+                let id = *index.entry(key).or_insert_with(|| {
+                    trie.push(key);
+                    (trie.len() - 1) as u32
+                });
+                path[c as usize] = id;
+                if !self.pseudo[c as usize]
+                    && self.logical[g.node_type(c) as usize] as usize == target
+                {
+                    let e = per_path.entry(id).or_insert((0, 0));
+                    e.0 += 1;
+                    e.1 += u64::from(g.node_size(c));
+                }
+                queue.push_back(c);
             }
         }
-        let mut groups: FxHashMap<Vec<String>, (u64, u64)> = FxHashMap::default();
-        for i in 0..n as u32 {
-            if self.pseudo[i as usize]
-                || self.logical[g.node_type(i) as usize] as usize != target
-                || parent[i as usize] == NONE
-            {
-                continue;
-            }
-            let mut chain: Vec<u32> = vec![i];
-            let mut x = i;
-            while x != root && chain.len() < 100_000 {
-                x = parent[x as usize];
-                if x != root {
-                    chain.push(x);
-                }
-            }
-            chain.reverse();
-            let steps = self.collapse(&chain);
-            let e = groups.entry(steps).or_insert((0, 0));
-            e.0 += 1;
-            e.1 += u64::from(g.node_size(i));
-        }
-        let mut v: Vec<RootPath> = groups
-            .into_iter()
-            .map(|(steps, (objects, bytes))| RootPath {
-                steps,
+        let mut v: Vec<(u32, u64, u64)> =
+            per_path.into_iter().map(|(p, (o, b))| (p, o, b)).collect();
+        let mut out: Vec<RootPath> = v
+            .drain(..)
+            .map(|(p, objects, bytes)| RootPath {
+                steps: self.steps_of(&trie, p),
                 objects,
                 bytes,
             })
             .collect();
-        v.sort_by(|a, b| b.objects.cmp(&a.objects).then(a.steps.cmp(&b.steps)));
-        v.truncate(max_paths);
-        v
+        out.sort_by(|a, b| b.objects.cmp(&a.objects).then(a.steps.cmp(&b.steps)));
+        out.truncate(max_paths);
+        out
     }
 
-    /// Step names of a chain, runs of one type folded into `T ×N`.
-    fn collapse(&self, chain: &[u32]) -> Vec<String> {
-        let mut out: Vec<(String, u64)> = Vec::new();
-        for &c in chain {
-            let name = if self.pseudo[c as usize] {
-                self.graph.type_name(self.graph.node_type(c))
-            } else {
-                self.type_of(c)
-            };
-            match out.last_mut() {
-                Some((last, k)) if last == name => *k += 1,
-                _ => out.push((name.to_string(), 1)),
-            }
+    /// A node's step in a path: its logical type, or for a pseudo-node its own name.
+    fn step_id(&self, c: u32) -> u32 {
+        let t = self.graph.node_type(c);
+        if self.pseudo[c as usize] {
+            (1 << 31) | t
+        } else {
+            self.logical[t as usize]
         }
-        out.into_iter()
-            .map(|(s, k)| if k > 1 { format!("{s} ×{k}") } else { s })
-            .collect()
+    }
+
+    /// The names of path `p`'s steps, root side first.
+    fn steps_of(&self, trie: &[(u32, u32, u32)], mut p: u32) -> Vec<String> {
+        let mut out = Vec::new();
+        while p != 0 && p != NONE {
+            let (parent, step, run) = trie[p as usize];
+            let name = if step & (1 << 31) != 0 {
+                self.graph.type_name(step & !(1 << 31))
+            } else {
+                self.logical_names
+                    .get(step as usize)
+                    .map_or("", |s| s.as_str())
+            };
+            out.push(if run > 1 {
+                format!("{name} ×{run}")
+            } else {
+                name.to_string()
+            });
+            p = parent;
+        }
+        out.reverse();
+        out
     }
 }
 
