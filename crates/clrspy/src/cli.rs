@@ -192,8 +192,8 @@ pub struct GcdumpArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Give up when the dump has not completed after this long (e.g. 30s, 2m).
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    pub timeout: String,
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = positive_duration)]
+    pub timeout: std::time::Duration,
 }
 
 /// `clrspy heap`.

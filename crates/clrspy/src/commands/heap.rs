@@ -12,9 +12,9 @@ use clrspy_analysis::heap::{diff::diff, from_trace, HeapModel};
 use clrspy_collect::heapsnap::{record_heap_dump, HeapDumpProgress};
 use clrspy_collect::{Resolved, StopSignal};
 
-use super::record::{collect_error, parse_duration, resolve_target};
+use super::record::resolve_target;
 use crate::cli::{GcdumpArgs, HeapAction, HeapArgs};
-use crate::output::{CliError, CliResult};
+use crate::output::{collect_error, CliError, CliResult};
 
 /// Runs `clrspy gcdump`.
 pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
@@ -38,8 +38,12 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
             CliError::new("gcdump needs a process (-p PID or -n NAME) or --from TRACE").code(2),
         );
     }
-    let timeout = parse_duration(&args.timeout).map_err(|e| CliError::new(e).code(2))?;
-    let target = resolve_target(args.process_id, args.name.as_deref(), &[])?;
+    let timeout = args.timeout;
+    let target = resolve_target(&crate::cli::TargetArgs {
+        process_id: args.process_id,
+        name: args.name.clone(),
+        command: Vec::new(),
+    })?;
     let Resolved::Attach { endpoint, label } = target else {
         return Err(CliError::new("gcdump attaches to a running process").code(2));
     };
