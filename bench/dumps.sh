@@ -55,7 +55,7 @@ echo
 echo "| type | raw MB | raw s | gzip stream MB | s | zstd stream MB | s | gzip -6 MB | s (after raw) | zstd -3 MB | s (after raw) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for t in mini heap full; do
-    t0=$(date +%s.%N); "$clrspy" dump -p "$pid" --type "$t" -o "$out/raw.dmp" 2>/dev/null; raw_s=$(secs "$t0")
+    t0=$(date +%s.%N); "$clrspy" dump -p "$pid" --type "$t" --compress none -o "$out/raw.dmp" 2>/dev/null; raw_s=$(secs "$t0")
     raw=$(stat -c %s "$out/raw.dmp")
     t0=$(date +%s.%N); "$clrspy" dump -p "$pid" --type "$t" --compress gzip -o "$out/s.dmp.gz" 2>/dev/null; gz_s=$(secs "$t0")
     t0=$(date +%s.%N); "$clrspy" dump -p "$pid" --type "$t" --compress zstd -o "$out/s.dmp.zst" 2>/dev/null; zs_s=$(secs "$t0")

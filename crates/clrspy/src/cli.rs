@@ -108,7 +108,7 @@ fn trace_point(s: &str) -> Result<TracePoint, String> {
 #[derive(Debug, Args)]
 pub struct TargetArgs {
     /// The process, by id.
-    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "command"])]
+    #[arg(short = 'p', long = "process-id", visible_alias = "pid", value_name = "PID", conflicts_with_all = ["name", "command"])]
     pub process_id: Option<u32>,
     /// The process, by name (entry assembly or executable).
     #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
@@ -180,7 +180,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct GcdumpArgs {
     /// The process.
-    #[arg(short = 'p', long = "process-id", value_name = "PID", conflicts_with_all = ["name", "from"])]
+    #[arg(short = 'p', long = "process-id", visible_alias = "pid", value_name = "PID", conflicts_with_all = ["name", "from"])]
     pub process_id: Option<u32>,
     /// The process, by name.
     #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "from")]
@@ -446,7 +446,12 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 pub struct DumpArgs {
     /// The process.
-    #[arg(short = 'p', long = "process-id", value_name = "PID")]
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID"
+    )]
     pub process_id: u32,
     /// mini (stacks, modules), heap (plus the managed heap: for leaks), triage (small, personal
     /// data removed) or full (all memory).
@@ -458,12 +463,13 @@ pub struct DumpArgs {
     /// Also write the runtime's crash report (JSON) beside the dump.
     #[arg(long)]
     pub crash_report: bool,
-    /// Seconds to wait for the dump to be written.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
-    pub timeout: u64,
-    /// Compress the dump as the runtime writes it: gzip (adds .gz to the default name) or
-    /// zstd (.zst); the raw core never lands on disk.
-    #[arg(long, value_name = "HOW", default_value = "none", value_parser = dump_compression)]
+    /// How long to wait for the dump to be written (a bare number is seconds).
+    #[arg(long, value_name = "TIME", default_value = "300s", value_parser = positive_duration)]
+    pub timeout: std::time::Duration,
+    /// Compress the dump as the runtime writes it, so the raw core never lands on disk: zstd
+    /// (the default: fast, adds .zst), gzip (.gz) or none (a raw core that debuggers open
+    /// as it is).
+    #[arg(long, value_name = "HOW", default_value = "zstd", value_parser = dump_compression)]
     pub compress: String,
 }
 
@@ -471,7 +477,12 @@ pub struct DumpArgs {
 #[derive(Debug, Args)]
 pub struct EnvArgs {
     /// The process.
-    #[arg(short = 'p', long = "process-id", value_name = "PID")]
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID"
+    )]
     pub process_id: u32,
     /// Write a JSON object instead of KEY=VALUE lines.
     #[arg(long)]

@@ -374,7 +374,16 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
     assert!(report.contains("\"payload\""), "{report}");
     let raw = out.join("by-hand.dmp");
     clrspy()
-        .args(["dump", "-p", &p, "--type", "mini", "-o"])
+        .args([
+            "dump",
+            "-p",
+            &p,
+            "--type",
+            "mini",
+            "--compress",
+            "none",
+            "-o",
+        ])
         .arg(&raw)
         .timeout(Duration::from_secs(120))
         .assert()

@@ -1,8 +1,6 @@
 //! `clrspy dump`: a core dump of a running .NET process, written by its own runtime (which runs
 //! the runtime's `createdump` next to it), so no debugger or SDK is needed on the machine.
 
-use std::time::Duration;
-
 use crate::cli::DumpArgs;
 use crate::output::collect_error;
 use crate::output::{CliError, CliResult};
@@ -21,14 +19,27 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
     })?;
     let pid = args.process_id;
     let ep = clrspy_collect::endpoint_for_pid(pid).map_err(collect_error)?;
-    let output = match (&args.output, compress) {
-        (None, clrspy_collect::Compression::Gzip) => {
-            Some(format!("core_{pid}_{}.gz", clrspy_collect::utc_stamp()).into())
+    let suffix = match compress {
+        clrspy_collect::Compression::Gzip => ".gz",
+        clrspy_collect::Compression::Zstd => ".zst",
+        _ => "",
+    };
+    let output = match &args.output {
+        None if !suffix.is_empty() => {
+            Some(format!("core_{pid}_{}{suffix}", clrspy_collect::utc_stamp()).into())
         }
-        (None, clrspy_collect::Compression::Zstd) => {
-            Some(format!("core_{pid}_{}.zst", clrspy_collect::utc_stamp()).into())
+        // A compressed file says so by its name: `mini.dmp` becomes `mini.dmp.zst`.
+        Some(o) if !suffix.is_empty() && !o.to_string_lossy().ends_with(suffix) => {
+            let mut named = o.clone().into_os_string();
+            named.push(suffix);
+            eprintln!(
+                "The dump is {} compressed: writing {} (--compress none writes a raw core).",
+                compress.name(),
+                std::path::Path::new(&named).display()
+            );
+            Some(named.into())
         }
-        (o, _) => o.clone(),
+        o => o.clone(),
     };
     let out = clrspy_collect::dump_path(pid, output.as_deref()).map_err(collect_error)?;
     eprintln!(
@@ -40,7 +51,7 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
         kind,
         compress,
         crash_report: args.crash_report,
-        timeout: Duration::from_secs(args.timeout),
+        timeout: args.timeout,
     };
     let r = clrspy_collect::write_dump_file(&ep, pid, &out, &spec).map_err(collect_error)?;
     if compress == clrspy_collect::Compression::None {
@@ -64,6 +75,14 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
                 "written raw, then compressed"
             },
             r.elapsed.as_secs_f64()
+        );
+        let unpack = match compress {
+            clrspy_collect::Compression::Gzip => "gunzip",
+            _ => "zstd -d",
+        };
+        eprintln!(
+            "Debuggers (dotnet-dump analyze, lldb) open the raw core: `{unpack} {}` first.",
+            out.display()
         );
     }
     if args.crash_report {
