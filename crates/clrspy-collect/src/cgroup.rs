@@ -3,7 +3,8 @@
 //! `cpu` controller) and reading its bandwidth counters (`cpu.stat`, `cpu.max` or
 //! `cpu.cfs_quota_us`/`cpu.cfs_period_us`). The limit may sit on an ancestor (a container's
 //! group above the process's own): the nearest group with a quota is the one read. Linux only;
-//! elsewhere nothing is found.
+//! elsewhere nothing is found. Also the paths of every group of a process
+//! ([`group_paths`]), which the rules match on.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,14 @@ fn cgroup_lines(text: &str) -> impl Iterator<Item = (&str, &str, &str)> {
         let (ctl, path) = rest.split_once(':')?;
         Some((id, ctl, path))
     })
+}
+
+/// The group paths of a `/proc/<pid>/cgroup` text, one per hierarchy, in order (a path
+/// repeated on consecutive lines once): what the rules' `cgroup` pattern matches.
+pub fn group_paths(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = cgroup_lines(text).map(|(_, _, p)| p.to_string()).collect();
+    out.dedup();
+    out
 }
 
 /// A cgroup mount of `/proc/self/mountinfo`: (root inside the hierarchy, mount point, fs
@@ -239,6 +248,17 @@ mod tests {
             g.dir,
             PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/docker/abc")
         );
+    }
+
+    #[test]
+    fn group_paths_one_per_hierarchy() {
+        assert_eq!(
+            group_paths("0::/system.slice/web.service\n"),
+            ["/system.slice/web.service"]
+        );
+        let v1 = "12:cpu,cpuacct:/docker/abc\n11:memory:/docker/abc\n1:name=systemd:/a:b\nbad\n";
+        assert_eq!(group_paths(v1), ["/docker/abc", "/a:b"]);
+        assert!(group_paths("").is_empty());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use clr_events::runtime::{ids, GcEnd, GcStart, GcType};
 use diagnostics_client::{start_session, stop_session, Endpoint, Provider, SessionConfig};
 
-use crate::session::{record_live, Live, COMMAND_TIMEOUT};
+use crate::session::{record_live, LiveFeeds, COMMAND_TIMEOUT};
 use crate::tap::{Action, EventConsumer};
 use crate::{Progress, Recording, Result, StopSignal, Summary};
 
@@ -130,13 +130,13 @@ pub fn record_heap_dump(
         thread_cpu: None,
         ring: None,
     };
-    let live = Live {
+    let live = LiveFeeds {
         consumers: vec![Box::new(EndOfDump {
             shared,
             gc: None,
             ptr: 8,
         })],
-        ..Live::default()
+        ..LiveFeeds::default()
     };
     record_live(endpoint, &rec, live, on_progress)
 }

@@ -274,7 +274,7 @@ pub struct Splicer<W: Write> {
     /// Events spliced in.
     pub spliced: u64,
     /// How far the output is a whole trace.
-    whole: Whole,
+    whole: WholePrefix,
     /// False once the scanner failed on the runtime's bytes (no boundary is known after).
     tracking: bool,
     /// The runtime's end-of-stream marker, held until [`Splicer::into_inner`].
@@ -283,7 +283,7 @@ pub struct Splicer<W: Write> {
 
 /// How far a stream written so far is a whole trace.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Whole {
+pub struct WholePrefix {
     /// The format, once the stream header was read.
     pub format: Option<FormatVersion>,
     /// Output offset one past the last whole item (header, block, or the end marker).
@@ -309,15 +309,15 @@ impl<W: Write> Splicer<W> {
             pending: Vec::new(),
             dropped: 0,
             spliced: 0,
-            whole: Whole::default(),
+            whole: WholePrefix::default(),
             tracking: true,
             end_held: None,
         }
     }
 
     /// How far the output is a whole trace: a stream cut before its end marker can be made
-    /// whole by cutting it at [`Whole::end`] and appending the format's end of stream.
-    pub fn whole(&self) -> Whole {
+    /// whole by cutting it at [`WholePrefix::end`] and appending the format's end of stream.
+    pub fn whole(&self) -> WholePrefix {
         self.whole
     }
 

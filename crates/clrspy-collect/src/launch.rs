@@ -25,7 +25,7 @@ use diagnostics_client::{
 };
 
 use crate::ring::open_output;
-use crate::session::{pump, Live, COMMAND_TIMEOUT};
+use crate::session::{pump, LiveFeeds, COMMAND_TIMEOUT};
 use crate::sink::ByteSink;
 use crate::{Error, OnProgress, Recording, Result, StopReason, Summary};
 
@@ -218,7 +218,7 @@ pub fn launch(
         args,
         rec,
         LaunchOptions::default(),
-        Live::default(),
+        LiveFeeds::default(),
         on_spawned,
         on_progress,
     )
@@ -230,7 +230,7 @@ pub fn launch_live(
     args: &[OsString],
     rec: &Recording<'_>,
     opts: LaunchOptions,
-    live: Live<'_>,
+    live: LiveFeeds<'_>,
     on_spawned: &mut dyn FnMut(u32),
     on_progress: OnProgress<'_>,
 ) -> Result<Launched> {
@@ -313,7 +313,7 @@ fn record_child(
     first: &Receiver<HeldRuntime>,
     file: Box<dyn ByteSink>,
     rec: &Recording<'_>,
-    live: Live<'_>,
+    live: LiveFeeds<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<(Summary, u32)> {
     // Wait for the runtime to connect while the child lives and nobody asked to stop.

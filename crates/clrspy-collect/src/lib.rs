@@ -57,7 +57,7 @@ pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
 pub use ring::{parse_ring_size, RingSink, RingStats, RingStore};
 pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
-pub use session::{record, record_live, record_via, Live};
+pub use session::{record, record_live, record_via, LiveFeeds};
 pub use sink::{ByteSink, FileSink, SinkReport, SpliceOutput, SplicedSink, StagedFile};
 pub use tap::{Action, EventConsumer};
 pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};

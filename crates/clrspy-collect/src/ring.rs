@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use nettrace::{Block, BlockKind, FormatVersion, Item, Scanner};
 
-use crate::inject::{Injected, Splicer, Whole};
+use crate::inject::{Injected, Splicer, WholePrefix};
 pub use crate::sink::RingStats;
 use crate::sink::{ByteSink, FileSink, SinkReport, SpliceOutput, SplicedSink};
 use crate::{Error, Result};
@@ -450,7 +450,7 @@ impl Store {
 }
 
 impl SpliceOutput for RingStore {
-    fn settle(&mut self, _whole: Whole, _written: u64) -> io::Result<u64> {
+    fn settle(&mut self, _whole: WholePrefix, _written: u64) -> io::Result<u64> {
         Ok(self.store.kept())
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use diagnostics_client::SessionConfig;
 
 use crate::launch::{launch_live, ChildOutput, ExtraRuntimes, LaunchOptions};
-use crate::session::{record_live, Live};
+use crate::session::{record_live, LiveFeeds};
 use crate::target::{default_output, launch_name, Resolved};
 use crate::{Progress, Recording, Result, StopSignal, Summary};
 
@@ -91,7 +91,7 @@ pub struct RunOutcome {
 pub fn run(
     target: Resolved,
     opts: &RunOptions<'_>,
-    live: Live<'_>,
+    live: LiveFeeds<'_>,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome> {
     match target {

@@ -23,7 +23,7 @@ pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a recording feeds besides its trace file.
 #[derive(Default)]
-pub struct Live<'a> {
+pub struct LiveFeeds<'a> {
     /// Consumers of the decoded events (run on the tap's thread).
     pub consumers: Vec<Box<dyn EventConsumer>>,
     /// More sinks for the runtime's bytes (a ring buffer, a socket).
@@ -38,9 +38,9 @@ pub struct Live<'a> {
     pub exit_trigger: bool,
 }
 
-impl std::fmt::Debug for Live<'_> {
+impl std::fmt::Debug for LiveFeeds<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Live")
+        f.debug_struct("LiveFeeds")
             .field("consumers", &self.consumers.len())
             .field("sinks", &self.sinks.len())
             .field("on_request", &self.on_request.is_some())
@@ -55,14 +55,14 @@ pub fn record(
     rec: &Recording<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
-    record_live(endpoint, rec, Live::default(), on_progress)
+    record_live(endpoint, rec, LiveFeeds::default(), on_progress)
 }
 
 /// [`record`], also feeding `live`'s sinks and event consumers.
 pub fn record_live(
     endpoint: &Endpoint,
     rec: &Recording<'_>,
-    live: Live<'_>,
+    live: LiveFeeds<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
     // The file first: an unwritable path fails before the target is touched.
@@ -80,7 +80,7 @@ pub fn record_via(
     to: Arc<dyn Connector>,
     pid: u32,
     rec: &Recording<'_>,
-    live: Live<'_>,
+    live: LiveFeeds<'_>,
     after_start: &mut dyn FnMut() -> Result<()>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
@@ -349,7 +349,7 @@ pub(crate) fn pump(
     mut file: Box<dyn ByteSink>,
     pid: u32,
     rec: &Recording<'_>,
-    mut live: Live<'_>,
+    mut live: LiveFeeds<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
     let interval = rec.thread_cpu.filter(|_| cfg!(target_os = "linux"));

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::inject::{Injected, Splicer, SplicerSlot, Whole};
+use crate::inject::{Injected, Splicer, SplicerSlot, WholePrefix};
 use crate::{Error, Result};
 
 /// What a sink did, once finished.
@@ -80,7 +80,7 @@ pub trait SpliceOutput: Write + Sized {
     /// After every write and flush round: `whole` says how far the spliced stream is a whole
     /// trace, `written` how many bytes of it there are. Returns the bytes stored so far (what
     /// [`ByteSink::bytes`] says).
-    fn settle(&mut self, whole: Whole, written: u64) -> std::io::Result<u64>;
+    fn settle(&mut self, whole: WholePrefix, written: u64) -> std::io::Result<u64>;
 
     /// Told each of clrspy's events as it is queued for splicing (the ring keeps the thread
     /// names, to name the threads again when it dropped the blocks that named them).
@@ -248,7 +248,7 @@ impl Write for StagedFile {
 }
 
 impl SpliceOutput for StagedFile {
-    fn settle(&mut self, whole: Whole, written: u64) -> std::io::Result<u64> {
+    fn settle(&mut self, whole: WholePrefix, written: u64) -> std::io::Result<u64> {
         if self.staged.len() > MAX_STAGED {
             // No block boundary for this long: not a stream clrspy can follow any more.
             self.commit(written)?;

@@ -28,7 +28,7 @@ use diagnostics_client::{
 use crate::launch::{
     clear_ports_variable, end_child, forward_interrupt, ported_command, socket_path, ChildOutput,
 };
-use crate::session::{pump, Live, COMMAND_TIMEOUT};
+use crate::session::{pump, LiveFeeds, COMMAND_TIMEOUT};
 use crate::sink::FileSink;
 use crate::{Error, Recording, Result, StopSignal, Summary};
 
@@ -241,13 +241,13 @@ fn record_runtime(
             ring: None,
         };
         let to: Arc<dyn Connector> = port.clone();
-        let live = Live {
+        let live = LiveFeeds {
             consumers: setup
                 .consumers
                 .as_ref()
                 .map(|f| f(pid, &name))
                 .unwrap_or_default(),
-            ..Live::default()
+            ..LiveFeeds::default()
         };
         pump(session, to, Box::new(file), pid, &rec, live, &mut |_| {})
     })();

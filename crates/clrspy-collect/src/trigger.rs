@@ -149,8 +149,8 @@ impl Triggers {
     }
 
     /// Installs the triggers in a recording's `live` feed: their event consumer, and the
-    /// target's exit when it is one (see [`Live::exit_trigger`](crate::Live::exit_trigger)).
-    pub fn install(&self, live: &mut crate::Live<'_>) {
+    /// target's exit when it is one (see [`LiveFeeds::exit_trigger`](crate::LiveFeeds::exit_trigger)).
+    pub fn install(&self, live: &mut crate::LiveFeeds<'_>) {
         live.consumers.extend(self.consumer());
         live.exit_trigger |= self.on_exit();
     }

@@ -1,9 +1,11 @@
 //! The JSON view of one event: the line `clrspy events --json` writes, as README.md
 //! documents it — provider, id, version, name, time, thread, process, processor, level,
 //! opcode, keywords, stack, the decoded fields, then activity ids and a decoding error when
-//! there are any. Every value is written by serde_json (the payload's fields through
-//! [`FieldsJson`]); the keys, fixed, are written as they are (serde's derive escapes each key
-//! of each line again: a third more time on large traces). Stacks already written are reused
+//! there are any. Text that may need escaping (names, string fields, messages) is written by
+//! serde_json; what never does — the fixed keys, punctuation, pointers and stacks as
+//! `"0x..."`, byte arrays, booleans — is written directly, byte for byte as serde_json writes
+//! it (the payload's fields as [`FieldsJson`] serializes them; going through serde for every
+//! key and pointer cost a fifth more time on pointer-heavy traces). Stacks already written are reused
 //! by id (checked against the stack's bytes, so an id reused after the runtime's table flush is
 //! written afresh).
 
@@ -30,22 +32,100 @@ fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     let _ = serde_json::to_writer(&mut *out, v);
 }
 
+/// The digits of `v` as `0x...` (lowercase, no leading zeros) in a buffer on the stack, and
+/// how many bytes of it are used.
+fn hex_digits(v: u64) -> ([u8; 18], usize) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 18];
+    buf[..2].copy_from_slice(b"0x");
+    let n = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
+    for (i, slot) in buf[2..2 + n].iter_mut().enumerate() {
+        *slot = DIGITS[((v >> (4 * (n - 1 - i))) & 0xf) as usize];
+    }
+    (buf, 2 + n)
+}
+
+/// Appends `v` as a `"0x..."` JSON string: ASCII digits only, so nothing to escape (this is
+/// the hot path of large dumps: pointers and stacks).
+fn put_hex(out: &mut Vec<u8>, v: u64) {
+    let (buf, n) = hex_digits(v);
+    out.push(b'"');
+    out.extend_from_slice(&buf[..n]);
+    out.push(b'"');
+}
+
 /// A number as a `"0x..."` string (lowercase, no leading zeros).
 struct Hex(u64);
 
 impl Serialize for Hex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // Written by hand into a buffer on the stack: this is the hot path of large dumps.
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut buf = [0u8; 18];
-        buf[..2].copy_from_slice(b"0x");
-        let v = self.0;
-        let n = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
-        for (i, slot) in buf[2..2 + n].iter_mut().enumerate() {
-            *slot = DIGITS[((v >> (4 * (n - 1 - i))) & 0xf) as usize];
-        }
+        let (buf, n) = hex_digits(self.0);
         // Only ASCII digits were written.
-        s.serialize_str(std::str::from_utf8(&buf[..2 + n]).unwrap_or_default())
+        s.serialize_str(std::str::from_utf8(&buf[..n]).unwrap_or_default())
+    }
+}
+
+/// Appends fields as [`FieldsJson`] serializes them, writing what never needs escaping
+/// (punctuation, pointers, byte arrays, integers) directly; names and strings go through
+/// serde_json.
+fn put_fields(out: &mut Vec<u8>, fields: &[Field]) {
+    let repeated = |i: usize, f: &Field| fields[..i].iter().any(|g| g.name == f.name);
+    let duplicate = fields.iter().enumerate().any(|(i, f)| repeated(i, f));
+    out.push(b'{');
+    let mut first = true;
+    for (i, f) in fields.iter().enumerate() {
+        let mut value = &f.value;
+        if duplicate {
+            if repeated(i, f) {
+                continue;
+            }
+            value = fields[i..]
+                .iter()
+                .rev()
+                .find(|g| g.name == f.name)
+                .map_or(value, |g| &g.value);
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        put(out, &*f.name);
+        out.push(b':');
+        put_value(out, value);
+    }
+    out.push(b'}');
+}
+
+/// Appends a value as [`ValueJson`] serializes it (see [`put_fields`]).
+fn put_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Pointer(x) => put_hex(out, *x),
+        Value::Bytes(bytes) => {
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            out.reserve(4 + 2 * bytes.len());
+            out.extend_from_slice(b"\"0x");
+            for &b in bytes {
+                out.push(DIGITS[usize::from(b >> 4)]);
+                out.push(DIGITS[usize::from(b & 0xf)]);
+            }
+            out.push(b'"');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                put_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(fields) => put_fields(out, fields),
+        // Integers, floats (`null` when not finite), chars, strings, GUIDs and times: as
+        // serde_json writes them.
+        v => put(out, &ValueJson(v)),
     }
 }
 
@@ -122,13 +202,14 @@ impl Serialize for ValueJson<'_> {
 
 /// Appends an event's stack as a JSON array of `"0x..."` strings.
 fn put_stack(out: &mut Vec<u8>, ev: &Event<'_>) {
-    struct Ips<'e, 'a>(&'e Event<'a>);
-    impl Serialize for Ips<'_, '_> {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            s.collect_seq(self.0.stack.ips().map(Hex))
+    out.push(b'[');
+    for (i, ip) in ev.stack.ips().enumerate() {
+        if i > 0 {
+            out.push(b',');
         }
+        put_hex(out, ip);
     }
-    put(out, &Ips(ev));
+    out.push(b']');
 }
 
 impl EventJsonWriter {
@@ -183,11 +264,11 @@ impl EventJsonWriter {
         out.extend_from_slice(b",\"opcode\":");
         put(out, &ev.opcode());
         out.extend_from_slice(b",\"keywords\":");
-        put(out, &Hex(ev.keywords()));
+        put_hex(out, ev.keywords());
         out.extend_from_slice(b",\"stack\":");
         self.put_stack(out, ev);
         out.extend_from_slice(b",\"fields\":");
-        put(out, &FieldsJson(&fields.fields));
+        put_fields(out, &fields.fields);
         if !ev.activity_id.is_zero() {
             out.extend_from_slice(b",\"activity_id\":");
             put(out, &ev.activity_id.to_string());
@@ -252,6 +333,32 @@ mod tests {
         );
         // In order, compact.
         assert!(text(&fields).starts_with("{\"b\":true,\"i8\":-128,"));
+    }
+
+    #[test]
+    fn direct_writing_matches_serde() {
+        let fields = vec![
+            Field::new("p", Value::Pointer(0x7f00_dead_beef)),
+            Field::new("p0", Value::Pointer(0)),
+            Field::new("pmax", Value::Pointer(u64::MAX)),
+            Field::new("b", Value::Bool(false)),
+            Field::new("t", Value::Bool(true)),
+            Field::new("n\"ame", Value::String("a\u{1}\"\n".into())),
+            Field::new("nan", Value::F64(f64::NAN)),
+            Field::new("neg", Value::F64(-0.0)),
+            Field::new("c", Value::Char('\\')),
+            Field::new("bytes", Value::Bytes(vec![0, 0xab, 0xff])),
+            Field::new("empty", Value::Bytes(vec![])),
+            Field::new("arr", Value::Array(vec![Value::U8(1), Value::Pointer(16)])),
+            Field::new("none", Value::Array(vec![])),
+            Field::new("obj", Value::Object(vec![Field::new("x", Value::I32(-1))])),
+            Field::new("p", Value::Pointer(0xabc)),
+        ];
+        for fields in [&fields[..], &fields[..14], &[]] {
+            let mut out = Vec::new();
+            put_fields(&mut out, fields);
+            assert_eq!(String::from_utf8(out).unwrap(), text(fields));
+        }
     }
 
     #[test]

@@ -56,7 +56,7 @@ impl ProcessFacts {
         let pid_namespace = inode(procfs::namespace(pid, "pid"));
         let ours = inode(procfs::own_namespace("pid"));
         let cgroups = proc("cgroup")
-            .map(|b| cgroup_paths(&String::from_utf8_lossy(&b)))
+            .map(|b| clrspy_collect::cgroup::group_paths(&String::from_utf8_lossy(&b)))
             .unwrap_or_default();
         ProcessFacts {
             pid,
@@ -184,16 +184,6 @@ fn ns_inode(link: &str) -> Option<u64> {
     link.split_once('[')?.1.strip_suffix(']')?.parse().ok()
 }
 
-/// The paths of `/proc/PID/cgroup` (`hierarchy:controllers:path` lines).
-fn cgroup_paths(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = text
-        .lines()
-        .filter_map(|l| l.splitn(3, ':').nth(2).map(str::to_string))
-        .collect();
-    out.dedup();
-    out
-}
-
 /// The entry assembly a command line names: `app` for `dotnet [options] app.dll`, else the
 /// program's own name.
 fn entry_from_args(args: &[String]) -> Option<String> {
@@ -285,10 +275,6 @@ mod tests {
     fn proc_text() {
         assert_eq!(ns_inode("pid:[4026531836]"), Some(4026531836));
         assert_eq!(ns_inode("pid:"), None);
-        assert_eq!(
-            cgroup_paths("0::/system.slice/web.service\n"),
-            ["/system.slice/web.service"]
-        );
         let passwd = "root:x:0:0:root:/root:/bin/bash\ndev:x:1000:1000::/home/dev:/bin/sh\n";
         assert_eq!(uid_of(passwd, "dev"), Some(1000));
         assert_eq!(user_name(passwd, 0).as_deref(), Some("root"));

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use clrspy_collect::{
     DumpNotice, DumpPlan, DumpSpec, DumpsStarted, ErrorKind, ExceptionDumps, ExceptionTrigger,
-    Live, Progress, Resolved, RunObserver, RunOptions, Started, StopSignal,
+    LiveFeeds, Progress, Resolved, RunObserver, RunOptions, Started, StopSignal,
 };
 use diagnostics_client::{Endpoint, SessionConfig};
 
@@ -288,9 +288,9 @@ fn watch_session(
     observer: &mut UntilDone<'_>,
 ) -> clrspy_collect::Result<clrspy_collect::RunOutcome> {
     let label = format!("{} (pid {})", facts.file_name(), facts.pid);
-    let live = Live {
+    let live = LiveFeeds {
         consumers: vec![Box::new(trigger)],
-        ..Live::default()
+        ..LiveFeeds::default()
     };
     clrspy_collect::run(Resolved::Attach { endpoint, label }, opts, live, observer)
 }

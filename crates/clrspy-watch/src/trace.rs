@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use clrspy_collect::trigger::{Triggers, DEFAULT_AFTER};
 use clrspy_collect::{
-    ErrorKind, Live, Recording, Resolved, RunObserver, RunOptions, StopSignal, Summary,
+    ErrorKind, LiveFeeds, Recording, Resolved, RunObserver, RunOptions, StopSignal, Summary,
 };
 use diagnostics_client::{Connector, Endpoint, SessionConfig};
 
@@ -210,9 +210,9 @@ fn run_trace(
     let thread_cpu = Some(Duration::from_millis(20));
     let duration = t.duration.map(|d| d.0);
     let ring = t.ring_mb.map(|m| u64::from(m) << 20);
-    let live = || Live {
+    let live = || LiveFeeds {
         consumers: triggers.and_then(Triggers::consumer).into_iter().collect(),
-        ..Live::default()
+        ..LiveFeeds::default()
     };
     match route {
         TraceRoute::Attach(endpoint) => {

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use clrspy_collect::{Action, EventConsumer, Live, Recording, StopReason, StopSignal};
+use clrspy_collect::{Action, EventConsumer, LiveFeeds, Recording, StopReason, StopSignal};
 use common::{json, live, start};
 use diagnostics_client::{DumpType, Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
@@ -66,10 +66,10 @@ fn a_consumer_stops_a_live_recording_and_asks_for_a_dump() {
     let summary = clrspy_collect::record_live(
         &ep,
         &rec,
-        Live {
+        LiveFeeds {
             consumers: vec![Box::new(SampleWatch(0))],
             on_request: Some(&mut on_request),
-            ..Live::default()
+            ..LiveFeeds::default()
         },
         &mut |_| {},
     )

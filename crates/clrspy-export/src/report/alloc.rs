@@ -7,8 +7,9 @@ use clrspy_analysis::Analysis;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use super::rows::{MethodWeight, StackCount};
 use super::text::{method_table, TextStyle, Unit};
-use super::{MethodWeight, ReportKind, ReportOptions, StackCount, TextView};
+use super::view::{ReportKind, ReportOptions, TextView};
 use crate::units::{fit, human_bytes, percent};
 
 /// One allocated type.

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::text::TextStyle;
 use super::tree::{write_tree_with, Columns};
-use super::{ReportKind, ReportOptions, TextView, TreeOptions};
+use super::view::{ReportKind, ReportOptions, TextView, TreeOptions};
 use crate::units::{fit, percent, round1};
 
 /// A method's callers.

@@ -6,8 +6,9 @@ use clrspy_analysis::Analysis;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
+use super::rows::MethodWeight;
 use super::text::{method_table, TextStyle, Unit};
-use super::{MethodWeight, ReportKind, ReportOptions, TextView};
+use super::view::{ReportKind, ReportOptions, TextView};
 use crate::units::{percent, round1};
 
 /// One contended lock.

@@ -7,8 +7,9 @@ use clrspy_analysis::Analysis;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use super::rows::{sorted_counts, NameCount, StackCount};
 use super::text::TextStyle;
-use super::{sorted_counts, NameCount, ReportKind, ReportOptions, StackCount, TextView};
+use super::view::{ReportKind, ReportOptions, TextView};
 use crate::units::fit;
 
 /// One exception type.

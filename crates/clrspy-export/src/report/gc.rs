@@ -7,7 +7,7 @@ use clrspy_analysis::Analysis;
 use serde::Serialize;
 
 use super::text::TextStyle;
-use super::{ReportKind, ReportOptions, TextView};
+use super::view::{ReportKind, ReportOptions, TextView};
 use crate::units::round3;
 
 /// GCs.

@@ -4,7 +4,7 @@
 
 use clr_events::provider_spec::ProviderSpec;
 
-use super::ReportKind;
+use super::view::ReportKind;
 
 /// The runtime's `GC` keyword: GC events and allocation ticks.
 const GC: u64 = 0x1;

@@ -10,11 +10,12 @@ use clrspy_analysis::{Analysis, Metric};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use super::rows::MethodWeight;
 use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::{method_table, TextStyle, Unit};
 use super::threads::{process_cpu, ProcessCpu};
 use super::tree::{write_tree_with, Columns};
-use super::{MethodWeight, ReportKind, ReportOptions, TextView, TreeOptions};
+use super::view::{ReportKind, ReportOptions, TextView, TreeOptions};
 use crate::units::{percent, round1};
 
 /// CPU or waiting time by method.

@@ -13,7 +13,7 @@ use super::exceptions::ExceptionsReport;
 use super::runqueue::{self, CpuThrottling};
 use super::stack::StackReport;
 use super::text::{method_table, TextStyle, Unit};
-use super::{ReportKind, ReportOptions, TextView};
+use super::view::{ReportKind, ReportOptions, TextView};
 use crate::units::human_bytes;
 use clrspy_analysis::gc::GcTotals;
 

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use crate::units::{fit, human_bytes};
 
-use super::MethodWeight;
+use super::rows::MethodWeight;
 
 /// How text is laid out: table width, and whether headings are bold (a terminal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

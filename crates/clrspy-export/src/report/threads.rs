@@ -10,9 +10,10 @@ use clrspy_analysis::threads::{ThreadRole, WorkerPoint};
 use clrspy_analysis::{Analysis, StackFilter};
 use serde::Serialize;
 
+use super::rows::{sorted_counts, NameCount};
 use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::TextStyle;
-use super::{sorted_counts, NameCount, ReportKind, ReportOptions, TextView};
+use super::view::{ReportKind, ReportOptions, TextView};
 use crate::units::{fit, percent, round1};
 
 /// One thread.

@@ -14,7 +14,7 @@ use clrspy_analysis::profile::TreeNode;
 use clrspy_analysis::JustMyCode;
 
 use super::text::TextStyle;
-use super::TreeOptions;
+use super::view::TreeOptions;
 use crate::units::{cut_middle, fit, fit_among};
 
 /// Levels of indentation at most; deeper lines start with their level, `(L42)`.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{
-    ChildOutput, ExtraRuntimes, Live, Progress, RunObserver, RunOptions, Started, StopReason,
+    ChildOutput, ExtraRuntimes, LiveFeeds, Progress, RunObserver, RunOptions, Started, StopReason,
     StopSignal, Summary,
 };
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
@@ -432,7 +432,7 @@ pub(crate) fn execute(
             }
         });
     }
-    let mut live = Live::default();
+    let mut live = LiveFeeds::default();
     let mut child_env = extras.crash.as_ref().map(|c| c.env()).unwrap_or_default();
     if let Some(d) = extras.exceptions.as_mut() {
         let pid = match &target {
