@@ -121,6 +121,9 @@ pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> 
     }
 }
 
+/// The name of the frame that stands for run-queue time in waiting stacks.
+const RUNNABLE: &str = "[runnable";
+
 /// Builds the CPU (`Metric::Cpu`) or waits (`Metric::Wait`) report.
 pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let profile = a.profile(&o.filter);
@@ -132,25 +135,15 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let ms_per = a.sampling_interval_ns as f64 / 1e6;
     // Without a single sample no method is known: the readings' groups are not methods.
     let sampled = a.cpu.span_ns().is_some();
-    let conv = |v: Vec<(String, f64)>, n: &FxHashMap<String, f64>| -> Vec<MethodWeight> {
-        v.into_iter()
-            .take(if sampled { o.top } else { 0 })
-            .map(|(method, w)| MethodWeight {
-                samples: round1(n.get(&method).copied().unwrap_or(0.0)),
-                method,
-                percent: percent(w, total),
-                ms: round1(w * ms_per),
-            })
-            .collect()
-    };
     let method = a.cpu.source();
     let samples: f64 = profile.rows.iter().map(|r| r.samples_of(metric)).sum();
     let waits = metric == Metric::Wait;
-    let mut runq: f64 = profile
+    let sampled_runq: f64 = profile
         .rows
         .iter()
         .map(|r| profile.runnable_of(r, &a.symbols))
         .sum();
+    let mut runq = sampled_runq;
     // One "waiting for a CPU" everywhere: over the whole process (no thread, focus or exclude
     // filter) and measured, it is every thread's measured run-queue time, as in the summary
     // and the threads report (the sampled rows miss the threads the sampler never saw).
@@ -159,6 +152,35 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     if let (true, true, Some((_, measured, _))) = (waits, whole, runqueue::measured_totals(a)) {
         runq = measured / ms_per.max(f64::MIN_POSITIVE);
     }
+    // The threads the sampler never saw waited for a CPU too: what the measured total has
+    // beyond the sampled rows joins the total and the `[runnable: ...]` row, so the waits
+    // report's runnable row, its run-queue and blocked parts and its total agree.
+    let extra = runq - sampled_runq;
+    let total = total + extra;
+
+    let conv = |v: Vec<(String, f64)>, n: &FxHashMap<String, f64>| -> Vec<MethodWeight> {
+        let mut rows: Vec<MethodWeight> = v
+            .into_iter()
+            .take(if sampled { o.top } else { 0 })
+            .map(|(method, w)| {
+                let more = if method.starts_with(RUNNABLE) {
+                    extra
+                } else {
+                    0.0
+                };
+                MethodWeight {
+                    samples: round1(n.get(&method).copied().unwrap_or(0.0) + more),
+                    percent: percent(w + more, total),
+                    ms: round1((w + more) * ms_per),
+                    method,
+                }
+            })
+            .collect();
+        if extra != 0.0 {
+            rows.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        }
+        rows
+    };
     let by_blocking_call = match metric {
         Metric::Wait => {
             let (w, n) = profile.by_blocking_call(&a.symbols);
