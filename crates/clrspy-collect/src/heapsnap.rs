@@ -124,7 +124,7 @@ pub fn record_heap_dump(
     let config = heap_dump_config();
     let rec = Recording {
         config: &config,
-        out,
+        out: Some(out),
         duration: Some(timeout.saturating_sub(started.elapsed())),
         stop,
         thread_cpu: None,

@@ -234,7 +234,7 @@ pub fn launch_live(
     on_spawned: &mut dyn FnMut(u32),
     on_progress: OnProgress<'_>,
 ) -> Result<Launched> {
-    let file = open_output(rec.out, rec.ring)?;
+    let file = rec.out.map(|p| open_output(p, rec.ring)).transpose()?;
     let server = ReverseServer::bind(&socket_path())?;
     let ports_value = server.diagnostic_ports_value();
     let (hub, first) = start_port(server, opts.extra_runtimes)?;
@@ -244,7 +244,9 @@ pub fn launch_live(
         Err(source) => {
             // Nothing was recorded: leave no empty trace behind.
             drop(file);
-            let _ = std::fs::remove_file(rec.out);
+            if let Some(out) = rec.out {
+                let _ = std::fs::remove_file(out);
+            }
             hub.stop();
             return Err(Error::Spawn {
                 program: PathBuf::from(program),
@@ -260,8 +262,11 @@ pub fn launch_live(
         Err(e) => {
             if matches!(e, Error::NotDotnet { .. } | Error::StoppedBeforeStart) {
                 // No runtime ever connected: the file holds nothing, leave none behind.
-                if std::fs::metadata(rec.out).is_ok_and(|m| m.len() == 0) {
-                    let _ = std::fs::remove_file(rec.out);
+                if let Some(out) = rec
+                    .out
+                    .filter(|o| std::fs::metadata(o).is_ok_and(|m| m.len() == 0))
+                {
+                    let _ = std::fs::remove_file(out);
                 }
             }
             if !matches!(e, Error::NotDotnet { .. }) {
@@ -311,7 +316,7 @@ pub fn launch_live(
 fn record_child(
     child: &mut Child,
     first: &Receiver<HeldRuntime>,
-    file: Box<dyn ByteSink>,
+    file: Option<Box<dyn ByteSink>>,
     rec: &Recording<'_>,
     live: LiveFeeds<'_>,
     on_progress: OnProgress<'_>,

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod cgroup;
+mod consumer;
 mod coredump;
 pub mod crash;
 mod dumper;
@@ -33,6 +34,7 @@ mod run;
 mod session;
 mod sink;
 mod tap;
+mod tap_feed;
 mod target;
 mod tree;
 pub mod trigger;
@@ -41,6 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use consumer::{Action, Broadcast, End, EventConsumer, Lost, Subscription};
 pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
 pub use crash::{CrashCapture, CrashReport};
 pub use dumper::{
@@ -59,7 +62,7 @@ pub use ring::{parse_ring_size, RingSink, RingStats, RingStore};
 pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
 pub use session::{record, record_live, record_via, LiveFeeds};
 pub use sink::{ByteSink, FileSink, SinkReport, SpliceOutput, SplicedSink, StagedFile};
-pub use tap::{Action, EventConsumer};
+pub use tap::TapLoss;
 pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
 pub use tree::{
     process_name, record_tree, ConsumerFactory, TreeNotice, TreeOptions, TreeOutcome, TreeTrace,
@@ -86,8 +89,9 @@ pub enum StopReason {
 pub struct Recording<'a> {
     /// The session: providers, buffer, rundown, stacks.
     pub config: &'a SessionConfig,
-    /// The output file.
-    pub out: &'a Path,
+    /// The output file; None for a session that only feeds live consumers (or the caller's
+    /// sinks). Thread CPU readings, thread names and ReadyToRun names run either way.
+    pub out: Option<&'a Path>,
     /// Stop after this long.
     pub duration: Option<Duration>,
     /// Stop requests (Ctrl+C, Enter).
@@ -111,6 +115,8 @@ pub struct Progress {
     pub events: Option<u64>,
     /// Events the runtime reports lost (sequence gaps), when counted.
     pub dropped_events: Option<u64>,
+    /// What the live view skipped because its consumers fell behind (the file has it all).
+    pub tap_lost: Option<TapLoss>,
     /// When a stop trigger fired ([`Action::Trigger`]): how long the recording goes on.
     pub stopping_in: Option<Duration>,
 }
@@ -118,14 +124,17 @@ pub struct Progress {
 /// What a recording wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Summary {
-    /// The output file.
-    pub path: PathBuf,
+    /// The output file (None when the session wrote none).
+    pub path: Option<PathBuf>,
     /// Bytes written.
     pub bytes: u64,
     /// Events in the trace, counted as they streamed (None when the count was given up).
     pub events: Option<u64>,
     /// Events the runtime lost (its buffer was full), counted from sequence numbers.
     pub dropped_events: Option<u64>,
+    /// What the live view (the event count, the consumers) skipped because it fell behind;
+    /// the file has it all.
+    pub tap_lost: Option<TapLoss>,
     /// Why it ended.
     pub reason: StopReason,
     /// What the consumer that stopped the recording said (with [`StopReason::Triggered`]).

@@ -342,7 +342,7 @@ impl Write for Store {
 /// Writes block `b` (its bytes `bytes`, framed for its old offset) at output offset `pos`;
 /// returns the bytes written. V3-V5 payloads start at a multiple of 4: the padding before them
 /// is recomputed.
-fn reframe(
+pub(crate) fn reframe(
     format: FormatVersion,
     b: &Block,
     bytes: &[u8],

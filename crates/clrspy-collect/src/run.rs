@@ -199,7 +199,7 @@ pub fn with_method_loads(config: &SessionConfig) -> SessionConfig {
 fn recording<'a>(opts: &RunOptions<'a>, out: &'a Path) -> Recording<'a> {
     Recording {
         config: opts.config,
-        out,
+        out: Some(out),
         duration: opts.duration,
         stop: opts.stop,
         thread_cpu: opts.thread_cpu,

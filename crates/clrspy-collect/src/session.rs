@@ -5,11 +5,13 @@
 //! after it wrote the rundown into the stream we must keep draining.
 
 use std::io::{ErrorKind, Read};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Session};
 
+use crate::consumer::Broadcast;
 use crate::inject::Injected;
 use crate::procstat::{monotonic_ns, own_cpu_ns, ProcSampler};
 use crate::r2r::{R2rRecorder, SharedIps, StackIps};
@@ -26,6 +28,12 @@ pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct LiveFeeds<'a> {
     /// Consumers of the decoded events (run on the tap's thread).
     pub consumers: Vec<Box<dyn EventConsumer>>,
+    /// Where more consumers join and leave while the session runs.
+    pub broadcast: Option<Broadcast>,
+    /// The tap never skips: the recording waits for its consumers instead. For a session of
+    /// its own whose consumers must see every event (counters); with a trace file, the
+    /// runtime drops events while the recording waits.
+    pub lossless: bool,
     /// More sinks for the runtime's bytes (a ring buffer, a socket).
     pub sinks: Vec<Box<dyn ByteSink + 'a>>,
     /// Gets the consumers' Dump and Snapshot requests, on the pump's thread, as they come
@@ -42,6 +50,8 @@ impl std::fmt::Debug for LiveFeeds<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveFeeds")
             .field("consumers", &self.consumers.len())
+            .field("broadcast", &self.broadcast.is_some())
+            .field("lossless", &self.lossless)
             .field("sinks", &self.sinks.len())
             .field("on_request", &self.on_request.is_some())
             .field("exit_trigger", &self.exit_trigger)
@@ -49,7 +59,7 @@ impl std::fmt::Debug for LiveFeeds<'_> {
     }
 }
 
-/// Records a session on a running process's `endpoint` into `rec.out`.
+/// Records a session on a running process's `endpoint` into `rec.out` (and its other outputs).
 pub fn record(
     endpoint: &Endpoint,
     rec: &Recording<'_>,
@@ -66,7 +76,7 @@ pub fn record_live(
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
     // The file first: an unwritable path fails before the target is touched.
-    let file = open_output(rec.out, rec.ring)?;
+    let file = rec.out.map(|p| open_output(p, rec.ring)).transpose()?;
     let to: Arc<dyn Connector> = Arc::new(endpoint.clone());
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
     pump(session, to, file, endpoint.pid, rec, live, on_progress)
@@ -84,7 +94,7 @@ pub fn record_via(
     after_start: &mut dyn FnMut() -> Result<()>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
-    let file = open_output(rec.out, rec.ring)?;
+    let file = rec.out.map(|p| open_output(p, rec.ring)).transpose()?;
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
     after_start()?;
     pump(session, to, file, pid, rec, live, on_progress)
@@ -323,13 +333,13 @@ fn trigger_event(fired: &crate::tap::Fired, after: Duration) -> Injected {
     }
 }
 
-/// Finishes the file and the other sinks (all of them, whatever fails); the file's report, or
-/// the first error.
+/// Finishes the file and the other sinks (all of them, whatever fails); the file's report
+/// (an empty one without a file), or the first error.
 fn finish_sinks(
-    file: &mut dyn ByteSink,
+    file: Option<&mut Box<dyn ByteSink>>,
     extra: &mut [Box<dyn ByteSink + '_>],
 ) -> Result<SinkReport> {
-    let report = file.finish();
+    let report = file.map_or(Ok(SinkReport::default()), |f| f.finish());
     let mut first_err = None;
     for s in extra.iter_mut() {
         if let Err(e) = s.finish() {
@@ -340,13 +350,30 @@ fn finish_sinks(
     first_err.map_or(Ok(report), Err)
 }
 
+/// Every sink of the stream: the file (when there is one), the others, the tap last.
+fn all_sinks<'s>(
+    file: &'s mut Option<Box<dyn ByteSink>>,
+    extra: &'s mut [Box<dyn ByteSink + '_>],
+    tap: &'s mut Tap,
+) -> Vec<&'s mut dyn ByteSink> {
+    let mut v: Vec<&mut dyn ByteSink> = Vec::with_capacity(extra.len() + 2);
+    if let Some(f) = file.as_mut() {
+        v.push(&mut **f);
+    }
+    for s in extra.iter_mut() {
+        v.push(&mut **s);
+    }
+    v.push(tap.sink());
+    v
+}
+
 /// Streams `session` into `file` and `live`'s sinks until a stop condition; `to` opens the
 /// connection for StopTracing; `pid` is the target as seen from here (for its thread CPU
 /// readings).
 pub(crate) fn pump(
     mut session: Session,
     to: Arc<dyn Connector>,
-    mut file: Box<dyn ByteSink>,
+    mut file: Option<Box<dyn ByteSink>>,
     pid: u32,
     rec: &Recording<'_>,
     mut live: LiveFeeds<'_>,
@@ -366,14 +393,13 @@ pub(crate) fn pump(
     if readings.is_some() {
         consumers.push(Box::new(StackIps(ips)));
     }
-    let mut tap = Tap::new(consumers);
+    let mut tap = Tap::new(consumers, live.broadcast.take(), live.lossless);
     let mut buf = vec![0u8; 256 * 1024];
     let mut stop = Stopping::new();
     let mut extra = std::mem::take(&mut live.sinks);
     let result: Result<()> = (|| loop {
-        let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut *file as &mut dyn ByteSink)
-            .chain(extra.iter_mut().map(|s| &mut **s as &mut dyn ByteSink))
-            .collect();
+        let has_output = file.is_some() || !extra.is_empty();
+        let mut sinks = all_sinks(&mut file, &mut extra, &mut tap);
         match session.read(&mut buf) {
             Ok(0) => {
                 stop.reason.get_or_insert(StopReason::TargetEnded);
@@ -383,7 +409,6 @@ pub(crate) fn pump(
                 for s in sinks.iter_mut() {
                     s.write(&buf[..n])?;
                 }
-                tap.feed(&buf[..n]);
             }
             Err(e)
                 if matches!(
@@ -403,11 +428,18 @@ pub(crate) fn pump(
         for s in sinks.iter_mut() {
             s.flush()?;
         }
+        // The first sink is the file (or the first other output).
+        let bytes = if has_output {
+            sinks.first().map_or(0, |f| f.bytes())
+        } else {
+            0
+        };
+        drop(sinks);
         let (events, dropped_events) = tap.counts();
         on_progress(&Progress {
             elapsed: started.elapsed(),
-            // The first sink is the file.
-            bytes: sinks.first().map_or(0, |f| f.bytes()),
+            bytes,
+            tap_lost: tap.loss(),
             events,
             dropped_events,
             stopping_in: stop
@@ -418,7 +450,11 @@ pub(crate) fn pump(
         while let Some(a) = tap.next_action() {
             if let Action::Trigger { fired, after } = &a {
                 if stop.fired.is_none() && !stop.sent {
-                    splice_trigger(&mut sinks, fired, *after);
+                    splice_trigger(
+                        &mut all_sinks(&mut file, &mut extra, &mut tap),
+                        fired,
+                        *after,
+                    );
                 }
             }
             stop.act(a, &mut live.on_request, &to, session.id);
@@ -434,9 +470,7 @@ pub(crate) fn pump(
     {
         // The target's exit is the trigger: said in the trace before its end marker.
         let fired = crate::tap::Fired::exit(started.elapsed());
-        let mut sinks: Vec<&mut dyn ByteSink> = std::iter::once(&mut *file as &mut dyn ByteSink)
-            .chain(extra.iter_mut().map(|s| &mut **s as &mut dyn ByteSink))
-            .collect();
+        let mut sinks = all_sinks(&mut file, &mut extra, &mut tap);
         let ev = trigger_event(&fired, Duration::ZERO);
         let ts = monotonic_ns();
         for s in sinks.iter_mut() {
@@ -445,10 +479,10 @@ pub(crate) fn pump(
         stop.fired = Some((fired, Instant::now()));
     }
     // Whatever happened, what arrived is made durable before the error is reported.
-    let report = finish_sinks(&mut *file, &mut extra);
+    let report = finish_sinks(file.as_mut(), &mut extra);
     result?;
     let report = report?;
-    let ((events, dropped_events), rest) = tap.finish();
+    let ((events, dropped_events), tap_lost, rest) = tap.finish();
     for a in rest {
         // The session is over: only requests for the caller are still worth passing on.
         if !matches!(a, Action::Stop { .. }) {
@@ -456,7 +490,11 @@ pub(crate) fn pump(
         }
     }
     Ok(Summary {
-        path: rec.out.to_path_buf(),
+        path: report
+            .path
+            .clone()
+            .or_else(|| rec.out.map(Path::to_path_buf)),
+        tap_lost,
         bytes: report.bytes,
         events,
         dropped_events,

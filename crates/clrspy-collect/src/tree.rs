@@ -234,7 +234,7 @@ fn record_runtime(
         resume_runtime(port.as_ref(), COMMAND_TIMEOUT)?;
         let rec = Recording {
             config: &setup.config,
-            out: &path,
+            out: Some(&path),
             duration: setup.duration,
             stop,
             thread_cpu: setup.thread_cpu,
@@ -249,7 +249,15 @@ fn record_runtime(
                 .unwrap_or_default(),
             ..LiveFeeds::default()
         };
-        pump(session, to, Box::new(file), pid, &rec, live, &mut |_| {})
+        pump(
+            session,
+            to,
+            Some(Box::new(file)),
+            pid,
+            &rec,
+            live,
+            &mut |_| {},
+        )
     })();
     TreeTrace {
         pid,

@@ -122,7 +122,7 @@ pub(crate) fn trace(
             let mut d = Decision::for_process(DecisionKind::ActionDone, facts);
             d.rule = Some(rule.name.clone());
             d.action = Some("trace");
-            d.file = Some(s.path.clone());
+            d.file = s.path.clone();
             d.bytes = Some(s.bytes);
             d.detail = Some(describe(&s, over));
             state.emit(d);
@@ -241,7 +241,7 @@ fn run_trace(
             let config = clrspy_collect::with_method_loads(config);
             let rec = Recording {
                 config: &config,
-                out,
+                out: Some(out),
                 duration,
                 stop,
                 thread_cpu,

@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::collections::BTreeMap;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use clrspy_collect::{Action, EventConsumer, LiveFeeds, Recording, StopReason, StopSignal};
@@ -54,7 +56,7 @@ fn a_consumer_stops_a_live_recording_and_asks_for_a_dump() {
     let stop = StopSignal::new();
     let rec = Recording {
         config: &config,
-        out: &out,
+        out: Some(&out),
         // A bound, never reached: 200 samples take about 2 s.
         duration: Some(Duration::from_secs(50)),
         stop: &stop,
@@ -96,5 +98,175 @@ fn a_consumer_stops_a_live_recording_and_asks_for_a_dump() {
     assert!(
         names.iter().any(|n| n.starts_with("Method/DCStop")),
         "{names:?}"
+    );
+}
+
+/// Events per (provider, id) a consumer saw, with whether it was told the header first and
+/// how it ended; sent at the end.
+type Census = (bool, BTreeMap<(String, u32), u64>, clrspy_collect::End);
+
+struct Counter {
+    header: bool,
+    seen: BTreeMap<(String, u32), u64>,
+    done: mpsc::Sender<Census>,
+}
+
+impl EventConsumer for Counter {
+    fn start(&mut self, _header: &nettrace::TraceHeader) {
+        self.header = true;
+    }
+
+    fn event(&mut self, ev: &nettrace::Event<'_>) -> Action {
+        *self
+            .seen
+            .entry((ev.provider().to_string(), ev.event_id()))
+            .or_default() += 1;
+        Action::Continue
+    }
+
+    fn end(&mut self, end: &clrspy_collect::End) {
+        let _ = self
+            .done
+            .send((self.header, std::mem::take(&mut self.seen), end.clone()));
+    }
+}
+
+fn counter() -> (Counter, mpsc::Receiver<Census>) {
+    let (tx, rx) = mpsc::channel();
+    (
+        Counter {
+            header: false,
+            seen: BTreeMap::new(),
+            done: tx,
+        },
+        rx,
+    )
+}
+
+fn samples_config() -> SessionConfig {
+    SessionConfig {
+        providers: vec![Provider {
+            name: "Microsoft-DotNETCore-SampleProfiler".into(),
+            keywords: 0,
+            level: 5,
+            arguments: None,
+        }],
+        rundown_keyword: DEFAULT_RUNDOWN_KEYWORD,
+        ..SessionConfig::default()
+    }
+}
+
+#[test]
+fn the_live_view_sees_every_event_the_file_holds_clrspys_included() {
+    if !live() {
+        return;
+    }
+    let w = start("cpu", &["--seconds", "60"]);
+    let ep = clrspy_collect::endpoint_for_pid(w.1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.nettrace");
+    let config = samples_config();
+    let stop = StopSignal::new();
+    let rec = Recording {
+        config: &config,
+        out: Some(&out),
+        duration: Some(Duration::from_secs(3)),
+        stop: &stop,
+        thread_cpu: Some(Duration::from_millis(50)),
+        ring: None,
+    };
+    let (c, rx) = counter();
+    let summary = clrspy_collect::record_live(
+        &ep,
+        &rec,
+        LiveFeeds {
+            consumers: vec![Box::new(c)],
+            ..LiveFeeds::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    let (header, seen, end) = rx.recv().unwrap();
+    assert!(header, "told the header first");
+    assert_eq!(end.error, None);
+    assert_eq!(
+        summary.tap_lost, None,
+        "a 3 s sample recording never falls behind"
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    let mut r = nettrace::TraceReader::new(&bytes).unwrap();
+    let mut in_file = BTreeMap::new();
+    while let Some(ev) = r.next_event().unwrap() {
+        *in_file
+            .entry((ev.provider().to_string(), ev.event_id()))
+            .or_default() += 1;
+    }
+    let ours = |m: &BTreeMap<(String, u32), u64>| {
+        m.iter()
+            .filter(|((p, _), _)| p == clr_events::clrspy::PROVIDER)
+            .map(|(_, n)| *n)
+            .sum::<u64>()
+    };
+    assert!(ours(&in_file) > 20, "readings spliced: {in_file:?}");
+    assert_eq!(seen, in_file);
+    assert_eq!(summary.events, Some(r.stats().events));
+}
+
+#[test]
+fn a_session_without_a_file_still_reads_thread_cpu_and_names() {
+    if !live() {
+        return;
+    }
+    let w = start("cpu", &["--seconds", "60"]);
+    let ep = clrspy_collect::endpoint_for_pid(w.1).unwrap();
+    let config = samples_config();
+    let stop = StopSignal::new();
+    let rec = Recording {
+        config: &config,
+        out: None,
+        duration: Some(Duration::from_secs(2)),
+        stop: &stop,
+        thread_cpu: Some(Duration::from_millis(50)),
+        ring: None,
+    };
+    let (c, rx) = counter();
+    let broadcast = clrspy_collect::Broadcast::new();
+    let (late, late_rx) = counter();
+    let b = broadcast.clone();
+    let joiner = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        b.join(Box::new(late))
+    });
+    let summary = clrspy_collect::record_live(
+        &ep,
+        &rec,
+        LiveFeeds {
+            consumers: vec![Box::new(c)],
+            broadcast: Some(broadcast),
+            ..LiveFeeds::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    let _sub = joiner.join().unwrap();
+    assert_eq!(summary.path, None);
+    assert_eq!(summary.bytes, 0);
+    let (_, seen, _) = rx.recv().unwrap();
+    let count = |m: &BTreeMap<(String, u32), u64>, id: u32| {
+        m.get(&(clr_events::clrspy::PROVIDER.to_string(), id))
+            .copied()
+            .unwrap_or(0)
+    };
+    use clr_events::clrspy::ids;
+    assert!(count(&seen, ids::THREAD_CPU) > 10, "{seen:?}");
+    assert!(count(&seen, ids::THREAD_NAME) > 0, "{seen:?}");
+    let (header, late_seen, end) = late_rx.recv().unwrap();
+    assert!(header && !end.left);
+    let total = |m: &BTreeMap<(String, u32), u64>| m.values().sum::<u64>();
+    assert!(
+        total(&late_seen) > 0 && total(&late_seen) < total(&seen),
+        "joined late: {} of {}",
+        total(&late_seen),
+        total(&seen)
     );
 }

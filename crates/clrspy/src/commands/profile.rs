@@ -68,7 +68,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         child_stdout,
         &mut Default::default(),
     )?;
-    let path = outcome.summary.path.clone();
+    let path = super::record::trace_path(&outcome.summary).to_path_buf();
     // One analysis for the reports and the conversion.
     let trace = crate::input::open(&path)?;
     let a = analyze_trace(&trace, Options::default())?;

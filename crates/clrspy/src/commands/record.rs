@@ -64,6 +64,12 @@ impl StatusLine {
             if let Some(d) = p.dropped_events.filter(|d| *d > 0) {
                 line.push_str(&format!("  {d} lost"));
             }
+            if let Some(l) = p.tap_lost {
+                line.push_str(&format!(
+                    "  live view skipped {}",
+                    clrspy_values::human_bytes(l.bytes)
+                ));
+            }
         }
         line.push_str("   ");
         eprint!("{line}");
@@ -86,19 +92,33 @@ fn wrote_line(summary: &Summary, why: &str) -> String {
         (Some(e), _) => format!(", {e} events"),
         _ => String::new(),
     };
+    let path = trace_path(summary).display();
     let mut line = format!(
-        "Wrote {} bytes to {}{events} in {:.1} s ({why}).",
+        "Wrote {} bytes to {path}{events} in {:.1} s ({why}).",
         summary.bytes,
-        summary.path.display(),
         summary.elapsed.as_secs_f64()
     );
     if summary.events.is_none() {
         line.push_str(&format!(
-            " Events not counted: clrspy's live event reader stopped (it fell behind the stream, or the stream ended before its first event); the file holds every event the runtime sent: `clrspy info {}` counts them.",
-            summary.path.display()
+            " Events not counted: clrspy's live event reader stopped (the stream was not one it could follow, or it ended before its first event); the file holds every event the runtime sent: `clrspy info {path}` counts them."
+        ));
+    } else if let Some(l) = summary.tap_lost {
+        line.push_str(&format!(
+            " The live view fell behind and skipped {} blocks ({}, {} events) — counted above as not seen, not as lost: the file holds every one (`clrspy info {path}` counts them).",
+            l.blocks,
+            clrspy_values::human_bytes(l.bytes),
+            l.events
         ));
     }
     line
+}
+
+/// The trace file a recording wrote (`record` always writes one).
+pub(super) fn trace_path(summary: &Summary) -> &std::path::Path {
+    summary
+        .path
+        .as_deref()
+        .unwrap_or(std::path::Path::new("the trace"))
 }
 
 fn report(summary: &Summary) {
@@ -247,7 +267,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         &mut extras,
     )?;
     if let Some(format) = args.format {
-        super::convert::convert_after(&outcome.summary.path, format)?;
+        super::convert::convert_after(trace_path(&outcome.summary), format)?;
     }
     Ok(outcome.exit)
 }
@@ -275,7 +295,12 @@ fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
             after.as_secs_f64()
         );
     } else if triggers.is_some_and(|t| t.consumer().is_some()) && summary.events.is_none() {
-        eprintln!("warning: the live decoding of events fell behind and stopped, and the stop triggers with it: none fired. A smaller set of providers keeps it up.");
+        eprintln!("warning: the live decoding of events stopped, and the stop triggers with it: none fired.");
+    } else if let (Some(l), true) = (
+        summary.tap_lost,
+        triggers.is_some_and(|t| t.consumer().is_some()),
+    ) {
+        eprintln!("warning: the live decoding fell behind and skipped {} events; a stop trigger in them could not fire. A smaller set of providers keeps it up.", l.events);
     }
 }
 
@@ -480,7 +505,7 @@ pub(crate) fn execute(
     report_extras(&outcome.summary, extras.capture.triggers.as_ref());
     super::record_dumps::report(&dumped);
     if let Some(c) = &extras.crash {
-        super::record_dumps::report_crashes(c, Some(&outcome.summary.path));
+        super::record_dumps::report_crashes(c, Some(trace_path(&outcome.summary)));
     }
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,
@@ -514,10 +539,11 @@ mod tests {
 
     fn summary(events: Option<u64>) -> Summary {
         Summary {
-            path: "app.nettrace".into(),
+            path: Some("app.nettrace".into()),
             bytes: 1234,
             events,
             dropped_events: events.map(|_| 0),
+            tap_lost: None,
             reason: StopReason::TargetEnded,
             trigger: None,
             fired: None,

@@ -61,7 +61,7 @@ fn say(n: &TreeNotice<'_>) {
                 eprintln!(
                     "Wrote {} bytes to {}{events} ({why}{}).",
                     s.bytes,
-                    s.path.display(),
+                    super::record::trace_path(s).display(),
                     if s.complete {
                         ""
                     } else {
