@@ -427,6 +427,40 @@ impl Analysis {
         }
     }
 
+    /// Feeds one event of another session on the same process to the symbols only (method
+    /// and module names, module maps): a live view names the code jitted before it attached
+    /// from a short rundown session's events, which must not count as this trace's events or
+    /// move its clock.
+    pub fn name_event(&mut self, ev: &nettrace::Event<'_>) {
+        let (Some(provider), Some(r)) = self.source(ev) else {
+            return;
+        };
+        for k in 0..self.routes[r].len() {
+            let route = self.routes[r][k];
+            if !matches!(route.target, Target::Symbols | Target::Modules) {
+                continue;
+            }
+            let mev = ModelEvent {
+                provider,
+                id: ev.event_id(),
+                version: ev.version(),
+                ts_ns: ev.timestamp_ns(),
+                thread_id: ev.thread_id,
+                payload: ev.payload,
+                pointer_size: self.pointer_size,
+                stack: None,
+            };
+            let result = match route.target {
+                Target::Symbols => self.symbols.on_event(&mev),
+                _ => self.module_map(&mev),
+            };
+            if let Err(e) = result {
+                self.failed(provider, ev, e);
+                break;
+            }
+        }
+    }
+
     fn module_map(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
         let m = clr_events::clrspy::ModuleMap::parse(ev.payload)?;
         self.symbols.add_module(symbols::ModuleMapping {

@@ -1,0 +1,20 @@
+//! clrspy's live glue: what turns a running recording into views that refresh while it runs.
+//! The binary uses it now and the agent later, so the pieces live here once:
+//!
+//! - [`LiveAnalysis`]: an [`Analysis`](clrspy_analysis::Analysis) fed by the recording's event
+//!   tap (which decodes exactly what the trace file holds, clrspy's thread CPU readings and
+//!   names included), read through finished snapshots while it goes on;
+//! - [`LiveSession`]: a recording run on its own thread, with a handle to stop it, to read its
+//!   progress and to let views join and leave it (its [`Broadcast`](clrspy_collect::Broadcast));
+//! - [`name_jitted_code`]: names for the code jitted before the attach, while the session runs,
+//!   from a second, short session whose rundown lists every method;
+//! - [`refresh`]: the loop that hands a view a fresh snapshot every so often.
+#![deny(missing_docs)]
+
+mod analysis;
+mod names;
+mod session;
+
+pub use analysis::LiveAnalysis;
+pub use names::{name_jitted_code, NamesReport};
+pub use session::{refresh, LiveSession, SessionError, SessionSpec};
