@@ -271,4 +271,17 @@ fn profile_json_is_the_json_alone() {
     let types = v["alloc"]["types"].as_array().unwrap();
     assert!(!types.is_empty() && types.len() <= 3, "--top 3: {types:?}");
     assert!(v["gc"]["totals"]["count"].as_u64().unwrap() > 0);
+    // The reports come from the analysis fed while recording: the same as the kept file's.
+    let path = trace.to_str().unwrap();
+    for (key, kind) in [("gc", "gc"), ("alloc", "alloc"), ("summary", "summary")] {
+        let mut from_file = common::json(&["report", path, kind, "--json", "--top", "3"]);
+        let mut live = v[key].clone();
+        for r in [&mut from_file, &mut live] {
+            if let Some(o) = r.as_object_mut() {
+                o.remove("trace");
+                o.remove("next");
+            }
+        }
+        assert_eq!(live, from_file, "{key}");
+    }
 }

@@ -9,7 +9,7 @@ use clrspy_export::ReportKind;
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::record::{execute, resolve_target};
-use super::report::{analyze_trace, text_style};
+use super::report::{analyze_trace, text_style, warn_about};
 use crate::cli::ProfileArgs;
 use crate::output::CliResult;
 
@@ -59,6 +59,13 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     } else {
         clrspy_collect::ChildOutput::Inherit
     };
+    // The reports come from an analysis fed while recording (the tap decodes what the file
+    // holds); the file is read again only when the live view skipped part of it.
+    let live = clrspy_live::LiveAnalysis::new(Options::default());
+    let mut extras = super::record_dumps::Extras {
+        consumers: vec![live.consumer()],
+        ..Default::default()
+    };
     let outcome = execute(
         target,
         &config,
@@ -66,12 +73,21 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         duration,
         Some(std::time::Duration::from_millis(20)),
         child_stdout,
-        &mut Default::default(),
+        &mut extras,
     )?;
     let path = super::record::trace_path(&outcome.summary).to_path_buf();
-    // One analysis for the reports and the conversion.
     let trace = crate::input::open(&path)?;
-    let a = analyze_trace(&trace, Options::default())?;
+    let whole = outcome.summary.tap_lost.is_none()
+        && live
+            .end()
+            .is_some_and(|e| e.error.is_none() && e.lost.blocks == 0);
+    let a = match live.snapshot().filter(|_| whole) {
+        Some(a) => {
+            warn_about(&a);
+            a
+        }
+        None => analyze_trace(&trace, Options::default())?,
+    };
     if let Some(format) = args.format {
         let c = super::convert::Conversion {
             format,

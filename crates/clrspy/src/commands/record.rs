@@ -249,6 +249,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         capture,
         exceptions: super::record_dumps::exception_dumps(&dump_args, output.as_deref())?,
         crash: None,
+        consumers: Vec::new(),
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
         extras.crash = super::record_dumps::crash_capture(&dump_args, args.dump_on_crash, out)?;
@@ -457,7 +458,10 @@ pub(crate) fn execute(
             }
         });
     }
-    let mut live = LiveFeeds::default();
+    let mut live = LiveFeeds {
+        consumers: std::mem::take(&mut extras.consumers),
+        ..LiveFeeds::default()
+    };
     let mut child_env = extras.crash.as_ref().map(|c| c.env()).unwrap_or_default();
     if let Some(d) = extras.exceptions.as_mut() {
         let pid = match &target {

@@ -37,6 +37,8 @@ pub(crate) struct Extras {
     pub exceptions: Option<ExceptionDumps>,
     /// A launched program's crash report (and dump).
     pub crash: Option<clrspy_collect::CrashCapture>,
+    /// More consumers of the live events (`profile`'s live analysis).
+    pub consumers: Vec<Box<dyn clrspy_collect::EventConsumer>>,
 }
 
 /// The directory dumps and reports go to: `dir`, or the trace's.

@@ -112,6 +112,12 @@ pub(crate) fn analyze_trace(trace: &input::OpenTrace, options: Options) -> CliRe
     let a = Analysis::run(&mut reader, options, &mut |pos| progress.update(pos))
         .map_err(|e| CliError::new(format!("{}: {e}", trace.display())))?;
     progress.finish();
+    warn_about(&a);
+    Ok(a)
+}
+
+/// Says what an analysis could not read: damage, payloads no view could decode.
+pub(crate) fn warn_about(a: &Analysis) {
     if let Some(e) = &a.read_error {
         eprintln!("warning: the trace is damaged or cut; the report covers the events before: {e}");
     }
@@ -121,5 +127,4 @@ pub(crate) fn analyze_trace(trace: &input::OpenTrace, options: Options) -> CliRe
             d.count, d.event, d.first_error
         );
     }
-    Ok(a)
 }
