@@ -2,17 +2,18 @@
 //! thread) ask through a [`DumpHandle`], which counts the asks against the plan's limit at once
 //! and, when it has a [`DumpGate`] (a watcher's per-rule limits), asks the gate before
 //! anything is queued; the worker writes one dump at a time (createdump stops the target while
-//! it writes) and says what happened through a callback. The exception trigger (first-chance
+//! it writes) and says what happened through a callback. The worker is the crate's one
+//! [`Worker`] for slow actions. The exception trigger (first-chance
 //! exceptions of the listed types) lives here too.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::dumpfile::{write_dump_file, DumpReport, DumpSpec};
 use crate::tap::{Action, EventConsumer};
+use crate::worker::{Worker, WorkerHandle};
 use crate::Result;
 
 /// Where the dumps of one rule go and how many it may write.
@@ -97,7 +98,7 @@ pub trait DumpGate: Send + Sync {
 /// Asks the [`Dumper`] for dumps; cheap to clone, usable from any thread.
 #[derive(Clone)]
 pub struct DumpHandle {
-    tx: Sender<Option<Job>>,
+    jobs: WorkerHandle<Job>,
     taken: Arc<AtomicU32>,
     max: u32,
     gate: Option<Arc<dyn DumpGate>>,
@@ -118,9 +119,8 @@ impl std::fmt::Debug for DumpHandle {
 impl DumpHandle {
     /// A handle that can never ask (no worker).
     fn refusing() -> DumpHandle {
-        let (tx, _) = channel();
         DumpHandle {
-            tx,
+            jobs: WorkerHandle::refusing(),
             taken: Arc::new(AtomicU32::new(0)),
             max: 0,
             gate: None,
@@ -153,7 +153,7 @@ impl DumpHandle {
                 (t < self.max).then(|| t + 1)
             });
         match taken {
-            Ok(t) => self.tx.send(Some(Job { n: t + 1, request })).is_ok(),
+            Ok(t) => self.jobs.submit(Job { n: t + 1, request }),
             Err(_) => false,
         }
     }
@@ -168,7 +168,7 @@ impl DumpHandle {
 /// The worker writing one rule's dumps.
 pub struct Dumper {
     handle: Option<DumpHandle>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    worker: Option<Worker<Job>>,
     outcomes: Arc<Mutex<Vec<DumpOutcome>>>,
     default_pid: Arc<AtomicU32>,
 }
@@ -192,35 +192,28 @@ impl Dumper {
     /// Starts the worker; `pid` is the process dumped when an ask names none (0 or None: such
     /// asks fail until [`Dumper::set_pid`]).
     pub fn start(plan: DumpPlan, pid: Option<u32>, mut on_dump: OnDump) -> Dumper {
-        let (tx, rx) = channel::<Option<Job>>();
         let outcomes = Arc::new(Mutex::new(Vec::new()));
         let default_pid = Arc::new(AtomicU32::new(pid.unwrap_or(0)));
         let (out, dp) = (outcomes.clone(), default_pid.clone());
         let max = plan.max;
-        let thread = std::thread::Builder::new()
-            .name("clrspy-dumper".into())
-            .spawn(move || {
-                // None: the end (asks after it are not served).
-                for job in rx.iter().map_while(|j| j) {
-                    let o = one_dump(&plan, &dp, job, &mut on_dump);
-                    on_dump(&DumpNotice::Done(&o));
-                    if let Ok(mut v) = out.lock() {
-                        v.push(o);
-                    }
-                }
-            })
-            .ok();
+        // The plan's limit bounds the queue: every ask is counted before it is queued.
+        let worker = Worker::start("clrspy-dumper", max as usize, move |job| {
+            let o = one_dump(&plan, &dp, job, &mut on_dump);
+            on_dump(&DumpNotice::Done(&o));
+            if let Ok(mut v) = out.lock() {
+                v.push(o);
+            }
+        });
         let handle = DumpHandle {
-            tx,
+            jobs: worker.handle(),
             taken: Arc::new(AtomicU32::new(0)),
-            // Without a worker, every ask is refused.
-            max: if thread.is_some() { max } else { 0 },
+            max,
             gate: None,
             asking: Arc::new(Mutex::new(())),
         };
         Dumper {
             handle: Some(handle),
-            thread,
+            worker: Some(worker),
             outcomes,
             default_pid,
         }
@@ -243,10 +236,9 @@ impl Dumper {
             // After an ask in progress, if any: it is queued before the end.
             let _one = h.asking.lock().unwrap_or_else(|p| p.into_inner());
             h.taken.store(u32::MAX, Ordering::SeqCst);
-            let _ = h.tx.send(None);
         }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(w) = self.worker.take() {
+            w.finish();
         }
         self.outcomes
             .lock()

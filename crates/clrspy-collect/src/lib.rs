@@ -38,6 +38,7 @@ mod tap_feed;
 mod target;
 mod tree;
 pub mod trigger;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -67,6 +68,7 @@ pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resol
 pub use tree::{
     process_name, record_tree, ConsumerFactory, TreeNotice, TreeOptions, TreeOutcome, TreeTrace,
 };
+pub use worker::{Worker, WorkerHandle};
 
 use diagnostics_client::SessionConfig;
 

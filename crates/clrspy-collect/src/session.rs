@@ -18,6 +18,7 @@ use crate::r2r::{R2rRecorder, SharedIps, StackIps};
 use crate::ring::open_output;
 use crate::sink::{ByteSink, SinkReport};
 use crate::tap::{Action, EventConsumer, Tap};
+use crate::worker::WorkerHandle;
 use crate::{OnProgress, Progress, Recording, Result, StopReason, Summary};
 
 /// How long each command may take before the runtime is considered unresponsive.
@@ -36,9 +37,10 @@ pub struct LiveFeeds<'a> {
     pub lossless: bool,
     /// More sinks for the runtime's bytes (a ring buffer, a socket).
     pub sinks: Vec<Box<dyn ByteSink + 'a>>,
-    /// Gets the consumers' Dump and Snapshot requests, on the pump's thread, as they come
-    /// (without it they are dropped). Stop requests are the pump's own business.
-    pub on_request: Option<&'a mut dyn FnMut(&Action)>,
+    /// The worker that takes the consumers' Dump and Snapshot requests (without one they are
+    /// dropped; a full worker refuses them): nothing slow runs on the pump's thread, whose
+    /// draining the runtime waits on. Stop requests are the pump's own business.
+    pub requests: Option<WorkerHandle<Action>>,
     /// The target's exit is a stop trigger: when the target ends the session, that is stored
     /// in the trace (clrspy's `Trigger` event) and the summary ([`Summary::fired`]).
     ///
@@ -53,7 +55,7 @@ impl std::fmt::Debug for LiveFeeds<'_> {
             .field("broadcast", &self.broadcast.is_some())
             .field("lossless", &self.lossless)
             .field("sinks", &self.sinks.len())
-            .field("on_request", &self.on_request.is_some())
+            .field("requests", &self.requests.is_some())
             .field("exit_trigger", &self.exit_trigger)
             .finish()
     }
@@ -246,11 +248,11 @@ impl Stopping {
     }
 
     /// Carries out a consumer's action: a Stop sends StopTracing (once), Dump and Snapshot go
-    /// to the caller's handler.
+    /// to the caller's worker.
     fn act(
         &mut self,
         a: Action,
-        on_request: &mut Option<&mut dyn FnMut(&Action)>,
+        requests: &Option<WorkerHandle<Action>>,
         to: &Arc<dyn Connector>,
         id: u64,
     ) {
@@ -264,8 +266,8 @@ impl Stopping {
             }
             Action::Continue | Action::Stop { .. } | Action::Trigger { .. } => {}
             other => {
-                if let Some(h) = on_request.as_mut() {
-                    h(&other);
+                if let Some(w) = requests {
+                    w.submit(other);
                 }
             }
         }
@@ -457,7 +459,7 @@ pub(crate) fn pump(
                     );
                 }
             }
-            stop.act(a, &mut live.on_request, &to, session.id);
+            stop.act(a, &live.requests, &to, session.id);
         }
         if stop.check(rec, started, &to, session.id) {
             return Ok(());
@@ -486,7 +488,7 @@ pub(crate) fn pump(
     for a in rest {
         // The session is over: only requests for the caller are still worth passing on.
         if !matches!(a, Action::Stop { .. }) {
-            stop.act(a, &mut live.on_request, &to, session.id);
+            stop.act(a, &live.requests, &to, session.id);
         }
     }
     Ok(Summary {
