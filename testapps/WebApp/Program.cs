@@ -12,6 +12,9 @@
 //                    background GC while the app keeps allocating); returns the GC count after
 //   GET /retain?mb=N keeps N MB of 1 KB arrays alive (replacing what an earlier call kept), so
 //                    that gen2 is big enough for the runtime to collect it in the background
+//   GET /call?path=P calls this app's P (default /) with HttpClient: an outgoing HTTP request
+//   GET /log         logs one warning through ILogger (category WebApp.Requests), read by
+//                    the Microsoft-Extensions-Logging EventSource when a session enables it
 using System.Diagnostics;
 using System.Net;
 
@@ -23,6 +26,8 @@ for (var i = 0; i + 1 < args.Length; i++)
 
 var builder = WebApplication.CreateSlimBuilder(args);
 builder.Logging.ClearProviders();
+// Inert until an EventPipe session enables Microsoft-Extensions-Logging.
+builder.Logging.AddEventSourceLogger();
 builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, port));
 var app = builder.Build();
 
@@ -33,6 +38,14 @@ app.MapGet("/json", () => Results.Json(WebApp.Work.Records(), WebApp.WebJson.Def
 app.MapGet("/throw", () => WebApp.Work.ThrowAndCatch());
 app.MapGet("/retain", (int? mb) => WebApp.Work.Retain(mb ?? 64).ToString());
 app.MapGet("/gc", (int? gen, bool? blocking) => WebApp.Work.Collect(gen ?? 2, blocking ?? false).ToString());
+var client = new HttpClient();
+app.MapGet("/call", async (string? path, HttpContext ctx) =>
+    await client.GetStringAsync($"http://127.0.0.1:{ctx.Connection.LocalPort}{path ?? "/"}"));
+app.MapGet("/log", (ILoggerFactory f) =>
+{
+    f.CreateLogger("WebApp.Requests").LogWarning("slow request {Id}", 42);
+    return "logged";
+});
 
 await app.StartAsync();
 var address = app.Urls.First();

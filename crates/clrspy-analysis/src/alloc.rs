@@ -337,6 +337,7 @@ mod tests {
             payload,
             pointer_size: 8,
             stack: Some(StackId(3)),
+            context: crate::EventContext::default(),
         }
     }
 

@@ -110,6 +110,7 @@ mod tests {
             payload,
             pointer_size: 8,
             stack: None,
+            context: crate::EventContext::default(),
         }
     }
 

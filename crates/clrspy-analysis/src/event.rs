@@ -17,6 +17,9 @@ pub enum Provider {
     Known(KnownProvider),
     /// clrspy's own provider ([`clr_events::clrspy`]).
     Clrspy,
+    /// A self-describing (EventSource) provider, by name, as a model's [`Wanted::named`]
+    /// spells it (`"*"`: any provider).
+    Named(&'static str),
 }
 
 /// One event a model reads.
@@ -31,6 +34,9 @@ pub struct Wanted {
     /// Only events inside the options' time window reach the model (symbols and clrspy's
     /// readings want every event).
     pub windowed: bool,
+    /// For a [`Provider::Named`] provider: the event's name in its metadata (`"*"`: every
+    /// event of the provider); `id` is then unused.
+    pub event: Option<&'static str>,
 }
 
 impl Wanted {
@@ -41,6 +47,7 @@ impl Wanted {
             id,
             stack: false,
             windowed: true,
+            event: None,
         }
     }
 
@@ -67,6 +74,20 @@ impl Wanted {
             id,
             stack: false,
             windowed: false,
+            event: None,
+        }
+    }
+
+    /// An event of a self-describing (EventSource) provider, by the provider's name and the
+    /// event's name as its metadata says them (`RequestStart`, `EventCounters`); windowed,
+    /// without its stack. `"*"` stands for any provider or any event.
+    pub const fn named(provider: &'static str, event: &'static str) -> Wanted {
+        Wanted {
+            provider: Provider::Named(provider),
+            id: 0,
+            stack: false,
+            windowed: true,
+            event: Some(event),
         }
     }
 
@@ -77,6 +98,7 @@ impl Wanted {
             id,
             stack: false,
             windowed: false,
+            event: None,
         }
     }
 }
@@ -100,6 +122,58 @@ pub struct ModelEvent<'a> {
     pub pointer_size: u8,
     /// The event's stack, interned (when the model asked for it and the event has one).
     pub stack: Option<StackId>,
+    /// Activity ids, name and field layout.
+    pub context: EventContext<'a>,
+}
+
+/// What else a model may read of an event: its activity ids (requests, HTTP calls and their
+/// children are tied by them), its name and its fields' layout (self-describing events are
+/// read by field name: [`EventContext::decode`]).
+#[derive(Clone, Copy, Debug)]
+pub struct EventContext<'a> {
+    /// The event's activity id (zero when none).
+    pub activity_id: nettrace::Guid,
+    /// The activity that started this one (zero when none).
+    pub related_activity_id: nettrace::Guid,
+    /// The event's name in its metadata (empty for the runtime's events, whose metadata has
+    /// none).
+    pub event_name: &'a str,
+    /// The provider's name as the event's metadata spells it.
+    pub provider: &'a str,
+    /// The payload's field layout from the metadata.
+    pub fields: &'a [nettrace::FieldDesc],
+}
+
+impl Default for EventContext<'_> {
+    fn default() -> Self {
+        EventContext {
+            activity_id: nettrace::Guid::ZERO,
+            related_activity_id: nettrace::Guid::ZERO,
+            event_name: "",
+            provider: "",
+            fields: &[],
+        }
+    }
+}
+
+impl<'a> EventContext<'a> {
+    /// The context of `ev`.
+    pub fn of(ev: &'a nettrace::Event<'_>) -> EventContext<'a> {
+        EventContext {
+            activity_id: ev.activity_id,
+            related_activity_id: ev.related_activity_id,
+            event_name: &ev.metadata.event_name,
+            provider: &ev.metadata.provider,
+            fields: &ev.metadata.fields,
+        }
+    }
+}
+
+impl ModelEvent<'_> {
+    /// The payload decoded by its metadata's field layout (self-describing events).
+    pub fn decode(&self) -> nettrace::DecodedPayload {
+        nettrace::decode_payload(self.context.fields, self.payload)
+    }
 }
 
 /// A model of the analysis.
@@ -110,9 +184,13 @@ pub trait Model {
     /// Reads one of its events; an error is a payload its view could not read (counted by
     /// the analysis, the event is otherwise skipped).
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError>;
+
+    /// The pass ended (also called again when a live view finishes once more).
+    fn finish(&mut self) {}
 }
 
-/// The models an analysis can run.
+/// The first models, kept as typed fields of [`Analysis`](crate::Analysis) (reports read them
+/// directly); models added since live in the registry only (see [`crate::registry`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ModelKind {
     /// Samples: CPU and waiting time (with clrspy's thread CPU readings).
@@ -140,27 +218,67 @@ impl ModelKind {
         ModelKind::Threads,
     ];
 
-    const fn bit(self) -> u8 {
-        1 << self as u8
+    /// Its name in the [registry](crate::registry::MODELS).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ModelKind::Cpu => "cpu",
+            ModelKind::Alloc => "alloc",
+            ModelKind::Exceptions => "exceptions",
+            ModelKind::Contention => "contention",
+            ModelKind::Gc => "gc",
+            ModelKind::Threads => "threads",
+        }
     }
 }
 
-/// A set of models (symbols always run: every stack needs them).
+/// A set of models of the [registry](crate::registry::MODELS), by their place in it (symbols
+/// always run: every stack needs them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ModelSet(u8);
+pub struct ModelSet(u64);
 
 impl ModelSet {
     /// Every model.
-    pub const ALL: ModelSet = ModelSet(0b11_1111);
+    pub const ALL: ModelSet = ModelSet(u64::MAX);
 
-    /// Only these models.
+    /// No model (symbols only).
+    pub const NONE: ModelSet = ModelSet(0);
+
+    /// Only the built-in models `models`.
     pub fn only(models: &[ModelKind]) -> ModelSet {
-        ModelSet(models.iter().fold(0, |m, k| m | k.bit()))
+        let names: Vec<&str> = models.iter().map(|k| k.name()).collect();
+        ModelSet::named(&names).unwrap_or(ModelSet::NONE)
+    }
+
+    /// The models named `names` (a registry entry's [`ModelEntry::name`](crate::registry::ModelEntry::name));
+    /// an unknown name is an error naming it.
+    pub fn named(names: &[&str]) -> Result<ModelSet, String> {
+        let mut bits = 0u64;
+        for n in names {
+            let i = crate::registry::MODELS
+                .iter()
+                .position(|m| m.name == *n)
+                .ok_or_else(|| format!("no model named '{n}'"))?;
+            bits |= 1 << i;
+        }
+        Ok(ModelSet(bits))
+    }
+
+    /// True when the registry's `index`-th model is in the set.
+    pub fn contains_index(self, index: usize) -> bool {
+        index < 64 && self.0 & (1 << index) != 0
     }
 
     /// True when `model` is in the set.
     pub fn contains(self, model: ModelKind) -> bool {
-        self.0 & model.bit() != 0
+        crate::registry::MODELS
+            .iter()
+            .position(|m| m.name == model.name())
+            .is_some_and(|i| self.contains_index(i))
+    }
+
+    /// Both sets.
+    pub fn union(self, other: ModelSet) -> ModelSet {
+        ModelSet(self.0 | other.0)
     }
 }
 

@@ -156,6 +156,7 @@ mod tests {
             payload,
             pointer_size: 8,
             stack: None,
+            context: crate::EventContext::default(),
         }
     }
 

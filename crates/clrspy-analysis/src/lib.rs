@@ -37,8 +37,10 @@ pub mod heap;
 pub mod inventory;
 pub mod profile;
 pub mod r2r;
+pub mod registry;
 pub mod runqueue;
 pub mod signature;
+pub mod sources;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
@@ -48,9 +50,10 @@ use clr_events::{event_name_for, known_provider, ViewError};
 use nettrace::{ByteSource, Reader};
 use rustc_hash::FxHashMap;
 
-pub use event::{Model, ModelEvent, ModelKind, ModelSet, Provider, Wanted};
+pub use event::{EventContext, Model, ModelEvent, ModelKind, ModelSet, Provider, Wanted};
 pub use grouping::JustMyCode;
 pub use profile::{Metric, StackFilter, StackProfile};
+pub use registry::{AnyModel, ModelEntry, MODELS};
 
 /// The provider of the events `clrspy record` adds to a trace (thread CPU times, names,
 /// module maps): [`clr_events::clrspy`] defines them.
@@ -83,6 +86,8 @@ enum Target {
     Symbols,
     Modules,
     Model(ModelKind),
+    /// The n-th of [`Analysis::extra`].
+    Boxed(usize),
 }
 
 /// The routes of one (provider, id).
@@ -192,6 +197,11 @@ pub struct Analysis {
     pub ring: Option<clr_events::clrspy::Ring>,
     /// Frames for time no sampled stack shows (runtime threads, idle workers).
     pub groups: profile::Groups,
+    /// The registry's models held behind a pointer, with their place in the registry.
+    extra: Vec<(usize, Box<dyn AnyModel>)>,
+    /// Routes of self-describing events by (provider, event) name (`"*"` for any), with the
+    /// provider as the model spelt it.
+    named: FxHashMap<(&'static str, &'static str), (usize, &'static str)>,
     options: Options,
     pointer_size: u8,
     sources: FxHashMap<u32, Source>,
@@ -230,6 +240,8 @@ impl Analysis {
             trigger: None,
             ring: None,
             groups: profile::Groups::default(),
+            extra: Vec::new(),
+            named: FxHashMap::default(),
             options,
             pointer_size: header.pointer_size,
             sources: FxHashMap::default(),
@@ -239,46 +251,88 @@ impl Analysis {
             first_ns: None,
             last_ns: 0,
         };
-        a.build_dispatch();
+        a.build_dispatch(header);
         a
     }
 
-    /// One table from (provider, id) to the models that read the event.
-    fn build_dispatch(&mut self) {
+    /// One table from (provider, id) — or (provider, event) names for self-describing
+    /// events — to the models that read the event; builds the registry's boxed models picked.
+    fn build_dispatch(&mut self, header: &nettrace::TraceHeader) {
         let set = self.options.models;
-        let mut add = |target: Target, wanted: &[Wanted]| {
+        let add = |a: &mut Analysis, target: Target, wanted: &[Wanted]| {
             for w in wanted {
-                let k = (w.provider, w.id);
-                let i = *self.dispatch.entry(k).or_insert_with(|| {
-                    self.routes.push(Vec::new());
-                    self.routes.len() - 1
+                let slot = match (w.provider, w.event) {
+                    (Provider::Named(p), Some(e)) => a.named.get(&(p, e)).map(|r| r.0),
+                    _ => a.dispatch.get(&(w.provider, w.id)).copied(),
+                };
+                let i = slot.unwrap_or_else(|| {
+                    a.routes.push(Vec::new());
+                    a.routes.len() - 1
                 });
-                self.routes[i].push(Route {
+                match (w.provider, w.event) {
+                    (Provider::Named(p), Some(e)) => {
+                        a.named.insert((p, e), (i, p));
+                    }
+                    _ => {
+                        a.dispatch.insert((w.provider, w.id), i);
+                    }
+                }
+                a.routes[i].push(Route {
                     target,
                     stack: w.stack,
                     windowed: w.windowed,
                 });
             }
         };
-        add(Target::Symbols, symbols::Symbols::EVENTS);
+        add(self, Target::Symbols, symbols::Symbols::EVENTS);
         add(
+            self,
             Target::Modules,
             &[Wanted::clrspy(clr_events::clrspy::ids::MODULE_MAP)],
         );
-        for kind in ModelKind::ALL {
-            if !set.contains(kind) {
+        for (i, entry) in MODELS.iter().enumerate() {
+            if !set.contains_index(i) {
                 continue;
             }
-            let events = match kind {
-                ModelKind::Cpu => cpu::CpuModel::EVENTS,
-                ModelKind::Alloc => alloc::AllocModel::EVENTS,
-                ModelKind::Exceptions => exceptions::ExceptionModel::EVENTS,
-                ModelKind::Contention => contention::ContentionModel::EVENTS,
-                ModelKind::Gc => gc::GcModel::EVENTS,
-                ModelKind::Threads => threads::ThreadModel::EVENTS,
+            let target = match entry.slot {
+                registry::Slot::Field(kind) => Target::Model(kind),
+                registry::Slot::Boxed(make) => {
+                    self.extra.push((i, make(header)));
+                    Target::Boxed(self.extra.len() - 1)
+                }
             };
-            add(Target::Model(kind), events);
+            add(self, target, entry.events);
         }
+    }
+
+    /// The route of a self-describing event, by its provider's and its own name.
+    fn named_route(&self, provider: &str, event: &str) -> Option<(usize, &'static str)> {
+        if self.named.is_empty() {
+            return None;
+        }
+        // Keys are &'static str; look up with the event's strings through the map's hasher.
+        self.named
+            .iter()
+            .find(|((p, e), _)| *p == provider && *e == event)
+            .or_else(|| {
+                self.named
+                    .iter()
+                    .find(|((p, e), _)| *p == provider && *e == "*")
+            })
+            .or_else(|| {
+                self.named
+                    .iter()
+                    .find(|((p, e), _)| *p == "*" && *e == event)
+            })
+            .map(|(_, r)| *r)
+    }
+
+    /// The registry's model `M`, when this analysis runs it (boxed models only: the first six
+    /// are fields).
+    pub fn model<M: 'static>(&self) -> Option<&M> {
+        self.extra
+            .iter()
+            .find_map(|(_, m)| m.as_any().downcast_ref::<M>())
     }
 
     /// Reads every event of `reader`; `progress` gets the bytes read so far now and then. A
@@ -328,12 +382,18 @@ impl Analysis {
                 return (provider, routes);
             }
         }
-        let provider = match known_provider(p) {
+        let mut provider = match known_provider(p) {
             Some(k) => Some(Provider::Known(k)),
             None if p == CLRSPY_PROVIDER => Some(Provider::Clrspy),
             None => None,
         };
-        let routes = provider.and_then(|pr| self.dispatch.get(&(pr, event_id)).copied());
+        let mut routes = provider.and_then(|pr| self.dispatch.get(&(pr, event_id)).copied());
+        if routes.is_none() && provider != Some(Provider::Clrspy) {
+            if let Some((r, named)) = self.named_route(p, &ev.metadata.event_name) {
+                routes = Some(r);
+                provider = Some(Provider::Named(named));
+            }
+        }
         let mismatch = match (provider, routes) {
             (Some(Provider::Clrspy), Some(_)) => {
                 clr_events::clrspy::check_metadata(event_id, &ev.metadata.fields).err()
@@ -408,6 +468,7 @@ impl Analysis {
                 payload: ev.payload,
                 pointer_size: self.pointer_size,
                 stack: if route.stack { stack } else { None },
+                context: EventContext::of(ev),
             };
             let result = match route.target {
                 Target::Symbols => self.symbols.on_event(&mev),
@@ -418,6 +479,10 @@ impl Analysis {
                 Target::Model(ModelKind::Contention) => self.contention.on_event(&mev),
                 Target::Model(ModelKind::Gc) => self.gc.on_event(&mev),
                 Target::Model(ModelKind::Threads) => self.threads.on_event(&mev),
+                Target::Boxed(i) => match self.extra.get_mut(i) {
+                    Some((_, m)) => m.feed(&mev),
+                    None => Ok(()),
+                },
             };
             if let Err(e) = result {
                 self.failed(provider, ev, e);
@@ -449,6 +514,7 @@ impl Analysis {
                 payload: ev.payload,
                 pointer_size: self.pointer_size,
                 stack: None,
+                context: EventContext::of(ev),
             };
             let result = match route.target {
                 Target::Symbols => self.symbols.on_event(&mev),
@@ -476,7 +542,7 @@ impl Analysis {
         self.undecodable += 1;
         let name = match provider {
             Provider::Known(k) => event_name_for(k, ev.event_id(), ev.version()),
-            Provider::Clrspy => None,
+            Provider::Clrspy | Provider::Named(_) => None,
         };
         let name = match name {
             Some(n) => n,
@@ -504,6 +570,9 @@ impl Analysis {
     pub fn finish(&mut self) {
         self.cpu.finish();
         self.gc.finish();
+        for (_, m) in &mut self.extra {
+            m.end_pass();
+        }
         self.symbols.finish();
         self.symbols.resolve_all(self.stacks.all_ips());
         self.symbols.mark_app_code(self.process_name.as_deref());

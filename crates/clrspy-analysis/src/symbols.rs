@@ -184,7 +184,7 @@ impl Model for Symbols {
                     );
                 }
             }
-            (Provider::Clrspy, _) => {}
+            (Provider::Clrspy | Provider::Named(_), _) => {}
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ pub mod view;
 
 use clrspy_analysis::{Analysis, Metric};
 
-pub use needs::{providers_for, Needs};
+pub use needs::{models_for, providers_for, Needs};
 pub use rows::{MethodWeight, NameCount, StackCount};
 pub use text::TextStyle;
 pub use view::{write_json, Report, ReportKind, ReportOptions, ReportView, TextView, TreeOptions};

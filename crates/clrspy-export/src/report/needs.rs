@@ -1,6 +1,8 @@
-//! What each report needs recorded, beside the report registry: the runtime provider's
-//! keywords and level, and whether thread samples. `clrspy profile` derives the providers it
-//! enables from the reports chosen, so a report and what it reads are declared in one place.
+//! What each report needs, beside the report registry: recorded — the runtime provider's
+//! keywords and level, and whether thread samples (`clrspy profile` derives the providers it
+//! enables from the reports chosen) — and analysed: the models it reads
+//! ([`ReportKind::models`]; `clrspy report gc` runs only those). A report and what it reads are
+//! declared in one place.
 
 use clr_events::provider_spec::ProviderSpec;
 
@@ -48,6 +50,35 @@ impl ReportKind {
             samples,
         }
     }
+}
+
+impl ReportKind {
+    /// The analysis models the report reads (by their registry names; symbols always run).
+    pub fn models(self) -> &'static [&'static str] {
+        match self {
+            ReportKind::Summary => &["cpu", "alloc", "exceptions", "contention", "gc", "threads"],
+            // Stacks of waiting threads are grouped by the threads' names and roles.
+            ReportKind::Cpu | ReportKind::Waits | ReportKind::Threads => &["cpu", "threads"],
+            // The GC report shows the allocation rate beside the GCs.
+            ReportKind::Gc => &["gc", "alloc"],
+            ReportKind::Alloc => &["alloc"],
+            ReportKind::Exceptions => &["exceptions"],
+            ReportKind::Contention => &["contention"],
+        }
+    }
+}
+
+/// The models an analysis for `kinds` runs.
+pub fn models_for(kinds: &[ReportKind]) -> clrspy_analysis::ModelSet {
+    kinds
+        .iter()
+        .fold(clrspy_analysis::ModelSet::NONE, |set, k| {
+            // Every name is the registry's (a test checks): an unknown one would pick nothing.
+            set.union(
+                clrspy_analysis::ModelSet::named(k.models())
+                    .unwrap_or(clrspy_analysis::ModelSet::ALL),
+            )
+        })
 }
 
 /// The providers a recording for `kinds` enables: the runtime provider with the union of
@@ -102,6 +133,24 @@ mod tests {
         assert_eq!(
             (p[1].name.as_str(), p[1].keywords, p[1].level),
             (clr_events::SAMPLE_PROFILER_PROVIDER, 0, 5)
+        );
+    }
+
+    #[test]
+    fn every_report_names_models_of_the_registry() {
+        for k in ReportKind::ALL {
+            assert!(
+                clrspy_analysis::ModelSet::named(k.models()).is_ok(),
+                "{}: {:?}",
+                k.name(),
+                k.models()
+            );
+        }
+        let gc = models_for(&[ReportKind::Gc]);
+        assert!(gc.contains(clrspy_analysis::ModelKind::Gc));
+        assert!(
+            !gc.contains(clrspy_analysis::ModelKind::Cpu),
+            "report gc runs no CPU model"
         );
     }
 

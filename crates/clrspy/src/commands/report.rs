@@ -82,6 +82,8 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     let mut options = window(&args.from, &args.to)?;
     options.images.dirs = args.symbols.clone();
     options.images.original_paths = !args.no_local_images;
+    // Only the models this report reads run.
+    options.models = report::models_for(&[args.kind]);
     let a = analyze(&args.input.trace, options)?;
     let r = report::build(args.kind, &a, &report_options(args));
     print(r.as_ref(), args.json)?;

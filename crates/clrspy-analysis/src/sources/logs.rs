@@ -1,0 +1,90 @@
+//! The app's logs through `Microsoft-Extensions-Logging` (its EventSource logger): counts by
+//! category and level, and the first messages.
+
+use std::collections::BTreeMap;
+
+use clr_events::ViewError;
+use serde::Serialize;
+
+use super::{number, text};
+use crate::registry::{boxed, ModelEntry};
+use crate::{Model, ModelEvent, Wanted};
+
+const LOGGING: &str = "Microsoft-Extensions-Logging";
+
+/// Messages kept at most (the counts cover them all).
+pub const KEPT: usize = 200;
+
+/// One log message.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LogMessage {
+    /// ns since the trace start.
+    pub time_ns: i64,
+    /// `Trace`, `Debug`, `Information`, `Warning`, `Error`, `Critical`.
+    pub level: &'static str,
+    /// The logger's category.
+    pub category: String,
+    /// The message as formatted.
+    pub message: String,
+}
+
+/// The app's logs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LogModel {
+    /// Messages by category, then level.
+    pub counts: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    /// The first [`KEPT`] messages.
+    pub messages: Vec<LogMessage>,
+    /// Messages not kept.
+    pub not_kept: u64,
+}
+
+/// The name of a `Microsoft.Extensions.Logging.LogLevel`.
+fn level_name(n: Option<f64>) -> &'static str {
+    match n.map(|n| n as i64) {
+        Some(0) => "Trace",
+        Some(1) => "Debug",
+        Some(2) => "Information",
+        Some(3) => "Warning",
+        Some(4) => "Error",
+        Some(5) => "Critical",
+        _ => "Unknown",
+    }
+}
+
+impl Model for LogModel {
+    const EVENTS: &'static [Wanted] = &[
+        Wanted::named(LOGGING, "FormattedMessage"),
+        Wanted::named(LOGGING, "MessageJson"),
+    ];
+
+    fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        let d = ev.decode();
+        let level = level_name(number(&d, "Level"));
+        let category = text(&d, "LoggerName");
+        *self
+            .counts
+            .entry(category.clone())
+            .or_default()
+            .entry(level)
+            .or_default() += 1;
+        if self.messages.len() < KEPT {
+            self.messages.push(LogMessage {
+                time_ns: ev.ts_ns,
+                level,
+                category,
+                message: text(&d, "FormattedMessage"),
+            });
+        } else {
+            self.not_kept += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The registry's entry.
+pub const ENTRY: ModelEntry = ModelEntry::of::<LogModel>(
+    "logs",
+    "the app's logs (Microsoft-Extensions-Logging): counts by category and level, messages",
+    boxed::<LogModel>,
+);

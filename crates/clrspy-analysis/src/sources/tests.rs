@@ -1,0 +1,130 @@
+use std::path::Path;
+
+use super::connections::ConnectionModel;
+use super::counters::CounterModel;
+use super::http_client::HttpClientModel;
+use super::logs::LogModel;
+use super::requests::RequestModel;
+use crate::{Analysis, ModelSet, Options};
+
+/// The WebApp trace with every EventSource these models read (its README says how it was
+/// recorded and what it holds).
+fn analysed(models: ModelSet) -> Analysis {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../clrspy/tests/data/webapp-eventsources.nettrace.zip");
+    let trace = crate::trace_file::OpenTrace::open(&path).unwrap();
+    let mut reader = trace.reader().unwrap();
+    let options = Options {
+        models,
+        ..Options::default()
+    };
+    let a = Analysis::run(&mut reader, options, &mut |_| ()).unwrap();
+    assert!(a.decode_errors().is_empty(), "{:?}", a.decode_errors());
+    a
+}
+
+#[test]
+fn served_requests_by_route_tied_by_activity() {
+    let a = analysed(ModelSet::named(&["requests"]).unwrap());
+    let r = a.model::<RequestModel>().unwrap();
+    assert_eq!(r.started, 22);
+    let counts: Vec<(&str, u64)> = r
+        .routes
+        .iter()
+        .map(|(k, d)| (k.as_str(), d.count))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("GET /", 5),
+            ("GET /call", 6),
+            ("GET /cpu", 5),
+            ("GET /log", 5),
+            ("GET /nope", 1)
+        ],
+        "every stop found its start"
+    );
+    assert_eq!(
+        (r.in_flight, r.finished_unstarted, r.unhandled_exceptions),
+        (0, 0, 1)
+    );
+    // /call waits for its own /cpu: it takes longer.
+    assert!(r.routes["GET /call"].p50_ms > r.routes["GET /cpu"].p50_ms);
+    assert!(
+        a.model::<LogModel>().is_none(),
+        "only the models picked run"
+    );
+}
+
+#[test]
+fn kestrel_connections() {
+    let a = analysed(ModelSet::named(&["connections"]).unwrap());
+    let c = a.model::<ConnectionModel>().unwrap();
+    assert_eq!((c.opened, c.closed.count, c.open_at_end), (17, 16, 1));
+    assert_eq!(c.requests.count, 22);
+}
+
+#[test]
+fn outgoing_requests_by_host_with_statuses_and_failures() {
+    let a = analysed(ModelSet::named(&["http_client"]).unwrap());
+    let h = a.model::<HttpClientModel>().unwrap();
+    assert_eq!(h.hosts.len(), 1, "{:?}", h.hosts.keys());
+    let (host, calls) = h.hosts.iter().next().unwrap();
+    assert!(host.starts_with("http://127.0.0.1:"), "{host}");
+    assert_eq!(calls.durations.count, 6);
+    assert_eq!(
+        calls
+            .statuses
+            .iter()
+            .map(|(s, n)| (*s, *n))
+            .collect::<Vec<_>>(),
+        [(200, 5), (404, 1)]
+    );
+    assert_eq!(calls.failures.values().sum::<u64>(), 1);
+    assert!(calls.failures.keys().any(|m| m.contains("404")));
+    assert_eq!(h.in_flight, 0);
+}
+
+#[test]
+fn logs_by_category_and_level() {
+    let a = analysed(ModelSet::named(&["logs"]).unwrap());
+    let l = a.model::<LogModel>().unwrap();
+    let total: u64 = l.counts.values().flat_map(|m| m.values()).sum();
+    assert_eq!(total, 93);
+    assert_eq!(l.counts["WebApp.Requests"]["Warning"], 5);
+    let ours: Vec<&str> = l
+        .messages
+        .iter()
+        .filter(|m| m.category == "WebApp.Requests")
+        .map(|m| m.message.as_str())
+        .collect();
+    assert_eq!(ours, ["slow request 42"; 5]);
+}
+
+#[test]
+fn counters_and_metrics_series() {
+    let a = analysed(ModelSet::named(&["counters"]).unwrap());
+    let c = a.model::<CounterModel>().unwrap();
+    let cpu = &c.series["System.Runtime/cpu-usage"];
+    assert!(
+        cpu.points.len() >= 3,
+        "one a second for 4 s: {:?}",
+        cpu.points
+    );
+    assert_eq!(cpu.unit, "%");
+    let heap = &c.series["System.Runtime/gc-heap-size"];
+    assert!(heap.points.iter().all(|p| p.1 > 0.0));
+    let durations: Vec<&String> = c
+        .series
+        .keys()
+        .filter(|k| k.starts_with("System.Net.Http/http.client.request.duration["))
+        .collect();
+    assert!(!durations.is_empty(), "{:?}", c.series.keys());
+}
+
+#[test]
+fn a_model_is_picked_by_name_and_unknown_names_are_refused() {
+    assert!(ModelSet::named(&["gc", "requests"]).is_ok());
+    let e = ModelSet::named(&["nope"]).unwrap_err();
+    assert!(e.contains("nope"), "{e}");
+}
