@@ -1,6 +1,6 @@
 //! The model registry: every model an analysis can run, by name, with the events it reads.
-//! A model is one file (its struct, `impl Model`, and its `ENTRY`) plus one line in
-//! [`MODELS`]; reports pick models by name ([`ModelSet::named`](crate::ModelSet::named)), and
+//! A model is one file in `sources/` (its struct, `impl Model`, and its `ENTRY`) plus its name
+//! in that folder's `models!` list; reports pick models by name ([`ModelSet::named`](crate::ModelSet::named)), and
 //! a model nobody picked is never built or fed. Its result is read with
 //! [`Analysis::model`](crate::Analysis::model).
 //!
@@ -118,8 +118,8 @@ const fn field(
     }
 }
 
-/// Every model, in the order they are fed each event.
-pub const MODELS: &[ModelEntry] = &[
+/// The first six models: typed fields of the analysis.
+const FIELDS: [ModelEntry; 6] = [
     field(
         ModelKind::Cpu,
         "samples: CPU and waiting time per thread and stack",
@@ -146,9 +146,29 @@ pub const MODELS: &[ModelEntry] = &[
         "threads, their names and the thread pool",
         crate::threads::ThreadModel::EVENTS,
     ),
-    crate::sources::requests::ENTRY,
-    crate::sources::connections::ENTRY,
-    crate::sources::http_client::ENTRY,
-    crate::sources::counters::ENTRY,
-    crate::sources::logs::ENTRY,
 ];
+
+/// How many models there are.
+const COUNT: usize = FIELDS.len() + crate::sources::ENTRIES.len();
+
+/// The fields' entries, then the models of [`crate::sources`].
+const fn all() -> [ModelEntry; COUNT] {
+    let mut out = [FIELDS[0]; COUNT];
+    let mut i = 0;
+    while i < FIELDS.len() {
+        out[i] = FIELDS[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < crate::sources::ENTRIES.len() {
+        out[i + j] = crate::sources::ENTRIES[j];
+        j += 1;
+    }
+    out
+}
+
+/// Every model, in the order they are fed each event (at most 64: a
+/// [`ModelSet`](crate::ModelSet) is a 64-bit set).
+pub const MODELS: &[ModelEntry] = &all();
+
+const _: () = assert!(COUNT <= 64, "a ModelSet holds 64 models");

@@ -1,13 +1,21 @@
-//! Models of self-describing (EventSource) providers, read by provider and event name and
-//! decoded by their metadata's field layout: ASP.NET Core requests, Kestrel connections,
-//! outgoing HTTP requests, counters and metrics, logs. Each is one file and one line in the
-//! [registry](crate::registry::MODELS).
+//! Models added to the registry since the first six: mostly of self-describing (EventSource)
+//! providers, read by provider and event name and decoded by their metadata's field layout —
+//! ASP.NET Core requests, Kestrel connections, outgoing HTTP requests, counters and metrics,
+//! logs. A model is a file here (its struct, `impl Model`, and a `pub const ENTRY`) and its
+//! name in the `models!` list below, which declares the module and registers the entry.
 
-pub mod connections;
-pub mod counters;
-pub mod http_client;
-pub mod logs;
-pub mod requests;
+use crate::registry::ModelEntry;
+
+/// Declares each model's module and lists their entries, in order.
+macro_rules! models {
+    ($($m:ident),* $(,)?) => {
+        $(pub mod $m;)*
+        /// The entries of the models in this folder, in the registry's order.
+        pub(crate) const ENTRIES: [ModelEntry; [$(stringify!($m)),*].len()] = [$($m::ENTRY),*];
+    };
+}
+
+models!(requests, connections, http_client, counters, logs);
 
 use std::hash::Hash;
 
