@@ -71,6 +71,23 @@ fn info_reports_truncation_with_offset() {
 }
 
 #[test]
+fn clrspys_own_events_are_on_no_thread_in_text() {
+    let trace = common::repo().join("crates/clrspy/tests/data/gc-no-samples.nettrace.zip");
+    let out = clrspy()
+        .args(["events", "--provider", "clrspy", "--limit", "5"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().count() >= 5, "{text}");
+    for l in text.lines().take(5) {
+        assert!(l.contains("  tid -       clrspy/"), "{l}");
+    }
+    assert!(!text.contains("18446744073709551615"), "{text}");
+}
+
+#[test]
 fn events_json_lines_have_stable_keys_and_decoded_fields() {
     let out = clrspy()
         .args([

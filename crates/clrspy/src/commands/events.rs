@@ -14,10 +14,17 @@ use crate::progress::Progress;
 
 /// Renders one event as a text line (with its newline).
 fn render_text(ev: &Event<'_>, name: &str, decoded: &EventFields, args: &EventsArgs) -> String {
+    // clrspy's own events (readings, names) are stamped on no thread (0 in older traces).
+    let own = ev.provider() == clr_events::clrspy::PROVIDER;
+    let tid = if ev.thread_id == u64::MAX || (own && ev.thread_id == 0) {
+        "-".to_string()
+    } else {
+        ev.thread_id.to_string()
+    };
     let mut line = format!(
         "{:>14.6} ms  tid {:<7} {}/{}",
         ev.timestamp_ns() as f64 / 1e6,
-        ev.thread_id,
+        tid,
         ev.provider(),
         name
     );

@@ -379,6 +379,8 @@ pub(crate) struct Outcome {
 /// The front end of a run: the first line, the status line (attach only: a launched child
 /// writes to the same terminal).
 struct Console<'a> {
+    /// The launched program's name (the app, not `dotnet`).
+    name: Option<String>,
     duration: Option<Duration>,
     interactive: bool,
     status: StatusLine,
@@ -408,9 +410,12 @@ impl RunObserver for Console<'_> {
                 if let Some(d) = self.dumps {
                     d.set_pid(pid);
                 }
+                let name = match &self.name {
+                    Some(n) => n.clone(),
+                    None => program.display().to_string(),
+                };
                 eprintln!(
-                    "Recording {} (pid {pid}) from its start to {}",
-                    program.display(),
+                    "Recording {name} (pid {pid}) from its start to {}",
                     out.display()
                 );
             }
@@ -487,6 +492,11 @@ pub(crate) fn execute(
         child_env,
     };
     let mut console = Console {
+        // `dotnet app.dll` is recorded as `app`, as `ps` and attach name it.
+        name: match &target {
+            Target::Launch(cmd) => Some(clrspy_collect::launch_name(cmd)),
+            _ => None,
+        },
         duration,
         interactive,
         status: StatusLine::new(attach && std::io::stderr().is_terminal()),
