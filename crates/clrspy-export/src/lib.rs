@@ -20,6 +20,7 @@ pub mod speedscope;
 
 pub mod event_json;
 pub mod format;
+pub mod heap_view;
 pub mod info;
 pub mod report;
 pub mod units;
