@@ -307,4 +307,36 @@ mod tests {
         assert_eq!(sampler.counts().lost, 0);
         eprintln!("{got} samples, expected {expected:.0} from {cpu_ns} ns CPU");
     }
+
+    #[test]
+    fn another_users_process_is_refused_with_how_to_allow_it() {
+        // SAFETY: geteuid has no memory effects.
+        if unsafe { libc::geteuid() } == 0 {
+            eprintln!("root may sample pid 1: skipped");
+            return;
+        }
+        match Sampler::open(1, 999) {
+            Err(e @ Error::Refused { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("process 1") && text.contains("CAP_PERFMON"),
+                    "{text}"
+                );
+            }
+            // pid 1 of this user (a container) or unreadable tasks.
+            Ok(_) | Err(Error::NoThreads { .. }) => eprintln!("pid 1 is ours or hidden: skipped"),
+            Err(e) => panic!("unexpected: {e}"),
+        }
+    }
+
+    #[test]
+    fn an_ended_process_has_no_threads() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(matches!(
+            Sampler::open(pid, 999),
+            Err(Error::NoThreads { .. })
+        ));
+    }
 }
