@@ -1,0 +1,342 @@
+//! The Linux sampler: a `cpu-clock` perf event per thread of the target, opened with
+//! `perf_event_open`, each with its own ring buffer; new threads found by rescanning
+//! `/proc/PID/task`.
+
+use crate::ring::Ring;
+use crate::{Counts, Error, Refusal, Sample};
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+const PERF_SAMPLE_TID: u64 = 1 << 1;
+const PERF_SAMPLE_TIME: u64 = 1 << 2;
+const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
+const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
+const FLAG_EXCLUDE_HV: u64 = 1 << 6;
+const FLAG_FREQ: u64 = 1 << 10;
+const FLAG_EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
+const FLAG_USE_CLOCKID: u64 = 1 << 25;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// Data pages per thread's ring (32 KiB with 4 KiB pages: ~250 deep samples).
+const DATA_PAGES: usize = 8;
+
+/// `struct perf_event_attr` up to `sig_data` (PERF_ATTR_SIZE_VER8, 128 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_freq: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+    config2: u64,
+    branch_sample_type: u64,
+    sample_regs_user: u64,
+    sample_stack_user: u32,
+    clockid: i32,
+    sample_regs_intr: u64,
+    aux_watermark: u32,
+    sample_max_stack: u16,
+    reserved2: u16,
+    aux_sample_size: u32,
+    reserved3: u32,
+    sig_data: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 128);
+
+/// One sampled thread: its event and ring (the ring is unmapped before the fd closes).
+struct Thread {
+    ring: Ring,
+    _fd: OwnedFd,
+}
+
+/// CPU samples of every thread of one process, taken by the kernel.
+///
+/// ```no_run
+/// let mut sampler = clrspy_sampler::Sampler::open(1234, clrspy_sampler::DEFAULT_RATE_HZ)?;
+/// let mut samples = Vec::new();
+/// loop {
+///     std::thread::sleep(std::time::Duration::from_millis(100));
+///     sampler.follow_threads()?;
+///     sampler.drain(&mut samples)?;
+/// #   break;
+/// }
+/// # Ok::<(), clrspy_sampler::Error>(())
+/// ```
+pub struct Sampler {
+    pid: u32,
+    rate_hz: u32,
+    threads: BTreeMap<u32, Thread>,
+    counts: Counts,
+}
+
+impl std::fmt::Debug for Sampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampler")
+            .field("pid", &self.pid)
+            .field("rate_hz", &self.rate_hz)
+            .field("threads", &self.threads.len())
+            .field("counts", &self.counts)
+            .finish()
+    }
+}
+
+impl Sampler {
+    /// Starts sampling every current thread of `pid` at `rate_hz` samples per second per
+    /// thread on a CPU. Refusal by the kernel is [`Error::Refused`].
+    pub fn open(pid: u32, rate_hz: u32) -> Result<Sampler, Error> {
+        let mut sampler = Sampler {
+            pid,
+            rate_hz: rate_hz.max(1),
+            threads: BTreeMap::new(),
+            counts: Counts::default(),
+        };
+        sampler.follow_threads()?;
+        if sampler.threads.is_empty() {
+            return Err(Error::NoThreads { pid });
+        }
+        Ok(sampler)
+    }
+
+    /// Opens events for threads born since the last call (threads that ended are dropped
+    /// after their last samples are drained). Returns how many threads were added.
+    pub fn follow_threads(&mut self) -> Result<usize, Error> {
+        let dir = format!("/proc/{}/task", self.pid);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(_) if !self.threads.is_empty() => return Ok(0),
+            Err(_) => return Err(Error::NoThreads { pid: self.pid }),
+        };
+        let mut added = 0;
+        for entry in entries.flatten() {
+            let Some(tid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if self.threads.contains_key(&tid) {
+                continue;
+            }
+            match self.open_thread(tid) {
+                Ok(t) => {
+                    self.threads.insert(tid, t);
+                    self.counts.threads += 1;
+                    added += 1;
+                }
+                // The thread ended between the listing and the open.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(self.classify(e, tid)),
+            }
+        }
+        Ok(added)
+    }
+
+    /// Moves every sample now in the rings to `out` without blocking; returns how many.
+    pub fn drain(&mut self, out: &mut Vec<Sample>) -> Result<usize, Error> {
+        let before = out.len();
+        for t in self.threads.values_mut() {
+            self.counts.lost += t.ring.drain(out);
+        }
+        let n = out.len() - before;
+        self.counts.samples += n as u64;
+        // Threads that ended: their rings are drained, close them.
+        let pid = self.pid;
+        self.threads
+            .retain(|tid, _| std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists());
+        Ok(n)
+    }
+
+    /// Samples handed out, samples lost and threads opened so far.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    fn open_thread(&self, tid: u32) -> std::io::Result<Thread> {
+        let attr = PerfEventAttr {
+            kind: PERF_TYPE_SOFTWARE,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: PERF_COUNT_SW_CPU_CLOCK,
+            sample_freq: u64::from(self.rate_hz),
+            sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN,
+            flags: FLAG_EXCLUDE_KERNEL
+                | FLAG_EXCLUDE_HV
+                | FLAG_FREQ
+                | FLAG_EXCLUDE_CALLCHAIN_KERNEL
+                | FLAG_USE_CLOCKID,
+            clockid: libc::CLOCK_MONOTONIC,
+            ..PerfEventAttr::default()
+        };
+        let tid = libc::pid_t::try_from(tid)
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::ESRCH))?;
+        // SAFETY: attr is a valid perf_event_attr of the size it declares; the other
+        // arguments are plain values (this thread, any CPU, no group).
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const PerfEventAttr,
+                tid,
+                -1 as libc::c_int,
+                -1 as libc::c_int,
+                PERF_FLAG_FD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let fd = i32::try_from(fd).map_err(|_| std::io::Error::from_raw_os_error(libc::EBADF))?;
+        // SAFETY: the kernel just returned this fd to us; nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let ring = Ring::map(fd.as_raw_fd(), DATA_PAGES)?;
+        Ok(Thread { ring, _fd: fd })
+    }
+
+    fn classify(&self, e: std::io::Error, tid: u32) -> Error {
+        let reason = match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => match paranoid() {
+                Some(level) if level > 2 => Refusal::Paranoid(level),
+                _ => Refusal::Permission,
+            },
+            Some(libc::ENOSYS) => Refusal::NoSyscall,
+            _ => {
+                return Error::Os {
+                    what: format!("perf_event_open for thread {tid} of process {}", self.pid),
+                    source: e,
+                }
+            }
+        };
+        Error::Refused {
+            pid: self.pid,
+            reason,
+        }
+    }
+}
+
+/// `kernel.perf_event_paranoid`, when readable.
+fn paranoid() -> Option<i64> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// The thread's CPU time in nanoseconds from /proc (utime + stime in clock ticks).
+    fn thread_cpu_ns(tid: u32) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        // SAFETY: sysconf has no memory effects.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        ticks * 1_000_000_000 / hz
+    }
+
+    #[test]
+    fn samples_a_busy_thread_born_after_open_at_its_cpu_time_times_rate() {
+        if paranoid().is_some_and(|p| p > 2) {
+            eprintln!("perf_event_paranoid > 2: skipped");
+            return;
+        }
+        let pid = std::process::id();
+        let mut sampler = Sampler::open(pid, 999).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s2 = stop.clone();
+        let busy = std::thread::spawn(move || {
+            // SAFETY: gettid has no memory effects.
+            let tid = unsafe { libc::gettid() } as u32;
+            tx.send(tid).unwrap();
+            let mut x = 0u64;
+            while !s2.load(Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            (x, thread_cpu_ns(tid))
+        });
+        let busy_tid = rx.recv().unwrap();
+        let mut samples = Vec::new();
+        let t0 = Instant::now();
+        let mut seen_new = false;
+        while t0.elapsed() < Duration::from_millis(1500) {
+            std::thread::sleep(Duration::from_millis(50));
+            sampler.follow_threads().unwrap();
+            seen_new |= sampler.threads.contains_key(&busy_tid);
+            sampler.drain(&mut samples).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (_, cpu_ns) = busy.join().unwrap();
+        sampler.drain(&mut samples).unwrap();
+        assert!(seen_new, "the thread born after open was followed");
+        let mine: Vec<&Sample> = samples.iter().filter(|s| s.tid == busy_tid).collect();
+        // Its first ~50 ms ran before it was followed: expect the samples of its CPU time
+        // minus up to 100 ms, at 999 Hz, within 15%.
+        let expected = cpu_ns as f64 / 1e9 * 999.0;
+        let got = mine.len() as f64;
+        assert!(
+            got > (expected - 100.0) * 0.85 && got < expected * 1.15,
+            "{got} samples for {cpu_ns} ns of CPU"
+        );
+        // Times are CLOCK_MONOTONIC: within this test's span of now.
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: now is a valid timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+        let now_ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+        assert!(mine
+            .iter()
+            .all(|s| s.time_ns <= now_ns && now_ns - s.time_ns < 3_000_000_000));
+        // User callchains through frame pointers: at least the sampled ip.
+        assert!(mine.iter().all(|s| !s.frames.is_empty()));
+        assert_eq!(sampler.counts().lost, 0);
+        eprintln!("{got} samples, expected {expected:.0} from {cpu_ns} ns CPU");
+    }
+
+    #[test]
+    fn another_users_process_is_refused_with_how_to_allow_it() {
+        // SAFETY: geteuid has no memory effects.
+        if unsafe { libc::geteuid() } == 0 {
+            eprintln!("root may sample pid 1: skipped");
+            return;
+        }
+        match Sampler::open(1, 999) {
+            Err(e @ Error::Refused { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("process 1") && text.contains("CAP_PERFMON"),
+                    "{text}"
+                );
+            }
+            // pid 1 of this user (a container) or unreadable tasks.
+            Ok(_) | Err(Error::NoThreads { .. }) => eprintln!("pid 1 is ours or hidden: skipped"),
+            Err(e) => panic!("unexpected: {e}"),
+        }
+    }
+
+    #[test]
+    fn an_ended_process_has_no_threads() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(matches!(
+            Sampler::open(pid, 999),
+            Err(Error::NoThreads { .. })
+        ));
+    }
+}

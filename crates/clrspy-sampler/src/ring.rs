@@ -1,0 +1,195 @@
+//! One thread's perf ring buffer: the mapped pages, reading records without blocking, and
+//! parsing `PERF_RECORD_SAMPLE` (tid, time, callchain) and `PERF_RECORD_LOST`.
+
+use crate::Sample;
+use std::sync::atomic::{fence, Ordering};
+
+/// Offsets in `struct perf_event_mmap_page` (the first mapped page).
+const DATA_HEAD: usize = 1024;
+const DATA_TAIL: usize = 1032;
+
+const PERF_RECORD_LOST: u32 = 2;
+const PERF_RECORD_SAMPLE: u32 = 9;
+/// Callchain entries at or above this value are context markers (`PERF_CONTEXT_*`).
+const PERF_CONTEXT_MAX: u64 = u64::MAX - 4095 + 1;
+
+/// A mapped ring: one metadata page followed by `data_len` bytes (a power of two).
+pub(crate) struct Ring {
+    base: *mut u8,
+    map_len: usize,
+    page: usize,
+    data_len: usize,
+    tail: u64,
+    scratch: Vec<u8>,
+}
+
+// SAFETY: the mapping is owned by this value alone; moving it to another thread is sound.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    /// Maps the ring of perf event `fd` with `data_pages` (a power of two) data pages.
+    pub(crate) fn map(fd: i32, data_pages: usize) -> std::io::Result<Ring> {
+        // SAFETY: sysconf has no memory effects.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let page = usize::try_from(page).unwrap_or(4096).max(4096);
+        let map_len = page * (1 + data_pages);
+        // SAFETY: a fresh shared mapping of the event's fd; the kernel checks the length.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Ring {
+            base: base.cast(),
+            map_len,
+            page,
+            data_len: page * data_pages,
+            tail: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Reads every complete record now in the ring; samples go to `out`. Returns the number
+    /// of samples the kernel reported lost.
+    pub(crate) fn drain(&mut self, out: &mut Vec<Sample>) -> u64 {
+        // SAFETY: DATA_HEAD lies in the metadata page, 8-aligned; the kernel writes it.
+        let head = unsafe { std::ptr::read_volatile(self.base.add(DATA_HEAD).cast::<u64>()) };
+        fence(Ordering::Acquire);
+        let mut lost = 0u64;
+        while self.tail + 8 <= head {
+            let mut header = [0u8; 8];
+            self.copy_out(self.tail, &mut header);
+            let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
+            let size = u64::from(u16::from_ne_bytes([header[6], header[7]]));
+            if size < 8 || self.tail + size > head {
+                // A malformed or partial record: skip to the head rather than loop.
+                self.tail = head;
+                break;
+            }
+            let mut body = std::mem::take(&mut self.scratch);
+            body.resize(usize::try_from(size - 8).unwrap_or(0), 0);
+            self.copy_out(self.tail + 8, &mut body);
+            match kind {
+                PERF_RECORD_SAMPLE => {
+                    if let Some(s) = parse_sample(&body) {
+                        out.push(s);
+                    }
+                }
+                PERF_RECORD_LOST => lost += read_u64(&body, 8).unwrap_or(0),
+                _ => {}
+            }
+            self.scratch = body;
+            self.tail += size;
+        }
+        fence(Ordering::Release);
+        // SAFETY: DATA_TAIL lies in the metadata page, 8-aligned; the kernel reads it.
+        unsafe { std::ptr::write_volatile(self.base.add(DATA_TAIL).cast::<u64>(), self.tail) };
+        lost
+    }
+
+    /// Copies `dst.len()` bytes from ring position `pos` (wrapping).
+    fn copy_out(&self, pos: u64, dst: &mut [u8]) {
+        let mask = self.data_len - 1;
+        let start = usize::try_from(pos).unwrap_or(0) & mask;
+        let first = dst.len().min(self.data_len - start);
+        // SAFETY: both ranges lie inside the data area of the mapping (start < data_len,
+        // first <= data_len - start, and the rest wraps to the area's beginning).
+        unsafe {
+            let data = self.base.add(self.page);
+            std::ptr::copy_nonoverlapping(data.add(start), dst.as_mut_ptr(), first);
+            let rest = dst.len() - first;
+            if rest > 0 {
+                std::ptr::copy_nonoverlapping(
+                    data,
+                    dst.as_mut_ptr().add(first),
+                    rest.min(self.data_len),
+                );
+            }
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made by `map` with this length and is unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.map_len) };
+    }
+}
+
+fn read_u64(b: &[u8], at: usize) -> Option<u64> {
+    let bytes = b.get(at..at.checked_add(8)?)?;
+    Some(u64::from_ne_bytes(bytes.try_into().ok()?))
+}
+
+fn read_u32(b: &[u8], at: usize) -> Option<u32> {
+    let bytes = b.get(at..at.checked_add(4)?)?;
+    Some(u32::from_ne_bytes(bytes.try_into().ok()?))
+}
+
+/// Parses the body of a sample taken with `PERF_SAMPLE_TID | TIME | CALLCHAIN`:
+/// `pid u32, tid u32, time u64, nr u64, ips[nr]`.
+pub(crate) fn parse_sample(body: &[u8]) -> Option<Sample> {
+    let tid = read_u32(body, 4)?;
+    let time_ns = read_u64(body, 8)?;
+    let nr = read_u64(body, 16)?;
+    let nr = usize::try_from(nr).ok()?;
+    if nr > (body.len().saturating_sub(24)) / 8 {
+        return None;
+    }
+    let frames = (0..nr)
+        .filter_map(|i| read_u64(body, 24 + 8 * i))
+        .filter(|&ip| ip < PERF_CONTEXT_MAX && ip != 0)
+        .collect();
+    Some(Sample {
+        tid,
+        time_ns,
+        frames,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(tid: u32, time: u64, ips: &[u64]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&7u32.to_ne_bytes());
+        b.extend_from_slice(&tid.to_ne_bytes());
+        b.extend_from_slice(&time.to_ne_bytes());
+        b.extend_from_slice(&(ips.len() as u64).to_ne_bytes());
+        for ip in ips {
+            b.extend_from_slice(&ip.to_ne_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn parses_a_sample_and_drops_context_markers() {
+        let user_marker = u64::MAX - 511; // PERF_CONTEXT_USER
+        let s = parse_sample(&body(42, 1234, &[user_marker, 0x1000, 0x2000])).unwrap();
+        assert_eq!(
+            s,
+            Sample {
+                tid: 42,
+                time_ns: 1234,
+                frames: vec![0x1000, 0x2000]
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_a_callchain_longer_than_its_record() {
+        let mut b = body(1, 2, &[0x10]);
+        b[16..24].copy_from_slice(&1000u64.to_ne_bytes());
+        assert!(parse_sample(&b).is_none());
+        assert!(parse_sample(&b[..10]).is_none());
+    }
+}
