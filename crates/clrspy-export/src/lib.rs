@@ -20,7 +20,6 @@ pub mod speedscope;
 
 pub mod event_json;
 pub mod format;
-pub mod heap_view;
 pub mod info;
 pub mod report;
 pub mod units;
