@@ -23,6 +23,7 @@ pub mod format;
 pub mod info;
 pub mod report;
 pub mod units;
+pub mod views;
 
 pub use clrspy_analysis::Metric;
 pub use format::{export, ExportOptions, Exported, Format};
