@@ -252,3 +252,6 @@ fn build_heap_diff<'a>(input: &Input<'a>, o: &ViewOptions) -> Result<Built<'a>, 
     };
     Ok(Box::new(heap::diff_view(old, new, o.report.top)))
 }
+
+#[cfg(test)]
+mod tests;
