@@ -1,6 +1,9 @@
-//! clrspy's views, in two registries:
-//! - [`report`]: every report as an object with a JSON view and a text view (`clrspy report`,
-//!   the summary, `clrspy profile`, the HTML report);
+//! clrspy's views, in these registries:
+//! - [`views`]: every view keyed by name with the input it takes (a trace's analysis, a heap
+//!   snapshot, two snapshots) and what it needs recorded — the trace reports and the heap
+//!   views (`clrspy heap`, `heap --type`, `heap diff`);
+//! - [`report`]: every report of a trace as an object with a JSON view and a text view
+//!   (`clrspy report`, the summary, `clrspy profile`, the HTML report);
 //! - [`format`]: the files people's viewers read — speedscope, the Chromium trace event format
 //!   (Perfetto, chrome://tracing), folded stacks, an interactive flame graph SVG, pprof
 //!   (profile.proto, gzip) and a self-contained HTML report — written through one [`export`].
@@ -23,6 +26,7 @@ pub mod format;
 pub mod info;
 pub mod report;
 pub mod units;
+pub mod views;
 
 pub use clrspy_analysis::Metric;
 pub use format::{export, ExportOptions, Exported, Format};

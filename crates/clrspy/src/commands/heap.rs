@@ -3,14 +3,16 @@
 //! The work is in gcdump, clrspy-analysis' heap model and clrspy-collect's heapsnap; this
 //! file parses, prints and chooses exit codes.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clrspy_analysis::heap::{diff::diff, from_trace, HeapModel};
+use clrspy_analysis::heap::{from_trace, HeapModel};
 use clrspy_collect::heapsnap::{record_heap_dump, HeapDumpProgress};
 use clrspy_collect::{Resolved, StopSignal};
+use clrspy_export::report::{write_json, TextStyle};
+use clrspy_export::views::{self, Input, ViewOptions};
 
 use super::record::resolve_target;
 use crate::cli::{GcdumpArgs, HeapAction, HeapArgs};
@@ -178,8 +180,12 @@ fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
     load_trace(path)
 }
 
-/// Runs `clrspy heap`.
+/// Runs `clrspy heap`: loads the snapshots and prints a heap view of the registry.
 pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
+    let mut o = ViewOptions {
+        type_name: args.type_name.clone(),
+        ..ViewOptions::default()
+    };
     if let Some(HeapAction::Diff {
         old,
         new,
@@ -187,7 +193,12 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
         top,
     }) = &args.action
     {
-        return run_diff(old, new, *json, *top);
+        let (old_m, new_m) = (
+            HeapModel::new(load(old)?.graph),
+            HeapModel::new(load(new)?.graph),
+        );
+        o.report.top = *top;
+        return print("heap-diff", &Input::HeapDiff(&old_m, &new_m), &o, *json);
     }
     let Some(file) = &args.file else {
         return Err(
@@ -195,238 +206,36 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
         );
     };
     let t0 = Instant::now();
-    let dump = load(file)?;
-    let model = HeapModel::new(dump.graph);
-    let elapsed = t0.elapsed();
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let mut v = serde_json::json!({
-            "objects": model.objects(),
-            "bytes": model.bytes(),
-            "unreachable_objects": model.unreachable_objects(),
-            "types": model.types().iter().take(args.top).collect::<Vec<_>>(),
-            "roots": model.roots().iter().take(args.top).collect::<Vec<_>>(),
-        });
-        if let Some(t) = &args.type_name {
-            v["type"] = type_json(&model, t);
-        }
-        let text = serde_json::to_string_pretty(&v).map_err(|e| CliError::new(e.to_string()))?;
-        writeln!(out, "{text}")?;
-        return Ok(std::process::ExitCode::SUCCESS);
-    }
-    if let Some(t) = &args.type_name {
-        print_type(&mut out, &model, t)?;
-        return Ok(std::process::ExitCode::SUCCESS);
-    }
-    writeln!(
-        out,
-        "{} objects, {} (analysed in {:.2} s){}",
-        group(model.objects()),
-        bytes(model.bytes()),
-        elapsed.as_secs_f64(),
-        if model.unreachable_objects() > 0 {
-            format!(
-                "; {} unreachable from any root",
-                group(model.unreachable_objects())
-            )
-        } else {
-            String::new()
-        }
-    )?;
-    writeln!(out, "\nTypes by retained bytes:")?;
-    writeln!(
-        out,
-        "{:>14} {:>14} {:>12}  Type",
-        "Retained", "Shallow", "Count"
-    )?;
-    for t in model.types().iter().take(args.top) {
-        writeln!(
-            out,
-            "{:>14} {:>14} {:>12}  {}",
-            bytes(t.retained_bytes),
-            bytes(t.bytes),
-            group(t.count),
-            t.name
-        )?;
-    }
-    let mut by_shallow: Vec<_> = model.types().iter().collect();
-    by_shallow.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(&b.name)));
-    writeln!(out, "\nTypes by shallow bytes:")?;
-    writeln!(out, "{:>14} {:>12}  Type", "Shallow", "Count")?;
-    for t in by_shallow.iter().take(args.top) {
-        writeln!(
-            out,
-            "{:>14} {:>12}  {}",
-            bytes(t.bytes),
-            group(t.count),
-            t.name
-        )?;
-    }
-    writeln!(
-        out,
-        "\nRoots by held bytes (each object to the first root that reaches it, statics first; retained: what only that root keeps):"
-    )?;
-    writeln!(
-        out,
-        "{:>14} {:>14} {:>10}  {:<16} Root",
-        "Held", "Retained", "Objects", "Kind"
-    )?;
-    for r in model.roots().iter().take(args.top) {
-        let kind = serde_json::to_value(r.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "{:>14} {:>14} {:>10}  {:<16} {}",
-            bytes(r.held_bytes),
-            bytes(r.retained_bytes),
-            group(r.objects),
-            kind,
-            r.name
-        )?;
-    }
-    Ok(std::process::ExitCode::SUCCESS)
-}
-
-fn type_json(model: &HeapModel, t: &str) -> serde_json::Value {
-    let stats = model.types().iter().find(|s| s.name == t);
-    serde_json::json!({
-        "type": t,
-        "count": stats.map_or(0, |s| s.count),
-        "bytes": stats.map_or(0, |s| s.bytes),
-        "retained_bytes": stats.map_or(0, |s| s.retained_bytes),
-        "paths": model.paths_to_type(t, 5),
-    })
-}
-
-fn print_type(out: &mut impl Write, model: &HeapModel, t: &str) -> CliResult<()> {
-    let Some(s) = model.types().iter().find(|s| s.name == t) else {
-        let near: Vec<&str> = model
-            .types()
-            .iter()
-            .filter(|s| s.name.contains(t))
-            .take(5)
-            .map(|s| s.name.as_str())
-            .collect();
-        let mut e = CliError::new(format!("no objects of type {t} in the snapshot"));
-        if !near.is_empty() {
-            e = e.hint(format!(
-                "types with that in their name: {}",
-                near.join(", ")
-            ));
-        }
-        return Err(e);
+    let model = HeapModel::new(load(file)?.graph);
+    o.elapsed = Some(t0.elapsed());
+    o.report.top = args.top;
+    let name = if args.type_name.is_some() && !args.json {
+        "heap-type"
+    } else {
+        "heap"
     };
-    writeln!(
-        out,
-        "{}: {} objects, {} shallow, {} retained",
-        s.name,
-        group(s.count),
-        bytes(s.bytes),
-        bytes(s.retained_bytes)
-    )?;
-    writeln!(out, "\nShortest paths from the roots:")?;
-    for p in model.paths_to_type(t, 5) {
-        writeln!(
-            out,
-            "{:>12} objects  {}",
-            group(p.objects),
-            p.steps.join(" → ")
-        )?;
-    }
-    Ok(())
+    print(name, &Input::Heap(&model), &o, args.json)
 }
 
-fn run_diff(old: &Path, new: &Path, json: bool, top: usize) -> CliResult<std::process::ExitCode> {
-    let old_m = HeapModel::new(load(old)?.graph);
-    let new_m = HeapModel::new(load(new)?.graph);
-    let d = diff(&old_m, &new_m);
+/// Builds the view `name` and prints it, as JSON or text.
+fn print(
+    name: &str,
+    input: &Input,
+    o: &ViewOptions,
+    json: bool,
+) -> CliResult<std::process::ExitCode> {
+    let view = views::find(name)
+        .ok_or_else(|| CliError::new(format!("no view '{name}'")))?
+        .build(input, o)
+        .map_err(|e| match e.hint {
+            Some(h) => CliError::new(e.message).hint(h),
+            None => CliError::new(e.message),
+        })?;
     let mut out = std::io::stdout().lock();
     if json {
-        let v = serde_json::json!({
-            "objects_old": old_m.objects(),
-            "objects_new": new_m.objects(),
-            "bytes_old": old_m.bytes(),
-            "bytes_new": new_m.bytes(),
-            "types": d,
-        });
-        let text = serde_json::to_string_pretty(&v).map_err(|e| CliError::new(e.to_string()))?;
-        writeln!(out, "{text}")?;
-        return Ok(std::process::ExitCode::SUCCESS);
-    }
-    writeln!(
-        out,
-        "{} → {} objects, {} → {}",
-        group(old_m.objects()),
-        group(new_m.objects()),
-        bytes(old_m.bytes()),
-        bytes(new_m.bytes())
-    )?;
-    writeln!(
-        out,
-        "\n{:>12} {:>12} {:>12} {:>14} {:>14}  Type",
-        "Count old", "Count new", "Δ count", "Bytes new", "Δ bytes"
-    )?;
-    for t in d.iter().take(top) {
-        let new_mark = if t.count_old == 0 { "  (new)" } else { "" };
-        writeln!(
-            out,
-            "{:>12} {:>12} {:>+12} {:>14} {:>+14}  {}{new_mark}",
-            group(t.count_old),
-            group(t.count_new),
-            t.count_delta,
-            bytes(t.bytes_new),
-            t.bytes_delta,
-            t.name
-        )?;
-    }
-    let grew: Vec<_> = d.iter().filter(|t| t.bytes_delta > 0).take(3).collect();
-    if grew.is_empty() {
-        writeln!(out, "\nNo type grew.")?;
+        write_json(&mut out, &view.json())?;
     } else {
-        let names: Vec<String> = grew
-            .iter()
-            .map(|t| {
-                format!(
-                    "{} (+{} objects, +{})",
-                    t.name,
-                    t.count_delta,
-                    bytes(t.bytes_delta as u64)
-                )
-            })
-            .collect();
-        let holder = new_m
-            .paths_to_type(&grew[0].name, 1)
-            .into_iter()
-            .next()
-            .map(|p| format!("; in NEW they are held by {}", p.steps.join(" → ")))
-            .unwrap_or_default();
-        writeln!(out, "\nGrew most: {}{holder}", names.join(", "))?;
+        view.write_text(&mut out, &TextStyle::default())?;
     }
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn bytes(b: u64) -> String {
-    if b >= 1 << 30 {
-        format!("{:.2} GB", b as f64 / (1u64 << 30) as f64)
-    } else if b >= 1 << 20 {
-        format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
-    } else if b >= 1 << 10 {
-        format!("{:.1} KB", b as f64 / 1024.0)
-    } else {
-        format!("{b} B")
-    }
 }

@@ -1,0 +1,257 @@
+//! The view registry: every view clrspy prints, keyed by name, with what it shows, the input
+//! it takes (a trace's [`Analysis`], a heap snapshot, two snapshots to compare), what it
+//! needs recorded, and its builder. The trace reports of [`crate::report`] are entries of
+//! it beside the heap views of [`heap`]. A new kind of input (issue 28's counters series) is
+//! one [`Input`] variant, one [`InputKind`] variant and its views' entries.
+
+pub mod heap;
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use clrspy_analysis::heap::HeapModel;
+use clrspy_analysis::Analysis;
+
+use crate::report::{self, Needs, Report, ReportKind, ReportOptions, TextStyle};
+
+/// A built view: its JSON and text views.
+pub trait View {
+    /// The JSON view.
+    fn json(&self) -> serde_json::Value;
+    /// The text view.
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()>;
+}
+
+impl View for Report {
+    fn json(&self) -> serde_json::Value {
+        report::ReportView::json(self.as_ref())
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        report::ReportView::write_text(self.as_ref(), out, style)
+    }
+}
+
+/// A view that could not be built from its input, with what to try instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewError {
+    /// What is wrong.
+    pub message: String,
+    /// What to try, when something can be said.
+    pub hint: Option<String>,
+}
+
+impl std::fmt::Display for ViewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ViewError {}
+
+/// What a view is built from.
+pub enum Input<'a> {
+    /// A trace's analysis.
+    Trace(&'a Analysis),
+    /// One heap snapshot.
+    Heap(&'a HeapModel),
+    /// Two heap snapshots, the older first.
+    HeapDiff(&'a HeapModel, &'a HeapModel),
+}
+
+/// The kind of [`Input`] a view takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    /// A trace's analysis.
+    Trace,
+    /// One heap snapshot.
+    Heap,
+    /// Two heap snapshots.
+    HeapDiff,
+}
+
+impl Input<'_> {
+    /// Its kind.
+    pub fn kind(&self) -> InputKind {
+        match self {
+            Input::Trace(_) => InputKind::Trace,
+            Input::Heap(_) => InputKind::Heap,
+            Input::HeapDiff(..) => InputKind::HeapDiff,
+        }
+    }
+}
+
+/// What every view is built with: the reports' options and the heap views' own.
+#[derive(Clone, Debug, Default)]
+pub struct ViewOptions {
+    /// The reports' options; the heap views use its `top`.
+    pub report: ReportOptions,
+    /// The heap type asked for (`clrspy heap --type`).
+    pub type_name: Option<String>,
+    /// How long loading the input took, when the view says so.
+    pub elapsed: Option<Duration>,
+}
+
+/// A built view, borrowing its input.
+pub type Built<'a> = Box<dyn View + 'a>;
+
+type Builder = for<'a> fn(&Input<'a>, &ViewOptions) -> Result<Built<'a>, ViewError>;
+
+/// One entry of the registry.
+#[derive(Clone, Copy)]
+pub struct ViewDef {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// What it shows, in words.
+    pub description: &'static str,
+    /// The input it takes.
+    pub input: InputKind,
+    /// What it needs recorded, for the views of a trace.
+    pub needs: Option<Needs>,
+    build: Build,
+}
+
+/// How an entry is built: a trace report through [`report::build`], or its own builder.
+#[derive(Clone, Copy)]
+enum Build {
+    Report(ReportKind),
+    Fn(Builder),
+}
+
+impl std::fmt::Debug for ViewDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ViewDef")
+            .field("name", &self.name)
+            .field("input", &self.input)
+            .finish()
+    }
+}
+
+impl ViewDef {
+    /// Builds the view from `input`; an error when the input is not the kind it takes.
+    pub fn build<'a>(&self, input: &Input<'a>, o: &ViewOptions) -> Result<Built<'a>, ViewError> {
+        if input.kind() != self.input {
+            return Err(ViewError {
+                message: format!(
+                    "the view '{}' is built from {:?}, not {:?}",
+                    self.name,
+                    self.input,
+                    input.kind()
+                ),
+                hint: None,
+            });
+        }
+        match self.build {
+            Build::Report(k) => build_report(k, input, o),
+            Build::Fn(f) => f(input, o),
+        }
+    }
+
+    /// The trace report it is, for the views of a trace.
+    pub fn report(&self) -> Option<ReportKind> {
+        match self.build {
+            Build::Report(k) => Some(k),
+            Build::Fn(_) => None,
+        }
+    }
+}
+
+/// The heap views.
+const HEAP_VIEWS: [ViewDef; 3] = [
+    ViewDef {
+        name: "heap",
+        description: "What a heap snapshot holds: types by retained and shallow bytes, and roots",
+        input: InputKind::Heap,
+        needs: None,
+        build: Build::Fn(build_heap),
+    },
+    ViewDef {
+        name: "heap-type",
+        description: "One type of a heap snapshot and the shortest paths from the roots to it",
+        input: InputKind::Heap,
+        needs: None,
+        build: Build::Fn(build_heap_type),
+    },
+    ViewDef {
+        name: "heap-diff",
+        description: "What changed between two heap snapshots, by type",
+        input: InputKind::HeapDiff,
+        needs: None,
+        build: Build::Fn(build_heap_diff),
+    },
+];
+
+/// Every view: the trace reports in [`ReportKind::ALL`]'s order, then the heap views.
+pub fn all() -> Vec<ViewDef> {
+    ReportKind::ALL
+        .into_iter()
+        .map(trace_view)
+        .chain(HEAP_VIEWS)
+        .collect()
+}
+
+/// The view called `name` (any case).
+pub fn find(name: &str) -> Option<ViewDef> {
+    all()
+        .into_iter()
+        .find(|v| v.name.eq_ignore_ascii_case(name))
+}
+
+fn trace_view(k: ReportKind) -> ViewDef {
+    ViewDef {
+        name: k.name(),
+        description: k.description(),
+        input: InputKind::Trace,
+        needs: Some(k.needs()),
+        build: Build::Report(k),
+    }
+}
+
+fn wrong_input(name: &str) -> ViewError {
+    ViewError {
+        message: format!("the view '{name}' got another input than it takes"),
+        hint: None,
+    }
+}
+
+/// Builds a trace report through the registry's entry for it.
+fn build_report<'a>(
+    k: ReportKind,
+    input: &Input<'a>,
+    o: &ViewOptions,
+) -> Result<Built<'a>, ViewError> {
+    let Input::Trace(a) = input else {
+        return Err(wrong_input(k.name()));
+    };
+    Ok(Box::new(report::build(k, a, &o.report)))
+}
+
+fn build_heap<'a>(input: &Input<'a>, o: &ViewOptions) -> Result<Built<'a>, ViewError> {
+    let Input::Heap(m) = input else {
+        return Err(wrong_input("heap"));
+    };
+    Ok(Box::new(heap::summary(
+        m,
+        o.report.top,
+        o.elapsed,
+        o.type_name.as_deref(),
+    )))
+}
+
+fn build_heap_type<'a>(input: &Input<'a>, o: &ViewOptions) -> Result<Built<'a>, ViewError> {
+    let Input::Heap(m) = input else {
+        return Err(wrong_input("heap-type"));
+    };
+    let t = o.type_name.as_deref().unwrap_or_default();
+    Ok(Box::new(heap::type_view(m, t)?))
+}
+
+fn build_heap_diff<'a>(input: &Input<'a>, o: &ViewOptions) -> Result<Built<'a>, ViewError> {
+    let Input::HeapDiff(old, new) = input else {
+        return Err(wrong_input("heap-diff"));
+    };
+    Ok(Box::new(heap::diff_view(old, new, o.report.top)))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+//! The registry and the heap views on a hand-made snapshot.
+
+use super::*;
+use gcdump::GraphBuilder;
+
+/// roots → [static var P.Cache] → Holder(100) → Item(10), Item(20); an unreachable Item(7).
+fn snapshot(items: &[u32]) -> HeapModel {
+    let mut g = GraphBuilder::new();
+    let roots = g.add_type("[.NET Roots]", "");
+    let st = g.add_type("[static var P.Cache]", "");
+    let holder = g.add_type("Holder", "");
+    let item = g.add_type("Item", "");
+    let children: Vec<u32> = (0..items.len() as u32).map(|i| 3 + i).collect();
+    g.add_node(roots, 0, 0, &[1]);
+    g.add_node(st, 0, 0, &[2]);
+    g.add_node(holder, 100, 0x100, &children);
+    for (i, &size) in items.iter().enumerate() {
+        g.add_node(item, size, 0x200 + i as u64 * 0x10, &[]);
+    }
+    g.add_node(item, 7, 0x900, &[]);
+    g.set_root(0);
+    HeapModel::new(g.finish().unwrap())
+}
+
+fn text(v: &Built) -> String {
+    let mut out = Vec::new();
+    v.write_text(&mut out, &TextStyle::default()).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn every_view_has_one_name_and_the_trace_reports_come_first() {
+    let all = all();
+    let names: Vec<_> = all.iter().map(|v| v.name).collect();
+    for (i, n) in names.iter().enumerate() {
+        assert!(!names[i + 1..].contains(n), "{n} twice");
+    }
+    assert_eq!(all.len(), ReportKind::ALL.len() + 3);
+    for (v, k) in all.iter().zip(ReportKind::ALL) {
+        assert_eq!(
+            (v.name, v.report(), v.input),
+            (k.name(), Some(k), InputKind::Trace)
+        );
+        assert_eq!(v.needs, Some(k.needs()));
+    }
+    assert_eq!(
+        find("HEAP-DIFF").map(|v| v.input),
+        Some(InputKind::HeapDiff)
+    );
+    assert!(find("nope").is_none());
+}
+
+#[test]
+fn a_view_refuses_another_input() {
+    let m = snapshot(&[10]);
+    let e = find("heap-diff")
+        .unwrap()
+        .build(&Input::Heap(&m), &ViewOptions::default())
+        .err()
+        .unwrap();
+    assert!(e.message.contains("heap-diff"), "{e}");
+}
+
+#[test]
+fn the_heap_summary_counts_types_roots_and_garbage() {
+    let m = snapshot(&[10, 20]);
+    let o = ViewOptions {
+        type_name: Some("Item".into()),
+        ..ViewOptions::default()
+    };
+    let v = find("heap").unwrap().build(&Input::Heap(&m), &o).unwrap();
+    let j = v.json();
+    assert_eq!(j["objects"], 4);
+    assert_eq!(j["bytes"], 137);
+    assert_eq!(j["unreachable_objects"], 1);
+    assert_eq!(j["types"][0]["type"], "Holder");
+    assert_eq!(j["types"][0]["retained_bytes"], 130);
+    assert_eq!(j["type"]["count"], 3);
+    let t = text(&v);
+    assert!(
+        t.starts_with("4 objects, 137 B; 1 unreachable from any root\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("\n{:>14} {:>14} {:>12}  Holder\n", "130 B", "100 B", 1)),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_missing_type_names_the_near_ones() {
+    let m = snapshot(&[10]);
+    let o = ViewOptions {
+        type_name: Some("Ite".into()),
+        ..ViewOptions::default()
+    };
+    let e = find("heap-type")
+        .unwrap()
+        .build(&Input::Heap(&m), &o)
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.hint.as_deref(),
+        Some("types with that in their name: Item")
+    );
+    let o = ViewOptions {
+        type_name: Some("Item".into()),
+        ..ViewOptions::default()
+    };
+    let v = find("heap-type")
+        .unwrap()
+        .build(&Input::Heap(&m), &o)
+        .unwrap();
+    assert!(text(&v).contains("Holder → Item"), "{}", text(&v));
+}
+
+#[test]
+fn the_diff_says_what_grew_and_who_holds_it() {
+    let (old, new) = (snapshot(&[10]), snapshot(&[10, 20, 30]));
+    let v = find("heap-diff")
+        .unwrap()
+        .build(&Input::HeapDiff(&old, &new), &ViewOptions::default())
+        .unwrap();
+    assert_eq!(v.json()["bytes_new"], 167);
+    let t = text(&v);
+    assert!(
+        t.contains("Grew most: Item (+2 objects, +50 B); in NEW they are held by"),
+        "{t}"
+    );
+    let same = find("heap-diff")
+        .unwrap()
+        .build(&Input::HeapDiff(&old, &old), &ViewOptions::default())
+        .unwrap();
+    assert!(text(&same).ends_with("\nNo type grew.\n"));
+}
