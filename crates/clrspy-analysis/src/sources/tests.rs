@@ -192,3 +192,40 @@ fn socket_addresses_read() {
     assert_eq!(socket_address("InterNetwork:16:{0,80}"), None);
     assert_eq!(socket_address("not an address"), None);
 }
+
+/// A trace of the logger with both message keywords (its README says how it was recorded).
+#[test]
+fn logs_with_both_keywords_count_each_message_once() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../clrspy/tests/data/webapp-logs-both.nettrace.zip");
+    let trace = crate::trace_file::OpenTrace::open(&path).unwrap();
+    let mut reader = trace.reader().unwrap();
+    let options = Options {
+        models: ModelSet::named(&["logs"]).unwrap(),
+        ..Options::default()
+    };
+    let a = Analysis::run(&mut reader, options, &mut |_| ()).unwrap();
+    let l = a.model::<LogModel>().unwrap();
+    let counts: Vec<(&str, &str, u64)> = l
+        .counts
+        .iter()
+        .flat_map(|(c, by)| by.iter().map(move |(lv, n)| (c.as_str(), *lv, *n)))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("Microsoft.AspNetCore.Hosting.Diagnostics", "Information", 2),
+            (
+                "Microsoft.AspNetCore.Routing.EndpointMiddleware",
+                "Information",
+                2
+            ),
+            ("WebApp.Requests", "Warning", 1)
+        ]
+    );
+    assert_eq!(l.messages.len(), 5);
+    assert!(l
+        .messages
+        .iter()
+        .any(|m| m.category == "WebApp.Requests" && m.message == "slow request 42"));
+}
