@@ -13,6 +13,8 @@
 //   GET /retain?mb=N keeps N MB of 1 KB arrays alive (replacing what an earlier call kept), so
 //                    that gen2 is big enough for the runtime to collect it in the background
 //   GET /call?path=P calls this app's P (default /) with HttpClient: an outgoing HTTP request
+//                    (&host=localhost: by name, so the name is resolved; &port=N: another
+//                    port than this app's, e.g. a closed one for a failed connect)
 //   GET /log         logs one warning through ILogger (category WebApp.Requests), read by
 //                    the Microsoft-Extensions-Logging EventSource when a session enables it
 using System.Diagnostics;
@@ -39,8 +41,8 @@ app.MapGet("/throw", () => WebApp.Work.ThrowAndCatch());
 app.MapGet("/retain", (int? mb) => WebApp.Work.Retain(mb ?? 64).ToString());
 app.MapGet("/gc", (int? gen, bool? blocking) => WebApp.Work.Collect(gen ?? 2, blocking ?? false).ToString());
 var client = new HttpClient();
-app.MapGet("/call", async (string? path, HttpContext ctx) =>
-    await client.GetStringAsync($"http://127.0.0.1:{ctx.Connection.LocalPort}{path ?? "/"}"));
+app.MapGet("/call", async (string? path, string? host, int? port, HttpContext ctx) =>
+    await client.GetStringAsync($"http://{host ?? "127.0.0.1"}:{port ?? ctx.Connection.LocalPort}{path ?? "/"}"));
 app.MapGet("/log", (ILoggerFactory f) =>
 {
     f.CreateLogger("WebApp.Requests").LogWarning("slow request {Id}", 42);

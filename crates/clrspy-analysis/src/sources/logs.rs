@@ -1,5 +1,7 @@
 //! The app's logs through `Microsoft-Extensions-Logging` (its EventSource logger): counts by
-//! category and level, and the first messages.
+//! category and level, and the first messages. The logger writes each message once per
+//! keyword the session enabled (`FormattedMessage` 0x4, `MessageJson` 0x8): the formatted
+//! ones are read when the trace has any, else the JSON ones, so no message counts twice.
 
 use std::collections::BTreeMap;
 
@@ -37,6 +39,20 @@ pub struct LogModel {
     pub messages: Vec<LogMessage>,
     /// Messages not kept.
     pub not_kept: u64,
+    /// What the `FormattedMessage` events said.
+    #[serde(skip)]
+    formatted: Tally,
+    /// What the `MessageJson` events said.
+    #[serde(skip)]
+    json: Tally,
+}
+
+/// The messages of one of the logger's event kinds.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    counts: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    messages: Vec<LogMessage>,
+    not_kept: u64,
 }
 
 /// The name of a `Microsoft.Extensions.Logging.LogLevel`.
@@ -62,23 +78,38 @@ impl Model for LogModel {
         let d = ev.decode();
         let level = level_name(number(&d, "Level"));
         let category = text(&d, "LoggerName");
-        *self
-            .counts
+        let t = if ev.context.event_name == "MessageJson" {
+            &mut self.json
+        } else {
+            &mut self.formatted
+        };
+        *t.counts
             .entry(category.clone())
             .or_default()
             .entry(level)
             .or_default() += 1;
-        if self.messages.len() < KEPT {
-            self.messages.push(LogMessage {
+        if t.messages.len() < KEPT {
+            t.messages.push(LogMessage {
                 time_ns: ev.ts_ns,
                 level,
                 category,
                 message: text(&d, "FormattedMessage"),
             });
         } else {
-            self.not_kept += 1;
+            t.not_kept += 1;
         }
         Ok(())
+    }
+
+    fn finish(&mut self) {
+        let t = if self.formatted.counts.is_empty() {
+            &self.json
+        } else {
+            &self.formatted
+        };
+        self.counts = t.counts.clone();
+        self.messages = t.messages.clone();
+        self.not_kept = t.not_kept;
     }
 }
 

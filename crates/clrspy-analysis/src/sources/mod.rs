@@ -1,8 +1,9 @@
 //! Models added to the registry since the first six: mostly of self-describing (EventSource)
 //! providers, read by provider and event name and decoded by their metadata's field layout —
 //! ASP.NET Core requests, Kestrel connections, outgoing HTTP requests, counters and metrics,
-//! logs. A model is a file here (its struct, `impl Model`, and a `pub const ENTRY`) and its
-//! name in the `models!` list below, which declares the module and registers the entry.
+//! logs, socket connects, name resolutions and TLS handshakes. A model is a file here (its
+//! struct, `impl Model`, and a `pub const ENTRY`) and its name in the `models!` list below,
+//! which declares the module and registers the entry.
 
 use crate::registry::ModelEntry;
 
@@ -15,7 +16,7 @@ macro_rules! models {
     };
 }
 
-models!(requests, connections, http_client, counters, logs);
+models!(requests, connections, http_client, counters, logs, net);
 
 use std::hash::Hash;
 

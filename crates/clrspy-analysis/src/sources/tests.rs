@@ -4,6 +4,7 @@ use super::connections::ConnectionModel;
 use super::counters::CounterModel;
 use super::http_client::HttpClientModel;
 use super::logs::LogModel;
+use super::net::{socket_address, NetModel};
 use super::requests::RequestModel;
 use crate::{Analysis, ModelSet, Options};
 
@@ -127,4 +128,104 @@ fn a_model_is_picked_by_name_and_unknown_names_are_refused() {
     assert!(ModelSet::named(&["gc", "requests"]).is_ok());
     let e = ModelSet::named(&["nope"]).unwrap_err();
     assert!(e.contains("nope"), "{e}");
+}
+
+/// The sockets/DNS trace (its README says how it was recorded and what it holds).
+fn analysed_net(models: ModelSet) -> Analysis {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../clrspy/tests/data/webapp-net.nettrace.zip");
+    let trace = crate::trace_file::OpenTrace::open(&path).unwrap();
+    let mut reader = trace.reader().unwrap();
+    let options = Options {
+        models,
+        ..Options::default()
+    };
+    let a = Analysis::run(&mut reader, options, &mut |_| ()).unwrap();
+    assert!(a.decode_errors().is_empty(), "{:?}", a.decode_errors());
+    a
+}
+
+#[test]
+fn connects_accepts_and_resolutions_tied_by_activity() {
+    let a = analysed_net(ModelSet::named(&["net"]).unwrap());
+    let n = a.model::<NetModel>().unwrap();
+    let connects: Vec<(&str, u64, u64)> = n
+        .connects
+        .targets
+        .iter()
+        .map(|(t, o)| (t.as_str(), o.durations.count, o.failed))
+        .collect();
+    assert_eq!(
+        connects,
+        [
+            ("[::ffff:127.0.0.1]:1", 2, 2),
+            ("[::ffff:127.0.0.1]:34875", 2, 0)
+        ]
+    );
+    let dns: Vec<(&str, u64, u64)> = n
+        .resolutions
+        .targets
+        .iter()
+        .map(|(t, o)| (t.as_str(), o.durations.count, o.failed))
+        .collect();
+    assert_eq!(dns, [("localhost", 1, 0)]);
+    // The resolution took 5.68 ms (1_894_949_420 to 1_900_629_810 ns).
+    assert!((n.resolutions.targets["localhost"].durations.total_ms - 5.68039).abs() < 1e-3);
+    // 11 accepts started; the first stop (of an accept pending before the recording) has no
+    // activity id, the last start has no stop yet.
+    assert_eq!(n.accepts.count(), 10);
+    assert_eq!((n.accepts.in_flight, n.without_activity_id), (1, 1));
+    assert_eq!(n.handshakes.count(), 0, "plain HTTP: no TLS");
+    // A model not named does not run.
+    assert!(a.model::<HttpClientModel>().is_none());
+}
+
+#[test]
+fn socket_addresses_read() {
+    assert_eq!(
+        socket_address("InterNetwork:16:{0,80,10,1,2,3,0,0,0,0,0,0,0,0}").as_deref(),
+        Some("10.1.2.3:80")
+    );
+    let v6 = "InterNetworkV6:28:{136,59,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,0}";
+    assert_eq!(socket_address(v6).as_deref(), Some("[::1]:34875"));
+    assert_eq!(socket_address("Unix:5:{1,2,3}"), None);
+    assert_eq!(socket_address("InterNetwork:16:{0,80}"), None);
+    assert_eq!(socket_address("not an address"), None);
+}
+
+/// A trace of the logger with both message keywords (its README says how it was recorded).
+#[test]
+fn logs_with_both_keywords_count_each_message_once() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../clrspy/tests/data/webapp-logs-both.nettrace.zip");
+    let trace = crate::trace_file::OpenTrace::open(&path).unwrap();
+    let mut reader = trace.reader().unwrap();
+    let options = Options {
+        models: ModelSet::named(&["logs"]).unwrap(),
+        ..Options::default()
+    };
+    let a = Analysis::run(&mut reader, options, &mut |_| ()).unwrap();
+    let l = a.model::<LogModel>().unwrap();
+    let counts: Vec<(&str, &str, u64)> = l
+        .counts
+        .iter()
+        .flat_map(|(c, by)| by.iter().map(move |(lv, n)| (c.as_str(), *lv, *n)))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("Microsoft.AspNetCore.Hosting.Diagnostics", "Information", 2),
+            (
+                "Microsoft.AspNetCore.Routing.EndpointMiddleware",
+                "Information",
+                2
+            ),
+            ("WebApp.Requests", "Warning", 1)
+        ]
+    );
+    assert_eq!(l.messages.len(), 5);
+    assert!(l
+        .messages
+        .iter()
+        .any(|m| m.category == "WebApp.Requests" && m.message == "slow request 42"));
 }
