@@ -19,6 +19,7 @@ use clrspy_collect::{CrashReport, ErrorKind};
 use diagnostics_client::procfs;
 use diagnostics_client::{Connector, Endpoint};
 
+use crate::dumps::say_dump;
 use crate::fatal::listen;
 use crate::limits::{file_for, keep_budget, may_act_paced, say_disk_full};
 use crate::procfs::start_ticks;
@@ -146,13 +147,7 @@ pub(crate) fn watch_crash(
         }
         return;
     }
-    let say = |event: DecisionKind, why: String| {
-        let mut d = Decision::for_process(event, facts);
-        d.rule = Some(rule.name.clone());
-        d.action = Some("dump");
-        d.detail = Some(why);
-        shared.emit(d);
-    };
+    let say = |event: DecisionKind, why: String| say_dump(shared, rule, facts, event, why);
     let Some(env) = environment(facts.pid, conn) else {
         return say(
             DecisionKind::Skipped,

@@ -76,14 +76,25 @@ pub(crate) fn act_dump(
     });
 }
 
-/// Says a dump failed (and that the disk is full, when it is).
-fn failed(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, why: String, full: bool) {
-    shared.failures.fetch_add(1, Ordering::SeqCst);
-    let mut d = Decision::for_process(DecisionKind::ActionFailed, facts);
+/// Logs `event` for rule `rule`'s dump action on the process `facts`, with `why`.
+pub(crate) fn say_dump(
+    shared: &WatchState,
+    rule: &Rule,
+    facts: &ProcessFacts,
+    event: DecisionKind,
+    why: String,
+) {
+    let mut d = Decision::for_process(event, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("dump");
     d.detail = Some(why);
     shared.emit(d);
+}
+
+/// Says a dump failed (and that the disk is full, when it is).
+fn failed(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, why: String, full: bool) {
+    shared.failures.fetch_add(1, Ordering::SeqCst);
+    say_dump(shared, rule, facts, DecisionKind::ActionFailed, why);
     if full || free_bytes(&shared.out).is_some_and(|f| f < MIN_FREE) {
         shared.disk_full.store(true, Ordering::SeqCst);
         say_disk_full(shared, None);
@@ -177,7 +188,9 @@ fn on_exceptions(
     ep: Endpoint,
 ) {
     let rule = &rules.rules[i];
-    let Some(dump) = &rule.dump else { return };
+    if rule.dump.is_none() {
+        return;
+    }
     let max = dumps_left(shared, rule);
     if max == 0 {
         return skip_max(shared, rule, facts);
@@ -195,26 +208,17 @@ fn on_exceptions(
             false,
         );
     }
-    let spec = spec(dump);
-    let plan = DumpPlan {
-        dir: dir.clone(),
-        stem: facts.file_name(),
-        spec,
-        // The rule's gate holds the limits, shared with its other processes.
-        max: u32::MAX,
-    };
-    let patterns: Vec<String> = dump
-        .on_exception
-        .iter()
-        .map(|g| g.as_str().to_string())
-        .collect();
-    let Some(dumps) = ExceptionDumps::new(patterns.clone(), plan) else {
+    // The rule's gate holds the limits, shared with its other processes.
+    let Some(set) = RuleDumps::new(shared, rules, i, facts, &dir, u32::MAX) else {
         return;
     };
-    let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
-    let mut dumps = dumps.gated(gate.clone());
-    let writing = Arc::new(Mutex::new(0u32));
-    let on_dump = notices(shared, rules, i, facts, &dir, spec, writing.clone());
+    let RuleDumps {
+        mut dumps,
+        gate,
+        writing,
+        on_dump,
+        patterns,
+    } = set;
     let trigger = match dumps.start(Some(facts.pid), on_dump) {
         Ok(DumpsStarted::Trigger(t)) => t,
         Ok(DumpsStarted::Hold(_)) => return,
@@ -270,6 +274,58 @@ fn on_exceptions(
 }
 
 /// The session watching a process's exceptions.
+/// Rule `i`'s exception dumps, set up once for the usual watch and the hold hook: the plan
+/// (files in `dir`, at most `max`), the rule's gate over them, and the notices that log each.
+pub(crate) struct RuleDumps {
+    /// The exception dumps, gated by the rule.
+    pub(crate) dumps: ExceptionDumps,
+    /// The rule's gate (its `finish` tells what it refused).
+    pub(crate) gate: Arc<RuleGate>,
+    /// How many dumps are being written now.
+    pub(crate) writing: Arc<Mutex<u32>>,
+    /// What the dump worker says, logged.
+    pub(crate) on_dump: clrspy_collect::OnDump,
+    /// The exception type patterns, as the rule names them.
+    pub(crate) patterns: Vec<String>,
+}
+
+impl RuleDumps {
+    /// None when the rule has no dump action or names no exception.
+    pub(crate) fn new(
+        shared: &Arc<WatchState>,
+        rules: &Arc<RuleSet>,
+        i: usize,
+        facts: &ProcessFacts,
+        dir: &Path,
+        max: u32,
+    ) -> Option<RuleDumps> {
+        let dump = rules.rules[i].dump.as_ref()?;
+        let spec = spec(dump);
+        let plan = DumpPlan {
+            dir: dir.to_path_buf(),
+            stem: facts.file_name(),
+            spec,
+            max,
+        };
+        let patterns: Vec<String> = dump
+            .on_exception
+            .iter()
+            .map(|g| g.as_str().to_string())
+            .collect();
+        let dumps = ExceptionDumps::new(patterns.clone(), plan)?;
+        let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
+        let writing = Arc::new(Mutex::new(0u32));
+        let on_dump = notices(shared, rules, i, facts, dir, spec, writing.clone());
+        Some(RuleDumps {
+            dumps: dumps.gated(gate.clone()),
+            gate,
+            writing,
+            on_dump,
+            patterns,
+        })
+    }
+}
+
 fn exceptions_session(dumps: &ExceptionDumps) -> SessionConfig {
     dumps.session_config(&SessionConfig {
         circular_buffer_mb: 64,

@@ -9,15 +9,14 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use clrspy_collect::{DumpPlan, DumpsStarted, ExceptionDumps};
+use clrspy_collect::DumpsStarted;
 use diagnostics_client::procfs::{self, start_ticks};
 use diagnostics_client::{apply_startup_hook, set_environment_variable, Connector};
 
-use crate::dumps::{dumps_left, notices, spec};
-use crate::gate::RuleGate;
+use crate::dumps::{dumps_left, say_dump, RuleDumps};
 use crate::state::WatchState;
 use clrspy_rules::ProcessFacts;
 use clrspy_rules::RuleSet;
@@ -38,13 +37,7 @@ pub(crate) fn install_hold_hook(
     let rule = &rules.rules[i];
     let Some(dump) = &rule.dump else { return };
     let Some(hook) = &dump.hold_hook else { return };
-    let say = |event: DecisionKind, why: String| {
-        let mut d = Decision::for_process(event, facts);
-        d.rule = Some(rule.name.clone());
-        d.action = Some("dump");
-        d.detail = Some(why);
-        shared.emit(d);
-    };
+    let say = |event: DecisionKind, why: String| say_dump(shared, rule, facts, event, why);
     let fallback = "; its exceptions are watched the usual way (EventPipe) instead";
     if !Path::new(hook).is_file() {
         return say(
@@ -69,27 +62,19 @@ pub(crate) fn install_hold_hook(
             format!("cannot create {}: {e}{fallback}", dir.display()),
         );
     }
-    let spec = spec(dump);
-    let plan = DumpPlan {
-        dir: dir.clone(),
-        stem: facts.file_name(),
-        spec,
-        max,
-    };
-    let patterns: Vec<String> = dump
-        .on_exception
-        .iter()
-        .map(|g| g.as_str().to_string())
-        .collect();
-    let Some(dumps) = ExceptionDumps::new(patterns.clone(), plan) else {
+    let Some(set) = RuleDumps::new(shared, rules, i, facts, &dir, max) else {
         return;
     };
     // The rule's limits (max_actions, cooldown) are asked before each dump, as in the usual
     // watch: the hook's own limit is only an upper bound.
-    let gate = Arc::new(RuleGate::new(shared, rules, i, facts));
-    let mut dumps = dumps.hold_with(Path::new(hook)).gated(gate.clone());
-    let writing = Arc::new(Mutex::new(0u32));
-    let on_dump = notices(shared, rules, i, facts, &dir, spec, writing);
+    let RuleDumps {
+        dumps,
+        gate,
+        on_dump,
+        patterns,
+        ..
+    } = set;
+    let mut dumps = dumps.hold_with(Path::new(hook));
     let env = match dumps.start(None, on_dump) {
         Ok(DumpsStarted::Hold(env)) => env,
         Ok(DumpsStarted::Trigger(_)) => {
