@@ -203,3 +203,36 @@ fn events_come_in_timestamp_order_unless_file_order_is_asked() {
         "the file itself is interleaved"
     );
 }
+
+#[test]
+fn events_name_clrspys_own_events_as_clrspys_not_as_a_thread() {
+    let trace = common::repo().join("crates/clrspy/tests/data/webapp-ring-trigger.nettrace.zip");
+    let text = clrspy()
+        .args(["events", "--no-stacks", "--provider", "clrspy"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.lines().count() > 100, "{text}");
+    assert!(text.lines().all(|l| l.contains(" tid clrspy ")), "{text}");
+    assert!(!text.contains(&u64::MAX.to_string()), "{text}");
+    let json = clrspy()
+        .args(["events", "--json", "--no-stacks"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(json.status.success());
+    let (mut ours, mut threads) = (0, 0);
+    for l in String::from_utf8(json.stdout).unwrap().lines() {
+        let e: serde_json::Value = serde_json::from_str(l).unwrap();
+        if e["provider"] == "clrspy" {
+            assert!(e["thread_id"].is_null(), "{e}");
+            ours += 1;
+        } else {
+            assert!(e["thread_id"].is_u64(), "{e}");
+            threads += 1;
+        }
+    }
+    assert!(ours > 100 && threads > 1000, "{ours} {threads}");
+}

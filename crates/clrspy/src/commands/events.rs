@@ -14,10 +14,16 @@ use crate::progress::Progress;
 
 /// Renders one event as a text line (with its newline).
 fn render_text(ev: &Event<'_>, name: &str, decoded: &EventFields, args: &EventsArgs) -> String {
+    // clrspy's own events (thread readings, run-queue, process info) belong to no thread.
+    let tid = if ev.thread_id == clrspy_export::event_json::NO_THREAD {
+        "clrspy".to_string()
+    } else {
+        ev.thread_id.to_string()
+    };
     let mut line = format!(
         "{:>14.6} ms  tid {:<7} {}/{}",
         ev.timestamp_ns() as f64 / 1e6,
-        ev.thread_id,
+        tid,
         ev.provider(),
         name
     );

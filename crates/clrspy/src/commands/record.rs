@@ -377,14 +377,18 @@ impl RunObserver for Console<'_> {
                     "Ctrl+C"
                 }
             ),
-            Started::Launch { program, pid, out } => {
+            Started::Launch {
+                program: _,
+                name,
+                pid,
+                out,
+            } => {
                 self.launched = true;
                 if let Some(d) = self.dumps {
                     d.set_pid(pid);
                 }
                 eprintln!(
-                    "Recording {} (pid {pid}) from its start to {}",
-                    program.display(),
+                    "Recording {name} (pid {pid}) from its start to {}",
                     out.display()
                 );
             }
