@@ -126,10 +126,7 @@ pub fn run(
                 });
             };
             let name = launch_name(&command);
-            let out = opts
-                .output
-                .clone()
-                .unwrap_or_else(|| default_output(&name));
+            let out = opts.output.clone().unwrap_or_else(|| default_output(&name));
             // A launched program's methods are named from its own JIT events: the rundown at
             // the end may never come (the program ends, or is killed, first).
             let config = with_method_loads(opts.config);

@@ -236,3 +236,55 @@ fn events_name_clrspys_own_events_as_clrspys_not_as_a_thread() {
     }
     assert!(ours > 100 && threads > 1000, "{ours} {threads}");
 }
+
+/// Text of `clrspy report` on a fixture of crates/clrspy/tests/data.
+fn report_text(fixture: &str, args: &[&str]) -> String {
+    let out = clrspy()
+        .arg("report")
+        .arg(
+            common::repo()
+                .join("crates/clrspy/tests/data")
+                .join(fixture),
+        )
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_report_says_its_window_and_what_its_columns_and_marker_frames_are() {
+    let fixture = "razor-pages-cpu.nettrace.zip";
+    // The window is named first; without one, nothing is added.
+    let t = report_text(fixture, &["cpu", "--from", "1s", "--to", "2.5s"]);
+    assert!(
+        t.starts_with("Window: from 1s (1.000 s) to 2.5s (2.500 s) of the trace"),
+        "{t}"
+    );
+    let t = report_text(fixture, &["threads", "--from", "1s"]);
+    assert!(
+        t.starts_with("Window: from 1s (1.000 s) to the trace's end"),
+        "{t}"
+    );
+    let t = report_text(fixture, &["cpu"]);
+    assert!(t.starts_with("CPU time: "), "{t}");
+    // --callers says which column is time-weighted and which is a raw count.
+    let t = report_text(
+        fixture,
+        &["cpu", "--callers", "CreateDelegate", "--depth", "2"],
+    );
+    assert!(t.contains("(41 raw samples)"), "{t}");
+    assert!(
+        t.contains("% = share of all CPU time, each sample weighted by its thread's measured time; samples = raw sample count (not weighted)"),
+        "{t}"
+    );
+    // [unsampled] is explained under the tables that list it, and only there.
+    let t = report_text(fixture, &["cpu", "--top", "1000"]);
+    assert!(
+        t.contains("  [unsampled]: CPU a thread's readings measured"),
+        "{t}"
+    );
+    let t = report_text(fixture, &["cpu", "--top", "5"]);
+    assert!(!t.contains("[unsampled]"), "{t}");
+}

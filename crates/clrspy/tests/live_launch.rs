@@ -30,10 +30,7 @@ fn launch_records_from_before_main_and_passes_output_and_exit_code_through() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // The app is named as `ps` and attach name it, not by its host.
-    assert!(
-        stderr.contains("Recording Workloads (pid "),
-        "{stderr}"
-    );
+    assert!(stderr.contains("Recording Workloads (pid "), "{stderr}");
     // The child's output reaches our stdout.
     assert!(stdout.contains("ready pid="), "{stdout}");
     assert!(stdout.contains("thrown=37"), "{stdout}");
