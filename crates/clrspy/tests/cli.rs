@@ -288,3 +288,15 @@ fn a_report_says_its_window_and_what_its_columns_and_marker_frames_are() {
     let t = report_text(fixture, &["cpu", "--top", "5"]);
     assert!(!t.contains("[unsampled]"), "{t}");
 }
+
+#[test]
+fn the_summary_says_whose_load_kept_threads_waiting_for_a_cpu() {
+    // 1.66 s of CPU in a 2.04 s window on 2 CPUs, 430 ms run-queue: the process did not fill
+    // its CPUs, so the wait was others' load, not the process being CPU-bound.
+    let t = report_text("gc-no-samples.nettrace.zip", &["summary"]);
+    assert!(
+        t.contains("  the process used 0.82 of 2 CPUs: other processes (or the CPU limit) kept its ready threads waiting"),
+        "{t}"
+    );
+    assert!(!t.contains("CPU-bound"), "{t}");
+}
