@@ -50,6 +50,8 @@ pub enum Started<'a> {
     Launch {
         /// The program as given.
         program: &'a Path,
+        /// The app's name as `ps` and attach say it (`Web` for `dotnet Web.dll`).
+        name: &'a str,
         /// Its pid.
         pid: u32,
         /// The trace file.
@@ -123,10 +125,8 @@ pub fn run(
                     ),
                 });
             };
-            let out = opts
-                .output
-                .clone()
-                .unwrap_or_else(|| default_output(&launch_name(&command)));
+            let name = launch_name(&command);
+            let out = opts.output.clone().unwrap_or_else(|| default_output(&name));
             // A launched program's methods are named from its own JIT events: the rundown at
             // the end may never come (the program ends, or is killed, first).
             let config = with_method_loads(opts.config);
@@ -144,6 +144,7 @@ pub fn run(
             let mut on_spawned = |pid: u32| {
                 observer.borrow_mut().started(Started::Launch {
                     program: Path::new(program),
+                    name: &name,
                     pid,
                     out: &out,
                 })

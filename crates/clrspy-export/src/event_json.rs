@@ -26,6 +26,10 @@ pub struct EventJsonWriter {
     stacks: HashMap<u32, (Vec<u8>, Vec<u8>)>,
 }
 
+/// The thread id of the events clrspy writes into a trace itself (they belong to no thread):
+/// `thread_id` is `null` for them in JSON.
+pub const NO_THREAD: u64 = u64::MAX;
+
 /// Appends `v` as serde_json writes it (writing to a `Vec` cannot fail, and every value here
 /// serializes).
 fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
@@ -254,7 +258,11 @@ impl EventJsonWriter {
         out.extend_from_slice(b",\"timestamp_ns\":");
         put(out, &ev.timestamp_ns());
         out.extend_from_slice(b",\"thread_id\":");
-        put(out, &ev.thread_id);
+        if ev.thread_id == NO_THREAD {
+            out.extend_from_slice(b"null");
+        } else {
+            put(out, &ev.thread_id);
+        }
         out.extend_from_slice(b",\"process_id\":");
         put(out, &ev.process_id);
         out.extend_from_slice(b",\"processor\":");

@@ -82,7 +82,7 @@ fn clrspys_own_events_are_on_no_thread_in_text() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.lines().count() >= 5, "{text}");
     for l in text.lines().take(5) {
-        assert!(l.contains("  tid -       clrspy/"), "{l}");
+        assert!(l.contains("  tid clrspy  clrspy/"), "{l}");
     }
     assert!(!text.contains("18446744073709551615"), "{text}");
 }
@@ -219,4 +219,101 @@ fn events_come_in_timestamp_order_unless_file_order_is_asked() {
         file.windows(2).any(|w| w[0] > w[1]),
         "the file itself is interleaved"
     );
+}
+
+#[test]
+fn events_name_clrspys_own_events_as_clrspys_not_as_a_thread() {
+    let trace = common::repo().join("crates/clrspy/tests/data/webapp-ring-trigger.nettrace.zip");
+    let text = clrspy()
+        .args(["events", "--no-stacks", "--provider", "clrspy"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.lines().count() > 100, "{text}");
+    assert!(text.lines().all(|l| l.contains(" tid clrspy ")), "{text}");
+    assert!(!text.contains(&u64::MAX.to_string()), "{text}");
+    let json = clrspy()
+        .args(["events", "--json", "--no-stacks"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(json.status.success());
+    let (mut ours, mut threads) = (0, 0);
+    for l in String::from_utf8(json.stdout).unwrap().lines() {
+        let e: serde_json::Value = serde_json::from_str(l).unwrap();
+        if e["provider"] == "clrspy" {
+            assert!(e["thread_id"].is_null(), "{e}");
+            ours += 1;
+        } else {
+            assert!(e["thread_id"].is_u64(), "{e}");
+            threads += 1;
+        }
+    }
+    assert!(ours > 100 && threads > 1000, "{ours} {threads}");
+}
+
+/// Text of `clrspy report` on a fixture of crates/clrspy/tests/data.
+fn report_text(fixture: &str, args: &[&str]) -> String {
+    let out = clrspy()
+        .arg("report")
+        .arg(
+            common::repo()
+                .join("crates/clrspy/tests/data")
+                .join(fixture),
+        )
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_report_says_its_window_and_what_its_columns_and_marker_frames_are() {
+    let fixture = "razor-pages-cpu.nettrace.zip";
+    // The window is named first; without one, nothing is added.
+    let t = report_text(fixture, &["cpu", "--from", "1s", "--to", "2.5s"]);
+    assert!(
+        t.starts_with("Window: from 1s (1.000 s) to 2.5s (2.500 s) of the trace"),
+        "{t}"
+    );
+    let t = report_text(fixture, &["threads", "--from", "1s"]);
+    assert!(
+        t.starts_with("Window: from 1s (1.000 s) to the trace's end"),
+        "{t}"
+    );
+    let t = report_text(fixture, &["cpu"]);
+    assert!(t.starts_with("CPU time: "), "{t}");
+    // --callers says which column is time-weighted and which is a raw count.
+    let t = report_text(
+        fixture,
+        &["cpu", "--callers", "CreateDelegate", "--depth", "2"],
+    );
+    assert!(t.contains("(41 raw samples)"), "{t}");
+    assert!(
+        t.contains("% = share of all CPU time, each sample weighted by its thread's measured time; samples = raw sample count (not weighted)"),
+        "{t}"
+    );
+    // [unsampled] is explained under the tables that list it, and only there.
+    let t = report_text(fixture, &["cpu", "--top", "1000"]);
+    assert!(
+        t.contains("  [unsampled]: CPU a thread's readings measured"),
+        "{t}"
+    );
+    let t = report_text(fixture, &["cpu", "--top", "5"]);
+    assert!(!t.contains("[unsampled]"), "{t}");
+}
+
+#[test]
+fn the_summary_says_whose_load_kept_threads_waiting_for_a_cpu() {
+    // 1.66 s of CPU in a 2.04 s window on 2 CPUs, 430 ms run-queue: the process did not fill
+    // its CPUs, so the wait was others' load, not the process being CPU-bound.
+    let t = report_text("gc-no-samples.nettrace.zip", &["summary"]);
+    assert!(
+        t.contains("  the process used 0.82 of 2 CPUs: other processes (or the CPU limit) kept its ready threads waiting"),
+        "{t}"
+    );
+    assert!(!t.contains("CPU-bound"), "{t}");
 }

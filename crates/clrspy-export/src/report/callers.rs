@@ -153,7 +153,7 @@ impl TextView for CallersReport {
             );
         };
         let head = format!(
-            "Callers of {}: {:.1} ms, {:.1}% of {what} time ({:.0} samples)",
+            "Callers of {}: {:.1} ms, {:.1}% of {what} time ({:.0} raw samples)",
             fit(method, style.room(40)),
             self.ms,
             self.percent,
@@ -179,10 +179,15 @@ impl TextView for CallersReport {
                 }
             )?;
         }
+        // The percents weigh each sample by its thread's measured time; the counts are raw samples,
+        // so the two columns need not be proportional.
         writeln!(
             out,
-            "\n{}",
-            style.heading("Caller tree (inclusive % of all, samples): each frame is called by the frames under it")
+            "\n{}\n  % = share of all {what} time, each sample weighted by its thread's measured time; \
+             samples = raw sample count (not weighted)",
+            style.heading(
+                "Caller tree (inclusive %, samples): each frame is called by the frames under it"
+            )
         )?;
         let root = text_tree(method, self.percent, self.samples, &self.callers);
         // The cutoff is a share of the method's own time, so a light method's callers show.

@@ -138,9 +138,42 @@ pub fn lines(cpu_ms: f64, runq_ms: Option<f64>, t: Option<&CpuThrottling>) -> Ve
     out
 }
 
+/// The advice under the contention line once the process's own load is known: `used` CPUs
+/// of the `cpus` it may use over the window; `hottest` is the heaviest CPU frame and its share.
+/// A process that used most of its CPUs is CPU-bound (its own threads queue for the CPUs);
+/// one that used few was held off by others (other processes, or the CPU limit).
+pub fn load_line(used: f64, cpus: f64, hottest: Option<(&str, f64)>) -> String {
+    if used >= 0.85 * cpus {
+        let by = hottest.map_or_else(
+            || "record CPU samples to see by what".to_string(),
+            |(m, pct)| {
+                format!("most of it in {m} ({pct:.1}% of CPU): less work there is what helps")
+            },
+        );
+        format!(
+            "  the process itself used {used:.2} of {cpus} CPUs: it is CPU-bound, its own threads queue for the CPUs; {by}"
+        )
+    } else {
+        format!(
+            "  the process used {used:.2} of {cpus} CPUs: other processes (or the CPU limit) kept its ready threads waiting; part of the slowness is waiting for a CPU, not the code"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_saturated_process_is_called_cpu_bound_and_by_what() {
+        let l = load_line(1.79, 2.0, Some(("App.Render", 57.6)));
+        assert!(l.contains("used 1.79 of 2 CPUs: it is CPU-bound"), "{l}");
+        assert!(l.contains("App.Render (57.6% of CPU)"), "{l}");
+        assert!(load_line(1.79, 2.0, None).contains("record CPU samples"));
+        let l = load_line(0.82, 2.0, Some(("App.Render", 57.6)));
+        assert!(l.contains("used 0.82 of 2 CPUs: other processes"), "{l}");
+        assert!(!l.contains("CPU-bound"), "{l}");
+    }
 
     #[test]
     fn the_line_says_throttling_and_run_queue_time() {

@@ -18,6 +18,10 @@ use super::tree::{write_tree_with, Columns};
 use super::view::{ReportKind, ReportOptions, TextView, TreeOptions};
 use crate::units::{percent, round1};
 
+/// The footnote under the method tables when `[unsampled]` is one of their rows.
+const UNSAMPLED_NOTE: &str = "[unsampled]: CPU a thread's readings measured before the sampler \
+     first caught it (its stack then is unknown); it is counted, not guessed at";
+
 /// CPU or waiting time by method.
 #[derive(Clone, Debug, Serialize)]
 pub struct StackReport {
@@ -296,6 +300,15 @@ impl TextView for StackReport {
             style.heading("Top methods, inclusive (with callees)")
         )?;
         method_table(out, &self.top_inclusive, Unit::Ms, style)?;
+        let unsampled = clrspy_analysis::profile::UNSAMPLED_FRAME;
+        if self
+            .top_exclusive
+            .iter()
+            .chain(&self.top_inclusive)
+            .any(|m| m.method == unsampled)
+        {
+            writeln!(out, "  {UNSAMPLED_NOTE}")?;
+        }
         if let Some(tree) = &self.tree {
             writeln!(
                 out,

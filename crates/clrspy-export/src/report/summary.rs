@@ -67,9 +67,28 @@ pub struct SummaryReport {
     pub contention: ContentionReport,
     /// What to run next, one command (or advice) per line.
     pub next: Vec<String>,
+    /// The CPUs the process used over the window and the CPUs it could use (its cgroup's limit,
+    /// else the machine's), when both are known: text only.
+    #[serde(skip)]
+    pub load: Option<(f64, f64)>,
     /// The stop trigger that ended the recording, if one did (key absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger: Option<clrspy_analysis::inventory::TriggerNote>,
+}
+
+/// The CPUs the process used over the window (its CPU time over the window's length) and the
+/// CPUs it could use: the cgroup's limit when it has one, else the trace's CPU count.
+fn process_load(
+    a: &Analysis,
+    cpu: &StackReport,
+    throttling: Option<&CpuThrottling>,
+) -> Option<(f64, f64)> {
+    let window_ms = a.window_ns() as f64 / 1e6;
+    let cpu_ms = cpu.process.as_ref().map(|p| p.cpu_ms)?;
+    let cpus = throttling
+        .and_then(|t| t.limit_cpus)
+        .or_else(|| cpu.cpus.map(f64::from))?;
+    (window_ms > 0.0 && cpus > 0.0).then(|| (cpu_ms / window_ms, cpus))
 }
 
 /// Builds the summary.
@@ -134,10 +153,13 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
         ));
     }
     let measured = runqueue::measured_totals(a);
+    let cpu_throttling = runqueue::throttling(a);
+    let load = process_load(a, &cpu, cpu_throttling.as_ref());
     SummaryReport {
+        load,
         runqueue_ms: measured.map(|m| crate::units::round1(m.1)),
         thread_cpu_ms: measured.map(|m| crate::units::round1(m.0)),
-        cpu_throttling: runqueue::throttling(a),
+        cpu_throttling,
         trace: path.clone(),
         duration_ms: a.duration_ns as f64 / 1e6,
         events: a.events,
@@ -233,8 +255,22 @@ impl TextView for SummaryReport {
         );
         if let Some((head, rest)) = contention.split_first() {
             writeln!(out, "\n{}", style.heading(head))?;
-            for l in rest {
-                writeln!(out, "{l}")?;
+            match self.load {
+                // The advice says whose load it was: the process's own, or others'.
+                Some((used, cpus)) if !rest.is_empty() => {
+                    let hottest = cpu
+                        .top_exclusive
+                        .iter()
+                        .find(|m| !m.method.starts_with("[idle"))
+                        .filter(|_| cpu.samples > 0)
+                        .map(|m| (m.method.as_str(), m.percent));
+                    writeln!(out, "{}", runqueue::load_line(used, cpus, hottest))?;
+                }
+                _ => {
+                    for l in rest {
+                        writeln!(out, "{l}")?;
+                    }
+                }
             }
         }
         let t = &self.gc.totals;

@@ -82,7 +82,10 @@ fn the_heap_summary_counts_types_roots_and_garbage() {
         "{t}"
     );
     assert!(
-        t.contains(&format!("\n{:>14} {:>14} {:>12}  Holder\n", "130 B", "100 B", 1)),
+        t.contains(&format!(
+            "\n{:>14} {:>14} {:>12}  Holder\n",
+            "130 B", "100 B", 1
+        )),
         "{t}"
     );
 }

@@ -14,10 +14,12 @@ use crate::progress::Progress;
 
 /// Renders one event as a text line (with its newline).
 fn render_text(ev: &Event<'_>, name: &str, decoded: &EventFields, args: &EventsArgs) -> String {
-    // clrspy's own events (readings, names) are stamped on no thread (0 in older traces).
+    // clrspy's own events (thread readings, run-queue, process info) belong to no thread
+    // (older traces stamped them 0).
     let own = ev.provider() == clr_events::clrspy::PROVIDER;
-    let tid = if ev.thread_id == u64::MAX || (own && ev.thread_id == 0) {
-        "-".to_string()
+    let tid = if ev.thread_id == clrspy_export::event_json::NO_THREAD || (own && ev.thread_id == 0)
+    {
+        "clrspy".to_string()
     } else {
         ev.thread_id.to_string()
     };

@@ -379,8 +379,6 @@ pub(crate) struct Outcome {
 /// The front end of a run: the first line, the status line (attach only: a launched child
 /// writes to the same terminal).
 struct Console<'a> {
-    /// The launched program's name (the app, not `dotnet`).
-    name: Option<String>,
     duration: Option<Duration>,
     interactive: bool,
     status: StatusLine,
@@ -405,15 +403,16 @@ impl RunObserver for Console<'_> {
                     "Ctrl+C"
                 }
             ),
-            Started::Launch { program, pid, out } => {
+            Started::Launch {
+                program: _,
+                name,
+                pid,
+                out,
+            } => {
                 self.launched = true;
                 if let Some(d) = self.dumps {
                     d.set_pid(pid);
                 }
-                let name = match &self.name {
-                    Some(n) => n.clone(),
-                    None => program.display().to_string(),
-                };
                 eprintln!(
                     "Recording {name} (pid {pid}) from its start to {}",
                     out.display()
@@ -492,11 +491,6 @@ pub(crate) fn execute(
         child_env,
     };
     let mut console = Console {
-        // `dotnet app.dll` is recorded as `app`, as `ps` and attach name it.
-        name: match &target {
-            Target::Launch(cmd) => Some(clrspy_collect::launch_name(cmd)),
-            _ => None,
-        },
         duration,
         interactive,
         status: StatusLine::new(attach && std::io::stderr().is_terminal()),

@@ -86,8 +86,34 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     options.models = report::models_for(&[args.kind]);
     let a = analyze(&args.input.trace, options)?;
     let r = report::build(args.kind, &a, &report_options(args));
+    if !args.json {
+        if let Some(line) = window_line(&args.from, &args.to) {
+            println!("{line}");
+        }
+    }
     print(r.as_ref(), args.json)?;
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The header line that names a report's `--from`/`--to` window (none without one).
+fn window_line(from: &Option<TracePoint>, to: &Option<TracePoint>) -> Option<String> {
+    let at = |p: &TracePoint| format!("{} ({:.3} s)", p.text, p.ns as f64 / 1e9);
+    match (from, to) {
+        (None, None) => None,
+        (Some(f), Some(t)) => Some(format!(
+            "Window: from {} to {} of the trace; everything below is inside it",
+            at(f),
+            at(t)
+        )),
+        (Some(f), None) => Some(format!(
+            "Window: from {} to the trace's end; everything below is inside it",
+            at(f)
+        )),
+        (None, Some(t)) => Some(format!(
+            "Window: from the trace's start to {}; everything below is inside it",
+            at(t)
+        )),
+    }
 }
 
 /// Prints a report's JSON or text view on stdout.
