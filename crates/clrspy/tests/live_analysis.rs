@@ -7,7 +7,8 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use common::{ab, Load};
+
 use std::time::{Duration, Instant};
 
 use clrspy_analysis::Options;
@@ -16,22 +17,6 @@ use clrspy_live::{LiveAnalysis, LiveSession, SessionSpec};
 use common::{json, live, machine, start_web};
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 use serde_json::Value;
-
-/// `ab`, killed when dropped.
-struct Load(Child);
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn ab(args: &[&str]) -> Command {
-    let mut c = Command::new("/usr/bin/ab");
-    c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-    c
-}
 
 /// The top `n` methods of a CPU report's JSON, by exclusive time.
 fn top(report: &Value, n: usize) -> Vec<String> {

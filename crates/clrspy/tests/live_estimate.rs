@@ -15,7 +15,9 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use common::{ab, Load};
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{dotnet_trace, json, live, run_bounded, start_web, start_web_with_env, Web};
@@ -23,22 +25,6 @@ use serde_json::Value;
 
 /// The two tests take turns: each needs the machine to itself for its /proc comparison.
 static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// `ab`, killed when dropped.
-struct Load(Child);
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn ab(args: &[&str]) -> Command {
-    let mut c = Command::new("/usr/bin/ab");
-    c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-    c
-}
 
 /// Warms the app up, then loads it for `secs` seconds (8 clients, 20 ms of CPU a request: the
 /// app is CPU-bound and `ab` itself costs little, so the machine is the app's).

@@ -7,9 +7,11 @@
 
 mod common;
 
+use common::Load;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,16 +30,6 @@ fn get(port: u16, path: &str) -> String {
     let mut reply = String::new();
     let _ = s.read_to_string(&mut reply);
     reply.lines().next().unwrap_or_default().to_string()
-}
-
-/// A load generator killed when dropped.
-struct Load(Child);
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// (start, end) ns of every suspension for a GC in the trace (SuspendEEStart reason 1 or 6

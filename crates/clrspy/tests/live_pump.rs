@@ -43,16 +43,7 @@ fn a_consumer_stops_a_live_recording_and_asks_for_a_dump() {
     let ep = clrspy_collect::endpoint_for_pid(w.1).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.nettrace");
-    let config = SessionConfig {
-        providers: vec![Provider {
-            name: "Microsoft-DotNETCore-SampleProfiler".into(),
-            keywords: 0,
-            level: 5,
-            arguments: None,
-        }],
-        rundown_keyword: DEFAULT_RUNDOWN_KEYWORD,
-        ..SessionConfig::default()
-    };
+    let config = samples_config();
     let stop = StopSignal::new();
     let rec = Recording {
         config: &config,

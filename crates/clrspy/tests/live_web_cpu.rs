@@ -14,7 +14,8 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use common::{ab, Load};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,22 +23,6 @@ use std::time::Duration;
 use common::proc_cpu::{poller, readings, when};
 use common::{clrspy_command, json, live, run_bounded, start_web};
 use serde_json::Value;
-
-/// `ab`, killed when dropped.
-struct Load(Child);
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn ab(args: &[&str]) -> Command {
-    let mut c = Command::new("/usr/bin/ab");
-    c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-    c
-}
 
 #[test]
 fn web_server_cpu_adds_up_to_proc_and_names_runtime_threads() {

@@ -11,8 +11,14 @@ use crate::{Analysis, ModelSet, Options};
 /// The WebApp trace with every EventSource these models read (its README says how it was
 /// recorded and what it holds).
 fn analysed(models: ModelSet) -> Analysis {
+    analysed_file("webapp-eventsources.nettrace.zip", models)
+}
+
+/// A trace of crates/clrspy/tests/data analysed with `models`; no payload may fail to decode.
+fn analysed_file(name: &str, models: ModelSet) -> Analysis {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../clrspy/tests/data/webapp-eventsources.nettrace.zip");
+        .join("../clrspy/tests/data")
+        .join(name);
     let trace = crate::trace_file::OpenTrace::open(&path).unwrap();
     let mut reader = trace.reader().unwrap();
     let options = Options {
@@ -132,17 +138,7 @@ fn a_model_is_picked_by_name_and_unknown_names_are_refused() {
 
 /// The sockets/DNS trace (its README says how it was recorded and what it holds).
 fn analysed_net(models: ModelSet) -> Analysis {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../clrspy/tests/data/webapp-net.nettrace.zip");
-    let trace = crate::trace_file::OpenTrace::open(&path).unwrap();
-    let mut reader = trace.reader().unwrap();
-    let options = Options {
-        models,
-        ..Options::default()
-    };
-    let a = Analysis::run(&mut reader, options, &mut |_| ()).unwrap();
-    assert!(a.decode_errors().is_empty(), "{:?}", a.decode_errors());
-    a
+    analysed_file("webapp-net.nettrace.zip", models)
 }
 
 #[test]
@@ -196,15 +192,10 @@ fn socket_addresses_read() {
 /// A trace of the logger with both message keywords (its README says how it was recorded).
 #[test]
 fn logs_with_both_keywords_count_each_message_once() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../clrspy/tests/data/webapp-logs-both.nettrace.zip");
-    let trace = crate::trace_file::OpenTrace::open(&path).unwrap();
-    let mut reader = trace.reader().unwrap();
-    let options = Options {
-        models: ModelSet::named(&["logs"]).unwrap(),
-        ..Options::default()
-    };
-    let a = Analysis::run(&mut reader, options, &mut |_| ()).unwrap();
+    let a = analysed_file(
+        "webapp-logs-both.nettrace.zip",
+        ModelSet::named(&["logs"]).unwrap(),
+    );
     let l = a.model::<LogModel>().unwrap();
     let counts: Vec<(&str, &str, u64)> = l
         .counts

@@ -10,6 +10,23 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 pub mod proc_cpu;
+
+/// A load generator (`ab`) killed when dropped.
+pub struct Load(pub Child);
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `ab` (apache2-utils) with `args`, quiet.
+pub fn ab(args: &[&str]) -> Command {
+    let mut c = Command::new("/usr/bin/ab");
+    c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+    c
+}
 pub mod watch;
 
 /// The repository root.
