@@ -246,7 +246,13 @@ impl Write for TapFeed {
                     self.cur.extend_from_slice(&rest[..step.consumed]);
                     rest = &rest[step.consumed..];
                     if let Some(item) = step.item {
-                        self.item(item)?;
+                        if self.item(item).is_err() {
+                            // A block the feed cannot re-frame: the live view gives up
+                            // rather than fail the recording (the file has it all).
+                            self.shared.closed.store(true, Ordering::Relaxed);
+                            self.tx = None;
+                            return Ok(n);
+                        }
                     }
                 }
                 Err(_) => {
