@@ -284,9 +284,11 @@ impl EventConsumer for DumpAt {
 }
 
 /// Records 6 s of two threads writing EventSource events as fast as they can (16 MB runtime
-/// buffer); with `slow_action`, a consumer asks for a dump whose handler takes 4 s. The events
-/// the runtime dropped, and how many times the handler was asked.
-fn record_with_action(slow_action: bool) -> (u64, usize) {
+/// buffer) while a consumer asks for a dump at the 500th event, whose handler takes 4 s.
+/// Returns the events the runtime dropped, how many times the handler was asked, and the tap's
+/// event counts the pump reported while the handler ran (from 0.5 s after it started to 0.5 s
+/// before it ended): a pump that waited for the handler reports nothing then.
+fn record_with_slow_action() -> (u64, usize, Vec<u64>) {
     let w = start("eventsource", &["--seconds", "30", "--threads", "2"]);
     let ep = clrspy_collect::endpoint_for_pid(w.1).unwrap();
     let config = SessionConfig {
@@ -308,32 +310,39 @@ fn record_with_action(slow_action: bool) -> (u64, usize) {
         thread_cpu: Some(Duration::from_millis(20)),
         ring: None,
     };
-    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let a = asked.clone();
+    let started: std::sync::Arc<std::sync::Mutex<Vec<std::time::Instant>>> = Default::default();
+    let s = started.clone();
     // The slow action: as long as a dump of a big process takes.
     let worker = clrspy_collect::Worker::start("test-slow-action", 4, move |_: Action| {
-        a.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        s.lock().unwrap().push(std::time::Instant::now());
         std::thread::sleep(Duration::from_secs(4));
     });
-    let consumers: Vec<Box<dyn EventConsumer>> = if slow_action {
-        vec![Box::new(DumpAt(0))]
-    } else {
-        Vec::new()
-    };
+    let mut progress: Vec<(std::time::Instant, u64)> = Vec::new();
     let summary = clrspy_collect::record_live(
         &ep,
         &rec,
         LiveFeeds {
-            consumers,
+            consumers: vec![Box::new(DumpAt(0))],
             requests: Some(worker.handle()),
             ..LiveFeeds::default()
         },
-        &mut |_| {},
+        &mut |p| progress.push((std::time::Instant::now(), p.events.unwrap_or(0))),
     )
     .unwrap();
     worker.finish();
-    let dropped = summary.dropped_events.expect("counted");
-    (dropped, asked.load(std::sync::atomic::Ordering::SeqCst))
+    let started = started.lock().unwrap().clone();
+    let during = match started.first() {
+        Some(&t0) => progress
+            .iter()
+            .filter(|(t, _)| {
+                *t >= t0 + Duration::from_millis(500) && *t <= t0 + Duration::from_millis(3500)
+            })
+            .map(|p| p.1)
+            .collect(),
+        None => Vec::new(),
+    };
+    let dropped = summary.dropped_events.unwrap_or(0);
+    (dropped, started.len(), during)
 }
 
 #[test]
@@ -341,16 +350,18 @@ fn a_slow_action_does_not_stall_draining() {
     if !live() {
         return;
     }
-    let _m = common::machine();
-    let (without, _) = record_with_action(false);
-    let (with, asked) = record_with_action(true);
-    eprintln!("events the runtime dropped: {without} without the action, {with} with it");
+    let (dropped, asked, during) = record_with_slow_action();
+    eprintln!(
+        "events the runtime dropped: {dropped}; {} progress rounds while the action ran",
+        during.len()
+    );
     assert_eq!(asked, 1, "the dump was asked for");
-    // The writers outrun the runtime's buffer either way (0.2-0.5 M dropped in runs with and
-    // without the action); a pump that waited 4 s for the action (the handler on its thread)
-    // dropped 5.5 M when tried.
+    // The pump kept reading (and the tap decoding) while the handler slept: a handler on the
+    // pump's thread, as before, stops both for 4 s (no rounds at all in that window; the
+    // runtime then dropped 5.5 M events where it drops 0.05-0.5 M without the action).
+    assert!(during.len() >= 10, "{} rounds", during.len());
     assert!(
-        with <= without * 3 + 1_000_000,
-        "{with} dropped with a slow action, {without} without"
+        during.last() > during.first(),
+        "events decoded while the action ran: {during:?}"
     );
 }
