@@ -14,9 +14,11 @@
 //! so a reader tells the gap it leaves at the start of each thread's sequence numbers from
 //! events the runtime lost.
 //!
-//! The bound: the finished file holds at most `budget` bytes plus one block, unless the
-//! header, metadata, the stacks of the open sequence-point interval and the rundown alone are
-//! more (they are never dropped); disk use while recording is that plus one chunk.
+//! The bound: the finished file holds at most `budget` bytes plus one block, plus what arrived
+//! after the runtime was asked to stop (its last buffered events and the rundown, never
+//! dropped: the rundown names the kept window's methods), unless the header, metadata and the
+//! stacks of the open sequence-point interval alone are more (they are never dropped); disk
+//! use while recording is that plus one chunk.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -90,6 +92,9 @@ struct Store {
     end: Option<Vec<u8>>,
     /// Bytes received (the spliced stream).
     received: u64,
+    /// `received` when the runtime was asked to stop: from there on nothing is dropped (the
+    /// rundown and the last buffered events are kept beyond the budget).
+    stopped_at: Option<u64>,
     /// Blocks dropped, and sequence points seen.
     pub(crate) dropped_blocks: u64,
     pub(crate) dropped_bytes: u64,
@@ -118,6 +123,7 @@ impl Store {
             stacks: None,
             end: None,
             received: 0,
+            stopped_at: None,
             dropped_blocks: 0,
             dropped_bytes: 0,
             sequence_points: 0,
@@ -207,8 +213,13 @@ impl Store {
         Ok(())
     }
 
-    /// Drops the oldest droppable blocks while over the budget.
+    /// Drops the oldest droppable blocks while over the budget, until the runtime was asked
+    /// to stop: the rundown that follows names the kept window's methods and must not push it
+    /// out (a large app's rundown is about as big as a 16 MB ring).
     fn trim(&mut self) -> io::Result<()> {
+        if self.stopped_at.is_some() {
+            return Ok(());
+        }
         let mut from = 0;
         while self.kept() > self.budget {
             let Some(i) = self.droppable(from) else {
@@ -445,6 +456,7 @@ impl Store {
             dropped_blocks: self.dropped_blocks,
             dropped_bytes: self.dropped_bytes,
             sequence_points: self.sequence_points,
+            after_stop_bytes: self.stopped_at.map_or(0, |at| self.received - at),
         }
     }
 }
@@ -458,6 +470,11 @@ impl SpliceOutput for RingStore {
         if let Injected::ThreadName { tid, name } = ev {
             self.names.insert(*tid, name.clone());
         }
+    }
+
+    fn stopping(&mut self) {
+        let st = &mut self.store;
+        st.stopped_at.get_or_insert(st.received);
     }
 
     fn finish(mut s: Splicer<RingStore>, path: &Path) -> Result<SinkReport> {

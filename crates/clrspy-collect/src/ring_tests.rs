@@ -95,11 +95,25 @@ fn blocks(bytes: &[u8]) -> (u64, u64) {
 /// ring's statistics; checks the `Ring` event the file ends with (a stream cut inside a block
 /// has none: nothing can be spliced after it; nor has V6, which clrspy does not splice into).
 fn ring(bytes: &[u8], budget: u64, piece: usize, tag: &str) -> (Vec<u8>, RingStats) {
+    ring_stopped(bytes, budget, piece, None, tag)
+}
+
+/// As [`ring`], the sink told the runtime was asked to stop once `stop_at` bytes were written.
+fn ring_stopped(
+    bytes: &[u8],
+    budget: u64,
+    piece: usize,
+    stop_at: Option<usize>,
+    tag: &str,
+) -> (Vec<u8>, RingStats) {
     let dir = std::env::temp_dir().join(format!("clrspy-ring-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("t.nettrace");
     let mut sink = RingSink::create(&path, budget).unwrap();
-    for p in bytes.chunks(piece) {
+    for (i, p) in bytes.chunks(piece).enumerate() {
+        if stop_at.is_some_and(|at| i * piece >= at) {
+            sink.stopping();
+        }
         sink.write(p).unwrap();
         sink.flush().unwrap();
         assert!(!sink.wants_splices() || sink.bytes() <= budget.max(sink.bytes()));
@@ -199,6 +213,34 @@ fn a_small_ring_keeps_the_newest_events_with_their_stacks() {
             all.len()
         );
     }
+}
+
+#[test]
+fn what_arrives_after_the_stop_is_kept_beyond_the_budget() {
+    // The rundown comes after the stop: a ring must not drop the window it kept for it.
+    let d = data("trace.nettrace");
+    let (max_block, _) = blocks(&d);
+    let budget = 150_000;
+    let piece = 10_000;
+    let at = d.len() * 6 / 10 / piece * piece;
+    let (plain, plain_stats) = ring(&d, budget, piece, "nostop");
+    let (out, stats) = ring_stopped(&d, budget, piece, Some(at), "stop");
+    // Kept to the minimum before the stop: what remains is what came after it.
+    let (after, _) = ring_stopped(&d, 1, piece, Some(at), "stop-tiny");
+    let (all, kept, after) = (original(&d), events(&out), events(&after));
+    assert!(is_tail_subsequence(&kept, &all));
+    assert!(!after.is_empty());
+    assert_eq!(&kept[kept.len() - after.len()..], &after[..]);
+    // The window before the stop is the budget's worth, as without a stop.
+    assert!(kept.len() > after.len() && kept.len() > events(&plain).len());
+    assert!(plain.len() as u64 <= budget + max_block);
+    assert!(out.len() as u64 > budget + max_block);
+    assert!(
+        stats.after_stop_bytes >= (d.len() - at) as u64 && stats.after_stop_bytes < d.len() as u64,
+        "{stats:?}"
+    );
+    assert!(stats.dropped_blocks > 0 && stats.dropped_blocks < plain_stats.dropped_blocks);
+    assert_eq!(plain_stats.after_stop_bytes, 0);
 }
 
 #[test]

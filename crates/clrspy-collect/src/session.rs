@@ -221,6 +221,8 @@ struct Stopping {
     /// A trigger fired: what, and when to stop.
     fired: Option<(crate::tap::Fired, Instant)>,
     sent: bool,
+    /// The sinks were told the stop was sent ([`ByteSink::stopping`]).
+    sinks_told: bool,
     complete: bool,
     stopper: Option<std::thread::JoinHandle<diagnostics_client::Result<()>>>,
 }
@@ -232,6 +234,7 @@ impl Stopping {
             detail: None,
             fired: None,
             sent: false,
+            sinks_told: false,
             complete: true,
             stopper: None,
         }
@@ -461,7 +464,15 @@ pub(crate) fn pump(
             }
             stop.act(a, &live.requests, &to, session.id);
         }
-        if stop.check(rec, started, &to, session.id) {
+        let quit = stop.check(rec, started, &to, session.id);
+        if stop.sent && !stop.sinks_told {
+            // What follows is the rundown: a ring keeps it beyond its budget.
+            stop.sinks_told = true;
+            for s in all_sinks(&mut file, &mut extra, &mut tap).iter_mut() {
+                s.stopping();
+            }
+        }
+        if quit {
             return Ok(());
         }
     })();

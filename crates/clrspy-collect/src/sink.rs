@@ -54,6 +54,10 @@ pub trait ByteSink {
         Ok(())
     }
 
+    /// The runtime was asked to stop: what follows is the events it still had buffered and
+    /// the rundown (the names of every method). A ring keeps all of it beyond its budget.
+    fn stopping(&mut self) {}
+
     /// Bytes stored so far.
     fn bytes(&self) -> u64;
 
@@ -72,6 +76,9 @@ pub struct RingStats {
     pub sequence_points: u64,
     /// Bytes of stack, event and sequence-point blocks dropped.
     pub dropped_bytes: u64,
+    /// Bytes received after the runtime was asked to stop (its last buffered events and the
+    /// rundown), kept whole beyond the budget.
+    pub after_stop_bytes: u64,
 }
 
 /// Where a [`SplicedSink`] puts the spliced stream (the runtime's bytes with clrspy's events
@@ -85,6 +92,9 @@ pub trait SpliceOutput: Write + Sized {
     /// Told each of clrspy's events as it is queued for splicing (the ring keeps the thread
     /// names, to name the threads again when it dropped the blocks that named them).
     fn spliced(&mut self, _ev: &Injected) {}
+
+    /// Told when the runtime was asked to stop ([`ByteSink::stopping`]).
+    fn stopping(&mut self) {}
 
     /// Ends the output once the stream is over (`splicer` holds it, `path` names it in
     /// errors).
@@ -162,6 +172,12 @@ impl<O: SpliceOutput> ByteSink for SplicedSink<O> {
 
     fn flush(&mut self) -> Result<()> {
         self.step(Splicer::inject)
+    }
+
+    fn stopping(&mut self) {
+        if let Some(s) = self.splicer.as_mut() {
+            s.get_mut().stopping();
+        }
     }
 
     fn bytes(&self) -> u64 {

@@ -186,9 +186,10 @@ fn describe(s: &Summary, over_budget: bool) -> String {
         .as_ref()
         .map(|r| {
             format!(
-                ", ring: {} MB received, {} blocks dropped",
+                ", ring: {} MB received, {} blocks dropped, {} MB after the stop (the rundown) kept beyond its size",
                 r.received >> 20,
-                r.dropped_blocks
+                r.dropped_blocks,
+                r.after_stop_bytes >> 20
             )
         })
         .unwrap_or_default();

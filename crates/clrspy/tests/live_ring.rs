@@ -1,5 +1,5 @@
 //! Live: `clrspy record --ring 8MB` on a 60 s allocation-heavy workload leaves a file of at
-//! most 8 MB plus one block, a whole trace (TraceEvent reads it without error, the rundown
+//! most 8 MB plus one block plus the rundown (kept beyond the budget), a whole trace (TraceEvent reads it without error, the rundown
 //! names the methods) whose events are the newest ones, each with its stack; `clrspy info` says
 //! the ring dropped the older events by design, not that the runtime lost them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -41,13 +41,26 @@ fn a_ring_keeps_the_newest_8mb_as_a_whole_trace() {
         })
         .unwrap();
     assert!(scanner.is_ended());
+    // What came after the stop (the rundown) is kept beyond the budget, and said.
+    let after_stop: u64 = stderr
+        .lines()
+        .find_map(|l| {
+            l.split("; the last ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{stderr}"));
     eprintln!(
-        "ring file {} bytes, largest block {largest}, {sequence_points} sequence points kept",
+        "ring file {} bytes, largest block {largest}, {sequence_points} sequence points kept, {after_stop} bytes after the stop",
         bytes.len()
     );
+    assert!(after_stop > 0 && after_stop < BUDGET, "{stderr}");
     assert!(
-        bytes.len() as u64 <= BUDGET + largest,
-        "{} > {BUDGET} + {largest}",
+        bytes.len() as u64 <= BUDGET + largest + after_stop,
+        "{} > {BUDGET} + {largest} + {after_stop}",
         bytes.len()
     );
 
