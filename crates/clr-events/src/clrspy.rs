@@ -86,7 +86,12 @@ const CGROUP_CPU_FIELDS: &[FieldDef] = &[
 ];
 const THREAD_NAME_FIELDS: &[FieldDef] = &[uint32("ThreadID"), string("Name")];
 const SAMPLER_INFO_FIELDS: &[FieldDef] = &[uint32("IntervalMs"), string("Source")];
-const RECORDER_CPU_FIELDS: &[FieldDef] = &[uint32("ProcessID"), uint64("CpuTimeNs")];
+const RECORDER_CPU_FIELDS: &[FieldDef] = &[
+    uint32("ProcessID"),
+    uint64("CpuTimeNs"),
+    // Added later (traces before it end at CpuTimeNs).
+    uint64("SessionCpuNs"),
+];
 const MODULE_MAP_FIELDS: &[FieldDef] = &[
     uint64("Start"),
     uint64("End"),
@@ -165,7 +170,7 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::RECORDER_CPU,
         name: "RecorderCpu",
         fields: RECORDER_CPU_FIELDS,
-        required: RECORDER_CPU_FIELDS.len(),
+        required: 2,
     },
     EventDef {
         id: ids::TRIGGER,
@@ -383,22 +388,37 @@ pub struct RecorderCpu {
     pub process_id: u32,
     /// Its CPU time so far (every thread), ns.
     pub cpu_ns: u64,
+    /// The CPU time so far of this session's own threads (the one reading the runtime's
+    /// stream, and the one decoding it for live consumers), ns: the recording's cost when one
+    /// recorder records several processes (`record --children`). None in traces written
+    /// before it existed.
+    pub session_cpu_ns: Option<u64>,
 }
 
 impl RecorderCpu {
-    /// Reads the payload.
+    /// Reads the payload (a payload from before `SessionCpuNs` existed ends at `CpuTimeNs`).
     pub fn parse(payload: &[u8]) -> Result<RecorderCpu, ViewError> {
         let mut c = cursor(ids::RECORDER_CPU, payload)?;
+        let process_id = c.u32("ProcessID")?;
+        let cpu_ns = c.u64("CpuTimeNs")?;
+        // ProcessID and CpuTimeNs take 12 bytes.
+        let session_cpu_ns = if payload.len() > 12 {
+            Some(c.u64("SessionCpuNs")?)
+        } else {
+            None
+        };
         Ok(RecorderCpu {
-            process_id: c.u32("ProcessID")?,
-            cpu_ns: c.u64("CpuTimeNs")?,
+            process_id,
+            cpu_ns,
+            session_cpu_ns,
         })
     }
 
-    /// Writes the payload.
+    /// Writes the payload (every field: a `None` session CPU is written as the process's).
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.process_id.to_le_bytes());
         out.extend_from_slice(&self.cpu_ns.to_le_bytes());
+        out.extend_from_slice(&self.session_cpu_ns.unwrap_or(self.cpu_ns).to_le_bytes());
     }
 }
 

@@ -52,12 +52,17 @@ fn encoders_match_the_metadata() {
     assert_eq!(i.size, 1234);
     assert!(i.mvid.eq_str("00ff"));
     p.clear();
-    RecorderCpu {
+    let rc = RecorderCpu {
         process_id: 9,
         cpu_ns: 1234,
-    }
-    .encode(&mut p);
-    assert_eq!(RecorderCpu::parse(&p).unwrap().cpu_ns, 1234);
+        session_cpu_ns: Some(567),
+    };
+    rc.encode(&mut p);
+    assert_eq!(RecorderCpu::parse(&p), Ok(rc));
+    // A trace from before the session's CPU existed ends at CpuTimeNs.
+    p.truncate(12);
+    let old = RecorderCpu::parse(&p).unwrap();
+    assert_eq!((old.cpu_ns, old.session_cpu_ns), (1234, None));
     p.clear();
     let ring = Ring {
         budget_bytes: 8 << 20,
@@ -68,7 +73,7 @@ fn encoders_match_the_metadata() {
     ring.encode(&mut p);
     assert_eq!(Ring::parse(&p), Ok(ring));
     let rc = md.iter().find(|m| m.event_name == "RecorderCpu").unwrap();
-    assert_eq!(rc.fields.len(), 2);
+    assert_eq!(rc.fields.len(), 3);
     let bw = CpuBandwidth {
         version: 1,
         periods: 100,

@@ -9,7 +9,8 @@
 //!    a CPU. Every thread's lifetime is split the same way into CPU, run queue and blocked
 //!    ([`crate::runqueue`]). A thread's CPU total is therefore its
 //!    readings over the window, whatever the sampler's real period. CPU in an interval where
-//!    the thread has no sample goes to its last sampled stack; a thread never sampled, or
+//!    the thread has no sample goes to its last sampled stack (unsampled when that stack is
+//!    in a blocking call: the thread had left it, as a main thread whose `Join` returned); a thread never sampled, or
 //!    named as one of the runtime's native workers (JIT, GC, EventPipe: the sampler may catch
 //!    them in managed code now and then), keeps it as unsampled CPU, which the
 //!    profile shows under a frame group named by the thread's role (`[runtime: tiered JIT]`).
@@ -82,6 +83,10 @@ pub struct Weights {
     pub wait: f64,
     /// The part of `wait` measured as runnable, waiting for a CPU (run-queue time), same unit.
     pub runq: f64,
+    /// The part of `cpu` the thread used in reading intervals where none of its samples fell,
+    /// given to this, its last sampled, stack. When the stack is in a blocking call the thread
+    /// had left it (a blocked call burns no CPU): the profile shows it as unsampled.
+    pub carried: f64,
 }
 
 /// Known blocking calls: a sample with one of these on its stack is waiting, not running.
@@ -238,6 +243,8 @@ pub struct CpuModel {
     cpus: Option<u32>,
     /// The recorder's own CPU readings in the window: the first and the last, ns.
     recorder: Option<(u64, u64)>,
+    /// The same of the session's own threads, where the readings have them.
+    recorder_session: Option<(u64, u64)>,
     /// Every thread's wall time split into CPU, run queue and blocked.
     wall: WallTimes,
     /// The target cgroup's throttling counters, every reading.
@@ -307,7 +314,7 @@ impl Model for CpuModel {
             }
             (Provider::Clrspy, clrspy::ids::RECORDER_CPU) => {
                 let r = clrspy::RecorderCpu::parse(ev.payload)?;
-                self.recorder_cpu(ev.ts_ns, r.cpu_ns);
+                self.recorder_cpu(ev.ts_ns, r.cpu_ns, r.session_cpu_ns);
             }
             (Provider::Known(KnownProvider::SampleProfiler), _) => {
                 // The sample's kind: anything but "managed" counts as external.
@@ -350,6 +357,7 @@ impl CpuModel {
             estimate: Estimate::new(interval_ns),
             cpus: None,
             recorder: None,
+            recorder_session: None,
             wall: WallTimes::default(),
             cgroup: CgroupReadings::default(),
         }
@@ -422,12 +430,17 @@ impl CpuModel {
         self.heuristic_samples += n;
     }
 
-    /// A reading of the recorder's own CPU time (clrspy's `RecorderCpu`) at `ts`.
-    pub fn recorder_cpu(&mut self, ts: i64, cpu_ns: u64) {
+    /// A reading of the recorder's own CPU time (clrspy's `RecorderCpu`) at `ts`: its whole
+    /// process's, and this session's threads' where the trace has it.
+    pub fn recorder_cpu(&mut self, ts: i64, cpu_ns: u64, session_cpu_ns: Option<u64>) {
         let inside = self.window.0.is_none_or(|f| ts >= f) && self.window.1.is_none_or(|t| ts < t);
         if inside {
             let r = self.recorder.get_or_insert((cpu_ns, cpu_ns));
             r.1 = r.1.max(cpu_ns);
+            if let Some(ns) = session_cpu_ns {
+                let r = self.recorder_session.get_or_insert((ns, ns));
+                r.1 = r.1.max(ns);
+            }
         }
     }
 
@@ -435,6 +448,12 @@ impl CpuModel {
     /// the trace has no such readings.
     pub fn recorder_cpu_ns(&self) -> Option<u64> {
         self.recorder.map(|(a, b)| b.saturating_sub(a))
+    }
+
+    /// The CPU of the recording session's own threads over the window, ns: the recorder's
+    /// cost for this target when it recorded several at once; `None` in traces without it.
+    pub fn recorder_session_cpu_ns(&self) -> Option<u64> {
+        self.recorder_session.map(|(a, b)| b.saturating_sub(a))
     }
 
     /// Samples waiting for the tick after them.
@@ -620,7 +639,9 @@ impl CpuModel {
             } else if used > 0.0 {
                 match self.last_stack.get(&t) {
                     Some(&s) if !self.native_work.contains(&t) => {
-                        self.agg.entry((t, s)).or_default().cpu += used / unit
+                        let w = self.agg.entry((t, s)).or_default();
+                        w.cpu += used / unit;
+                        w.carried += used / unit;
                     }
                     _ => *self.unsampled.entry(t).or_default() += used / unit,
                 }

@@ -601,6 +601,7 @@ impl Analysis {
         }
         self.groups.idle_pool = Some(self.symbols.synthetic(profile::IDLE_POOL_FRAME));
         self.groups.idle_sockets = Some(self.symbols.synthetic(profile::IDLE_SOCKETS_FRAME));
+        self.groups.unsampled_any = Some(self.symbols.synthetic(profile::UNSAMPLED_FRAME));
     }
 
     /// The role of thread `t`, from its recorded name and whether the sampler saw it.

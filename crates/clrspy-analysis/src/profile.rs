@@ -24,7 +24,8 @@ pub const IDLE_SOCKETS_FRAME: &str = "[idle: sockets waiting for events]";
 /// blocking call (the thread was caught in managed code but did not run all the time).
 pub const RUNNABLE_FRAME: &str = "[runnable: ready, waiting for a CPU]";
 
-/// The frame of a sampled thread's measured CPU in intervals before its first sample.
+/// The frame of a sampled thread's measured CPU in intervals before its first sample, or
+/// after a sample in a blocking call (the thread had left the call: it burns no CPU).
 pub const UNSAMPLED_FRAME: &str = "[unsampled]";
 
 /// Frames for time no sampled stack shows, interned by [`crate::Analysis::finish`].
@@ -33,6 +34,8 @@ pub struct Groups {
     /// The frame of each thread's unsampled CPU: `[runtime: tiered JIT]` for a runtime
     /// thread the sampler never saw, [`UNSAMPLED_FRAME`] for a sampled one.
     pub unsampled: FxHashMap<u64, FrameId>,
+    /// [`UNSAMPLED_FRAME`], for a thread's CPU after its last sample when that was blocked.
+    pub unsampled_any: Option<FrameId>,
     /// [`IDLE_POOL_FRAME`].
     pub idle_pool: Option<FrameId>,
     /// [`IDLE_SOCKETS_FRAME`].
@@ -226,6 +229,7 @@ impl StackProfile {
         let unit = cpu.interval_ns as f64;
         let mut rows = Vec::new();
         let mut staged: Vec<(Row, bool)> = Vec::new();
+        let mut carried: FxHashMap<u64, f64> = FxHashMap::default();
         for (thread, stack, w) in cpu.weights() {
             if filter.thread.is_some_and(|t| t != thread) {
                 continue;
@@ -237,6 +241,11 @@ impl StackProfile {
             let mut cpu_w = w.cpu;
             let mut wait_w = w.wait;
             let blocked = has_blocking_frame(&frames, symbols);
+            if blocked && w.carried > 0.0 {
+                // Used after its last sample, which was blocked: the thread had moved on.
+                cpu_w -= w.carried;
+                *carried.entry(thread).or_default() += w.carried;
+            }
             for (n, managed) in [(w.managed, true), (w.external, false)] {
                 if n == 0 {
                     continue;
@@ -268,11 +277,22 @@ impl StackProfile {
                 blocked,
             ));
         }
-        for (thread, w) in cpu.unsampled() {
+        let mut unsampled: Vec<(u64, f64)> = cpu.unsampled().collect();
+        for (thread, w) in &mut unsampled {
+            *w += carried.remove(thread).unwrap_or(0.0);
+        }
+        let mut rest: Vec<(u64, f64)> = carried.into_iter().collect();
+        rest.sort_unstable_by_key(|r| r.0);
+        unsampled.extend(rest);
+        for (thread, w) in unsampled {
             if filter.thread.is_some_and(|t| t != thread) {
                 continue;
             }
-            if let Some(&f) = groups.unsampled.get(&thread) {
+            let frame = groups
+                .unsampled
+                .get(&thread)
+                .or(groups.unsampled_any.as_ref());
+            if let Some(&f) = frame {
                 let row = Row {
                     thread,
                     frames: vec![f],

@@ -413,6 +413,55 @@ fn server_with(runq: bool) -> Vec<Ev> {
 }
 
 #[test]
+fn cpu_after_a_blocked_last_sample_is_unsampled_not_the_blocking_call() {
+    use clr_events::clrspy::{ids as cs, ThreadCpu};
+    const CS: &str = clr_events::clrspy::PROVIDER;
+    let mut v = server();
+    let cpu = |ms: i64, ns: u64| {
+        let mut p = Vec::new();
+        ThreadCpu {
+            thread_id: 50,
+            cpu_ns: ns,
+            state: b'S' as u16,
+            runqueue_ns: None,
+        }
+        .encode(&mut p);
+        (CS, cs::THREAD_CPU, 0, ms, 0, vec![], p)
+    };
+    v.push(cpu(0, 0));
+    for k in 1..=50i64 {
+        if k <= 10 {
+            for s in 0..10 {
+                let ms = (k - 1) * 20 + s * 2 + 1;
+                let kind = 1u32.to_le_bytes().to_vec();
+                v.push((SP, 0, 0, ms, 50, vec![0x5010, 0x6010], kind));
+            }
+        }
+        // Parked in Monitor.Wait it burns nothing; after its last sample (the wait returned,
+        // as a main thread's Join does at exit) it runs 8 ms the sampler never sees.
+        v.push(cpu(k * 20, if k >= 30 { 8_000_000 } else { 0 }));
+    }
+    // In time order, each tick after the readings it closes.
+    v.sort_by_key(|e| (e.3, e.0 == CS && e.1 == cs::TICK));
+    let a = run(&write(&v), Options::default());
+    let p = a.profile(&StackFilter::default());
+    let t = p
+        .threads(&a.symbols)
+        .into_iter()
+        .find(|t| t.thread == 50)
+        .unwrap();
+    assert!((t.cpu - 8.0).abs() < 1e-6, "{t:?}");
+    let (excl, _) = p.top(Metric::Cpu, &a.symbols);
+    let wait = excl.iter().find(|m| m.0 == "System.Threading.Monitor.Wait");
+    assert!(wait.is_none_or(|m| m.1 == 0.0), "{excl:?}");
+    let unsampled = excl.iter().find(|m| m.0 == profile::UNSAMPLED_FRAME);
+    assert!(
+        unsampled.is_some_and(|m| (m.1 - 8.0).abs() < 1e-6),
+        "{excl:?}"
+    );
+}
+
+#[test]
 fn readings_set_every_threads_cpu_and_runtime_threads_get_a_frame_group() {
     let a = run(&write(&server()), Options::default());
     assert_eq!(a.cpu.source(), cpu::CpuSource::ThreadCpuTimes);

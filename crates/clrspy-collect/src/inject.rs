@@ -75,6 +75,8 @@ pub enum Injected {
         pid: u32,
         /// CPU ns so far.
         cpu_ns: u64,
+        /// This session's own threads' CPU ns so far.
+        session_cpu_ns: Option<u64>,
     },
     /// `ModuleMap` (5): an executable mapping.
     ModuleMap {
@@ -172,9 +174,14 @@ impl Injected {
                 source,
             } => clrspy::SamplerInfo::encode(*interval_ms, source, &mut p),
             Injected::Tick => {}
-            Injected::RecorderCpu { pid, cpu_ns } => clrspy::RecorderCpu {
+            Injected::RecorderCpu {
+                pid,
+                cpu_ns,
+                session_cpu_ns,
+            } => clrspy::RecorderCpu {
                 process_id: *pid,
                 cpu_ns: *cpu_ns,
+                session_cpu_ns: *session_cpu_ns,
             }
             .encode(&mut p),
             Injected::ModuleMap {

@@ -271,6 +271,27 @@ pub fn own_cpu_ns() -> Option<u64> {
     None
 }
 
+/// The calling thread's own CPU time so far (user + system), ns; `None` where the platform
+/// does not say.
+pub fn thread_cpu_ns() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: an all-zero timespec is a valid value for clock_gettime to fill in.
+        let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+        // SAFETY: clock_gettime writes into the timespec we own.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+            return None;
+        }
+        Some(
+            (ts.tv_sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(ts.tv_nsec as u64),
+        )
+    }
+    #[cfg(not(unix))]
+    None
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock the .NET runtime stamps EventPipe events with on
 /// Linux (QueryPerformanceCounter, 1 GHz).
 pub fn monotonic_ns() -> u64 {

@@ -13,7 +13,7 @@ use diagnostics_client::{start_session, stop_session, Connector, Endpoint, Sessi
 
 use crate::consumer::Broadcast;
 use crate::inject::Injected;
-use crate::procstat::{monotonic_ns, own_cpu_ns, ProcSampler};
+use crate::procstat::{monotonic_ns, own_cpu_ns, thread_cpu_ns, ProcSampler};
 use crate::r2r::{R2rRecorder, SharedIps, StackIps};
 use crate::ring::open_output;
 use crate::sink::{ByteSink, SinkReport};
@@ -141,8 +141,9 @@ impl CpuReadings {
         }
     }
 
-    /// Takes the readings when they are due and queues them in `sinks`.
-    fn tick(&mut self, sinks: &mut [&mut dyn ByteSink]) {
+    /// Takes the readings when they are due and queues them in `sinks`; `tap_cpu_ns` is the
+    /// tap thread's CPU so far (the session's own cost is it and this, the pump's, thread's).
+    fn tick(&mut self, sinks: &mut [&mut dyn ByteSink], tap_cpu_ns: u64) {
         if Instant::now() < self.next_tick || !sinks.iter().any(|s| s.wants_splices()) {
             return;
         }
@@ -203,6 +204,7 @@ impl CpuReadings {
             events.push(Injected::RecorderCpu {
                 pid: std::process::id(),
                 cpu_ns,
+                session_cpu_ns: thread_cpu_ns().map(|ns| ns.saturating_add(tap_cpu_ns)),
             });
         }
         events.push(Injected::Tick);
@@ -404,6 +406,7 @@ pub(crate) fn pump(
     let mut extra = std::mem::take(&mut live.sinks);
     let result: Result<()> = (|| loop {
         let has_output = file.is_some() || !extra.is_empty();
+        let tap_cpu_ns = tap.thread_cpu_ns();
         let mut sinks = all_sinks(&mut file, &mut extra, &mut tap);
         match session.read(&mut buf) {
             Ok(0) => {
@@ -428,7 +431,7 @@ pub(crate) fn pump(
             }
         }
         if let Some(r) = readings.as_mut() {
-            r.tick(&mut sinks);
+            r.tick(&mut sinks, tap_cpu_ns);
         }
         for s in sinks.iter_mut() {
             s.flush()?;

@@ -57,6 +57,9 @@ impl Read for ChannelReader {
             match self.rx.recv() {
                 Ok(Msg::Bytes(c)) => {
                     self.shared.in_flight.fetch_sub(c.len(), Ordering::Relaxed);
+                    if let Some(ns) = crate::procstat::thread_cpu_ns() {
+                        self.shared.thread_cpu_ns.store(ns, Ordering::Relaxed);
+                    }
                     self.chunk = c;
                     self.pos = 0;
                 }
@@ -358,6 +361,11 @@ impl Tap {
     /// The next action a consumer asked for, if any.
     pub(crate) fn next_action(&self) -> Option<Action> {
         self.actions.try_recv().ok()
+    }
+
+    /// The tap thread's CPU time so far, ns (as of the last chunk it took).
+    pub(crate) fn thread_cpu_ns(&self) -> u64 {
+        self.shared.thread_cpu_ns.load(Ordering::Relaxed)
     }
 
     /// True once the tap gave up (the stream was not a trace it could follow).

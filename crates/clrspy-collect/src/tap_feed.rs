@@ -43,6 +43,8 @@ pub(crate) struct FeedShared {
     pub(crate) closed: AtomicBool,
     /// Bytes in flight before the tap counts as behind (0: [`TAP_BYTES`]).
     pub(crate) bound: AtomicUsize,
+    /// The tap thread's own CPU time as of the last chunk it took, ns.
+    pub(crate) thread_cpu_ns: AtomicU64,
 }
 
 impl FeedShared {

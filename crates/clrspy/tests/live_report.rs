@@ -74,16 +74,13 @@ fn cpu_report_names_the_burning_method_and_keeps_waiting_threads_out() {
             assert_eq!(burner["mostly"], "running", "{burner}");
         },
     );
-    // The main thread waits in Join for the whole run: counted as CPU it would hold half the
-    // profile. A reading interval where the thread ran a little (starting the burners) but
-    // was only caught in Join can leave it a few ms (CI saw 0.35%).
+    // The main thread waits in Join for the whole run; the CPU it uses after its last sample
+    // (the runtime's shutdown) is unsampled, not Join's.
     for key in ["top_exclusive", "top_inclusive"] {
-        for m in cpu[key].as_array().unwrap() {
-            let name = m["method"].as_str().unwrap();
-            let percent = m["percent"].as_f64().unwrap();
+        for m in methods(&cpu, key) {
             assert!(
-                !(name.contains("Thread.Join") || name.contains("Thread.Sleep")) || percent < 2.0,
-                "{name} holds {percent}% of CPU {key}: {cpu}"
+                !m.contains("Thread.Join") && !m.contains("Thread.Sleep"),
+                "{m} in CPU {key}: {cpu}"
             );
         }
     }

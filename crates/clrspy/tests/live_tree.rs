@@ -92,6 +92,16 @@ fn a_script_starting_three_dotnet_programs_gives_three_whole_traces() {
             jitted(f, "Workloads.Program"),
             "{f:?} misses the program's start"
         );
+        // clrspy's cost per target is its session's, not the recorder's whole process (which
+        // recorded the others too).
+        let cpu = json(&["report", f.to_str().unwrap(), "cpu", "--json"]);
+        let p = &cpu["process"];
+        let (session, whole) = (
+            p["recorder_cpu_ms"].as_f64().unwrap(),
+            p["recorder_process_cpu_ms"].as_f64().unwrap(),
+        );
+        eprintln!("{f:?}: recorder session {session} ms, whole process {whole} ms");
+        assert!(session > 0.0 && session <= whole * 1.02 + 5.0, "{f:?}: {p}");
     }
     assert!(stderr.contains("3 .NET processes traced into"), "{stderr}");
 }

@@ -178,6 +178,9 @@ fn web_server_cpu_adds_up_to_proc_and_names_runtime_threads() {
     // clrspy's own CPU, read by itself at every tick.
     let recorder = cpu["process"]["recorder_cpu_ms"].as_f64().unwrap();
     assert!(recorder > 0.0 && recorder < window / 1e6, "{cpu}");
+    // Its session's threads; the recorder's whole process beside it.
+    let whole = cpu["process"]["recorder_process_cpu_ms"].as_f64().unwrap();
+    assert!(recorder <= whole * 1.02 + 5.0, "{cpu}");
     // The runtime's threads are a frame group in the stack exports too.
     let folded = dir.path().join("web.folded");
     let out = clrspy_command()

@@ -82,11 +82,17 @@ pub struct ProcessCpu {
     pub overhead_cpu_ms: f64,
     /// The same as a share of the process's CPU, percent.
     pub overhead_percent: f64,
-    /// The recorder's own CPU over the window (clrspy itself, another process), ms; null
-    /// when the trace has no such reading.
+    /// The recorder's own CPU over the window (clrspy itself, another process), ms: its
+    /// threads recording this target where the trace says (`record --children` records many
+    /// targets in one process), else its whole process; null when the trace has no such
+    /// reading.
     pub recorder_cpu_ms: Option<f64>,
     /// The same as a share of the target process's CPU, percent.
     pub recorder_percent: Option<f64>,
+    /// The recorder's whole process over the window, ms, when `recorder_cpu_ms` is its
+    /// session's (key absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorder_process_cpu_ms: Option<f64>,
 }
 
 /// Builds the process's CPU by role.
@@ -128,7 +134,9 @@ pub fn process_cpu(a: &Analysis) -> ProcessCpu {
     for r in &mut roles {
         r.cpu_ms = round1(r.cpu_ms);
     }
-    let recorder = a.cpu.recorder_cpu_ns().map(|ns| ns as f64 / 1e6);
+    let session = a.cpu.recorder_session_cpu_ns().map(|ns| ns as f64 / 1e6);
+    let process = a.cpu.recorder_cpu_ns().map(|ns| ns as f64 / 1e6);
+    let recorder = session.or(process);
     ProcessCpu {
         cpu_ms: round1(total),
         exact: a.cpu.source() == CpuSource::ThreadCpuTimes,
@@ -139,6 +147,7 @@ pub fn process_cpu(a: &Analysis) -> ProcessCpu {
         overhead_percent: percent(overhead, total),
         recorder_cpu_ms: recorder.map(round1),
         recorder_percent: recorder.map(|r| percent(r, total)),
+        recorder_process_cpu_ms: session.and(process).map(round1),
     }
 }
 
@@ -165,8 +174,18 @@ impl ProcessCpu {
             ));
         }
         if let (Some(ms), Some(pct)) = (self.recorder_cpu_ms, self.recorder_percent) {
+            let whole = self
+                .recorder_process_cpu_ms
+                .filter(|&p| p > ms * 1.5 + 100.0)
+                .map(|p| {
+                    format!(
+                        "; its whole process {} (it recorded other processes too)",
+                        seconds(p)
+                    )
+                })
+                .unwrap_or_default();
             parts.push(format!(
-                "clrspy itself {} ({pct:.1}% of the target's CPU)",
+                "clrspy itself {} ({pct:.1}% of the target's CPU{whole})",
                 seconds(ms)
             ));
         }
