@@ -108,10 +108,8 @@ struct Source {
     mismatch: Option<ViewError>,
 }
 
-/// The program a `ProcessInfo` event's command line runs: `app` for `dotnet app.dll ...` (and
-/// `corerun app.dll`),
-/// else the executable's file name.
-fn process_info_name(ev: &nettrace::Event<'_>) -> Option<String> {
+/// The command line of EventPipe's `ProcessInfo` event.
+fn process_info_command_line(ev: &nettrace::Event<'_>) -> Option<String> {
     let d = clr_events::decode(
         ev.provider(),
         1,
@@ -119,11 +117,11 @@ fn process_info_name(ev: &nettrace::Event<'_>) -> Option<String> {
         ev.payload,
         ev.pointer_size(),
     )?;
-    let line = d.str("CommandLine")?;
-    program_name(line)
+    d.str("CommandLine").map(str::to_string)
 }
 
-/// The program of a command line (see [`process_info_name`]).
+/// The program a command line runs: `app` for `dotnet app.dll ...` (and `corerun app.dll`),
+/// else the executable's file name.
 pub fn program_name(command_line: &str) -> Option<String> {
     let mut words = command_line.split_whitespace();
     let first = words.next()?;
@@ -191,6 +189,8 @@ pub struct Analysis {
     /// The process's name (its entry assembly or executable), from EventPipe's `ProcessInfo`
     /// event's command line, when the trace has one.
     pub process_name: Option<String>,
+    /// That command line, whole, when the trace has one.
+    pub command_line: Option<String>,
     /// The stop trigger that ended the recording (clrspy's `Trigger` event), if one did.
     pub trigger: Option<inventory::TriggerNote>,
     /// What the ring buffer kept and dropped, for a trace a ring wrote.
@@ -237,6 +237,7 @@ impl Analysis {
             has_thread_cpu: false,
             process_id: header.process_id,
             process_name: None,
+            command_line: None,
             trigger: None,
             ring: None,
             groups: profile::Groups::default(),
@@ -436,7 +437,8 @@ impl Analysis {
             && ev.event_id() == 1
             && ev.provider() == clr_events::EVENTPIPE_PROVIDER
         {
-            self.process_name = process_info_name(ev);
+            self.command_line = process_info_command_line(ev);
+            self.process_name = self.command_line.as_deref().and_then(program_name);
         }
         if self.trigger.is_none() && ev.event_id() == clr_events::clrspy::ids::TRIGGER {
             self.trigger = inventory::TriggerNote::read(ev);

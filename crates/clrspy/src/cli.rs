@@ -153,7 +153,8 @@ pub enum Command {
     /// Write a core dump of a running .NET process (its runtime writes it; no SDK needed).
     Dump(DumpArgs),
     /// Reports a developer reads: CPU and waiting time by method, allocations, exceptions,
-    /// lock contention, GCs, threads.
+    /// lock contention, GCs, threads; given the folder of `record --children`, the process
+    /// tree's CPU per process and hottest methods.
     Report(ReportArgs),
     /// Convert a trace for a viewer: speedscope, folded stacks, flame graph SVG, ...
     Convert(ConvertArgs),

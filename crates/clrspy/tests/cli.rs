@@ -317,3 +317,70 @@ fn the_summary_says_whose_load_kept_threads_waiting_for_a_cpu() {
     );
     assert!(!t.contains("CPU-bound"), "{t}");
 }
+
+#[test]
+fn a_folder_of_traces_reports_the_process_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = common::repo().join("crates/clrspy/tests/data");
+    for f in ["razor-pages-cpu.nettrace.zip", "gc-no-samples.nettrace.zip"] {
+        std::fs::copy(fixtures.join(f), dir.path().join(f)).unwrap();
+    }
+    // One that is no trace: said, the others reported.
+    std::fs::write(dir.path().join("broken.nettrace"), b"not a trace").unwrap();
+    let d = dir.path().to_str().unwrap();
+    let tree = json(&["report", d, "--json"]);
+    let procs = tree["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2, "{tree}");
+    // Each process's CPU is its own report's.
+    for p in procs {
+        let one = json(&[
+            "report",
+            dir.path()
+                .join(p["trace"].as_str().unwrap())
+                .to_str()
+                .unwrap(),
+            "threads",
+            "--json",
+        ]);
+        assert_eq!(p["cpu_ms"], one["process"]["cpu_ms"], "{p}");
+    }
+    let sum: f64 = procs.iter().map(|p| p["cpu_ms"].as_f64().unwrap()).sum();
+    assert!((sum - tree["total_cpu_ms"].as_f64().unwrap()).abs() < 0.2);
+    // Busiest first; the sampled one names its hottest method, the unsampled one none.
+    assert!(procs[0]["cpu_ms"].as_f64() >= procs[1]["cpu_ms"].as_f64());
+    let sampled = procs
+        .iter()
+        .find(|p| p["trace"] == "razor-pages-cpu.nettrace.zip")
+        .unwrap();
+    assert!(sampled["hottest"]["method"].is_string(), "{sampled}");
+    let unsampled = procs
+        .iter()
+        .find(|p| p["trace"] == "gc-no-samples.nettrace.zip")
+        .unwrap();
+    assert!(unsampled["hottest"].is_null(), "{unsampled}");
+    assert_eq!(tree["unreadable"][0]["trace"], "broken.nettrace", "{tree}");
+    let top = tree["top_exclusive"].as_array().unwrap();
+    assert!(!top.is_empty() && top.len() <= 20, "{tree}");
+    let text = clrspy().args(["report", d]).output().unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains(": 2 processes, ")
+            && text.contains("not read: broken.nettrace")
+            && text.contains("Hottest across the tree")
+            && text.contains("To record the tree for less:"),
+        "{text}"
+    );
+    // A report of one trace's kind on a folder is refused, saying what to run.
+    clrspy()
+        .args(["report", d, "cpu"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a folder"));
+    let empty = tempfile::tempdir().unwrap();
+    clrspy()
+        .args(["report", empty.path().to_str().unwrap()])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no .nettrace files"));
+}

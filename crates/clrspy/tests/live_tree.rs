@@ -218,6 +218,37 @@ fn dotnet_build_gives_one_whole_trace_per_dotnet_process() {
             .and_then(|p| p.parse::<u64>().ok());
         assert!(pid.is_some(), "{f:?}");
     }
+    // The tree as one report: every process with its command line, CPU summing to the
+    // tree's, the hottest methods across it, what the recording cost.
+    let tree = json(&["report", out_dir.to_str().unwrap(), "--json"]);
+    let procs = tree["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), files.len(), "{tree}");
+    let sum: f64 = procs.iter().map(|p| p["cpu_ms"].as_f64().unwrap()).sum();
+    let total = tree["total_cpu_ms"].as_f64().unwrap();
+    assert!((sum - total).abs() <= 0.1 * procs.len() as f64, "{tree}");
+    assert!(
+        procs.iter().any(|p| p["command_line"]
+            .as_str()
+            .is_some_and(|c| c.contains("build"))),
+        "{tree}"
+    );
+    assert!(
+        !tree["top_exclusive"].as_array().unwrap().is_empty(),
+        "{tree}"
+    );
+    assert!(
+        tree["recording"]["recorder_cpu_ms"].as_f64().unwrap() > 0.0,
+        "{tree}"
+    );
+    let text = clrspy_command()
+        .args(["report", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Hottest across the tree") && text.contains("To record the tree for less"),
+        "{text}"
+    );
     let n = files.len();
     assert!(
         stderr.contains(&format!(

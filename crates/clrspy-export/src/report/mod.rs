@@ -13,6 +13,7 @@ pub mod contention;
 pub mod exceptions;
 pub mod gc;
 pub mod needs;
+pub mod processes;
 pub mod rows;
 pub mod runqueue;
 pub mod stack;

@@ -4,7 +4,9 @@
 use std::io::{IsTerminal, Write};
 
 use clrspy_analysis::{Analysis, Options, StackFilter};
-use clrspy_export::report::{self, ReportOptions, ReportView, TextStyle, TreeOptions};
+use clrspy_export::report::{
+    self, processes, ReportKind, ReportOptions, ReportView, TextStyle, TreeOptions,
+};
 
 use crate::cli::{ReportArgs, TracePoint};
 use crate::input;
@@ -79,6 +81,9 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
 
 /// Runs `clrspy report`.
 pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
+    if args.input.trace.is_dir() {
+        return run_folder(args);
+    }
     let mut options = window(&args.from, &args.to)?;
     options.images.dirs = args.symbols.clone();
     options.images.original_paths = !args.no_local_images;
@@ -92,6 +97,56 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
         }
     }
     print(r.as_ref(), args.json)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `clrspy report FOLDER`: the process tree of `record --children`, one trace at a time.
+fn run_folder(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
+    let dir = &args.input.trace;
+    if args.kind != ReportKind::Summary {
+        return Err(CliError::new(format!(
+            "{} is a folder: its report is the process tree's; `{}` reads one trace",
+            dir.display(),
+            args.kind.name()
+        ))
+        .hint(format!(
+            "clrspy report {} (the tree), or clrspy report {}/TRACE {}",
+            dir.display(),
+            dir.display(),
+            args.kind.name()
+        ))
+        .code(2));
+    }
+    let traces =
+        processes::traces_in(dir).map_err(|e| CliError::new(format!("{}: {e}", dir.display())))?;
+    if traces.is_empty() {
+        return Err(
+            CliError::new(format!("{}: no .nettrace files in it", dir.display()))
+                .hint("record a process tree with `clrspy record --children -o FOLDER -- COMMAND`"),
+        );
+    }
+    let mut options = window(&args.from, &args.to)?;
+    options.models = report::models_for(&[ReportKind::Cpu, ReportKind::Threads]);
+    let mut tree = processes::ProcessesBuilder::new();
+    for t in &traces {
+        let name = t.file_name().map_or_else(
+            || t.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        match analyze(t, options.clone()) {
+            Ok(a) => tree.add(&name, &a),
+            Err(e) => tree.unreadable(&name, &e.to_string()),
+        }
+    }
+    let r = tree.finish(&dir.display().to_string(), args.top);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let v = serde_json::to_value(&r).map_err(|e| CliError::new(e.to_string()))?;
+        report::write_json(&mut out, &v)?;
+    } else {
+        r.write_text(&mut out, &text_style())?;
+    }
+    out.flush()?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
