@@ -20,7 +20,8 @@ use crate::units::{percent, round1};
 
 /// The footnote under the method tables when `[unsampled]` is one of their rows.
 const UNSAMPLED_NOTE: &str = "[unsampled]: CPU a thread's readings measured before the sampler \
-     first caught it (its stack then is unknown); it is counted, not guessed at";
+     first caught it, or after it was last caught blocked (its stack then is unknown); it is \
+     counted, not guessed at";
 
 /// CPU or waiting time by method.
 #[derive(Clone, Debug, Serialize)]
