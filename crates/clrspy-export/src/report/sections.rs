@@ -132,3 +132,100 @@ pub struct Part {
     /// Its HTML.
     pub html: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{self, ReportKind};
+
+    fn empty() -> Analysis {
+        let header = nettrace::TraceHeader {
+            format: nettrace::FormatVersion::NetTrace4,
+            v6_minor: 0,
+            trace_object_version: 4,
+            sync_time_utc: Default::default(),
+            sync_time_ticks: 0,
+            ticks_per_second: 1_000_000_000,
+            pointer_size: 8,
+            process_id: None,
+            cpu_count: None,
+            sampling_interval_ns: Some(1_000_000),
+            key_values: Vec::new(),
+        };
+        Analysis::new(&header, Default::default())
+    }
+
+    #[test]
+    fn the_summary_is_its_header_then_every_declared_section_in_order() {
+        let mut orders: Vec<u32> = ReportKind::ALL
+            .into_iter()
+            .filter_map(|k| k.def().summary.map(|s| s.order))
+            .collect();
+        let n = orders.len();
+        orders.sort_unstable();
+        orders.dedup();
+        assert_eq!(orders.len(), n, "two summary sections share an order");
+
+        let a = empty();
+        let o = ReportOptions::default();
+        let summary = report::build(ReportKind::Summary, &a, &o).json();
+        let keys: Vec<&str> = summary
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let input = SummaryInput::new(&a, &o);
+        let mut defs: Vec<SummaryDef> = ReportKind::ALL
+            .into_iter()
+            .filter_map(|k| k.def().summary)
+            .collect();
+        defs.sort_by_key(|d| d.order);
+        let sections: Vec<&str> = defs
+            .iter()
+            .flat_map(|d| (d.build)(&input).json().into_iter().map(|(k, _)| k))
+            .collect();
+        // The summary's JSON as docs/report-json.md lists it: the trace's keys, the run-queue
+        // keys between waits and gc, `next` last.
+        assert_eq!(
+            sections,
+            [
+                "cpu",
+                "waits",
+                "runqueue_ms",
+                "thread_cpu_ms",
+                "cpu_throttling",
+                "gc",
+                "alloc",
+                "exceptions",
+                "contention"
+            ]
+        );
+        let header = keys.len() - sections.len() - 1;
+        assert_eq!(keys[header..keys.len() - 1], sections[..]);
+        assert_eq!(keys[..2], ["trace", "duration_ms"]);
+        assert_eq!(keys.last(), Some(&"next"));
+    }
+
+    #[test]
+    fn html_sections_have_places_of_their_own() {
+        let a = empty();
+        let filter = StackFilter::default();
+        let input = HtmlInput {
+            a: &a,
+            filter: &filter,
+        };
+        let mut facts = Vec::new();
+        let mut parts = vec![crate::html::FLAME_GRAPHS];
+        for def in ReportKind::ALL.into_iter().filter_map(|k| k.def().html) {
+            let s = (def.build)(&input);
+            facts.extend(s.facts.iter().map(|f| f.order));
+            parts.extend(s.parts.iter().map(|p| p.order));
+        }
+        for v in [&mut facts, &mut parts] {
+            let n = v.len();
+            v.sort_unstable();
+            v.dedup();
+            assert_eq!(v.len(), n, "two HTML sections share a place: {v:?}");
+        }
+        assert_eq!(facts.len(), 6);
+    }
+}
