@@ -102,7 +102,7 @@ pub fn write(a: &Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> 
     write_with(a, title, metric, &StackFilter::default(), out)
 }
 
-/// [`write`] with a stack filter (a thread, `--just-my-code`) for its tables and graph. The
+/// [`write()`] with a stack filter (a thread, `--just-my-code`) for its tables and graph. The
 /// page is the trace's facts, then the HTML sections of the registry's reports
 /// ([`crate::report::sections`]) and the flame graphs, by their order.
 pub fn write_with(
