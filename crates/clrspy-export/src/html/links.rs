@@ -19,7 +19,7 @@ const WIDTH: usize = 6;
 const DEPTH: usize = 120;
 
 /// The section for the first `n` methods of `top` (clrspy's own bracketed frames skipped).
-pub(super) fn section(
+pub(crate) fn section(
     a: &Analysis,
     top: &[MethodWeight],
     filter: &StackFilter,

@@ -1,5 +1,6 @@
 //! The `alloc` report: estimated bytes by type and heap, allocating methods and stacks.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use clrspy_analysis::alloc::HeapKind;
@@ -9,8 +10,29 @@ use serde::Serialize;
 
 use super::rows::{MethodWeight, StackCount};
 use super::text::{method_table, TextStyle, Unit};
-use super::view::{ReportKind, ReportOptions, TextView};
+use super::needs::{Needs, GC};
+use super::sections::{
+    Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
+};
+use super::view::{to_json, Models, ReportDef, ReportOptions, TextView};
+use super::ReportKind;
+use crate::html::escape;
 use crate::units::{fit, human_bytes, percent};
+
+/// The `alloc` report.
+pub const REPORT: ReportDef = ReportDef {
+    name: "alloc",
+    description: "Allocations by type and stack",
+    // Allocation ticks are verbose.
+    needs: Needs::runtime(GC, 5),
+    models: Models::Named(&["alloc"]),
+    build: |a, o| Box::new(build(a, o)),
+    summary: Some(SummaryDef {
+        order: 40,
+        build: |i| Box::new(AllocSection::build(i)),
+    }),
+    html: Some(HtmlDef { build: html }),
+};
 
 /// One allocated type.
 #[derive(Clone, Debug, Serialize)]
@@ -198,5 +220,95 @@ impl TextView for AllocReport {
             }
         }
         Ok(())
+    }
+}
+
+/// The summary's allocation section: the `alloc` key (top 5) and the three largest types.
+struct AllocSection {
+    alloc: AllocReport,
+    next: Vec<String>,
+}
+
+impl AllocSection {
+    fn build(i: &SummaryInput<'_>) -> AllocSection {
+        let alloc = build(i.a, &i.o);
+        let next = (alloc.ticks > 0)
+            .then(|| {
+                format!(
+                    "clrspy report {} alloc        (types and allocating stacks)",
+                    i.o.trace
+                )
+            })
+            .into_iter()
+            .collect();
+        AllocSection { alloc, next }
+    }
+}
+
+impl SummarySection for AllocSection {
+    fn json(&self) -> Vec<(&'static str, serde_json::Value)> {
+        vec![("alloc", to_json(&self.alloc))]
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        if self.alloc.ticks == 0 {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "\n{}",
+            style.heading(&format!(
+                "Allocations: ~{}",
+                human_bytes(self.alloc.total_bytes)
+            ))
+        )?;
+        for t in self.alloc.types.iter().take(3) {
+            writeln!(
+                out,
+                "  {:>10} {:>5.1}%  {}",
+                human_bytes(t.bytes),
+                t.percent,
+                t.type_name
+            )?;
+        }
+        Ok(())
+    }
+
+    fn next(&self) -> &[String] {
+        &self.next
+    }
+}
+
+/// The HTML report's allocated bytes and its table of allocated types.
+fn html(i: &HtmlInput<'_>) -> HtmlSection {
+    let alloc = build(i.a, &i.options(20));
+    let allocated = if alloc.ticks == 0 {
+        "not recorded (record with --profile alloc)".to_string()
+    } else {
+        format!("{:.1} MB", alloc.total_bytes as f64 / 1048576.0)
+    };
+    let mut h = String::from("<h2>Allocations by type</h2><table><tr><th class=n>MB</th><th class=n>%</th><th class=n>ticks</th><th>heap</th><th>Type</th></tr>");
+    if alloc.types.is_empty() {
+        h.push_str("<tr><td colspan=5>no allocation ticks (record with --profile alloc)</td></tr>");
+    }
+    for t in &alloc.types {
+        let _ = write!(
+            h,
+            "<tr><td class=n>{:.2}</td><td class=n>{:.1}</td><td class=n>{}</td><td>{:?}</td><td>{}</td></tr>",
+            t.bytes as f64 / 1048576.0,
+            t.percent,
+            t.count,
+            t.heap,
+            escape(&t.type_name)
+        );
+    }
+    h.push_str("</table>");
+    HtmlSection {
+        facts: vec![Fact {
+            order: 40,
+            label: "allocated (estimate)",
+            value: escape(&allocated),
+        }],
+        parts: vec![Part { order: 60, html: h }],
     }
 }

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::text::TextStyle;
 use super::tree::{write_tree_with, Columns};
-use super::view::{ReportKind, ReportOptions, TextView, TreeOptions};
+use super::view::{ReportOptions, TextView, TreeOptions};
+use super::ReportKind;
 use crate::units::{fit, percent, round1};
 
 /// A method's callers.

@@ -8,8 +8,26 @@ use serde::Serialize;
 
 use super::rows::MethodWeight;
 use super::text::{method_table, TextStyle, Unit};
-use super::view::{ReportKind, ReportOptions, TextView};
+use super::needs::{Needs, CONTENTION};
+use super::sections::{SummaryDef, SummaryInput, SummarySection};
+use super::view::{to_json, Models, ReportDef, ReportOptions, TextView};
+use super::ReportKind;
 use crate::units::{percent, round1};
+
+/// The `contention` report.
+pub const REPORT: ReportDef = ReportDef {
+    name: "contention",
+    description: "Lock contention by method and lock",
+    // Contention start/stop are verbose.
+    needs: Needs::runtime(CONTENTION, 5),
+    models: Models::Named(&["contention"]),
+    build: |a, o| Box::new(build(a, o)),
+    summary: Some(SummaryDef {
+        order: 60,
+        build: |i| Box::new(ContentionSection::build(i)),
+    }),
+    html: None,
+};
 
 /// One contended lock.
 #[derive(Clone, Debug, Serialize)]
@@ -173,5 +191,56 @@ impl TextView for ContentionReport {
             )?;
         }
         Ok(())
+    }
+}
+
+/// The summary's contention section: the `contention` key (top 5) and the most waited method.
+struct ContentionSection {
+    contention: ContentionReport,
+    next: Vec<String>,
+}
+
+impl ContentionSection {
+    fn build(i: &SummaryInput<'_>) -> ContentionSection {
+        let contention = build(i.a, &i.o);
+        let next = (contention.count > 0)
+            .then(|| {
+                format!(
+                    "clrspy report {} contention   (who waited on which lock)",
+                    i.o.trace
+                )
+            })
+            .into_iter()
+            .collect();
+        ContentionSection { contention, next }
+    }
+}
+
+impl SummarySection for ContentionSection {
+    fn json(&self) -> Vec<(&'static str, serde_json::Value)> {
+        vec![("contention", to_json(&self.contention))]
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        let c = &self.contention;
+        if c.count == 0 {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "\n{}",
+            style.heading(&format!(
+                "Lock contention: {} waits, {:.1} ms",
+                c.count, c.total_wait_ms
+            ))
+        )?;
+        if let Some(m) = c.top_exclusive.first() {
+            writeln!(out, "  most waited: {} ({:.1} ms)", m.method, m.ms)?;
+        }
+        Ok(())
+    }
+
+    fn next(&self) -> &[String] {
+        &self.next
     }
 }

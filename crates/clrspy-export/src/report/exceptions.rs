@@ -1,5 +1,6 @@
 //! The `exceptions` report: by type, with messages, throw stacks and catch sites.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use clrspy_analysis::exceptions::{throw_site, ExceptionType};
@@ -9,8 +10,28 @@ use serde::Serialize;
 
 use super::rows::{sorted_counts, NameCount, StackCount};
 use super::text::TextStyle;
-use super::view::{ReportKind, ReportOptions, TextView};
+use super::needs::{Needs, EXCEPTION};
+use super::sections::{
+    Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
+};
+use super::view::{to_json, Models, ReportDef, ReportOptions, TextView};
+use super::ReportKind;
+use crate::html::escape;
 use crate::units::fit;
+
+/// The `exceptions` report.
+pub const REPORT: ReportDef = ReportDef {
+    name: "exceptions",
+    description: "Exceptions by type, message, throw and catch site",
+    needs: Needs::runtime(EXCEPTION, 4),
+    models: Models::Named(&["exceptions"]),
+    build: |a, o| Box::new(build(a, o)),
+    summary: Some(SummaryDef {
+        order: 50,
+        build: |i| Box::new(ExceptionsSection::build(i)),
+    }),
+    html: Some(HtmlDef { build: html }),
+};
 
 /// One exception type.
 #[derive(Clone, Debug, Serialize)]
@@ -185,4 +206,80 @@ fn write_throw_stack(out: &mut dyn Write, s: &StackCount, style: &TextStyle) -> 
         )?;
     }
     Ok(())
+}
+
+/// The summary's exceptions section: the `exceptions` key (top 5) and the three most thrown
+/// types.
+struct ExceptionsSection {
+    exceptions: ExceptionsReport,
+    next: Vec<String>,
+}
+
+impl ExceptionsSection {
+    fn build(i: &SummaryInput<'_>) -> ExceptionsSection {
+        let exceptions = build(i.a, &i.o);
+        let next = (exceptions.total > 0)
+            .then(|| {
+                format!(
+                    "clrspy report {} exceptions   (messages, throw and catch sites)",
+                    i.o.trace
+                )
+            })
+            .into_iter()
+            .collect();
+        ExceptionsSection { exceptions, next }
+    }
+}
+
+impl SummarySection for ExceptionsSection {
+    fn json(&self) -> Vec<(&'static str, serde_json::Value)> {
+        vec![("exceptions", to_json(&self.exceptions))]
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        if self.exceptions.total == 0 {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "\n{}",
+            style.heading(&format!("Exceptions: {} thrown", self.exceptions.total))
+        )?;
+        for t in self.exceptions.types.iter().take(3) {
+            writeln!(out, "  {:>8}  {}", t.count, t.type_name)?;
+        }
+        Ok(())
+    }
+
+    fn next(&self) -> &[String] {
+        &self.next
+    }
+}
+
+/// The HTML report's exception count and its table of exception types.
+fn html(i: &HtmlInput<'_>) -> HtmlSection {
+    let exc = build(i.a, &i.options(20));
+    let mut h = String::from("<h2>Exceptions</h2><table><tr><th class=n>count</th><th>Type</th><th>Most frequent message</th></tr>");
+    if exc.types.is_empty() {
+        h.push_str("<tr><td colspan=3>none in this trace</td></tr>");
+    }
+    for t in &exc.types {
+        let msg = t.messages.first().map(|m| m.name.as_str()).unwrap_or("");
+        let _ = write!(
+            h,
+            "<tr><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
+            t.count,
+            escape(&t.type_name),
+            escape(msg)
+        );
+    }
+    h.push_str("</table>");
+    HtmlSection {
+        facts: vec![Fact {
+            order: 50,
+            label: "exceptions",
+            value: exc.total.to_string(),
+        }],
+        parts: vec![Part { order: 70, html: h }],
+    }
 }

@@ -1,5 +1,6 @@
 //! The `gc` report: one row per GC, and totals over the analysed window.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use clrspy_analysis::gc::{GcKind, GcRow, GcTotals};
@@ -7,8 +8,29 @@ use clrspy_analysis::Analysis;
 use serde::Serialize;
 
 use super::text::TextStyle;
-use super::view::{ReportKind, ReportOptions, TextView};
+use super::needs::{Needs, GC};
+use super::sections::{
+    Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
+};
+use super::view::{to_json, Models, ReportDef, ReportOptions, TextView};
+use super::ReportKind;
+use crate::html::escape;
 use crate::units::round3;
+
+/// The `gc` report.
+pub const REPORT: ReportDef = ReportDef {
+    name: "gc",
+    description: "One row per GC, and totals",
+    needs: Needs::runtime(GC, 4),
+    // The GC report shows the allocation rate beside the GCs.
+    models: Models::Named(&["gc", "alloc"]),
+    build: |a, o| Box::new(build(a, o)),
+    summary: Some(SummaryDef {
+        order: 30,
+        build: |i| Box::new(GcSection::build(i)),
+    }),
+    html: Some(HtmlDef { build: html }),
+};
 
 /// GCs.
 #[derive(Clone, Debug, Serialize)]
@@ -151,4 +173,110 @@ impl TextView for GcReport {
         }
         Ok(())
     }
+}
+
+/// The GC part of the summary: totals only.
+#[derive(Clone, Debug, Serialize)]
+pub struct GcSummary {
+    /// Totals over the window.
+    pub totals: GcTotals,
+}
+
+/// The summary's GC section: the `gc` key and one line of totals.
+struct GcSection {
+    gc: GcSummary,
+    next: Vec<String>,
+}
+
+impl GcSection {
+    fn build(i: &SummaryInput<'_>) -> GcSection {
+        let gc = build(i.a, &i.o);
+        let next = (gc.totals.count > 0)
+            .then(|| {
+                format!(
+                    "clrspy report {} gc           (one row per GC)",
+                    i.o.trace
+                )
+            })
+            .into_iter()
+            .collect();
+        GcSection {
+            gc: GcSummary { totals: gc.totals },
+            next,
+        }
+    }
+}
+
+impl SummarySection for GcSection {
+    fn json(&self) -> Vec<(&'static str, serde_json::Value)> {
+        vec![("gc", to_json(&self.gc))]
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        let t = &self.gc.totals;
+        if t.count > 0 {
+            writeln!(out, "\n{}", style.heading(&format!("GC: {} collections (gen0 {}, gen1 {}, gen2 {}), paused {:.1} ms total, max {:.2} ms, {:.2}% of the time", t.count, t.per_generation[0], t.per_generation[1], t.per_generation[2], t.total_pause_ms, t.max_pause_ms, t.paused_percent)))?;
+        }
+        Ok(())
+    }
+
+    fn next(&self) -> &[String] {
+        &self.next
+    }
+}
+
+/// The HTML report's GC count and pauses, and the timeline of every GC's pause.
+fn html(i: &HtmlInput<'_>) -> HtmlSection {
+    let gc = build(i.a, &i.options(usize::MAX));
+    HtmlSection {
+        facts: vec![Fact {
+            order: 30,
+            label: "GCs",
+            value: format!(
+                "{} (paused {:.1} ms, {:.2}% of the time)",
+                gc.totals.count, gc.totals.total_pause_ms, gc.totals.paused_percent
+            ),
+        }],
+        parts: vec![Part {
+            order: 50,
+            html: timeline(i.a, &gc),
+        }],
+    }
+}
+
+/// The GC pause timeline, as inline SVG.
+fn timeline(a: &Analysis, gc: &GcReport) -> String {
+    let mut h = String::from("<h2>GC pauses over time</h2>");
+    if gc.gcs.is_empty() {
+        h.push_str("<p class=note>no GC events in this trace</p>");
+        return h;
+    }
+    let w = 1000.0;
+    let ht = 160.0;
+    let span = (a.duration_ns as f64 / 1e6).max(1.0);
+    let max = gc.gcs.iter().map(|g| g.pause_ms).fold(0.1, f64::max);
+    let _ = write!(
+        h,
+        "<svg id=gc-timeline width={w} height={} viewBox=\"0 0 {w} {}\" role=img>",
+        ht + 20.0,
+        ht + 20.0
+    );
+    let _ = write!(h, "<line x1=0 y1={ht} x2={w} y2={ht} stroke=#999 />");
+    for g in &gc.gcs {
+        let x = (g.start_ms / span * w).clamp(0.0, w - 2.0);
+        let bh = (g.pause_ms / max * (ht - 10.0)).max(1.0);
+        let color = match g.generation {
+            2 => "#c0392b",
+            1 => "#e67e22",
+            _ => "#2e86c1",
+        };
+        let _ = write!(
+            h,
+            "<rect x={x:.1} y={:.1} width=3 height={bh:.1} fill={color}><title>GC #{} gen{} {}: {:.2} ms pause at {:.0} ms</title></rect>",
+            ht - bh, g.number, g.generation, escape(&g.reason.to_string()), g.pause_ms, g.start_ms
+        );
+    }
+    let _ = write!(h, "<text x=0 y={} font-size=11>0 ms</text><text x={} y={} font-size=11 text-anchor=end>{:.0} ms</text><text x=4 y=12 font-size=11>max pause {:.2} ms</text></svg>", ht + 14.0, w, ht + 14.0, span, max);
+    h.push_str("<p class=note>blue gen0, orange gen1, red gen2; bar height = pause</p>");
+    h
 }

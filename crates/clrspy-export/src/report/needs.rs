@@ -1,23 +1,25 @@
-//! What each report needs, beside the report registry: recorded — the runtime provider's
-//! keywords and level, and whether thread samples (`clrspy profile` derives the providers it
-//! enables from the reports chosen) — and analysed: the models it reads
-//! ([`ReportKind::models`]; `clrspy report gc` runs only those). A report and what it reads are
-//! declared in one place.
+//! What reports need, as their declarations ([`super::ReportDef`]) say: recorded — the
+//! runtime provider's keywords and level, and whether thread samples (`clrspy profile` derives
+//! the providers it enables from the reports chosen) — and analysed: the models it reads
+//! ([`ReportKind::models`]; `clrspy report gc` runs only those).
 
 use clr_events::provider_spec::ProviderSpec;
 
-use super::view::ReportKind;
+use clrspy_analysis::ModelSet;
+
+use super::view::Models;
+use super::ReportKind;
 
 /// The runtime's `GC` keyword: GC events and allocation ticks.
-const GC: u64 = 0x1;
+pub const GC: u64 = 0x1;
 /// The runtime's `Loader` and `Jit` keywords: method and module names, always on.
-const LOADER_AND_JIT: u64 = 0x8 | 0x10;
+pub const LOADER_AND_JIT: u64 = 0x8 | 0x10;
 /// The runtime's `Contention` keyword.
-const CONTENTION: u64 = 0x4000;
+pub const CONTENTION: u64 = 0x4000;
 /// The runtime's `Exception` keyword.
-const EXCEPTION: u64 = 0x8000;
+pub const EXCEPTION: u64 = 0x8000;
 /// The runtime keywords of the time reports (dotnet-trace's cpu-sampling set).
-const SAMPLING: u64 = 0x0014_C14F_CCBD;
+pub const SAMPLING: u64 = 0x0014_C14F_CCBD;
 
 /// What one report needs recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,55 +32,53 @@ pub struct Needs {
     pub samples: bool,
 }
 
-impl ReportKind {
-    /// What the report needs recorded.
-    pub fn needs(self) -> Needs {
-        let (runtime_keywords, runtime_level, samples) = match self {
-            ReportKind::Cpu | ReportKind::Waits | ReportKind::Threads | ReportKind::Summary => {
-                (SAMPLING, 4, true)
-            }
-            ReportKind::Gc => (GC, 4, false),
-            // Allocation ticks are verbose.
-            ReportKind::Alloc => (GC, 5, false),
-            ReportKind::Exceptions => (EXCEPTION, 4, false),
-            // Contention start/stop are verbose.
-            ReportKind::Contention => (CONTENTION, 5, false),
-        };
+impl Needs {
+    /// Runtime events of these keywords at this level, no samples.
+    pub const fn runtime(runtime_keywords: u64, runtime_level: u32) -> Needs {
         Needs {
             runtime_keywords,
             runtime_level,
-            samples,
+            samples: false,
         }
     }
+
+    /// Thread samples, with the runtime's sampling keywords (informational).
+    pub const SAMPLES: Needs = Needs {
+        runtime_keywords: SAMPLING,
+        runtime_level: 4,
+        samples: true,
+    };
 }
 
 impl ReportKind {
-    /// The analysis models the report reads (by their registry names; symbols always run).
-    pub fn models(self) -> &'static [&'static str] {
-        match self {
-            ReportKind::Summary => &["cpu", "alloc", "exceptions", "contention", "gc", "threads"],
-            // Stacks of waiting threads are grouped by the threads' names and roles.
-            ReportKind::Cpu | ReportKind::Waits | ReportKind::Threads => &["cpu", "threads"],
-            // The GC report shows the allocation rate beside the GCs.
-            ReportKind::Gc => &["gc", "alloc"],
-            ReportKind::Alloc => &["alloc"],
-            ReportKind::Exceptions => &["exceptions"],
-            ReportKind::Contention => &["contention"],
+    /// What the report needs recorded.
+    pub fn needs(self) -> Needs {
+        self.def().needs
+    }
+
+    /// The analysis models the report reads (symbols always run); a name the model registry
+    /// does not know (a test checks there is none) picks every model.
+    pub fn models(self) -> ModelSet {
+        let named = |names| ModelSet::named(names).unwrap_or(ModelSet::ALL);
+        match self.def().models {
+            Models::Named(names) => named(names),
+            Models::OfSummarySections => ReportKind::ALL
+                .into_iter()
+                .filter(|k| k.def().summary.is_some())
+                .filter_map(|k| match k.def().models {
+                    Models::Named(names) => Some(named(names)),
+                    Models::OfSummarySections => None,
+                })
+                .fold(ModelSet::NONE, ModelSet::union),
         }
     }
 }
 
 /// The models an analysis for `kinds` runs.
-pub fn models_for(kinds: &[ReportKind]) -> clrspy_analysis::ModelSet {
+pub fn models_for(kinds: &[ReportKind]) -> ModelSet {
     kinds
         .iter()
-        .fold(clrspy_analysis::ModelSet::NONE, |set, k| {
-            // Every name is the registry's (a test checks): an unknown one would pick nothing.
-            set.union(
-                clrspy_analysis::ModelSet::named(k.models())
-                    .unwrap_or(clrspy_analysis::ModelSet::ALL),
-            )
-        })
+        .fold(ModelSet::NONE, |set, k| set.union(k.models()))
 }
 
 /// The providers a recording for `kinds` enables: the runtime provider with the union of
@@ -139,12 +139,9 @@ mod tests {
     #[test]
     fn every_report_names_models_of_the_registry() {
         for k in ReportKind::ALL {
-            assert!(
-                clrspy_analysis::ModelSet::named(k.models()).is_ok(),
-                "{}: {:?}",
-                k.name(),
-                k.models()
-            );
+            if let Models::Named(names) = k.def().models {
+                assert!(ModelSet::named(names).is_ok(), "{}: {:?}", k.name(), names);
+            }
         }
         let gc = models_for(&[ReportKind::Gc]);
         assert!(gc.contains(clrspy_analysis::ModelKind::Gc));
@@ -152,6 +149,13 @@ mod tests {
             !gc.contains(clrspy_analysis::ModelKind::Cpu),
             "report gc runs no CPU model"
         );
+    }
+
+    #[test]
+    fn the_summary_runs_the_models_of_its_sections() {
+        let summary = models_for(&[ReportKind::Summary]);
+        let named = ModelSet::named(&["cpu", "alloc", "exceptions", "contention", "gc", "threads"]);
+        assert_eq!(Ok(summary), named);
     }
 
     #[test]

@@ -15,7 +15,8 @@ use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::{method_table, TextStyle, Unit};
 use super::threads::{process_cpu, ProcessCpu};
 use super::tree::{write_tree_with, Columns};
-use super::view::{ReportKind, ReportOptions, TextView, TreeOptions};
+use super::view::{ReportOptions, TextView, TreeOptions};
+use super::ReportKind;
 use crate::units::{percent, round1};
 
 /// The footnote under the method tables when `[unsampled]` is one of their rows.

@@ -1,32 +1,34 @@
 //! The `summary` report: one screen over everything the trace supports, with the commands to
-//! run next. It is made of the other reports' objects (top 5 of each).
+//! run next. Past its heading and warnings it is made of the summary sections that the
+//! registry's reports declare ([`super::sections`]), in their order: it names no report.
 
 use std::io::{self, Write};
 
 use clrspy_analysis::cpu::CpuSource;
-use clrspy_analysis::{Analysis, DecodeFailures, Metric};
-use serde::Serialize;
+use clrspy_analysis::{Analysis, DecodeFailures};
+use serde::ser::{Error as _, SerializeMap};
+use serde::{Serialize, Serializer};
 
-use super::alloc::AllocReport;
-use super::contention::ContentionReport;
-use super::exceptions::ExceptionsReport;
-use super::runqueue::{self, CpuThrottling};
-use super::stack::StackReport;
-use super::text::{method_table, TextStyle, Unit};
-use super::view::{ReportKind, ReportOptions, TextView};
-use crate::units::human_bytes;
-use clrspy_analysis::gc::GcTotals;
+use super::needs::Needs;
+use super::sections::{SummaryInput, SummarySection};
+use super::text::TextStyle;
+use super::view::{Models, ReportDef, ReportOptions, TextView};
+use super::ReportKind;
 
-/// The GC part of the summary: totals only.
+/// The `summary` report.
+pub const REPORT: ReportDef = ReportDef {
+    name: "summary",
+    description: "One screen over everything the trace supports, with what to look at next",
+    needs: Needs::SAMPLES,
+    models: Models::OfSummarySections,
+    build: |a, o| Box::new(build(a, o)),
+    summary: None,
+    html: None,
+};
+
+/// What the summary says of the trace itself, before the sections.
 #[derive(Clone, Debug, Serialize)]
-pub struct GcSummary {
-    /// Totals over the window.
-    pub totals: GcTotals,
-}
-
-/// The summary.
-#[derive(Clone, Debug, Serialize)]
-pub struct SummaryReport {
+pub struct SummaryHeader {
     /// The trace, as the user named it.
     pub trace: String,
     /// First to last event, ms.
@@ -45,136 +47,86 @@ pub struct SummaryReport {
     pub undecodable_events: u64,
     /// Those events by name: `event`, `count`, `first_error`.
     pub decode_errors: Vec<DecodeFailures>,
-    /// CPU time by method (top 5).
-    pub cpu: StackReport,
-    /// Waiting time by method (top 5).
-    pub waits: StackReport,
-    /// Every thread's time runnable but waiting for a CPU (on a run queue) over the window,
-    /// summed, ms; null when the trace has no run-queue readings.
-    pub runqueue_ms: Option<f64>,
-    /// The threads' CPU time over the same lifetimes, ms; null with `runqueue_ms`.
-    pub thread_cpu_ms: Option<f64>,
-    /// The CPU throttling of the target's cgroup over the window (`periods`,
-    /// `throttled_periods`, `throttled_ms`, ...); null without cgroup readings.
-    pub cpu_throttling: Option<CpuThrottling>,
-    /// GC totals.
-    pub gc: GcSummary,
-    /// Allocations (top 5).
-    pub alloc: AllocReport,
-    /// Exceptions (top 5).
-    pub exceptions: ExceptionsReport,
-    /// Contention (top 5).
-    pub contention: ContentionReport,
-    /// What to run next, one command (or advice) per line.
-    pub next: Vec<String>,
-    /// The CPUs the process used over the window and the CPUs it could use (its cgroup's limit,
-    /// else the machine's), when both are known: text only.
+    /// How CPU was told from waiting (the rundown warning applies to sampled traces): text only.
     #[serde(skip)]
-    pub load: Option<(f64, f64)>,
+    pub cpu_source: CpuSource,
+}
+
+/// The summary: its header, the reports' sections, what to run next. Its JSON is the
+/// header's keys, each section's keys in order, `next`, and `trigger` when a trigger stopped
+/// the recording.
+pub struct SummaryReport {
+    /// What it says of the trace.
+    pub header: SummaryHeader,
+    /// The reports' sections, in their order.
+    pub sections: Vec<Box<dyn SummarySection>>,
+    /// What to run next, one command (or advice) per line: the sections' in their order.
+    pub next: Vec<String>,
     /// The stop trigger that ended the recording, if one did (key absent otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger: Option<clrspy_analysis::inventory::TriggerNote>,
 }
 
-/// The CPUs the process used over the window (its CPU time over the window's length) and the
-/// CPUs it could use: the cgroup's limit when it has one, else the trace's CPU count.
-fn process_load(
-    a: &Analysis,
-    cpu: &StackReport,
-    throttling: Option<&CpuThrottling>,
-) -> Option<(f64, f64)> {
-    let window_ms = a.window_ns() as f64 / 1e6;
-    let cpu_ms = cpu.process.as_ref().map(|p| p.cpu_ms)?;
-    let cpus = throttling
-        .and_then(|t| t.limit_cpus)
-        .or_else(|| cpu.cpus.map(f64::from))?;
-    (window_ms > 0.0 && cpus > 0.0).then(|| (cpu_ms / window_ms, cpus))
+impl std::fmt::Debug for SummaryReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SummaryReport")
+            .field("header", &self.header)
+            .field("sections", &self.sections.len())
+            .field("next", &self.next)
+            .finish()
+    }
 }
 
-/// Builds the summary.
-pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
-    let five = ReportOptions {
-        top: 5,
-        tree: None,
-        ..o.clone()
-    };
-    let cpu = super::stack::build(a, Metric::Cpu, &five);
-    let waits = super::stack::build(a, Metric::Wait, &five);
-    let gc = super::gc::build(a, &five);
-    let alloc = super::alloc::build(a, &five);
-    let exceptions = super::exceptions::build(a, &five);
-    let contention = super::contention::build(a, &five);
-    let path = &o.trace;
-    let mut next = Vec::new();
-    if cpu.total_ms > 0.0 || waits.total_ms > 0.0 {
-        next.push(format!(
-            "clrspy report {path} cpu --tree   (call tree of CPU time)"
-        ));
-        // The hottest method of the program (clrspy's bracketed groups are no method).
-        if let Some(m) = cpu
-            .top_exclusive
-            .iter()
-            .find(|m| !m.method.starts_with('['))
-        {
-            next.push(format!(
-                "clrspy report {path} cpu --callers {}   (every path to the hottest method)",
-                shell_quote(&m.method)
-            ));
+impl Serialize for SummaryReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        match serde_json::to_value(&self.header).map_err(S::Error::custom)? {
+            serde_json::Value::Object(header) => {
+                for (k, v) in &header {
+                    m.serialize_entry(k, v)?;
+                }
+            }
+            _ => return Err(S::Error::custom("the summary's header is no object")),
         }
-        next.push(format!(
-            "clrspy report {path} waits        (where threads block)"
-        ));
-    } else {
-        next.push(if o.narrowed {
-            "no samples in this window or filter: widen --from/--to, --thread, --focus or --exclude"
-                .into()
-        } else {
-            "no CPU samples: record with --profile cpu for hot methods".into()
-        });
+        for section in &self.sections {
+            for (k, v) in section.json() {
+                m.serialize_entry(k, &v)?;
+            }
+        }
+        m.serialize_entry("next", &self.next)?;
+        if let Some(t) = &self.trigger {
+            m.serialize_entry("trigger", t)?;
+        }
+        m.end()
     }
-    if gc.totals.count > 0 {
-        next.push(format!(
-            "clrspy report {path} gc           (one row per GC)"
-        ));
-    }
-    if alloc.ticks > 0 {
-        next.push(format!(
-            "clrspy report {path} alloc        (types and allocating stacks)"
-        ));
-    }
-    if exceptions.total > 0 {
-        next.push(format!(
-            "clrspy report {path} exceptions   (messages, throw and catch sites)"
-        ));
-    }
-    if contention.count > 0 {
-        next.push(format!(
-            "clrspy report {path} contention   (who waited on which lock)"
-        ));
-    }
-    let measured = runqueue::measured_totals(a);
-    let cpu_throttling = runqueue::throttling(a);
-    let load = process_load(a, &cpu, cpu_throttling.as_ref());
+}
+
+/// Builds the summary: the sections of every report that declares one, smallest order first.
+pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
+    let input = SummaryInput::new(a, o);
+    let mut defs: Vec<_> = ReportKind::ALL
+        .into_iter()
+        .filter_map(|k| k.def().summary)
+        .collect();
+    defs.sort_by_key(|d| d.order);
+    let sections: Vec<Box<dyn SummarySection>> = defs.iter().map(|d| (d.build)(&input)).collect();
+    let next = sections
+        .iter()
+        .flat_map(|s| s.next().iter().cloned())
+        .collect();
     SummaryReport {
-        load,
-        runqueue_ms: measured.map(|m| crate::units::round1(m.1)),
-        thread_cpu_ms: measured.map(|m| crate::units::round1(m.0)),
-        cpu_throttling,
-        trace: path.clone(),
-        duration_ms: a.duration_ns as f64 / 1e6,
-        events: a.events,
-        dropped_events: a.dropped_events,
-        has_rundown: a.has_rundown,
-        has_thread_cpu: a.has_thread_cpu,
-        read_error: a.read_error.clone(),
-        undecodable_events: a.undecodable,
-        decode_errors: a.decode_errors().to_vec(),
-        cpu,
-        waits,
-        gc: GcSummary { totals: gc.totals },
-        alloc,
-        exceptions,
-        contention,
+        header: SummaryHeader {
+            trace: o.trace.clone(),
+            duration_ms: a.duration_ns as f64 / 1e6,
+            events: a.events,
+            dropped_events: a.dropped_events,
+            has_rundown: a.has_rundown,
+            has_thread_cpu: a.has_thread_cpu,
+            read_error: a.read_error.clone(),
+            undecodable_events: a.undecodable,
+            decode_errors: a.decode_errors().to_vec(),
+            cpu_source: a.cpu.source(),
+        },
+        sections,
         next,
         trigger: a.trigger.clone(),
     }
@@ -186,14 +138,15 @@ impl TextView for SummaryReport {
     }
 
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        let h = &self.header;
         writeln!(
             out,
             "{}",
             style.heading(&format!(
                 "{}: {:.2} s, {} events",
-                self.trace,
-                self.duration_ms / 1e3,
-                self.events
+                h.trace,
+                h.duration_ms / 1e3,
+                h.events
             ))
         )?;
         if let Some(t) = &self.trigger {
@@ -210,154 +163,37 @@ impl TextView for SummaryReport {
             )?;
         }
         self.write_warnings(out)?;
-        let (cpu, waits) = (&self.cpu, &self.waits);
-        if cpu.total_ms > 0.0 || waits.total_ms > 0.0 {
-            let how = cpu.method.word();
-            writeln!(
-                out,
-                "\n{}",
-                style.heading(&format!(
-                    "CPU {:.0} ms, waiting {:.0} ms ({how})",
-                    cpu.total_ms, waits.total_ms
-                ))
-            )?;
-            writeln!(out, "  how: {}", cpu.basis())?;
-            if let Some(p) = &cpu.process {
-                for line in [p.runtime_line(), p.overhead_line()].into_iter().flatten() {
-                    writeln!(out, "  {line}")?;
-                }
-            }
-            if cpu.samples == 0 {
-                writeln!(
-                    out,
-                    "  hottest: not known (no CPU samples; the CPU above is the threads' readings)"
-                )?;
-            } else {
-                writeln!(out, "  hottest (CPU, exclusive):")?;
-                method_table(out, &cpu.top_exclusive, Unit::Ms, style)?;
-            }
-            if let Some(w) = waits
-                .by_blocking_call
-                .iter()
-                .find(|m| !m.method.starts_with('['))
-            {
-                writeln!(
-                    out,
-                    "  most waited in: {} ({:.1}% of waiting)",
-                    w.method, w.percent
-                )?;
-            }
-        }
-        let contention = runqueue::lines(
-            self.thread_cpu_ms.unwrap_or(0.0),
-            self.runqueue_ms,
-            self.cpu_throttling.as_ref(),
-        );
-        if let Some((head, rest)) = contention.split_first() {
-            writeln!(out, "\n{}", style.heading(head))?;
-            match self.load {
-                // The advice says whose load it was: the process's own, or others'.
-                Some((used, cpus)) if !rest.is_empty() => {
-                    let hottest = cpu
-                        .top_exclusive
-                        .iter()
-                        .find(|m| !m.method.starts_with("[idle"))
-                        .filter(|_| cpu.samples > 0)
-                        .map(|m| (m.method.as_str(), m.percent));
-                    writeln!(out, "{}", runqueue::load_line(used, cpus, hottest))?;
-                }
-                _ => {
-                    for l in rest {
-                        writeln!(out, "{l}")?;
-                    }
-                }
-            }
-        }
-        let t = &self.gc.totals;
-        if t.count > 0 {
-            writeln!(out, "\n{}", style.heading(&format!("GC: {} collections (gen0 {}, gen1 {}, gen2 {}), paused {:.1} ms total, max {:.2} ms, {:.2}% of the time", t.count, t.per_generation[0], t.per_generation[1], t.per_generation[2], t.total_pause_ms, t.max_pause_ms, t.paused_percent)))?;
-        }
-        if self.alloc.ticks > 0 {
-            writeln!(
-                out,
-                "\n{}",
-                style.heading(&format!(
-                    "Allocations: ~{}",
-                    human_bytes(self.alloc.total_bytes)
-                ))
-            )?;
-            for t in self.alloc.types.iter().take(3) {
-                writeln!(
-                    out,
-                    "  {:>10} {:>5.1}%  {}",
-                    human_bytes(t.bytes),
-                    t.percent,
-                    t.type_name
-                )?;
-            }
-        }
-        if self.exceptions.total > 0 {
-            writeln!(
-                out,
-                "\n{}",
-                style.heading(&format!("Exceptions: {} thrown", self.exceptions.total))
-            )?;
-            for t in self.exceptions.types.iter().take(3) {
-                writeln!(out, "  {:>8}  {}", t.count, t.type_name)?;
-            }
-        }
-        let c = &self.contention;
-        if c.count > 0 {
-            writeln!(
-                out,
-                "\n{}",
-                style.heading(&format!(
-                    "Lock contention: {} waits, {:.1} ms",
-                    c.count, c.total_wait_ms
-                ))
-            )?;
-            if let Some(m) = c.top_exclusive.first() {
-                writeln!(out, "  most waited: {} ({:.1} ms)", m.method, m.ms)?;
-            }
+        for section in &self.sections {
+            section.write_text(out, style)?;
         }
         writeln!(out, "\n{}", style.heading("Next"))?;
-        for h in &self.next {
-            writeln!(out, "  {h}")?;
+        for n in &self.next {
+            writeln!(out, "  {n}")?;
         }
         Ok(())
     }
 }
 
-/// `s` as one shell word: as it is when it holds only safe characters, else single-quoted.
-fn shell_quote(s: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "._+-:/,=@%".contains(c);
-    if !s.is_empty() && s.chars().all(safe) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
 impl SummaryReport {
     fn write_warnings(&self, out: &mut dyn Write) -> io::Result<()> {
-        if self.dropped_events > 0 {
+        if self.header.dropped_events > 0 {
             writeln!(
                 out,
                 "  {} events were lost by the runtime (buffer full): counts are low",
-                self.dropped_events
+                self.header.dropped_events
             )?;
         }
-        if self.undecodable_events > 0 {
+        if self.header.undecodable_events > 0 {
             writeln!(
                 out,
                 "  {} events could not be decoded (their payload did not match the runtime's layout): counts may be low",
-                self.undecodable_events
+                self.header.undecodable_events
             )?;
-            for d in &self.decode_errors {
+            for d in &self.header.decode_errors {
                 writeln!(out, "    {} {}: {}", d.count, d.event, d.first_error)?;
             }
         }
-        if !self.has_rundown && self.cpu.method != CpuSource::None {
+        if !self.header.has_rundown && self.header.cpu_source != CpuSource::None {
             writeln!(
                 out,
                 "  no rundown in this trace: methods jitted before the recording have no names ([native], or [jitted code, unnamed]); stop a recording with one Ctrl+C so clrspy waits for the rundown, or record with `clrspy record -- COMMAND`, which records the program's method loads from its start"

@@ -12,9 +12,22 @@ use serde::Serialize;
 
 use super::rows::{sorted_counts, NameCount};
 use super::runqueue::{self, CpuThrottling, RunqueueSource};
+use super::needs::Needs;
 use super::text::TextStyle;
-use super::view::{ReportKind, ReportOptions, TextView};
+use super::view::{Models, ReportDef, ReportOptions, TextView};
+use super::ReportKind;
 use crate::units::{fit, percent, round1};
+
+/// The `threads` report.
+pub const REPORT: ReportDef = ReportDef {
+    name: "threads",
+    description: "Threads and the thread pool",
+    needs: Needs::SAMPLES,
+    models: Models::Named(&["cpu", "threads"]),
+    build: |a, o| Box::new(build(a, o)),
+    summary: None,
+    html: None,
+};
 
 /// One thread.
 #[derive(Clone, Debug, Serialize)]
@@ -473,3 +486,4 @@ impl TextView for ThreadsReport {
         Ok(())
     }
 }
+

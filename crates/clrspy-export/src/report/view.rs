@@ -1,60 +1,66 @@
-//! What a report is, shared by every report module: which report ([`ReportKind`]), what it
+//! What a report is, shared by every report module: its declaration ([`ReportDef`]), what it
 //! is built with ([`ReportOptions`], [`TreeOptions`]), its views ([`TextView`],
 //! [`ReportView`]) and its JSON writing. It imports no report, so every report can import it.
 
 use std::io::{self, Write};
 
-use clrspy_analysis::{Metric, StackFilter};
+use clrspy_analysis::{Analysis, Metric, StackFilter};
 use serde::Serialize;
 
+use super::needs::Needs;
+use super::sections::{HtmlDef, SummaryDef};
 use super::text::TextStyle;
+use super::ReportKind;
 
-/// Which report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReportKind {
-    /// One screen over everything the trace supports, with what to look at next.
-    Summary,
-    /// CPU time by method (waiting threads excluded).
-    Cpu,
-    /// Waiting time by method (blocked, sleeping, idle threads).
-    Waits,
-    /// Allocations by type and stack.
-    Alloc,
-    /// Exceptions by type, message, throw and catch site.
-    Exceptions,
-    /// Lock contention by method and lock.
-    Contention,
-    /// One row per GC, and totals.
-    Gc,
-    /// Threads and the thread pool.
-    Threads,
+/// A report's declaration: its name, what it needs recorded and analysed, its builder (whose
+/// object carries its text and JSON views), and what it adds to the summary and the HTML
+/// report. Each report file holds its `pub const REPORT`; the `reports!` list in
+/// [`crate::report`] registers it, and [`ReportKind`] is derived from that list.
+#[derive(Clone, Copy)]
+pub struct ReportDef {
+    /// Its name on the command line and as a JSON key.
+    pub name: &'static str,
+    /// What it shows, in words.
+    pub description: &'static str,
+    /// What it needs recorded (`clrspy profile` enables the providers of the reports chosen).
+    pub needs: Needs,
+    /// The analysis models it reads (`clrspy report NAME` runs only those).
+    pub models: Models,
+    /// Builds the report (options normalized by [`crate::report::build`]).
+    pub build: fn(&Analysis, &ReportOptions) -> Report,
+    /// Its section of the summary, if it has one.
+    pub summary: Option<SummaryDef>,
+    /// Its section of the HTML report, if it has one.
+    pub html: Option<HtmlDef>,
+}
+
+impl std::fmt::Debug for ReportDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReportDef")
+            .field("name", &self.name)
+            .field("models", &self.models)
+            .finish()
+    }
+}
+
+/// The models a report reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Models {
+    /// These, by their names in the model registry (symbols always run).
+    Named(&'static [&'static str]),
+    /// Those of every report with a summary section (the summary's).
+    OfSummarySections,
 }
 
 impl ReportKind {
-    /// Every report, in the order they are listed.
-    pub const ALL: [ReportKind; 8] = [
-        ReportKind::Summary,
-        ReportKind::Cpu,
-        ReportKind::Waits,
-        ReportKind::Alloc,
-        ReportKind::Exceptions,
-        ReportKind::Contention,
-        ReportKind::Gc,
-        ReportKind::Threads,
-    ];
-
     /// Its name on the command line and as a JSON key.
     pub fn name(self) -> &'static str {
-        match self {
-            ReportKind::Summary => "summary",
-            ReportKind::Cpu => "cpu",
-            ReportKind::Waits => "waits",
-            ReportKind::Alloc => "alloc",
-            ReportKind::Exceptions => "exceptions",
-            ReportKind::Contention => "contention",
-            ReportKind::Gc => "gc",
-            ReportKind::Threads => "threads",
-        }
+        self.def().name
+    }
+
+    /// What it shows, in words.
+    pub fn description(self) -> &'static str {
+        self.def().description
     }
 
     /// The stack report of a metric: CPU time or waiting time.
@@ -63,22 +69,6 @@ impl ReportKind {
             ReportKind::Cpu
         } else {
             ReportKind::Waits
-        }
-    }
-
-    /// What it shows, in words.
-    pub fn description(self) -> &'static str {
-        match self {
-            ReportKind::Summary => {
-                "One screen over everything the trace supports, with what to look at next"
-            }
-            ReportKind::Cpu => "CPU time by method (waiting threads excluded)",
-            ReportKind::Waits => "Waiting time by method (blocked, sleeping, idle threads)",
-            ReportKind::Alloc => "Allocations by type and stack",
-            ReportKind::Exceptions => "Exceptions by type, message, throw and catch site",
-            ReportKind::Contention => "Lock contention by method and lock",
-            ReportKind::Gc => "One row per GC, and totals",
-            ReportKind::Threads => "Threads and the thread pool",
         }
     }
 }

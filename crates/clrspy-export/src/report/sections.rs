@@ -1,0 +1,231 @@
+//! What a report adds to the two views composed of every report: its section of the summary
+//! ([`SummaryDef`]) and of the HTML report ([`HtmlDef`]), declared in the report's
+//! [`ReportDef`](super::ReportDef). The summary and the HTML report lay out the sections of
+//! the registry's reports by their order numbers and name no report.
+//!
+//! The orders in use — summary: CPU and waiting time 10, the run queue 20, GC 30,
+//! allocations 40, exceptions 50, contention 60; HTML facts: CPU time 10, waiting time 20,
+//! how CPU was told from waiting 25, GCs 30, allocated 40, exceptions 50; HTML parts: the CPU
+//! tables 10, the flame graphs 20 (the HTML report's own, [`crate::html::FLAME_GRAPHS`]), the
+//! callers and callees 30, waiting 40, GC pauses 50, allocations 60, exceptions 70.
+
+use std::cell::OnceCell;
+use std::io::{self, Write};
+use std::rc::Rc;
+
+use clrspy_analysis::{Analysis, Metric, StackFilter};
+
+use super::stack::{self, StackReport};
+use super::text::TextStyle;
+use super::view::ReportOptions;
+
+/// A report's section of the summary.
+#[derive(Clone, Copy, Debug)]
+pub struct SummaryDef {
+    /// Its place among the sections, smallest first (in the text and the JSON).
+    pub order: u32,
+    /// Builds it.
+    pub build: fn(&SummaryInput<'_>) -> Box<dyn SummarySection>,
+}
+
+/// What the summary's sections are built from: the analysis, the summary's options (top 5,
+/// no tree), and the CPU and waiting reports several sections read, built once.
+pub struct SummaryInput<'a> {
+    /// The analysis.
+    pub a: &'a Analysis,
+    /// The options of every section.
+    pub o: ReportOptions,
+    cpu: OnceCell<Rc<StackReport>>,
+    waits: OnceCell<Rc<StackReport>>,
+}
+
+impl<'a> SummaryInput<'a> {
+    /// The input of a summary built with `o`.
+    pub fn new(a: &'a Analysis, o: &ReportOptions) -> SummaryInput<'a> {
+        SummaryInput {
+            a,
+            o: ReportOptions {
+                top: 5,
+                tree: None,
+                ..o.clone()
+            },
+            cpu: OnceCell::new(),
+            waits: OnceCell::new(),
+        }
+    }
+
+    /// The CPU or waiting report with the summary's options, built on first use.
+    pub fn stack(&self, metric: Metric) -> Rc<StackReport> {
+        let cell = if metric == Metric::Cpu {
+            &self.cpu
+        } else {
+            &self.waits
+        };
+        cell.get_or_init(|| Rc::new(stack::build(self.a, metric, &self.o)))
+            .clone()
+    }
+}
+
+/// A built section of the summary.
+pub trait SummarySection {
+    /// Its keys of the summary's JSON, in order (docs/report-json.md).
+    fn json(&self) -> Vec<(&'static str, serde_json::Value)>;
+    /// Its text, each block led by an empty line; nothing when it has nothing to say.
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()>;
+    /// What to run next, in the summary's "Next" list.
+    fn next(&self) -> &[String] {
+        &[]
+    }
+}
+
+/// A report's section of the HTML report.
+#[derive(Clone, Copy, Debug)]
+pub struct HtmlDef {
+    /// Builds it.
+    pub build: fn(&HtmlInput<'_>) -> HtmlSection,
+}
+
+/// What the HTML report's sections are built from.
+pub struct HtmlInput<'a> {
+    /// The analysis.
+    pub a: &'a Analysis,
+    /// The stack filter of the whole report (a thread, `--just-my-code`).
+    pub filter: &'a StackFilter,
+}
+
+impl HtmlInput<'_> {
+    /// Report options with `top` rows and the report's filter.
+    pub fn options(&self, top: usize) -> ReportOptions {
+        ReportOptions {
+            top,
+            filter: self.filter.clone(),
+            ..ReportOptions::default()
+        }
+    }
+}
+
+/// A report's section of the HTML report: rows of the facts table, and parts of the page.
+#[derive(Clone, Debug, Default)]
+pub struct HtmlSection {
+    /// Rows of the facts table at the top.
+    pub facts: Vec<Fact>,
+    /// Parts of the page.
+    pub parts: Vec<Part>,
+}
+
+/// A row of the HTML report's facts table.
+#[derive(Clone, Debug)]
+pub struct Fact {
+    /// Its place among the rows, smallest first.
+    pub order: u32,
+    /// What it is (text).
+    pub label: &'static str,
+    /// Its value (HTML, escaped).
+    pub value: String,
+}
+
+/// A part of the HTML report's page.
+#[derive(Clone, Debug)]
+pub struct Part {
+    /// Its place among the parts, smallest first.
+    pub order: u32,
+    /// Its HTML.
+    pub html: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{self, ReportKind};
+
+    fn empty() -> Analysis {
+        let header = nettrace::TraceHeader {
+            format: nettrace::FormatVersion::NetTrace4,
+            v6_minor: 0,
+            trace_object_version: 4,
+            sync_time_utc: Default::default(),
+            sync_time_ticks: 0,
+            ticks_per_second: 1_000_000_000,
+            pointer_size: 8,
+            process_id: None,
+            cpu_count: None,
+            sampling_interval_ns: Some(1_000_000),
+            key_values: Vec::new(),
+        };
+        Analysis::new(&header, Default::default())
+    }
+
+    #[test]
+    fn the_summary_is_its_header_then_every_declared_section_in_order() {
+        let mut orders: Vec<u32> = ReportKind::ALL
+            .into_iter()
+            .filter_map(|k| k.def().summary.map(|s| s.order))
+            .collect();
+        let n = orders.len();
+        orders.sort_unstable();
+        orders.dedup();
+        assert_eq!(orders.len(), n, "two summary sections share an order");
+
+        let a = empty();
+        let o = ReportOptions::default();
+        let summary = report::build(ReportKind::Summary, &a, &o).json();
+        let keys: Vec<&str> = summary
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let input = SummaryInput::new(&a, &o);
+        let mut defs: Vec<SummaryDef> = ReportKind::ALL
+            .into_iter()
+            .filter_map(|k| k.def().summary)
+            .collect();
+        defs.sort_by_key(|d| d.order);
+        let sections: Vec<&str> = defs
+            .iter()
+            .flat_map(|d| (d.build)(&input).json().into_iter().map(|(k, _)| k))
+            .collect();
+        // The summary's JSON as docs/report-json.md lists it: the trace's keys, the run-queue
+        // keys between waits and gc, `next` last.
+        assert_eq!(
+            sections,
+            [
+                "cpu",
+                "waits",
+                "runqueue_ms",
+                "thread_cpu_ms",
+                "cpu_throttling",
+                "gc",
+                "alloc",
+                "exceptions",
+                "contention"
+            ]
+        );
+        let header = keys.len() - sections.len() - 1;
+        assert_eq!(keys[header..keys.len() - 1], sections[..]);
+        assert_eq!(keys[..2], ["trace", "duration_ms"]);
+        assert_eq!(keys.last(), Some(&"next"));
+    }
+
+    #[test]
+    fn html_sections_have_places_of_their_own() {
+        let a = empty();
+        let filter = StackFilter::default();
+        let input = HtmlInput {
+            a: &a,
+            filter: &filter,
+        };
+        let mut facts = Vec::new();
+        let mut parts = vec![crate::html::FLAME_GRAPHS];
+        for def in ReportKind::ALL.into_iter().filter_map(|k| k.def().html) {
+            let s = (def.build)(&input);
+            facts.extend(s.facts.iter().map(|f| f.order));
+            parts.extend(s.parts.iter().map(|p| p.order));
+        }
+        for v in [&mut facts, &mut parts] {
+            let n = v.len();
+            v.sort_unstable();
+            v.dedup();
+            assert_eq!(v.len(), n, "two HTML sections share a place: {v:?}");
+        }
+        assert_eq!(facts.len(), 6);
+    }
+}
