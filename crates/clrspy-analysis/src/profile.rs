@@ -387,9 +387,18 @@ impl StackProfile {
     /// any blocking call (the thread was ready but not on a CPU). Heaviest first, with each
     /// call's samples (their waiting share).
     pub fn by_blocking_call(&self, symbols: &Symbols) -> (Ranked, Ranked) {
+        self.by_blocking_call_except(symbols, &FxHashSet::default())
+    }
+
+    /// [`StackProfile::by_blocking_call`] of every thread but those of `left_out`.
+    pub fn by_blocking_call_except(
+        &self,
+        symbols: &Symbols,
+        left_out: &FxHashSet<u64>,
+    ) -> (Ranked, Ranked) {
         let mut m: FxHashMap<String, (f64, f64)> = FxHashMap::default();
         for r in &self.rows {
-            if r.wait <= 0.0 {
+            if r.wait <= 0.0 || left_out.contains(&r.thread) {
                 continue;
             }
             let n = r.samples_of(Metric::Wait);
@@ -418,6 +427,29 @@ impl StackProfile {
         v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let n = v.iter().map(|x| (x.0.clone(), x.2)).collect();
         (v.into_iter().map(|x| (x.0, x.1)).collect(), n)
+    }
+
+    /// Threads parked for the whole window: waiting, never caught running work (each of
+    /// their samples in a blocking call or idle) and with CPU under 1% of their waiting — a
+    /// main thread in `Join`, a logger's queue, a timer. Their waiting says nothing of the
+    /// work's.
+    pub fn parked_threads(&self, symbols: &Symbols) -> FxHashSet<u64> {
+        // Per thread: caught running work, CPU, waiting.
+        let mut per: FxHashMap<u64, (bool, f64, f64)> = FxHashMap::default();
+        for r in &self.rows {
+            let e = per.entry(r.thread).or_default();
+            let idle = r
+                .frames
+                .first()
+                .is_some_and(|&f| symbols.frame(f).name.starts_with("[idle"));
+            e.0 |= r.samples > 0 && !idle && blocking_call(&r.frames, symbols).is_none();
+            e.1 += r.cpu;
+            e.2 += r.wait;
+        }
+        per.into_iter()
+            .filter(|(_, (working, cpu, wait))| !working && *wait > 0.0 && *cpu < 0.01 * wait)
+            .map(|(t, _)| t)
+            .collect()
     }
 
     /// Per-thread totals, busiest first (CPU plus waiting plus idle).

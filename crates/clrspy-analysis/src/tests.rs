@@ -413,6 +413,25 @@ fn server_with(runq: bool) -> Vec<Ev> {
 }
 
 #[test]
+fn threads_parked_the_whole_window_are_told_apart() {
+    let a = run(&write(&server()), Options::default());
+    let p = a.profile(&StackFilter::default());
+    // Thread 30 only ever waits in Monitor.Wait; the worker (10) runs, the idle pool thread
+    // (20) is idle, not waiting; the JIT (40) is never sampled.
+    let parked = p.parked_threads(&a.symbols);
+    assert_eq!(parked.into_iter().collect::<Vec<_>>(), vec![30]);
+    let (all, _) = p.by_blocking_call(&a.symbols);
+    assert_eq!(all[0].0, "System.Threading.Monitor.Wait");
+    let (others, _) = p.by_blocking_call_except(&a.symbols, &[30].into_iter().collect());
+    assert!(
+        others
+            .iter()
+            .all(|m| m.0 != "System.Threading.Monitor.Wait"),
+        "{others:?}"
+    );
+}
+
+#[test]
 fn cpu_after_a_blocked_last_sample_is_unsampled_not_the_blocking_call() {
     use clr_events::clrspy::{ids as cs, ThreadCpu};
     const CS: &str = clr_events::clrspy::PROVIDER;

@@ -307,6 +307,29 @@ fn a_report_says_its_window_and_what_its_columns_and_marker_frames_are() {
 }
 
 #[test]
+fn threads_parked_the_whole_window_are_left_out_of_most_waited_in() {
+    // The razor page app's main thread (in its host's wait), Kestrel's timer and the file
+    // watcher wait the whole trace: the work's waiting is the other threads'.
+    let fixture = "razor-pages-cpu.nettrace.zip";
+    let t = report_text(fixture, &["summary"]);
+    assert!(
+        t.contains("  most waited in: System.Threading.Monitor.Enter_Slowpath (7.2% of the waiting of the threads that ran work; 3 threads parked the whole window left out: dotnet, Kestrel Timer, .NET File Watcher)"),
+        "{t}"
+    );
+    let t = report_text(fixture, &["waits"]);
+    assert!(
+        t.contains("  6.1 s of it by 3 threads parked the whole window, never caught running work (dotnet, Kestrel Timer, .NET File Watcher)"),
+        "{t}"
+    );
+    // A trace where every waiting thread ran work says it as before.
+    let t = report_text("contention-thread-cpu.nettrace.zip", &["summary"]);
+    assert!(
+        t.contains("  most waited in: System.Threading.Monitor.Enter_Slowpath (55.6% of waiting)"),
+        "{t}"
+    );
+}
+
+#[test]
 fn the_summary_says_whose_load_kept_threads_waiting_for_a_cpu() {
     // 1.66 s of CPU in a 2.04 s window on 2 CPUs, 430 ms run-queue: the process did not fill
     // its CPUs, so the wait was others' load, not the process being CPU-bound.

@@ -122,16 +122,38 @@ impl SummarySection for TimeSection {
             writeln!(out, "  hottest (CPU, exclusive):")?;
             method_table(out, &cpu.top_exclusive, Unit::Ms, style)?;
         }
-        if let Some(w) = waits
-            .by_blocking_call
-            .iter()
-            .find(|m| !m.method.starts_with('['))
-        {
-            writeln!(
-                out,
-                "  most waited in: {} ({:.1}% of waiting)",
-                w.method, w.percent
-            )?;
+        match &waits.parked {
+            // Threads parked the whole window wait by design: the waiting of the threads that
+            // ran work is what tells where the work waited.
+            Some(p) => {
+                let parked = format!(
+                    "{} thread{} parked the whole window left out: {}",
+                    p.threads,
+                    if p.threads == 1 { "" } else { "s" },
+                    p.names.join(", ")
+                );
+                match &p.others_most_waited_in {
+                    Some(w) => writeln!(
+                        out,
+                        "  most waited in: {} ({:.1}% of the waiting of the threads that ran work; {parked})",
+                        w.method, w.percent
+                    )?,
+                    None => writeln!(out, "  waiting: none by the threads that ran work ({parked})")?,
+                }
+            }
+            None => {
+                if let Some(w) = waits
+                    .by_blocking_call
+                    .iter()
+                    .find(|m| !m.method.starts_with('['))
+                {
+                    writeln!(
+                        out,
+                        "  most waited in: {} ({:.1}% of waiting)",
+                        w.method, w.percent
+                    )?;
+                }
+            }
         }
         Ok(())
     }

@@ -222,8 +222,8 @@ fn advice(sampled: bool) -> Vec<String> {
     if sampled {
         a.push(
             "the CPU profile (1 ms samples of every thread, each with its stack) is most of the cost: \
-             for counts of GCs, exceptions or allocations, record `--profile gc` (or another profile \
-             without samples: --list-profiles)"
+             for GCs, exceptions or loads record `--profile gc-collect` or `--profile dotnet-common` \
+             (no samples; --list-profiles)"
                 .to_string(),
         );
     }

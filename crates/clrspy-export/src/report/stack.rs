@@ -24,6 +24,68 @@ const UNSAMPLED_NOTE: &str = "[unsampled]: CPU a thread's readings measured befo
      first caught it, or after it was last caught blocked (its stack then is unknown); it is \
      counted, not guessed at";
 
+/// Threads that waited the whole window without running work ([`StackReport::parked`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct ParkedThreads {
+    /// How many.
+    pub threads: usize,
+    /// Their waiting, ms.
+    pub wait_ms: f64,
+    /// Their names (the thread id where unnamed), most waiting first, at most five.
+    pub names: Vec<String>,
+    /// The blocking call the other threads (those that ran work) waited in most (clrspy's
+    /// bracketed groups skipped), percent of their waiting; null when none.
+    pub others_most_waited_in: Option<MethodWeight>,
+}
+
+/// The parked threads of `profile` (see [`ParkedThreads`]), when there are any.
+fn parked(
+    a: &Analysis,
+    profile: &clrspy_analysis::profile::StackProfile,
+    ms_per: f64,
+) -> Option<ParkedThreads> {
+    let set = profile.parked_threads(&a.symbols);
+    if set.is_empty() {
+        return None;
+    }
+    let mut waits: Vec<(u64, f64)> = profile
+        .threads(&a.symbols)
+        .into_iter()
+        .filter(|t| set.contains(&t.thread))
+        .map(|t| (t.thread, t.wait))
+        .collect();
+    waits.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    let names = waits
+        .iter()
+        .take(5)
+        .map(|(t, _)| {
+            a.threads
+                .names
+                .get(t)
+                .cloned()
+                .unwrap_or_else(|| format!("thread {t}"))
+        })
+        .collect();
+    let (others, _) = profile.by_blocking_call_except(&a.symbols, &set);
+    let others_total: f64 = others.iter().map(|m| m.1).sum();
+    let others_most_waited_in =
+        others
+            .into_iter()
+            .find(|m| !m.0.starts_with('['))
+            .map(|(method, w)| MethodWeight {
+                method,
+                samples: 0.0,
+                percent: percent(w, others_total),
+                ms: round1(w * ms_per),
+            });
+    Some(ParkedThreads {
+        threads: set.len(),
+        wait_ms: round1(waits.iter().map(|w| w.1).sum::<f64>() * ms_per),
+        names,
+        others_most_waited_in,
+    })
+}
+
 /// CPU or waiting time by method.
 #[derive(Clone, Debug, Serialize)]
 pub struct StackReport {
@@ -57,6 +119,11 @@ pub struct StackReport {
     /// of each stack; the leaf where none is known).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_blocking_call: Vec<MethodWeight>,
+    /// Waiting only: the threads parked for the whole window (never caught running work:
+    /// a main thread in `Join`, a logger's queue, a timer), whose waiting says nothing of the
+    /// work's; absent when there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parked: Option<ParkedThreads>,
     /// Waiting only: the part of `total_ms` spent runnable, waiting for a CPU (on a run
     /// queue), ms; the rest is `blocked_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -208,6 +275,11 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         top_exclusive: conv(excl, &excl_n),
         top_inclusive: conv(incl, &incl_n),
         by_blocking_call,
+        parked: if waits && whole {
+            parked(a, &profile, ms_per)
+        } else {
+            None
+        },
         runqueue_ms: waits.then(|| round1(runq * ms_per)),
         blocked_ms: waits.then(|| round1((total - runq).max(0.0) * ms_per)),
         runqueue_source: waits.then(|| RunqueueSource::of(a)),
@@ -289,6 +361,16 @@ impl TextView for StackReport {
                 style.heading("Waiting by blocking call (the deepest known one)")
             )?;
             method_table(out, &self.by_blocking_call, Unit::Ms, style)?;
+            if let Some(p) = &self.parked {
+                writeln!(
+                    out,
+                    "  {} of it by {} thread{} parked the whole window, never caught running work ({}); they wait by design",
+                    ms_text(p.wait_ms),
+                    p.threads,
+                    if p.threads == 1 { "" } else { "s" },
+                    p.names.join(", ")
+                )?;
+            }
         }
         writeln!(
             out,
@@ -433,5 +515,14 @@ fn under_path(tree: &TreeNode, path: &[PathFrame]) -> TreeNode {
         inclusive: tree.inclusive,
         exclusive: tree.exclusive,
         children,
+    }
+}
+
+/// A time in ms as "12.3 s" or "85.0 ms".
+fn ms_text(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1e3)
+    } else {
+        format!("{ms:.1} ms")
     }
 }
