@@ -16,7 +16,15 @@ macro_rules! models {
     };
 }
 
-models!(requests, connections, http_client, counters, logs, net);
+#[rustfmt::skip]
+models!(
+    requests,
+    connections,
+    http_client,
+    counters,
+    logs,
+    net,
+);
 
 use std::hash::Hash;
 
