@@ -591,9 +591,9 @@ impl Analysis {
         let mut unsampled: Vec<u64> = self.cpu.unsampled().map(|(t, _)| t).collect();
         unsampled.sort_unstable();
         for t in unsampled {
-            let n = self.threads.names.get(&t).map(String::as_str);
-            let role = threads::ThreadRole::of(n, false);
-            let name = if self.cpu.was_sampled(t) && !role.is_native_work() {
+            let role = self.thread_role(t);
+            let name = if !role.is_runtime() || (self.cpu.was_sampled(t) && !role.is_native_work())
+            {
                 profile::UNSAMPLED_FRAME.to_string()
             } else {
                 role.frame()
@@ -606,10 +606,19 @@ impl Analysis {
         self.groups.unsampled_any = Some(self.symbols.synthetic(profile::UNSAMPLED_FRAME));
     }
 
-    /// The role of thread `t`, from its recorded name and whether the sampler saw it.
+    /// The role of thread `t`, from its recorded name and whether the sampler saw it. In a
+    /// trace without samples, "never sampled" says nothing: the main thread (its id is the
+    /// process's) runs managed code, and a thread the name does not place is unknown.
     pub fn thread_role(&self, t: u64) -> threads::ThreadRole {
         let n = self.threads.names.get(&t).map(String::as_str);
-        threads::ThreadRole::of(n, self.cpu.was_sampled(t))
+        let role = threads::ThreadRole::of(n, self.cpu.was_sampled(t));
+        if role != threads::ThreadRole::Native || self.cpu.span_ns().is_some() {
+            role
+        } else if self.process_id == Some(t) {
+            threads::ThreadRole::Managed
+        } else {
+            threads::ThreadRole::Unknown
+        }
     }
 
     /// A finished copy of the analysis so far, for a live view; this one keeps going (samples

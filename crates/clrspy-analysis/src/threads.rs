@@ -126,6 +126,9 @@ pub enum ThreadRole {
     SignalHandler,
     /// Any other thread the sampler never saw: native code.
     Native,
+    /// A thread a trace without any samples cannot place: its name is not the runtime's, so
+    /// it may run managed code or native (only a trace with samples tells).
+    Unknown,
 }
 
 impl ThreadRole {
@@ -150,7 +153,13 @@ impl ThreadRole {
             ThreadRole::PoolGate
         } else if n.starts_with(".NET SigHandler") {
             ThreadRole::SignalHandler
-        } else if sampled {
+        } else if sampled
+            || n.starts_with(".NET TP Worker")
+            || n.starts_with(".NET Long Running")
+            || n.starts_with(".NET Sockets")
+        {
+            // The thread pool's workers, long-running tasks and the sockets' event loop run
+            // managed code, sampled or not.
             ThreadRole::Managed
         } else {
             ThreadRole::Native
@@ -169,6 +178,7 @@ impl ThreadRole {
             ThreadRole::PoolGate => "thread-pool gate",
             ThreadRole::SignalHandler => "signal handler",
             ThreadRole::Native => "native",
+            ThreadRole::Unknown => "unknown (no samples)",
         }
     }
 
@@ -184,6 +194,11 @@ impl ThreadRole {
             self,
             ThreadRole::Jit | ThreadRole::Gc | ThreadRole::EventPipe
         )
+    }
+
+    /// True for the runtime's own threads (everything but managed and unknown ones).
+    pub fn is_runtime(self) -> bool {
+        !matches!(self, ThreadRole::Managed | ThreadRole::Unknown)
     }
 
     /// True for the recording's own cost on the target.
@@ -241,6 +256,29 @@ mod tests {
             stack: None,
             context: crate::EventContext::default(),
         }
+    }
+
+    #[test]
+    fn roles_from_names_and_samples() {
+        assert_eq!(
+            ThreadRole::of(Some(".NET TP Worker"), false),
+            ThreadRole::Managed
+        );
+        assert_eq!(
+            ThreadRole::of(Some(".NET Sockets"), false),
+            ThreadRole::Managed
+        );
+        assert_eq!(
+            ThreadRole::of(Some(".NET Long Running Task"), false),
+            ThreadRole::Managed
+        );
+        assert_eq!(ThreadRole::of(Some("app"), true), ThreadRole::Managed);
+        assert_eq!(ThreadRole::of(Some("app"), false), ThreadRole::Native);
+        assert_eq!(
+            ThreadRole::of(Some(".NET Tiered Compilation Worker"), true),
+            ThreadRole::Jit
+        );
+        assert!(!ThreadRole::Unknown.is_runtime() && ThreadRole::Native.is_runtime());
     }
 
     #[test]

@@ -330,6 +330,34 @@ fn threads_parked_the_whole_window_are_left_out_of_most_waited_in() {
 }
 
 #[test]
+fn a_trace_without_samples_does_not_call_the_app_threads_runtime_native() {
+    // 1.64 s of the allocation workload's CPU is on its main thread: no sample says where,
+    // which makes it neither the runtime's nor native.
+    let fixture = "gc-no-samples.nettrace.zip";
+    let t = report_text(fixture, &["summary"]);
+    assert!(!t.contains("native 1.7 s"), "{t}");
+    assert!(
+        t.contains("  runtime threads: tiered JIT 4 ms, finalizer 2 ms, EventPipe 0 ms, signal handler 0 ms\n"),
+        "{t}"
+    );
+    let threads = json(&[
+        "report",
+        common::repo()
+            .join("crates/clrspy/tests/data")
+            .join(fixture)
+            .to_str()
+            .unwrap(),
+        "threads",
+        "--json",
+    ]);
+    let rows = threads["threads"].as_array().unwrap();
+    let main = rows.iter().find(|r| r["thread"] == 5579).unwrap();
+    assert_eq!(main["role"], "managed", "{main}");
+    assert_eq!(main["top_frame"], "[unsampled]", "{main}");
+    assert!(rows.iter().all(|r| r["role"] != "native"), "{threads}");
+}
+
+#[test]
 fn the_summary_says_whose_load_kept_threads_waiting_for_a_cpu() {
     // 1.66 s of CPU in a 2.04 s window on 2 CPUs, 430 ms run-queue: the process did not fill
     // its CPUs, so the wait was others' load, not the process being CPU-bound.

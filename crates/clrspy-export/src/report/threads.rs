@@ -170,6 +170,7 @@ impl ProcessCpu {
         let parts: Vec<String> = self
             .runtime_threads
             .iter()
+            .filter(|r| r.role.is_runtime())
             .map(|r| format!("{} {}", r.label, seconds(r.cpu_ms)))
             .collect();
         (!parts.is_empty()).then(|| format!("runtime threads: {}", parts.join(", ")))
@@ -349,7 +350,10 @@ fn unsampled_rows(
                 runnable_ms: round1(runq),
                 samples: 0,
                 mostly: mostly(cpu, runq, blocked, 0.0).into(),
-                top_frame: if role == ThreadRole::Managed || role == ThreadRole::Native {
+                top_frame: if matches!(
+                    role,
+                    ThreadRole::Managed | ThreadRole::Native | ThreadRole::Unknown
+                ) {
                     "[not sampled]".into()
                 } else {
                     role.frame()
