@@ -24,6 +24,7 @@ pub mod speedscope;
 pub mod event_json;
 pub mod format;
 pub mod info;
+pub mod repair;
 pub mod report;
 pub mod units;
 pub mod views;

@@ -73,17 +73,28 @@ fn buffer_mb(s: &str) -> Result<u32, String> {
     u32::try_from(mb).map_err(|_| format!("buffer size '{s}' is too large"))
 }
 
-/// A dump type (mini, heap, triage, full), kept as written.
-fn dump_type(s: &str) -> Result<String, String> {
+/// A dump type and the name it was given by.
+#[derive(Clone, Debug)]
+pub struct DumpKind {
+    /// As written.
+    pub text: String,
+    /// The type.
+    pub value: diagnostics_client::DumpType,
+}
+
+/// A dump type (mini, heap, triage, full).
+fn dump_type(s: &str) -> Result<DumpKind, String> {
     clrspy_collect::parse_dump_type(s)
-        .map(|_| s.to_string())
+        .map(|value| DumpKind {
+            text: s.to_string(),
+            value,
+        })
         .ok_or_else(|| format!("unknown dump type '{s}' (mini, heap, triage, full)"))
 }
 
-/// A dump compression (gzip, zstd, none), kept as written.
-fn dump_compression(s: &str) -> Result<String, String> {
+/// A dump compression (gzip, zstd, none).
+fn dump_compression(s: &str) -> Result<clrspy_collect::Compression, String> {
     clrspy_collect::Compression::parse(s)
-        .map(|_| s.to_string())
         .ok_or_else(|| format!("unknown compression '{s}' (gzip, zstd, none)"))
 }
 
@@ -456,7 +467,7 @@ pub struct DumpArgs {
     /// mini (stacks, modules), heap (plus the managed heap: for leaks), triage (small, personal
     /// data removed) or full (all memory).
     #[arg(long = "type", value_name = "TYPE", default_value = "heap", value_parser = dump_type)]
-    pub dump_type: String,
+    pub dump_type: DumpKind,
     /// Output file (default: core_<pid>_<yyyyMMdd_HHmmss> in the current directory).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -470,7 +481,7 @@ pub struct DumpArgs {
     /// (the default: fast, adds .zst), gzip (.gz) or none (a raw core that debuggers open
     /// as it is).
     #[arg(long, value_name = "HOW", default_value = "zstd", value_parser = dump_compression)]
-    pub compress: String,
+    pub compress: clrspy_collect::Compression,
 }
 
 /// `clrspy env`.
@@ -564,10 +575,10 @@ pub struct RecordArgs {
     pub max_dumps: u32,
     /// What the exception dumps hold: mini, heap, triage or full.
     #[arg(long, value_name = "TYPE", default_value = "mini", value_parser = dump_type)]
-    pub dump_type: String,
+    pub dump_type: DumpKind,
     /// Compress the dumps as they are written: gzip (.dmp.gz), zstd (.dmp.zst) or none.
     #[arg(long, value_name = "HOW", default_value = "gzip", value_parser = dump_compression)]
-    pub dump_compress: String,
+    pub dump_compress: clrspy_collect::Compression,
     /// Where the dumps go (default: the trace's directory).
     #[arg(long, value_name = "DIR")]
     pub dump_dir: Option<std::path::PathBuf>,
@@ -761,7 +772,7 @@ mod tests {
         assert_eq!(a.thread_cpu_interval, Duration::from_millis(50));
         assert_eq!(a.target.process_id, Some(1));
         let d = record(&["-p", "1"]).unwrap();
-        assert_eq!((d.buffer_size, d.dump_type.as_str()), (256, "mini"));
+        assert_eq!((d.buffer_size, d.dump_type.text.as_str()), (256, "mini"));
         assert_eq!(d.thread_cpu_interval, Duration::from_millis(20));
         assert_eq!(
             record(&["-p", "1", "--buffer-size", "64"])

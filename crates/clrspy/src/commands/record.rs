@@ -12,6 +12,7 @@ use clrspy_collect::{
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::capture::Capture;
+use super::record_dumps::options_error;
 use crate::cli::RecordArgs;
 use crate::output::{child_exit_code, collect_error, CliError, CliResult};
 
@@ -223,15 +224,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         return children(args, &config, duration, thread_cpu);
     }
     let target = resolve_target(&args.target)?;
-    let dump_args = super::record_dumps::DumpArgs {
-        on_exception: &args.dump_on_exception,
-        max: args.max_dumps,
-        kind: &args.dump_type,
-        compress: &args.dump_compress,
-        dir: args.dump_dir.as_deref(),
-        hold_hook: args.dump_hold_hook.as_deref(),
-        crash_report: args.dump_crash_report,
-    };
+    let dump_options = super::record_dumps::dump_options(args, None);
     if args.dump_hold_hook.is_some() && !matches!(target, Target::Launch(_)) {
         return Err(CliError::new(
             "--dump-hold-hook works for a program started with -- (the hook is loaded at its start)",
@@ -247,12 +240,16 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     };
     let mut extras = super::record_dumps::Extras {
         capture,
-        exceptions: super::record_dumps::exception_dumps(&dump_args, output.as_deref())?,
+        exceptions: dump_options
+            .exception_dumps(output.as_deref())
+            .map_err(options_error)?,
         crash: None,
         consumers: Vec::new(),
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
-        extras.crash = super::record_dumps::crash_capture(&dump_args, args.dump_on_crash, out)?;
+        extras.crash = dump_options
+            .crash_capture(args.dump_on_crash, out)
+            .map_err(options_error)?;
     }
     let config = match &extras.exceptions {
         Some(d) => d.session_config(&config),
@@ -322,19 +319,13 @@ fn children(
         return Err(CliError::new("--dump-hold-hook does not work with --children").code(2));
     }
     let _ = ctrlc::set_handler(|| STOP.request());
-    let dump_args = super::record_dumps::DumpArgs {
-        on_exception: &args.dump_on_exception,
-        max: args.max_dumps,
-        kind: &args.dump_type,
-        compress: &args.dump_compress,
-        dir: args.dump_dir.as_deref().or(Some(dir)),
-        hold_hook: None,
-        crash_report: args.dump_crash_report,
-    };
+    let dump_options = super::record_dumps::dump_options(args, Some(dir));
     let _ = std::fs::create_dir_all(dir);
     // Dumps on exceptions: one trigger per process, one limit for the tree; files
     // dump_<pid>_<n>.dmp.gz in DIR.
-    let mut exceptions = super::record_dumps::exception_dumps(&dump_args, Some(&dir.join("dump")))?;
+    let mut exceptions = dump_options
+        .exception_dumps(Some(&dir.join("dump")))
+        .map_err(options_error)?;
     let config = match &exceptions {
         Some(d) => d.session_config(config),
         None => config.clone(),
@@ -345,7 +336,9 @@ fn children(
     let crash = if args.no_crash_report {
         None
     } else {
-        super::record_dumps::crash_capture(&dump_args, args.dump_on_crash, &dir.join("tree"))?
+        dump_options
+            .crash_capture(args.dump_on_crash, &dir.join("tree"))
+            .map_err(options_error)?
     };
     let code = super::tree::run(
         super::tree::TreeRun {
