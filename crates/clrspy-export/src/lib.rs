@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod chromium;
+pub mod conversion;
 pub mod flamegraph;
 pub mod folded;
 pub mod html;
@@ -22,6 +23,7 @@ pub mod pprof;
 pub mod speedscope;
 
 pub mod event_json;
+pub mod event_text;
 pub mod format;
 pub mod info;
 pub mod repair;

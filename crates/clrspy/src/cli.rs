@@ -60,18 +60,6 @@ fn ring_size(s: &str) -> Result<u64, String> {
     clrspy_collect::parse_ring_size(s)
 }
 
-/// The session buffer: a size, a bare number is megabytes; whole megabytes from 1MB.
-fn buffer_mb(s: &str) -> Result<u32, String> {
-    let bytes =
-        clrspy_values::parse_size(s, clrspy_values::SizeUnit::Mb).map_err(|e| e.to_string())?;
-    let mb = bytes >> 20;
-    if bytes % (1 << 20) != 0 || mb == 0 || mb > 1 << 16 {
-        return Err(format!(
-            "buffer size '{s}' must be whole megabytes from 1MB to 64GB"
-        ));
-    }
-    u32::try_from(mb).map_err(|_| format!("buffer size '{s}' is too large"))
-}
 
 /// A dump type and the name it was given by.
 #[derive(Clone, Debug)]
@@ -385,14 +373,8 @@ pub struct ConvertArgs {
     pub thread: Option<u64>,
     #[command(flatten)]
     pub grouping: GroupingArgs,
-    /// A directory holding copies of the trace's .NET images (matched by file name), to name
-    /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
-    #[arg(long = "symbols", value_name = "DIR")]
-    pub symbols: Vec<PathBuf>,
-    /// Name precompiled code only from the trace and the --symbols directories, never from
-    /// the image files at the paths the trace recorded.
-    #[arg(long)]
-    pub no_local_images: bool,
+    #[command(flatten)]
+    pub images: ImageArgs,
 }
 
 /// `clrspy report`.
@@ -443,14 +425,8 @@ pub struct ReportArgs {
     /// Write JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// A directory holding copies of the trace's .NET images (matched by file name), to name
-    /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
-    #[arg(long = "symbols", value_name = "DIR")]
-    pub symbols: Vec<PathBuf>,
-    /// Name precompiled code only from the trace and the --symbols directories, never from
-    /// the image files at the paths the trace recorded.
-    #[arg(long)]
-    pub no_local_images: bool,
+    #[command(flatten)]
+    pub images: ImageArgs,
 }
 
 /// `clrspy dump`.
@@ -532,7 +508,7 @@ pub struct RecordArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// The runtime's buffer for the session: a size (512MB, 1GB); a bare number is MB.
-    #[arg(long, value_name = "SIZE", default_value = "256", value_parser = buffer_mb)]
+    #[arg(long, value_name = "SIZE", default_value = "256", value_parser = clrspy_collect::parse_buffer_size)]
     pub buffer_size: u32,
     /// Do not ask for rundown at the end (faster stop; methods jitted earlier stay unnamed).
     #[arg(long)]
@@ -639,20 +615,30 @@ pub struct GroupingArgs {
 impl GroupingArgs {
     /// The grouping asked for, if any.
     pub fn rule(&self) -> Option<clrspy_analysis::JustMyCode> {
-        if self.just_my_code.is_none() && self.framework.is_empty() {
-            return None;
+        clrspy_analysis::JustMyCode::from_flags(self.just_my_code.as_deref(), &self.framework)
+    }
+}
+
+/// Where precompiled code's names come from (`report`, `convert`).
+#[derive(Debug, Args)]
+pub struct ImageArgs {
+    /// A directory holding copies of the trace's .NET images (matched by file name), to name
+    /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
+    #[arg(long = "symbols", value_name = "DIR")]
+    pub symbols: Vec<PathBuf>,
+    /// Name precompiled code only from the trace and the --symbols directories, never from
+    /// the image files at the paths the trace recorded.
+    #[arg(long)]
+    pub no_local_images: bool,
+}
+
+impl ImageArgs {
+    /// The image sources of the flags.
+    pub fn sources(&self) -> clrspy_analysis::r2r::ImageSources {
+        clrspy_analysis::r2r::ImageSources {
+            dirs: self.symbols.clone(),
+            original_paths: !self.no_local_images,
         }
-        let mine = self
-            .just_my_code
-            .as_deref()
-            .unwrap_or_default()
-            .split(',')
-            .map(|p| p.trim().to_string())
-            .collect();
-        Some(clrspy_analysis::JustMyCode::new(
-            mine,
-            self.framework.clone(),
-        ))
     }
 }
 

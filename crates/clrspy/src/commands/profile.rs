@@ -89,16 +89,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         None => analyze_trace(&trace, Options::default())?,
     };
     if let Some(format) = args.format {
-        let c = super::convert::Conversion {
-            format,
-            metric: clrspy_analysis::Metric::Cpu,
-            thread: None,
-            just_my_code: None,
-            out: None,
-            empty_is_error: false,
-            symbols: &[],
-            local_images: true,
-        };
+        let c = super::convert::Conversion::after_recording(format);
         if let Some(p) = super::convert::write(&a, &trace, &path, &c)? {
             eprintln!("Converted to {}.", p.display());
         }

@@ -80,8 +80,7 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
 /// Runs `clrspy report`.
 pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     let mut options = window(&args.from, &args.to)?;
-    options.images.dirs = args.symbols.clone();
-    options.images.original_paths = !args.no_local_images;
+    options.images = args.images.sources();
     // Only the models this report reads run.
     options.models = report::models_for(&[args.kind]);
     let a = analyze(&args.input.trace, options)?;
