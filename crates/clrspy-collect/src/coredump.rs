@@ -155,10 +155,16 @@ mod tests {
         assert_eq!((p.unwrap(), changed), (PathBuf::from("a.gz"), false));
         let (p, changed) = compressed_dump_name(7, Some(Path::new("raw")), Compression::None);
         assert_eq!((p.unwrap(), changed), (PathBuf::from("raw"), false));
-        assert_eq!(compressed_dump_name(7, None, Compression::None), (None, false));
+        assert_eq!(
+            compressed_dump_name(7, None, Compression::None),
+            (None, false)
+        );
         let (p, _) = compressed_dump_name(7, None, Compression::Gzip);
         let name = p.unwrap().display().to_string();
-        assert!(name.starts_with("core_7_") && name.ends_with(".gz"), "{name}");
+        assert!(
+            name.starts_with("core_7_") && name.ends_with(".gz"),
+            "{name}"
+        );
     }
 
     #[test]

@@ -162,7 +162,10 @@ mod tests {
     #[test]
     fn exception_dumps_are_named_after_the_trace_and_planned_as_given() {
         let d = tempfile::tempdir().unwrap();
-        assert!(options(&[" , "], None).exception_dumps(None).unwrap().is_none());
+        assert!(options(&[" , "], None)
+            .exception_dumps(None)
+            .unwrap()
+            .is_none());
         let trace = d.path().join("web.nettrace");
         let dumps = options(&["*.IOException,Boom"], None)
             .exception_dumps(Some(&trace))
@@ -170,11 +173,16 @@ mod tests {
             .unwrap();
         assert_eq!(dumps.patterns(), ["*.IOException", "Boom"]);
         let p = dumps.plan();
-        assert_eq!((p.dir.as_path(), p.stem.as_str(), p.max), (d.path(), "web", 3));
+        assert_eq!(
+            (p.dir.as_path(), p.stem.as_str(), p.max),
+            (d.path(), "web", 3)
+        );
         assert_eq!(p.spec.kind, DumpType::Triage);
         assert_eq!(p.spec.compress, Compression::Zstd);
         assert!(p.spec.crash_report);
-        let unnamed = options(&["X"], Some(d.path())).exception_dumps(None).unwrap();
+        let unnamed = options(&["X"], Some(d.path()))
+            .exception_dumps(None)
+            .unwrap();
         assert_eq!(unnamed.unwrap().plan().stem, "dump");
         let mut hooked = options(&["X"], Some(d.path()));
         hooked.hold_hook = Some(d.path().join("ClrspyHold.dll"));
@@ -188,7 +196,10 @@ mod tests {
     fn a_crash_capture_needs_its_directory_only_when_one_was_given() {
         let d = tempfile::tempdir().unwrap();
         let gone = d.path().join("gone/app.nettrace");
-        assert!(options(&[], None).crash_capture(true, &gone).unwrap().is_none());
+        assert!(options(&[], None)
+            .crash_capture(true, &gone)
+            .unwrap()
+            .is_none());
         assert!(options(&[], Some(&d.path().join("gone")))
             .crash_capture(true, &gone)
             .is_err());

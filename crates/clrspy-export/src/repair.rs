@@ -140,7 +140,10 @@ mod tests {
         let mut text = Vec::new();
         view.write_text(&mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
-        (text.replace(&dir.path().display().to_string(), "D"), view.json())
+        (
+            text.replace(&dir.path().display().to_string(), "D"),
+            view.json(),
+        )
     }
 
     #[test]
@@ -161,7 +164,10 @@ mod tests {
         let whole = trace(40);
         let (text, json) = shown(&whole[..whole.len() - 100]);
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].starts_with("Wrote D/t.repaired.nettrace: a whole trace of "), "{text}");
+        assert!(
+            lines[0].starts_with("Wrote D/t.repaired.nettrace: a whole trace of "),
+            "{text}"
+        );
         let at = json["cut_at"].as_u64().unwrap();
         let dropped = json["bytes_dropped"].as_u64().unwrap();
         assert!(

@@ -60,7 +60,6 @@ fn ring_size(s: &str) -> Result<u64, String> {
     clrspy_collect::parse_ring_size(s)
 }
 
-
 /// A dump type and the name it was given by.
 #[derive(Clone, Debug)]
 pub struct DumpKind {

@@ -191,7 +191,10 @@ fn a_gcdump_file_is_told_from_a_trace_by_its_first_bytes() {
     std::fs::write(&trace, b"Nettrace\x14\0\0\0!FastSerialization.1").unwrap();
     std::fs::write(&short, b"!Fast").unwrap();
     assert!(is_gcdump(&dump).unwrap());
-    assert!(!is_gcdump(&trace).unwrap(), "the marker past the first 24 bytes is a trace's");
+    assert!(
+        !is_gcdump(&trace).unwrap(),
+        "the marker past the first 24 bytes is a trace's"
+    );
     assert!(!is_gcdump(&short).unwrap());
     assert!(is_gcdump(&dir.join("missing")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();

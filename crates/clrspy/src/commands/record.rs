@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{
     ChildOutput, ExtraRuntimes, LiveFeeds, Progress, RunObserver, RunOptions, Started, StopReason,
-    StopSignal, Summary,
+    StopSignal, Summary, TreeOptions,
 };
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::capture::Capture;
 use super::record_dumps::options_error;
 use crate::cli::RecordArgs;
-use crate::output::{child_exit_code, collect_error, CliError, CliResult};
+use crate::output::{collect_error, program_exit_code, CliError, CliResult};
 
 /// What to record: a running process, or a program to start.
 pub(crate) type Target = clrspy_collect::Resolved;
@@ -340,18 +340,19 @@ fn children(
             .crash_capture(args.dump_on_crash, &dir.join("tree"))
             .map_err(options_error)?
     };
-    let code = super::tree::run(
-        super::tree::TreeRun {
-            command: &args.target.command,
-            config: &config,
-            dir,
-            duration,
-            thread_cpu,
-            env: crash.as_ref().map(|c| c.env()).unwrap_or_default(),
-            consumers,
-        },
-        &STOP,
-    );
+    let opts = TreeOptions {
+        config: &config,
+        dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        duration,
+        thread_cpu,
+        stop: &STOP,
+        stdout: ChildOutput::Inherit,
+        env: crash.as_ref().map(|c| c.env()).unwrap_or_default(),
+        max_processes: 256,
+        drain: Duration::from_secs(30),
+        consumers,
+    };
+    let code = super::tree::run(&args.target.command, dir, &opts);
     let dumped = exceptions.as_mut().map(|d| d.finish()).unwrap_or_default();
     let code = code?;
     super::record_dumps::report(&dumped);
@@ -518,14 +519,10 @@ pub(crate) fn execute(
                     if n == 1 { "" } else { "es" }
                 );
             }
-            match child.status {
-                Some(s) if child.terminated_by_clrspy => {
-                    eprintln!("clrspy ended the program ({s}) when the recording stopped.");
-                    std::process::ExitCode::SUCCESS
-                }
-                Some(s) => std::process::ExitCode::from(child_exit_code(&s)),
-                None => std::process::ExitCode::SUCCESS,
-            }
+            std::process::ExitCode::from(program_exit_code(
+                child.status,
+                child.terminated_by_clrspy,
+            ))
         }
     };
     Ok(Outcome {

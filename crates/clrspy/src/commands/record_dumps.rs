@@ -26,7 +26,9 @@ pub(crate) fn dump_options(args: &RecordArgs, dir: Option<&Path>) -> DumpOptions
 pub(crate) fn options_error(e: DumpOptionsError) -> CliError {
     let err = CliError::new(e.to_string()).code(2);
     match e {
-        DumpOptionsError::NoHook(_) => err.hint("build it with hooks/build.sh (needs the .NET SDK)"),
+        DumpOptionsError::NoHook(_) => {
+            err.hint("build it with hooks/build.sh (needs the .NET SDK)")
+        }
         _ => err,
     }
 }
