@@ -22,6 +22,7 @@ pub mod html;
 pub mod pprof;
 pub mod speedscope;
 
+pub mod event_filter;
 pub mod event_json;
 pub mod event_text;
 pub mod format;

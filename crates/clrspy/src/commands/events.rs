@@ -2,13 +2,13 @@
 
 use std::io::{BufWriter, Write};
 
+use clrspy_export::event_filter::EventFilter;
 use clrspy_export::event_json::EventJsonWriter;
 use clrspy_export::event_text::write_event_text;
 use nettrace::TimeOrder;
 
 use crate::cli::EventsArgs;
 use crate::input;
-use crate::names;
 use crate::output::{CliError, CliResult};
 use crate::progress::Progress;
 
@@ -26,6 +26,10 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
     let mut scratch = Vec::new();
     let mut json = EventJsonWriter::new();
     let mut error = None;
+    let filter = EventFilter {
+        provider: args.provider.clone(),
+        event: args.event.clone(),
+    };
     while shown < limit {
         let ev = match reader.next_event() {
             Ok(Some(ev)) => ev,
@@ -36,20 +40,9 @@ pub fn run(args: &EventsArgs) -> CliResult<std::process::ExitCode> {
             }
         };
         progress.update(ev.offset);
-        if let Some(p) = &args.provider {
-            if !p.is_match(ev.provider()) {
-                continue;
-            }
-        }
-        let name = names::event_name(&ev);
-        if let Some(pat) = &args.event {
-            if !(pat.is_match(&name)
-                || pat.is_match(ev.metadata_name())
-                || pat.as_str() == ev.event_id().to_string())
-            {
-                continue;
-            }
-        }
+        let Some(name) = filter.select(&ev) else {
+            continue;
+        };
         shown += 1;
         let (ts, sorted) = (ev.timestamp, ev.is_sorted);
         let buf = if args.file_order {
