@@ -87,6 +87,9 @@ mod tests {
         assert_eq!(selected(None, Some("gc/*")), ["GC/Start"]);
         assert_eq!(selected(None, Some("hit")), ["Hit"]);
         assert_eq!(selected(None, Some("9")), ["EventID(9)"]);
-        assert_eq!(selected(Some("Microsoft-*"), Some("7")), Vec::<String>::new());
+        assert_eq!(
+            selected(Some("Microsoft-*"), Some("7")),
+            Vec::<String>::new()
+        );
     }
 }

@@ -194,8 +194,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
             .hint("`clrspy record --list-profiles` lists the profiles")
             .code(2)
     })?;
-    let duration = args.duration;
-    let config = SessionConfig {
+    let mut config = SessionConfig {
         circular_buffer_mb: args.buffer_size,
         rundown_keyword: if args.no_rundown {
             0
@@ -205,13 +204,8 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         stackwalk: !args.no_stacks,
         providers,
     };
-    let thread_cpu = if args.no_thread_cpu {
-        None
-    } else {
-        Some(args.thread_cpu_interval)
-    };
+    let thread_cpu = (!args.no_thread_cpu).then_some(args.thread_cpu_interval);
     let capture = Capture::from_args(args)?;
-    let mut config = config;
     if let Some(t) = &capture.triggers {
         t.apply(&mut config);
     }
@@ -221,7 +215,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
                 CliError::new("--ring and --stop-on do not work with --children yet").code(2),
             );
         }
-        return children(args, &config, duration, thread_cpu);
+        return children(args, &config, args.duration, thread_cpu);
     }
     let target = resolve_target(&args.target)?;
     let dump_options = super::record_dumps::dump_options(args, None);
@@ -259,7 +253,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         target,
         &config,
         output,
-        duration,
+        args.duration,
         thread_cpu,
         ChildOutput::Inherit,
         &mut extras,
