@@ -431,14 +431,8 @@ pub struct ReportArgs {
 /// `clrspy dump`.
 #[derive(Debug, Args)]
 pub struct DumpArgs {
-    /// The process.
-    #[arg(
-        short = 'p',
-        long = "process-id",
-        visible_alias = "pid",
-        value_name = "PID"
-    )]
-    pub process_id: u32,
+    #[command(flatten)]
+    pub process: ProcessArg,
     /// mini (stacks, modules), heap (plus the managed heap: for leaks), triage (small, personal
     /// data removed) or full (all memory).
     #[arg(long = "type", value_name = "TYPE", default_value = "heap", value_parser = dump_type)]
@@ -462,14 +456,8 @@ pub struct DumpArgs {
 /// `clrspy env`.
 #[derive(Debug, Args)]
 pub struct EnvArgs {
-    /// The process.
-    #[arg(
-        short = 'p',
-        long = "process-id",
-        visible_alias = "pid",
-        value_name = "PID"
-    )]
-    pub process_id: u32,
+    #[command(flatten)]
+    pub process: ProcessArg,
     /// Write a JSON object instead of KEY=VALUE lines.
     #[arg(long)]
     pub json: bool,
@@ -639,6 +627,19 @@ impl ImageArgs {
             original_paths: !self.no_local_images,
         }
     }
+}
+
+/// The running process of `dump` and `env`.
+#[derive(Debug, Args)]
+pub struct ProcessArg {
+    /// The process.
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID"
+    )]
+    pub process_id: u32,
 }
 
 /// The trace argument shared by commands.

@@ -8,7 +8,7 @@ use crate::output::CliResult;
 /// Runs `clrspy dump`.
 pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
     let (kind, compress) = (args.dump_type.value, args.compress);
-    let pid = args.process_id;
+    let pid = args.process.process_id;
     let ep = clrspy_collect::endpoint_for_pid(pid).map_err(collect_error)?;
     let (output, renamed) =
         clrspy_collect::compressed_dump_name(pid, args.output.as_deref(), compress);
