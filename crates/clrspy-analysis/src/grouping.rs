@@ -59,6 +59,20 @@ impl JustMyCode {
         }
     }
 
+    /// The rule of `--just-my-code[=PREFIX,...]` (`my_code`; `Some("")` for the bare flag) and
+    /// `--framework PREFIX` (repeatable, implies the rule); None when neither is given.
+    pub fn from_flags(my_code: Option<&str>, framework: &[String]) -> Option<JustMyCode> {
+        if my_code.is_none() && framework.is_empty() {
+            return None;
+        }
+        let mine = my_code
+            .unwrap_or_default()
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .collect();
+        Some(JustMyCode::new(mine, framework.to_vec()))
+    }
+
     /// The same rule knowing the trace's app code (from [`Symbols::app_code`]).
     pub fn with_app_code(&self, app: &AppCode) -> JustMyCode {
         JustMyCode {
@@ -162,6 +176,20 @@ pub fn fold_leaf_first<T>(mut frames: Vec<T>, is_framework: impl Fn(&T) -> bool)
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn the_flags_make_the_rule() {
+        assert_eq!(JustMyCode::from_flags(None, &[]), None);
+        assert_eq!(
+            JustMyCode::from_flags(Some(""), &[]),
+            Some(JustMyCode::new(Vec::new(), Vec::new()))
+        );
+        let r = JustMyCode::from_flags(Some("Contoso.*, Fabrikam.*"), &[]).unwrap();
+        assert_eq!(r.my_code, ["Contoso.*", "Fabrikam.*"]);
+        let r = JustMyCode::from_flags(None, &["Newtonsoft.*".to_string()]).unwrap();
+        assert!(r.my_code.is_empty());
+        assert_eq!(r.framework, ["Newtonsoft.*"]);
+    }
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

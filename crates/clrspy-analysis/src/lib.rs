@@ -38,6 +38,7 @@ pub mod inventory;
 pub mod profile;
 pub mod r2r;
 pub mod registry;
+pub mod repair_file;
 pub mod runqueue;
 pub mod signature;
 pub mod sources;

@@ -54,6 +54,25 @@ impl Compression {
         }
     }
 
+    /// What a file compressed so ends in: `.gz`, `.zst`, nothing for none.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Compression::None => "",
+            Compression::Gzip => ".gz",
+            Compression::Zstd => ".zst",
+        }
+    }
+
+    /// The command that turns a file compressed so back into the raw core (`gunzip`,
+    /// `zstd -d`; None for none).
+    pub fn unpack_command(self) -> Option<&'static str> {
+        match self {
+            Compression::None => None,
+            Compression::Gzip => Some("gunzip"),
+            Compression::Zstd => Some("zstd -d"),
+        }
+    }
+
     /// The name in words (`none`, `gzip`, `zstd`).
     pub fn name(self) -> &'static str {
         match self {

@@ -15,6 +15,7 @@ pub mod cgroup;
 mod consumer;
 mod coredump;
 pub mod crash;
+mod dump_options;
 mod dumper;
 mod dumpfile;
 mod error;
@@ -45,8 +46,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use consumer::{Action, Broadcast, End, EventConsumer, Lost, Subscription};
-pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
+pub use coredump::{check_dump, compressed_dump_name, dump_path, parse_dump_type, write_dump};
 pub use crash::{CrashCapture, CrashReport};
+pub use dump_options::{DumpOptions, DumpOptionsError};
 pub use dumper::{
     event_monotonic_ns, exception_type_matches, thrown_type, with_exception_events, DumpGate,
     DumpHandle, DumpNotice, DumpOutcome, DumpPlan, DumpRequest, Dumper, ExceptionTrigger, OnDump,
@@ -59,7 +61,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use exception_dumps::{exception_patterns, DumpsStarted, Env, ExceptionDumps};
 pub use hold::HoldServer;
 pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
-pub use ring::{parse_ring_size, RingSink, RingStats, RingStore};
+pub use ring::{parse_buffer_size, parse_ring_size, RingSink, RingStats, RingStore};
 pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
 pub use session::{record, record_live, record_via, LiveFeeds};
 pub use sink::{ByteSink, FileSink, SinkReport, SpliceOutput, SplicedSink, StagedFile};

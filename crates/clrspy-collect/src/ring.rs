@@ -391,6 +391,20 @@ pub fn parse_ring_size(s: &str) -> std::result::Result<u64, String> {
     Ok(bytes)
 }
 
+/// Parses the session's buffer size (`--buffer-size`) in the size grammar, a bare number
+/// being megabytes: whole megabytes from 1MB to 64GB, returned in megabytes.
+pub fn parse_buffer_size(s: &str) -> std::result::Result<u32, String> {
+    let bytes =
+        clrspy_values::parse_size(s, clrspy_values::SizeUnit::Mb).map_err(|e| e.to_string())?;
+    let mb = bytes >> 20;
+    if bytes % (1 << 20) != 0 || mb == 0 || mb > 1 << 16 {
+        return Err(format!(
+            "buffer size '{s}' must be whole megabytes from 1MB to 64GB"
+        ));
+    }
+    u32::try_from(mb).map_err(|_| format!("buffer size '{s}' is too large"))
+}
+
 /// A sink that keeps only the newest `budget` bytes of the trace (see the module note).
 pub type RingSink = SplicedSink<RingStore>;
 

@@ -159,6 +159,17 @@ fn is_tail_subsequence(sub: &[Ev], all: &[Ev]) -> bool {
 }
 
 #[test]
+fn buffer_sizes_are_whole_megabytes_from_1mb_to_64gb() {
+    assert_eq!(parse_buffer_size("256"), Ok(256));
+    assert_eq!(parse_buffer_size("1GB"), Ok(1024));
+    assert_eq!(parse_buffer_size("64GB"), Ok(1 << 16));
+    for bad in ["0", "1.5", "512KB", "65GB", "lots"] {
+        let e = parse_buffer_size(bad).unwrap_err();
+        assert!(e.contains(bad), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn sizes_parse() {
     assert_eq!(parse_ring_size("64MB"), Ok(64 << 20));
     assert_eq!(parse_ring_size("100000"), Ok(100_000));

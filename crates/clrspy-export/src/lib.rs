@@ -15,15 +15,19 @@
 #![deny(missing_docs)]
 
 pub mod chromium;
+pub mod conversion;
 pub mod flamegraph;
 pub mod folded;
 pub mod html;
 pub mod pprof;
 pub mod speedscope;
 
+pub mod event_filter;
 pub mod event_json;
+pub mod event_text;
 pub mod format;
 pub mod info;
+pub mod repair;
 pub mod report;
 pub mod units;
 pub mod views;

@@ -15,6 +15,7 @@ mod log;
 mod model;
 mod parse;
 mod parse_rest;
+mod summary;
 mod text;
 mod values;
 
@@ -27,6 +28,7 @@ pub use model::{
     ContainerMatch, DumpAction, Limits, Match, Rule, RulesFile, TraceAction, DEFAULT_DISK_MB,
 };
 pub use parse::{Diagnostic, LoadError, RuleSet, Syntax};
+pub use summary::mistakes_json;
 pub use values::{
     parse_duration, Compression, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText,
     RuleName, UserSpec,

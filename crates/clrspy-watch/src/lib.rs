@@ -35,9 +35,11 @@ mod limits;
 mod port;
 mod procfs;
 mod run;
+mod signals;
 mod state;
 mod trace;
 
 pub use admission::{admission, admit, disk_full, Admission, AdmissionInput, MIN_FREE};
 pub use run::{watch, WatchControl, WatchEnd, WatchError, WatchOptions};
+pub use signals::signal_control;
 pub use state::DecisionPrinter;

@@ -58,8 +58,13 @@ impl WatchControl {
         self.reload.store(true, Ordering::SeqCst);
     }
 
-    fn stops(&self) -> u32 {
+    pub(crate) fn stops(&self) -> u32 {
         self.stop.load(Ordering::SeqCst)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn reload_requested(&self) -> bool {
+        self.reload.load(Ordering::SeqCst)
     }
 }
 

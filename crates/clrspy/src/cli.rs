@@ -60,30 +60,28 @@ fn ring_size(s: &str) -> Result<u64, String> {
     clrspy_collect::parse_ring_size(s)
 }
 
-/// The session buffer: a size, a bare number is megabytes; whole megabytes from 1MB.
-fn buffer_mb(s: &str) -> Result<u32, String> {
-    let bytes =
-        clrspy_values::parse_size(s, clrspy_values::SizeUnit::Mb).map_err(|e| e.to_string())?;
-    let mb = bytes >> 20;
-    if bytes % (1 << 20) != 0 || mb == 0 || mb > 1 << 16 {
-        return Err(format!(
-            "buffer size '{s}' must be whole megabytes from 1MB to 64GB"
-        ));
-    }
-    u32::try_from(mb).map_err(|_| format!("buffer size '{s}' is too large"))
+/// A dump type and the name it was given by.
+#[derive(Clone, Debug)]
+pub struct DumpKind {
+    /// As written.
+    pub text: String,
+    /// The type.
+    pub value: diagnostics_client::DumpType,
 }
 
-/// A dump type (mini, heap, triage, full), kept as written.
-fn dump_type(s: &str) -> Result<String, String> {
+/// A dump type (mini, heap, triage, full).
+fn dump_type(s: &str) -> Result<DumpKind, String> {
     clrspy_collect::parse_dump_type(s)
-        .map(|_| s.to_string())
+        .map(|value| DumpKind {
+            text: s.to_string(),
+            value,
+        })
         .ok_or_else(|| format!("unknown dump type '{s}' (mini, heap, triage, full)"))
 }
 
-/// A dump compression (gzip, zstd, none), kept as written.
-fn dump_compression(s: &str) -> Result<String, String> {
+/// A dump compression (gzip, zstd, none).
+fn dump_compression(s: &str) -> Result<clrspy_collect::Compression, String> {
     clrspy_collect::Compression::parse(s)
-        .map(|_| s.to_string())
         .ok_or_else(|| format!("unknown compression '{s}' (gzip, zstd, none)"))
 }
 
@@ -375,14 +373,8 @@ pub struct ConvertArgs {
     pub thread: Option<u64>,
     #[command(flatten)]
     pub grouping: GroupingArgs,
-    /// A directory holding copies of the trace's .NET images (matched by file name), to name
-    /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
-    #[arg(long = "symbols", value_name = "DIR")]
-    pub symbols: Vec<PathBuf>,
-    /// Name precompiled code only from the trace and the --symbols directories, never from
-    /// the image files at the paths the trace recorded.
-    #[arg(long)]
-    pub no_local_images: bool,
+    #[command(flatten)]
+    pub images: ImageArgs,
 }
 
 /// `clrspy report`.
@@ -433,31 +425,19 @@ pub struct ReportArgs {
     /// Write JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// A directory holding copies of the trace's .NET images (matched by file name), to name
-    /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
-    #[arg(long = "symbols", value_name = "DIR")]
-    pub symbols: Vec<PathBuf>,
-    /// Name precompiled code only from the trace and the --symbols directories, never from
-    /// the image files at the paths the trace recorded.
-    #[arg(long)]
-    pub no_local_images: bool,
+    #[command(flatten)]
+    pub images: ImageArgs,
 }
 
 /// `clrspy dump`.
 #[derive(Debug, Args)]
 pub struct DumpArgs {
-    /// The process.
-    #[arg(
-        short = 'p',
-        long = "process-id",
-        visible_alias = "pid",
-        value_name = "PID"
-    )]
-    pub process_id: u32,
+    #[command(flatten)]
+    pub process: ProcessArg,
     /// mini (stacks, modules), heap (plus the managed heap: for leaks), triage (small, personal
     /// data removed) or full (all memory).
     #[arg(long = "type", value_name = "TYPE", default_value = "heap", value_parser = dump_type)]
-    pub dump_type: String,
+    pub dump_type: DumpKind,
     /// Output file (default: core_<pid>_<yyyyMMdd_HHmmss> in the current directory).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -471,20 +451,14 @@ pub struct DumpArgs {
     /// (the default: fast, adds .zst), gzip (.gz) or none (a raw core that debuggers open
     /// as it is).
     #[arg(long, value_name = "HOW", default_value = "zstd", value_parser = dump_compression)]
-    pub compress: String,
+    pub compress: clrspy_collect::Compression,
 }
 
 /// `clrspy env`.
 #[derive(Debug, Args)]
 pub struct EnvArgs {
-    /// The process.
-    #[arg(
-        short = 'p',
-        long = "process-id",
-        visible_alias = "pid",
-        value_name = "PID"
-    )]
-    pub process_id: u32,
+    #[command(flatten)]
+    pub process: ProcessArg,
     /// Write a JSON object instead of KEY=VALUE lines.
     #[arg(long)]
     pub json: bool,
@@ -522,7 +496,7 @@ pub struct RecordArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// The runtime's buffer for the session: a size (512MB, 1GB); a bare number is MB.
-    #[arg(long, value_name = "SIZE", default_value = "256", value_parser = buffer_mb)]
+    #[arg(long, value_name = "SIZE", default_value = "256", value_parser = clrspy_collect::parse_buffer_size)]
     pub buffer_size: u32,
     /// Do not ask for rundown at the end (faster stop; methods jitted earlier stay unnamed).
     #[arg(long)]
@@ -565,10 +539,10 @@ pub struct RecordArgs {
     pub max_dumps: u32,
     /// What the exception dumps hold: mini, heap, triage or full.
     #[arg(long, value_name = "TYPE", default_value = "mini", value_parser = dump_type)]
-    pub dump_type: String,
+    pub dump_type: DumpKind,
     /// Compress the dumps as they are written: gzip (.dmp.gz), zstd (.dmp.zst) or none.
     #[arg(long, value_name = "HOW", default_value = "gzip", value_parser = dump_compression)]
-    pub dump_compress: String,
+    pub dump_compress: clrspy_collect::Compression,
     /// Where the dumps go (default: the trace's directory).
     #[arg(long, value_name = "DIR")]
     pub dump_dir: Option<std::path::PathBuf>,
@@ -629,21 +603,44 @@ pub struct GroupingArgs {
 impl GroupingArgs {
     /// The grouping asked for, if any.
     pub fn rule(&self) -> Option<clrspy_analysis::JustMyCode> {
-        if self.just_my_code.is_none() && self.framework.is_empty() {
-            return None;
-        }
-        let mine = self
-            .just_my_code
-            .as_deref()
-            .unwrap_or_default()
-            .split(',')
-            .map(|p| p.trim().to_string())
-            .collect();
-        Some(clrspy_analysis::JustMyCode::new(
-            mine,
-            self.framework.clone(),
-        ))
+        clrspy_analysis::JustMyCode::from_flags(self.just_my_code.as_deref(), &self.framework)
     }
+}
+
+/// Where precompiled code's names come from (`report`, `convert`).
+#[derive(Debug, Args)]
+pub struct ImageArgs {
+    /// A directory holding copies of the trace's .NET images (matched by file name), to name
+    /// precompiled (ReadyToRun) code on another machine than the recording's (repeatable).
+    #[arg(long = "symbols", value_name = "DIR")]
+    pub symbols: Vec<PathBuf>,
+    /// Name precompiled code only from the trace and the --symbols directories, never from
+    /// the image files at the paths the trace recorded.
+    #[arg(long)]
+    pub no_local_images: bool,
+}
+
+impl ImageArgs {
+    /// The image sources of the flags.
+    pub fn sources(&self) -> clrspy_analysis::r2r::ImageSources {
+        clrspy_analysis::r2r::ImageSources {
+            dirs: self.symbols.clone(),
+            original_paths: !self.no_local_images,
+        }
+    }
+}
+
+/// The running process of `dump` and `env`.
+#[derive(Debug, Args)]
+pub struct ProcessArg {
+    /// The process.
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID"
+    )]
+    pub process_id: u32,
 }
 
 /// The trace argument shared by commands.
@@ -762,7 +759,7 @@ mod tests {
         assert_eq!(a.thread_cpu_interval, Duration::from_millis(50));
         assert_eq!(a.target.process_id, Some(1));
         let d = record(&["-p", "1"]).unwrap();
-        assert_eq!((d.buffer_size, d.dump_type.as_str()), (256, "mini"));
+        assert_eq!((d.buffer_size, d.dump_type.text.as_str()), (256, "mini"));
         assert_eq!(d.thread_cpu_interval, Duration::from_millis(20));
         assert_eq!(
             record(&["-p", "1", "--buffer-size", "64"])

@@ -22,11 +22,6 @@ impl OpenTrace {
     pub fn reader(&self) -> Result<Reader, CliError> {
         self.0.reader().map_err(user_error)
     }
-
-    /// The trace's raw bytes, from the start.
-    pub fn raw(&self) -> Result<std::fs::File, CliError> {
-        self.0.raw().map_err(user_error)
-    }
 }
 
 /// Opens a trace file (or a zip holding one).
@@ -37,7 +32,7 @@ pub fn open(path: &Path) -> Result<OpenTrace, CliError> {
 }
 
 /// The error with the hint that fixes it, when there is one.
-fn user_error(e: OpenError) -> CliError {
+pub fn user_error(e: OpenError) -> CliError {
     let hint = match &e {
         OpenError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => {
             Some("check the path; traces usually end in .nettrace")

@@ -4,7 +4,6 @@
 mod cli;
 mod commands;
 mod input;
-mod names;
 mod output;
 mod progress;
 

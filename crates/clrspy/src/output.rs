@@ -93,8 +93,24 @@ pub(crate) fn collect_error(e: clrspy_collect::Error) -> CliError {
     err.hint(hint)
 }
 
+/// clrspy's exit code when a program it launched ended with `status`: the program's own, or
+/// success when clrspy ended it (said on stderr) or its end is unknown.
+pub(crate) fn program_exit_code(
+    status: Option<std::process::ExitStatus>,
+    ended_by_clrspy: bool,
+) -> u8 {
+    match status {
+        Some(s) if ended_by_clrspy => {
+            eprintln!("clrspy ended the program ({s}) when the recording stopped.");
+            0
+        }
+        Some(s) => child_exit_code(&s),
+        None => 0,
+    }
+}
+
 /// Exit code for a child's status: its code, or 128 + the signal that ended it.
-pub(crate) fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
+fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
     if let Some(c) = status.code() {
         return (c & 0xff) as u8;
     }
@@ -106,9 +122,4 @@ pub(crate) fn child_exit_code(status: &std::process::ExitStatus) -> u8 {
         }
     }
     1
-}
-
-/// The diagnostics endpoint of process `pid`, or one clear error saying why there is none.
-pub(crate) fn endpoint_for_pid(pid: u32) -> CliResult<diagnostics_client::Endpoint> {
-    clrspy_collect::endpoint_for_pid(pid).map_err(collect_error)
 }

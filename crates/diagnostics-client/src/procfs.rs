@@ -152,6 +152,18 @@ pub fn uid(pid: u32) -> Option<u32> {
     parse_uid(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
 
+/// Parses the resident memory (the `VmRSS:` line, kB) of `/proc/PID/status`, in bytes.
+pub fn parse_resident_bytes(status: &str) -> Option<u64> {
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The resident memory of `pid`, in bytes.
+pub fn resident_bytes(pid: u32) -> Option<u64> {
+    parse_resident_bytes(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
 /// The kernel's name of `pid` (`/proc/PID/comm`: the executable's name cut to 15 bytes, or
 /// what the thread set), without its newline.
 pub fn comm(pid: u32) -> Option<String> {
@@ -279,6 +291,14 @@ mod tests {
         assert_eq!(parse_stat(""), None);
     }
 
+    #[test]
+    fn resident_memory_is_the_vmrss_line_in_bytes() {
+        let status = "Name:\tdotnet\nVmPeak:\t  900 kB\nVmRSS:\t  123456 kB\nThreads:\t7\n";
+        assert_eq!(parse_resident_bytes(status), Some(123456 * 1024));
+        assert_eq!(parse_resident_bytes("VmRSS:\t lots kB\n"), None);
+        assert_eq!(parse_resident_bytes("Name:\tx\n"), None);
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn this_process_is_read() {
@@ -298,6 +318,7 @@ mod tests {
         );
         assert!(cmdline(me).is_some_and(|a| !a.is_empty()));
         assert!(comm(me).is_some_and(|c| !c.is_empty() && !c.ends_with('\n')));
+        assert!(resident_bytes(me).is_some_and(|b| b > 0));
         assert_eq!(namespace(me, "mnt"), own_namespace("mnt"));
         assert!(environ(me).is_some());
     }

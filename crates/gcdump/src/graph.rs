@@ -36,6 +36,10 @@ impl Graph {
     pub fn node_count(&self) -> usize {
         self.node_type.len()
     }
+    /// Number of objects: the nodes with a size (root pseudo-nodes have none).
+    pub fn object_count(&self) -> u64 {
+        self.node_size.iter().filter(|&&s| s > 0).count() as u64
+    }
     /// Number of references.
     pub fn edge_count(&self) -> usize {
         self.children.len()

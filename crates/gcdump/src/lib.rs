@@ -47,6 +47,15 @@ pub use graph::{Graph, GraphBuilder, NodeIndex, TypeIndex, TypeInfo};
 pub use read::{open, read};
 pub use write::{write, write_to_vec};
 
+/// True when the file at `path` starts as a `.gcdump` does (`!FastSerialization` in its
+/// first bytes), not as a trace.
+pub fn is_gcdump(path: &std::path::Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = [0u8; 24];
+    let n = std::fs::File::open(path)?.read(&mut head)?;
+    Ok(head[..n].windows(18).any(|w| w == b"!FastSerialization"))
+}
+
 /// A heap snapshot: the graph and what the file says about where it came from.
 #[derive(Clone, Debug)]
 pub struct HeapDump {

@@ -174,3 +174,28 @@ fn huge_counts_do_not_allocate() {
         }
     }
 }
+
+#[test]
+fn objects_are_the_nodes_with_a_size() {
+    // The root pseudo-node has no size; the 9 others are objects.
+    assert_eq!(sample(10).graph.object_count(), 9);
+    assert_eq!(Graph::default().object_count(), 0);
+}
+
+#[test]
+fn a_gcdump_file_is_told_from_a_trace_by_its_first_bytes() {
+    let dir = std::env::temp_dir().join(format!("gcdump-sniff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (dump, trace, short) = (dir.join("a.gcdump"), dir.join("t.nettrace"), dir.join("s"));
+    std::fs::write(&dump, write_to_vec(&sample(4)).unwrap()).unwrap();
+    std::fs::write(&trace, b"Nettrace\x14\0\0\0!FastSerialization.1").unwrap();
+    std::fs::write(&short, b"!Fast").unwrap();
+    assert!(is_gcdump(&dump).unwrap());
+    assert!(
+        !is_gcdump(&trace).unwrap(),
+        "the marker past the first 24 bytes is a trace's"
+    );
+    assert!(!is_gcdump(&short).unwrap());
+    assert!(is_gcdump(&dir.join("missing")).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

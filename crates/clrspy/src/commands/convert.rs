@@ -4,19 +4,14 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use clrspy_analysis::r2r::ImageSources;
 use clrspy_analysis::{Analysis, Metric, Options, StackFilter};
-use clrspy_export::{export, ExportOptions, Format};
+use clrspy_export::{conversion, export, ExportOptions, Format};
 
 use crate::cli::ConvertArgs;
 use crate::input::{self, OpenTrace};
 use crate::output::{CliError, CliResult};
 use crate::progress::Progress;
-
-/// The default output path: the trace's path with the format's extension.
-pub fn default_output(trace: &Path, format: Format) -> PathBuf {
-    let stem = crate::input::trace_stem(trace);
-    trace.with_file_name(format!("{stem}.{}", format.extension()))
-}
 
 /// What to write, and where.
 pub(crate) struct Conversion<'a> {
@@ -33,10 +28,24 @@ pub(crate) struct Conversion<'a> {
     /// True when a view with no stacks is an error (`convert`); false prints a warning instead
     /// (`record`/`profile --format`, whose recording itself worked).
     pub empty_is_error: bool,
-    /// Directories with copies of the trace's images (`--symbols`).
-    pub symbols: &'a [PathBuf],
-    /// Read images at their recorded paths too (not `--no-local-images`).
-    pub local_images: bool,
+    /// Where precompiled code's names come from (`--symbols`, `--no-local-images`).
+    pub images: ImageSources,
+}
+
+impl Conversion<'_> {
+    /// The `--format` of `record` and `profile`: CPU stacks beside the trace, an empty view
+    /// a warning (the recording itself worked).
+    pub(crate) fn after_recording(format: Format) -> Conversion<'static> {
+        Conversion {
+            format,
+            metric: Metric::Cpu,
+            thread: None,
+            just_my_code: None,
+            out: None,
+            empty_is_error: false,
+            images: ImageSources::default(),
+        }
+    }
 }
 
 /// Converts the trace at `trace_path`. Returns the path written.
@@ -45,10 +54,7 @@ pub(crate) fn convert(trace_path: &Path, c: &Conversion<'_>) -> CliResult<Option
     let mut reader = trace.reader()?;
     let mut progress = Progress::new(trace.len());
     let options = Options {
-        images: clrspy_analysis::r2r::ImageSources {
-            dirs: c.symbols.to_vec(),
-            original_paths: c.local_images,
-        },
+        images: c.images.clone(),
         ..Options::default()
     };
     let a = Analysis::run(&mut reader, options, &mut |p| progress.update(p))
@@ -75,20 +81,13 @@ pub(crate) fn write(
             just_my_code: c.just_my_code.clone(),
             ..StackFilter::default()
         },
-        title: format!(
-            "{} — {}",
-            trace_path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            metric.name()
-        ),
+        title: conversion::title(trace_path, metric),
         start_unix_ns: Some(trace.reader()?.header().start_unix_ns()),
     };
     let path = match c.out {
         Some(p) if p == Path::new("-") => None,
         Some(p) => Some(p.to_path_buf()),
-        None => Some(default_output(trace_path, format)),
+        None => Some(conversion::default_output(trace_path, format)),
     };
     let mut sink: Box<dyn Write> = match &path {
         None => Box::new(std::io::stdout().lock()),
@@ -116,7 +115,7 @@ pub(crate) fn write(
         );
     }
     if done.stacks == 0 && format.metrics().contains(&metric) {
-        let msg = no_stacks(a, metric, &options.filter);
+        let msg = conversion::no_stacks_message(a, metric, &options.filter);
         if format.is_stacks_only() {
             // An empty view is no result: say so, and leave no empty file behind.
             if let Some(p) = &path {
@@ -133,43 +132,9 @@ pub(crate) fn write(
     Ok(path)
 }
 
-/// Why a view is empty, and which metric would not be.
-fn no_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> String {
-    let record = if metric == Metric::Alloc {
-        "alloc"
-    } else {
-        "cpu"
-    };
-    let mut msg = format!(
-        "the trace has no {} stacks: nothing to draw (record with --profile {record})",
-        metric.name()
-    );
-    let other = Metric::ALL
-        .into_iter()
-        .find(|&m| m != metric && !clrspy_export::weighted_stacks(a, m, filter).is_empty());
-    if let Some(m) = other {
-        msg.push_str(&format!(
-            "; it has {} stacks: --metric {}",
-            m.name(),
-            m.name()
-        ));
-    }
-    msg
-}
-
 /// `--format` of record: converts a finished recording next to it.
 pub(crate) fn convert_after(trace: &Path, format: Format) -> CliResult<()> {
-    let c = Conversion {
-        format,
-        metric: Metric::Cpu,
-        thread: None,
-        just_my_code: None,
-        out: None,
-        empty_is_error: false,
-        symbols: &[],
-        local_images: true,
-    };
-    if let Some(p) = convert(trace, &c)? {
+    if let Some(p) = convert(trace, &Conversion::after_recording(format))? {
         eprintln!("Converted to {}.", p.display());
     }
     Ok(())
@@ -184,8 +149,7 @@ pub fn run(args: &ConvertArgs) -> CliResult<std::process::ExitCode> {
         just_my_code: args.grouping.rule(),
         out: args.output.as_deref(),
         empty_is_error: true,
-        symbols: &args.symbols,
-        local_images: !args.no_local_images,
+        images: args.images.sources(),
     };
     if let Some(p) = convert(&args.input.trace, &c)? {
         let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);

@@ -3,48 +3,27 @@
 
 use crate::cli::DumpArgs;
 use crate::output::collect_error;
-use crate::output::{CliError, CliResult};
+use crate::output::CliResult;
 
 /// Runs `clrspy dump`.
 pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
-    let kind = clrspy_collect::parse_dump_type(&args.dump_type).ok_or_else(|| {
-        CliError::new(format!("unknown dump type '{}'", args.dump_type))
-            .hint("use mini, heap, triage or full")
-            .code(2)
-    })?;
-    let compress = clrspy_collect::Compression::parse(&args.compress).ok_or_else(|| {
-        CliError::new(format!("unknown compression '{}'", args.compress))
-            .hint("use gzip, zstd or none")
-            .code(2)
-    })?;
-    let pid = args.process_id;
+    let (kind, compress) = (args.dump_type.value, args.compress);
+    let pid = args.process.process_id;
     let ep = clrspy_collect::endpoint_for_pid(pid).map_err(collect_error)?;
-    let suffix = match compress {
-        clrspy_collect::Compression::Gzip => ".gz",
-        clrspy_collect::Compression::Zstd => ".zst",
-        _ => "",
-    };
-    let output = match &args.output {
-        None if !suffix.is_empty() => {
-            Some(format!("core_{pid}_{}{suffix}", clrspy_collect::utc_stamp()).into())
-        }
+    let (output, renamed) =
+        clrspy_collect::compressed_dump_name(pid, args.output.as_deref(), compress);
+    if let (Some(named), true) = (&output, renamed) {
         // A compressed file says so by its name: `mini.dmp` becomes `mini.dmp.zst`.
-        Some(o) if !suffix.is_empty() && !o.to_string_lossy().ends_with(suffix) => {
-            let mut named = o.clone().into_os_string();
-            named.push(suffix);
-            eprintln!(
-                "The dump is {} compressed: writing {} (--compress none writes a raw core).",
-                compress.name(),
-                std::path::Path::new(&named).display()
-            );
-            Some(named.into())
-        }
-        o => o.clone(),
-    };
+        eprintln!(
+            "The dump is {} compressed: writing {} (--compress none writes a raw core).",
+            compress.name(),
+            named.display()
+        );
+    }
     let out = clrspy_collect::dump_path(pid, output.as_deref()).map_err(collect_error)?;
     eprintln!(
         "Writing a {} dump of process {pid} to {} ...",
-        args.dump_type.to_ascii_lowercase(),
+        args.dump_type.text.to_ascii_lowercase(),
         out.display()
     );
     let spec = clrspy_collect::DumpSpec {
@@ -76,10 +55,7 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
             },
             r.elapsed.as_secs_f64()
         );
-        let unpack = match compress {
-            clrspy_collect::Compression::Gzip => "gunzip",
-            _ => "zstd -d",
-        };
+        let unpack = compress.unpack_command().unwrap_or_default();
         eprintln!(
             "Debuggers (dotnet-dump analyze, lldb) open the raw core: `{unpack} {}` first.",
             out.display()

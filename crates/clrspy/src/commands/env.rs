@@ -11,8 +11,8 @@ use crate::output::{CliError, CliResult};
 
 /// Runs `clrspy env`.
 pub fn run(args: &EnvArgs) -> CliResult<std::process::ExitCode> {
-    let pid = args.process_id;
-    let ep = crate::output::endpoint_for_pid(pid)?;
+    let pid = args.process.process_id;
+    let ep = clrspy_collect::endpoint_for_pid(pid).map_err(crate::output::collect_error)?;
     if !args.set.is_empty() {
         for kv in &args.set {
             let (k, v) = kv

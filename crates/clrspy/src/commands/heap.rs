@@ -3,7 +3,6 @@
 //! The work is in gcdump, clrspy-analysis' heap model and clrspy-collect's heapsnap; this
 //! file parses, prints and chooses exit codes.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +29,7 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
         eprintln!(
             "Wrote {} ({} objects) in {:.2} s.",
             out.display(),
-            objects_of(&dump),
+            dump.graph.object_count(),
             t0.elapsed().as_secs_f64()
         );
         return Ok(std::process::ExitCode::SUCCESS);
@@ -56,7 +55,9 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
             clrspy_collect::utc_stamp()
         ))
     });
-    let heap_mb = managed_heap_hint(endpoint.pid);
+    let heap_mb = diagnostics_client::procfs::resident_bytes(endpoint.pid)
+        .map(|b| format!("; its resident memory is {:.0} MB", b as f64 / 1048576.0))
+        .unwrap_or_default();
     eprintln!(
         "Taking a heap snapshot of {label}: the runtime runs a full, blocking GC (the process pauses while the heap is walked{heap_mb}); timeout {:.0} s.",
         timeout.as_secs_f64()
@@ -117,33 +118,13 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
     eprintln!(
         "Wrote {} ({} objects, {:.1} MB; recorded {:.1} MB of events in {:.2} s, total {:.2} s).",
         out.display(),
-        objects_of(&dump),
+        dump.graph.object_count(),
         size as f64 / 1048576.0,
         summary.bytes as f64 / 1048576.0,
         recorded.as_secs_f64(),
         t0.elapsed().as_secs_f64()
     );
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// ", heap about N MB" from the process's memory, when /proc tells.
-fn managed_heap_hint(pid: u32) -> String {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return String::new();
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kb| format!("; its resident memory is {:.0} MB", kb as f64 / 1024.0))
-        .unwrap_or_default()
-}
-
-fn objects_of(d: &gcdump::HeapDump) -> u64 {
-    let g = &d.graph;
-    (0..g.node_count() as u32)
-        .filter(|&i| g.node_size(i) > 0)
-        .count() as u64
 }
 
 fn write_dump(dump: &gcdump::HeapDump, out: &Path) -> CliResult<()> {
@@ -170,11 +151,9 @@ fn load_trace(path: &Path) -> CliResult<gcdump::HeapDump> {
 
 /// A `.gcdump` or a trace with heap dump events.
 fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
-    let mut head = [0u8; 24];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
+    let is_gcdump = gcdump::is_gcdump(path)
         .map_err(|e| CliError::new(format!("cannot open {}: {e}", path.display())))?;
-    if head[..n].windows(18).any(|w| w == b"!FastSerialization") {
+    if is_gcdump {
         return gcdump::open(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())));
     }
     load_trace(path)

@@ -6,7 +6,7 @@ use std::io::Write;
 use clrspy_analysis::Options;
 use clrspy_export::report::{self, ReportOptions};
 use clrspy_export::ReportKind;
-use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
+use diagnostics_client::SessionConfig;
 
 use super::record::{execute, resolve_target};
 use super::report::{analyze_trace, text_style, warn_about};
@@ -41,13 +41,11 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     let kinds = chosen(args);
     let duration = args.duration;
     let config = SessionConfig {
-        circular_buffer_mb: 256,
-        rundown_keyword: DEFAULT_RUNDOWN_KEYWORD,
-        stackwalk: true,
         providers: report::providers_for(&kinds)
             .into_iter()
             .map(clrspy_collect::session_provider)
             .collect(),
+        ..SessionConfig::default()
     };
     let target = resolve_target(&args.target)?;
     // With --json, stdout is the JSON alone: a launched program writes to stderr instead.
@@ -89,16 +87,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         None => analyze_trace(&trace, Options::default())?,
     };
     if let Some(format) = args.format {
-        let c = super::convert::Conversion {
-            format,
-            metric: clrspy_analysis::Metric::Cpu,
-            thread: None,
-            just_my_code: None,
-            out: None,
-            empty_is_error: false,
-            symbols: &[],
-            local_images: true,
-        };
+        let c = super::convert::Conversion::after_recording(format);
         if let Some(p) = super::convert::write(&a, &trace, &path, &c)? {
             eprintln!("Converted to {}.", p.display());
         }

@@ -7,13 +7,14 @@ use std::time::{Duration, Instant};
 use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{
     ChildOutput, ExtraRuntimes, LiveFeeds, Progress, RunObserver, RunOptions, Started, StopReason,
-    StopSignal, Summary,
+    StopSignal, Summary, TreeOptions,
 };
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::capture::Capture;
+use super::record_dumps::options_error;
 use crate::cli::RecordArgs;
-use crate::output::{child_exit_code, collect_error, CliError, CliResult};
+use crate::output::{collect_error, program_exit_code, CliError, CliResult};
 
 /// What to record: a running process, or a program to start.
 pub(crate) type Target = clrspy_collect::Resolved;
@@ -193,8 +194,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
             .hint("`clrspy record --list-profiles` lists the profiles")
             .code(2)
     })?;
-    let duration = args.duration;
-    let config = SessionConfig {
+    let mut config = SessionConfig {
         circular_buffer_mb: args.buffer_size,
         rundown_keyword: if args.no_rundown {
             0
@@ -204,13 +204,8 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         stackwalk: !args.no_stacks,
         providers,
     };
-    let thread_cpu = if args.no_thread_cpu {
-        None
-    } else {
-        Some(args.thread_cpu_interval)
-    };
+    let thread_cpu = (!args.no_thread_cpu).then_some(args.thread_cpu_interval);
     let capture = Capture::from_args(args)?;
-    let mut config = config;
     if let Some(t) = &capture.triggers {
         t.apply(&mut config);
     }
@@ -220,18 +215,10 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
                 CliError::new("--ring and --stop-on do not work with --children yet").code(2),
             );
         }
-        return children(args, &config, duration, thread_cpu);
+        return children(args, &config, args.duration, thread_cpu);
     }
     let target = resolve_target(&args.target)?;
-    let dump_args = super::record_dumps::DumpArgs {
-        on_exception: &args.dump_on_exception,
-        max: args.max_dumps,
-        kind: &args.dump_type,
-        compress: &args.dump_compress,
-        dir: args.dump_dir.as_deref(),
-        hold_hook: args.dump_hold_hook.as_deref(),
-        crash_report: args.dump_crash_report,
-    };
+    let dump_options = super::record_dumps::dump_options(args, None);
     if args.dump_hold_hook.is_some() && !matches!(target, Target::Launch(_)) {
         return Err(CliError::new(
             "--dump-hold-hook works for a program started with -- (the hook is loaded at its start)",
@@ -247,12 +234,16 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     };
     let mut extras = super::record_dumps::Extras {
         capture,
-        exceptions: super::record_dumps::exception_dumps(&dump_args, output.as_deref())?,
+        exceptions: dump_options
+            .exception_dumps(output.as_deref())
+            .map_err(options_error)?,
         crash: None,
         consumers: Vec::new(),
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
-        extras.crash = super::record_dumps::crash_capture(&dump_args, args.dump_on_crash, out)?;
+        extras.crash = dump_options
+            .crash_capture(args.dump_on_crash, out)
+            .map_err(options_error)?;
     }
     let config = match &extras.exceptions {
         Some(d) => d.session_config(&config),
@@ -262,7 +253,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         target,
         &config,
         output,
-        duration,
+        args.duration,
         thread_cpu,
         ChildOutput::Inherit,
         &mut extras,
@@ -322,19 +313,13 @@ fn children(
         return Err(CliError::new("--dump-hold-hook does not work with --children").code(2));
     }
     let _ = ctrlc::set_handler(|| STOP.request());
-    let dump_args = super::record_dumps::DumpArgs {
-        on_exception: &args.dump_on_exception,
-        max: args.max_dumps,
-        kind: &args.dump_type,
-        compress: &args.dump_compress,
-        dir: args.dump_dir.as_deref().or(Some(dir)),
-        hold_hook: None,
-        crash_report: args.dump_crash_report,
-    };
+    let dump_options = super::record_dumps::dump_options(args, Some(dir));
     let _ = std::fs::create_dir_all(dir);
     // Dumps on exceptions: one trigger per process, one limit for the tree; files
     // dump_<pid>_<n>.dmp.gz in DIR.
-    let mut exceptions = super::record_dumps::exception_dumps(&dump_args, Some(&dir.join("dump")))?;
+    let mut exceptions = dump_options
+        .exception_dumps(Some(&dir.join("dump")))
+        .map_err(options_error)?;
     let config = match &exceptions {
         Some(d) => d.session_config(config),
         None => config.clone(),
@@ -345,20 +330,23 @@ fn children(
     let crash = if args.no_crash_report {
         None
     } else {
-        super::record_dumps::crash_capture(&dump_args, args.dump_on_crash, &dir.join("tree"))?
+        dump_options
+            .crash_capture(args.dump_on_crash, &dir.join("tree"))
+            .map_err(options_error)?
     };
-    let code = super::tree::run(
-        super::tree::TreeRun {
-            command: &args.target.command,
-            config: &config,
-            dir,
-            duration,
-            thread_cpu,
-            env: crash.as_ref().map(|c| c.env()).unwrap_or_default(),
-            consumers,
-        },
-        &STOP,
-    );
+    let opts = TreeOptions {
+        config: &config,
+        dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        duration,
+        thread_cpu,
+        stop: &STOP,
+        stdout: ChildOutput::Inherit,
+        env: crash.as_ref().map(|c| c.env()).unwrap_or_default(),
+        max_processes: 256,
+        drain: Duration::from_secs(30),
+        consumers,
+    };
+    let code = super::tree::run(&args.target.command, dir, &opts);
     let dumped = exceptions.as_mut().map(|d| d.finish()).unwrap_or_default();
     let code = code?;
     super::record_dumps::report(&dumped);
@@ -525,14 +513,10 @@ pub(crate) fn execute(
                     if n == 1 { "" } else { "es" }
                 );
             }
-            match child.status {
-                Some(s) if child.terminated_by_clrspy => {
-                    eprintln!("clrspy ended the program ({s}) when the recording stopped.");
-                    std::process::ExitCode::SUCCESS
-                }
-                Some(s) => std::process::ExitCode::from(child_exit_code(&s)),
-                None => std::process::ExitCode::SUCCESS,
-            }
+            std::process::ExitCode::from(program_exit_code(
+                child.status,
+                child.terminated_by_clrspy,
+            ))
         }
     };
     Ok(Outcome {

@@ -1,31 +1,36 @@
-//! `record`'s dump flags (`--dump-on-exception`, `--dump-on-crash` and their options) turned
-//! into clrspy-collect's `ExceptionDumps` and `CrashCapture`, and what those did said on the
-//! terminal (the delay from the throw, the size before and after compression, the crash).
+//! `record`'s dump flags (`--dump-on-exception`, `--dump-on-crash` and their options) as
+//! clrspy-collect's `DumpOptions`, and what the dumps did said on the terminal (the delay from the throw, the size before and after compression, the crash).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use clrspy_collect::{Compression, DumpNotice, DumpOutcome, DumpPlan, DumpSpec, ExceptionDumps};
+use clrspy_collect::{DumpNotice, DumpOptions, DumpOptionsError, DumpOutcome, ExceptionDumps};
 
-use crate::output::{CliError, CliResult};
+use crate::cli::RecordArgs;
+use crate::output::CliError;
 
-/// The dump options of `record`, as given.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct DumpArgs<'a> {
-    /// Exception type patterns (comma-separated lists allowed).
-    pub on_exception: &'a [String],
-    /// At most this many dumps.
-    pub max: u32,
-    /// mini, heap, triage, full.
-    pub kind: &'a str,
-    /// none, gzip, zstd.
-    pub compress: &'a str,
-    /// Where (default: the trace's directory).
-    pub dir: Option<&'a Path>,
-    /// The hold hook (ClrspyHold.dll): hold the throwing thread until the dump is written.
-    pub hold_hook: Option<&'a Path>,
-    /// createdump's crash report beside each dump.
-    pub crash_report: bool,
+/// The dump options of `record`'s flags; `dir` overrides `--dump-dir` (`--children`: the
+/// traces' directory).
+pub(crate) fn dump_options(args: &RecordArgs, dir: Option<&Path>) -> DumpOptions {
+    DumpOptions {
+        on_exception: args.dump_on_exception.clone(),
+        max: args.max_dumps,
+        kind: args.dump_type.value,
+        compress: args.dump_compress,
+        dir: args.dump_dir.as_deref().or(dir).map(Path::to_path_buf),
+        hold_hook: args.dump_hold_hook.clone(),
+        crash_report: args.dump_crash_report,
+    }
+}
+
+/// The user's error for dump options that cannot be used.
+pub(crate) fn options_error(e: DumpOptionsError) -> CliError {
+    let err = CliError::new(e.to_string()).code(2);
+    match e {
+        DumpOptionsError::NoHook(_) => {
+            err.hint("build it with hooks/build.sh (needs the .NET SDK)")
+        }
+        _ => err,
+    }
 }
 
 /// What `record` adds to a plain recording: the ring and stop triggers, dumps and crashes.
@@ -41,112 +46,9 @@ pub(crate) struct Extras {
     pub consumers: Vec<Box<dyn clrspy_collect::EventConsumer>>,
 }
 
-/// The directory dumps and reports go to: `dir`, or the trace's.
-fn out_dir(dir: Option<&Path>, trace: Option<&Path>) -> CliResult<PathBuf> {
-    let dir = match dir {
-        Some(d) => d.to_path_buf(),
-        None => trace
-            .and_then(Path::parent)
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from(".")),
-    };
-    let dir = std::path::absolute(&dir).unwrap_or(dir);
-    if !dir.is_dir() {
-        return Err(CliError::new(format!(
-            "the dump directory {} does not exist",
-            dir.display()
-        ))
-        .code(2));
-    }
-    Ok(dir)
-}
-
-/// The crash capture of a launched program recorded into `trace`; None when the trace's
-/// directory is missing (the recording then fails with its own error).
-pub(crate) fn crash_capture(
-    args: &DumpArgs<'_>,
-    dump_on_crash: bool,
-    trace: &Path,
-) -> CliResult<Option<clrspy_collect::CrashCapture>> {
-    let (kind, compress) = kind_and_compression(args)?;
-    let dir = match out_dir(args.dir, Some(trace)) {
-        Ok(d) => d,
-        Err(e) if args.dir.is_some() => return Err(e),
-        Err(_) => return Ok(None),
-    };
-    Ok(Some(clrspy_collect::CrashCapture {
-        dir,
-        stem: trace
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "trace".into()),
-        dump: dump_on_crash.then_some(kind),
-        compress,
-    }))
-}
-
-fn kind_and_compression(
-    args: &DumpArgs<'_>,
-) -> CliResult<(diagnostics_client::DumpType, Compression)> {
-    let kind = clrspy_collect::parse_dump_type(args.kind).ok_or_else(|| {
-        CliError::new(format!("unknown dump type '{}'", args.kind))
-            .hint("use mini, heap, triage or full")
-            .code(2)
-    })?;
-    let compress = Compression::parse(args.compress).ok_or_else(|| {
-        CliError::new(format!("unknown dump compression '{}'", args.compress))
-            .hint("use gzip, zstd or none")
-            .code(2)
-    })?;
-    Ok((kind, compress))
-}
-
 /// Megabytes, one decimal.
 pub(crate) fn mb(b: u64) -> String {
     format!("{:.1} MB", b as f64 / (1u64 << 20) as f64)
-}
-
-/// The dumps on exceptions `args` ask for, None when no exception type was given; `trace` is
-/// the trace file the dumps are named after (None: the default name, in the current
-/// directory).
-pub(crate) fn exception_dumps(
-    args: &DumpArgs<'_>,
-    trace: Option<&Path>,
-) -> CliResult<Option<ExceptionDumps>> {
-    let patterns = clrspy_collect::exception_patterns(args.on_exception);
-    if patterns.is_empty() {
-        return Ok(None);
-    }
-    let (kind, compress) = kind_and_compression(args)?;
-    let dir = out_dir(args.dir, trace)?;
-    let stem = trace
-        .and_then(Path::file_stem)
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dump".into());
-    let plan = DumpPlan {
-        dir,
-        stem,
-        spec: DumpSpec {
-            kind,
-            compress,
-            crash_report: args.crash_report,
-            timeout: Duration::from_secs(300),
-        },
-        max: args.max,
-    };
-    let Some(dumps) = ExceptionDumps::new(patterns, plan) else {
-        return Ok(None);
-    };
-    match args.hold_hook {
-        Some(hook) if !hook.is_file() => {
-            Err(CliError::new(format!("no hook at {}", hook.display()))
-                .hint("build it with hooks/build.sh (needs the .NET SDK)")
-                .code(2))
-        }
-        Some(hook) => Ok(Some(dumps.hold_with(hook))),
-        None => Ok(Some(dumps)),
-    }
 }
 
 /// What the dump worker says, printed as it says it.

@@ -85,8 +85,7 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
         return run_folder(args);
     }
     let mut options = window(&args.from, &args.to)?;
-    options.images.dirs = args.symbols.clone();
-    options.images.original_paths = !args.no_local_images;
+    options.images = args.images.sources();
     // Only the models this report reads run.
     options.models = report::models_for(&[args.kind]);
     let a = analyze(&args.input.trace, options)?;

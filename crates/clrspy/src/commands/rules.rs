@@ -1,9 +1,10 @@
 //! `clrspy rules check|schema|example`: the rules file's checks, schema and example, printed.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
-use clrspy_rules::{LoadError, RuleSet};
+use clrspy_rules::{Diagnostic, LoadError, RuleSet};
 
 use crate::cli::{RulesAction, RulesArgs};
 use crate::output::{CliError, CliResult};
@@ -30,124 +31,38 @@ pub fn run(args: &RulesArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Prints each mistake of a rules file as `FILE:LINE:COLUMN: message` on stderr.
+pub(super) fn say_mistakes(path: &Path, errors: &[Diagnostic]) {
+    for e in errors {
+        eprintln!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message);
+    }
+}
+
 /// Checks `file`: a summary of its rules, or every mistake as `FILE:LINE:COLUMN: message`.
-fn check(file: &std::path::Path, json: bool, out: &mut dyn Write) -> CliResult<ExitCode> {
+fn check(file: &Path, json: bool, out: &mut dyn Write) -> CliResult<ExitCode> {
     match RuleSet::load(file) {
+        Ok(set) if json => writeln!(out, "{}", set.check_json(file))?,
         Ok(set) => {
-            if json {
-                let rules: Vec<serde_json::Value> = set
-                    .rules
-                    .iter()
-                    .map(|r| serde_json::json!({ "name": r.name, "actions": actions(r) }))
-                    .collect();
-                let v = serde_json::json!({
-                    "file": file.display().to_string(),
-                    "valid": true,
-                    "rules": rules,
-                });
-                writeln!(out, "{v}")?;
-            } else {
-                writeln!(
-                    out,
-                    "{}: {} rule(s), no mistakes",
-                    file.display(),
-                    set.rules.len()
-                )?;
-                for r in &set.rules {
-                    writeln!(out, "  {}: {}", r.name, actions(r).join(", "))?;
-                }
+            let n = set.rules.len();
+            writeln!(out, "{}: {n} rule(s), no mistakes", file.display())?;
+            for r in &set.rules {
+                writeln!(out, "  {}: {}", r.name, r.actions_in_words().join(", "))?;
             }
-            Ok(ExitCode::SUCCESS)
+        }
+        Err(LoadError::Invalid { path, errors }) if json => {
+            writeln!(out, "{}", clrspy_rules::mistakes_json(&path, &errors))?;
+            return Ok(ExitCode::from(1));
         }
         Err(LoadError::Invalid { path, errors }) => {
-            if json {
-                let list: Vec<serde_json::Value> = errors
-                    .iter()
-                    .map(|e| serde_json::json!({"line": e.line, "column": e.column, "message": e.message}))
-                    .collect();
-                let v = serde_json::json!({
-                    "file": path.display().to_string(),
-                    "valid": false,
-                    "errors": list,
-                });
-                writeln!(out, "{v}")?;
-                return Ok(ExitCode::from(1));
-            }
-            for e in &errors {
-                eprintln!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message);
-            }
-            Err(CliError::new(format!(
+            say_mistakes(&path, &errors);
+            return Err(CliError::new(format!(
                 "{}: {} mistake(s); nothing was applied",
                 path.display(),
                 errors.len()
             ))
-            .hint("`clrspy rules example` prints a valid file to start from"))
+            .hint("`clrspy rules example` prints a valid file to start from"));
         }
-        Err(e) => Err(CliError::new(e.to_string()).code(2)),
+        Err(e) => return Err(CliError::new(e.to_string()).code(2)),
     }
-}
-
-/// The actions of a rule, in words.
-fn actions(r: &clrspy_rules::Rule) -> Vec<String> {
-    let mut a = Vec::new();
-    if let Some(t) = &r.trace {
-        let what = t
-            .profile
-            .as_ref()
-            .map(|p| p.0.name.to_string())
-            .unwrap_or_else(|| {
-                if t.providers.is_empty() {
-                    "cpu".into()
-                } else {
-                    "providers".into()
-                }
-            });
-        let mut s = format!("trace ({what}");
-        if let Some(d) = t.duration {
-            s.push_str(&format!(", {:?}", d.0));
-        }
-        if let Some(m) = t.ring_mb {
-            s.push_str(&format!(", ring {m} MB"));
-        }
-        if !t.stop_on.is_empty() {
-            s.push_str(&format!(", {} stop trigger(s)", t.stop_on.len()));
-        }
-        s.push(')');
-        a.push(s);
-    }
-    if let Some(d) = &r.dump {
-        let kind = match d.kind.map(|k| k.0) {
-            Some(diagnostics_client::DumpType::WithHeap) => "heap",
-            Some(diagnostics_client::DumpType::Triage) => "triage",
-            Some(diagnostics_client::DumpType::Full) => "full",
-            _ => "mini",
-        };
-        let when = if d.on_exception.is_empty() {
-            "at once".to_string()
-        } else {
-            format!(
-                "on {}",
-                d.on_exception
-                    .iter()
-                    .map(|g| g.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        if d.on_crash {
-            a.push("the runtime's crash dump, when the process crashes".into());
-        }
-        if !d.on_crash || !d.on_exception.is_empty() {
-            let held = if d.hold_hook.is_some() {
-                ", the throwing thread held for processes held at --listen"
-            } else {
-                ""
-            };
-            a.push(format!("dump ({kind}, {when}{held})"));
-        }
-    }
-    if r.children {
-        a.push("the same for every .NET process a matched process starts".into());
-    }
-    a
+    Ok(ExitCode::SUCCESS)
 }

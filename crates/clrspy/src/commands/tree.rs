@@ -1,31 +1,12 @@
 //! `clrspy record --children -o DIR -- COMMAND`: the program and every .NET process of its
 //! tree, one whole trace each in DIR; what happens is said on the terminal as it happens.
 
+use std::ffi::OsString;
 use std::path::Path;
-use std::time::Duration;
 
-use clrspy_collect::{ChildOutput, StopReason, TreeNotice, TreeOptions};
-use diagnostics_client::SessionConfig;
+use clrspy_collect::{StopReason, TreeNotice, TreeOptions};
 
 use crate::output::{CliError, CliResult};
-
-/// What `record --children` needs.
-pub(crate) struct TreeRun<'a> {
-    /// The program and its arguments.
-    pub command: &'a [std::ffi::OsString],
-    /// The session of every process.
-    pub config: &'a SessionConfig,
-    /// The directory of the traces.
-    pub dir: &'a Path,
-    /// Stop after this long.
-    pub duration: Option<Duration>,
-    /// Thread CPU readings.
-    pub thread_cpu: Option<Duration>,
-    /// More environment for the program (the crash report's).
-    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    /// Each process's event consumers (the exception dumps' triggers).
-    pub consumers: Option<clrspy_collect::ConsumerFactory>,
-}
 
 fn say(n: &TreeNotice<'_>) {
     match n {
@@ -75,27 +56,16 @@ fn say(n: &TreeNotice<'_>) {
 }
 
 /// Records the tree; returns clrspy's exit code (the program's own).
-pub(crate) fn run(r: TreeRun<'_>, stop: &clrspy_collect::StopSignal) -> CliResult<u8> {
-    let Some((program, args)) = r.command.split_first() else {
+/// `dir` is the directory as given (`opts.dir` is it made absolute).
+pub(crate) fn run(command: &[OsString], dir: &Path, opts: &TreeOptions) -> CliResult<u8> {
+    let Some((program, args)) = command.split_first() else {
         return Err(CliError::new("--children needs a command after --").code(2));
     };
-    std::fs::create_dir_all(r.dir).map_err(|e| {
-        CliError::new(format!("cannot create {}: {e}", r.dir.display()))
+    std::fs::create_dir_all(dir).map_err(|e| {
+        CliError::new(format!("cannot create {}: {e}", dir.display()))
             .hint("--children writes one trace per process into the directory -o names")
     })?;
-    let opts = TreeOptions {
-        config: r.config,
-        dir: std::path::absolute(r.dir).unwrap_or_else(|_| r.dir.to_path_buf()),
-        duration: r.duration,
-        thread_cpu: r.thread_cpu,
-        stop,
-        stdout: ChildOutput::Inherit,
-        env: r.env,
-        max_processes: 256,
-        drain: Duration::from_secs(30),
-        consumers: r.consumers,
-    };
-    let outcome = clrspy_collect::record_tree(program, args, &opts, &mut say)
+    let outcome = clrspy_collect::record_tree(program, args, opts, &mut say)
         .map_err(crate::output::collect_error)?;
     let ok = outcome.traces.iter().filter(|t| t.result.is_ok()).count();
     eprintln!(
@@ -109,13 +79,8 @@ pub(crate) fn run(r: TreeRun<'_>, stop: &clrspy_collect::StopSignal) -> CliResul
             ),
         }
     );
-    let code = match outcome.status {
-        Some(s) if outcome.terminated_by_clrspy => {
-            eprintln!("clrspy ended the program ({s}) when the recording stopped.");
-            0
-        }
-        Some(s) => crate::output::child_exit_code(&s),
-        None => 0,
-    };
-    Ok(code)
+    Ok(crate::output::program_exit_code(
+        outcome.status,
+        outcome.terminated_by_clrspy,
+    ))
 }

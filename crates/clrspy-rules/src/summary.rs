@@ -1,0 +1,151 @@
+//! A checked rules file in words and as JSON (`clrspy rules check`): each rule's actions in a
+//! phrase, and a file's mistakes with their places.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::{Diagnostic, Rule, RuleSet};
+
+impl Rule {
+    /// What the rule does, one phrase an action: `trace (cpu, 600s)`, `dump (mini, on
+    /// *.InvalidCastException)`, the crash dump, the same for child processes.
+    pub fn actions_in_words(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(t) = &self.trace {
+            let what = t
+                .profile
+                .as_ref()
+                .map(|p| p.0.name.to_string())
+                .unwrap_or_else(|| {
+                    if t.providers.is_empty() {
+                        "cpu".into()
+                    } else {
+                        "providers".into()
+                    }
+                });
+            let mut s = format!("trace ({what}");
+            if let Some(d) = t.duration {
+                s.push_str(&format!(", {:?}", d.0));
+            }
+            if let Some(m) = t.ring_mb {
+                s.push_str(&format!(", ring {m} MB"));
+            }
+            if !t.stop_on.is_empty() {
+                s.push_str(&format!(", {} stop trigger(s)", t.stop_on.len()));
+            }
+            s.push(')');
+            a.push(s);
+        }
+        if let Some(d) = &self.dump {
+            let kind = match d.kind.map(|k| k.0) {
+                Some(diagnostics_client::DumpType::WithHeap) => "heap",
+                Some(diagnostics_client::DumpType::Triage) => "triage",
+                Some(diagnostics_client::DumpType::Full) => "full",
+                _ => "mini",
+            };
+            let when = if d.on_exception.is_empty() {
+                "at once".to_string()
+            } else {
+                let globs: Vec<&str> = d.on_exception.iter().map(|g| g.as_str()).collect();
+                format!("on {}", globs.join(", "))
+            };
+            if d.on_crash {
+                a.push("the runtime's crash dump, when the process crashes".into());
+            }
+            if !d.on_crash || !d.on_exception.is_empty() {
+                let held = if d.hold_hook.is_some() {
+                    ", the throwing thread held for processes held at --listen"
+                } else {
+                    ""
+                };
+                a.push(format!("dump ({kind}, {when}{held})"));
+            }
+        }
+        if self.children {
+            a.push("the same for every .NET process a matched process starts".into());
+        }
+        a
+    }
+}
+
+impl RuleSet {
+    /// A valid file as one JSON object: `file`, `valid` (true), and its `rules` with their
+    /// `name` and `actions` ([`Rule::actions_in_words`]).
+    pub fn check_json(&self, file: &Path) -> Value {
+        let rules: Vec<Value> = self
+            .rules
+            .iter()
+            .map(|r| json!({ "name": r.name, "actions": r.actions_in_words() }))
+            .collect();
+        json!({ "file": file.display().to_string(), "valid": true, "rules": rules })
+    }
+}
+
+/// An invalid file as one JSON object: `file`, `valid` (false), and its `errors` with their
+/// `line`, `column` and `message`.
+pub fn mistakes_json(file: &Path, errors: &[Diagnostic]) -> Value {
+    let list: Vec<Value> = errors
+        .iter()
+        .map(|e| json!({"line": e.line, "column": e.column, "message": e.message}))
+        .collect();
+    json!({ "file": file.display().to_string(), "valid": false, "errors": list })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Syntax, EXAMPLE_TOML};
+
+    #[test]
+    fn the_example_rules_in_words() {
+        let set = RuleSet::parse(EXAMPLE_TOML, Syntax::Toml).unwrap();
+        let words: Vec<Vec<String>> = set.rules.iter().map(Rule::actions_in_words).collect();
+        assert_eq!(
+            words,
+            [
+                vec!["dump (mini, on *.InvalidCastException)"],
+                vec!["the runtime's crash dump, when the process crashes"],
+                vec![
+                    "trace (cpu, 600s)",
+                    "the same for every .NET process a matched process starts"
+                ],
+                vec!["trace (cpu, ring 64 MB, 2 stop trigger(s))"],
+            ]
+        );
+        let v = set.check_json(Path::new("r.toml"));
+        assert_eq!(v["valid"], true);
+        assert_eq!(v["rules"][2]["name"], "test-run");
+        assert_eq!(v["rules"][2]["actions"][1], words[2][1]);
+    }
+
+    #[test]
+    fn dumps_at_once_held_and_on_crash_with_exceptions() {
+        let text = r#"{"rules": [
+            {"name": "a", "match": {"name": "w*"}, "dump": {"type": "full"}},
+            {"name": "b", "match": {"name": "w*"}, "dump": {"type": "heap",
+              "on_exception": ["X", "Y"], "on_crash": true, "hold_hook": "/h/ClrspyHold.dll"}},
+            {"name": "c", "match": {"name": "w*"}, "trace": {"providers": ["P"], "duration": "5s"}}
+        ]}"#;
+        let set = RuleSet::parse(text, Syntax::Json).unwrap();
+        assert_eq!(set.rules[0].actions_in_words(), ["dump (full, at once)"]);
+        assert_eq!(
+            set.rules[1].actions_in_words(),
+            [
+                "the runtime's crash dump, when the process crashes",
+                "dump (heap, on X, Y, the throwing thread held for processes held at --listen)"
+            ]
+        );
+        assert_eq!(set.rules[2].actions_in_words(), ["trace (providers, 5s)"]);
+    }
+
+    #[test]
+    fn mistakes_keep_their_places() {
+        let errors = RuleSet::parse("{\"rules\": 3}", Syntax::Json).unwrap_err();
+        let v = mistakes_json(Path::new("bad.json"), &errors);
+        assert_eq!(v["valid"], false);
+        assert_eq!(v["file"], "bad.json");
+        assert_eq!(v["errors"][0]["line"], errors[0].line);
+        assert_eq!(v["errors"][0]["message"], errors[0].message.as_str());
+    }
+}
