@@ -26,7 +26,7 @@ use clrspy_analysis::Analysis;
 pub use needs::{models_for, providers_for, Needs};
 pub use rows::{MethodWeight, NameCount, StackCount};
 pub use sections::{HtmlDef, SummaryDef};
-pub use text::TextStyle;
+pub use text::{window_line, TextStyle};
 pub use view::{
     write_json, Models, Report, ReportDef, ReportOptions, ReportView, TextView, TreeOptions,
 };

@@ -14,6 +14,8 @@ use serde::Serialize;
 use super::rows::MethodWeight;
 use super::text::{method_table, TextStyle, Unit};
 use super::threads::process_cpu;
+use super::view::TextView;
+use super::ReportKind;
 use crate::units::{fit, percent, round1};
 
 /// The traces of a folder (`*.nettrace`, `*.nettrace.zip`; not its subfolders), by name.
@@ -28,6 +30,32 @@ pub fn traces_in(dir: &std::path::Path) -> io::Result<Vec<std::path::PathBuf>> {
         .collect();
     v.sort();
     Ok(v)
+}
+
+/// The report of folder `dir` with the `top` hottest methods: each of its traces analysed by
+/// `analyze` in turn (a trace it fails on is listed as not read); an error (said for the
+/// user) when the folder cannot be listed or holds no trace.
+pub fn of_folder(
+    dir: &std::path::Path,
+    top: usize,
+    analyze: &mut dyn FnMut(&std::path::Path) -> Result<Analysis, String>,
+) -> Result<ProcessesReport, String> {
+    let traces = traces_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if traces.is_empty() {
+        return Err(format!("{}: no .nettrace files in it", dir.display()));
+    }
+    let mut tree = ProcessesBuilder::new();
+    for t in &traces {
+        let name = t.file_name().map_or_else(
+            || t.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        match analyze(t) {
+            Ok(a) => tree.add(&name, &a),
+            Err(e) => tree.unreadable(&name, &e),
+        }
+    }
+    Ok(tree.finish(&dir.display().to_string(), top))
 }
 
 /// One process of the tree.
@@ -240,9 +268,13 @@ fn advice(sampled: bool) -> Vec<String> {
     a
 }
 
-impl ProcessesReport {
-    /// Writes the text view.
-    pub fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+impl TextView for ProcessesReport {
+    /// The summary of a folder (a process tree).
+    fn kind(&self) -> ReportKind {
+        ReportKind::Summary
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         writeln!(
             out,
             "{}",

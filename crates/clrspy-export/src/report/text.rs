@@ -81,3 +81,26 @@ pub fn method_table(
     }
     Ok(())
 }
+
+/// The header line that names a report's `--from`/`--to` window, each as the user wrote it and
+/// its time since the trace start, ns (none without a window).
+pub fn window_line(from: Option<(&str, i64)>, to: Option<(&str, i64)>) -> Option<String> {
+    let at = |(text, ns): (&str, i64)| format!("{text} ({:.3} s)", ns as f64 / 1e9);
+    let inside = "everything below is inside it";
+    match (from, to) {
+        (None, None) => None,
+        (Some(f), Some(t)) => Some(format!(
+            "Window: from {} to {} of the trace; {inside}",
+            at(f),
+            at(t)
+        )),
+        (Some(f), None) => Some(format!(
+            "Window: from {} to the trace's end; {inside}",
+            at(f)
+        )),
+        (None, Some(t)) => Some(format!(
+            "Window: from the trace's start to {}; {inside}",
+            at(t)
+        )),
+    }
+}

@@ -91,7 +91,9 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     let a = analyze(&args.input.trace, options)?;
     let r = report::build(args.kind, &a, &report_options(args));
     if !args.json {
-        if let Some(line) = window_line(&args.from, &args.to) {
+        let from = args.from.as_ref().map(|p| (p.text.as_str(), p.ns));
+        let to = args.to.as_ref().map(|p| (p.text.as_str(), p.ns));
+        if let Some(line) = report::window_line(from, to) {
             println!("{line}");
         }
     }
@@ -102,72 +104,26 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
 /// `clrspy report FOLDER`: the process tree of `record --children`, one trace at a time.
 fn run_folder(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     let dir = &args.input.trace;
+    let kind = args.kind.name();
     if args.kind != ReportKind::Summary {
+        let d = dir.display();
         return Err(CliError::new(format!(
-            "{} is a folder: its report is the process tree's; `{}` reads one trace",
-            dir.display(),
-            args.kind.name()
+            "{d} is a folder: its report is the process tree's; `{kind}` reads one trace"
         ))
         .hint(format!(
-            "clrspy report {} (the tree), or clrspy report {}/TRACE {}",
-            dir.display(),
-            dir.display(),
-            args.kind.name()
+            "clrspy report {d} (the tree), or clrspy report {d}/TRACE {kind}"
         ))
         .code(2));
     }
-    let traces =
-        processes::traces_in(dir).map_err(|e| CliError::new(format!("{}: {e}", dir.display())))?;
-    if traces.is_empty() {
-        return Err(
-            CliError::new(format!("{}: no .nettrace files in it", dir.display()))
-                .hint("record a process tree with `clrspy record --children -o FOLDER -- COMMAND`"),
-        );
-    }
     let mut options = window(&args.from, &args.to)?;
     options.models = report::models_for(&[ReportKind::Cpu, ReportKind::Threads]);
-    let mut tree = processes::ProcessesBuilder::new();
-    for t in &traces {
-        let name = t.file_name().map_or_else(
-            || t.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        match analyze(t, options.clone()) {
-            Ok(a) => tree.add(&name, &a),
-            Err(e) => tree.unreadable(&name, &e.to_string()),
-        }
-    }
-    let r = tree.finish(&dir.display().to_string(), args.top);
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let v = serde_json::to_value(&r).map_err(|e| CliError::new(e.to_string()))?;
-        report::write_json(&mut out, &v)?;
-    } else {
-        r.write_text(&mut out, &text_style())?;
-    }
-    out.flush()?;
+    let mut one = |t: &std::path::Path| analyze(t, options.clone()).map_err(|e| e.to_string());
+    let r = processes::of_folder(dir, args.top, &mut one).map_err(|e| {
+        CliError::new(e)
+            .hint("record a process tree with `clrspy record --children -o FOLDER -- COMMAND`")
+    })?;
+    print(&r, args.json)?;
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// The header line that names a report's `--from`/`--to` window (none without one).
-fn window_line(from: &Option<TracePoint>, to: &Option<TracePoint>) -> Option<String> {
-    let at = |p: &TracePoint| format!("{} ({:.3} s)", p.text, p.ns as f64 / 1e9);
-    match (from, to) {
-        (None, None) => None,
-        (Some(f), Some(t)) => Some(format!(
-            "Window: from {} to {} of the trace; everything below is inside it",
-            at(f),
-            at(t)
-        )),
-        (Some(f), None) => Some(format!(
-            "Window: from {} to the trace's end; everything below is inside it",
-            at(f)
-        )),
-        (None, Some(t)) => Some(format!(
-            "Window: from the trace's start to {}; everything below is inside it",
-            at(t)
-        )),
-    }
 }
 
 /// Prints a report's JSON or text view on stdout.
