@@ -284,9 +284,24 @@ impl Model for AllocModel {
     const EVENTS: &'static [Wanted] = &[
         Wanted::runtime(runtime::ids::GC_ALLOCATION_TICK).with_stack(),
         Wanted::runtime(runtime::ids::TYPE_LOAD_STOP).always(),
+        // A heap dump's type table names types loaded before the recording too.
+        Wanted::runtime(runtime::ids::GC_BULK_TYPE).always(),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        if ev.id == runtime::ids::GC_BULK_TYPE {
+            let b =
+                clr_events::heapdump::GcBulkType::parse(ev.payload, ev.version, ev.pointer_size)?;
+            for t in b.values {
+                let t = t?;
+                if t.type_id != 0 && !t.name.is_empty() {
+                    self.loaded
+                        .entry(t.type_id)
+                        .or_insert_with(|| square_brackets(&t.name.to_string_lossy()));
+                }
+            }
+            return Ok(());
+        }
         if ev.id == runtime::ids::TYPE_LOAD_STOP {
             let t = TypeLoadStop::parse(ev.payload, ev.version, ev.pointer_size)?;
             if t.type_id != 0 && !t.type_name.is_empty() {
@@ -404,6 +419,35 @@ mod tests {
                 // Two declaring types have a `Node`: which one is not known.
                 "Node",
             ]
+        );
+    }
+
+    #[test]
+    fn a_heap_dumps_type_table_names_the_ticks_type_in_full() {
+        // A type loaded before the recording: no TypeLoad, but a heap dump's Type/BulkType.
+        let mut m = AllocModel::new();
+        let mut p = Vec::new();
+        p.extend(1u32.to_le_bytes());
+        p.extend(0u16.to_le_bytes());
+        p.extend(0x1234u64.to_le_bytes());
+        p.extend(0u64.to_le_bytes());
+        p.extend(0u32.to_le_bytes());
+        p.extend(0u32.to_le_bytes());
+        p.push(18);
+        p.extend(utf16z(
+            "System.Collections.Generic.List`1+<GetEnumerator>d__6",
+        ));
+        p.extend(0u32.to_le_bytes());
+        let mut e = ev(&p, 0);
+        e.id = runtime::ids::GC_BULK_TYPE;
+        e.stack = None;
+        m.on_event(&e).unwrap();
+        m.on_event(&ev(&tick(100_000, 0, "<GetEnumerator>d__6"), 4))
+            .unwrap();
+        m.name_nested_types(std::iter::empty());
+        assert_eq!(
+            m.type_name(0),
+            "System.Collections.Generic.List`1+<GetEnumerator>d__6"
         );
     }
 
