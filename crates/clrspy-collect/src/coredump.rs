@@ -21,30 +21,6 @@ pub fn parse_dump_type(s: &str) -> Option<DumpType> {
     }
 }
 
-/// The name a dump of `pid` compressed by `compress` is written under (`clrspy dump -o`):
-/// `core_<pid>_<time>.gz|.zst` by default (None for a raw core: [`dump_path`]'s default), a
-/// given name with the compression's suffix added unless it has it. True when a given name was
-/// changed, so the caller can say so.
-pub fn compressed_dump_name(
-    pid: u32,
-    output: Option<&Path>,
-    compress: crate::Compression,
-) -> (Option<PathBuf>, bool) {
-    let suffix = compress.suffix();
-    match output {
-        None if !suffix.is_empty() => (
-            Some(format!("core_{pid}_{}{suffix}", crate::utc_stamp()).into()),
-            false,
-        ),
-        Some(o) if !suffix.is_empty() && !o.to_string_lossy().ends_with(suffix) => {
-            let mut named = o.to_path_buf().into_os_string();
-            named.push(suffix);
-            (Some(named.into()), true)
-        }
-        o => (o.map(Path::to_path_buf), false),
-    }
-}
-
 /// The absolute path to write the dump of `pid` to: `output`, or `core_<pid>_<time>` in the
 /// current directory. The runtime writes from the target's working directory, hence absolute;
 /// the directory must exist and the path must be UTF-8 (the protocol's string).
@@ -145,27 +121,6 @@ pub(crate) fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<u
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_compressed_dump_says_so_by_its_name() {
-        use crate::Compression;
-        let (p, changed) = compressed_dump_name(7, Some(Path::new("mini.dmp")), Compression::Zstd);
-        assert_eq!((p.unwrap(), changed), (PathBuf::from("mini.dmp.zst"), true));
-        let (p, changed) = compressed_dump_name(7, Some(Path::new("a.gz")), Compression::Gzip);
-        assert_eq!((p.unwrap(), changed), (PathBuf::from("a.gz"), false));
-        let (p, changed) = compressed_dump_name(7, Some(Path::new("raw")), Compression::None);
-        assert_eq!((p.unwrap(), changed), (PathBuf::from("raw"), false));
-        assert_eq!(
-            compressed_dump_name(7, None, Compression::None),
-            (None, false)
-        );
-        let (p, _) = compressed_dump_name(7, None, Compression::Gzip);
-        let name = p.unwrap().display().to_string();
-        assert!(
-            name.starts_with("core_7_") && name.ends_with(".gz"),
-            "{name}"
-        );
-    }
 
     #[test]
     fn dump_type_names() {

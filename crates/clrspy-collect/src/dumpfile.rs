@@ -640,10 +640,54 @@ pub fn compress_core_into(
     })
 }
 
+/// The name a dump of `pid` compressed by `compress` is written under (`clrspy dump -o`):
+/// `core_<pid>_<time>.gz|.zst` by default (None for a raw core: [`crate::dump_path`]'s default), a
+/// given name with the compression's suffix added unless it has it. True when a given name was
+/// changed, so the caller can say so.
+pub fn compressed_dump_name(
+    pid: u32,
+    output: Option<&Path>,
+    compress: Compression,
+) -> (Option<PathBuf>, bool) {
+    let suffix = compress.suffix();
+    match output {
+        None if !suffix.is_empty() => (
+            Some(format!("core_{pid}_{}{suffix}", crate::utc_stamp()).into()),
+            false,
+        ),
+        Some(o) if !suffix.is_empty() && !o.to_string_lossy().ends_with(suffix) => {
+            let mut named = o.to_path_buf().into_os_string();
+            named.push(suffix);
+            (Some(named.into()), true)
+        }
+        o => (o.map(Path::to_path_buf), false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Cursor;
+
+    #[test]
+    fn a_compressed_dump_says_so_by_its_name() {
+        let (p, changed) = compressed_dump_name(7, Some(Path::new("mini.dmp")), Compression::Zstd);
+        assert_eq!((p.unwrap(), changed), (PathBuf::from("mini.dmp.zst"), true));
+        let (p, changed) = compressed_dump_name(7, Some(Path::new("a.gz")), Compression::Gzip);
+        assert_eq!((p.unwrap(), changed), (PathBuf::from("a.gz"), false));
+        let (p, changed) = compressed_dump_name(7, Some(Path::new("raw")), Compression::None);
+        assert_eq!((p.unwrap(), changed), (PathBuf::from("raw"), false));
+        assert_eq!(
+            compressed_dump_name(7, None, Compression::None),
+            (None, false)
+        );
+        let (p, _) = compressed_dump_name(7, None, Compression::Gzip);
+        let name = p.unwrap().display().to_string();
+        assert!(
+            name.starts_with("core_7_") && name.ends_with(".gz"),
+            "{name}"
+        );
+    }
 
     #[test]
     fn compression_names() {

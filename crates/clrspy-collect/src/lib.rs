@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use consumer::{Action, Broadcast, End, EventConsumer, Lost, Subscription};
-pub use coredump::{check_dump, compressed_dump_name, dump_path, parse_dump_type, write_dump};
+pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
 pub use crash::{CrashCapture, CrashReport};
 pub use dump_options::{DumpOptions, DumpOptionsError};
 pub use dumper::{
@@ -55,7 +55,8 @@ pub use dumper::{
     EXCEPTION_KEYWORD,
 };
 pub use dumpfile::{
-    compress_core_into, compress_dump_file, write_dump_file, Compression, DumpReport, DumpSpec,
+    compress_core_into, compress_dump_file, compressed_dump_name, write_dump_file, Compression,
+    DumpReport, DumpSpec,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use exception_dumps::{exception_patterns, DumpsStarted, Env, ExceptionDumps};
@@ -163,6 +164,13 @@ pub struct Summary {
     /// block, so it opens everywhere: the bytes of the partial block it dropped. None when the
     /// runtime ended the stream.
     pub closed_by_clrspy: Option<u64>,
+}
+
+impl Summary {
+    /// The file the recording wrote, for messages: "the trace" for a session without one.
+    pub fn file(&self) -> &Path {
+        self.path.as_deref().unwrap_or(Path::new("the trace"))
+    }
 }
 
 /// A provider of a spec (dotnet-trace's `Name:Keywords:Level:Args`, parsed by clr-events) as

@@ -19,9 +19,8 @@ use clrspy_collect::{CrashReport, ErrorKind};
 use diagnostics_client::procfs;
 use diagnostics_client::{Connector, Endpoint};
 
-use crate::dumps::say_dump;
 use crate::fatal::listen;
-use crate::limits::{file_for, keep_budget, may_act_paced, say_disk_full};
+use crate::limits::{file_for, keep_budget, may_act_paced, say_disk_full, say_dump};
 use crate::procfs::start_ticks;
 use crate::state::WatchState;
 use clrspy_collect::crash::files::{

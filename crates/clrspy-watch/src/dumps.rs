@@ -20,7 +20,7 @@ use diagnostics_client::{Endpoint, SessionConfig};
 use crate::admission::MIN_FREE;
 use crate::gate::RuleGate;
 use crate::limits::{
-    admit_or_skip, file_for, keep_budget, say_disk_full, BudgetWatch, DUMP_TIMEOUT,
+    admit_or_skip, file_for, keep_budget, say_disk_full, say_dump, BudgetWatch, DUMP_TIMEOUT,
 };
 use crate::procfs::{age_ms, free_bytes};
 use crate::state::{track, untrack, WatchState};
@@ -74,21 +74,6 @@ pub(crate) fn act_dump(
     shared.spawn(format!("clrspy-dumps-{}", facts.pid), move |s| {
         on_exceptions(s, &rules, i, &facts, ep)
     });
-}
-
-/// Logs `event` for rule `rule`'s dump action on the process `facts`, with `why`.
-pub(crate) fn say_dump(
-    shared: &WatchState,
-    rule: &Rule,
-    facts: &ProcessFacts,
-    event: DecisionKind,
-    why: String,
-) {
-    let mut d = Decision::for_process(event, facts);
-    d.rule = Some(rule.name.clone());
-    d.action = Some("dump");
-    d.detail = Some(why);
-    shared.emit(d);
 }
 
 /// Says a dump failed (and that the disk is full, when it is).

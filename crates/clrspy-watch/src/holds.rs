@@ -16,7 +16,8 @@ use clrspy_collect::DumpsStarted;
 use diagnostics_client::procfs::{self, start_ticks};
 use diagnostics_client::{apply_startup_hook, set_environment_variable, Connector};
 
-use crate::dumps::{dumps_left, say_dump, RuleDumps};
+use crate::dumps::{dumps_left, RuleDumps};
+use crate::limits::say_dump;
 use crate::state::WatchState;
 use clrspy_rules::ProcessFacts;
 use clrspy_rules::RuleSet;

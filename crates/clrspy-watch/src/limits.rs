@@ -1,7 +1,7 @@
 //! A rule's limits applied to the watcher's actions: asks [admission](crate::admission) with
 //! the output disk's free bytes read now (saying when the disk fills or has room again), logs
 //! a refusal as `skipped`, makes the rule's folder and keeps it within its disk budget, also
-//! while a trace grows; and names the files written there.
+//! while a trace grows; names the files written there; and logs a dump action's outcome.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -178,4 +178,19 @@ impl RunObserver for BudgetWatch<'_> {
             self.stop.request();
         }
     }
+}
+
+/// Logs `event` for rule `rule`'s dump action on the process `facts`, with `why`.
+pub(crate) fn say_dump(
+    shared: &WatchState,
+    rule: &Rule,
+    facts: &ProcessFacts,
+    event: DecisionKind,
+    why: String,
+) {
+    let mut d = Decision::for_process(event, facts);
+    d.rule = Some(rule.name.clone());
+    d.action = Some("dump");
+    d.detail = Some(why);
+    shared.emit(d);
 }

@@ -73,7 +73,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
         child_stdout,
         &mut extras,
     )?;
-    let path = super::record::trace_path(&outcome.summary).to_path_buf();
+    let path = outcome.summary.file().to_path_buf();
     let trace = crate::input::open(&path)?;
     let whole = outcome.summary.tap_lost.is_none()
         && live

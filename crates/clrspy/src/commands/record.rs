@@ -93,7 +93,7 @@ fn wrote_line(summary: &Summary, why: &str) -> String {
         (Some(e), _) => format!(", {e} events"),
         _ => String::new(),
     };
-    let path = trace_path(summary).display();
+    let path = summary.file().display();
     let mut line = format!(
         "Wrote {} bytes to {path}{events} in {:.1} s ({why}).",
         summary.bytes,
@@ -112,14 +112,6 @@ fn wrote_line(summary: &Summary, why: &str) -> String {
         ));
     }
     line
-}
-
-/// The trace file a recording wrote (`record` always writes one).
-pub(super) fn trace_path(summary: &Summary) -> &std::path::Path {
-    summary
-        .path
-        .as_deref()
-        .unwrap_or(std::path::Path::new("the trace"))
 }
 
 fn report(summary: &Summary) {
@@ -259,7 +251,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         &mut extras,
     )?;
     if let Some(format) = args.format {
-        super::convert::convert_after(trace_path(&outcome.summary), format)?;
+        super::convert::convert_after(outcome.summary.file(), format)?;
     }
     Ok(outcome.exit)
 }
@@ -501,7 +493,7 @@ pub(crate) fn execute(
     report_extras(&outcome.summary, extras.capture.triggers.as_ref());
     super::record_dumps::report(&dumped);
     if let Some(c) = &extras.crash {
-        super::record_dumps::report_crashes(c, Some(trace_path(&outcome.summary)));
+        super::record_dumps::report_crashes(c, Some(outcome.summary.file()));
     }
     let exit = match outcome.child {
         None => std::process::ExitCode::SUCCESS,

@@ -42,7 +42,7 @@ fn say(n: &TreeNotice<'_>) {
                 eprintln!(
                     "Wrote {} bytes to {}{events} ({why}{}).",
                     s.bytes,
-                    super::record::trace_path(s).display(),
+                    s.file().display(),
                     if s.complete {
                         ""
                     } else {
