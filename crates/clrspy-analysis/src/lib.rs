@@ -35,6 +35,7 @@ pub mod gc;
 pub mod grouping;
 pub mod heap;
 pub mod inventory;
+pub mod model_entry;
 pub mod profile;
 pub mod r2r;
 pub mod registry;
@@ -51,10 +52,11 @@ use clr_events::{event_name_for, known_provider, ViewError};
 use nettrace::{ByteSource, Reader};
 use rustc_hash::FxHashMap;
 
-pub use event::{EventContext, Model, ModelEvent, ModelKind, ModelSet, Provider, Wanted};
+pub use event::{EventContext, Model, ModelEvent, ModelKind, Provider, Wanted};
 pub use grouping::JustMyCode;
+pub use model_entry::{AnyModel, ModelEntry};
 pub use profile::{Metric, StackFilter, StackProfile};
-pub use registry::{AnyModel, ModelEntry, MODELS};
+pub use registry::{ModelSet, MODELS};
 
 /// The provider of the events `clrspy record` adds to a trace (thread CPU times, names,
 /// module maps): [`clr_events::clrspy`] defines them.
@@ -297,8 +299,8 @@ impl Analysis {
                 continue;
             }
             let target = match entry.slot {
-                registry::Slot::Field(kind) => Target::Model(kind),
-                registry::Slot::Boxed(make) => {
+                model_entry::Slot::Field(kind) => Target::Model(kind),
+                model_entry::Slot::Boxed(make) => {
                     self.extra.push((i, make(header)));
                     Target::Boxed(self.extra.len() - 1)
                 }

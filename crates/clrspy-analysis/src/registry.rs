@@ -1,108 +1,16 @@
-//! The model registry: every model an analysis can run, by name, with the events it reads.
-//! A model is one file in `sources/` (its struct, `impl Model`, and its `ENTRY`) plus its name
-//! in that folder's `models!` list; reports pick models by name ([`ModelSet::named`](crate::ModelSet::named)), and
-//! a model nobody picked is never built or fed. Its result is read with
+//! The model registry: every model an analysis can run, by name, with the events it reads
+//! ([`MODELS`]), and sets of them ([`ModelSet`]). A model is one file in `sources/` (its
+//! struct, `impl Model`, and its `ENTRY`, built from [`crate::model_entry`]) plus its name in
+//! that folder's `models!` list; reports pick models by name ([`ModelSet::named`]), and a
+//! model nobody picked is never built or fed. Its result is read with
 //! [`Analysis::model`](crate::Analysis::model).
 //!
 //! The first six models (CPU, allocations, exceptions, contention, GC, threads) are also typed
 //! fields of the analysis, which the reports read directly; their entries say so
 //! ([`Slot::Field`]).
 
-use std::any::Any;
-
-use clr_events::ViewError;
-
-use crate::event::{Model, ModelEvent, ModelKind, Wanted};
-
-/// How the analysis holds a model.
-#[derive(Clone, Copy)]
-pub enum Slot {
-    /// One of the analysis's typed fields.
-    Field(ModelKind),
-    /// Built when the analysis starts, for a trace with this header.
-    Boxed(fn(&nettrace::TraceHeader) -> Box<dyn AnyModel>),
-}
-
-impl std::fmt::Debug for Slot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Slot::Field(k) => write!(f, "Field({k:?})"),
-            Slot::Boxed(_) => write!(f, "Boxed"),
-        }
-    }
-}
-
-/// One model of the registry.
-#[derive(Clone, Copy, Debug)]
-pub struct ModelEntry {
-    /// Its name (what reports pick it by).
-    pub name: &'static str,
-    /// What it models, in words.
-    pub description: &'static str,
-    /// The events it reads.
-    pub events: &'static [Wanted],
-    /// How the analysis holds it.
-    pub slot: Slot,
-}
-
-impl ModelEntry {
-    /// The entry of model `M`, built by `make` (see [`boxed`]).
-    pub const fn of<M: Model>(
-        name: &'static str,
-        description: &'static str,
-        make: fn(&nettrace::TraceHeader) -> Box<dyn AnyModel>,
-    ) -> ModelEntry {
-        ModelEntry {
-            name,
-            description,
-            events: M::EVENTS,
-            slot: Slot::Boxed(make),
-        }
-    }
-}
-
-/// A model held behind a pointer: any [`Model`] that is `Clone + Debug + Send`.
-pub trait AnyModel: Any + Send + std::fmt::Debug {
-    /// [`Model::on_event`].
-    fn feed(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError>;
-    /// [`Model::finish`].
-    fn end_pass(&mut self);
-    /// A copy (live views take finished copies of the analysis).
-    fn clone_box(&self) -> Box<dyn AnyModel>;
-    /// For [`Analysis::model`](crate::Analysis::model).
-    fn as_any(&self) -> &dyn Any;
-}
-
-impl<M: Model + Clone + Send + std::fmt::Debug + 'static> AnyModel for M {
-    fn feed(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
-        Model::on_event(self, ev)
-    }
-
-    fn end_pass(&mut self) {
-        Model::finish(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn AnyModel> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-impl Clone for Box<dyn AnyModel> {
-    fn clone(&self) -> Self {
-        self.clone_box()
-    }
-}
-
-/// `make` for a model that starts as its `Default`.
-pub fn boxed<M: Model + Default + Clone + Send + std::fmt::Debug + 'static>(
-    _header: &nettrace::TraceHeader,
-) -> Box<dyn AnyModel> {
-    Box::new(M::default())
-}
+use crate::event::{Model, ModelKind, Wanted};
+pub use crate::model_entry::{boxed, AnyModel, ModelEntry, Slot};
 
 /// A built-in model's entry.
 const fn field(
@@ -168,7 +76,64 @@ const fn all() -> [ModelEntry; COUNT] {
 }
 
 /// Every model, in the order they are fed each event (at most 64: a
-/// [`ModelSet`](crate::ModelSet) is a 64-bit set).
+/// [`ModelSet`] is a 64-bit set).
 pub const MODELS: &[ModelEntry] = &all();
 
 const _: () = assert!(COUNT <= 64, "a ModelSet holds 64 models");
+
+/// A set of models of the [registry](MODELS), by their place in it (symbols
+/// always run: every stack needs them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelSet(u64);
+
+impl ModelSet {
+    /// Every model.
+    pub const ALL: ModelSet = ModelSet(u64::MAX);
+
+    /// No model (symbols only).
+    pub const NONE: ModelSet = ModelSet(0);
+
+    /// Only the built-in models `models`.
+    pub fn only(models: &[ModelKind]) -> ModelSet {
+        let names: Vec<&str> = models.iter().map(|k| k.name()).collect();
+        ModelSet::named(&names).unwrap_or(ModelSet::NONE)
+    }
+
+    /// The models named `names` (a registry entry's [`ModelEntry::name`](ModelEntry::name));
+    /// an unknown name is an error naming it.
+    pub fn named(names: &[&str]) -> Result<ModelSet, String> {
+        let mut bits = 0u64;
+        for n in names {
+            let i = MODELS
+                .iter()
+                .position(|m| m.name == *n)
+                .ok_or_else(|| format!("no model named '{n}'"))?;
+            bits |= 1 << i;
+        }
+        Ok(ModelSet(bits))
+    }
+
+    /// True when the registry's `index`-th model is in the set.
+    pub fn contains_index(self, index: usize) -> bool {
+        index < 64 && self.0 & (1 << index) != 0
+    }
+
+    /// True when `model` is in the set.
+    pub fn contains(self, model: ModelKind) -> bool {
+        MODELS
+            .iter()
+            .position(|m| m.name == model.name())
+            .is_some_and(|i| self.contains_index(i))
+    }
+
+    /// Both sets.
+    pub fn union(self, other: ModelSet) -> ModelSet {
+        ModelSet(self.0 | other.0)
+    }
+}
+
+impl Default for ModelSet {
+    fn default() -> ModelSet {
+        ModelSet::ALL
+    }
+}

@@ -4,8 +4,8 @@
 use clr_events::ViewError;
 use serde::Serialize;
 
-use super::{text, Durations, Pairs};
-use crate::registry::{boxed, ModelEntry};
+use super::shared::{text, Durations, Pair, Pairs};
+use crate::model_entry::{boxed, ModelEntry};
 use crate::{Model, ModelEvent, Wanted};
 
 const KESTREL: &str = "Microsoft-AspNetCore-Server-Kestrel";
@@ -28,7 +28,7 @@ pub struct ConnectionModel {
 }
 
 /// Adds a finished pair's duration.
-fn add(to: &mut Durations, pair: Option<super::Pair<(), ()>>) {
+fn add(to: &mut Durations, pair: Option<Pair<(), ()>>) {
     if let Some((start, (), end, ())) = pair {
         to.add(end - start);
     }

@@ -8,8 +8,8 @@ use clr_events::ViewError;
 use nettrace::Value;
 use serde::Serialize;
 
-use super::{field, number, text};
-use crate::registry::{boxed, ModelEntry};
+use super::shared::{field, number, text};
+use crate::model_entry::{boxed, ModelEntry};
 use crate::{Model, ModelEvent, Wanted};
 
 const METRICS: &str = "System.Diagnostics.Metrics";

@@ -7,8 +7,8 @@ use clr_events::ViewError;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::{number, text, Durations, Pairs};
-use crate::registry::{boxed, ModelEntry};
+use super::shared::{number, text, Durations, Pair, Pairs};
+use crate::model_entry::{boxed, ModelEntry};
 use crate::{Model, ModelEvent, Wanted};
 
 const HTTP: &str = "System.Net.Http";
@@ -42,7 +42,7 @@ pub struct HttpClientModel {
 }
 
 impl HttpClientModel {
-    fn done(&mut self, id: [u8; 16], pair: Option<super::Pair<String, Option<u16>>>) {
+    fn done(&mut self, id: [u8; 16], pair: Option<Pair<String, Option<u16>>>) {
         let Some((start, host, end, status)) = pair else {
             return;
         };

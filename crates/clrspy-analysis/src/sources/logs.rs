@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use clr_events::ViewError;
 use serde::Serialize;
 
-use super::{number, text};
-use crate::registry::{boxed, ModelEntry};
+use super::shared::{number, text};
+use crate::model_entry::{boxed, ModelEntry};
 use crate::{Model, ModelEvent, Wanted};
 
 const LOGGING: &str = "Microsoft-Extensions-Logging";

@@ -9,8 +9,8 @@ use clr_events::ViewError;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
-use super::{text, Durations, Pairs};
-use crate::registry::{boxed, ModelEntry};
+use super::shared::{text, Durations, Pair, Pairs};
+use crate::model_entry::{boxed, ModelEntry};
 use crate::{Model, ModelEvent, Wanted};
 
 const SOCKETS: &str = "System.Net.Sockets";
@@ -42,7 +42,7 @@ pub struct Ops {
 }
 
 impl Ops {
-    fn done(&mut self, id: [u8; 16], pair: Option<super::Pair<String, ()>>) {
+    fn done(&mut self, id: [u8; 16], pair: Option<Pair<String, ()>>) {
         let Some((start, target, end, ())) = pair else {
             return;
         };

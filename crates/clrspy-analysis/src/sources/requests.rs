@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use clr_events::ViewError;
 use serde::Serialize;
 
-use super::{text, Durations, Pairs};
-use crate::registry::{boxed, ModelEntry};
+use super::shared::{text, Durations, Pair, Pairs};
+use crate::model_entry::{boxed, ModelEntry};
 use crate::{Model, ModelEvent, Wanted};
 
 const HOSTING: &str = "Microsoft.AspNetCore.Hosting";
@@ -33,7 +33,7 @@ pub struct RequestModel {
 }
 
 impl RequestModel {
-    fn done(&mut self, pair: Option<super::Pair<String, ()>>) {
+    fn done(&mut self, pair: Option<Pair<String, ()>>) {
         if let Some((start, route, end, ())) = pair {
             self.routes.entry(route).or_default().add(end - start);
         }

@@ -1,0 +1,100 @@
+//! What a model of the registry is, to the analysis: its entry ([`ModelEntry`]: name,
+//! description, the events it reads, and how the analysis holds it) and the boxed form
+//! ([`AnyModel`]) of a model that is not a typed field. Model files build their `ENTRY` from
+//! these; the list of every model is [`crate::registry`].
+
+use std::any::Any;
+
+use clr_events::ViewError;
+
+use crate::event::{Model, ModelEvent, ModelKind, Wanted};
+
+/// How the analysis holds a model.
+#[derive(Clone, Copy)]
+pub enum Slot {
+    /// One of the analysis's typed fields.
+    Field(ModelKind),
+    /// Built when the analysis starts, for a trace with this header.
+    Boxed(fn(&nettrace::TraceHeader) -> Box<dyn AnyModel>),
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Slot::Field(k) => write!(f, "Field({k:?})"),
+            Slot::Boxed(_) => write!(f, "Boxed"),
+        }
+    }
+}
+
+/// One model of the registry.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelEntry {
+    /// Its name (what reports pick it by).
+    pub name: &'static str,
+    /// What it models, in words.
+    pub description: &'static str,
+    /// The events it reads.
+    pub events: &'static [Wanted],
+    /// How the analysis holds it.
+    pub slot: Slot,
+}
+
+impl ModelEntry {
+    /// The entry of model `M`, built by `make` (see [`boxed`]).
+    pub const fn of<M: Model>(
+        name: &'static str,
+        description: &'static str,
+        make: fn(&nettrace::TraceHeader) -> Box<dyn AnyModel>,
+    ) -> ModelEntry {
+        ModelEntry {
+            name,
+            description,
+            events: M::EVENTS,
+            slot: Slot::Boxed(make),
+        }
+    }
+}
+
+/// A model held behind a pointer: any [`Model`] that is `Clone + Debug + Send`.
+pub trait AnyModel: Any + Send + std::fmt::Debug {
+    /// [`Model::on_event`].
+    fn feed(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError>;
+    /// [`Model::finish`].
+    fn end_pass(&mut self);
+    /// A copy (live views take finished copies of the analysis).
+    fn clone_box(&self) -> Box<dyn AnyModel>;
+    /// For [`Analysis::model`](crate::Analysis::model).
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<M: Model + Clone + Send + std::fmt::Debug + 'static> AnyModel for M {
+    fn feed(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        Model::on_event(self, ev)
+    }
+
+    fn end_pass(&mut self) {
+        Model::finish(self)
+    }
+
+    fn clone_box(&self) -> Box<dyn AnyModel> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Clone for Box<dyn AnyModel> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+/// `make` for a model that starts as its `Default`.
+pub fn boxed<M: Model + Default + Clone + Send + std::fmt::Debug + 'static>(
+    _header: &nettrace::TraceHeader,
+) -> Box<dyn AnyModel> {
+    Box::new(M::default())
+}
