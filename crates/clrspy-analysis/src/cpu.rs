@@ -14,7 +14,7 @@
 //!    named as one of the runtime's native workers (JIT, GC, EventPipe: the sampler may catch
 //!    them in managed code now and then), keeps it as unsampled CPU, which the
 //!    profile shows under a frame group named by the thread's role (`[runtime: tiered JIT]`).
-//!    An interval waits [`CLOSE_LAG_NS`] for samples the runtime flushes late.
+//!    An interval waits `CLOSE_LAG_NS` for samples the runtime flushes late.
 //! 2. Otherwise an **estimate** ([`crate::estimate`]): each sample stands for the sampler's
 //!    real period, measured from the trace's own sampling rounds (under load a round takes two
 //!    to nine times the nominal interval); a sample whose stack is in a known blocking call

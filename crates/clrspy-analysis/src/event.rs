@@ -128,7 +128,7 @@ pub struct ModelEvent<'a> {
 
 /// What else a model may read of an event: its activity ids (requests, HTTP calls and their
 /// children are tied by them), its name and its fields' layout (self-describing events are
-/// read by field name: [`EventContext::decode`]).
+/// read by field name: [`ModelEvent::decode`]).
 #[derive(Clone, Copy, Debug)]
 pub struct EventContext<'a> {
     /// The event's activity id (zero when none).

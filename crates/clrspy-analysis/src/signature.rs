@@ -1,6 +1,6 @@
 //! Method signatures shortened for frame names: the parameter types of an overload without
 //! `class`/`valuetype` and namespaces, generic arguments kept whole
-//! (`(…,IEnumerable`1<KeyValuePair`2<String,Object>>,Func`1<Instrument>)`).
+//! (``(…,IEnumerable`1<KeyValuePair`2<String,Object>>,Func`1<Instrument>)``).
 
 /// `instance void  (int32,class System.String)` → `int32,String`.
 pub fn short_signature(sig: &str) -> String {
