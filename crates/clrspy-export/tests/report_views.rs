@@ -10,8 +10,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use clrspy_analysis::{Analysis, Options};
-use clrspy_export::report::{self, ReportKind, ReportOptions, TextStyle};
+use clrspy_analysis::{Analysis, Metric, Options};
+use clrspy_export::report::{self, ReportKind, ReportOptions, ReportView, TextStyle};
 
 const TRACES: &[&str] = &[
     "perf.nettrace",
@@ -62,6 +62,28 @@ const KINDS: &[ReportKind] = &[
     ReportKind::Threads,
 ];
 
+/// The JSON of `kind` built by its own module's builder, not through the registry: the
+/// registry maps each kind to its own report.
+fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Value {
+    use clrspy_export::report::{alloc, contention, exceptions, gc, stack, summary, threads};
+    match kind {
+        ReportKind::Summary => {
+            let sections: Vec<_> = ReportKind::ALL
+                .into_iter()
+                .filter_map(|k| k.def().summary)
+                .collect();
+            summary::build(a, o, &sections).json()
+        }
+        ReportKind::Cpu => stack::build(a, Metric::Cpu, o).json(),
+        ReportKind::Waits => stack::build(a, Metric::Wait, o).json(),
+        ReportKind::Alloc => alloc::build(a, o).json(),
+        ReportKind::Exceptions => exceptions::build(a, o).json(),
+        ReportKind::Contention => contention::build(a, o).json(),
+        ReportKind::Gc => gc::build(a, o).json(),
+        ReportKind::Threads => threads::build(a, o).json(),
+    }
+}
+
 fn check(path: &Path, got: &str, update: bool, failures: &mut Vec<String>) {
     if update {
         std::fs::write(path, got).unwrap();
@@ -90,7 +112,7 @@ fn report_views_of_the_shared_traces_match_their_snapshots() {
         let mut text = Vec::new();
         for &kind in KINDS.iter().chain([&ReportKind::Summary]) {
             let r = report::build(kind, &a, &options);
-            assert_eq!(r.kind(), kind);
+            assert_eq!(r.json(), own_json(kind, &a, &options), "{trace}: {kind:?}");
             if kind != ReportKind::Summary {
                 json.insert(kind.name().into(), r.json());
             }

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use clrspy_analysis::callers::{method_links, LinkNode};
 use clrspy_analysis::{Analysis, JustMyCode, Metric, StackFilter};
 
-use super::escape;
-use crate::report::MethodWeight;
+use super::markup::escape;
+use crate::report::rows::MethodWeight;
 
 /// Nodes under this share of the method's time are left out.
 const CUTOFF: f64 = 0.01;

@@ -10,13 +10,13 @@ use serde::Serialize;
 
 use super::rows::{MethodWeight, StackCount};
 use super::text::{method_table, TextStyle, Unit};
-use super::needs::{Needs, GC};
+use super::needs::{GC, Models, Needs};
 use super::sections::{
     Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
 };
-use super::view::{to_json, Models, ReportDef, ReportOptions, TextView};
-use super::ReportKind;
-use crate::html::escape;
+use super::def::ReportDef;
+use super::view::{to_json, ReportOptions, TextView};
+use crate::html::markup::escape;
 use crate::units::{fit, human_bytes, percent};
 
 /// The `alloc` report.
@@ -156,10 +156,6 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> AllocReport {
 }
 
 impl TextView for AllocReport {
-    fn kind(&self) -> ReportKind {
-        ReportKind::Alloc
-    }
-
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         writeln!(
             out,

@@ -13,7 +13,6 @@ use serde::Serialize;
 use super::text::TextStyle;
 use super::tree::{write_tree_with, Columns};
 use super::view::{ReportOptions, TextView, TreeOptions};
-use super::ReportKind;
 use crate::units::{fit, percent, round1};
 
 /// A method's callers.
@@ -130,10 +129,6 @@ fn text_tree(name: &str, pct: f64, samples: f64, callers: &[CallerNode]) -> Tree
 }
 
 impl TextView for CallersReport {
-    fn kind(&self) -> ReportKind {
-        ReportKind::of_metric(self.metric)
-    }
-
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         let what = if self.metric == Metric::Cpu {
             "CPU"

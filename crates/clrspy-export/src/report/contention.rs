@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use super::rows::MethodWeight;
 use super::text::{method_table, TextStyle, Unit};
-use super::needs::{Needs, CONTENTION};
+use super::needs::{CONTENTION, Models, Needs};
 use super::sections::{SummaryDef, SummaryInput, SummarySection};
-use super::view::{to_json, Models, ReportDef, ReportOptions, TextView};
-use super::ReportKind;
+use super::def::ReportDef;
+use super::view::{to_json, ReportOptions, TextView};
 use crate::units::{percent, round1};
 
 /// The `contention` report.
@@ -158,10 +158,6 @@ pub fn owners_text(owners: &[u64]) -> String {
 }
 
 impl TextView for ContentionReport {
-    fn kind(&self) -> ReportKind {
-        ReportKind::Contention
-    }
-
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         writeln!(
             out,

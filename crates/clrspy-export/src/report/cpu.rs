@@ -8,14 +8,16 @@ use std::rc::Rc;
 
 use clrspy_analysis::{Analysis, Metric};
 
-use super::needs::Needs;
+use super::needs::{Models, Needs};
 use super::sections::{
     Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
 };
 use super::stack::StackReport;
 use super::text::{method_table, TextStyle, Unit};
-use super::view::{to_json, Models, Report, ReportDef, ReportOptions};
-use crate::html::{escape, links, table};
+use super::def::ReportDef;
+use super::view::{to_json, Report, ReportOptions};
+use crate::html::links;
+use crate::html::markup::{escape, table};
 
 /// The `cpu` report.
 pub const REPORT: ReportDef = ReportDef {

@@ -10,13 +10,13 @@ use serde::Serialize;
 
 use super::rows::{sorted_counts, NameCount, StackCount};
 use super::text::TextStyle;
-use super::needs::{Needs, EXCEPTION};
+use super::needs::{EXCEPTION, Models, Needs};
 use super::sections::{
     Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
 };
-use super::view::{to_json, Models, ReportDef, ReportOptions, TextView};
-use super::ReportKind;
-use crate::html::escape;
+use super::def::ReportDef;
+use super::view::{to_json, ReportOptions, TextView};
+use crate::html::markup::escape;
 use crate::units::fit;
 
 /// The `exceptions` report.
@@ -115,10 +115,6 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
 }
 
 impl TextView for ExceptionsReport {
-    fn kind(&self) -> ReportKind {
-        ReportKind::Exceptions
-    }
-
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         writeln!(
             out,

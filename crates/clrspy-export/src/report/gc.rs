@@ -8,13 +8,13 @@ use clrspy_analysis::Analysis;
 use serde::Serialize;
 
 use super::text::TextStyle;
-use super::needs::{Needs, GC};
+use super::needs::{GC, Models, Needs};
 use super::sections::{
     Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
 };
-use super::view::{to_json, Models, ReportDef, ReportOptions, TextView};
-use super::ReportKind;
-use crate::html::escape;
+use super::def::ReportDef;
+use super::view::{to_json, ReportOptions, TextView};
+use crate::html::markup::escape;
 use crate::units::round3;
 
 /// The `gc` report.
@@ -109,10 +109,6 @@ impl GcReport {
 }
 
 impl TextView for GcReport {
-    fn kind(&self) -> ReportKind {
-        ReportKind::Gc
-    }
-
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         let t = &self.totals;
         writeln!(

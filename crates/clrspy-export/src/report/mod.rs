@@ -9,9 +9,15 @@
 //! [`sections`]); plus one line in the `reports!` list below, which declares the module,
 //! registers the declaration and derives [`ReportKind`]. The summary and the HTML report are
 //! composed from the declarations' sections, so a new report appears in them by declaring one.
+//!
+//! This module is the top of the report modules: it answers the questions about the
+//! registered reports (which one a name is, what a set of them needs recorded and analysed)
+//! and hands the summary its sections. No report module imports it.
 
 pub mod callers;
+pub mod def;
 pub mod needs;
+pub mod process;
 pub mod processes;
 pub mod rows;
 pub mod runqueue;
@@ -21,27 +27,27 @@ pub mod text;
 pub mod tree;
 pub mod view;
 
-use clrspy_analysis::Analysis;
+use clr_events::provider_spec::ProviderSpec;
+use clrspy_analysis::{Analysis, ModelSet};
 
-pub use needs::{models_for, providers_for, Needs};
+pub use def::ReportDef;
+pub use needs::{Models, Needs};
 pub use rows::{MethodWeight, NameCount, StackCount};
 pub use sections::{HtmlDef, SummaryDef};
 pub use text::{window_line, TextStyle};
-pub use view::{
-    write_json, Models, Report, ReportDef, ReportOptions, ReportView, TextView, TreeOptions,
-};
+pub use view::{write_json, Report, ReportOptions, ReportView, TextView, TreeOptions};
 
 /// Declares each report's module and derives [`ReportKind`] from the list: one variant per
-/// report, in the list's order, each mapped to its module's `REPORT`.
+/// report, in the list's order, each mapped to its declaration (its module's `REPORT`).
 macro_rules! reports {
-    ($($m:ident: $v:ident),* $(,)?) => {
+    ($($m:ident: $v:ident => $def:expr),* $(,)?) => {
         $(pub mod $m;)*
 
         /// Which report: one per entry of the registry.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum ReportKind {
             $(
-                #[doc = concat!("The `", stringify!($m), "` report (its `REPORT`).")]
+                #[doc = concat!("The `", stringify!($m), "` report.")]
                 $v,
             )*
         }
@@ -53,7 +59,7 @@ macro_rules! reports {
             /// Its declaration.
             pub fn def(self) -> &'static ReportDef {
                 match self {
-                    $(ReportKind::$v => &$m::REPORT,)*
+                    $(ReportKind::$v => &$def,)*
                 }
             }
         }
@@ -61,15 +67,28 @@ macro_rules! reports {
 }
 
 reports!(
-    summary: Summary,
-    cpu: Cpu,
-    waits: Waits,
-    alloc: Alloc,
-    exceptions: Exceptions,
-    contention: Contention,
-    gc: Gc,
-    threads: Threads,
+    summary: Summary => SUMMARY,
+    cpu: Cpu => cpu::REPORT,
+    waits: Waits => waits::REPORT,
+    alloc: Alloc => alloc::REPORT,
+    exceptions: Exceptions => exceptions::REPORT,
+    contention: Contention => contention::REPORT,
+    gc: Gc => gc::REPORT,
+    threads: Threads => threads::REPORT,
 );
+
+/// The `summary` report's declaration: its module's, built from the summary sections of the
+/// registered reports.
+const SUMMARY: ReportDef =
+    summary::report(|a, o| Box::new(summary::build(a, o, &summary_sections())));
+
+/// The summary sections the registered reports declare, in the registry's order.
+fn summary_sections() -> Vec<SummaryDef> {
+    ReportKind::ALL
+        .into_iter()
+        .filter_map(|k| k.def().summary)
+        .collect()
+}
 
 /// Builds the report `kind` of an analysis.
 pub fn build(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> Report {
@@ -79,3 +98,87 @@ pub fn build(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> Report {
     };
     (kind.def().build)(a, o)
 }
+
+impl ReportKind {
+    /// Its name on the command line and as a JSON key.
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    /// What it shows, in words.
+    pub fn description(self) -> &'static str {
+        self.def().description
+    }
+
+    /// What the report needs recorded.
+    pub fn needs(self) -> Needs {
+        self.def().needs
+    }
+
+    /// The analysis models the report reads (symbols always run); a name the model registry
+    /// does not know (a test checks there is none) picks every model.
+    pub fn models(self) -> ModelSet {
+        let named = |names| ModelSet::named(names).unwrap_or(ModelSet::ALL);
+        match self.def().models {
+            Models::Named(names) => named(names),
+            Models::OfSummarySections => ReportKind::ALL
+                .into_iter()
+                .filter(|k| k.def().summary.is_some())
+                .filter_map(|k| match k.def().models {
+                    Models::Named(names) => Some(named(names)),
+                    Models::OfSummarySections => None,
+                })
+                .fold(ModelSet::NONE, ModelSet::union),
+        }
+    }
+}
+
+impl std::str::FromStr for ReportKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ReportKind, String> {
+        ReportKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown report '{s}'"))
+    }
+}
+
+/// The models an analysis for `kinds` runs.
+pub fn models_for(kinds: &[ReportKind]) -> ModelSet {
+    kinds
+        .iter()
+        .fold(ModelSet::NONE, |set, k| set.union(k.models()))
+}
+
+/// The providers a recording for `kinds` enables: the runtime provider with the union of
+/// their keywords (loader and JIT always, for names) at the highest level any needs, and the
+/// sample profiler when one needs samples.
+pub fn providers_for(kinds: &[ReportKind]) -> Vec<ProviderSpec> {
+    let mut keywords = needs::LOADER_AND_JIT;
+    let mut level = 4;
+    let mut samples = false;
+    for n in kinds.iter().map(|k| k.needs()) {
+        keywords |= n.runtime_keywords;
+        level = level.max(n.runtime_level);
+        samples |= n.samples;
+    }
+    let mut p = vec![ProviderSpec {
+        name: clr_events::RUNTIME_PROVIDER.into(),
+        keywords,
+        level,
+        arguments: None,
+    }];
+    if samples {
+        p.push(ProviderSpec {
+            name: clr_events::SAMPLE_PROFILER_PROVIDER.into(),
+            keywords: 0,
+            level: 5,
+            arguments: None,
+        });
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests;

@@ -11,11 +11,10 @@ use std::io::{self, Write};
 use clrspy_analysis::{Analysis, Metric, StackFilter};
 use serde::Serialize;
 
+use super::process::process_cpu;
 use super::rows::MethodWeight;
 use super::text::{method_table, TextStyle, Unit};
-use super::threads::process_cpu;
 use super::view::TextView;
-use super::ReportKind;
 use crate::units::{fit, percent, round1};
 
 /// The traces of a folder (`*.nettrace`, `*.nettrace.zip`; not its subfolders), by name.
@@ -270,10 +269,6 @@ fn advice(sampled: bool) -> Vec<String> {
 
 impl TextView for ProcessesReport {
     /// The summary of a folder (a process tree).
-    fn kind(&self) -> ReportKind {
-        ReportKind::Summary
-    }
-
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         writeln!(
             out,

@@ -10,13 +10,12 @@ use clrspy_analysis::{Analysis, Metric};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use super::process::{process_cpu, ProcessCpu};
 use super::rows::MethodWeight;
 use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::{method_table, TextStyle, Unit};
-use super::threads::{process_cpu, ProcessCpu};
 use super::tree::{write_tree_with, Columns};
 use super::view::{ReportOptions, TextView, TreeOptions};
-use super::ReportKind;
 use crate::units::{percent, round1};
 
 /// The footnote under the method tables when `[unsampled]` is one of their rows.
@@ -298,10 +297,6 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
 }
 
 impl TextView for StackReport {
-    fn kind(&self) -> ReportKind {
-        ReportKind::of_metric(self.metric)
-    }
-
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         let what = if self.metric == Metric::Cpu {
             "CPU"

@@ -1,6 +1,7 @@
 //! The `summary` report: one screen over everything the trace supports, with the commands to
 //! run next. Past its heading and warnings it is made of the summary sections that the
-//! registry's reports declare ([`super::sections`]), in their order: it names no report.
+//! registry's reports declare ([`super::sections`]), in their order: it names no report, and
+//! the registry hands it those sections ([`report`], [`build`]).
 
 use std::io::{self, Write};
 
@@ -9,22 +10,25 @@ use clrspy_analysis::{Analysis, DecodeFailures};
 use serde::ser::{Error as _, SerializeMap};
 use serde::{Serialize, Serializer};
 
-use super::needs::Needs;
-use super::sections::{SummaryInput, SummarySection};
+use super::needs::{Models, Needs};
+use super::sections::{SummaryDef, SummaryInput, SummarySection};
 use super::text::TextStyle;
-use super::view::{Models, ReportDef, ReportOptions, TextView};
-use super::ReportKind;
+use super::def::ReportDef;
+use super::view::{Report, ReportOptions, TextView};
 
-/// The `summary` report.
-pub const REPORT: ReportDef = ReportDef {
-    name: "summary",
-    description: "One screen over everything the trace supports, with what to look at next",
-    needs: Needs::SAMPLES,
-    models: Models::OfSummarySections,
-    build: |a, o| Box::new(build(a, o)),
-    summary: None,
-    html: None,
-};
+/// The `summary` report's declaration with its builder, which the registry gives: it builds
+/// the summary ([`build`]) from the summary sections of the registry's reports.
+pub const fn report(build: fn(&Analysis, &ReportOptions) -> Report) -> ReportDef {
+    ReportDef {
+        name: "summary",
+        description: "One screen over everything the trace supports, with what to look at next",
+        needs: Needs::SAMPLES,
+        models: Models::OfSummarySections,
+        build,
+        summary: None,
+        html: None,
+    }
+}
 
 /// What the summary says of the trace itself, before the sections.
 #[derive(Clone, Debug, Serialize)]
@@ -100,13 +104,11 @@ impl Serialize for SummaryReport {
     }
 }
 
-/// Builds the summary: the sections of every report that declares one, smallest order first.
-pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
+/// Builds the summary of `sections` (those of every report that declares one), smallest order
+/// first.
+pub fn build(a: &Analysis, o: &ReportOptions, sections: &[SummaryDef]) -> SummaryReport {
     let input = SummaryInput::new(a, o);
-    let mut defs: Vec<_> = ReportKind::ALL
-        .into_iter()
-        .filter_map(|k| k.def().summary)
-        .collect();
+    let mut defs = sections.to_vec();
     defs.sort_by_key(|d| d.order);
     let sections: Vec<Box<dyn SummarySection>> = defs.iter().map(|d| (d.build)(&input)).collect();
     let next = sections
@@ -133,10 +135,6 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> SummaryReport {
 }
 
 impl TextView for SummaryReport {
-    fn kind(&self) -> ReportKind {
-        ReportKind::Summary
-    }
-
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         let h = &self.header;
         writeln!(

@@ -1,88 +1,13 @@
-//! What a report is, shared by every report module: its declaration ([`ReportDef`]), what it
-//! is built with ([`ReportOptions`], [`TreeOptions`]), its views ([`TextView`],
-//! [`ReportView`]) and its JSON writing. It imports no report, so every report can import it.
+//! What a report is, shared by every report module: what it is built with
+//! ([`ReportOptions`], [`TreeOptions`]), its views ([`TextView`], [`ReportView`]) and its JSON
+//! writing. It imports no report and not the registry, so every report can import it.
 
 use std::io::{self, Write};
 
-use clrspy_analysis::{Analysis, Metric, StackFilter};
+use clrspy_analysis::StackFilter;
 use serde::Serialize;
 
-use super::needs::Needs;
-use super::sections::{HtmlDef, SummaryDef};
 use super::text::TextStyle;
-use super::ReportKind;
-
-/// A report's declaration: its name, what it needs recorded and analysed, its builder (whose
-/// object carries its text and JSON views), and what it adds to the summary and the HTML
-/// report. Each report file holds its `pub const REPORT`; the `reports!` list in
-/// [`crate::report`] registers it, and [`ReportKind`] is derived from that list.
-#[derive(Clone, Copy)]
-pub struct ReportDef {
-    /// Its name on the command line and as a JSON key.
-    pub name: &'static str,
-    /// What it shows, in words.
-    pub description: &'static str,
-    /// What it needs recorded (`clrspy profile` enables the providers of the reports chosen).
-    pub needs: Needs,
-    /// The analysis models it reads (`clrspy report NAME` runs only those).
-    pub models: Models,
-    /// Builds the report (options normalized by [`crate::report::build`]).
-    pub build: fn(&Analysis, &ReportOptions) -> Report,
-    /// Its section of the summary, if it has one.
-    pub summary: Option<SummaryDef>,
-    /// Its section of the HTML report, if it has one.
-    pub html: Option<HtmlDef>,
-}
-
-impl std::fmt::Debug for ReportDef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReportDef")
-            .field("name", &self.name)
-            .field("models", &self.models)
-            .finish()
-    }
-}
-
-/// The models a report reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Models {
-    /// These, by their names in the model registry (symbols always run).
-    Named(&'static [&'static str]),
-    /// Those of every report with a summary section (the summary's).
-    OfSummarySections,
-}
-
-impl ReportKind {
-    /// Its name on the command line and as a JSON key.
-    pub fn name(self) -> &'static str {
-        self.def().name
-    }
-
-    /// What it shows, in words.
-    pub fn description(self) -> &'static str {
-        self.def().description
-    }
-
-    /// The stack report of a metric: CPU time or waiting time.
-    pub(crate) fn of_metric(metric: Metric) -> ReportKind {
-        if metric == Metric::Cpu {
-            ReportKind::Cpu
-        } else {
-            ReportKind::Waits
-        }
-    }
-}
-
-impl std::str::FromStr for ReportKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<ReportKind, String> {
-        ReportKind::ALL
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown report '{s}'"))
-    }
-}
 
 /// How the call tree is laid out in text.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -143,8 +68,6 @@ impl Default for ReportOptions {
 
 /// A built report: its JSON and text views.
 pub trait ReportView {
-    /// Which report it is.
-    fn kind(&self) -> ReportKind;
     /// The JSON view (keys in docs/report-json.md).
     fn json(&self) -> serde_json::Value;
     /// The text view.
@@ -154,17 +77,11 @@ pub trait ReportView {
 /// A report object's text view; its JSON view is its serialization (every report object
 /// implements this, and so [`ReportView`]).
 pub trait TextView: Serialize {
-    /// Which report it is.
-    fn kind(&self) -> ReportKind;
     /// The text view.
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()>;
 }
 
 impl<T: TextView> ReportView for T {
-    fn kind(&self) -> ReportKind {
-        TextView::kind(self)
-    }
-
     fn json(&self) -> serde_json::Value {
         to_json(self)
     }

@@ -7,15 +7,16 @@ use std::io::{self, Write};
 
 use clrspy_analysis::{Analysis, Metric};
 
-use super::needs::Needs;
+use super::needs::{Models, Needs};
 use super::runqueue::{self, CpuThrottling};
 use super::sections::{
     Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
 };
 use super::stack::StackReport;
 use super::text::TextStyle;
-use super::view::{to_json, Models, ReportDef};
-use crate::html::table;
+use super::def::ReportDef;
+use super::view::to_json;
+use crate::html::markup::table;
 
 /// The `waits` report.
 pub const REPORT: ReportDef = ReportDef {

@@ -9,8 +9,8 @@ use std::time::Duration;
 use clrspy_analysis::heap::{diff::diff, HeapModel, RootPath, TypeStats};
 use serde_json::{json, Value};
 
-use super::{View, ViewError};
-use crate::report::TextStyle;
+use super::view::{View, ViewError};
+use crate::report::text::TextStyle;
 use crate::units::group;
 
 /// Paths from the roots shown for one type.

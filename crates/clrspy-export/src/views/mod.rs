@@ -5,49 +5,16 @@
 //! one [`Input`] variant, one [`InputKind`] variant and its views' entries.
 
 pub mod heap;
+mod view;
 
-use std::io::{self, Write};
 use std::time::Duration;
 
 use clrspy_analysis::heap::HeapModel;
 use clrspy_analysis::Analysis;
 
-use crate::report::{self, Needs, Report, ReportKind, ReportOptions, TextStyle};
+use crate::report::{self, Needs, ReportKind, ReportOptions};
 
-/// A built view: its JSON and text views.
-pub trait View {
-    /// The JSON view.
-    fn json(&self) -> serde_json::Value;
-    /// The text view.
-    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()>;
-}
-
-impl View for Report {
-    fn json(&self) -> serde_json::Value {
-        report::ReportView::json(self.as_ref())
-    }
-
-    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
-        report::ReportView::write_text(self.as_ref(), out, style)
-    }
-}
-
-/// A view that could not be built from its input, with what to try instead.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ViewError {
-    /// What is wrong.
-    pub message: String,
-    /// What to try, when something can be said.
-    pub hint: Option<String>,
-}
-
-impl std::fmt::Display for ViewError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ViewError {}
+pub use view::{View, ViewError};
 
 /// What a view is built from.
 pub enum Input<'a> {

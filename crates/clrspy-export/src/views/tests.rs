@@ -1,6 +1,7 @@
 //! The registry and the heap views on a hand-made snapshot.
 
 use super::*;
+use crate::report::TextStyle;
 use gcdump::GraphBuilder;
 
 /// roots → [static var P.Cache] → Holder(100) → Item(10), Item(20); an unreachable Item(7).
