@@ -234,7 +234,10 @@ pub fn launch_live(
     on_spawned: &mut dyn FnMut(u32),
     on_progress: OnProgress<'_>,
 ) -> Result<Launched> {
-    let file = rec.out.map(|p| open_output(p, rec.ring)).transpose()?;
+    let file = rec
+        .out
+        .map(|p| open_output(p, rec.ring, rec.config))
+        .transpose()?;
     let server = ReverseServer::bind(&socket_path())?;
     let ports_value = server.diagnostic_ports_value();
     let (hub, first) = start_port(server, opts.extra_runtimes)?;

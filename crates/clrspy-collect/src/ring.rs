@@ -15,10 +15,11 @@
 //! events the runtime lost.
 //!
 //! The bound: the finished file holds at most `budget` bytes plus one block, plus what arrived
-//! after the runtime was asked to stop (its last buffered events and the rundown, never
-//! dropped: the rundown names the kept window's methods), unless the header, metadata and the
-//! stacks of the open sequence-point interval alone are more (they are never dropped); disk
-//! use while recording is that plus one chunk.
+//! after the runtime was asked to stop or began its rundown (a target that exits ends the
+//! session itself) — its last buffered events and the rundown, never dropped: the rundown names
+//! the kept window's methods, up to four budgets or 256 MB, whichever is more — unless the
+//! header, metadata and the stacks of the open sequence-point interval alone are more (they
+//! are never dropped); disk use while recording is that plus one chunk.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -36,6 +37,33 @@ use crate::{Error, Result};
 /// by id: stacks, and V6 label lists.
 fn interned(b: &Block) -> bool {
     b.is_stack() || b.kind == BlockKind::LabelList
+}
+
+/// The rundown provider.
+const RUNDOWN_PROVIDER: &str = "Microsoft-Windows-DotNETRuntimeRundown";
+
+/// The rundown provider's name as NetTrace 4-5 metadata spells it (UTF-16LE): the runtime defines its events
+/// when the rundown starts, at the session's end.
+const RUNDOWN_PROVIDER_UTF16: &[u8] = &{
+    const NAME: &[u8] = RUNDOWN_PROVIDER.as_bytes();
+    let mut out = [0u8; 2 * NAME.len()];
+    let mut i = 0;
+    while i < NAME.len() {
+        out[2 * i] = NAME[i];
+        i += 1;
+    }
+    out
+};
+
+/// What may arrive after the stop, kept beyond the budget, at least (four budgets when more).
+const AFTER_STOP_MIN_BOUND: u64 = 256 << 20;
+
+/// True when a metadata block defines an event of the rundown provider (its name is UTF-16 in
+/// NetTrace 4-5 metadata, UTF-8 in V6).
+fn defines_rundown(block: &[u8]) -> bool {
+    [RUNDOWN_PROVIDER_UTF16, RUNDOWN_PROVIDER.as_bytes()]
+        .iter()
+        .any(|name| block.windows(name.len()).any(|w| w == *name))
 }
 
 /// Slack counted per block: re-framing may pad a payload by up to 3 more bytes.
@@ -95,6 +123,8 @@ struct Store {
     /// `received` when the runtime was asked to stop: from there on nothing is dropped (the
     /// rundown and the last buffered events are kept beyond the budget).
     stopped_at: Option<u64>,
+    /// Take the rundown provider's first metadata as the session's end (see [`open_output`]).
+    detect_rundown: bool,
     /// Blocks dropped, and sequence points seen.
     pub(crate) dropped_blocks: u64,
     pub(crate) dropped_bytes: u64,
@@ -124,6 +154,7 @@ impl Store {
             end: None,
             received: 0,
             stopped_at: None,
+            detect_rundown: true,
             dropped_blocks: 0,
             dropped_bytes: 0,
             sequence_points: 0,
@@ -154,6 +185,11 @@ impl Store {
                 self.header = bytes;
             }
             Item::Block(b) if b.is_persistent() => {
+                if self.detect_rundown && self.stopped_at.is_none() && defines_rundown(&bytes) {
+                    // The runtime started its rundown (the session is ending, whoever ended
+                    // it: a target that exits ends it too): keep what follows.
+                    self.stopped_at = Some(self.received.saturating_sub(bytes.len() as u64));
+                }
                 self.meta_bytes += b.len() + REFRAME_SLACK;
                 self.meta.push((b, bytes));
             }
@@ -217,7 +253,13 @@ impl Store {
     /// to stop: the rundown that follows names the kept window's methods and must not push it
     /// out (a large app's rundown is about as big as a 16 MB ring).
     fn trim(&mut self) -> io::Result<()> {
-        if self.stopped_at.is_some() {
+        // Past a bound (a rundown provider enabled by hand would define its events at the
+        // start), the ring is a ring again: disk stays bounded.
+        let bound = self.budget.saturating_mul(4).max(AFTER_STOP_MIN_BOUND);
+        if self
+            .stopped_at
+            .is_some_and(|at| self.received.saturating_sub(at) <= bound)
+        {
             return Ok(());
         }
         let mut from = 0;
@@ -542,10 +584,26 @@ impl SpliceOutput for RingStore {
     }
 }
 
-/// The output for a recording: the trace file, or a ring of `ring` bytes writing it at the end.
-pub(crate) fn open_output(path: &Path, ring: Option<u64>) -> Result<Box<dyn ByteSink>> {
+/// The output for a recording of `config`: the trace file, or a ring of `ring` bytes writing
+/// it at the end. The ring takes the rundown provider's first metadata as the session's end
+/// unless `config` enables that provider itself (its events may then come at the start).
+pub(crate) fn open_output(
+    path: &Path,
+    ring: Option<u64>,
+    config: &diagnostics_client::SessionConfig,
+) -> Result<Box<dyn ByteSink>> {
     Ok(match ring {
-        Some(budget) => Box::new(RingSink::create(path, budget)?),
+        Some(budget) => {
+            let mut sink = RingSink::create(path, budget)?;
+            let own = config
+                .providers
+                .iter()
+                .any(|p| p.name.eq_ignore_ascii_case(RUNDOWN_PROVIDER));
+            if let Some(st) = sink.output_mut() {
+                st.store.detect_rundown = !own;
+            }
+            Box::new(sink)
+        }
         None => Box::new(FileSink::create(path)?),
     })
 }

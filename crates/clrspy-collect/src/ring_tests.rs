@@ -254,6 +254,78 @@ fn what_arrives_after_the_stop_is_kept_beyond_the_budget() {
     assert_eq!(plain_stats.after_stop_bytes, 0);
 }
 
+/// A trace of `n` events of provider `App`, then `rundown` events of the rundown provider
+/// (whose metadata the writer defines at its first event, as the runtime does at a session's
+/// end), each event with a 200-byte payload.
+fn app_then_rundown(format: nettrace::WriteFormat, n: usize, rundown: usize) -> Vec<u8> {
+    use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};
+    let options = WriterOptions {
+        format,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), options).unwrap();
+    let app = w
+        .define(&EventMetadata {
+            provider: "App".into(),
+            event_id: 1,
+            ..EventMetadata::default()
+        })
+        .unwrap();
+    let payload = vec![7u8; 200];
+    let mut ts = 0i64;
+    let write = |w: &mut TraceWriter<Vec<u8>>, m: u32, ts: i64| {
+        w.write(&EventRecord {
+            metadata_id: m,
+            thread_id: 1,
+            capture_thread_id: 1,
+            timestamp: ts,
+            payload: &payload,
+            ..EventRecord::default()
+        })
+        .unwrap();
+    };
+    for _ in 0..n {
+        ts += 1000;
+        write(&mut w, app, ts);
+    }
+    let rd = w
+        .define(&EventMetadata {
+            provider: "Microsoft-Windows-DotNETRuntimeRundown".into(),
+            event_id: 144,
+            ..EventMetadata::default()
+        })
+        .unwrap();
+    for _ in 0..rundown {
+        ts += 1000;
+        write(&mut w, rd, ts);
+    }
+    w.finish().unwrap()
+}
+
+#[test]
+fn a_rundown_the_target_started_is_kept_too() {
+    // A target that exits ends its session itself and nobody tells the ring to stop; the
+    // rundown provider's metadata, defined when its first event comes, says it.
+    // The runtime's NetTrace 4 framing names providers in UTF-16, V6 in UTF-8.
+    for format in [nettrace::WriteFormat::V5, nettrace::WriteFormat::V6] {
+        let d = app_then_rundown(format, 20_000, 3_000);
+        let is_rundown = |e: &Ev| e.0 == "Microsoft-Windows-DotNETRuntimeRundown";
+        let all = original(&d);
+        let (out, stats) = ring(&d, 300_000, 8192, "self-ended");
+        let kept = events(&out);
+        assert!(
+            stats.dropped_blocks > 0 && stats.after_stop_bytes > 0,
+            "{format:?}: {stats:?}"
+        );
+        assert_eq!(kept.iter().filter(|e| is_rundown(e)).count(), 3_000);
+        assert!(is_tail_subsequence(&kept, &all));
+        // The window before it is the budget's worth, as without a rundown: about 300 KB of
+        // 200-byte events, not the few the rundown would have left.
+        let app = kept.iter().filter(|e| !is_rundown(e)).count();
+        assert!(app > 1_000, "{format:?}: {app} app events kept");
+    }
+}
+
 #[test]
 fn the_bound_is_the_budget_plus_one_block_when_stacks_fit() {
     let d = data("trace.nettrace");

@@ -78,7 +78,10 @@ pub fn record_live(
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
     // The file first: an unwritable path fails before the target is touched.
-    let file = rec.out.map(|p| open_output(p, rec.ring)).transpose()?;
+    let file = rec
+        .out
+        .map(|p| open_output(p, rec.ring, rec.config))
+        .transpose()?;
     let to: Arc<dyn Connector> = Arc::new(endpoint.clone());
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
     pump(session, to, file, endpoint.pid, rec, live, on_progress)
@@ -96,7 +99,10 @@ pub fn record_via(
     after_start: &mut dyn FnMut() -> Result<()>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
-    let file = rec.out.map(|p| open_output(p, rec.ring)).transpose()?;
+    let file = rec
+        .out
+        .map(|p| open_output(p, rec.ring, rec.config))
+        .transpose()?;
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
     after_start()?;
     pump(session, to, file, pid, rec, live, on_progress)

@@ -132,6 +132,11 @@ impl<O: SpliceOutput> SplicedSink<O> {
         self.splicer.as_ref().map(|s| s.get_ref())
     }
 
+    /// The output, to set up, until the sink is finished.
+    pub(crate) fn output_mut(&mut self) -> Option<&mut O> {
+        self.splicer.as_mut().map(|s| s.get_mut())
+    }
+
     /// The report, once finished.
     pub(crate) fn report(&self) -> Option<&SinkReport> {
         self.finished.as_ref()

@@ -260,7 +260,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
 fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
     if let Some(r) = &summary.ring {
         eprintln!(
-            "Ring: kept the newest {} of {} bytes received ({} blocks dropped; {} sequence points; the last {} bytes, from the stop on, the rundown's method names included, are kept beyond the ring's size).",
+            "Ring: kept the newest {} of {} bytes received ({} blocks dropped; {} sequence points; the last {} bytes, from the session's end on, the rundown's method names included, are kept beyond the ring's size).",
             summary.bytes, r.received, r.dropped_blocks, r.sequence_points, r.after_stop_bytes
         );
     }
