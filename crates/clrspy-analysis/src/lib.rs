@@ -455,6 +455,18 @@ impl Analysis {
         let in_range = self.in_range(ts);
         let mut stack = None;
         let mut interned = false;
+        let mut mev = ModelEvent {
+            provider,
+            id: ev.event_id(),
+            version: ev.version(),
+            ts_ns: ts,
+            thread_id: ev.thread_id,
+            payload: ev.payload,
+            pointer_size: self.pointer_size,
+            stack: None,
+            // The built-in models read no context: only the registered ones get it.
+            context: EventContext::default(),
+        };
         for k in 0..self.routes[r].len() {
             let route = self.routes[r][k];
             if route.windowed && !in_range {
@@ -464,17 +476,10 @@ impl Analysis {
                 stack = self.stacks.intern(&ev.stack);
                 interned = true;
             }
-            let mev = ModelEvent {
-                provider,
-                id: ev.event_id(),
-                version: ev.version(),
-                ts_ns: ts,
-                thread_id: ev.thread_id,
-                payload: ev.payload,
-                pointer_size: self.pointer_size,
-                stack: if route.stack { stack } else { None },
-                context: EventContext::of(ev),
-            };
+            mev.stack = if route.stack { stack } else { None };
+            if matches!(route.target, Target::Boxed(_)) {
+                mev.context = EventContext::of(ev);
+            }
             let result = match route.target {
                 Target::Symbols => self.symbols.on_event(&mev),
                 Target::Modules => self.module_map(&mev),
