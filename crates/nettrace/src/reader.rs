@@ -350,8 +350,19 @@ impl<S: ByteSource> Reader<S> {
     }
 
     /// Reads blocks until one with events to iterate is current: `Ok(false)` at the end.
-    #[inline]
+    /// Called once per event: the usual case (a block is current) is a test inlined into the
+    /// caller; reading the next block is a call of its own.
+    #[inline(always)]
     fn enter_block(&mut self) -> Result<bool> {
+        if self.cur.is_some() {
+            return Ok(true);
+        }
+        self.next_current_block()
+    }
+
+    /// [`Reader::enter_block`]'s slow half: reads blocks until one is current.
+    #[inline(never)]
+    fn next_current_block(&mut self) -> Result<bool> {
         while self.cur.is_none() {
             if self.done {
                 return Ok(false);
