@@ -21,8 +21,9 @@
 
 use nettrace::{EventMetadata, FieldDesc, FieldType};
 
-use crate::layout::d::{string, uint16, uint32, uint64};
+use crate::layout::d::{array, string, uint16, uint32, uint64};
 use crate::layout::FieldDef;
+use crate::layout::Scalar;
 use crate::view::{Cursor, Utf16Str, ViewError};
 
 /// The provider's name.
@@ -52,6 +53,11 @@ pub mod ids {
     pub const CGROUP_CPU: u32 = 10;
     /// `Ring`: once, at the end of a ring buffer's trace: what the ring kept and dropped.
     pub const RING: u32 = 11;
+    /// `KernelSample`: a CPU sample the kernel took (`perf_event_open`, `cpu-clock`) of a
+    /// thread on a CPU; its user-space stack is the event's stack, its thread the payload's.
+    pub const KERNEL_SAMPLE: u32 = 12;
+    /// `KernelSampler`: once, the kernel sampler's rate; at the end, what it counted.
+    pub const KERNEL_SAMPLER: u32 = 13;
 }
 
 /// One event of the provider.
@@ -122,6 +128,20 @@ const RING_FIELDS: &[FieldDef] = &[
     uint64("DroppedBytes"),
 ];
 
+/// The frames are a NetTrace array (type code 19: a `u16` count, then the elements): the
+/// count is `FrameCount` here, one field with `Frames` in the metadata.
+const KERNEL_SAMPLE_FIELDS: &[FieldDef] = &[
+    uint32("ThreadID"),
+    uint16("FrameCount"),
+    array("Frames", Scalar::U64, "FrameCount"),
+];
+const KERNEL_SAMPLER_FIELDS: &[FieldDef] = &[
+    uint32("RateHz"),
+    uint64("Samples"),
+    uint64("Lost"),
+    uint32("Threads"),
+];
+
 /// Every event of the provider (version 0, level informational).
 pub const EVENTS: &[EventDef] = &[
     EventDef {
@@ -190,6 +210,18 @@ pub const EVENTS: &[EventDef] = &[
         fields: RING_FIELDS,
         required: RING_FIELDS.len(),
     },
+    EventDef {
+        id: ids::KERNEL_SAMPLE,
+        name: "KernelSample",
+        fields: KERNEL_SAMPLE_FIELDS,
+        required: KERNEL_SAMPLE_FIELDS.len(),
+    },
+    EventDef {
+        id: ids::KERNEL_SAMPLER,
+        name: "KernelSampler",
+        fields: KERNEL_SAMPLER_FIELDS,
+        required: KERNEL_SAMPLER_FIELDS.len(),
+    },
 ];
 
 /// The definition of event `id`.
@@ -208,14 +240,7 @@ pub fn metadata() -> Vec<EventMetadata> {
             event_name: e.name.into(),
             version: 0,
             level: 4,
-            fields: e
-                .fields
-                .iter()
-                .map(|f| FieldDesc {
-                    name: f.name.into(),
-                    ty: field_type(f),
-                })
-                .collect(),
+            fields: metadata_fields(e),
             ..EventMetadata::default()
         })
         .collect()
@@ -229,28 +254,66 @@ pub fn check_metadata(id: u32, fields: &[FieldDesc]) -> Result<(), ViewError> {
     let Some(e) = event(id) else {
         return Ok(());
     };
-    for (k, def) in e.fields.iter().enumerate() {
+    let want = metadata_fields(e);
+    // Only events without arrays have optional fields; an array's count is no field of its own.
+    let required = if e.required == e.fields.len() {
+        want.len()
+    } else {
+        e.required
+    };
+    for (k, def) in want.iter().enumerate() {
         let ok = match fields.get(k) {
-            Some(f) => f.name == def.name && f.ty == field_type(def),
-            None => k >= e.required,
+            Some(f) => f.name == def.name && f.ty == def.ty,
+            None => k >= required,
         };
         if !ok {
+            let field = e
+                .fields
+                .iter()
+                .find(|f| f.name == def.name)
+                .map_or("", |f| f.name);
             return Err(ViewError {
                 event: e.name,
                 version: 0,
-                error: crate::DecodeError::WrongType { field: def.name },
+                error: crate::DecodeError::WrongType { field },
             });
         }
     }
     Ok(())
 }
 
-fn field_type(f: &FieldDef) -> FieldType {
-    use crate::layout::{FieldKind, Scalar};
-    match f.kind {
-        FieldKind::Scalar(Scalar::U16) => FieldType::U16,
-        FieldKind::Scalar(Scalar::U32) => FieldType::U32,
-        FieldKind::Scalar(Scalar::UnicodeString) => FieldType::String16,
+/// An event's fields as its NetTrace metadata declares them: an array's count field is part
+/// of the array there (its `u16` prefix).
+fn metadata_fields(e: &EventDef) -> Vec<FieldDesc> {
+    use crate::layout::FieldKind;
+    let counts: Vec<&str> = e
+        .fields
+        .iter()
+        .filter_map(|f| match f.kind {
+            FieldKind::Array { count, .. } => Some(count),
+            _ => None,
+        })
+        .collect();
+    e.fields
+        .iter()
+        .filter(|f| !counts.contains(&f.name))
+        .map(|f| FieldDesc {
+            name: f.name.into(),
+            ty: match f.kind {
+                FieldKind::Array { elem, .. } => FieldType::Array(Box::new(scalar_type(elem))),
+                FieldKind::Scalar(s) => scalar_type(s),
+                // The table above uses no other kinds.
+                _ => FieldType::U64,
+            },
+        })
+        .collect()
+}
+
+fn scalar_type(s: Scalar) -> FieldType {
+    match s {
+        Scalar::U16 => FieldType::U16,
+        Scalar::U32 => FieldType::U32,
+        Scalar::UnicodeString => FieldType::String16,
         // The table above uses only these four.
         _ => FieldType::U64,
     }
@@ -445,6 +508,87 @@ impl<'a> ThreadName<'a> {
     pub fn encode(thread_id: u32, name: &str, out: &mut Vec<u8>) {
         out.extend_from_slice(&thread_id.to_le_bytes());
         put_str(out, name);
+    }
+}
+
+/// `KernelSample`: the sampled thread and its user-space stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSample<'a> {
+    /// The OS thread id.
+    pub thread_id: u32,
+    /// The return addresses, innermost first, as 8-byte little-endian values (a
+    /// [`nettrace::Stack`] of pointer size 8 reads them as they are).
+    pub frames: &'a [u8],
+}
+
+impl<'a> KernelSample<'a> {
+    /// The most frames one sample keeps (the array's `u16` count).
+    pub const MAX_FRAMES: usize = u16::MAX as usize;
+
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<KernelSample<'a>, ViewError> {
+        let short = |field: &'static str, offset: usize, needed: usize| ViewError {
+            event: "KernelSample",
+            version: 0,
+            error: crate::DecodeError::Truncated {
+                field,
+                offset,
+                needed,
+                available: payload.len().saturating_sub(offset),
+            },
+        };
+        let head = payload.get(..6).ok_or_else(|| short("ThreadID", 0, 6))?;
+        let thread_id = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let n = usize::from(u16::from_le_bytes([head[4], head[5]]));
+        let frames = payload
+            .get(6..6 + n * 8)
+            .ok_or_else(|| short("Frames", 6, n * 8))?;
+        Ok(KernelSample { thread_id, frames })
+    }
+
+    /// Writes a payload: `frames` innermost first (at most [`Self::MAX_FRAMES`]; the
+    /// outermost beyond are left out).
+    pub fn encode(thread_id: u32, frames: &[u64], out: &mut Vec<u8>) {
+        let frames = &frames[..frames.len().min(Self::MAX_FRAMES)];
+        out.extend_from_slice(&thread_id.to_le_bytes());
+        out.extend_from_slice(&(frames.len() as u16).to_le_bytes());
+        for f in frames {
+            out.extend_from_slice(&f.to_le_bytes());
+        }
+    }
+}
+
+/// `KernelSampler`: the kernel sampler's rate and, in the last one of a trace, its counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelSampler {
+    /// Samples per second per thread on a CPU.
+    pub rate_hz: u32,
+    /// Samples taken so far.
+    pub samples: u64,
+    /// Samples the kernel dropped (a full ring buffer) so far.
+    pub lost: u64,
+    /// Threads sampled so far.
+    pub threads: u32,
+}
+
+impl KernelSampler {
+    /// Reads the payload.
+    pub fn parse(payload: &[u8]) -> Result<KernelSampler, ViewError> {
+        let mut c = cursor(ids::KERNEL_SAMPLER, payload)?;
+        Ok(KernelSampler {
+            rate_hz: c.u32("RateHz")?,
+            samples: c.u64("Samples")?,
+            lost: c.u64("Lost")?,
+            threads: c.u32("Threads")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.rate_hz.to_le_bytes());
+        out.extend_from_slice(&self.samples.to_le_bytes());
+        out.extend_from_slice(&self.lost.to_le_bytes());
+        out.extend_from_slice(&self.threads.to_le_bytes());
     }
 }
 

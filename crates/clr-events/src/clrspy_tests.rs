@@ -23,6 +23,25 @@ fn encoders_match_the_metadata() {
     let t = ThreadName::parse(&p).unwrap();
     assert_eq!((t.thread_id, t.name.to_string().as_str()), (7, "worker"));
     p.clear();
+    KernelSample::encode(4242, &[0x7f00_0000_1234, 0x5555_0000_0010], &mut p);
+    let k = KernelSample::parse(&p).unwrap();
+    assert_eq!(k.thread_id, 4242);
+    let ips: Vec<u64> = nettrace::Stack::new(k.frames, 8).ips().collect();
+    assert_eq!(ips, [0x7f00_0000_1234, 0x5555_0000_0010]);
+    assert!(KernelSample::parse(&p[..3]).is_err());
+    assert!(KernelSample::parse(&p[..p.len() - 1]).is_err());
+    let ksm = md.iter().find(|m| m.event_name == "KernelSample").unwrap();
+    assert_eq!(ksm.fields.len(), 2);
+    assert_eq!(ksm.fields[1].ty, FieldType::Array(Box::new(FieldType::U64)));
+    p.clear();
+    let ks = KernelSampler {
+        rate_hz: 999,
+        samples: 123_456,
+        lost: 7,
+        threads: 31,
+    };
+    ks.encode(&mut p);
+    assert_eq!(KernelSampler::parse(&p), Ok(ks));
     p.clear();
     Trigger::encode(["gen2", "a gen2 GC", "rt", "GC/Start"], 77, 5000, &mut p);
     let t = Trigger::parse(&p).unwrap();

@@ -207,6 +207,8 @@ pub struct CpuModel {
     /// Measured CPU in intervals where the thread had no sample and no earlier stack
     /// (weight units).
     unsampled: FxHashMap<u64, f64>,
+    /// The samples are the kernel's, taken only on a CPU: no waiting goes to their stacks.
+    on_cpu_samples: bool,
     /// Measured CPU per thread over the window, ns.
     measured: FxHashMap<u64, f64>,
     sampled: FxHashSet<u64>,
@@ -283,6 +285,13 @@ impl Model for CpuModel {
             windowed: true,
             event: None,
         },
+        Wanted {
+            provider: Provider::Clrspy,
+            id: clrspy::ids::KERNEL_SAMPLE,
+            stack: true,
+            windowed: true,
+            event: None,
+        },
         Wanted::clrspy(clrspy::ids::THREAD_CPU),
         Wanted::clrspy(clrspy::ids::TICK),
         Wanted::clrspy(clrspy::ids::RECORDER_CPU),
@@ -316,6 +325,12 @@ impl Model for CpuModel {
                 let r = clrspy::RecorderCpu::parse(ev.payload)?;
                 self.recorder_cpu(ev.ts_ns, r.cpu_ns, r.session_cpu_ns);
             }
+            (Provider::Clrspy, clrspy::ids::KERNEL_SAMPLE) => {
+                // The kernel samples a thread only while it is on a CPU.
+                let k = clrspy::KernelSample::parse(ev.payload)?;
+                self.on_cpu_samples = true;
+                self.sample(ev.ts_ns, u64::from(k.thread_id), ev.stack, true);
+            }
             (Provider::Known(KnownProvider::SampleProfiler), _) => {
                 // The sample's kind: anything but "managed" counts as external.
                 let managed =
@@ -335,6 +350,7 @@ impl CpuModel {
             interval_ns: interval_ns.max(1),
             agg: FxHashMap::default(),
             unsampled: FxHashMap::default(),
+            on_cpu_samples: false,
             measured: FxHashMap::default(),
             sampled: FxHashSet::default(),
             last_stack: FxHashMap::default(),
@@ -626,6 +642,12 @@ impl CpuModel {
             };
             // Waiting for a CPU is part of the waiting (readings a little apart can say more).
             let runq = queued.min(wait);
+            // On-CPU samples (the kernel's) say nothing of where the thread waited.
+            let (wait, runq) = if self.on_cpu_samples {
+                (0.0, 0.0)
+            } else {
+                (wait, runq)
+            };
             if n > 0 {
                 for (stack, _, c) in samples {
                     let f = c as f64 / n as f64;
@@ -683,6 +705,12 @@ impl CpuModel {
     /// saw (the runtime's native threads) or intervals before a thread's first sample.
     pub fn unsampled(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
         self.unsampled.iter().map(|(&t, &w)| (t, w))
+    }
+
+    /// True when the samples are the kernel's (`record --sampler kernel`): taken only while
+    /// a thread is on a CPU, so its waiting has no stacks.
+    pub fn kernel_sampled(&self) -> bool {
+        self.on_cpu_samples
     }
 
     /// True when the sampler saw `thread` (it runs managed code).

@@ -473,7 +473,15 @@ impl Analysis {
                 continue;
             }
             if route.stack && !interned {
-                stack = self.stacks.intern(&ev.stack);
+                stack = match provider {
+                    // A kernel sample's stack is in its payload.
+                    Provider::Clrspy if ev.event_id() == clr_events::clrspy::ids::KERNEL_SAMPLE => {
+                        clr_events::clrspy::KernelSample::parse(ev.payload)
+                            .ok()
+                            .and_then(|k| self.stacks.intern(&nettrace::Stack::new(k.frames, 8)))
+                    }
+                    _ => self.stacks.intern(&ev.stack),
+                };
                 interned = true;
             }
             mev.stack = if route.stack { stack } else { None };

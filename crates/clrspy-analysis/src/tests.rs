@@ -591,6 +591,61 @@ fn clrspy_events_are_read_through_their_definition() {
     assert_eq!(names, [("ModuleMap", 1), ("ThreadCpu", 1)]);
 }
 
+/// Kernel samples (clrspy `KernelSample`, the stack in the payload, on no thread) are the
+/// samples of the thread their payload names; they hold the thread's measured CPU, and its
+/// waiting goes to no stack (the kernel saw the thread only on a CPU).
+#[test]
+fn kernel_samples_carry_the_cpu_and_no_waiting() {
+    use clr_events::clrspy;
+    let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+    let md = clrspy::metadata();
+    let ids: Vec<u32> = md.iter().map(|m| w.define(m).unwrap()).collect();
+    let index = |id: u32| ids[clrspy::EVENTS.iter().position(|e| e.id == id).unwrap()];
+    let mut put = |m: u32, ms: i64, payload: &[u8]| {
+        w.write(&EventRecord {
+            metadata_id: m,
+            thread_id: u64::MAX,
+            capture_thread_id: 99,
+            timestamp: ms * 1_000_000,
+            payload,
+            ..EventRecord::default()
+        })
+        .unwrap();
+    };
+    let mut p = Vec::new();
+    clrspy::ModuleMap::encode(0x9000, 0xA000, 0x100, "/lib/libnative.so", &mut p);
+    put(index(clrspy::ids::MODULE_MAP), 0, &p);
+    for ms in [0i64, 10] {
+        let mut c = Vec::new();
+        clrspy::ThreadCpu {
+            thread_id: 7,
+            cpu_ns: ms as u64 * 400_000,
+            state: u16::from(b'R'),
+            runqueue_ns: None,
+        }
+        .encode(&mut c);
+        put(index(clrspy::ids::THREAD_CPU), ms, &c);
+        put(index(clrspy::ids::TICK), ms, &[]);
+    }
+    // Four samples on a CPU, three in one function and one in another.
+    for (ms, leaf) in [(1i64, 0x9010u64), (2, 0x9010), (3, 0x9010), (4, 0x9800)] {
+        let mut k = Vec::new();
+        clrspy::KernelSample::encode(7, &[leaf, 0x9F00], &mut k);
+        put(index(clrspy::ids::KERNEL_SAMPLE), ms, &k);
+    }
+    let bytes = w.finish().unwrap();
+    let a = run(&bytes, Options::default());
+    assert!(a.cpu.kernel_sampled());
+    assert!(a.decode_errors().is_empty());
+    let p = a.profile(&StackFilter::default());
+    // 4 ms of CPU measured, shared 3:1; the 6 ms the thread was off a CPU are on no stack.
+    assert!((p.total(Metric::Cpu) - 4.0).abs() < 1e-9);
+    assert!(p.total(Metric::Wait).abs() < 1e-9);
+    let (excl, _) = p.top(Metric::Cpu, &a.symbols);
+    assert_eq!(excl[0].0, "libnative.so!+0x110");
+    assert!((excl[0].1 - 3.0).abs() < 1e-9, "{excl:?}");
+}
+
 #[test]
 fn program_names_from_command_lines() {
     use crate::program_name;

@@ -117,6 +117,15 @@ pub enum Injected {
     },
     /// `Ring` (11): once, last, what a ring buffer kept and dropped.
     Ring(clr_events::clrspy::Ring),
+    /// `KernelSample` (12): a CPU sample the kernel took of a thread, with its stack.
+    KernelSample {
+        /// Thread.
+        tid: u32,
+        /// Return addresses, innermost first.
+        stack: Vec<u64>,
+    },
+    /// `KernelSampler` (13): the kernel sampler's rate and counts so far.
+    KernelSampler(clr_events::clrspy::KernelSampler),
     /// `R2RImage` (7): a ReadyToRun image's identity.
     R2rImage {
         /// The image's mapped path.
@@ -144,6 +153,8 @@ impl Injected {
             Injected::Trigger { .. } => ids::TRIGGER,
             Injected::CgroupCpu { .. } => ids::CGROUP_CPU,
             Injected::Ring(_) => ids::RING,
+            Injected::KernelSample { .. } => ids::KERNEL_SAMPLE,
+            Injected::KernelSampler(_) => ids::KERNEL_SAMPLER,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -213,6 +224,10 @@ impl Injected {
                 clrspy::R2rImage::encode(path, *size, mvid, &mut p)
             }
             Injected::Ring(r) => r.encode(&mut p),
+            Injected::KernelSample { tid, stack } => {
+                clrspy::KernelSample::encode(*tid, stack, &mut p)
+            }
+            Injected::KernelSampler(k) => k.encode(&mut p),
         }
         p
     }
@@ -276,6 +291,8 @@ pub struct Splicer<W: Write> {
     facts: Option<TraceFacts>,
     writer: Option<(TraceWriter<Vec<u8>>, Vec<u32>, u64)>,
     pending: Vec<(u64, Injected)>,
+    /// The timestamp (ticks) of the last event written.
+    last_ticks: i64,
     /// Events dropped because the queue was full or the stream was not recognised.
     pub dropped: u64,
     /// Events spliced in.
@@ -314,6 +331,7 @@ impl<W: Write> Splicer<W> {
             facts: None,
             writer: None,
             pending: Vec::new(),
+            last_ticks: 0,
             dropped: 0,
             spliced: 0,
             whole: WholePrefix::default(),
@@ -509,7 +527,10 @@ impl<W: Write> Splicer<W> {
             return Ok(());
         };
         for (ns, e) in &pending {
-            let ticks = (u128::from(*ns) * tps / 1_000_000_000) as i64;
+            // One capture thread's timestamps never decrease: a kernel sample drained late
+            // is stamped no earlier than what was written before it.
+            let ticks = ((u128::from(*ns) * tps / 1_000_000_000) as i64).max(self.last_ticks);
+            self.last_ticks = ticks;
             let payload = e.payload();
             w.write(&EventRecord {
                 metadata_id: ids[e.id()],

@@ -27,6 +27,7 @@ mod hold;
 #[path = "hold_stub.rs"]
 mod hold;
 pub mod inject;
+pub mod kernel;
 mod launch;
 pub mod procstat;
 mod r2r;

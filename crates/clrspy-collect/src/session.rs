@@ -46,6 +46,11 @@ pub struct LiveFeeds<'a> {
     ///
     /// [`Summary::fired`]: crate::Summary::fired
     pub exit_trigger: bool,
+    /// CPU samples from the kernel, opened on the target by the caller (who then leaves the
+    /// runtime's sample profiler out of the session): drained at every thread CPU reading
+    /// into the trace as clrspy `KernelSample` events. Needs the readings
+    /// ([`Recording::thread_cpu`]); without them it is closed unread.
+    pub kernel_sampler: Option<clrspy_sampler::Sampler>,
 }
 
 impl std::fmt::Debug for LiveFeeds<'_> {
@@ -57,6 +62,7 @@ impl std::fmt::Debug for LiveFeeds<'_> {
             .field("sinks", &self.sinks.len())
             .field("requests", &self.requests.is_some())
             .field("exit_trigger", &self.exit_trigger)
+            .field("kernel_sampler", &self.kernel_sampler)
             .finish()
     }
 }
@@ -126,14 +132,76 @@ struct CpuReadings {
     next_cgroup: Instant,
     /// Its last counters stored.
     last_cgroup: Option<crate::cgroup::CpuBandwidth>,
+    /// The kernel's CPU samples of the target, when sampled that way.
+    kernel: Option<KernelSamples>,
+}
+
+/// The kernel sampler of a recording and what it drains.
+struct KernelSamples {
+    sampler: clrspy_sampler::Sampler,
+    drained: Vec<clrspy_sampler::Sample>,
+    /// The sampler failed (the target ended, an error): nothing more is drained.
+    failed: bool,
+    /// When its counts are stored next (once a second).
+    next_counts_ns: u64,
+    /// Samples taken before this (before the session started) are left out.
+    since_ns: u64,
+}
+
+impl KernelSamples {
+    /// Follows new threads and queues every sample taken since the last call, oldest first,
+    /// then the sampler's counts so far.
+    fn take(&mut self, events: &mut Vec<(u64, Injected)>, now_ns: u64) {
+        if !self.failed {
+            let ok = self.sampler.follow_threads().is_ok();
+            self.failed = !ok || self.sampler.drain(&mut self.drained).is_err();
+        }
+        self.drained.sort_by_key(|s| s.time_ns);
+        let since = self.since_ns;
+        for s in self.drained.drain(..).filter(|s| s.time_ns >= since) {
+            events.push((
+                s.time_ns,
+                Injected::KernelSample {
+                    tid: s.tid,
+                    stack: s.frames,
+                },
+            ));
+        }
+        if now_ns < self.next_counts_ns {
+            return;
+        }
+        self.next_counts_ns = now_ns.saturating_add(1_000_000_000);
+        let c = self.sampler.counts();
+        events.push((
+            now_ns,
+            Injected::KernelSampler(clr_events::clrspy::KernelSampler {
+                rate_hz: self.sampler.rate_hz(),
+                samples: c.samples,
+                lost: c.lost,
+                threads: c.threads.min(u64::from(u32::MAX)) as u32,
+            }),
+        ));
+    }
 }
 
 /// How often the cgroup's throttling counters are read (they are stored when they changed).
 const CGROUP_EVERY: Duration = Duration::from_millis(100);
 
 impl CpuReadings {
-    fn new(pid: u32, interval: Duration, ips: SharedIps) -> CpuReadings {
+    fn new(
+        pid: u32,
+        interval: Duration,
+        ips: SharedIps,
+        kernel: Option<clrspy_sampler::Sampler>,
+    ) -> CpuReadings {
         CpuReadings {
+            kernel: kernel.map(|sampler| KernelSamples {
+                sampler,
+                drained: Vec::new(),
+                failed: false,
+                next_counts_ns: 0,
+                since_ns: monotonic_ns(),
+            }),
             sampler: ProcSampler::new(pid),
             interval,
             next_tick: Instant::now(),
@@ -160,6 +228,11 @@ impl CpuReadings {
         let mut events = Vec::new();
         let readings = self.sampler.threads();
         let ts = monotonic_ns();
+        // The kernel's samples so far go first, each at its own time (all before `ts`).
+        let mut timed = Vec::new();
+        if let Some(k) = self.kernel.as_mut() {
+            k.take(&mut timed, ts);
+        }
         if self.first {
             self.first = false;
             events.push(Injected::SamplerInfo {
@@ -215,6 +288,9 @@ impl CpuReadings {
         }
         events.push(Injected::Tick);
         for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
+            for (at, e) in &timed {
+                s.splice(*at, e);
+            }
             for e in &events {
                 s.splice(ts, e);
             }
@@ -400,7 +476,8 @@ pub(crate) fn pump(
         .max(Duration::from_millis(1));
     session.set_read_timeout(read_timeout)?;
     let ips = SharedIps::default();
-    let mut readings = interval.map(|i| CpuReadings::new(pid, i, ips.clone()));
+    let kernel = live.kernel_sampler.take();
+    let mut readings = interval.map(|i| CpuReadings::new(pid, i, ips.clone(), kernel));
     let started = Instant::now();
     let mut consumers = std::mem::take(&mut live.consumers);
     if readings.is_some() {

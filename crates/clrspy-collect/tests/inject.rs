@@ -89,6 +89,16 @@ fn splice(trace: &[u8], cuts: &[usize], ts: u64) -> (Vec<u8>, u64) {
                 },
             );
         }
+        if k == 2 {
+            // Drained late: stamped before what was written already.
+            s.push(
+                ts,
+                Injected::KernelSample {
+                    tid: 77,
+                    stack: vec![0x1010, 0x1F00],
+                },
+            );
+        }
         s.inject().unwrap();
         if at >= trace.len() {
             break;
@@ -123,6 +133,18 @@ fn check(name: &str, cuts: &[usize]) {
         ours.iter().all(|e| e.2 == NO_THREAD),
         "{name}: a clrspy event on a thread"
     );
+    // One capture thread: its timestamps never decrease.
+    assert!(
+        ours.windows(2).all(|w| w[0].3 <= w[1].3),
+        "{name}: clrspy's timestamps go back"
+    );
+    if let Some(k) = ours.iter().find(|e| e.1 == 12) {
+        let frames = clr_events::clrspy::KernelSample::parse(&k.4)
+            .unwrap()
+            .frames;
+        let ips: Vec<u64> = nettrace::Stack::new(frames, 8).ips().collect();
+        assert_eq!(ips, [0x1010, 0x1F00], "{name}");
+    }
     if clean {
         assert!(spliced > 0, "{name}: nothing spliced into a whole trace");
         assert!(ours.iter().any(|e| e.1 == 3), "{name}: SamplerInfo missing");

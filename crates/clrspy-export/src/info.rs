@@ -152,6 +152,22 @@ impl InfoView<'_> {
         if let Some(s) = h.sampling_interval_ns {
             writeln!(out, "Sampling:       every {:.3} ms", f64::from(s) / 1e6)?;
         }
+        let kernel: u64 = inv
+            .per_event
+            .iter()
+            .filter(|e| {
+                e.provider == clr_events::clrspy::PROVIDER
+                    && e.event_id == clr_events::clrspy::ids::KERNEL_SAMPLE
+            })
+            .map(|e| e.count)
+            .sum();
+        if kernel > 0 {
+            writeln!(
+                out,
+                "CPU samples:    {} taken by the kernel (record --sampler kernel: perf_event_open cpu-clock, on a CPU only; the runtime was not suspended)",
+                group(kernel)
+            )?;
+        }
         if let Some(d) = inv.duration_ns() {
             writeln!(
                 out,

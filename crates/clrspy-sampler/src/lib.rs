@@ -135,6 +135,10 @@ impl Sampler {
         Err(Error::Unsupported)
     }
     /// Never reached off Linux.
+    pub fn rate_hz(&self) -> u32 {
+        0
+    }
+    /// Never reached off Linux.
     pub fn counts(&self) -> Counts {
         Counts::default()
     }

@@ -155,6 +155,11 @@ impl Sampler {
         Ok(n)
     }
 
+    /// The sampling rate asked for: samples per second per thread on a CPU.
+    pub fn rate_hz(&self) -> u32 {
+        self.rate_hz
+    }
+
     /// Samples handed out, samples lost and threads opened so far.
     pub fn counts(&self) -> Counts {
         self.counts

@@ -99,6 +99,10 @@ pub struct StackReport {
     pub sample_interval_ms: f64,
     /// The sampler's real period, ms: the mean time between the starts of its rounds.
     pub sampler_period_ms: Option<f64>,
+    /// The samples are the kernel's (`record --sampler kernel`): taken only on a CPU, none
+    /// suspended the runtime; left out of the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_samples: bool,
     /// The trace's CPU count: an estimate counts no more threads on a CPU per sampling round.
     pub cpus: Option<u32>,
     /// True when the time is measured (thread CPU readings), not estimated from samples.
@@ -266,6 +270,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         method_note: cpu_source_note(method, a.cpu.cpus(), a.cpu.estimate().rounds_per_group()),
         sample_interval_ms: ms_per,
         sampler_period_ms: a.cpu.measured_period_ns().map(|p| p as f64 / 1e6),
+        kernel_samples: a.cpu.kernel_sampled(),
         cpus: a.cpu.cpus(),
         exact: method == CpuSource::ThreadCpuTimes,
         total_samples: round1(samples),
@@ -439,6 +444,7 @@ impl StackReport {
     /// ([`CpuSource::word`]): measured or estimated, samples, the sampler's period.
     pub fn basis(&self) -> String {
         let period = match self.sampler_period_ms {
+            _ if self.kernel_samples => "taken by the kernel on a CPU (nothing suspended)".into(),
             Some(p) => format!("sampler period {p:.2} ms measured"),
             None => "sampler period not measured".into(),
         };

@@ -1,0 +1,66 @@
+//! Choosing the kernel's CPU sampler for a recording: open it on the target and leave the
+//! runtime's sample profiler out of the session (nothing in the target is suspended to
+//! sample), or say why the kernel refused, so the caller keeps the runtime's sampler.
+
+use clrspy_sampler::Sampler;
+use diagnostics_client::SessionConfig;
+
+/// Opens the kernel sampler on every thread of `pid` at `rate_hz` and takes the runtime's
+/// sample profiler out of `config`; on an error `config` is left as it was (the caller says
+/// the error, whose text tells how to allow the kernel sampler, and records as before).
+pub fn use_kernel_sampler(
+    pid: u32,
+    rate_hz: u32,
+    config: &mut SessionConfig,
+) -> Result<Sampler, clrspy_sampler::Error> {
+    let sampler = Sampler::open(pid, rate_hz)?;
+    config
+        .providers
+        .retain(|p| p.name != clr_events::SAMPLE_PROFILER_PROVIDER);
+    Ok(sampler)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diagnostics_client::Provider;
+
+    fn config() -> SessionConfig {
+        let p = |name: &str| Provider {
+            name: name.into(),
+            keywords: 0,
+            level: 5,
+            arguments: None,
+        };
+        SessionConfig {
+            circular_buffer_mb: 64,
+            rundown_keyword: 0,
+            stackwalk: true,
+            providers: vec![
+                p(clr_events::SAMPLE_PROFILER_PROVIDER),
+                p(clr_events::RUNTIME_PROVIDER),
+            ],
+        }
+    }
+
+    /// This process may sample itself (perf_event_paranoid ≤ 2 here, as on most machines);
+    /// then the runtime's sampler is left out. Where the kernel refuses, the config is kept.
+    #[test]
+    fn the_runtime_sampler_is_left_out_only_when_the_kernel_samples() {
+        let mut c = config();
+        match use_kernel_sampler(std::process::id(), 99, &mut c) {
+            Ok(s) => {
+                assert_eq!(s.rate_hz(), 99);
+                let names: Vec<&str> = c.providers.iter().map(|p| p.name.as_str()).collect();
+                assert_eq!(names, [clr_events::RUNTIME_PROVIDER]);
+            }
+            Err(e) => {
+                assert_eq!(c.providers.len(), 2, "{e}");
+            }
+        }
+        let mut c = config();
+        let e = use_kernel_sampler(u32::MAX - 7, 99, &mut c).unwrap_err();
+        assert!(matches!(e, clrspy_sampler::Error::NoThreads { .. }), "{e}");
+        assert_eq!(c.providers.len(), 2);
+    }
+}
