@@ -231,6 +231,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
             .map_err(options_error)?,
         crash: None,
         consumers: Vec::new(),
+        kernel_rate: (args.sampler == "kernel").then_some(args.rate),
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
         extras.crash = dump_options
@@ -446,6 +447,7 @@ pub(crate) fn execute(
         consumers: std::mem::take(&mut extras.consumers),
         ..LiveFeeds::default()
     };
+    let config = &kernel_sampler(&target, config, extras.kernel_rate, &mut live);
     let mut child_env = extras.crash.as_ref().map(|c| c.env()).unwrap_or_default();
     if let Some(d) = extras.exceptions.as_mut() {
         let pid = match &target {
@@ -515,6 +517,33 @@ pub(crate) fn execute(
         summary: outcome.summary,
         exit,
     })
+}
+
+/// With `--sampler kernel`, opens the kernel sampler on an attached target and returns the
+/// session without the runtime's sampler; where that cannot be, says why in one line and
+/// returns `config` as it is.
+fn kernel_sampler(
+    target: &Target,
+    config: &SessionConfig,
+    rate: Option<u32>,
+    live: &mut LiveFeeds<'_>,
+) -> SessionConfig {
+    let mut config = config.clone();
+    let Some(rate) = rate else {
+        return config;
+    };
+    let Target::Attach { endpoint, .. } = target else {
+        eprintln!("The kernel sampler attaches to a running process (-p/-n) for now; recording with the runtime's sampler.");
+        return config;
+    };
+    match clrspy_collect::kernel::use_kernel_sampler(endpoint.pid, rate, &mut config) {
+        Ok(s) => {
+            eprintln!("CPU samples from the kernel at {rate} Hz per thread on a CPU (the runtime's sampler is off: nothing is suspended).");
+            live.kernel_sampler = Some(s);
+        }
+        Err(e) => eprintln!("{e}; recording with the runtime's sampler instead."),
+    }
+    config
 }
 
 #[cfg(test)]

@@ -44,6 +44,8 @@ pub(crate) struct Extras {
     pub crash: Option<clrspy_collect::CrashCapture>,
     /// More consumers of the live events (`profile`'s live analysis).
     pub consumers: Vec<Box<dyn clrspy_collect::EventConsumer>>,
+    /// Sample with the kernel at this rate (Hz) instead of the runtime's sampler, where allowed.
+    pub kernel_rate: Option<u32>,
 }
 
 /// Megabytes, one decimal.

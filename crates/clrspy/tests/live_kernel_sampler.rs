@@ -1,0 +1,197 @@
+//! `record --sampler kernel`: CPU samples taken by the kernel (perf_event_open on the target's
+//! threads) instead of the runtime's sample profiler. The samples land in the .nettrace as
+//! clrspy events that TraceEvent reads, the reports rank the burner's method from them, each
+//! thread's samples agree with its CPU readings, and where the kernel refuses (a seccomp
+//! filter here) the recording falls back to the runtime's sampler and says why.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use common::{clrspy_command, count, harness, info, json, live, machine, start};
+
+/// `clrspy record -p PID --sampler kernel` for `secs` seconds into `trace`; its stderr.
+fn record(pid: u32, trace: &std::path::Path, secs: &str, deny_perf: bool) -> String {
+    let mut cmd = clrspy_command();
+    cmd.args(["record", "-p", &pid.to_string(), "--sampler", "kernel"])
+        .args(["--duration", secs, "-o"])
+        .arg(trace);
+    if deny_perf {
+        // SAFETY: only async-signal-safe calls (prctl) between fork and exec.
+        unsafe {
+            cmd.pre_exec(deny_perf_event_open);
+        }
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
+/// A seccomp filter that makes `perf_event_open` fail with ENOSYS, as a container's default
+/// profile does (x86-64 and aarch64 syscall numbers).
+fn deny_perf_event_open() -> std::io::Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    const NR: u32 = 298;
+    #[cfg(target_arch = "aarch64")]
+    const NR: u32 = 241;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    let stmt = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let mut prog = [
+        // The syscall number is the first word of seccomp_data.
+        stmt((libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16, 0),
+        jump(NR, 0, 1),
+        stmt(
+            (libc::BPF_RET | libc::BPF_K) as u16,
+            RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        stmt((libc::BPF_RET | libc::BPF_K) as u16, RET_ALLOW),
+    ];
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_mut_ptr(),
+    };
+    // SAFETY: plain prctl calls with a filter that lives until they return.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &fprog as *const libc::sock_fprog,
+            ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn kernel_samples_name_the_hot_method_and_match_the_thread_cpu() {
+    if !live() {
+        return;
+    }
+    // Samples per thread are compared with CPU time: the test takes the machine lock.
+    let machine = machine();
+    let w = start("cpu", &["--seconds", "20", "--threads", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("k.nettrace");
+    let err = record(w.1, &trace, "3s", false);
+    assert!(
+        err.contains("CPU samples from the kernel at 999 Hz"),
+        "{err}"
+    );
+    let t = trace.to_str().unwrap();
+
+    let i = info(&trace);
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    let kernel = count(&i, "KernelSample");
+    assert!(
+        kernel > 1000,
+        "{kernel} kernel samples in 3 s of two burners: {i}"
+    );
+    let runtime = i["per_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["provider"] == "Microsoft-DotNETCore-SampleProfiler")
+        .count();
+    assert_eq!(runtime, 0, "the runtime's sampler must be off: {i}");
+    let text = clrspy_command().args(["info", t]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("taken by the kernel"), "{text}");
+
+    let cpu = json(&["report", t, "cpu", "--json"]);
+    assert_eq!(cpu["kernel_samples"], true, "{cpu}");
+    assert_eq!(
+        cpu["top_exclusive"][0]["method"], "Workloads.Cpu.Burn",
+        "{cpu}"
+    );
+
+    // Each burner's samples (999 a second on a CPU) against its CPU readings from /proc.
+    let threads = json(&["report", t, "threads", "--json"]);
+    let burners: Vec<&serde_json::Value> = threads["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["name"].as_str().is_some_and(|n| n.starts_with("burner")))
+        .collect();
+    assert_eq!(burners.len(), 2, "{threads}");
+    machine.check("samples match the thread CPU within 5%", || {
+        for b in &burners {
+            let cpu_ms = b["cpu_ms"].as_f64().unwrap();
+            let sampled_ms = b["samples"].as_f64().unwrap() * 1000.0 / 999.0;
+            assert!(cpu_ms > 300.0, "{b}");
+            let off = (sampled_ms - cpu_ms).abs() / cpu_ms;
+            assert!(
+                off < 0.05,
+                "samples {sampled_ms:.1} ms vs CPU {cpu_ms:.1} ms: {b}"
+            );
+        }
+    });
+
+    // TraceEvent opens the file whole and reads the samples' fields.
+    let h = harness().expect("could not build bench/TraceEventHarness");
+    let te = Command::new("dotnet")
+        .arg(&h)
+        .args(["counts", t])
+        .output()
+        .unwrap();
+    assert!(
+        te.status.success(),
+        "{}",
+        String::from_utf8_lossy(&te.stderr)
+    );
+    let te: serde_json::Value = serde_json::from_slice(&te.stdout).unwrap();
+    assert_eq!(te["events"], i["events"], "TraceEvent: {te}");
+    let f = Command::new("dotnet")
+        .arg(&h)
+        .args(["fields", t, "--provider", "clrspy", "--max", "1"])
+        .output()
+        .unwrap();
+    let f = String::from_utf8_lossy(&f.stdout);
+    let sample = f
+        .lines()
+        .find(|l| l.contains("\"KernelSample\""))
+        .unwrap_or_else(|| panic!("no KernelSample in TraceEvent's fields: {f}"));
+    let sample: serde_json::Value = serde_json::from_str(sample).unwrap();
+    assert!(
+        sample["fields"]["Frames"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{sample}"
+    );
+}
+
+#[test]
+fn a_refused_kernel_sampler_falls_back_to_the_runtime_and_says_why() {
+    if !live() {
+        return;
+    }
+    let w = start("cpu", &["--seconds", "20", "--threads", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("r.nettrace");
+    let err = record(w.1, &trace, "2s", true);
+    assert!(err.contains("perf_event_open is not available"), "{err}");
+    assert!(
+        err.contains("recording with the runtime's sampler instead"),
+        "{err}"
+    );
+    let i = info(&trace);
+    assert_eq!(count(&i, "KernelSample"), 0, "{i}");
+    assert!(count(&i, "Thread/Sample") > 100, "{i}");
+}
