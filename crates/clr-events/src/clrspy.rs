@@ -58,6 +58,9 @@ pub mod ids {
     pub const KERNEL_SAMPLE: u32 = 12;
     /// `KernelSampler`: once, the kernel sampler's rate; at the end, what it counted.
     pub const KERNEL_SAMPLER: u32 = 13;
+    /// `NativeSymbol`: the name of a native function the samples hit, by file offsets of
+    /// its ELF file.
+    pub const NATIVE_SYMBOL: u32 = 14;
 }
 
 /// One event of the provider.
@@ -142,6 +145,13 @@ const KERNEL_SAMPLER_FIELDS: &[FieldDef] = &[
     uint32("Threads"),
 ];
 
+const NATIVE_SYMBOL_FIELDS: &[FieldDef] = &[
+    string("Path"),
+    uint64("Offset"),
+    uint64("Size"),
+    string("Name"),
+];
+
 /// Every event of the provider (version 0, level informational).
 pub const EVENTS: &[EventDef] = &[
     EventDef {
@@ -221,6 +231,12 @@ pub const EVENTS: &[EventDef] = &[
         name: "KernelSampler",
         fields: KERNEL_SAMPLER_FIELDS,
         required: KERNEL_SAMPLER_FIELDS.len(),
+    },
+    EventDef {
+        id: ids::NATIVE_SYMBOL,
+        name: "NativeSymbol",
+        fields: NATIVE_SYMBOL_FIELDS,
+        required: NATIVE_SYMBOL_FIELDS.len(),
     },
 ];
 
@@ -589,6 +605,41 @@ impl KernelSampler {
         out.extend_from_slice(&self.samples.to_le_bytes());
         out.extend_from_slice(&self.lost.to_le_bytes());
         out.extend_from_slice(&self.threads.to_le_bytes());
+    }
+}
+
+/// `NativeSymbol`: a native function's name by the file offsets of its ELF file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NativeSymbol<'a> {
+    /// The file's mapped path.
+    pub path: Utf16Str<'a>,
+    /// The file offset of the function's start.
+    pub offset: u64,
+    /// Its size in bytes; 0 when unknown (the name is then the nearest symbol before the
+    /// addresses it names: `name+0x…`).
+    pub size: u64,
+    /// The symbol's name.
+    pub name: Utf16Str<'a>,
+}
+
+impl<'a> NativeSymbol<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<NativeSymbol<'a>, ViewError> {
+        let mut c = cursor(ids::NATIVE_SYMBOL, payload)?;
+        Ok(NativeSymbol {
+            path: c.str("Path")?,
+            offset: c.u64("Offset")?,
+            size: c.u64("Size")?,
+            name: c.str("Name")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(path: &str, offset: u64, size: u64, name: &str, out: &mut Vec<u8>) {
+        put_str(out, path);
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        put_str(out, name);
     }
 }
 

@@ -43,6 +43,11 @@ fn encoders_match_the_metadata() {
     ks.encode(&mut p);
     assert_eq!(KernelSampler::parse(&p), Ok(ks));
     p.clear();
+    NativeSymbol::encode("/lib/libc.so.6", 0x9_8000, 0x120, "memcpy", &mut p);
+    let ns = NativeSymbol::parse(&p).unwrap();
+    assert!(ns.path.eq_str("/lib/libc.so.6") && ns.name.eq_str("memcpy"));
+    assert_eq!((ns.offset, ns.size), (0x9_8000, 0x120));
+    p.clear();
     Trigger::encode(["gen2", "a gen2 GC", "rt", "GC/Start"], 77, 5000, &mut p);
     let t = Trigger::parse(&p).unwrap();
     assert!(t.trigger.eq_str("gen2") && t.event.eq_str("GC/Start"));

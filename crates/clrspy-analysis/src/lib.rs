@@ -36,6 +36,7 @@ pub mod grouping;
 pub mod heap;
 pub mod inventory;
 pub mod model_entry;
+pub mod native_names;
 pub mod profile;
 pub mod r2r;
 pub mod registry;

@@ -17,7 +17,7 @@
 //!
 //! Ranges are collected during the pass and resolved at the end, because the rundown comes last.
 
-use clr_events::clrspy::{ids as clrspy_ids, R2rImage, R2rMethod};
+use clr_events::clrspy::{ids as clrspy_ids, NativeSymbol, R2rImage, R2rMethod};
 use clr_events::runtime::{ids, rundown_ids, MethodLoad, ModuleLoad, R2rEntryPoint};
 use clr_events::{KnownProvider, ViewError};
 use rustc_hash::FxHashMap;
@@ -106,6 +106,8 @@ pub struct Symbols {
     has_rundown: bool,
     /// Names of precompiled code from the trace and the images.
     r2r: R2rNames,
+    /// Names of native code from the trace (ELF symbols the recording stored).
+    native: crate::native_names::NativeNames,
     /// The module of each method id that a method event named (its `ModuleID`).
     method_modules: FxHashMap<u64, u64>,
     /// The IL file of each module id (module load and rundown events).
@@ -122,6 +124,7 @@ impl Model for Symbols {
         Wanted::rundown(rundown_ids::METHOD_DC_START_VERBOSE),
         Wanted::rundown(rundown_ids::METHOD_DC_STOP_VERBOSE),
         Wanted::clrspy(clrspy_ids::R2R_METHOD),
+        Wanted::clrspy(clrspy_ids::NATIVE_SYMBOL),
         Wanted::clrspy(clrspy_ids::R2R_IMAGE),
         Wanted::runtime(ids::MODULE_LOAD).always(),
         Wanted::rundown(rundown_ids::MODULE_DC_START),
@@ -175,6 +178,16 @@ impl Model for Symbols {
                 );
                 self.finished = false;
             }
+            (Provider::Clrspy, clrspy_ids::NATIVE_SYMBOL) => {
+                let n = NativeSymbol::parse(p)?;
+                self.native.add(
+                    &n.path.to_string_lossy(),
+                    n.offset,
+                    n.size,
+                    &n.name.to_string_lossy(),
+                );
+                self.finished = false;
+            }
             (Provider::Clrspy, clrspy_ids::R2R_IMAGE) => {
                 let i = R2rImage::parse(p)?;
                 if let Some(mvid) = parse_mvid(&i.mvid.to_string_lossy()) {
@@ -200,6 +213,7 @@ impl Symbols {
     pub fn with_images(sources: ImageSources) -> Symbols {
         Symbols {
             r2r: R2rNames::new(sources),
+            native: Default::default(),
             ..Symbols::default()
         }
     }
@@ -455,6 +469,9 @@ impl Symbols {
                     return f;
                 }
                 let base = path.rsplit('/').next().unwrap_or(&path);
+                if let Some(name) = self.native.name(&path, off) {
+                    return self.intern(format!("{base}!{name}"), FrameKind::Native);
+                }
                 return self.intern(format!("{base}!+0x{off:x}"), FrameKind::Native);
             }
         }

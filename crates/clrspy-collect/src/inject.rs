@@ -126,6 +126,17 @@ pub enum Injected {
     },
     /// `KernelSampler` (13): the kernel sampler's rate and counts so far.
     KernelSampler(clr_events::clrspy::KernelSampler),
+    /// `NativeSymbol` (14): a native function's name, by file offsets of its ELF file.
+    NativeSymbol {
+        /// The file's mapped path.
+        path: String,
+        /// File offset of the function's start.
+        offset: u64,
+        /// Its size (0: unknown, the nearest symbol).
+        size: u64,
+        /// The symbol.
+        name: String,
+    },
     /// `R2RImage` (7): a ReadyToRun image's identity.
     R2rImage {
         /// The image's mapped path.
@@ -155,6 +166,7 @@ impl Injected {
             Injected::Ring(_) => ids::RING,
             Injected::KernelSample { .. } => ids::KERNEL_SAMPLE,
             Injected::KernelSampler(_) => ids::KERNEL_SAMPLER,
+            Injected::NativeSymbol { .. } => ids::NATIVE_SYMBOL,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -228,6 +240,12 @@ impl Injected {
                 clrspy::KernelSample::encode(*tid, stack, &mut p)
             }
             Injected::KernelSampler(k) => k.encode(&mut p),
+            Injected::NativeSymbol {
+                path,
+                offset,
+                size,
+                name,
+            } => clrspy::NativeSymbol::encode(path, *offset, *size, name, &mut p),
         }
         p
     }

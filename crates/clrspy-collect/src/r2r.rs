@@ -5,7 +5,7 @@
 //! container's files are the ones read — and splices one `R2RMethod` event per function hit
 //! (its file offsets and name) and one `R2RImage` per image (size and MVID) into the trace.
 //! Only functions the samples hit are stored: a few hundred events, where the whole framework
-//! would take hundreds of thousands.
+//! would take hundreds of thousands. Addresses in native files go to [`crate::native`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -32,6 +32,17 @@ struct IpSet {
 pub(crate) struct SharedIps(Arc<Mutex<IpSet>>);
 
 impl SharedIps {
+    /// Remembers the addresses not seen before (up to [`MAX_IPS`]).
+    pub(crate) fn add(&self, ips: impl Iterator<Item = u64>) {
+        if let Ok(mut s) = self.0.lock() {
+            for ip in ips {
+                if s.seen.len() < MAX_IPS && s.seen.insert(ip) {
+                    s.fresh.push(ip);
+                }
+            }
+        }
+    }
+
     /// The addresses first seen since the last call.
     fn take(&self) -> Vec<u64> {
         self.0
@@ -49,13 +60,7 @@ impl EventConsumer for StackIps {
         if ev.stack.is_empty() {
             return Action::Continue;
         }
-        if let Ok(mut s) = (self.0).0.lock() {
-            for ip in ev.stack.ips() {
-                if s.seen.len() < MAX_IPS && s.seen.insert(ip) {
-                    s.fresh.push(ip);
-                }
-            }
-        }
+        self.0.add(ev.stack.ips());
         Action::Continue
     }
 }
@@ -72,6 +77,8 @@ pub(crate) struct R2rRecorder {
     /// Addresses in no known mapping yet (an image mapped after the last read of the maps),
     /// with the rounds they have waited.
     retry: Vec<(u64, u8)>,
+    /// Names of the native code hit (ELF symbols).
+    native: crate::native::NativeNames,
 }
 
 /// Rounds an address in no mapping is retried (the maps are re-read every 2 s; JIT-compiled
@@ -104,6 +111,7 @@ impl R2rRecorder {
             images: HashMap::new(),
             stored: HashSet::new(),
             retry: Vec::new(),
+            native: crate::native::NativeNames::default(),
         }
     }
 
@@ -145,6 +153,8 @@ impl R2rRecorder {
         sorted.sort_by_key(|m| m.start);
         // The new functions hit, per image, in the order first hit.
         let mut hit: Vec<(String, Vec<readytorun::Function>)> = Vec::new();
+        // Native code hit: (path, file offset).
+        let mut native = Vec::new();
         for (ip, rounds) in ips {
             let i = sorted.partition_point(|m| m.start <= ip);
             let m = i.checked_sub(1).and_then(|i| sorted.get(i)).copied();
@@ -154,10 +164,14 @@ impl R2rRecorder {
                 }
                 continue;
             };
+            let offset = ip - m.start + m.offset;
+            if crate::native::is_native_file(&m.path) {
+                native.push((m.path.clone(), offset));
+                continue;
+            }
             if self.stored.len() >= MAX_FUNCTIONS {
                 continue;
             }
-            let offset = ip - m.start + m.offset;
             let Some(img) = self.image(&m.path, &mut out) else {
                 continue;
             };
@@ -197,6 +211,7 @@ impl R2rRecorder {
                 });
             }
         }
+        self.native.resolve(self.pid, &native, &mut out);
         out
     }
 }

@@ -134,6 +134,8 @@ struct CpuReadings {
     last_cgroup: Option<crate::cgroup::CpuBandwidth>,
     /// The kernel's CPU samples of the target, when sampled that way.
     kernel: Option<KernelSamples>,
+    /// The code addresses of the stacks, to be named (shared with `r2r`).
+    ips: SharedIps,
 }
 
 /// The kernel sampler of a recording and what it drains.
@@ -207,7 +209,8 @@ impl CpuReadings {
             next_tick: Instant::now(),
             next_maps: Instant::now(),
             first: true,
-            r2r: R2rRecorder::new(pid, ips),
+            r2r: R2rRecorder::new(pid, ips.clone()),
+            ips,
             next_r2r: Instant::now(),
             cgroup: crate::cgroup::find(pid).map(|g| g.limiting()),
             next_cgroup: Instant::now(),
@@ -232,6 +235,12 @@ impl CpuReadings {
         let mut timed = Vec::new();
         if let Some(k) = self.kernel.as_mut() {
             k.take(&mut timed, ts);
+            // Their native and precompiled frames get named like the runtime's stacks'.
+            for (_, e) in &timed {
+                if let Injected::KernelSample { stack, .. } = e {
+                    self.ips.add(stack.iter().copied());
+                }
+            }
         }
         if self.first {
             self.first = false;

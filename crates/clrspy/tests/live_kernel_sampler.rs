@@ -177,6 +177,43 @@ fn kernel_samples_name_the_hot_method_and_match_the_thread_cpu() {
     );
 }
 
+/// The allocating workload spends its time in the runtime's native code (the GC clearing
+/// memory with libc's memset): those frames are named from the libraries' ELF symbols, and
+/// every frame of the stripped libcoreclr.so gets a function of its own.
+#[test]
+fn native_frames_are_named_from_the_libraries_symbols() {
+    if !live() {
+        return;
+    }
+    let w = start("alloc", &["--seconds", "20"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("n.nettrace");
+    record(w.1, &trace, "3s", false);
+    let t = trace.to_str().unwrap();
+    let i = info(&trace);
+    assert!(count(&i, "NativeSymbol") > 0, "{i}");
+    let cpu = json(&["report", t, "cpu", "--json", "--top", "30"]);
+    let names: Vec<&str> = cpu["top_exclusive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .collect();
+    let named = |lib: &str| {
+        names.iter().any(|n| {
+            n.strip_prefix(lib)
+                .is_some_and(|f| !f.is_empty() && !f.starts_with('+'))
+        })
+    };
+    assert!(named("libc.so.6!") || named("libcoreclr.so!"), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("libcoreclr.so!+0x") || *n == "[native]"),
+        "{names:?}"
+    );
+}
+
 #[test]
 fn a_refused_kernel_sampler_falls_back_to_the_runtime_and_says_why() {
     if !live() {
