@@ -111,9 +111,14 @@ pid_of() { sed -n 's/^ready pid=//p' "$out/workload.log"; }
 # --- 1 and 2: the leak workload ---------------------------------------------------------------
 start_workload heap > /dev/null
 pid=$(pid_of)
-timed a_clrspy "$clrspy" gcdump -p "$pid" -o "$out/a_clrspy.gcdump" 2> "$out/a_clrspy.log"
+# The first EventPipe session with the runtime provider makes the target build its
+# NativeRuntimeEventSource metadata (~3,500 reflection objects, after that session's GC): a first,
+# warm-up snapshot lets every compared snapshot see the same settled heap.
+timed a_warm "$clrspy" gcdump -p "$pid" -o "$out/a_warm.gcdump" 2> "$out/a_warm.log"
 timed a_core "$clrspy" dump -p "$pid" --type full --compress none -o "$out/a.core" 2> "$out/a_core.log"
+timed a_clrspy "$clrspy" gcdump -p "$pid" -o "$out/a_clrspy.gcdump" 2> "$out/a_clrspy.log"
 timed a_ref dotnet "$collector" "$pid" "$out/a_ref.gcdump" > /dev/null
+timed a_clrspy2 "$clrspy" gcdump -p "$pid" -o "$out/a_clrspy2.gcdump" 2> "$out/a_clrspy2.log"
 echo "grow 20000" >&3
 wait_held 2 > /dev/null
 timed b_ref dotnet "$collector" "$pid" "$out/b_ref.gcdump" > /dev/null
@@ -121,6 +126,8 @@ stop_workload
 core=$(ls "$out"/a.core* | head -1)
 "$clrspy" heap "$out/a_clrspy.gcdump" --json --top 100000000 > "$out/a_clrspy.json"
 "$clrspy" heap "$out/a_ref.gcdump" --json --top 100000000 > "$out/a_ref.json"
+"$clrspy" heap "$out/a_clrspy2.gcdump" --json --top 100000000 > "$out/a_clrspy2.json"
+"$clrspy" heap "$out/a_warm.gcdump" --json --top 100000000 > "$out/a_warm.json"
 "$clrspy" heap diff "$out/a_ref.gcdump" "$out/b_ref.gcdump" --json > "$out/diff_ref.json"
 timed clrmd dotnet "$root/bench/out/clrmd/ClrmdHarness.dll" "$core" > "$out/clrmd.json"
 rm -f "$core"
@@ -160,7 +167,14 @@ def check(ok, what):
     if not ok: bad.append(what)
 
 ORDER = "Workloads.HeapOrder"
-ours, ref, clrmd = load("a_clrspy.json"), load("a_ref.json"), load("clrmd.json")
+def norm(name):
+    # ClrMD writes `A<B, C>` and nested generics as `Outer<ARGS>+Inner`; the .gcdump writers
+    # `A<B,C>` and `Inner<ARGS>`.
+    name = name.replace(", ", ",")
+    m = re.match(r"^[^<]*<(.*)>\+(\w+)((?:\[\])*)$", name)
+    return f"{m.group(2)}<{m.group(1)}>{m.group(3)}" if m else name
+ours, ours2, ref, clrmd = load("a_clrspy.json"), load("a_clrspy2.json"), load("a_ref.json"), load("clrmd.json")
+warm = load("a_warm.json")
 to, tr = types(ours), types(ref)
 check(tr.get(ORDER, (0,))[0] == 12345, f"clrspy reads the reference collector's file: {ORDER} x{tr.get(ORDER, (0,))[0]} (want 12345)")
 wl = sorted(t for t in set(to) | set(tr) if "Workloads." in t)
@@ -171,22 +185,28 @@ top = load("diff_ref.json")["types"][0]
 check(top["type"] == ORDER and top["count_delta"] == 20000,
       f"heap diff of two reference files: top {top['type']} {top['count_delta']:+d} (want {ORDER} +20000)")
 for name in ("heap_walk", "reachable"):
-    cm = {k: tuple(v) for k, v in clrmd[name]["types"].items()}
+    cm = {norm(k): tuple(v) for k, v in clrmd[name]["types"].items()}
     for t in wl:
         if name == "reachable" or t == ORDER:
             check(to.get(t) == cm.get(t), f"ClrMD {name} {t}: {cm.get(t)} clrspy {to.get(t)}")
 check(ref_reader == "ok", f"reference reader reads clrspy's file to the same totals ({ref_reader}; bench/out/heapref/reader.log)")
 
-rows = [("objects", ours["objects"], ref["objects"], clrmd["reachable"]["objects"]),
-        ("bytes", ours["bytes"], ref["bytes"], clrmd["reachable"]["bytes"]),
-        ("types", len(to), len(tr), len(clrmd["reachable"]["types"]))]
+t2 = types(ours2)
+cmr = {norm(k): tuple(v) for k, v in clrmd["reachable"]["types"].items()}
+rows = [("objects", ours["objects"], ours2["objects"], ref["objects"], clrmd["reachable"]["objects"]),
+        ("bytes", ours["bytes"], ours2["bytes"], ref["bytes"], clrmd["reachable"]["bytes"]),
+        ("types", len(to), len(t2), len(tr), len(clrmd["reachable"]["types"]))]
 print()
-print(f"{'leak workload (heap)':<22}{'clrspy':>12}{'ref coll.':>12}{'ratio':>8}{'ClrMD live':>12}{'ratio':>8}")
-for name, a, b, c in rows:
-    print(f"{name:<22}{a:>12}{b:>12}{a / b:>8.4f}{c:>12}{a / c:>8.4f}")
+print("leak workload (heap), in order taken: core for ClrMD, clrspy snapshot, reference collector, clrspy again")
+print(f"{'':<10}{'ClrMD live':>11}{'clrspy':>9}{'/ClrMD':>8}{'ref coll.':>10}{'clrspy 2':>9}{'/ref':>8}")
+for name, a, a2, b, c in rows:
+    print(f"{name:<10}{c:>11}{a:>9}{a / c:>8.4f}{b:>10}{a2:>9}{a2 / b:>8.4f}")
+print(f"types with the same count and bytes: clrspy/ClrMD {sum(1 for t in to if cmr.get(t) == to[t])} of {len(to)}; "
+      f"clrspy 2/reference {sum(1 for t in t2 if tr.get(t) == t2[t])} of {len(t2)}")
+print(f"warm-up snapshot (first session ever): {warm['objects']} objects")
 print(f"{'ClrMD heap walk':<22}{clrmd['heap_walk']['objects']:>12} objects (incl. not yet collected)")
 print(f"{'unreachable in clrspy':<22}{ours.get('unreachable_objects', 0):>12}")
-for n, label in (("a_clrspy", "clrspy gcdump -p"), ("a_ref", "reference collector"), ("a_core", "clrspy dump full")):
+for n, label in (("a_clrspy", "clrspy gcdump -p"), ("a_ref", "reference collector"), ("a_core", "clrspy dump full"), ("clrmd", "ClrMD walk + mark")):
     s, r = timing(n)
     print(f"{label:<22}{s:>10.2f} s {r:>8.0f} MB peak RSS")
 

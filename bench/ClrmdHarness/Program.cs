@@ -22,7 +22,13 @@ public static class Program
             Console.Error.WriteLine("no CLR in the dump");
             return 1;
         }
-        using ClrRuntime runtime = target.ClrVersions[0].CreateRuntime();
+        ClrInfo clr = target.ClrVersions[0];
+        // The DAC of the runtime that wrote the dump sits beside its libcoreclr.so; name it
+        // (ClrMD's own search ends in a symbol server, which it does not use on Linux). ClrMD
+        // reads no runtime version from these dumps (it expects 0.0), so the version check is
+        // skipped: this DAC is the one from the very directory the dump's runtime was loaded from.
+        string dac = System.IO.Path.Combine(System.IO.Path.GetDirectoryName(clr.ModuleInfo.FileName) ?? "", "libmscordaccore.so");
+        using ClrRuntime runtime = System.IO.File.Exists(dac) ? clr.CreateRuntime(dac, ignoreMismatch: true) : clr.CreateRuntime();
         ClrHeap heap = runtime.Heap;
 
         var all = new Tally();
