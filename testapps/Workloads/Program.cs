@@ -72,6 +72,7 @@ public static class Program
         ["loader"] = Loader.Run,
         ["leak"] = Leak.Run,
         ["heap"] = HeapHolder.Run,
+        ["heap10m"] = HeapTree.Run,
         ["hang"] = Deadlock.Run,
         ["eventsource"] = EventWriter.Run,
         ["bigtrace"] = BigTrace.Run,

@@ -418,6 +418,70 @@ public static class HeapHolder
     }
 }
 
+// ------------------------------------------------------------------ heap10m
+
+/// 32 bytes on a 64-bit runtime (16 bytes header + 2 references).
+public sealed class HeapTreeNode
+{
+    public HeapTreeNode? Left;
+    public HeapTreeNode? Right;
+}
+
+public static class HeapTree
+{
+    public static HeapTreeNode? Root;
+    public static long Count;
+
+    public static int Run(Options o)
+    {
+        Grow(o.Count ?? 10_000_000);
+        Program.Out($"held={Count}");
+        // Commands on stdin, as in `heap`: `grow N` adds N nodes; end of input or `quit` ends.
+        string? line;
+        while ((line = Console.In.ReadLine()) != null)
+        {
+            string[] parts = line.Trim().Split(' ', StringSplitOptions.RemoveEmptyEntries);
+            if (parts.Length == 2 && parts[0] == "grow" && int.TryParse(parts[1], System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out int n) && n >= 0)
+            {
+                Grow(n);
+                Program.Out($"held={Count}");
+            }
+            else if (parts.Length == 1 && parts[0] == "quit")
+            {
+                break;
+            }
+        }
+        return 0;
+    }
+
+    /// Adds `n` nodes to the complete binary tree under `Root`: node k (0-based, breadth first)
+    /// hangs below the node found by following the bits of k + 1 after its leading one.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Grow(int n)
+    {
+        for (int i = 0; i < n; i++)
+        {
+            var node = new HeapTreeNode();
+            long k = Count + 1;
+            if (Root is null)
+            {
+                Root = node;
+            }
+            else
+            {
+                int bit = 62 - (int)long.LeadingZeroCount(k);
+                HeapTreeNode parent = Root;
+                for (; bit > 0; bit--)
+                {
+                    parent = ((k >> bit) & 1) == 0 ? parent.Left! : parent.Right!;
+                }
+                if ((k & 1) == 0) parent.Left = node; else parent.Right = node;
+            }
+            Count++;
+        }
+    }
+}
+
 // ------------------------------------------------------------------ hang
 
 public static class Deadlock
