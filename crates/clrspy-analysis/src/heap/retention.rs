@@ -1,0 +1,259 @@
+//! The dominator tree folded by type path ([`RetentionTree`]): every reachable object's path
+//! is `root kind; root name; type; ...; type` — the dominator-tree path from the root that
+//! keeps it alive, objects named by type — and equal paths merge. An object adds its own
+//! bytes to its path, so a path's total is the retained bytes of the objects that start it:
+//! what the flame graph and folded-stack views of a heap draw.
+//!
+//! Two foldings keep paths short: a run of one type (a linked list's nodes, each dominating
+//! the next) is one step, and steps below [`MAX_DEPTH`] go to one `[deeper]` step.
+
+use rustc_hash::FxHashMap;
+
+use super::{logical_type_name, HeapModel, RootKind};
+
+/// Steps of objects below a root at most; what is deeper is the `[deeper]` step.
+pub const MAX_DEPTH: u32 = 200;
+
+/// The root-kind step of objects that roots of several kinds share (they are dominated by
+/// a root group or by the top of the roots).
+pub const SHARED: &str = "shared";
+
+/// The step of the objects below [`MAX_DEPTH`].
+pub const DEEPER: &str = "[deeper]";
+
+/// One path of the tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathNode {
+    /// The path it extends (None for the top, the empty path).
+    pub parent: Option<u32>,
+    /// Its last step, an index into [`RetentionTree::step_names`].
+    pub step: u32,
+    /// Objects whose path it is.
+    pub objects: u64,
+    /// Their own bytes.
+    pub self_bytes: u64,
+    /// Bytes of every object on it and on the paths under it.
+    pub total_bytes: u64,
+}
+
+/// The dominator tree of a heap folded by type path.
+#[derive(Clone, Debug)]
+pub struct RetentionTree {
+    /// The paths; a path comes after the one it extends; 0 is the empty path (the top).
+    pub nodes: Vec<PathNode>,
+    /// The names of the steps.
+    pub step_names: Vec<String>,
+}
+
+/// What a step is, as the walk interns it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Step {
+    Kind(Option<RootKind>),
+    Pseudo(u32),
+    Type(u32),
+    Deeper,
+}
+
+struct Interner {
+    ids: FxHashMap<Step, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn id(&mut self, s: Step, name: impl FnOnce() -> String) -> u32 {
+        if let Some(&i) = self.ids.get(&s) {
+            return i;
+        }
+        self.names.push(name());
+        let i = (self.names.len() - 1) as u32;
+        self.ids.insert(s, i);
+        i
+    }
+}
+
+/// The snake-case name of a root kind, as the JSON views spell it.
+pub fn kind_name(k: RootKind) -> String {
+    serde_json::to_value(k)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_else(|| "other".into())
+}
+
+impl RetentionTree {
+    /// Folds `m`'s dominator tree. Time and memory grow with the objects (one walk of the
+    /// dominator tree, two arrays of the node count) and the distinct paths.
+    pub fn new(m: &HeapModel) -> RetentionTree {
+        let g = m.graph();
+        let n = g.node_count();
+        let mut tree = RetentionTree {
+            nodes: vec![PathNode {
+                parent: None,
+                step: u32::MAX,
+                objects: 0,
+                self_bytes: 0,
+                total_bytes: 0,
+            }],
+            step_names: Vec::new(),
+        };
+        let root = g.root();
+        if root as usize >= n {
+            return tree;
+        }
+        let mut steps = Interner {
+            ids: FxHashMap::default(),
+            names: Vec::new(),
+        };
+        // Per graph type: its step as an object (logical type) and as a pseudo-node.
+        let mut by_logical: FxHashMap<&str, u32> = FxHashMap::default();
+        let type_step: Vec<u32> = g
+            .types()
+            .iter()
+            .map(|t| {
+                let name = logical_type_name(&t.name);
+                let next = by_logical.len() as u32;
+                let l = *by_logical.entry(name).or_insert(next);
+                steps.id(Step::Type(l), || name.to_string())
+            })
+            .collect();
+        drop(by_logical);
+        let deeper = steps.id(Step::Deeper, || DEEPER.into());
+        let (start, kids) = dominator_children(m);
+        // The walk: (node, its path, the root kind of the pseudo-nodes above it).
+        let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut depth: Vec<u32> = vec![0];
+        let mut stack: Vec<(u32, u32, Option<RootKind>)> = vec![(root, 0, None)];
+        while let Some((v, path, kind)) = stack.pop() {
+            for &c in &kids[start[v as usize] as usize..start[v as usize + 1] as usize] {
+                if m.is_pseudo(c) {
+                    let name = g.type_name(g.node_type(c));
+                    let k = RootKind::from_pseudo_name(name).or(kind);
+                    let ks = steps.id(Step::Kind(k), || k.map_or(SHARED.into(), kind_name));
+                    let ps = steps.id(Step::Pseudo(g.node_type(c)), || name.to_string());
+                    let kp = tree.intern(&mut index, &mut depth, 0, ks);
+                    let p = tree.intern(&mut index, &mut depth, kp, ps);
+                    stack.push((c, p, k));
+                    continue;
+                }
+                let last = tree.nodes[path as usize].step;
+                let step = type_step
+                    .get(g.node_type(c) as usize)
+                    .copied()
+                    .unwrap_or(u32::MAX);
+                let p = if path == 0 {
+                    // An object right under the top: reachable from roots of several kinds.
+                    let ks = steps.id(Step::Kind(None), || SHARED.into());
+                    let kp = tree.intern(&mut index, &mut depth, 0, ks);
+                    let top = steps.id(Step::Pseudo(g.node_type(root)), || {
+                        g.type_name(g.node_type(root)).to_string()
+                    });
+                    let tp = tree.intern(&mut index, &mut depth, kp, top);
+                    tree.intern(&mut index, &mut depth, tp, step)
+                } else if last == step || last == deeper {
+                    path
+                } else if depth[path as usize] >= MAX_DEPTH + 2 {
+                    tree.intern(&mut index, &mut depth, path, deeper)
+                } else {
+                    tree.intern(&mut index, &mut depth, path, step)
+                };
+                let node = &mut tree.nodes[p as usize];
+                node.objects += 1;
+                node.self_bytes += u64::from(g.node_size(c));
+                stack.push((c, p, kind));
+            }
+        }
+        for i in (0..tree.nodes.len()).rev() {
+            let node = &mut tree.nodes[i];
+            node.total_bytes += node.self_bytes;
+            let (t, parent) = (node.total_bytes, node.parent);
+            if let Some(p) = parent {
+                tree.nodes[p as usize].total_bytes += t;
+            }
+        }
+        tree.step_names = steps.names;
+        tree
+    }
+
+    /// The path extending `parent` by `step`, made when new.
+    fn intern(
+        &mut self,
+        index: &mut FxHashMap<(u32, u32), u32>,
+        depth: &mut Vec<u32>,
+        parent: u32,
+        step: u32,
+    ) -> u32 {
+        if let Some(&i) = index.get(&(parent, step)) {
+            return i;
+        }
+        self.nodes.push(PathNode {
+            parent: Some(parent),
+            step,
+            objects: 0,
+            self_bytes: 0,
+            total_bytes: 0,
+        });
+        let i = (self.nodes.len() - 1) as u32;
+        depth.push(depth[parent as usize] + 1);
+        index.insert((parent, step), i);
+        i
+    }
+
+    /// The bytes of every object on a path: the reachable heap's bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.nodes.first().map_or(0, |n| n.total_bytes)
+    }
+
+    /// The step names of path `p`, top first.
+    pub fn steps(&self, mut p: u32) -> Vec<&str> {
+        let mut out = Vec::new();
+        while let Some(node) = self.nodes.get(p as usize) {
+            let Some(parent) = node.parent else {
+                break;
+            };
+            out.push(
+                self.step_names
+                    .get(node.step as usize)
+                    .map_or("", String::as_str),
+            );
+            p = parent;
+        }
+        out.reverse();
+        out
+    }
+
+    /// The paths under each path, in the order they were made.
+    pub fn children(&self) -> Vec<Vec<u32>> {
+        let mut out = vec![Vec::new(); self.nodes.len()];
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(p) = n.parent {
+                out[p as usize].push(i as u32);
+            }
+        }
+        out
+    }
+}
+
+/// The dominator tree's children of every node, as offsets and a list.
+fn dominator_children(m: &HeapModel) -> (Vec<u32>, Vec<u32>) {
+    let n = m.graph().node_count();
+    let mut start = vec![0u32; n + 1];
+    for v in 0..n as u32 {
+        if let Some(d) = m.immediate_dominator(v) {
+            start[d as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut kids = vec![0u32; start[n] as usize];
+    for v in 0..n as u32 {
+        if let Some(d) = m.immediate_dominator(v) {
+            kids[fill[d as usize] as usize] = v;
+            fill[d as usize] += 1;
+        }
+    }
+    (start, kids)
+}
+
+#[cfg(test)]
+mod tests;
