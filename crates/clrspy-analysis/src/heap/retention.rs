@@ -73,10 +73,19 @@ impl Interner {
 
 /// The snake-case name of a root kind, as the JSON views spell it.
 pub fn kind_name(k: RootKind) -> String {
-    serde_json::to_value(k)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_else(|| "other".into())
+    match k {
+        RootKind::Stack => "stack",
+        RootKind::StrongHandle => "strong_handle",
+        RootKind::PinningHandle => "pinning_handle",
+        RootKind::WeakHandle => "weak_handle",
+        RootKind::Finalizer => "finalizer",
+        RootKind::Static => "static",
+        RootKind::ThreadStatic => "thread_static",
+        RootKind::DependentHandle => "dependent_handle",
+        RootKind::Com => "com",
+        RootKind::Other => "other",
+    }
+    .into()
 }
 
 impl RetentionTree {

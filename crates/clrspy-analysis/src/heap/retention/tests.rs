@@ -220,3 +220,22 @@ fn on_random_graphs_every_path_totals_its_object_s_retained_size() {
         assert!(checked > 0);
     }
 }
+
+#[test]
+fn kind_names_are_the_json_views_names() {
+    use RootKind::*;
+    for k in [
+        Stack,
+        StrongHandle,
+        PinningHandle,
+        WeakHandle,
+        Finalizer,
+        Static,
+        ThreadStatic,
+        DependentHandle,
+        Com,
+        Other,
+    ] {
+        assert_eq!(serde_json::to_value(k).unwrap(), kind_name(k));
+    }
+}

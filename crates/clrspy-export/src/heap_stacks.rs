@@ -1,0 +1,246 @@
+//! A heap snapshot as weighted stacks for the stack writers (folded stacks, flame graph,
+//! speedscope): one stack per path of the dominator tree folded by type
+//! ([`RetentionTree`]), `root kind; root name; type; ...`, weighing the own bytes of the
+//! objects on it in [`StackUnit::RetainedBytes`], so that a frame's total is the retained
+//! bytes of the objects it stands for. [`pictured`] bounds them for a picture.
+
+use std::collections::BinaryHeap;
+
+use clrspy_analysis::heap::retention::RetentionTree;
+
+use crate::WeightedStack;
+
+/// Every path with objects of its own, heaviest first; their weights sum to the reachable
+/// heap's bytes.
+pub fn stacks(tree: &RetentionTree) -> Vec<WeightedStack> {
+    let mut out: Vec<WeightedStack> = (0..tree.nodes.len() as u32)
+        .filter(|&p| tree.nodes[p as usize].self_bytes > 0)
+        .map(|p| WeightedStack {
+            thread: 0,
+            frames: tree.steps(p).into_iter().map(String::from).collect(),
+            weight: tree.nodes[p as usize].self_bytes as f64,
+        })
+        .collect();
+    sort(&mut out);
+    out
+}
+
+/// At most `budget` paths for a picture (an icicle, a flame graph): paths are opened
+/// heaviest first, each showing its `width` heaviest paths under it; what a shown path does
+/// not open weighs on it as `[other: N paths]` (so totals stay exact).
+pub fn pictured(tree: &RetentionTree, width: usize, budget: usize) -> Vec<WeightedStack> {
+    let children = tree.children();
+    let mut shown = vec![false; tree.nodes.len()];
+    let mut open: BinaryHeap<(u64, u32)> = BinaryHeap::new();
+    if tree.nodes.is_empty() {
+        return Vec::new();
+    }
+    shown[0] = true;
+    open.push((tree.nodes[0].total_bytes, 0));
+    let mut count = 1;
+    while let Some((_, p)) = open.pop() {
+        let mut kids = children[p as usize].clone();
+        kids.sort_by_key(|&k| std::cmp::Reverse(tree.nodes[k as usize].total_bytes));
+        for &k in kids.iter().take(width) {
+            if count >= budget {
+                break;
+            }
+            shown[k as usize] = true;
+            count += 1;
+            open.push((tree.nodes[k as usize].total_bytes, k));
+        }
+        if count >= budget {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    for p in 0..tree.nodes.len() as u32 {
+        if !shown[p as usize] {
+            continue;
+        }
+        let node = &tree.nodes[p as usize];
+        let frames: Vec<String> = tree.steps(p).into_iter().map(String::from).collect();
+        if node.self_bytes > 0 && p != 0 {
+            out.push(WeightedStack {
+                thread: 0,
+                frames: frames.clone(),
+                weight: node.self_bytes as f64,
+            });
+        }
+        let hidden: Vec<u32> = children[p as usize]
+            .iter()
+            .copied()
+            .filter(|&k| !shown[k as usize])
+            .collect();
+        let weight: u64 = hidden
+            .iter()
+            .map(|&k| tree.nodes[k as usize].total_bytes)
+            .sum();
+        if weight > 0 {
+            let mut f = frames;
+            f.push(format!("[other: {} paths]", hidden.len()));
+            out.push(WeightedStack {
+                thread: 0,
+                frames: f,
+                weight: weight as f64,
+            });
+        }
+    }
+    sort(&mut out);
+    out
+}
+
+fn sort(v: &mut [WeightedStack]) {
+    v.sort_by(|x, y| {
+        y.weight
+            .total_cmp(&x.weight)
+            .then_with(|| x.frames.cmp(&y.frames))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::folded;
+    use crate::stack_unit::StackUnit;
+    use clrspy_analysis::heap::HeapModel;
+    use gcdump::GraphBuilder;
+
+    /// [static var S.Items] → holders, each holding a chain of items (as examples/synth in
+    /// crates/gcdump, smaller); [local vars] → a Buffer shared with the first holder.
+    fn synth(groups: u32, per: u32) -> HeapModel {
+        let mut b = GraphBuilder::new();
+        let item = b.add_type("Synth.Item", "");
+        let holder = b.add_type("Synth.Holder", "");
+        let buffer = b.add_type("Synth.Buffer", "");
+        let st = b.add_type("[static var Synth.Cache.Items]", "");
+        let lv = b.add_type("[local vars]", "");
+        let roots = b.add_type("[.NET Roots]", "");
+        let n = groups * per;
+        for i in 0..n {
+            let head = i - i % per;
+            if (i + 1) % per != 0 {
+                b.push_child(i + 1);
+            }
+            if i != head {
+                b.push_child(head);
+            }
+            b.end_node(item, 24 + (i % 4) * 8, 0x1000 + u64::from(i) * 64);
+        }
+        let buf = n + groups;
+        for g in 0..groups {
+            b.push_child(g * per);
+            if g == 0 {
+                b.push_child(buf);
+            }
+            b.end_node(holder, 32, 0x90_0000 + u64::from(g) * 64);
+        }
+        b.add_node(buffer, 1000, 0xA0_0000, &[]);
+        let kids: Vec<u32> = (n..n + groups).collect();
+        let s = b.add_node(st, 0, 0, &kids);
+        let l = b.add_node(lv, 0, 0, &[buf]);
+        let r = b.add_node(roots, 0, 0, &[s, l]);
+        b.set_root(r);
+        HeapModel::new(b.finish().unwrap())
+    }
+
+    /// Folded lines parsed back: (frames, weight).
+    fn parse(text: &str) -> Vec<(Vec<String>, u64)> {
+        text.lines()
+            .map(|l| {
+                let (stack, w) = l.rsplit_once(' ').unwrap();
+                (
+                    stack.split(';').map(String::from).collect(),
+                    w.parse().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    fn inclusive(lines: &[(Vec<String>, u64)], prefix: &[&str]) -> u64 {
+        lines
+            .iter()
+            .filter(|(f, _)| f.len() >= prefix.len() && f.iter().zip(prefix).all(|(a, b)| a == b))
+            .map(|(_, w)| w)
+            .sum()
+    }
+
+    #[test]
+    fn folded_totals_are_the_model_s_retained_sizes() {
+        let (groups, per) = (7u32, 50u32);
+        let m = synth(groups, per);
+        let tree = RetentionTree::new(&m);
+        let mut out = Vec::new();
+        folded::write(
+            &mut out,
+            &stacks(&tree),
+            StackUnit::RetainedBytes,
+            &|_| String::new(),
+            false,
+        )
+        .unwrap();
+        let lines = parse(&String::from_utf8(out).unwrap());
+        let total: u64 = lines.iter().map(|(_, w)| w).sum();
+        let root = m.graph().root();
+        assert_eq!(total, m.retained(root));
+        assert_eq!(total, m.bytes() - m.unreachable_objects());
+        let st = ["static", "[static var Synth.Cache.Items]"];
+        let static_node = m.graph().children(root)[0];
+        assert_eq!(inclusive(&lines, &st), m.retained(static_node));
+        // The holders (the buffer is shared with the local, so no holder retains it).
+        let holders: u64 = (groups * per..groups * per + groups)
+            .map(|h| m.retained(h))
+            .sum();
+        assert_eq!(inclusive(&lines, &[st[0], st[1], "Synth.Holder"]), holders);
+        // A chain of items is one frame under its holder, retained by the group's head.
+        let heads: u64 = (0..groups).map(|g| m.retained(g * per)).sum();
+        assert_eq!(
+            inclusive(&lines, &[st[0], st[1], "Synth.Holder", "Synth.Item"]),
+            heads
+        );
+        assert_eq!(
+            lines
+                .iter()
+                .find(|(f, _)| f.last().map(String::as_str) == Some("Synth.Buffer")),
+            Some(&(
+                vec![
+                    "shared".into(),
+                    "[.NET Roots]".into(),
+                    "Synth.Buffer".into()
+                ],
+                1000
+            ))
+        );
+    }
+
+    #[test]
+    fn a_picture_keeps_the_totals_within_its_budget() {
+        let m = synth(5, 10);
+        let tree = RetentionTree::new(&m);
+        let all = stacks(&tree);
+        let total: f64 = all.iter().map(|s| s.weight).sum();
+        for (width, budget) in [(1, 3), (2, 4), (10, 100)] {
+            let p = pictured(&tree, width, budget);
+            assert_eq!(
+                p.iter().map(|s| s.weight).sum::<f64>(),
+                total,
+                "{width} {budget}"
+            );
+            let distinct: std::collections::BTreeSet<&[String]> =
+                p.iter().map(|s| &s.frames[..]).collect();
+            assert!(
+                distinct.len() <= budget * 2,
+                "{width} {budget}: {}",
+                distinct.len()
+            );
+        }
+        let narrow = pictured(&tree, 1, 3);
+        assert!(
+            narrow
+                .iter()
+                .any(|s| s.frames.last().is_some_and(|f| f.starts_with("[other: "))),
+            "{narrow:?}"
+        );
+        assert_eq!(pictured(&tree, 10, 100), all);
+    }
+}
