@@ -145,7 +145,7 @@ pub struct RootPath {
 }
 
 /// The order in which roots claim the objects they reach.
-fn priority(k: RootKind) -> u8 {
+pub(crate) fn priority(k: RootKind) -> u8 {
     match k {
         RootKind::Static => 0,
         RootKind::ThreadStatic => 1,

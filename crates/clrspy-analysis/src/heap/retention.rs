@@ -4,18 +4,26 @@
 //! bytes to its path, so a path's total is the retained bytes of the objects that start it:
 //! what the flame graph and folded-stack views of a heap draw.
 //!
+//! The objects that several roots reach (in .NET, whatever a static holds: the statics'
+//! arrays are held by handles too) are dominated by no single root, only by a root group or
+//! the top of the roots. Such an object goes under the root that holds it as `clrspy heap`'s
+//! held bytes count it — the first root to reach it, statics first — so that its path names
+//! the static field rather than `[.NET Roots]`; under it, the path follows the dominator
+//! tree, so a type step's total is still the retained bytes of its objects.
+//!
 //! Two foldings keep paths short: a run of one type (a linked list's nodes, each dominating
 //! the next) is one step, and steps below [`MAX_DEPTH`] go to one `[deeper]` step.
 
 use rustc_hash::FxHashMap;
 
-use super::{logical_type_name, HeapModel, RootKind};
+use super::dominators::NONE;
+use super::{logical_type_name, priority, HeapModel, RootKind};
 
 /// Steps of objects below a root at most; what is deeper is the `[deeper]` step.
 pub const MAX_DEPTH: u32 = 200;
 
-/// The root-kind step of objects that roots of several kinds share (they are dominated by
-/// a root group or by the top of the roots).
+/// The root-kind step of a root whose kind no name says (a group of several kinds, the top
+/// of the roots).
 pub const SHARED: &str = "shared";
 
 /// The step of the objects below [`MAX_DEPTH`].
@@ -127,47 +135,62 @@ impl RetentionTree {
         drop(by_logical);
         let deeper = steps.id(Step::Deeper, || DEEPER.into());
         let (start, kids) = dominator_children(m);
-        // The walk: (node, its path, the root kind of the pseudo-nodes above it).
+        let kinds = pseudo_kinds(m);
+        let holder = holders(m, &kinds);
+        // The path of root `r`: its kind, then its name.
+        let mut root_paths: FxHashMap<u32, u32> = FxHashMap::default();
         let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut depth: Vec<u32> = vec![0];
-        let mut stack: Vec<(u32, u32, Option<RootKind>)> = vec![(root, 0, None)];
-        while let Some((v, path, kind)) = stack.pop() {
+        let mut root_path = |tree: &mut RetentionTree,
+                             index: &mut FxHashMap<(u32, u32), u32>,
+                             depth: &mut Vec<u32>,
+                             r: u32| {
+            if let Some(&p) = root_paths.get(&r) {
+                return p;
+            }
+            let k = kinds.get(r as usize).copied().flatten();
+            let ks = steps.id(Step::Kind(k), || k.map_or(SHARED.into(), kind_name));
+            let name = g.type_name(g.node_type(r));
+            let ps = steps.id(Step::Pseudo(g.node_type(r)), || name.to_string());
+            let kp = tree.intern(index, depth, 0, ks);
+            let p = tree.intern(index, depth, kp, ps);
+            root_paths.insert(r, p);
+            p
+        };
+        // The walk: (node, its path; None for the pseudo-nodes).
+        let mut stack: Vec<(u32, Option<u32>)> = vec![(root, None)];
+        while let Some((v, path)) = stack.pop() {
             for &c in &kids[start[v as usize] as usize..start[v as usize + 1] as usize] {
                 if m.is_pseudo(c) {
-                    let name = g.type_name(g.node_type(c));
-                    let k = RootKind::from_pseudo_name(name).or(kind);
-                    let ks = steps.id(Step::Kind(k), || k.map_or(SHARED.into(), kind_name));
-                    let ps = steps.id(Step::Pseudo(g.node_type(c)), || name.to_string());
-                    let kp = tree.intern(&mut index, &mut depth, 0, ks);
-                    let p = tree.intern(&mut index, &mut depth, kp, ps);
-                    stack.push((c, p, k));
+                    stack.push((c, None));
                     continue;
                 }
-                let last = tree.nodes[path as usize].step;
                 let step = type_step
                     .get(g.node_type(c) as usize)
                     .copied()
                     .unwrap_or(u32::MAX);
-                let p = if path == 0 {
-                    // An object right under the top: reachable from roots of several kinds.
-                    let ks = steps.id(Step::Kind(None), || SHARED.into());
-                    let kp = tree.intern(&mut index, &mut depth, 0, ks);
-                    let top = steps.id(Step::Pseudo(g.node_type(root)), || {
-                        g.type_name(g.node_type(root)).to_string()
-                    });
-                    let tp = tree.intern(&mut index, &mut depth, kp, top);
-                    tree.intern(&mut index, &mut depth, tp, step)
-                } else if last == step || last == deeper {
-                    path
-                } else if depth[path as usize] >= MAX_DEPTH + 2 {
-                    tree.intern(&mut index, &mut depth, path, deeper)
-                } else {
-                    tree.intern(&mut index, &mut depth, path, step)
+                let p = match path {
+                    None => {
+                        // Right under a pseudo-node: under the root that holds it.
+                        let h = holder.get(c as usize).copied().filter(|&h| h != NONE);
+                        let rp = root_path(&mut tree, &mut index, &mut depth, h.unwrap_or(v));
+                        tree.intern(&mut index, &mut depth, rp, step)
+                    }
+                    Some(path) => {
+                        let last = tree.nodes[path as usize].step;
+                        if last == step || last == deeper {
+                            path
+                        } else if depth[path as usize] >= MAX_DEPTH + 2 {
+                            tree.intern(&mut index, &mut depth, path, deeper)
+                        } else {
+                            tree.intern(&mut index, &mut depth, path, step)
+                        }
+                    }
                 };
                 let node = &mut tree.nodes[p as usize];
                 node.objects += 1;
                 node.self_bytes += u64::from(g.node_size(c));
-                stack.push((c, p, kind));
+                stack.push((c, Some(p)));
             }
         }
         for i in (0..tree.nodes.len()).rev() {
@@ -239,6 +262,67 @@ impl RetentionTree {
         }
         out
     }
+}
+
+/// The root kind of every pseudo-node: named by it, else by the nearest pseudo-node above it
+/// in the dominator tree that is (None: a group of several kinds, or the top).
+fn pseudo_kinds(m: &HeapModel) -> Vec<Option<RootKind>> {
+    let g = m.graph();
+    (0..g.node_count() as u32)
+        .map(|v| {
+            if !m.is_pseudo(v) {
+                return None;
+            }
+            let mut at = v;
+            for _ in 0..64 {
+                if let Some(k) = RootKind::from_pseudo_name(g.type_name(g.node_type(at))) {
+                    return Some(k);
+                }
+                at = m.immediate_dominator(at)?;
+            }
+            None
+        })
+        .collect()
+}
+
+/// The root that holds every object ([`NONE`] when none does): the first to reach it, roots
+/// (the pseudo-nodes that hold objects directly) taken by kind as the held bytes of
+/// `clrspy heap` take them, then by name.
+fn holders(m: &HeapModel, kinds: &[Option<RootKind>]) -> Vec<u32> {
+    let g = m.graph();
+    let n = g.node_count();
+    let mut roots: Vec<u32> = (0..n as u32)
+        .filter(|&v| m.is_pseudo(v) && g.children(v).iter().any(|&c| !m.is_pseudo(c)))
+        .collect();
+    let rank = |v: u32| {
+        priority(
+            kinds
+                .get(v as usize)
+                .copied()
+                .flatten()
+                .unwrap_or(RootKind::Other),
+        )
+    };
+    roots.sort_by(|&a, &b| {
+        rank(a)
+            .cmp(&rank(b))
+            .then_with(|| g.type_name(g.node_type(a)).cmp(g.type_name(g.node_type(b))))
+    });
+    let mut holder = vec![NONE; n];
+    let mut queue: Vec<u32> = Vec::new();
+    for r in roots {
+        queue.clear();
+        queue.push(r);
+        while let Some(x) = queue.pop() {
+            for &c in g.children(x) {
+                if holder[c as usize] == NONE && !m.is_pseudo(c) {
+                    holder[c as usize] = r;
+                    queue.push(c);
+                }
+            }
+        }
+    }
+    holder
 }
 
 /// The dominator tree's children of every node, as offsets and a list.
