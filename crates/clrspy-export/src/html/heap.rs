@@ -52,7 +52,7 @@ impl Default for Options {
 /// The sortable tables' style and script: a click on a heading sorts by that column
 /// (numbers by their `data-v`), a second click reverses.
 const SORTABLE: &str = "<style>table.sortable th{cursor:pointer;user-select:none}\
-table.sortable th:hover{text-decoration:underline}.grew{color:#a11}.shrank{color:#161}</style>\
+table.sortable th:hover{text-decoration:underline}td.n{white-space:nowrap}.grew{color:#a11}.shrank{color:#161}</style>\
 <script>document.addEventListener('click',function(e){var th=e.target.closest('table.sortable th');\
 if(!th)return;var t=th.closest('table'),i=th.cellIndex,num=th.classList.contains('n'),\
 rows=Array.prototype.slice.call(t.querySelectorAll('tr')).slice(1),d=th.dataset.d==='1'?-1:1;\
@@ -75,6 +75,15 @@ fn count_cell(h: &mut String, c: u64) {
 
 fn signed_bytes(d: i64) -> String {
     let s = human_bytes(d.unsigned_abs());
+    match d.signum() {
+        1 => format!("+{s}"),
+        -1 => format!("−{s}"),
+        _ => s,
+    }
+}
+
+fn signed_count(d: i64) -> String {
+    let s = group(d.unsigned_abs());
     match d.signum() {
         1 => format!("+{s}"),
         -1 => format!("−{s}"),
@@ -289,10 +298,10 @@ pub fn write_diff(
             (
                 "objects",
                 format!(
-                    "{} → {} ({:+})",
+                    "{} → {} ({})",
                     group(old.objects()),
                     group(new.objects()),
-                    new.objects() as i64 - old.objects() as i64
+                    signed_count(new.objects() as i64 - old.objects() as i64)
                 ),
             ),
             (
@@ -318,9 +327,9 @@ pub fn write_diff(
             .iter()
             .map(|t| {
                 format!(
-                    "<b>{}</b> ({:+} objects, {})",
+                    "<b>{}</b> ({} objects, {})",
                     escape(&t.name),
-                    t.count_delta,
+                    signed_count(t.count_delta),
                     signed_bytes(t.bytes_delta)
                 )
             })
@@ -345,7 +354,7 @@ pub fn write_diff(
         let _ = write!(h, "<tr{class}>");
         count_cell(&mut h, t.count_old);
         count_cell(&mut h, t.count_new);
-        num(&mut h, t.count_delta, &format!("{:+}", t.count_delta));
+        num(&mut h, t.count_delta, &signed_count(t.count_delta));
         bytes_cell(&mut h, t.bytes_old);
         bytes_cell(&mut h, t.bytes_new);
         num(&mut h, t.bytes_delta, &signed_bytes(t.bytes_delta));
