@@ -10,38 +10,51 @@ use clrspy_analysis::heap::retention::RetentionTree;
 
 use crate::WeightedStack;
 
-/// Every path with objects of its own, heaviest first; their weights sum to the reachable
-/// heap's bytes.
-pub fn stacks(tree: &RetentionTree) -> Vec<WeightedStack> {
-    let mut out: Vec<WeightedStack> = (0..tree.nodes.len() as u32)
-        .filter(|&p| tree.nodes[p as usize].self_bytes > 0)
-        .map(|p| WeightedStack {
-            thread: 0,
-            frames: tree.steps(p).into_iter().map(String::from).collect(),
-            weight: tree.nodes[p as usize].self_bytes as f64,
-        })
-        .collect();
-    sort(&mut out);
-    out
+/// The paths with objects of their own, heaviest first, at most `budget` of them (the
+/// heaviest; what the others weigh goes to `[other: N paths]` lines under the paths shown, so
+/// the weights still sum to the reachable heap's bytes and every shown frame's total is
+/// exact). A heap of random types has about one path per object: the budget bounds the file.
+pub fn stacks(tree: &RetentionTree, budget: usize) -> Vec<WeightedStack> {
+    pictured(tree, usize::MAX, budget)
 }
 
 /// At most `budget` paths for a picture (an icicle, a flame graph): paths are opened
 /// heaviest first, each showing its `width` heaviest paths under it; what a shown path does
 /// not open weighs on it as `[other: N paths]` (so totals stay exact).
 pub fn pictured(tree: &RetentionTree, width: usize, budget: usize) -> Vec<WeightedStack> {
-    let children = tree.children();
-    let mut shown = vec![false; tree.nodes.len()];
-    let mut open: BinaryHeap<(u64, u32)> = BinaryHeap::new();
-    if tree.nodes.is_empty() {
+    let n = tree.nodes.len();
+    if n == 0 {
         return Vec::new();
     }
+    // The paths under each path, as offsets and a list.
+    let mut start = vec![0u32; n + 1];
+    for node in &tree.nodes {
+        if let Some(p) = node.parent {
+            start[p as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut kids = vec![0u32; start[n] as usize];
+    for (i, node) in tree.nodes.iter().enumerate() {
+        if let Some(p) = node.parent {
+            kids[fill[p as usize] as usize] = i as u32;
+            fill[p as usize] += 1;
+        }
+    }
+    drop(fill);
+    let children = |p: u32| &kids[start[p as usize] as usize..start[p as usize + 1] as usize];
+    let mut shown = vec![false; n];
+    let mut open: BinaryHeap<(u64, u32)> = BinaryHeap::new();
     shown[0] = true;
     open.push((tree.nodes[0].total_bytes, 0));
     let mut count = 1;
     while let Some((_, p)) = open.pop() {
-        let mut kids = children[p as usize].clone();
-        kids.sort_by_key(|&k| std::cmp::Reverse(tree.nodes[k as usize].total_bytes));
-        for &k in kids.iter().take(width) {
+        let mut sorted = children(p).to_vec();
+        sorted.sort_by_key(|&k| std::cmp::Reverse(tree.nodes[k as usize].total_bytes));
+        for &k in sorted.iter().take(width) {
             if count >= budget {
                 break;
             }
@@ -54,7 +67,7 @@ pub fn pictured(tree: &RetentionTree, width: usize, budget: usize) -> Vec<Weight
         }
     }
     let mut out = Vec::new();
-    for p in 0..tree.nodes.len() as u32 {
+    for p in 0..n as u32 {
         if !shown[p as usize] {
             continue;
         }
@@ -67,18 +80,14 @@ pub fn pictured(tree: &RetentionTree, width: usize, budget: usize) -> Vec<Weight
                 weight: node.self_bytes as f64,
             });
         }
-        let hidden: Vec<u32> = children[p as usize]
-            .iter()
-            .copied()
-            .filter(|&k| !shown[k as usize])
-            .collect();
-        let weight: u64 = hidden
-            .iter()
-            .map(|&k| tree.nodes[k as usize].total_bytes)
-            .sum();
+        let (mut hidden, mut weight) = (0usize, 0u64);
+        for &k in children(p).iter().filter(|&&k| !shown[k as usize]) {
+            hidden += 1;
+            weight += tree.nodes[k as usize].total_bytes;
+        }
         if weight > 0 {
             let mut f = frames;
-            f.push(format!("[other: {} paths]", hidden.len()));
+            f.push(format!("[other: {hidden} paths]"));
             out.push(WeightedStack {
                 thread: 0,
                 frames: f,
@@ -173,7 +182,7 @@ mod tests {
         let mut out = Vec::new();
         folded::write(
             &mut out,
-            &stacks(&tree),
+            &stacks(&tree, usize::MAX),
             StackUnit::RetainedBytes,
             &|_| String::new(),
             false,
@@ -223,7 +232,7 @@ mod tests {
     fn a_picture_keeps_the_totals_within_its_budget() {
         let m = synth(5, 10);
         let tree = RetentionTree::new(&m);
-        let all = stacks(&tree);
+        let all = stacks(&tree, usize::MAX);
         let total: f64 = all.iter().map(|s| s.weight).sum();
         for (width, budget) in [(1, 3), (2, 4), (10, 100)] {
             let p = pictured(&tree, width, budget);
@@ -248,5 +257,8 @@ mod tests {
             "{narrow:?}"
         );
         assert_eq!(pictured(&tree, 10, 100), all);
+        let few = stacks(&tree, 3);
+        assert_eq!(few.iter().map(|s| s.weight).sum::<f64>(), total);
+        assert!(few.len() < all.len() && few.len() <= 3 * 2, "{few:?}");
     }
 }

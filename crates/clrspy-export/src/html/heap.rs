@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use clrspy_analysis::heap::diff::diff;
 use clrspy_analysis::heap::retention::{kind_name, RetentionTree};
-use clrspy_analysis::heap::HeapModel;
+use clrspy_analysis::heap::{HeapModel, RootPath};
 
 use super::markup::{embed, escape, page_end, page_head};
 use crate::flamegraph;
@@ -218,8 +218,7 @@ root that reaches it, statics first; retained: what only those roots keep alive 
     h.push_str("</tbody></table>");
 }
 
-fn path_list(h: &mut String, m: &HeapModel, t: &str, n: usize) {
-    let paths = m.paths_to_type(t, n);
+fn path_list(h: &mut String, paths: &[RootPath]) {
     if paths.is_empty() {
         h.push_str("<p class=note>no root reaches it</p>");
         return;
@@ -236,7 +235,14 @@ fn path_list(h: &mut String, m: &HeapModel, t: &str, n: usize) {
 
 fn paths(h: &mut String, m: &HeapModel, o: &Options) {
     h.push_str("<h2 id=paths>What holds the top types: shortest paths from the roots</h2>");
-    for t in m.types().iter().take(o.path_types) {
+    let top: Vec<&str> = m
+        .types()
+        .iter()
+        .take(o.path_types)
+        .map(|t| t.name.as_str())
+        .collect();
+    let paths = m.paths_to_types(&top, o.paths);
+    for (t, p) in m.types().iter().zip(&paths) {
         let _ = write!(
             h,
             "<h3>{}</h3><p class=note>{} objects, {} shallow, {} retained</p>",
@@ -245,7 +251,7 @@ fn paths(h: &mut String, m: &HeapModel, o: &Options) {
             human_bytes(t.bytes),
             human_bytes(t.retained_bytes)
         );
-        path_list(h, m, &t.name, o.paths);
+        path_list(h, p);
     }
 }
 
@@ -371,9 +377,11 @@ pub fn write_diff(
     }
     if !grew.is_empty() {
         h.push_str("<h2 id=paths>What holds them in NEW: shortest paths from the roots</h2>");
-        for t in &grew {
+        let names: Vec<&str> = grew.iter().map(|t| t.name.as_str()).collect();
+        let paths = new.paths_to_types(&names, o.paths);
+        for (t, p) in grew.iter().zip(&paths) {
             let _ = write!(h, "<h3>{}</h3>", escape(&t.name));
-            path_list(&mut h, new, &t.name, o.paths);
+            path_list(&mut h, p);
         }
     }
     h.push_str(&page_end());

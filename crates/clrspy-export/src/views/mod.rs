@@ -357,8 +357,13 @@ fn one_heap<'a>(input: &Input<'a>) -> io::Result<&'a HeapModel> {
     }
 }
 
+/// Paths of a heap's folded stacks and speedscope profile at most ([`heap_stacks::stacks`]).
+pub const HEAP_STACKS: usize = 100_000;
+/// Paths of a heap's flame graph at most (what is narrower than a pixel is not drawn anyway).
+pub const HEAP_FLAME_PATHS: usize = 10_000;
+
 fn write_heap_folded(input: &Input, _o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
-    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?));
+    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?), HEAP_STACKS);
     folded::write(
         out,
         &stacks,
@@ -370,7 +375,7 @@ fn write_heap_folded(input: &Input, _o: &FileOptions, out: &mut dyn Write) -> io
 }
 
 fn write_heap_flamegraph(input: &Input, o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
-    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?));
+    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?), HEAP_FLAME_PATHS);
     flamegraph::write(out, &stacks, StackUnit::RetainedBytes, &o.title, &|_| {
         String::new()
     })?;
@@ -378,7 +383,7 @@ fn write_heap_flamegraph(input: &Input, o: &FileOptions, out: &mut dyn Write) ->
 }
 
 fn write_heap_speedscope(input: &Input, o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
-    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?));
+    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?), HEAP_STACKS);
     speedscope::write(out, &stacks, StackUnit::RetainedBytes, &o.title, &|_| {
         String::new()
     })?;
