@@ -140,11 +140,8 @@ pub(crate) fn convert_after(trace: &Path, format: Format) -> CliResult<()> {
     Ok(())
 }
 
-/// Runs `clrspy convert`; a heap snapshot goes to [`super::heap::convert_snapshot`].
+/// Runs `clrspy convert`.
 pub fn run(args: &ConvertArgs) -> CliResult<std::process::ExitCode> {
-    if super::heap::is_snapshot(&args.input.trace) {
-        return super::heap::convert_snapshot(args);
-    }
     let c = Conversion {
         format: args.to,
         metric: args.metric,
