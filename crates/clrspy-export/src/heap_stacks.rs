@@ -1,8 +1,9 @@
 //! A heap snapshot as weighted stacks for the stack writers (folded stacks, flame graph,
 //! speedscope): one stack per path of the dominator tree folded by type
 //! ([`RetentionTree`]), `root kind; root name; type; ...`, weighing the own bytes of the
-//! objects on it in [`StackUnit::RetainedBytes`], so that a frame's total is the retained
-//! bytes of the objects it stands for. [`pictured`] bounds them for a picture.
+//! objects on it in [`crate::stack_unit::StackUnit::RetainedBytes`], so that a frame's
+//! total is the retained bytes of the objects it stands for. [`stacks`] and [`pictured`]
+//! bound them for a file and a picture.
 
 use std::collections::BinaryHeap;
 

@@ -251,17 +251,6 @@ impl RetentionTree {
         out.reverse();
         out
     }
-
-    /// The paths under each path, in the order they were made.
-    pub fn children(&self) -> Vec<Vec<u32>> {
-        let mut out = vec![Vec::new(); self.nodes.len()];
-        for (i, n) in self.nodes.iter().enumerate() {
-            if let Some(p) = n.parent {
-                out[p as usize].push(i as u32);
-            }
-        }
-        out
-    }
 }
 
 /// The root kind of every pseudo-node: named by it, else by the nearest pseudo-node above it

@@ -1,4 +1,4 @@
-//! The HTML report's heap pages, in the trace report's page shell ([`super::markup`]): one
+//! The HTML report's heap pages, in the trace report's page shell (`html::markup`): one
 //! snapshot (totals; types by count, shallow and retained bytes; roots by kind; the shortest
 //! paths from the roots to the top types; an icicle of retained bytes along the dominator
 //! tree folded by type), and two snapshots compared (the types by growth, and what holds the
