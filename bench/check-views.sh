@@ -15,6 +15,11 @@
 #                  puppeteer-core, served on 127.0.0.1): the importer it chose, page errors, the
 #                  profile list it offers, and the top row of its Sandwich view (sorted by self)
 #   go tool pprof -> only when Go is installed (reported as SKIP otherwise)
+#   heap views  -> a snapshot of the heap workload (`clrspy gcdump -p`): its folded root paths
+#                  (the static's list inclusive = its retained bytes in `heap --json`, the total =
+#                  the bytes reachable), and its HTML page in headless Chromium (--dump-dom): the
+#                  types table has the workload's 12,345 orders, a click on Count sorts them
+#                  first, no console error
 # Needs cargo, dotnet, node/npm, /usr/bin/chromium (Debian: apt-get install -y chromium).
 # npm packages go to bench/out/node, traces and outputs to bench/out/views (both git-ignored).
 # Prints PASS/FAIL per check; exit 1 on any FAIL.
@@ -61,7 +66,8 @@ rm -f "$out/cpu.nettrace" "$out/alloc.nettrace"
 result "record the cpu workload from its start" $?
 "$clrspy" record --profile gc-verbose -o "$out/alloc.nettrace" -- dotnet "$wl" alloc --seconds 2 >/dev/null 2>&1
 result "record the alloc workload (--profile gc-verbose)" $?
-conv() { "$clrspy" convert "$1" "${@:2}" 2>/dev/null; result "clrspy convert $(basename "$1") ${*:2}" $?; }
+# (The status is kept before the name's `$(basename ...)` runs: that resets `$?`.)
+conv() { "$clrspy" convert "$1" "${@:2}" 2>/dev/null; local rc=$?; result "clrspy convert $(basename "$1") ${*:2}" $rc; }
 conv "$out/cpu.nettrace" --to pprof -o "$out/cpu.pb.gz"
 conv "$out/alloc.nettrace" --to pprof --metric alloc -o "$out/alloc.pb.gz"
 conv "$out/cpu.nettrace" --to speedscope -o "$out/cpu.speedscope.json"
@@ -222,6 +228,47 @@ if [ -x "$chromium" ]; then
     node_check check-views-speedscope.mjs "$out/alloc.pb.gz" 'protobuf encoded pprof file' '[type] Workloads.AllocatedThing'
 else
     result "speedscope app checks: $chromium not found (Debian: apt-get update && apt-get install -y chromium)" 1
+fi
+
+# --- heap views ---------------------------------------------------------------------------------
+rm -f "$out/heap.gcdump" "$out/heap.out" "$out/heap.stdin"
+mkfifo "$out/heap.stdin"
+exec 7<>"$out/heap.stdin" # the workload's stdin, open until it is stopped
+dotnet "$wl" heap <&7 >"$out/heap.out" 2>&1 &
+heap_wl=$!
+for _ in $(seq 100); do grep -q '^held=' "$out/heap.out" && break; sleep 0.2; done
+heap_pid=$(sed -n 's/^ready pid=//p' "$out/heap.out")
+"$clrspy" gcdump -p "$heap_pid" -o "$out/heap.gcdump" >/dev/null 2>&1
+result "clrspy gcdump -p (the heap workload)" $?
+kill "$heap_wl" 2>/dev/null; wait "$heap_wl" 2>/dev/null
+exec 7>&-; rm -f "$out/heap.stdin"
+conv "$out/heap.gcdump" --to folded -o "$out/heap.folded.txt"
+conv "$out/heap.gcdump" --to html -o "$out/heap.html"
+list='System.Collections.Generic.List<Workloads.HeapOrder>'
+retained=$("$clrspy" heap --json --top 100000 "$out/heap.gcdump" | node -e "
+  const v = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+  const t = v.types.find(t => t.type === process.argv[1]); console.log(t ? t.retained_bytes : -1);" "$list")
+inclusive=$(awk -v l="$list" '{ w = $NF; p = $0; sub(/ [0-9]+$/, "", p); split(p, f, ";"); if (f[3] == l) s += w }
+    END { print s + 0 }' "$out/heap.folded.txt")
+[ "$inclusive" -gt 0 ] && [ "$inclusive" = "$retained" ]
+result "folded root paths: the static's $list totals its retained bytes ($inclusive = $retained)" $?
+"$clrspy" convert "$out/heap.gcdump" --to pprof -o "$out/heap.pb.gz" >/dev/null 2>"$out/heap.err"
+[ $? = 2 ] && grep -q 'does not convert to pprof' "$out/heap.err" && [ ! -e "$out/heap.pb.gz" ]
+result "a .gcdump to a trace-only format is a clear error" $?
+if [ -x "$chromium" ]; then
+    # The page with a probe: a click on the types table's Count heading, then the first row.
+    cp "$out/heap.html" "$out/heap-probe.html"
+    echo "<script>addEventListener('load',function(){var t=document.getElementById('types-table');t.rows[0].cells[2].click();document.body.setAttribute('data-probe',t.rows[1].cells[3].textContent+'|'+t.rows[1].cells[2].dataset.v);});</script>" >>"$out/heap-probe.html"
+    timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --enable-logging=stderr --v=0 \
+        --dump-dom "file://$out/heap-probe.html" >"$out/heap.dom" 2>"$out/heap.chromium.log"
+    grep -q 'data-probe="Workloads.HeapOrder|12345"' "$out/heap.dom"
+    rc=$?
+    result "heap page in Chromium: a click on Count sorts the 12,345 orders first ($(grep -o 'data-probe="[^"]*"' "$out/heap.dom"))" $rc
+    grep -q 'id="icicle"' "$out/heap.dom" && grep -q 'id="roots-table"' "$out/heap.dom"
+    result "heap page in Chromium: roots table and icicle present" $?
+    [ -s "$out/heap.dom" ] && ! grep -q 'CONSOLE' "$out/heap.chromium.log"
+    rc=$?
+    result "heap page in Chromium: no console error ($(grep -c CONSOLE "$out/heap.chromium.log") messages)" $rc
 fi
 
 # --- go tool pprof ----------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 use std::io::{self, Write};
 
 use crate::folded;
-use crate::{Metric, WeightedStack};
+use crate::stack_unit::StackUnit;
+use crate::WeightedStack;
 
 /// How the HTML report draws a graph ([`write_view`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,26 +22,28 @@ pub struct View {
     pub root_label: Option<String>,
 }
 
-/// Writes a flame graph SVG of `stacks`, titled `title`.
+/// Writes a flame graph SVG of `stacks` (weighing a metric or another [`StackUnit`]), titled
+/// `title`.
 pub fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
-    metric: Metric,
+    unit: impl Into<StackUnit>,
     title: &str,
     thread_label: &dyn Fn(u64) -> String,
 ) -> io::Result<()> {
-    write_view(out, stacks, metric, title, thread_label, &View::default())
+    write_view(out, stacks, unit, title, thread_label, &View::default())
 }
 
 /// [`write`] drawn as `view` says.
 pub fn write_view(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
-    metric: Metric,
+    unit: impl Into<StackUnit>,
     title: &str,
     thread_label: &dyn Fn(u64) -> String,
     view: &View,
 ) -> io::Result<()> {
+    let metric = unit.into();
     let Some(label) = &view.root_label else {
         return draw(out, stacks, metric, title, thread_label, view);
     };
@@ -81,7 +84,7 @@ fn label_root(svg: &str, label: &str) -> String {
 fn draw(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
-    metric: Metric,
+    metric: StackUnit,
     title: &str,
     thread_label: &dyn Fn(u64) -> String,
     view: &View,
@@ -103,15 +106,8 @@ fn draw(
     if view.top_down {
         opts.direction = inferno::flamegraph::Direction::Inverted;
     }
-    opts.count_name = match metric {
-        Metric::Cpu | Metric::Wait => "µs".into(),
-        Metric::Alloc => "bytes".into(),
-    };
-    opts.subtitle = Some(match metric {
-        Metric::Cpu => "CPU time".into(),
-        Metric::Wait => "waiting time".into(),
-        Metric::Alloc => "allocated bytes (estimated from allocation ticks)".into(),
-    });
+    opts.count_name = if metric.is_bytes() { "bytes" } else { "µs" }.into();
+    opts.subtitle = Some(metric.description().into());
     if text.trim().is_empty() {
         // inferno refuses empty input: draw the one "no samples" bar.
         return inferno::flamegraph::from_lines(&mut opts, std::iter::once("[no samples] 1"), out)

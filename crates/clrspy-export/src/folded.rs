@@ -2,28 +2,37 @@
 //! others): one line per distinct stack, frames root first separated by `;`, then a space and
 //! the weight as an integer (milliseconds rounded up to microsecond precision: weights are
 //! written in microseconds for time metrics so short stacks are not lost; bytes for
-//! allocations). Semicolons inside frame names become `:`.
+//! allocations and retained bytes). Semicolons inside frame names become `:`.
 
 use std::io::{self, Write};
 
+use crate::stack_unit::StackUnit;
 use crate::{Metric, WeightedStack};
 
 /// The integer weight written for a stack.
 pub fn integer_weight(metric: Metric, w: f64) -> u64 {
-    match metric {
-        Metric::Cpu | Metric::Wait => (w * 1000.0).round().max(1.0) as u64,
-        Metric::Alloc => w.round().max(1.0) as u64,
+    unit_weight(metric.into(), w)
+}
+
+/// The integer weight written for a stack weighing `unit`.
+pub fn unit_weight(unit: StackUnit, w: f64) -> u64 {
+    if unit.is_bytes() {
+        w.round().max(1.0) as u64
+    } else {
+        (w * 1000.0).round().max(1.0) as u64
     }
 }
 
-/// Writes folded stacks; `per_thread` puts the thread label as the root frame.
+/// Writes folded stacks of a metric or another [`StackUnit`]; `per_thread` puts the thread
+/// label as the root frame.
 pub fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
-    metric: Metric,
+    unit: impl Into<StackUnit>,
     thread_label: &dyn Fn(u64) -> String,
     per_thread: bool,
 ) -> io::Result<()> {
+    let unit = unit.into();
     let mut line = String::new();
     for s in stacks {
         line.clear();
@@ -39,7 +48,7 @@ pub fn write(
         if line.is_empty() {
             line.push_str("[no stack]");
         }
-        writeln!(out, "{line} {}", integer_weight(metric, s.weight))?;
+        writeln!(out, "{line} {}", unit_weight(unit, s.weight))?;
     }
     Ok(())
 }

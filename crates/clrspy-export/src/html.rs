@@ -14,46 +14,12 @@ use crate::report::sections::{HtmlInput, Part};
 use crate::report::ReportKind;
 use crate::{flamegraph, thread_label, weighted_stacks};
 
+pub mod heap;
 pub(crate) mod links;
 pub(crate) mod markup;
 
+use markup::embed;
 pub use markup::escape;
-
-/// The `height` attribute of an SVG's root element, in pixels.
-fn svg_height(svg: &str) -> Option<u32> {
-    let tag_end = svg.find('>')?;
-    let tag = &svg[..tag_end];
-    let at = tag.find(" height=\"")? + " height=\"".len();
-    let rest = &tag[at..];
-    let end = rest.find('"')?;
-    rest[..end]
-        .trim_end_matches("px")
-        .parse::<f64>()
-        .ok()
-        .map(|v| v.ceil() as u32)
-}
-
-/// The tallest a graph's frame gets; a taller graph scrolls inside it.
-const MAX_FRAME_HEIGHT: u32 = 900;
-
-/// Embeds an SVG in a document of its own (its script expects to be the page's only SVG), as
-/// an iframe's srcdoc: no file, no network. The frame is as tall as the graph, up to
-/// [`MAX_FRAME_HEIGHT`].
-fn embed(h: &mut String, id: &str, title: &str, svg: &[u8]) {
-    let svg = String::from_utf8_lossy(svg);
-    let svg = svg.find("<svg").map_or(&*svg, |i| &svg[i..]);
-    // Scaled to the frame's width (the SVG has a view box; inferno's fluid layout
-    // miscomputes its width inside a frame).
-    let doc = format!(
-        "<!doctype html><html><head><style>svg{{width:100%;height:auto}}</style></head><body style=\"margin:0\">{svg}</body></html>"
-    );
-    let height = svg_height(svg).map_or(560, |h| (h + 8).min(MAX_FRAME_HEIGHT));
-    let _ = write!(
-        h,
-        "<iframe id={id} title=\"{title}\" style=\"height:{height}px\" srcdoc=\"{}\"></iframe>",
-        escape(&doc)
-    );
-}
 
 /// Where the flame graphs go among the parts of the page ([`Part::order`]).
 pub const FLAME_GRAPHS: u32 = 20;
@@ -88,17 +54,7 @@ pub fn write_with(
     facts.sort_by_key(|f| f.order);
     parts.sort_by_key(|p| p.order);
 
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!doctype html><html lang=en><head><meta charset=utf-8><title>{t}</title><style>\
-body{{font:14px system-ui,sans-serif;margin:24px;color:#222}}h1{{font-size:20px}}h2{{font-size:16px;margin-top:28px}}\
-table{{border-collapse:collapse;margin:8px 0}}td,th{{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}}\
-.n{{text-align:right;font-variant-numeric:tabular-nums}}.facts td:first-child{{color:#666}}\
-iframe{{width:100%;height:560px;border:1px solid #ddd}}.links ul{{padding-left:14px;margin:0}}.links summary{{cursor:pointer}}.note{{color:#666}}</style></head><body>\
-<h1>{t}</h1>",
-        t = escape(title)
-    );
+    let mut h = markup::page_head(title);
     let _ = write!(
         h,
         "<table class=facts><tr><td>duration</td><td>{:.2} s</td></tr><tr><td>events</td><td>{}</td></tr>\
@@ -114,11 +70,7 @@ iframe{{width:100%;height:560px;border:1px solid #ddd}}.links ul{{padding-left:1
     for p in &parts {
         h.push_str(&p.html);
     }
-    let _ = writeln!(
-        h,
-        "<p class=note>clrspy {}</p></body></html>",
-        env!("CARGO_PKG_VERSION")
-    );
+    h.push_str(&markup::page_end());
     out.write_all(h.as_bytes())
 }
 

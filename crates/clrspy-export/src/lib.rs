@@ -21,11 +21,13 @@ pub mod folded;
 pub mod html;
 pub mod pprof;
 pub mod speedscope;
+pub mod stack_unit;
 
 pub mod event_filter;
 pub mod event_json;
 pub mod event_text;
 pub mod format;
+pub mod heap_stacks;
 pub mod info;
 pub mod repair;
 pub mod report;

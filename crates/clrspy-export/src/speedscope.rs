@@ -8,16 +8,18 @@ use std::io::{self, Write};
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 
-use crate::{Metric, WeightedStack};
+use crate::stack_unit::StackUnit;
+use crate::WeightedStack;
 
-/// Writes a speedscope JSON document.
+/// Writes a speedscope JSON document of stacks weighing a metric or another [`StackUnit`].
 pub fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
-    metric: Metric,
+    unit: impl Into<StackUnit>,
     name: &str,
     thread_label: &dyn Fn(u64) -> String,
 ) -> io::Result<()> {
+    let unit = unit.into();
     let mut frame_index: FxHashMap<String, usize> = FxHashMap::default();
     let mut frames: Vec<Value> = Vec::new();
     let mut index_of = |f: &str| -> usize {
@@ -36,7 +38,8 @@ pub fn write(
             None => by_thread.push((s.thread, vec![s])),
         }
     }
-    let unit = if metric == Metric::Alloc {
+    let all_label = unit.all_label();
+    let unit = if unit.is_bytes() {
         "bytes"
     } else {
         "milliseconds"
@@ -61,11 +64,7 @@ pub fn write(
         };
     let mut profiles = Vec::new();
     let all: Vec<&WeightedStack> = stacks.iter().collect();
-    profiles.push(profile(
-        format!("all threads ({})", metric.name()),
-        &all,
-        &mut index_of,
-    ));
+    profiles.push(profile(all_label, &all, &mut index_of));
     if !(by_thread.len() == 1 && by_thread[0].0 == 0) {
         for (t, list) in &by_thread {
             profiles.push(profile(thread_label(*t), list, &mut index_of));
@@ -86,6 +85,7 @@ pub fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Metric;
 
     #[test]
     fn one_profile_per_thread_plus_all() {

@@ -154,7 +154,9 @@ pub enum Command {
     /// lock contention, GCs, threads; given the folder of `record --children`, the process
     /// tree's CPU per process and hottest methods.
     Report(ReportArgs),
-    /// Convert a trace for a viewer: speedscope, folded stacks, flame graph SVG, ...
+    /// Convert a trace for a viewer: speedscope, folded stacks, flame graph SVG, ...; a heap
+    /// snapshot (.gcdump) to folded, flamegraph, speedscope (its root paths weighted by
+    /// retained bytes) or html (the heap page).
     Convert(ConvertArgs),
     /// Record and report in one step: `clrspy profile -- program args`, or `-p PID --duration 10s`.
     Profile(ProfileArgs),
@@ -231,6 +233,9 @@ pub enum HeapAction {
         /// Rows in the table.
         #[arg(long, value_name = "N", default_value_t = 20)]
         top: usize,
+        /// Also write the comparison as a self-contained HTML page to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
 }
 
@@ -359,7 +364,9 @@ pub struct ProfileArgs {
 pub struct ConvertArgs {
     #[command(flatten)]
     pub input: TraceArg,
-    /// The output format.
+    /// The output format. A heap snapshot (.gcdump) converts to folded, flamegraph and
+    /// speedscope (paths from the roots along the dominator tree, weighted by retained bytes)
+    /// and html (its heap page); --metric, --thread and --just-my-code are for traces.
     #[arg(long = "to", value_name = "FORMAT", alias = "format", value_parser = format_parser())]
     pub to: Format,
     /// Output file (default: the trace's name with the format's extension; `-` for stdout).

@@ -28,6 +28,7 @@
 pub mod diff;
 pub mod dominators;
 pub mod from_trace;
+pub mod retention;
 
 #[cfg(test)]
 mod from_trace_tests;
@@ -144,7 +145,7 @@ pub struct RootPath {
 }
 
 /// The order in which roots claim the objects they reach.
-fn priority(k: RootKind) -> u8 {
+pub(crate) fn priority(k: RootKind) -> u8 {
     match k {
         RootKind::Static => 0,
         RootKind::ThreadStatic => 1,
@@ -454,21 +455,38 @@ impl HeapModel {
     /// each node's path is interned as it is reached (a trie of steps, runs of one type
     /// folded), so the cost does not grow with the paths' length.
     pub fn paths_to_type(&self, type_name: &str, max_paths: usize) -> Vec<RootPath> {
+        self.paths_to_types(&[type_name], max_paths)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// [`paths_to_type`](Self::paths_to_type) of several types in the same one pass: their
+    /// paths in the order of `type_names`.
+    pub fn paths_to_types(&self, type_names: &[&str], max_paths: usize) -> Vec<Vec<RootPath>> {
+        let mut out = vec![Vec::new(); type_names.len()];
         let g = &self.graph;
         let n = g.node_count();
         let root = g.root();
         if root as usize >= n {
-            return Vec::new();
+            return out;
         }
-        let Some(target) = self.logical_names.iter().position(|s| s == type_name) else {
-            return Vec::new();
-        };
+        // Per logical type, which of `type_names` it is.
+        let mut slot = vec![NONE; self.logical_names.len()];
+        for (i, t) in type_names.iter().enumerate() {
+            if let Some(l) = self.logical_names.iter().position(|s| s == t) {
+                slot[l] = i as u32;
+            }
+        }
+        if slot.iter().all(|&s| s == NONE) {
+            return out;
+        }
         // Trie of paths: (parent path, step, run length); path 0 is the empty path (the root).
         let mut trie: Vec<(u32, u32, u32)> = vec![(NONE, NONE, 0)];
         let mut index: FxHashMap<(u32, u32, u32), u32> = FxHashMap::default();
         let mut path = vec![NONE; n];
         path[root as usize] = 0;
-        let mut per_path: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
+        // (slot, path) → (objects, bytes).
+        let mut per_path: FxHashMap<(u32, u32), (u64, u64)> = FxHashMap::default();
         let mut queue = std::collections::VecDeque::from([root]);
         while let Some(v) = queue.pop_front() {
             let pv = path[v as usize];
@@ -488,28 +506,28 @@ impl HeapModel {
                     (trie.len() - 1) as u32
                 });
                 path[c as usize] = id;
-                if !self.pseudo[c as usize]
-                    && self.logical[g.node_type(c) as usize] as usize == target
-                {
-                    let e = per_path.entry(id).or_insert((0, 0));
-                    e.0 += 1;
-                    e.1 += u64::from(g.node_size(c));
+                if !self.pseudo[c as usize] {
+                    let s = slot[self.logical[g.node_type(c) as usize] as usize];
+                    if s != NONE {
+                        let e = per_path.entry((s, id)).or_insert((0, 0));
+                        e.0 += 1;
+                        e.1 += u64::from(g.node_size(c));
+                    }
                 }
                 queue.push_back(c);
             }
         }
-        let mut v: Vec<(u32, u64, u64)> =
-            per_path.into_iter().map(|(p, (o, b))| (p, o, b)).collect();
-        let mut out: Vec<RootPath> = v
-            .drain(..)
-            .map(|(p, objects, bytes)| RootPath {
+        for ((s, p), (objects, bytes)) in per_path {
+            out[s as usize].push(RootPath {
                 steps: self.steps_of(&trie, p),
                 objects,
                 bytes,
-            })
-            .collect();
-        out.sort_by(|a, b| b.objects.cmp(&a.objects).then(a.steps.cmp(&b.steps)));
-        out.truncate(max_paths);
+            });
+        }
+        for v in &mut out {
+            v.sort_by(|a, b| b.objects.cmp(&a.objects).then(a.steps.cmp(&b.steps)));
+            v.truncate(max_paths);
+        }
         out
     }
 

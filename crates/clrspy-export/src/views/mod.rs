@@ -3,16 +3,26 @@
 //! needs recorded, and its builder. The trace reports of [`crate::report`] are entries of
 //! it beside the heap views of [`heap`]. A new kind of input (issue 28's counters series) is
 //! one [`Input`] variant, one [`InputKind`] variant and its views' entries.
+//!
+//! The files a heap input converts to are entries too ([`FileDef`], [`file`]): a snapshot's
+//! root paths weighted by retained bytes as folded stacks, a flame graph or speedscope, and
+//! the HTML heap page; two snapshots' HTML diff page. A trace's files are the format
+//! registry's ([`crate::format::export`]).
 
 pub mod heap;
 mod view;
 
+use std::io::{self, Write};
 use std::time::Duration;
 
+use clrspy_analysis::heap::retention::RetentionTree;
 use clrspy_analysis::heap::HeapModel;
 use clrspy_analysis::Analysis;
 
+use crate::format::Format;
 use crate::report::{self, Needs, ReportKind, ReportOptions};
+use crate::stack_unit::StackUnit;
+use crate::{flamegraph, folded, heap_stacks, html, speedscope};
 
 pub use view::{View, ViewError};
 
@@ -218,6 +228,179 @@ fn build_heap_diff<'a>(input: &Input<'a>, o: &ViewOptions) -> Result<Built<'a>, 
         return Err(wrong_input("heap-diff"));
     };
     Ok(Box::new(heap::diff_view(old, new, o.report.top)))
+}
+
+/// What a file of a heap input is written with.
+#[derive(Clone, Debug)]
+pub struct FileOptions {
+    /// The title viewers show.
+    pub title: String,
+    /// What the HTML pages show.
+    pub html: html::heap::Options,
+}
+
+type FileWriter = fn(&Input, &FileOptions, &mut dyn Write) -> io::Result<usize>;
+
+/// A file format a heap input converts to.
+#[derive(Clone, Copy)]
+pub struct FileDef {
+    /// The format.
+    pub format: Format,
+    /// The input it is written from.
+    pub input: InputKind,
+    /// What it holds, in words.
+    pub description: &'static str,
+    write: FileWriter,
+}
+
+impl std::fmt::Debug for FileDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileDef")
+            .field("format", &self.format)
+            .field("input", &self.input)
+            .finish()
+    }
+}
+
+impl FileDef {
+    /// Writes `input` (of the kind it takes; else an error) to `out`; returns the stacks
+    /// written (0 when the format is not one of stacks).
+    pub fn write(&self, input: &Input, o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
+        if input.kind() != self.input {
+            return Err(io::Error::other(format!(
+                "{} of {:?} got {:?}",
+                self.format.name(),
+                self.input,
+                input.kind()
+            )));
+        }
+        (self.write)(input, o, out)
+    }
+}
+
+/// The files of the heap inputs.
+const HEAP_FILES: [FileDef; 5] = [
+    FileDef {
+        format: Format::Folded,
+        input: InputKind::Heap,
+        description: "root paths along the dominator tree, weighted by retained bytes",
+        write: write_heap_folded,
+    },
+    FileDef {
+        format: Format::Flamegraph,
+        input: InputKind::Heap,
+        description: "flame graph of retained bytes along the dominator tree",
+        write: write_heap_flamegraph,
+    },
+    FileDef {
+        format: Format::Speedscope,
+        input: InputKind::Heap,
+        description: "speedscope profile of retained bytes along the dominator tree",
+        write: write_heap_speedscope,
+    },
+    FileDef {
+        format: Format::Html,
+        input: InputKind::Heap,
+        description: "HTML heap page: types, roots, paths, icicle of retained bytes",
+        write: write_heap_html,
+    },
+    FileDef {
+        format: Format::Html,
+        input: InputKind::HeapDiff,
+        description: "HTML page of two snapshots compared by type",
+        write: write_heap_diff_html,
+    },
+];
+
+/// The formats an input of `kind` converts to.
+pub fn formats(kind: InputKind) -> Vec<Format> {
+    match kind {
+        InputKind::Trace => Format::ALL.to_vec(),
+        _ => HEAP_FILES
+            .iter()
+            .filter(|f| f.input == kind)
+            .map(|f| f.format)
+            .collect(),
+    }
+}
+
+/// The file entry writing a heap input of `kind` in `format`; an error naming the formats it
+/// has when there is none.
+pub fn file(format: Format, kind: InputKind) -> Result<FileDef, ViewError> {
+    if let Some(f) = HEAP_FILES
+        .iter()
+        .find(|f| f.format == format && f.input == kind)
+    {
+        return Ok(*f);
+    }
+    let what = match kind {
+        InputKind::Trace => "a trace",
+        InputKind::Heap => "a heap snapshot",
+        InputKind::HeapDiff => "two heap snapshots",
+    };
+    let names: Vec<&str> = formats(kind).iter().map(|f| f.name()).collect();
+    Err(ViewError {
+        message: format!(
+            "{what} does not convert to {}: it converts to {}",
+            format.name(),
+            names.join(", ")
+        ),
+        hint: (kind != InputKind::Trace && formats(InputKind::Trace).contains(&format))
+            .then(|| format!("{} is a view of a trace's events", format.name())),
+    })
+}
+
+fn one_heap<'a>(input: &Input<'a>) -> io::Result<&'a HeapModel> {
+    match input {
+        Input::Heap(m) => Ok(m),
+        _ => Err(io::Error::other("not one heap snapshot")),
+    }
+}
+
+/// Paths of a heap's folded stacks and speedscope profile at most ([`heap_stacks::stacks`]).
+pub const HEAP_STACKS: usize = 100_000;
+/// Paths of a heap's flame graph at most (what is narrower than a pixel is not drawn anyway).
+pub const HEAP_FLAME_PATHS: usize = 10_000;
+
+fn write_heap_folded(input: &Input, _o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
+    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?), HEAP_STACKS);
+    folded::write(
+        out,
+        &stacks,
+        StackUnit::RetainedBytes,
+        &|_| String::new(),
+        false,
+    )?;
+    Ok(stacks.len())
+}
+
+fn write_heap_flamegraph(input: &Input, o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
+    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?), HEAP_FLAME_PATHS);
+    flamegraph::write(out, &stacks, StackUnit::RetainedBytes, &o.title, &|_| {
+        String::new()
+    })?;
+    Ok(stacks.len())
+}
+
+fn write_heap_speedscope(input: &Input, o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
+    let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?), HEAP_STACKS);
+    speedscope::write(out, &stacks, StackUnit::RetainedBytes, &o.title, &|_| {
+        String::new()
+    })?;
+    Ok(stacks.len())
+}
+
+fn write_heap_html(input: &Input, o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
+    html::heap::write(one_heap(input)?, &o.title, &o.html, out)?;
+    Ok(0)
+}
+
+fn write_heap_diff_html(input: &Input, o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
+    let Input::HeapDiff(old, new) = input else {
+        return Err(io::Error::other("not two heap snapshots"));
+    };
+    html::heap::write_diff(old, new, &o.title, &o.html, out)?;
+    Ok(0)
 }
 
 #[cfg(test)]

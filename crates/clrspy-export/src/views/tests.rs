@@ -137,3 +137,52 @@ fn the_diff_says_what_grew_and_who_holds_it() {
         .unwrap();
     assert!(text(&same).ends_with("\nNo type grew.\n"));
 }
+
+fn file_text(format: Format, input: &Input) -> String {
+    let o = FileOptions {
+        title: "t".into(),
+        html: Default::default(),
+    };
+    let mut out = Vec::new();
+    file(format, input.kind())
+        .unwrap()
+        .write(input, &o, &mut out)
+        .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn a_snapshot_converts_to_its_files_and_refuses_the_trace_s() {
+    assert_eq!(
+        formats(InputKind::Heap),
+        vec![
+            Format::Folded,
+            Format::Flamegraph,
+            Format::Speedscope,
+            Format::Html
+        ]
+    );
+    assert_eq!(formats(InputKind::HeapDiff), vec![Format::Html]);
+    let e = file(Format::Pprof, InputKind::Heap).unwrap_err();
+    assert_eq!(
+        e.message,
+        "a heap snapshot does not convert to pprof: it converts to folded, flamegraph, speedscope, html"
+    );
+    assert!(file(Format::Folded, InputKind::HeapDiff).is_err());
+    let m = snapshot(&[10, 20]);
+    // Folded root paths: the holder and the items it retains; the garbage item is no path.
+    assert_eq!(
+        file_text(Format::Folded, &Input::Heap(&m)),
+        "static;[static var P.Cache];Holder 100\nstatic;[static var P.Cache];Holder;Item 30\n"
+    );
+    let svg = file_text(Format::Flamegraph, &Input::Heap(&m));
+    assert!(svg.contains("retained bytes"), "{svg}");
+    let ss: serde_json::Value =
+        serde_json::from_str(&file_text(Format::Speedscope, &Input::Heap(&m))).unwrap();
+    assert_eq!(ss["profiles"][0]["unit"], "bytes");
+    assert_eq!(ss["profiles"][0]["endValue"], 130.0);
+    assert_eq!(ss["profiles"][0]["name"], "all roots (retained bytes)");
+    let old = snapshot(&[10]);
+    let h = file_text(Format::Html, &Input::HeapDiff(&old, &m));
+    assert!(h.contains("Grew most: <b>Item</b>"), "{h}");
+}

@@ -11,10 +11,11 @@ use clrspy_analysis::heap::{from_trace, HeapModel};
 use clrspy_collect::heapsnap::{record_heap_dump, HeapDumpProgress};
 use clrspy_collect::{Resolved, StopSignal};
 use clrspy_export::report::{write_json, TextStyle};
-use clrspy_export::views::{self, Input, ViewOptions};
+use clrspy_export::views::{self, FileOptions, Input, InputKind, ViewOptions};
+use clrspy_export::Format;
 
 use super::record::resolve_target;
-use crate::cli::{GcdumpArgs, HeapAction, HeapArgs};
+use crate::cli::{ConvertArgs, GcdumpArgs, HeapAction, HeapArgs};
 use crate::output::{collect_error, CliError, CliResult};
 
 /// Runs `clrspy gcdump`.
@@ -150,7 +151,7 @@ fn load_trace(path: &Path) -> CliResult<gcdump::HeapDump> {
 }
 
 /// A `.gcdump` or a trace with heap dump events.
-fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
+pub(crate) fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
     let is_gcdump = gcdump::is_gcdump(path)
         .map_err(|e| CliError::new(format!("cannot open {}: {e}", path.display())))?;
     if is_gcdump {
@@ -170,6 +171,7 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
         new,
         json,
         top,
+        html,
     }) = &args.action
     {
         let (old_m, new_m) = (
@@ -177,7 +179,13 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
             HeapModel::new(load(new)?.graph),
         );
         o.report.top = *top;
-        return print("heap-diff", &Input::HeapDiff(&old_m, &new_m), &o, *json);
+        let input = Input::HeapDiff(&old_m, &new_m);
+        if let Some(out) = html {
+            let title = format!("{} → {}", file_name(old), file_name(new));
+            write_file(Format::Html, &input, &title, out)?;
+            eprintln!("Wrote {}.", out.display());
+        }
+        return print("heap-diff", &input, &o, *json);
     }
     let Some(file) = &args.file else {
         return Err(
@@ -215,6 +223,83 @@ fn print(
         write_json(&mut out, &view.json())?;
     } else {
         view.write_text(&mut out, &TextStyle::default())?;
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Writes a heap input in `format` to `out` (`-`: stdout) through the view registry's file
+/// entries; returns the stacks written.
+fn write_file(format: Format, input: &Input, title: &str, out: &Path) -> CliResult<usize> {
+    let def = views::file(format, input.kind()).map_err(|e| {
+        let err = CliError::new(e.message).code(2);
+        match e.hint {
+            Some(h) => err.hint(h),
+            None => err,
+        }
+    })?;
+    let o = FileOptions {
+        title: title.to_string(),
+        html: Default::default(),
+    };
+    let to_stdout = out == Path::new("-");
+    let mut sink: Box<dyn std::io::Write> = if to_stdout {
+        Box::new(std::io::stdout().lock())
+    } else {
+        let f = std::fs::File::create(out)
+            .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))?;
+        Box::new(std::io::BufWriter::new(f))
+    };
+    let stacks = def
+        .write(input, &o, &mut sink)
+        .and_then(|n| sink.flush().map(|_| n))
+        .map_err(|e| CliError::new(format!("writing {}: {e}", out.display())))?;
+    Ok(stacks)
+}
+
+/// True when `clrspy convert` is given a heap snapshot (`.gcdump`), not a trace (a file
+/// that cannot be read is left to the trace's reader to report).
+pub(crate) fn is_snapshot(path: &Path) -> bool {
+    path.is_file() && gcdump::is_gcdump(path).unwrap_or(false)
+}
+
+/// `clrspy convert FILE.gcdump --to FORMAT`: the snapshot's root paths weighted by retained
+/// bytes, or its HTML page, beside it unless `-o` says where.
+pub(crate) fn convert_snapshot(args: &ConvertArgs) -> CliResult<std::process::ExitCode> {
+    let path = &args.input.trace;
+    let format = args.to;
+    // Refuse a trace-only format before the (long) load.
+    views::file(format, InputKind::Heap).map_err(|e| {
+        let err = CliError::new(format!("{}: {}", path.display(), e.message)).code(2);
+        match e.hint {
+            Some(h) => err.hint(h),
+            None => err,
+        }
+    })?;
+    if args.thread.is_some() || args.grouping.rule().is_some() {
+        return Err(CliError::new(
+            "--thread and --just-my-code are for traces; a heap snapshot has no threads or frames",
+        )
+        .code(2));
+    }
+    let model = HeapModel::new(load(path)?.graph);
+    let out = args.output.clone().unwrap_or_else(|| {
+        let stem = file_name(path);
+        let stem = stem.strip_suffix(".gcdump").unwrap_or(&stem);
+        path.with_file_name(format!("{stem}.{}", format.extension()))
+    });
+    let stacks = write_file(format, &Input::Heap(&model), &file_name(path), &out)?;
+    if format.is_stacks_only() && stacks == 0 {
+        eprintln!("warning: no object of the snapshot is reachable from a root: no paths");
+    }
+    if out != Path::new("-") {
+        let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+        eprintln!("Wrote {} ({} bytes).", out.display(), size);
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -37,6 +37,8 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Env(a) => env::run(&a),
         Command::Dump(a) => dump::run(&a),
         Command::Report(a) => report::run(&a),
+        // A heap snapshot converts through the heap views.
+        Command::Convert(a) if heap::is_snapshot(&a.input.trace) => heap::convert_snapshot(&a),
         Command::Convert(a) => convert::run(&a),
         Command::Repair(a) => repair::run(&a),
         Command::Rules(a) => rules::run(&a),
