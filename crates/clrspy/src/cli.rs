@@ -193,6 +193,41 @@ pub struct GcdumpArgs {
     /// Give up when the dump has not completed after this long (e.g. 30s, 2m).
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = positive_duration)]
     pub timeout: std::time::Duration,
+    /// Take the snapshot of a heap over 4 GB without asking (required when not on a terminal).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `clrspy heap watch`.
+#[derive(Debug, Args)]
+pub struct HeapWatchArgs {
+    /// The process.
+    #[arg(short = 'p', long = "process-id", visible_alias = "pid", value_name = "PID", conflicts_with = "name")]
+    pub process_id: Option<u32>,
+    /// The process, by name.
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Time between the starts of two snapshots (e.g. 60s, 5m).
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = positive_duration)]
+    pub every: std::time::Duration,
+    /// Snapshots to take (at least 2).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..))]
+    pub count: u32,
+    /// Directory for the snapshots (<pid>_<time>_<i>.gcdump; default: the current one).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Give up on one snapshot when it has not completed after this long.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = positive_duration)]
+    pub timeout: std::time::Duration,
+    /// Snapshot a heap over 4 GB without asking (required when not on a terminal).
+    #[arg(long)]
+    pub yes: bool,
+    /// Rows per table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+    /// Write one JSON object at the end (keys in docs/heap-json.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `clrspy heap`.
@@ -219,6 +254,9 @@ pub struct HeapArgs {
 /// `clrspy heap` verbs.
 #[derive(Debug, Subcommand)]
 pub enum HeapAction {
+    /// Take snapshots of a live process (`--count`, `--every` apart) and report the types that
+    /// grew in every interval, and what holds them.
+    Watch(HeapWatchArgs),
     /// Compare two snapshots per type, by growth.
     Diff {
         /// The older snapshot.

@@ -6,6 +6,8 @@ mod dump;
 mod env;
 mod events;
 mod heap;
+mod heap_snap;
+mod heap_watch;
 mod info;
 mod profile;
 mod ps;

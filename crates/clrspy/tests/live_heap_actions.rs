@@ -1,0 +1,72 @@
+//! Live: heap snapshots as actions on the leak workload (testapps/Workloads `heap`, exactly
+//! 12,345 `Workloads.HeapOrder` held by a static list, `grow N` adds N). `clrspy heap watch`
+//! takes three snapshots while the test grows the list by 1,000 then 2,500: the order type
+//! grew in every interval by exactly that, held by the static field `Orders`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use common::heap_workload::Workload;
+use common::live;
+
+const ORDER: &str = "Workloads.HeapOrder";
+
+#[test]
+fn heap_watch_reports_the_growing_type_with_its_exact_deltas() {
+    if !live() {
+        return;
+    }
+    let mut w = Workload::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = common::clrspy_command()
+        .args(["heap", "watch", "-p", &w.pid.to_string()])
+        .args(["--every", "5s", "--count", "3", "--json", "--top", "50", "-o"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line.starts_with("snapshot 1/3") {
+            assert_eq!(w.grow(1_000), 13_345);
+        } else if line.starts_with("snapshot 2/3") {
+            assert_eq!(w.grow(2_500), 15_845);
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "heap watch: {log}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shots = v["snapshots"].as_array().unwrap();
+    assert_eq!(shots.len(), 3, "{v}");
+    for s in shots {
+        assert!(std::path::Path::new(s["file"].as_str().unwrap()).is_file());
+    }
+    let growing = v["grew_in_every_interval"].as_array().unwrap();
+    let top = &growing[0];
+    assert_eq!(top["type"], ORDER, "{v}");
+    assert_eq!(top["count_deltas"], serde_json::json!([1_000, 2_500]));
+    assert_eq!(top["count_delta"], 3_500);
+    let b0 = top["bytes_deltas"][0].as_i64().unwrap();
+    assert!(b0 > 0 && b0 % 1_000 == 0, "{top}");
+    assert_eq!(top["bytes_deltas"][1].as_i64().unwrap(), b0 / 1_000 * 2_500);
+    let held: Vec<&str> = top["held_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        held.iter()
+            .any(|s| s.starts_with("[static var") && s.ends_with(".Orders]")),
+        "{held:?}"
+    );
+    assert!(v["verdict"].as_str().unwrap().contains(ORDER), "{v}");
+}
