@@ -62,6 +62,12 @@ impl Rule {
                 a.push(format!("dump ({kind}, {when}{held})"));
             }
         }
+        if let Some(h) = &self.heap {
+            a.push(format!(
+                "heap snapshot (at once, timeout {}s)",
+                h.timeout().as_secs()
+            ));
+        }
         if self.children {
             a.push("the same for every .NET process a matched process starts".into());
         }
@@ -137,6 +143,30 @@ mod tests {
             ]
         );
         assert_eq!(set.rules[2].actions_in_words(), ["trace (providers, 5s)"]);
+    }
+
+    #[test]
+    fn a_heap_action_alone_is_an_action_with_its_timeout() {
+        let text = r#"{"rules": [
+            {"name": "a", "match": {"name": "w*"}, "heap": {}},
+            {"name": "b", "match": {"name": "w*"}, "heap": {"timeout": "2m"}, "dump": {}}
+        ]}"#;
+        let set = RuleSet::parse(text, Syntax::Json).unwrap();
+        assert_eq!(
+            set.rules[0].actions_in_words(),
+            ["heap snapshot (at once, timeout 30s)"]
+        );
+        assert_eq!(
+            set.rules[1].actions_in_words(),
+            ["dump (mini, at once)", "heap snapshot (at once, timeout 120s)"]
+        );
+        let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"every": "5s"}}]}"#;
+        let e = RuleSet::parse(bad, Syntax::Json).unwrap_err();
+        assert!(e[0].message.contains("unknown field `every`"), "{}", e[0].message);
+        let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"timeout": "0s"}}]}"#;
+        assert!(RuleSet::parse(bad, Syntax::Json).is_err());
+        let schema = crate::json_schema().to_string();
+        assert!(schema.contains("HeapAction"), "{schema}");
     }
 
     #[test]

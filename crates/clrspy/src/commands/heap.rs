@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use clrspy_analysis::heap::{from_trace, HeapModel};
+use clrspy_analysis::heap::HeapModel;
 use clrspy_collect::Resolved;
 use clrspy_export::report::{write_json, TextStyle};
 use clrspy_export::views::{self, Input, ViewOptions};
@@ -22,8 +22,8 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
             PathBuf::from(format!("{}.gcdump", crate::input::trace_stem(trace)))
         });
         let t0 = Instant::now();
-        let dump = load_trace(trace)?;
-        write_dump(&dump, &out)?;
+        let dump = super::heap_snap::load_trace(trace)?;
+        super::heap_snap::write_dump(&dump, &out)?;
         eprintln!(
             "Wrote {} ({} objects) in {:.2} s.",
             out.display(),
@@ -69,28 +69,6 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-pub(super) fn write_dump(dump: &gcdump::HeapDump, out: &Path) -> CliResult<()> {
-    let f = std::fs::File::create(out)
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))?;
-    gcdump::write(std::io::BufWriter::new(f), dump)
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))
-}
-
-/// A trace's heap dump as a `.gcdump` graph.
-pub(super) fn load_trace(path: &Path) -> CliResult<gcdump::HeapDump> {
-    let trace = crate::input::open(path)?;
-    let mut reader = trace.reader()?;
-    let h = from_trace::graph_from_trace(&mut reader, &mut |_| ())
-        .map_err(|e| CliError::new(format!("{}: {e}", trace.display())))?;
-    if h.unresolved_roots > 0 || h.unresolved_edges > 0 {
-        eprintln!(
-            "note: {} references and {} roots named addresses that are no object of the dump (left out, as other readers do)",
-            h.unresolved_edges, h.unresolved_roots
-        );
-    }
-    Ok(h.dump)
-}
-
 /// A `.gcdump` or a trace with heap dump events.
 fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
     let is_gcdump = gcdump::is_gcdump(path)
@@ -98,7 +76,7 @@ fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
     if is_gcdump {
         return gcdump::open(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())));
     }
-    load_trace(path)
+    super::heap_snap::load_trace(path)
 }
 
 /// Runs `clrspy heap`: loads the snapshots and prints a heap view of the registry.

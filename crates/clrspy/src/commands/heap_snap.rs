@@ -12,6 +12,8 @@ use clrspy_collect::heapsnap::{record_heap_dump, HeapDumpProgress};
 use clrspy_collect::StopSignal;
 use diagnostics_client::Endpoint;
 
+use clrspy_analysis::heap::from_trace;
+
 use crate::output::{collect_error, CliError, CliResult};
 
 /// Heaps above this many bytes need a confirmation (or `--yes`).
@@ -148,11 +150,11 @@ pub fn take(
             shared.objects()
         );
     }
-    let dump = super::heap::load_trace(temp.path()).map_err(|e| {
+    let dump = load_trace(temp.path()).map_err(|e| {
         CliError::new(format!("no snapshot of {label}: {e}"))
             .hint("a bigger heap needs a longer --timeout; lost events mean the runtime's buffer overflowed")
     })?;
-    super::heap::write_dump(&dump, out)?;
+    write_dump(&dump, out)?;
     let file_bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     Ok(Taken {
         dump,
@@ -160,6 +162,28 @@ pub fn take(
         recorded_bytes: summary.bytes,
         recorded,
     })
+}
+
+pub(super) fn write_dump(dump: &gcdump::HeapDump, out: &Path) -> CliResult<()> {
+    let f = std::fs::File::create(out)
+        .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))?;
+    gcdump::write(std::io::BufWriter::new(f), dump)
+        .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))
+}
+
+/// A trace's heap dump as a `.gcdump` graph.
+pub(super) fn load_trace(path: &Path) -> CliResult<gcdump::HeapDump> {
+    let trace = crate::input::open(path)?;
+    let mut reader = trace.reader()?;
+    let h = from_trace::graph_from_trace(&mut reader, &mut |_| ())
+        .map_err(|e| CliError::new(format!("{}: {e}", trace.display())))?;
+    if h.unresolved_roots > 0 || h.unresolved_edges > 0 {
+        eprintln!(
+            "note: {} references and {} roots named addresses that are no object of the dump (left out, as other readers do)",
+            h.unresolved_edges, h.unresolved_roots
+        );
+    }
+    Ok(h.dump)
 }
 
 #[cfg(test)]
