@@ -1,7 +1,9 @@
 //! Live: heap snapshots as actions on the leak workload (testapps/Workloads `heap`, exactly
 //! 12,345 `Workloads.HeapOrder` held by a static list, `grow N` adds N). `clrspy heap watch`
 //! takes three snapshots while the test grows the list by 1,000 then 2,500: the order type
-//! grew in every interval by exactly that, held by the static field `Orders`.
+//! grew in every interval by exactly that, held by the static field `Orders`. A rules file's
+//! `heap` action makes `clrspy watch` write a `.gcdump` of the workload with exactly its
+//! 12,345 orders. The two tests take turns (one workload snapshotted at a time).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -11,6 +13,10 @@ use std::process::Stdio;
 
 use common::heap_workload::Workload;
 use common::live;
+use common::watch::Watch;
+
+/// The tests take turns: the watch's rule would also match the other test's workload.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const ORDER: &str = "Workloads.HeapOrder";
 
@@ -19,6 +25,7 @@ fn heap_watch_reports_the_growing_type_with_its_exact_deltas() {
     if !live() {
         return;
     }
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let mut w = Workload::start();
     let dir = tempfile::tempdir().unwrap();
     let mut child = common::clrspy_command()
@@ -69,4 +76,56 @@ fn heap_watch_reports_the_growing_type_with_its_exact_deltas() {
         "{held:?}"
     );
     assert!(v["verdict"].as_str().unwrap().contains(ORDER), "{v}");
+}
+
+#[test]
+fn a_rules_heap_action_writes_a_gcdump_with_the_exact_count() {
+    if !live() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{"rules": [{"name": "leak", "match": {"command_line": "Workloads\\.dll heap$"},
+            "heap": {"timeout": "60s"}, "limits": {"max_actions": 1}}]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let watch = Watch::start(&rules, &out, &[]);
+    let w = Workload::start();
+    let done = watch.done("leak", w.pid);
+    assert_eq!(done["action"], "heap", "{done}");
+    let file = std::path::PathBuf::from(done["file"].as_str().unwrap());
+    assert_eq!(file.extension().and_then(|e| e.to_str()), Some("gcdump"));
+    assert!(file.starts_with(out.join("leak")), "{}", file.display());
+    let v = common::json(&[
+        "heap",
+        file.to_str().unwrap(),
+        "--json",
+        "--top",
+        "100000",
+    ]);
+    let order = v["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == ORDER)
+        .unwrap_or_else(|| panic!("{v}"))
+        .clone();
+    assert_eq!(order["count"], 12_345, "{order}");
+    let log = watch.stop_with_log();
+    let started = log
+        .iter()
+        .filter(|l| l["event"] == "action_started" && l["action"] == "heap")
+        .count();
+    assert_eq!(started, 1, "{log:#?}");
+    // No hidden trace left beside the snapshot.
+    let left: Vec<_> = std::fs::read_dir(out.join("leak"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    drop(w);
 }
