@@ -563,6 +563,10 @@ pub struct RecordArgs {
     /// After a trigger fires, keep recording this long (default 5s; 0 for none).
     #[arg(long, value_name = "TIME", requires = "stop_on", value_parser = duration)]
     pub after_trigger: Option<std::time::Duration>,
+    /// When the stop trigger fires, also take a heap snapshot of the process (a .gcdump
+    /// beside the trace, <trace stem>_<time>.gcdump) while the recording goes on (-p/-n).
+    #[arg(long, requires = "stop_on")]
+    pub snapshot_heap: bool,
     /// Write a dump at each first-chance exception of this type (a glob over the full name,
     /// e.g. '*.InvalidCastException', or the bare type name); repeat or comma-separate.
     #[arg(long, value_name = "TYPE")]

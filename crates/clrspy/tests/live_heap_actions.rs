@@ -129,3 +129,45 @@ fn a_rules_heap_action_writes_a_gcdump_with_the_exact_count() {
     assert_eq!(left.len(), 1, "{left:?}");
     drop(w);
 }
+
+#[test]
+fn record_snapshot_heap_takes_a_snapshot_when_the_trigger_fires() {
+    if !live() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let w = Workload::start();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("rec.nettrace");
+    let out = common::clrspy()
+        .args(["record", "-p", &w.pid.to_string()])
+        .args(["--stop-on", "counter=gc-heap-size-mb>0", "--after-trigger", "3s"])
+        .args(["--snapshot-heap", "--duration", "60s", "-o"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "record: {err}");
+    assert!(err.contains("Heap snapshot (trigger"), "{err}");
+    // The recording went on while the snapshot was taken: both files are whole.
+    let snaps: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "gcdump"))
+        .collect();
+    assert_eq!(snaps.len(), 1, "{snaps:?} {err}");
+    let name = snaps[0].file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with("rec_"), "{name}");
+    let v = common::json(&["heap", snaps[0].to_str().unwrap(), "--json", "--top", "100000"]);
+    let order = v["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == ORDER)
+        .unwrap_or_else(|| panic!("{v}"))
+        .clone();
+    assert_eq!(order["count"], 12_345, "{order}");
+    let i = common::info(&trace);
+    assert_eq!(i["ended_cleanly"], true, "{i}");
+    drop(w);
+}

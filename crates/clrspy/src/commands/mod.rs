@@ -13,6 +13,7 @@ mod profile;
 mod ps;
 mod record;
 mod record_dumps;
+mod record_heap;
 mod repair;
 mod report;
 mod rules;

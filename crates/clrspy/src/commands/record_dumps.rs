@@ -44,6 +44,8 @@ pub(crate) struct Extras {
     pub crash: Option<clrspy_collect::CrashCapture>,
     /// More consumers of the live events (`profile`'s live analysis).
     pub consumers: Vec<Box<dyn clrspy_collect::EventConsumer>>,
+    /// The heap snapshot worker (an attached process), with `--snapshot-heap` on the trigger.
+    pub heap: Option<super::record_heap::Snapshots>,
 }
 
 /// Megabytes, one decimal.
