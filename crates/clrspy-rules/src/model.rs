@@ -113,6 +113,14 @@ impl TryFrom<RawRule> for Rule {
                 ));
             }
         }
+        if matches!(
+            r.heap.as_ref().and_then(|h| h.when.as_ref()),
+            Some(TriggerSpec::Exit)
+        ) {
+            mistakes.push(format!(
+                "rule \"{name}\": a heap snapshot cannot be taken when the process exits (\"when\": \"exit\")"
+            ));
+        }
         if let Some(d) = &r.dump {
             if d.hold_hook.is_some() && d.on_exception.is_empty() {
                 mistakes.push(format!(
@@ -279,10 +287,17 @@ pub struct DumpAction {
     pub compress: Compression,
 }
 
-/// Take a heap snapshot (`.gcdump`) of each process the rule matches, when it is matched.
+/// Take a heap snapshot (`.gcdump`) of each process the rule matches: when it is matched, or
+/// (with `when`) once, the first time a trigger fires in it.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HeapAction {
+    /// Take it when this trigger fires instead of at once (a small session watches the
+    /// process for it; the same forms as a trace's `stop_on`): `{"counter":
+    /// "gc-heap-size-mb>500"}`, `"gen2"`, `{"gc_pause_ms": 200}`, `{"exception": "System.*"}`,
+    /// `{"event": "PROVIDER/EVENT[:FIELD OP VALUE]"}`. One snapshot per process.
+    #[serde(default)]
+    pub when: Option<TriggerSpec>,
     /// Give up when the snapshot has not completed after this long (30s when not given).
     #[serde(default)]
     pub timeout: Option<Dur>,

@@ -63,8 +63,12 @@ impl Rule {
             }
         }
         if let Some(h) = &self.heap {
+            let when = h
+                .when
+                .as_ref()
+                .map_or("at once".to_string(), |w| format!("once, when {w} fires"));
             a.push(format!(
-                "heap snapshot (at once, timeout {}s)",
+                "heap snapshot ({when}, timeout {}s)",
                 h.timeout().as_secs()
             ));
         }
@@ -163,6 +167,19 @@ mod tests {
         let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"every": "5s"}}]}"#;
         let e = RuleSet::parse(bad, Syntax::Json).unwrap_err();
         assert!(e[0].message.contains("unknown field `every`"), "{}", e[0].message);
+        let set = RuleSet::parse(
+            r#"{"rules": [{"name": "a", "match": {"name": "w*"},
+                "heap": {"when": {"counter": "gc-heap-size-mb>500"}}}]}"#,
+            Syntax::Json,
+        )
+        .unwrap();
+        assert_eq!(
+            set.rules[0].actions_in_words(),
+            ["heap snapshot (once, when counter=gc-heap-size-mb>500 fires, timeout 30s)"]
+        );
+        let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"when": "exit"}}]}"#;
+        let e = RuleSet::parse(bad, Syntax::Json).unwrap_err();
+        assert!(e[0].message.contains("exits"), "{}", e[0].message);
         let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"timeout": "0s"}}]}"#;
         assert!(RuleSet::parse(bad, Syntax::Json).is_err());
         let schema = crate::json_schema().to_string();

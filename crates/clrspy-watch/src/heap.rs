@@ -3,6 +3,9 @@
 //! limits (admitted like a dump), logged when it starts and ends; the heap dump is recorded to a
 //! hidden trace beside it (clrspy-collect's heapsnap), read into the graph (clrspy-analysis)
 //! and written as `.gcdump`; the trace is removed. Watch's stop ends a snapshot under way.
+//! With `when`, a small session of the trigger's providers (no file; the trigger consumer of
+//! `record --stop-on` and of the trace action's `stop_on`) watches the process first, and the
+//! snapshot is taken once, when it fires.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -11,8 +14,10 @@ use std::sync::Arc;
 use clrspy_analysis::heap::from_trace::graph_from_trace;
 use clrspy_analysis::trace_file::OpenTrace;
 use clrspy_collect::heapsnap::{record_heap_dump, HeapDumpProgress};
-use clrspy_collect::StopSignal;
-use diagnostics_client::Endpoint;
+use clrspy_collect::trigger::{TriggerSpec, Triggers};
+use clrspy_collect::{record_live, LiveFeeds, Recording, StopReason, StopSignal};
+use diagnostics_client::{Endpoint, SessionConfig};
+use std::time::Duration;
 
 use crate::admission::MIN_FREE;
 use crate::limits::{admit_or_skip, file_for, keep_budget, say_disk_full};
@@ -23,9 +28,40 @@ use clrspy_rules::{Decision, DecisionKind, HeapAction, ProcessFacts, Rule};
 /// The log's name of the action.
 const ACTION: &str = "heap";
 
-/// Carries out `rule`'s heap action on the process at `ep` (on the caller's thread).
+/// Carries out `rule`'s heap action on the process at `ep` (on the caller's thread): at once,
+/// or when its trigger fires.
 pub(crate) fn act_heap(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, ep: &Endpoint) {
     let Some(heap) = &rule.heap else { return };
+    let mut why = String::from("at match");
+    if let Some(when) = &heap.when {
+        let say = |kind: DecisionKind, detail: String| {
+            let mut d = Decision::for_process(kind, facts);
+            d.rule = Some(rule.name.clone());
+            d.action = Some(ACTION);
+            d.detail = Some(detail);
+            shared.emit(d);
+        };
+        say(
+            DecisionKind::Watching,
+            format!("for a heap snapshot when {when} fires"),
+        );
+        match wait_for_trigger(shared, when, ep) {
+            Ok(Ok(fired)) => why = fired,
+            Ok(Err(ended)) => {
+                return say(
+                    DecisionKind::WatchingEnded,
+                    format!("{when} did not fire: {ended}"),
+                );
+            }
+            Err(e) => {
+                shared.failures.fetch_add(1, Ordering::SeqCst);
+                return say(
+                    DecisionKind::ActionFailed,
+                    format!("watching for {when}: {e}"),
+                );
+            }
+        }
+    }
     let Some(dir) = admit_or_skip(shared, rule, ACTION, facts) else {
         return;
     };
@@ -36,7 +72,9 @@ pub(crate) fn act_heap(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, e
     d.action = Some(ACTION);
     d.file = Some(out.clone());
     d.age_ms = age_ms(facts.pid);
-    d.detail = Some("a full, blocking GC in the process while its heap is walked".into());
+    d.detail = Some(format!(
+        "{why}; a full, blocking GC in the process while its heap is walked"
+    ));
     shared.emit(d);
     let stop = Arc::new(StopSignal::new());
     track(shared, &stop, &out);
@@ -67,6 +105,56 @@ pub(crate) fn act_heap(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, e
             }
         }
     }
+}
+
+/// Watches the process at `ep` until `when` fires: what fired, in words, or why it ended
+/// first (the process ended, watch stopped).
+fn wait_for_trigger(
+    shared: &WatchState,
+    when: &TriggerSpec,
+    ep: &Endpoint,
+) -> Result<Result<String, String>, String> {
+    let triggers = Triggers {
+        specs: vec![when.clone()],
+        after: Duration::ZERO,
+    };
+    let mut config = SessionConfig {
+        circular_buffer_mb: 16,
+        rundown_keyword: 0,
+        stackwalk: false,
+        providers: Vec::new(),
+    };
+    triggers.apply(&mut config);
+    let stop = Arc::new(StopSignal::new());
+    if let Ok(mut v) = shared.traces.lock() {
+        v.push(stop.clone());
+    }
+    let rec = Recording {
+        config: &config,
+        out: None,
+        duration: None,
+        stop: &stop,
+        thread_cpu: None,
+        ring: None,
+    };
+    let live = LiveFeeds {
+        consumers: triggers.consumer().into_iter().collect(),
+        lossless: true,
+        ..LiveFeeds::default()
+    };
+    let result = record_live(ep, &rec, live, &mut |_| ());
+    if let Ok(mut v) = shared.traces.lock() {
+        v.retain(|s| !Arc::ptr_eq(s, &stop));
+    }
+    let summary = result.map_err(|e| e.to_string())?;
+    Ok(match summary.reason {
+        StopReason::Triggered => Ok(summary
+            .trigger
+            .unwrap_or_else(|| format!("{when} fired"))),
+        StopReason::Requested => Err("watch stopped".into()),
+        StopReason::TargetEnded => Err("the process ended".into()),
+        _ => Err("the session ended".into()),
+    })
 }
 
 /// Records the heap dump of `ep` to a hidden trace beside `out`, writes the `.gcdump` and

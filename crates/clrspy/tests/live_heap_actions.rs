@@ -80,6 +80,20 @@ fn heap_watch_reports_the_growing_type_with_its_exact_deltas() {
 
 #[test]
 fn a_rules_heap_action_writes_a_gcdump_with_the_exact_count() {
+    rules_heap_action(r#"{"timeout": "60s"}"#, "at match");
+}
+
+#[test]
+fn a_rules_heap_action_on_a_trigger_writes_a_gcdump_with_the_exact_count() {
+    rules_heap_action(
+        r#"{"when": {"counter": "gc-heap-size-mb>0"}}"#,
+        "trigger counter=gc-heap-size-mb>0 fired",
+    );
+}
+
+/// A watch with one rule whose heap action is `heap` snapshots the workload once; its
+/// `action_started` detail begins with `why`.
+fn rules_heap_action(heap: &str, why: &str) {
     if !live() {
         return;
     }
@@ -88,8 +102,10 @@ fn a_rules_heap_action_writes_a_gcdump_with_the_exact_count() {
     let rules = dir.path().join("rules.json");
     std::fs::write(
         &rules,
-        r#"{"rules": [{"name": "leak", "match": {"command_line": "Workloads\\.dll heap$"},
-            "heap": {"timeout": "60s"}, "limits": {"max_actions": 1}}]}"#,
+        format!(
+            r#"{{"rules": [{{"name": "leak", "match": {{"command_line": "Workloads\\.dll heap$"}},
+            "heap": {heap}, "limits": {{"max_actions": 1}}}}]}}"#
+        ),
     )
     .unwrap();
     let out = dir.path().join("out");
@@ -121,6 +137,13 @@ fn a_rules_heap_action_writes_a_gcdump_with_the_exact_count() {
         .filter(|l| l["event"] == "action_started" && l["action"] == "heap")
         .count();
     assert_eq!(started, 1, "{log:#?}");
+    let detail = log
+        .iter()
+        .find(|l| l["event"] == "action_started" && l["action"] == "heap")
+        .and_then(|l| l["detail"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(detail.starts_with(why), "{detail}");
     // No hidden trace left beside the snapshot.
     let left: Vec<_> = std::fs::read_dir(out.join("leak"))
         .unwrap()
