@@ -162,11 +162,18 @@ mod tests {
         );
         assert_eq!(
             set.rules[1].actions_in_words(),
-            ["dump (mini, at once)", "heap snapshot (at once, timeout 120s)"]
+            [
+                "dump (mini, at once)",
+                "heap snapshot (at once, timeout 120s)"
+            ]
         );
         let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"every": "5s"}}]}"#;
         let e = RuleSet::parse(bad, Syntax::Json).unwrap_err();
-        assert!(e[0].message.contains("unknown field `every`"), "{}", e[0].message);
+        assert!(
+            e[0].message.contains("unknown field `every`"),
+            "{}",
+            e[0].message
+        );
         let set = RuleSet::parse(
             r#"{"rules": [{"name": "a", "match": {"name": "w*"},
                 "heap": {"when": {"counter": "gc-heap-size-mb>500"}}}]}"#,
@@ -177,10 +184,12 @@ mod tests {
             set.rules[0].actions_in_words(),
             ["heap snapshot (once, when counter=gc-heap-size-mb>500 fires, timeout 30s)"]
         );
-        let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"when": "exit"}}]}"#;
+        let bad =
+            r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"when": "exit"}}]}"#;
         let e = RuleSet::parse(bad, Syntax::Json).unwrap_err();
         assert!(e[0].message.contains("exits"), "{}", e[0].message);
-        let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"timeout": "0s"}}]}"#;
+        let bad =
+            r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"timeout": "0s"}}]}"#;
         assert!(RuleSet::parse(bad, Syntax::Json).is_err());
         let schema = crate::json_schema().to_string();
         assert!(schema.contains("HeapAction"), "{schema}");

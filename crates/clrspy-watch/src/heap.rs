@@ -148,9 +148,7 @@ fn wait_for_trigger(
     }
     let summary = result.map_err(|e| e.to_string())?;
     Ok(match summary.reason {
-        StopReason::Triggered => Ok(summary
-            .trigger
-            .unwrap_or_else(|| format!("{when} fired"))),
+        StopReason::Triggered => Ok(summary.trigger.unwrap_or_else(|| format!("{when} fired"))),
         StopReason::Requested => Err("watch stopped".into()),
         StopReason::TargetEnded => Err("the process ended".into()),
         _ => Err("the session ended".into()),
@@ -189,10 +187,11 @@ fn record_and_write(
     let mut reader = opened
         .reader()
         .map_err(|e| format!("reading the heap dump: {e}"))?;
-    let h = graph_from_trace(&mut reader, &mut |_| ())
-        .map_err(|e| format!("no heap snapshot: {e}"))?;
+    let h =
+        graph_from_trace(&mut reader, &mut |_| ()).map_err(|e| format!("no heap snapshot: {e}"))?;
     let objects = h.dump.graph.object_count();
-    let f = std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    let f =
+        std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     gcdump::write(std::io::BufWriter::new(f), &h.dump)
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);

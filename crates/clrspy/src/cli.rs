@@ -202,7 +202,13 @@ pub struct GcdumpArgs {
 #[derive(Debug, Args)]
 pub struct HeapWatchArgs {
     /// The process.
-    #[arg(short = 'p', long = "process-id", visible_alias = "pid", value_name = "PID", conflicts_with = "name")]
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID",
+        conflicts_with = "name"
+    )]
     pub process_id: Option<u32>,
     /// The process, by name.
     #[arg(short = 'n', long, value_name = "NAME")]

@@ -30,7 +30,9 @@ fn heap_watch_reports_the_growing_type_with_its_exact_deltas() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = common::clrspy_command()
         .args(["heap", "watch", "-p", &w.pid.to_string()])
-        .args(["--every", "5s", "--count", "3", "--json", "--top", "50", "-o"])
+        .args([
+            "--every", "5s", "--count", "3", "--json", "--top", "50", "-o",
+        ])
         .arg(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -116,13 +118,7 @@ fn rules_heap_action(heap: &str, why: &str) {
     let file = std::path::PathBuf::from(done["file"].as_str().unwrap());
     assert_eq!(file.extension().and_then(|e| e.to_str()), Some("gcdump"));
     assert!(file.starts_with(out.join("leak")), "{}", file.display());
-    let v = common::json(&[
-        "heap",
-        file.to_str().unwrap(),
-        "--json",
-        "--top",
-        "100000",
-    ]);
+    let v = common::json(&["heap", file.to_str().unwrap(), "--json", "--top", "100000"]);
     let order = v["types"]
         .as_array()
         .unwrap()
@@ -164,7 +160,12 @@ fn record_snapshot_heap_takes_a_snapshot_when_the_trigger_fires() {
     let trace = dir.path().join("rec.nettrace");
     let out = common::clrspy()
         .args(["record", "-p", &w.pid.to_string()])
-        .args(["--stop-on", "counter=gc-heap-size-mb>0", "--after-trigger", "3s"])
+        .args([
+            "--stop-on",
+            "counter=gc-heap-size-mb>0",
+            "--after-trigger",
+            "3s",
+        ])
         .args(["--snapshot-heap", "--duration", "60s", "-o"])
         .arg(&trace)
         .output()
@@ -181,7 +182,13 @@ fn record_snapshot_heap_takes_a_snapshot_when_the_trigger_fires() {
     assert_eq!(snaps.len(), 1, "{snaps:?} {err}");
     let name = snaps[0].file_name().unwrap().to_str().unwrap();
     assert!(name.starts_with("rec_"), "{name}");
-    let v = common::json(&["heap", snaps[0].to_str().unwrap(), "--json", "--top", "100000"]);
+    let v = common::json(&[
+        "heap",
+        snaps[0].to_str().unwrap(),
+        "--json",
+        "--top",
+        "100000",
+    ]);
     let order = v["types"]
         .as_array()
         .unwrap()

@@ -355,7 +355,12 @@ mod tests {
     #[test]
     fn only_types_that_grew_in_every_interval_are_kept_by_total_bytes() {
         let intervals = vec![
-            vec![d("A", 10, 240), d("B", 5, 500), d("C", 1, 8), d("D", -3, -30)],
+            vec![
+                d("A", 10, 240),
+                d("B", 5, 500),
+                d("C", 1, 8),
+                d("D", -3, -30),
+            ],
             vec![d("A", 20, 480), d("B", 0, 0), d("C", 2, 16), d("D", 4, 40)],
             vec![d("A", 1, 24), d("C", 0, 8), d("B", 1, 10)],
         ];

@@ -36,7 +36,12 @@ pub(crate) fn snapshot_path(trace: &Path, stamp: &str) -> PathBuf {
 
 impl Snapshots {
     /// A worker snapshotting the process at `endpoint` (`label`) beside the trace `trace`.
-    pub(crate) fn start(endpoint: Endpoint, label: String, trace: PathBuf, on_trigger: bool) -> Self {
+    pub(crate) fn start(
+        endpoint: Endpoint,
+        label: String,
+        trace: PathBuf,
+        on_trigger: bool,
+    ) -> Self {
         let worker = Worker::start("clrspy-heap-snapshot", 2, move |job: Action| {
             let Action::Snapshot { reason } = job else {
                 return;
@@ -124,7 +129,10 @@ mod tests {
     #[test]
     fn the_snapshot_goes_beside_the_trace_under_its_stem() {
         assert_eq!(
-            snapshot_path(Path::new("/t/app_20260101_000000.nettrace"), "20260101_000005"),
+            snapshot_path(
+                Path::new("/t/app_20260101_000000.nettrace"),
+                "20260101_000005"
+            ),
             Path::new("/t/app_20260101_000000_20260101_000005.gcdump")
         );
         assert_eq!(
