@@ -156,10 +156,19 @@ pub fn run(a: &HeapWatchArgs) -> CliResult<std::process::ExitCode> {
             break;
         }
     }
+    let stopped_early = stop.count() > 0;
+    if stopped_early {
+        eprintln!(
+            "Stopped after {} of {} snapshots (kept).",
+            shots.len(),
+            a.count
+        );
+    }
     let growth = grew_in_every(&intervals);
     let last = prev.as_ref();
     if a.json {
-        let v = report_json(endpoint.pid, &shots, &intervals, &growth, last, a.top);
+        let mut v = report_json(endpoint.pid, &shots, &intervals, &growth, last, a.top);
+        v["stopped_early"] = json!(stopped_early);
         clrspy_export::report::write_json(&mut text, &v)?;
     } else {
         write_summary(&mut text, &shots, &growth, last, a.top)?;
