@@ -11,9 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clr_events::runtime::{ids, GcEnd, GcStart, GcType};
-use diagnostics_client::{start_session, stop_session, Endpoint, Provider, SessionConfig};
+use diagnostics_client::{
+    start_session, stop_session, Connector, Endpoint, Provider, SessionConfig,
+};
 
-use crate::session::{record_live, LiveFeeds, COMMAND_TIMEOUT};
+use crate::ring::open_output;
+use crate::session::{pump, LiveFeeds, COMMAND_TIMEOUT};
 use crate::tap::{Action, EventConsumer};
 use crate::{Progress, Recording, Result, StopSignal, Summary};
 
@@ -108,9 +111,22 @@ impl EventConsumer for EndOfDump {
     }
 }
 
+/// The shortest wait for the dump session's start reply: the runtime answers only after the
+/// forced GC and its heap walk (seconds on a big heap), so the usual 5 s command timeout is not
+/// enough there.
+pub const MIN_START_WAIT: Duration = Duration::from_secs(30);
+
+/// How long to wait for the dump session's start reply when the whole dump may take `timeout`:
+/// at least [`MIN_START_WAIT`], the user's timeout when it is longer.
+pub fn start_wait(timeout: Duration) -> Duration {
+    timeout.max(MIN_START_WAIT)
+}
+
 /// Records a heap dump of the process at `endpoint` into the trace `out`: the flush session,
 /// then the dump session until the dump's GC ends or `timeout` passes. Read the trace with
 /// clrspy-analysis' `heap::from_trace` to get the graph (and to learn whether it is whole).
+/// The dump session's start reply is awaited up to [`start_wait`]`(timeout)` (the runtime
+/// sends it after the forced GC); what remains of `timeout` after it bounds the recording.
 pub fn record_heap_dump(
     endpoint: &Endpoint,
     out: &Path,
@@ -122,10 +138,18 @@ pub fn record_heap_dump(
     let started = Instant::now();
     flush_type_table(endpoint)?;
     let config = heap_dump_config();
+    // The file first: an unwritable path fails before the target is touched.
+    let file = Some(open_output(out, None, &config)?);
+    let to: Arc<dyn Connector> = Arc::new(endpoint.clone());
+    let session = start_session(to.as_ref(), &config, start_wait(timeout))?;
+    // At least a moment for the events the start reply waited on to arrive.
+    let left = timeout
+        .saturating_sub(started.elapsed())
+        .max(Duration::from_secs(2));
     let rec = Recording {
         config: &config,
         out: Some(out),
-        duration: Some(timeout.saturating_sub(started.elapsed())),
+        duration: Some(left),
         stop,
         thread_cpu: None,
         ring: None,
@@ -138,7 +162,7 @@ pub fn record_heap_dump(
         })],
         ..LiveFeeds::default()
     };
-    record_live(endpoint, &rec, live, on_progress)
+    pump(session, to, file, endpoint.pid, &rec, live, on_progress)
 }
 
 /// A SampleProfiler session, stopped as soon as the runtime sends anything: the runtime then
@@ -178,5 +202,20 @@ fn flush_type_table(endpoint: &Endpoint) -> Result<()> {
     match stopper.join() {
         Ok(r) => r.map_err(crate::Error::Client),
         Err(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_wait_is_the_users_timeout_or_longer() {
+        assert_eq!(start_wait(Duration::from_secs(5)), MIN_START_WAIT);
+        assert_eq!(
+            start_wait(Duration::from_secs(120)),
+            Duration::from_secs(120)
+        );
+        assert!(start_wait(Duration::ZERO) > COMMAND_TIMEOUT);
     }
 }

@@ -36,6 +36,8 @@ pub struct Rule {
     pub trace: Option<TraceAction>,
     /// Write a dump.
     pub dump: Option<DumpAction>,
+    /// Take a heap snapshot (`.gcdump`).
+    pub heap: Option<HeapAction>,
     /// The .NET processes started by a process it matched (at any depth) get its actions too.
     pub children: bool,
     /// How much it may do.
@@ -62,6 +64,10 @@ struct RawRule {
     /// Write a dump of the process: at once, on the exceptions named, or at its crash.
     #[serde(default)]
     dump: Option<DumpAction>,
+    /// Take a heap snapshot (`.gcdump`, as `clrspy gcdump` does) of the process when the rule
+    /// matches it. It forces a full, blocking GC in the process.
+    #[serde(default)]
+    heap: Option<HeapAction>,
     /// Also every .NET process started by a process this rule matches, directly or through
     /// other processes (a shell script, a build tool): each gets the rule's actions and files
     /// of its own, and counts against `max_actions` like any matched process. The process
@@ -85,9 +91,9 @@ impl TryFrom<RawRule> for Rule {
                 "rule \"{name}\": \"match\" has no condition; write {{ \"name\": \"*\" }} to mean every .NET process"
             ));
         }
-        if r.trace.is_none() && r.dump.is_none() {
+        if r.trace.is_none() && r.dump.is_none() && r.heap.is_none() {
             mistakes.push(format!(
-                "rule \"{name}\" has no action: give it \"trace\" or \"dump\" (or both)"
+                "rule \"{name}\" has no action: give it \"trace\", \"dump\" or \"heap\" (or several)"
             ));
         }
         if let Some(t) = &r.trace {
@@ -106,6 +112,14 @@ impl TryFrom<RawRule> for Rule {
                     "rule \"{name}\": \"buffer_mb\" must be between 1 and 4096"
                 ));
             }
+        }
+        if matches!(
+            r.heap.as_ref().and_then(|h| h.when.as_ref()),
+            Some(TriggerSpec::Exit)
+        ) {
+            mistakes.push(format!(
+                "rule \"{name}\": a heap snapshot cannot be taken when the process exits (\"when\": \"exit\")"
+            ));
         }
         if let Some(d) = &r.dump {
             if d.hold_hook.is_some() && d.on_exception.is_empty() {
@@ -142,6 +156,7 @@ impl TryFrom<RawRule> for Rule {
             matcher: r.matcher,
             trace: r.trace,
             dump: r.dump,
+            heap: r.heap,
             children: r.children,
             limits: r.limits,
         })
@@ -272,11 +287,37 @@ pub struct DumpAction {
     pub compress: Compression,
 }
 
+/// Take a heap snapshot (`.gcdump`) of each process the rule matches: when it is matched, or
+/// (with `when`) once, the first time a trigger fires in it.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeapAction {
+    /// Take it when this trigger fires instead of at once (a small session watches the
+    /// process for it; the same forms as a trace's `stop_on`): `{"counter":
+    /// "gc-heap-size-mb>500"}`, `"gen2"`, `{"gc_pause_ms": 200}`, `{"exception": "System.*"}`,
+    /// `{"event": "PROVIDER/EVENT[:FIELD OP VALUE]"}`. One snapshot per process.
+    #[serde(default)]
+    pub when: Option<TriggerSpec>,
+    /// Give up when the snapshot has not completed after this long (30s when not given).
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// The heap snapshot's timeout when the rule gives none.
+pub const DEFAULT_HEAP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl HeapAction {
+    /// The snapshot's timeout.
+    pub fn timeout(&self) -> std::time::Duration {
+        self.timeout.map_or(DEFAULT_HEAP_TIMEOUT, |d| d.0)
+    }
+}
+
 /// What a rule may do at most.
 #[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// At most this many actions in all (each trace and each dump counts one), for the whole
+    /// At most this many actions in all (each trace, dump and heap snapshot counts one), for the whole
     /// time watch runs.
     #[serde(default)]
     pub max_actions: Option<u32>,

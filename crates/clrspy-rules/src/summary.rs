@@ -62,6 +62,16 @@ impl Rule {
                 a.push(format!("dump ({kind}, {when}{held})"));
             }
         }
+        if let Some(h) = &self.heap {
+            let when = h
+                .when
+                .as_ref()
+                .map_or("at once".to_string(), |w| format!("once, when {w} fires"));
+            a.push(format!(
+                "heap snapshot ({when}, timeout {}s)",
+                h.timeout().as_secs()
+            ));
+        }
         if self.children {
             a.push("the same for every .NET process a matched process starts".into());
         }
@@ -137,6 +147,52 @@ mod tests {
             ]
         );
         assert_eq!(set.rules[2].actions_in_words(), ["trace (providers, 5s)"]);
+    }
+
+    #[test]
+    fn a_heap_action_alone_is_an_action_with_its_timeout() {
+        let text = r#"{"rules": [
+            {"name": "a", "match": {"name": "w*"}, "heap": {}},
+            {"name": "b", "match": {"name": "w*"}, "heap": {"timeout": "2m"}, "dump": {}}
+        ]}"#;
+        let set = RuleSet::parse(text, Syntax::Json).unwrap();
+        assert_eq!(
+            set.rules[0].actions_in_words(),
+            ["heap snapshot (at once, timeout 30s)"]
+        );
+        assert_eq!(
+            set.rules[1].actions_in_words(),
+            [
+                "dump (mini, at once)",
+                "heap snapshot (at once, timeout 120s)"
+            ]
+        );
+        let bad = r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"every": "5s"}}]}"#;
+        let e = RuleSet::parse(bad, Syntax::Json).unwrap_err();
+        assert!(
+            e[0].message.contains("unknown field `every`"),
+            "{}",
+            e[0].message
+        );
+        let set = RuleSet::parse(
+            r#"{"rules": [{"name": "a", "match": {"name": "w*"},
+                "heap": {"when": {"counter": "gc-heap-size-mb>500"}}}]}"#,
+            Syntax::Json,
+        )
+        .unwrap();
+        assert_eq!(
+            set.rules[0].actions_in_words(),
+            ["heap snapshot (once, when counter=gc-heap-size-mb>500 fires, timeout 30s)"]
+        );
+        let bad =
+            r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"when": "exit"}}]}"#;
+        let e = RuleSet::parse(bad, Syntax::Json).unwrap_err();
+        assert!(e[0].message.contains("exits"), "{}", e[0].message);
+        let bad =
+            r#"{"rules": [{"name": "a", "match": {"name": "w*"}, "heap": {"timeout": "0s"}}]}"#;
+        assert!(RuleSet::parse(bad, Syntax::Json).is_err());
+        let schema = crate::json_schema().to_string();
+        assert!(schema.contains("HeapAction"), "{schema}");
     }
 
     #[test]

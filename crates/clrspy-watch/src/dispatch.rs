@@ -13,6 +13,7 @@ use diagnostics_client::Endpoint;
 
 use crate::children::{ancestors, via_parent};
 use crate::dumps::act_dump;
+use crate::heap::act_heap;
 use crate::procfs::age_ms;
 use crate::state::WatchState;
 use crate::trace::{trace, TraceRoute};
@@ -29,17 +30,23 @@ const SEEN_COMMAND_LINE: usize = 200;
 pub(crate) enum Action {
     /// A dump (at once, on exceptions, or on a crash: the dump module decides).
     Dump,
+    /// A heap snapshot (`.gcdump`), on a thread of its own.
+    Heap,
     /// A trace.
     Trace,
 }
 
 /// The actions `rule` asks for, in the order they are carried out: the dump first (a dump
-/// at once must not wait for a trace's session), the trace only when `with_trace` (a runtime
-/// held at the listen port gets its trace from the first instruction instead).
+/// at once must not wait for a trace's session), then the heap snapshot, the trace only when
+/// `with_trace` (a runtime held at the listen port gets its trace from the first instruction
+/// instead).
 pub(crate) fn actions_of(rule: &Rule, with_trace: bool) -> Vec<Action> {
     let mut v = Vec::new();
     if rule.dump.is_some() {
         v.push(Action::Dump);
+    }
+    if rule.heap.is_some() {
+        v.push(Action::Heap);
     }
     if with_trace && rule.trace.is_some() {
         v.push(Action::Trace);
@@ -163,6 +170,12 @@ pub(crate) fn act_attached(
     for action in actions_of(&rules.rules[i], with_trace) {
         match action {
             Action::Dump => act_dump(state, rules, i, facts, ep),
+            Action::Heap => {
+                let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
+                state.spawn(format!("clrspy-heap-{}", facts.pid), move |s| {
+                    act_heap(s, &rules.rules[i], &facts, &ep)
+                });
+            }
             Action::Trace => {
                 let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
                 state.spawn(format!("clrspy-trace-{}", facts.pid), move |s| {
@@ -199,7 +212,8 @@ mod tests {
         {"name":"web-dump","match":{"name":"web"},"dump":{}},
         {"name":"web-trace","match":{"name":"web"},"trace":{"profile":"cpu"}},
         {"name":"kids","match":{"name":"launcher"},"children":true,"dump":{}},
-        {"name":"other","match":{"name":"other"},"dump":{},"trace":{}}
+        {"name":"other","match":{"name":"other"},"dump":{},"trace":{}},
+        {"name":"all","match":{"name":"all"},"trace":{},"heap":{},"dump":{}}
     ]}"#;
 
     #[test]
@@ -247,6 +261,12 @@ mod tests {
         assert_eq!(actions_of(&set.rules[1], true), [Action::Trace]);
         assert!(actions_of(&set.rules[1], false).is_empty());
         assert_eq!(actions_of(&set.rules[0], true), [Action::Dump]);
+        let all = &set.rules[4];
+        assert_eq!(
+            actions_of(all, true),
+            [Action::Dump, Action::Heap, Action::Trace]
+        );
+        assert_eq!(actions_of(all, false), [Action::Dump, Action::Heap]);
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod dispatch;
 mod dumps;
 mod fatal;
 mod gate;
+mod heap;
 mod holds;
 mod limits;
 mod port;

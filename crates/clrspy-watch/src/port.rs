@@ -115,7 +115,10 @@ fn held(shared: &Arc<WatchState>, runtime: HeldRuntime) {
     let rest: Vec<usize> = hits
         .iter()
         .copied()
-        .filter(|&i| rules.rules[i].dump.is_some() || Some(i) != first_trace)
+        .filter(|&i| {
+            let r = &rules.rules[i];
+            r.dump.is_some() || r.heap.is_some() || Some(i) != first_trace
+        })
         .collect();
     if rest.is_empty() {
         return;
@@ -128,6 +131,7 @@ fn held(shared: &Arc<WatchState>, runtime: HeldRuntime) {
         r.dump
             .as_ref()
             .is_some_and(|d| d.on_crash && d.on_exception.is_empty())
+            && r.heap.is_none()
             && (r.trace.is_none() || Some(i) == first_trace)
     };
     let Some(ep) = wait_endpoint(pid) else {

@@ -195,6 +195,47 @@ pub struct GcdumpArgs {
     /// Give up when the dump has not completed after this long (e.g. 30s, 2m).
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = positive_duration)]
     pub timeout: std::time::Duration,
+    /// Take the snapshot of a heap over 4 GB without asking (required when not on a terminal).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `clrspy heap watch`.
+#[derive(Debug, Args)]
+pub struct HeapWatchArgs {
+    /// The process.
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID",
+        conflicts_with = "name"
+    )]
+    pub process_id: Option<u32>,
+    /// The process, by name.
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Time between the starts of two snapshots (e.g. 60s, 5m).
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = positive_duration)]
+    pub every: std::time::Duration,
+    /// Snapshots to take (at least 2).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..))]
+    pub count: u32,
+    /// Directory for the snapshots (<pid>_<time>_<i>.gcdump; default: the current one).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Give up on one snapshot when it has not completed after this long.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = positive_duration)]
+    pub timeout: std::time::Duration,
+    /// Snapshot a heap over 4 GB without asking (required when not on a terminal).
+    #[arg(long)]
+    pub yes: bool,
+    /// Rows per table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+    /// Write one JSON object at the end (keys in docs/heap-json.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `clrspy heap`.
@@ -221,6 +262,9 @@ pub struct HeapArgs {
 /// `clrspy heap` verbs.
 #[derive(Debug, Subcommand)]
 pub enum HeapAction {
+    /// Take snapshots of a live process (`--count`, `--every` apart) and report the types that
+    /// grew in every interval, and what holds them.
+    Watch(HeapWatchArgs),
     /// Compare two snapshots per type, by growth.
     Diff {
         /// The older snapshot.
@@ -541,6 +585,10 @@ pub struct RecordArgs {
     /// After a trigger fires, keep recording this long (default 5s; 0 for none).
     #[arg(long, value_name = "TIME", requires = "stop_on", value_parser = duration)]
     pub after_trigger: Option<std::time::Duration>,
+    /// When the stop trigger fires, also take a heap snapshot of the process (a .gcdump
+    /// beside the trace, <trace stem>_<time>.gcdump) while the recording goes on (-p/-n).
+    #[arg(long, requires = "stop_on")]
+    pub snapshot_heap: bool,
     /// Write a dump at each first-chance exception of this type (a glob over the full name,
     /// e.g. '*.InvalidCastException', or the bare type name); repeat or comma-separate.
     #[arg(long, value_name = "TYPE")]

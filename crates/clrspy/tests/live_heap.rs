@@ -7,59 +7,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-
-use common::{clrspy, live, workloads};
-
-struct Workload {
-    child: Child,
-    stdin: ChildStdin,
-    lines: std::io::Lines<BufReader<ChildStdout>>,
-    pid: u32,
-}
-
-impl Drop for Workload {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Workload {
-    fn start() -> Workload {
-        let mut child = Command::new("dotnet")
-            .arg(workloads())
-            .arg("heap")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the workload");
-        let stdin = child.stdin.take().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        let pid = first.strip_prefix("ready pid=").unwrap().parse().unwrap();
-        let mut w = Workload {
-            child,
-            stdin,
-            lines,
-            pid,
-        };
-        assert_eq!(w.held(), 12_345);
-        w
-    }
-
-    fn held(&mut self) -> u64 {
-        let l = self.lines.next().unwrap().unwrap();
-        l.strip_prefix("held=").unwrap().parse().unwrap()
-    }
-
-    fn grow(&mut self, n: u64) -> u64 {
-        writeln!(self.stdin, "grow {n}").unwrap();
-        self.stdin.flush().unwrap();
-        self.held()
-    }
-}
+use common::heap_workload::Workload;
+use common::{clrspy, live};
 
 fn heap_json(args: &[&str]) -> serde_json::Value {
     let out = clrspy().args(args).output().unwrap();

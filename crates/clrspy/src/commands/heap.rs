@@ -4,19 +4,17 @@
 //! file parses, prints and chooses exit codes.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use clrspy_analysis::heap::{from_trace, HeapModel};
-use clrspy_collect::heapsnap::{record_heap_dump, HeapDumpProgress};
-use clrspy_collect::{Resolved, StopSignal};
+use clrspy_analysis::heap::HeapModel;
+use clrspy_collect::Resolved;
 use clrspy_export::report::{write_json, TextStyle};
 use clrspy_export::views::{self, FileOptions, Input, InputKind, ViewOptions};
 use clrspy_export::Format;
 
 use super::record::resolve_target;
 use crate::cli::{ConvertArgs, GcdumpArgs, HeapAction, HeapArgs};
-use crate::output::{collect_error, CliError, CliResult};
+use crate::output::{CliError, CliResult};
 
 /// Runs `clrspy gcdump`.
 pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
@@ -25,8 +23,8 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
             PathBuf::from(format!("{}.gcdump", crate::input::trace_stem(trace)))
         });
         let t0 = Instant::now();
-        let dump = load_trace(trace)?;
-        write_dump(&dump, &out)?;
+        let dump = super::heap_snap::load_trace(trace)?;
+        super::heap_snap::write_dump(&dump, &out)?;
         eprintln!(
             "Wrote {} ({} objects) in {:.2} s.",
             out.display(),
@@ -56,98 +54,20 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
             clrspy_collect::utc_stamp()
         ))
     });
-    let heap_mb = diagnostics_client::procfs::resident_bytes(endpoint.pid)
-        .map(|b| format!("; its resident memory is {:.0} MB", b as f64 / 1048576.0))
-        .unwrap_or_default();
-    eprintln!(
-        "Taking a heap snapshot of {label}: the runtime runs a full, blocking GC (the process pauses while the heap is walked{heap_mb}); timeout {:.0} s.",
-        timeout.as_secs_f64()
-    );
-    let dir = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let temp = tempfile::Builder::new()
-        .prefix(".clrspy-heap-")
-        .suffix(".nettrace")
-        .tempfile_in(&dir)
-        .map_err(|e| {
-            CliError::new(format!(
-                "cannot create a temporary trace in {}: {e}",
-                dir.display()
-            ))
-        })?;
-    static STOP: StopSignal = StopSignal::new();
-    let _ = ctrlc::set_handler(|| STOP.request());
-    let shared = Arc::new(HeapDumpProgress::default());
+    super::heap_snap::announce(&label, endpoint.pid, timeout, args.yes)?;
     let t0 = Instant::now();
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let seen = shared.clone();
-    let mut last = Instant::now();
-    let summary = record_heap_dump(
-        &endpoint,
-        temp.path(),
-        timeout,
-        &STOP,
-        shared.clone(),
-        &mut |_p| {
-            if tty && last.elapsed() > Duration::from_millis(250) {
-                last = Instant::now();
-                eprint!("\r  {} objects so far ...", seen.objects());
-            }
-        },
-    )
-    .map_err(collect_error)?;
-    if tty {
-        eprint!("\r\x1b[K");
-    }
-    let recorded = t0.elapsed();
-    if !shared.complete() {
-        eprintln!(
-            "warning: the heap dump did not complete on the live stream within {:.0} s ({} objects seen); checking the trace",
-            timeout.as_secs_f64(),
-            shared.objects()
-        );
-    }
-    let dump = load_trace(temp.path()).map_err(|e| {
-        CliError::new(format!("no snapshot of {label}: {}", e))
-            .hint("a bigger heap needs a longer --timeout; lost events mean the runtime's buffer overflowed")
-    })?;
-    write_dump(&dump, &out)?;
-    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    let stop = super::heap_snap::stop_signal();
+    let taken = super::heap_snap::take(&endpoint, &label, &out, timeout, stop)?;
     eprintln!(
         "Wrote {} ({} objects, {:.1} MB; recorded {:.1} MB of events in {:.2} s, total {:.2} s).",
         out.display(),
-        dump.graph.object_count(),
-        size as f64 / 1048576.0,
-        summary.bytes as f64 / 1048576.0,
-        recorded.as_secs_f64(),
+        taken.dump.graph.object_count(),
+        taken.file_bytes as f64 / 1048576.0,
+        taken.recorded_bytes as f64 / 1048576.0,
+        taken.recorded.as_secs_f64(),
         t0.elapsed().as_secs_f64()
     );
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-fn write_dump(dump: &gcdump::HeapDump, out: &Path) -> CliResult<()> {
-    let f = std::fs::File::create(out)
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))?;
-    gcdump::write(std::io::BufWriter::new(f), dump)
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))
-}
-
-/// A trace's heap dump as a `.gcdump` graph.
-fn load_trace(path: &Path) -> CliResult<gcdump::HeapDump> {
-    let trace = crate::input::open(path)?;
-    let mut reader = trace.reader()?;
-    let h = from_trace::graph_from_trace(&mut reader, &mut |_| ())
-        .map_err(|e| CliError::new(format!("{}: {e}", trace.display())))?;
-    if h.unresolved_roots > 0 || h.unresolved_edges > 0 {
-        eprintln!(
-            "note: {} references and {} roots named addresses that are no object of the dump (left out, as other readers do)",
-            h.unresolved_edges, h.unresolved_roots
-        );
-    }
-    Ok(h.dump)
 }
 
 /// A `.gcdump` or a trace with heap dump events.
@@ -157,7 +77,7 @@ pub(crate) fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
     if is_gcdump {
         return gcdump::open(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())));
     }
-    load_trace(path)
+    super::heap_snap::load_trace(path)
 }
 
 /// Runs `clrspy heap`: loads the snapshots and prints a heap view of the registry.
@@ -166,6 +86,9 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
         type_name: args.type_name.clone(),
         ..ViewOptions::default()
     };
+    if let Some(HeapAction::Watch(w)) = &args.action {
+        return super::heap_watch::run(w);
+    }
     if let Some(HeapAction::Diff {
         old,
         new,

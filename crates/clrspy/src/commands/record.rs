@@ -224,11 +224,34 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         )),
         _ => args.output.clone(),
     };
+    if args.snapshot_heap && !matches!(target, Target::Attach { .. }) {
+        return Err(CliError::new(
+            "--snapshot-heap works for a running process (-p or -n) for now",
+        )
+        .code(2));
+    }
+    // The exception dumps are named after the trace the user named (or `dump`).
+    let exceptions = dump_options
+        .exception_dumps(output.as_deref())
+        .map_err(options_error)?;
+    // An attached process's trace is named here too, so its heap snapshots go beside it.
+    let (output, heap) = match &target {
+        Target::Attach { endpoint, label } => {
+            let out = output.unwrap_or_else(|| clrspy_collect::default_output(label));
+            let heap = super::record_heap::Snapshots::start(
+                endpoint.clone(),
+                label.clone(),
+                out.clone(),
+                args.snapshot_heap,
+            );
+            (Some(out), Some(heap))
+        }
+        _ => (output, None),
+    };
     let mut extras = super::record_dumps::Extras {
+        heap,
         capture,
-        exceptions: dump_options
-            .exception_dumps(output.as_deref())
-            .map_err(options_error)?,
+        exceptions,
         crash: None,
         consumers: Vec::new(),
         kernel_rate: (args.sampler == "kernel").then_some(args.rate),
@@ -480,8 +503,13 @@ pub(crate) fn execute(
         told_trigger: false,
         dumps: extras.exceptions.as_ref(),
     };
-    if let Some(t) = &extras.capture.triggers {
-        t.install(&mut live);
+    match &extras.heap {
+        Some(h) => h.install(extras.capture.triggers.as_ref(), &mut live),
+        None => {
+            if let Some(t) = &extras.capture.triggers {
+                t.install(&mut live);
+            }
+        }
     }
     let outcome = clrspy_collect::run(target, &opts, live, &mut console);
     console.status.finish();
@@ -490,6 +518,9 @@ pub(crate) fn execute(
         .as_mut()
         .map(|d| d.finish())
         .unwrap_or_default();
+    if let Some(h) = extras.heap.take() {
+        h.finish();
+    }
     let outcome = outcome.map_err(collect_error)?;
     report(&outcome.summary);
     report_extras(&outcome.summary, extras.capture.triggers.as_ref());

@@ -46,6 +46,8 @@ pub(crate) struct Extras {
     pub consumers: Vec<Box<dyn clrspy_collect::EventConsumer>>,
     /// Sample with the kernel at this rate (Hz) instead of the runtime's sampler, where allowed.
     pub kernel_rate: Option<u32>,
+    /// The heap snapshot worker (an attached process), with `--snapshot-heap` on the trigger.
+    pub heap: Option<super::record_heap::Snapshots>,
 }
 
 /// Megabytes, one decimal.
