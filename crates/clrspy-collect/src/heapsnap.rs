@@ -111,6 +111,9 @@ impl EventConsumer for EndOfDump {
     }
 }
 
+/// How long the dump session's stream may be quiet before the recording ends.
+pub const QUIET_STOP: Duration = Duration::from_secs(3);
+
 /// The shortest wait for the dump session's start reply: the runtime answers only after the
 /// forced GC and its heap walk (seconds on a big heap), so the usual 5 s command timeout is not
 /// enough there.
@@ -160,6 +163,9 @@ pub fn record_heap_dump(
             gc: None,
             ptr: 8,
         })],
+        // Should the live decoding skip past the GC's end (a busy machine), the quiet after
+        // the dump ends the recording, not the timeout.
+        quiet_stop: Some(QUIET_STOP),
         ..LiveFeeds::default()
     };
     pump(session, to, file, endpoint.pid, &rec, live, on_progress)

@@ -51,6 +51,10 @@ pub struct LiveFeeds<'a> {
     /// into the trace as clrspy `KernelSample` events. Needs the readings
     /// ([`Recording::thread_cpu`]); without them it is closed unread.
     pub kernel_sampler: Option<clrspy_sampler::Sampler>,
+    /// Once the live decoding skipped events, stop when the stream has been quiet this long
+    /// (a session whose end a consumer watches for, as a heap dump's: the skip may have hidden
+    /// that end; the trace file, whole, then tells whether it is complete).
+    pub quiet_stop: Option<Duration>,
 }
 
 impl std::fmt::Debug for LiveFeeds<'_> {
@@ -63,6 +67,7 @@ impl std::fmt::Debug for LiveFeeds<'_> {
             .field("requests", &self.requests.is_some())
             .field("exit_trigger", &self.exit_trigger)
             .field("kernel_sampler", &self.kernel_sampler)
+            .field("quiet_stop", &self.quiet_stop)
             .finish()
     }
 }
@@ -496,6 +501,7 @@ pub(crate) fn pump(
     let mut buf = vec![0u8; 256 * 1024];
     let mut stop = Stopping::new();
     let mut extra = std::mem::take(&mut live.sinks);
+    let mut last_data: Option<Instant> = None;
     let result: Result<()> = (|| loop {
         let has_output = file.is_some() || !extra.is_empty();
         let tap_cpu_ns = tap.thread_cpu_ns();
@@ -506,6 +512,7 @@ pub(crate) fn pump(
                 return Ok(());
             }
             Ok(n) => {
+                last_data = Some(Instant::now());
                 for s in sinks.iter_mut() {
                     s.write(&buf[..n])?;
                 }
@@ -558,6 +565,15 @@ pub(crate) fn pump(
                 }
             }
             stop.act(a, &live.requests, &to, session.id);
+        }
+        let quiet = tap.loss().is_some()
+            && live
+                .quiet_stop
+                .zip(last_data)
+                .is_some_and(|(q, at)| at.elapsed() >= q);
+        if quiet && !stop.sent {
+            let reason = "the stream went quiet".to_string();
+            stop.act(Action::Stop { reason }, &live.requests, &to, session.id);
         }
         let quit = stop.check(rec, started, &to, session.id);
         if stop.sent && !stop.sinks_told {

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""What sampling costs a loaded web app: requests/s of testapps/RazorApp under `ab` with no
+recorder, with `clrspy record --sampler kernel`, with `clrspy record` (the runtime's sample
+profiler, which suspends the managed threads ~1000 times a second) and with `dotnet-trace collect`
+(the same runtime sampler), in interleaved rounds on one app process.
+
+    python3 bench/sampler_overhead.py [--rounds 3] [--seconds 15] [--concurrency 8] [--no-build]
+
+Each round runs every mode once, in a rotated order; each mode's recorder attaches, the load runs
+for --seconds (`ab -t`), the recorder stops. Per mode: the median requests/s and its loss against
+no recorder, the recorder's CPU (user+sys, % of one core over its run) and peak RSS (GNU time),
+and the app's own CPU over the load. Prints a markdown table; writes bench/out/sampler.json.
+Needs cargo, the .NET SDK, `ab` (apache2-utils) and GNU time; dotnet-trace is installed into
+bench/out/tools when missing. Loopback only; every run bounded. Standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "bench/out/sampler")
+CLRSPY = os.path.join(ROOT, "target/release/clrspy")
+TOOLS = os.path.join(ROOT, "bench/out/tools")
+DT = os.path.join(TOOLS, "dotnet-trace")
+APP_DIR = os.path.join(ROOT, "target/testapps/RazorApp")
+# The cpu profile's providers, for dotnet-trace (clrspy's default profile is the same).
+PROVIDERS = "Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4"
+MODES = ["bare", "clrspy --sampler kernel", "clrspy (runtime sampler)", "dotnet-trace"]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def build(no_build):
+    if not no_build:
+        run(["cargo", "build", "-q", "--release", "--locked", "-p", "clrspy"], cwd=ROOT)
+        run(["dotnet", "build", "-c", "Release", "--nologo", "-v", "q", "-o", APP_DIR,
+             os.path.join(ROOT, "testapps/RazorApp")],
+            env=dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1"))
+    if not os.path.exists(DT):
+        run(["dotnet", "tool", "install", "--tool-path", TOOLS, "dotnet-trace"],
+            stdout=subprocess.DEVNULL)
+
+
+def start_app():
+    p = subprocess.Popen(["dotnet", os.path.join(APP_DIR, "RazorApp.dll")],
+                         stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    fields = dict(w.split("=", 1) for w in line.split() if "=" in w)
+    if "pid" not in fields or "port" not in fields:
+        p.kill()
+        sys.exit(f"unexpected first line from RazorApp: {line!r}")
+    return p, int(fields["pid"]), int(fields["port"])
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def ab(port, seconds, concurrency):
+    out = subprocess.run(
+        ["timeout", str(seconds + 30), "ab", "-q", "-t", str(seconds), "-n", "10000000",
+         "-c", str(concurrency), f"http://127.0.0.1:{port}/"],
+        capture_output=True, text=True).stdout
+    m = re.search(r"Requests per second:\s+([\d.]+)", out)
+    failed = re.search(r"Failed requests:\s+(\d+)", out)
+    if not m:
+        sys.exit(f"ab gave no rate:\n{out}")
+    return float(m.group(1)), int(failed.group(1)) if failed else 0
+
+
+def recorder(mode, pid, seconds, trace):
+    """The recorder's command (under GNU time), or None for no recorder."""
+    dur = seconds + 2
+    if mode == "bare":
+        return None
+    if mode == "dotnet-trace":
+        hh = time.strftime("%H:%M:%S", time.gmtime(dur))
+        cmd = [DT, "collect", "-p", str(pid), "--providers", PROVIDERS,
+               "--duration", f"00:{hh}", "-o", trace]
+    else:
+        cmd = [CLRSPY, "record", "-p", str(pid), "--duration", f"{dur}s", "-o", trace]
+        if "kernel" in mode:
+            cmd += ["--sampler", "kernel"]
+    return ["/usr/bin/time", "-f", "%U %S %e %M", "-o", trace + ".time"] + cmd
+
+
+def one(mode, pid, port, a, k):
+    trace = os.path.join(OUT, f"{mode.split()[0]}-{k}-{len(mode)}.nettrace")
+    cmd = recorder(mode, pid, a.seconds, trace)
+    rec = None
+    if cmd:
+        rec = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=open(trace + ".log", "w"))
+        time.sleep(1.0)
+    t0 = cpu_ticks(pid)
+    rps, failed = ab(port, a.seconds, a.concurrency)
+    app_cpu = (cpu_ticks(pid) - t0) / os.sysconf("SC_CLK_TCK") / a.seconds
+    row = {"mode": mode, "rps": rps, "failed": failed, "app_cpus": app_cpu}
+    if rec:
+        try:
+            rec.wait(timeout=a.seconds + 120)
+        except subprocess.TimeoutExpired:
+            rec.kill()
+            rec.wait()
+        with open(trace + ".time") as f:
+            u, s_, e, m = f.read().split()[-4:]
+        row.update(rec_cpu=(float(u) + float(s_)) / max(float(e), 1e-9),
+                   rec_rss_mb=int(m) / 1024, trace_mb=os.path.getsize(trace) / 2**20
+                   if os.path.exists(trace) else 0)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=15)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--no-build", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    build(a.no_build)
+    app, pid, port = start_app()
+    rows = []
+    try:
+        ab(port, max(10, a.seconds), a.concurrency)  # warm up: tiering, the views' compilation
+        for r in range(a.rounds):
+            order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
+            for mode in order:
+                row = one(mode, pid, port, a, r)
+                row["round"] = r
+                rows.append(row)
+                print(f"round {r + 1}: {mode}: {row['rps']:.0f} req/s", file=sys.stderr)
+    finally:
+        app.kill()
+        app.wait()
+    med = lambda m, k: statistics.median(x[k] for x in rows if x["mode"] == m and k in x)
+    bare = med("bare", "rps")
+    print(f"| mode | req/s (median of {a.rounds}) | loss vs bare | app CPUs | recorder CPU "
+          "(% of a core) | recorder peak RSS MB |")
+    print("|---|---|---|---|---|---|")
+    for m in MODES:
+        rps = med(m, "rps")
+        rec = (f"{100 * med(m, 'rec_cpu'):.1f} | {med(m, 'rec_rss_mb'):.0f}"
+               if m != "bare" else "– | –")
+        print(f"| {m} | {rps:.0f} | {100 * (1 - rps / bare):.1f}% | {med(m, 'app_cpus'):.2f} | {rec} |")
+    with open(os.path.join(ROOT, "bench/out/sampler.json"), "w") as f:
+        json.dump({"seconds": a.seconds, "concurrency": a.concurrency, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
