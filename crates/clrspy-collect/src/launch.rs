@@ -321,7 +321,7 @@ fn record_child(
     first: &Receiver<HeldRuntime>,
     file: Option<Box<dyn ByteSink>>,
     rec: &Recording<'_>,
-    live: LiveFeeds<'_>,
+    mut live: LiveFeeds<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<(Summary, u32)> {
     // Wait for the runtime to connect while the child lives and nobody asked to stop.
@@ -341,16 +341,30 @@ fn record_child(
     };
     let ad = runtime.advertisement().clone();
     let port = Arc::new(runtime);
-    let session = start_session(port.as_ref(), rec.config, COMMAND_TIMEOUT)?;
-    // The session is open: clear the variable, then let the runtime run.
-    clear_ports_variable(port.as_ref());
-    resume_runtime(port.as_ref(), COMMAND_TIMEOUT)?;
     // The runtime's pid as it sees it: the same as ours unless it runs in another namespace.
     let runtime_pid = Some(ad.pid)
         .filter(|&p| diagnostics_client::procfs::alive(p))
         .unwrap_or(child.id());
+    // The kernel's sampler, asked for: opened on the runtime held at its start.
+    let mut config = rec.config.clone();
+    let mut refused = None;
+    if let (Some(rate), None) = (live.kernel_rate, &live.kernel_sampler) {
+        match crate::kernel::use_kernel_sampler(runtime_pid, rate, &mut config) {
+            Ok(s) => live.kernel_sampler = Some(s),
+            Err(e) => refused = Some(format!("{e}; recorded with the runtime's sampler")),
+        }
+    }
+    let rec = Recording {
+        config: &config,
+        ..rec.clone()
+    };
+    let session = start_session(port.as_ref(), rec.config, COMMAND_TIMEOUT)?;
+    // The session is open: clear the variable, then let the runtime run.
+    clear_ports_variable(port.as_ref());
+    resume_runtime(port.as_ref(), COMMAND_TIMEOUT)?;
     let to: Arc<dyn Connector> = port.clone();
-    let summary = pump(session, to, file, runtime_pid, rec, live, on_progress)?;
+    let mut summary = pump(session, to, file, runtime_pid, &rec, live, on_progress)?;
+    summary.notes.extend(refused);
     Ok((summary, runtime_pid))
 }
 

@@ -159,6 +159,9 @@ pub struct Summary {
     pub command_version: u8,
     /// Options this runtime could not honour, in words.
     pub degraded: Vec<String>,
+    /// What the recording did otherwise than asked, in words (the kernel refused to sample a
+    /// launched program, so the runtime's sampler took the samples).
+    pub notes: Vec<String>,
     /// clrspy's own events spliced into the trace (thread CPU readings, names, module maps).
     pub spliced_events: u64,
     /// When the runtime's stream stopped before its end (target killed, connection broken,

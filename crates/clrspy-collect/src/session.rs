@@ -51,6 +51,10 @@ pub struct LiveFeeds<'a> {
     /// into the trace as clrspy `KernelSample` events. Needs the readings
     /// ([`Recording::thread_cpu`]); without them it is closed unread.
     pub kernel_sampler: Option<clrspy_sampler::Sampler>,
+    /// For a launched program: open the kernel sampler at this rate (Hz) on its runtime when it
+    /// connects, before the session starts (the runtime's sampler is then left out; where the
+    /// kernel refuses, [`Summary::notes`](crate::Summary::notes) says why).
+    pub kernel_rate: Option<u32>,
     /// Once the live decoding skipped events, stop when the stream has been quiet this long
     /// (a session whose end a consumer watches for, as a heap dump's: the skip may have hidden
     /// that end; the trace file, whole, then tells whether it is complete).
@@ -68,6 +72,7 @@ impl std::fmt::Debug for LiveFeeds<'_> {
             .field("exit_trigger", &self.exit_trigger)
             .field("kernel_sampler", &self.kernel_sampler)
             .field("quiet_stop", &self.quiet_stop)
+            .field("kernel_rate", &self.kernel_rate)
             .finish()
     }
 }
@@ -630,6 +635,7 @@ pub(crate) fn pump(
         elapsed: started.elapsed(),
         command_version: session.command_version,
         degraded: session.degraded.clone(),
+        notes: Vec::new(),
         spliced_events: report.spliced_events,
         closed_by_clrspy: report.closed_by_clrspy,
     })

@@ -563,7 +563,7 @@ pub struct RecordArgs {
     pub no_thread_cpu: bool,
     /// Who takes the CPU samples: `runtime` (the runtime's sample profiler, which suspends
     /// the threads ~1000 times a second) or `kernel` (perf_event_open on the target's threads:
-    /// nothing suspended, native frames too; Linux, attach with -p/-n). Refused by the kernel,
+    /// nothing suspended, native frames too; Linux). Refused by the kernel,
     /// `kernel` falls back to `runtime` and says why.
     #[arg(long, value_name = "WHO", default_value = "runtime", value_parser = ["runtime", "kernel"], conflicts_with = "no_thread_cpu")]
     pub sampler: String,

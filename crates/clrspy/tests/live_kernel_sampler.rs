@@ -214,6 +214,35 @@ fn native_frames_are_named_from_the_libraries_symbols() {
     );
 }
 
+/// `record --sampler kernel -- dotnet ...`: the runtime held at its start is sampled by the
+/// kernel from then on.
+#[test]
+fn a_launched_program_is_sampled_by_the_kernel() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("l.nettrace");
+    let out = common::launch_record(
+        &trace,
+        &["--sampler", "kernel"],
+        &["cpu", "--seconds", "2", "--threads", "1"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let i = info(&trace);
+    assert!(count(&i, "KernelSample") > 500, "{i}");
+    assert_eq!(count(&i, "Thread/Sample"), 0, "{i}");
+    let cpu = json(&["report", trace.to_str().unwrap(), "cpu", "--json"]);
+    assert_eq!(
+        cpu["top_exclusive"][0]["method"], "Workloads.Cpu.Burn",
+        "{cpu}"
+    );
+}
+
 #[test]
 fn a_refused_kernel_sampler_falls_back_to_the_runtime_and_says_why() {
     if !live() {

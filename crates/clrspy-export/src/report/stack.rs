@@ -197,6 +197,9 @@ pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> 
     }
 }
 
+/// How CPU was told from waiting with the kernel's samples.
+const KERNEL_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc about every 20 ms while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; the rest of the interval's wall time is waiting, on no stack (where a thread waited needs the runtime's sampler)";
+
 /// The name of the frame that stands for run-queue time in waiting stacks.
 const RUNNABLE: &str = "[runnable";
 
@@ -267,7 +270,10 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     StackReport {
         metric,
         method,
-        method_note: cpu_source_note(method, a.cpu.cpus(), a.cpu.estimate().rounds_per_group()),
+        method_note: match a.cpu.kernel_sampled() {
+            true if method == CpuSource::ThreadCpuTimes => KERNEL_NOTE.into(),
+            _ => cpu_source_note(method, a.cpu.cpus(), a.cpu.estimate().rounds_per_group()),
+        },
         sample_interval_ms: ms_per,
         sampler_period_ms: a.cpu.measured_period_ns().map(|p| p as f64 / 1e6),
         kernel_samples: a.cpu.kernel_sampled(),
@@ -335,7 +341,7 @@ impl TextView for StackReport {
             writeln!(
                 out,
                 "  nothing matched: {}",
-                nothing_matched_hint(self.metric)
+                nothing_matched_hint(self.metric, self.kernel_samples)
             )?;
         }
         if let (Some(runq), Some(blocked), Some(src), true) = (
@@ -470,8 +476,9 @@ impl StackReport {
     }
 }
 
-fn nothing_matched_hint(metric: Metric) -> &'static str {
+fn nothing_matched_hint(metric: Metric, kernel: bool) -> &'static str {
     match metric {
+        Metric::Wait if kernel => "the kernel's samples are taken only on a CPU: where threads waited has no stacks (record with the runtime's sampler, the default, for them)",
         Metric::Wait => "no sample of this trace was waiting",
         _ => "every sample of this trace was waiting or idle",
     }

@@ -132,6 +132,9 @@ fn report(summary: &Summary) {
     for d in &summary.degraded {
         eprintln!("note: this runtime cannot honour {d}");
     }
+    for n in &summary.notes {
+        eprintln!("note: {n}");
+    }
     if let Some(dropped) = summary.closed_by_clrspy {
         eprintln!(
             "The runtime's stream stopped before its end: clrspy closed the file after the last whole block ({dropped} bytes of a partial block dropped), so it opens in every reader."
@@ -551,8 +554,8 @@ pub(crate) fn execute(
 }
 
 /// With `--sampler kernel`, opens the kernel sampler on an attached target and returns the
-/// session without the runtime's sampler; where that cannot be, says why in one line and
-/// returns `config` as it is.
+/// session without the runtime's sampler (where that cannot be, says why in one line and
+/// returns `config` as it is); a launched program's is opened when its runtime connects.
 fn kernel_sampler(
     target: &Target,
     config: &SessionConfig,
@@ -564,7 +567,8 @@ fn kernel_sampler(
         return config;
     };
     let Target::Attach { endpoint, .. } = target else {
-        eprintln!("The kernel sampler attaches to a running process (-p/-n) for now; recording with the runtime's sampler.");
+        // A launched program's runtime is sampled once it connects, held at its start.
+        live.kernel_rate = Some(rate);
         return config;
     };
     match clrspy_collect::kernel::use_kernel_sampler(endpoint.pid, rate, &mut config) {
@@ -596,6 +600,7 @@ mod tests {
             elapsed: Duration::from_millis(2500),
             command_version: 2,
             degraded: Vec::new(),
+            notes: Vec::new(),
             spliced_events: 0,
             closed_by_clrspy: None,
         }
