@@ -389,23 +389,30 @@ public static class HeapHolder
     public static int Run(Options o)
     {
         Grow(o.Count ?? 12_345);
-        Program.Out($"held={Orders.Count}");
         // Commands on stdin: `grow N` adds N orders; end of input or `quit` ends.
+        GrowOnCommand(Grow, () => Orders.Count);
+        return 0;
+    }
+
+    /// Says `held=N`, then reads commands on stdin until its end or `quit`: `grow N` calls
+    /// `grow(N)` and says `held=N` again.
+    public static void GrowOnCommand(Action<int> grow, Func<long> held)
+    {
+        Program.Out($"held={held()}");
         string? line;
         while ((line = Console.In.ReadLine()) != null)
         {
             string[] parts = line.Trim().Split(' ', StringSplitOptions.RemoveEmptyEntries);
             if (parts.Length == 2 && parts[0] == "grow" && int.TryParse(parts[1], System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out int n) && n >= 0)
             {
-                Grow(n);
-                Program.Out($"held={Orders.Count}");
+                grow(n);
+                Program.Out($"held={held()}");
             }
             else if (parts.Length == 1 && parts[0] == "quit")
             {
                 break;
             }
         }
-        return 0;
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
@@ -435,22 +442,8 @@ public static class HeapTree
     public static int Run(Options o)
     {
         Grow(o.Count ?? 10_000_000);
-        Program.Out($"held={Count}");
         // Commands on stdin, as in `heap`: `grow N` adds N nodes; end of input or `quit` ends.
-        string? line;
-        while ((line = Console.In.ReadLine()) != null)
-        {
-            string[] parts = line.Trim().Split(' ', StringSplitOptions.RemoveEmptyEntries);
-            if (parts.Length == 2 && parts[0] == "grow" && int.TryParse(parts[1], System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out int n) && n >= 0)
-            {
-                Grow(n);
-                Program.Out($"held={Count}");
-            }
-            else if (parts.Length == 1 && parts[0] == "quit")
-            {
-                break;
-            }
-        }
+        HeapHolder.GrowOnCommand(Grow, () => Count);
         return 0;
     }
 
