@@ -238,7 +238,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     let (output, heap) = match &target {
         Target::Attach { endpoint, label } => {
             let out = output.unwrap_or_else(|| clrspy_collect::default_output(label));
-            let heap = super::record_heap::Snapshots::start(
+            let heap = super::record_heap::start(
                 endpoint.clone(),
                 label.clone(),
                 out.clone(),

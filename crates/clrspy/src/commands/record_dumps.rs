@@ -47,7 +47,7 @@ pub(crate) struct Extras {
     /// Sample with the kernel at this rate (Hz) instead of the runtime's sampler, where allowed.
     pub kernel_rate: Option<u32>,
     /// The heap snapshot worker (an attached process), with `--snapshot-heap` on the trigger.
-    pub heap: Option<super::record_heap::Snapshots>,
+    pub heap: Option<clrspy_live::heap::worker::Snapshots>,
 }
 
 /// Megabytes, one decimal.
