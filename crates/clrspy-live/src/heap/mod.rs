@@ -2,9 +2,10 @@
 //! `record --snapshot-heap`, the rules' heap action and later the agent): whether a heap may be
 //! snapshotted without asking ([`consent`]), the snapshot itself ([`take`]: the heap dump
 //! recorded to a hidden trace beside the `.gcdump` through clrspy-collect's heapsnap, the graph
-//! built by clrspy-analysis' `heap::from_trace`, the file written, the trace removed), and a
-//! trace's heap dump read as a graph ([`read_trace`]). Errors are values, progress goes to a
-//! callback; nothing here prints.
+//! built by clrspy-analysis' `heap::from_trace`, the file written, the trace removed), a
+//! trace's heap dump read as a graph ([`read_trace`]), and a snapshot opened from a `.gcdump`
+//! or a trace ([`open_snapshot`]). Errors are values, progress goes to a callback; nothing
+//! here prints.
 
 pub mod worker;
 
@@ -67,6 +68,22 @@ pub enum HeapSnapError {
         trace: String,
         /// Why.
         source: FromTraceError,
+    },
+    /// A `.gcdump` could not be opened or read.
+    #[error("{}: {source}", path.display())]
+    Gcdump {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: gcdump::Error,
+    },
+    /// The file could not be checked for being a `.gcdump`.
+    #[error("cannot open {}: {source}", path.display())]
+    Check {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
     },
     /// The `.gcdump` could not be created.
     #[error("cannot write {}: {source}", path.display())]
@@ -204,6 +221,32 @@ pub fn read_trace(path: &Path) -> Result<TraceHeap, HeapSnapError> {
         trace: trace.display(),
         source,
     })
+}
+
+/// A heap snapshot from a file: a `.gcdump`, or a trace with a heap dump (then its dropped
+/// references and roots are told to `on_event`).
+pub fn open_snapshot(
+    path: &Path,
+    on_event: &mut dyn FnMut(SnapEvent),
+) -> Result<gcdump::HeapDump, HeapSnapError> {
+    let is_gcdump = gcdump::is_gcdump(path).map_err(|source| HeapSnapError::Check {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if is_gcdump {
+        return gcdump::open(path).map_err(|source| HeapSnapError::Gcdump {
+            path: path.to_path_buf(),
+            source,
+        });
+    }
+    let h = read_trace(path)?;
+    if h.unresolved_roots > 0 || h.unresolved_edges > 0 {
+        on_event(SnapEvent::Unresolved {
+            edges: h.unresolved_edges,
+            roots: h.unresolved_roots,
+        });
+    }
+    Ok(h.dump)
 }
 
 #[cfg(test)]

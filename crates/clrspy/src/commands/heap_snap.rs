@@ -112,7 +112,7 @@ pub(super) fn snap_error(label: &str, e: HeapSnapError) -> CliError {
     }
 }
 
-fn read_error(e: HeapSnapError) -> CliError {
+pub(super) fn read_error(e: HeapSnapError) -> CliError {
     match e {
         HeapSnapError::Open(e) => crate::input::user_error(e),
         e => CliError::new(e.to_string()),
