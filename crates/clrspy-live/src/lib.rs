@@ -10,12 +10,15 @@
 //!   from a second, short session whose rundown lists every method;
 //! - [`refresh`]: the loop that hands a view a fresh snapshot every so often;
 //! - [`heap`]: heap snapshots of a live process (`.gcdump`), and the worker that takes them
-//!   while a recording runs.
+//!   while a recording runs;
+//! - [`recording`]: a recording with what `record` adds (ring, triggers, dumps, crash report,
+//!   kernel sampler, heap snapshots), wired once.
 #![deny(missing_docs)]
 
 mod analysis;
 pub mod heap;
 mod names;
+pub mod recording;
 mod session;
 
 pub use analysis::LiveAnalysis;

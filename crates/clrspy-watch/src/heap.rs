@@ -161,7 +161,7 @@ fn snapshot(
     stop: &StopSignal,
 ) -> Result<(u64, u64), String> {
     match take(ep, out, heap.timeout(), stop, &mut |_| ()) {
-        Ok(t) => Ok((t.dump.graph.object_count() as u64, t.file_bytes)),
+        Ok(t) => Ok((t.dump.graph.object_count(), t.file_bytes)),
         Err(HeapSnapError::Record(e)) => Err(format!("recording the heap dump: {e}")),
         Err(HeapSnapError::Open(e)) => Err(format!("reading the heap dump: {e}")),
         Err(HeapSnapError::Graph { source, .. }) => Err(format!("no heap snapshot: {source}")),
