@@ -8,11 +8,17 @@
 //!   progress and to let views join and leave it (its [`Broadcast`](clrspy_collect::Broadcast));
 //! - [`name_jitted_code`]: names for the code jitted before the attach, while the session runs,
 //!   from a second, short session whose rundown lists every method;
-//! - [`refresh`]: the loop that hands a view a fresh snapshot every so often.
+//! - [`refresh`]: the loop that hands a view a fresh snapshot every so often;
+//! - [`heap`]: heap snapshots of a live process (`.gcdump`), and the worker that takes them
+//!   while a recording runs;
+//! - [`recording`]: a recording with what `record` adds (ring, triggers, dumps, crash report,
+//!   kernel sampler, heap snapshots), wired once.
 #![deny(missing_docs)]
 
 mod analysis;
+pub mod heap;
 mod names;
+pub mod recording;
 mod session;
 
 pub use analysis::LiveAnalysis;

@@ -1,8 +1,7 @@
 //! A rule's heap action: a heap snapshot of the process when the rule matches it, written as
 //! `<process>_<pid>_<UTC stamp>.gcdump` into the rule's folder. One action under the rule's
-//! limits (admitted like a dump), logged when it starts and ends; the heap dump is recorded to a
-//! hidden trace beside it (clrspy-collect's heapsnap), read into the graph (clrspy-analysis)
-//! and written as `.gcdump`; the trace is removed. Watch's stop ends a snapshot under way.
+//! limits (admitted like a dump), logged when it starts and ends; the snapshot is
+//! clrspy-live's `heap::take`. Watch's stop ends a snapshot under way.
 //! With `when`, a small session of the trigger's providers (no file; the trigger consumer of
 //! `record --stop-on` and of the trace action's `stop_on`) watches the process first, and the
 //! snapshot is taken once, when it fires.
@@ -11,11 +10,9 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use clrspy_analysis::heap::from_trace::graph_from_trace;
-use clrspy_analysis::trace_file::OpenTrace;
-use clrspy_collect::heapsnap::{record_heap_dump, HeapDumpProgress};
 use clrspy_collect::trigger::{TriggerSpec, Triggers};
 use clrspy_collect::{record_live, LiveFeeds, Recording, StopReason, StopSignal};
+use clrspy_live::heap::{take, HeapSnapError};
 use diagnostics_client::{Endpoint, SessionConfig};
 use std::time::Duration;
 
@@ -155,45 +152,19 @@ fn wait_for_trigger(
     })
 }
 
-/// Records the heap dump of `ep` to a hidden trace beside `out`, writes the `.gcdump` and
-/// removes the trace: the snapshot's objects and the file's size, or why not.
+/// Takes the heap snapshot of `ep` into `out` (clrspy-live's `heap::take`): the snapshot's
+/// objects and the file's size, or why not.
 fn snapshot(
     ep: &Endpoint,
     out: &Path,
     heap: &HeapAction,
     stop: &StopSignal,
 ) -> Result<(u64, u64), String> {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let trace = out.with_file_name(format!(".{name}.nettrace"));
-    let result = record_and_write(ep, &trace, out, heap, stop);
-    let _ = std::fs::remove_file(&trace);
-    result
-}
-
-fn record_and_write(
-    ep: &Endpoint,
-    trace: &Path,
-    out: &Path,
-    heap: &HeapAction,
-    stop: &StopSignal,
-) -> Result<(u64, u64), String> {
-    let progress = Arc::new(HeapDumpProgress::default());
-    record_heap_dump(ep, trace, heap.timeout(), stop, progress, &mut |_| ())
-        .map_err(|e| format!("recording the heap dump: {e}"))?;
-    let opened = OpenTrace::open(trace).map_err(|e| format!("reading the heap dump: {e}"))?;
-    let mut reader = opened
-        .reader()
-        .map_err(|e| format!("reading the heap dump: {e}"))?;
-    let h =
-        graph_from_trace(&mut reader, &mut |_| ()).map_err(|e| format!("no heap snapshot: {e}"))?;
-    let objects = h.dump.graph.object_count();
-    let f =
-        std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    gcdump::write(std::io::BufWriter::new(f), &h.dump)
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    Ok((objects as u64, bytes))
+    match take(ep, out, heap.timeout(), stop, &mut |_| ()) {
+        Ok(t) => Ok((t.dump.graph.object_count(), t.file_bytes)),
+        Err(HeapSnapError::Record(e)) => Err(format!("recording the heap dump: {e}")),
+        Err(HeapSnapError::Open(e)) => Err(format!("reading the heap dump: {e}")),
+        Err(HeapSnapError::Graph { source, .. }) => Err(format!("no heap snapshot: {source}")),
+        Err(e) => Err(e.to_string()),
+    }
 }

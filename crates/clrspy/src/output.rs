@@ -35,6 +35,15 @@ impl CliError {
         self
     }
 
+    /// A view that could not be built, its message after `prefix`, with its hint.
+    pub fn view(e: clrspy_export::views::ViewError, prefix: &str) -> CliError {
+        let err = CliError::new(format!("{prefix}{}", e.message));
+        match e.hint {
+            Some(h) => err.hint(h),
+            None => err,
+        }
+    }
+
     /// The hints.
     pub fn hints(&self) -> &[String] {
         &self.hints

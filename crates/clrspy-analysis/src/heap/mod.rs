@@ -28,6 +28,7 @@
 pub mod diff;
 pub mod dominators;
 pub mod from_trace;
+pub mod growth;
 pub mod retention;
 
 #[cfg(test)]

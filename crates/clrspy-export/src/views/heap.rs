@@ -1,12 +1,16 @@
 //! The heap views: what a snapshot holds (types by retained and shallow bytes, roots), one
-//! type and the shortest paths from the roots to it, and what changed between two
-//! snapshots. Each is an object built from `clrspy_analysis::heap`'s model with a JSON and a
+//! type and the shortest paths from the roots to it, what changed between two snapshots,
+//! and what grew across `heap watch`'s series of them. Each is an object built from `clrspy_analysis::heap`'s model with a JSON and a
 //! text view; `clrspy heap` only loads the snapshots and prints these.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use clrspy_analysis::heap::{diff::diff, HeapModel, RootPath, TypeStats};
+use clrspy_analysis::heap::diff::{diff, TypeDelta};
+use clrspy_analysis::heap::growth::{grew, grew_in_every, holder, Growth};
+use clrspy_analysis::heap::{HeapModel, RootPath, TypeStats};
+use clrspy_values::human_bytes;
 use serde_json::{json, Value};
 
 use super::view::{View, ViewError};
@@ -283,6 +287,193 @@ impl View for HeapDiff<'_> {
             .map(|p| format!("; in NEW they are held by {}", p.steps.join(" → ")))
             .unwrap_or_default();
         writeln!(out, "\nGrew most: {}{holder}", names.join(", "))
+    }
+}
+
+/// One snapshot of `clrspy heap watch`.
+#[derive(Clone, Debug)]
+pub struct WatchShot {
+    /// The `.gcdump` written.
+    pub file: PathBuf,
+    /// Its objects.
+    pub objects: u64,
+    /// Its bytes.
+    pub bytes: u64,
+    /// When it was taken, from the start.
+    pub at: Duration,
+}
+
+/// `clrspy heap watch`: the snapshots, what grew in each interval, the types that grew in
+/// every interval with what holds them in the last snapshot, and the verdict.
+pub struct HeapWatch<'a> {
+    pid: u32,
+    shots: &'a [WatchShot],
+    intervals: &'a [Vec<TypeDelta>],
+    growth: Vec<Growth>,
+    last: Option<&'a HeapModel>,
+    top: usize,
+    stopped_early: bool,
+}
+
+/// Builds the watch of `pid` from its snapshots, the diffs of consecutive ones and the last
+/// model; `top` types shown per list; `stopped_early` when Ctrl+C ended it.
+pub fn watch_view<'a>(
+    pid: u32,
+    shots: &'a [WatchShot],
+    intervals: &'a [Vec<TypeDelta>],
+    last: Option<&'a HeapModel>,
+    top: usize,
+    stopped_early: bool,
+) -> HeapWatch<'a> {
+    HeapWatch {
+        pid,
+        shots,
+        intervals,
+        growth: grew_in_every(intervals),
+        last,
+        top,
+        stopped_early,
+    }
+}
+
+/// The text of one interval of `clrspy heap watch`: what grew since the previous snapshot
+/// (`i` is the newer one's index from 0), `top` types.
+pub fn write_watch_interval(
+    out: &mut dyn Write,
+    i: usize,
+    d: &[TypeDelta],
+    top: usize,
+) -> io::Result<()> {
+    let grown: Vec<&TypeDelta> = d.iter().filter(|t| grew(t)).collect();
+    writeln!(
+        out,
+        "\nSnapshot {} against {}: {} types grew",
+        i + 1,
+        i,
+        grown.len()
+    )?;
+    for t in grown.iter().take(top) {
+        writeln!(
+            out,
+            "  {:>+12} objects {:>+14} bytes  {}",
+            t.count_delta, t.bytes_delta, t.name
+        )?;
+    }
+    Ok(())
+}
+
+impl HeapWatch<'_> {
+    /// The closing line.
+    fn verdict(&self) -> String {
+        let intervals = self.shots.len().saturating_sub(1);
+        if intervals == 0 {
+            return "Fewer than two snapshots: nothing to compare.".into();
+        }
+        let Some(first) = self.growth.first() else {
+            return format!("No type grew in every interval ({intervals} intervals).");
+        };
+        let names: Vec<String> = self
+            .growth
+            .iter()
+            .take(3)
+            .map(|g| {
+                format!(
+                    "{} (+{} objects, +{})",
+                    g.name,
+                    g.count_total(),
+                    human_bytes(g.bytes_total().unsigned_abs())
+                )
+            })
+            .collect();
+        let path = holder(self.last, &first.name);
+        let held = if path.is_empty() {
+            String::new()
+        } else {
+            format!("; held by {}", path.join(" → "))
+        };
+        format!(
+            "Grew in every one of {intervals} intervals: {}{held}",
+            names.join(", ")
+        )
+    }
+}
+
+impl View for HeapWatch<'_> {
+    fn json(&self) -> Value {
+        let snapshots: Vec<Value> = self
+            .shots
+            .iter()
+            .map(|s| {
+                json!({
+                    "file": s.file.display().to_string(),
+                    "objects": s.objects,
+                    "bytes": s.bytes,
+                    "at_seconds": s.at.as_secs_f64(),
+                })
+            })
+            .collect();
+        let intervals: Vec<Value> = self
+            .intervals
+            .iter()
+            .map(|d| {
+                let grown: Vec<&TypeDelta> = d.iter().filter(|t| grew(t)).take(self.top).collect();
+                json!({ "grew": grown })
+            })
+            .collect();
+        let growing: Vec<Value> = self
+            .growth
+            .iter()
+            .map(|g| {
+                json!({
+                    "type": g.name,
+                    "count_deltas": g.count_deltas,
+                    "bytes_deltas": g.bytes_deltas,
+                    "count_delta": g.count_total(),
+                    "bytes_delta": g.bytes_total(),
+                    "held_by": holder(self.last, &g.name),
+                })
+            })
+            .collect();
+        let mut v = json!({
+            "pid": self.pid,
+            "snapshots": snapshots,
+            "intervals": intervals,
+            "grew_in_every_interval": growing,
+            "verdict": self.verdict(),
+        });
+        v["stopped_early"] = json!(self.stopped_early);
+        v
+    }
+
+    fn write_text(&self, out: &mut dyn Write, _style: &TextStyle) -> io::Result<()> {
+        if self.shots.len() >= 2 {
+            writeln!(
+                out,
+                "\nTypes that grew in every interval ({}), by total bytes:",
+                self.growth.len()
+            )?;
+            for g in self.growth.iter().take(self.top) {
+                let per: Vec<String> = g
+                    .count_deltas
+                    .iter()
+                    .zip(&g.bytes_deltas)
+                    .map(|(c, b)| format!("{c:+}/{b:+}"))
+                    .collect();
+                writeln!(
+                    out,
+                    "  {:>+12} objects {:>+14} bytes  {}  (per interval objects/bytes: {})",
+                    g.count_total(),
+                    g.bytes_total(),
+                    g.name,
+                    per.join(", ")
+                )?;
+                let path = holder(self.last, &g.name);
+                if !path.is_empty() {
+                    writeln!(out, "      held by {}", path.join(" → "))?;
+                }
+            }
+        }
+        writeln!(out, "\n{}", self.verdict())
     }
 }
 

@@ -72,12 +72,8 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
 
 /// A `.gcdump` or a trace with heap dump events.
 pub(crate) fn load(path: &Path) -> CliResult<gcdump::HeapDump> {
-    let is_gcdump = gcdump::is_gcdump(path)
-        .map_err(|e| CliError::new(format!("cannot open {}: {e}", path.display())))?;
-    if is_gcdump {
-        return gcdump::open(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())));
-    }
-    super::heap_snap::load_trace(path)
+    let mut say = super::heap_snap::progress_printer();
+    clrspy_live::heap::open_snapshot(path, &mut say).map_err(super::heap_snap::read_error)
 }
 
 /// Runs `clrspy heap`: loads the snapshots and prints a heap view of the registry.
@@ -137,10 +133,7 @@ fn print(
     let view = views::find(name)
         .ok_or_else(|| CliError::new(format!("no view '{name}'")))?
         .build(input, o)
-        .map_err(|e| match e.hint {
-            Some(h) => CliError::new(e.message).hint(h),
-            None => CliError::new(e.message),
-        })?;
+        .map_err(|e| CliError::view(e, ""))?;
     let mut out = std::io::stdout().lock();
     if json {
         write_json(&mut out, &view.json())?;
@@ -159,13 +152,7 @@ fn file_name(p: &Path) -> String {
 /// Writes a heap input in `format` to `out` (`-`: stdout) through the view registry's file
 /// entries; returns the stacks written.
 fn write_file(format: Format, input: &Input, title: &str, out: &Path) -> CliResult<usize> {
-    let def = views::file(format, input.kind()).map_err(|e| {
-        let err = CliError::new(e.message).code(2);
-        match e.hint {
-            Some(h) => err.hint(h),
-            None => err,
-        }
-    })?;
+    let def = views::file(format, input.kind()).map_err(|e| CliError::view(e, "").code(2))?;
     let o = FileOptions {
         title: title.to_string(),
         html: Default::default(),
@@ -197,13 +184,8 @@ pub(crate) fn convert_snapshot(args: &ConvertArgs) -> CliResult<std::process::Ex
     let path = &args.input.trace;
     let format = args.to;
     // Refuse a trace-only format before the (long) load.
-    views::file(format, InputKind::Heap).map_err(|e| {
-        let err = CliError::new(format!("{}: {}", path.display(), e.message)).code(2);
-        match e.hint {
-            Some(h) => err.hint(h),
-            None => err,
-        }
-    })?;
+    views::file(format, InputKind::Heap)
+        .map_err(|e| CliError::view(e, &format!("{}: ", path.display())).code(2))?;
     if args.thread.is_some() || args.grouping.rule().is_some() {
         return Err(CliError::new(
             "--thread and --just-my-code are for traces; a heap snapshot has no threads or frames",

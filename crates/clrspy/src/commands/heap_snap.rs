@@ -1,45 +1,17 @@
 //! Taking one heap snapshot of a live process for `clrspy gcdump` and `clrspy heap watch`: the
 //! notice before it (it forces a blocking GC; the heap's size), the confirmation big heaps need
-//! (`--yes`), the recording through clrspy-collect's heapsnap, and the `.gcdump` written from
-//! it. The decision to ask is [`consent`], a pure function.
+//! (`--yes`), the progress and the messages. The snapshot itself and the decision to ask are
+//! clrspy-live's `heap` module.
 
 use std::io::{BufRead, IsTerminal};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use clrspy_collect::heapsnap::{record_heap_dump, HeapDumpProgress};
 use clrspy_collect::StopSignal;
+use clrspy_live::heap::{self, consent, Consent, HeapSnapError, SnapEvent, Taken};
 use diagnostics_client::Endpoint;
 
-use clrspy_analysis::heap::from_trace;
-
 use crate::output::{collect_error, CliError, CliResult};
-
-/// Heaps above this many bytes need a confirmation (or `--yes`).
-pub const CONFIRM_ABOVE_BYTES: u64 = 4 << 30;
-
-/// What to do before snapshotting a heap of a given size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Consent {
-    /// Go ahead.
-    Proceed,
-    /// Ask on the terminal first.
-    Ask,
-    /// Refuse: a big heap, no terminal to ask on and no `--yes`.
-    Refuse,
-}
-
-/// Whether a snapshot of a heap of `heap_bytes` (None: unknown) may start: over
-/// [`CONFIRM_ABOVE_BYTES`] it needs `yes`, or a confirmation when stdin is a `terminal`.
-pub fn consent(heap_bytes: Option<u64>, yes: bool, terminal: bool) -> Consent {
-    let big = heap_bytes.is_some_and(|b| b > CONFIRM_ABOVE_BYTES);
-    match (big, yes, terminal) {
-        (false, _, _) | (true, true, _) => Consent::Proceed,
-        (true, false, true) => Consent::Ask,
-        (true, false, false) => Consent::Refuse,
-    }
-}
 
 /// The process-wide stop signal of the heap commands, Ctrl+C (SIGINT) wired to it once.
 pub fn stop_signal() -> &'static StopSignal {
@@ -83,21 +55,8 @@ pub fn announce(label: &str, pid: u32, timeout: Duration, yes: bool) -> CliResul
     }
 }
 
-/// One snapshot written.
-pub struct Taken {
-    /// The snapshot.
-    pub dump: gcdump::HeapDump,
-    /// The file's size.
-    pub file_bytes: u64,
-    /// Events recorded for it.
-    pub recorded_bytes: u64,
-    /// Time spent recording.
-    pub recorded: Duration,
-}
-
-/// Takes a heap snapshot of `endpoint` (`label` in messages) into the `.gcdump` `out`, through
-/// a temporary trace beside it; Ctrl+C or `timeout` end the recording (the trace then decides
-/// whether a whole dump is there). Progress on stderr when it is a terminal.
+/// Takes a heap snapshot of `endpoint` (`label` in messages) into the `.gcdump` `out`
+/// (clrspy-live's `heap::take`); progress on stderr when it is a terminal.
 pub fn take(
     endpoint: &Endpoint,
     label: &str,
@@ -105,111 +64,70 @@ pub fn take(
     timeout: Duration,
     stop: &StopSignal,
 ) -> CliResult<Taken> {
-    let dir = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let temp = tempfile::Builder::new()
-        .prefix(".clrspy-heap-")
-        .suffix(".nettrace")
-        .tempfile_in(&dir)
-        .map_err(|e| {
-            CliError::new(format!(
-                "cannot create a temporary trace in {}: {e}",
-                dir.display()
-            ))
-        })?;
-    let shared = Arc::new(HeapDumpProgress::default());
-    let t0 = Instant::now();
+    let mut say = progress_printer();
+    heap::take(endpoint, out, timeout, stop, &mut say).map_err(|e| snap_error(label, e))
+}
+
+/// Prints a snapshot's progress: objects so far on a terminal, the warning and the note.
+pub(super) fn progress_printer() -> impl FnMut(SnapEvent) {
     let tty = std::io::stderr().is_terminal();
-    let seen = shared.clone();
     let mut last = Instant::now();
-    let summary = record_heap_dump(
-        endpoint,
-        temp.path(),
-        timeout,
-        stop,
-        shared.clone(),
-        &mut |_p| {
+    move |e| {
+        match e {
+        SnapEvent::Recording { objects } => {
             if tty && last.elapsed() > Duration::from_millis(250) {
                 last = Instant::now();
-                eprint!("\r  {} objects so far ...", seen.objects());
+                eprint!("\r  {objects} objects so far ...");
             }
-        },
-    )
-    .map_err(collect_error)?;
-    if tty {
-        eprint!("\r\x1b[K");
+        }
+        SnapEvent::Recorded => {
+            if tty {
+                eprint!("\r\x1b[K");
+            }
+        }
+        SnapEvent::Incomplete { timeout, objects } => eprintln!(
+            "warning: the heap dump did not complete on the live stream within {:.0} s ({objects} objects seen); checking the trace",
+            timeout.as_secs_f64()
+        ),
+        SnapEvent::Unresolved { edges, roots } => unresolved_note(edges, roots),
     }
-    let recorded = t0.elapsed();
-    if !shared.complete() {
-        eprintln!(
-            "warning: the heap dump did not complete on the live stream within {:.0} s ({} objects seen); checking the trace",
-            timeout.as_secs_f64(),
-            shared.objects()
-        );
     }
-    let dump = load_trace(temp.path()).map_err(|e| {
-        CliError::new(format!("no snapshot of {label}: {e}"))
-            .hint("a bigger heap needs a longer --timeout; lost events mean the runtime's buffer overflowed")
-    })?;
-    write_dump(&dump, out)?;
-    let file_bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    Ok(Taken {
-        dump,
-        file_bytes,
-        recorded_bytes: summary.bytes,
-        recorded,
-    })
+}
+
+fn unresolved_note(edges: u64, roots: u64) {
+    eprintln!(
+        "note: {edges} references and {roots} roots named addresses that are no object of the dump (left out, as other readers do)"
+    );
+}
+
+/// A snapshot's error as the user's.
+pub(super) fn snap_error(label: &str, e: HeapSnapError) -> CliError {
+    match e {
+        HeapSnapError::Record(e) => collect_error(e),
+        e @ (HeapSnapError::Open(_) | HeapSnapError::Graph { .. }) => {
+            CliError::new(format!("no snapshot of {label}: {}", read_error(e)))
+                .hint("a bigger heap needs a longer --timeout; lost events mean the runtime's buffer overflowed")
+        }
+        e => CliError::new(e.to_string()),
+    }
+}
+
+pub(super) fn read_error(e: HeapSnapError) -> CliError {
+    match e {
+        HeapSnapError::Open(e) => crate::input::user_error(e),
+        e => CliError::new(e.to_string()),
+    }
 }
 
 pub(super) fn write_dump(dump: &gcdump::HeapDump, out: &Path) -> CliResult<()> {
-    let f = std::fs::File::create(out)
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))?;
-    gcdump::write(std::io::BufWriter::new(f), dump)
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))
+    heap::write_gcdump(dump, out).map_err(|e| CliError::new(e.to_string()))
 }
 
 /// A trace's heap dump as a `.gcdump` graph.
 pub(super) fn load_trace(path: &Path) -> CliResult<gcdump::HeapDump> {
-    let trace = crate::input::open(path)?;
-    let mut reader = trace.reader()?;
-    let h = from_trace::graph_from_trace(&mut reader, &mut |_| ())
-        .map_err(|e| CliError::new(format!("{}: {e}", trace.display())))?;
+    let h = heap::read_trace(path).map_err(read_error)?;
     if h.unresolved_roots > 0 || h.unresolved_edges > 0 {
-        eprintln!(
-            "note: {} references and {} roots named addresses that are no object of the dump (left out, as other readers do)",
-            h.unresolved_edges, h.unresolved_roots
-        );
+        unresolved_note(h.unresolved_edges, h.unresolved_roots);
     }
     Ok(h.dump)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_or_unknown_heaps_need_no_confirmation() {
-        for terminal in [true, false] {
-            for yes in [true, false] {
-                assert_eq!(consent(None, yes, terminal), Consent::Proceed);
-                assert_eq!(consent(Some(1 << 30), yes, terminal), Consent::Proceed);
-                assert_eq!(
-                    consent(Some(CONFIRM_ABOVE_BYTES), yes, terminal),
-                    Consent::Proceed
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn big_heaps_ask_on_a_terminal_and_are_refused_elsewhere_without_yes() {
-        let big = Some(CONFIRM_ABOVE_BYTES + 1);
-        assert_eq!(consent(big, false, true), Consent::Ask);
-        assert_eq!(consent(big, false, false), Consent::Refuse);
-        assert_eq!(consent(big, true, true), Consent::Proceed);
-        assert_eq!(consent(big, true, false), Consent::Proceed);
-    }
 }

@@ -60,7 +60,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     // The reports come from an analysis fed while recording (the tap decodes what the file
     // holds); the file is read again only when the live view skipped part of it.
     let live = clrspy_live::LiveAnalysis::new(Options::default());
-    let mut extras = super::record_dumps::Extras {
+    let mut extras = clrspy_live::recording::Extras {
         consumers: vec![live.consumer()],
         ..Default::default()
     };

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{
-    ChildOutput, ExtraRuntimes, LiveFeeds, Progress, RunObserver, RunOptions, Started, StopReason,
-    StopSignal, Summary, TreeOptions,
+    ChildOutput, Progress, RunObserver, Started, StopReason, StopSignal, Summary, TreeOptions,
 };
+use clrspy_live::recording::{Extras, KernelNote, RunSpec};
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::capture::Capture;
@@ -241,7 +241,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     let (output, heap) = match &target {
         Target::Attach { endpoint, label } => {
             let out = output.unwrap_or_else(|| clrspy_collect::default_output(label));
-            let heap = super::record_heap::Snapshots::start(
+            let heap = super::record_heap::start(
                 endpoint.clone(),
                 label.clone(),
                 out.clone(),
@@ -251,13 +251,13 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         }
         _ => (output, None),
     };
-    let mut extras = super::record_dumps::Extras {
+    let mut extras = Extras {
         heap,
-        capture,
+        ring: capture.ring,
+        triggers: capture.triggers,
         exceptions,
-        crash: None,
-        consumers: Vec::new(),
         kernel_rate: (args.sampler == "kernel").then_some(args.rate),
+        ..Extras::default()
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
         extras.crash = dump_options
@@ -385,17 +385,16 @@ pub(crate) struct Outcome {
 
 /// The front end of a run: the first line, the status line (attach only: a launched child
 /// writes to the same terminal).
-struct Console<'a> {
+struct Console {
     duration: Option<Duration>,
     interactive: bool,
     status: StatusLine,
     launched: bool,
     /// True once the user was told a trigger fired.
     told_trigger: bool,
-    dumps: Option<&'a clrspy_collect::ExceptionDumps>,
 }
 
-impl RunObserver for Console<'_> {
+impl RunObserver for Console {
     fn started(&mut self, what: Started<'_>) {
         match what {
             Started::Attach { label, out } => eprintln!(
@@ -417,9 +416,6 @@ impl RunObserver for Console<'_> {
                 out,
             } => {
                 self.launched = true;
-                if let Some(d) = self.dumps {
-                    d.set_pid(pid);
-                }
                 eprintln!(
                     "Recording {name} (pid {pid}) from its start to {}",
                     out.display()
@@ -452,7 +448,7 @@ pub(crate) fn execute(
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
     child_stdout: ChildOutput,
-    extras: &mut super::record_dumps::Extras,
+    extras: &mut Extras,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
     // rundown). The handler lives as long as the process, so the signal is a static.
@@ -469,34 +465,20 @@ pub(crate) fn execute(
             }
         });
     }
-    let mut live = LiveFeeds {
-        consumers: std::mem::take(&mut extras.consumers),
-        ..LiveFeeds::default()
-    };
-    let config = &kernel_sampler(&target, config, extras.kernel_rate, &mut live);
-    let mut child_env = extras.crash.as_ref().map(|c| c.env()).unwrap_or_default();
-    if let Some(d) = extras.exceptions.as_mut() {
-        let pid = match &target {
-            Target::Attach { endpoint, .. } => Some(endpoint.pid),
-            _ => None,
-        };
-        let (consumer, env) = d
-            .start(pid, super::record_dumps::say_dumps())
-            .map_err(collect_error)?
-            .into_parts();
-        live.consumers.extend(consumer);
-        child_env.extend(env);
-    }
-    let opts = RunOptions {
-        config,
+    let prepared = extras
+        .prepare(
+            &target,
+            config,
+            super::record_dumps::say_dumps(),
+            &mut say_kernel,
+        )
+        .map_err(collect_error)?;
+    let spec = RunSpec {
         output,
         duration,
         thread_cpu,
         stop: &STOP,
-        extra_runtimes: ExtraRuntimes::Resume,
         child_stdout,
-        ring: extras.capture.ring,
-        child_env,
     };
     let mut console = Console {
         duration,
@@ -504,29 +486,13 @@ pub(crate) fn execute(
         status: StatusLine::new(attach && std::io::stderr().is_terminal()),
         launched: false,
         told_trigger: false,
-        dumps: extras.exceptions.as_ref(),
     };
-    match &extras.heap {
-        Some(h) => h.install(extras.capture.triggers.as_ref(), &mut live),
-        None => {
-            if let Some(t) = &extras.capture.triggers {
-                t.install(&mut live);
-            }
-        }
-    }
-    let outcome = clrspy_collect::run(target, &opts, live, &mut console);
+    let outcome = prepared.run(target, spec, &mut console);
     console.status.finish();
-    let dumped = extras
-        .exceptions
-        .as_mut()
-        .map(|d| d.finish())
-        .unwrap_or_default();
-    if let Some(h) = extras.heap.take() {
-        h.finish();
-    }
+    let dumped = extras.finish();
     let outcome = outcome.map_err(collect_error)?;
     report(&outcome.summary);
-    report_extras(&outcome.summary, extras.capture.triggers.as_ref());
+    report_extras(&outcome.summary, extras.triggers.as_ref());
     super::record_dumps::report(&dumped);
     if let Some(c) = &extras.crash {
         super::record_dumps::report_crashes(c, Some(outcome.summary.file()));
@@ -553,32 +519,13 @@ pub(crate) fn execute(
     })
 }
 
-/// With `--sampler kernel`, opens the kernel sampler on an attached target and returns the
-/// session without the runtime's sampler (where that cannot be, says why in one line and
-/// returns `config` as it is); a launched program's is opened when its runtime connects.
-fn kernel_sampler(
-    target: &Target,
-    config: &SessionConfig,
-    rate: Option<u32>,
-    live: &mut LiveFeeds<'_>,
-) -> SessionConfig {
-    let mut config = config.clone();
-    let Some(rate) = rate else {
-        return config;
-    };
-    let Target::Attach { endpoint, .. } = target else {
-        // A launched program's runtime is sampled once it connects, held at its start.
-        live.kernel_rate = Some(rate);
-        return config;
-    };
-    match clrspy_collect::kernel::use_kernel_sampler(endpoint.pid, rate, &mut config) {
-        Ok(s) => {
-            eprintln!("CPU samples from the kernel at {rate} Hz per thread on a CPU (the runtime's sampler is off: nothing is suspended).");
-            live.kernel_sampler = Some(s);
-        }
-        Err(e) => eprintln!("{e}; recording with the runtime's sampler instead."),
+/// What became of `--sampler kernel`, in one line.
+fn say_kernel(n: KernelNote) {
+    match n {
+        KernelNote::AtStart(rate) => eprintln!("CPU samples from the kernel at {rate} Hz per thread on a CPU, from when the program's runtime starts (the runtime's sampler is off: nothing is suspended)."),
+        KernelNote::On(rate) => eprintln!("CPU samples from the kernel at {rate} Hz per thread on a CPU (the runtime's sampler is off: nothing is suspended)."),
+        KernelNote::Refused(e) => eprintln!("{e}; recording with the runtime's sampler instead."),
     }
-    config
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use clrspy_collect::{DumpNotice, DumpOptions, DumpOptionsError, DumpOutcome, ExceptionDumps};
+use clrspy_collect::{DumpNotice, DumpOptions, DumpOptionsError, DumpOutcome};
 
 use crate::cli::RecordArgs;
 use crate::output::CliError;
@@ -31,23 +31,6 @@ pub(crate) fn options_error(e: DumpOptionsError) -> CliError {
         }
         _ => err,
     }
-}
-
-/// What `record` adds to a plain recording: the ring and stop triggers, dumps and crashes.
-#[derive(Default)]
-pub(crate) struct Extras {
-    /// The ring and the stop triggers.
-    pub capture: super::capture::Capture,
-    /// Dumps on exceptions.
-    pub exceptions: Option<ExceptionDumps>,
-    /// A launched program's crash report (and dump).
-    pub crash: Option<clrspy_collect::CrashCapture>,
-    /// More consumers of the live events (`profile`'s live analysis).
-    pub consumers: Vec<Box<dyn clrspy_collect::EventConsumer>>,
-    /// Sample with the kernel at this rate (Hz) instead of the runtime's sampler, where allowed.
-    pub kernel_rate: Option<u32>,
-    /// The heap snapshot worker (an attached process), with `--snapshot-heap` on the trigger.
-    pub heap: Option<super::record_heap::Snapshots>,
 }
 
 /// Megabytes, one decimal.
