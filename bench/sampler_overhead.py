@@ -6,7 +6,8 @@ profiler, which suspends the managed threads ~1000 times a second) and with `dot
 
     python3 bench/sampler_overhead.py [--rounds 3] [--seconds 15] [--concurrency 8] [--no-build]
 
-Each round runs every mode once, in a rotated order; each mode's recorder attaches, the load runs
+Each round runs every mode once, in a rotated order (the loss is the median of each round's
+rate against that round's bare rate); each mode's recorder attaches, the load runs
 for --seconds (`ab -t`), the recorder stops. Per mode: the median requests/s and its loss against
 no recorder, the recorder's CPU (user+sys, % of one core over its run) and peak RSS (GNU time),
 and the app's own CPU over the load. Prints a markdown table; writes bench/out/sampler.json.
@@ -143,15 +144,19 @@ def main():
         app.kill()
         app.wait()
     med = lambda m, k: statistics.median(x[k] for x in rows if x["mode"] == m and k in x)
-    bare = med("bare", "rps")
-    print(f"| mode | req/s (median of {a.rounds}) | loss vs bare | app CPUs | recorder CPU "
+    print(f"| mode | req/s (median of {a.rounds}) | loss vs bare (median of the rounds' ratios) | app CPUs | recorder CPU "
           "(% of a core) | recorder peak RSS MB |")
     print("|---|---|---|---|---|---|")
+    def loss(m):
+        # Each round's rate against that round's bare rate: the machine's drift cancels.
+        bare_of = {x["round"]: x["rps"] for x in rows if x["mode"] == "bare"}
+        return statistics.median(1 - x["rps"] / bare_of[x["round"]]
+                                 for x in rows if x["mode"] == m)
     for m in MODES:
         rps = med(m, "rps")
         rec = (f"{100 * med(m, 'rec_cpu'):.1f} | {med(m, 'rec_rss_mb'):.0f}"
                if m != "bare" else "– | –")
-        print(f"| {m} | {rps:.0f} | {100 * (1 - rps / bare):.1f}% | {med(m, 'app_cpus'):.2f} | {rec} |")
+        print(f"| {m} | {rps:.0f} | {100 * loss(m):.1f}% | {med(m, 'app_cpus'):.2f} | {rec} |")
     with open(os.path.join(ROOT, "bench/out/sampler.json"), "w") as f:
         json.dump({"seconds": a.seconds, "concurrency": a.concurrency, "rows": rows}, f, indent=1)
 

@@ -74,6 +74,8 @@ pub struct Sampler {
     pid: u32,
     rate_hz: u32,
     threads: BTreeMap<u32, Thread>,
+    /// Threads the last [`Sampler::follow_threads`] did not list: ended.
+    ended: Vec<u32>,
     counts: Counts,
 }
 
@@ -96,6 +98,7 @@ impl Sampler {
             pid,
             rate_hz: rate_hz.max(1),
             threads: BTreeMap::new(),
+            ended: Vec::new(),
             counts: Counts::default(),
         };
         sampler.follow_threads()?;
@@ -115,6 +118,7 @@ impl Sampler {
             Err(_) => return Err(Error::NoThreads { pid: self.pid }),
         };
         let mut added = 0;
+        let mut listed = std::collections::BTreeSet::new();
         for entry in entries.flatten() {
             let Some(tid) = entry
                 .file_name()
@@ -123,6 +127,7 @@ impl Sampler {
             else {
                 continue;
             };
+            listed.insert(tid);
             if self.threads.contains_key(&tid) {
                 continue;
             }
@@ -137,6 +142,13 @@ impl Sampler {
                 Err(e) => return Err(self.classify(e, tid)),
             }
         }
+        // Threads no longer listed ended: closed at the next drain, after their last samples.
+        self.ended = self
+            .threads
+            .keys()
+            .filter(|t| !listed.contains(t))
+            .copied()
+            .collect();
         Ok(added)
     }
 
@@ -148,10 +160,10 @@ impl Sampler {
         }
         let n = out.len() - before;
         self.counts.samples += n as u64;
-        // Threads that ended: their rings are drained, close them.
-        let pid = self.pid;
-        self.threads
-            .retain(|tid, _| std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists());
+        // Threads that ended (the last listing missed them): their rings are drained, close them.
+        for tid in std::mem::take(&mut self.ended) {
+            self.threads.remove(&tid);
+        }
         Ok(n)
     }
 
