@@ -401,6 +401,29 @@ pub struct ProfileArgs {
     /// Also convert the trace for a viewer (the .nettrace is kept).
     #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
     pub format: Option<Format>,
+    #[command(flatten)]
+    pub sampler: SamplerArgs,
+}
+
+/// Who takes the CPU samples (`record`, `profile`).
+#[derive(Debug, Args)]
+pub struct SamplerArgs {
+    /// Who takes the CPU samples: `runtime` (the runtime's sample profiler, which suspends
+    /// the threads ~1000 times a second) or `kernel` (perf_event_open on the target's threads:
+    /// nothing suspended, native frames too; Linux). Refused by the kernel,
+    /// `kernel` falls back to `runtime` and says why.
+    #[arg(long, value_name = "WHO", default_value = "runtime", value_parser = ["runtime", "kernel"])]
+    pub sampler: String,
+    /// The kernel sampler's rate: samples per second per thread on a CPU.
+    #[arg(long, value_name = "HZ", default_value_t = 999, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub rate: u32,
+}
+
+impl SamplerArgs {
+    /// The kernel sampler's rate when it is asked for.
+    pub fn kernel_rate(&self) -> Option<u32> {
+        (self.sampler == "kernel").then_some(self.rate)
+    }
 }
 
 /// `clrspy convert`.
@@ -561,15 +584,8 @@ pub struct RecordArgs {
     /// Do not record thread CPU times.
     #[arg(long)]
     pub no_thread_cpu: bool,
-    /// Who takes the CPU samples: `runtime` (the runtime's sample profiler, which suspends
-    /// the threads ~1000 times a second) or `kernel` (perf_event_open on the target's threads:
-    /// nothing suspended, native frames too; Linux). Refused by the kernel,
-    /// `kernel` falls back to `runtime` and says why.
-    #[arg(long, value_name = "WHO", default_value = "runtime", value_parser = ["runtime", "kernel"], conflicts_with = "no_thread_cpu")]
-    pub sampler: String,
-    /// The kernel sampler's rate: samples per second per thread on a CPU.
-    #[arg(long, value_name = "HZ", default_value_t = 999, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub rate: u32,
+    #[command(flatten)]
+    pub sampler: SamplerArgs,
     /// Also convert the trace for a viewer when recording ends (the .nettrace is kept).
     #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
     pub format: Option<Format>,

@@ -62,6 +62,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     let live = clrspy_live::LiveAnalysis::new(Options::default());
     let mut extras = clrspy_live::recording::Extras {
         consumers: vec![live.consumer()],
+        kernel_rate: args.sampler.kernel_rate(),
         ..Default::default()
     };
     let outcome = execute(

@@ -200,6 +200,12 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         providers,
     };
     let thread_cpu = (!args.no_thread_cpu).then_some(args.thread_cpu_interval);
+    if args.sampler.kernel_rate().is_some() && (args.no_thread_cpu || args.children) {
+        return Err(CliError::new(
+            "--sampler kernel needs the thread CPU readings and one process (not --no-thread-cpu or --children)",
+        )
+        .code(2));
+    }
     let capture = Capture::from_args(args)?;
     if let Some(t) = &capture.triggers {
         t.apply(&mut config);
@@ -256,7 +262,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         ring: capture.ring,
         triggers: capture.triggers,
         exceptions,
-        kernel_rate: (args.sampler == "kernel").then_some(args.rate),
+        kernel_rate: args.sampler.kernel_rate(),
         ..Extras::default()
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
