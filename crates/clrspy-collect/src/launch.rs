@@ -346,14 +346,7 @@ fn record_child(
         .filter(|&p| diagnostics_client::procfs::alive(p))
         .unwrap_or(child.id());
     // The kernel's sampler, asked for: opened on the runtime held at its start.
-    let mut config = rec.config.clone();
-    let mut refused = None;
-    if let (Some(rate), None) = (live.kernel_rate, &live.kernel_sampler) {
-        match crate::kernel::use_kernel_sampler(runtime_pid, rate, &mut config) {
-            Ok(s) => live.kernel_sampler = Some(s),
-            Err(e) => refused = Some(format!("{e}; recorded with the runtime's sampler")),
-        }
-    }
+    let (config, refused) = crate::kernel::open_asked(runtime_pid, rec.config, &mut live);
     let rec = Recording {
         config: &config,
         ..rec.clone()

@@ -51,9 +51,10 @@ pub struct LiveFeeds<'a> {
     /// into the trace as clrspy `KernelSample` events. Needs the readings
     /// ([`Recording::thread_cpu`]); without them it is closed unread.
     pub kernel_sampler: Option<clrspy_sampler::Sampler>,
-    /// For a launched program: open the kernel sampler at this rate (Hz) on its runtime when it
-    /// connects, before the session starts (the runtime's sampler is then left out; where the
-    /// kernel refuses, [`Summary::notes`](crate::Summary::notes) says why).
+    /// Open the kernel sampler at this rate (Hz) on the target before the session starts
+    /// (a launched or held program's runtime when it connects), unless `kernel_sampler` is
+    /// given: the runtime's sampler is then left out; where the kernel refuses,
+    /// [`Summary::notes`](crate::Summary::notes) says why.
     pub kernel_rate: Option<u32>,
     /// Once the live decoding skipped events, stop when the stream has been quiet this long
     /// (a session whose end a consumer watches for, as a heap dump's: the skip may have hidden
@@ -90,7 +91,7 @@ pub fn record(
 pub fn record_live(
     endpoint: &Endpoint,
     rec: &Recording<'_>,
-    live: LiveFeeds<'_>,
+    mut live: LiveFeeds<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
     // The file first: an unwritable path fails before the target is touched.
@@ -98,9 +99,16 @@ pub fn record_live(
         .out
         .map(|p| open_output(p, rec.ring, rec.config))
         .transpose()?;
+    let (config, refused) = crate::kernel::open_asked(endpoint.pid, rec.config, &mut live);
+    let rec = Recording {
+        config: &config,
+        ..rec.clone()
+    };
     let to: Arc<dyn Connector> = Arc::new(endpoint.clone());
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
-    pump(session, to, file, endpoint.pid, rec, live, on_progress)
+    let mut summary = pump(session, to, file, endpoint.pid, &rec, live, on_progress)?;
+    summary.notes.extend(refused);
+    Ok(summary)
 }
 
 /// [`record_live`] through any connector `to` (e.g. a runtime that connected to a reverse
@@ -111,7 +119,7 @@ pub fn record_via(
     to: Arc<dyn Connector>,
     pid: u32,
     rec: &Recording<'_>,
-    live: LiveFeeds<'_>,
+    mut live: LiveFeeds<'_>,
     after_start: &mut dyn FnMut() -> Result<()>,
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
@@ -119,9 +127,16 @@ pub fn record_via(
         .out
         .map(|p| open_output(p, rec.ring, rec.config))
         .transpose()?;
+    let (config, refused) = crate::kernel::open_asked(pid, rec.config, &mut live);
+    let rec = Recording {
+        config: &config,
+        ..rec.clone()
+    };
     let session = start_session(to.as_ref(), rec.config, COMMAND_TIMEOUT)?;
     after_start()?;
-    pump(session, to, file, pid, rec, live, on_progress)
+    let mut summary = pump(session, to, file, pid, &rec, live, on_progress)?;
+    summary.notes.extend(refused);
+    Ok(summary)
 }
 
 /// How often the addresses of new samples are named (ReadyToRun code).

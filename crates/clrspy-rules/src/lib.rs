@@ -25,8 +25,8 @@ pub use doc::{json_schema, EXAMPLE_JSON, EXAMPLE_TOML};
 pub use facts::{uid_of, ProcessFacts};
 pub use log::{Decision, DecisionKind, DecisionLog};
 pub use model::{
-    ContainerMatch, DumpAction, HeapAction, Limits, Match, Rule, RulesFile, TraceAction,
-    DEFAULT_DISK_MB, DEFAULT_HEAP_TIMEOUT,
+    ContainerMatch, DumpAction, HeapAction, Limits, Match, Rule, RulesFile, SamplerKind,
+    TraceAction, DEFAULT_DISK_MB, DEFAULT_HEAP_TIMEOUT,
 };
 pub use parse::{Diagnostic, LoadError, RuleSet, Syntax};
 pub use summary::mistakes_json;

@@ -249,6 +249,33 @@ pub struct TraceAction {
     /// The runtime's event buffer in megabytes (256 when not given).
     #[serde(default)]
     pub buffer_mb: Option<u32>,
+    /// Who takes the CPU samples: "runtime" (the runtime's sample profiler, the default) or
+    /// "kernel" (perf_event_open on the process's threads: nothing suspended, native frames
+    /// named; where the kernel refuses, the runtime's sampler, and the log says why).
+    #[serde(default)]
+    pub sampler: Option<SamplerKind>,
+    /// The kernel sampler's rate: samples per second per thread on a CPU (999 when not given).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 10000))]
+    pub rate_hz: Option<u32>,
+}
+
+/// Who takes a trace's CPU samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SamplerKind {
+    /// The runtime's sample profiler (suspends the managed threads to walk their stacks).
+    Runtime,
+    /// The kernel (perf_event_open, cpu-clock, user callchains).
+    Kernel,
+}
+
+impl TraceAction {
+    /// The kernel sampler's rate when the trace asks for it.
+    pub fn kernel_rate(&self) -> Option<u32> {
+        (self.sampler == Some(SamplerKind::Kernel))
+            .then(|| self.rate_hz.unwrap_or(999).clamp(1, 10_000))
+    }
 }
 
 impl PartialEq for Glob {

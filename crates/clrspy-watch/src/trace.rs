@@ -193,7 +193,8 @@ fn describe(s: &Summary, over_budget: bool) -> String {
             )
         })
         .unwrap_or_default();
-    format!("{why}{events}{whole}{ring}")
+    let notes: String = s.notes.iter().map(|n| format!("; {n}")).collect();
+    format!("{why}{events}{whole}{ring}{notes}")
 }
 
 /// Runs the session itself.
@@ -213,6 +214,7 @@ fn run_trace(
     let ring = t.ring_mb.map(|m| u64::from(m) << 20);
     let live = || LiveFeeds {
         consumers: triggers.and_then(Triggers::consumer).into_iter().collect(),
+        kernel_rate: t.kernel_rate(),
         ..LiveFeeds::default()
     };
     match route {

@@ -181,7 +181,7 @@ fn listen_catches_a_short_lived_program_from_its_start_and_sigterm_finishes_open
         r#"[[rules]]
 name = "short"
 match = { command_line = "watch-listen-wl/.* exceptions" }
-trace = { profile = "exceptions" }
+trace = { profile = "exceptions", sampler = "kernel" }
 
 [[rules]]
 name = "long"
@@ -222,6 +222,11 @@ trace = { profile = "gc-collect" }
     );
     assert!(
         names.contains(&"Exception/Start 7".to_string()),
+        "{names:?}"
+    );
+    // The rule asked for the kernel's sampler: the held runtime was sampled from its start.
+    assert!(
+        names.iter().any(|n| n.starts_with("KernelSample ")),
         "{names:?}"
     );
     let started = w.wait_for(|l| for_pid(l, "action_started", pid), "action_started");
