@@ -56,6 +56,9 @@ pub struct TreeOptions<'a> {
     pub drain: Duration,
     /// Event consumers for each traced process, made when its recording starts (pid, name).
     pub consumers: Option<ConsumerFactory>,
+    /// Sample every traced process with the kernel at this rate (Hz), from its start, instead
+    /// of the runtime's sampler (a refusal is a note in that process's summary).
+    pub kernel_rate: Option<u32>,
 }
 
 /// Makes the event consumers of one process of a tree (from its pid and name).
@@ -202,6 +205,7 @@ struct RecorderSetup {
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
     consumers: Option<ConsumerFactory>,
+    kernel_rate: Option<u32>,
 }
 
 /// Records one runtime of the tree until its stream ends or `stop` asks.
@@ -216,7 +220,17 @@ fn record_runtime(
     let path = setup.dir.join(format!("{name}_{pid}.nettrace"));
     let result = (|| {
         let file = FileSink::create(&path)?;
-        let session = match start_session(port.as_ref(), &setup.config, COMMAND_TIMEOUT) {
+        let mut live = LiveFeeds {
+            consumers: setup
+                .consumers
+                .as_ref()
+                .map(|f| f(pid, &name))
+                .unwrap_or_default(),
+            kernel_rate: setup.kernel_rate,
+            ..LiveFeeds::default()
+        };
+        let (config, refused) = crate::kernel::open_asked(pid, &setup.config, &mut live);
+        let session = match start_session(port.as_ref(), &config, COMMAND_TIMEOUT) {
             Ok(s) => s,
             Err(e) => {
                 // It must not wait for clrspy forever.
@@ -233,7 +247,7 @@ fn record_runtime(
         });
         resume_runtime(port.as_ref(), COMMAND_TIMEOUT)?;
         let rec = Recording {
-            config: &setup.config,
+            config: &config,
             out: Some(&path),
             duration: setup.duration,
             stop,
@@ -241,15 +255,7 @@ fn record_runtime(
             ring: None,
         };
         let to: Arc<dyn Connector> = port.clone();
-        let live = LiveFeeds {
-            consumers: setup
-                .consumers
-                .as_ref()
-                .map(|f| f(pid, &name))
-                .unwrap_or_default(),
-            ..LiveFeeds::default()
-        };
-        pump(
+        let mut summary = pump(
             session,
             to,
             Some(Box::new(file)),
@@ -257,7 +263,9 @@ fn record_runtime(
             &rec,
             live,
             &mut |_| {},
-        )
+        )?;
+        summary.notes.extend(refused);
+        Ok(summary)
     })();
     TreeTrace {
         pid,
@@ -308,6 +316,7 @@ pub fn record_tree(
         duration: opts.duration,
         thread_cpu: opts.thread_cpu,
         consumers: opts.consumers.clone(),
+        kernel_rate: opts.kernel_rate,
     };
     let mut tree = Tree {
         running: HashMap::new(),

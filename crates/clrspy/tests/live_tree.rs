@@ -329,3 +329,38 @@ fn exception_dumps_across_a_tree_share_one_limit() {
     }
     assert!(stderr.contains("Exception dumps: 3 written"), "{stderr}");
 }
+
+/// `--children --sampler kernel`: every process of the tree is sampled by the kernel from its
+/// start (its runtime held at the reverse port), none by the runtime's sampler.
+#[test]
+fn every_process_of_a_tree_is_sampled_by_the_kernel() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().display().to_string();
+    let _cleanup = KillMarked(MARK, mark.clone());
+    let out_dir = dir.path().join("traces");
+    let script =
+        "dotnet \"$0\" cpu --seconds 1 --threads 1; dotnet \"$0\" cpu --seconds 1 --threads 1";
+    let mut rec = clrspy_command();
+    rec.args(["record", "--children", "--sampler", "kernel", "-o"])
+        .arg(&out_dir)
+        .args(["--", "sh", "-c", script])
+        .arg(workloads())
+        .env(MARK, &mark);
+    let out = run_bounded(rec, dir.path(), Duration::from_secs(120));
+    assert!(
+        out.status.is_some_and(|s| s.success()),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let files = traces(&out_dir);
+    assert_eq!(files.len(), 2, "{}", out.stderr);
+    for f in &files {
+        let i = common::info(f);
+        assert!(common::count(&i, "KernelSample") > 200, "{f:?}: {i}");
+        assert_eq!(common::count(&i, "Thread/Sample"), 0, "{f:?}: {i}");
+    }
+}

@@ -200,9 +200,9 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         providers,
     };
     let thread_cpu = (!args.no_thread_cpu).then_some(args.thread_cpu_interval);
-    if args.sampler.kernel_rate().is_some() && (args.no_thread_cpu || args.children) {
+    if args.sampler.kernel_rate().is_some() && args.no_thread_cpu {
         return Err(CliError::new(
-            "--sampler kernel needs the thread CPU readings and one process (not --no-thread-cpu or --children)",
+            "--sampler kernel needs the thread CPU readings (not --no-thread-cpu)",
         )
         .code(2));
     }
@@ -370,6 +370,7 @@ fn children(
         max_processes: 256,
         drain: Duration::from_secs(30),
         consumers,
+        kernel_rate: args.sampler.kernel_rate(),
     };
     let code = super::tree::run(&args.target.command, dir, &opts);
     let dumped = exceptions.as_mut().map(|d| d.finish()).unwrap_or_default();
