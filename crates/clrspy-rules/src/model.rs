@@ -107,6 +107,16 @@ impl TryFrom<RawRule> for Rule {
                     "rule \"{name}\": \"ring_mb\" must be between 1 and 65536"
                 ));
             }
+            if t.rate_hz == Some(0) || t.rate_hz.is_some_and(|r| r > 10_000) {
+                mistakes.push(format!(
+                    "rule \"{name}\": \"rate_hz\" must be between 1 and 10000"
+                ));
+            }
+            if t.rate_hz.is_some() && t.sampler != Some(SamplerKind::Kernel) {
+                mistakes.push(format!(
+                    "rule \"{name}\": \"rate_hz\" is the kernel sampler's: it needs \"sampler\": \"kernel\""
+                ));
+            }
             if t.buffer_mb == Some(0) || t.buffer_mb.is_some_and(|m| m > 4096) {
                 mistakes.push(format!(
                     "rule \"{name}\": \"buffer_mb\" must be between 1 and 4096"
@@ -273,8 +283,7 @@ pub enum SamplerKind {
 impl TraceAction {
     /// The kernel sampler's rate when the trace asks for it.
     pub fn kernel_rate(&self) -> Option<u32> {
-        (self.sampler == Some(SamplerKind::Kernel))
-            .then(|| self.rate_hz.unwrap_or(999).clamp(1, 10_000))
+        (self.sampler == Some(SamplerKind::Kernel)).then(|| self.rate_hz.unwrap_or(999))
     }
 }
 

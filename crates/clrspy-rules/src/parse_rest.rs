@@ -165,6 +165,44 @@ dump = { type = "mini", typo = 1 }
     }
 
     #[test]
+    fn the_kernel_sampler_s_rate_is_checked() {
+        let ok = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
+            "trace": { "sampler": "kernel", "rate_hz": 499 } } ] }"#;
+        let set = RuleSet::parse(ok, Syntax::Json).unwrap();
+        let t = set.rules[0].trace.as_ref().unwrap();
+        assert_eq!(t.kernel_rate(), Some(499));
+        let default = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
+            "trace": { "sampler": "kernel" } } ] }"#;
+        let set = RuleSet::parse(default, Syntax::Json).unwrap();
+        assert_eq!(
+            set.rules[0].trace.as_ref().unwrap().kernel_rate(),
+            Some(999)
+        );
+        let runtime = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
+            "trace": { "sampler": "runtime" } } ] }"#;
+        let set = RuleSet::parse(runtime, Syntax::Json).unwrap();
+        assert_eq!(set.rules[0].trace.as_ref().unwrap().kernel_rate(), None);
+        for (trace, says) in [
+            (
+                r#"{ "sampler": "kernel", "rate_hz": 0 }"#,
+                "between 1 and 10000",
+            ),
+            (
+                r#"{ "sampler": "kernel", "rate_hz": 20000 }"#,
+                "between 1 and 10000",
+            ),
+            (r#"{ "rate_hz": 100 }"#, "needs \"sampler\": \"kernel\""),
+            (r#"{ "sampler": "perf" }"#, "perf"),
+        ] {
+            let text = format!(
+                r#"{{ "rules": [ {{ "name": "a", "match": {{ "name": "w" }}, "trace": {trace} }} ] }}"#
+            );
+            let e = RuleSet::parse(&text, Syntax::Json).unwrap_err();
+            assert!(e[0].message.contains(says), "{trace}: {e:?}");
+        }
+    }
+
+    #[test]
     fn names_repeated_beside_another_mistake_are_reported_too() {
         let text = r#"{ "rules": [
   { "name": "a", "match": { "name": "x" }, "dump": { "type": "mini" } },
