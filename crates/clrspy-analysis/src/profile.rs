@@ -175,6 +175,9 @@ pub struct StackFilter {
     /// Fold the runtime's and frameworks' frames into the boundary frame where the app's own
     /// code calls them (after focus and exclude, which see every frame).
     pub just_my_code: Option<JustMyCode>,
+    /// Fold every run of native frames (the runtime, libc, native libraries: the kernel
+    /// sampler's stacks have them) into its outermost one, where the code entered it.
+    pub fold_native: bool,
 }
 
 /// All rows.
@@ -313,6 +316,11 @@ impl StackProfile {
             };
             if let Some(g) = &filter.just_my_code {
                 frames = g.fold_ids(frames, symbols);
+            }
+            if filter.fold_native {
+                frames = crate::grouping::fold_leaf_first(frames, |&f| {
+                    symbols.frame(f).kind == crate::symbols::FrameKind::Native
+                });
             }
             rows.push(Row { frames, ..r });
         }

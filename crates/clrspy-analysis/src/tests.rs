@@ -644,6 +644,15 @@ fn kernel_samples_carry_the_cpu_and_no_waiting() {
     let (excl, _) = p.top(Metric::Cpu, &a.symbols);
     assert_eq!(excl[0].0, "libnative.so!+0x110");
     assert!((excl[0].1 - 3.0).abs() < 1e-9, "{excl:?}");
+    // Folded, each run of native frames is its outermost: one frame holds all 4 ms.
+    let folded = a.profile(&StackFilter {
+        fold_native: true,
+        ..StackFilter::default()
+    });
+    let (excl, _) = folded.top(Metric::Cpu, &a.symbols);
+    assert_eq!(excl.len(), 1, "{excl:?}");
+    assert_eq!(excl[0].0, "libnative.so!+0x1000");
+    assert!((excl[0].1 - 4.0).abs() < 1e-9, "{excl:?}");
 }
 
 #[test]

@@ -678,6 +678,10 @@ pub struct GroupingArgs {
     /// --just-my-code).
     #[arg(long, value_name = "PREFIX")]
     pub framework: Vec<String>,
+    /// Native frames (the kernel sampler's stacks have them): `show` each, or `fold` every
+    /// run of them into its outermost frame, where the code entered native code.
+    #[arg(long, value_name = "HOW", default_value = "show", value_parser = ["show", "fold"])]
+    pub native: String,
 }
 
 impl GroupingArgs {
