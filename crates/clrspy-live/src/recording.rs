@@ -18,6 +18,8 @@ use diagnostics_client::SessionConfig;
 
 use crate::heap::worker::Snapshots;
 
+pub mod closing;
+
 /// What a recording adds to a plain one.
 #[derive(Default)]
 pub struct Extras {
