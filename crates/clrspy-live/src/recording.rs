@@ -19,6 +19,7 @@ use diagnostics_client::SessionConfig;
 use crate::heap::worker::Snapshots;
 
 pub mod closing;
+pub mod notices;
 
 /// What a recording adds to a plain one.
 #[derive(Default)]
