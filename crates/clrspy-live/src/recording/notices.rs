@@ -1,10 +1,14 @@
 //! What the dumps and a process tree's recordings say as they go, as text: a dump started or
 //! written (the delay from the throw, the size before and after compression), the exception
-//! dumps' closing line, and `record --children`'s notices and closing line. The caller prints.
+//! dumps' closing line, `record --children`'s notices and closing line, a launched program's
+//! crashes and the kernel sampler's fate. The caller prints.
 
 use std::path::Path;
 
+use clrspy_collect::crash::message::CrashFindings;
 use clrspy_collect::{DumpNotice, DumpOutcome, StopReason, TreeNotice, TreeOutcome};
+
+use super::KernelNote;
 
 /// Megabytes, one decimal.
 pub fn mb(b: u64) -> String {
@@ -153,6 +157,49 @@ pub fn tree_line(outcome: &TreeOutcome, dir: &Path) -> String {
             ),
         }
     )
+}
+
+/// What a launched program's crashes left, in words: each crash told (its report's text), where
+/// its report and its compressed dump are, and what could not be read or written. Whole lines.
+pub fn crash_text(found: &CrashFindings) -> String {
+    let mut out = String::new();
+    for c in &found.crashes {
+        let text = match &c.text {
+            Ok(t) => t,
+            Err(e) => {
+                out.push_str(&format!("warning: the crash report is unreadable: {e}\n"));
+                continue;
+            }
+        };
+        out.push_str(text);
+        out.push_str(&format!("Crash report: {}\n", c.report.display()));
+        match &c.dump {
+            Some(Ok(d)) => out.push_str(&format!(
+                "Crash dump: {} ({} raw, {} on disk, compressed in {:.2} s after the crash)\n",
+                d.path.display(),
+                mb(d.raw_bytes),
+                mb(d.file_bytes),
+                d.elapsed.as_secs_f64()
+            )),
+            Some(Err((raw, e))) => {
+                out.push_str(&format!("warning: the crash dump {}: {e}\n", raw.display()))
+            }
+            None => {}
+        }
+    }
+    if let Some((path, Err(e))) = &found.text_file {
+        out.push_str(&format!("warning: cannot write {}: {e}\n", path.display()));
+    }
+    out
+}
+
+/// What became of `--sampler kernel`, in one line.
+pub fn kernel_line(n: &KernelNote) -> String {
+    match n {
+        KernelNote::AtStart(rate) => format!("CPU samples from the kernel at {rate} Hz per thread on a CPU, from when the program's runtime starts (the runtime's sampler is off: nothing is suspended)."),
+        KernelNote::On(rate) => format!("CPU samples from the kernel at {rate} Hz per thread on a CPU (the runtime's sampler is off: nothing is suspended)."),
+        KernelNote::Refused(e) => format!("{e}; recording with the runtime's sampler instead."),
+    }
 }
 
 #[cfg(test)]

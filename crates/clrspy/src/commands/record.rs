@@ -8,7 +8,8 @@ use clrspy_collect::{
     ChildOutput, Progress, RunObserver, Started, StopSignal, Summary, TreeOptions,
 };
 use clrspy_live::recording::closing::{closing_lines, StatusText};
-use clrspy_live::recording::{Extras, KernelNote, RunSpec};
+use clrspy_live::recording::notices::kernel_line;
+use clrspy_live::recording::{Extras, RunSpec};
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::capture::Capture;
@@ -350,7 +351,7 @@ pub(crate) fn execute(
             &target,
             config,
             super::record_dumps::say_dumps(),
-            &mut say_kernel,
+            &mut |n| eprintln!("{}", kernel_line(&n)),
         )
         .map_err(collect_error)?;
     let spec = RunSpec {
@@ -398,13 +399,4 @@ pub(crate) fn execute(
         summary: outcome.summary,
         exit,
     })
-}
-
-/// What became of `--sampler kernel`, in one line.
-fn say_kernel(n: KernelNote) {
-    match n {
-        KernelNote::AtStart(rate) => eprintln!("CPU samples from the kernel at {rate} Hz per thread on a CPU, from when the program's runtime starts (the runtime's sampler is off: nothing is suspended)."),
-        KernelNote::On(rate) => eprintln!("CPU samples from the kernel at {rate} Hz per thread on a CPU (the runtime's sampler is off: nothing is suspended)."),
-        KernelNote::Refused(e) => eprintln!("{e}; recording with the runtime's sampler instead."),
-    }
 }

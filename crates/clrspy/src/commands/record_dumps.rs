@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use clrspy_collect::{DumpOptions, DumpOptionsError, DumpOutcome};
-use clrspy_live::recording::notices::{dump_notice, dumps_line, mb};
+use clrspy_live::recording::notices::{crash_text, dump_notice, dumps_line};
 
 use crate::cli::RecordArgs;
 use crate::output::CliError;
@@ -54,30 +54,5 @@ pub(crate) fn report(dumped: &[DumpOutcome]) {
 /// After a launched program ended: prints each crash the capture found (see
 /// [`clrspy_collect::CrashCapture::findings`]), its report and its compressed dump.
 pub(crate) fn report_crashes(capture: &clrspy_collect::CrashCapture, trace: Option<&Path>) {
-    let found = capture.findings(trace);
-    for c in &found.crashes {
-        let text = match &c.text {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("warning: the crash report is unreadable: {e}");
-                continue;
-            }
-        };
-        eprint!("{text}");
-        eprintln!("Crash report: {}", c.report.display());
-        match &c.dump {
-            Some(Ok(d)) => eprintln!(
-                "Crash dump: {} ({} raw, {} on disk, compressed in {:.2} s after the crash)",
-                d.path.display(),
-                mb(d.raw_bytes),
-                mb(d.file_bytes),
-                d.elapsed.as_secs_f64()
-            ),
-            Some(Err((raw, e))) => eprintln!("warning: the crash dump {}: {e}", raw.display()),
-            None => {}
-        }
-    }
-    if let Some((out, Err(e))) = &found.text_file {
-        eprintln!("warning: cannot write {}: {e}", out.display());
-    }
+    eprint!("{}", crash_text(&capture.findings(trace)));
 }
