@@ -1,11 +1,11 @@
-//! What a recording says as it runs and when it ends, as text: the status line's figures and
-//! the closing lines composed from the [`Summary`] and the stop triggers. The caller prints them
-//! (the terminal's carriage returns stay its own).
+//! What a recording says as it starts, runs and ends, as text: the first line, the status
+//! line's figures and the closing lines composed from the [`Summary`] and the stop triggers.
+//! The caller prints them (the terminal's carriage returns stay its own).
 
 use std::time::Duration;
 
 use clrspy_collect::trigger::Triggers;
-use clrspy_collect::{Progress, StopReason, Summary};
+use clrspy_collect::{Progress, Started, StopReason, Summary};
 use clrspy_values::human_bytes;
 
 /// The live status line's figures: elapsed, bytes, events and their rate, lost events. It keeps
@@ -45,6 +45,29 @@ impl StatusText {
             }
         }
         line
+    }
+}
+
+/// The line a recording starts with: what is recorded to which file, for how long, and how to
+/// stop it (`interactive`: Enter works too, on an attach from a terminal).
+pub fn started_line(what: &Started<'_>, duration: Option<Duration>, interactive: bool) -> String {
+    match what {
+        Started::Attach { label, out } => format!(
+            "Recording {label} to {}{}; press {} to stop",
+            out.display(),
+            duration
+                .map(|d| format!(" for {:.1} s", d.as_secs_f64()))
+                .unwrap_or_default(),
+            if interactive {
+                "Enter or Ctrl+C"
+            } else {
+                "Ctrl+C"
+            }
+        ),
+        Started::Launch { name, pid, out, .. } => format!(
+            "Recording {name} (pid {pid}) from its start to {}",
+            out.display()
+        ),
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clrspy_collect::{
     ChildOutput, Progress, RunObserver, Started, StopSignal, Summary, TreeOptions,
 };
-use clrspy_live::recording::closing::{closing_lines, StatusText};
+use clrspy_live::recording::closing::{closing_lines, started_line, StatusText};
 use clrspy_live::recording::notices::kernel_line;
 use clrspy_live::recording::{Extras, RunSpec};
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
@@ -61,28 +61,7 @@ impl StatusLine {
 /// Runs `clrspy record`.
 pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     if args.list_profiles {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        for p in clr_events::profiles::PROFILES {
-            let aliases = if p.aliases.is_empty() {
-                String::new()
-            } else {
-                format!(" (also: {})", p.aliases.join(", "))
-            };
-            writeln!(out, "{}{aliases}\n    {}", p.name, p.description)?;
-            for q in clr_events::provider_spec::parse_providers(p.providers).unwrap_or_default() {
-                let args = q
-                    .arguments
-                    .as_deref()
-                    .map(|a| format!(" args: {} chars", a.len()))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "    {}  keywords 0x{:x}  level {}{args}",
-                    q.name, q.keywords, q.level
-                )?;
-            }
-        }
+        clrspy_export::profiles::write_profiles(&mut std::io::stdout().lock())?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
     let providers = clr_events::provider_spec::resolve(
@@ -277,32 +256,8 @@ struct Console {
 
 impl RunObserver for Console {
     fn started(&mut self, what: Started<'_>) {
-        match what {
-            Started::Attach { label, out } => eprintln!(
-                "Recording {label} to {}{}; press {} to stop",
-                out.display(),
-                self.duration
-                    .map(|d| format!(" for {:.1} s", d.as_secs_f64()))
-                    .unwrap_or_default(),
-                if self.interactive {
-                    "Enter or Ctrl+C"
-                } else {
-                    "Ctrl+C"
-                }
-            ),
-            Started::Launch {
-                program: _,
-                name,
-                pid,
-                out,
-            } => {
-                self.launched = true;
-                eprintln!(
-                    "Recording {name} (pid {pid}) from its start to {}",
-                    out.display()
-                );
-            }
-        }
+        self.launched = matches!(what, Started::Launch { .. });
+        eprintln!("{}", started_line(&what, self.duration, self.interactive));
     }
 
     fn progress(&mut self, p: &Progress) {
