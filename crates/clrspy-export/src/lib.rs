@@ -11,7 +11,8 @@
 //! Every stack format can show CPU time, waiting time or allocated bytes ([`Metric`]). Inputs
 //! are the aggregated models (one row per distinct thread and stack), so memory follows
 //! distinct stacks, never events; formats that need time order (Chromium) stream the trace a
-//! second time. Units and rounding shared by every view are in [`units`].
+//! second time. Units and rounding shared by every view are in [`units`]; the recording
+//! profiles in words in [`profiles`].
 #![deny(missing_docs)]
 
 pub mod chromium;
@@ -29,6 +30,7 @@ pub mod event_text;
 pub mod format;
 pub mod heap_stacks;
 pub mod info;
+pub mod profiles;
 pub mod repair;
 pub mod report;
 pub mod units;

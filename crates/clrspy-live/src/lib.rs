@@ -9,10 +9,11 @@
 //! - [`name_jitted_code`]: names for the code jitted before the attach, while the session runs,
 //!   from a second, short session whose rundown lists every method;
 //! - [`refresh`]: the loop that hands a view a fresh snapshot every so often;
-//! - [`heap`]: heap snapshots of a live process (`.gcdump`), and the worker that takes them
-//!   while a recording runs;
+//! - [`heap`]: heap snapshots of a live process (`.gcdump`), the worker that takes them
+//!   while a recording runs, and `heap watch`'s loop;
 //! - [`recording`]: a recording with what `record` adds (ring, triggers, dumps, crash report,
-//!   kernel sampler, heap snapshots), wired once.
+//!   kernel sampler, heap snapshots), wired once, and what it says as text (its first, status
+//!   and closing lines; the dumps', the process tree's and the crashes' notices).
 #![deny(missing_docs)]
 
 mod analysis;

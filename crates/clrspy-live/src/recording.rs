@@ -18,6 +18,9 @@ use diagnostics_client::SessionConfig;
 
 use crate::heap::worker::Snapshots;
 
+pub mod closing;
+pub mod notices;
+
 /// What a recording adds to a plain one.
 #[derive(Default)]
 pub struct Extras {

@@ -2,8 +2,24 @@
 //! types grew in an interval, the types that grew in every interval ([`grew_in_every`]), and
 //! what holds a type in the last snapshot ([`holder`]).
 
+use std::path::PathBuf;
+use std::time::Duration;
+
 use super::diff::TypeDelta;
 use super::HeapModel;
+
+/// One snapshot of a series.
+#[derive(Clone, Debug)]
+pub struct WatchShot {
+    /// The `.gcdump` written.
+    pub file: PathBuf,
+    /// Its objects.
+    pub objects: u64,
+    /// Its bytes.
+    pub bytes: u64,
+    /// When it was taken, from the series' start.
+    pub at: Duration,
+}
 
 /// A type that grew in every interval.
 #[derive(Clone, Debug, PartialEq, Eq)]

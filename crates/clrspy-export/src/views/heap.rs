@@ -4,10 +4,10 @@
 //! text view; `clrspy heap` only loads the snapshots and prints these.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clrspy_analysis::heap::diff::{diff, TypeDelta};
+pub use clrspy_analysis::heap::growth::WatchShot;
 use clrspy_analysis::heap::growth::{grew, grew_in_every, holder, Growth};
 use clrspy_analysis::heap::{HeapModel, RootPath, TypeStats};
 use clrspy_values::human_bytes;
@@ -288,19 +288,6 @@ impl View for HeapDiff<'_> {
             .unwrap_or_default();
         writeln!(out, "\nGrew most: {}{holder}", names.join(", "))
     }
-}
-
-/// One snapshot of `clrspy heap watch`.
-#[derive(Clone, Debug)]
-pub struct WatchShot {
-    /// The `.gcdump` written.
-    pub file: PathBuf,
-    /// Its objects.
-    pub objects: u64,
-    /// Its bytes.
-    pub bytes: u64,
-    /// When it was taken, from the start.
-    pub at: Duration,
 }
 
 /// `clrspy heap watch`: the snapshots, what grew in each interval, the types that grew in

@@ -13,6 +13,7 @@ pub mod heap;
 mod view;
 
 use std::io::{self, Write};
+use std::path::Path;
 use std::time::Duration;
 
 use clrspy_analysis::heap::retention::RetentionTree;
@@ -275,6 +276,23 @@ impl FileDef {
             )));
         }
         (self.write)(input, o, out)
+    }
+
+    /// Writes `input` to the file `path` (`-`: stdout), flushed; returns the stacks written.
+    /// The error says which file and whether it could not be created or written.
+    pub fn write_file(&self, input: &Input, o: &FileOptions, path: &Path) -> io::Result<usize> {
+        let context = |what: &str, e: io::Error| {
+            io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
+        };
+        let mut sink: Box<dyn Write> = if path == Path::new("-") {
+            Box::new(io::stdout().lock())
+        } else {
+            let f = std::fs::File::create(path).map_err(|e| context("cannot write", e))?;
+            Box::new(io::BufWriter::new(f))
+        };
+        self.write(input, o, &mut sink)
+            .and_then(|n| sink.flush().map(|_| n))
+            .map_err(|e| context("writing", e))
     }
 }
 

@@ -7,6 +7,7 @@
 //! or a trace ([`open_snapshot`]). Errors are values, progress goes to a callback; nothing
 //! here prints.
 
+pub mod watch;
 pub mod worker;
 
 use std::path::{Path, PathBuf};

@@ -44,8 +44,8 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
         eprintln!(
             "Wrote {} ({} raw, {} {} ({:.0}%), {}) in {:.2} s.",
             out.display(),
-            super::record_dumps::mb(r.raw_bytes),
-            super::record_dumps::mb(r.file_bytes),
+            clrspy_live::recording::notices::mb(r.raw_bytes),
+            clrspy_live::recording::notices::mb(r.file_bytes),
             compress.name(),
             100.0 * r.file_bytes as f64 / r.raw_bytes.max(1) as f64,
             if r.streamed {

@@ -157,19 +157,8 @@ fn write_file(format: Format, input: &Input, title: &str, out: &Path) -> CliResu
         title: title.to_string(),
         html: Default::default(),
     };
-    let to_stdout = out == Path::new("-");
-    let mut sink: Box<dyn std::io::Write> = if to_stdout {
-        Box::new(std::io::stdout().lock())
-    } else {
-        let f = std::fs::File::create(out)
-            .map_err(|e| CliError::new(format!("cannot write {}: {e}", out.display())))?;
-        Box::new(std::io::BufWriter::new(f))
-    };
-    let stacks = def
-        .write(input, &o, &mut sink)
-        .and_then(|n| sink.flush().map(|_| n))
-        .map_err(|e| CliError::new(format!("writing {}: {e}", out.display())))?;
-    Ok(stacks)
+    def.write_file(input, &o, out)
+        .map_err(|e| CliError::new(e.to_string()))
 }
 
 /// True when `clrspy convert` is given a heap snapshot (`.gcdump`), not a trace (a file

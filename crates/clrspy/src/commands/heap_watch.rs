@@ -1,17 +1,16 @@
 //! `clrspy heap watch`: snapshots of a live process `--every` apart, what grew in each interval,
 //! and at the end the types that grew in every interval with what holds them in the last
 //! snapshot (the leak workflow in one command). The snapshots are taken as `clrspy gcdump`
-//! takes them (heap_snap); what grew is clrspy-analysis' `heap::growth`, printed by
-//! clrspy-export's heap watch view; this file runs the loop.
+//! takes them; the loop is clrspy-live's `heap::watch`, what grew clrspy-analysis' `heap::growth`,
+//! printed by clrspy-export's heap watch view; this file prints.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-use clrspy_analysis::heap::{diff::TypeDelta, HeapModel};
-use clrspy_collect::{Resolved, StopSignal};
+use clrspy_collect::Resolved;
 use clrspy_export::report::{write_json, TextStyle};
-use clrspy_export::views::heap::{watch_view, write_watch_interval, WatchShot};
+use clrspy_export::views::heap::{watch_view, write_watch_interval};
 use clrspy_export::views::View;
+use clrspy_live::heap::watch::{watch, WatchEvent, WatchSpec};
 use clrspy_values::human_bytes;
 
 use super::heap_snap;
@@ -43,90 +42,60 @@ pub fn run(a: &HeapWatchArgs) -> CliResult<std::process::ExitCode> {
         dir.display()
     );
     let stop = heap_snap::stop_signal();
-    let stamp = clrspy_collect::utc_stamp();
-    let t0 = Instant::now();
-    let mut shots: Vec<WatchShot> = Vec::new();
-    let mut intervals: Vec<Vec<TypeDelta>> = Vec::new();
-    let mut prev: Option<HeapModel> = None;
-    let mut failure = None;
+    let spec = WatchSpec {
+        endpoint: &endpoint,
+        dir: &dir,
+        every: a.every,
+        count: a.count,
+        timeout: a.timeout,
+        stop,
+    };
     let mut text = std::io::stdout().lock();
-    for i in 0..a.count {
-        if !wait_until(t0 + a.every * i, stop) {
-            break;
+    let mut progress = heap_snap::progress_printer();
+    let w = watch(&spec, &mut |e| match e {
+        WatchEvent::Snap(e) => {
+            progress(e);
+            Ok(())
         }
-        let file = dir.join(format!("{}_{stamp}_{}.gcdump", endpoint.pid, i + 1));
-        let taken = match heap_snap::take(&endpoint, &label, &file, a.timeout, stop) {
-            Ok(t) => t,
-            Err(e) => {
-                if stop.count() == 0 {
-                    failure = Some(e);
-                }
-                break;
-            }
-        };
-        let at = t0.elapsed();
-        let model = HeapModel::new(taken.dump.graph);
-        eprintln!(
-            "snapshot {}/{}: {} ({} objects, {}) at {:.1} s",
-            i + 1,
-            a.count,
-            file.display(),
-            model.objects(),
-            human_bytes(model.bytes()),
-            at.as_secs_f64()
-        );
-        shots.push(WatchShot {
-            file,
-            objects: model.objects(),
-            bytes: model.bytes(),
-            at,
-        });
-        if let Some(p) = &prev {
-            let d = clrspy_analysis::heap::diff::diff(p, &model);
-            if !a.json {
-                write_watch_interval(&mut text, i as usize, &d, a.top)?;
-            }
-            intervals.push(d);
+        WatchEvent::Taken { index, shot } => {
+            eprintln!(
+                "snapshot {}/{}: {} ({} objects, {}) at {:.1} s",
+                index + 1,
+                a.count,
+                shot.file.display(),
+                shot.objects,
+                human_bytes(shot.bytes),
+                shot.at.as_secs_f64()
+            );
+            Ok(())
         }
-        prev = Some(model);
-        if stop.count() > 0 {
-            break;
+        WatchEvent::Interval { index, growth } if !a.json => {
+            write_watch_interval(&mut text, index as usize, growth, a.top)
         }
-    }
-    let stopped_early = stop.count() > 0;
-    if stopped_early {
+        WatchEvent::Interval { .. } => Ok(()),
+    })?;
+    if w.stopped_early {
         eprintln!(
             "Stopped after {} of {} snapshots (kept).",
-            shots.len(),
+            w.shots.len(),
             a.count
         );
     }
     let view = watch_view(
         endpoint.pid,
-        &shots,
-        &intervals,
-        prev.as_ref(),
+        &w.shots,
+        &w.intervals,
+        w.last.as_ref(),
         a.top,
-        stopped_early,
+        w.stopped_early,
     );
     if a.json {
         write_json(&mut text, &view.json())?;
     } else {
         view.write_text(&mut text, &TextStyle::default())?;
     }
-    match failure {
-        Some(e) => Err(e),
+    match w.failure {
+        Some(e) => Err(heap_snap::snap_error(&label, e)),
         None => Ok(std::process::ExitCode::SUCCESS),
     }
-}
-
-/// Sleeps until `when`; false when a stop was requested first.
-fn wait_until(when: Instant, stop: &StopSignal) -> bool {
-    while Instant::now() < when {
-        if stop.count() > 0 {
-            return false;
-        }
-        std::thread::sleep((when - Instant::now()).min(Duration::from_millis(100)));
-    }
-    stop.count() == 0
 }

@@ -4,11 +4,12 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{
-    ChildOutput, Progress, RunObserver, Started, StopReason, StopSignal, Summary, TreeOptions,
+    ChildOutput, Progress, RunObserver, Started, StopSignal, Summary, TreeOptions,
 };
-use clrspy_live::recording::{Extras, KernelNote, RunSpec};
+use clrspy_live::recording::closing::{closing_lines, started_line, StatusText};
+use clrspy_live::recording::notices::kernel_line;
+use clrspy_live::recording::{Extras, RunSpec};
 use diagnostics_client::{SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
 use super::capture::Capture;
@@ -26,12 +27,11 @@ pub(crate) fn resolve_target(t: &crate::cli::TargetArgs) -> CliResult<Target> {
         .map_err(collect_error)
 }
 
-/// The live status line: elapsed, bytes, events and their rate, lost events.
+/// The live status line on a terminal, redrawn at most four times a second.
 struct StatusLine {
     enabled: bool,
     last_draw: Instant,
-    last_events: (Duration, u64),
-    rate: f64,
+    text: StatusText,
 }
 
 impl StatusLine {
@@ -39,8 +39,7 @@ impl StatusLine {
         StatusLine {
             enabled,
             last_draw: Instant::now(),
-            last_events: (Duration::ZERO, 0),
-            rate: 0.0,
+            text: StatusText::new(),
         }
     }
 
@@ -49,31 +48,7 @@ impl StatusLine {
             return;
         }
         self.last_draw = Instant::now();
-        let mut line = format!(
-            "\r  {:>7.1} s  {:>9}",
-            p.elapsed.as_secs_f64(),
-            clrspy_values::human_bytes(p.bytes)
-        );
-        if let Some(events) = p.events {
-            let (t0, e0) = self.last_events;
-            let dt = (p.elapsed - t0.min(p.elapsed)).as_secs_f64();
-            if dt >= 1.0 {
-                self.rate = events.saturating_sub(e0) as f64 / dt;
-                self.last_events = (p.elapsed, events);
-            }
-            line.push_str(&format!("  {events:>10} events  {:>8.0} ev/s", self.rate));
-            if let Some(d) = p.dropped_events.filter(|d| *d > 0) {
-                line.push_str(&format!("  {d} lost"));
-            }
-            if let Some(l) = p.tap_lost {
-                line.push_str(&format!(
-                    "  live view skipped {}",
-                    clrspy_values::human_bytes(l.bytes)
-                ));
-            }
-        }
-        line.push_str("   ");
-        eprint!("{line}");
+        eprint!("\r{}   ", self.text.line(p));
     }
 
     fn finish(&self) {
@@ -83,93 +58,10 @@ impl StatusLine {
     }
 }
 
-/// "Wrote N bytes to FILE, M events in T s (WHY)." — or, when the live count was given up,
-/// says the events were not counted and why.
-fn wrote_line(summary: &Summary, why: &str) -> String {
-    let events = match (summary.events, summary.dropped_events) {
-        (Some(e), Some(d)) if d > 0 => {
-            format!(", {e} events ({d} lost: the runtime's buffer was full; try --buffer-size)")
-        }
-        (Some(e), _) => format!(", {e} events"),
-        _ => String::new(),
-    };
-    let path = summary.file().display();
-    let mut line = format!(
-        "Wrote {} bytes to {path}{events} in {:.1} s ({why}).",
-        summary.bytes,
-        summary.elapsed.as_secs_f64()
-    );
-    if summary.events.is_none() {
-        line.push_str(&format!(
-            " Events not counted: clrspy's live event reader stopped (the stream was not one it could follow, or it ended before its first event); the file holds every event the runtime sent: `clrspy info {path}` counts them."
-        ));
-    } else if let Some(l) = summary.tap_lost {
-        line.push_str(&format!(
-            " The live view fell behind and skipped {} blocks ({}, {} events) — counted above as not seen, not as lost: the file holds every one (`clrspy info {path}` counts them).",
-            l.blocks,
-            clrspy_values::human_bytes(l.bytes),
-            l.events
-        ));
-    }
-    line
-}
-
-fn report(summary: &Summary) {
-    let why = match summary.reason {
-        StopReason::Duration => "the duration passed",
-        StopReason::Requested => "stopped on request",
-        StopReason::TargetEnded => "the target ended the session",
-        StopReason::Triggered => summary.trigger.as_deref().unwrap_or("a trigger fired"),
-        _ => "stopped",
-    };
-    eprintln!("{}", wrote_line(summary, why));
-    if summary.spliced_events > 0 {
-        eprintln!(
-            "Thread CPU times: {} readings stored in the trace (clrspy provider).",
-            summary.spliced_events
-        );
-    }
-    for d in &summary.degraded {
-        eprintln!("note: this runtime cannot honour {d}");
-    }
-    for n in &summary.notes {
-        eprintln!("note: {n}");
-    }
-    if let Some(dropped) = summary.closed_by_clrspy {
-        eprintln!(
-            "The runtime's stream stopped before its end: clrspy closed the file after the last whole block ({dropped} bytes of a partial block dropped), so it opens in every reader."
-        );
-    }
-    if !summary.complete {
-        eprintln!("The trace was cut short: it has no rundown, so methods jitted before the recording may be unnamed. `clrspy info` reads what it holds.");
-    }
-}
-
 /// Runs `clrspy record`.
 pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     if args.list_profiles {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        for p in clr_events::profiles::PROFILES {
-            let aliases = if p.aliases.is_empty() {
-                String::new()
-            } else {
-                format!(" (also: {})", p.aliases.join(", "))
-            };
-            writeln!(out, "{}{aliases}\n    {}", p.name, p.description)?;
-            for q in clr_events::provider_spec::parse_providers(p.providers).unwrap_or_default() {
-                let args = q
-                    .arguments
-                    .as_deref()
-                    .map(|a| format!(" args: {} chars", a.len()))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "    {}  keywords 0x{:x}  level {}{args}",
-                    q.name, q.keywords, q.level
-                )?;
-            }
-        }
+        clrspy_export::profiles::write_profiles(&mut std::io::stdout().lock())?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
     let providers = clr_events::provider_spec::resolve(
@@ -289,38 +181,6 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
     Ok(outcome.exit)
 }
 
-/// What the ring kept, and which trigger fired, if one did (the target's exit counts when it is one).
-fn report_extras(summary: &Summary, triggers: Option<&Triggers>) {
-    if let Some(r) = &summary.ring {
-        eprintln!(
-            "Ring: kept the newest {} of {} bytes received ({} blocks dropped; {} sequence points; the last {} bytes, from the session's end on, the rundown's method names included, are kept beyond the ring's size).",
-            summary.bytes, r.received, r.dropped_blocks, r.sequence_points, r.after_stop_bytes
-        );
-    }
-    if let Some(f) = summary.fired.as_ref().filter(|f| f.event.is_empty()) {
-        // The target's exit: no event fired it.
-        eprintln!("Trigger {} fired: {}.", f.trigger, f.reason);
-    } else if let Some(f) = &summary.fired {
-        let after = triggers.map_or(Duration::ZERO, |t| t.after);
-        eprintln!(
-            "Trigger {} fired at {:.3} s on {}/{}: {}; recorded {:.1} s more.",
-            f.trigger,
-            f.time_ns as f64 / 1e9,
-            f.provider,
-            f.event,
-            f.reason,
-            after.as_secs_f64()
-        );
-    } else if triggers.is_some_and(|t| t.consumer().is_some()) && summary.events.is_none() {
-        eprintln!("warning: the live decoding of events stopped, and the stop triggers with it: none fired.");
-    } else if let (Some(l), true) = (
-        summary.tap_lost,
-        triggers.is_some_and(|t| t.consumer().is_some()),
-    ) {
-        eprintln!("warning: the live decoding fell behind and skipped {} events; a stop trigger in them could not fire. A smaller set of providers keeps it up.", l.events);
-    }
-}
-
 /// `record --children -o DIR -- COMMAND`.
 fn children(
     args: &RecordArgs,
@@ -403,32 +263,8 @@ struct Console {
 
 impl RunObserver for Console {
     fn started(&mut self, what: Started<'_>) {
-        match what {
-            Started::Attach { label, out } => eprintln!(
-                "Recording {label} to {}{}; press {} to stop",
-                out.display(),
-                self.duration
-                    .map(|d| format!(" for {:.1} s", d.as_secs_f64()))
-                    .unwrap_or_default(),
-                if self.interactive {
-                    "Enter or Ctrl+C"
-                } else {
-                    "Ctrl+C"
-                }
-            ),
-            Started::Launch {
-                program: _,
-                name,
-                pid,
-                out,
-            } => {
-                self.launched = true;
-                eprintln!(
-                    "Recording {name} (pid {pid}) from its start to {}",
-                    out.display()
-                );
-            }
-        }
+        self.launched = matches!(what, Started::Launch { .. });
+        eprintln!("{}", started_line(&what, self.duration, self.interactive));
     }
 
     fn progress(&mut self, p: &Progress) {
@@ -477,7 +313,7 @@ pub(crate) fn execute(
             &target,
             config,
             super::record_dumps::say_dumps(),
-            &mut say_kernel,
+            &mut |n| eprintln!("{}", kernel_line(&n)),
         )
         .map_err(collect_error)?;
     let spec = RunSpec {
@@ -498,8 +334,9 @@ pub(crate) fn execute(
     console.status.finish();
     let dumped = extras.finish();
     let outcome = outcome.map_err(collect_error)?;
-    report(&outcome.summary);
-    report_extras(&outcome.summary, extras.triggers.as_ref());
+    for line in closing_lines(&outcome.summary, extras.triggers.as_ref()) {
+        eprintln!("{line}");
+    }
     super::record_dumps::report(&dumped);
     if let Some(c) = &extras.crash {
         super::record_dumps::report_crashes(c, Some(outcome.summary.file()));
@@ -524,53 +361,4 @@ pub(crate) fn execute(
         summary: outcome.summary,
         exit,
     })
-}
-
-/// What became of `--sampler kernel`, in one line.
-fn say_kernel(n: KernelNote) {
-    match n {
-        KernelNote::AtStart(rate) => eprintln!("CPU samples from the kernel at {rate} Hz per thread on a CPU, from when the program's runtime starts (the runtime's sampler is off: nothing is suspended)."),
-        KernelNote::On(rate) => eprintln!("CPU samples from the kernel at {rate} Hz per thread on a CPU (the runtime's sampler is off: nothing is suspended)."),
-        KernelNote::Refused(e) => eprintln!("{e}; recording with the runtime's sampler instead."),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn summary(events: Option<u64>) -> Summary {
-        Summary {
-            path: Some("app.nettrace".into()),
-            bytes: 1234,
-            events,
-            dropped_events: events.map(|_| 0),
-            tap_lost: None,
-            reason: StopReason::TargetEnded,
-            trigger: None,
-            fired: None,
-            ring: None,
-            complete: true,
-            elapsed: Duration::from_millis(2500),
-            command_version: 2,
-            degraded: Vec::new(),
-            notes: Vec::new(),
-            spliced_events: 0,
-            closed_by_clrspy: None,
-        }
-    }
-
-    #[test]
-    fn the_closing_line_says_when_events_were_not_counted() {
-        assert_eq!(
-            wrote_line(&summary(Some(42)), "it exited"),
-            "Wrote 1234 bytes to app.nettrace, 42 events in 2.5 s (it exited)."
-        );
-        let line = wrote_line(&summary(None), "it exited");
-        assert!(line.starts_with("Wrote 1234 bytes to app.nettrace in 2.5 s (it exited). Events not counted: clrspy's live event reader stopped"), "{line}");
-        assert!(
-            line.contains("`clrspy info app.nettrace` counts them"),
-            "{line}"
-        );
-    }
 }
