@@ -5,8 +5,6 @@
 use clrspy_sampler::Sampler;
 use diagnostics_client::SessionConfig;
 
-use crate::session::LiveFeeds;
-
 /// Opens the kernel sampler on every thread of `pid` at `rate_hz` and takes the runtime's
 /// sample profiler out of `config`; on an error `config` is left as it was (the caller says
 /// the error, whose text tells how to allow the kernel sampler, and records as before).
@@ -22,20 +20,21 @@ pub fn use_kernel_sampler(
     Ok(sampler)
 }
 
-/// For a session about to start on `pid`: when `live` asks for the kernel sampler
-/// ([`LiveFeeds::kernel_rate`]) and holds none yet, opens it into `live` and returns `config`
-/// without the runtime's sampler; else `config` as it is. A refusal comes back in words, for
-/// the recording's [`Summary::notes`](crate::Summary::notes).
+/// For a session about to start on `pid`: when the kernel sampler is asked for (`rate`, Hz)
+/// and `sampler` holds none yet, opens it into `sampler` and returns `config` without the
+/// runtime's sampler; else `config` as it is. A refusal comes back in words, for the
+/// recording's [`Summary::notes`](crate::Summary::notes).
 pub(crate) fn open_asked(
     pid: u32,
     config: &SessionConfig,
-    live: &mut LiveFeeds<'_>,
+    rate: Option<u32>,
+    sampler: &mut Option<Sampler>,
 ) -> (SessionConfig, Option<String>) {
     let mut config = config.clone();
-    let refused = match (live.kernel_rate, &live.kernel_sampler) {
-        (Some(rate), None) => match use_kernel_sampler(pid, rate, &mut config) {
+    let refused = match (rate, sampler.is_some()) {
+        (Some(rate), false) => match use_kernel_sampler(pid, rate, &mut config) {
             Ok(s) => {
-                live.kernel_sampler = Some(s);
+                *sampler = Some(s);
                 None
             }
             Err(e) => Some(format!("{e}; recorded with the runtime's sampler")),

@@ -346,7 +346,12 @@ fn record_child(
         .filter(|&p| diagnostics_client::procfs::alive(p))
         .unwrap_or(child.id());
     // The kernel's sampler, asked for: opened on the runtime held at its start.
-    let (config, refused) = crate::kernel::open_asked(runtime_pid, rec.config, &mut live);
+    let (config, refused) = crate::kernel::open_asked(
+        runtime_pid,
+        rec.config,
+        live.kernel_rate,
+        &mut live.kernel_sampler,
+    );
     let rec = Recording {
         config: &config,
         ..rec.clone()

@@ -99,7 +99,12 @@ pub fn record_live(
         .out
         .map(|p| open_output(p, rec.ring, rec.config))
         .transpose()?;
-    let (config, refused) = crate::kernel::open_asked(endpoint.pid, rec.config, &mut live);
+    let (config, refused) = crate::kernel::open_asked(
+        endpoint.pid,
+        rec.config,
+        live.kernel_rate,
+        &mut live.kernel_sampler,
+    );
     let rec = Recording {
         config: &config,
         ..rec.clone()
@@ -127,7 +132,8 @@ pub fn record_via(
         .out
         .map(|p| open_output(p, rec.ring, rec.config))
         .transpose()?;
-    let (config, refused) = crate::kernel::open_asked(pid, rec.config, &mut live);
+    let (config, refused) =
+        crate::kernel::open_asked(pid, rec.config, live.kernel_rate, &mut live.kernel_sampler);
     let rec = Recording {
         config: &config,
         ..rec.clone()

@@ -229,7 +229,12 @@ fn record_runtime(
             kernel_rate: setup.kernel_rate,
             ..LiveFeeds::default()
         };
-        let (config, refused) = crate::kernel::open_asked(pid, &setup.config, &mut live);
+        let (config, refused) = crate::kernel::open_asked(
+            pid,
+            &setup.config,
+            live.kernel_rate,
+            &mut live.kernel_sampler,
+        );
         let session = match start_session(port.as_ref(), &config, COMMAND_TIMEOUT) {
             Ok(s) => s,
             Err(e) => {

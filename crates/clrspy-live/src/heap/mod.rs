@@ -104,6 +104,37 @@ pub enum HeapSnapError {
     },
 }
 
+/// The line said before a snapshot of `label`: what it does to the process, the size of its
+/// heap (`resident` memory, when known) and the timeout.
+pub fn notice(label: &str, resident: Option<u64>, timeout: Duration) -> String {
+    let size = resident
+        .map(|b| format!("; its resident memory is {:.0} MB", b as f64 / 1048576.0))
+        .unwrap_or_default();
+    format!(
+        "Taking a heap snapshot of {label}: the runtime runs a full, blocking GC (the process pauses while the heap is walked{size}); timeout {:.0} s.",
+        timeout.as_secs_f64()
+    )
+}
+
+impl SnapEvent {
+    /// The warning or note the event is worth saying, if any (progress is not).
+    pub fn line(&self) -> Option<String> {
+        match *self {
+            SnapEvent::Incomplete { timeout, objects } => Some(format!(
+                "warning: the heap dump did not complete on the live stream within {:.0} s ({objects} objects seen); checking the trace",
+                timeout.as_secs_f64()
+            )),
+            SnapEvent::Unresolved { edges, roots } => Some(unresolved_line(edges, roots)),
+            SnapEvent::Recording { .. } | SnapEvent::Recorded => None,
+        }
+    }
+}
+
+/// The note on references and roots that named no object of the dump.
+pub fn unresolved_line(edges: u64, roots: u64) -> String {
+    format!("note: {edges} references and {roots} roots named addresses that are no object of the dump (left out, as other readers do)")
+}
+
 /// What a snapshot under way reports, in order.
 #[derive(Clone, Copy, Debug)]
 pub enum SnapEvent {

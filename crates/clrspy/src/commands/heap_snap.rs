@@ -27,13 +27,7 @@ pub fn stop_signal() -> &'static StopSignal {
 /// memory) and asks or refuses as [`consent`] decides.
 pub fn announce(label: &str, pid: u32, timeout: Duration, yes: bool) -> CliResult<()> {
     let resident = diagnostics_client::procfs::resident_bytes(pid);
-    let size = resident
-        .map(|b| format!("; its resident memory is {:.0} MB", b as f64 / 1048576.0))
-        .unwrap_or_default();
-    eprintln!(
-        "Taking a heap snapshot of {label}: the runtime runs a full, blocking GC (the process pauses while the heap is walked{size}); timeout {:.0} s.",
-        timeout.as_secs_f64()
-    );
+    eprintln!("{}", heap::notice(label, resident, timeout));
     let gb = resident.unwrap_or(0) as f64 / (1u64 << 30) as f64;
     match consent(resident, yes, std::io::stdin().is_terminal()) {
         Consent::Proceed => Ok(()),
@@ -72,32 +66,14 @@ pub fn take(
 pub(super) fn progress_printer() -> impl FnMut(SnapEvent) {
     let tty = std::io::stderr().is_terminal();
     let mut last = Instant::now();
-    move |e| {
-        match e {
-        SnapEvent::Recording { objects } => {
-            if tty && last.elapsed() > Duration::from_millis(250) {
-                last = Instant::now();
-                eprint!("\r  {objects} objects so far ...");
-            }
+    move |e| match e {
+        SnapEvent::Recording { objects } if tty && last.elapsed() > Duration::from_millis(250) => {
+            last = Instant::now();
+            eprint!("\r  {objects} objects so far ...");
         }
-        SnapEvent::Recorded => {
-            if tty {
-                eprint!("\r\x1b[K");
-            }
-        }
-        SnapEvent::Incomplete { timeout, objects } => eprintln!(
-            "warning: the heap dump did not complete on the live stream within {:.0} s ({objects} objects seen); checking the trace",
-            timeout.as_secs_f64()
-        ),
-        SnapEvent::Unresolved { edges, roots } => unresolved_note(edges, roots),
+        SnapEvent::Recorded if tty => eprint!("\r\x1b[K"),
+        e => e.line().into_iter().for_each(|l| eprintln!("{l}")),
     }
-    }
-}
-
-fn unresolved_note(edges: u64, roots: u64) {
-    eprintln!(
-        "note: {edges} references and {roots} roots named addresses that are no object of the dump (left out, as other readers do)"
-    );
 }
 
 /// A snapshot's error as the user's.
@@ -127,7 +103,10 @@ pub(super) fn write_dump(dump: &gcdump::HeapDump, out: &Path) -> CliResult<()> {
 pub(super) fn load_trace(path: &Path) -> CliResult<gcdump::HeapDump> {
     let h = heap::read_trace(path).map_err(read_error)?;
     if h.unresolved_roots > 0 || h.unresolved_edges > 0 {
-        unresolved_note(h.unresolved_edges, h.unresolved_roots);
+        eprintln!(
+            "{}",
+            heap::unresolved_line(h.unresolved_edges, h.unresolved_roots)
+        );
     }
     Ok(h.dump)
 }
