@@ -123,8 +123,17 @@ pub(crate) fn ported_command(
         use std::os::unix::process::CommandExt;
         command.process_group(0);
     }
-    if stdout == ChildOutput::ToStderr {
-        command.stdout(std::io::stderr());
+    match stdout {
+        ChildOutput::Inherit => {}
+        ChildOutput::ToStderr => {
+            command.stdout(std::io::stderr());
+        }
+        ChildOutput::Null => {
+            command
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+        }
     }
     command
 }
@@ -189,6 +198,9 @@ pub enum ChildOutput {
     /// To clrspy's standard error, so clrspy's standard output carries only what clrspy
     /// prints (JSON a script parses).
     ToStderr,
+    /// Nowhere: its standard input, output and error are `/dev/null` (a full-screen view owns
+    /// the terminal).
+    Null,
 }
 
 /// Options of a launch beyond the recording's.

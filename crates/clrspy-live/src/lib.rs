@@ -24,4 +24,4 @@ mod session;
 
 pub use analysis::LiveAnalysis;
 pub use names::{name_jitted_code, NamesReport};
-pub use session::{refresh, LiveSession, SessionError, SessionSpec};
+pub use session::{refresh, ChildEnd, LiveSession, SessionError, SessionSpec};

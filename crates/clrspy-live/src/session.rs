@@ -1,13 +1,17 @@
 //! A recording run on its own thread, and the refresh loop of a view over a live analysis.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use clrspy_analysis::Analysis;
 use clrspy_collect::{
-    Broadcast, Error, EventConsumer, LiveFeeds, Progress, Recording, StopSignal, Summary,
+    Broadcast, Error, EventConsumer, LaunchOptions, Launched, LiveFeeds, Progress, Recording,
+    StopSignal, Summary,
 };
 use diagnostics_client::{Endpoint, SessionConfig};
 
@@ -41,12 +45,27 @@ pub enum SessionError {
     Abnormal,
 }
 
+/// How a launched program ended, beside its recording's summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChildEnd {
+    /// The child's process id.
+    pub pid: u32,
+    /// How it exited (None when it was still running when clrspy left it).
+    pub status: Option<ExitStatus>,
+    /// True when clrspy ended it (the session stopped before the program did).
+    pub terminated_by_clrspy: bool,
+}
+
+type Outcome = Result<(Summary, Option<ChildEnd>), Error>;
+
 /// A recording running on its own thread.
 pub struct LiveSession {
     stop: Arc<StopSignal>,
     broadcast: Broadcast,
     progress: Arc<Mutex<Progress>>,
-    thread: Option<JoinHandle<Result<Summary, Error>>>,
+    /// The launched child's pid once it started (0 before, and for an attach).
+    child_pid: Arc<AtomicU32>,
+    thread: Option<JoinHandle<Outcome>>,
 }
 
 impl std::fmt::Debug for LiveSession {
@@ -93,13 +112,95 @@ impl LiveSession {
                         *q = *now;
                     }
                 })
+                .map(|s| (s, None))
             })?;
         Ok(LiveSession {
             stop,
             broadcast,
             progress,
+            child_pid: Arc::default(),
             thread: Some(thread),
         })
+    }
+
+    /// Starts `command` (program and arguments) held at its first instruction, records `spec`
+    /// from there feeding `consumers`, and ends with the program (or asks it to end when the
+    /// session is stopped first). `opts` says where its output goes. An empty command fails
+    /// at [`LiveSession::join`].
+    pub fn launch(
+        command: Vec<OsString>,
+        spec: SessionSpec,
+        consumers: Vec<Box<dyn EventConsumer>>,
+        opts: LaunchOptions,
+    ) -> std::io::Result<LiveSession> {
+        let stop = Arc::new(StopSignal::new());
+        let broadcast = Broadcast::new();
+        let progress = Arc::new(Mutex::new(Progress::default()));
+        let child_pid = Arc::new(AtomicU32::new(0));
+        let (s, b, p, c) = (
+            stop.clone(),
+            broadcast.clone(),
+            progress.clone(),
+            child_pid.clone(),
+        );
+        let thread = std::thread::Builder::new()
+            .name("clrspy-live-session".into())
+            .spawn(move || {
+                let Some((program, args)) = command.split_first() else {
+                    return Err(Error::Spawn {
+                        program: PathBuf::new(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            "no command to start",
+                        ),
+                    });
+                };
+                let rec = Recording {
+                    config: &spec.config,
+                    out: spec.out.as_deref(),
+                    duration: spec.duration,
+                    stop: &s,
+                    thread_cpu: spec.thread_cpu,
+                    ring: None,
+                };
+                let live = LiveFeeds {
+                    consumers,
+                    broadcast: Some(b),
+                    lossless: spec.lossless,
+                    ..LiveFeeds::default()
+                };
+                let l: Launched = clrspy_collect::launch_live(
+                    program,
+                    args,
+                    &rec,
+                    opts,
+                    live,
+                    &mut |pid| c.store(pid, Ordering::Relaxed),
+                    &mut |now| {
+                        if let Ok(mut q) = p.lock() {
+                            *q = *now;
+                        }
+                    },
+                )?;
+                let end = ChildEnd {
+                    pid: l.pid,
+                    status: l.status,
+                    terminated_by_clrspy: l.terminated_by_clrspy,
+                };
+                Ok((l.summary, Some(end)))
+            })?;
+        Ok(LiveSession {
+            stop,
+            broadcast,
+            progress,
+            child_pid,
+            thread: Some(thread),
+        })
+    }
+
+    /// The launched program's pid once it started (None for an attach, or before).
+    pub fn child_pid(&self) -> Option<u32> {
+        Some(self.child_pid.load(Ordering::Relaxed)).filter(|&p| p != 0)
     }
 
     /// Where views join and leave this session.
@@ -123,7 +224,12 @@ impl LiveSession {
     }
 
     /// Waits for the recording to end; what it wrote, or why it failed.
-    pub fn join(mut self) -> Result<Summary, SessionError> {
+    pub fn join(self) -> Result<Summary, SessionError> {
+        self.join_child().map(|(s, _)| s)
+    }
+
+    /// [`LiveSession::join`], with how the launched program ended (None for an attach).
+    pub fn join_child(mut self) -> Result<(Summary, Option<ChildEnd>), SessionError> {
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => Ok(r?),
             _ => Err(SessionError::Abnormal),
