@@ -1,0 +1,1 @@
+//! `clrspy counters`: to be written.

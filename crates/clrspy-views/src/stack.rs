@@ -1,0 +1,1 @@
+//! `clrspy stack`: to be written.

@@ -1,0 +1,1 @@
+//! `clrspy top`: to be written.
