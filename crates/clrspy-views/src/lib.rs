@@ -13,3 +13,122 @@
 pub mod counters;
 pub mod stack;
 pub mod top;
+
+use std::ffi::OsString;
+
+use clrspy_collect::Resolved;
+
+/// Why a view failed: one line for the user, hints, and clrspy's exit code (2 for a wrong
+/// command line, 1 otherwise).
+#[derive(Debug)]
+pub struct Failure {
+    /// The message.
+    pub message: String,
+    /// Hint lines printed after it.
+    pub hints: Vec<String>,
+    /// The exit code.
+    pub code: u8,
+}
+
+impl Failure {
+    /// A failure with exit code 1.
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            hints: Vec::new(),
+            code: 1,
+        }
+    }
+
+    /// A wrong command line (exit code 2).
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure {
+            code: 2,
+            ..Failure::new(message)
+        }
+    }
+
+    /// Adds a hint line.
+    pub fn hint(mut self, hint: impl Into<String>) -> Failure {
+        self.hints.push(hint.into());
+        self
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::new(format!("writing output: {e}"))
+    }
+}
+
+impl From<clrspy_live::SessionError> for Failure {
+    fn from(e: clrspy_live::SessionError) -> Failure {
+        Failure::new(e.to_string())
+    }
+}
+
+impl From<clrspy_collect::Error> for Failure {
+    fn from(e: clrspy_collect::Error) -> Failure {
+        let hint = match e.kind() {
+            clrspy_collect::ErrorKind::PermissionDenied => {
+                Some("run clrspy as the same user as the target process, or as root")
+            }
+            _ => None,
+        };
+        let f = Failure::new(e.to_string());
+        match hint {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
+/// The process a live view watches: `-p PID`, `-n NAME`, or a program started for it after
+/// `--` (watched from its first instruction).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TargetArgs {
+    /// The process, by id.
+    #[arg(short = 'p', long = "process-id", visible_alias = "pid", value_name = "PID", conflicts_with_all = ["name", "command"])]
+    pub process_id: Option<u32>,
+    /// The process, by name (entry assembly or executable).
+    #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
+    pub name: Option<String>,
+    /// The program to start and watch from its first instruction, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+impl TargetArgs {
+    /// The endpoint to attach to, or the command line to launch; `what` names the command in
+    /// the error when no target was given.
+    pub fn resolve(&self, what: &str) -> Result<Resolved, Failure> {
+        if self.process_id.is_none() && self.name.is_none() && self.command.is_empty() {
+            return Err(Failure::usage(format!(
+                "{what} needs a process: -p PID, -n NAME, or -- COMMAND"
+            )));
+        }
+        clrspy_collect::Target::from_args(self.process_id, self.name.as_deref(), &self.command)
+            .resolve()
+            .map_err(|e| {
+                let hint = matches!(
+                    e,
+                    clrspy_collect::Error::NoMatch { .. }
+                        | clrspy_collect::Error::NoEndpoint { .. }
+                );
+                let f = Failure::from(e);
+                if hint {
+                    f.hint("`clrspy ps` lists the .NET processes clrspy can see")
+                } else {
+                    f
+                }
+            })
+    }
+}

@@ -75,6 +75,13 @@ impl From<io::Error> for CliError {
     }
 }
 
+impl From<clrspy_views::Failure> for CliError {
+    fn from(f: clrspy_views::Failure) -> CliError {
+        let e = CliError::new(f.message).code(f.code);
+        f.hints.into_iter().fold(e, CliError::hint)
+    }
+}
+
 /// True for a closed pipe (`clrspy events t | head`): not an error for the user.
 pub fn is_broken_pipe(e: &CliError) -> bool {
     e.io_kind == Some(io::ErrorKind::BrokenPipe)
