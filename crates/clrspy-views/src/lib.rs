@@ -91,8 +91,8 @@ impl From<clrspy_collect::Error> for Failure {
     }
 }
 
-/// The process a live view watches: `-p PID`, `-n NAME`, or a program started for it after
-/// `--` (watched from its first instruction).
+/// The process a command traces or watches: `-p PID`, `-n NAME`, or a program started for it
+/// after `--` (traced from its first instruction). Shared by every command that takes one.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct TargetArgs {
     /// The process, by id.
@@ -101,20 +101,28 @@ pub struct TargetArgs {
     /// The process, by name (entry assembly or executable).
     #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
     pub name: Option<String>,
-    /// The program to start and watch from its first instruction, after `--`.
+    /// The program to start and trace from its first instruction, after `--`; it keeps the
+    /// terminal, and clrspy exits with its exit code.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }
 
 impl TargetArgs {
-    /// The endpoint to attach to, or the command line to launch; `what` names the command in
-    /// the error when no target was given.
-    pub fn resolve(&self, what: &str) -> Result<Resolved, Failure> {
-        if self.process_id.is_none() && self.name.is_none() && self.command.is_empty() {
-            return Err(Failure::usage(format!(
-                "{what} needs a process: -p PID, -n NAME, or -- COMMAND"
-            )));
+    /// Checks that the command `verb` was told which process.
+    pub fn require(&self, verb: &str) -> Result<(), Failure> {
+        if self.process_id.is_some() || self.name.is_some() || !self.command.is_empty() {
+            return Ok(());
         }
+        Err(Failure::usage(format!(
+            "which process? give -p PID, -n NAME, or -- COMMAND [ARGS] to start one, e.g. `clrspy {verb} -- dotnet app.dll`"
+        ))
+        .hint("`clrspy ps` lists the .NET processes running now"))
+    }
+
+    /// The endpoint to attach to, or the command line to launch; `verb` names the command in
+    /// the error when no target was given.
+    pub fn resolve(&self, verb: &str) -> Result<Resolved, Failure> {
+        self.require(verb)?;
         clrspy_collect::Target::from_args(self.process_id, self.name.as_deref(), &self.command)
             .resolve()
             .map_err(|e| {

@@ -7,6 +7,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use clrspy_export::{Format, Metric, ReportKind};
 use clrspy_values::NamePattern;
+pub use clrspy_views::TargetArgs;
 
 /// A value parser for one of the registries' enums (formats, reports, metrics): the names
 /// and descriptions come from the registry, so `--help` lists exactly what exists.
@@ -100,28 +101,6 @@ fn trace_point(s: &str) -> Result<TracePoint, String> {
         text: s.to_string(),
         ns: i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
     })
-}
-
-/// The process a command traces: `-p PID`, `-n NAME` or `-- COMMAND [ARGS]`.
-#[derive(Debug, Args)]
-pub struct TargetArgs {
-    /// The process, by id.
-    #[arg(short = 'p', long = "process-id", visible_alias = "pid", value_name = "PID", conflicts_with_all = ["name", "command"])]
-    pub process_id: Option<u32>,
-    /// The process, by name (entry assembly or executable).
-    #[arg(short = 'n', long, value_name = "NAME", conflicts_with = "command")]
-    pub name: Option<String>,
-    /// The program to start and trace from its first instruction, after `--`; it keeps the
-    /// terminal, and clrspy exits with its exit code.
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<std::ffi::OsString>,
-}
-
-impl TargetArgs {
-    /// Checks that the command was told which process (see [`require_target`]).
-    pub fn require(&self, verb: &str) -> Result<(), crate::output::CliError> {
-        require_target(verb, self.process_id, &self.name, &self.command)
-    }
 }
 
 /// Profile and diagnose .NET applications: read and report EventPipe traces.
@@ -346,23 +325,6 @@ pub struct RepairArgs {
     /// Write what was kept and lost as one JSON object.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Checks that a command that traces was told which process: `-p`, `-n` or `-- COMMAND`.
-pub fn require_target(
-    verb: &str,
-    pid: Option<u32>,
-    name: &Option<String>,
-    command: &[std::ffi::OsString],
-) -> Result<(), crate::output::CliError> {
-    if pid.is_some() || name.is_some() || !command.is_empty() {
-        return Ok(());
-    }
-    Err(crate::output::CliError::new(format!(
-        "which process? give -p PID, -n NAME, or -- COMMAND [ARGS] to start one, e.g. `clrspy {verb} -- dotnet app.dll`"
-    ))
-    .hint("`clrspy ps` lists the .NET processes running now")
-    .code(2))
 }
 
 /// `clrspy profile`.
