@@ -198,7 +198,14 @@ pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
     }
 }
 
-struct FileLock(std::fs::File);
+pub struct FileLock(std::fs::File);
+
+/// The lock every build of a test app takes (`target/testapps/.build.lock`).
+pub fn build_lock() -> FileLock {
+    let base = repo().join("target/testapps");
+    std::fs::create_dir_all(&base).unwrap();
+    FileLock::acquire(&base.join(".build.lock"))
+}
 
 /// The tests' machine lock, held while a test records something whose amounts of CPU time or
 /// samples it checks: such tests take turns, in this test binary and in any other on this

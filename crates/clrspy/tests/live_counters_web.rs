@@ -1,0 +1,256 @@
+//! `clrspy counters` on the `dotnet new web` template under `ab` load: the hosting meter's
+//! `http.server.request.duration` histogram counts every request `ab` made (no interval lost or
+//! doubled), its rate over the intervals inside the load matches `ab`'s own rate within 5%, and
+//! `counters monitor` under tmux shows the request duration.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{clrspy_command, live, repo, run_bounded, Running};
+use serde_json::Value;
+
+/// The `dotnet new web` template, made and built once per test run (offline: the SDK has it).
+fn template_web() -> &'static Path {
+    static DLL: OnceLock<PathBuf> = OnceLock::new();
+    DLL.get_or_init(|| {
+        let base = repo().join("target/testapps");
+        std::fs::create_dir_all(&base).unwrap();
+        let _guard = common::build_lock();
+        let src = base.join("TemplateWeb-src");
+        let out = base.join("TemplateWeb");
+        let env = [("DOTNET_CLI_TELEMETRY_OPTOUT", "1"), ("DOTNET_NOLOGO", "1")];
+        if !src.join("TemplateWeb.csproj").exists() {
+            let ok = Command::new("dotnet")
+                .args(["new", "web", "--force", "-n", "TemplateWeb", "-o"])
+                .arg(&src)
+                .envs(env)
+                .stdout(Stdio::null())
+                .status()
+                .expect("run dotnet new web");
+            assert!(ok.success(), "dotnet new web failed");
+        }
+        let ok = Command::new("dotnet")
+            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .envs(env)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run dotnet build");
+        assert!(ok.success(), "dotnet build of the web template failed");
+        out.join("TemplateWeb.dll")
+    })
+}
+
+/// Starts the template on a free loopback port; waits until it accepts connections.
+fn start_template() -> (Running, u16) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("dotnet")
+        .arg(template_web())
+        .args(["--urls", &format!("http://127.0.0.1:{port}")])
+        .env("ASPNETCORE_ENVIRONMENT", "Production")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the web template");
+    let pid = child.id();
+    let until = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "the web template did not listen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (Running(child, pid), port)
+}
+
+/// `ab`'s completed requests and requests per second.
+fn ab_run(url: &str, seconds: u32) -> (u64, f64) {
+    let out = Command::new("/usr/bin/ab")
+        .args([
+            "-q",
+            "-t",
+            &seconds.to_string(),
+            "-n",
+            "5000000",
+            "-c",
+            "4",
+            "-s",
+            "10",
+            url,
+        ])
+        .output()
+        .expect("run ab");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("ab printed no {name}: {text}"))
+    };
+    let failed = field("Failed requests:");
+    assert_eq!(failed, 0.0, "{text}");
+    (
+        field("Complete requests:") as u64,
+        field("Requests per second:"),
+    )
+}
+
+fn utc(v: &Value) -> f64 {
+    let s = v.as_str().expect("a timestamp string");
+    // RFC 3339 UTC: 2026-11-27T09:01:02.345Z — seconds of the day are enough here.
+    let t = s.split('T').nth(1).expect("a time").trim_end_matches('Z');
+    let mut parts = t.split(':');
+    let h: f64 = parts.next().unwrap().parse().unwrap();
+    let m: f64 = parts.next().unwrap().parse().unwrap();
+    let sec: f64 = parts.next().unwrap().parse().unwrap();
+    h * 3600.0 + m * 60.0 + sec
+}
+
+#[test]
+fn hosting_meter_counts_every_request_of_ab() {
+    if !live() {
+        return;
+    }
+    let (web, port) = start_template();
+    let url = format!("http://127.0.0.1:{port}/");
+    // Warm up before the collection starts: these requests are not counted.
+    let _ = ab_run(&url, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("web.jsonl");
+    let mut c = clrspy_command();
+    c.args(["counters", "collect", "-p", &web.1.to_string()])
+        .args([
+            "--counters",
+            "Microsoft.AspNetCore.Hosting",
+            "--format",
+            "jsonl",
+        ])
+        .args(["--refresh-interval", "1", "--duration", "16s", "-o"])
+        .arg(&out);
+    let collector = std::thread::spawn(move || {
+        let r = run_bounded(c, Path::new("."), Duration::from_secs(90));
+        assert!(r.status.is_some_and(|s| s.success()), "{}", r.stderr);
+    });
+    // The session is open (its first interval arrived) before the load starts.
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&out).map_or(true, |t| t.is_empty()) {
+        assert!(Instant::now() < until, "no interval arrived");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let load_start = Instant::now();
+    let (done, ab_rps) = ab_run(&url, 8);
+    let load_secs = load_start.elapsed().as_secs_f64();
+    collector.join().unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    // Per interval: the requests the histogram counted (summed over its series: route,
+    // method, status code) and the interval's length.
+    let mut intervals: Vec<(f64, f64, f64)> = Vec::new();
+    for line in text.lines() {
+        let row: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if row["name"] != "http.server.request.duration" {
+            continue;
+        }
+        assert_eq!(row["kind"], "histogram", "{line}");
+        assert_eq!(row["provider"], "Microsoft.AspNetCore.Hosting", "{line}");
+        assert!(row["tags"].is_object(), "{line}");
+        let (s, e) = (utc(&row["interval_start"]), utc(&row["interval_end"]));
+        let n = row["value"]["count"].as_f64().unwrap();
+        match intervals.iter_mut().find(|i| i.0 == s) {
+            Some(i) => {
+                assert_eq!(i.1, e, "one interval, one end: {line}");
+                i.2 += n;
+            }
+            None => intervals.push((s, e, n)),
+        }
+    }
+    let counted: f64 = intervals.iter().map(|i| i.2).sum();
+    assert_eq!(
+        counted as u64, done,
+        "the histogram counted {counted} requests, ab made {done}: {intervals:?}"
+    );
+    intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for w in intervals.windows(2) {
+        assert!(w[0].1 <= w[1].0 + 1e-3, "overlapping intervals: {w:?}");
+    }
+    // The rate over the intervals in the middle of the load (the first and last are partly
+    // outside it) against ab's own.
+    let busy: Vec<_> = intervals.iter().filter(|i| i.2 > 0.0).collect();
+    assert!(busy.len() >= 5, "{intervals:?} over {load_secs:.1} s");
+    let inner = &busy[1..busy.len() - 1];
+    let (n, secs) = inner
+        .iter()
+        .fold((0.0, 0.0), |(n, t), i| (n + i.2, t + (i.1 - i.0)));
+    let rate = n / secs;
+    assert!(
+        (rate / ab_rps - 1.0).abs() <= 0.05,
+        "counters say {rate:.0} requests/s, ab {ab_rps:.0}: {intervals:?}"
+    );
+    drop(web);
+}
+
+#[test]
+fn monitor_shows_the_request_duration_under_tmux() {
+    if !live() {
+        return;
+    }
+    assert!(
+        Path::new("/usr/bin/tmux").exists(),
+        "this test drives `counters monitor` in tmux: apt-get install tmux"
+    );
+    let (web, port) = start_template();
+    let url = format!("http://127.0.0.1:{port}/");
+    let load = std::thread::spawn(move || ab_run(&url, 12));
+    let session = format!("clrspy-counters-{}", std::process::id());
+    let bin = assert_cmd::cargo::cargo_bin("clrspy");
+    let cmd = format!(
+        "{} counters monitor -p {} --counters Microsoft.AspNetCore.Hosting --duration 20s",
+        bin.display(),
+        web.1
+    );
+    let tmux = |args: &[&str]| {
+        Command::new("/usr/bin/tmux")
+            .args(args)
+            .output()
+            .expect("run tmux")
+    };
+    let ok = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &cmd,
+    ]);
+    assert!(ok.status.success(), "{ok:?}");
+    let until = Instant::now() + Duration::from_secs(15);
+    let mut pane = String::new();
+    while Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(500));
+        pane = String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &session]).stdout)
+            .into_owned();
+        if pane.contains("http.server.request.duration") && pane.contains("p95") {
+            break;
+        }
+    }
+    let _ = tmux(&["kill-session", "-t", &session]);
+    let _ = load.join();
+    assert!(
+        pane.contains("http.server.request.duration"),
+        "the monitor did not show the hosting meter:\n{pane}"
+    );
+    assert!(pane.lines().count() <= 24, "{pane}");
+    assert!(pane.lines().all(|l| l.chars().count() <= 80), "{pane}");
+    drop(web);
+}
