@@ -25,12 +25,12 @@ pub use doc::{json_schema, EXAMPLE_JSON, EXAMPLE_TOML};
 pub use facts::{uid_of, ProcessFacts};
 pub use log::{Decision, DecisionKind, DecisionLog};
 pub use model::{
-    ContainerMatch, DumpAction, HeapAction, Limits, Match, Rule, RulesFile, SamplerKind,
-    TraceAction, DEFAULT_DISK_MB, DEFAULT_HEAP_TIMEOUT,
+    ContainerMatch, CountersAction, CountersFormat, DumpAction, HeapAction, Limits, Match, Rule,
+    RulesFile, SamplerKind, TraceAction, DEFAULT_DISK_MB, DEFAULT_HEAP_TIMEOUT,
 };
 pub use parse::{Diagnostic, LoadError, RuleSet, Syntax};
 pub use summary::mistakes_json;
 pub use values::{
-    parse_duration, Compression, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText,
-    RuleName, UserSpec,
+    parse_duration, Compression, CounterSpecText, Delay, DumpKind, Dur, Glob, Pattern, ProfileName,
+    ProviderText, RuleName, UserSpec,
 };

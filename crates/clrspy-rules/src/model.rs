@@ -9,7 +9,8 @@ use serde::Deserialize;
 use clrspy_collect::trigger::TriggerSpec;
 
 use crate::values::{
-    Compression, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText, RuleName, UserSpec,
+    Compression, CounterSpecText, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText,
+    RuleName, UserSpec,
 };
 
 /// A rules file: which .NET processes get which treatment.
@@ -38,6 +39,8 @@ pub struct Rule {
     pub dump: Option<DumpAction>,
     /// Take a heap snapshot (`.gcdump`).
     pub heap: Option<HeapAction>,
+    /// Collect counters and metrics to a file while the process runs.
+    pub counters: Option<CountersAction>,
     /// The .NET processes started by a process it matched (at any depth) get its actions too.
     pub children: bool,
     /// How much it may do.
@@ -68,6 +71,11 @@ struct RawRule {
     /// matches it. It forces a full, blocking GC in the process.
     #[serde(default)]
     heap: Option<HeapAction>,
+    /// Collect counters and metrics (EventCounters and System.Diagnostics.Metrics meters, as
+    /// `clrspy counters collect` does) to a file while the process runs, within the rule's
+    /// `disk_mb`.
+    #[serde(default)]
+    counters: Option<CountersAction>,
     /// Also every .NET process started by a process this rule matches, directly or through
     /// other processes (a shell script, a build tool): each gets the rule's actions and files
     /// of its own, and counts against `max_actions` like any matched process. The process
@@ -91,9 +99,18 @@ impl TryFrom<RawRule> for Rule {
                 "rule \"{name}\": \"match\" has no condition; write {{ \"name\": \"*\" }} to mean every .NET process"
             ));
         }
-        if r.trace.is_none() && r.dump.is_none() && r.heap.is_none() {
+        if r.trace.is_none() && r.dump.is_none() && r.heap.is_none() && r.counters.is_none() {
             mistakes.push(format!(
-                "rule \"{name}\" has no action: give it \"trace\", \"dump\" or \"heap\" (or several)"
+                "rule \"{name}\" has no action: give it \"trace\", \"dump\", \"heap\" or \"counters\" (or several)"
+            ));
+        }
+        if r.counters
+            .as_ref()
+            .and_then(|c| c.refresh_interval)
+            .is_some_and(|d| d.0 < std::time::Duration::from_millis(100))
+        {
+            mistakes.push(format!(
+                "rule \"{name}\": the counters' \"refresh_interval\" must be at least 100ms"
             ));
         }
         if let Some(t) = &r.trace {
@@ -167,6 +184,7 @@ impl TryFrom<RawRule> for Rule {
             trace: r.trace,
             dump: r.dump,
             heap: r.heap,
+            counters: r.counters,
             children: r.children,
             limits: r.limits,
         })
@@ -337,6 +355,52 @@ pub struct HeapAction {
     /// Give up when the snapshot has not completed after this long (30s when not given).
     #[serde(default)]
     pub timeout: Option<Dur>,
+}
+
+/// Collect counters and metrics of each process the rule matches into
+/// `<process>_<pid>_<stamp>.counters.<format>` in the rule's folder, from the match until the
+/// process ends (or watch stops, or the file alone outgrows the rule's `disk_mb`).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CountersAction {
+    /// Which counters, in dotnet-counters' syntax: providers and meters separated by commas,
+    /// each optionally with its counters in brackets —
+    /// `"System.Runtime,Microsoft.AspNetCore.Hosting[http.server.request.duration]"`;
+    /// `EventCounters\\System.Runtime` asks for the old EventCounters. System.Runtime when not
+    /// given.
+    #[serde(default)]
+    pub counters: Option<CounterSpecText>,
+    /// How often the runtime publishes them (1s when not given; at least 100ms).
+    #[serde(default)]
+    pub refresh_interval: Option<Dur>,
+    /// The file's format: `jsonl` (one JSON object per value, the default), `csv` or
+    /// `prometheus` (text exposition, one block per interval).
+    #[serde(default)]
+    pub format: CountersFormat,
+}
+
+/// The format of a counters action's file.
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CountersFormat {
+    /// JSON Lines.
+    #[default]
+    Jsonl,
+    /// CSV with a header.
+    Csv,
+    /// Prometheus' text exposition format.
+    Prometheus,
+}
+
+impl CountersFormat {
+    /// The file's extension after `.counters`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            CountersFormat::Jsonl => "jsonl",
+            CountersFormat::Csv => "csv",
+            CountersFormat::Prometheus => "prom",
+        }
+    }
 }
 
 /// The heap snapshot's timeout when the rule gives none.

@@ -72,6 +72,17 @@ impl Rule {
                 h.timeout().as_secs()
             ));
         }
+        if let Some(c) = &self.counters {
+            let which = c
+                .counters
+                .as_ref()
+                .map_or("System.Runtime", |t| t.0.as_str());
+            let every = c.refresh_interval.map_or(1.0, |d| d.0.as_secs_f64());
+            a.push(format!(
+                "counters ({which}, every {every}s, to .counters.{} while the process runs)",
+                c.format.extension()
+            ));
+        }
         if self.children {
             a.push("the same for every .NET process a matched process starts".into());
         }
@@ -193,6 +204,40 @@ mod tests {
         assert!(RuleSet::parse(bad, Syntax::Json).is_err());
         let schema = crate::json_schema().to_string();
         assert!(schema.contains("HeapAction"), "{schema}");
+    }
+
+    #[test]
+    fn a_counters_action_alone_is_an_action() {
+        let text = r#"{"rules": [
+            {"name": "a", "match": {"name": "w*"}, "counters": {}},
+            {"name": "b", "match": {"name": "w*"}, "counters": {"format": "csv",
+                "counters": "System.Runtime,Microsoft.AspNetCore.Hosting[http.server.request.duration]",
+                "refresh_interval": "5s"}}
+        ]}"#;
+        let set = RuleSet::parse(text, Syntax::Json).unwrap();
+        assert_eq!(
+            set.rules[0].actions_in_words(),
+            ["counters (System.Runtime, every 1s, to .counters.jsonl while the process runs)"]
+        );
+        assert_eq!(
+            set.rules[1].actions_in_words(),
+            ["counters (System.Runtime,Microsoft.AspNetCore.Hosting[http.server.request.duration], every 5s, to .counters.csv while the process runs)"]
+        );
+        for (bad, says) in [
+            (r#"{"counters": "A,,B"}"#, "empty name"),
+            (r#"{"counters": "A[x"}"#, "not closed"),
+            (r#"{"counters": "[x]"}"#, "provider's name"),
+            (r#"{"refresh_interval": "10ms"}"#, "at least 100ms"),
+            (r#"{"format": "xml"}"#, "unknown variant"),
+        ] {
+            let text = format!(
+                r#"{{"rules": [{{"name": "a", "match": {{"name": "w*"}}, "counters": {bad}}}]}}"#
+            );
+            let e = RuleSet::parse(&text, Syntax::Json).unwrap_err();
+            assert!(e[0].message.contains(says), "{bad}: {}", e[0].message);
+        }
+        let schema = crate::json_schema().to_string();
+        assert!(schema.contains("CountersAction"), "{schema}");
     }
 
     #[test]

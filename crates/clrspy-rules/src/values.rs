@@ -259,6 +259,55 @@ checked_string!(ProviderText, "Provider", {
     "examples": ["Microsoft-Windows-DotNETRuntime:gc+exception:4", "System.Net.Http"]
 });
 
+/// Which counters, in dotnet-counters' `--counters` syntax.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterSpecText(pub String);
+
+impl Checked for CounterSpecText {
+    const EXPECTING: &'static str =
+        "counters such as \"System.Runtime,Microsoft.AspNetCore.Hosting[http.server.request.duration]\"";
+    fn check(s: &str) -> Result<CounterSpecText, String> {
+        counter_spec_syntax(s)
+            .map(|_| CounterSpecText(s.to_string()))
+            .map_err(|e| format!("bad counters \"{s}\": {e}"))
+    }
+}
+
+/// Checks dotnet-counters' syntax: `A,B[x,y],C` — names not empty, brackets closed.
+fn counter_spec_syntax(s: &str) -> Result<(), String> {
+    let mut depth = 0u32;
+    let mut name = String::new();
+    for c in s.chars().chain(std::iter::once(',')) {
+        match c {
+            '[' if depth == 0 && name.trim().is_empty() => {
+                return Err("a counter list needs its provider's name before '['".into())
+            }
+            '[' if depth > 0 => return Err("brackets do not nest".into()),
+            '[' => depth += 1,
+            ']' if depth == 0 => return Err("']' without '['".into()),
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                if name.trim().is_empty() {
+                    return Err("an empty name between commas".into());
+                }
+                name.clear();
+            }
+            _ if depth == 0 => name.push(c),
+            _ => {}
+        }
+    }
+    if depth > 0 {
+        return Err("'[' not closed".into());
+    }
+    Ok(())
+}
+
+checked_string!(CounterSpecText, "CounterSpec", {
+    "type": "string",
+    "description": "Providers and meters separated by commas, each optionally with its counters in brackets (dotnet-counters' syntax); EventCounters\\NAME asks for the old EventCounters of NAME.",
+    "examples": ["System.Runtime", "System.Runtime,Microsoft.AspNetCore.Hosting[http.server.request.duration]"]
+});
+
 /// What a dump holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DumpKind(pub diagnostics_client::DumpType);
