@@ -5,6 +5,10 @@
 use clrspy_sampler::Sampler;
 use diagnostics_client::SessionConfig;
 
+/// Said when the kernel samples in user mode only
+/// ([`Sampler::user_mode_only`]): what is missing and how to allow it.
+pub const USER_MODE_ONLY: &str = "the kernel samples user mode only here (perf_event_paranoid is 2 or more and clrspy lacks CAP_PERFMON): CPU a thread spends in system calls and page faults has no samples; run clrspy as root or with CAP_PERFMON, or set the sysctl kernel.perf_event_paranoid=1, to sample it too";
+
 /// Opens the kernel sampler on every thread of `pid` at `rate_hz` and takes the runtime's
 /// sample profiler out of `config`; on an error `config` is left as it was (the caller says
 /// the error, whose text tells how to allow the kernel sampler, and records as before).
@@ -22,8 +26,8 @@ pub fn use_kernel_sampler(
 
 /// For a session about to start on `pid`: when the kernel sampler is asked for (`rate`, Hz)
 /// and `sampler` holds none yet, opens it into `sampler` and returns `config` without the
-/// runtime's sampler; else `config` as it is. A refusal comes back in words, for the
-/// recording's [`Summary::notes`](crate::Summary::notes).
+/// runtime's sampler; else `config` as it is. A refusal (or samples in user mode only) comes
+/// back in words, for the recording's [`Summary::notes`](crate::Summary::notes).
 pub(crate) fn open_asked(
     pid: u32,
     config: &SessionConfig,
@@ -34,8 +38,9 @@ pub(crate) fn open_asked(
     let refused = match (rate, sampler.is_some()) {
         (Some(rate), false) => match use_kernel_sampler(pid, rate, &mut config) {
             Ok(s) => {
+                let note = s.user_mode_only().then(|| USER_MODE_ONLY.to_string());
                 *sampler = Some(s);
-                None
+                note
             }
             Err(e) => Some(format!("{e}; recorded with the runtime's sampler")),
         },

@@ -45,8 +45,9 @@ pub enum KernelNote {
     /// A launched program: its runtime is sampled from when it connects, held at its start
     /// (a refusal then is one of the summary's notes).
     AtStart(u32),
-    /// CPU samples come from the kernel at this rate.
-    On(u32),
+    /// CPU samples come from the kernel at this rate; true when in user mode only (see
+    /// [`clrspy_collect::kernel::USER_MODE_ONLY`]).
+    On(u32, bool),
     /// The kernel sampler cannot be used here, and why: the runtime's sampler is used.
     Refused(String),
 }
@@ -99,7 +100,7 @@ impl Extras {
                         &mut config,
                     ) {
                         Ok(s) => {
-                            on_kernel(KernelNote::On(rate));
+                            on_kernel(KernelNote::On(rate, s.user_mode_only()));
                             live.kernel_sampler = Some(s);
                         }
                         Err(e) => on_kernel(KernelNote::Refused(e.to_string())),

@@ -142,4 +142,8 @@ impl Sampler {
     pub fn counts(&self) -> Counts {
         Counts::default()
     }
+    /// Never reached off Linux.
+    pub fn user_mode_only(&self) -> bool {
+        false
+    }
 }

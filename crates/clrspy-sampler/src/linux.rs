@@ -77,6 +77,10 @@ pub struct Sampler {
     /// Threads the last [`Sampler::follow_threads`] did not list: ended.
     ended: Vec<u32>,
     counts: Counts,
+    /// Samples are taken in user mode only: the kernel refused samples in kernel mode
+    /// (`perf_event_paranoid` ≥ 2 without CAP_PERFMON), so CPU spent in system calls and
+    /// page faults is not sampled.
+    user_only: bool,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -100,6 +104,7 @@ impl Sampler {
             threads: BTreeMap::new(),
             ended: Vec::new(),
             counts: Counts::default(),
+            user_only: false,
         };
         sampler.follow_threads()?;
         if sampler.threads.is_empty() {
@@ -177,18 +182,42 @@ impl Sampler {
         self.counts
     }
 
-    fn open_thread(&self, tid: u32) -> std::io::Result<Thread> {
+    /// True when the samples are taken in user mode only (the kernel refused kernel-mode
+    /// samples: `perf_event_paranoid` ≥ 2 without CAP_PERFMON): a thread's CPU in system
+    /// calls and page faults then has no samples. Otherwise a sample taken in the kernel
+    /// carries the user stack that entered it (its kernel frames are never collected).
+    pub fn user_mode_only(&self) -> bool {
+        self.user_only
+    }
+
+    /// Opens `tid`'s event: with samples in kernel mode too, unless the kernel refused them
+    /// once (then user mode only from there on).
+    fn open_thread(&mut self, tid: u32) -> std::io::Result<Thread> {
+        if !self.user_only {
+            match self.open_thread_as(tid, false) {
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) => {
+                    self.user_only = true;
+                }
+                r => return r,
+            }
+        }
+        self.open_thread_as(tid, true)
+    }
+
+    fn open_thread_as(&self, tid: u32, user_only: bool) -> std::io::Result<Thread> {
+        // Kernel callchains are never asked for: only the user stack names code.
+        let mut flags =
+            FLAG_EXCLUDE_HV | FLAG_FREQ | FLAG_EXCLUDE_CALLCHAIN_KERNEL | FLAG_USE_CLOCKID;
+        if user_only {
+            flags |= FLAG_EXCLUDE_KERNEL;
+        }
         let attr = PerfEventAttr {
             kind: PERF_TYPE_SOFTWARE,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
             config: PERF_COUNT_SW_CPU_CLOCK,
             sample_freq: u64::from(self.rate_hz),
             sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN,
-            flags: FLAG_EXCLUDE_KERNEL
-                | FLAG_EXCLUDE_HV
-                | FLAG_FREQ
-                | FLAG_EXCLUDE_CALLCHAIN_KERNEL
-                | FLAG_USE_CLOCKID,
+            flags,
             clockid: libc::CLOCK_MONOTONIC,
             ..PerfEventAttr::default()
         };
@@ -323,6 +352,57 @@ mod tests {
         assert!(mine.iter().all(|s| !s.frames.is_empty()));
         assert_eq!(sampler.counts().lost, 0);
         eprintln!("{got} samples, expected {expected:.0} from {cpu_ns} ns CPU");
+    }
+
+    #[test]
+    fn a_thread_busy_in_system_calls_is_sampled_at_its_cpu_time() {
+        if paranoid().is_some_and(|p| p > 2) {
+            eprintln!("perf_event_paranoid > 2: skipped");
+            return;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s2 = stop.clone();
+        // Reading /dev/zero: nearly all of the thread's CPU is the kernel's copy.
+        let busy = std::thread::spawn(move || {
+            // SAFETY: gettid has no memory effects.
+            let tid = unsafe { libc::gettid() } as u32;
+            let mut zero = std::fs::File::open("/dev/zero").unwrap();
+            let mut buf = vec![0u8; 1 << 18];
+            tx.send(tid).unwrap();
+            while !s2.load(Ordering::Relaxed) {
+                std::io::Read::read_exact(&mut zero, &mut buf).unwrap();
+            }
+            thread_cpu_ns(tid)
+        });
+        let tid = rx.recv().unwrap();
+        let mut sampler = Sampler::open(std::process::id(), 999).unwrap();
+        let start_ns = thread_cpu_ns(tid);
+        let mut samples = Vec::new();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(1500) {
+            std::thread::sleep(Duration::from_millis(50));
+            sampler.drain(&mut samples).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let cpu_ns = busy.join().unwrap() - start_ns;
+        sampler.drain(&mut samples).unwrap();
+        let got = samples.iter().filter(|s| s.tid == tid).count() as f64;
+        let expected = cpu_ns as f64 / 1e9 * 999.0;
+        eprintln!(
+            "{got} samples, expected {expected:.0} from {cpu_ns} ns CPU (user mode only: {})",
+            sampler.user_mode_only()
+        );
+        if sampler.user_mode_only() {
+            // Refused in kernel mode: the thread's CPU is mostly unsampled, as said.
+            assert!(got < expected * 0.5, "{got} of {expected:.0}");
+        } else {
+            // CPU readings tick at 100 Hz: allow 15% and a tick or two.
+            assert!(
+                got > expected * 0.85 - 20.0 && got < expected * 1.15 + 20.0,
+                "{got} samples for {cpu_ns} ns of CPU"
+            );
+        }
     }
 
     #[test]

@@ -100,8 +100,10 @@ fn kernel_samples_name_the_hot_method_and_match_the_thread_cpu() {
     let i = info(&trace);
     assert_eq!(i["ended_cleanly"], true, "{i}");
     let kernel = count(&i, "KernelSample");
+    // How many depends on the CPU the burners got: the machine-locked rule below checks the
+    // samples against each thread's CPU; here only that there are samples.
     assert!(
-        kernel > 1000,
+        kernel > 100,
         "{kernel} kernel samples in 3 s of two burners: {i}"
     );
     let runtime = i["per_event"]
