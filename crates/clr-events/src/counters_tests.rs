@@ -12,7 +12,10 @@ fn f(name: &str, v: f64) -> Field {
 fn event_counters(payload: Vec<Field>) -> Vec<Field> {
     vec![Field::new(
         String::new(),
-        Value::Object(vec![Field::new("Payload".to_string(), Value::Object(payload))]),
+        Value::Object(vec![Field::new(
+            "Payload".to_string(),
+            Value::Object(payload),
+        )]),
     )]
 }
 
@@ -63,12 +66,21 @@ fn sum_counter_reads_increment() {
 #[test]
 fn event_counters_without_name_or_value_fail() {
     let e = EventCounter::parse(&event_counters(vec![f("Mean", 1.0)])).unwrap_err();
-    assert!(matches!(e, CounterError::Missing { field: "Payload", .. }));
-    let e = EventCounter::parse(&event_counters(vec![s("Name", "x"), s("CounterType", "Mean")]))
-        .unwrap_err();
+    assert!(matches!(
+        e,
+        CounterError::Missing {
+            field: "Payload",
+            ..
+        }
+    ));
+    let e = EventCounter::parse(&event_counters(vec![
+        s("Name", "x"),
+        s("CounterType", "Mean"),
+    ]))
+    .unwrap_err();
     assert!(matches!(e, CounterError::Missing { field: "Mean", .. }));
-    let e = EventCounter::parse(&event_counters(vec![s("Name", "x"), s("Mean", "abc")]))
-        .unwrap_err();
+    let e =
+        EventCounter::parse(&event_counters(vec![s("Name", "x"), s("Mean", "abc")])).unwrap_err();
     assert!(matches!(e, CounterError::Bad { field: "Mean", .. }));
 }
 
@@ -88,7 +100,8 @@ fn counter_rate_v1_and_v2() {
     let mut fields = instrument_fields("s1");
     fields.push(s("rate", "250"));
     fields.push(s("value", "1000"));
-    let Some(MetricEvent::Value(v)) = MetricEvent::parse("CounterRateValuePublished", &fields).unwrap()
+    let Some(MetricEvent::Value(v)) =
+        MetricEvent::parse("CounterRateValuePublished", &fields).unwrap()
     else {
         panic!("not a value");
     };
@@ -136,7 +149,10 @@ fn gauge_and_updown() {
     else {
         panic!()
     };
-    assert_eq!((v.kind, v.rate, v.value), (MeterKind::UpDown, Some(-2.0), Some(5.0)));
+    assert_eq!(
+        (v.kind, v.rate, v.value),
+        (MeterKind::UpDown, Some(-2.0), Some(5.0))
+    );
 }
 
 #[test]
@@ -145,7 +161,8 @@ fn histogram_quantiles_count_sum() {
     h.push(s("quantiles", "0.5=500.5;0.95=950;0.99=990.25"));
     h.push(Field::new("count".to_string(), Value::I32(1000)));
     h.push(f("sum", 500500.0));
-    let Some(MetricEvent::Histogram(v)) = MetricEvent::parse("HistogramValuePublished", &h).unwrap()
+    let Some(MetricEvent::Histogram(v)) =
+        MetricEvent::parse("HistogramValuePublished", &h).unwrap()
     else {
         panic!()
     };
@@ -166,7 +183,8 @@ fn collection_interval_times() {
         s("intervalStartTime", "2026-11-27T08:58:53.0000000Z"),
         s("intervalEndTime", "2026-11-27T08:58:54.2500000Z"),
     ];
-    let Some(MetricEvent::CollectionStop(i)) = MetricEvent::parse("CollectionStop", &fields).unwrap()
+    let Some(MetricEvent::CollectionStop(i)) =
+        MetricEvent::parse("CollectionStop", &fields).unwrap()
     else {
         panic!()
     };
@@ -186,11 +204,7 @@ fn limits_errors_and_unknown() {
         .unwrap()
         .unwrap();
     assert_eq!(e.session_id(), "q");
-    let e = MetricEvent::parse(
-        "Error",
-        &[s("sessionId", "q"), s("errorMessage", "boom")],
-    )
-    .unwrap();
+    let e = MetricEvent::parse("Error", &[s("sessionId", "q"), s("errorMessage", "boom")]).unwrap();
     assert!(matches!(e, Some(MetricEvent::Error { message, .. }) if message == "boom"));
     assert_eq!(MetricEvent::parse("SomethingNew", &[]).unwrap(), None);
     // A value event without its instrument is an error, not a panic.
@@ -210,7 +224,10 @@ fn tags_and_quantiles_edge_cases() {
 fn parse_utc_forms() {
     assert_eq!(parse_utc("1970-01-01T00:00:00Z"), Some(0));
     assert_eq!(parse_utc("1970-01-01T00:00:01.5"), Some(1_500_000_000));
-    assert_eq!(parse_utc("2000-03-01T00:00:00.000000001Z"), Some(951_868_800_000_000_001));
+    assert_eq!(
+        parse_utc("2000-03-01T00:00:00.000000001Z"),
+        Some(951_868_800_000_000_001)
+    );
     assert_eq!(parse_utc("2000-13-01T00:00:00Z"), None);
     assert_eq!(parse_utc("garbage"), None);
     assert_eq!(parse_utc("2000-01-01T00:00:00.12a"), None);
