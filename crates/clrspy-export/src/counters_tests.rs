@@ -62,9 +62,19 @@ fn csv_quotes_and_keeps_tags_out_of_names() {
 fn json_lines_have_the_documented_keys() {
     let mut w = CounterWriter::new(Vec::new(), CounterFormat::JsonLines);
     w.write_rows(&[
-        row("g", CounterKind::Gauge, CounterValue::Number(0.25), &[("a", "1")]),
+        row(
+            "g",
+            CounterKind::Gauge,
+            CounterValue::Number(0.25),
+            &[("a", "1")],
+        ),
         row("lat", CounterKind::Histogram, hist(), &[]),
-        row("nan", CounterKind::Mean, CounterValue::Number(f64::NAN), &[]),
+        row(
+            "nan",
+            CounterKind::Mean,
+            CounterValue::Number(f64::NAN),
+            &[],
+        ),
     ])
     .unwrap();
     let text = String::from_utf8(w.into_inner()).unwrap();
@@ -80,7 +90,16 @@ fn json_lines_have_the_documented_keys() {
         .collect();
     assert_eq!(
         keys,
-        ["interval_start", "interval_end", "provider", "name", "tags", "kind", "unit", "value"]
+        [
+            "interval_start",
+            "interval_end",
+            "provider",
+            "name",
+            "tags",
+            "kind",
+            "unit",
+            "value"
+        ]
     );
     assert_eq!(objs[0]["tags"]["a"], "1");
     assert_eq!(objs[0]["value"], 0.25);
@@ -95,15 +114,31 @@ fn json_lines_have_the_documented_keys() {
 #[test]
 fn prometheus_counters_accumulate_and_histograms_are_summaries() {
     let mut w = CounterWriter::new(Vec::new(), CounterFormat::Prometheus);
-    let r = |v| row("work.items", CounterKind::Rate, CounterValue::Number(v), &[("http.route", "/x\"y")]);
+    let r = |v| {
+        row(
+            "work.items",
+            CounterKind::Rate,
+            CounterValue::Number(v),
+            &[("http.route", "/x\"y")],
+        )
+    };
     w.write_rows(&[r(5.0)]).unwrap();
     w.write_rows(&[r(7.0), row("lat", CounterKind::Histogram, hist(), &[])])
         .unwrap();
     let e = w.exposition().render();
-    assert!(e.contains("# TYPE work_meter_work_items_total counter\n"), "{e}");
-    assert!(e.contains("work_meter_work_items_total{http_route=\"/x\\\"y\"} 12\n"), "{e}");
+    assert!(
+        e.contains("# TYPE work_meter_work_items_total counter\n"),
+        "{e}"
+    );
+    assert!(
+        e.contains("work_meter_work_items_total{http_route=\"/x\\\"y\"} 12\n"),
+        "{e}"
+    );
     assert!(e.contains("# TYPE work_meter_lat summary\n"), "{e}");
-    assert!(e.contains("work_meter_lat{quantile=\"0.95\"} 950.5\n"), "{e}");
+    assert!(
+        e.contains("work_meter_lat{quantile=\"0.95\"} 950.5\n"),
+        "{e}"
+    );
     assert!(e.contains("work_meter_lat{quantile=\"0.99\"} NaN\n"), "{e}");
     assert!(e.contains("work_meter_lat_count 1000\n"), "{e}");
     assert_eq!(metric_name("9a.b-c"), "_9a_b_c");
