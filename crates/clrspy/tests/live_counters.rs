@@ -77,9 +77,19 @@ fn collect_jsonl_counts_every_increment_once() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "clrspy failed: {err}");
     assert!(seen_while_running > 0, "nothing readable during the run");
@@ -95,7 +105,9 @@ fn collect_jsonl_counts_every_increment_once() {
         .collect();
     let sum: f64 = items.iter().map(|r| r["value"].as_f64().unwrap()).sum();
     assert_eq!(sum, want as f64, "increments summed over intervals");
-    assert!(items.iter().all(|r| r["kind"] == "rate" && r["unit"] == "{item}"));
+    assert!(items
+        .iter()
+        .all(|r| r["kind"] == "rate" && r["unit"] == "{item}"));
     assert!(items
         .iter()
         .all(|r| r["tags"]["shard"] == "0" || r["tags"]["shard"] == "1"));
@@ -130,7 +142,11 @@ fn collect_jsonl_counts_every_increment_once() {
         assert!((p("p50") - 500.0).abs() <= 25.0, "{v}");
         assert!((p("p95") - 950.0).abs() <= 25.0, "{v}");
         assert!((p("p99") - 990.0).abs() <= 15.0, "{v}");
-        assert_eq!(v["count"].as_u64().unwrap() % 1000, 0, "whole rounds of 1..1000: {v}");
+        assert_eq!(
+            v["count"].as_u64().unwrap() % 1000,
+            0,
+            "whole rounds of 1..1000: {v}"
+        );
         assert_eq!(p("sum"), v["count"].as_f64().unwrap() * 500.5, "{v}");
     }
 }
@@ -163,7 +179,11 @@ fn collect_csv_is_invariant_in_a_decimal_comma_locale() {
     .env_remove("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT")
     .output()
     .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let want = total(&String::from_utf8_lossy(&out.stdout));
     let mut reader = csv::Reader::from_path(&file).unwrap();
     let header: Vec<String> = reader
@@ -181,7 +201,8 @@ fn collect_csv_is_invariant_in_a_decimal_comma_locale() {
             let v = &rec[col];
             if !v.is_empty() {
                 assert!(!v.contains(','), "a decimal comma: {rec:?}");
-                v.parse::<f64>().unwrap_or_else(|_| panic!("not a number: {rec:?}"));
+                v.parse::<f64>()
+                    .unwrap_or_else(|_| panic!("not a number: {rec:?}"));
                 fractional += usize::from(v.contains('.'));
             }
         }
@@ -192,7 +213,10 @@ fn collect_csv_is_invariant_in_a_decimal_comma_locale() {
         runtime += usize::from(&rec[2] == "System.Runtime");
     }
     assert_eq!(sum, want as f64);
-    assert!(fractional > 0, "no value with a fraction to show the decimal point");
+    assert!(
+        fractional > 0,
+        "no value with a fraction to show the decimal point"
+    );
     assert!(runtime > 0, "no System.Runtime rows");
 }
 
@@ -217,7 +241,17 @@ fn monitor_under_tmux_shows_the_runtime_counters() {
         common::workloads().display()
     );
     let started = Command::new("tmux")
-        .args(["new-session", "-d", "-s", &session, "-x", "80", "-y", "24", &cmd])
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-x",
+            "80",
+            "-y",
+            "24",
+            &cmd,
+        ])
         .status()
         .unwrap();
     assert!(started.success());

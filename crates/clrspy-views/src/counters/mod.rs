@@ -92,7 +92,8 @@ pub enum Format {
 }
 
 fn spec(s: &str) -> Result<CounterSpec, String> {
-    s.parse().map_err(|e: clrspy_analysis::counters::SpecError| e.to_string())
+    s.parse()
+        .map_err(|e: clrspy_analysis::counters::SpecError| e.to_string())
 }
 
 fn interval(s: &str) -> Result<Duration, String> {
@@ -110,7 +111,9 @@ fn positive(s: &str) -> Result<Duration, String> {
 /// Runs `clrspy counters`.
 pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     match &args.action {
-        Action::List => list(&mut io::stdout().lock()).map(|_| ExitCode::SUCCESS).map_err(Failure::from),
+        Action::List => list(&mut io::stdout().lock())
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(Failure::from),
         Action::Monitor(s) => monitor(s),
         Action::Collect(c) => collect(c),
     }

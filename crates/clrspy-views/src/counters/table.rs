@@ -14,7 +14,7 @@ pub const START: &str = "\x1b[?25l\x1b[2J\x1b[H";
 pub const END: &str = "\x1b[?25h\n";
 
 /// Width kept for the value column.
-const VALUE_WIDTH: usize = 30;
+const VALUE_WIDTH: usize = 24;
 
 /// The latest rows, by (source, name, tags).
 #[derive(Debug)]
@@ -64,21 +64,23 @@ impl Table {
         )
     }
 
-    /// The table's lines (no width limit).
-    fn lines(&self) -> Vec<(bool, String, String)> {
+    /// The table's lines (no width limit): (is a source header, name, tags, value). Tags are
+    /// shown by their values (`[gen0]`); the files keep their keys.
+    fn lines(&self) -> Vec<(bool, String, String, String)> {
         let mut out = Vec::new();
         let mut source = None;
-        for ((provider, name, tags), r) in &self.rows {
+        for ((provider, name, _), r) in &self.rows {
             if source != Some(provider) {
-                out.push((true, format!("[{provider}]"), String::new()));
+                out.push((true, format!("[{provider}]"), String::new(), String::new()));
                 source = Some(provider);
             }
-            let label = if tags.is_empty() {
-                format!("    {name}")
+            let tags = if r.tags.is_empty() {
+                String::new()
             } else {
-                format!("    {name} {tags}")
+                let values: Vec<&str> = r.tags.iter().map(|(_, v)| v.as_str()).collect();
+                format!(" [{}]", values.join(","))
             };
-            out.push((false, label, value_text(r)));
+            out.push((false, format!("    {name}"), tags, value_text(r)));
         }
         out
     }
@@ -98,9 +100,9 @@ impl Table {
         let mut out = String::from("\x1b[H");
         out.push_str(&cut(&self.title(), width));
         out.push_str("\x1b[K");
-        for (header, label, value) in lines.iter().take(shown) {
+        for (header, label, tags, value) in lines.iter().take(shown) {
             out.push_str("\r\n");
-            out.push_str(&line(*header, label, value, width));
+            out.push_str(&line(*header, label, tags, value, width));
             out.push_str("\x1b[K");
         }
         if more > 0 {
@@ -116,8 +118,8 @@ impl Table {
     pub fn block(&self) -> String {
         let mut out = self.title();
         out.push('\n');
-        for (header, label, value) in self.lines() {
-            out.push_str(&line(header, &label, &value, 80));
+        for (header, label, tags, value) in self.lines() {
+            out.push_str(&line(header, &label, &tags, &value, 80));
             out.push('\n');
         }
         out.push('\n');
@@ -125,14 +127,22 @@ impl Table {
     }
 }
 
-/// A label and its value on one line `width` wide: the label cut to leave the value room.
-fn line(header: bool, label: &str, value: &str, width: usize) -> String {
+/// A name, its tags and its value on one line `width` wide: the name cut (the tags kept while
+/// they fit) to leave the value room.
+fn line(header: bool, name: &str, tags: &str, value: &str, width: usize) -> String {
     if header {
-        return cut(label, width);
+        return cut(name, width);
     }
     let vw = VALUE_WIDTH.min(width / 2);
     let lw = width.saturating_sub(vw + 1);
-    let label = cut(label, lw);
+    let tw = tags.chars().count();
+    let label = if name.chars().count() + tw <= lw {
+        format!("{name}{tags}")
+    } else if tw + 8 <= lw {
+        format!("{}{tags}", cut(name, lw - tw))
+    } else {
+        cut(&format!("{name}{tags}"), lw)
+    };
     let pad = lw.saturating_sub(label.chars().count());
     format!("{label}{} {}", " ".repeat(pad), cut(value, vw))
 }
@@ -220,7 +230,10 @@ mod tests {
         let lines: Vec<&str> = s.split("\r\n").collect();
         assert_eq!(lines.len(), 24);
         for l in &lines {
-            let visible = l.replace("\x1b[K", "").replace("\x1b[H", "").replace("\x1b[J", "");
+            let visible = l
+                .replace("\x1b[K", "")
+                .replace("\x1b[H", "")
+                .replace("\x1b[J", "");
             assert!(visible.chars().count() <= 80, "{visible:?}");
         }
         assert!(lines[23].starts_with("… 19 more"), "{}", lines[23]);
@@ -246,5 +259,22 @@ mod tests {
         let b = t.block();
         assert!(b.contains("[M]"));
         assert!(b.contains("p50 2 p95 3 p99 -"), "{b}");
+    }
+
+    #[test]
+    fn a_cut_name_keeps_its_tags() {
+        let mut t = Table::new(Duration::from_secs(1));
+        let mut r = row(
+            "System.Runtime",
+            "dotnet.gc.last_collection.heap.fragmentation.size",
+            CounterKind::UpDown,
+            CounterValue::Number(1.0),
+        );
+        r.tags = vec![("gc.heap.generation".into(), "gen2".into())];
+        t.add(&[r]);
+        let s = t.screen(60, 10);
+        let l = s.split("\r\n").nth(2).unwrap();
+        assert!(l.contains("… [gen2]"), "{l}");
+        assert!(l.replace("\x1b[K", "").chars().count() <= 60);
     }
 }
