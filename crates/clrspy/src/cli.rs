@@ -175,8 +175,7 @@ pub enum Command {
     /// What a heap snapshot (.gcdump, or a trace with heap dump events) holds: types by
     /// retained and shallow bytes, roots; `heap diff OLD NEW` compares two.
     Heap(HeapArgs),
-    /// A process's counters and meters: `list` the well-known ones, `monitor` them live, or
-    /// `collect` them to CSV, JSON Lines or Prometheus text.
+    /// A process's counters and meters: list, monitor live, collect to CSV/JSON Lines/Prometheus.
     Counters(clrspy_views::counters::Args),
 }
 
