@@ -83,6 +83,7 @@ public static class Program
         ["pauses"] = Symptoms.Pauses,
         ["cast"] = Caster.Run,
         ["crash"] = Crasher.Run,
+        ["meters"] = Meters.Run,
     };
 
     /// Writes one line to stdout and flushes, so a harness reading the pipe sees it at once.

@@ -49,6 +49,7 @@
 
 mod any;
 pub mod clrspy;
+pub mod counters;
 pub mod heapdump;
 mod layout;
 pub mod method_names;

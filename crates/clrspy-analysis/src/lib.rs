@@ -27,6 +27,7 @@ pub mod alloc;
 mod app_code;
 pub mod callers;
 pub mod contention;
+pub mod counters;
 pub mod cpu;
 pub mod estimate;
 pub mod event;

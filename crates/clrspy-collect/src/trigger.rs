@@ -401,36 +401,10 @@ fn compare(value: &Value, op: Op, want: &str) -> bool {
 }
 
 /// A System.Runtime `EventCounters` event: its counter's name and value (mean, else
-/// increment).
+/// increment), through clr-events' view.
 fn counter_value(ev: &Event<'_>) -> Option<(String, f64)> {
-    if ev.metadata_name() != "EventCounters" {
-        return None;
-    }
-    let d = ev.decode_with_metadata();
-    // The counter's object sits inside a `Payload` field (itself inside an unnamed one).
-    let inner = d.fields.iter().find_map(|f| counter_object(&f.value, 0))?;
-    let get = |n: &str| inner.iter().find(|f| f.name == n).map(|f| &f.value);
-    let name = get("Name")?.as_str()?.to_string();
-    let value = get("Mean")
-        .or_else(|| get("Increment"))
-        .and_then(Value::as_f64)?;
-    Some((name, value))
-}
-
-/// The innermost object with a `Name` field, looking `depth` levels down at most 4.
-fn counter_object(v: &Value, depth: u32) -> Option<&Vec<nettrace::Field>> {
-    let Value::Object(fields) = v else {
-        return None;
-    };
-    if fields.iter().any(|f| f.name == "Name") {
-        return Some(fields);
-    }
-    if depth >= 4 {
-        return None;
-    }
-    fields
-        .iter()
-        .find_map(|f| counter_object(&f.value, depth + 1))
+    let c = clr_events::counters::EventCounter::from_event(ev).ok()??;
+    Some((c.name, c.value))
 }
 
 fn counter_hit(c: &CounterCondition, ev: &Event<'_>) -> Option<String> {

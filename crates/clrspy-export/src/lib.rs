@@ -17,6 +17,7 @@
 
 pub mod chromium;
 pub mod conversion;
+pub mod counters;
 pub mod flamegraph;
 pub mod folded;
 pub mod html;

@@ -9,6 +9,8 @@
 //! - [`name_jitted_code`]: names for the code jitted before the attach, while the session runs,
 //!   from a second, short session whose rundown lists every method;
 //! - [`refresh`]: the loop that hands a view a fresh snapshot every so often;
+//! - [`counters`]: a counters session (EventCounters and meters) handing out rows an
+//!   interval at a time;
 //! - [`heap`]: heap snapshots of a live process (`.gcdump`), the worker that takes them
 //!   while a recording runs, and `heap watch`'s loop;
 //! - [`recording`]: a recording with what `record` adds (ring, triggers, dumps, crash report,
@@ -17,6 +19,7 @@
 #![deny(missing_docs)]
 
 mod analysis;
+pub mod counters;
 pub mod heap;
 mod names;
 pub mod recording;

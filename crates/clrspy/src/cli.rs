@@ -154,6 +154,8 @@ pub enum Command {
     /// What a heap snapshot (.gcdump, or a trace with heap dump events) holds: types by
     /// retained and shallow bytes, roots; `heap diff OLD NEW` compares two.
     Heap(HeapArgs),
+    /// A process's counters and meters: list, monitor live, collect to CSV/JSON Lines/Prometheus.
+    Counters(clrspy_views::counters::Args),
 }
 
 /// `clrspy gcdump`.

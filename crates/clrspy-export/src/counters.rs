@@ -1,0 +1,341 @@
+//! Counter rows as files: CSV, JSON Lines and the Prometheus text exposition format. Numbers
+//! are written the same in every locale (Rust's formatting does not follow the locale), times
+//! as RFC 3339 UTC. Each interval's rows go out in one write of whole lines and are flushed,
+//! so a reader tailing the file never sees half a line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use clrspy_analysis::counters::{CounterKind, CounterRow, CounterValue};
+
+/// A counters file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterFormat {
+    /// CSV with a header line ([`CSV_HEADER`]).
+    Csv,
+    /// One JSON object per value and line.
+    JsonLines,
+    /// The Prometheus text exposition format: the whole exposition each interval.
+    Prometheus,
+}
+
+/// The CSV header. `value` is empty for histograms, whose `count`, `sum`, `p50`, `p95` and
+/// `p99` columns are filled instead; `tags` is `k=v;k=v`.
+pub const CSV_HEADER: &str =
+    "interval_start,interval_end,provider,name,tags,kind,unit,value,count,sum,p50,p95,p99";
+
+/// Writes rows in one format, an interval at a time.
+#[derive(Debug)]
+pub struct CounterWriter<W: Write> {
+    out: W,
+    format: CounterFormat,
+    header_written: bool,
+    prometheus: Exposition,
+}
+
+impl<W: Write> CounterWriter<W> {
+    /// A writer of `format` to `out`.
+    pub fn new(out: W, format: CounterFormat) -> CounterWriter<W> {
+        CounterWriter {
+            out,
+            format,
+            header_written: false,
+            prometheus: Exposition::default(),
+        }
+    }
+
+    /// Writes one interval's rows (CSV: the header first, once) in one write, and flushes.
+    /// Prometheus: the whole exposition as it stands after these rows, then an empty line.
+    pub fn write_rows(&mut self, rows: &[CounterRow]) -> io::Result<()> {
+        let mut text = String::new();
+        match self.format {
+            CounterFormat::Csv => {
+                if !self.header_written {
+                    text.push_str(CSV_HEADER);
+                    text.push('\n');
+                    self.header_written = true;
+                }
+                for r in rows {
+                    csv_line(&mut text, r);
+                }
+            }
+            CounterFormat::JsonLines => {
+                for r in rows {
+                    text.push_str(&json_line(r));
+                    text.push('\n');
+                }
+            }
+            CounterFormat::Prometheus => {
+                if rows.is_empty() {
+                    return Ok(());
+                }
+                self.prometheus.add(rows);
+                text = self.prometheus.render();
+                text.push('\n');
+            }
+        }
+        if !text.is_empty() {
+            self.out.write_all(text.as_bytes())?;
+        }
+        self.out.flush()
+    }
+
+    /// The Prometheus exposition as it stands (whatever the format).
+    pub fn exposition(&self) -> &Exposition {
+        &self.prometheus
+    }
+
+    /// The output, back.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// RFC 3339 UTC, microseconds.
+fn time(ns: i64) -> String {
+    nettrace::format_unix_ns(ns)
+}
+
+/// A number as text: shortest round-trip form, none for NaN or infinities.
+fn num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        String::new()
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(num).unwrap_or_default()
+}
+
+/// A CSV field, quoted (RFC 4180) when it holds a comma, quote or line break.
+fn field(out: &mut String, s: &str) {
+    if s.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&s.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(s);
+    }
+}
+
+fn tags_text(tags: &[(String, String)]) -> String {
+    tags.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn csv_line(out: &mut String, r: &CounterRow) {
+    let (value, count, sum, p50, p95, p99) = match r.value {
+        CounterValue::Number(v) => (num(v), String::new(), String::new(), None, None, None),
+        CounterValue::Histogram(h) => (
+            String::new(),
+            h.count.to_string(),
+            num(h.sum),
+            h.p50,
+            h.p95,
+            h.p99,
+        ),
+    };
+    let cols = [
+        time(r.interval_start_ns),
+        time(r.interval_end_ns),
+        r.provider.clone(),
+        r.name.clone(),
+        tags_text(&r.tags),
+        r.kind.as_str().to_string(),
+        r.unit.clone(),
+        value,
+        count,
+        sum,
+        opt(p50),
+        opt(p95),
+        opt(p99),
+    ];
+    for (i, c) in cols.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        field(out, c);
+    }
+    out.push('\n');
+}
+
+fn json_num(v: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(v)
+        .map(serde_json::Value::Number)
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// One row as a JSON object on one line: `interval_start`, `interval_end`, `provider`, `name`,
+/// `tags` (an object), `kind`, `unit`, `value` (a number, or for a histogram an object of
+/// `count`, `sum`, `p50`, `p95`, `p99`).
+pub fn json_line(r: &CounterRow) -> String {
+    let mut tags = serde_json::Map::new();
+    for (k, v) in &r.tags {
+        tags.insert(k.clone(), serde_json::Value::String(v.clone()));
+    }
+    let value = match r.value {
+        CounterValue::Number(v) => json_num(v),
+        CounterValue::Histogram(h) => {
+            let mut o = serde_json::Map::new();
+            o.insert("count".into(), h.count.into());
+            o.insert("sum".into(), json_num(h.sum));
+            for (k, v) in [("p50", h.p50), ("p95", h.p95), ("p99", h.p99)] {
+                o.insert(k.into(), v.map(json_num).unwrap_or(serde_json::Value::Null));
+            }
+            serde_json::Value::Object(o)
+        }
+    };
+    let mut o = serde_json::Map::new();
+    o.insert("interval_start".into(), time(r.interval_start_ns).into());
+    o.insert("interval_end".into(), time(r.interval_end_ns).into());
+    o.insert("provider".into(), r.provider.clone().into());
+    o.insert("name".into(), r.name.clone().into());
+    o.insert("tags".into(), serde_json::Value::Object(tags));
+    o.insert("kind".into(), r.kind.as_str().into());
+    o.insert("unit".into(), r.unit.clone().into());
+    o.insert("value".into(), value);
+    serde_json::Value::Object(o).to_string()
+}
+
+/// A Prometheus metric name: `[a-zA-Z_:][a-zA-Z0-9_:]*`, other characters as `_`.
+pub fn metric_name(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    out
+}
+
+fn label_name(s: &str) -> String {
+    metric_name(s).replace(':', "_")
+}
+
+fn label_value(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The latest state of every series, as Prometheus exposes it: counters (`rate` rows) as
+/// running totals `NAME_total`, up-down counters, gauges and means as gauges, histograms as
+/// summaries (quantile labels 0.5, 0.95, 0.99; `_sum` and `_count` running totals).
+#[derive(Debug, Default)]
+pub struct Exposition {
+    /// By metric name: its type, help and series (labels text → sample).
+    families: BTreeMap<String, Family>,
+}
+
+#[derive(Debug)]
+struct Family {
+    kind: &'static str,
+    help: String,
+    series: BTreeMap<String, Sample>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Sample {
+    value: f64,
+    count: u64,
+    sum: f64,
+    quantiles: [Option<f64>; 3],
+}
+
+impl Exposition {
+    /// Takes in one interval's rows.
+    pub fn add(&mut self, rows: &[CounterRow]) {
+        for r in rows {
+            let base = format!("{}_{}", metric_name(&r.provider), metric_name(&r.name));
+            let (name, kind) = match r.kind {
+                CounterKind::Rate => (format!("{base}_total"), "counter"),
+                CounterKind::Histogram => (base, "summary"),
+                _ => (base, "gauge"),
+            };
+            let labels = r
+                .tags
+                .iter()
+                .map(|(k, v)| format!("{}=\"{}\"", label_name(k), label_value(v)))
+                .collect::<Vec<_>>()
+                .join(",");
+            let fam = self.families.entry(name).or_insert_with(|| Family {
+                kind,
+                help: format!(
+                    "{} {}{}",
+                    r.provider,
+                    r.name,
+                    if r.unit.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", r.unit)
+                    }
+                ),
+                series: BTreeMap::new(),
+            });
+            let s = fam.series.entry(labels).or_default();
+            match r.value {
+                CounterValue::Number(v) if r.kind == CounterKind::Rate => s.value += v,
+                CounterValue::Number(v) => s.value = v,
+                CounterValue::Histogram(h) => {
+                    s.count += h.count;
+                    s.sum += h.sum;
+                    s.quantiles = [h.p50, h.p95, h.p99];
+                }
+            }
+        }
+    }
+
+    /// The exposition text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (name, fam) in &self.families {
+            let _ = writeln!(out, "# HELP {name} {}", fam.help.replace('\n', " "));
+            let _ = writeln!(out, "# TYPE {name} {}", fam.kind);
+            for (labels, s) in &fam.series {
+                let with = |extra: &str| match (labels.is_empty(), extra.is_empty()) {
+                    (true, true) => String::new(),
+                    (true, false) => format!("{{{extra}}}"),
+                    (false, true) => format!("{{{labels}}}"),
+                    (false, false) => format!("{{{labels},{extra}}}"),
+                };
+                if fam.kind == "summary" {
+                    for (q, v) in ["0.5", "0.95", "0.99"].iter().zip(s.quantiles) {
+                        let v = v.map(prom_num).unwrap_or_else(|| "NaN".into());
+                        let _ = writeln!(out, "{name}{} {v}", with(&format!("quantile=\"{q}\"")));
+                    }
+                    let _ = writeln!(out, "{name}_sum{} {}", with(""), prom_num(s.sum));
+                    let _ = writeln!(out, "{name}_count{} {}", with(""), s.count);
+                } else {
+                    let _ = writeln!(out, "{name}{} {}", with(""), prom_num(s.value));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn prom_num(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+#[path = "counters_tests.rs"]
+mod tests;

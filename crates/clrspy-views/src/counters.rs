@@ -1,1 +1,0 @@
-//! `clrspy counters`: to be written.
