@@ -175,6 +175,8 @@ pub enum Command {
     /// What a heap snapshot (.gcdump, or a trace with heap dump events) holds: types by
     /// retained and shallow bytes, roots; `heap diff OLD NEW` compares two.
     Heap(HeapArgs),
+    /// The hottest methods of the last few seconds, live: CPU, waiting or allocations.
+    Top(clrspy_views::top::Args),
 }
 
 /// `clrspy gcdump`.
