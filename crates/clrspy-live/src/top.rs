@@ -295,12 +295,19 @@ impl TopWindow {
             return TopTable::default();
         };
         let span_s = (last.time_ns - base.time_ns) as f64 / 1e9;
-        let per_s = |x: f64| if span_s > 0.0 { x / span_s } else { 0.0 };
+        // Rates of what grew; 0 (never -0) for what did not.
+        let per_s = |x: f64| {
+            if span_s > 0.0 && x > 0.0 {
+                x / span_s
+            } else {
+                0.0
+            }
+        };
         let header = TopHeader {
             span_s,
-            cpu_percent: per_s((last.process_cpu_s - base.process_cpu_s).max(0.0)) * 100.0,
-            gc_percent: (per_s((last.gc_pause_s - base.gc_pause_s).max(0.0)) * 100.0).min(100.0),
-            alloc_bytes_per_s: per_s((last.alloc_bytes - base.alloc_bytes).max(0.0)),
+            cpu_percent: per_s(last.process_cpu_s - base.process_cpu_s) * 100.0,
+            gc_percent: (per_s(last.gc_pause_s - base.gc_pause_s) * 100.0).min(100.0),
+            alloc_bytes_per_s: per_s(last.alloc_bytes - base.alloc_bytes),
         };
         let before = base.of_mode(mode);
         let mut rows: Vec<TopRow> = last

@@ -14,10 +14,10 @@ use ratatui::crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
 use ratatui::crossterm::{cursor, execute};
-use ratatui::layout::{Constraint, Layout};
+use ratatui::layout::{Alignment, Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Row, Table};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::{Frame, Terminal};
 
 use super::text::{cells, figures, showing, titles, KEYS};
@@ -162,7 +162,14 @@ fn draw(f: &mut Frame<'_>, title: &str, table: &TopTable, state: &ViewState, thr
         head,
     );
     let bold = Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED);
-    let header = Row::new(titles(state.mode)).style(bold);
+    // Figures right-aligned, the name left.
+    let row = |c: [String; 5]| {
+        Row::new(c.into_iter().enumerate().map(|(i, s)| {
+            let align = if i < 4 { Alignment::Right } else { Alignment::Left };
+            Cell::from(Line::from(s).alignment(align))
+        }))
+    };
+    let header = row(titles(state.mode).map(String::from)).style(bold);
     let rows: Vec<Row<'_>> = if table.rows.is_empty() {
         vec![Row::new(["", "", "", "", "(nothing in the window yet)"])]
     } else {
@@ -170,7 +177,7 @@ fn draw(f: &mut Frame<'_>, title: &str, table: &TopTable, state: &ViewState, thr
             .rows
             .iter()
             .take(usize::from(body.height))
-            .map(|r| Row::new(cells(state.mode, r)))
+            .map(|r| row(cells(state.mode, r)))
             .collect()
     };
     let widths = [
@@ -180,7 +187,10 @@ fn draw(f: &mut Frame<'_>, title: &str, table: &TopTable, state: &ViewState, thr
         Constraint::Length(9),
         Constraint::Fill(1),
     ];
-    f.render_widget(Table::new(rows, widths).header(header), body);
+    f.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(2),
+        body,
+    );
     f.render_widget(Paragraph::new(KEYS), foot);
 }
 
