@@ -20,7 +20,7 @@ use diagnostics_client::{Provider, SessionConfig};
 
 /// The runtime's keywords of the `cpu` profile (GC, loader, JIT, exceptions, contention,
 /// thread pool...); `top` reads them at the verbose level, which adds `GC/AllocationTick`.
-const RUNTIME_KEYWORDS: u64 = 0x14C1_4FCC_BD;
+const RUNTIME_KEYWORDS: u64 = 0x0014_C14F_CCBD;
 
 /// The session `top` records: the sampler every millisecond, the runtime's events with
 /// stacks (allocation ticks included), no rundown at the end (names come from
@@ -180,7 +180,9 @@ impl Totals {
             add_stack(&mut alloc_by_method, &frames, bytes);
             let name = match heap {
                 clrspy_analysis::alloc::HeapKind::Small => a.alloc.type_name(t).to_string(),
-                clrspy_analysis::alloc::HeapKind::Large => format!("{} (LOH)", a.alloc.type_name(t)),
+                clrspy_analysis::alloc::HeapKind::Large => {
+                    format!("{} (LOH)", a.alloc.type_name(t))
+                }
                 clrspy_analysis::alloc::HeapKind::Pinned => {
                     format!("{} (POH)", a.alloc.type_name(t))
                 }

@@ -42,12 +42,20 @@ fn the_window_subtracts_the_totals_from_a_window_ago() {
     assert_eq!(t.header.cpu_percent, 100.0);
     w.push(totals(
         4,
-        &[("a!Hot", 3.0, 3.0), ("a!New", 0.5, 0.5), ("a!Main", 0.0, 0.5)],
+        &[
+            ("a!Hot", 3.0, 3.0),
+            ("a!New", 0.5, 0.5),
+            ("a!Main", 0.0, 0.5),
+        ],
         3.5,
     ));
     w.push(totals(
         5,
-        &[("a!Hot", 3.0, 3.0), ("a!New", 1.5, 1.5), ("a!Main", 0.0, 2.0)],
+        &[
+            ("a!Hot", 3.0, 3.0),
+            ("a!New", 1.5, 1.5),
+            ("a!Main", 0.0, 2.0),
+        ],
         4.5,
     ));
     let t = w.table(Mode::Cpu, SortBy::Exclusive);
@@ -97,8 +105,10 @@ fn allocations_are_percent_of_the_bytes_and_the_header_has_rates() {
         alloc_bytes: 400.0,
         ..Totals::default()
     };
-    t.alloc_by_type.insert("System.String".into(), pair(300.0, 300.0));
-    t.alloc_by_type.insert("System.Byte[] (LOH)".into(), pair(100.0, 100.0));
+    t.alloc_by_type
+        .insert("System.String".into(), pair(300.0, 300.0));
+    t.alloc_by_type
+        .insert("System.Byte[] (LOH)".into(), pair(100.0, 100.0));
     w.push(t);
     let table = w.table(Mode::AllocByType, SortBy::Exclusive);
     assert_eq!(table.rows[0].name, "System.String");
@@ -136,4 +146,21 @@ fn the_session_asks_for_samples_and_allocation_ticks() {
     // Allocation ticks: the GC keyword at the verbose level.
     assert!(rt.is_some_and(|p| p.keywords & 1 == 1 && p.level >= 5));
     assert!(c.stackwalk);
+}
+
+#[test]
+fn the_runtime_keywords_are_the_cpu_profiles() {
+    let cpu = clr_events::provider_spec::resolve(Some("cpu"), None, None, None);
+    let Ok(cpu) = cpu else {
+        panic!("the cpu profile")
+    };
+    let rt = cpu
+        .iter()
+        .find(|p| p.name == clr_events::RUNTIME_PROVIDER)
+        .map(|p| p.keywords);
+    assert_eq!(rt, Some(RUNTIME_KEYWORDS));
+    // The sampler as the profile has it.
+    assert!(cpu
+        .iter()
+        .any(|p| p.name == clr_events::SAMPLE_PROFILER_PROVIDER));
 }

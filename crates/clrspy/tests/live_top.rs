@@ -137,11 +137,32 @@ fn top_shows_the_hot_method_first_under_tmux_and_restores_the_terminal() {
     // Ctrl+C is a key in raw mode: it quits the same way.
     tmux.keys(&["clear", "Enter"]);
     full_screen_run(&tmux, w.1, "C-c");
+    drop(w);
+    // The target's exit ends the view the same way.
+    tmux.keys(&["clear", "Enter"]);
+    let short = start("cpu", &["--seconds", "4"]);
+    let bin = env!("CARGO_BIN_EXE_clrspy");
+    tmux.keys(&[&format!("{bin} top -p {}", short.1), "Enter"]);
+    let on = tmux.wait(Duration::from_secs(3), Tmux::alternate);
+    assert!(on.is_some(), "top did not start:\n{}", tmux.pane());
+    let left = tmux.wait(Duration::from_secs(15), |t| !t.alternate());
+    assert!(
+        left.is_some(),
+        "top did not end with its target:\n{}",
+        tmux.pane()
+    );
+    let said = tmux.wait(Duration::from_secs(3), |t| t.pane().contains("exited"));
+    assert!(said.is_some(), "no word of the exit:\n{}", tmux.pane());
+    tmux.keys(&["stty -a", "Enter"]);
+    let ok = tmux.wait(Duration::from_secs(3), |t| sane(&t.pane()));
+    assert!(ok.is_some(), "the terminal is not sane:\n{}", tmux.pane());
 }
 
 /// The snapshots of a plain-text run: each starts with its header line.
 fn snapshots(text: &str) -> Vec<&str> {
-    text.split("\n\n").filter(|s| s.starts_with("clrspy top: ")).collect()
+    text.split("\n\n")
+        .filter(|s| s.starts_with("clrspy top: "))
+        .collect()
 }
 
 #[test]
@@ -152,12 +173,24 @@ fn without_a_terminal_top_prints_snapshots_with_the_hot_method_first() {
     let _m = machine();
     let w = start("cpu", &["--seconds", "60"]);
     let out = clrspy()
-        .args(["top", "-p", &w.1.to_string(), "--duration", "4s", "--top", "5"])
+        .args([
+            "top",
+            "-p",
+            &w.1.to_string(),
+            "--duration",
+            "4s",
+            "--top",
+            "5",
+        ])
         .timeout(Duration::from_secs(60))
         .output()
         .expect("run clrspy top");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let snaps = snapshots(&text);
     assert!(snaps.len() >= 3, "fewer than 3 snapshots in 4 s:\n{text}");
     for s in &snaps {

@@ -130,8 +130,7 @@ impl Live {
                     stdout: ChildOutput::Null,
                     ..LaunchOptions::default()
                 };
-                let session =
-                    LiveSession::launch(command, spec, vec![analysis.consumer()], opts)?;
+                let session = LiveSession::launch(command, spec, vec![analysis.consumer()], opts)?;
                 Ok(Live {
                     session,
                     analysis,
@@ -183,9 +182,12 @@ impl Live {
         }
         let (_, child) = self.session.join_child()?;
         if ended_alone {
-            match child {
-                Some(c) => eprintln!("clrspy top: the program (pid {}) exited", c.pid),
-                None => eprintln!("clrspy top: the session ended"),
+            match (child, self.attached_pid) {
+                (Some(c), _) => eprintln!("clrspy top: the program (pid {}) exited", c.pid),
+                (None, Some(pid)) if thread_count(pid).is_none() => {
+                    eprintln!("clrspy top: the process (pid {pid}) exited")
+                }
+                _ => {}
             }
         }
         Ok(())

@@ -136,7 +136,13 @@ pub(super) fn run(live: &Live, state: &mut ViewState) -> std::io::Result<()> {
 }
 
 /// Draws a frame: two header lines, the table, the keys.
-fn draw(f: &mut Frame<'_>, title: &str, table: &TopTable, state: &ViewState, threads: Option<usize>) {
+fn draw(
+    f: &mut Frame<'_>,
+    title: &str,
+    table: &TopTable,
+    state: &ViewState,
+    threads: Option<usize>,
+) {
     let [head, body, foot] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Fill(1),
@@ -165,7 +171,11 @@ fn draw(f: &mut Frame<'_>, title: &str, table: &TopTable, state: &ViewState, thr
     // Figures right-aligned, the name left.
     let row = |c: [String; 5]| {
         Row::new(c.into_iter().enumerate().map(|(i, s)| {
-            let align = if i < 4 { Alignment::Right } else { Alignment::Left };
+            let align = if i < 4 {
+                Alignment::Right
+            } else {
+                Alignment::Left
+            };
             Cell::from(Line::from(s).alignment(align))
         }))
     };

@@ -166,12 +166,37 @@ mod tests {
                 alloc_bytes_per_s: 2048.0,
             },
             rows: vec![
-                row("Workloads!Workloads.Cpu.Burn(float64)", 4.99, 4.99, 99.8, 99.8),
-                row("Workloads!Workloads.Cpu+<>c.<Run>b__1_0()", 0.0, 4.99, 0.0, 99.8),
-                row("System.Private.CoreLib!System.Threading.Thread.StartCallback()", 0.0, 4.99, 0.0, 99.8),
+                row(
+                    "Workloads!Workloads.Cpu.Burn(float64)",
+                    4.99,
+                    4.99,
+                    99.8,
+                    99.8,
+                ),
+                row(
+                    "Workloads!Workloads.Cpu+<>c.<Run>b__1_0()",
+                    0.0,
+                    4.99,
+                    0.0,
+                    99.8,
+                ),
+                row(
+                    "System.Private.CoreLib!System.Threading.Thread.StartCallback()",
+                    0.0,
+                    4.99,
+                    0.0,
+                    99.8,
+                ),
             ],
         };
-        let s = snapshot("Workloads (pid 7)", &table, Mode::Cpu, SortBy::Exclusive, Some(12), 2);
+        let s = snapshot(
+            "Workloads (pid 7)",
+            &table,
+            Mode::Cpu,
+            SortBy::Exclusive,
+            Some(12),
+            2,
+        );
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(
             lines[0],
@@ -189,15 +214,31 @@ mod tests {
     #[test]
     fn allocations_are_in_bytes_and_an_empty_window_says_so() {
         let table = TopTable {
-            rows: vec![row("System.String", 3.0 * 1048576.0, 3.0 * 1048576.0, 100.0, 100.0)],
+            rows: vec![row(
+                "System.String",
+                3.0 * 1048576.0,
+                3.0 * 1048576.0,
+                100.0,
+                100.0,
+            )],
             ..TopTable::default()
         };
         let s = snapshot("x", &table, Mode::AllocByType, SortBy::Inclusive, None, 10);
         assert!(s.contains("threads ?"), "{s}");
         assert!(s.contains("[allocations by type, by inclusive]"), "{s}");
         assert!(s.contains(" EXCL%  INCL%      EXCL      INCL  TYPE"), "{s}");
-        assert!(s.contains("\n 100.0  100.0    3.0 MB    3.0 MB  System.String\n"), "{s}");
-        let empty = snapshot("x", &TopTable::default(), Mode::Wait, SortBy::Exclusive, None, 10);
+        assert!(
+            s.contains("\n 100.0  100.0    3.0 MB    3.0 MB  System.String\n"),
+            "{s}"
+        );
+        let empty = snapshot(
+            "x",
+            &TopTable::default(),
+            Mode::Wait,
+            SortBy::Exclusive,
+            None,
+            10,
+        );
         assert!(empty.contains("(nothing in the window yet)"), "{empty}");
     }
 }
