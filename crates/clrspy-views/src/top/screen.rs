@@ -20,8 +20,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::{Frame, Terminal};
 
+use super::live::{threads, Live, ViewState, INTERRUPTED};
 use super::text::{cells, figures, showing, titles, KEYS};
-use super::{threads, Live, ViewState, INTERRUPTED};
 
 /// Puts the terminal back as it was: cooked mode, the main screen, the cursor shown. Safe to
 /// call more than once.
@@ -216,12 +216,8 @@ mod tests {
 
     #[test]
     fn keys_switch_mode_sort_and_pause_and_quit() {
-        let args = <crate::top::Args as clap::FromArgMatches>::from_arg_matches(
-            &<crate::top::Args as clap::Args>::augment_args(clap::Command::new("t"))
-                .get_matches_from(["t", "-p", "1"]),
-        );
-        let Ok(args) = args else { panic!("args") };
-        let mut s = ViewState::new(&args);
+        let second = Duration::from_secs(1);
+        let mut s = ViewState::new(Mode::Cpu, SortBy::Exclusive, second, 5 * second);
         let none = KeyModifiers::NONE;
         assert_eq!(on_key(key(KeyCode::Char('w'), none), &mut s), Key::Redraw);
         assert_eq!(s.mode, Mode::Wait);

@@ -8,7 +8,7 @@ use std::time::Instant;
 use clrspy_live::top::{Mode, SortBy, TopHeader, TopRow, TopTable};
 use clrspy_values::human_bytes;
 
-use super::{threads, Live, ViewState, INTERRUPTED};
+use super::live::{threads, Live, ViewState, INTERRUPTED};
 
 /// The keys, as the full-screen view's footer lists them.
 pub(super) const KEYS: &str =
