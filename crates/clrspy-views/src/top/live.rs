@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use clrspy_analysis::Options;
-use clrspy_collect::{ChildOutput, LaunchOptions, Resolved};
+use clrspy_collect::{ChildOutput, LaunchOptions, Resolved, StopReason};
 use clrspy_live::top::{session_config, thread_count, Mode, SortBy, TopWindow, Totals};
 use clrspy_live::{LiveAnalysis, LiveSession, SessionSpec};
 
@@ -117,19 +117,18 @@ impl Live {
 
     /// Stops the session and waits for it; why it failed, if it did.
     pub(super) fn finish(mut self) -> Result<(), Failure> {
-        let ended_alone = self.ended();
         self.session.stop();
         if let Some(n) = self.naming.take() {
             let _ = n.join();
         }
-        let (_, child) = self.session.join_child()?;
-        if ended_alone {
+        let (summary, child) = self.session.join_child()?;
+        if summary.reason == StopReason::TargetEnded {
             match (child, self.attached_pid) {
                 (Some(c), _) => eprintln!("clrspy top: the program (pid {}) exited", c.pid),
-                (None, Some(pid)) if thread_count(pid).is_none() => {
-                    eprintln!("clrspy top: the process (pid {pid}) exited")
+                (None, Some(pid)) => {
+                    eprintln!("clrspy top: the process (pid {pid}) exited or ended the session")
                 }
-                _ => {}
+                (None, None) => {}
             }
         }
         Ok(())
