@@ -164,3 +164,85 @@ fn the_runtime_keywords_are_the_cpu_profiles() {
         .iter()
         .any(|p| p.name == clr_events::SAMPLE_PROFILER_PROVIDER));
 }
+
+/// A real trace (.NET Core 3.0: samples, allocation ticks, GCs) fed in steps, as a live
+/// session feeds it: every step's totals add up to what the analysis says of the whole.
+#[test]
+fn a_real_traces_totals_add_up_and_the_window_is_their_difference() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../nettrace/tests/data/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip");
+    let Ok(trace) = clrspy_analysis::trace_file::OpenTrace::open(&path) else {
+        panic!("open {}", path.display())
+    };
+    let Ok(mut reader) = trace.reader() else {
+        panic!("read {}", path.display())
+    };
+    let mut a = Analysis::new(reader.header(), clrspy_analysis::Options::default());
+    let mut steps: Vec<Totals> = Vec::new();
+    let read = reader.for_each_event(|ev| {
+        a.event(ev);
+        if a.events.is_multiple_of(25_000) {
+            steps.push(Totals::of(&a.snapshot()));
+        }
+        true
+    });
+    assert!(read.is_ok());
+    let whole = a.snapshot();
+    steps.push(Totals::of(&whole));
+    assert!(steps.len() >= 4, "{} steps", steps.len());
+    let last = steps.last().cloned().unwrap_or_default();
+
+    // What the methods add up to is what the analysis weighs.
+    let profile = whole.profile(&StackFilter::default());
+    let unit_s = profile.interval_ns as f64 / 1e9;
+    let sum = |m: &HashMap<String, Pair>| m.values().map(|p| p.exclusive).sum::<f64>();
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-6 * y.abs().max(1.0);
+    assert!(profile.total(Metric::Cpu) > 0.0);
+    assert!(close(sum(&last.cpu), profile.total(Metric::Cpu) * unit_s));
+    assert!(close(sum(&last.wait), profile.total(Metric::Wait) * unit_s));
+    // No thread CPU readings in this trace: the process's CPU is what the samples weigh.
+    assert!(close(
+        last.process_cpu_s,
+        profile.total(Metric::Cpu) * unit_s
+    ));
+    let allocated = whole.alloc.total_bytes as f64;
+    assert!(allocated > 0.0);
+    assert!(close(last.alloc_bytes, allocated));
+    assert!(close(sum(&last.alloc_by_type), allocated));
+    assert!(close(sum(&last.alloc_by_method), allocated));
+    let paused: f64 = whole.gc.gcs.iter().map(|g| g.pause_ms).sum();
+    assert!(paused > 0.0 && close(last.gc_pause_s, paused / 1e3));
+    for m in [&last.cpu, &last.wait, &last.alloc_by_method] {
+        for (name, p) in m {
+            assert!(p.inclusive + 1e-9 >= p.exclusive, "{name}: {p:?}");
+        }
+    }
+
+    // A window reaching back to the second step: each row is the difference.
+    let base = &steps[1];
+    let span = Duration::from_nanos(u64::try_from(last.time_ns - base.time_ns).unwrap_or(0));
+    let mut w = TopWindow::new(span);
+    for s in &steps {
+        w.push(s.clone());
+    }
+    let t = w.table(Mode::AllocByType, SortBy::Exclusive);
+    assert!(!t.rows.is_empty());
+    for r in &t.rows {
+        let was = base.alloc_by_type.get(&r.name).map_or(0.0, |p| p.exclusive);
+        assert!(close(
+            r.value.exclusive,
+            last.alloc_by_type[&r.name].exclusive - was
+        ));
+    }
+    let t = w.table(Mode::Cpu, SortBy::Inclusive);
+    let first = &t.rows[0];
+    let was = base.cpu.get(&first.name).map_or(0.0, |p| p.inclusive);
+    assert!(close(
+        first.value.inclusive,
+        last.cpu[&first.name].inclusive - was
+    ));
+    assert!(t
+        .rows
+        .windows(2)
+        .all(|p| p[0].value.inclusive >= p[1].value.inclusive));
+}
