@@ -109,7 +109,11 @@ pub(super) fn run(live: &Live, state: &mut ViewState) -> std::io::Result<()> {
             return Ok(());
         }
         if Instant::now() >= next {
+            // A refresh slower than the interval (a big process) is not made up for.
             next += state.refresh;
+            if next < Instant::now() {
+                next = Instant::now() + state.refresh;
+            }
             state.refresh(live);
             table = state.window.table(state.mode, state.sort);
             title = live.title();

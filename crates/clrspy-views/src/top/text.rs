@@ -114,7 +114,11 @@ pub(super) fn run(live: &Live, state: &mut ViewState, top: usize) -> std::io::Re
             std::thread::sleep((next - now).min(std::time::Duration::from_millis(100)));
             continue;
         }
+        // A refresh slower than the interval (a big process) is not made up for.
         next += state.refresh;
+        if next < Instant::now() {
+            next = Instant::now() + state.refresh;
+        }
         state.refresh(live);
         if state.window.latest().is_some_and(|t| t.time_ns > 0) {
             let table = state.window.table(state.mode, state.sort);
