@@ -317,9 +317,12 @@ impl TopWindow {
             .iter()
             .filter_map(|(name, now)| {
                 let was = before.get(name).copied().unwrap_or_default();
+                let exclusive = (now.exclusive - was.exclusive).max(0.0);
+                // A later snapshot may weigh a sample differently (the estimate moved): the
+                // differences keep inclusive at least exclusive, as each snapshot has it.
                 let value = Pair {
-                    exclusive: (now.exclusive - was.exclusive).max(0.0),
-                    inclusive: (now.inclusive - was.inclusive).max(0.0),
+                    exclusive,
+                    inclusive: (now.inclusive - was.inclusive).max(exclusive),
                 };
                 (value.inclusive > 0.0 || value.exclusive > 0.0).then(|| TopRow {
                     name: name.clone(),

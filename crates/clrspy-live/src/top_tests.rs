@@ -94,6 +94,10 @@ fn an_older_snapshot_is_dropped_and_figures_never_go_negative() {
     let t = w.table(Mode::Cpu, SortBy::Exclusive);
     assert!(t.rows.is_empty());
     assert_eq!(t.header.cpu_percent, 50.0);
+    // Exclusive grew more than inclusive between two snapshots: inclusive is not less.
+    w.push(totals(4, &[("a!M", 2.5, 1.8)], 3.5));
+    let t = w.table(Mode::Cpu, SortBy::Exclusive);
+    assert_eq!(t.rows[0].value, pair(1.0, 1.0));
 }
 
 #[test]
