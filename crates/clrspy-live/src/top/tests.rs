@@ -2,6 +2,12 @@
 
 use std::time::Duration;
 
+use std::collections::HashMap;
+
+use clrspy_analysis::{Analysis, Metric, StackFilter};
+
+use super::session::RUNTIME_KEYWORDS;
+use super::window::add_stack;
 use super::*;
 
 const S: i64 = 1_000_000_000;

@@ -1,52 +1,10 @@
-//! The model behind `clrspy top`: what is hot over the last few seconds of a live session.
-//!
-//! A live analysis only grows: each refresh's snapshot holds everything since the session
-//! started. [`Totals::of`] reads one snapshot into cumulative per-method figures (CPU and
-//! waiting, exclusive and inclusive, the way the CPU report weighs them: measured thread CPU
-//! where the readings cover it; allocated bytes by allocating method and by type) plus the
-//! process's cumulative CPU, GC pause and allocation. [`TopWindow`] keeps the totals of the
-//! last refreshes and subtracts the one from a window ago from the newest: the table of the
-//! window, whatever the session's length. Time is the trace's own (its last event), so CPU
-//! and time come from the same stream.
-//!
-//! [`session_config`] is the session `top` opens: the CPU profile's providers with the
-//! runtime's allocation ticks on.
+//! The windowed table: a snapshot's cumulative totals ([`Totals`]) and the window that
+//! subtracts the totals of a window ago from the newest ([`TopWindow`]).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use clrspy_analysis::symbols::FrameKind;
 use clrspy_analysis::{Analysis, Metric, StackFilter};
-use diagnostics_client::{Provider, SessionConfig};
-
-/// The runtime's keywords of the `cpu` profile (GC, loader, JIT, exceptions, contention,
-/// thread pool...); `top` reads them at the verbose level, which adds `GC/AllocationTick`.
-const RUNTIME_KEYWORDS: u64 = 0x0014_C14F_CCBD;
-
-/// The session `top` records: the sampler every millisecond, the runtime's events with
-/// stacks (allocation ticks included), no rundown at the end (names come from
-/// [`name_jitted_code`](crate::name_jitted_code) at the start and the JIT's events after),
-/// and a small buffer (the events are read as they come).
-pub fn session_config() -> SessionConfig {
-    SessionConfig {
-        circular_buffer_mb: 64,
-        rundown_keyword: 0,
-        stackwalk: true,
-        providers: vec![
-            Provider {
-                name: clr_events::SAMPLE_PROFILER_PROVIDER.into(),
-                keywords: 0,
-                level: 5,
-                arguments: None,
-            },
-            Provider {
-                name: clr_events::RUNTIME_PROVIDER.into(),
-                keywords: RUNTIME_KEYWORDS,
-                level: 5,
-                arguments: None,
-            },
-        ],
-    }
-}
 
 /// What the table weighs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,7 +88,7 @@ pub struct Totals {
 }
 
 /// Adds a stack's weight: `w` to its leaf (exclusive), `w` once to each distinct name on it.
-fn add_stack(m: &mut HashMap<String, Pair>, names: &[&str], w: f64) {
+pub(super) fn add_stack(m: &mut HashMap<String, Pair>, names: &[&str], w: f64) {
     if w <= 0.0 {
         return;
     }
@@ -364,7 +322,3 @@ pub fn thread_count(pid: u32) -> Option<usize> {
         .ok()
         .map(|d| d.count())
 }
-
-#[cfg(test)]
-#[path = "top_tests.rs"]
-mod tests;
