@@ -89,6 +89,8 @@ pub(super) struct ViewState {
     pub(super) window: TopWindow,
     pub(super) refresh: Duration,
     pub(super) window_len: Duration,
+    /// The process's thread count at the last refresh that could read it.
+    pub(super) threads: Option<usize>,
 }
 
 impl ViewState {
@@ -102,6 +104,7 @@ impl ViewState {
             window: TopWindow::new(window),
             refresh,
             window_len: window,
+            threads: None,
         }
     }
 
@@ -113,10 +116,9 @@ impl ViewState {
         if let Some(t) = live.session.totals() {
             self.window.push(t);
         }
+        // The last count read stays when the process is gone.
+        if let Some(n) = live.session.pid().and_then(thread_count) {
+            self.threads = Some(n);
+        }
     }
-}
-
-/// The thread count of the header (None before the target's pid is known).
-pub(super) fn threads(live: &Live) -> Option<usize> {
-    live.session.pid().and_then(thread_count)
 }

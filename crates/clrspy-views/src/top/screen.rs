@@ -20,7 +20,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::{Frame, Terminal};
 
-use super::live::{threads, Live, ViewState, INTERRUPTED};
+use super::live::{Live, ViewState, INTERRUPTED};
 use super::text::{cells, figures, showing, titles, KEYS};
 
 /// Puts the terminal back as it was: cooked mode, the main screen, the cursor shown. Safe to
@@ -103,7 +103,6 @@ pub(super) fn run(live: &Live, state: &mut ViewState) -> std::io::Result<()> {
     let mut next = Instant::now();
     let mut table = TopTable::default();
     let mut title = live.title();
-    let mut thread_count = None;
     loop {
         if live.ended() || INTERRUPTED.load(Ordering::SeqCst) {
             return Ok(());
@@ -117,11 +116,8 @@ pub(super) fn run(live: &Live, state: &mut ViewState) -> std::io::Result<()> {
             state.refresh(live);
             table = state.window.table(state.mode, state.sort);
             title = live.title();
-            thread_count = threads(live);
         }
-        screen
-            .terminal
-            .draw(|f| draw(f, &title, &table, state, thread_count))?;
+        screen.terminal.draw(|f| draw(f, &title, &table, state))?;
         let wait = next
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(250));
@@ -140,13 +136,7 @@ pub(super) fn run(live: &Live, state: &mut ViewState) -> std::io::Result<()> {
 }
 
 /// Draws a frame: two header lines, the table, the keys.
-fn draw(
-    f: &mut Frame<'_>,
-    title: &str,
-    table: &TopTable,
-    state: &ViewState,
-    threads: Option<usize>,
-) {
+fn draw(f: &mut Frame<'_>, title: &str, table: &TopTable, state: &ViewState) {
     let [head, body, foot] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Fill(1),
@@ -161,7 +151,7 @@ fn draw(
     );
     let second = format!(
         "{}  [{}]",
-        figures(&table.header, threads),
+        figures(&table.header, state.threads),
         showing(state.mode, state.sort)
     );
     f.render_widget(

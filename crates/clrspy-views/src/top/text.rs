@@ -8,7 +8,7 @@ use std::time::Instant;
 use clrspy_live::top::{Mode, SortBy, TopHeader, TopRow, TopTable};
 use clrspy_values::human_bytes;
 
-use super::live::{threads, Live, ViewState, INTERRUPTED};
+use super::live::{Live, ViewState, INTERRUPTED};
 
 /// The keys, as the full-screen view's footer lists them.
 pub(super) const KEYS: &str =
@@ -127,7 +127,7 @@ pub(super) fn run(live: &Live, state: &mut ViewState, top: usize) -> std::io::Re
                 &table,
                 state.mode,
                 state.sort,
-                threads(live),
+                state.threads,
                 top,
             );
             let mut o = std::io::stdout().lock();
