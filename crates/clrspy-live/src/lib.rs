@@ -11,6 +11,8 @@
 //! - [`refresh`]: the loop that hands a view a fresh snapshot every so often;
 //! - [`counters`]: a counters session (EventCounters and meters) handing out rows an
 //!   interval at a time;
+//! - [`top`]: `top`'s model — the hottest methods of the last seconds, from the refreshes'
+//!   snapshots, and the session it records;
 //! - [`heap`]: heap snapshots of a live process (`.gcdump`), the worker that takes them
 //!   while a recording runs, and `heap watch`'s loop;
 //! - [`recording`]: a recording with what `record` adds (ring, triggers, dumps, crash report,
@@ -24,6 +26,7 @@ pub mod heap;
 mod names;
 pub mod recording;
 mod session;
+pub mod top;
 
 pub use analysis::LiveAnalysis;
 pub use names::{name_jitted_code, NamesReport};

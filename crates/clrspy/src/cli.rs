@@ -156,6 +156,8 @@ pub enum Command {
     Heap(HeapArgs),
     /// A process's counters and meters: list, monitor live, collect to CSV/JSON Lines/Prometheus.
     Counters(clrspy_views::counters::Args),
+    /// The hottest methods of the last few seconds, live: CPU, waiting or allocations.
+    Top(clrspy_views::top::Args),
 }
 
 /// `clrspy gcdump`.

@@ -53,5 +53,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
             a.target.require("profile")?;
             profile::run(&a)
         }
+        Command::Top(a) => Ok(clrspy_views::top::run(&a)?),
     }
 }

@@ -1,1 +1,0 @@
-//! `clrspy top`: to be written.
