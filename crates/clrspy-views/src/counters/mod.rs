@@ -150,7 +150,11 @@ fn on_ctrl_c() {
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
 }
 
-fn start(s: &SessionArgs, child_output: ChildOutput) -> Result<CountersSession, Failure> {
+fn start(
+    s: &SessionArgs,
+    target: Resolved,
+    child_output: ChildOutput,
+) -> Result<CountersSession, Failure> {
     let opts = CountersOptions {
         spec: s.counters.clone(),
         refresh: s.refresh_interval,
@@ -158,7 +162,7 @@ fn start(s: &SessionArgs, child_output: ChildOutput) -> Result<CountersSession, 
         max_time_series: s.max_time_series,
         duration: s.duration,
     };
-    let session = match s.target.resolve("counters")? {
+    let session = match target {
         Resolved::Attach { endpoint, .. } => CountersSession::attach(endpoint, &opts)?,
         Resolved::Launch(command) => {
             let launch = LaunchOptions {
@@ -250,6 +254,7 @@ fn collect(c: &CollectArgs) -> Result<ExitCode, Failure> {
     } else {
         ChildOutput::ToStderr
     };
+    let target = c.session.target.resolve("counters")?;
     let file = match &c.output {
         Some(p) if format != CounterFormat::Prometheus => Some(
             File::create(p)
@@ -258,7 +263,7 @@ fn collect(c: &CollectArgs) -> Result<ExitCode, Failure> {
         _ => None,
     };
     on_ctrl_c();
-    let session = start(&c.session, child_output)?;
+    let session = start(&c.session, target, child_output)?;
     let result = match (&c.output, file) {
         (Some(path), None) => {
             // Prometheus to a file: the whole exposition, replaced at once each interval.
@@ -295,9 +300,11 @@ fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 fn monitor(s: &SessionArgs) -> Result<ExitCode, Failure> {
     let tty = io::stdout().is_terminal();
+    let target = s.target.resolve("counters")?;
     on_ctrl_c();
     let session = start(
         s,
+        target,
         if tty {
             ChildOutput::Null
         } else {
