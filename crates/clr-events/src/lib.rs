@@ -49,6 +49,7 @@
 
 mod any;
 pub mod clrspy;
+pub mod counter_spec;
 pub mod counters;
 pub mod heapdump;
 mod layout;

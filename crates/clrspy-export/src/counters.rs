@@ -92,6 +92,52 @@ impl<W: Write> CounterWriter<W> {
     }
 }
 
+/// Counter rows written to a file an interval at a time: appended (CSV, JSON Lines), or for
+/// Prometheus the whole exposition replacing the file at once each interval (a temporary file
+/// beside it renamed over it), as a textfile collector wants it.
+#[derive(Debug)]
+pub struct CounterFile {
+    path: std::path::PathBuf,
+    inner: FileWriter,
+}
+
+#[derive(Debug)]
+enum FileWriter {
+    Append(CounterWriter<std::fs::File>),
+    Replace(CounterWriter<io::Sink>),
+}
+
+impl CounterFile {
+    /// Creates `path` for `format` (a Prometheus file appears with its first interval).
+    pub fn create(path: &std::path::Path, format: CounterFormat) -> io::Result<CounterFile> {
+        let inner = match format {
+            CounterFormat::Prometheus => {
+                FileWriter::Replace(CounterWriter::new(io::sink(), format))
+            }
+            _ => FileWriter::Append(CounterWriter::new(std::fs::File::create(path)?, format)),
+        };
+        Ok(CounterFile {
+            path: path.to_path_buf(),
+            inner,
+        })
+    }
+
+    /// Writes one interval's rows.
+    pub fn write_rows(&mut self, rows: &[CounterRow]) -> io::Result<()> {
+        match &mut self.inner {
+            FileWriter::Append(w) => w.write_rows(rows),
+            FileWriter::Replace(w) => {
+                w.write_rows(rows)?;
+                let mut tmp = self.path.as_os_str().to_owned();
+                tmp.push(".tmp");
+                let tmp = std::path::PathBuf::from(tmp);
+                std::fs::write(&tmp, w.exposition().render())?;
+                std::fs::rename(&tmp, &self.path)
+            }
+        }
+    }
+}
+
 /// RFC 3339 UTC, microseconds.
 fn time(ns: i64) -> String {
     nettrace::format_unix_ns(ns)

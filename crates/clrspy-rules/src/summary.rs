@@ -224,9 +224,9 @@ mod tests {
             ["counters (System.Runtime,Microsoft.AspNetCore.Hosting[http.server.request.duration], every 5s, to .counters.csv while the process runs)"]
         );
         for (bad, says) in [
-            (r#"{"counters": "A,,B"}"#, "empty name"),
-            (r#"{"counters": "A[x"}"#, "not closed"),
-            (r#"{"counters": "[x]"}"#, "provider's name"),
+            (r#"{"counters": "A,,B"}"#, "empty source"),
+            (r#"{"counters": "A[x"}"#, "unbalanced brackets"),
+            (r#"{"counters": "[x]"}"#, "not a source name"),
             (r#"{"refresh_interval": "10ms"}"#, "at least 100ms"),
             (r#"{"format": "xml"}"#, "unknown variant"),
         ] {

@@ -267,39 +267,16 @@ impl Checked for CounterSpecText {
     const EXPECTING: &'static str =
         "counters such as \"System.Runtime,Microsoft.AspNetCore.Hosting[http.server.request.duration]\"";
     fn check(s: &str) -> Result<CounterSpecText, String> {
-        counter_spec_syntax(s)
+        s.parse::<clr_events::counter_spec::CounterSpec>()
             .map(|_| CounterSpecText(s.to_string()))
-            .map_err(|e| format!("bad counters \"{s}\": {e}"))
+            .map_err(|e| {
+                let e = e.to_string();
+                format!(
+                    "bad counters \"{s}\": {}",
+                    e.trim_start_matches("--counters: ")
+                )
+            })
     }
-}
-
-/// Checks dotnet-counters' syntax: `A,B[x,y],C` — names not empty, brackets closed.
-fn counter_spec_syntax(s: &str) -> Result<(), String> {
-    let mut depth = 0u32;
-    let mut name = String::new();
-    for c in s.chars().chain(std::iter::once(',')) {
-        match c {
-            '[' if depth == 0 && name.trim().is_empty() => {
-                return Err("a counter list needs its provider's name before '['".into())
-            }
-            '[' if depth > 0 => return Err("brackets do not nest".into()),
-            '[' => depth += 1,
-            ']' if depth == 0 => return Err("']' without '['".into()),
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                if name.trim().is_empty() {
-                    return Err("an empty name between commas".into());
-                }
-                name.clear();
-            }
-            _ if depth == 0 => name.push(c),
-            _ => {}
-        }
-    }
-    if depth > 0 {
-        return Err("'[' not closed".into());
-    }
-    Ok(())
 }
 
 checked_string!(CounterSpecText, "CounterSpec", {

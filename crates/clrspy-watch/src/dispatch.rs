@@ -12,6 +12,7 @@ use std::time::Duration;
 use diagnostics_client::Endpoint;
 
 use crate::children::{ancestors, via_parent};
+use crate::counters::act_counters;
 use crate::dumps::act_dump;
 use crate::heap::act_heap;
 use crate::procfs::age_ms;
@@ -32,6 +33,8 @@ pub(crate) enum Action {
     Dump,
     /// A heap snapshot (`.gcdump`), on a thread of its own.
     Heap,
+    /// Counters to a file while the process runs, on a thread of its own.
+    Counters,
     /// A trace.
     Trace,
 }
@@ -47,6 +50,9 @@ pub(crate) fn actions_of(rule: &Rule, with_trace: bool) -> Vec<Action> {
     }
     if rule.heap.is_some() {
         v.push(Action::Heap);
+    }
+    if rule.counters.is_some() {
+        v.push(Action::Counters);
     }
     if with_trace && rule.trace.is_some() {
         v.push(Action::Trace);
@@ -174,6 +180,12 @@ pub(crate) fn act_attached(
                 let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
                 state.spawn(format!("clrspy-heap-{}", facts.pid), move |s| {
                     act_heap(s, &rules.rules[i], &facts, &ep)
+                });
+            }
+            Action::Counters => {
+                let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
+                state.spawn(format!("clrspy-counters-{}", facts.pid), move |s| {
+                    act_counters(s, &rules.rules[i], &facts, &ep)
                 });
             }
             Action::Trace => {

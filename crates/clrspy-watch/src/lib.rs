@@ -25,6 +25,7 @@
 
 mod admission;
 mod children;
+mod counters;
 mod crash;
 mod dispatch;
 mod dumps;

@@ -117,7 +117,7 @@ fn held(shared: &Arc<WatchState>, runtime: HeldRuntime) {
         .copied()
         .filter(|&i| {
             let r = &rules.rules[i];
-            r.dump.is_some() || r.heap.is_some() || Some(i) != first_trace
+            r.dump.is_some() || r.heap.is_some() || r.counters.is_some() || Some(i) != first_trace
         })
         .collect();
     if rest.is_empty() {
@@ -132,6 +132,7 @@ fn held(shared: &Arc<WatchState>, runtime: HeldRuntime) {
             .as_ref()
             .is_some_and(|d| d.on_crash && d.on_exception.is_empty())
             && r.heap.is_none()
+            && r.counters.is_none()
             && (r.trace.is_none() || Some(i) == first_trace)
     };
     let Some(ep) = wait_endpoint(pid) else {

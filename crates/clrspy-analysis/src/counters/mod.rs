@@ -9,7 +9,7 @@
 //! row of the same counter ended.
 
 pub mod catalog;
-pub mod spec;
+pub use clr_events::counter_spec as spec;
 
 use clr_events::counters::{
     EventCounter, EventCounterKind, HistogramValue, MeterKind, MeterValue, MetricEvent,

@@ -5,9 +5,8 @@
 
 mod table;
 
-use std::fs::File;
 use std::io::{self, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
@@ -16,7 +15,7 @@ use std::time::Duration;
 use clrspy_analysis::counters::catalog::{SourceKind, KNOWN};
 use clrspy_analysis::counters::{CounterRow, CounterSpec, CounterUpdate};
 use clrspy_collect::{ChildOutput, LaunchOptions, Resolved};
-use clrspy_export::counters::{CounterFormat, CounterWriter};
+use clrspy_export::counters::{CounterFile, CounterFormat, CounterWriter};
 use clrspy_live::counters::{CountersOptions, CountersSession};
 use clrspy_live::ChildEnd;
 
@@ -256,28 +255,17 @@ fn collect(c: &CollectArgs) -> Result<ExitCode, Failure> {
     };
     let target = c.session.target.resolve("counters")?;
     let file = match &c.output {
-        Some(p) if format != CounterFormat::Prometheus => Some(
-            File::create(p)
+        Some(p) => Some(
+            CounterFile::create(p, format)
                 .map_err(|e| Failure::new(format!("cannot write {}: {e}", p.display())))?,
         ),
-        _ => None,
+        None => None,
     };
     on_ctrl_c();
     let session = start(&c.session, target, child_output)?;
-    let result = match (&c.output, file) {
-        (Some(path), None) => {
-            // Prometheus to a file: the whole exposition, replaced at once each interval.
-            let mut w = CounterWriter::new(io::sink(), format);
-            pump(&session, &mut |rows| {
-                w.write_rows(rows)?;
-                replace(path, w.exposition().render().as_bytes())
-            })
-        }
-        (_, Some(f)) => {
-            let mut w = CounterWriter::new(f, format);
-            pump(&session, &mut |rows| w.write_rows(rows))
-        }
-        (None, None) => {
+    let result = match file {
+        Some(mut f) => pump(&session, &mut |rows| f.write_rows(rows)),
+        None => {
             let mut w = CounterWriter::new(io::stdout(), format);
             pump(&session, &mut |rows| w.write_rows(rows))
         }
@@ -287,15 +275,6 @@ fn collect(c: &CollectArgs) -> Result<ExitCode, Failure> {
     }
     let code = finish(session)?;
     result.map(|_| code)
-}
-
-/// Writes `path` whole: a temporary file beside it, renamed over it.
-fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
 }
 
 fn monitor(s: &SessionArgs) -> Result<ExitCode, Failure> {
