@@ -46,6 +46,7 @@ pub mod signature;
 pub mod sources;
 pub mod stacks;
 pub mod symbols;
+pub mod thread_stacks;
 pub mod threads;
 pub mod trace_file;
 

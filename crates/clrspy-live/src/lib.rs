@@ -9,6 +9,7 @@
 //! - [`name_jitted_code`]: names for the code jitted before the attach, while the session runs,
 //!   from a second, short session whose rundown lists every method;
 //! - [`refresh`]: the loop that hands a view a fresh snapshot every so often;
+//! - [`stack`]: every thread's stack now, from one short sampling session (`clrspy stack`);
 //! - [`heap`]: heap snapshots of a live process (`.gcdump`), the worker that takes them
 //!   while a recording runs, and `heap watch`'s loop;
 //! - [`recording`]: a recording with what `record` adds (ring, triggers, dumps, crash report,
@@ -21,6 +22,7 @@ pub mod heap;
 mod names;
 pub mod recording;
 mod session;
+pub mod stack;
 
 pub use analysis::LiveAnalysis;
 pub use names::{name_jitted_code, NamesReport};

@@ -48,6 +48,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Watch(a) => watch::run(&a),
         Command::Gcdump(a) => heap::run_gcdump(&a),
         Command::Heap(a) => heap::run_heap(&a),
+        Command::Stack(a) => Ok(clrspy_views::stack::run(&a)?),
         Command::Profile(a) => {
             a.target.require("profile")?;
             profile::run(&a)
