@@ -45,7 +45,7 @@ pub struct OsThread {
 pub struct StackSnapshot {
     /// The process id.
     pub pid: u32,
-    /// Every thread, by thread id (the main thread, whose id is the process's, first).
+    /// Every thread: the main thread (its id is the process's) first, then by id.
     pub threads: Vec<ThreadStack>,
     /// False when the snapshot is partial (the session timed out before every thread was
     /// sampled or before its methods were named); [`StackSnapshot::notes`] says what is missing.
@@ -59,10 +59,8 @@ impl StackSnapshot {
     /// of threads: every thread of either, by id; names and states from the OS list (a
     /// sampled thread that ended since keeps no name).
     pub fn merge(pid: u32, sampled: Vec<ThreadStack>, os: &[OsThread]) -> StackSnapshot {
-        let mut threads: std::collections::BTreeMap<u64, ThreadStack> = sampled
-            .into_iter()
-            .map(|t| (t.thread_id, t))
-            .collect();
+        let mut threads: std::collections::BTreeMap<u64, ThreadStack> =
+            sampled.into_iter().map(|t| (t.thread_id, t)).collect();
         for o in os {
             let t = threads.entry(o.thread_id).or_insert_with(|| ThreadStack {
                 thread_id: o.thread_id,
@@ -71,12 +69,22 @@ impl StackSnapshot {
             t.name = Some(o.name.clone());
             t.state = Some(o.state);
         }
-        StackSnapshot {
+        let mut snap = StackSnapshot {
             pid,
             threads: threads.into_values().collect(),
             complete: true,
             notes: Vec::new(),
-        }
+        };
+        snap.sort();
+        snap
+    }
+
+    /// Puts the threads in their order: the main thread (its id is the process's) first, then
+    /// by id.
+    pub fn sort(&mut self) {
+        let main = u64::from(self.pid);
+        self.threads
+            .sort_by_key(|t| (t.thread_id != main, t.thread_id));
     }
 
     /// The threads with managed frames.
@@ -110,11 +118,24 @@ mod tests {
     fn merge_keeps_every_thread_of_either_list_by_id() {
         let s = StackSnapshot::merge(
             10,
-            vec![sampled(12, &["B.Wait", "B.Main"]), sampled(99, &["Gone.Run"])],
-            &[os(11, ".NET SigHandler"), os(10, "app"), os(12, "worker")],
+            vec![
+                sampled(12, &["B.Wait", "B.Main"]),
+                sampled(99, &["Gone.Run"]),
+            ],
+            &[
+                os(11, ".NET SigHandler"),
+                os(10, "app"),
+                os(12, "worker"),
+                os(3, "wrapped"),
+            ],
         );
         let ids: Vec<u64> = s.threads.iter().map(|t| t.thread_id).collect();
-        assert_eq!(ids, [10, 11, 12, 99]);
+        // The main thread first, even when thread ids wrapped around below it.
+        assert_eq!(ids, [10, 3, 11, 12, 99]);
+        let s = StackSnapshot {
+            threads: s.threads[1..].to_vec(),
+            ..s
+        };
         assert_eq!(s.threads[2].name.as_deref(), Some("worker"));
         assert_eq!(s.threads[2].frames, ["B.Wait", "B.Main"]);
         assert!(s.threads[2].sampled);

@@ -10,6 +10,11 @@
 //! The OS's list of threads (`/proc/PID/task`) is merged in by thread id, so threads the
 //! runtime does not know are listed too. A bound on the whole ([`StackOptions::timeout`])
 //! means it never hangs: past it, what was taken is returned, marked partial.
+//! [`add_native_frames`] adds the native frames, from the runtime's crash report.
+
+mod native;
+
+pub use native::{add_native_frames, NativeReport};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -1,6 +1,8 @@
 //! `clrspy stack`: the managed stack of every thread of a running process now, as text or
 //! JSON. The snapshot is taken by clrspy-live's [`take_stacks`] (one short sampling session,
-//! named by its rundown) and written by clrspy-export's `thread_stacks`.
+//! named by its rundown) and written by clrspy-export's `thread_stacks`; `--native` replaces
+//! each thread's frames with its whole stack from the runtime's crash report
+//! ([`add_native_frames`]).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -8,7 +10,7 @@ use std::time::Duration;
 
 use clrspy_collect::Resolved;
 use clrspy_export::thread_stacks;
-use clrspy_live::stack::{take_stacks, StackOptions};
+use clrspy_live::stack::{add_native_frames, take_stacks, StackOptions};
 
 use crate::{Failure, TargetArgs};
 
@@ -16,7 +18,13 @@ use crate::{Failure, TargetArgs};
 #[derive(clap::Args, Clone, Debug)]
 pub struct Args {
     /// The process, by id.
-    #[arg(short = 'p', long = "process-id", visible_alias = "pid", value_name = "PID", conflicts_with = "name")]
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID",
+        conflicts_with = "name"
+    )]
     pub process_id: Option<u32>,
     /// The process, by name (entry assembly or executable).
     #[arg(short = 'n', long, value_name = "NAME")]
@@ -25,6 +33,10 @@ pub struct Args {
     /// "frames", ...}], "notes"}`.
     #[arg(long)]
     pub json: bool,
+    /// Whole stacks, native frames too, from the runtime's crash report (createdump): the
+    /// process is paused while it is written (about a second).
+    #[arg(long)]
+    pub native: bool,
     /// Give up after this long (what was taken is printed, and clrspy exits with 1).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
     pub timeout: Duration,
@@ -44,15 +56,33 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     };
     let endpoint = match target.resolve("stack")? {
         Resolved::Attach { endpoint, .. } => endpoint,
-        Resolved::Launch(_) => return Err(Failure::usage("stack needs a process: -p PID or -n NAME")),
+        Resolved::Launch(_) => {
+            return Err(Failure::usage("stack needs a process: -p PID or -n NAME"))
+        }
     };
     let opts = StackOptions {
         timeout: args.timeout,
         ..StackOptions::default()
     };
-    let (snap, _report) = take_stacks(&endpoint, &opts).map_err(|e| {
-        Failure::new(format!("taking the stacks of pid {}: {e}", endpoint.pid))
-    })?;
+    let (mut snap, _report) = take_stacks(&endpoint, &opts)
+        .map_err(|e| Failure::new(format!("taking the stacks of pid {}: {e}", endpoint.pid)))?;
+    if args.native {
+        eprintln!(
+            "clrspy: --native: the runtime's createdump pauses pid {} while it writes the crash report ...",
+            endpoint.pid
+        );
+        match add_native_frames(&endpoint, &mut snap, args.timeout) {
+            Ok(r) => snap.notes.push(format!(
+                "native frames from the runtime's crash report ({} threads; {:.2} s)",
+                r.threads,
+                r.elapsed.as_secs_f64()
+            )),
+            Err(e) => {
+                snap.complete = false;
+                snap.notes.push(format!("no native frames: {e}"));
+            }
+        }
+    }
     for n in &snap.notes {
         eprintln!("clrspy: {n}");
     }

@@ -2,7 +2,8 @@
 //! deadlocked on two locks, and a CPU burner on every core in the same process). Twenty
 //! snapshots out of twenty show both deadlocked threads by name, each in a lock acquisition
 //! (.NET 10 shows `Monitor.Enter_Slowpath` under `Monitor.Enter`), every burner in its
-//! loop, and the threads without managed frames; the text output says the same; a timeout
+//! loop, and the threads without managed frames; the text output says the same; `--native`
+//! adds the native frames (libc's wait above `Monitor.Enter`) and leaves no files; a timeout
 //! too short to finish gives what was taken and exit code 1. The time of each call is printed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -43,7 +44,9 @@ fn assert_in_lock(v: &Value, name: &str, method: &str) {
         "{name} is not in a lock acquisition: {f:?}"
     );
     let own = f.iter().position(|x| *x == method);
-    let lock = f.iter().position(|x| *x == "System.Threading.Monitor.Enter");
+    let lock = f
+        .iter()
+        .position(|x| *x == "System.Threading.Monitor.Enter");
     assert!(
         matches!((lock, own), (Some(l), Some(o)) if l < o),
         "{name}: expected Monitor.Enter above {method}: {f:?}"
@@ -58,7 +61,10 @@ fn stack_shows_the_deadlocked_threads_of_a_busy_process_every_time() {
     // The burners load every core: take turns with the tests that count CPU.
     let _m = machine();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let app = start("hang-busy", &["--seconds", "0", "--threads", &cores.to_string()]);
+    let app = start(
+        "hang-busy",
+        &["--seconds", "0", "--threads", &cores.to_string()],
+    );
     let pid = app.1.to_string();
     // Let the deadlock form (the workload says so after 200 ms) and the burners start.
     std::thread::sleep(Duration::from_millis(1500));
@@ -94,7 +100,10 @@ fn stack_shows_the_deadlocked_threads_of_a_busy_process_every_time() {
         assert!(frames(sig).is_empty());
         let main = v["threads"][0].clone();
         assert_eq!(main["thread_id"].as_u64(), Some(u64::from(app.1)));
-        assert!(frames(&main).contains(&"Workloads.Deadlock.Run"), "{main:#}");
+        assert!(
+            frames(&main).contains(&"Workloads.Deadlock.Run"),
+            "{main:#}"
+        );
     }
     let ms: Vec<u128> = times.iter().map(Duration::as_millis).collect();
     eprintln!("stack -p (busy, {cores} burners) took, ms: {ms:?}");
@@ -114,7 +123,54 @@ fn stack_shows_the_deadlocked_threads_of_a_busy_process_every_time() {
             "{name}: {first:?}\n{text}"
         );
     }
-    assert!(text.contains("\".NET SigHandler\"\n  (no managed frames)\n"), "{text}");
+    assert!(
+        text.contains("\".NET SigHandler\"\n  (no managed frames)\n"),
+        "{text}"
+    );
+
+    // --native: whole stacks from the runtime's crash report; its files are deleted.
+    let leftovers = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("clrspy-stack-{}-", app.1))
+            })
+            .count()
+    };
+    let t0 = Instant::now();
+    let out = clrspy()
+        .args(["stack", "-p", &pid, "--json", "--native"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let native_time = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("pauses"), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (name, method) in [
+        ("deadlock-a", "Workloads.Deadlock.TakeAThenB()"),
+        ("deadlock-b", "Workloads.Deadlock.TakeBThenA()"),
+    ] {
+        let f = frames(thread(&v, name));
+        let own = f.iter().position(|x| *x == method);
+        let lock = f
+            .iter()
+            .position(|x| x.starts_with("System.Threading.Monitor.Enter("));
+        // Native frames (the runtime's wait, libc's futex) above the lock acquisition.
+        let native = f.iter().position(|x| x.starts_with("libc.so.6!"));
+        assert!(
+            matches!((native, lock, own), (Some(n), Some(l), Some(o)) if n < l && l < o),
+            "{name}: {f:?}"
+        );
+    }
+    // The runtime's own threads have native frames now.
+    assert!(!frames(thread(&v, ".NET SigHandler")).is_empty());
+    assert_eq!(leftovers(), 0, "the crash report's files are deleted");
+    eprintln!("stack -p --native took {} ms", native_time.as_millis());
 
     // A timeout too short for the session: what was taken (the OS's threads at least), a
     // note on stderr, exit code 1 — never a hang.
