@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(short = 'n', long, value_name = "NAME")]
     pub name: Option<String>,
     /// Write JSON: `{"pid", "complete", "threads": [{"thread_id", "name", "state", "managed",
-    /// "frames", ...}], "notes"}`.
+    /// "frames", ...}], "notes", "session_ms", "sampled_after_ms"}`.
     #[arg(long)]
     pub json: bool,
     /// Whole stacks, native frames too, from the runtime's crash report (createdump): the
@@ -64,7 +64,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
         timeout: args.timeout,
         ..StackOptions::default()
     };
-    let (mut snap, _report) = take_stacks(&endpoint, &opts)
+    let (mut snap, report) = take_stacks(&endpoint, &opts)
         .map_err(|e| Failure::new(format!("taking the stacks of pid {}: {e}", endpoint.pid)))?;
     if args.native {
         eprintln!(
@@ -88,7 +88,21 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     }
     let mut out = std::io::stdout().lock();
     let written = if args.json {
-        serde_json::to_writer_pretty(&mut out, &thread_stacks::to_json(&snap))
+        let mut v = thread_stacks::to_json(&snap);
+        // How long the session took (the native frames' time is in the notes).
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "session_ms".into(),
+                serde_json::Value::from(report.elapsed.as_millis() as u64),
+            );
+            o.insert(
+                "sampled_after_ms".into(),
+                report
+                    .sampled_after
+                    .map_or(serde_json::Value::Null, |d| (d.as_millis() as u64).into()),
+            );
+        }
+        serde_json::to_writer_pretty(&mut out, &v)
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
