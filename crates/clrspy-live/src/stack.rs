@@ -268,6 +268,9 @@ pub fn take_stacks(
     if s.sampled_at.is_none() {
         snap.complete = false;
         snap.notes.push(match s.samples {
+            n if s.ended => format!(
+                "the session ended before the sampler finished a round ({n} samples): the process may have exited"
+            ),
             0 => format!(
                 "no sample arrived within {:.1} s: the runtime did not answer the sampler",
                 opts.timeout.as_secs_f64()

@@ -49,6 +49,9 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// Runs `clrspy stack`: exit code 0, or 1 when the snapshot is partial (timed out; stderr
 /// says what is missing).
 pub fn run(args: &Args) -> Result<ExitCode, Failure> {
+    if args.process_id.is_none() && args.name.is_none() {
+        return Err(Failure::usage("stack needs a process: -p PID or -n NAME"));
+    }
     let target = TargetArgs {
         process_id: args.process_id,
         name: args.name.clone(),

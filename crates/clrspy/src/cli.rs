@@ -175,8 +175,7 @@ pub enum Command {
     /// What a heap snapshot (.gcdump, or a trace with heap dump events) holds: types by
     /// retained and shallow bytes, roots; `heap diff OLD NEW` compares two.
     Heap(HeapArgs),
-    /// The managed stack of every thread of a running .NET process now, with thread names
-    /// and ids, innermost frame first (threads without managed frames listed too).
+    /// Every thread's stack now, innermost first, with thread ids and names.
     Stack(clrspy_views::stack::Args),
 }
 
