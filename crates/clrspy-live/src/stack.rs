@@ -331,3 +331,154 @@ pub fn os_threads(pid: u32) -> Vec<OsThread> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nettrace::{EventMetadata, EventRecord, TraceReader, TraceWriter, WriterOptions};
+
+    /// (provider, event id, ms, thread, stack, payload)
+    type Ev = (&'static str, u32, i64, u64, Vec<u64>, Vec<u8>);
+
+    fn utf16z(s: &str) -> Vec<u8> {
+        s.encode_utf16()
+            .chain([0])
+            .flat_map(u16::to_le_bytes)
+            .collect()
+    }
+
+    /// A MethodLoadVerbose payload: `App.<name>` at [start, start + 0x100).
+    fn method(id: u64, start: u64, name: &str) -> Vec<u8> {
+        let mut p = Vec::new();
+        p.extend(id.to_le_bytes());
+        p.extend(1u64.to_le_bytes());
+        p.extend(start.to_le_bytes());
+        p.extend(0x100u32.to_le_bytes());
+        p.extend(0u32.to_le_bytes());
+        p.extend(0u32.to_le_bytes());
+        p.extend(utf16z("App"));
+        p.extend(utf16z(name));
+        p.extend(utf16z("void  ()"));
+        p.extend(0u16.to_le_bytes());
+        p
+    }
+
+    fn sample(ms: i64, thread: u64, stack: &[u64], kind: u32) -> Ev {
+        (
+            clr_events::SAMPLE_PROFILER_PROVIDER,
+            0,
+            ms,
+            thread,
+            stack.to_vec(),
+            kind.to_le_bytes().to_vec(),
+        )
+    }
+
+    fn trace(events: &[Ev]) -> Vec<u8> {
+        let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+        let mut ids = HashMap::new();
+        for (provider, id, ms, thread, stack, payload) in events {
+            let m = match ids.get(&(*provider, *id)) {
+                Some(&m) => m,
+                None => {
+                    let m = w
+                        .define(&EventMetadata {
+                            provider: provider.to_string(),
+                            event_id: *id,
+                            version: 1,
+                            ..EventMetadata::default()
+                        })
+                        .unwrap();
+                    ids.insert((*provider, *id), m);
+                    m
+                }
+            };
+            w.write(&EventRecord {
+                metadata_id: m,
+                thread_id: *thread,
+                capture_thread_id: *thread,
+                timestamp: ms * 1_000_000,
+                stack,
+                payload,
+                ..EventRecord::default()
+            })
+            .unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    /// Feeds `events` to a fresh consumer; the state and the event index of each Stop.
+    fn feed(events: &[Ev], window_ms: i64) -> (Arc<Shared>, Vec<usize>) {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        });
+        let mut c = StackFeed {
+            shared: shared.clone(),
+            window_ns: window_ms * 1_000_000,
+        };
+        let bytes = trace(events);
+        let mut r = TraceReader::new(&bytes).unwrap();
+        c.start(r.header());
+        let mut stops = Vec::new();
+        let mut i = 0;
+        r.for_each_event(|ev| {
+            if matches!(c.event(ev), Action::Stop { .. }) {
+                stops.push(i);
+            }
+            i += 1;
+            true
+        })
+        .unwrap();
+        c.end(&End::default());
+        (shared, stops)
+    }
+
+    const LOAD: u32 = clr_events::runtime::ids::METHOD_LOAD_VERBOSE;
+    const RT: &str = clr_events::RUNTIME_PROVIDER;
+
+    #[test]
+    fn the_second_round_stops_the_session_and_each_thread_keeps_its_first_stack() {
+        let events = vec![
+            (RT, LOAD, 0, 1, vec![], method(1, 0x1000, "Wait")),
+            (RT, LOAD, 0, 1, vec![], method(2, 0x2000, "Main")),
+            sample(1, 10, &[0x1010, 0x2010], 1),
+            sample(1, 11, &[0x2020], 2),
+            sample(1, 12, &[], 1),
+            // The next round: thread 10 again.
+            sample(2, 10, &[0x2010], 2),
+            sample(2, 13, &[0x1010], 2),
+        ];
+        let (shared, stops) = feed(&events, 300);
+        assert_eq!(stops, [5], "one stop, at the second round's first sample");
+        let s = shared.lock();
+        assert!(s.sampled_at.is_some() && s.ended);
+        assert_eq!(s.samples, 5);
+        let mut t = sampled(&s);
+        t.sort_by_key(|t| t.thread_id);
+        let ids: Vec<u64> = t.iter().map(|t| t.thread_id).collect();
+        // A thread that appears after the first round still gets its first sample.
+        assert_eq!(ids, [10, 11, 12, 13]);
+        assert_eq!(
+            t[0].frames,
+            ["App.Wait", "App.Main"],
+            "the first sample, named"
+        );
+        assert!(!t[0].running_managed);
+        assert!(t[1].running_managed);
+        assert!(t[2].frames.is_empty() && t[2].sampled);
+    }
+
+    #[test]
+    fn the_window_bounds_the_wait_for_a_round() {
+        let events = vec![
+            sample(0, 10, &[0x1010], 2),
+            sample(100, 11, &[0x1010], 2),
+            sample(400, 12, &[0x1010], 2),
+            sample(500, 13, &[0x1010], 2),
+        ];
+        let (shared, stops) = feed(&events, 300);
+        assert_eq!(stops, [2]);
+        assert_eq!(shared.lock().first.len(), 4);
+    }
+}
