@@ -74,7 +74,12 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
             "clrspy: --native: the runtime's createdump pauses pid {} while it writes the crash report ...",
             endpoint.pid
         );
-        match add_native_frames(&endpoint, &mut snap, args.timeout) {
+        // The timeout bounds the whole command: the report gets what the session left.
+        let left = args
+            .timeout
+            .saturating_sub(report.elapsed)
+            .max(std::time::Duration::from_secs(1));
+        match add_native_frames(&endpoint, &mut snap, left) {
             Ok(r) => snap.notes.push(format!(
                 "native frames from the runtime's crash report ({} threads; {:.2} s)",
                 r.threads,
