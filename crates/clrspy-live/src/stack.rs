@@ -265,31 +265,7 @@ pub fn take_stacks(
     let s = shared.lock();
     let ended = s.ended && got;
     let mut snap = StackSnapshot::merge(endpoint.pid, sampled(&s), &os);
-    if s.sampled_at.is_none() {
-        snap.complete = false;
-        snap.notes.push(match s.samples {
-            n if s.ended => format!(
-                "the session ended before the sampler finished a round ({n} samples): the process may have exited"
-            ),
-            0 => format!(
-                "no sample arrived within {:.1} s: the runtime did not answer the sampler",
-                opts.timeout.as_secs_f64()
-            ),
-            n => format!(
-                "the runtime's sampler did not finish a round within {:.1} s ({n} samples)",
-                opts.timeout.as_secs_f64()
-            ),
-        });
-    }
-    if !ended {
-        snap.complete = false;
-        snap.notes.push(format!(
-            "the session did not end within {:.1} s: methods not named yet show as [jitted code, unnamed]",
-            opts.timeout.as_secs_f64()
-        ));
-    } else if let Some(e) = s.error.as_ref().or(failed.as_ref()) {
-        snap.notes.push(format!("the stream ended early: {e}"));
-    }
+    say_what_is_missing(&mut snap, &s, ended, failed.as_deref(), opts.timeout);
     let report = StackReport {
         elapsed: started.elapsed(),
         sampled_after: s.sampled_at.map(|t| t.saturating_duration_since(started)),
@@ -298,6 +274,43 @@ pub fn take_stacks(
         ended,
     };
     Ok((snap, report))
+}
+
+/// Marks `snap` partial and says why when the sampler did not finish a round or the session
+/// did not end (`ended`) within `timeout`; notes a stream that ended early (`failed`).
+fn say_what_is_missing(
+    snap: &mut StackSnapshot,
+    s: &State,
+    ended: bool,
+    failed: Option<&str>,
+    timeout: Duration,
+) {
+    let secs = timeout.as_secs_f64();
+    if s.sampled_at.is_none() {
+        snap.complete = false;
+        snap.notes.push(match s.samples {
+            n if s.ended => format!(
+                "the session ended before the sampler finished a round ({n} samples): the process may have exited"
+            ),
+            0 => format!(
+                "no sample arrived within {:.1} s: the runtime did not answer the sampler",
+                secs
+            ),
+            n => format!(
+                "the runtime's sampler did not finish a round within {:.1} s ({n} samples)",
+                secs
+            ),
+        });
+    }
+    if !ended {
+        snap.complete = false;
+        snap.notes.push(format!(
+            "the session did not end within {:.1} s: methods not named yet show as [jitted code, unnamed]",
+            secs
+        ));
+    } else if let Some(e) = s.error.as_deref().or(failed) {
+        snap.notes.push(format!("the stream ended early: {e}"));
+    }
 }
 
 /// Each sampled thread's first stack, named.
