@@ -74,6 +74,7 @@ public static class Program
         ["heap"] = HeapHolder.Run,
         ["heap10m"] = HeapTree.Run,
         ["hang"] = Deadlock.Run,
+        ["hang-busy"] = BusyHang.Run,
         ["eventsource"] = EventWriter.Run,
         ["bigtrace"] = BigTrace.Run,
         ["idle"] = o => { Thread.Sleep(TimeSpan.FromSeconds(o.Seconds)); return 0; },

@@ -47,6 +47,7 @@ pub mod signature;
 pub mod sources;
 pub mod stacks;
 pub mod symbols;
+pub mod thread_stacks;
 pub mod threads;
 pub mod trace_file;
 

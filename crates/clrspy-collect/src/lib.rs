@@ -29,7 +29,7 @@ mod hold;
 pub mod inject;
 pub mod kernel;
 mod launch;
-mod native;
+pub mod native;
 pub mod procstat;
 mod r2r;
 mod ring;

@@ -235,6 +235,26 @@ impl NativeNames {
     }
 }
 
+/// The functions holding these (mapped path, file offset) places of process `pid`, by
+/// their ELF symbols (as the recordings name native frames: `name`, or `name+0x…` for a
+/// stripped library's function past its nearest symbol); None where the file has none.
+pub fn function_names(pid: u32, places: &[(String, u64)]) -> Vec<Option<String>> {
+    let mut files: HashMap<&str, Option<SymbolTable>> = HashMap::new();
+    places
+        .iter()
+        .map(|(path, offset)| {
+            let table = files.entry(path.as_str()).or_insert_with(|| {
+                read_file(pid, path).and_then(|d| SymbolTable::read(&d, &|p| read_file(pid, p)))
+            });
+            let table = table.as_ref()?;
+            let (_, _, name) = table
+                .address_of(*offset)
+                .and_then(|a| table.function_at(a))?;
+            Some(name.into_owned())
+        })
+        .collect()
+}
+
 /// The file mapped from `path` in process `pid` (the target's own view, else ours).
 fn read_file(pid: u32, path: &str) -> Option<Vec<u8>> {
     let own = format!("/proc/{pid}/root{path}");

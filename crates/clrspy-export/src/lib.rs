@@ -24,6 +24,7 @@ pub mod html;
 pub mod pprof;
 pub mod speedscope;
 pub mod stack_unit;
+pub mod thread_stacks;
 
 pub mod event_filter;
 pub mod event_json;

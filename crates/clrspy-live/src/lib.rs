@@ -13,6 +13,7 @@
 //!   interval at a time;
 //! - [`top`]: `top`'s model — the hottest methods of the last seconds, from the refreshes'
 //!   snapshots, and the session it records;
+//! - [`stack`]: every thread's stack now, from one short sampling session (`clrspy stack`);
 //! - [`heap`]: heap snapshots of a live process (`.gcdump`), the worker that takes them
 //!   while a recording runs, and `heap watch`'s loop;
 //! - [`recording`]: a recording with what `record` adds (ring, triggers, dumps, crash report,
@@ -26,6 +27,7 @@ pub mod heap;
 mod names;
 pub mod recording;
 mod session;
+pub mod stack;
 pub mod top;
 
 pub use analysis::LiveAnalysis;

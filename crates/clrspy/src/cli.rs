@@ -158,6 +158,8 @@ pub enum Command {
     Counters(clrspy_views::counters::Args),
     /// The hottest methods of the last few seconds, live: CPU, waiting or allocations.
     Top(clrspy_views::top::Args),
+    /// Every thread's stack now, innermost first, with thread ids and names.
+    Stack(clrspy_views::stack::Args),
 }
 
 /// `clrspy gcdump`.

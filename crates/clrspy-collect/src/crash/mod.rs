@@ -14,6 +14,7 @@ use diagnostics_client::DumpType;
 pub mod core;
 pub mod files;
 pub mod message;
+pub mod threads;
 
 use crate::dumpfile::Compression;
 

@@ -49,6 +49,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Gcdump(a) => heap::run_gcdump(&a),
         Command::Heap(a) => heap::run_heap(&a),
         Command::Counters(a) => Ok(clrspy_views::counters::run(&a)?),
+        Command::Stack(a) => Ok(clrspy_views::stack::run(&a)?),
         Command::Profile(a) => {
             a.target.require("profile")?;
             profile::run(&a)
