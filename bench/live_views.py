@@ -4,11 +4,11 @@ clrspy's own CPU and RSS for `counters collect`, `top` and `stack`, side by side
 dotnet-trace asking for the same providers (the session cost; dotnet-counters and dotnet-stack
 are not served here).
 
-    python3 bench/live_views.py [--seconds 20] [--rounds 3] [--no-build]
+    python3 bench/live_views.py [--seconds 20] [--rounds 3] [--parts idle,web,own] [--no-build]
 
 Part 1, the session cost: one idle .NET process (testapps/Workloads `idle`) and one web app
 (testapps/RazorApp) under a fixed number of `ab` requests; per mode, the target's CPU (from
-/proc/PID/stat) over the same window — bare, `clrspy counters collect` (System.Runtime's meter,
+/proc/PID/stat; idle: per second, web: per 1000 requests) over the same window — bare, `clrspy counters collect` (System.Runtime's meter,
 1 s), the same with the old EventCounters (`EventCounters\\System.Runtime`), and dotnet-trace with
 each of those two sessions. The extra CPU is each round's figure minus that round's bare one
 (median of the rounds). Part 2, clrspy's own cost: GNU time's user+sys and peak RSS of
@@ -119,8 +119,11 @@ def session_cost(target, pid, port, a):
                 ab(port, a.requests)
             else:
                 time.sleep(a.seconds)
-            row = {"target": target, "mode": mode, "round": r,
-                   "target_cpu_ms_per_s": 1000 * (cpu_ticks(pid) - t0) / HZ / (time.time() - w0)}
+            cpu_ms = 1000 * (cpu_ticks(pid) - t0) / HZ
+            # Idle: the target's CPU per second; the web app (a fixed number of requests,
+            # as fast as it serves them): its CPU per 1000 requests.
+            per = cpu_ms / (time.time() - w0) if not port else cpu_ms / a.requests * 1000
+            row = {"target": target, "mode": mode, "round": r, "target_cpu": per}
             if p:
                 try:
                     p.wait(timeout=a.seconds + 120)
@@ -129,8 +132,7 @@ def session_cost(target, pid, port, a):
                     p.wait()
                 row.update(read_time(tfile))
             rows.append(row)
-            print(f"{target} round {r + 1}: {mode}: {row['target_cpu_ms_per_s']:.1f} ms/s",
-                  file=sys.stderr)
+            print(f"{target} round {r + 1}: {mode}: {row['target_cpu']:.1f}", file=sys.stderr)
     return rows
 
 
@@ -192,34 +194,39 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=20000)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--parts", default="idle,web,own",
+                    help="which parts to run, comma-separated: idle, web, own")
     a = ap.parse_args()
+    parts = a.parts.split(",")
     os.makedirs(OUT, exist_ok=True)
     build(a.no_build)
     rows = []
-    idle, pid = start_idle()
-    try:
-        rows += session_cost("idle", pid, None, a)
-    finally:
-        idle.kill()
-        idle.wait()
-    app, pid, port = start_razor()
-    try:
-        ab(port, 2000)  # warm up
-        rows += session_cost("web", pid, port, a)
-    finally:
-        app.kill()
-        app.wait()
-    own = own_cost(a)
-    print("| target | mode | target CPU ms/s (median) | extra vs bare ms/s | recorder CPU % of a core "
-          "| recorder peak RSS MB |")
+    if "idle" in parts:
+        idle, pid = start_idle()
+        try:
+            rows += session_cost("idle", pid, None, a)
+        finally:
+            idle.kill()
+            idle.wait()
+    if "web" in parts:
+        app, pid, port = start_razor()
+        try:
+            ab(port, 2000)  # warm up
+            rows += session_cost("web", pid, port, a)
+        finally:
+            app.kill()
+            app.wait()
+    own = own_cost(a) if "own" in parts else []
+    print("| target | mode | target CPU (median; idle: ms/s, web: ms per 1000 requests) | extra vs "
+          "bare | recorder CPU % of a core | recorder peak RSS MB |")
     print("|---|---|---|---|---|---|")
-    for target in ("idle", "web"):
-        bare = {x["round"]: x["target_cpu_ms_per_s"] for x in rows
+    for target in [p for p in ("idle", "web") if p in parts]:
+        bare = {x["round"]: x["target_cpu"] for x in rows
                 if x["target"] == target and x["mode"] == "bare"}
         for mode in MODES:
             xs = [x for x in rows if x["target"] == target and x["mode"] == mode]
-            med = statistics.median(x["target_cpu_ms_per_s"] for x in xs)
-            extra = statistics.median(x["target_cpu_ms_per_s"] - bare[x["round"]] for x in xs)
+            med = statistics.median(x["target_cpu"] for x in xs)
+            extra = statistics.median(x["target_cpu"] - bare[x["round"]] for x in xs)
             rec = "– | –"
             if "cpu_s" in xs[0]:
                 rec = (f"{100 * statistics.median(x['cpu_s'] / max(x['wall_s'], 1e-9) for x in xs):.2f}"
