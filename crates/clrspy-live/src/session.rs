@@ -33,6 +33,33 @@ pub struct SessionSpec {
     pub lossless: bool,
 }
 
+impl SessionSpec {
+    /// The recording and the live feeds of this spec, stopped by `stop`, feeding `consumers`
+    /// and the views that join at `broadcast`.
+    fn parts<'a>(
+        &'a self,
+        stop: &'a StopSignal,
+        consumers: Vec<Box<dyn EventConsumer>>,
+        broadcast: Broadcast,
+    ) -> (Recording<'a>, LiveFeeds<'static>) {
+        let rec = Recording {
+            config: &self.config,
+            out: self.out.as_deref(),
+            duration: self.duration,
+            stop,
+            thread_cpu: self.thread_cpu,
+            ring: None,
+        };
+        let live = LiveFeeds {
+            consumers,
+            broadcast: Some(broadcast),
+            lossless: self.lossless,
+            ..LiveFeeds::default()
+        };
+        (rec, live)
+    }
+}
+
 /// Why a live session failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -93,20 +120,7 @@ impl LiveSession {
         let thread = std::thread::Builder::new()
             .name("clrspy-live-session".into())
             .spawn(move || {
-                let rec = Recording {
-                    config: &spec.config,
-                    out: spec.out.as_deref(),
-                    duration: spec.duration,
-                    stop: &s,
-                    thread_cpu: spec.thread_cpu,
-                    ring: None,
-                };
-                let live = LiveFeeds {
-                    consumers,
-                    broadcast: Some(b),
-                    lossless: spec.lossless,
-                    ..LiveFeeds::default()
-                };
+                let (rec, live) = spec.parts(&s, consumers, b);
                 clrspy_collect::record_live(&endpoint, &rec, live, &mut |now| {
                     if let Ok(mut q) = p.lock() {
                         *q = *now;
@@ -155,20 +169,7 @@ impl LiveSession {
                         ),
                     });
                 };
-                let rec = Recording {
-                    config: &spec.config,
-                    out: spec.out.as_deref(),
-                    duration: spec.duration,
-                    stop: &s,
-                    thread_cpu: spec.thread_cpu,
-                    ring: None,
-                };
-                let live = LiveFeeds {
-                    consumers,
-                    broadcast: Some(b),
-                    lossless: spec.lossless,
-                    ..LiveFeeds::default()
-                };
+                let (rec, live) = spec.parts(&s, consumers, b);
                 let l: Launched = clrspy_collect::launch_live(
                     program,
                     args,

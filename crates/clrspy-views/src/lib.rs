@@ -91,6 +91,43 @@ impl From<clrspy_collect::Error> for Failure {
     }
 }
 
+/// A running process, for the commands that only attach: `-p PID` or `-n NAME`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ProcessArgs {
+    /// The process, by id.
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID",
+        conflicts_with = "name"
+    )]
+    pub process_id: Option<u32>,
+    /// The process, by name (entry assembly or executable).
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+impl ProcessArgs {
+    /// The process's endpoint and its label for messages; `verb` names the command in the
+    /// error when no process was given.
+    pub fn resolve(&self, verb: &str) -> Result<(diagnostics_client::Endpoint, String), Failure> {
+        let usage = || Failure::usage(format!("{verb} needs a process: -p PID or -n NAME"));
+        if self.process_id.is_none() && self.name.is_none() {
+            return Err(usage());
+        }
+        let target = TargetArgs {
+            process_id: self.process_id,
+            name: self.name.clone(),
+            command: Vec::new(),
+        };
+        match target.resolve(verb)? {
+            Resolved::Attach { endpoint, label } => Ok((endpoint, label)),
+            Resolved::Launch(_) => Err(usage()),
+        }
+    }
+}
+
 /// The process a command traces or watches: `-p PID`, `-n NAME`, or a program started for it
 /// after `--` (traced from its first instruction). Shared by every command that takes one.
 #[derive(clap::Args, Clone, Debug, Default)]

@@ -8,27 +8,17 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clrspy_collect::Resolved;
 use clrspy_export::thread_stacks;
 use clrspy_live::stack::{add_native_frames, take_stacks, StackOptions};
 
-use crate::{Failure, TargetArgs};
+use crate::{Failure, ProcessArgs};
 
 /// `clrspy stack`'s options.
 #[derive(clap::Args, Clone, Debug)]
 pub struct Args {
-    /// The process, by id.
-    #[arg(
-        short = 'p',
-        long = "process-id",
-        visible_alias = "pid",
-        value_name = "PID",
-        conflicts_with = "name"
-    )]
-    pub process_id: Option<u32>,
-    /// The process, by name (entry assembly or executable).
-    #[arg(short = 'n', long, value_name = "NAME")]
-    pub name: Option<String>,
+    /// The process.
+    #[command(flatten)]
+    pub process: ProcessArgs,
     /// Write JSON: `{"pid", "complete", "threads": [{"thread_id", "name", "state", "managed",
     /// "frames", ...}], "notes", "session_ms", "sampled_after_ms"}`.
     #[arg(long)]
@@ -49,20 +39,7 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// Runs `clrspy stack`: exit code 0, or 1 when the snapshot is partial (timed out; stderr
 /// says what is missing).
 pub fn run(args: &Args) -> Result<ExitCode, Failure> {
-    if args.process_id.is_none() && args.name.is_none() {
-        return Err(Failure::usage("stack needs a process: -p PID or -n NAME"));
-    }
-    let target = TargetArgs {
-        process_id: args.process_id,
-        name: args.name.clone(),
-        command: Vec::new(),
-    };
-    let endpoint = match target.resolve("stack")? {
-        Resolved::Attach { endpoint, .. } => endpoint,
-        Resolved::Launch(_) => {
-            return Err(Failure::usage("stack needs a process: -p PID or -n NAME"))
-        }
-    };
+    let (endpoint, _) = args.process.resolve("stack")?;
     let opts = StackOptions {
         timeout: args.timeout,
         ..StackOptions::default()

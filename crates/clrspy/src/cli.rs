@@ -189,17 +189,8 @@ pub struct GcdumpArgs {
 #[derive(Debug, Args)]
 pub struct HeapWatchArgs {
     /// The process.
-    #[arg(
-        short = 'p',
-        long = "process-id",
-        visible_alias = "pid",
-        value_name = "PID",
-        conflicts_with = "name"
-    )]
-    pub process_id: Option<u32>,
-    /// The process, by name.
-    #[arg(short = 'n', long, value_name = "NAME")]
-    pub name: Option<String>,
+    #[command(flatten)]
+    pub process: clrspy_views::ProcessArgs,
     /// Time between the starts of two snapshots (e.g. 60s, 5m).
     #[arg(long, value_name = "TIME", default_value = "60s", value_parser = positive_duration)]
     pub every: std::time::Duration,

@@ -6,7 +6,6 @@
 
 use std::path::PathBuf;
 
-use clrspy_collect::Resolved;
 use clrspy_export::report::{write_json, TextStyle};
 use clrspy_export::views::heap::{watch_view, write_watch_interval};
 use clrspy_export::views::View;
@@ -14,23 +13,12 @@ use clrspy_live::heap::watch::{watch, WatchEvent, WatchSpec};
 use clrspy_values::human_bytes;
 
 use super::heap_snap;
-use super::record::resolve_target;
 use crate::cli::HeapWatchArgs;
 use crate::output::{CliError, CliResult};
 
 /// Runs `clrspy heap watch`.
 pub fn run(a: &HeapWatchArgs) -> CliResult<std::process::ExitCode> {
-    if a.process_id.is_none() && a.name.is_none() {
-        return Err(CliError::new("heap watch needs a process (-p PID or -n NAME)").code(2));
-    }
-    let target = resolve_target(&crate::cli::TargetArgs {
-        process_id: a.process_id,
-        name: a.name.clone(),
-        command: Vec::new(),
-    })?;
-    let Resolved::Attach { endpoint, label } = target else {
-        return Err(CliError::new("heap watch attaches to a running process").code(2));
-    };
+    let (endpoint, label) = a.process.resolve("heap watch")?;
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&dir)
         .map_err(|e| CliError::new(format!("cannot create {}: {e}", dir.display())))?;
