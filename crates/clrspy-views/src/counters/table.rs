@@ -14,7 +14,7 @@ pub const START: &str = "\x1b[?25l\x1b[2J\x1b[H";
 pub const END: &str = "\x1b[?25h\n";
 
 /// Width kept for the value column.
-const VALUE_WIDTH: usize = 24;
+const VALUE_WIDTH: usize = 40;
 
 /// The latest rows, by (source, name, tags).
 #[derive(Debug)]
@@ -168,8 +168,14 @@ fn num(v: f64) -> String {
         format!("{v:.0}")
     } else if a >= 1000.0 {
         format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.001 {
+        // Three significant digits: 0.0123, 0.160.
+        let digits = (2.0 - a.log10().floor()) as usize;
+        format!("{v:.digits$}")
     } else {
-        format!("{v:.3}")
+        format!("{v:.2e}")
     }
 }
 
@@ -187,8 +193,28 @@ fn value_text(r: &CounterRow) -> String {
         }
         CounterValue::Number(v) => format!("{}{unit}", num(v)),
         CounterValue::Histogram(h) => {
-            let q = |x: Option<f64>| x.map(num).unwrap_or_else(|| "-".into());
-            format!("p50 {} p95 {} p99 {}{unit}", q(h.p50), q(h.p95), q(h.p99))
+            // How many values per second (requests, for a request duration), then where
+            // they lay; durations in seconds are shown in ms (shorter, and how people read
+            // them).
+            let secs = r.interval_sec();
+            let per = if secs > 0.0 {
+                h.count as f64 / secs
+            } else {
+                h.count as f64
+            };
+            let (scale, unit) = if r.unit == "s" {
+                (1000.0, " ms".to_string())
+            } else {
+                (1.0, unit)
+            };
+            let q = |x: Option<f64>| x.map(|v| num(v * scale)).unwrap_or_else(|| "-".into());
+            format!(
+                "{}/s p50 {} p95 {} p99 {}{unit}",
+                num(per),
+                q(h.p50),
+                q(h.p95),
+                q(h.p99)
+            )
         }
     }
 }
@@ -258,7 +284,11 @@ mod tests {
         )]);
         let b = t.block();
         assert!(b.contains("[M]"));
-        assert!(b.contains("p50 2 p95 3 p99 -"), "{b}");
+        // 3 values over the row's 2 s interval.
+        assert!(b.contains("1.50/s p50 2 p95 3 p99 -"), "{b}");
+        assert_eq!(num(0.16), "0.160");
+        assert_eq!(num(0.000_123), "1.23e-4");
+        assert_eq!(num(0.0123), "0.0123");
     }
 
     #[test]
