@@ -42,8 +42,10 @@ pub mod profile;
 pub mod r2r;
 pub mod registry;
 pub mod repair_file;
+pub mod rows;
 pub mod runqueue;
 pub mod signature;
+pub mod sketch;
 pub mod sources;
 pub mod stacks;
 pub mod symbols;
@@ -76,6 +78,9 @@ pub struct Options {
     pub models: ModelSet,
     /// Where the images of precompiled code are read from, to name it.
     pub images: r2r::ImageSources,
+    /// Where one model streams its rows (`--requests-jsonl`): given to the model the sink
+    /// names, when it runs.
+    pub rows: Option<rows::RowSink>,
 }
 
 /// Who gets an event: a model, whether it needs the stack, whether the window applies.
@@ -304,7 +309,12 @@ impl Analysis {
             let target = match entry.slot {
                 model_entry::Slot::Field(kind) => Target::Model(kind),
                 model_entry::Slot::Boxed(make) => {
-                    self.extra.push((i, make(header)));
+                    let init = model_entry::ModelInit {
+                        header,
+                        rows: self.options.rows.as_ref().filter(|r| r.model == entry.name),
+                    };
+                    let model = make(&init);
+                    self.extra.push((i, model));
                     Target::Boxed(self.extra.len() - 1)
                 }
             };

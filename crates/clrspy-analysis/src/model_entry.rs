@@ -15,7 +15,7 @@ pub enum Slot {
     /// One of the analysis's typed fields.
     Field(ModelKind),
     /// Built when the analysis starts, for a trace with this header.
-    Boxed(fn(&nettrace::TraceHeader) -> Box<dyn AnyModel>),
+    Boxed(fn(&ModelInit<'_>) -> Box<dyn AnyModel>),
 }
 
 impl std::fmt::Debug for Slot {
@@ -45,7 +45,7 @@ impl ModelEntry {
     pub const fn of<M: Model>(
         name: &'static str,
         description: &'static str,
-        make: fn(&nettrace::TraceHeader) -> Box<dyn AnyModel>,
+        make: fn(&ModelInit<'_>) -> Box<dyn AnyModel>,
     ) -> ModelEntry {
         ModelEntry {
             name,
@@ -92,9 +92,19 @@ impl Clone for Box<dyn AnyModel> {
     }
 }
 
+/// What a boxed model is built with: the trace's header, and the sink of its rows when the
+/// options give it one ([`crate::Options::rows`] names the model).
+#[derive(Clone, Copy, Debug)]
+pub struct ModelInit<'a> {
+    /// The trace's header.
+    pub header: &'a nettrace::TraceHeader,
+    /// Where the model streams its rows, if anywhere.
+    pub rows: Option<&'a crate::rows::RowSink>,
+}
+
 /// `make` for a model that starts as its `Default`.
 pub fn boxed<M: Model + Default + Clone + Send + std::fmt::Debug + 'static>(
-    _header: &nettrace::TraceHeader,
+    _init: &ModelInit<'_>,
 ) -> Box<dyn AnyModel> {
     Box::new(M::default())
 }

@@ -458,6 +458,10 @@ pub struct ReportArgs {
     /// Write JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Also write every request to FILE as it is read, one JSON object a line (the http and
+    /// requests reports).
+    #[arg(long, value_name = "FILE")]
+    pub requests_jsonl: Option<PathBuf>,
     #[command(flatten)]
     pub images: ImageArgs,
 }

@@ -26,6 +26,7 @@ pub const REPORT: ReportDef = ReportDef {
     // Allocation ticks are verbose.
     needs: Needs::runtime(GC, 5),
     models: Models::Named(&["alloc"]),
+    rows: None,
     build: |a, o| Box::new(build(a, o)),
     summary: Some(SummaryDef {
         order: 40,

@@ -21,6 +21,7 @@ pub const REPORT: ReportDef = ReportDef {
     // Contention start/stop are verbose.
     needs: Needs::runtime(CONTENTION, 5),
     models: Models::Named(&["contention"]),
+    rows: None,
     build: |a, o| Box::new(build(a, o)),
     summary: Some(SummaryDef {
         order: 60,

@@ -26,6 +26,7 @@ pub const REPORT: ReportDef = ReportDef {
     needs: Needs::SAMPLES,
     // Stacks of waiting threads are grouped by the threads' names and roles.
     models: Models::Named(&["cpu", "threads"]),
+    rows: None,
     build: |a, o| build(a, Metric::Cpu, o),
     summary: Some(SummaryDef {
         order: 10,

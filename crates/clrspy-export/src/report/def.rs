@@ -23,6 +23,9 @@ pub struct ReportDef {
     pub needs: Needs,
     /// The analysis models it reads (`clrspy report NAME` runs only those).
     pub models: Models,
+    /// The model of the registry that streams one JSON line per item (a request) to the file
+    /// of `--requests-jsonl`, when the report has such a listing.
+    pub rows: Option<&'static str>,
     /// Builds the report (options normalized by [`crate::report::build`]).
     pub build: fn(&Analysis, &ReportOptions) -> Report,
     /// Its section of the summary, if it has one.

@@ -25,6 +25,7 @@ pub const REPORT: ReportDef = ReportDef {
     description: "Exceptions by type, message, throw and catch site",
     needs: Needs::runtime(EXCEPTION, 4),
     models: Models::Named(&["exceptions"]),
+    rows: None,
     build: |a, o| Box::new(build(a, o)),
     summary: Some(SummaryDef {
         order: 50,

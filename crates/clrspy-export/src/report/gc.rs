@@ -24,6 +24,7 @@ pub const REPORT: ReportDef = ReportDef {
     needs: Needs::runtime(GC, 4),
     // The GC report shows the allocation rate beside the GCs.
     models: Models::Named(&["gc", "alloc"]),
+    rows: None,
     build: |a, o| Box::new(build(a, o)),
     summary: Some(SummaryDef {
         order: 30,

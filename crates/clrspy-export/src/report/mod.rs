@@ -169,6 +169,21 @@ pub fn providers_for(kinds: &[ReportKind]) -> Vec<ProviderSpec> {
         level,
         arguments: None,
     }];
+    for n in kinds.iter().map(|k| k.needs()) {
+        // A report's list is a constant (a test parses every one).
+        for spec in clr_events::provider_spec::parse_providers(n.providers).unwrap_or_default() {
+            match p
+                .iter_mut()
+                .find(|q| q.name.eq_ignore_ascii_case(&spec.name))
+            {
+                Some(q) => {
+                    q.keywords |= spec.keywords;
+                    q.level = q.level.max(spec.level);
+                }
+                None => p.push(spec),
+            }
+        }
+    }
     if samples {
         p.push(ProviderSpec {
             name: clr_events::SAMPLE_PROFILER_PROVIDER.into(),

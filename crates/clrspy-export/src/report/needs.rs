@@ -24,6 +24,12 @@ pub struct Needs {
     pub runtime_level: u32,
     /// Thread samples (`Microsoft-DotNETCore-SampleProfiler`).
     pub samples: bool,
+    /// Other providers, in `Name:Keywords:Level[:Args]` form, comma-separated (empty: none):
+    /// the EventSources of the request, HTTP and logging reports.
+    pub providers: &'static str,
+    /// The `clrspy record --profile` that records what the report reads (its "nothing
+    /// recorded" line names it), when one does.
+    pub profile: Option<&'static str>,
 }
 
 impl Needs {
@@ -33,6 +39,40 @@ impl Needs {
             runtime_keywords,
             runtime_level,
             samples: false,
+            providers: "",
+            profile: None,
+        }
+    }
+
+    /// The same, with these providers too (`Name:Keywords:Level[:Args]`, comma-separated).
+    pub const fn with_providers(self, providers: &'static str) -> Needs {
+        Needs { providers, ..self }
+    }
+
+    /// The same, with thread samples.
+    pub const fn with_samples(self) -> Needs {
+        Needs {
+            samples: true,
+            ..self
+        }
+    }
+
+    /// The same, naming the profile that records it.
+    pub const fn with_profile(self, profile: &'static str) -> Needs {
+        Needs {
+            profile: Some(profile),
+            ..self
+        }
+    }
+
+    /// The line a report prints when the trace has none of what it reads: `what` was not
+    /// recorded, and the command that records it.
+    pub fn missing_line(&self, what: &str) -> String {
+        match self.profile {
+            Some(p) => format!(
+                "This trace has no {what}: record them with `clrspy record --profile {p}` (attach with -p PID, or -- COMMAND)."
+            ),
+            None => format!("This trace has no {what}."),
         }
     }
 
@@ -41,6 +81,8 @@ impl Needs {
         runtime_keywords: SAMPLING,
         runtime_level: 4,
         samples: true,
+        providers: "",
+        profile: None,
     };
 }
 

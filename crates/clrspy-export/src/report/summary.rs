@@ -24,6 +24,7 @@ pub const fn report(build: fn(&Analysis, &ReportOptions) -> Report) -> ReportDef
         description: "One screen over everything the trace supports, with what to look at next",
         needs: Needs::SAMPLES,
         models: Models::OfSummarySections,
+        rows: None,
         build,
         summary: None,
         html: None,

@@ -152,3 +152,26 @@ fn html_sections_have_places_of_their_own() {
     }
     assert_eq!(facts.len(), 6);
 }
+
+#[test]
+fn every_reports_providers_parse_and_rows_name_its_models() {
+    for k in ReportKind::ALL {
+        let n = k.needs();
+        assert!(
+            clr_events::provider_spec::parse_providers(n.providers).is_ok(),
+            "{}: {}",
+            k.name(),
+            n.providers
+        );
+        if let Some(p) = n.profile {
+            assert!(clr_events::profiles::find_profile(p).is_some(), "{p}");
+        }
+        if let (Some(m), Models::Named(names)) = (k.def().rows, k.def().models) {
+            assert!(
+                names.contains(&m),
+                "{}: {m} is not among its models",
+                k.name()
+            );
+        }
+    }
+}

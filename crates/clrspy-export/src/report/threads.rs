@@ -24,6 +24,7 @@ pub const REPORT: ReportDef = ReportDef {
     description: "Threads and the thread pool",
     needs: Needs::SAMPLES,
     models: Models::Named(&["cpu", "threads"]),
+    rows: None,
     build: |a, o| Box::new(build(a, o)),
     summary: None,
     html: None,

@@ -24,6 +24,7 @@ pub const REPORT: ReportDef = ReportDef {
     description: "Waiting time by method (blocked, sleeping, idle threads)",
     needs: Needs::SAMPLES,
     models: Models::Named(&["cpu", "threads"]),
+    rows: None,
     build: |a, o| super::cpu::build(a, Metric::Wait, o),
     summary: Some(SummaryDef {
         order: 20,
