@@ -294,6 +294,11 @@ impl CpuReadings {
         if Instant::now() >= self.next_r2r {
             self.next_r2r = Instant::now() + R2R_EVERY;
             events.extend(self.r2r.resolve(&self.sampler.mappings()));
+            // New code in no mapping read yet (a program starting loads images fast): read
+            // the maps at the next round, so its frames are named within ~250 ms.
+            if self.r2r.met_unmapped() {
+                self.next_maps = self.next_maps.min(Instant::now() + R2R_EVERY);
+            }
         }
         for r in readings {
             if let Some(name) = r.name {
