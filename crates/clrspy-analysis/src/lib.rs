@@ -36,6 +36,7 @@ pub mod gc;
 pub mod grouping;
 pub mod heap;
 pub mod inventory;
+pub mod log_stream;
 pub mod model_entry;
 pub mod native_names;
 pub mod profile;
