@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{clrspy_command, live, start_web, workloads};
+use common::{clrspy_command, live, start_template, start_web, workloads};
 use serde_json::Value;
 
 /// `GET path` on 127.0.0.1:port; the response's status line.
@@ -147,6 +147,34 @@ fn a_web_apps_messages_come_with_arguments_scopes_and_exceptions() {
     );
     assert!(text.contains("      slow request 42"), "{text}");
     assert!(!text.contains("Microsoft.AspNetCore.Hosting"), "{text}");
+}
+
+/// The `dotnet new web` template as it is (its default logging): the hosting's request lines.
+#[test]
+fn the_web_templates_request_lines_come_with_their_categories() {
+    if !live() {
+        return;
+    }
+    let (app, port) = start_template();
+    let pid = app.1.to_string();
+    let (child, _) = logs(&["-p", &pid, "--duration", "4s"]);
+    for _ in 0..3 {
+        assert!(get(port, "/").contains("200"));
+    }
+    let text = output(child);
+    let starting = "info: Microsoft.AspNetCore.Hosting.Diagnostics[1]";
+    assert_eq!(text.matches(starting).count(), 3, "{text}");
+    assert_eq!(
+        text.matches("info: Microsoft.AspNetCore.Hosting.Diagnostics[2]")
+            .count(),
+        3,
+        "{text}"
+    );
+    assert!(
+        text.contains("      Request starting HTTP/1.1 GET http://127.0.0.1"),
+        "{text}"
+    );
+    assert!(text.contains("Executed endpoint 'HTTP: GET /'"), "{text}");
 }
 
 #[test]
