@@ -54,6 +54,7 @@ pub mod counters;
 pub mod heapdump;
 mod layout;
 pub mod method_names;
+pub mod net_http;
 mod names;
 pub mod profiles;
 pub mod provider_spec;
