@@ -88,10 +88,7 @@ pub const LAYOUTS: &[(&str, &str, u8, &[FieldDef])] = &[
 ];
 
 /// The `version 0` layouts of the events that gained fields in .NET 8 (version 1).
-const CONNECTION_V0: &[FieldDef] = &[
-    f("versionMajor", Scalar::U8),
-    f("versionMinor", Scalar::U8),
-];
+const CONNECTION_V0: &[FieldDef] = &[f("versionMajor", Scalar::U8), f("versionMinor", Scalar::U8)];
 
 fn cursor<'a>(
     event: &'static str,
@@ -127,7 +124,12 @@ pub struct RequestStart<'a> {
 impl<'a> RequestStart<'a> {
     /// Reads the payload.
     pub fn parse(payload: &'a [u8], version: u8) -> Result<Self, ViewError> {
-        let mut c = cursor("System.Net.Http/RequestStart", version, REQUEST_START, payload)?;
+        let mut c = cursor(
+            "System.Net.Http/RequestStart",
+            version,
+            REQUEST_START,
+            payload,
+        )?;
         Ok(RequestStart {
             scheme: c.str("scheme")?,
             host: c.str("host")?,
@@ -253,12 +255,7 @@ impl<'a> Connection<'a> {
         } else {
             CONNECTION_CLOSED
         };
-        let mut c = cursor(
-            "System.Net.Http/ConnectionClosed",
-            version,
-            fields,
-            payload,
-        )?;
+        let mut c = cursor("System.Net.Http/ConnectionClosed", version, fields, payload)?;
         Ok(Connection {
             version_major: c.u64("versionMajor")? as u8,
             version_minor: c.u64("versionMinor")? as u8,

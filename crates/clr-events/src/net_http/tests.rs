@@ -33,15 +33,25 @@ fn request_start_reads_every_field() {
 fn stops_and_failures_by_version() {
     // .NET 7: empty payloads.
     assert_eq!(RequestStop::parse(&[], 0).unwrap().status_code, None);
-    assert_eq!(RequestFailed::parse(&[], 0).unwrap().exception_message, None);
-    assert_eq!(RequestHeadersStart::parse(&[], 0).unwrap().connection_id, None);
+    assert_eq!(
+        RequestFailed::parse(&[], 0).unwrap().exception_message,
+        None
+    );
+    assert_eq!(
+        RequestHeadersStart::parse(&[], 0).unwrap().connection_id,
+        None
+    );
     // .NET 8+.
     assert_eq!(
-        RequestStop::parse(&(-1i32).to_le_bytes(), 1).unwrap().status_code,
+        RequestStop::parse(&(-1i32).to_le_bytes(), 1)
+            .unwrap()
+            .status_code,
         Some(-1)
     );
     assert_eq!(
-        RequestStop::parse(&503i32.to_le_bytes(), 1).unwrap().status_code,
+        RequestStop::parse(&503i32.to_le_bytes(), 1)
+            .unwrap()
+            .status_code,
         Some(503)
     );
     assert!(RequestStop::parse(&[1, 2], 1).is_err());
@@ -52,7 +62,10 @@ fn stops_and_failures_by_version() {
         f.exception_message.map(|m| m.to_string_lossy()).as_deref(),
         Some("Connection refused (127.0.0.1:1)")
     );
-    assert!(RequestFailed::parse(&m[..m.len() - 2], 1).is_err(), "no terminator");
+    assert!(
+        RequestFailed::parse(&m[..m.len() - 2], 1).is_err(),
+        "no terminator"
+    );
     assert_eq!(
         RequestHeadersStart::parse(&7i64.to_le_bytes(), 1)
             .unwrap()
@@ -66,11 +79,17 @@ fn queue_and_connections_by_version() {
     let mut q = 12.5f64.to_le_bytes().to_vec();
     q.extend_from_slice(&[1, 1]);
     let l = RequestLeftQueue::parse(&q, 0).unwrap();
-    assert_eq!((l.time_on_queue_ms, l.version_major, l.version_minor), (12.5, 1, 1));
+    assert_eq!(
+        (l.time_on_queue_ms, l.version_major, l.version_minor),
+        (12.5, 1, 1)
+    );
     assert!(RequestLeftQueue::parse(&q[..8], 0).is_err());
 
     let c = Connection::parse_established(&[2, 0], 0).unwrap();
-    assert_eq!((c.version_major, c.connection_id, c.remote_address), (2, None, None));
+    assert_eq!(
+        (c.version_major, c.connection_id, c.remote_address),
+        (2, None, None)
+    );
     let mut e = vec![1, 1];
     e.extend_from_slice(&42i64.to_le_bytes());
     s(&mut e, "http");
@@ -79,11 +98,22 @@ fn queue_and_connections_by_version() {
     s(&mut e, "::1");
     let c = Connection::parse_established(&e, 1).unwrap();
     assert_eq!(c.connection_id, Some(42));
-    assert_eq!(c.remote_address.map(|a| a.to_string_lossy()).as_deref(), Some("::1"));
+    assert_eq!(
+        c.remote_address.map(|a| a.to_string_lossy()).as_deref(),
+        Some("::1")
+    );
     let mut closed = vec![1, 1];
     closed.extend_from_slice(&42i64.to_le_bytes());
-    assert_eq!(Connection::parse_closed(&closed, 1).unwrap().connection_id, Some(42));
-    assert_eq!(Connection::parse_closed(&closed[..2], 0).unwrap().connection_id, None);
+    assert_eq!(
+        Connection::parse_closed(&closed, 1).unwrap().connection_id,
+        Some(42)
+    );
+    assert_eq!(
+        Connection::parse_closed(&closed[..2], 0)
+            .unwrap()
+            .connection_id,
+        None
+    );
     assert!(Connection::parse_closed(&closed[..5], 1).is_err());
 }
 
@@ -92,7 +122,10 @@ fn resolution_connect_and_handshake() {
     let mut r = Vec::new();
     s(&mut r, "localhost");
     assert_eq!(
-        ResolutionStart::parse(&r, 0).unwrap().host_name_or_address.to_string_lossy(),
+        ResolutionStart::parse(&r, 0)
+            .unwrap()
+            .host_name_or_address
+            .to_string_lossy(),
         "localhost"
     );
     let mut cf = 10061i32.to_le_bytes().to_vec();

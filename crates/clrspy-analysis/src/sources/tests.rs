@@ -220,3 +220,183 @@ fn logs_with_both_keywords_count_each_message_once() {
         .iter()
         .any(|m| m.category == "WebApp.Requests" && m.message == "slow request 42"));
 }
+
+/// The http-client workload's trace (its README says how it was recorded and what it holds).
+fn http_requests(name: &str) -> super::http::HttpModel {
+    let a = analysed_file(name, ModelSet::named(&["http"]).unwrap());
+    a.model::<super::http::HttpModel>().unwrap().clone()
+}
+
+#[test]
+fn http_requests_one_by_one_with_their_children() {
+    let h = http_requests("httpclient-net.nettrace.zip");
+    assert_eq!((h.requests, h.in_flight, h.without_start), (25, 0, 0));
+    assert_eq!(h.without_activity_id, 0);
+    let by_host: Vec<(&str, Vec<(i32, u64)>, Vec<(&str, u64)>, u64)> = h
+        .hosts
+        .iter()
+        .map(|(k, c)| {
+            (
+                k.as_str(),
+                c.statuses.iter().map(|(s, n)| (*s, *n)).collect(),
+                c.errors.iter().map(|(e, k)| (*e, k.count)).collect(),
+                c.waited_for_connection,
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_host,
+        [
+            (
+                "http://127.0.0.1:41139",
+                vec![(-1, 2)],
+                vec![("refused", 2)],
+                0
+            ),
+            (
+                "http://127.0.0.1:43647",
+                vec![(-1, 1), (200, 16), (500, 3)],
+                vec![("5xx", 3), ("timeout", 1)],
+                3
+            ),
+            ("http://localhost:43647", vec![(200, 1)], vec![], 0),
+            (
+                "http://nothing.invalid:80",
+                vec![(-1, 1)],
+                vec![("dns", 1)],
+                0
+            ),
+            (
+                "https://127.0.0.1:43647",
+                vec![(-1, 1)],
+                vec![("tls", 1)],
+                0
+            ),
+        ]
+    );
+    let main = &h.hosts["http://127.0.0.1:43647"];
+    assert_eq!((main.new_connections, main.reused_connections), (3, 17));
+    assert!(main.errors["timeout"]
+        .messages
+        .keys()
+        .any(|m| m.contains("HttpClient.Timeout of 0.25 seconds")));
+    // The slowest: the three that waited for the one pooled connection (queue 300, 200,
+    // 100 ms, each then 100 ms served), and the two 300 ms sleeps.
+    let top: Vec<(f64, f64, &str)> = h
+        .slowest
+        .iter()
+        .take(5)
+        .map(|r| (r.duration_ms.round(), r.queue_ms.round(), r.path.as_str()))
+        .collect();
+    assert_eq!(
+        top,
+        [
+            (403.0, 301.0, "/slow?*"),
+            (301.0, 200.0, "/slow?*"),
+            (301.0, 0.0, "/slow?*"),
+            (301.0, 0.0, "/slow?*"),
+            (252.0, 0.0, "/slow?*"),
+        ]
+    );
+    assert_eq!(h.slowest[4].error_kind, Some("timeout"));
+    let dns = h.slowest.iter().find(|r| r.path == "/ok/dns").unwrap();
+    assert_eq!((dns.dns_ms, dns.connection), (Some(2.375161), Some("new")));
+    let tls = h.slowest.iter().find(|r| r.path == "/tls").unwrap();
+    assert_eq!(
+        (tls.tls_ms, tls.status, tls.connection),
+        (Some(32.13099), -1, None)
+    );
+    let reused = h.slowest.iter().find(|r| r.path == "/ok/1").unwrap();
+    assert_eq!(
+        (
+            reused.connection,
+            reused.connection_id,
+            reused.dns_ms,
+            reused.version.as_str()
+        ),
+        (Some("reused"), Some(0), None, "1.1")
+    );
+}
+
+#[test]
+fn http_layouts_match_a_net10_trace() {
+    // Every layout clr-events' views read is the one the .NET 10 runtime declares.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../clrspy/tests/data/httpclient-net.nettrace.zip");
+    let trace = crate::trace_file::OpenTrace::open(&path).unwrap();
+    let mut reader = trace.reader().unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    while let Some(ev) = reader.next_event().unwrap() {
+        let m = &ev.metadata;
+        let names: Vec<String> = m.fields.iter().map(|f| f.name.clone()).collect();
+        seen.insert(
+            (m.provider.clone(), m.event_name.clone()),
+            (ev.version(), names),
+        );
+    }
+    for (provider, event, from, fields) in clr_events::net_http::LAYOUTS {
+        let Some((version, names)) = seen.get(&(provider.to_string(), event.to_string())) else {
+            panic!("{provider}/{event} not in the trace");
+        };
+        assert!(version >= from, "{provider}/{event}: version {version}");
+        let want: Vec<&str> = fields.iter().map(|f| f.name).collect();
+        assert_eq!(names, &want, "{provider}/{event}");
+    }
+}
+
+/// Requests by status and by error kind, every host together.
+fn http_totals(h: &super::http::HttpModel) -> (Vec<(i32, u64)>, Vec<(&'static str, u64)>) {
+    let mut statuses = std::collections::BTreeMap::new();
+    let mut kinds = std::collections::BTreeMap::new();
+    for c in h.hosts.values() {
+        for (s, n) in &c.statuses {
+            *statuses.entry(*s).or_insert(0) += n;
+        }
+        for (k, e) in &c.errors {
+            *kinds.entry(*k).or_insert(0) += e.count;
+        }
+    }
+    (statuses.into_iter().collect(), kinds.into_iter().collect())
+}
+
+#[test]
+fn http_requests_of_a_dotnet_trace_recording() {
+    // The same workload recorded by dotnet-trace (with its rundown): the same counts.
+    let h = http_requests("dotnet-trace-httpclient.nettrace.zip");
+    assert_eq!((h.requests, h.in_flight, h.without_start), (25, 0, 0));
+    assert_eq!(
+        http_totals(&h),
+        (
+            vec![(-1, 5), (200, 17), (500, 3)],
+            vec![
+                ("5xx", 3),
+                ("dns", 1),
+                ("refused", 2),
+                ("timeout", 1),
+                ("tls", 1)
+            ]
+        )
+    );
+    let waited: u64 = h.hosts.values().map(|c| c.waited_for_connection).sum();
+    assert_eq!(waited, 3);
+}
+
+#[test]
+fn http_requests_of_the_web_app() {
+    // The WebApp calling itself: five 200s and a 404 whose failure is its message.
+    let h = http_requests("webapp-eventsources.nettrace.zip");
+    assert_eq!(
+        http_totals(&h),
+        (vec![(200, 5), (404, 1)], vec![("4xx", 1)])
+    );
+    let failed = h.slowest.iter().find(|r| r.status == 404).unwrap();
+    assert!(
+        failed.error.as_deref().unwrap_or("").contains("404"),
+        "{failed:?}"
+    );
+    // No sockets events recorded: no connect times, but the connections are known.
+    assert!(h
+        .slowest
+        .iter()
+        .all(|r| r.connect_ms.is_none() && r.connection.is_some()));
+}
