@@ -221,6 +221,12 @@ fn logs_with_both_keywords_count_each_message_once() {
         .any(|m| m.category == "WebApp.Requests" && m.message == "slow request 42"));
 }
 
+/// Counts by status and by error kind.
+type Counts = (Vec<(i32, u64)>, Vec<(&'static str, u64)>);
+
+/// One host's statuses, error kinds and pool waits.
+type HostCounts<'a> = (&'a str, Vec<(i32, u64)>, Vec<(&'static str, u64)>, u64);
+
 /// The http-client workload's trace (its README says how it was recorded and what it holds).
 fn http_requests(name: &str) -> super::http::HttpModel {
     let a = analysed_file(name, ModelSet::named(&["http"]).unwrap());
@@ -232,7 +238,7 @@ fn http_requests_one_by_one_with_their_children() {
     let h = http_requests("httpclient-net.nettrace.zip");
     assert_eq!((h.requests, h.in_flight, h.without_start), (25, 0, 0));
     assert_eq!(h.without_activity_id, 0);
-    let by_host: Vec<(&str, Vec<(i32, u64)>, Vec<(&str, u64)>, u64)> = h
+    let by_host: Vec<HostCounts> = h
         .hosts
         .iter()
         .map(|(k, c)| {
@@ -345,7 +351,7 @@ fn http_layouts_match_a_net10_trace() {
 }
 
 /// Requests by status and by error kind, every host together.
-fn http_totals(h: &super::http::HttpModel) -> (Vec<(i32, u64)>, Vec<(&'static str, u64)>) {
+fn http_totals(h: &super::http::HttpModel) -> Counts {
     let mut statuses = std::collections::BTreeMap::new();
     let mut kinds = std::collections::BTreeMap::new();
     for c in h.hosts.values() {
