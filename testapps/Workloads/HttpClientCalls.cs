@@ -31,7 +31,8 @@ public static class HttpClientCalls
         int failures = 0;
         using (var client = new HttpClient())
         {
-            for (int i = 0; i < Ok; i++) Expect(client, $"{at}/ok/{i}", 200, ref failures);
+            // --count N: N × /ok instead of 10 (a long recording for the report's memory bound).
+            for (int i = 0; i < (o.Count ?? Ok); i++) Expect(client, $"{at}/ok/{i % 100}", 200, ref failures);
             for (int i = 0; i < ServerErrors; i++) Expect(client, $"{at}/fail", 500, ref failures);
             for (int i = 0; i < Slow; i++) Expect(client, $"{at}/slow?ms={SlowMs}", 200, ref failures);
             for (int i = 0; i < Refused; i++) Expect(client, $"http://127.0.0.1:{closed}/refused", -1, ref failures);

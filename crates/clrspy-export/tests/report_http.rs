@@ -128,3 +128,22 @@ fn a_trace_without_http_events_says_what_to_record() {
         "HTTP requests (outgoing): 0 to 0 hosts\n  This trace has no outgoing HTTP requests (System.Net.Http events): record them with `clrspy record --profile net` (attach with -p PID, or -- COMMAND).\n"
     );
 }
+
+#[test]
+fn the_net_profile_records_what_the_report_reads() {
+    use clr_events::provider_spec::parse_providers;
+    let needs = ReportKind::Http.needs();
+    assert_eq!(needs.profile, Some("net"));
+    let profile = clr_events::profiles::find_profile("net").unwrap();
+    let have = parse_providers(profile.providers).unwrap();
+    let want = parse_providers(needs.providers).unwrap();
+    assert_eq!(want.len(), 5);
+    for w in &want {
+        let h = have
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(&w.name))
+            .unwrap_or_else(|| panic!("the net profile lacks {}", w.name));
+        assert_eq!(h.keywords & w.keywords, w.keywords, "{}", w.name);
+        assert!(h.level >= w.level, "{}", w.name);
+    }
+}
