@@ -155,12 +155,23 @@ fn html_has_a_host_table_only_when_there_are_requests() {
     let html = ReportKind::Http.def().html.unwrap().build;
     let filter = StackFilter::default();
     let a = analysed("httpclient-net.nettrace.zip", None);
-    let s = html(&HtmlInput { a: &a, filter: &filter });
+    let s = html(&HtmlInput {
+        a: &a,
+        filter: &filter,
+    });
     assert_eq!(s.facts.len(), 1);
-    assert_eq!((s.facts[0].order, s.facts[0].value.as_str()), (82, "25 (8 failed)"));
+    assert_eq!(
+        (s.facts[0].order, s.facts[0].value.as_str()),
+        (82, "25 (8 failed)")
+    );
     assert_eq!(s.parts[0].order, 82);
-    assert!(s.parts[0].html.contains("<td>https://127.0.0.1:43647</td><td class=n>1</td><td class=n>1</td><td>tls 1</td>"));
+    assert!(s.parts[0].html.contains(
+        "<td>https://127.0.0.1:43647</td><td class=n>1</td><td class=n>1</td><td>tls 1</td>"
+    ));
     let none = analysed("webapp-net.nettrace.zip", None);
-    let s = html(&HtmlInput { a: &none, filter: &filter });
+    let s = html(&HtmlInput {
+        a: &none,
+        filter: &filter,
+    });
     assert!(s.facts.is_empty() && s.parts.is_empty());
 }
