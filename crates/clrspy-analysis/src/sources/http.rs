@@ -319,8 +319,15 @@ impl HttpModel {
                 break;
             }
             self.done.pop_front();
-            if let Some(o) = self.open.remove(&id) {
-                self.finished(o);
+            // Only the request this entry queued (its id may have been reused since).
+            let same = self
+                .open
+                .get(&id)
+                .is_some_and(|o| o.done && o.stop.map(|s| s.0) == Some(stop));
+            if same {
+                if let Some(o) = self.open.remove(&id) {
+                    self.finished(o);
+                }
             }
         }
     }
@@ -433,6 +440,18 @@ impl HttpModel {
 
     fn on_http(&mut self, e: &ModelEvent<'_>, id: Id, related: Option<Id>) -> Result<(), ViewError> {
         let (p, v, ts) = (e.payload, e.version, e.ts_ns);
+        // A finished request's id used again by a new one: the finished one is written out
+        // now (its children have had their time: the new request started after its stop).
+        let reused = e.context.event_name == "RequestStart"
+            && self
+                .open
+                .get(&id)
+                .is_some_and(|o| o.done && o.stop.is_some_and(|(stop, _)| stop <= ts));
+        if reused {
+            if let Some(o) = self.open.remove(&id) {
+                self.finished(o);
+            }
+        }
         match e.context.event_name {
             "RequestStart" => {
                 let s = ev::RequestStart::parse(p, v)?;

@@ -497,3 +497,57 @@ fn http_requests_do_not_depend_on_the_order_events_come_in() {
 fn leak(s: &str) -> &'static str {
     Box::leak(s.to_string().into_boxed_str())
 }
+
+#[test]
+fn http_request_ids_used_again_are_two_requests() {
+    use super::http::HttpModel;
+    use crate::Model;
+    fn utf16(out: &mut Vec<u8>, s: &str) {
+        s.encode_utf16()
+            .for_each(|u| out.extend_from_slice(&u.to_le_bytes()));
+        out.extend_from_slice(&[0, 0]);
+    }
+    let mut start = Vec::new();
+    for s in ["http", "example.org"] {
+        utf16(&mut start, s);
+    }
+    start.extend_from_slice(&80i32.to_le_bytes());
+    utf16(&mut start, "/");
+    start.extend_from_slice(&[1, 1, 0]);
+    let id = nettrace::Guid([7; 16]);
+    let mut m = HttpModel::default();
+    let mut feed = |name: &str, version: u8, ts_ns: i64, payload: &[u8]| {
+        let ev = crate::ModelEvent {
+            provider: crate::Provider::Named("System.Net.Http"),
+            id: 0,
+            version,
+            ts_ns,
+            thread_id: 0,
+            payload,
+            pointer_size: 8,
+            stack: None,
+            context: crate::EventContext {
+                activity_id: id,
+                related_activity_id: nettrace::Guid::ZERO,
+                event_name: name,
+                provider: "System.Net.Http",
+                fields: &[],
+            },
+        };
+        m.on_event(&ev).unwrap();
+    };
+    feed("RequestStart", 0, 1_000_000, &start);
+    feed("RequestStop", 1, 3_000_000, &200i32.to_le_bytes());
+    feed("RequestStart", 0, 5_000_000, &start);
+    feed("RequestStop", 1, 9_000_000, &500i32.to_le_bytes());
+    m.finish();
+    let h = &m.hosts["http://example.org:80"];
+    assert_eq!(
+        h.statuses.iter().map(|(s, n)| (*s, *n)).collect::<Vec<_>>(),
+        [(200, 1), (500, 1)]
+    );
+    assert_eq!(
+        m.slowest.iter().map(|r| r.duration_ms).collect::<Vec<_>>(),
+        [4.0, 2.0]
+    );
+}
