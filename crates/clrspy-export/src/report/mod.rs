@@ -76,6 +76,7 @@ reports!(
     contention: Contention => contention::REPORT,
     gc: Gc => gc::REPORT,
     threads: Threads => threads::REPORT,
+    http: Http => http::REPORT,
 );
 
 /// The `summary` report's declaration: its module's, built from the summary sections of the
