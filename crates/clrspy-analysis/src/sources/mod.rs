@@ -21,7 +21,6 @@ macro_rules! models {
 models!(
     requests,
     connections,
-    http_client,
     counters,
     logs,
     net,

@@ -2,7 +2,6 @@ use std::path::Path;
 
 use super::connections::ConnectionModel;
 use super::counters::CounterModel;
-use super::http_client::HttpClientModel;
 use super::logs::LogModel;
 use super::net::{socket_address, NetModel};
 use super::requests::RequestModel;
@@ -69,27 +68,6 @@ fn kestrel_connections() {
     let c = a.model::<ConnectionModel>().unwrap();
     assert_eq!((c.opened, c.closed.count, c.open_at_end), (17, 16, 1));
     assert_eq!(c.requests.count, 22);
-}
-
-#[test]
-fn outgoing_requests_by_host_with_statuses_and_failures() {
-    let a = analysed(ModelSet::named(&["http_client"]).unwrap());
-    let h = a.model::<HttpClientModel>().unwrap();
-    assert_eq!(h.hosts.len(), 1, "{:?}", h.hosts.keys());
-    let (host, calls) = h.hosts.iter().next().unwrap();
-    assert!(host.starts_with("http://127.0.0.1:"), "{host}");
-    assert_eq!(calls.durations.count, 6);
-    assert_eq!(
-        calls
-            .statuses
-            .iter()
-            .map(|(s, n)| (*s, *n))
-            .collect::<Vec<_>>(),
-        [(200, 5), (404, 1)]
-    );
-    assert_eq!(calls.failures.values().sum::<u64>(), 1);
-    assert!(calls.failures.keys().any(|m| m.contains("404")));
-    assert_eq!(h.in_flight, 0);
 }
 
 #[test]
@@ -173,7 +151,7 @@ fn connects_accepts_and_resolutions_tied_by_activity() {
     assert_eq!((n.accepts.in_flight, n.without_activity_id), (1, 1));
     assert_eq!(n.handshakes.count(), 0, "plain HTTP: no TLS");
     // A model not named does not run.
-    assert!(a.model::<HttpClientModel>().is_none());
+    assert!(a.model::<RequestModel>().is_none());
 }
 
 #[test]
