@@ -25,6 +25,7 @@ models!(
     counters,
     logs,
     net,
+    loader,
 );
 
 mod shared;
