@@ -1,5 +1,6 @@
 //! The `loader` report on the `loadfail` scenario's traces (clrspy's and dotnet-trace's, see
 //! crates/clrspy/tests/data/README.md), and what it says on a trace without its events.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

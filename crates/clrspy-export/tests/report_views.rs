@@ -81,6 +81,7 @@ fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Va
         ReportKind::Contention => contention::build(a, o).json(),
         ReportKind::Gc => gc::build(a, o).json(),
         ReportKind::Threads => threads::build(a, o).json(),
+        ReportKind::Loader => clrspy_export::report::loader::build(a, o).json(),
     }
 }
 
