@@ -170,3 +170,31 @@ fn a_trace_without_assembly_loader_events_says_what_records_them() {
     assert!(s.get("loader").is_none());
     assert!(!text(ReportKind::Summary, &a).contains("Assembly loading"));
 }
+
+#[test]
+fn the_html_report_gains_the_table_only_with_something_to_show() {
+    use clrspy_analysis::StackFilter;
+    use clrspy_export::report::sections::HtmlInput;
+    let html = |file: &str| {
+        let a = analyse(&data(file));
+        let filter = StackFilter::default();
+        let i = HtmlInput {
+            a: &a,
+            filter: &filter,
+        };
+        (ReportKind::Loader.def().html.unwrap().build)(&i)
+    };
+    let s = html("loadfail.nettrace.zip");
+    assert_eq!(s.facts[0].value, "2");
+    assert_eq!(s.parts[0].order, 86);
+    assert!(s.parts[0]
+        .html
+        .contains("Missing.Assembly, Version=1.2.3.4"));
+    assert!(s.parts[0].html.contains("/Workloads.Plugin.Dependency.dll"));
+    assert!(s.parts[0]
+        .html
+        .contains("loaded 3 times, versions 1.0.0.0, 2.0.0.0"));
+    // Loads without failures or duplicates: nothing added to the page.
+    let s = html("contention-thread-cpu.nettrace.zip");
+    assert!(s.facts.is_empty() && s.parts.is_empty());
+}

@@ -433,12 +433,13 @@ impl TextView for LoaderReport {
         if self.requested > 0 {
             writeln!(
                 out,
-                "  {} loads: {} loaded, {} found already loaded, {} failed; {} contexts, {} files probed",
+                "  {} loads: {} loaded, {} found already loaded, {} failed; {} context{}, {} files probed",
                 self.requested,
                 self.loaded,
                 self.reused,
                 self.failed,
                 self.contexts.len(),
+                if self.contexts.len() == 1 { "" } else { "s" },
                 self.probes
             )?;
         }
@@ -584,17 +585,14 @@ impl SummarySection for LoaderSection {
     }
 }
 
-/// The HTML report's loader table: failed loads and assemblies loaded twice (only for traces
-/// with the `AssemblyLoader` keyword's events).
+/// The HTML report's loader table: failed loads and assemblies loaded twice, when the trace
+/// has any (a trace without leaves the page as it was).
 fn html(i: &HtmlInput<'_>) -> HtmlSection {
     let r = build(i.a, &i.options(20));
-    if r.requested == 0 {
+    if r.failures.is_empty() && r.duplicates.is_empty() {
         return HtmlSection::default();
     }
     let mut h = String::from("<h2>Assembly loading</h2><table><tr><th>Assembly</th><th>Context</th><th>What</th><th>Files probed</th></tr>");
-    if r.failures.is_empty() && r.duplicates.is_empty() {
-        h.push_str("<tr><td colspan=4>no failed load, nothing loaded twice</td></tr>");
-    }
     for f in &r.failures {
         let _ = write!(
             h,
