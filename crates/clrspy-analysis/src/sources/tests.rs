@@ -347,3 +347,83 @@ fn assembly_loads_and_failures_of_both_recorders() {
     );
     assert_eq!(context_key("Default"), ("Default".to_string(), None));
 }
+
+/// One plugin loaded into 20,000 collectible contexts (a new `#N` each), and a missing
+/// dependency asked for each time: one entry each, counted, whatever the count.
+#[test]
+fn the_loader_model_stays_bounded_at_any_load_count() {
+    use super::loader::LoaderModel;
+    use crate::{EventContext, Model, ModelEvent, Provider};
+    use clr_events::loader::ids;
+    use clr_events::KnownProvider;
+
+    fn s(p: &mut Vec<u8>, v: &str) {
+        p.extend(v.encode_utf16().flat_map(u16::to_le_bytes));
+        p.extend([0, 0]);
+    }
+    fn start(name: &str, ctx: &str) -> Vec<u8> {
+        let mut p = 0u16.to_le_bytes().to_vec();
+        for v in [name, "", "Host", ctx, "Default"] {
+            s(&mut p, v);
+        }
+        p
+    }
+    fn stop(name: &str, ctx: &str, ok: bool) -> Vec<u8> {
+        let mut p = start(name, ctx);
+        p.extend(u32::from(ok).to_le_bytes());
+        s(&mut p, if ok { name } else { "" });
+        s(&mut p, if ok { "/p/Plugin.dll" } else { "" });
+        p.extend(0u32.to_le_bytes());
+        p
+    }
+    let mut m = LoaderModel::default();
+    let feed = |m: &mut LoaderModel, id: u32, payload: &[u8], ts: i64| {
+        let ev = ModelEvent {
+            provider: Provider::Known(KnownProvider::Runtime),
+            id,
+            version: 0,
+            ts_ns: ts,
+            thread_id: 1,
+            payload,
+            pointer_size: 8,
+            stack: None,
+            context: EventContext::default(),
+        };
+        m.on_event(&ev).unwrap();
+    };
+    const N: i64 = 20_000;
+    for i in 0..N {
+        let ctx = format!("\"plugin\" System.Runtime.Loader.AssemblyLoadContext #{i}");
+        feed(
+            &mut m,
+            ids::ASSEMBLY_LOAD_START,
+            &start("Plugin", &ctx),
+            4 * i,
+        );
+        feed(
+            &mut m,
+            ids::ASSEMBLY_LOAD_STOP,
+            &stop("Plugin", &ctx, true),
+            4 * i + 1,
+        );
+        feed(
+            &mut m,
+            ids::ASSEMBLY_LOAD_START,
+            &start("Dep", &ctx),
+            4 * i + 2,
+        );
+        feed(
+            &mut m,
+            ids::ASSEMBLY_LOAD_STOP,
+            &stop("Dep", &ctx, false),
+            4 * i + 3,
+        );
+    }
+    m.finish();
+    assert_eq!((m.loads.len(), m.failures.len(), m.in_flight), (1, 1, 0));
+    let l = m.loads.values().next().unwrap();
+    assert_eq!((l.count, l.total_ns, l.max_ns), (N as u64, N, 1));
+    assert_eq!(l.instances.len(), 64);
+    assert!(l.more_instances);
+    assert_eq!(m.failures.values().next().unwrap().count, N as u64);
+}
