@@ -198,3 +198,17 @@ fn the_html_report_gains_the_table_only_with_something_to_show() {
     let s = html("contention-thread-cpu.nettrace.zip");
     assert!(s.facts.is_empty() && s.parts.is_empty());
 }
+
+#[test]
+fn the_loader_profile_records_what_the_report_needs() {
+    let needs = ReportKind::Loader.needs();
+    assert_eq!(needs.profile, Some("loader"));
+    let p = clr_events::profiles::find_profile("loader").unwrap();
+    let specs = clr_events::provider_spec::parse_providers(p.providers).unwrap();
+    let rt = specs
+        .iter()
+        .find(|s| s.name == clr_events::RUNTIME_PROVIDER)
+        .unwrap();
+    assert_eq!(rt.keywords & needs.runtime_keywords, needs.runtime_keywords);
+    assert!(rt.level >= needs.runtime_level);
+}
