@@ -212,3 +212,23 @@ fn the_loader_profile_records_what_the_report_needs() {
     assert_eq!(rt.keywords & needs.runtime_keywords, needs.runtime_keywords);
     assert!(rt.level >= needs.runtime_level);
 }
+
+#[test]
+fn top_limits_the_text_rows_of_each_context_not_the_json() {
+    let a = analyse(&data("loadfail.nettrace.zip"));
+    let o = ReportOptions {
+        top: 3,
+        ..options()
+    };
+    let r = report::build(ReportKind::Loader, &a, &o);
+    assert_eq!(r.json()["loads"].as_array().unwrap().len(), 19);
+    let mut out = Vec::new();
+    r.write_text(&mut out, &TextStyle::default()).unwrap();
+    let t = String::from_utf8(out).unwrap();
+    // Default holds 16 assemblies: 3 shown, 13 said.
+    assert!(
+        t.contains("  … 13 more (--top N, or --json for all)"),
+        "{t}"
+    );
+    assert_eq!(t.matches(" more (--top N").count(), 1, "{t}");
+}

@@ -162,6 +162,9 @@ pub struct LoaderReport {
     /// keyword's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// Rows of each context the text shows (`--top`; the JSON has every load).
+    #[serde(skip)]
+    pub top: usize,
 }
 
 fn ms(ns: i64) -> f64 {
@@ -280,18 +283,21 @@ fn duplicates(loads: &[LoadRow]) -> Vec<DuplicateRow> {
 }
 
 /// Builds the loader report.
-pub fn build(a: &Analysis, _o: &ReportOptions) -> LoaderReport {
+pub fn build(a: &Analysis, o: &ReportOptions) -> LoaderReport {
     let Some(m) = a.model::<LoaderModel>() else {
-        return empty(Some(REPORT.needs.missing_line("assembly-load events")));
+        return empty(Some(REPORT.needs.missing_line("assembly-load events")), o.top);
     };
     if m.starts == 0 && m.stops == 0 {
-        let mut r = empty(Some(if m.modules.is_empty() {
+        let mut r = empty(
+            Some(if m.modules.is_empty() {
             REPORT.needs.missing_line("assembly-load events")
         } else {
             REPORT.needs.missing_line(
                 "load contexts or failed loads (only the Loader keyword's assembly loads)",
             )
-        }));
+        }),
+            o.top,
+        );
         r.loads = module_loads(m);
         r.loaded = r.loads.iter().map(|l| l.count).sum();
         return r;
@@ -356,10 +362,11 @@ pub fn build(a: &Analysis, _o: &ReportOptions) -> LoaderReport {
         loads,
         failures,
         missing: None,
+        top: o.top,
     }
 }
 
-fn empty(missing: Option<String>) -> LoaderReport {
+fn empty(missing: Option<String>, top: usize) -> LoaderReport {
     LoaderReport {
         requested: 0,
         loaded: 0,
@@ -371,6 +378,7 @@ fn empty(missing: Option<String>) -> LoaderReport {
         failures: Vec::new(),
         duplicates: Vec::new(),
         missing,
+        top,
     }
 }
 
@@ -469,9 +477,11 @@ impl TextView for LoaderReport {
             }
         }
         let mut context: Option<&str> = None;
-        for l in &self.loads {
+        let mut shown = 0;
+        for (k, l) in self.loads.iter().enumerate() {
             if context != Some(l.context.as_str()) {
                 context = Some(&l.context);
+                shown = 0;
                 let (n, k) = self
                     .contexts
                     .iter()
@@ -484,6 +494,17 @@ impl TextView for LoaderReport {
                 };
                 writeln!(out, "\n{}", style.heading(&title))?;
                 writeln!(out, "  {:>9}  {:>5}  {:<12}  assembly, file", "first ms", "loads", "version")?;
+            }
+            shown += 1;
+            if shown > self.top {
+                if shown == self.top + 1 {
+                    let left = self.loads[k..]
+                        .iter()
+                        .take_while(|x| x.context == l.context)
+                        .count();
+                    writeln!(out, "  … {left} more (--top N, or --json for all)")?;
+                }
+                continue;
             }
             let file = if l.path.is_empty() {
                 "(from memory)".to_string()
