@@ -86,6 +86,7 @@ public static class Program
         ["crash"] = Crasher.Run,
         ["meters"] = Meters.Run,
         ["http-client"] = HttpClientCalls.Run,
+        ["loadfail"] = LoadFail.Run,
     };
 
     /// Writes one line to stdout and flushes, so a harness reading the pipe sees it at once.

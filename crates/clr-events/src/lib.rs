@@ -28,10 +28,11 @@
 //!
 //! On top of the layouts sit typed views, the event contracts the models read:
 //! [`runtime`] (ids, GC, allocation, exceptions, contention, thread pool, methods — with the
-//! runtime's value maps as enums), [`heapdump`] (the GC heap dump's bulk events as lazy,
-//! fallible iterators) and [`clrspy`] (clrspy's own provider, one definition for writer and
-//! reader). A view's `parse` reads only the fields it needs, borrows strings from the payload,
-//! and fails with a [`ViewError`] naming the event and field where the payload is short.
+//! runtime's value maps as enums), [`loader`] (assembly loading: each load, resolution stage,
+//! handler and probed file), [`heapdump`] (the GC heap dump's bulk events as lazy, fallible
+//! iterators) and [`clrspy`] (clrspy's own provider, one definition for writer and reader).
+//! A view's `parse` reads only the fields it needs, borrows strings from the payload, and fails
+//! with a [`ViewError`] naming the event and field where the payload is short.
 //!
 //! Versions: every version the manifest defines has its own layout. For versions newer than
 //! any known here, [`layout`] returns the highest known version not above the one asked for —
@@ -53,6 +54,7 @@ pub mod counter_spec;
 pub mod counters;
 pub mod heapdump;
 mod layout;
+pub mod loader;
 pub mod method_names;
 mod names;
 pub mod net_http;

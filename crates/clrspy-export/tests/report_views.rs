@@ -82,6 +82,7 @@ fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Va
         ReportKind::Gc => gc::build(a, o).json(),
         ReportKind::Threads => threads::build(a, o).json(),
         ReportKind::Http => clrspy_export::report::http::build(a, o).json(),
+        ReportKind::Loader => clrspy_export::report::loader::build(a, o).json(),
     }
 }
 

@@ -25,6 +25,7 @@ models!(
     logs,
     net,
     http,
+    loader,
 );
 
 mod shared;

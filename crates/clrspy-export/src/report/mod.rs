@@ -77,6 +77,7 @@ reports!(
     gc: Gc => gc::REPORT,
     threads: Threads => threads::REPORT,
     http: Http => http::REPORT,
+    loader: Loader => loader::REPORT,
 );
 
 /// The `summary` report's declaration: its module's, built from the summary sections of the

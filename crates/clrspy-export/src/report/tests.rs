@@ -54,6 +54,7 @@ fn the_summary_runs_the_models_of_its_sections() {
         "gc",
         "threads",
         "http",
+        "loader",
     ]);
     assert_eq!(Ok(summary), named);
 }
@@ -68,6 +69,7 @@ fn each_report_adds_its_keywords() {
     assert_eq!(runtime(&[Cpu]), (0x0014_C14F_CCBD | 0x18, 4, 2));
     assert_eq!(runtime(&[Alloc, Exceptions]), (0x8019, 5, 1));
     assert_eq!(runtime(&[]), (0x18, 4, 1));
+    assert_eq!(runtime(&[Loader]), (0x1C, 4, 1));
 }
 
 fn empty() -> Analysis {
