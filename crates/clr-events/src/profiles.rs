@@ -162,8 +162,8 @@ pub const PROFILES: &[Profile] = &[
     Profile {
         name: "net",
         aliases: &["http", "networking"],
-        description: "HTTP requests, DNS, sockets and TLS from the System.Net event sources, with activity ids linking request start and stop",
-        providers: "System.Net.Http:0xffffffffffffffff:5,System.Net.NameResolution:0xffffffffffffffff:5,System.Net.Sockets:0xffffffffffffffff:5,System.Net.Security:0xffffffffffffffff:5,System.Threading.Tasks.TplEventSource:0x80:4,Microsoft-Windows-DotNETRuntime:0x18:4",
+        description: "HTTP requests, DNS, sockets and TLS from the System.Net event sources, with activity ids linking each request to its DNS, connect and TLS work (`report http`), and the thread-time samples (what the threads did meanwhile)",
+        providers: "System.Net.Http:0xffffffffffffffff:5,System.Net.NameResolution:0xffffffffffffffff:5,System.Net.Sockets:0xffffffffffffffff:5,System.Net.Security:0xffffffffffffffff:5,System.Threading.Tasks.TplEventSource:0x80:4,Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4",
     },
     Profile {
         name: "loader",
