@@ -85,6 +85,7 @@ public static class Program
         ["cast"] = Caster.Run,
         ["crash"] = Crasher.Run,
         ["meters"] = Meters.Run,
+        ["starve"] = Starve.Run,
     };
 
     /// Writes one line to stdout and flushes, so a harness reading the pipe sees it at once.

@@ -58,6 +58,7 @@ mod names;
 pub mod profiles;
 pub mod provider_spec;
 pub mod runtime;
+pub mod threading;
 mod tables;
 mod templates;
 mod value_maps;
