@@ -25,6 +25,7 @@ models!(
     counters,
     logs,
     net,
+    hangs,
 );
 
 mod shared;

@@ -1,0 +1,356 @@
+//! What `clrspy report hangs` reads: lock waits (`Contention/Start`/`Stop`, with the lock, the
+//! object locked on and the owner thread from .NET 8), other blocking waits
+//! (`WaitHandleWait/Start`/`Stop`, .NET 9+), and the thread pool's evidence of starvation
+//! (hill-climbing adjustments and the worker counts they set, its limits, its throughput
+//! samples, work items queued and taken when recorded). At the trace's end, the waits still
+//! open are the threads still blocked; the deadlock cycles among them are found by
+//! [`HangModel::cycles`]. Memory stays bounded: open waits are one per thread, closed ones are
+//! summed per stack.
+
+use clr_events::runtime::{ids as rt, AdjustmentReason, ContentionStart, ThreadPoolAdjustment};
+use clr_events::threading::{
+    ids, ThreadPoolMinMax, ThreadPoolSample, ThreadPoolWork, WaitHandleWaitStart, WaitSource,
+};
+use clr_events::ViewError;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::model_entry::{boxed, ModelEntry};
+use crate::stacks::StackId;
+use crate::{Model, ModelEvent, Wanted};
+
+/// What a wait waited in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WaitKind {
+    /// A contended lock (`Contention/Start`).
+    Lock,
+    /// A wait handle, monitor wait or join (`WaitHandleWait/Start`).
+    Handle,
+}
+
+/// A wait still open: the thread is blocked in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenWait {
+    /// The waiting thread.
+    pub thread: u64,
+    /// When it started, ns since the trace started.
+    pub start_ns: i64,
+    /// Its stack (the start event's).
+    pub stack: Option<StackId>,
+    /// The lock (lock waits on .NET 8+; 0 when not reported).
+    pub lock_id: u64,
+    /// The object locked or waited on (0 when not reported).
+    pub object_id: u64,
+    /// The lock's owner thread (lock waits on .NET 8+; 0 when not reported).
+    pub owner: u64,
+    /// For a handle wait, what it waits in.
+    pub source: Option<WaitSource>,
+}
+
+/// Closed and open waits of one stack.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WaitTotals {
+    /// Waits.
+    pub count: u64,
+    /// Their time, ns (open ones until the trace's end).
+    pub total_ns: f64,
+    /// The longest, ns.
+    pub max_ns: f64,
+    /// Still open at the trace's end.
+    pub open: u64,
+}
+
+impl WaitTotals {
+    fn add(&mut self, ns: f64, open: bool) {
+        self.count += 1;
+        self.total_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+        self.open += u64::from(open);
+    }
+}
+
+/// The thread pool's evidence.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolEvidence {
+    /// Adjustments by reason, as the runtime names it.
+    pub adjustments: FxHashMap<String, u64>,
+    /// Adjustments because work waited with no worker free (`Starvation`).
+    pub starvation_adjustments: u64,
+    /// Adjustments because workers blocked in waits the runtime knows of
+    /// (`CooperativeBlocking`: `Task.Wait`, `.Result` on the pool).
+    pub blocking_adjustments: u64,
+    /// Of those two kinds, the ones that raised the worker count: threads injected.
+    pub injections: u64,
+    /// The first and last injection, ns.
+    pub injection_span_ns: Option<(i64, i64)>,
+    /// The worker count before the first injection.
+    pub workers_before: Option<u32>,
+    /// The highest worker count set.
+    pub workers_max: u32,
+    /// The last worker count known.
+    pub workers_last: Option<u32>,
+    /// The pool's limits (`ThreadPoolMinMaxThreads`), when the trace has them.
+    pub min_max: Option<(u32, u32)>,
+    /// Throughput samples (work items per second): how many, and the lowest and highest.
+    pub throughput: Option<(u64, f64, f64)>,
+    /// Work items queued (`ThreadPool/Enqueue`, when recorded).
+    pub enqueued: u64,
+    /// Work items taken by a worker (`ThreadPool/Dequeue`).
+    pub dequeued: u64,
+    /// The most work items queued and not yet taken at once.
+    pub max_backlog: u64,
+    /// Workers that went idle waiting for work (`ThreadPoolWorkerThread/Wait`).
+    pub idle_waits: u64,
+}
+
+impl PoolEvidence {
+    fn on_count(&mut self, count: u32) {
+        self.workers_max = self.workers_max.max(count);
+        self.workers_last = Some(count);
+    }
+
+    fn on_adjustment(&mut self, ts_ns: i64, a: &ThreadPoolAdjustment) {
+        *self.adjustments.entry(a.reason.to_string()).or_default() += 1;
+        let injecting = match a.reason {
+            AdjustmentReason::Starvation => {
+                self.starvation_adjustments += 1;
+                true
+            }
+            AdjustmentReason::CooperativeBlocking => {
+                self.blocking_adjustments += 1;
+                true
+            }
+            _ => false,
+        };
+        let before = self.workers_last;
+        if injecting && before.is_some_and(|b| a.new_worker_count > b) {
+            self.injections += 1;
+            if self.workers_before.is_none() {
+                self.workers_before = before;
+            }
+            let span = self.injection_span_ns.get_or_insert((ts_ns, ts_ns));
+            span.1 = ts_ns;
+        }
+        self.on_count(a.new_worker_count);
+    }
+
+    fn on_work(&mut self, enqueue: bool) {
+        if enqueue {
+            self.enqueued += 1;
+        } else {
+            self.dequeued += 1;
+        }
+        self.max_backlog = self
+            .max_backlog
+            .max(self.enqueued.saturating_sub(self.dequeued));
+    }
+}
+
+/// The hangs model.
+#[derive(Clone, Debug, Default)]
+pub struct HangModel {
+    /// `Contention/Start` events read.
+    pub lock_waits: u64,
+    /// `Contention/Stop` events read.
+    pub lock_waits_ended: u64,
+    /// `WaitHandleWait/Start` events read.
+    pub handle_waits: u64,
+    /// `WaitHandleWait/Stop` events read.
+    pub handle_waits_ended: u64,
+    /// Waits by kind and stack, closed and (after the pass) still open.
+    pub by_stack: FxHashMap<(WaitKind, Option<StackId>), WaitTotals>,
+    /// Lock waits still open at the end, by thread (after the pass).
+    pub open_locks: Vec<OpenWait>,
+    /// Handle waits still open at the end, by thread (after the pass).
+    pub open_handles: Vec<OpenWait>,
+    /// The thread pool's evidence.
+    pub pool: PoolEvidence,
+    /// The last event's time, ns (the end of open waits).
+    pub end_ns: i64,
+    locks: FxHashMap<u64, OpenWait>,
+    handles: FxHashMap<u64, OpenWait>,
+    closed: FxHashMap<(WaitKind, Option<StackId>), WaitTotals>,
+}
+
+/// One member of a deadlock cycle: a blocked thread, the lock it waits for, and the lock it
+/// holds (the one the previous member waits for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CycleMember {
+    /// The thread's wait.
+    pub wait: OpenWait,
+    /// The lock it holds that the previous member waits for.
+    pub holds_lock: u64,
+}
+
+impl HangModel {
+    fn close(&mut self, kind: WaitKind, thread: u64, ts_ns: i64) {
+        let open = match kind {
+            WaitKind::Lock => self.locks.remove(&thread),
+            WaitKind::Handle => self.handles.remove(&thread),
+        };
+        if let Some(w) = open {
+            let ns = (ts_ns - w.start_ns).max(0) as f64;
+            self.closed.entry((kind, w.stack)).or_default().add(ns, false);
+        }
+    }
+
+    /// The deadlocks among the lock waits still open at the end: each thread waits for a
+    /// lock whose owner waits for a lock ... held by the first. Each cycle starts at its
+    /// lowest thread id; cycles are ordered by it.
+    pub fn cycles(&self) -> Vec<Vec<CycleMember>> {
+        let waits: FxHashMap<u64, &OpenWait> =
+            self.open_locks.iter().map(|w| (w.thread, w)).collect();
+        let mut done: FxHashSet<u64> = FxHashSet::default();
+        let mut out = Vec::new();
+        let mut starts: Vec<u64> = waits.keys().copied().collect();
+        starts.sort_unstable();
+        for start in starts {
+            // Follow thread → owner until a thread repeats or the chain leaves the waiters.
+            let mut path: Vec<u64> = Vec::new();
+            let mut t = start;
+            while !done.contains(&t) && !path.contains(&t) {
+                let Some(w) = waits.get(&t) else { break };
+                path.push(t);
+                if w.owner == 0 {
+                    break;
+                }
+                t = w.owner;
+            }
+            if let Some(at) = path.iter().position(|&p| p == t) {
+                let ring = &path[at..];
+                let lowest = ring.iter().position(|&p| p == *ring.iter().min().unwrap_or(&t));
+                let mut ring = ring.to_vec();
+                ring.rotate_left(lowest.unwrap_or(0));
+                let n = ring.len();
+                let members = (0..n)
+                    .filter_map(|i| {
+                        let wait = **waits.get(&ring[i])?;
+                        let prev = waits.get(&ring[(i + n - 1) % n])?;
+                        Some(CycleMember {
+                            wait,
+                            holds_lock: prev.lock_id,
+                        })
+                    })
+                    .collect();
+                out.push(members);
+            }
+            done.extend(path);
+        }
+        out.sort_by_key(|c: &Vec<CycleMember>| c.first().map(|m| m.wait.thread));
+        out
+    }
+}
+
+impl Model for HangModel {
+    const EVENTS: &'static [Wanted] = &[
+        Wanted::runtime(rt::CONTENTION_START).with_stack(),
+        Wanted::runtime(rt::CONTENTION_STOP),
+        Wanted::runtime(ids::WAIT_HANDLE_WAIT_START).with_stack(),
+        Wanted::runtime(ids::WAIT_HANDLE_WAIT_STOP),
+        Wanted::runtime(rt::TP_ADJUSTMENT),
+        Wanted::runtime(rt::TP_WORKER_START),
+        Wanted::runtime(rt::TP_WORKER_STOP),
+        Wanted::runtime(rt::TP_WORKER_WAIT),
+        Wanted::runtime(ids::TP_ADJUSTMENT_SAMPLE),
+        Wanted::runtime(ids::TP_MIN_MAX_THREADS),
+        Wanted::runtime(ids::TP_ENQUEUE),
+        Wanted::runtime(ids::TP_DEQUEUE),
+    ];
+
+    fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        self.end_ns = self.end_ns.max(ev.ts_ns);
+        let (p, v, ptr) = (ev.payload, ev.version, ev.pointer_size);
+        match ev.id {
+            rt::CONTENTION_START => {
+                let s = ContentionStart::parse(p, v, ptr)?;
+                self.lock_waits += 1;
+                // A start with one still open on the thread: the first never stopped.
+                self.close(WaitKind::Lock, ev.thread_id, ev.ts_ns);
+                self.locks.insert(
+                    ev.thread_id,
+                    OpenWait {
+                        thread: ev.thread_id,
+                        start_ns: ev.ts_ns,
+                        stack: ev.stack,
+                        lock_id: s.lock_id.unwrap_or(0),
+                        object_id: s.associated_object_id.unwrap_or(0),
+                        owner: s.owner_thread_id.unwrap_or(0),
+                        source: None,
+                    },
+                );
+            }
+            rt::CONTENTION_STOP => {
+                self.lock_waits_ended += 1;
+                self.close(WaitKind::Lock, ev.thread_id, ev.ts_ns);
+            }
+            ids::WAIT_HANDLE_WAIT_START => {
+                let s = WaitHandleWaitStart::parse(p, v, ptr)?;
+                self.handle_waits += 1;
+                self.close(WaitKind::Handle, ev.thread_id, ev.ts_ns);
+                self.handles.insert(
+                    ev.thread_id,
+                    OpenWait {
+                        thread: ev.thread_id,
+                        start_ns: ev.ts_ns,
+                        stack: ev.stack,
+                        lock_id: 0,
+                        object_id: s.associated_object_id,
+                        owner: 0,
+                        source: Some(s.source),
+                    },
+                );
+            }
+            ids::WAIT_HANDLE_WAIT_STOP => {
+                self.handle_waits_ended += 1;
+                self.close(WaitKind::Handle, ev.thread_id, ev.ts_ns);
+            }
+            rt::TP_ADJUSTMENT => {
+                let a = ThreadPoolAdjustment::parse(p, v, ptr)?;
+                self.pool.on_adjustment(ev.ts_ns, &a);
+            }
+            rt::TP_WORKER_START | rt::TP_WORKER_STOP | rt::TP_WORKER_WAIT => {
+                let w = clr_events::runtime::ThreadPoolWorkerThread::parse(ev.id, p, v, ptr)?;
+                self.pool.idle_waits += u64::from(ev.id == rt::TP_WORKER_WAIT);
+                self.pool.on_count(w.active);
+            }
+            ids::TP_ADJUSTMENT_SAMPLE => {
+                let t = ThreadPoolSample::parse(p, v, ptr)?.throughput;
+                let s = self.pool.throughput.get_or_insert((0, t, t));
+                *s = (s.0 + 1, s.1.min(t), s.2.max(t));
+            }
+            ids::TP_MIN_MAX_THREADS => {
+                let m = ThreadPoolMinMax::parse(p, v, ptr)?;
+                self.pool.min_max = Some((m.min_workers, m.max_workers));
+            }
+            _ => {
+                ThreadPoolWork::parse(ev.id, p, v, ptr)?;
+                self.pool.on_work(ev.id == ids::TP_ENQUEUE);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) {
+        // Open waits last until the trace's end (a live view finishes again later: the
+        // totals are built anew from the closed ones each time).
+        let mut opened: Vec<(WaitKind, OpenWait)> = Vec::new();
+        for (kind, m) in [(WaitKind::Lock, &self.locks), (WaitKind::Handle, &self.handles)] {
+            opened.extend(m.values().map(|w| (kind, *w)));
+        }
+        opened.sort_by_key(|(k, w)| (*k, w.thread));
+        let mut by_stack = self.closed.clone();
+        for (kind, w) in &opened {
+            let ns = (self.end_ns - w.start_ns).max(0) as f64;
+            by_stack.entry((*kind, w.stack)).or_default().add(ns, true);
+        }
+        self.by_stack = by_stack;
+        self.open_locks = opened.iter().filter(|(k, _)| *k == WaitKind::Lock).map(|x| x.1).collect();
+        self.open_handles = opened.iter().filter(|(k, _)| *k == WaitKind::Handle).map(|x| x.1).collect();
+    }
+}
+
+/// The registry's entry.
+pub const ENTRY: ModelEntry = ModelEntry::of::<HangModel>(
+    "hangs",
+    "blocked threads, deadlock cycles, long waits and thread-pool starvation",
+    boxed::<HangModel>,
+);

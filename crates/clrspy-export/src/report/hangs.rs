@@ -1,0 +1,789 @@
+//! The `hangs` report: deadlocks (threads blocked on locks held by other blocked threads,
+//! named as cycles with each thread's name, locks and stack), the threads still blocked at
+//! the trace's end, thread-pool starvation with its evidence (the pool's injections, its
+//! worker counts, workers blocked in sync-over-async), long waits by stack, and a hang that
+//! was already in progress when the recording began (threads blocked in a lock the whole
+//! trace, no wait started in it). Its text view, summary section (order 66) and HTML table
+//! (order 84) are here too.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use clrspy_analysis::sources::hangs::{HangModel, OpenWait, WaitKind};
+use clrspy_analysis::{Analysis, StackFilter};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use super::def::ReportDef;
+use super::needs::{Models, Needs, CONTENTION};
+use super::sections::{
+    Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
+};
+use super::text::TextStyle;
+use super::view::{ReportOptions, TextView};
+use crate::html::markup::escape;
+use crate::units::{fit, round1};
+
+/// The runtime's `Threading` keyword (the pool's adjustments and worker counts).
+const THREADING: u64 = 0x1_0000;
+/// The runtime's `WaitHandle` keyword (.NET 9+).
+const WAIT_HANDLE: u64 = 0x400_0000_0000;
+
+/// What the report needs recorded: lock waits, wait handles and the pool at verbose level
+/// (lock waits are verbose before .NET 8), and thread-time samples.
+const NEEDS: Needs = Needs::runtime(CONTENTION | THREADING | WAIT_HANDLE, 5)
+    .with_samples()
+    .with_profile("hangs");
+
+/// The `hangs` report.
+pub const REPORT: ReportDef = ReportDef {
+    name: "hangs",
+    description: "Deadlocks, blocked threads, thread-pool starvation and long waits",
+    needs: NEEDS,
+    models: Models::Named(&["hangs", "threads", "cpu"]),
+    rows: None,
+    build: |a, o| Box::new(build(a, o)),
+    summary: Some(SummaryDef {
+        order: 66,
+        build: |i| Box::new(HangsSection::build(i)),
+    }),
+    html: Some(HtmlDef { build: html }),
+};
+
+/// Frames of a blocked thread's stack the text view prints.
+const STACK_FRAMES: usize = 8;
+/// Injections of threads that make starvation (one can be a pool's normal growth).
+const STARVED_INJECTIONS: u64 = 3;
+
+/// One thread of a deadlock cycle.
+#[derive(Clone, Debug, Serialize)]
+pub struct CycleMember {
+    /// The OS thread id.
+    pub thread_id: u64,
+    /// Its name, when the trace has it (clrspy's recordings do).
+    pub thread_name: Option<String>,
+    /// The lock it waits for (the runtime's lock id, hex).
+    pub waits_for_lock: String,
+    /// The lock it holds that the previous member waits for.
+    pub holds_lock: String,
+    /// The object locked on (hex; the lock's `AssociatedObjectID`).
+    pub lock_object: String,
+    /// Since when it waits, ms since the trace started.
+    pub since_ms: f64,
+    /// Its stack when it began waiting, leaf first.
+    pub stack: Vec<String>,
+}
+
+/// A thread still blocked at the trace's end, not in a deadlock.
+#[derive(Clone, Debug, Serialize)]
+pub struct BlockedThread {
+    /// The OS thread id.
+    pub thread_id: u64,
+    /// Its name, when the trace has it.
+    pub thread_name: Option<String>,
+    /// `lock` (a contended lock) or `wait` (a wait handle, a monitor wait, a join).
+    pub kind: &'static str,
+    /// How long it had waited at the end, ms.
+    pub waiting_ms: f64,
+    /// The lock (hex), for a lock wait.
+    pub lock: Option<String>,
+    /// The lock's owner thread, for a lock wait (.NET 8+).
+    pub owner_thread_id: Option<u64>,
+    /// What the wait is in (`Unknown`, `MonitorWait`), for a handle wait.
+    pub source: Option<String>,
+    /// Its stack when it began waiting, leaf first.
+    pub stack: Vec<String>,
+}
+
+/// Waits of one stack.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitStack {
+    /// `lock` or `wait`.
+    pub kind: &'static str,
+    /// Waits.
+    pub count: u64,
+    /// Their total, ms (open ones until the trace's end).
+    pub total_ms: f64,
+    /// The longest, ms.
+    pub max_ms: f64,
+    /// Still open at the end.
+    pub open: u64,
+    /// The stack, leaf first.
+    pub stack: Vec<String>,
+}
+
+/// Workers blocked in sync-over-async at one call site.
+#[derive(Clone, Debug, Serialize)]
+pub struct SyncOverAsync {
+    /// The method that blocked (the first frame outside the runtime's task and threading
+    /// code), or the blocking frame.
+    pub method: String,
+    /// The blocking call (`Task.Wait`, `.Result`, `GetResult`).
+    pub blocked_in: String,
+    /// Waits seen there (wait events on pool workers).
+    pub waits: u64,
+    /// Their time, ms (wait events), or the sampled blocked time where no wait events.
+    pub wait_ms: f64,
+}
+
+/// Thread-pool starvation and its evidence.
+#[derive(Clone, Debug, Serialize)]
+pub struct Starvation {
+    /// True when the pool injected threads because work waited or workers blocked (at least
+    /// one `Starvation` adjustment, or 3 injections).
+    pub detected: bool,
+    /// `ThreadPoolWorkerThreadAdjustment/Adjustment` events with reason `Starvation`.
+    pub starvation_adjustments: u64,
+    /// With reason `CooperativeBlocking` (workers blocked in `Task.Wait`/`.Result`).
+    pub blocking_adjustments: u64,
+    /// Of those, the ones that raised the worker count.
+    pub injections: u64,
+    /// Threads injected per second between the first and last injection.
+    pub injections_per_s: Option<f64>,
+    /// The first and last injection, ms since the trace started.
+    pub first_injection_ms: Option<f64>,
+    /// The last.
+    pub last_injection_ms: Option<f64>,
+    /// Workers before the first injection.
+    pub workers_before: Option<u32>,
+    /// The highest worker count.
+    pub workers_max: u32,
+    /// The pool's configured minimum of workers, when the trace says.
+    pub min_workers: Option<u32>,
+    /// Every adjustment by reason.
+    pub adjustments: FxHashMap<String, u64>,
+    /// Work items queued and taken (when `ThreadPool/Enqueue`/`Dequeue` were recorded), and
+    /// the most queued at once.
+    pub enqueued: u64,
+    /// Taken.
+    pub dequeued: u64,
+    /// The most queued and not yet taken.
+    pub max_backlog: u64,
+    /// Lowest and highest throughput measured (work items per second).
+    pub throughput: Option<(f64, f64)>,
+    /// Pool workers blocked in sync-over-async, by call site, most time first.
+    pub sync_over_async: Vec<SyncOverAsync>,
+}
+
+/// A thread blocked the whole trace with no wait starting in it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StuckThread {
+    /// The OS thread id.
+    pub thread_id: u64,
+    /// Its name, when the trace has it.
+    pub thread_name: Option<String>,
+    /// The lock call it is blocked in.
+    pub blocked_in: String,
+    /// The method that called it.
+    pub method: String,
+}
+
+/// A hang already in progress when the recording began.
+#[derive(Clone, Debug, Serialize)]
+pub struct InProgress {
+    /// The threads.
+    pub threads: Vec<StuckThread>,
+    /// What to do.
+    pub hint: String,
+}
+
+/// The hangs report.
+#[derive(Clone, Debug, Serialize)]
+pub struct HangsReport {
+    /// Deadlock cycles, each a list of its threads.
+    pub deadlocks: Vec<Vec<CycleMember>>,
+    /// Threads still blocked at the end outside any cycle, longest first.
+    pub blocked: Vec<BlockedThread>,
+    /// Thread-pool starvation.
+    pub starvation: Starvation,
+    /// Waits by stack, most time first (top N).
+    pub long_waits: Vec<WaitStack>,
+    /// A hang already in progress, when the trace shows one.
+    pub in_progress: Option<InProgress>,
+    /// Events read: `Contention/Start`, `/Stop`, `WaitHandleWait/Start`, `/Stop`.
+    pub lock_waits: u64,
+    /// `Contention/Stop`.
+    pub lock_waits_ended: u64,
+    /// `WaitHandleWait/Start`.
+    pub handle_waits: u64,
+    /// `WaitHandleWait/Stop`.
+    pub handle_waits_ended: u64,
+    /// Set when the trace has none of this: what to record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+fn hex(v: u64) -> String {
+    format!("0x{v:x}")
+}
+
+fn ms(ns: f64) -> f64 {
+    round1(ns / 1e6)
+}
+
+fn kind_name(k: WaitKind) -> &'static str {
+    match k {
+        WaitKind::Lock => "lock",
+        WaitKind::Handle => "wait",
+    }
+}
+
+/// A frame of the runtime's locking, waiting or task code (not who waited).
+fn is_wait_internal(frame: &str) -> bool {
+    frame.starts_with('[')
+        || frame.contains('!')
+        || frame.starts_with("System.Threading.")
+        || frame.starts_with("System.Runtime.CompilerServices.")
+}
+
+/// A frame that blocks on a task: `Task.Wait`, `.Result`, `GetResult`, `WaitAll`.
+fn is_task_wait(frame: &str) -> bool {
+    frame.starts_with("System.Threading.Tasks.Task")
+        && (frame.contains(".Wait") || frame.contains("get_Result") || frame.contains("GetResult"))
+        || frame.contains("Awaiter") && frame.contains("GetResult")
+}
+
+/// A frame of a thread-pool worker's dispatch loop.
+fn is_pool_dispatch(frame: &str) -> bool {
+    frame.contains("PortableThreadPool+WorkerThread")
+        || frame.contains("ThreadPoolWorkQueue.Dispatch")
+        || frame.contains("WindowsThreadPool")
+}
+
+/// A frame of a lock acquisition (a thread in it is never idle by design).
+fn is_lock_enter(frame: &str) -> bool {
+    frame.starts_with("System.Threading.Monitor.Enter")
+        || frame.starts_with("System.Threading.Monitor.ReliableEnter")
+        || frame.starts_with("System.Threading.Lock.Enter")
+        || frame.starts_with("System.Threading.Lock.TryEnter")
+}
+
+/// The first frame (leaf first) outside the waiting code, else the leaf.
+fn waiter(frames: &[String]) -> String {
+    frames
+        .iter()
+        .find(|f| !is_wait_internal(f))
+        .or_else(|| frames.first())
+        .cloned()
+        .unwrap_or_else(|| "[no stack]".into())
+}
+
+/// Builds the hangs report.
+pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
+    let empty = HangModel::default();
+    let m = a.model::<HangModel>().unwrap_or(&empty);
+    let name = |t: u64| a.threads.names.get(&t).cloned();
+    let cycles = m.cycles();
+    let in_cycle: Vec<u64> = cycles.iter().flatten().map(|c| c.wait.thread).collect();
+    let deadlocks = cycles
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|c| CycleMember {
+                    thread_id: c.wait.thread,
+                    thread_name: name(c.wait.thread),
+                    waits_for_lock: hex(c.wait.lock_id),
+                    holds_lock: hex(c.holds_lock),
+                    lock_object: hex(c.wait.object_id),
+                    since_ms: ms(c.wait.start_ns as f64),
+                    stack: a.frames(c.wait.stack),
+                })
+                .collect()
+        })
+        .collect();
+    let blocked = blocked(a, m, &in_cycle, o.top);
+    let mut long_waits: Vec<WaitStack> = m
+        .by_stack
+        .iter()
+        .map(|((k, s), t)| WaitStack {
+            kind: kind_name(*k),
+            count: t.count,
+            total_ms: ms(t.total_ns),
+            max_ms: ms(t.max_ns),
+            open: t.open,
+            stack: a.frames(*s),
+        })
+        .collect();
+    long_waits.sort_by(|x, y| {
+        y.total_ms
+            .total_cmp(&x.total_ms)
+            .then_with(|| x.stack.cmp(&y.stack))
+    });
+    let starvation = starvation(a, m, o.top);
+    let in_progress = if in_cycle.is_empty() {
+        in_progress(a, m)
+    } else {
+        None
+    };
+    let nothing = m.lock_waits == 0
+        && m.handle_waits == 0
+        && m.pool.adjustments.is_empty()
+        && in_progress.is_none();
+    HangsReport {
+        deadlocks,
+        blocked,
+        starvation,
+        long_waits: long_waits.into_iter().take(o.top).collect(),
+        in_progress,
+        lock_waits: m.lock_waits,
+        lock_waits_ended: m.lock_waits_ended,
+        handle_waits: m.handle_waits,
+        handle_waits_ended: m.handle_waits_ended,
+        missing: (nothing && !o.narrowed)
+            .then(|| NEEDS.missing_line("lock waits, wait handles or thread-pool adjustments")),
+    }
+}
+
+/// The threads blocked at the end outside the cycles: lock waits, then handle waits of
+/// threads not waiting for a lock (a lock's slow path waits on a handle too), longest first.
+fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<BlockedThread> {
+    let lock_threads: Vec<u64> = m.open_locks.iter().map(|w| w.thread).collect();
+    let end = m.end_ns;
+    let row = |w: &OpenWait, kind: WaitKind| BlockedThread {
+        thread_id: w.thread,
+        thread_name: a.threads.names.get(&w.thread).cloned(),
+        kind: kind_name(kind),
+        waiting_ms: ms((end - w.start_ns).max(0) as f64),
+        lock: (kind == WaitKind::Lock).then(|| hex(w.lock_id)),
+        owner_thread_id: (w.owner != 0).then_some(w.owner),
+        source: w.source.map(|s| s.to_string()),
+        stack: a.frames(w.stack),
+    };
+    let mut v: Vec<BlockedThread> = m
+        .open_locks
+        .iter()
+        .filter(|w| !in_cycle.contains(&w.thread))
+        .map(|w| row(w, WaitKind::Lock))
+        .chain(
+            m.open_handles
+                .iter()
+                .filter(|w| !lock_threads.contains(&w.thread))
+                .map(|w| row(w, WaitKind::Handle)),
+        )
+        .collect();
+    v.sort_by(|x, y| {
+        y.waiting_ms
+            .total_cmp(&x.waiting_ms)
+            .then(x.thread_id.cmp(&y.thread_id))
+    });
+    v.truncate(top);
+    v
+}
+
+/// The pool's evidence, with the workers blocked in sync-over-async: from wait events on
+/// pool workers, else from the samples' blocked time.
+fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
+    let p = &m.pool;
+    let mut sites: FxHashMap<(String, String), (u64, f64)> = FxHashMap::default();
+    for ((_, stack), t) in &m.by_stack {
+        let frames = a.frames(*stack);
+        if let Some(key) = sync_over_async(&frames) {
+            let e = sites.entry(key).or_default();
+            e.0 += t.count;
+            e.1 += t.total_ns / 1e6;
+        }
+    }
+    if sites.is_empty() && a.cpu.span_ns().is_some() {
+        let profile = a.profile(&StackFilter::default());
+        let ms_per = a.sampling_interval_ns as f64 / 1e6;
+        for r in profile.rows.iter().filter(|r| r.wait > r.runq) {
+            let frames: Vec<String> = r
+                .frames
+                .iter()
+                .map(|&f| a.symbols.frame(f).name.clone())
+                .collect();
+            if let Some(key) = sync_over_async(&frames) {
+                sites.entry(key).or_default().1 += (r.wait - r.runq) * ms_per;
+            }
+        }
+    }
+    let mut sync: Vec<SyncOverAsync> = sites
+        .into_iter()
+        .map(|((method, blocked_in), (waits, wait_ms))| SyncOverAsync {
+            method,
+            blocked_in,
+            waits,
+            wait_ms: round1(wait_ms),
+        })
+        .collect();
+    sync.sort_by(|x, y| {
+        y.wait_ms
+            .total_cmp(&x.wait_ms)
+            .then_with(|| x.method.cmp(&y.method))
+    });
+    sync.truncate(top);
+    let span = p.injection_span_ns;
+    Starvation {
+        detected: p.starvation_adjustments > 0 || p.injections >= STARVED_INJECTIONS,
+        starvation_adjustments: p.starvation_adjustments,
+        blocking_adjustments: p.blocking_adjustments,
+        injections: p.injections,
+        injections_per_s: span
+            .filter(|(f, l)| l > f && p.injections > 1)
+            .map(|(f, l)| round1((p.injections - 1) as f64 / ((l - f) as f64 / 1e9))),
+        first_injection_ms: span.map(|s| ms(s.0 as f64)),
+        last_injection_ms: span.map(|s| ms(s.1 as f64)),
+        workers_before: p.workers_before,
+        workers_max: p.workers_max,
+        min_workers: p.min_max.map(|m| m.0),
+        adjustments: p.adjustments.clone(),
+        enqueued: p.enqueued,
+        dequeued: p.dequeued,
+        max_backlog: p.max_backlog,
+        throughput: p.throughput.map(|t| (round1(t.1), round1(t.2))),
+        sync_over_async: sync,
+    }
+}
+
+/// For a pool worker's stack blocked on a task: (the method that blocked, the blocking
+/// call).
+fn sync_over_async(frames: &[String]) -> Option<(String, String)> {
+    if !frames.iter().any(|f| is_pool_dispatch(f)) {
+        return None;
+    }
+    let last_wait = frames.iter().rposition(|f| is_task_wait(f))?;
+    let method = frames[last_wait..]
+        .iter()
+        .find(|f| !is_wait_internal(f))
+        .cloned()
+        .unwrap_or_else(|| frames[last_wait].clone());
+    Some((method, frames[last_wait].clone()))
+}
+
+/// Threads the samples show blocked in a lock for the whole trace when no lock wait started
+/// on them: the hang began before the recording.
+fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
+    a.cpu.span_ns()?;
+    let profile = a.profile(&StackFilter::default());
+    let parked = profile.parked_threads(&a.symbols);
+    let waited: Vec<u64> = m
+        .open_locks
+        .iter()
+        .chain(&m.open_handles)
+        .map(|w| w.thread)
+        .collect();
+    let mut stuck: FxHashMap<u64, StuckThread> = FxHashMap::default();
+    for r in &profile.rows {
+        if !parked.contains(&r.thread) || waited.contains(&r.thread) || stuck.contains_key(&r.thread)
+        {
+            continue;
+        }
+        let frames: Vec<String> = r
+            .frames
+            .iter()
+            .map(|&f| a.symbols.frame(f).name.clone())
+            .collect();
+        let Some(at) = frames.iter().rposition(|f| is_lock_enter(f)) else {
+            continue;
+        };
+        stuck.insert(
+            r.thread,
+            StuckThread {
+                thread_id: r.thread,
+                thread_name: a.threads.names.get(&r.thread).cloned(),
+                blocked_in: frames[at].clone(),
+                method: waiter(&frames[at..]),
+            },
+        );
+    }
+    if stuck.is_empty() {
+        return None;
+    }
+    let mut threads: Vec<StuckThread> = stuck.into_values().collect();
+    threads.sort_by_key(|t| t.thread_id);
+    let pid = a
+        .process_id
+        .map_or_else(|| "PID".to_string(), |p| p.to_string());
+    Some(InProgress {
+        threads,
+        hint: format!(
+            "a trace sees only the waits that start inside it: see who holds what now with `clrspy stack -p {pid}`, and keep the evidence with `clrspy dump -p {pid}`"
+        ),
+    })
+}
+
+/// Prints a stack from its first frame outside the waiting code.
+fn write_stack(out: &mut dyn Write, stack: &[String], style: &TextStyle) -> io::Result<()> {
+    let from = stack.iter().position(|f| !is_wait_internal(f)).unwrap_or(0);
+    for f in stack[from..].iter().take(STACK_FRAMES) {
+        writeln!(out, "        {}", fit(f, style.room(8)))?;
+    }
+    if stack.len() > from + STACK_FRAMES {
+        writeln!(out, "        … {} more frames (--json for all)", stack.len() - from - STACK_FRAMES)?;
+    }
+    Ok(())
+}
+
+fn thread_label(id: u64, name: &Option<String>) -> String {
+    match name {
+        Some(n) => format!("thread {id} ({n})"),
+        None => format!("thread {id}"),
+    }
+}
+
+impl TextView for HangsReport {
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        if let Some(m) = &self.missing {
+            return writeln!(out, "{m}");
+        }
+        writeln!(
+            out,
+            "{}",
+            style.heading(&format!("Deadlocks: {}", self.deadlocks.len()))
+        )?;
+        for (i, c) in self.deadlocks.iter().enumerate() {
+            let ring: Vec<String> = c.iter().map(|m| thread_label(m.thread_id, &m.thread_name)).collect();
+            writeln!(out, "  cycle {}: {} → back to the first", i + 1, ring.join(" → "))?;
+            for m in c {
+                writeln!(
+                    out,
+                    "    {} waits for lock {} (object {}), holds lock {}, since {:.1} ms",
+                    thread_label(m.thread_id, &m.thread_name),
+                    m.waits_for_lock,
+                    m.lock_object,
+                    m.holds_lock,
+                    m.since_ms
+                )?;
+                write_stack(out, &m.stack, style)?;
+            }
+        }
+        if let Some(p) = &self.in_progress {
+            writeln!(out, "\n{}", style.heading("A hang already in progress"))?;
+            writeln!(
+                out,
+                "  {} thread(s) blocked in a lock the whole trace, and no lock wait started in it:",
+                p.threads.len()
+            )?;
+            for t in &p.threads {
+                writeln!(
+                    out,
+                    "    {} in {} (from {})",
+                    thread_label(t.thread_id, &t.thread_name),
+                    t.blocked_in,
+                    t.method
+                )?;
+            }
+            writeln!(out, "  {}", p.hint)?;
+        }
+        if !self.blocked.is_empty() {
+            writeln!(out, "\n{}", style.heading("Still blocked at the end (not in a cycle)"))?;
+            for b in &self.blocked {
+                let what = match (&b.lock, b.owner_thread_id, &b.source) {
+                    (Some(l), Some(o), _) => format!("lock {l} held by thread {o}"),
+                    (Some(l), None, _) => format!("lock {l}"),
+                    (None, _, Some(s)) => format!("a wait ({s})"),
+                    _ => "a wait".into(),
+                };
+                writeln!(
+                    out,
+                    "  {:>10.1} ms  {} in {}: {}",
+                    b.waiting_ms,
+                    thread_label(b.thread_id, &b.thread_name),
+                    what,
+                    fit(&waiter(&b.stack), style.room(60))
+                )?;
+            }
+        }
+        let s = &self.starvation;
+        writeln!(
+            out,
+            "\n{}",
+            style.heading(&format!(
+                "Thread-pool starvation: {}",
+                if s.detected { "yes" } else { "no" }
+            ))
+        )?;
+        writeln!(
+            out,
+            "  injections: {} ({} Starvation, {} CooperativeBlocking adjustments){}",
+            s.injections,
+            s.starvation_adjustments,
+            s.blocking_adjustments,
+            s.injections_per_s
+                .map(|r| format!(", {r:.1} threads/s"))
+                .unwrap_or_default()
+        )?;
+        if s.injections > 0 {
+            writeln!(
+                out,
+                "  workers: {} before, {} at most{}; injected from {:.1} ms to {:.1} ms",
+                s.workers_before.map_or("?".into(), |w| w.to_string()),
+                s.workers_max,
+                s.min_workers
+                    .map(|m| format!(" (pool minimum {m})"))
+                    .unwrap_or_default(),
+                s.first_injection_ms.unwrap_or(0.0),
+                s.last_injection_ms.unwrap_or(0.0)
+            )?;
+        }
+        if s.enqueued > 0 {
+            writeln!(
+                out,
+                "  work items: {} queued, {} taken, at most {} waiting",
+                s.enqueued, s.dequeued, s.max_backlog
+            )?;
+        }
+        for w in &s.sync_over_async {
+            writeln!(
+                out,
+                "  {:>10.1} ms {:>6} waits  sync-over-async: {} in {}",
+                w.wait_ms,
+                w.waits,
+                fit(&w.method, style.room(50)),
+                fit(&w.blocked_in, 40)
+            )?;
+        }
+        writeln!(out, "\n{}", style.heading("Longest waits by stack"))?;
+        if self.long_waits.is_empty() {
+            writeln!(out, "  none")?;
+        }
+        for w in &self.long_waits {
+            writeln!(
+                out,
+                "  {:>10.1} ms {:>6} {} waits (max {:.1} ms{})  {}",
+                w.total_ms,
+                w.count,
+                w.kind,
+                w.max_ms,
+                if w.open > 0 {
+                    format!(", {} open", w.open)
+                } else {
+                    String::new()
+                },
+                fit(&waiter(&w.stack), style.room(60))
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The summary's hangs section: only when there is a deadlock, starvation or a hang in
+/// progress.
+struct HangsSection {
+    report: Option<HangsReport>,
+    next: Vec<String>,
+}
+
+impl HangsSection {
+    fn build(i: &SummaryInput<'_>) -> HangsSection {
+        let r = build(i.a, &i.o);
+        let any = !r.deadlocks.is_empty() || r.starvation.detected || r.in_progress.is_some();
+        let next = any
+            .then(|| {
+                format!(
+                    "clrspy report {} hangs   (deadlocks, blocked threads, starvation)",
+                    i.o.trace
+                )
+            })
+            .into_iter()
+            .collect();
+        HangsSection {
+            report: any.then_some(r),
+            next,
+        }
+    }
+}
+
+impl SummarySection for HangsSection {
+    fn json(&self) -> Vec<(&'static str, serde_json::Value)> {
+        match &self.report {
+            Some(r) => vec![(
+                "hangs",
+                serde_json::json!({
+                    "deadlocks": r.deadlocks.len(),
+                    "starvation": r.starvation.detected,
+                    "in_progress": r.in_progress.is_some(),
+                }),
+            )],
+            None => Vec::new(),
+        }
+    }
+
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
+        let Some(r) = &self.report else {
+            return Ok(());
+        };
+        writeln!(out, "\n{}", style.heading("Hangs"))?;
+        for c in &r.deadlocks {
+            let ring: Vec<String> = c.iter().map(|m| thread_label(m.thread_id, &m.thread_name)).collect();
+            writeln!(out, "  deadlock: {}", ring.join(" ⇄ "))?;
+        }
+        if r.starvation.detected {
+            writeln!(
+                out,
+                "  thread-pool starvation: {} threads injected, {} workers at most",
+                r.starvation.injections, r.starvation.workers_max
+            )?;
+        }
+        if let Some(p) = &r.in_progress {
+            writeln!(
+                out,
+                "  {} thread(s) blocked in a lock since before the recording",
+                p.threads.len()
+            )?;
+        }
+        Ok(())
+    }
+
+    fn next(&self) -> &[String] {
+        &self.next
+    }
+}
+
+/// The HTML report's hangs table: deadlocked and blocked threads, and starvation; nothing
+/// when the trace shows none.
+fn html(i: &HtmlInput<'_>) -> HtmlSection {
+    let r = build(i.a, &i.options(20));
+    if r.deadlocks.is_empty() && r.blocked.is_empty() && !r.starvation.detected {
+        return HtmlSection::default();
+    }
+    let mut h = String::from(
+        "<h2>Hangs</h2><table><tr><th>Thread</th><th>State</th><th class=n>waiting ms</th><th>Where</th></tr>",
+    );
+    for (n, c) in r.deadlocks.iter().enumerate() {
+        for m in c {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>deadlock {}: waits for {}, holds {}</td><td class=n></td><td>{}</td></tr>",
+                escape(&thread_label(m.thread_id, &m.thread_name)),
+                n + 1,
+                m.waits_for_lock,
+                m.holds_lock,
+                escape(&waiter(&m.stack))
+            );
+        }
+    }
+    for b in &r.blocked {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>blocked ({})</td><td class=n>{:.1}</td><td>{}</td></tr>",
+            escape(&thread_label(b.thread_id, &b.thread_name)),
+            b.kind,
+            b.waiting_ms,
+            escape(&waiter(&b.stack))
+        );
+    }
+    if r.starvation.detected {
+        let _ = write!(
+            h,
+            "<tr><td>thread pool</td><td>starved: {} threads injected</td><td class=n></td><td>{}</td></tr>",
+            r.starvation.injections,
+            escape(
+                &r.starvation
+                    .sync_over_async
+                    .first()
+                    .map(|s| format!("{} in {}", s.method, s.blocked_in))
+                    .unwrap_or_default()
+            )
+        );
+    }
+    h.push_str("</table>");
+    HtmlSection {
+        facts: vec![Fact {
+            order: 84,
+            label: "deadlocks",
+            value: r.deadlocks.len().to_string(),
+        }],
+        parts: vec![Part { order: 84, html: h }],
+    }
+}
