@@ -46,7 +46,15 @@ fn every_report_names_models_of_the_registry() {
 #[test]
 fn the_summary_runs_the_models_of_its_sections() {
     let summary = models_for(&[ReportKind::Summary]);
-    let named = ModelSet::named(&["cpu", "alloc", "exceptions", "contention", "gc", "threads"]);
+    let named = ModelSet::named(&[
+        "cpu",
+        "alloc",
+        "exceptions",
+        "contention",
+        "gc",
+        "threads",
+        "hangs",
+    ]);
     assert_eq!(Ok(summary), named);
 }
 
@@ -60,6 +68,8 @@ fn each_report_adds_its_keywords() {
     assert_eq!(runtime(&[Cpu]), (0x0014_C14F_CCBD | 0x18, 4, 2));
     assert_eq!(runtime(&[Alloc, Exceptions]), (0x8019, 5, 1));
     assert_eq!(runtime(&[]), (0x18, 4, 1));
+    // Lock waits, the pool, wait handles; samples (the profile `hangs` records the same).
+    assert_eq!(runtime(&[Hangs]), (0x400_0001_4018, 5, 2));
 }
 
 fn empty() -> Analysis {
