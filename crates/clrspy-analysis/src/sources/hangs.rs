@@ -286,6 +286,10 @@ impl Model for HangModel {
                 let s = WaitHandleWaitStart::parse(p, v, ptr)?;
                 self.handle_waits += 1;
                 self.close(WaitKind::Handle, ev.thread_id, ev.ts_ns);
+                if self.locks.contains_key(&ev.thread_id) {
+                    // A contended lock's slow path waits on a handle too: one wait, the lock's.
+                    return Ok(());
+                }
                 self.handles.insert(
                     ev.thread_id,
                     OpenWait {
@@ -354,3 +358,101 @@ pub const ENTRY: ModelEntry = ModelEntry::of::<HangModel>(
     "blocked threads, deadlock cycles, long waits and thread-pool starvation",
     boxed::<HangModel>,
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Provider;
+
+    fn ev(id: u32, version: u8, ts_ns: i64, thread: u64, payload: &[u8]) -> ModelEvent<'_> {
+        ModelEvent {
+            provider: Provider::Known(clr_events::KnownProvider::Runtime),
+            id,
+            version,
+            ts_ns,
+            thread_id: thread,
+            payload,
+            pointer_size: 8,
+            stack: None,
+            context: crate::EventContext::default(),
+        }
+    }
+
+    fn lock_start(lock: u64, owner: u64) -> Vec<u8> {
+        let mut p = vec![0u8, 0, 0];
+        p.extend(lock.to_le_bytes());
+        p.extend((lock + 1).to_le_bytes());
+        p.extend(owner.to_le_bytes());
+        p
+    }
+
+    fn adjustment(count: u32, reason: u32) -> Vec<u8> {
+        let mut p = 1.0f64.to_le_bytes().to_vec();
+        p.extend(count.to_le_bytes());
+        p.extend(reason.to_le_bytes());
+        p.extend(0u16.to_le_bytes());
+        p
+    }
+
+    #[test]
+    fn a_three_thread_cycle_and_a_chain_that_is_not_one() {
+        let mut m = HangModel::default();
+        // 30 → 10 → 20 → 30: a cycle; 40 waits for 10 (in the cycle) but is not in it; 50
+        // waits for 60, which runs.
+        for (t, lock, owner) in [(30, 0x300, 10), (10, 0x100, 20), (20, 0x200, 30), (40, 0x100, 10), (50, 0x500, 60)] {
+            m.on_event(&ev(rt::CONTENTION_START, 2, 1_000, t, &lock_start(lock, owner)))
+                .unwrap();
+        }
+        // A wait that ended is no longer blocked.
+        m.on_event(&ev(rt::CONTENTION_START, 2, 2_000, 70, &lock_start(0x700, 10)))
+            .unwrap();
+        m.on_event(&ev(rt::CONTENTION_STOP, 0, 5_000, 70, &[])).unwrap();
+        m.on_event(&ev(ids::TP_MIN_MAX_THREADS, 0, 9_000, 1, &[0; 10])).unwrap();
+        m.finish();
+        let c = m.cycles();
+        assert_eq!(c.len(), 1);
+        let threads: Vec<u64> = c[0].iter().map(|x| x.wait.thread).collect();
+        assert_eq!(threads, [10, 20, 30]);
+        let held: Vec<u64> = c[0].iter().map(|x| x.holds_lock).collect();
+        // 10 holds what 30 waits for (0x300), 20 what 10 waits for, 30 what 20 waits for.
+        assert_eq!(held, [0x300, 0x100, 0x200]);
+        assert_eq!(m.open_locks.len(), 5);
+        let closed = m.by_stack[&(WaitKind::Lock, None)];
+        assert_eq!((closed.count, closed.open), (6, 5));
+        // Open waits last to the last event (9 µs); the closed one 3 µs.
+        assert_eq!(closed.total_ns, 5.0 * 8_000.0 + 3_000.0);
+        // Finishing again (a live view) counts nothing twice.
+        m.finish();
+        assert_eq!(m.by_stack[&(WaitKind::Lock, None)].count, 6);
+    }
+
+    #[test]
+    fn injections_are_raises_for_starvation_or_blocking() {
+        let mut m = HangModel::default();
+        let mut feed = |ts: i64, count: u32, reason: u32| {
+            m.on_event(&ev(rt::TP_ADJUSTMENT, 0, ts, 1, &adjustment(count, reason)))
+                .unwrap();
+        };
+        feed(0, 2, 0); // warmup: sets the count
+        feed(1_000_000_000, 3, 6); // starvation: +1
+        feed(1_250_000_000, 4, 8); // cooperative blocking: +1
+        feed(1_500_000_000, 4, 8); // no raise
+        feed(2_000_000_000, 5, 3); // climbing: not an injection
+        feed(3_000_000_000, 3, 8); // lowered
+        let p = &m.pool;
+        assert_eq!((p.starvation_adjustments, p.blocking_adjustments), (1, 3));
+        assert_eq!(p.injections, 2);
+        assert_eq!(p.injection_span_ns, Some((1_000_000_000, 1_250_000_000)));
+        assert_eq!((p.workers_before, p.workers_max, p.workers_last), (Some(2), 5, Some(3)));
+        assert_eq!(p.adjustments["Warmup"], 1);
+        // Work items: the backlog is the most queued and not yet taken.
+        for (id, n) in [(ids::TP_ENQUEUE, 3), (ids::TP_DEQUEUE, 2), (ids::TP_ENQUEUE, 1)] {
+            for _ in 0..n {
+                m.on_event(&ev(id, 0, 4_000_000_000, 1, &[0; 10])).unwrap();
+            }
+        }
+        assert_eq!((m.pool.enqueued, m.pool.dequeued, m.pool.max_backlog), (4, 2, 3));
+        // A payload cut short is an error, not a zero.
+        assert!(m.on_event(&ev(rt::TP_ADJUSTMENT, 0, 0, 1, &[0; 5])).is_err());
+    }
+}

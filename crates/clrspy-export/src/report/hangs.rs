@@ -234,6 +234,17 @@ fn is_wait_internal(frame: &str) -> bool {
         || frame.contains('!')
         || frame.starts_with("System.Threading.")
         || frame.starts_with("System.Runtime.CompilerServices.")
+        || frame.starts_with("System.Diagnostics.Tracing.")
+}
+
+/// A stack of the runtime's own threads that wait by design: the timer thread, the pool's
+/// gate thread, an idle worker.
+fn waits_by_design(frames: &[String]) -> bool {
+    frames.iter().any(|f| {
+        f.starts_with("System.Threading.TimerQueue.TimerThread")
+            || f.starts_with("System.Threading.PortableThreadPool+GateThread")
+            || f.starts_with("System.Threading.LowLevelLifoSemaphore")
+    })
 }
 
 /// A frame that blocks on a task: `Task.Wait`, `.Result`, `GetResult`, `WaitAll`.
@@ -292,23 +303,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
         })
         .collect();
     let blocked = blocked(a, m, &in_cycle, o.top);
-    let mut long_waits: Vec<WaitStack> = m
-        .by_stack
-        .iter()
-        .map(|((k, s), t)| WaitStack {
-            kind: kind_name(*k),
-            count: t.count,
-            total_ms: ms(t.total_ns),
-            max_ms: ms(t.max_ns),
-            open: t.open,
-            stack: a.frames(*s),
-        })
-        .collect();
-    long_waits.sort_by(|x, y| {
-        y.total_ms
-            .total_cmp(&x.total_ms)
-            .then_with(|| x.stack.cmp(&y.stack))
-    });
+    let long_waits = long_waits(a, m, o.top);
     let starvation = starvation(a, m, o.top);
     let in_progress = if in_cycle.is_empty() {
         in_progress(a, m)
@@ -323,7 +318,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
         deadlocks,
         blocked,
         starvation,
-        long_waits: long_waits.into_iter().take(o.top).collect(),
+        long_waits,
         in_progress,
         lock_waits: m.lock_waits,
         lock_waits_ended: m.lock_waits_ended,
@@ -332,6 +327,52 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
         missing: (nothing && !o.narrowed)
             .then(|| NEEDS.missing_line("lock waits, wait handles or thread-pool adjustments")),
     }
+}
+
+/// Waits by kind and the method that waited (the first frame outside the waiting code),
+/// with the stack that waited longest there; the runtime's own waits by design left out.
+fn long_waits(a: &Analysis, m: &HangModel, top: usize) -> Vec<WaitStack> {
+    let mut by: FxHashMap<(WaitKind, String), (WaitStack, f64)> = FxHashMap::default();
+    for ((k, s), t) in &m.by_stack {
+        let stack = a.frames(*s);
+        if waits_by_design(&stack) {
+            continue;
+        }
+        let e = by.entry((*k, waiter(&stack))).or_insert_with(|| {
+            let w = WaitStack {
+                kind: kind_name(*k),
+                count: 0,
+                total_ms: 0.0,
+                max_ms: 0.0,
+                open: 0,
+                stack: Vec::new(),
+            };
+            (w, -1.0)
+        });
+        e.0.count += t.count;
+        e.0.total_ms += t.total_ns / 1e6;
+        e.0.max_ms = e.0.max_ms.max(ms(t.max_ns));
+        e.0.open += t.open;
+        if t.total_ns > e.1 || (t.total_ns == e.1 && stack < e.0.stack) {
+            e.0.stack = stack;
+            e.1 = t.total_ns;
+        }
+    }
+    let mut v: Vec<WaitStack> = by
+        .into_values()
+        .map(|(mut w, _)| {
+            w.total_ms = round1(w.total_ms);
+            w
+        })
+        .collect();
+    v.sort_by(|x, y| {
+        y.total_ms
+            .total_cmp(&x.total_ms)
+            .then_with(|| x.kind.cmp(y.kind))
+            .then_with(|| x.stack.cmp(&y.stack))
+    });
+    v.truncate(top);
+    v
 }
 
 /// The threads blocked at the end outside the cycles: lock waits, then handle waits of
@@ -360,6 +401,7 @@ fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<Blo
                 .filter(|w| !lock_threads.contains(&w.thread))
                 .map(|w| row(w, WaitKind::Handle)),
         )
+        .filter(|b| !waits_by_design(&b.stack))
         .collect();
     v.sort_by(|x, y| {
         y.waiting_ms
@@ -633,17 +675,17 @@ impl TextView for HangsReport {
                 fit(&w.blocked_in, 40)
             )?;
         }
-        writeln!(out, "\n{}", style.heading("Longest waits by stack"))?;
+        writeln!(out, "\n{}", style.heading("Longest waits, by the method that waited"))?;
         if self.long_waits.is_empty() {
             writeln!(out, "  none")?;
         }
         for w in &self.long_waits {
             writeln!(
                 out,
-                "  {:>10.1} ms {:>6} {} waits (max {:.1} ms{})  {}",
+                "  {:>10.1} ms {:>6} {} (max {:.1} ms{})  {}",
                 w.total_ms,
                 w.count,
-                w.kind,
+                if w.kind == "lock" { "lock waits" } else { "waits" },
                 w.max_ms,
                 if w.open > 0 {
                     format!(", {} open", w.open)
