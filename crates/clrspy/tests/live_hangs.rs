@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{clrspy, data, json, launch_record, live, start};
+use common::{clrspy, json, launch_record, live, repo, start};
 
 fn hangs(trace: &Path) -> serde_json::Value {
     json(&["report", trace.to_str().unwrap(), "hangs", "--json"])
@@ -89,7 +89,7 @@ fn a_deadlock_is_named_as_a_cycle_with_both_threads_and_locks() {
 #[test]
 fn dotnet_trace_recording_of_the_deadlock_names_the_same_cycle() {
     // No .NET needed: the committed trace (tests/data/README.md).
-    let v = hangs(&data("dotnet-trace-deadlock.nettrace.zip"));
+    let v = hangs(&repo().join("crates/clrspy/tests/data/dotnet-trace-deadlock.nettrace.zip"));
     let m = members(&v);
     assert_two_way(&m);
     // dotnet-trace records no thread names.
