@@ -58,9 +58,9 @@ mod names;
 pub mod profiles;
 pub mod provider_spec;
 pub mod runtime;
-pub mod threading;
 mod tables;
 mod templates;
+pub mod threading;
 mod value_maps;
 mod view;
 

@@ -176,7 +176,10 @@ mod tests {
     #[test]
     fn ids_match_the_names() {
         for (id, name) in [
-            (ids::TP_ADJUSTMENT_SAMPLE, "ThreadPoolWorkerThreadAdjustment/Sample"),
+            (
+                ids::TP_ADJUSTMENT_SAMPLE,
+                "ThreadPoolWorkerThreadAdjustment/Sample",
+            ),
             (ids::TP_MIN_MAX_THREADS, "ThreadPoolMinMaxThreads"),
             (ids::TP_ENQUEUE, "ThreadPool/Enqueue"),
             (ids::TP_DEQUEUE, "ThreadPool/Dequeue"),
@@ -211,7 +214,12 @@ mod tests {
         );
         let e = WaitHandleWaitStart::parse(&p[..5], 0, 8).unwrap_err();
         assert!(e.to_string().contains("AssociatedObjectID"), "{e}");
-        assert_eq!(WaitHandleWaitStop::parse(&[3, 0], 0, 8).unwrap().clr_instance_id, 3);
+        assert_eq!(
+            WaitHandleWaitStop::parse(&[3, 0], 0, 8)
+                .unwrap()
+                .clr_instance_id,
+            3
+        );
         assert!(WaitHandleWaitStop::parse(&[3], 0, 8).is_err());
     }
 
@@ -251,7 +259,10 @@ mod tests {
         assert_eq!(s.owner_thread_id, Some(7359));
         // Version 1 (.NET 5-7): flags and instance id only.
         let v1 = ContentionStart::parse(&[0, 0, 0], 1, 8).unwrap();
-        assert_eq!((v1.lock_id, v1.associated_object_id, v1.owner_thread_id), (None, None, None));
+        assert_eq!(
+            (v1.lock_id, v1.associated_object_id, v1.owner_thread_id),
+            (None, None, None)
+        );
         assert_eq!(rt_ids::CONTENTION_START, 81);
     }
 }

@@ -55,7 +55,12 @@ fn a_deadlock_is_named_as_a_cycle_with_both_threads_and_locks() {
         &["--profile", "hangs", "--duration", "3s"],
         &["hang", "--seconds", "2"],
     );
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = hangs(&trace);
     let m = members(&v);
     assert_two_way(&m);
@@ -70,7 +75,9 @@ fn a_deadlock_is_named_as_a_cycle_with_both_threads_and_locks() {
             .filter_map(|f| f.as_str())
             .collect();
         assert!(
-            stack.iter().any(|f| f.starts_with("Workloads.Deadlock.Take")),
+            stack
+                .iter()
+                .any(|f| f.starts_with("Workloads.Deadlock.Take")),
             "{stack:?}"
         );
     }
@@ -81,7 +88,10 @@ fn a_deadlock_is_named_as_a_cycle_with_both_threads_and_locks() {
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("Deadlocks: 1"), "{text}");
-    assert!(text.contains("(deadlock-a)") && text.contains("(deadlock-b)"), "{text}");
+    assert!(
+        text.contains("(deadlock-a)") && text.contains("(deadlock-b)"),
+        "{text}"
+    );
     let summary = json(&["report", trace.to_str().unwrap(), "summary", "--json"]);
     assert_eq!(summary["hangs"]["deadlocks"], 1, "{summary}");
 }
@@ -110,7 +120,11 @@ fn sync_over_async_on_the_pool_is_starvation_with_its_evidence() {
         &["--profile", "hangs"],
         &["starve", "--seconds", "1", "--threads", "8"],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = hangs(&trace);
     let s = &v["starvation"];
     assert_eq!(s["detected"], true, "{s}");
@@ -142,11 +156,24 @@ fn a_deadlock_older_than_the_recording_is_a_hang_in_progress() {
     let trace = dir.path().join("attached.nettrace");
     let pid = app.1.to_string();
     let out = clrspy()
-        .args(["record", "-p", &pid, "--profile", "hangs", "--duration", "2s", "-o"])
+        .args([
+            "record",
+            "-p",
+            &pid,
+            "--profile",
+            "hangs",
+            "--duration",
+            "2s",
+            "-o",
+        ])
         .arg(&trace)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = hangs(&trace);
     assert!(v["deadlocks"].as_array().unwrap().is_empty(), "{v}");
     let p = &v["in_progress"];

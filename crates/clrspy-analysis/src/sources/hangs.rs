@@ -207,15 +207,23 @@ impl HangModel {
             // Follow thread → owner until a thread repeats or the chain leaves the waiters.
             let mut path: Vec<u64> = Vec::new();
             let mut t = start;
-            while !done.contains(&t) && !path.contains(&t) {
+            let mut closed = false;
+            while !done.contains(&t) {
+                if path.contains(&t) {
+                    closed = true;
+                    break;
+                }
                 let Some(w) = waits.get(&t) else { break };
                 path.push(t);
+                // Before .NET 8 the owner is not reported (0): the chain ends there.
                 if w.owner == 0 {
                     break;
                 }
                 t = w.owner;
             }
-            if let Some(at) = path.iter().position(|&p| p == t) {
+            // A cycle has two threads at least (a thread never waits for a lock it holds).
+            let at = path.iter().position(|&p| p == t).filter(|_| closed);
+            if let Some(at) = at.filter(|&at| path.len() - at >= 2) {
                 let ring = &path[at..];
                 let lowest = ring.iter().position(|&p| p == *ring.iter().min().unwrap_or(&t));
                 let mut ring = ring.to_vec();
@@ -403,6 +411,11 @@ mod tests {
             m.on_event(&ev(rt::CONTENTION_START, 2, 1_000, t, &lock_start(lock, owner)))
                 .unwrap();
         }
+        // Before .NET 8 (version 1) no lock and no owner: blocked, in no cycle; a thread
+        // named as its own lock's owner is no cycle either.
+        m.on_event(&ev(rt::CONTENTION_START, 1, 1_000, 80, &[0, 0, 0])).unwrap();
+        m.on_event(&ev(rt::CONTENTION_START, 2, 1_000, 90, &lock_start(0x900, 90)))
+            .unwrap();
         // A wait that ended is no longer blocked.
         m.on_event(&ev(rt::CONTENTION_START, 2, 2_000, 70, &lock_start(0x700, 10)))
             .unwrap();
@@ -416,14 +429,14 @@ mod tests {
         let held: Vec<u64> = c[0].iter().map(|x| x.holds_lock).collect();
         // 10 holds what 30 waits for (0x300), 20 what 10 waits for, 30 what 20 waits for.
         assert_eq!(held, [0x300, 0x100, 0x200]);
-        assert_eq!(m.open_locks.len(), 5);
+        assert_eq!(m.open_locks.len(), 7);
         let closed = m.by_stack[&(WaitKind::Lock, None)];
-        assert_eq!((closed.count, closed.open), (6, 5));
+        assert_eq!((closed.count, closed.open), (8, 7));
         // Open waits last to the last event (9 µs); the closed one 3 µs.
-        assert_eq!(closed.total_ns, 5.0 * 8_000.0 + 3_000.0);
+        assert_eq!(closed.total_ns, 7.0 * 8_000.0 + 3_000.0);
         // Finishing again (a live view) counts nothing twice.
         m.finish();
-        assert_eq!(m.by_stack[&(WaitKind::Lock, None)].count, 6);
+        assert_eq!(m.by_stack[&(WaitKind::Lock, None)].count, 8);
     }
 
     #[test]

@@ -248,7 +248,9 @@ fn a_dotnet_trace_deadlock_is_one_cycle_of_two_threads() {
     for member in c {
         let frames = a.frames(member.wait.stack);
         assert!(
-            frames.iter().any(|f| f.starts_with("Workloads.Deadlock.Take")),
+            frames
+                .iter()
+                .any(|f| f.starts_with("Workloads.Deadlock.Take")),
             "{frames:?}"
         );
     }

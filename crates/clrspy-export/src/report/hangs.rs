@@ -52,7 +52,8 @@ pub const REPORT: ReportDef = ReportDef {
 
 /// Frames of a blocked thread's stack the text view prints.
 const STACK_FRAMES: usize = 8;
-/// Injections of threads that make starvation (one can be a pool's normal growth).
+/// Injections that make starvation: the pool had to add threads again and again (one or two
+/// are a pool's normal growth under a burst).
 const STARVED_INJECTIONS: u64 = 3;
 
 /// One thread of a deadlock cycle.
@@ -85,7 +86,7 @@ pub struct BlockedThread {
     pub kind: &'static str,
     /// How long it had waited at the end, ms.
     pub waiting_ms: f64,
-    /// The lock (hex), for a lock wait.
+    /// The lock (hex), for a lock wait on .NET 8+ (null before: the runtime does not say).
     pub lock: Option<String>,
     /// The lock's owner thread, for a lock wait (.NET 8+).
     pub owner_thread_id: Option<u64>,
@@ -129,8 +130,8 @@ pub struct SyncOverAsync {
 /// Thread-pool starvation and its evidence.
 #[derive(Clone, Debug, Serialize)]
 pub struct Starvation {
-    /// True when the pool injected threads because work waited or workers blocked (at least
-    /// one `Starvation` adjustment, or 3 injections).
+    /// True when the pool injected threads 3 times or more because work waited or workers
+    /// blocked.
     pub detected: bool,
     /// `ThreadPoolWorkerThreadAdjustment/Adjustment` events with reason `Starvation`.
     pub starvation_adjustments: u64,
@@ -385,7 +386,7 @@ fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<Blo
         thread_name: a.threads.names.get(&w.thread).cloned(),
         kind: kind_name(kind),
         waiting_ms: ms((end - w.start_ns).max(0) as f64),
-        lock: (kind == WaitKind::Lock).then(|| hex(w.lock_id)),
+        lock: (kind == WaitKind::Lock && w.lock_id != 0).then(|| hex(w.lock_id)),
         owner_thread_id: (w.owner != 0).then_some(w.owner),
         source: w.source.map(|s| s.to_string()),
         stack: a.frames(w.stack),
@@ -456,7 +457,7 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
     sync.truncate(top);
     let span = p.injection_span_ns;
     Starvation {
-        detected: p.starvation_adjustments > 0 || p.injections >= STARVED_INJECTIONS,
+        detected: p.injections >= STARVED_INJECTIONS,
         starvation_adjustments: p.starvation_adjustments,
         blocking_adjustments: p.blocking_adjustments,
         injections: p.injections,
@@ -613,6 +614,7 @@ impl TextView for HangsReport {
                 let what = match (&b.lock, b.owner_thread_id, &b.source) {
                     (Some(l), Some(o), _) => format!("lock {l} held by thread {o}"),
                     (Some(l), None, _) => format!("lock {l}"),
+                    (None, _, _) if b.kind == "lock" => "a lock (unnamed before .NET 8)".into(),
                     (None, _, Some(s)) => format!("a wait ({s})"),
                     _ => "a wait".into(),
                 };
@@ -713,7 +715,7 @@ impl HangsSection {
         let next = any
             .then(|| {
                 format!(
-                    "clrspy report {} hangs   (deadlocks, blocked threads, starvation)",
+                    "clrspy report {} hangs        (deadlocks, blocked threads, starvation)",
                     i.o.trace
                 )
             })
@@ -751,10 +753,15 @@ impl SummarySection for HangsSection {
             writeln!(out, "  deadlock: {}", ring.join(" ⇄ "))?;
         }
         if r.starvation.detected {
+            let s = &r.starvation;
+            let span = match (s.first_injection_ms, s.last_injection_ms) {
+                (Some(f), Some(l)) => format!(" in {:.1} s", (l - f) / 1e3),
+                _ => String::new(),
+            };
             writeln!(
                 out,
-                "  thread-pool starvation: {} threads injected, {} workers at most",
-                r.starvation.injections, r.starvation.workers_max
+                "  thread-pool starvation: {} threads injected{}, {} workers at most",
+                s.injections, span, s.workers_max
             )?;
         }
         if let Some(p) = &r.in_progress {
