@@ -3,11 +3,8 @@
 //! the trace's end, thread-pool starvation with its evidence (the pool's injections, its
 //! worker counts, workers blocked in sync-over-async), long waits by stack, and a hang that
 //! was already in progress when the recording began (threads blocked in a lock the whole
-//! trace, no wait started in it). Its text view, summary section (order 66) and HTML table
-//! (order 84) are here too.
-
-use std::fmt::Write as _;
-use std::io::{self, Write};
+//! trace, no wait started in it). This file holds the objects and their builder; [`view`] their
+//! text view, the summary section (order 66) and the HTML table (order 84).
 
 use clrspy_analysis::sources::hangs::{HangModel, OpenWait, WaitKind};
 use clrspy_analysis::{Analysis, StackFilter};
@@ -16,13 +13,11 @@ use serde::Serialize;
 
 use super::def::ReportDef;
 use super::needs::{Models, Needs, CONTENTION};
-use super::sections::{
-    Fact, HtmlDef, HtmlInput, HtmlSection, Part, SummaryDef, SummaryInput, SummarySection,
-};
-use super::text::TextStyle;
-use super::view::{ReportOptions, TextView};
-use crate::html::markup::escape;
-use crate::units::{fit, round1};
+use super::sections::{HtmlDef, SummaryDef};
+use super::view::ReportOptions;
+use crate::units::round1;
+
+mod view;
 
 /// The runtime's `Threading` keyword (the pool's adjustments and worker counts).
 const THREADING: u64 = 0x1_0000;
@@ -45,13 +40,11 @@ pub const REPORT: ReportDef = ReportDef {
     build: |a, o| Box::new(build(a, o)),
     summary: Some(SummaryDef {
         order: 66,
-        build: |i| Box::new(HangsSection::build(i)),
+        build: |i| Box::new(view::HangsSection::build(i)),
     }),
-    html: Some(HtmlDef { build: html }),
+    html: Some(HtmlDef { build: view::html }),
 };
 
-/// Frames of a blocked thread's stack the text view prints.
-const STACK_FRAMES: usize = 8;
 /// Injections that make starvation: the pool had to add threads again and again (one or two
 /// are a pool's normal growth under a burst).
 const STARVED_INJECTIONS: u64 = 3;
@@ -230,7 +223,7 @@ fn kind_name(k: WaitKind) -> &'static str {
 }
 
 /// A frame of the runtime's locking, waiting or task code (not who waited).
-fn is_wait_internal(frame: &str) -> bool {
+pub(super) fn is_wait_internal(frame: &str) -> bool {
     frame.starts_with('[')
         || frame.contains('!')
         || frame.starts_with("System.Threading.")
@@ -271,7 +264,7 @@ fn is_lock_enter(frame: &str) -> bool {
 }
 
 /// The first frame (leaf first) outside the waiting code, else the leaf.
-fn waiter(frames: &[String]) -> String {
+pub(super) fn waiter(frames: &[String]) -> String {
     frames
         .iter()
         .find(|f| !is_wait_internal(f))
@@ -543,296 +536,4 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
             "a trace sees only the waits that start inside it: see who holds what now with `clrspy stack -p {pid}`, and keep the evidence with `clrspy dump -p {pid}`"
         ),
     })
-}
-
-/// Prints a stack from its first frame outside the waiting code.
-fn write_stack(out: &mut dyn Write, stack: &[String], style: &TextStyle) -> io::Result<()> {
-    let from = stack.iter().position(|f| !is_wait_internal(f)).unwrap_or(0);
-    for f in stack[from..].iter().take(STACK_FRAMES) {
-        writeln!(out, "        {}", fit(f, style.room(8)))?;
-    }
-    if stack.len() > from + STACK_FRAMES {
-        writeln!(out, "        … {} more frames (--json for all)", stack.len() - from - STACK_FRAMES)?;
-    }
-    Ok(())
-}
-
-fn thread_label(id: u64, name: &Option<String>) -> String {
-    match name {
-        Some(n) => format!("thread {id} ({n})"),
-        None => format!("thread {id}"),
-    }
-}
-
-impl TextView for HangsReport {
-    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
-        if let Some(m) = &self.missing {
-            return writeln!(out, "{m}");
-        }
-        writeln!(
-            out,
-            "{}",
-            style.heading(&format!("Deadlocks: {}", self.deadlocks.len()))
-        )?;
-        for (i, c) in self.deadlocks.iter().enumerate() {
-            let ring: Vec<String> = c.iter().map(|m| thread_label(m.thread_id, &m.thread_name)).collect();
-            writeln!(out, "  cycle {}: {} → back to the first", i + 1, ring.join(" → "))?;
-            for m in c {
-                writeln!(
-                    out,
-                    "    {} waits for lock {} (object {}), holds lock {}, since {:.1} ms",
-                    thread_label(m.thread_id, &m.thread_name),
-                    m.waits_for_lock,
-                    m.lock_object,
-                    m.holds_lock,
-                    m.since_ms
-                )?;
-                write_stack(out, &m.stack, style)?;
-            }
-        }
-        if let Some(p) = &self.in_progress {
-            writeln!(out, "\n{}", style.heading("A hang already in progress"))?;
-            writeln!(
-                out,
-                "  {} thread(s) blocked in a lock the whole trace, and no lock wait started in it:",
-                p.threads.len()
-            )?;
-            for t in &p.threads {
-                writeln!(
-                    out,
-                    "    {} in {} (from {})",
-                    thread_label(t.thread_id, &t.thread_name),
-                    t.blocked_in,
-                    t.method
-                )?;
-            }
-            writeln!(out, "  {}", p.hint)?;
-        }
-        if !self.blocked.is_empty() {
-            writeln!(out, "\n{}", style.heading("Still blocked at the end (not in a cycle)"))?;
-            for b in &self.blocked {
-                let what = match (&b.lock, b.owner_thread_id, &b.source) {
-                    (Some(l), Some(o), _) => format!("lock {l} held by thread {o}"),
-                    (Some(l), None, _) => format!("lock {l}"),
-                    (None, _, _) if b.kind == "lock" => "a lock (unnamed before .NET 8)".into(),
-                    (None, _, Some(s)) => format!("a wait ({s})"),
-                    _ => "a wait".into(),
-                };
-                writeln!(
-                    out,
-                    "  {:>10.1} ms  {} in {}: {}",
-                    b.waiting_ms,
-                    thread_label(b.thread_id, &b.thread_name),
-                    what,
-                    fit(&waiter(&b.stack), style.room(60))
-                )?;
-            }
-        }
-        let s = &self.starvation;
-        writeln!(
-            out,
-            "\n{}",
-            style.heading(&format!(
-                "Thread-pool starvation: {}",
-                if s.detected { "yes" } else { "no" }
-            ))
-        )?;
-        writeln!(
-            out,
-            "  injections: {} ({} Starvation, {} CooperativeBlocking adjustments){}",
-            s.injections,
-            s.starvation_adjustments,
-            s.blocking_adjustments,
-            s.injections_per_s
-                .map(|r| format!(", {r:.1} threads/s"))
-                .unwrap_or_default()
-        )?;
-        if s.injections > 0 {
-            writeln!(
-                out,
-                "  workers: {} before, {} at most{}; injected from {:.1} ms to {:.1} ms",
-                s.workers_before.map_or("?".into(), |w| w.to_string()),
-                s.workers_max,
-                s.min_workers
-                    .map(|m| format!(" (pool minimum {m})"))
-                    .unwrap_or_default(),
-                s.first_injection_ms.unwrap_or(0.0),
-                s.last_injection_ms.unwrap_or(0.0)
-            )?;
-        }
-        if s.enqueued > 0 {
-            writeln!(
-                out,
-                "  work items: {} queued, {} taken, at most {} waiting",
-                s.enqueued, s.dequeued, s.max_backlog
-            )?;
-        }
-        for w in &s.sync_over_async {
-            writeln!(
-                out,
-                "  {:>10.1} ms {:>6} waits  sync-over-async: {} in {}",
-                w.wait_ms,
-                w.waits,
-                fit(&w.method, style.room(50)),
-                fit(&w.blocked_in, 40)
-            )?;
-        }
-        writeln!(out, "\n{}", style.heading("Longest waits, by the method that waited"))?;
-        if self.long_waits.is_empty() {
-            writeln!(out, "  none")?;
-        }
-        for w in &self.long_waits {
-            writeln!(
-                out,
-                "  {:>10.1} ms {:>6} {} (max {:.1} ms{})  {}",
-                w.total_ms,
-                w.count,
-                if w.kind == "lock" { "lock waits" } else { "waits" },
-                w.max_ms,
-                if w.open > 0 {
-                    format!(", {} open", w.open)
-                } else {
-                    String::new()
-                },
-                fit(&waiter(&w.stack), style.room(60))
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// The summary's hangs section: only when there is a deadlock, starvation or a hang in
-/// progress.
-struct HangsSection {
-    report: Option<HangsReport>,
-    next: Vec<String>,
-}
-
-impl HangsSection {
-    fn build(i: &SummaryInput<'_>) -> HangsSection {
-        let r = build(i.a, &i.o);
-        let any = !r.deadlocks.is_empty() || r.starvation.detected || r.in_progress.is_some();
-        let next = any
-            .then(|| {
-                format!(
-                    "clrspy report {} hangs        (deadlocks, blocked threads, starvation)",
-                    i.o.trace
-                )
-            })
-            .into_iter()
-            .collect();
-        HangsSection {
-            report: any.then_some(r),
-            next,
-        }
-    }
-}
-
-impl SummarySection for HangsSection {
-    fn json(&self) -> Vec<(&'static str, serde_json::Value)> {
-        match &self.report {
-            Some(r) => vec![(
-                "hangs",
-                serde_json::json!({
-                    "deadlocks": r.deadlocks.len(),
-                    "starvation": r.starvation.detected,
-                    "in_progress": r.in_progress.is_some(),
-                }),
-            )],
-            None => Vec::new(),
-        }
-    }
-
-    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
-        let Some(r) = &self.report else {
-            return Ok(());
-        };
-        writeln!(out, "\n{}", style.heading("Hangs"))?;
-        for c in &r.deadlocks {
-            let ring: Vec<String> = c.iter().map(|m| thread_label(m.thread_id, &m.thread_name)).collect();
-            writeln!(out, "  deadlock: {}", ring.join(" ⇄ "))?;
-        }
-        if r.starvation.detected {
-            let s = &r.starvation;
-            let span = match (s.first_injection_ms, s.last_injection_ms) {
-                (Some(f), Some(l)) => format!(" in {:.1} s", (l - f) / 1e3),
-                _ => String::new(),
-            };
-            writeln!(
-                out,
-                "  thread-pool starvation: {} threads injected{}, {} workers at most",
-                s.injections, span, s.workers_max
-            )?;
-        }
-        if let Some(p) = &r.in_progress {
-            writeln!(
-                out,
-                "  {} thread(s) blocked in a lock since before the recording",
-                p.threads.len()
-            )?;
-        }
-        Ok(())
-    }
-
-    fn next(&self) -> &[String] {
-        &self.next
-    }
-}
-
-/// The HTML report's hangs table: deadlocked and blocked threads, and starvation; nothing
-/// when the trace shows none.
-fn html(i: &HtmlInput<'_>) -> HtmlSection {
-    let r = build(i.a, &i.options(20));
-    if r.deadlocks.is_empty() && r.blocked.is_empty() && !r.starvation.detected {
-        return HtmlSection::default();
-    }
-    let mut h = String::from(
-        "<h2>Hangs</h2><table><tr><th>Thread</th><th>State</th><th class=n>waiting ms</th><th>Where</th></tr>",
-    );
-    for (n, c) in r.deadlocks.iter().enumerate() {
-        for m in c {
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>deadlock {}: waits for {}, holds {}</td><td class=n></td><td>{}</td></tr>",
-                escape(&thread_label(m.thread_id, &m.thread_name)),
-                n + 1,
-                m.waits_for_lock,
-                m.holds_lock,
-                escape(&waiter(&m.stack))
-            );
-        }
-    }
-    for b in &r.blocked {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>blocked ({})</td><td class=n>{:.1}</td><td>{}</td></tr>",
-            escape(&thread_label(b.thread_id, &b.thread_name)),
-            b.kind,
-            b.waiting_ms,
-            escape(&waiter(&b.stack))
-        );
-    }
-    if r.starvation.detected {
-        let _ = write!(
-            h,
-            "<tr><td>thread pool</td><td>starved: {} threads injected</td><td class=n></td><td>{}</td></tr>",
-            r.starvation.injections,
-            escape(
-                &r.starvation
-                    .sync_over_async
-                    .first()
-                    .map(|s| format!("{} in {}", s.method, s.blocked_in))
-                    .unwrap_or_default()
-            )
-        );
-    }
-    h.push_str("</table>");
-    HtmlSection {
-        facts: vec![Fact {
-            order: 84,
-            label: "deadlocks",
-            value: r.deadlocks.len().to_string(),
-        }],
-        parts: vec![Part { order: 84, html: h }],
-    }
 }
