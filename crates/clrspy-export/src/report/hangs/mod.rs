@@ -64,6 +64,8 @@ pub struct CycleMember {
     pub lock_object: String,
     /// Since when it waits, ms since the trace started.
     pub since_ms: f64,
+    /// How long it had waited at the trace's end, ms.
+    pub waiting_ms: f64,
     /// Its stack when it began waiting, leaf first.
     pub stack: Vec<String>,
 }
@@ -291,6 +293,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
                     holds_lock: hex(c.holds_lock),
                     lock_object: hex(c.wait.object_id),
                     since_ms: ms(c.wait.start_ns as f64),
+                    waiting_ms: ms((m.end_ns - c.wait.start_ns).max(0) as f64),
                     stack: a.frames(c.wait.stack),
                 })
                 .collect()
@@ -537,3 +540,6 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests;

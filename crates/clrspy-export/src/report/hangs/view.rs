@@ -295,11 +295,12 @@ pub(super) fn html(i: &HtmlInput<'_>) -> HtmlSection {
         for m in c {
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>deadlock {}: waits for {}, holds {}</td><td class=n></td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>deadlock {}: waits for {}, holds {}</td><td class=n>{:.1}</td><td>{}</td></tr>",
                 escape(&thread_label(m.thread_id, &m.thread_name)),
                 n + 1,
                 m.waits_for_lock,
                 m.holds_lock,
+                m.waiting_ms,
                 escape(&waiter(&m.stack))
             );
         }
