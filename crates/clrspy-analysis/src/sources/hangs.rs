@@ -164,6 +164,8 @@ pub struct HangModel {
     pub open_handles: Vec<OpenWait>,
     /// The thread pool's evidence.
     pub pool: PoolEvidence,
+    /// Threads on which a lock or handle wait started in the trace.
+    pub waited_threads: FxHashSet<u64>,
     /// The last event's time, ns (the end of open waits).
     pub end_ns: i64,
     locks: FxHashMap<u64, OpenWait>,
@@ -271,6 +273,7 @@ impl Model for HangModel {
             rt::CONTENTION_START => {
                 let s = ContentionStart::parse(p, v, ptr)?;
                 self.lock_waits += 1;
+                self.waited_threads.insert(ev.thread_id);
                 // A start with one still open on the thread: the first never stopped.
                 self.close(WaitKind::Lock, ev.thread_id, ev.ts_ns);
                 self.locks.insert(
@@ -293,6 +296,7 @@ impl Model for HangModel {
             ids::WAIT_HANDLE_WAIT_START => {
                 let s = WaitHandleWaitStart::parse(p, v, ptr)?;
                 self.handle_waits += 1;
+                self.waited_threads.insert(ev.thread_id);
                 self.close(WaitKind::Handle, ev.thread_id, ev.ts_ns);
                 if self.locks.contains_key(&ev.thread_id) {
                     // A contended lock's slow path waits on a handle too: one wait, the lock's.

@@ -422,7 +422,10 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
             e.1 += t.total_ns / 1e6;
         }
     }
-    if sites.is_empty() && a.cpu.span_ns().is_some() {
+    // Without wait handle events (before .NET 9, or not recorded) the samples say where
+    // workers blocked; the few lock waits inside a task's wait would say little.
+    if m.handle_waits == 0 && a.cpu.span_ns().is_some() {
+        sites.clear();
         let profile = a.profile(&StackFilter::default());
         let ms_per = a.sampling_interval_ns as f64 / 1e6;
         for r in profile.rows.iter().filter(|r| r.wait > r.runq) {
@@ -489,46 +492,57 @@ fn sync_over_async(frames: &[String]) -> Option<(String, String)> {
     Some((method, frames[last_wait].clone()))
 }
 
-/// Threads the samples show blocked in a lock for the whole trace when no lock wait started
-/// on them: the hang began before the recording.
+/// Share of a thread's time in the window it must spend blocked in the lock, and share of
+/// its waiting in the lock, for a hang already in progress.
+const STUCK_SHARE: f64 = 0.8;
+
+/// Threads the samples show blocked in a lock for (nearly) the whole trace when no wait
+/// started on them in it: the hang began before the recording.
 fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
     a.cpu.span_ns()?;
+    let window = a.window_ns() as f64;
+    if window <= 0.0 {
+        return None;
+    }
     let profile = a.profile(&StackFilter::default());
     let parked = profile.parked_threads(&a.symbols);
-    let waited: Vec<u64> = m
-        .open_locks
-        .iter()
-        .chain(&m.open_handles)
-        .map(|w| w.thread)
-        .collect();
-    let mut stuck: FxHashMap<u64, StuckThread> = FxHashMap::default();
+    let units_ns = a.sampling_interval_ns as f64;
+    // Per thread: its waiting, its waiting in a lock acquisition, and the lock's frames.
+    let mut per: FxHashMap<u64, (f64, f64, Option<Vec<String>>)> = FxHashMap::default();
     for r in &profile.rows {
-        if !parked.contains(&r.thread) || waited.contains(&r.thread) || stuck.contains_key(&r.thread)
-        {
+        if !parked.contains(&r.thread) || m.waited_threads.contains(&r.thread) {
             continue;
         }
+        let e = per.entry(r.thread).or_default();
+        e.0 += r.wait;
         let frames: Vec<String> = r
             .frames
             .iter()
             .map(|&f| a.symbols.frame(f).name.clone())
             .collect();
-        let Some(at) = frames.iter().rposition(|f| is_lock_enter(f)) else {
-            continue;
-        };
-        stuck.insert(
-            r.thread,
-            StuckThread {
-                thread_id: r.thread,
-                thread_name: a.threads.names.get(&r.thread).cloned(),
-                blocked_in: frames[at].clone(),
-                method: waiter(&frames[at..]),
-            },
-        );
+        if let Some(at) = frames.iter().rposition(|f| is_lock_enter(f)) {
+            e.1 += r.wait;
+            e.2.get_or_insert_with(|| frames[at..].to_vec());
+        }
     }
-    if stuck.is_empty() {
+    let mut threads: Vec<StuckThread> = per
+        .into_iter()
+        .filter(|(_, (wait, in_lock, _))| {
+            *in_lock >= STUCK_SHARE * wait && in_lock * units_ns >= STUCK_SHARE * window
+        })
+        .filter_map(|(t, (_, _, frames))| {
+            let frames = frames?;
+            Some(StuckThread {
+                thread_id: t,
+                thread_name: a.threads.names.get(&t).cloned(),
+                blocked_in: frames.first()?.clone(),
+                method: waiter(&frames),
+            })
+        })
+        .collect();
+    if threads.is_empty() {
         return None;
     }
-    let mut threads: Vec<StuckThread> = stuck.into_values().collect();
     threads.sort_by_key(|t| t.thread_id);
     let pid = a
         .process_id

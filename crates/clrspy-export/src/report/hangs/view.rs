@@ -165,11 +165,15 @@ impl HangsReport {
             writeln!(out, "  pool workers blocked in sync-over-async:")?;
         }
         for w in &s.sync_over_async {
+            let waits = if w.waits > 0 {
+                format!("{:>6} waits", w.waits)
+            } else {
+                format!("{:>12}", "sampled")
+            };
             writeln!(
                 out,
-                "  {:>10.1} ms {:>6} waits  {}",
+                "  {:>10.1} ms {waits}  {}",
                 w.wait_ms,
-                w.waits,
                 fit(&w.method, style.room(29))
             )?;
             writeln!(out, "                 in {}", fit(&w.blocked_in, style.room(20)))?;
