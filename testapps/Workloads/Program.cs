@@ -85,6 +85,7 @@ public static class Program
         ["cast"] = Caster.Run,
         ["crash"] = Crasher.Run,
         ["meters"] = Meters.Run,
+        ["http-client"] = HttpClientCalls.Run,
         ["starve"] = Starve.Run,
     };
 

@@ -61,6 +61,10 @@ pub mod ids {
     /// `NativeSymbol`: the name of a native function the samples hit, by file offsets of
     /// its ELF file.
     pub const NATIVE_SYMBOL: u32 = 14;
+    /// `KernelWait`: a thread off its CPU (blocked, or preempted), as the kernel sampler saw
+    /// it: its user-space stack when it left, and how long until it came back (the event's
+    /// time is its return).
+    pub const KERNEL_WAIT: u32 = 15;
 }
 
 /// One event of the provider.
@@ -143,6 +147,14 @@ const KERNEL_SAMPLER_FIELDS: &[FieldDef] = &[
     uint64("Samples"),
     uint64("Lost"),
     uint32("Threads"),
+];
+
+const KERNEL_WAIT_FIELDS: &[FieldDef] = &[
+    uint32("ThreadID"),
+    uint16("FrameCount"),
+    array("Frames", Scalar::U64, "FrameCount"),
+    uint64("DurationNs"),
+    uint32("Flags"),
 ];
 
 const NATIVE_SYMBOL_FIELDS: &[FieldDef] = &[
@@ -237,6 +249,12 @@ pub const EVENTS: &[EventDef] = &[
         name: "NativeSymbol",
         fields: NATIVE_SYMBOL_FIELDS,
         required: NATIVE_SYMBOL_FIELDS.len(),
+    },
+    EventDef {
+        id: ids::KERNEL_WAIT,
+        name: "KernelWait",
+        fields: KERNEL_WAIT_FIELDS,
+        required: KERNEL_WAIT_FIELDS.len(),
     },
 ];
 
@@ -571,6 +589,63 @@ impl<'a> KernelSample<'a> {
         for f in frames {
             out.extend_from_slice(&f.to_le_bytes());
         }
+    }
+}
+
+/// `KernelWait`: a thread off its CPU, its stack when it left, and for how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelWait<'a> {
+    /// The thread and its stack (the payload starts as a [`KernelSample`]'s).
+    pub sample: KernelSample<'a>,
+    /// How long it was off its CPU, ns (the event's time is when it came back).
+    pub duration_ns: u64,
+    /// True when it was preempted (runnable, waiting for a CPU), not blocked.
+    pub preempted: bool,
+}
+
+impl<'a> KernelWait<'a> {
+    /// Bit 0 of `Flags`: preempted.
+    const PREEMPTED: u32 = 1;
+
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<KernelWait<'a>, ViewError> {
+        let sample = KernelSample::parse(payload).map_err(|e| ViewError {
+            event: "KernelWait",
+            ..e
+        })?;
+        let at = 6 + sample.frames.len();
+        let tail = payload.get(at..at + 12).ok_or(ViewError {
+            event: "KernelWait",
+            version: 0,
+            error: crate::DecodeError::Truncated {
+                field: "DurationNs",
+                offset: at,
+                needed: 12,
+                available: payload.len().saturating_sub(at),
+            },
+        })?;
+        let mut d = [0u8; 8];
+        d.copy_from_slice(&tail[..8]);
+        let flags = u32::from_le_bytes([tail[8], tail[9], tail[10], tail[11]]);
+        Ok(KernelWait {
+            sample,
+            duration_ns: u64::from_le_bytes(d),
+            preempted: flags & Self::PREEMPTED != 0,
+        })
+    }
+
+    /// Writes a payload (frames as [`KernelSample::encode`] writes them).
+    pub fn encode(
+        thread_id: u32,
+        frames: &[u64],
+        duration_ns: u64,
+        preempted: bool,
+        out: &mut Vec<u8>,
+    ) {
+        KernelSample::encode(thread_id, frames, out);
+        out.extend_from_slice(&duration_ns.to_le_bytes());
+        let flags = if preempted { Self::PREEMPTED } else { 0 };
+        out.extend_from_slice(&flags.to_le_bytes());
     }
 }
 

@@ -34,6 +34,27 @@ fn encoders_match_the_metadata() {
     assert_eq!(ksm.fields.len(), 2);
     assert_eq!(ksm.fields[1].ty, FieldType::Array(Box::new(FieldType::U64)));
     p.clear();
+    let mut w = Vec::new();
+    KernelWait::encode(77, &[0x7f00_0000_4321], 12_345_678, true, &mut w);
+    let kw = KernelWait::parse(&w).unwrap();
+    assert_eq!(
+        (
+            kw.sample.thread_id,
+            kw.sample.frames.len(),
+            kw.duration_ns,
+            kw.preempted
+        ),
+        (77, 8, 12_345_678, true)
+    );
+    assert!(KernelWait::parse(&w[..w.len() - 1]).is_err());
+    let kwm = md.iter().find(|m| m.event_name == "KernelWait").unwrap();
+    let d = nettrace::decode_payload(&kwm.fields, &w);
+    let names: Vec<&str> = d.fields.iter().map(|f| &*f.name).collect();
+    assert_eq!(
+        names,
+        ["ThreadID", "Frames", "DurationNs", "Flags"],
+        "{d:?}"
+    );
     let ks = KernelSampler {
         rate_hz: 999,
         samples: 123_456,

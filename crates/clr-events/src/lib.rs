@@ -55,6 +55,7 @@ pub mod heapdump;
 mod layout;
 pub mod method_names;
 mod names;
+pub mod net_http;
 pub mod profiles;
 pub mod provider_spec;
 pub mod runtime;

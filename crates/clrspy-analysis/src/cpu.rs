@@ -209,6 +209,8 @@ pub struct CpuModel {
     unsampled: FxHashMap<u64, f64>,
     /// The samples are the kernel's, taken only on a CPU: no waiting goes to their stacks.
     on_cpu_samples: bool,
+    /// The kernel sampler's waits (`KernelWait`): where threads left their CPUs, how long.
+    kernel_waits: bool,
     /// Measured CPU per thread over the window, ns.
     measured: FxHashMap<u64, f64>,
     sampled: FxHashSet<u64>,
@@ -292,6 +294,7 @@ impl Model for CpuModel {
             windowed: true,
             event: None,
         },
+        Wanted::clrspy(clrspy::ids::KERNEL_WAIT).with_stack(),
         Wanted::clrspy(clrspy::ids::THREAD_CPU),
         Wanted::clrspy(clrspy::ids::TICK),
         Wanted::clrspy(clrspy::ids::RECORDER_CPU),
@@ -331,6 +334,11 @@ impl Model for CpuModel {
                 self.on_cpu_samples = true;
                 self.sample(ev.ts_ns, u64::from(k.thread_id), ev.stack, true);
             }
+            (Provider::Clrspy, clrspy::ids::KERNEL_WAIT) => {
+                let k = clrspy::KernelWait::parse(ev.payload)?;
+                let thread = u64::from(k.sample.thread_id);
+                self.kernel_wait(ev.ts_ns, thread, ev.stack, k.duration_ns, k.preempted);
+            }
             (Provider::Known(KnownProvider::SampleProfiler), _) => {
                 // The sample's kind: anything but "managed" counts as external.
                 let managed =
@@ -351,6 +359,7 @@ impl CpuModel {
             agg: FxHashMap::default(),
             unsampled: FxHashMap::default(),
             on_cpu_samples: false,
+            kernel_waits: false,
             measured: FxHashMap::default(),
             sampled: FxHashSet::default(),
             last_stack: FxHashMap::default(),
@@ -711,6 +720,38 @@ impl CpuModel {
     /// a thread is on a CPU, so its waiting has no stacks.
     pub fn kernel_sampled(&self) -> bool {
         self.on_cpu_samples
+    }
+
+    /// True when the trace has the kernel sampler's waits: where threads waited has stacks
+    /// though the samples are taken only on a CPU.
+    pub fn kernel_waits(&self) -> bool {
+        self.kernel_waits
+    }
+
+    /// A thread off its CPU from `end - duration_ns` to `end` (the kernel sampler's
+    /// `KernelWait`) with its stack when it left: waiting time on that stack, run-queue time
+    /// too when it was `preempted`; the part inside the window counts.
+    pub fn kernel_wait(
+        &mut self,
+        end: i64,
+        thread: u64,
+        stack: Option<StackId>,
+        duration_ns: u64,
+        preempted: bool,
+    ) {
+        self.kernel_waits = true;
+        let start = end.saturating_sub(i64::try_from(duration_ns).unwrap_or(i64::MAX));
+        let from = self.window.0.map_or(start, |f| start.max(f));
+        let to = self.window.1.map_or(end, |t| end.min(t));
+        if to <= from {
+            return;
+        }
+        let units = (to - from) as f64 / self.interval_ns as f64;
+        let w = self.agg.entry((thread, stack)).or_default();
+        w.wait += units;
+        if preempted {
+            w.runq += units;
+        }
     }
 
     /// True when the sampler saw `thread` (it runs managed code).

@@ -36,6 +36,7 @@ pub mod gc;
 pub mod grouping;
 pub mod heap;
 pub mod inventory;
+pub mod log_stream;
 pub mod model_entry;
 pub mod native_names;
 pub mod profile;
@@ -487,8 +488,14 @@ impl Analysis {
             }
             if route.stack && !interned {
                 stack = match provider {
-                    // A kernel sample's stack is in its payload.
-                    Provider::Clrspy if ev.event_id() == clr_events::clrspy::ids::KERNEL_SAMPLE => {
+                    // A kernel sample's or wait's stack is in its payload.
+                    Provider::Clrspy
+                        if matches!(
+                            ev.event_id(),
+                            clr_events::clrspy::ids::KERNEL_SAMPLE
+                                | clr_events::clrspy::ids::KERNEL_WAIT
+                        ) =>
+                    {
                         clr_events::clrspy::KernelSample::parse(ev.payload)
                             .ok()
                             .and_then(|k| self.stacks.intern(&nettrace::Stack::new(k.frames, 8)))

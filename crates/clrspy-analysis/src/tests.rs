@@ -597,45 +597,77 @@ fn clrspy_events_are_read_through_their_definition() {
 #[test]
 fn kernel_samples_carry_the_cpu_and_no_waiting() {
     use clr_events::clrspy;
-    let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
-    let md = clrspy::metadata();
-    let ids: Vec<u32> = md.iter().map(|m| w.define(m).unwrap()).collect();
-    let index = |id: u32| ids[clrspy::EVENTS.iter().position(|e| e.id == id).unwrap()];
-    let mut put = |m: u32, ms: i64, payload: &[u8]| {
-        w.write(&EventRecord {
-            metadata_id: m,
-            thread_id: u64::MAX,
-            capture_thread_id: 99,
-            timestamp: ms * 1_000_000,
-            payload,
-            ..EventRecord::default()
-        })
-        .unwrap();
-    };
-    let mut p = Vec::new();
-    clrspy::ModuleMap::encode(0x9000, 0xA000, 0x100, "/lib/libnative.so", &mut p);
-    put(index(clrspy::ids::MODULE_MAP), 0, &p);
-    for ms in [0i64, 10] {
-        let mut c = Vec::new();
-        clrspy::ThreadCpu {
-            thread_id: 7,
-            cpu_ns: ms as u64 * 400_000,
-            state: u16::from(b'R'),
-            runqueue_ns: None,
+    let build = |with_waits: bool| -> Vec<u8> {
+        let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+        let md = clrspy::metadata();
+        let ids: Vec<u32> = md.iter().map(|m| w.define(m).unwrap()).collect();
+        let index = |id: u32| ids[clrspy::EVENTS.iter().position(|e| e.id == id).unwrap()];
+        let mut put = |m: u32, ms: i64, payload: &[u8]| {
+            w.write(&EventRecord {
+                metadata_id: m,
+                thread_id: u64::MAX,
+                capture_thread_id: 99,
+                timestamp: ms * 1_000_000,
+                payload,
+                ..EventRecord::default()
+            })
+            .unwrap();
+        };
+        let mut p = Vec::new();
+        clrspy::ModuleMap::encode(0x9000, 0xA000, 0x100, "/lib/libnative.so", &mut p);
+        put(index(clrspy::ids::MODULE_MAP), 0, &p);
+        for ms in [0i64, 10] {
+            let mut c = Vec::new();
+            clrspy::ThreadCpu {
+                thread_id: 7,
+                cpu_ns: ms as u64 * 400_000,
+                state: u16::from(b'R'),
+                runqueue_ns: None,
+            }
+            .encode(&mut c);
+            put(index(clrspy::ids::THREAD_CPU), ms, &c);
+            put(index(clrspy::ids::TICK), ms, &[]);
         }
-        .encode(&mut c);
-        put(index(clrspy::ids::THREAD_CPU), ms, &c);
-        put(index(clrspy::ids::TICK), ms, &[]);
-    }
-    // Four samples on a CPU, three in one function and one in another.
-    for (ms, leaf) in [(1i64, 0x9010u64), (2, 0x9010), (3, 0x9010), (4, 0x9800)] {
-        let mut k = Vec::new();
-        clrspy::KernelSample::encode(7, &[leaf, 0x9F00], &mut k);
-        put(index(clrspy::ids::KERNEL_SAMPLE), ms, &k);
-    }
-    let bytes = w.finish().unwrap();
-    let a = run(&bytes, Options::default());
+        // Four samples on a CPU, three in one function and one in another.
+        for (ms, leaf) in [(1i64, 0x9010u64), (2, 0x9010), (3, 0x9010), (4, 0x9800)] {
+            let mut k = Vec::new();
+            clrspy::KernelSample::encode(7, &[leaf, 0x9F00], &mut k);
+            put(index(clrspy::ids::KERNEL_SAMPLE), ms, &k);
+        }
+        // Waits the kernel sampler took (written at their ends): 5 ms blocked in one place, 1 ms
+        // preempted in another; only what falls in the window counts.
+        let waits = [(9i64, 5u64, 0x9100u64, false), (10, 1, 0x9200, true)];
+        for (end_ms, ms, leaf, preempted) in waits.into_iter().filter(|_| with_waits) {
+            let mut k = Vec::new();
+            clrspy::KernelWait::encode(7, &[leaf, 0x9F00], ms * 1_000_000, preempted, &mut k);
+            put(index(clrspy::ids::KERNEL_WAIT), end_ms, &k);
+        }
+        w.finish().unwrap()
+    };
+    let bytes = build(true);
+    let waits = run(&bytes, Options::default());
+    assert!(waits.cpu.kernel_waits());
+    let p = waits.profile(&StackFilter::default());
+    assert!((p.total(Metric::Wait) - 6.0).abs() < 1e-9);
+    let (excl, _) = p.top(Metric::Wait, &waits.symbols);
+    assert_eq!(excl[0].0, "libnative.so!+0x200");
+    assert!((excl[0].1 - 5.0).abs() < 1e-9, "{excl:?}");
+    let windowed = run(
+        &bytes,
+        Options {
+            from_ns: Some(7_000_000),
+            ..Options::default()
+        },
+    );
+    let p = windowed.profile(&StackFilter::default());
+    assert!(
+        (p.total(Metric::Wait) - 3.0).abs() < 1e-9,
+        "2 + 1 ms after 7 ms"
+    );
+    // Without the waits: the CPU alone.
+    let a = run(&build(false), Options::default());
     assert!(a.cpu.kernel_sampled());
+    assert!(!a.cpu.kernel_waits());
     assert!(a.decode_errors().is_empty());
     let p = a.profile(&StackFilter::default());
     // 4 ms of CPU measured, shared 3:1; the 6 ms the thread was off a CPU are on no stack.

@@ -126,6 +126,18 @@ pub enum Injected {
     },
     /// `KernelSampler` (13): the kernel sampler's rate and counts so far.
     KernelSampler(clr_events::clrspy::KernelSampler),
+    /// `KernelWait` (15): a thread off its CPU, with its stack when it left (written at
+    /// its return).
+    KernelWait {
+        /// Thread.
+        tid: u32,
+        /// Return addresses when it left, innermost first.
+        stack: Vec<u64>,
+        /// How long it was off its CPU, ns.
+        duration_ns: u64,
+        /// Preempted (runnable), not blocked.
+        preempted: bool,
+    },
     /// `NativeSymbol` (14): a native function's name, by file offsets of its ELF file.
     NativeSymbol {
         /// The file's mapped path.
@@ -166,6 +178,7 @@ impl Injected {
             Injected::Ring(_) => ids::RING,
             Injected::KernelSample { .. } => ids::KERNEL_SAMPLE,
             Injected::KernelSampler(_) => ids::KERNEL_SAMPLER,
+            Injected::KernelWait { .. } => ids::KERNEL_WAIT,
             Injected::NativeSymbol { .. } => ids::NATIVE_SYMBOL,
         };
         // Every id is in the table (clr-events' tests check it).
@@ -240,6 +253,12 @@ impl Injected {
                 clrspy::KernelSample::encode(*tid, stack, &mut p)
             }
             Injected::KernelSampler(k) => k.encode(&mut p),
+            Injected::KernelWait {
+                tid,
+                stack,
+                duration_ns,
+                preempted,
+            } => clrspy::KernelWait::encode(*tid, stack, *duration_ns, *preempted, &mut p),
             Injected::NativeSymbol {
                 path,
                 offset,

@@ -7,17 +7,19 @@ use diagnostics_client::SessionConfig;
 
 /// Said when the kernel samples in user mode only
 /// ([`Sampler::user_mode_only`]): what is missing and how to allow it.
-pub const USER_MODE_ONLY: &str = "the kernel samples user mode only here (perf_event_paranoid is 2 or more and clrspy lacks CAP_PERFMON): CPU a thread spends in system calls and page faults has no samples; run clrspy as root or with CAP_PERFMON, or set the sysctl kernel.perf_event_paranoid=1, to sample it too";
+pub const USER_MODE_ONLY: &str = "the kernel samples user mode only here (perf_event_paranoid is 2 or more and clrspy lacks CAP_PERFMON): CPU a thread spends in system calls and page faults has no samples, and waiting has no stacks; run clrspy as root or with CAP_PERFMON, or set the sysctl kernel.perf_event_paranoid=1, to sample both";
 
-/// Opens the kernel sampler on every thread of `pid` at `rate_hz` and takes the runtime's
-/// sample profiler out of `config`; on an error `config` is left as it was (the caller says
-/// the error, whose text tells how to allow the kernel sampler, and records as before).
+/// Opens the kernel sampler (CPU samples, and waits where kernel mode is allowed) on every
+/// thread of `pid` at `rate_hz` and takes the runtime's sample profiler out of `config`; on
+/// an error `config` is left as it was (the caller says the error, whose text tells how to
+/// allow the kernel sampler, and records as before).
 pub fn use_kernel_sampler(
     pid: u32,
     rate_hz: u32,
     config: &mut SessionConfig,
 ) -> Result<Sampler, clrspy_sampler::Error> {
-    let sampler = Sampler::open(pid, rate_hz)?;
+    // Waits too (a stack each time a thread leaves its CPU), where the kernel allows it.
+    let sampler = Sampler::open_with(pid, rate_hz, true)?;
     config
         .providers
         .retain(|p| p.name != clr_events::SAMPLE_PROFILER_PROVIDER);

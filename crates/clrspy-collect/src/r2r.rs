@@ -79,6 +79,9 @@ pub(crate) struct R2rRecorder {
     retry: Vec<(u64, u8)>,
     /// Names of the native code hit (ELF symbols).
     native: crate::native::NativeNames,
+    /// The last round met addresses in no mapping for the first time: the maps are worth
+    /// reading again soon (an image mapped since), not in 2 s.
+    unmapped: bool,
 }
 
 /// Rounds an address in no mapping is retried (the maps are re-read every 2 s; JIT-compiled
@@ -112,7 +115,13 @@ impl R2rRecorder {
             stored: HashSet::new(),
             retry: Vec::new(),
             native: crate::native::NativeNames::default(),
+            unmapped: false,
         }
+    }
+
+    /// True when the last [`R2rRecorder::resolve`] met new addresses in no known mapping.
+    pub(crate) fn met_unmapped(&self) -> bool {
+        self.unmapped
     }
 
     /// The image mapped from `path`, read the first time (R2RImage goes to `out` then). Only
@@ -146,6 +155,7 @@ impl R2rRecorder {
         let mut out = Vec::new();
         let mut ips: Vec<(u64, u8)> = std::mem::take(&mut self.retry);
         ips.extend(self.ips.take().into_iter().map(|ip| (ip, 0)));
+        self.unmapped = false;
         if ips.is_empty() {
             return out;
         }
@@ -159,6 +169,7 @@ impl R2rRecorder {
             let i = sorted.partition_point(|m| m.start <= ip);
             let m = i.checked_sub(1).and_then(|i| sorted.get(i)).copied();
             let Some(m) = m.filter(|m| ip < m.end) else {
+                self.unmapped |= rounds == 0;
                 if rounds < RETRY_ROUNDS && self.retry.len() < MAX_RETRY {
                     self.retry.push((ip, rounds + 1));
                 }

@@ -173,6 +173,7 @@ struct CpuReadings {
 struct KernelSamples {
     sampler: clrspy_sampler::Sampler,
     drained: Vec<clrspy_sampler::Sample>,
+    waits: Vec<clrspy_sampler::Wait>,
     /// The sampler failed (the target ended, an error): nothing more is drained.
     failed: bool,
     /// When its counts are stored next (once a second).
@@ -200,6 +201,21 @@ impl KernelSamples {
                 },
             ));
         }
+        // Waits, at their ends; the part before the session started is left out.
+        self.sampler.take_waits(&mut self.waits);
+        for w in self.waits.drain(..).filter(|w| w.end_ns > since) {
+            let start = w.start_ns.max(since);
+            events.push((
+                w.end_ns,
+                Injected::KernelWait {
+                    tid: w.tid,
+                    stack: w.frames,
+                    duration_ns: w.end_ns - start,
+                    preempted: w.preempted,
+                },
+            ));
+        }
+        events.sort_by_key(|e| e.0);
         if now_ns < self.next_counts_ns {
             return;
         }
@@ -231,6 +247,7 @@ impl CpuReadings {
             kernel: kernel.map(|sampler| KernelSamples {
                 sampler,
                 drained: Vec::new(),
+                waits: Vec::new(),
                 failed: false,
                 next_counts_ns: 0,
                 since_ns: monotonic_ns(),
@@ -268,7 +285,8 @@ impl CpuReadings {
             k.take(&mut timed, ts);
             // Their native and precompiled frames get named like the runtime's stacks'.
             for (_, e) in &timed {
-                if let Injected::KernelSample { stack, .. } = e {
+                if let Injected::KernelSample { stack, .. } | Injected::KernelWait { stack, .. } = e
+                {
                     self.ips.add(stack.iter().copied());
                 }
             }
@@ -294,6 +312,11 @@ impl CpuReadings {
         if Instant::now() >= self.next_r2r {
             self.next_r2r = Instant::now() + R2R_EVERY;
             events.extend(self.r2r.resolve(&self.sampler.mappings()));
+            // New code in no mapping read yet (a program starting loads images fast): read
+            // the maps at the next round, so its frames are named within ~250 ms.
+            if self.r2r.met_unmapped() {
+                self.next_maps = self.next_maps.min(Instant::now() + R2R_EVERY);
+            }
         }
         for r in readings {
             if let Some(name) = r.name {

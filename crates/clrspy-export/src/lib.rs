@@ -32,6 +32,7 @@ pub mod event_text;
 pub mod format;
 pub mod heap_stacks;
 pub mod info;
+pub mod log_text;
 pub mod profiles;
 pub mod repair;
 pub mod report;

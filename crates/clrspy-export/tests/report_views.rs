@@ -83,6 +83,7 @@ fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Va
         ReportKind::Contention => contention::build(a, o).json(),
         ReportKind::Gc => gc::build(a, o).json(),
         ReportKind::Threads => threads::build(a, o).json(),
+        ReportKind::Http => clrspy_export::report::http::build(a, o).json(),
         ReportKind::Hangs => hangs::build(a, o).json(),
     }
 }

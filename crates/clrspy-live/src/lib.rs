@@ -24,6 +24,7 @@
 mod analysis;
 pub mod counters;
 pub mod heap;
+pub mod logs;
 mod names;
 pub mod recording;
 mod session;

@@ -34,6 +34,22 @@ pub struct Sample {
     pub frames: Vec<u64>,
 }
 
+/// A thread off its CPU: it left at `start_ns` with this user stack (blocked in a system
+/// call, or `preempted` while still runnable) and came back at `end_ns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    /// The thread's id.
+    pub tid: u32,
+    /// When it left its CPU, `CLOCK_MONOTONIC` ns.
+    pub start_ns: u64,
+    /// When it came back.
+    pub end_ns: u64,
+    /// True when it was preempted (runnable, waiting for a CPU), not blocked.
+    pub preempted: bool,
+    /// Return addresses when it left, innermost first (empty when the kernel gave none).
+    pub frames: Vec<u64>,
+}
+
 /// Why the sampler could not start or read.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -145,5 +161,21 @@ impl Sampler {
     /// Never reached off Linux.
     pub fn user_mode_only(&self) -> bool {
         false
+    }
+    /// Always [`Error::Unsupported`] off Linux.
+    pub fn open_with(_pid: u32, _rate_hz: u32, _waits: bool) -> Result<Sampler, Error> {
+        Err(Error::Unsupported)
+    }
+    /// Never reached off Linux.
+    pub fn take_waits(&mut self, _out: &mut Vec<Wait>) -> usize {
+        0
+    }
+    /// Never reached off Linux.
+    pub fn samples_waits(&self) -> bool {
+        false
+    }
+    /// Never reached off Linux.
+    pub fn waits_refused(&self) -> Option<&str> {
+        None
     }
 }

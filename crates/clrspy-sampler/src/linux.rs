@@ -2,24 +2,29 @@
 //! `perf_event_open`, each with its own ring buffer; new threads found by rescanning
 //! `/proc/PID/task`.
 
-use crate::ring::Ring;
-use crate::{Counts, Error, Refusal, Sample};
+use crate::ring::{Record, Ring};
+use crate::{Counts, Error, Refusal, Sample, Wait};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
 const PERF_SAMPLE_TID: u64 = 1 << 1;
 const PERF_SAMPLE_TIME: u64 = 1 << 2;
 const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_FREQ: u64 = 1 << 10;
+const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
 const FLAG_EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
 const FLAG_USE_CLOCKID: u64 = 1 << 25;
+const FLAG_CONTEXT_SWITCH: u64 = 1 << 26;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// Data pages per thread's ring (32 KiB with 4 KiB pages: ~250 deep samples).
 const DATA_PAGES: usize = 8;
+/// Data pages of a thread's ring of waits (a stack and two switch records per wait).
+const WAIT_PAGES: usize = 16;
 
 /// `struct perf_event_attr` up to `sig_data` (PERF_ATTR_SIZE_VER8, 128 bytes).
 #[repr(C)]
@@ -51,10 +56,60 @@ struct PerfEventAttr {
 
 const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 128);
 
-/// One sampled thread: its event and ring (the ring is unmapped before the fd closes).
+/// One sampled thread: its event and ring (the ring is unmapped before the fd closes), and
+/// its waits' when they are sampled.
 struct Thread {
     ring: Ring,
     _fd: OwnedFd,
+    waits: Option<WaitEvent>,
+}
+
+/// A thread's context-switch event: a sample (the user stack) each time it leaves its CPU,
+/// and the switch records that say when it left and came back.
+struct WaitEvent {
+    ring: Ring,
+    _fd: OwnedFd,
+    /// The stack of the last switch-out sample, with its time.
+    stack: Option<(u64, Vec<u64>)>,
+    /// Left the CPU: when, preempted or blocked, with which stack.
+    out: Option<(u64, bool, Vec<u64>)>,
+}
+
+impl WaitEvent {
+    /// Pairs the ring's records into waits of thread `tid`; returns the records lost.
+    fn drain(&mut self, tid: u32, waits: &mut Vec<Wait>) -> u64 {
+        let (stack, out) = (&mut self.stack, &mut self.out);
+        self.ring.drain_records(|r| match r {
+            Record::Sample(s) => *stack = Some((s.time_ns, s.frames)),
+            Record::Switch {
+                out: true,
+                preempted,
+                time_ns,
+            } => {
+                // The switch-out sample comes just before its record, at the same time.
+                let frames = match stack.take() {
+                    Some((t, f)) if t <= time_ns => f,
+                    _ => Vec::new(),
+                };
+                *out = Some((time_ns, preempted, frames));
+            }
+            Record::Switch {
+                out: false,
+                time_ns,
+                ..
+            } => {
+                if let Some((start, preempted, frames)) = out.take() {
+                    waits.push(Wait {
+                        tid,
+                        start_ns: start,
+                        end_ns: time_ns.max(start),
+                        preempted,
+                        frames,
+                    });
+                }
+            }
+        })
+    }
 }
 
 /// CPU samples of every thread of one process, taken by the kernel.
@@ -81,6 +136,12 @@ pub struct Sampler {
     /// (`perf_event_paranoid` ≥ 2 without CAP_PERFMON), so CPU spent in system calls and
     /// page faults is not sampled.
     user_only: bool,
+    /// Waits are sampled (asked for, and the kernel allowed them).
+    with_waits: bool,
+    /// Why waits asked for are not sampled.
+    waits_refused: Option<String>,
+    /// Waits drained, not yet taken.
+    waits: Vec<Wait>,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -98,6 +159,14 @@ impl Sampler {
     /// Starts sampling every current thread of `pid` at `rate_hz` samples per second per
     /// thread on a CPU. Refusal by the kernel is [`Error::Refused`].
     pub fn open(pid: u32, rate_hz: u32) -> Result<Sampler, Error> {
+        Sampler::open_with(pid, rate_hz, false)
+    }
+
+    /// [`Sampler::open`], and with `waits` each thread's waits too: every time it leaves its
+    /// CPU, its user stack and how long until it comes back ([`Sampler::take_waits`]). Waits
+    /// need samples in kernel mode (root or CAP_PERFMON where `perf_event_paranoid` is 2);
+    /// when refused, CPU samples go on and [`Sampler::waits_refused`] says why.
+    pub fn open_with(pid: u32, rate_hz: u32, waits: bool) -> Result<Sampler, Error> {
         let mut sampler = Sampler {
             pid,
             rate_hz: rate_hz.max(1),
@@ -105,6 +174,9 @@ impl Sampler {
             ended: Vec::new(),
             counts: Counts::default(),
             user_only: false,
+            with_waits: waits,
+            waits_refused: None,
+            waits: Vec::new(),
         };
         sampler.follow_threads()?;
         if sampler.threads.is_empty() {
@@ -160,8 +232,11 @@ impl Sampler {
     /// Moves every sample now in the rings to `out` without blocking; returns how many.
     pub fn drain(&mut self, out: &mut Vec<Sample>) -> Result<usize, Error> {
         let before = out.len();
-        for t in self.threads.values_mut() {
+        for (tid, t) in self.threads.iter_mut() {
             self.counts.lost += t.ring.drain(out);
+            if let Some(w) = t.waits.as_mut() {
+                self.counts.lost += w.drain(*tid, &mut self.waits);
+            }
         }
         let n = out.len() - before;
         self.counts.samples += n as u64;
@@ -175,6 +250,25 @@ impl Sampler {
     /// The sampling rate asked for: samples per second per thread on a CPU.
     pub fn rate_hz(&self) -> u32 {
         self.rate_hz
+    }
+
+    /// Moves the waits drained so far (by [`Sampler::drain`]) to `out`, in no order; returns
+    /// how many. A wait still going on (a thread blocked now) is not among them.
+    pub fn take_waits(&mut self, out: &mut Vec<Wait>) -> usize {
+        let n = self.waits.len();
+        out.append(&mut self.waits);
+        n
+    }
+
+    /// True when waits are sampled.
+    pub fn samples_waits(&self) -> bool {
+        self.with_waits
+    }
+
+    /// Why waits were asked for and are not sampled (the kernel refused kernel-mode samples),
+    /// with how to allow them.
+    pub fn waits_refused(&self) -> Option<&str> {
+        self.waits_refused.as_deref()
     }
 
     /// Samples handed out, samples lost and threads opened so far.
@@ -193,15 +287,67 @@ impl Sampler {
     /// Opens `tid`'s event: with samples in kernel mode too, unless the kernel refused them
     /// once (then user mode only from there on).
     fn open_thread(&mut self, tid: u32) -> std::io::Result<Thread> {
+        let mut thread = None;
         if !self.user_only {
             match self.open_thread_as(tid, false) {
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) => {
                     self.user_only = true;
                 }
-                r => return r,
+                r => thread = Some(r?),
             }
         }
-        self.open_thread_as(tid, true)
+        let mut thread = match thread {
+            Some(t) => t,
+            None => self.open_thread_as(tid, true)?,
+        };
+        if self.with_waits && self.user_only {
+            self.with_waits = false;
+            self.waits_refused = Some(
+                "waits need samples in kernel mode, which kernel.perf_event_paranoid refuses \
+                 without CAP_PERFMON: run clrspy as root or give it CAP_PERFMON, or set \
+                 `sysctl kernel.perf_event_paranoid=1`"
+                    .into(),
+            );
+        }
+        if self.with_waits {
+            match self.open_waits(tid) {
+                Ok(w) => thread.waits = Some(w),
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Err(e),
+                Err(e) => {
+                    self.with_waits = false;
+                    self.waits_refused =
+                        Some(format!("the kernel refused context-switch samples: {e}"));
+                }
+            }
+        }
+        Ok(thread)
+    }
+
+    /// Opens `tid`'s context-switch event: a sample with the user stack at every switch (the
+    /// period is one), and switch records for when it left and came back.
+    fn open_waits(&self, tid: u32) -> std::io::Result<WaitEvent> {
+        let attr = PerfEventAttr {
+            kind: PERF_TYPE_SOFTWARE,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: PERF_COUNT_SW_CONTEXT_SWITCHES,
+            sample_freq: 1,
+            sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN,
+            flags: FLAG_EXCLUDE_HV
+                | FLAG_EXCLUDE_CALLCHAIN_KERNEL
+                | FLAG_USE_CLOCKID
+                | FLAG_SAMPLE_ID_ALL
+                | FLAG_CONTEXT_SWITCH,
+            clockid: libc::CLOCK_MONOTONIC,
+            ..PerfEventAttr::default()
+        };
+        let fd = perf_event_open(&attr, tid)?;
+        let ring = Ring::map(fd.as_raw_fd(), WAIT_PAGES)?;
+        Ok(WaitEvent {
+            ring,
+            _fd: fd,
+            stack: None,
+            out: None,
+        })
     }
 
     fn open_thread_as(&self, tid: u32, user_only: bool) -> std::io::Result<Thread> {
@@ -221,28 +367,13 @@ impl Sampler {
             clockid: libc::CLOCK_MONOTONIC,
             ..PerfEventAttr::default()
         };
-        let tid = libc::pid_t::try_from(tid)
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::ESRCH))?;
-        // SAFETY: attr is a valid perf_event_attr of the size it declares; the other
-        // arguments are plain values (this thread, any CPU, no group).
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &attr as *const PerfEventAttr,
-                tid,
-                -1 as libc::c_int,
-                -1 as libc::c_int,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let fd = i32::try_from(fd).map_err(|_| std::io::Error::from_raw_os_error(libc::EBADF))?;
-        // SAFETY: the kernel just returned this fd to us; nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = perf_event_open(&attr, tid)?;
         let ring = Ring::map(fd.as_raw_fd(), DATA_PAGES)?;
-        Ok(Thread { ring, _fd: fd })
+        Ok(Thread {
+            ring,
+            _fd: fd,
+            waits: None,
+        })
     }
 
     fn classify(&self, e: std::io::Error, tid: u32) -> Error {
@@ -264,6 +395,30 @@ impl Sampler {
             reason,
         }
     }
+}
+
+/// Opens the perf event `attr` on thread `tid` (any CPU, no group, close-on-exec).
+fn perf_event_open(attr: &PerfEventAttr, tid: u32) -> std::io::Result<OwnedFd> {
+    let tid =
+        libc::pid_t::try_from(tid).map_err(|_| std::io::Error::from_raw_os_error(libc::ESRCH))?;
+    // SAFETY: attr is a valid perf_event_attr of the size it declares; the other arguments
+    // are plain values (this thread, any CPU, no group).
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const PerfEventAttr,
+            tid,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let fd = i32::try_from(fd).map_err(|_| std::io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned this fd to us; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// `kernel.perf_event_paranoid`, when readable.
@@ -403,6 +558,69 @@ mod tests {
                 "{got} samples for {cpu_ns} ns of CPU"
             );
         }
+    }
+
+    #[test]
+    fn a_sleeping_thread_has_a_wait_per_sleep_with_its_stack() {
+        if paranoid().is_some_and(|p| p > 2) {
+            eprintln!("perf_event_paranoid > 2: skipped");
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            // SAFETY: gettid has no memory effects.
+            let tid = unsafe { libc::gettid() } as u32;
+            tx.send(tid).unwrap();
+            go_rx.recv().unwrap();
+            for _ in 0..20 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let tid = rx.recv().unwrap();
+        let mut sampler = Sampler::open_with(std::process::id(), 999, true).unwrap();
+        if let Some(why) = sampler.waits_refused() {
+            assert!(!sampler.samples_waits());
+            assert!(why.contains("CAP_PERFMON"), "{why}");
+            eprintln!("waits refused: {why}");
+            go_tx.send(()).unwrap();
+            sleeper.join().unwrap();
+            return;
+        }
+        assert!(sampler.samples_waits());
+        let t0 = Instant::now();
+        go_tx.send(()).unwrap();
+        let mut samples = Vec::new();
+        let mut waits = Vec::new();
+        while !sleeper.is_finished() {
+            std::thread::sleep(Duration::from_millis(30));
+            sampler.drain(&mut samples).unwrap();
+            sampler.take_waits(&mut waits);
+        }
+        let took = t0.elapsed();
+        sleeper.join().unwrap();
+        sampler.drain(&mut samples).unwrap();
+        sampler.take_waits(&mut waits);
+        let mine: Vec<&Wait> = waits.iter().filter(|w| w.tid == tid).collect();
+        let long: Vec<&&Wait> = mine
+            .iter()
+            .filter(|w| w.end_ns - w.start_ns >= 10_000_000)
+            .collect();
+        // Each sleep is one blocked wait of at least its 10 ms (the first waits for `go`).
+        assert!(
+            (20..=22).contains(&long.len()),
+            "{} long of {mine:?}",
+            long.len()
+        );
+        assert!(long.iter().all(|w| !w.preempted && !w.frames.is_empty()));
+        let blocked: u64 = long.iter().skip(1).map(|w| w.end_ns - w.start_ns).sum();
+        assert!(
+            blocked >= 190_000_000 && blocked <= took.as_nanos() as u64,
+            "{blocked} ns blocked in {took:?}"
+        );
+        // The stacks are the sleep's: one return address shared by every sleep's wait.
+        let first = &long[1].frames;
+        assert!(long.iter().skip(1).all(|w| w.frames.len() == first.len()));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! One thread's perf ring buffer: the mapped pages, reading records without blocking, and
-//! parsing `PERF_RECORD_SAMPLE` (tid, time, callchain) and `PERF_RECORD_LOST`.
+//! parsing `PERF_RECORD_SAMPLE` (tid, time, callchain), `PERF_RECORD_SWITCH` (a thread leaving
+//! or coming back to a CPU) and `PERF_RECORD_LOST`.
 
 use crate::Sample;
 use std::sync::atomic::{fence, Ordering};
@@ -10,6 +11,27 @@ const DATA_TAIL: usize = 1032;
 
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_SAMPLE: u32 = 9;
+const PERF_RECORD_SWITCH: u32 = 14;
+/// `misc` of a switch record: the thread left the CPU (else it came back).
+const MISC_SWITCH_OUT: u16 = 1 << 13;
+/// `misc` of a switch-out record: it was preempted (still runnable), not blocked.
+const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
+
+/// One record of a ring, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// A sample.
+    Sample(Sample),
+    /// The thread left its CPU (`preempted`: still runnable) or came back, at `time_ns`.
+    Switch {
+        /// True when it left.
+        out: bool,
+        /// True when it left preempted (runnable), not blocked.
+        preempted: bool,
+        /// When, `CLOCK_MONOTONIC` ns.
+        time_ns: u64,
+    },
+}
 /// Callchain entries at or above this value are context markers (`PERF_CONTEXT_*`).
 const PERF_CONTEXT_MAX: u64 = u64::MAX - 4095 + 1;
 
@@ -60,6 +82,16 @@ impl Ring {
     /// Reads every complete record now in the ring; samples go to `out`. Returns the number
     /// of samples the kernel reported lost.
     pub(crate) fn drain(&mut self, out: &mut Vec<Sample>) -> u64 {
+        self.drain_records(|r| {
+            if let Record::Sample(s) = r {
+                out.push(s);
+            }
+        })
+    }
+
+    /// Reads every complete record now in the ring, in order, handing each to `each`.
+    /// Returns the number of records the kernel reported lost.
+    pub(crate) fn drain_records(&mut self, mut each: impl FnMut(Record)) -> u64 {
         // SAFETY: DATA_HEAD lies in the metadata page, 8-aligned; the kernel writes it.
         let head = unsafe { std::ptr::read_volatile(self.base.add(DATA_HEAD).cast::<u64>()) };
         fence(Ordering::Acquire);
@@ -68,6 +100,7 @@ impl Ring {
             let mut header = [0u8; 8];
             self.copy_out(self.tail, &mut header);
             let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
+            let misc = u16::from_ne_bytes([header[4], header[5]]);
             let size = u64::from(u16::from_ne_bytes([header[6], header[7]]));
             if size < 8 || self.tail + size > head {
                 // A malformed or partial record: skip to the head rather than loop.
@@ -80,7 +113,12 @@ impl Ring {
             match kind {
                 PERF_RECORD_SAMPLE => {
                     if let Some(s) = parse_sample(&body) {
-                        out.push(s);
+                        each(Record::Sample(s));
+                    }
+                }
+                PERF_RECORD_SWITCH => {
+                    if let Some(r) = parse_switch(misc, &body) {
+                        each(r);
                     }
                 }
                 PERF_RECORD_LOST => lost += read_u64(&body, 8).unwrap_or(0),
@@ -155,9 +193,48 @@ pub(crate) fn parse_sample(body: &[u8]) -> Option<Sample> {
     })
 }
 
+/// Parses a switch record's body: with `sample_id_all` and `PERF_SAMPLE_TID | TIME`, its
+/// sample id is `pid u32, tid u32, time u64`.
+pub(crate) fn parse_switch(misc: u16, body: &[u8]) -> Option<Record> {
+    let time_ns = read_u64(body, 8)?;
+    let out = misc & MISC_SWITCH_OUT != 0;
+    Some(Record::Switch {
+        out,
+        preempted: out && misc & MISC_SWITCH_OUT_PREEMPT != 0,
+        time_ns,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_switch_records() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&7u32.to_ne_bytes());
+        b.extend_from_slice(&8u32.to_ne_bytes());
+        b.extend_from_slice(&99u64.to_ne_bytes());
+        let r = parse_switch(MISC_SWITCH_OUT | MISC_SWITCH_OUT_PREEMPT, &b);
+        assert_eq!(
+            r,
+            Some(Record::Switch {
+                out: true,
+                preempted: true,
+                time_ns: 99
+            })
+        );
+        let back = parse_switch(MISC_SWITCH_OUT_PREEMPT, &b);
+        assert!(matches!(
+            back,
+            Some(Record::Switch {
+                out: false,
+                preempted: false,
+                ..
+            })
+        ));
+        assert!(parse_switch(0, &b[..12]).is_none());
+    }
 
     fn body(tid: u32, time: u64, ips: &[u64]) -> Vec<u8> {
         let mut b = Vec::new();

@@ -3,6 +3,7 @@
 //!
 //! - [`counters`]: `clrspy counters list|monitor|collect` — EventCounters and
 //!   System.Diagnostics.Metrics meters, as a live table or as CSV, JSON Lines or Prometheus text;
+//! - [`logs`]: `clrspy logs` — the app's ILogger messages as they are logged;
 //! - [`stack`]: `clrspy stack` — the managed stack of every thread now;
 //! - [`top`]: `clrspy top` — the hottest methods of the last few seconds, full-screen.
 //!
@@ -11,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod counters;
+pub mod logs;
 pub mod stack;
 pub mod top;
 

@@ -160,6 +160,8 @@ pub enum Command {
     Top(clrspy_views::top::Args),
     /// Every thread's stack now, innermost first, with thread ids and names.
     Stack(clrspy_views::stack::Args),
+    /// The app's own log messages (ILogger, through its EventSource logger), live.
+    Logs(clrspy_views::logs::Args),
 }
 
 /// `clrspy gcdump`.

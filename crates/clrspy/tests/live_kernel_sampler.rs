@@ -119,6 +119,17 @@ fn kernel_samples_name_the_hot_method_and_match_the_thread_cpu() {
 
     let cpu = json(&["report", t, "cpu", "--json"]);
     assert_eq!(cpu["kernel_samples"], true, "{cpu}");
+    // Waits with stacks where kernel-mode samples are allowed (root here; CAP_PERFMON or
+    // perf_event_paranoid ≤ 1 elsewhere), else said.
+    let waits = json(&["report", t, "waits", "--json"]);
+    // SAFETY: geteuid has no memory effects.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(count(&i, "KernelWait") > 0, "{i}");
+        assert_eq!(waits["kernel_waits"], true, "{waits}");
+        assert!(waits["total_ms"].as_f64().unwrap() > 1000.0, "{waits}");
+    } else if count(&i, "KernelWait") == 0 {
+        assert!(err.contains("waiting has no stacks"), "{err}");
+    }
     assert_eq!(
         cpu["top_exclusive"][0]["method"], "Workloads.Cpu.Burn",
         "{cpu}"

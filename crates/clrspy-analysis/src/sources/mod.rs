@@ -21,10 +21,10 @@ macro_rules! models {
 models!(
     requests,
     connections,
-    http_client,
     counters,
     logs,
     net,
+    http,
     hangs,
 );
 

@@ -79,11 +79,6 @@ impl<K: Hash + Eq + Clone, S, E> Pairs<K, S, E> {
         }
     }
 
-    /// The data of a start still waiting for its end.
-    pub(crate) fn open_start(&self, key: &K) -> Option<&S> {
-        self.starts.get(key).and_then(|v| v.last()).map(|s| &s.1)
-    }
-
     /// Starts without an end (still going at the end of the trace).
     pub(crate) fn open(&self) -> u64 {
         self.starts.values().map(|v| v.len() as u64).sum()

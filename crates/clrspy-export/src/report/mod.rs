@@ -28,6 +28,7 @@ pub mod tree;
 pub mod view;
 
 use clr_events::provider_spec::ProviderSpec;
+use clrspy_analysis::rows::RowSink;
 use clrspy_analysis::{Analysis, ModelSet};
 
 pub use def::ReportDef;
@@ -75,6 +76,7 @@ reports!(
     contention: Contention => contention::REPORT,
     gc: Gc => gc::REPORT,
     threads: Threads => threads::REPORT,
+    http: Http => http::REPORT,
     hangs: Hangs => hangs::REPORT,
 );
 
@@ -143,6 +145,39 @@ impl std::str::FromStr for ReportKind {
             .find(|k| k.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| format!("unknown report '{s}'"))
     }
+}
+
+/// The sink of `--requests-jsonl FILE` for report `kind`: the file, created now (a bad path
+/// fails before the pass), for the model of the report that lists its requests; an error in
+/// words when the report lists none or the file cannot be made.
+pub fn rows_file(kind: ReportKind, path: &std::path::Path) -> Result<RowSink, String> {
+    let Some(model) = kind.def().rows else {
+        let with: Vec<&str> = ReportKind::ALL
+            .into_iter()
+            .filter(|k| k.def().rows.is_some())
+            .map(ReportKind::name)
+            .collect();
+        return Err(format!(
+            "--requests-jsonl lists the requests of the {} reports, not of `{}`",
+            with.join(" and "),
+            kind.name()
+        ));
+    };
+    let file = std::fs::File::create(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    Ok(RowSink::new(model, Box::new(file)))
+}
+
+/// Ends the file of [`rows_file`]: how many rows it holds, or the first write error (a full
+/// disk) in words.
+pub fn finish_rows(rows: &RowSink, path: &std::path::Path) -> Result<u64, String> {
+    rows.finish().map_err(|e| {
+        format!(
+            "writing the requests to {} failed after {} of them: {e}",
+            path.display(),
+            rows.rows()
+        )
+    })
 }
 
 /// The models an analysis for `kinds` runs.

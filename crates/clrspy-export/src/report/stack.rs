@@ -103,6 +103,10 @@ pub struct StackReport {
     /// suspended the runtime; left out of the JSON when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub kernel_samples: bool,
+    /// The kernel sampler also took the waits (a stack each time a thread left its CPU, and
+    /// how long until it came back); left out of the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_waits: bool,
     /// The trace's CPU count: an estimate counts no more threads on a CPU per sampling round.
     pub cpus: Option<u32>,
     /// True when the time is measured (thread CPU readings), not estimated from samples.
@@ -198,6 +202,7 @@ pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> 
 }
 
 /// How CPU was told from waiting with the kernel's samples.
+const KERNEL_WAITS_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc about every 20 ms while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; waiting from the kernel's context switches: each time a thread left its CPU, its stack then and how long until it came back (run-queue time when it was preempted)";
 const KERNEL_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc about every 20 ms while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; the rest of the interval's wall time is waiting, on no stack (where a thread waited needs the runtime's sampler)";
 
 /// The name of the frame that stands for run-queue time in waiting stacks.
@@ -271,12 +276,16 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         metric,
         method,
         method_note: match a.cpu.kernel_sampled() {
+            true if method == CpuSource::ThreadCpuTimes && a.cpu.kernel_waits() => {
+                KERNEL_WAITS_NOTE.into()
+            }
             true if method == CpuSource::ThreadCpuTimes => KERNEL_NOTE.into(),
             _ => cpu_source_note(method, a.cpu.cpus(), a.cpu.estimate().rounds_per_group()),
         },
         sample_interval_ms: ms_per,
         sampler_period_ms: a.cpu.measured_period_ns().map(|p| p as f64 / 1e6),
         kernel_samples: a.cpu.kernel_sampled(),
+        kernel_waits: a.cpu.kernel_waits(),
         cpus: a.cpu.cpus(),
         exact: method == CpuSource::ThreadCpuTimes,
         total_samples: round1(samples),
@@ -341,7 +350,7 @@ impl TextView for StackReport {
             writeln!(
                 out,
                 "  nothing matched: {}",
-                nothing_matched_hint(self.metric, self.kernel_samples)
+                nothing_matched_hint(self.metric, self.kernel_samples && !self.kernel_waits)
             )?;
         }
         if let (Some(runq), Some(blocked), Some(src), true) = (

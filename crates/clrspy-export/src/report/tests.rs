@@ -53,6 +53,7 @@ fn the_summary_runs_the_models_of_its_sections() {
         "contention",
         "gc",
         "threads",
+        "http",
         "hangs",
     ]);
     assert_eq!(Ok(summary), named);

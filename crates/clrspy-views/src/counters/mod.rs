@@ -214,7 +214,7 @@ fn pump(
 }
 
 /// The exit code: the launched program's (0 when clrspy ended it), else 0.
-fn exit_code(end: Option<ChildEnd>) -> ExitCode {
+pub(crate) fn exit_code(end: Option<ChildEnd>) -> ExitCode {
     let Some(end) = end else {
         return ExitCode::SUCCESS;
     };

@@ -50,6 +50,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Heap(a) => heap::run_heap(&a),
         Command::Counters(a) => Ok(clrspy_views::counters::run(&a)?),
         Command::Stack(a) => Ok(clrspy_views::stack::run(&a)?),
+        Command::Logs(a) => Ok(clrspy_views::logs::run(&a)?),
         Command::Profile(a) => {
             a.target.require("profile")?;
             profile::run(&a)

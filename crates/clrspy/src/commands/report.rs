@@ -3,7 +3,6 @@
 
 use std::io::{IsTerminal, Write};
 
-use clrspy_analysis::rows::RowSink;
 use clrspy_analysis::{Analysis, Options, StackFilter};
 use clrspy_export::report::{
     self, processes, ReportKind, ReportOptions, ReportView, TextStyle, TreeOptions,
@@ -90,10 +89,14 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     options.images = args.images.sources();
     // Only the models this report reads run.
     options.models = report::models_for(&[args.kind]);
-    options.rows = row_sink(args)?;
+    if let Some(path) = &args.requests_jsonl {
+        options.rows =
+            Some(report::rows_file(args.kind, path).map_err(|e| CliError::new(e).code(2))?);
+    }
     let a = analyze(&args.input.trace, options.clone())?;
-    if let Some(rows) = &options.rows {
-        finish_rows(rows, args)?;
+    if let (Some(rows), Some(path)) = (&options.rows, &args.requests_jsonl) {
+        let n = report::finish_rows(rows, path).map_err(CliError::new)?;
+        eprintln!("{n} requests written to {}", path.display());
     }
     let r = report::build(args.kind, &a, &report_options(args));
     if !args.json {
@@ -105,47 +108,6 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     }
     print(r.as_ref(), args.json)?;
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// The sink of `--requests-jsonl`: the file (created now, so a bad path fails before the
-/// pass), for the model of the report that lists requests.
-fn row_sink(args: &ReportArgs) -> CliResult<Option<RowSink>> {
-    let Some(path) = &args.requests_jsonl else {
-        return Ok(None);
-    };
-    let with_rows: Vec<&str> = ReportKind::ALL
-        .into_iter()
-        .filter(|k| k.def().rows.is_some())
-        .map(ReportKind::name)
-        .collect();
-    let Some(model) = args.kind.def().rows else {
-        return Err(CliError::new(format!(
-            "--requests-jsonl lists the requests of the {} reports, not of `{}`",
-            with_rows.join(" and "),
-            args.kind.name()
-        ))
-        .code(2));
-    };
-    let file = std::fs::File::create(path)
-        .map_err(|e| CliError::new(format!("cannot create {}: {e}", path.display())).code(2))?;
-    Ok(Some(RowSink::new(model, Box::new(file))))
-}
-
-/// Ends `--requests-jsonl`'s file; a write error (a full disk) fails the command, naming it.
-fn finish_rows(rows: &RowSink, args: &ReportArgs) -> CliResult<()> {
-    let path = args
-        .requests_jsonl
-        .as_deref()
-        .unwrap_or(std::path::Path::new(""));
-    let n = rows.finish().map_err(|e| {
-        CliError::new(format!(
-            "writing the requests to {} failed after {} of them: {e}",
-            path.display(),
-            rows.rows()
-        ))
-    })?;
-    eprintln!("{n} requests written to {}", path.display());
-    Ok(())
 }
 
 /// `clrspy report FOLDER`: the process tree of `record --children`, one trace at a time.

@@ -531,3 +531,62 @@ pub fn dotnet_trace() -> Result<PathBuf, String> {
     })
     .clone()
 }
+
+/// The `dotnet new web` template, made and built once per test run (offline: the SDK has it).
+pub fn template_web() -> &'static Path {
+    static DLL: OnceLock<PathBuf> = OnceLock::new();
+    DLL.get_or_init(|| {
+        let base = repo().join("target/testapps");
+        std::fs::create_dir_all(&base).unwrap();
+        let _guard = build_lock();
+        let src = base.join("TemplateWeb-src");
+        let out = base.join("TemplateWeb");
+        let env = [("DOTNET_CLI_TELEMETRY_OPTOUT", "1"), ("DOTNET_NOLOGO", "1")];
+        if !src.join("TemplateWeb.csproj").exists() {
+            let ok = Command::new("dotnet")
+                .args(["new", "web", "--force", "-n", "TemplateWeb", "-o"])
+                .arg(&src)
+                .envs(env)
+                .stdout(Stdio::null())
+                .status()
+                .expect("run dotnet new web");
+            assert!(ok.success(), "dotnet new web failed");
+        }
+        let ok = Command::new("dotnet")
+            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .envs(env)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run dotnet build");
+        assert!(ok.success(), "dotnet build of the web template failed");
+        out.join("TemplateWeb.dll")
+    })
+}
+
+/// Starts the template on a free loopback port; waits until it accepts connections.
+pub fn start_template() -> (Running, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("dotnet")
+        .arg(template_web())
+        .args(["--urls", &format!("http://127.0.0.1:{port}")])
+        .env("ASPNETCORE_ENVIRONMENT", "Production")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the web template");
+    let pid = child.id();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the web template did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    (Running(child, pid), port)
+}
