@@ -9,7 +9,8 @@ use clrspy_analysis::{Analysis, ModelSet, Options};
 use super::super::sections::HtmlInput;
 use super::super::view::{ReportOptions, TextView};
 use super::super::TextStyle;
-use super::{build, view};
+use super::build::build;
+use super::view;
 
 fn deadlock() -> Analysis {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

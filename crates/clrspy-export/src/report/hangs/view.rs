@@ -9,7 +9,7 @@ use super::super::sections::{
 };
 use super::super::text::TextStyle;
 use super::super::view::TextView;
-use super::{build, is_wait_internal, waiter, HangsReport};
+use super::build::{build, is_wait_internal, waiter, HangsReport};
 use crate::html::markup::escape;
 use crate::units::fit;
 
