@@ -188,4 +188,11 @@ fn a_deadlock_older_than_the_recording_is_a_hang_in_progress() {
     let hint = p["hint"].as_str().unwrap();
     assert!(hint.contains(&format!("clrspy stack -p {pid}")), "{hint}");
     assert!(hint.contains(&format!("clrspy dump -p {pid}")), "{hint}");
+    assert_eq!(
+        p["commands"],
+        serde_json::json!([
+            format!("clrspy stack -p {pid}"),
+            format!("clrspy dump -p {pid}")
+        ])
+    );
 }

@@ -160,6 +160,8 @@ pub struct InProgress {
     pub threads: Vec<StuckThread>,
     /// What to do.
     pub hint: String,
+    /// The commands the hint names: the live stacks, then a dump.
+    pub commands: Vec<String>,
 }
 
 /// The hangs report.
@@ -528,6 +530,10 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
         .map_or_else(|| "PID".to_string(), |p| p.to_string());
     Some(InProgress {
         threads,
+        commands: vec![
+            format!("clrspy stack -p {pid}"),
+            format!("clrspy dump -p {pid}"),
+        ],
         hint: format!(
             "a trace sees only the waits that start inside it: see who holds what now with `clrspy stack -p {pid}`, and keep the evidence with `clrspy dump -p {pid}`"
         ),

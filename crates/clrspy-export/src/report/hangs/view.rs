@@ -95,7 +95,14 @@ impl HangsReport {
             )?;
             writeln!(out, "      from {}", fit(&t.method, style.room(11)))?;
         }
-        writeln!(out, "  {}", p.hint)
+        writeln!(out, "  a trace sees only the waits that start inside it:")?;
+        for (what, c) in ["who holds what now:", "keep the evidence:"]
+            .iter()
+            .zip(&p.commands)
+        {
+            writeln!(out, "    {what:<20} {c}")?;
+        }
+        Ok(())
     }
 
     fn write_blocked(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
@@ -273,8 +280,9 @@ impl SummarySection for HangsSection {
         if let Some(p) = &r.in_progress {
             writeln!(
                 out,
-                "  {} thread(s) blocked in a lock since before the recording",
-                p.threads.len()
+                "  {} thread(s) blocked in a lock since before the recording: {}",
+                p.threads.len(),
+                p.commands.first().map_or("", String::as_str)
             )?;
         }
         Ok(())
