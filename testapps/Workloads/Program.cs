@@ -87,6 +87,7 @@ public static class Program
         ["meters"] = Meters.Run,
         ["http-client"] = HttpClientCalls.Run,
         ["loadfail"] = LoadFail.Run,
+        ["starve"] = Starve.Run,
     };
 
     /// Writes one line to stdout and flushes, so a harness reading the pipe sees it at once.

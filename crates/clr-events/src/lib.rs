@@ -63,6 +63,7 @@ pub mod provider_spec;
 pub mod runtime;
 mod tables;
 mod templates;
+pub mod threading;
 mod value_maps;
 mod view;
 

@@ -172,6 +172,12 @@ pub const PROFILES: &[Profile] = &[
         providers: "Microsoft-Windows-DotNETRuntime:0x1C:5",
     },
     Profile {
+        name: "hangs",
+        aliases: &["hang", "deadlock"],
+        description: "deadlocks, long waits and thread-pool starvation: lock waits with their owners, wait handles (.NET 9+), the pool's injections, and thread-time samples; see `clrspy report hangs`",
+        providers: "Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x40000014018:5",
+    },
+    Profile {
         name: "database",
         aliases: &[],
         description: "ADO.NET (SqlClient) and Entity Framework Core commands with their text, through DiagnosticSource, as dotnet-trace's profile",

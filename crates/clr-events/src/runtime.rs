@@ -507,6 +507,8 @@ impl<'a> ExceptionCatch<'a> {
 pub struct ContentionStart {
     /// The lock (version 2, .NET 8+).
     pub lock_id: Option<u64>,
+    /// The object locked on (version 2; 0 for a lock that is not an object's monitor).
+    pub associated_object_id: Option<u64>,
     /// The thread holding it (version 2).
     pub owner_thread_id: Option<u64>,
 }
@@ -517,6 +519,7 @@ impl ContentionStart {
         let mut c = rt(ids::CONTENTION_START, version, payload, pointer_size)?;
         Ok(ContentionStart {
             lock_id: c.opt_u64("LockID")?,
+            associated_object_id: c.opt_u64("AssociatedObjectID")?,
             owner_thread_id: c.opt_u64("LockOwnerThreadID")?,
         })
     }

@@ -65,7 +65,9 @@ const KINDS: &[ReportKind] = &[
 /// The JSON of `kind` built by its own module's builder, not through the registry: the
 /// registry maps each kind to its own report.
 fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Value {
-    use clrspy_export::report::{alloc, contention, exceptions, gc, stack, summary, threads};
+    use clrspy_export::report::{
+        alloc, contention, exceptions, gc, hangs, stack, summary, threads,
+    };
     match kind {
         ReportKind::Summary => {
             let sections: Vec<_> = ReportKind::ALL
@@ -83,6 +85,7 @@ fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Va
         ReportKind::Threads => threads::build(a, o).json(),
         ReportKind::Http => clrspy_export::report::http::build(a, o).json(),
         ReportKind::Loader => clrspy_export::report::loader::build(a, o).json(),
+        ReportKind::Hangs => hangs::build(a, o).json(),
     }
 }
 

@@ -26,6 +26,7 @@ models!(
     net,
     http,
     loader,
+    hangs,
 );
 
 mod shared;

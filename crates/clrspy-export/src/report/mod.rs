@@ -78,6 +78,7 @@ reports!(
     threads: Threads => threads::REPORT,
     http: Http => http::REPORT,
     loader: Loader => loader::REPORT,
+    hangs: Hangs => hangs::REPORT,
 );
 
 /// The `summary` report's declaration: its module's, built from the summary sections of the

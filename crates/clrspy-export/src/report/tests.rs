@@ -55,6 +55,7 @@ fn the_summary_runs_the_models_of_its_sections() {
         "threads",
         "http",
         "loader",
+        "hangs",
     ]);
     assert_eq!(Ok(summary), named);
 }
@@ -70,6 +71,8 @@ fn each_report_adds_its_keywords() {
     assert_eq!(runtime(&[Alloc, Exceptions]), (0x8019, 5, 1));
     assert_eq!(runtime(&[]), (0x18, 4, 1));
     assert_eq!(runtime(&[Loader]), (0x1C, 4, 1));
+    // Lock waits, the pool, wait handles; samples (the profile `hangs` records the same).
+    assert_eq!(runtime(&[Hangs]), (0x400_0001_4018, 5, 2));
 }
 
 fn empty() -> Analysis {

@@ -1,0 +1,541 @@
+//! The `hangs` report's objects and their builder: the cycles among the lock waits still open
+//! at the end, the other blocked threads, the pool's evidence of starvation with the workers
+//! blocked in sync-over-async, long waits by the method that waited, and a hang in progress.
+
+use clrspy_analysis::sources::hangs::{HangModel, OpenWait, WaitKind};
+use clrspy_analysis::{Analysis, StackFilter};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use super::super::needs::{Needs, CONTENTION};
+use super::super::view::ReportOptions;
+use crate::units::round1;
+
+
+/// The runtime's `Threading` keyword (the pool's adjustments and worker counts).
+const THREADING: u64 = 0x1_0000;
+/// The runtime's `WaitHandle` keyword (.NET 9+).
+const WAIT_HANDLE: u64 = 0x400_0000_0000;
+
+/// What the report needs recorded: lock waits, wait handles and the pool at verbose level
+/// (lock waits are verbose before .NET 8), and thread-time samples.
+pub(super) const NEEDS: Needs = Needs::runtime(CONTENTION | THREADING | WAIT_HANDLE, 5)
+    .with_samples()
+    .with_profile("hangs");
+
+
+/// Injections that make starvation: the pool had to add threads again and again (one or two
+/// are a pool's normal growth under a burst).
+const STARVED_INJECTIONS: u64 = 3;
+
+/// One thread of a deadlock cycle.
+#[derive(Clone, Debug, Serialize)]
+pub struct CycleMember {
+    /// The OS thread id.
+    pub thread_id: u64,
+    /// Its name, when the trace has it (clrspy's recordings do).
+    pub thread_name: Option<String>,
+    /// The lock it waits for (the runtime's lock id, hex).
+    pub waits_for_lock: String,
+    /// The lock it holds that the previous member waits for.
+    pub holds_lock: String,
+    /// The object locked on (hex; the lock's `AssociatedObjectID`).
+    pub lock_object: String,
+    /// Since when it waits, ms since the trace started.
+    pub since_ms: f64,
+    /// How long it had waited at the trace's end, ms.
+    pub waiting_ms: f64,
+    /// Its stack when it began waiting, leaf first.
+    pub stack: Vec<String>,
+}
+
+/// A thread still blocked at the trace's end, not in a deadlock.
+#[derive(Clone, Debug, Serialize)]
+pub struct BlockedThread {
+    /// The OS thread id.
+    pub thread_id: u64,
+    /// Its name, when the trace has it.
+    pub thread_name: Option<String>,
+    /// `lock` (a contended lock) or `wait` (a wait handle, a monitor wait, a join).
+    pub kind: &'static str,
+    /// How long it had waited at the end, ms.
+    pub waiting_ms: f64,
+    /// The lock (hex), for a lock wait on .NET 8+ (null before: the runtime does not say).
+    pub lock: Option<String>,
+    /// The lock's owner thread, for a lock wait (.NET 8+).
+    pub owner_thread_id: Option<u64>,
+    /// What the wait is in (`Unknown`, `MonitorWait`), for a handle wait.
+    pub source: Option<String>,
+    /// Its stack when it began waiting, leaf first.
+    pub stack: Vec<String>,
+}
+
+/// Waits of one stack.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitStack {
+    /// `lock` or `wait`.
+    pub kind: &'static str,
+    /// Waits.
+    pub count: u64,
+    /// Their total, ms (open ones until the trace's end).
+    pub total_ms: f64,
+    /// The longest, ms.
+    pub max_ms: f64,
+    /// Still open at the end.
+    pub open: u64,
+    /// The stack, leaf first.
+    pub stack: Vec<String>,
+}
+
+/// Workers blocked in sync-over-async at one call site.
+#[derive(Clone, Debug, Serialize)]
+pub struct SyncOverAsync {
+    /// The method that blocked (the first frame outside the runtime's task and threading
+    /// code), or the blocking frame.
+    pub method: String,
+    /// The blocking call (`Task.Wait`, `.Result`, `GetResult`).
+    pub blocked_in: String,
+    /// Waits seen there (wait events on pool workers).
+    pub waits: u64,
+    /// Their time, ms (wait events), or the sampled blocked time where no wait events.
+    pub wait_ms: f64,
+}
+
+/// Thread-pool starvation and its evidence.
+#[derive(Clone, Debug, Serialize)]
+pub struct Starvation {
+    /// True when the pool injected threads 3 times or more because work waited or workers
+    /// blocked.
+    pub detected: bool,
+    /// `ThreadPoolWorkerThreadAdjustment/Adjustment` events with reason `Starvation`.
+    pub starvation_adjustments: u64,
+    /// With reason `CooperativeBlocking` (workers blocked in `Task.Wait`/`.Result`).
+    pub blocking_adjustments: u64,
+    /// Of those, the ones that raised the worker count.
+    pub injections: u64,
+    /// Threads injected per second between the first and last injection.
+    pub injections_per_s: Option<f64>,
+    /// The first and last injection, ms since the trace started.
+    pub first_injection_ms: Option<f64>,
+    /// The last.
+    pub last_injection_ms: Option<f64>,
+    /// Workers before the first injection.
+    pub workers_before: Option<u32>,
+    /// The highest worker count.
+    pub workers_max: u32,
+    /// The pool's configured minimum of workers, when the trace says.
+    pub min_workers: Option<u32>,
+    /// Every adjustment by reason.
+    pub adjustments: FxHashMap<String, u64>,
+    /// Work items queued and taken (when `ThreadPool/Enqueue`/`Dequeue` were recorded), and
+    /// the most queued at once.
+    pub enqueued: u64,
+    /// Taken.
+    pub dequeued: u64,
+    /// The most queued and not yet taken.
+    pub max_backlog: u64,
+    /// Lowest and highest throughput measured (work items per second).
+    pub throughput: Option<(f64, f64)>,
+    /// Pool workers blocked in sync-over-async, by call site, most time first.
+    pub sync_over_async: Vec<SyncOverAsync>,
+}
+
+/// A thread blocked the whole trace with no wait starting in it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StuckThread {
+    /// The OS thread id.
+    pub thread_id: u64,
+    /// Its name, when the trace has it.
+    pub thread_name: Option<String>,
+    /// The lock call it is blocked in.
+    pub blocked_in: String,
+    /// The method that called it.
+    pub method: String,
+}
+
+/// A hang already in progress when the recording began.
+#[derive(Clone, Debug, Serialize)]
+pub struct InProgress {
+    /// The threads.
+    pub threads: Vec<StuckThread>,
+    /// What to do.
+    pub hint: String,
+    /// The commands the hint names: the live stacks, then a dump.
+    pub commands: Vec<String>,
+}
+
+/// The hangs report.
+#[derive(Clone, Debug, Serialize)]
+pub struct HangsReport {
+    /// Deadlock cycles, each a list of its threads.
+    pub deadlocks: Vec<Vec<CycleMember>>,
+    /// Threads still blocked at the end outside any cycle, longest first.
+    pub blocked: Vec<BlockedThread>,
+    /// Thread-pool starvation.
+    pub starvation: Starvation,
+    /// Waits by stack, most time first (top N).
+    pub long_waits: Vec<WaitStack>,
+    /// A hang already in progress, when the trace shows one.
+    pub in_progress: Option<InProgress>,
+    /// Events read: `Contention/Start`, `/Stop`, `WaitHandleWait/Start`, `/Stop`.
+    pub lock_waits: u64,
+    /// `Contention/Stop`.
+    pub lock_waits_ended: u64,
+    /// `WaitHandleWait/Start`.
+    pub handle_waits: u64,
+    /// `WaitHandleWait/Stop`.
+    pub handle_waits_ended: u64,
+    /// Set when the trace has none of this: what to record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+fn hex(v: u64) -> String {
+    format!("0x{v:x}")
+}
+
+fn ms(ns: f64) -> f64 {
+    round1(ns / 1e6)
+}
+
+fn kind_name(k: WaitKind) -> &'static str {
+    match k {
+        WaitKind::Lock => "lock",
+        WaitKind::Handle => "wait",
+    }
+}
+
+/// A frame of the runtime's locking, waiting or task code (not who waited).
+pub(super) fn is_wait_internal(frame: &str) -> bool {
+    frame.starts_with('[')
+        || frame.contains('!')
+        || frame.starts_with("System.Threading.")
+        || frame.starts_with("System.Runtime.CompilerServices.")
+        || frame.starts_with("System.Diagnostics.Tracing.")
+}
+
+/// A stack of the runtime's own threads that wait by design: the timer thread, the pool's
+/// gate thread, an idle worker.
+fn waits_by_design(frames: &[String]) -> bool {
+    frames.iter().any(|f| {
+        f.starts_with("System.Threading.TimerQueue.TimerThread")
+            || f.starts_with("System.Threading.PortableThreadPool+GateThread")
+            || f.starts_with("System.Threading.LowLevelLifoSemaphore")
+    })
+}
+
+/// A frame that blocks on a task: `Task.Wait`, `.Result`, `GetResult`, `WaitAll`.
+fn is_task_wait(frame: &str) -> bool {
+    frame.starts_with("System.Threading.Tasks.Task")
+        && (frame.contains(".Wait") || frame.contains("get_Result") || frame.contains("GetResult"))
+        || frame.contains("Awaiter") && frame.contains("GetResult")
+}
+
+/// A frame of a thread-pool worker's dispatch loop.
+fn is_pool_dispatch(frame: &str) -> bool {
+    frame.contains("PortableThreadPool+WorkerThread")
+        || frame.contains("ThreadPoolWorkQueue.Dispatch")
+        || frame.contains("WindowsThreadPool")
+}
+
+/// A frame of a lock acquisition (a thread in it is never idle by design).
+fn is_lock_enter(frame: &str) -> bool {
+    frame.starts_with("System.Threading.Monitor.Enter")
+        || frame.starts_with("System.Threading.Monitor.ReliableEnter")
+        || frame.starts_with("System.Threading.Lock.Enter")
+        || frame.starts_with("System.Threading.Lock.TryEnter")
+}
+
+/// The first frame (leaf first) outside the waiting code, else the leaf.
+pub(super) fn waiter(frames: &[String]) -> String {
+    frames
+        .iter()
+        .find(|f| !is_wait_internal(f))
+        .or_else(|| frames.first())
+        .cloned()
+        .unwrap_or_else(|| "[no stack]".into())
+}
+
+/// Builds the hangs report.
+pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
+    let empty = HangModel::default();
+    let m = a.model::<HangModel>().unwrap_or(&empty);
+    let name = |t: u64| a.threads.names.get(&t).cloned();
+    let cycles = m.cycles();
+    let in_cycle: Vec<u64> = cycles.iter().flatten().map(|c| c.wait.thread).collect();
+    let deadlocks = cycles
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|c| CycleMember {
+                    thread_id: c.wait.thread,
+                    thread_name: name(c.wait.thread),
+                    waits_for_lock: hex(c.wait.lock_id),
+                    holds_lock: hex(c.holds_lock),
+                    lock_object: hex(c.wait.object_id),
+                    since_ms: ms(c.wait.start_ns as f64),
+                    waiting_ms: ms((m.end_ns - c.wait.start_ns).max(0) as f64),
+                    stack: a.frames(c.wait.stack),
+                })
+                .collect()
+        })
+        .collect();
+    let blocked = blocked(a, m, &in_cycle, o.top);
+    let long_waits = long_waits(a, m, o.top);
+    let starvation = starvation(a, m, o.top);
+    let in_progress = if in_cycle.is_empty() {
+        in_progress(a, m)
+    } else {
+        None
+    };
+    let nothing = m.lock_waits == 0
+        && m.handle_waits == 0
+        && m.pool.adjustments.is_empty()
+        && in_progress.is_none();
+    HangsReport {
+        deadlocks,
+        blocked,
+        starvation,
+        long_waits,
+        in_progress,
+        lock_waits: m.lock_waits,
+        lock_waits_ended: m.lock_waits_ended,
+        handle_waits: m.handle_waits,
+        handle_waits_ended: m.handle_waits_ended,
+        missing: (nothing && !o.narrowed)
+            .then(|| NEEDS.missing_line("lock waits, wait handles or thread-pool adjustments")),
+    }
+}
+
+/// Waits by kind and the method that waited (the first frame outside the waiting code),
+/// with the stack that waited longest there; the runtime's own waits by design left out.
+fn long_waits(a: &Analysis, m: &HangModel, top: usize) -> Vec<WaitStack> {
+    let mut by: FxHashMap<(WaitKind, String), (WaitStack, f64)> = FxHashMap::default();
+    for ((k, s), t) in &m.by_stack {
+        let stack = a.frames(*s);
+        if waits_by_design(&stack) {
+            continue;
+        }
+        let e = by.entry((*k, waiter(&stack))).or_insert_with(|| {
+            let w = WaitStack {
+                kind: kind_name(*k),
+                count: 0,
+                total_ms: 0.0,
+                max_ms: 0.0,
+                open: 0,
+                stack: Vec::new(),
+            };
+            (w, -1.0)
+        });
+        e.0.count += t.count;
+        e.0.total_ms += t.total_ns / 1e6;
+        e.0.max_ms = e.0.max_ms.max(ms(t.max_ns));
+        e.0.open += t.open;
+        if t.total_ns > e.1 || (t.total_ns == e.1 && stack < e.0.stack) {
+            e.0.stack = stack;
+            e.1 = t.total_ns;
+        }
+    }
+    let mut v: Vec<WaitStack> = by
+        .into_values()
+        .map(|(mut w, _)| {
+            w.total_ms = round1(w.total_ms);
+            w
+        })
+        .collect();
+    v.sort_by(|x, y| {
+        y.total_ms
+            .total_cmp(&x.total_ms)
+            .then_with(|| x.kind.cmp(y.kind))
+            .then_with(|| x.stack.cmp(&y.stack))
+    });
+    v.truncate(top);
+    v
+}
+
+/// The threads blocked at the end outside the cycles: lock waits, then handle waits of
+/// threads not waiting for a lock (a lock's slow path waits on a handle too), longest first.
+fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<BlockedThread> {
+    let lock_threads: Vec<u64> = m.open_locks.iter().map(|w| w.thread).collect();
+    let end = m.end_ns;
+    let row = |w: &OpenWait, kind: WaitKind| BlockedThread {
+        thread_id: w.thread,
+        thread_name: a.threads.names.get(&w.thread).cloned(),
+        kind: kind_name(kind),
+        waiting_ms: ms((end - w.start_ns).max(0) as f64),
+        lock: (kind == WaitKind::Lock && w.lock_id != 0).then(|| hex(w.lock_id)),
+        owner_thread_id: (w.owner != 0).then_some(w.owner),
+        source: w.source.map(|s| s.to_string()),
+        stack: a.frames(w.stack),
+    };
+    let mut v: Vec<BlockedThread> = m
+        .open_locks
+        .iter()
+        .filter(|w| !in_cycle.contains(&w.thread))
+        .map(|w| row(w, WaitKind::Lock))
+        .chain(
+            m.open_handles
+                .iter()
+                .filter(|w| !lock_threads.contains(&w.thread))
+                .map(|w| row(w, WaitKind::Handle)),
+        )
+        .filter(|b| !waits_by_design(&b.stack))
+        .collect();
+    v.sort_by(|x, y| {
+        y.waiting_ms
+            .total_cmp(&x.waiting_ms)
+            .then(x.thread_id.cmp(&y.thread_id))
+    });
+    v.truncate(top);
+    v
+}
+
+/// The pool's evidence, with the workers blocked in sync-over-async: from wait events on
+/// pool workers, else from the samples' blocked time.
+fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
+    let p = &m.pool;
+    let mut sites: FxHashMap<(String, String), (u64, f64)> = FxHashMap::default();
+    for ((_, stack), t) in &m.by_stack {
+        let frames = a.frames(*stack);
+        if let Some(key) = sync_over_async(&frames) {
+            let e = sites.entry(key).or_default();
+            e.0 += t.count;
+            e.1 += t.total_ns / 1e6;
+        }
+    }
+    // Without wait handle events (before .NET 9, or not recorded) the samples say where
+    // workers blocked; the few lock waits inside a task's wait would say little.
+    if m.handle_waits == 0 && a.cpu.span_ns().is_some() {
+        sites.clear();
+        let profile = a.profile(&StackFilter::default());
+        let ms_per = a.sampling_interval_ns as f64 / 1e6;
+        for r in profile.rows.iter().filter(|r| r.wait > r.runq) {
+            let frames: Vec<String> = r
+                .frames
+                .iter()
+                .map(|&f| a.symbols.frame(f).name.clone())
+                .collect();
+            if let Some(key) = sync_over_async(&frames) {
+                sites.entry(key).or_default().1 += (r.wait - r.runq) * ms_per;
+            }
+        }
+    }
+    let mut sync: Vec<SyncOverAsync> = sites
+        .into_iter()
+        .map(|((method, blocked_in), (waits, wait_ms))| SyncOverAsync {
+            method,
+            blocked_in,
+            waits,
+            wait_ms: round1(wait_ms),
+        })
+        .collect();
+    sync.sort_by(|x, y| {
+        y.wait_ms
+            .total_cmp(&x.wait_ms)
+            .then_with(|| x.method.cmp(&y.method))
+    });
+    sync.truncate(top);
+    let span = p.injection_span_ns;
+    Starvation {
+        detected: p.injections >= STARVED_INJECTIONS,
+        starvation_adjustments: p.starvation_adjustments,
+        blocking_adjustments: p.blocking_adjustments,
+        injections: p.injections,
+        injections_per_s: span
+            .filter(|(f, l)| l > f && p.injections > 1)
+            .map(|(f, l)| round1((p.injections - 1) as f64 / ((l - f) as f64 / 1e9))),
+        first_injection_ms: span.map(|s| ms(s.0 as f64)),
+        last_injection_ms: span.map(|s| ms(s.1 as f64)),
+        workers_before: p.workers_before,
+        workers_max: p.workers_max,
+        min_workers: p.min_max.map(|m| m.0),
+        adjustments: p.adjustments.clone(),
+        enqueued: p.enqueued,
+        dequeued: p.dequeued,
+        max_backlog: p.max_backlog,
+        throughput: p.throughput.map(|t| (round1(t.1), round1(t.2))),
+        sync_over_async: sync,
+    }
+}
+
+/// For a pool worker's stack blocked on a task: (the method that blocked, the blocking
+/// call).
+fn sync_over_async(frames: &[String]) -> Option<(String, String)> {
+    if !frames.iter().any(|f| is_pool_dispatch(f)) {
+        return None;
+    }
+    let last_wait = frames.iter().rposition(|f| is_task_wait(f))?;
+    let method = frames[last_wait..]
+        .iter()
+        .find(|f| !is_wait_internal(f))
+        .cloned()
+        .unwrap_or_else(|| frames[last_wait].clone());
+    Some((method, frames[last_wait].clone()))
+}
+
+/// Share of a thread's time in the window it must spend blocked in the lock, and share of
+/// its waiting in the lock, for a hang already in progress.
+const STUCK_SHARE: f64 = 0.8;
+
+/// Threads the samples show blocked in a lock for (nearly) the whole trace when no wait
+/// started on them in it: the hang began before the recording.
+fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
+    a.cpu.span_ns()?;
+    let window = a.window_ns() as f64;
+    if window <= 0.0 {
+        return None;
+    }
+    let profile = a.profile(&StackFilter::default());
+    let parked = profile.parked_threads(&a.symbols);
+    let units_ns = a.sampling_interval_ns as f64;
+    // Per thread: its waiting, its waiting in a lock acquisition, and the lock's frames.
+    let mut per: FxHashMap<u64, (f64, f64, Option<Vec<String>>)> = FxHashMap::default();
+    for r in &profile.rows {
+        if !parked.contains(&r.thread) || m.waited_threads.contains(&r.thread) {
+            continue;
+        }
+        let e = per.entry(r.thread).or_default();
+        e.0 += r.wait;
+        let frames: Vec<String> = r
+            .frames
+            .iter()
+            .map(|&f| a.symbols.frame(f).name.clone())
+            .collect();
+        if let Some(at) = frames.iter().rposition(|f| is_lock_enter(f)) {
+            e.1 += r.wait;
+            e.2.get_or_insert_with(|| frames[at..].to_vec());
+        }
+    }
+    let mut threads: Vec<StuckThread> = per
+        .into_iter()
+        .filter(|(_, (wait, in_lock, _))| {
+            *in_lock >= STUCK_SHARE * wait && in_lock * units_ns >= STUCK_SHARE * window
+        })
+        .filter_map(|(t, (_, _, frames))| {
+            let frames = frames?;
+            Some(StuckThread {
+                thread_id: t,
+                thread_name: a.threads.names.get(&t).cloned(),
+                blocked_in: frames.first()?.clone(),
+                method: waiter(&frames),
+            })
+        })
+        .collect();
+    if threads.is_empty() {
+        return None;
+    }
+    threads.sort_by_key(|t| t.thread_id);
+    let pid = a
+        .process_id
+        .map_or_else(|| "PID".to_string(), |p| p.to_string());
+    Some(InProgress {
+        threads,
+        commands: vec![
+            format!("clrspy stack -p {pid}"),
+            format!("clrspy dump -p {pid}"),
+        ],
+        hint: format!(
+            "a trace sees only the waits that start inside it: see who holds what now with `clrspy stack -p {pid}`, and keep the evidence with `clrspy dump -p {pid}`"
+        ),
+    })
+}
