@@ -38,7 +38,7 @@ fn served_requests_by_route_tied_by_activity() {
     let counts: Vec<(&str, u64)> = r
         .routes
         .iter()
-        .map(|(k, d)| (k.as_str(), d.count))
+        .map(|(k, d)| (k.as_str(), d.durations.count()))
         .collect();
     assert_eq!(
         counts,
@@ -56,7 +56,8 @@ fn served_requests_by_route_tied_by_activity() {
         (0, 0, 1)
     );
     // /call waits for its own /cpu: it takes longer.
-    assert!(r.routes["GET /call"].p50_ms > r.routes["GET /cpu"].p50_ms);
+    let p50 = |route: &str| r.routes[route].durations.quantile_ms(0.5);
+    assert!(p50("GET /call") > p50("GET /cpu"));
     assert!(
         a.model::<LogModel>().is_none(),
         "only the models picked run"
