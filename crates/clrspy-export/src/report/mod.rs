@@ -75,6 +75,7 @@ reports!(
     contention: Contention => contention::REPORT,
     gc: Gc => gc::REPORT,
     threads: Threads => threads::REPORT,
+    requests: Requests => requests::REPORT,
 );
 
 /// The `summary` report's declaration: its module's, built from the summary sections of the

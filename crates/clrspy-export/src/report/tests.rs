@@ -46,7 +46,15 @@ fn every_report_names_models_of_the_registry() {
 #[test]
 fn the_summary_runs_the_models_of_its_sections() {
     let summary = models_for(&[ReportKind::Summary]);
-    let named = ModelSet::named(&["cpu", "alloc", "exceptions", "contention", "gc", "threads"]);
+    let named = ModelSet::named(&[
+        "cpu",
+        "alloc",
+        "exceptions",
+        "contention",
+        "gc",
+        "threads",
+        "requests",
+    ]);
     assert_eq!(Ok(summary), named);
 }
 
