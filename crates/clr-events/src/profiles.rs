@@ -114,10 +114,12 @@ pub struct Profile {
 /// DiagnosticSource bridge (`HttpRequestIn.Stop`'s `Response.StatusCode`; the
 /// `HttpRequestIn.Start` activity ties the request's later events to it), its endpoint from
 /// the routing middleware's `ExecutingEndpoint` log, and activity ids flowing through async
-/// code (TplEventSource 0x80).
+/// code (TplEventSource 0x80). The spec of the bare activity name (`HttpRequestIn`) is what
+/// makes the host create its activity (it asks `IsEnabled` for that name first): without it a
+/// freshly started app writes neither `HttpRequestIn.Start` nor `.Stop`.
 macro_rules! aspnet_event_sources {
     () => {
-        "Microsoft.AspNetCore.Hosting:0:4,Microsoft-AspNetCore-Server-Kestrel:0:4,System.Threading.Tasks.TplEventSource:0x80:4,Microsoft-Diagnostics-DiagnosticSource:0x3:5:FilterAndPayloadSpecs=\"Microsoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn.Start@Activity1Start:-Request.Method\r\nMicrosoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn.Stop@Activity1Stop:-Response.StatusCode\",Microsoft-Extensions-Logging:0x2:4:FilterSpecs=\"Microsoft.AspNetCore.Routing.EndpointMiddleware:Information\""
+        "Microsoft.AspNetCore.Hosting:0:4,Microsoft-AspNetCore-Server-Kestrel:0:4,System.Threading.Tasks.TplEventSource:0x80:4,Microsoft-Diagnostics-DiagnosticSource:0x3:5:FilterAndPayloadSpecs=\"Microsoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn@Activity1Start:-Request.Method\r\nMicrosoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn.Start@Activity1Start:-Request.Method\r\nMicrosoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn.Stop@Activity1Stop:-Response.StatusCode\",Microsoft-Extensions-Logging:0x2:4:FilterSpecs=\"Microsoft.AspNetCore.Routing.EndpointMiddleware:Information\""
     };
 }
 

@@ -122,8 +122,12 @@ struct Open {
     /// Activities started inside it (the DiagnosticSource bridge's), for its later events.
     children: Vec<Key>,
     threads: Vec<u64>,
-    samples: FxHashMap<Option<StackId>, (u64, u64)>,
+    /// Samples of its threads while it ran there: (time, stack, managed code on top).
+    samples: Vec<(i64, Option<StackId>, bool)>,
 }
+
+/// Samples kept per request in flight (a minute of one thread at the default 1 ms).
+const MAX_SAMPLES: usize = 60_000;
 
 /// Served requests.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -202,6 +206,15 @@ fn argument(d: &DecodedPayload, name: &str) -> Option<String> {
             .and_then(|f| f.value.as_str())
             .map(str::to_string)
     })
+}
+
+/// The route of an endpoint's name: a minimal API's `HTTP: GET /items/{id}` is its template
+/// `/items/{id}`; other names (a controller action's, a Razor page's) stay as they are.
+pub fn route_template(endpoint: &str) -> String {
+    endpoint
+        .strip_prefix("HTTP: ")
+        .and_then(|rest| rest.find('/').map(|i| rest[i..].to_string()))
+        .unwrap_or_else(|| endpoint.to_string())
 }
 
 impl RequestModel {
@@ -331,21 +344,21 @@ impl RequestModel {
             let rest = m.strip_prefix("Executing endpoint '")?;
             rest.strip_suffix('\'').map(str::to_string)
         });
-        let Some(endpoint) = endpoint else {
+        let Some(endpoint) = endpoint.map(|e| route_template(&e)) else {
             return;
         };
-        if let Some(r) = self.open_mut(&id) {
+        // The log's activity is the host's logging scope, a child of the request's that the
+        // trace does not tie to it (its start is not recorded): the request is the one
+        // running on the thread, whose start was written just before.
+        let owner = self
+            .owner(&id)
+            .or_else(|| self.running.get(&ev.thread_id).copied());
+        if let Some(r) = owner.and_then(|o| self.open.get_mut(&o)) {
             r.route = Some(endpoint);
-            self.touch(&id, ev.thread_id);
             return;
         }
         // A request completed at its start on this thread: its route came after.
-        let owner = self.alias.get(&id).copied().unwrap_or(id);
-        if self
-            .waiting
-            .get(&ev.thread_id)
-            .is_some_and(|(k, _)| *k == owner)
-        {
+        if self.waiting.contains_key(&ev.thread_id) {
             if let Some((k, mut r)) = self.waiting.remove(&ev.thread_id) {
                 r.route = Some(endpoint);
                 self.finish_request(k, r);
@@ -360,15 +373,14 @@ impl RequestModel {
         let Some(r) = self.open.get_mut(id) else {
             return;
         };
-        self.samples += 1;
+        // A thread's samples are mostly in its own stream, in time order, but a few come
+        // out of order: only those inside the request count (checked again at its end).
+        if ev.ts_ns < r.start_ns || r.samples.len() >= MAX_SAMPLES {
+            return;
+        }
         let managed =
             ThreadSampleType::from_payload(ev.payload) == Some(ThreadSampleType::Managed);
-        let e = r.samples.entry(ev.stack).or_default();
-        if managed {
-            e.0 += 1;
-        } else {
-            e.1 += 1;
-        }
+        r.samples.push((ev.ts_ns, ev.stack, managed));
     }
 
     fn flush_waiting(&mut self, thread: u64) {
@@ -428,17 +440,31 @@ impl RequestModel {
                 duration_ms,
             });
         }
+        let inside = |&&(ts, _, _): &&(i64, Option<StackId>, bool)| ts <= r.end_ns;
+        self.samples += r.samples.iter().filter(inside).count() as u64;
         if self.slowest.would_keep(duration) {
-            let mut samples: Vec<StackSamples> = r
-                .samples
-                .iter()
-                .map(|(&stack, &(managed, external))| StackSamples {
+            let mut by_stack: FxHashMap<Option<StackId>, (u64, u64)> = FxHashMap::default();
+            for &(_, stack, managed) in r.samples.iter().filter(inside) {
+                let e = by_stack.entry(stack).or_default();
+                if managed {
+                    e.0 += 1;
+                } else {
+                    e.1 += 1;
+                }
+            }
+            let mut samples: Vec<StackSamples> = by_stack
+                .into_iter()
+                .map(|(stack, (managed, external))| StackSamples {
                     stack,
                     managed,
                     external,
                 })
                 .collect();
-            samples.sort_by_key(|s| std::cmp::Reverse(s.managed + s.external));
+            samples.sort_by(|a, b| {
+                (b.managed + b.external)
+                    .cmp(&(a.managed + a.external))
+                    .then_with(|| a.stack.cmp(&b.stack))
+            });
             self.slowest.offer(
                 duration,
                 ServedRequest {
