@@ -65,6 +65,62 @@ fn served_requests_by_route_tied_by_activity() {
 }
 
 #[test]
+fn requests_of_a_dotnet_trace_recording_with_status_route_and_connection() {
+    let a = analysed_file(
+        "webapp-requests-dotnet-trace.nettrace.zip",
+        ModelSet::named(&["requests"]).unwrap(),
+    );
+    let r = a.model::<RequestModel>().unwrap();
+    assert_eq!((r.started, r.finished, r.in_flight), (25, 25, 0));
+    assert_eq!((r.with_status, r.with_route), (25, 25));
+    assert_eq!(r.unhandled_exceptions, 4);
+    let routes: Vec<(&str, &str, u64, Vec<(&str, u64)>, u64)> = r
+        .routes
+        .values()
+        .map(|x| {
+            let statuses = x.statuses.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            (
+                x.method.as_str(),
+                x.route.as_str(),
+                x.durations.count(),
+                statuses,
+                x.errors,
+            )
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("GET", "/", 10, vec![("200", 10)], 0),
+            ("GET", "/cpu", 5, vec![("200", 5)], 0),
+            ("GET", "/fail", 4, vec![("500", 4)], 4),
+            ("GET", "/sleep", 6, vec![("200", 6)], 0),
+        ]
+    );
+    // The six sleeps of 50 ms are the slowest, each on its Kestrel connection.
+    let slowest = r.slowest.sorted();
+    assert_eq!(slowest.len(), 20);
+    for s in &slowest[..6] {
+        assert_eq!((s.path.as_str(), s.status), ("/sleep", Some(200)));
+        assert!((50.0..60.0).contains(&s.duration_ms), "{}", s.duration_ms);
+        assert!(s.connection_id.as_deref().is_some_and(|c| c.len() > 8));
+    }
+    assert!(slowest[6].duration_ms < 5.0);
+}
+
+#[test]
+fn route_templates_of_endpoint_names() {
+    use super::requests::route_template;
+    assert_eq!(route_template("HTTP: GET /items/{id}"), "/items/{id}");
+    assert_eq!(route_template("HTTP: GET, POST /"), "/");
+    assert_eq!(route_template("/Index"), "/Index");
+    assert_eq!(
+        route_template("Shop.Controllers.Home.Index (Shop)"),
+        "Shop.Controllers.Home.Index (Shop)"
+    );
+}
+
+#[test]
 fn kestrel_connections() {
     let a = analysed(ModelSet::named(&["connections"]).unwrap());
     let c = a.model::<ConnectionModel>().unwrap();
