@@ -81,6 +81,7 @@ fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Va
         ReportKind::Contention => contention::build(a, o).json(),
         ReportKind::Gc => gc::build(a, o).json(),
         ReportKind::Threads => threads::build(a, o).json(),
+        ReportKind::Requests => clrspy_export::report::requests::build(a, o).json(),
     }
 }
 

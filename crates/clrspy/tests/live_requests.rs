@@ -40,7 +40,11 @@ fn wait_for(file: &Path, prefix: &str) {
         .lines()
         .any(|l| l.starts_with(prefix))
     {
-        assert!(Instant::now() < until, "no '{prefix}' in {}", file.display());
+        assert!(
+            Instant::now() < until,
+            "no '{prefix}' in {}",
+            file.display()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -71,7 +75,16 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
     let theirs = dir.path().join("dotnet-trace.nettrace");
     let log = dir.path().join("record.log");
     let mut rec = clrspy_command()
-        .args(["record", "-p", &pid, "--profile", "aspnet", "--duration", "9s", "-o"])
+        .args([
+            "record",
+            "-p",
+            &pid,
+            "--profile",
+            "aspnet",
+            "--duration",
+            "9s",
+            "-o",
+        ])
         .arg(&ours)
         .stderr(std::fs::File::create(&log).unwrap())
         .stdout(Stdio::null())
@@ -99,15 +112,31 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
     assert_eq!((sleeps, fails, non2xx, roots), (24, 15, 15, 300));
     let total = sleeps + fails + roots;
 
-    assert!(rec.wait().unwrap().success(), "{:?}", std::fs::read_to_string(&log));
+    assert!(
+        rec.wait().unwrap().success(),
+        "{:?}",
+        std::fs::read_to_string(&log)
+    );
     let ours = ours.to_str().unwrap();
     let rows = dir.path().join("rows.jsonl");
     let out = clrspy_command()
-        .args(["report", ours, "requests", "--json", "--top", "5", "--requests-jsonl"])
+        .args([
+            "report",
+            ours,
+            "requests",
+            "--json",
+            "--top",
+            "5",
+            "--requests-jsonl",
+        ])
         .arg(&rows)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let check = |r: &Value, who: &str| {
         assert_eq!(r["finished"], total, "{who}: {r}");
@@ -119,10 +148,15 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
         let fail = route(r, "/fail");
         assert_eq!(fail["statuses"]["500"], fails, "{who}");
         assert_eq!(fail["errors"], fails, "{who}");
-        assert!(route(r, "/sleep")["p50_ms"].as_f64().unwrap() >= 100.0, "{who}");
+        assert!(
+            route(r, "/sleep")["p50_ms"].as_f64().unwrap() >= 100.0,
+            "{who}"
+        );
         let slowest = r["slowest"].as_array().unwrap();
         assert!(
-            slowest.iter().all(|s| s["path"] == "/sleep" && s["status"] == 200),
+            slowest
+                .iter()
+                .all(|s| s["path"] == "/sleep" && s["status"] == 200),
             "{who}: {slowest:?}"
         );
     };
@@ -146,10 +180,22 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
     let text = std::fs::read_to_string(&rows).unwrap();
     assert_eq!(text.lines().count() as u64, total);
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    let keys: Vec<&str> = first.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
         keys,
-        ["start_ms", "method", "path", "route", "status", "duration_ms"]
+        [
+            "start_ms",
+            "method",
+            "path",
+            "route",
+            "status",
+            "duration_ms"
+        ]
     );
 
     // TraceEvent's raw counts of the events read.
@@ -169,7 +215,10 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
                 .map_or(0, |e| e["count"].as_u64().unwrap())
         };
         let hosting = "Microsoft.AspNetCore.Hosting";
-        assert_eq!(count(hosting, "Request/Start"), r["started"].as_u64().unwrap());
+        assert_eq!(
+            count(hosting, "Request/Start"),
+            r["started"].as_u64().unwrap()
+        );
         assert_eq!(count(hosting, "Request/Stop"), total);
         assert_eq!(
             count(hosting, "UnhandledException"),

@@ -74,7 +74,8 @@ fn requests_of_a_dotnet_trace_recording_with_status_route_and_connection() {
     assert_eq!((r.started, r.finished, r.in_flight), (25, 25, 0));
     assert_eq!((r.with_status, r.with_route), (25, 25));
     assert_eq!(r.unhandled_exceptions, 4);
-    let routes: Vec<(&str, &str, u64, Vec<(&str, u64)>, u64)> = r
+    type RouteCounts<'a> = (&'a str, &'a str, u64, Vec<(&'a str, u64)>, u64);
+    let routes: Vec<RouteCounts<'_>> = r
         .routes
         .values()
         .map(|x| {
