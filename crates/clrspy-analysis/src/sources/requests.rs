@@ -18,12 +18,12 @@
 
 use std::collections::BTreeMap;
 
+use clr_events::aspnet::{ConnectionStart, DiagnosticEvent, LogMessage, RequestStart};
 use clr_events::{KnownProvider, ThreadSampleType, ViewError};
-use nettrace::{DecodedPayload, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
-use super::shared::{field, text};
+use super::shared::text;
 use crate::event::Provider;
 use crate::model_entry::{AnyModel, ModelEntry, ModelInit};
 use crate::rows::RowSink;
@@ -188,26 +188,6 @@ fn key(g: nettrace::Guid) -> Key {
     g.0
 }
 
-/// The `Arguments` list (`[{Key, Value}]`) of a DiagnosticSource event or a log message.
-fn argument(d: &DecodedPayload, name: &str) -> Option<String> {
-    let Some(Value::Array(items)) = field(d, "Arguments") else {
-        return None;
-    };
-    items.iter().find_map(|item| {
-        let Value::Object(kv) = item else {
-            return None;
-        };
-        let k = kv.iter().find(|f| f.name == "Key")?.value.as_str()?;
-        if k != name {
-            return None;
-        }
-        kv.iter()
-            .find(|f| f.name == "Value")
-            .and_then(|f| f.value.as_str())
-            .map(str::to_string)
-    })
-}
-
 /// The route of an endpoint's name: a minimal API's `HTTP: GET /items/{id}` is its template
 /// `/items/{id}`; other names (a controller action's, a Razor page's) stay as they are.
 pub fn route_template(endpoint: &str) -> String {
@@ -240,13 +220,13 @@ impl RequestModel {
         self.open.get_mut(&owner)
     }
 
-    fn on_start(&mut self, ev: &ModelEvent<'_>, id: Key) {
+    fn on_start(&mut self, ev: &ModelEvent<'_>, id: Key) -> Result<(), ViewError> {
+        let start = RequestStart::parse(ev.payload)?;
         self.flush_waiting(ev.thread_id);
-        let d = ev.decode();
         let mut r = Open {
             start_ns: ev.ts_ns,
-            method: text(&d, "method"),
-            path: text(&d, "path"),
+            method: start.method.to_string_lossy(),
+            path: start.path.to_string_lossy(),
             connection: self
                 .connections
                 .get(&key(ev.context.related_activity_id))
@@ -274,6 +254,7 @@ impl RequestModel {
                 self.running.insert(ev.thread_id, id);
             }
         }
+        Ok(())
     }
 
     fn on_stop(&mut self, ev: &ModelEvent<'_>, id: Key) {
@@ -309,9 +290,9 @@ impl RequestModel {
         }
     }
 
-    fn on_diagnostic(&mut self, ev: &ModelEvent<'_>, id: Key) {
-        let d = ev.decode();
-        let name = text(&d, "EventName");
+    fn on_diagnostic(&mut self, ev: &ModelEvent<'_>, id: Key) -> Result<(), ViewError> {
+        let d = DiagnosticEvent::parse(ev.payload)?;
+        let name = d.event_name.to_string_lossy();
         if name.ends_with("HttpRequestIn.Start") {
             let parent = key(ev.context.related_activity_id);
             if let Some(owner) = self.owner(&parent) {
@@ -322,7 +303,10 @@ impl RequestModel {
                 self.touch(&id, ev.thread_id);
             }
         } else if name.ends_with("HttpRequestIn.Stop") {
-            let status = argument(&d, "StatusCode").and_then(|s| s.trim().parse::<u16>().ok());
+            let status = d
+                .arguments
+                .get("StatusCode")
+                .and_then(|s| s.to_string_lossy().trim().parse::<u16>().ok());
             if let Some(s) = status {
                 self.last_status.insert(ev.thread_id, s);
                 if let Some(r) = self.open_mut(&id) {
@@ -330,22 +314,32 @@ impl RequestModel {
                 }
             }
         }
+        Ok(())
     }
 
-    fn on_log(&mut self, ev: &ModelEvent<'_>, id: Key) {
-        let d = ev.decode();
-        if text(&d, "LoggerName") != ENDPOINT_LOGGER || text(&d, "EventName") != "ExecutingEndpoint"
-        {
-            return;
-        }
+    fn on_log(&mut self, ev: &ModelEvent<'_>, id: Key) -> Result<(), ViewError> {
         // `Message` (keyword 0x2) has the arguments; `FormattedMessage` (0x4) the text.
-        let endpoint = argument(&d, "EndpointName").or_else(|| {
+        let endpoint = if ev.context.event_name == "Message" {
+            let m = LogMessage::parse(ev.payload)?;
+            if !m.logger_name.eq_str(ENDPOINT_LOGGER) || !m.event_name.eq_str("ExecutingEndpoint")
+            {
+                return Ok(());
+            }
+            m.arguments.get("EndpointName").map(|e| e.to_string_lossy())
+        } else {
+            let d = ev.decode();
+            if text(&d, "LoggerName") != ENDPOINT_LOGGER
+                || text(&d, "EventName") != "ExecutingEndpoint"
+            {
+                return Ok(());
+            }
             let m = text(&d, "FormattedMessage");
-            let rest = m.strip_prefix("Executing endpoint '")?;
-            rest.strip_suffix('\'').map(str::to_string)
-        });
+            m.strip_prefix("Executing endpoint '")
+                .and_then(|rest| rest.strip_suffix('\''))
+                .map(str::to_string)
+        };
         let Some(endpoint) = endpoint.map(|e| route_template(&e)) else {
-            return;
+            return Ok(());
         };
         // The log's activity is the host's logging scope, a child of the request's that the
         // trace does not tie to it (its start is not recorded): the request is the one
@@ -355,15 +349,14 @@ impl RequestModel {
             .or_else(|| self.running.get(&ev.thread_id).copied());
         if let Some(r) = owner.and_then(|o| self.open.get_mut(&o)) {
             r.route = Some(endpoint);
-            return;
+            return Ok(());
         }
         // A request completed at its start on this thread: its route came after.
-        if self.waiting.contains_key(&ev.thread_id) {
-            if let Some((k, mut r)) = self.waiting.remove(&ev.thread_id) {
-                r.route = Some(endpoint);
-                self.finish_request(k, r);
-            }
+        if let Some((k, mut r)) = self.waiting.remove(&ev.thread_id) {
+            r.route = Some(endpoint);
+            self.finish_request(k, r);
         }
+        Ok(())
     }
 
     fn on_sample(&mut self, ev: &ModelEvent<'_>) {
@@ -521,19 +514,20 @@ impl Model for RequestModel {
             }
             (HOSTING, "RequestStart") => {
                 self.started += 1;
-                self.on_start(ev, id);
+                self.on_start(ev, id)?;
             }
             (HOSTING, "RequestStop") => self.on_stop(ev, id),
             (HOSTING, _) => self.unhandled_exceptions += 1,
             (KESTREL, "ConnectionStart") => {
-                let d = ev.decode();
-                self.connections.insert(id, text(&d, "connectionId"));
+                let c = ConnectionStart::parse(ev.payload)?;
+                self.connections
+                    .insert(id, c.connection_id.to_string_lossy());
             }
             (KESTREL, _) => {
                 self.connections.remove(&id);
             }
-            (DIAGNOSTIC_SOURCE, _) if !unpaired => self.on_diagnostic(ev, id),
-            (LOGGING, _) if !unpaired => self.on_log(ev, id),
+            (DIAGNOSTIC_SOURCE, _) if !unpaired => self.on_diagnostic(ev, id)?,
+            (LOGGING, _) if !unpaired => self.on_log(ev, id)?,
             _ => {}
         }
         Ok(())

@@ -109,6 +109,37 @@ fn requests_of_a_dotnet_trace_recording_with_status_route_and_connection() {
     assert!(slowest[6].duration_ms < 5.0);
 }
 
+/// The same requests against the same app built for .NET 8 (8.0.31, self-contained): the
+/// events' payloads (the logging provider's has three fields fewer) read the same.
+#[test]
+fn requests_of_a_net8_app() {
+    let a = analysed_file(
+        "webapp-requests-net8-dotnet-trace.nettrace.zip",
+        ModelSet::named(&["requests"]).unwrap(),
+    );
+    let r = a.model::<RequestModel>().unwrap();
+    assert_eq!((r.started, r.finished, r.in_flight), (25, 25, 0));
+    assert_eq!(
+        (r.with_status, r.with_route, r.unhandled_exceptions),
+        (25, 25, 4)
+    );
+    let counts: Vec<(&str, u64, u64)> = r
+        .routes
+        .iter()
+        .map(|(k, x)| (k.as_str(), x.durations.count(), x.errors))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("GET /", 10, 0),
+            ("GET /cpu", 5, 0),
+            ("GET /fail", 4, 4),
+            ("GET /sleep", 6, 0)
+        ]
+    );
+    assert_eq!(r.slowest.sorted()[0].path, "/sleep");
+}
+
 #[test]
 fn route_templates_of_endpoint_names() {
     use super::requests::route_template;
