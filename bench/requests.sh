@@ -4,6 +4,7 @@
 # report's time and peak RSS (/usr/bin/time -v) with --requests-jsonl, and the rows it wrote.
 #
 #   bench/requests.sh [N] [CONCURRENCY]      (release build of clrspy; writes under bench/out/)
+#   SKIP_RECORD=1 bench/requests.sh           (the report again on the last recording)
 #
 # The recording, the trace and the rows stay in bench/out/requests/ for a second look.
 set -euo pipefail
@@ -12,8 +13,11 @@ N=${1:-1000000}
 C=${2:-16}
 OUT=bench/out/requests
 mkdir -p "$OUT"
-CLRSPY=target/release/clrspy
+# CLRSPY=path: another build (the recorder and the report); default the release build.
+CLRSPY=${CLRSPY:-target/release/clrspy}
 [ -x "$CLRSPY" ] || cargo build --release -p clrspy
+REPORT=${REPORT:-$CLRSPY}
+if [ "${SKIP_RECORD:-}" != 1 ]; then
 dotnet build -c Release --nologo -v q -o target/testapps/WebApp testapps/WebApp >/dev/null
 
 dotnet target/testapps/WebApp/WebApp.dll >"$OUT/web.out" &
@@ -37,8 +41,10 @@ wait "$REC" || true
 cat "$OUT/record.log"
 grep -E '^(Complete|Failed|Requests per second)' "$OUT/ab.txt"
 echo "load: $(echo "$END - $START" | bc) s; trace: $(du -h "$OUT/web.nettrace" | cut -f1)"
+kill $WEB 2>/dev/null || true
+fi
 
-/usr/bin/time -v "$CLRSPY" report "$OUT/web.nettrace" requests --json \
+/usr/bin/time -v "$REPORT" report "$OUT/web.nettrace" requests --json \
   --requests-jsonl "$OUT/rows.jsonl" >"$OUT/report.json" 2>"$OUT/time.txt" || { cat "$OUT/time.txt"; exit 1; }
 grep -E 'Elapsed|Maximum resident' "$OUT/time.txt"
 echo "rows: $(wc -l <"$OUT/rows.jsonl")"
