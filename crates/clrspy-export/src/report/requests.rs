@@ -97,6 +97,11 @@ pub struct SlowRequest {
     pub threads: Vec<u64>,
     /// Samples of its threads while it ran.
     pub samples: u64,
+    /// Of them, on a thread back in the pool waiting for work (the request was awaiting
+    /// something elsewhere): neither CPU nor a blocking call of the request.
+    pub idle_samples: u64,
+    /// Their time, ms.
+    pub idle_ms: f64,
     /// Of them, running managed code, by innermost method, most first.
     pub cpu: Vec<TimeIn>,
     /// Of them, blocked or outside managed code, by the blocking call (or the innermost
@@ -131,8 +136,42 @@ pub struct RequestsReport {
     pub missing: Vec<String>,
 }
 
-/// What a sample's stack says it was doing: blocked in a call, or running a method.
-fn classify(frames: &[String], managed: bool) -> (bool, String) {
+/// What a sample's stack says it was doing.
+enum Doing {
+    /// Back in the thread pool (or the sockets' loop) waiting for work: the request was
+    /// awaiting something elsewhere.
+    Idle,
+    /// Blocked in this call (or outside managed code in this frame).
+    Blocked(String),
+    /// Running this method.
+    Cpu(String),
+}
+
+/// True for a thread waiting for work: the thread pool's semaphore, its worker loop on top,
+/// or the sockets' wait for events.
+fn is_idle(frames: &[String]) -> bool {
+    frames.iter().any(|f| {
+        f.starts_with("System.Threading.LowLevelLifoSemaphore.")
+            || f.starts_with("Interop+Sys.WaitForSocketEvents")
+    }) || frames
+        .first()
+        .is_some_and(|f| f.starts_with("System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart"))
+}
+
+fn classify(frames: &[String], managed: bool) -> Doing {
+    if is_idle(frames) {
+        return Doing::Idle;
+    }
+    let (blocked, name) = blocked_or_running(frames, managed);
+    if blocked {
+        Doing::Blocked(name)
+    } else {
+        Doing::Cpu(name)
+    }
+}
+
+/// Blocked in a known blocking call (or outside managed code), or running the innermost frame.
+fn blocked_or_running(frames: &[String], managed: bool) -> (bool, String) {
     if let Some(f) = frames.iter().find(|f| is_blocking_frame(f)) {
         return (true, f.clone());
     }
@@ -147,7 +186,7 @@ fn slow_row(a: &Analysis, r: &ServedRequest) -> SlowRequest {
     let per_ms = a.sampling_interval_ns as f64 / 1e6;
     let mut cpu: FxHashMap<String, u64> = FxHashMap::default();
     let mut blocked: FxHashMap<String, u64> = FxHashMap::default();
-    let mut total = 0;
+    let (mut total, mut idle) = (0, 0);
     for s in &r.samples {
         let frames = a.frames(s.stack);
         for (n, managed) in [(s.managed, true), (s.external, false)] {
@@ -155,9 +194,11 @@ fn slow_row(a: &Analysis, r: &ServedRequest) -> SlowRequest {
                 continue;
             }
             total += n;
-            let (is_blocked, name) = classify(&frames, managed);
-            let map = if is_blocked { &mut blocked } else { &mut cpu };
-            *map.entry(name).or_default() += n;
+            match classify(&frames, managed) {
+                Doing::Idle => idle += n,
+                Doing::Blocked(name) => *blocked.entry(name).or_default() += n,
+                Doing::Cpu(name) => *cpu.entry(name).or_default() += n,
+            }
         }
     }
     let rows = |m: FxHashMap<String, u64>| {
@@ -183,6 +224,8 @@ fn slow_row(a: &Analysis, r: &ServedRequest) -> SlowRequest {
         connection_id: r.connection_id.clone(),
         threads: r.threads.clone(),
         samples: total,
+        idle_samples: idle,
+        idle_ms: idle as f64 * per_ms,
         cpu: rows(cpu),
         blocked: rows(blocked),
     }
@@ -318,6 +361,12 @@ impl TextView for RequestsReport {
         if !self.slowest.is_empty() {
             writeln!(out, "\n{}", style.heading("Slowest requests"))?;
         }
+        if self.slowest.iter().any(|r| r.samples > 0) {
+            writeln!(
+                out,
+                "  under each: its threads' samples while it ran on them (samples × the interval)"
+            )?;
+        }
         for r in &self.slowest {
             let conn = r
                 .connection_id
@@ -339,6 +388,13 @@ impl TextView for RequestsReport {
             )?;
             if r.samples == 0 {
                 continue;
+            }
+            if r.idle_samples > 0 {
+                let ms = r.idle_ms;
+                writeln!(
+                    out,
+                    "  {ms:>9.1} ms    idle: its thread back in the pool (the request awaited elsewhere)"
+                )?;
             }
             for (what, rows) in [("blocked in", &r.blocked), ("CPU in", &r.cpu)] {
                 for t in rows.iter().take(3) {
