@@ -309,3 +309,87 @@ fn logs_with_both_keywords_count_each_message_once() {
         .iter()
         .any(|m| m.category == "WebApp.Requests" && m.message == "slow request 42"));
 }
+
+/// Requests fed one by one: distinct raw paths past the cap are counted under `(other)`, every
+/// request is streamed to the rows, and only the slowest are kept.
+#[test]
+fn raw_paths_are_capped_and_every_request_streams() {
+    use super::requests::{MAX_ROUTES, OTHER, SLOWEST};
+    use crate::event::{EventContext, Provider};
+    use crate::model_entry::{ModelInit, Slot};
+    use crate::ModelEvent;
+
+    fn utf16z(s: &str, out: &mut Vec<u8>) {
+        for u in s.encode_utf16() {
+            out.extend_from_slice(&u.to_le_bytes());
+        }
+        out.extend_from_slice(&[0, 0]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.jsonl");
+    let sink =
+        crate::rows::RowSink::new("requests", Box::new(std::fs::File::create(&path).unwrap()));
+    let header = nettrace::TraceHeader {
+        format: nettrace::FormatVersion::NetTrace4,
+        v6_minor: 0,
+        trace_object_version: 4,
+        sync_time_utc: Default::default(),
+        sync_time_ticks: 0,
+        ticks_per_second: 1_000_000_000,
+        pointer_size: 8,
+        process_id: None,
+        cpu_count: None,
+        sampling_interval_ns: Some(1_000_000),
+        key_values: Vec::new(),
+    };
+    let Slot::Boxed(make) = super::requests::ENTRY.slot else {
+        panic!("the requests model is boxed")
+    };
+    let mut m = make(&ModelInit {
+        header: &header,
+        rows: Some(&sink),
+    });
+    let n = MAX_ROUTES as i64 + 500;
+    for i in 0..n {
+        let mut id = [0u8; 16];
+        id[..8].copy_from_slice(&(i + 1).to_le_bytes());
+        let mut payload = Vec::new();
+        utf16z("GET", &mut payload);
+        utf16z(&format!("/items/{i}"), &mut payload);
+        for (name, ts, payload) in [
+            ("RequestStart", i * 1_000_000, &payload[..]),
+            ("RequestStop", i * 1_000_000 + i * 1_000, &[][..]),
+        ] {
+            m.feed(&ModelEvent {
+                provider: Provider::Named("Microsoft.AspNetCore.Hosting"),
+                id: 0,
+                version: 0,
+                ts_ns: ts,
+                thread_id: 7,
+                payload,
+                pointer_size: 8,
+                stack: None,
+                context: EventContext {
+                    activity_id: nettrace::Guid::from_bytes(id),
+                    event_name: name,
+                    provider: "Microsoft.AspNetCore.Hosting",
+                    ..EventContext::default()
+                },
+            })
+            .unwrap();
+        }
+    }
+    m.end_pass();
+    let r = m.as_any().downcast_ref::<RequestModel>().unwrap();
+    assert_eq!((r.started, r.finished), (n as u64, n as u64));
+    assert_eq!(r.routes.len(), MAX_ROUTES + 1);
+    assert_eq!(r.routes[&format!("GET {OTHER}")].durations.count(), 500);
+    let slowest = r.slowest.sorted();
+    assert_eq!(slowest.len(), SLOWEST);
+    assert_eq!(slowest[0].path, format!("/items/{}", n - 1));
+    assert_eq!(sink.finish().unwrap(), n as u64);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["path"], format!("/items/{}", n - 1));
+    assert_eq!(last["status"], serde_json::Value::Null);
+}
