@@ -17,6 +17,8 @@
 //                    port than this app's, e.g. a closed one for a failed connect)
 //   GET /log         logs one warning through ILogger (category WebApp.Requests), read by
 //                    the Microsoft-Extensions-Logging EventSource when a session enables it
+//   GET /sleep?ms=N  blocks its thread N ms in WebApp.Work.Sleep (Thread.Sleep; default 50)
+//   GET /fail        throws an unhandled WebApp.WorkException: a 500
 using System.Diagnostics;
 using System.Net;
 
@@ -48,6 +50,9 @@ app.MapGet("/log", (ILoggerFactory f) =>
     f.CreateLogger("WebApp.Requests").LogWarning("slow request {Id}", 42);
     return "logged";
 });
+
+app.MapGet("/sleep", (int? ms) => WebApp.Work.Sleep(ms ?? 50));
+app.MapGet("/fail", string () => throw new WebApp.WorkException("unhandled, by design: a 500"));
 
 await app.StartAsync();
 var address = app.Urls.First();
@@ -117,6 +122,14 @@ namespace WebApp
 
         public static List<Record> Records() =>
             Enumerable.Range(0, 200).Select(i => new Record(i, "item " + i, i * 1.5)).ToList();
+
+        /// Blocks the request's thread for `ms` milliseconds (Thread.Sleep: blocked, not CPU).
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static string Sleep(int ms)
+        {
+            Thread.Sleep(Math.Clamp(ms, 0, 60_000));
+            return "slept";
+        }
 
         public static string ThrowAndCatch()
         {

@@ -49,6 +49,7 @@
 #![deny(missing_docs)]
 
 mod any;
+pub mod aspnet;
 pub mod clrspy;
 pub mod counter_spec;
 pub mod counters;

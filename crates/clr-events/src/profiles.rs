@@ -109,6 +109,24 @@ pub struct Profile {
     pub providers: &'static str,
 }
 
+/// The `aspnet` profile's event sources: requests from `Microsoft.AspNetCore.Hosting`
+/// (method, path, start and stop), connections from Kestrel, each request's status from the
+/// DiagnosticSource bridge (`HttpRequestIn.Stop`'s `Response.StatusCode`; the
+/// `HttpRequestIn.Start` activity ties the request's later events to it), its endpoint from
+/// the routing middleware's `ExecutingEndpoint` log, and activity ids flowing through async
+/// code (TplEventSource 0x80). The spec of the bare activity name (`HttpRequestIn`) is what
+/// makes the host create its activity (it asks `IsEnabled` for that name first): without it a
+/// freshly started app writes neither `HttpRequestIn.Start` nor `.Stop`.
+macro_rules! aspnet_event_sources {
+    () => {
+        "Microsoft.AspNetCore.Hosting:0:4,Microsoft-AspNetCore-Server-Kestrel:0:4,System.Threading.Tasks.TplEventSource:0x80:4,Microsoft-Diagnostics-DiagnosticSource:0x3:5:FilterAndPayloadSpecs=\"Microsoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn@Activity1Start:-Request.Method\r\nMicrosoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn.Start@Activity1Start:-Request.Method\r\nMicrosoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn.Stop@Activity1Stop:-Response.StatusCode\",Microsoft-Extensions-Logging:0x2:4:FilterSpecs=\"Microsoft.AspNetCore.Routing.EndpointMiddleware:Information\""
+    };
+}
+
+/// The event sources of the `aspnet` profile (without its samples), in
+/// `Name:Keywords:Level[:Args]` form: what `clrspy report requests` reads.
+pub const ASPNET_EVENT_SOURCES: &str = aspnet_event_sources!();
+
 /// The profiles.
 pub const PROFILES: &[Profile] = &[
     Profile {
@@ -164,6 +182,15 @@ pub const PROFILES: &[Profile] = &[
         aliases: &["http", "networking"],
         description: "HTTP requests, DNS, sockets and TLS from the System.Net event sources, with activity ids linking each request to its DNS, connect and TLS work (`report http`), and the thread-time samples (what the threads did meanwhile)",
         providers: "System.Net.Http:0xffffffffffffffff:5,System.Net.NameResolution:0xffffffffffffffff:5,System.Net.Sockets:0xffffffffffffffff:5,System.Net.Security:0xffffffffffffffff:5,System.Threading.Tasks.TplEventSource:0x80:4,Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4",
+    },
+    Profile {
+        name: "aspnet",
+        aliases: &["requests"],
+        description: "ASP.NET Core requests (method, path, route, status, duration, connection) with thread-time samples, so each slow request's time splits into CPU and blocked calls; see `clrspy report requests`",
+        providers: concat!(
+            aspnet_event_sources!(),
+            ",Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4"
+        ),
     },
     Profile {
         name: "loader",

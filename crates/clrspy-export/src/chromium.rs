@@ -1,8 +1,9 @@
 //! The Chromium trace event format (JSON; Perfetto UI and chrome://tracing open it): per thread,
 //! the sampled stacks as a flame chart of complete ("X") slices — consecutive samples with the
 //! same frames merge into one slice, a frame closes when a sample no longer has it — plus GC
-//! pauses on a "GC" track, lock waits as async slices on the waiting thread, exceptions as
-//! instants, and process and thread names. Samples need time order, so this export reads the
+//! pauses on a "GC" track, lock waits as async slices on the waiting thread, ASP.NET Core
+//! requests as async slices from the thread they started on, exceptions as instants, and
+//! process and thread names. Samples need time order, so this export reads the
 //! trace a second time (streaming, after the analysis named every method); memory holds one
 //! open stack per thread.
 
@@ -60,6 +61,45 @@ impl Out<'_> {
         }
         Ok(())
     }
+}
+
+/// ASP.NET Core's hosting provider: its requests become async slices.
+const HOSTING: &str = "Microsoft.AspNetCore.Hosting";
+
+/// A request's start or stop (`Microsoft.AspNetCore.Hosting`, tied by its activity id): the
+/// begin or end of an async slice `METHOD path` on the thread it started or ended on (the
+/// viewer pairs them by id, whatever their order in the file). Events without an activity id
+/// (TplEventSource 0x80 not recorded) cannot be paired and are left out.
+fn request_slice(o: &mut Out<'_>, ev: &nettrace::Event<'_>, us: f64) -> io::Result<()> {
+    let phase = match ev.metadata.event_name.as_str() {
+        "RequestStart" => "b",
+        "RequestStop" => "e",
+        _ => return Ok(()),
+    };
+    if ev.activity_id.is_zero() {
+        return Ok(());
+    }
+    let id = ev
+        .activity_id
+        .0
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>();
+    let (pid, tid) = (o.pid, ev.thread_id);
+    if phase == "e" {
+        return o.event(json!({"name": "request", "cat": "request", "ph": "e", "id": id, "ts": us, "pid": pid, "tid": tid}));
+    }
+    let d = nettrace::decode_payload(&ev.metadata.fields, ev.payload);
+    let field = |name: &str| {
+        d.fields
+            .iter()
+            .find(|f| f.name == name)
+            .and_then(|f| f.value.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (method, path) = (field("method"), field("path"));
+    o.event(json!({"name": "request", "cat": "request", "ph": "b", "id": id, "ts": us, "pid": pid, "tid": tid, "args": {"request": format!("{method} {path}"), "method": method, "path": path}}))
 }
 
 /// Writes the trace; `reader` reads the same trace again from its start. Returns why the
@@ -152,6 +192,10 @@ pub fn write_grouped<S: ByteSource>(
                 lane.open.push((n, us));
             }
             lane.last_us = us;
+            continue;
+        }
+        if provider == HOSTING {
+            request_slice(&mut o, &ev, us)?;
             continue;
         }
         if provider != clr_events::RUNTIME_PROVIDER {

@@ -86,6 +86,7 @@ fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Va
         ReportKind::Http => clrspy_export::report::http::build(a, o).json(),
         ReportKind::Loader => clrspy_export::report::loader::build(a, o).json(),
         ReportKind::Hangs => hangs::build(a, o).json(),
+        ReportKind::Requests => clrspy_export::report::requests::build(a, o).json(),
     }
 }
 

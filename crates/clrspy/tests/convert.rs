@@ -89,3 +89,40 @@ fn bad_output_path_is_one_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write /no/such/dir/x.json"));
 }
+
+/// ASP.NET Core requests (a dotnet-trace recording of the `aspnet` event sources, 25 requests)
+/// become async slices in the Chromium export: one begin and one end per request, paired by id.
+#[test]
+fn requests_are_slices_in_the_chromium_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    clrspy()
+        .arg("convert")
+        .arg(
+            common::repo()
+                .join("crates/clrspy/tests/data/webapp-requests-dotnet-trace.nettrace.zip"),
+        )
+        .args(["--to", "chromium", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let chrome: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let events = chrome["traceEvents"].as_array().unwrap();
+    let of = |ph: &str| {
+        let mut ids: Vec<&str> = events
+            .iter()
+            .filter(|e| e["cat"] == "request" && e["ph"] == ph)
+            .map(|e| e["id"].as_str().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    let (begins, ends) = (of("b"), of("e"));
+    assert_eq!(begins.len(), 25);
+    assert_eq!(begins, ends, "every begin has its end");
+    let sleeps = events
+        .iter()
+        .filter(|e| e["ph"] == "b" && e["args"]["request"] == "GET /sleep")
+        .count();
+    assert_eq!(sleeps, 6);
+}

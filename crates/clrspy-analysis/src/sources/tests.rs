@@ -37,7 +37,7 @@ fn served_requests_by_route_tied_by_activity() {
     let counts: Vec<(&str, u64)> = r
         .routes
         .iter()
-        .map(|(k, d)| (k.as_str(), d.count))
+        .map(|(k, d)| (k.as_str(), d.durations.count()))
         .collect();
     assert_eq!(
         counts,
@@ -55,10 +55,99 @@ fn served_requests_by_route_tied_by_activity() {
         (0, 0, 1)
     );
     // /call waits for its own /cpu: it takes longer.
-    assert!(r.routes["GET /call"].p50_ms > r.routes["GET /cpu"].p50_ms);
+    let p50 = |route: &str| r.routes[route].durations.quantile_ms(0.5);
+    assert!(p50("GET /call") > p50("GET /cpu"));
     assert!(
         a.model::<LogModel>().is_none(),
         "only the models picked run"
+    );
+}
+
+#[test]
+fn requests_of_a_dotnet_trace_recording_with_status_route_and_connection() {
+    let a = analysed_file(
+        "webapp-requests-dotnet-trace.nettrace.zip",
+        ModelSet::named(&["requests"]).unwrap(),
+    );
+    let r = a.model::<RequestModel>().unwrap();
+    assert_eq!((r.started, r.finished, r.in_flight), (25, 25, 0));
+    assert_eq!((r.with_status, r.with_route), (25, 25));
+    assert_eq!(r.unhandled_exceptions, 4);
+    type RouteCounts<'a> = (&'a str, &'a str, u64, Vec<(&'a str, u64)>, u64);
+    let routes: Vec<RouteCounts<'_>> = r
+        .routes
+        .values()
+        .map(|x| {
+            let statuses = x.statuses.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            (
+                x.method.as_str(),
+                x.route.as_str(),
+                x.durations.count(),
+                statuses,
+                x.errors,
+            )
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("GET", "/", 10, vec![("200", 10)], 0),
+            ("GET", "/cpu", 5, vec![("200", 5)], 0),
+            ("GET", "/fail", 4, vec![("500", 4)], 4),
+            ("GET", "/sleep", 6, vec![("200", 6)], 0),
+        ]
+    );
+    // The six sleeps of 50 ms are the slowest, each on its Kestrel connection.
+    let slowest = r.slowest.sorted();
+    assert_eq!(slowest.len(), 20);
+    for s in &slowest[..6] {
+        assert_eq!((s.path.as_str(), s.status), ("/sleep", Some(200)));
+        assert!((50.0..60.0).contains(&s.duration_ms), "{}", s.duration_ms);
+        assert!(s.connection_id.as_deref().is_some_and(|c| c.len() > 8));
+    }
+    assert!(slowest[6].duration_ms < 5.0);
+}
+
+/// The same requests against the same app built for .NET 8 (8.0.31, self-contained): the
+/// events' payloads (the logging provider's has three fields fewer) read the same.
+#[test]
+fn requests_of_a_net8_app() {
+    let a = analysed_file(
+        "webapp-requests-net8-dotnet-trace.nettrace.zip",
+        ModelSet::named(&["requests"]).unwrap(),
+    );
+    let r = a.model::<RequestModel>().unwrap();
+    assert_eq!((r.started, r.finished, r.in_flight), (25, 25, 0));
+    assert_eq!(
+        (r.with_status, r.with_route, r.unhandled_exceptions),
+        (25, 25, 4)
+    );
+    let counts: Vec<(&str, u64, u64)> = r
+        .routes
+        .iter()
+        .map(|(k, x)| (k.as_str(), x.durations.count(), x.errors))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("GET /", 10, 0),
+            ("GET /cpu", 5, 0),
+            ("GET /fail", 4, 4),
+            ("GET /sleep", 6, 0)
+        ]
+    );
+    assert_eq!(r.slowest.sorted()[0].path, "/sleep");
+}
+
+#[test]
+fn route_templates_of_endpoint_names() {
+    use super::requests::route_template;
+    assert_eq!(route_template("HTTP: GET /items/{id}"), "/items/{id}");
+    assert_eq!(route_template("HTTP: GET, POST /"), "/");
+    assert_eq!(route_template("/Index"), "/Index");
+    assert_eq!(
+        route_template("Shop.Controllers.Home.Index (Shop)"),
+        "Shop.Controllers.Home.Index (Shop)"
     );
 }
 
@@ -778,4 +867,88 @@ fn a_dotnet_trace_deadlock_is_one_cycle_of_two_threads() {
         .map(|(_, t)| t.open)
         .sum();
     assert_eq!(open, 2);
+}
+
+/// Requests fed one by one: distinct raw paths past the cap are counted under `(other)`, every
+/// request is streamed to the rows, and only the slowest are kept.
+#[test]
+fn raw_paths_are_capped_and_every_request_streams() {
+    use super::requests::{MAX_ROUTES, OTHER, SLOWEST};
+    use crate::event::{EventContext, Provider};
+    use crate::model_entry::{ModelInit, Slot};
+    use crate::ModelEvent;
+
+    fn utf16z(s: &str, out: &mut Vec<u8>) {
+        for u in s.encode_utf16() {
+            out.extend_from_slice(&u.to_le_bytes());
+        }
+        out.extend_from_slice(&[0, 0]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.jsonl");
+    let sink =
+        crate::rows::RowSink::new("requests", Box::new(std::fs::File::create(&path).unwrap()));
+    let header = nettrace::TraceHeader {
+        format: nettrace::FormatVersion::NetTrace4,
+        v6_minor: 0,
+        trace_object_version: 4,
+        sync_time_utc: Default::default(),
+        sync_time_ticks: 0,
+        ticks_per_second: 1_000_000_000,
+        pointer_size: 8,
+        process_id: None,
+        cpu_count: None,
+        sampling_interval_ns: Some(1_000_000),
+        key_values: Vec::new(),
+    };
+    let Slot::Boxed(make) = super::requests::ENTRY.slot else {
+        panic!("the requests model is boxed")
+    };
+    let mut m = make(&ModelInit {
+        header: &header,
+        rows: Some(&sink),
+    });
+    let n = MAX_ROUTES as i64 + 500;
+    for i in 0..n {
+        let mut id = [0u8; 16];
+        id[..8].copy_from_slice(&(i + 1).to_le_bytes());
+        let mut payload = Vec::new();
+        utf16z("GET", &mut payload);
+        utf16z(&format!("/items/{i}"), &mut payload);
+        for (name, ts, payload) in [
+            ("RequestStart", i * 1_000_000, &payload[..]),
+            ("RequestStop", i * 1_000_000 + i * 1_000, &[][..]),
+        ] {
+            m.feed(&ModelEvent {
+                provider: Provider::Named("Microsoft.AspNetCore.Hosting"),
+                id: 0,
+                version: 0,
+                ts_ns: ts,
+                thread_id: 7,
+                payload,
+                pointer_size: 8,
+                stack: None,
+                context: EventContext {
+                    activity_id: nettrace::Guid::from_bytes(id),
+                    event_name: name,
+                    provider: "Microsoft.AspNetCore.Hosting",
+                    ..EventContext::default()
+                },
+            })
+            .unwrap();
+        }
+    }
+    m.end_pass();
+    let r = m.as_any().downcast_ref::<RequestModel>().unwrap();
+    assert_eq!((r.started, r.finished), (n as u64, n as u64));
+    assert_eq!(r.routes.len(), MAX_ROUTES + 1);
+    assert_eq!(r.routes[&format!("GET {OTHER}")].durations.count(), 500);
+    let slowest = r.slowest.sorted();
+    assert_eq!(slowest.len(), SLOWEST);
+    assert_eq!(slowest[0].path, format!("/items/{}", n - 1));
+    assert_eq!(sink.finish().unwrap(), n as u64);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["path"], format!("/items/{}", n - 1));
+    assert_eq!(last["status"], serde_json::Value::Null);
 }

@@ -79,6 +79,7 @@ reports!(
     http: Http => http::REPORT,
     loader: Loader => loader::REPORT,
     hangs: Hangs => hangs::REPORT,
+    requests: Requests => requests::REPORT,
 );
 
 /// The `summary` report's declaration: its module's, built from the summary sections of the

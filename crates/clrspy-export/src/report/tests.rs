@@ -56,6 +56,7 @@ fn the_summary_runs_the_models_of_its_sections() {
         "http",
         "loader",
         "hangs",
+        "requests",
     ]);
     assert_eq!(Ok(summary), named);
 }
@@ -187,4 +188,26 @@ fn every_reports_providers_parse_and_rows_name_its_models() {
             );
         }
     }
+}
+
+#[test]
+fn requests_without_requests_name_the_profile_that_records_them() {
+    let a = empty();
+    let r = super::requests::build(&a, &ReportOptions::default());
+    assert_eq!((r.started, r.finished), (0, 0));
+    assert_eq!(r.missing.len(), 1);
+    assert!(
+        r.missing[0].contains("clrspy record --profile aspnet"),
+        "{:?}",
+        r.missing
+    );
+    // Nothing in the summary or the HTML report for a trace without requests.
+    let input = SummaryInput::new(&a, &ReportOptions::default());
+    let section = (super::requests::REPORT.summary.unwrap().build)(&input);
+    assert!(section.json().is_empty());
+    let mut text = Vec::new();
+    section
+        .write_text(&mut text, &TextStyle::default())
+        .unwrap();
+    assert!(text.is_empty());
 }
