@@ -235,3 +235,38 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
         check(&t, "dotnet-trace");
     }
 }
+
+/// The `dotnet new web` template as it is (default host, default logging): every request `ab`
+/// made, with its status and route.
+#[test]
+fn the_web_template_as_it_is_counts_every_request() {
+    if !live() {
+        return;
+    }
+    let (app, port) = common::start_template();
+    let base = format!("http://127.0.0.1:{port}/");
+    ab_counts(5, 1, &base);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("template.nettrace");
+    let log = dir.path().join("record.log");
+    let mut rec = clrspy_command()
+        .args(["record", "-p", &app.1.to_string(), "--profile", "aspnet"])
+        .args(["--duration", "6s", "-o"])
+        .arg(&trace)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&log, "Recording");
+    let (done, non2xx) = ab_counts(200, 4, &base);
+    assert_eq!((done, non2xx), (200, 0));
+    assert!(
+        rec.wait().unwrap().success(),
+        "{:?}",
+        std::fs::read_to_string(&log)
+    );
+    let r = json(&["report", trace.to_str().unwrap(), "requests", "--json"]);
+    assert_eq!(r["finished"], 200, "{r}");
+    assert_eq!(r["with_status"], 200, "{r}");
+    assert_eq!(route(&r, "/")["statuses"]["200"], 200, "{r}");
+}
