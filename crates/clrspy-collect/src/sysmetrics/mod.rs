@@ -1,0 +1,359 @@
+//! System and process metrics of one target, sampled at an interval from /proc and the
+//! target's cgroups: CPU per core and of the process, memory, disk and network throughput,
+//! load, threads and open files, the container's CPU and memory limits and throttling. Each
+//! call of [`SysSampler::sample`] returns the rates and levels over the time since the last
+//! call (the first only primes the counters). The sampler holds one previous reading and
+//! nothing that grows with the samples. The pure file parsers are in [`parse`]. Linux only:
+//! elsewhere the first reading fails.
+
+pub mod parse;
+
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::cgroup::{self, CpuCgroup, MemoryCgroup};
+use parse::CpuTimes;
+
+/// Why a sample could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum SysMetricsError {
+    /// The target process is gone (or a zombie waiting for its parent).
+    #[error("process {pid} has ended")]
+    Ended {
+        /// The target.
+        pid: u32,
+    },
+    /// A file every sample needs could not be read or understood.
+    #[error("reading {path}: {reason}")]
+    Read {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Bytes per second in and out of one device or interface over the interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IoRate {
+    /// The device (`vda`, `nvme0n1`) or interface (`eth0`).
+    pub name: String,
+    /// Read (disk) or received (network), bytes/s.
+    pub in_bps: f64,
+    /// Written (disk) or sent (network), bytes/s.
+    pub out_bps: f64,
+}
+
+/// One sample: rates over the interval that just ended, levels at its end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricsRow {
+    /// The sample's wall-clock time, ms since the Unix epoch (UTC).
+    pub unix_ms: u64,
+    /// The interval's real length, seconds.
+    pub interval_s: f64,
+    /// All CPUs busy, % of the machine (100 = every core busy).
+    pub cpu_pct: f64,
+    /// Each core busy, % (index = core number).
+    pub core_pct: Vec<f64>,
+    /// The process's CPU (user + system), % of one core (200 = two cores' worth).
+    pub process_cpu_pct: f64,
+    /// The machine's memory (`MemTotal`), bytes.
+    pub mem_total_bytes: u64,
+    /// Memory available for new work without swapping (`MemAvailable`), bytes.
+    pub mem_available_bytes: u64,
+    /// `MemTotal - MemAvailable`, bytes.
+    pub mem_used_bytes: u64,
+    /// The process's resident set (`VmRSS`), bytes.
+    pub rss_bytes: u64,
+    /// The .NET GC heap size, bytes: not in /proc, so the sampler leaves it `None`; a caller
+    /// that also reads the runtime's counters (the support bundle) fills it in.
+    pub gc_heap_bytes: Option<u64>,
+    /// Whole disks (from `/sys/block`, without loop and RAM devices), in `/sys/block` order.
+    pub disks: Vec<IoRate>,
+    /// Network interfaces of the target's network namespace (`/proc/PID/net/dev`).
+    pub nets: Vec<IoRate>,
+    /// Load averages over 1, 5 and 15 minutes.
+    pub load: [f64; 3],
+    /// The process's threads.
+    pub threads: u64,
+    /// The process's open file descriptors; `None` when `/proc/PID/fd` cannot be read (another
+    /// user's process).
+    pub fds: Option<u64>,
+    /// The CPU cgroup's limit in cores (quota / period); `None` without a limit or cgroup.
+    pub cgroup_cpu_limit_cores: Option<f64>,
+    /// Enforcement periods throttled during the interval; `None` without a CPU cgroup.
+    pub cgroup_throttled_periods: Option<u64>,
+    /// Time throttled during the interval, ms; `None` without a CPU cgroup.
+    pub cgroup_throttled_ms: Option<f64>,
+    /// The memory cgroup's limit, bytes; `None` without a limit or cgroup.
+    pub cgroup_mem_limit_bytes: Option<u64>,
+    /// The memory cgroup's usage, bytes; `None` without a memory cgroup.
+    pub cgroup_mem_usage_bytes: Option<u64>,
+}
+
+/// Counters that rates are made from.
+#[derive(Debug, Default)]
+struct Counters {
+    at: Option<Instant>,
+    all: CpuTimes,
+    cores: Vec<CpuTimes>,
+    process_ticks: u64,
+    /// Sectors read and written, one per entry of [`SysSampler::disks`].
+    disks: Vec<(u64, u64)>,
+    /// (interface, received, sent).
+    nets: Vec<(String, u64, u64)>,
+    /// (throttled periods, throttled ns).
+    throttle: Option<(u64, u64)>,
+}
+
+/// Samples one process and the machine it runs on.
+#[derive(Debug)]
+pub struct SysSampler {
+    pid: u32,
+    ticks_per_second: u64,
+    cpu_group: Option<CpuCgroup>,
+    memory_group: Option<MemoryCgroup>,
+    /// Whole disks, fixed when the sampler is made.
+    disks: Vec<String>,
+    prev: Counters,
+    cur: Counters,
+    /// One read buffer for every file.
+    buf: String,
+}
+
+/// Reads a whole file into `buf` (cleared first).
+fn read_into(path: &str, buf: &mut String) -> std::io::Result<()> {
+    use std::io::Read;
+    buf.clear();
+    std::fs::File::open(path)?.read_to_string(buf).map(|_| ())
+}
+
+fn read_error(path: &str, reason: impl std::fmt::Display) -> SysMetricsError {
+    SysMetricsError::Read {
+        path: path.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// The whole disks of `/sys/block` (without loop and RAM devices), sorted.
+fn whole_disks() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir("/sys/block")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| parse::is_real_disk(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+impl SysSampler {
+    /// A sampler of process `pid` (as seen from here): finds its cgroups and the machine's
+    /// disks now.
+    pub fn new(pid: u32) -> SysSampler {
+        SysSampler {
+            pid,
+            ticks_per_second: diagnostics_client::procfs::clock_ticks_per_second().unwrap_or(100),
+            cpu_group: cgroup::find(pid).map(|g| g.limiting()),
+            memory_group: cgroup::find_memory(pid).map(|g| g.limiting()),
+            disks: whole_disks(),
+            prev: Counters::default(),
+            cur: Counters::default(),
+            buf: String::new(),
+        }
+    }
+
+    /// The target.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Reads everything now. The first call only primes the counters and returns `Ok(None)`;
+    /// every later one the row over the time since the call before.
+    pub fn sample(&mut self) -> Result<Option<MetricsRow>, SysMetricsError> {
+        let now = Instant::now();
+        let pid = self.pid;
+        // The process first: its end is the likeliest failure.
+        let stat_path = format!("/proc/{pid}/stat");
+        if read_into(&stat_path, &mut self.buf).is_err() {
+            return Err(SysMetricsError::Ended { pid });
+        }
+        let (state, _, ticks) = crate::procstat::parse_stat(self.buf.trim_end())
+            .ok_or_else(|| read_error(&stat_path, "not a stat line"))?;
+        if state == b'Z' || state == b'X' {
+            return Err(SysMetricsError::Ended { pid });
+        }
+        self.cur.process_ticks = ticks;
+        let status_path = format!("/proc/{pid}/status");
+        read_into(&status_path, &mut self.buf).map_err(|_| SysMetricsError::Ended { pid })?;
+        let (rss, threads) = parse::parse_status(&self.buf);
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .ok()
+            .map(|d| d.count() as u64);
+
+        read_into("/proc/stat", &mut self.buf).map_err(|e| read_error("/proc/stat", e))?;
+        self.cur.all = parse::parse_stat_cpus(&self.buf, &mut self.cur.cores)
+            .ok_or_else(|| read_error("/proc/stat", "no cpu line"))?;
+        read_into("/proc/meminfo", &mut self.buf).map_err(|e| read_error("/proc/meminfo", e))?;
+        let (mem_total, mem_available) = parse::parse_meminfo(&self.buf)
+            .ok_or_else(|| read_error("/proc/meminfo", "no MemTotal or MemAvailable"))?;
+        read_into("/proc/loadavg", &mut self.buf).map_err(|e| read_error("/proc/loadavg", e))?;
+        let load = parse::parse_loadavg(&self.buf).unwrap_or_default();
+        self.read_disks();
+        self.read_nets();
+        let cpu = self.cpu_group.as_ref().and_then(|g| g.read());
+        self.cur.throttle = cpu.map(|b| (b.throttled_periods, b.throttled_ns));
+        let memory = self.memory_group.as_ref().and_then(|g| g.read());
+        self.cur.at = Some(now);
+
+        let row = self.prev.at.map(|before| {
+            let secs = now.duration_since(before).as_secs_f64().max(1e-6);
+            let (p, c) = (&self.prev, &self.cur);
+            let rate = |a: u64, b: u64| b.saturating_sub(a) as f64 / secs;
+            let disks = self
+                .disks
+                .iter()
+                .zip(c.disks.iter().zip(&p.disks))
+                .map(|(name, (now, was))| IoRate {
+                    name: name.clone(),
+                    in_bps: rate(was.0, now.0) * 512.0,
+                    out_bps: rate(was.1, now.1) * 512.0,
+                })
+                .collect();
+            let nets = c
+                .nets
+                .iter()
+                .map(|(name, rx, tx)| {
+                    let was = p.nets.iter().find(|(n, _, _)| n == name);
+                    let (rx0, tx0) = was.map_or((*rx, *tx), |(_, a, b)| (*a, *b));
+                    IoRate {
+                        name: name.clone(),
+                        in_bps: rate(rx0, *rx),
+                        out_bps: rate(tx0, *tx),
+                    }
+                })
+                .collect();
+            let throttled = c.throttle.zip(p.throttle);
+            MetricsRow {
+                unix_ms: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                interval_s: secs,
+                cpu_pct: c.all.busy_pct_since(&p.all),
+                core_pct: c
+                    .cores
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| p.cores.get(i).map_or(0.0, |b| t.busy_pct_since(b)))
+                    .collect(),
+                process_cpu_pct: rate(p.process_ticks, c.process_ticks) * 100.0
+                    / self.ticks_per_second as f64,
+                mem_total_bytes: mem_total,
+                mem_available_bytes: mem_available,
+                mem_used_bytes: mem_total.saturating_sub(mem_available),
+                rss_bytes: rss.unwrap_or(0),
+                gc_heap_bytes: None,
+                disks,
+                nets,
+                load,
+                threads: threads.unwrap_or(0),
+                fds,
+                cgroup_cpu_limit_cores: cpu
+                    .filter(|b| b.quota_us != u64::MAX && b.period_us > 0)
+                    .map(|b| b.quota_us as f64 / b.period_us as f64),
+                cgroup_throttled_periods: throttled.map(|(n, w)| n.0.saturating_sub(w.0)),
+                cgroup_throttled_ms: throttled.map(|(n, w)| n.1.saturating_sub(w.1) as f64 / 1e6),
+                cgroup_mem_limit_bytes: memory.and_then(|m| m.limit),
+                cgroup_mem_usage_bytes: memory.map(|m| m.usage),
+            }
+        });
+        std::mem::swap(&mut self.prev, &mut self.cur);
+        Ok(row)
+    }
+
+    /// Reads `/proc/diskstats` into the current counters, one per known disk (zeros for a disk
+    /// that went away).
+    fn read_disks(&mut self) {
+        self.cur.disks.clear();
+        self.cur.disks.resize(self.disks.len(), (0, 0));
+        if read_into("/proc/diskstats", &mut self.buf).is_err() {
+            return;
+        }
+        for line in self.buf.lines() {
+            if let Some((name, r, w)) = parse::parse_diskstats_line(line) {
+                if let Some(i) = self.disks.iter().position(|d| d == name) {
+                    self.cur.disks[i] = (r, w);
+                }
+            }
+        }
+    }
+
+    /// Reads the target's `/proc/PID/net/dev` into the current counters.
+    fn read_nets(&mut self) {
+        self.cur.nets.clear();
+        let path = format!("/proc/{}/net/dev", self.pid);
+        if read_into(&path, &mut self.buf).is_err() {
+            return;
+        }
+        for line in self.buf.lines() {
+            if let Some((name, rx, tx)) = parse::parse_net_dev_line(line) {
+                self.cur.nets.push((name.to_string(), rx, tx));
+            }
+        }
+    }
+
+    /// The CPU cgroup read, when there is one (its directory).
+    pub fn cpu_cgroup(&self) -> Option<PathBuf> {
+        self.cpu_group.as_ref().map(|g| g.dir.clone())
+    }
+
+    /// The memory cgroup read, when there is one (its directory).
+    pub fn memory_cgroup(&self) -> Option<PathBuf> {
+        self.memory_group.as_ref().map(|g| g.dir.clone())
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// Samples this test process while a thread burns CPU: the process's share shows, the
+    /// first call only primes, and memory levels are plausible.
+    #[test]
+    fn samples_this_process() {
+        let mut s = SysSampler::new(std::process::id());
+        assert!(s.sample().unwrap().is_none(), "the first call only primes");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let burner = std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                x = x.wrapping_mul(31).wrapping_add(7);
+            }
+            x
+        });
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let row = s.sample().unwrap().expect("a row");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = burner.join();
+        assert!(row.process_cpu_pct > 30.0, "{row:?}");
+        assert!(row.threads >= 2, "{row:?}");
+        assert!(row.rss_bytes > 0 && row.mem_total_bytes >= row.mem_used_bytes);
+        assert!(!row.core_pct.is_empty());
+        assert!(row.fds.is_some_and(|n| n >= 3));
+        assert!((row.interval_s - 0.6).abs() < 0.3, "{}", row.interval_s);
+        assert!(row.nets.iter().any(|n| n.name == "lo"), "{:?}", row.nets);
+        assert!(row.disks.iter().all(|d| parse::is_real_disk(&d.name)));
+    }
+
+    #[test]
+    fn a_gone_process_is_an_error_value() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let _ = child.wait();
+        let mut s = SysSampler::new(pid);
+        assert!(matches!(s.sample(), Err(SysMetricsError::Ended { pid: p }) if p == pid));
+    }
+}
