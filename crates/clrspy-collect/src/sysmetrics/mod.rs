@@ -91,6 +91,74 @@ pub struct MetricsRow {
     pub cgroup_mem_usage_bytes: Option<u64>,
 }
 
+/// A device or interface name as part of a column name: letters, digits, `-` and `.` kept,
+/// anything else (`:`, `@`, spaces) as `_`.
+fn column_part(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+impl MetricsRow {
+    /// The row as named values, in the CSV's column order (after its time columns):
+    /// `cpu_pct`, `cpu0_pct`..., `process_cpu_pct`, `mem_total_bytes`, `mem_available_bytes`,
+    /// `mem_used_bytes`, `process_rss_bytes`, `gc_heap_bytes`, `disk_<dev>_read_bps`,
+    /// `disk_<dev>_write_bps`..., `net_<if>_rx_bps`, `net_<if>_tx_bps`..., `load1`, `load5`,
+    /// `load15`, `threads`, `fds`, `cgroup_cpu_limit_cores`, `cgroup_throttled_periods`,
+    /// `cgroup_throttled_ms`, `cgroup_mem_limit_bytes`, `cgroup_mem_usage_bytes`; `None` for a
+    /// value not known.
+    pub fn columns(&self) -> Vec<(String, Option<f64>)> {
+        let mut out = Vec::with_capacity(24 + self.core_pct.len() + 2 * (self.disks.len() + self.nets.len()));
+        let mut put = |name: String, v: Option<f64>| out.push((name, v));
+        put("cpu_pct".into(), Some(self.cpu_pct));
+        for (i, v) in self.core_pct.iter().enumerate() {
+            put(format!("cpu{i}_pct"), Some(*v));
+        }
+        put("process_cpu_pct".into(), Some(self.process_cpu_pct));
+        put("mem_total_bytes".into(), Some(self.mem_total_bytes as f64));
+        put("mem_available_bytes".into(), Some(self.mem_available_bytes as f64));
+        put("mem_used_bytes".into(), Some(self.mem_used_bytes as f64));
+        put("process_rss_bytes".into(), Some(self.rss_bytes as f64));
+        put("gc_heap_bytes".into(), self.gc_heap_bytes.map(|v| v as f64));
+        for d in &self.disks {
+            let n = column_part(&d.name);
+            put(format!("disk_{n}_read_bps"), Some(d.in_bps));
+            put(format!("disk_{n}_write_bps"), Some(d.out_bps));
+        }
+        for d in &self.nets {
+            let n = column_part(&d.name);
+            put(format!("net_{n}_rx_bps"), Some(d.in_bps));
+            put(format!("net_{n}_tx_bps"), Some(d.out_bps));
+        }
+        for (name, v) in ["load1", "load5", "load15"].iter().zip(self.load) {
+            put((*name).into(), Some(v));
+        }
+        put("threads".into(), Some(self.threads as f64));
+        put("fds".into(), self.fds.map(|v| v as f64));
+        put("cgroup_cpu_limit_cores".into(), self.cgroup_cpu_limit_cores);
+        put(
+            "cgroup_throttled_periods".into(),
+            self.cgroup_throttled_periods.map(|v| v as f64),
+        );
+        put("cgroup_throttled_ms".into(), self.cgroup_throttled_ms);
+        put(
+            "cgroup_mem_limit_bytes".into(),
+            self.cgroup_mem_limit_bytes.map(|v| v as f64),
+        );
+        put(
+            "cgroup_mem_usage_bytes".into(),
+            self.cgroup_mem_usage_bytes.map(|v| v as f64),
+        );
+        out
+    }
+}
+
 /// Counters that rates are made from.
 #[derive(Debug, Default)]
 struct Counters {
@@ -346,6 +414,56 @@ mod tests {
         assert!((row.interval_s - 0.6).abs() < 0.3, "{}", row.interval_s);
         assert!(row.nets.iter().any(|n| n.name == "lo"), "{:?}", row.nets);
         assert!(row.disks.iter().all(|d| parse::is_real_disk(&d.name)));
+    }
+
+    #[test]
+    fn column_names() {
+        let row = MetricsRow {
+            unix_ms: 0,
+            interval_s: 1.0,
+            cpu_pct: 50.0,
+            core_pct: vec![40.0, 60.0],
+            process_cpu_pct: 99.5,
+            mem_total_bytes: 4,
+            mem_available_bytes: 1,
+            mem_used_bytes: 3,
+            rss_bytes: 2,
+            gc_heap_bytes: None,
+            disks: vec![IoRate {
+                name: "sda".into(),
+                in_bps: 1.0,
+                out_bps: 2.0,
+            }],
+            nets: vec![IoRate {
+                name: "veth@1".into(),
+                in_bps: 3.0,
+                out_bps: 4.0,
+            }],
+            load: [1.0, 2.0, 3.0],
+            threads: 7,
+            fds: Some(9),
+            cgroup_cpu_limit_cores: Some(0.5),
+            cgroup_throttled_periods: Some(3),
+            cgroup_throttled_ms: Some(12.5),
+            cgroup_mem_limit_bytes: None,
+            cgroup_mem_usage_bytes: Some(100),
+        };
+        let cols = row.columns();
+        let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "cpu_pct", "cpu0_pct", "cpu1_pct", "process_cpu_pct", "mem_total_bytes",
+                "mem_available_bytes", "mem_used_bytes", "process_rss_bytes", "gc_heap_bytes",
+                "disk_sda_read_bps", "disk_sda_write_bps", "net_veth_1_rx_bps",
+                "net_veth_1_tx_bps", "load1", "load5", "load15", "threads", "fds",
+                "cgroup_cpu_limit_cores", "cgroup_throttled_periods", "cgroup_throttled_ms",
+                "cgroup_mem_limit_bytes", "cgroup_mem_usage_bytes"
+            ]
+        );
+        assert_eq!(cols[3].1, Some(99.5));
+        assert_eq!(cols[8].1, None);
+        assert_eq!(cols[12].1, Some(4.0));
     }
 
     #[test]
