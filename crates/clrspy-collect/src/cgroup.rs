@@ -110,9 +110,8 @@ fn find_controller_in(cgroup: &str, mountinfo: &str, controller: &str) -> Option
     let v1 = cgroup_lines(cgroup)
         .find(|(id, ctl, _)| *id != "0" && ctl.split(',').any(|c| c == controller));
     if let Some((_, _, path)) = v1 {
-        let mount = cgroup_mounts(mountinfo).find(|(_, _, ty, opts)| {
-            *ty == "cgroup" && opts.split(',').any(|o| o == controller)
-        });
+        let mount = cgroup_mounts(mountinfo)
+            .find(|(_, _, ty, opts)| *ty == "cgroup" && opts.split(',').any(|o| o == controller));
         if let Some((root, point, _, _)) = mount {
             return Some(CpuCgroup {
                 dir: dir_on_mount(root, point, path),
@@ -514,7 +513,10 @@ mod tests {
         std::fs::create_dir_all(&v1).unwrap();
         put(&v1, "memory.limit_in_bytes", "268435456\n");
         put(&v1, "memory.usage_in_bytes", "1000\n");
-        let g1 = MemoryCgroup { dir: v1, version: 1 };
+        let g1 = MemoryCgroup {
+            dir: v1,
+            version: 1,
+        };
         assert_eq!(g1.read().and_then(|r| r.limit), Some(268_435_456));
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -31,13 +31,13 @@ pub mod kernel;
 mod launch;
 pub mod native;
 pub mod procstat;
-/// System and process metrics from /proc and the cgroups, sampled at an interval.
-pub mod sysmetrics;
 mod r2r;
 mod ring;
 mod run;
 mod session;
 mod sink;
+/// System and process metrics from /proc and the cgroups, sampled at an interval.
+pub mod sysmetrics;
 mod tap;
 mod tap_feed;
 mod target;

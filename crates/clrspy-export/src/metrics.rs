@@ -226,7 +226,10 @@ fn merge(samples: &[(f64, Vec<f64>)]) -> (f64, Vec<f64>) {
     let width = samples.first().map_or(0, |(_, r)| r.len());
     let row = (0..width)
         .map(|i| {
-            let vals = samples.iter().filter_map(|(_, r)| r.get(i)).filter(|v| v.is_finite());
+            let vals = samples
+                .iter()
+                .filter_map(|(_, r)| r.get(i))
+                .filter(|v| v.is_finite());
             let (sum, k) = vals.fold((0.0, 0), |(s, k), v| (s + v, k + 1));
             if k == 0 {
                 f64::NAN
@@ -442,13 +445,19 @@ mod tests {
         // Nothing to run or fetch (the SVG namespace is a name, not a link).
         assert!(!page.contains("<script") && !page.contains("src=") && !page.contains("href="));
         // The CPU series climbs: its maximum (the last points' mean) is the axis top.
-        assert!(!page.contains(">gc_heap_bytes<"), "a column with no value has no line");
+        assert!(
+            !page.contains(">gc_heap_bytes<"),
+            "a column with no value has no line"
+        );
         assert!(page.contains(">cpu_pct<"));
     }
 
     #[test]
     fn a_chart_breaks_at_unknown_values() {
-        let svg = line_chart(&[0.0, 1.0, 2.0, 3.0], &[("a", vec![1.0, f64::NAN, 2.0, 4.0])]);
+        let svg = line_chart(
+            &[0.0, 1.0, 2.0, 3.0],
+            &[("a", vec![1.0, f64::NAN, 2.0, 4.0])],
+        );
         assert_eq!(svg.matches("<polyline").count(), 2);
         // Top of the axis is the maximum.
         assert!(svg.contains(">4</text>"));

@@ -79,9 +79,11 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     };
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
     let out: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(BufWriter::new(File::create(p).map_err(|e| {
-            Failure::new(format!("cannot create {}: {e}", p.display()))
-        })?)),
+        Some(p) => {
+            Box::new(BufWriter::new(File::create(p).map_err(|e| {
+                Failure::new(format!("cannot create {}: {e}", p.display()))
+            })?))
+        }
         None => Box::new(io::stdout().lock()),
     };
     let mut csv = MetricsCsv::new(out);
@@ -95,17 +97,19 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
         }
         csv.write(ms, values)
     });
-    let (end, rows) = match (end, rows) {
+    let end = match end {
         // The reader went away (`| head`): the end, not an error.
-        (Err(e), rows) if e.kind() == io::ErrorKind::BrokenPipe => (End::Asked, rows),
-        (Err(e), _) => return Err(Failure::from(e)),
-        (Ok(end), rows) => (end, rows),
+        Err(Stop::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => End::Asked,
+        Err(Stop::Write(e)) => return Err(Failure::from(e)),
+        Err(Stop::Sample(e)) => return Err(Failure::new(format!("metrics of {label}: {e}"))),
+        Ok(end) => end,
     };
     let elapsed = started.elapsed().as_secs_f64();
     if let (Some(a), Some(b)) = (cpu_before, own_cpu_ns()) {
         let ms = b.saturating_sub(a) as f64 / 1e6;
         eprintln!(
-            "{rows} rows of {label} over {elapsed:.1} s; clrspy's own CPU: {ms:.1} ms ({:.3} % of one core, {:.2} ms a row)",
+            "{rows} row{} of {label} over {elapsed:.1} s; clrspy's own CPU: {ms:.1} ms ({:.3} % of one core, {:.2} ms a row)",
+            if rows == 1 { "" } else { "s" },
             ms / 10.0 / elapsed.max(1e-9),
             ms / (rows.max(1) as f64)
         );
@@ -138,6 +142,14 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     })
 }
 
+/// What ended sampling early.
+enum Stop {
+    /// Writing the CSV failed.
+    Write(io::Error),
+    /// A reading failed (not the process's end).
+    Sample(SysMetricsError),
+}
+
 /// Starts the program; its output goes to stderr when the CSV has stdout.
 fn launch(command: &[std::ffi::OsString], csv_on_stdout: bool) -> Result<Child, Failure> {
     let (program, rest) = command
@@ -154,12 +166,8 @@ fn launch(command: &[std::ffi::OsString], csv_on_stdout: bool) -> Result<Child, 
             }
         }
     }
-    cmd.spawn().map_err(|e| {
-        Failure::new(format!(
-            "cannot start {}: {e}",
-            program.to_string_lossy()
-        ))
-    })
+    cmd.spawn()
+        .map_err(|e| Failure::new(format!("cannot start {}: {e}", program.to_string_lossy())))
 }
 
 /// The exit code clrspy ends with for the program's status (128 + signal when killed).
@@ -181,7 +189,7 @@ fn sample_loop(
     sampler: &mut SysSampler,
     child: &mut Option<Child>,
     write: &mut dyn FnMut(u64, &[(String, Option<f64>)]) -> io::Result<()>,
-) -> (io::Result<End>, u64) {
+) -> (Result<End, Stop>, u64) {
     let start = Instant::now();
     let mut rows = 0u64;
     let mut tick = 0u32;
@@ -196,12 +204,12 @@ fn sample_loop(
             Ok(Some(row)) => {
                 rows += 1;
                 if let Err(e) = write(row.unix_ms, &row.columns()) {
-                    return (Err(e), rows);
+                    return (Err(Stop::Write(e)), rows);
                 }
             }
             Ok(None) => {}
             Err(SysMetricsError::Ended { .. }) => return (Ok(End::Gone), rows),
-            Err(e) => return (Err(io::Error::other(e.to_string())), rows),
+            Err(e) => return (Err(Stop::Sample(e)), rows),
         }
         tick = tick.saturating_add(1);
         let next = args.interval.saturating_mul(tick);

@@ -9,7 +9,7 @@
 pub mod parse;
 
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::cgroup::{self, CpuCgroup, MemoryCgroup};
 use parse::CpuTimes;
@@ -114,7 +114,8 @@ impl MetricsRow {
     /// `cgroup_throttled_ms`, `cgroup_mem_limit_bytes`, `cgroup_mem_usage_bytes`; `None` for a
     /// value not known.
     pub fn columns(&self) -> Vec<(String, Option<f64>)> {
-        let mut out = Vec::with_capacity(24 + self.core_pct.len() + 2 * (self.disks.len() + self.nets.len()));
+        let mut out =
+            Vec::with_capacity(24 + self.core_pct.len() + 2 * (self.disks.len() + self.nets.len()));
         let mut put = |name: String, v: Option<f64>| out.push((name, v));
         put("cpu_pct".into(), Some(self.cpu_pct));
         for (i, v) in self.core_pct.iter().enumerate() {
@@ -122,7 +123,10 @@ impl MetricsRow {
         }
         put("process_cpu_pct".into(), Some(self.process_cpu_pct));
         put("mem_total_bytes".into(), Some(self.mem_total_bytes as f64));
-        put("mem_available_bytes".into(), Some(self.mem_available_bytes as f64));
+        put(
+            "mem_available_bytes".into(),
+            Some(self.mem_available_bytes as f64),
+        );
         put("mem_used_bytes".into(), Some(self.mem_used_bytes as f64));
         put("process_rss_bytes".into(), Some(self.rss_bytes as f64));
         put("gc_heap_bytes".into(), self.gc_heap_bytes.map(|v| v as f64));
@@ -157,6 +161,18 @@ impl MetricsRow {
         );
         out
     }
+}
+
+/// The levels read now (no rate).
+struct Levels {
+    mem_total: u64,
+    mem_available: u64,
+    rss: u64,
+    threads: u64,
+    fds: Option<u64>,
+    load: [f64; 3],
+    cpu: Option<cgroup::CpuBandwidth>,
+    memory: Option<cgroup::MemoryReading>,
 }
 
 /// Counters that rates are made from.
@@ -276,69 +292,86 @@ impl SysSampler {
         let memory = self.memory_group.as_ref().and_then(|g| g.read());
         self.cur.at = Some(now);
 
-        let row = self.prev.at.map(|before| {
-            let secs = now.duration_since(before).as_secs_f64().max(1e-6);
-            let (p, c) = (&self.prev, &self.cur);
-            let rate = |a: u64, b: u64| b.saturating_sub(a) as f64 / secs;
-            let disks = self
-                .disks
-                .iter()
-                .zip(c.disks.iter().zip(&p.disks))
-                .map(|(name, (now, was))| IoRate {
-                    name: name.clone(),
-                    in_bps: rate(was.0, now.0) * 512.0,
-                    out_bps: rate(was.1, now.1) * 512.0,
-                })
-                .collect();
-            let nets = c
-                .nets
-                .iter()
-                .map(|(name, rx, tx)| {
-                    let was = p.nets.iter().find(|(n, _, _)| n == name);
-                    let (rx0, tx0) = was.map_or((*rx, *tx), |(_, a, b)| (*a, *b));
-                    IoRate {
-                        name: name.clone(),
-                        in_bps: rate(rx0, *rx),
-                        out_bps: rate(tx0, *tx),
-                    }
-                })
-                .collect();
-            let throttled = c.throttle.zip(p.throttle);
-            MetricsRow {
-                unix_ms: SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis() as u64),
-                interval_s: secs,
-                cpu_pct: c.all.busy_pct_since(&p.all),
-                core_pct: c
-                    .cores
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| p.cores.get(i).map_or(0.0, |b| t.busy_pct_since(b)))
-                    .collect(),
-                process_cpu_pct: rate(p.process_ticks, c.process_ticks) * 100.0
-                    / self.ticks_per_second as f64,
-                mem_total_bytes: mem_total,
-                mem_available_bytes: mem_available,
-                mem_used_bytes: mem_total.saturating_sub(mem_available),
-                rss_bytes: rss.unwrap_or(0),
-                gc_heap_bytes: None,
-                disks,
-                nets,
-                load,
-                threads: threads.unwrap_or(0),
-                fds,
-                cgroup_cpu_limit_cores: cpu
-                    .filter(|b| b.quota_us != u64::MAX && b.period_us > 0)
-                    .map(|b| b.quota_us as f64 / b.period_us as f64),
-                cgroup_throttled_periods: throttled.map(|(n, w)| n.0.saturating_sub(w.0)),
-                cgroup_throttled_ms: throttled.map(|(n, w)| n.1.saturating_sub(w.1) as f64 / 1e6),
-                cgroup_mem_limit_bytes: memory.and_then(|m| m.limit),
-                cgroup_mem_usage_bytes: memory.map(|m| m.usage),
-            }
-        });
+        let levels = Levels {
+            mem_total,
+            mem_available,
+            rss: rss.unwrap_or(0),
+            threads: threads.unwrap_or(0),
+            fds,
+            load,
+            cpu,
+            memory,
+        };
+        let row = self
+            .prev
+            .at
+            .map(|before| self.row(now.duration_since(before), &levels));
         std::mem::swap(&mut self.prev, &mut self.cur);
         Ok(row)
+    }
+
+    /// The row over `elapsed` from the previous counters to the current ones.
+    fn row(&self, elapsed: Duration, l: &Levels) -> MetricsRow {
+        let secs = elapsed.as_secs_f64().max(1e-6);
+        let (p, c) = (&self.prev, &self.cur);
+        let rate = |a: u64, b: u64| b.saturating_sub(a) as f64 / secs;
+        let disks = self
+            .disks
+            .iter()
+            .zip(c.disks.iter().zip(&p.disks))
+            .map(|(name, (now, was))| IoRate {
+                name: name.clone(),
+                in_bps: rate(was.0, now.0) * 512.0,
+                out_bps: rate(was.1, now.1) * 512.0,
+            })
+            .collect();
+        let nets = c
+            .nets
+            .iter()
+            .map(|(name, rx, tx)| {
+                let was = p.nets.iter().find(|(n, _, _)| n == name);
+                let (rx0, tx0) = was.map_or((*rx, *tx), |(_, a, b)| (*a, *b));
+                IoRate {
+                    name: name.clone(),
+                    in_bps: rate(rx0, *rx),
+                    out_bps: rate(tx0, *tx),
+                }
+            })
+            .collect();
+        let throttled = c.throttle.zip(p.throttle);
+        MetricsRow {
+            unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            interval_s: secs,
+            cpu_pct: c.all.busy_pct_since(&p.all),
+            core_pct: c
+                .cores
+                .iter()
+                .enumerate()
+                .map(|(i, t)| p.cores.get(i).map_or(0.0, |b| t.busy_pct_since(b)))
+                .collect(),
+            process_cpu_pct: rate(p.process_ticks, c.process_ticks) * 100.0
+                / self.ticks_per_second as f64,
+            mem_total_bytes: l.mem_total,
+            mem_available_bytes: l.mem_available,
+            mem_used_bytes: l.mem_total.saturating_sub(l.mem_available),
+            rss_bytes: l.rss,
+            gc_heap_bytes: None,
+            disks,
+            nets,
+            load: l.load,
+            threads: l.threads,
+            fds: l.fds,
+            cgroup_cpu_limit_cores: l
+                .cpu
+                .filter(|b| b.quota_us != u64::MAX && b.period_us > 0)
+                .map(|b| b.quota_us as f64 / b.period_us as f64),
+            cgroup_throttled_periods: throttled.map(|(n, w)| n.0.saturating_sub(w.0)),
+            cgroup_throttled_ms: throttled.map(|(n, w)| n.1.saturating_sub(w.1) as f64 / 1e6),
+            cgroup_mem_limit_bytes: l.memory.and_then(|m| m.limit),
+            cgroup_mem_usage_bytes: l.memory.map(|m| m.usage),
+        }
     }
 
     /// Reads `/proc/diskstats` into the current counters, one per known disk (zeros for a disk
@@ -453,12 +486,29 @@ mod tests {
         assert_eq!(
             names,
             [
-                "cpu_pct", "cpu0_pct", "cpu1_pct", "process_cpu_pct", "mem_total_bytes",
-                "mem_available_bytes", "mem_used_bytes", "process_rss_bytes", "gc_heap_bytes",
-                "disk_sda_read_bps", "disk_sda_write_bps", "net_veth_1_rx_bps",
-                "net_veth_1_tx_bps", "load1", "load5", "load15", "threads", "fds",
-                "cgroup_cpu_limit_cores", "cgroup_throttled_periods", "cgroup_throttled_ms",
-                "cgroup_mem_limit_bytes", "cgroup_mem_usage_bytes"
+                "cpu_pct",
+                "cpu0_pct",
+                "cpu1_pct",
+                "process_cpu_pct",
+                "mem_total_bytes",
+                "mem_available_bytes",
+                "mem_used_bytes",
+                "process_rss_bytes",
+                "gc_heap_bytes",
+                "disk_sda_read_bps",
+                "disk_sda_write_bps",
+                "net_veth_1_rx_bps",
+                "net_veth_1_tx_bps",
+                "load1",
+                "load5",
+                "load15",
+                "threads",
+                "fds",
+                "cgroup_cpu_limit_cores",
+                "cgroup_throttled_periods",
+                "cgroup_throttled_ms",
+                "cgroup_mem_limit_bytes",
+                "cgroup_mem_usage_bytes"
             ]
         );
         assert_eq!(cols[3].1, Some(99.5));

@@ -202,10 +202,7 @@ ctxt 1234
     #[test]
     fn meminfo() {
         let t = "MemTotal:       24684084 kB\nMemFree:          677196 kB\nMemAvailable:   23225016 kB\nBuffers:          104388 kB\n";
-        assert_eq!(
-            parse_meminfo(t),
-            Some((24684084 * 1024, 23225016 * 1024))
-        );
+        assert_eq!(parse_meminfo(t), Some((24684084 * 1024, 23225016 * 1024)));
         assert_eq!(parse_meminfo("MemTotal: 1 kB\n"), None);
     }
 
