@@ -210,9 +210,9 @@ body{{font:14px system-ui,sans-serif;margin:24px;color:#222}}h1{{font-size:20px}
             let _ = write!(h, "<h2>{}</h2>", escape(g.title));
             h.push_str(&line_chart(&self.times, &series));
         }
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p class=note>clrspy {}</p></body></html>\n",
+            "<p class=note>clrspy {}</p></body></html>",
             env!("CARGO_PKG_VERSION")
         );
         out.write_all(h.as_bytes())

@@ -43,6 +43,9 @@ fn positive(s: &str) -> Result<Duration, String> {
     clrspy_values::parse_positive_duration(s).map_err(|e| e.to_string())
 }
 
+/// A row's named values (`MetricsRow::columns`).
+type Values = [(String, Option<f64>)];
+
 /// Ctrl+C, wired once.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -188,7 +191,7 @@ fn sample_loop(
     args: &Args,
     sampler: &mut SysSampler,
     child: &mut Option<Child>,
-    write: &mut dyn FnMut(u64, &[(String, Option<f64>)]) -> io::Result<()>,
+    write: &mut dyn FnMut(u64, &Values) -> io::Result<()>,
 ) -> (Result<End, Stop>, u64) {
     let start = Instant::now();
     let mut rows = 0u64;
