@@ -134,6 +134,17 @@ fn two_burning_threads_show_as_two_cores() {
     );
     let cpu = mean(&rows, "process_cpu_pct");
     eprintln!("two burners: {cpu:.1} % of one core");
+    // Whatever the load: the process never uses more than the machine did, nor more than two
+    // cores, and it burned.
+    let cores = header
+        .iter()
+        .filter(|h| h.starts_with("cpu") && h.ends_with("_pct") && *h != "cpu_pct")
+        .count() as f64;
+    for r in &rows {
+        let p = num(r, "process_cpu_pct");
+        assert!(p > 20.0 && p <= 210.0, "{r:?}");
+        assert!(p <= num(r, "cpu_pct") * cores + 10.0, "{r:?}");
+    }
     check_cpu(&rows, 2.0, "two burners use ~200 % of a core", || {
         assert!((150.0..=250.0).contains(&cpu), "two burners: {cpu} %");
     });
