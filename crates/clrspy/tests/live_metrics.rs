@@ -280,3 +280,31 @@ fn a_half_cpu_limit_throttles() {
     });
     drop(app);
 }
+
+/// `clrspy metrics -- COMMAND`: rows until the program ends, its output on stderr (stdout is
+/// the CSV's), clrspy's exit code its own.
+#[test]
+fn a_launched_program_ends_the_rows() {
+    if !live() {
+        return;
+    }
+    let out = common::clrspy_command()
+        .args(["metrics", "--interval", "500ms", "--", "dotnet"])
+        .arg(common::workloads())
+        .args(["cpu", "--seconds", "3"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("burned seconds=3"), "{stderr}");
+    let mut lines = stdout.lines();
+    assert!(lines
+        .next()
+        .is_some_and(|h| h.starts_with("time_utc,elapsed_s,cpu_pct,")));
+    // The runtime's start and 3 s of burning at 0.5 s: more than 5 rows, and it ended.
+    let rows = lines.count();
+    assert!((5..=30).contains(&rows), "{rows} rows: {stderr}");
+}
