@@ -3,7 +3,9 @@
 //! `cpu` controller) and reading its bandwidth counters (`cpu.stat`, `cpu.max` or
 //! `cpu.cfs_quota_us`/`cpu.cfs_period_us`). The limit may sit on an ancestor (a container's
 //! group above the process's own): the nearest group with a quota is the one read. Linux only;
-//! elsewhere nothing is found. Also the paths of every group of a process
+//! elsewhere nothing is found. The memory controller's group too ([`find_memory`]: its limit
+//! and usage, `memory.max`/`memory.current` or v1's `memory.limit_in_bytes`/`usage_in_bytes`).
+//! Also the paths of every group of a process
 //! ([`group_paths`]), which the rules match on.
 
 use std::path::{Path, PathBuf};
@@ -99,11 +101,17 @@ fn unescape_mount(s: &str) -> String {
 /// `/proc/self/mountinfo`: the v1 `cpu` controller's group where the process has one and it
 /// is mounted, else its v2 group. `None` when neither is mounted here.
 pub fn find_in(cgroup: &str, mountinfo: &str) -> Option<CpuCgroup> {
-    let v1 =
-        cgroup_lines(cgroup).find(|(id, ctl, _)| *id != "0" && ctl.split(',').any(|c| c == "cpu"));
+    find_controller_in(cgroup, mountinfo, "cpu")
+}
+
+/// The group of a process for one v1 controller (`cpu`, `memory`) where it has one and it is
+/// mounted, else its v2 group; the texts as for [`find_in`].
+fn find_controller_in(cgroup: &str, mountinfo: &str, controller: &str) -> Option<CpuCgroup> {
+    let v1 = cgroup_lines(cgroup)
+        .find(|(id, ctl, _)| *id != "0" && ctl.split(',').any(|c| c == controller));
     if let Some((_, _, path)) = v1 {
         let mount = cgroup_mounts(mountinfo)
-            .find(|(_, _, ty, opts)| *ty == "cgroup" && opts.split(',').any(|o| o == "cpu"));
+            .find(|(_, _, ty, opts)| *ty == "cgroup" && opts.split(',').any(|o| o == controller));
         if let Some((root, point, _, _)) = mount {
             return Some(CpuCgroup {
                 dir: dir_on_mount(root, point, path),
@@ -124,6 +132,105 @@ pub fn find(pid: u32) -> Option<CpuCgroup> {
     let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     find_in(&cgroup, &mountinfo)
+}
+
+/// The memory cgroup of process `pid` as seen from here: the v1 `memory` controller's group,
+/// else its v2 group. Read with [`MemoryCgroup::read`].
+pub fn find_memory(pid: u32) -> Option<MemoryCgroup> {
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    find_memory_in(&cgroup, &mountinfo)
+}
+
+/// [`find_memory`] from the texts of `/proc/<pid>/cgroup` and `/proc/self/mountinfo`.
+pub fn find_memory_in(cgroup: &str, mountinfo: &str) -> Option<MemoryCgroup> {
+    let g = find_controller_in(cgroup, mountinfo, "memory")?;
+    Some(MemoryCgroup {
+        dir: g.dir,
+        version: g.version,
+    })
+}
+
+/// The cgroup whose memory limit applies to a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryCgroup {
+    /// Its directory (`/sys/fs/cgroup/...`).
+    pub dir: PathBuf,
+    /// 1 or 2.
+    pub version: u16,
+}
+
+/// A memory cgroup's limit and usage, bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryReading {
+    /// The limit (`memory.max`, v1 `memory.limit_in_bytes`); `None` when unlimited.
+    pub limit: Option<u64>,
+    /// What the group uses now (`memory.current`, v1 `memory.usage_in_bytes`).
+    pub usage: u64,
+}
+
+/// v1 writes "no limit" as a huge number (a page-rounded `i64::MAX`): anything above this is
+/// no limit.
+const V1_NO_LIMIT: u64 = 1 << 60;
+
+/// Parses a memory limit file (`memory.max`, `memory.limit_in_bytes`): `None` for `max`, the
+/// v1 "unlimited" number or an unreadable text.
+pub fn parse_memory_limit(text: &str) -> Option<u64> {
+    let t = text.trim();
+    if t == "max" {
+        return None;
+    }
+    t.parse::<u64>().ok().filter(|v| *v < V1_NO_LIMIT)
+}
+
+impl MemoryCgroup {
+    fn files(&self) -> (&'static str, &'static str) {
+        if self.version == 2 {
+            ("memory.max", "memory.current")
+        } else {
+            ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        }
+    }
+
+    /// The group itself or its nearest ancestor with a memory limit (a container's limit sits
+    /// above the process's own group); the group itself when none has one.
+    pub fn limiting(&self) -> MemoryCgroup {
+        let (limit_file, usage_file) = self.files();
+        let mut dir = self.dir.as_path();
+        // Bounded by the path's depth.
+        for _ in 0..64 {
+            if !dir.join(usage_file).exists() {
+                break;
+            }
+            let limit = std::fs::read_to_string(dir.join(limit_file)).unwrap_or_default();
+            if parse_memory_limit(&limit).is_some() {
+                return MemoryCgroup {
+                    dir: dir.to_path_buf(),
+                    version: self.version,
+                };
+            }
+            match dir.parent() {
+                Some(p) => dir = p,
+                None => break,
+            }
+        }
+        self.clone()
+    }
+
+    /// Reads the group's limit and usage now; `None` when its usage cannot be read.
+    pub fn read(&self) -> Option<MemoryReading> {
+        let (limit_file, usage_file) = self.files();
+        let usage = std::fs::read_to_string(self.dir.join(usage_file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let limit = std::fs::read_to_string(self.dir.join(limit_file)).unwrap_or_default();
+        Some(MemoryReading {
+            limit: parse_memory_limit(&limit),
+            usage,
+        })
+    }
 }
 
 /// Parses a `cpu.stat`: (periods, throttled periods, throttled ns). v2 says `throttled_usec`,
@@ -348,6 +455,69 @@ mod tests {
         assert_eq!(g1.read().unwrap().quota_us, u64::MAX);
         put(&v1, "cpu.cfs_quota_us", "5000\n");
         assert_eq!(g1.limiting().read().unwrap().quota_us, 5000);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn memory_groups_and_limits() {
+        // This machine's: the memory controller on its own v1 mount.
+        let m = "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
+                 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        let cg = "4:memory:/process_api/3469e2\n1:cpu:/\n0::/\n";
+        let g = find_memory_in(cg, m).unwrap();
+        assert_eq!(
+            (g.dir, g.version),
+            (PathBuf::from("/sys/fs/cgroup/memory/process_api/3469e2"), 1)
+        );
+        // Only v2 mounted: the unified group.
+        let m2 = "29 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+        let g = find_memory_in("0::/kubepods/pod1\n", m2).unwrap();
+        assert_eq!(g.version, 2);
+        assert_eq!(find_memory_in("1:cpu:/\n", ""), None);
+        assert_eq!(parse_memory_limit("max\n"), None);
+        assert_eq!(parse_memory_limit("9223372036854771712\n"), None);
+        assert_eq!(parse_memory_limit("536870912\n"), Some(536_870_912));
+        assert_eq!(parse_memory_limit("x"), None);
+    }
+
+    /// The nearest group with a memory limit is read, as for the CPU.
+    #[test]
+    fn the_memory_limit_may_sit_on_a_parent() {
+        let root = std::env::temp_dir().join(format!("clrspy-memcg-test-{}", std::process::id()));
+        let inner = root.join("pod/app");
+        std::fs::create_dir_all(&inner).unwrap();
+        let put = |dir: &Path, f: &str, v: &str| std::fs::write(dir.join(f), v).unwrap();
+        for d in [&root, &root.join("pod"), &inner] {
+            put(d, "memory.max", "max\n");
+            put(d, "memory.current", "4096\n");
+        }
+        put(&root.join("pod"), "memory.max", "1073741824\n");
+        put(&root.join("pod"), "memory.current", "52428800\n");
+        let g = MemoryCgroup {
+            dir: inner.clone(),
+            version: 2,
+        };
+        let l = g.limiting();
+        assert_eq!(l.dir, root.join("pod"));
+        assert_eq!(
+            l.read(),
+            Some(MemoryReading {
+                limit: Some(1 << 30),
+                usage: 52_428_800
+            })
+        );
+        put(&root.join("pod"), "memory.max", "max\n");
+        assert_eq!(g.limiting().dir, inner);
+        assert_eq!(g.read().map(|r| (r.limit, r.usage)), Some((None, 4096)));
+        let v1 = root.join("v1");
+        std::fs::create_dir_all(&v1).unwrap();
+        put(&v1, "memory.limit_in_bytes", "268435456\n");
+        put(&v1, "memory.usage_in_bytes", "1000\n");
+        let g1 = MemoryCgroup {
+            dir: v1,
+            version: 1,
+        };
+        assert_eq!(g1.read().and_then(|r| r.limit), Some(268_435_456));
         let _ = std::fs::remove_dir_all(&root);
     }
 

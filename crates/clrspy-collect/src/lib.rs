@@ -36,6 +36,8 @@ mod ring;
 mod run;
 mod session;
 mod sink;
+/// System and process metrics from /proc and the cgroups, sampled at an interval.
+pub mod sysmetrics;
 mod tap;
 mod tap_feed;
 mod target;

@@ -12,7 +12,8 @@
 //! are the aggregated models (one row per distinct thread and stack), so memory follows
 //! distinct stacks, never events; formats that need time order (Chromium) stream the trace a
 //! second time. Units and rounding shared by every view are in [`units`]; the recording
-//! profiles in words in [`profiles`].
+//! profiles in words in [`profiles`]. System and process metrics (CSV and SVG charts) are in
+//! [`metrics`].
 #![deny(missing_docs)]
 
 pub mod chromium;
@@ -33,6 +34,7 @@ pub mod format;
 pub mod heap_stacks;
 pub mod info;
 pub mod log_text;
+pub mod metrics;
 pub mod profiles;
 pub mod repair;
 pub mod report;

@@ -4,6 +4,8 @@
 //! - [`counters`]: `clrspy counters list|monitor|collect` — EventCounters and
 //!   System.Diagnostics.Metrics meters, as a live table or as CSV, JSON Lines or Prometheus text;
 //! - [`logs`]: `clrspy logs` — the app's ILogger messages as they are logged;
+//! - [`metrics`]: `clrspy metrics` — system and process metrics from /proc and the cgroups
+//!   every interval, as CSV and a page of charts;
 //! - [`stack`]: `clrspy stack` — the managed stack of every thread now;
 //! - [`top`]: `clrspy top` — the hottest methods of the last few seconds, full-screen.
 //!
@@ -13,6 +15,7 @@
 
 pub mod counters;
 pub mod logs;
+pub mod metrics;
 pub mod stack;
 pub mod top;
 

@@ -162,6 +162,8 @@ pub enum Command {
     Stack(clrspy_views::stack::Args),
     /// The app's own log messages (ILogger, through its EventSource logger), live.
     Logs(clrspy_views::logs::Args),
+    /// System and process metrics every interval (CPU, memory, disk, network, limits) as CSV.
+    Metrics(clrspy_views::metrics::Args),
 }
 
 /// `clrspy gcdump`.

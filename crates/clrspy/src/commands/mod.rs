@@ -51,6 +51,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Counters(a) => Ok(clrspy_views::counters::run(&a)?),
         Command::Stack(a) => Ok(clrspy_views::stack::run(&a)?),
         Command::Logs(a) => Ok(clrspy_views::logs::run(&a)?),
+        Command::Metrics(a) => Ok(clrspy_views::metrics::run(&a)?),
         Command::Profile(a) => {
             a.target.require("profile")?;
             profile::run(&a)
