@@ -211,3 +211,22 @@ fn requests_without_requests_name_the_profile_that_records_them() {
         .unwrap();
     assert!(text.is_empty());
 }
+
+#[test]
+fn requests_jsonl_is_for_the_reports_that_list_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.jsonl");
+    let e = rows_file(ReportKind::Cpu, &path).err().unwrap();
+    assert!(
+        e.contains("http and requests") && e.contains("`cpu`"),
+        "{e}"
+    );
+    assert!(!path.exists(), "nothing made for a report without rows");
+    let e = rows_file(ReportKind::Http, &dir.path().join("no/such/dir/rows.jsonl"))
+        .err()
+        .unwrap();
+    assert!(e.starts_with("cannot create"), "{e}");
+    let sink = rows_file(ReportKind::Requests, &path).unwrap();
+    assert_eq!(sink.model, "requests");
+    assert_eq!(finish_rows(&sink, &path), Ok(0));
+}
