@@ -361,7 +361,9 @@ impl TextView for RequestsReport {
         if !self.slowest.is_empty() {
             writeln!(out, "\n{}", style.heading("Slowest requests"))?;
         }
-        if self.slowest.iter().any(|r| r.samples > 0) {
+        // With breakdowns under them, a blank line sets each request apart; without, a table.
+        let spaced = self.slowest.iter().any(|r| r.samples > 0);
+        if spaced {
             writeln!(
                 out,
                 "  under each: its threads' samples while it ran on them (samples × the interval)"
@@ -382,7 +384,8 @@ impl TextView for RequestsReport {
             );
             writeln!(
                 out,
-                "\n  {:>9.1} ms  {}",
+                "{}  {:>9.1} ms  {}",
+                if spaced { "\n" } else { "" },
                 r.duration_ms,
                 fit(&head, style.room(16))
             )?;
