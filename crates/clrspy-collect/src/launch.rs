@@ -154,7 +154,7 @@ pub(crate) fn socket_path() -> PathBuf {
 }
 
 /// Asks the child to end (SIGTERM), then kills it if it is still there after `grace`.
-pub(crate) fn end_child(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+pub fn end_child(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     #[cfg(unix)]
     if let Ok(pid) = i32::try_from(child.id()) {
         // SAFETY: kill(2) with a pid we spawned and still own (not yet reaped).

@@ -65,7 +65,9 @@ pub use dumpfile::{
 pub use error::{Error, ErrorKind, Result};
 pub use exception_dumps::{exception_patterns, DumpsStarted, Env, ExceptionDumps};
 pub use hold::HoldServer;
-pub use launch::{launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
+pub use launch::{
+    end_child, launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched,
+};
 pub use ring::{parse_buffer_size, parse_ring_size, RingSink, RingStats, RingStore};
 pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
 pub use session::{record, record_live, record_via, LiveFeeds};

@@ -132,10 +132,10 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
         Some(mut c) => {
             let status = match c.try_wait() {
                 Ok(Some(s)) => Some(s),
-                // Still running at --duration or Ctrl+C: it was started for this, it ends.
+                // Still running at --duration or Ctrl+C: it was started for this, it ends —
+                // asked first (SIGTERM), killed after 3 s.
                 _ => {
-                    let _ = c.kill();
-                    let _ = c.wait();
+                    let _ = clrspy_collect::end_child(&mut c, std::time::Duration::from_secs(3));
                     None
                 }
             };
