@@ -2,9 +2,9 @@
 //! the sampled stacks as a flame chart of complete ("X") slices — consecutive samples with the
 //! same frames merge into one slice, a frame closes when a sample no longer has it — plus GC
 //! pauses on a "GC" track, lock waits as async slices on the waiting thread, ASP.NET Core
-//! requests as async slices from the thread they started on, exceptions as instants, and
-//! process and thread names. Samples need time order, so this export reads the
-//! trace a second time (streaming, after the analysis named every method); memory holds one
+//! requests and HttpClient requests as async slices from the thread they started on,
+//! exceptions as instants, and process and thread names. Samples need time order, so this
+//! export reads the trace a second time (streaming, after the analysis named every method); memory holds one
 //! open stack per thread.
 
 use std::io::{self, Write};
@@ -65,11 +65,14 @@ impl Out<'_> {
 
 /// ASP.NET Core's hosting provider: its requests become async slices.
 const HOSTING: &str = "Microsoft.AspNetCore.Hosting";
+/// HttpClient's provider: its outgoing requests become async slices too.
+const HTTP_CLIENT: &str = "System.Net.Http";
 
-/// A request's start or stop (`Microsoft.AspNetCore.Hosting`, tied by its activity id): the
-/// begin or end of an async slice `METHOD path` on the thread it started or ended on (the
-/// viewer pairs them by id, whatever their order in the file). Events without an activity id
-/// (TplEventSource 0x80 not recorded) cannot be paired and are left out.
+/// A request's start or stop — served (`Microsoft.AspNetCore.Hosting`: `METHOD path`, category
+/// `request`) or sent (`System.Net.Http`: `scheme://host:port/path`, category `http`) — tied by
+/// its activity id: the begin or end of an async slice on the thread it started or ended on
+/// (the viewer pairs them by id, whatever their order in the file). Events without an activity
+/// id (TplEventSource 0x80 not recorded) cannot be paired and are left out.
 fn request_slice(o: &mut Out<'_>, ev: &nettrace::Event<'_>, us: f64) -> io::Result<()> {
     let phase = match ev.metadata.event_name.as_str() {
         "RequestStart" => "b",
@@ -79,6 +82,12 @@ fn request_slice(o: &mut Out<'_>, ev: &nettrace::Event<'_>, us: f64) -> io::Resu
     if ev.activity_id.is_zero() {
         return Ok(());
     }
+    let sent = ev.provider() == HTTP_CLIENT;
+    let (name, cat) = if sent {
+        ("http request", "http")
+    } else {
+        ("request", "request")
+    };
     let id = ev
         .activity_id
         .0
@@ -87,19 +96,33 @@ fn request_slice(o: &mut Out<'_>, ev: &nettrace::Event<'_>, us: f64) -> io::Resu
         .collect::<String>();
     let (pid, tid) = (o.pid, ev.thread_id);
     if phase == "e" {
-        return o.event(json!({"name": "request", "cat": "request", "ph": "e", "id": id, "ts": us, "pid": pid, "tid": tid}));
+        return o.event(json!({"name": name, "cat": cat, "ph": "e", "id": id, "ts": us, "pid": pid, "tid": tid}));
     }
     let d = nettrace::decode_payload(&ev.metadata.fields, ev.payload);
     let field = |name: &str| {
         d.fields
             .iter()
             .find(|f| f.name == name)
-            .and_then(|f| f.value.as_str())
-            .unwrap_or("")
-            .to_string()
+            .map(|f| match f.value.as_str() {
+                Some(s) => s.to_string(),
+                None => f.value.as_i64().map(|n| n.to_string()).unwrap_or_default(),
+            })
+            .unwrap_or_default()
     };
-    let (method, path) = (field("method"), field("path"));
-    o.event(json!({"name": "request", "cat": "request", "ph": "b", "id": id, "ts": us, "pid": pid, "tid": tid, "args": {"request": format!("{method} {path}"), "method": method, "path": path}}))
+    let args = if sent {
+        let url = format!(
+            "{}://{}:{}{}",
+            field("scheme"),
+            field("host"),
+            field("port"),
+            field("pathAndQuery")
+        );
+        json!({"request": url})
+    } else {
+        let (method, path) = (field("method"), field("path"));
+        json!({"request": format!("{method} {path}"), "method": method, "path": path})
+    };
+    o.event(json!({"name": name, "cat": cat, "ph": "b", "id": id, "ts": us, "pid": pid, "tid": tid, "args": args}))
 }
 
 /// Writes the trace; `reader` reads the same trace again from its start. Returns why the
@@ -194,7 +217,7 @@ pub fn write_grouped<S: ByteSource>(
             lane.last_us = us;
             continue;
         }
-        if provider == HOSTING {
+        if provider == HOSTING || provider == HTTP_CLIENT {
             request_slice(&mut o, &ev, us)?;
             continue;
         }

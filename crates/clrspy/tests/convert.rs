@@ -126,3 +126,39 @@ fn requests_are_slices_in_the_chromium_export() {
         .count();
     assert_eq!(sleeps, 6);
 }
+
+/// HttpClient's requests (the http-client workload, 25 requests) are slices too, category
+/// `http`, each named by its URL.
+#[test]
+fn outgoing_http_requests_are_slices_in_the_chromium_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("h.json");
+    clrspy()
+        .arg("convert")
+        .arg(common::repo().join("crates/clrspy/tests/data/httpclient-net.nettrace.zip"))
+        .args(["--to", "chromium", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let chrome: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let events = chrome["traceEvents"].as_array().unwrap();
+    let of = |ph: &str| {
+        let mut ids: Vec<&str> = events
+            .iter()
+            .filter(|e| e["cat"] == "http" && e["ph"] == ph)
+            .map(|e| e["id"].as_str().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    let (begins, ends) = (of("b"), of("e"));
+    assert_eq!(begins.len(), 25);
+    assert_eq!(begins, ends, "every begin has its end");
+    let dns = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "b" && e["args"]["request"] == "http://nothing.invalid:80/dns-failure"
+        })
+        .count();
+    assert_eq!(dns, 1, "{events:?}");
+}
