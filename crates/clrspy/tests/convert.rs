@@ -90,34 +90,39 @@ fn bad_output_path_is_one_clear_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write /no/such/dir/x.json"));
 }
 
-/// ASP.NET Core requests (a dotnet-trace recording of the `aspnet` event sources, 25 requests)
-/// become async slices in the Chromium export: one begin and one end per request, paired by id.
-#[test]
-fn requests_are_slices_in_the_chromium_export() {
+/// The Chromium export of test trace `name`: its events, and the ids of the async slices of
+/// category `cat` that begin and that end, sorted.
+fn slices(name: &str, cat: &str) -> (Vec<serde_json::Value>, Vec<String>, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("r.json");
+    let out = dir.path().join("c.json");
     clrspy()
         .arg("convert")
-        .arg(
-            common::repo()
-                .join("crates/clrspy/tests/data/webapp-requests-dotnet-trace.nettrace.zip"),
-        )
+        .arg(common::repo().join("crates/clrspy/tests/data").join(name))
         .args(["--to", "chromium", "-o"])
         .arg(&out)
         .assert()
         .success();
-    let chrome: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
-    let events = chrome["traceEvents"].as_array().unwrap();
+    let mut chrome: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let events = chrome["traceEvents"].take().as_array().unwrap().clone();
     let of = |ph: &str| {
-        let mut ids: Vec<&str> = events
+        let mut ids: Vec<String> = events
             .iter()
-            .filter(|e| e["cat"] == "request" && e["ph"] == ph)
-            .map(|e| e["id"].as_str().unwrap())
+            .filter(|e| e["cat"] == cat && e["ph"] == ph)
+            .map(|e| e["id"].as_str().unwrap().to_string())
             .collect();
         ids.sort_unstable();
         ids
     };
     let (begins, ends) = (of("b"), of("e"));
+    (events, begins, ends)
+}
+
+/// ASP.NET Core requests (a dotnet-trace recording of the `aspnet` event sources, 25 requests)
+/// become async slices in the Chromium export: one begin and one end per request, paired by id.
+#[test]
+fn requests_are_slices_in_the_chromium_export() {
+    let (events, begins, ends) = slices("webapp-requests-dotnet-trace.nettrace.zip", "request");
     assert_eq!(begins.len(), 25);
     assert_eq!(begins, ends, "every begin has its end");
     let sleeps = events
@@ -131,27 +136,7 @@ fn requests_are_slices_in_the_chromium_export() {
 /// `http`, each named by its URL.
 #[test]
 fn outgoing_http_requests_are_slices_in_the_chromium_export() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("h.json");
-    clrspy()
-        .arg("convert")
-        .arg(common::repo().join("crates/clrspy/tests/data/httpclient-net.nettrace.zip"))
-        .args(["--to", "chromium", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let chrome: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
-    let events = chrome["traceEvents"].as_array().unwrap();
-    let of = |ph: &str| {
-        let mut ids: Vec<&str> = events
-            .iter()
-            .filter(|e| e["cat"] == "http" && e["ph"] == ph)
-            .map(|e| e["id"].as_str().unwrap())
-            .collect();
-        ids.sort_unstable();
-        ids
-    };
-    let (begins, ends) = (of("b"), of("e"));
+    let (events, begins, ends) = slices("httpclient-net.nettrace.zip", "http");
     assert_eq!(begins.len(), 25);
     assert_eq!(begins, ends, "every begin has its end");
     let dns = events
@@ -160,5 +145,5 @@ fn outgoing_http_requests_are_slices_in_the_chromium_export() {
             e["ph"] == "b" && e["args"]["request"] == "http://nothing.invalid:80/dns-failure"
         })
         .count();
-    assert_eq!(dns, 1, "{events:?}");
+    assert_eq!(dns, 1);
 }
