@@ -10,7 +10,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use common::{clrspy, live, machine, start};
@@ -196,63 +196,12 @@ fn screenshot(html: &Path, dir: &Path) {
     assert!(bytes > 10_000, "screenshot of {} bytes: {log}", bytes);
 }
 
-/// A cgroup v1 `cpu` group limited to half a CPU, made for the test and removed when dropped
-/// (its members moved back to the root group first).
-struct HalfCpu {
-    dir: PathBuf,
-    root: PathBuf,
-}
-
-impl HalfCpu {
-    fn create() -> Result<HalfCpu, String> {
-        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let root = mounts
-            .lines()
-            .find_map(|l| {
-                let (left, right) = l.split_once(" - ")?;
-                let point = left.split_whitespace().nth(4)?;
-                let mut r = right.split_whitespace();
-                let (ty, opts) = (r.next()?, r.nth(1)?);
-                (ty == "cgroup" && opts.split(',').any(|o| o == "cpu"))
-                    .then(|| PathBuf::from(point))
-            })
-            .ok_or("no cgroup v1 cpu controller")?;
-        let dir = root.join(format!("clrspy-metrics-test-{}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        let g = HalfCpu { dir, root };
-        g.write("cpu.cfs_period_us", "10000")?;
-        g.write("cpu.cfs_quota_us", "5000")?;
-        Ok(g)
-    }
-
-    fn write(&self, file: &str, value: &str) -> Result<(), String> {
-        std::fs::write(self.dir.join(file), value)
-            .map_err(|e| format!("write {value} to {}/{file}: {e}", self.dir.display()))
-    }
-}
-
-impl Drop for HalfCpu {
-    fn drop(&mut self) {
-        let members = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
-        for p in members.split_whitespace() {
-            let _ = std::fs::write(self.root.join("cgroup.procs"), p);
-        }
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!("could not remove the test cgroup {}", self.dir.display());
-    }
-}
-
 #[test]
 fn a_half_cpu_limit_throttles() {
     if !live() {
         return;
     }
-    let group = match HalfCpu::create() {
+    let group = match common::cgroup::TestGroup::create() {
         Ok(g) => g,
         Err(why) => {
             eprintln!("SKIPPED a_half_cpu_limit_throttles: {why}");
@@ -261,7 +210,7 @@ fn a_half_cpu_limit_throttles() {
     };
     let _machine = machine();
     let app = start("cpu", &["--threads", "2", "--seconds", "60"]);
-    group.write("cgroup.procs", &app.1.to_string()).unwrap();
+    group.add(app.1).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("m.csv");
