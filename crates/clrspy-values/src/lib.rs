@@ -14,6 +14,7 @@
 
 pub mod duration;
 pub mod pattern;
+pub mod redact;
 pub mod size;
 
 pub use duration::{parse_duration, parse_positive_duration, MAX_DURATION};
