@@ -117,8 +117,10 @@ fn mask_key_values(text: &str, found: &mut Vec<Found>) -> String {
         };
         // The key: the word just before `=`.
         let key_start = text[..eq]
-            .rfind(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | ',' | '?' | '"' | '\''))
-            .map_or(0, |k| k + 1)
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| c.is_whitespace() || matches!(c, ';' | '&' | ',' | '?' | '"' | '\''))
+            .map_or(0, |(k, c)| k + c.len_utf8())
             .max(i);
         let key = text[key_start..eq].trim_start_matches('-');
         let value_end = text[eq + 1..]
@@ -291,6 +293,27 @@ mod tests {
         let plain = "Request finished HTTP/1.1 GET http://localhost:5000/items?id=3 - 200 12ms é";
         assert_eq!(redact_text(plain), (plain.to_string(), vec![]));
         assert_eq!(redact_text(""), (String::new(), vec![]));
+    }
+
+    #[test]
+    fn any_text_is_safe() {
+        // Wide white space and other multi-byte characters beside every kind of secret.
+        let pieces = [
+            "\u{3000}", "é", "🦀", "=", ";", "://", "@", ":", "eyJ", "AKIA", "--token", " ",
+            "Password", "Bearer", "x",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let text = format!("{a}{b}{c}{a}=v{c}");
+                    let (out, _) = redact_text(&text);
+                    assert!(!out.is_empty());
+                }
+            }
+        }
+        let (out, found) = redact_text("a\u{3000}Password=hunter2\u{3000}b");
+        assert_eq!(out, "a\u{3000}Password=[redacted]\u{3000}b");
+        assert_eq!(found, ["secret value"]);
     }
 
     #[test]
