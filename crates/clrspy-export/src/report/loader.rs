@@ -254,10 +254,12 @@ fn module_loads(m: &LoaderModel) -> Vec<LoadRow> {
         .collect()
 }
 
-/// Assemblies in more than one context or at more than one version.
+/// Assemblies loaded (not only found already loaded) in more than one context or at more than
+/// one version. A context whose load was answered with another context's assembly (MSBuild's
+/// plugin contexts hand `Microsoft.Build` back from the default one) holds no copy of its own.
 fn duplicates(loads: &[LoadRow]) -> Vec<DuplicateRow> {
     let mut by_name: BTreeMap<&str, DuplicateRow> = BTreeMap::new();
-    for l in loads {
+    for l in loads.iter().filter(|l| l.count > 0) {
         let d = by_name.entry(&l.name).or_insert_with(|| DuplicateRow {
             assembly: l.name.clone(),
             versions: Vec::new(),
@@ -643,5 +645,37 @@ fn html(i: &HtmlInput<'_>) -> HtmlSection {
             value: r.failed.to_string(),
         }],
         parts: vec![Part { order: 86, html: h }],
+    }
+}
+
+#[cfg(test)]
+mod duplicate_tests {
+    use super::*;
+
+    fn row(context: &str, version: &str, count: u64, reused: u64) -> LoadRow {
+        LoadRow {
+            assembly: format!("A, Version={version}"),
+            name: "A".into(),
+            version: version.into(),
+            context: context.into(),
+            path: "/a.dll".into(),
+            count,
+            reused,
+            first_ms: 0.0,
+            duration_ms: 0.0,
+            requested_by: String::new(),
+            handler: None,
+            context_instances: 1,
+        }
+    }
+
+    #[test]
+    fn an_assembly_handed_back_from_another_context_is_no_duplicate() {
+        let shared = [row("Default", "1.0", 1, 0), row("plugin", "1.0", 0, 3)];
+        assert!(duplicates(&shared).is_empty());
+        let twice = [row("Default", "1.0", 1, 0), row("plugin", "1.0", 1, 0)];
+        assert_eq!(duplicates(&twice)[0].contexts, ["Default", "plugin"]);
+        let versions = [row("Default", "1.0", 1, 0), row("Default", "2.0", 1, 0)];
+        assert_eq!(duplicates(&versions)[0].versions, ["1.0", "2.0"]);
     }
 }
