@@ -1,0 +1,1 @@
+//! The commands: `clrspy bundle`, `clrspy bundle verify`, `clrspy doctor`.

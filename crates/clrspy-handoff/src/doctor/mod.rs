@@ -1,0 +1,3 @@
+//! `clrspy doctor`.
+//!
+//! OWNER: helper DOCTOR.

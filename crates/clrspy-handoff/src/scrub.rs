@@ -1,0 +1,3 @@
+//! Redaction of what goes into a bundle.
+//!
+//! OWNER: helper SCRUB.
