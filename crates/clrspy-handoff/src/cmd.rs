@@ -183,6 +183,7 @@ pub fn spec(a: &GatherArgs, argv: Vec<String>) -> Result<BundleSpec, Failure> {
         providers: a.providers.clone(),
         ring: a.ring,
         triggers,
+        require_trigger: false,
         with_heap: a.with.iter().any(|w| w == "heap"),
         with_dump: a.with.iter().any(|w| w == "dump"),
         log_level: a.log_level,

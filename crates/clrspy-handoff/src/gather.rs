@@ -41,6 +41,9 @@ pub struct BundleSpec {
     pub ring: Option<u64>,
     /// Stop triggers (the window ends a little after one fires).
     pub triggers: Option<Triggers>,
+    /// Keep the bundle only when a trigger fired (a `watch` rule waiting for the slow moment):
+    /// otherwise [`HandoffError::NotTriggered`] and nothing is written.
+    pub require_trigger: bool,
     /// Take a heap snapshot after the window.
     pub with_heap: bool,
     /// Take a dump after the window.

@@ -104,6 +104,14 @@ pub(super) fn gather(
     )?;
     let ended_ms = unix_ms();
     let summary = outcome.summary;
+    if spec.require_trigger && summary.reason != clrspy_collect::StopReason::Triggered {
+        let why = match summary.reason {
+            clrspy_collect::StopReason::Duration => "the window's time passed",
+            clrspy_collect::StopReason::Requested => "stopped on request",
+            _ => "the process ended",
+        };
+        return Err(HandoffError::NotTriggered(why.into()));
+    }
     for line in closing_lines(&summary, None) {
         say(&line);
     }
