@@ -147,12 +147,12 @@ pub(crate) fn supports(kind: ReportKind, config: &SessionConfig) -> bool {
         }
     }
     let wanted = needs.runtime_keywords & !clrspy_export::report::needs::LOADER_AND_JIT;
-    let recorded = config
+    let (recorded, level) = config
         .providers
         .iter()
         .filter(|p| p.name == clr_events::RUNTIME_PROVIDER)
-        .fold(0, |k, p| k | p.keywords);
-    wanted == 0 || wanted & recorded != 0
+        .fold((0, 0), |(k, l), p| (k | p.keywords, l.max(p.level)));
+    wanted == 0 || (wanted & recorded != 0 && level >= needs.runtime_level)
 }
 
 #[cfg(test)]
