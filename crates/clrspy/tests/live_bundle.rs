@@ -40,8 +40,8 @@ fn verify(zip: &Path) -> (bool, String) {
         .arg(zip)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), text)
 }
 
@@ -89,7 +89,11 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
         "manifest.json",
         "index.html",
     ] {
-        assert!(files.contains_key(name), "{name} missing: {:?}", files.keys());
+        assert!(
+            files.contains_key(name),
+            "{name} missing: {:?}",
+            files.keys()
+        );
     }
     // The manifest's keys and sums.
     let m: Value = serde_json::from_slice(&files["manifest.json"]).unwrap();
@@ -111,7 +115,11 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
         let path = f["path"].as_str().unwrap();
         let bytes = &files[path];
         assert_eq!(f["bytes"].as_u64().unwrap(), bytes.len() as u64, "{path}");
-        assert_eq!(f["sha256"].as_str().unwrap(), hex(&Sha256::digest(bytes)), "{path}");
+        assert_eq!(
+            f["sha256"].as_str().unwrap(),
+            hex(&Sha256::digest(bytes)),
+            "{path}"
+        );
     }
     assert!(m["redacted"].is_array());
     // The reports: requests counted with their route, as many as the logs' request lines.
@@ -121,9 +129,15 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
     assert_eq!(req["with_route"], req["finished"], "{req}");
     assert!(req["in_flight"].as_u64().unwrap() <= 8, "{req}");
     let log = String::from_utf8_lossy(&files["logs/app.log"]);
-    assert!(log.contains("Microsoft.AspNetCore.Hosting.Diagnostics"), "{log:.2000}");
+    assert!(
+        log.contains("Microsoft.AspNetCore.Hosting.Diagnostics"),
+        "{log:.2000}"
+    );
     let starting = log.matches("Request starting HTTP/1.0 GET").count() as u64;
-    assert!(starting.abs_diff(finished) <= 8, "{starting} log lines, {finished} requests");
+    assert!(
+        starting.abs_diff(finished) <= 8,
+        "{starting} log lines, {finished} requests"
+    );
     // Metrics: a row a second over the window, the process's CPU and the GC heap filled in.
     let csv = String::from_utf8_lossy(&files["metrics/metrics.csv"]);
     let mut lines = csv.lines();
@@ -132,7 +146,11 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
     assert!((4..=9).contains(&rows.len()), "{csv}");
     let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
     let (cpu, heap) = (col("process_cpu_pct"), col("gc_heap_bytes"));
-    assert!(rows.iter().any(|r| r[cpu].parse::<f64>().unwrap_or(0.0) > 5.0), "{csv}");
+    assert!(
+        rows.iter()
+            .any(|r| r[cpu].parse::<f64>().unwrap_or(0.0) > 5.0),
+        "{csv}"
+    );
     assert!(rows.iter().skip(2).all(|r| !r[heap].is_empty()), "{csv}");
     let counters = String::from_utf8_lossy(&files["counters/counters.csv"]);
     assert!(counters.contains("System.Runtime"), "{counters:.500}");
