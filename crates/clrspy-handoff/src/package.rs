@@ -2,3 +2,370 @@
 //! `index.html`, and the zip, written owner-only.
 //!
 //! OWNER: helper PACKAGE.
+
+use std::cell::Cell;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use sha2::{Digest, Sha256};
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipWriter};
+
+use crate::index::{describe, write_index};
+use crate::manifest::{write_markdown, FileEntry, Manifest};
+use crate::HandoffError;
+
+/// The files `finish` writes itself; a staging folder's own copies are replaced.
+const INDEX: &str = "index.html";
+const JSON: &str = "manifest.json";
+const MARKDOWN: &str = "MANIFEST.md";
+
+/// Extensions of data already compressed: stored in the zip as they are.
+const COMPRESSED: &[&str] = &[
+    "gz", "tgz", "zst", "zip", "png", "jpg", "jpeg", "xz", "bz2", "br", "7z", "nupkg",
+];
+
+/// Entries this large get zip64 sizes (deflate can grow data a little past its size).
+const LARGE: u64 = 0xF000_0000;
+
+/// What [`finish`] left.
+#[derive(Clone, Debug)]
+pub struct PackageSummary {
+    /// The zip written.
+    pub zip: PathBuf,
+    /// How many files the manifest lists (`index.html` included; the manifests not).
+    pub files: usize,
+    /// The zip's size.
+    pub bytes: u64,
+}
+
+/// Creates (or truncates) `path` for writing, readable and writable by its owner only (0600).
+pub fn write_private(path: &Path) -> io::Result<File> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // A file that existed keeps its mode through `open`: narrow it.
+    if f.metadata()?.permissions().mode() & 0o077 != 0 {
+        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(f)
+}
+
+/// Creates `path` and any missing parents, each folder created owner-only (0700).
+pub fn create_private_dir(path: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(path)
+}
+
+/// Turns `staging` into the bundle at `out`: lists every regular file (a file `manifest` does
+/// not name gets an entry described from its path; an entry whose file is missing is an
+/// error), computes each one's size and SHA-256, writes `index.html` (listed with its
+/// checksum), `manifest.json` and `MANIFEST.md` into `staging`, and zips it all into `out`
+/// (0600) through a temporary file beside it, so no partial zip is left on failure.
+pub fn finish(
+    staging: &Path,
+    manifest: &mut Manifest,
+    out: &Path,
+) -> Result<PackageSummary, HandoffError> {
+    let found = list_files(staging)?;
+    reconcile(manifest, &found)?;
+    for entry in &mut manifest.files {
+        let (bytes, sha256) = checksum(&staging.join(&entry.path))?;
+        entry.bytes = bytes;
+        entry.sha256 = sha256;
+    }
+    manifest.files.sort_by(|a, b| a.path.cmp(&b.path));
+
+    let index = staging.join(INDEX);
+    write_with(&index, |w| write_index(manifest, staging, w))?;
+    let (bytes, sha256) = checksum(&index)?;
+    manifest.files.push(FileEntry {
+        path: INDEX.into(),
+        bytes,
+        sha256,
+        what: "this bundle's index page: open it in a browser".into(),
+    });
+    manifest.files.sort_by(|a, b| a.path.cmp(&b.path));
+
+    write_with(&staging.join(JSON), |w| {
+        serde_json::to_writer_pretty(&mut *w, &*manifest).map_err(io::Error::other)?;
+        writeln!(w)
+    })?;
+    write_with(&staging.join(MARKDOWN), |w| write_markdown(manifest, w))?;
+
+    let mut names = vec![MARKDOWN.to_string(), JSON.to_string()];
+    names.extend(manifest.files.iter().map(|f| f.path.clone()));
+    let tmp = temp_beside(out)?;
+    let sink = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| HandoffError::io(&tmp, e))?;
+    pack(staging, &names, sink, &tmp, out)?;
+    let bytes = fs::metadata(out)
+        .map_err(|e| HandoffError::io(out, e))?
+        .len();
+    Ok(PackageSummary {
+        zip: out.to_path_buf(),
+        files: manifest.files.len(),
+        bytes,
+    })
+}
+
+/// Every regular file under `staging` as a sorted `/`-separated relative path, without the
+/// files [`finish`] writes itself.
+fn list_files(staging: &Path) -> Result<Vec<String>, HandoffError> {
+    let mut found = Vec::new();
+    let mut pending = vec![(staging.to_path_buf(), String::new())];
+    while let Some((dir, prefix)) = pending.pop() {
+        let entries = fs::read_dir(&dir).map_err(|e| HandoffError::io(&dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| HandoffError::io(&dir, e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                return Err(HandoffError::Other(format!(
+                    "{}: a file name that is not UTF-8 cannot go in the bundle",
+                    entry.path().display()
+                )));
+            };
+            let rel = format!("{prefix}{name}");
+            let kind = entry
+                .file_type()
+                .map_err(|e| HandoffError::io(&entry.path(), e))?;
+            if kind.is_dir() {
+                pending.push((entry.path(), format!("{rel}/")));
+            } else if kind.is_file() && ![INDEX, JSON, MARKDOWN].contains(&rel.as_str()) {
+                found.push(rel);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Adds an entry for each found file the manifest lacks; an entry without its file is an error.
+fn reconcile(manifest: &mut Manifest, found: &[String]) -> Result<(), HandoffError> {
+    manifest.files.retain(|f| f.path != INDEX);
+    if let Some(missing) = manifest
+        .files
+        .iter()
+        .find(|f| found.binary_search(&f.path).is_err())
+    {
+        return Err(HandoffError::Other(format!(
+            "bundle: the manifest lists {} ({}) but the staging folder has no such file",
+            missing.path, missing.what
+        )));
+    }
+    for path in found {
+        if !manifest.files.iter().any(|f| &f.path == path) {
+            manifest.files.push(FileEntry {
+                path: path.clone(),
+                what: describe(path),
+                ..FileEntry::default()
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A file's size and SHA-256 (lower-case hex), read in pieces.
+pub fn checksum(path: &Path) -> Result<(u64, String), HandoffError> {
+    let mut f = File::open(path).map_err(|e| HandoffError::io(path, e))?;
+    hash_reader(&mut f).map_err(|e| HandoffError::io(path, e))
+}
+
+/// The byte count and SHA-256 (lower-case hex) of everything `r` gives.
+pub(crate) fn hash_reader(r: &mut dyn Read) -> io::Result<(u64, String)> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+    let hex = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok((total, hex))
+}
+
+/// Writes a private file through `body`, flushed; errors name the file.
+fn write_with(
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), HandoffError> {
+    let run = || -> io::Result<()> {
+        let mut w = BufWriter::new(write_private(path)?);
+        body(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+    };
+    run().map_err(|e| HandoffError::io(path, e))
+}
+
+/// A temporary name in `out`'s folder (created 0700 when missing).
+fn temp_beside(out: &Path) -> Result<PathBuf, HandoffError> {
+    let Some(name) = out.file_name().and_then(|n| n.to_str()) else {
+        return Err(HandoffError::Other(format!(
+            "{}: not a file name for the bundle",
+            out.display()
+        )));
+    };
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        create_private_dir(&dir).map_err(|e| HandoffError::io(&dir, e))?;
+    }
+    Ok(dir.join(format!(".{name}.{}.partial", std::process::id())))
+}
+
+/// Zips `names` (relative to `staging`) into `sink`, the open file at `tmp`, then renames
+/// `tmp` to `out`; on any failure `tmp` is removed and the error names `out`.
+fn pack(
+    staging: &Path,
+    names: &[String],
+    sink: File,
+    tmp: &Path,
+    out: &Path,
+) -> Result<(), HandoffError> {
+    let written = write_zip(staging, names, sink)
+        .and_then(|()| fs::rename(tmp, out).map_err(|e| (PathBuf::new(), e)));
+    written.map_err(|(path, e)| {
+        let _ = fs::remove_file(tmp);
+        let what = if path.as_os_str().is_empty() {
+            out
+        } else {
+            path.as_path()
+        };
+        HandoffError::io(what, e)
+    })
+}
+
+/// Writes the zip; an error says which file it concerns (`sink`'s errors: the zip's temp file).
+fn write_zip(staging: &Path, names: &[String], sink: File) -> Result<(), (PathBuf, io::Error)> {
+    let abandoned = Rc::new(Cell::new(false));
+    let mut zip = ZipWriter::new(Sink {
+        out: BufWriter::with_capacity(1 << 20, sink),
+        abandoned: Rc::clone(&abandoned),
+    });
+    let written = fill(staging, names, &mut zip);
+    if written.is_err() {
+        // The writer finishes the archive when dropped; a failed one is thrown away instead.
+        abandoned.set(true);
+        return written;
+    }
+    let sink_err = |e: io::Error| (PathBuf::new(), e);
+    let sink = zip.finish().map_err(|e| sink_err(zip_io(e)))?;
+    let file = sink
+        .out
+        .into_inner()
+        .map_err(|e| sink_err(e.into_error()))?;
+    file.sync_all().map_err(sink_err)
+}
+
+/// Adds each file of `names` to `zip`.
+fn fill(
+    staging: &Path,
+    names: &[String],
+    zip: &mut ZipWriter<Sink>,
+) -> Result<(), (PathBuf, io::Error)> {
+    let sink_err = |e: io::Error| (PathBuf::new(), e);
+    for name in names {
+        let path = staging.join(name);
+        let mut src = File::open(&path).map_err(|e| (path.clone(), e))?;
+        let size = src.metadata().map_err(|e| (path.clone(), e))?.len();
+        zip.start_file(name.as_str(), entry_options(name, size))
+            .map_err(|e| sink_err(zip_io(e)))?;
+        copy(&mut src, zip).map_err(|(from_src, e)| {
+            if from_src {
+                (path.clone(), e)
+            } else {
+                sink_err(e)
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// The zip's file; once abandoned it swallows what the dropped writer still sends.
+struct Sink {
+    out: BufWriter<File>,
+    abandoned: Rc<Cell<bool>>,
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.abandoned.get() {
+            return Ok(buf.len());
+        }
+        self.out.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.abandoned.get() {
+            return Ok(());
+        }
+        self.out.flush()
+    }
+}
+
+impl Seek for Sink {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        if self.abandoned.get() {
+            return Ok(0);
+        }
+        self.out.seek(pos)
+    }
+}
+
+/// How an entry is stored: as it is when already compressed, else deflated; zip64 when large.
+fn entry_options(name: &str, size: u64) -> SimpleFileOptions {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    let stored = ext.is_some_and(|e| COMPRESSED.contains(&e.as_str()));
+    SimpleFileOptions::default()
+        .compression_method(if stored {
+            CompressionMethod::Stored
+        } else {
+            CompressionMethod::Deflated
+        })
+        .unix_permissions(0o600)
+        .large_file(size >= LARGE)
+}
+
+/// Copies `src` into `dst`; the flag says whether an error came from reading `src`.
+fn copy(src: &mut dyn Read, dst: &mut dyn Write) -> Result<(), (bool, io::Error)> {
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err((true, e)),
+        };
+        dst.write_all(&buf[..n]).map_err(|e| (false, e))?;
+    }
+}
+
+fn zip_io(e: zip::result::ZipError) -> io::Error {
+    match e {
+        zip::result::ZipError::Io(e) => e,
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
