@@ -80,11 +80,11 @@ pub fn describe(path: &str) -> String {
         _ => "",
     };
     let base = match (kind_of(path), path) {
-        (_, "environment.txt") => "the target's environment (redacted)".to_string(),
+        (_, "environment.txt") => "the target's environment, redacted".to_string(),
         (_, "stacks.txt") => "the threads' stacks".to_string(),
         (_, "index.html") => "this bundle's index page".to_string(),
-        (Kind::Trace, _) => "the trace (EventPipe)".to_string(),
-        (Kind::Reports, p) if p.starts_with("report.") => "the HTML report".to_string(),
+        (Kind::Trace, _) => "the EventPipe trace".to_string(),
+        (Kind::Reports, "report.html") => return "the HTML report".to_string(),
         (Kind::Reports, _) => format!("{stem} report"),
         (Kind::Logs, p) if p.starts_with("logs/files/") => format!("log file {name}"),
         (Kind::Logs, _) => "the app's logs".to_string(),
@@ -105,7 +105,8 @@ table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:3px 8px;
 border-bottom:1px solid #eceff2;vertical-align:top}th{background:#f4f6f8}td.n{text-align:right;\
 white-space:nowrap}td.k{width:220px;color:#5b6770}code{font-size:12px;word-break:break-all}\
 a{color:#0b5cad}iframe{width:100%;height:760px;border:1px solid #d8dde3}\
-.notice{background:#fff7e6;border:1px solid #f0d59a;padding:8px 14px;border-radius:4px}";
+table.f{table-layout:fixed}.f th:nth-child(1){width:42%}.f th:nth-child(3){width:110px}\
+.f td{overflow-wrap:anywhere}.notice{background:#fff7e6;border:1px solid #f0d59a;padding:8px 14px;border-radius:4px}";
 
 /// Writes `index.html`: the title, the checklist, links to every file of `m.files` grouped by
 /// kind with sizes, the metrics charts (when `staging` holds `metrics/metrics.html`), the
@@ -186,7 +187,7 @@ fn write_files(m: &Manifest, out: &mut dyn Write) -> io::Result<()> {
             }
             writeln!(
                 out,
-                "<h2>{}</h2><table><tr><th>File</th><th>What</th><th>Size</th></tr>",
+                "<h2>{}</h2><table class=f><tr><th>File</th><th>What</th><th>Size</th></tr>",
                 kind.title()
             )?;
             current = Some(kind);
@@ -226,3 +227,6 @@ fn or_unknown(s: &str) -> &str {
         s
     }
 }
+
+#[cfg(test)]
+mod tests;

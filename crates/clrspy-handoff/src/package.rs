@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
-use zip::{CompressionMethod, ZipWriter};
+use zip::{CompressionMethod, DateTime, ZipWriter};
 
 use crate::index::{describe, write_index};
 use crate::manifest::{write_markdown, FileEntry, Manifest};
@@ -287,8 +287,9 @@ fn fill(
     for name in names {
         let path = staging.join(name);
         let mut src = File::open(&path).map_err(|e| (path.clone(), e))?;
-        let size = src.metadata().map_err(|e| (path.clone(), e))?.len();
-        zip.start_file(name.as_str(), entry_options(name, size))
+        let meta = src.metadata().map_err(|e| (path.clone(), e))?;
+        let options = entry_options(name, meta.len()).last_modified_time(zip_time(&meta));
+        zip.start_file(name.as_str(), options)
             .map_err(|e| sink_err(zip_io(e)))?;
         copy(&mut src, zip).map_err(|(from_src, e)| {
             if from_src {
@@ -344,6 +345,48 @@ fn entry_options(name: &str, size: u64) -> SimpleFileOptions {
         })
         .unix_permissions(0o600)
         .large_file(size >= LARGE)
+}
+
+/// A file's modification time as a zip time (UTC; 1980-01-01 when unknown or out of range).
+fn zip_time(meta: &fs::Metadata) -> DateTime {
+    let secs = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let of_day = secs % 86_400;
+    let (h, m, s) = (of_day / 3600, of_day % 3600 / 60, of_day % 60);
+    let narrow = |v: u64| u8::try_from(v).unwrap_or(0);
+    u16::try_from(year)
+        .ok()
+        .and_then(|y| {
+            DateTime::from_date_and_time(
+                y,
+                narrow(month),
+                narrow(day),
+                narrow(h),
+                narrow(m),
+                narrow(s),
+            )
+            .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    // Shifted so that the year starts in March: leap days fall at the end of a year.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
 }
 
 /// Copies `src` into `dst`; the flag says whether an error came from reading `src`.

@@ -355,3 +355,35 @@ fn private_helpers_set_owner_only_modes() {
     );
     assert_eq!(fs::read(&f).unwrap(), b"");
 }
+
+#[test]
+fn dates_are_the_civil_calendar() {
+    assert_eq!(civil_from_days(0), (1970, 1, 1));
+    assert_eq!(civil_from_days(59), (1970, 3, 1));
+    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    assert_eq!(civil_from_days(20_513), (2026, 3, 1));
+    assert_eq!(civil_from_days(20_512), (2026, 2, 28));
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x");
+    fs::write(&f, b"x").unwrap();
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_000_000);
+    fs::File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+    let z = zip_time(&fs::metadata(&f).unwrap());
+    // 1 795 000 000 s after the epoch is 2026-11-18 11:06:40 UTC.
+    assert_eq!(
+        (
+            z.year(),
+            z.month(),
+            z.day(),
+            z.hour(),
+            z.minute(),
+            z.second()
+        ),
+        (2026, 11, 18, 11, 6, 40)
+    );
+}
