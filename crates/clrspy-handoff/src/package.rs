@@ -284,7 +284,22 @@ fn fill(
     zip: &mut ZipWriter<Sink>,
 ) -> Result<(), (PathBuf, io::Error)> {
     let sink_err = |e: io::Error| (PathBuf::new(), e);
+    let mut folders = std::collections::BTreeSet::new();
     for name in names {
+        // Each folder once, owner-only, so that unpacking makes it 0700 too.
+        let mut end = 0;
+        while let Some(i) = name[end..].find('/') {
+            end += i + 1;
+            if folders.insert(name[..end].to_string()) {
+                let when = fs::metadata(staging.join(&name[..end]))
+                    .map_or(DateTime::default(), |m| zip_time(&m));
+                let options = SimpleFileOptions::default()
+                    .unix_permissions(0o700)
+                    .last_modified_time(when);
+                zip.add_directory(&name[..end], options)
+                    .map_err(|e| sink_err(zip_io(e)))?;
+            }
+        }
         let path = staging.join(name);
         let mut src = File::open(&path).map_err(|e| (path.clone(), e))?;
         let meta = src.metadata().map_err(|e| (path.clone(), e))?;

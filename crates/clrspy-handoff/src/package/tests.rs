@@ -141,7 +141,13 @@ fn the_zip_is_private_and_every_checksum_matches() {
     assert_eq!(stacks.what, "the threads' stacks (text)");
 
     let mut archive = zip::ZipArchive::new(fs::File::open(&zip).unwrap()).unwrap();
-    assert_eq!(archive.len(), m.files.len() + 2);
+    // The files, the two manifests, and one owner-only entry per folder.
+    assert_eq!(archive.len(), m.files.len() + 2 + 2);
+    for folder in ["logs/", "reports/"] {
+        let e = archive.by_name(folder).unwrap();
+        assert!(e.is_dir());
+        assert_eq!(e.unix_mode().map(|m| m & 0o777), Some(0o700), "{folder}");
+    }
     for f in &m.files {
         let mut e = archive.by_name(&f.path).unwrap();
         assert_eq!(e.unix_mode().map(|m| m & 0o777), Some(0o600), "{}", f.path);
