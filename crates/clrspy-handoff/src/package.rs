@@ -28,6 +28,12 @@ const COMPRESSED: &[&str] = &[
     "gz", "tgz", "zst", "zip", "png", "jpg", "jpeg", "xz", "bz2", "br", "7z", "nupkg",
 ];
 
+/// Entries this large are deflated at [`BIG_LEVEL`] rather than the default (6): on a 166 MB
+/// trace, level 3 packed in 6.7 s instead of 10.5 s for a zip 10 % larger (debug build).
+const BIG: u64 = 32 << 20;
+/// The deflate level of entries of [`BIG`] bytes or more.
+const BIG_LEVEL: i64 = 3;
+
 /// Entries this large get zip64 sizes (deflate can grow data a little past its size).
 const LARGE: u64 = 0xF000_0000;
 
@@ -359,6 +365,7 @@ fn entry_options(name: &str, size: u64) -> SimpleFileOptions {
             CompressionMethod::Deflated
         })
         .unix_permissions(0o600)
+        .compression_level((!stored && size >= BIG).then_some(BIG_LEVEL))
         .large_file(size >= LARGE)
 }
 
