@@ -154,9 +154,14 @@ fn list_files(staging: &Path) -> Result<Vec<String>, HandoffError> {
     Ok(found)
 }
 
-/// Adds an entry for each found file the manifest lacks; an entry without its file is an error.
+/// Adds an entry for each found file the manifest lacks and drops repeated ones; an entry
+/// without its file is an error.
 fn reconcile(manifest: &mut Manifest, found: &[String]) -> Result<(), HandoffError> {
-    manifest.files.retain(|f| f.path != INDEX);
+    let mut seen = std::collections::HashSet::new();
+    // Listed twice: the first description stands (a zip cannot hold a name twice).
+    manifest
+        .files
+        .retain(|f| f.path != INDEX && seen.insert(f.path.clone()));
     if let Some(missing) = manifest
         .files
         .iter()

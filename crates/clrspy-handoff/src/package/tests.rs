@@ -393,3 +393,25 @@ fn dates_are_the_civil_calendar() {
         (2026, 11, 18, 11, 6, 40)
     );
 }
+
+#[test]
+fn a_file_listed_twice_is_packed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let staging = sample_staging(dir.path());
+    let mut m = sample_manifest();
+    m.files.push(FileEntry {
+        path: "logs/app.log".into(),
+        what: "again".into(),
+        ..FileEntry::default()
+    });
+    let zip = dir.path().join("b.zip");
+    finish(&staging, &mut m, &zip).unwrap();
+    let logs: Vec<_> = m
+        .files
+        .iter()
+        .filter(|f| f.path == "logs/app.log")
+        .collect();
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].what, "the app's logs");
+    assert!(crate::verify::verify(&zip).unwrap().ok());
+}
