@@ -4,6 +4,7 @@
 //! OWNER: helper PACKAGE.
 
 use std::cell::Cell;
+use std::collections::BTreeSet;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -70,9 +71,10 @@ pub fn create_private_dir(path: &Path) -> io::Result<()> {
 
 /// Turns `staging` into the bundle at `out`: lists every regular file (a file `manifest` does
 /// not name gets an entry described from its path; an entry whose file is missing is an
-/// error), computes each one's size and SHA-256, writes `index.html` (listed with its
-/// checksum), `manifest.json` and `MANIFEST.md` into `staging`, and zips it all into `out`
-/// (0600) through a temporary file beside it, so no partial zip is left on failure.
+/// error), zips each one while taking its size and SHA-256 (one read), then writes
+/// `index.html` (listed with its checksum), `manifest.json` and `MANIFEST.md` into `staging`
+/// and the zip. The zip goes to `out` (0600) through a temporary file beside it, so no partial
+/// zip is left on failure.
 pub fn finish(
     staging: &Path,
     manifest: &mut Manifest,
@@ -80,32 +82,7 @@ pub fn finish(
 ) -> Result<PackageSummary, HandoffError> {
     let found = list_files(staging)?;
     reconcile(manifest, &found)?;
-    for entry in &mut manifest.files {
-        let (bytes, sha256) = checksum(&staging.join(&entry.path))?;
-        entry.bytes = bytes;
-        entry.sha256 = sha256;
-    }
     manifest.files.sort_by(|a, b| a.path.cmp(&b.path));
-
-    let index = staging.join(INDEX);
-    write_with(&index, |w| write_index(manifest, staging, w))?;
-    let (bytes, sha256) = checksum(&index)?;
-    manifest.files.push(FileEntry {
-        path: INDEX.into(),
-        bytes,
-        sha256,
-        what: "this bundle's index page: open it in a browser".into(),
-    });
-    manifest.files.sort_by(|a, b| a.path.cmp(&b.path));
-
-    write_with(&staging.join(JSON), |w| {
-        serde_json::to_writer_pretty(&mut *w, &*manifest).map_err(io::Error::other)?;
-        writeln!(w)
-    })?;
-    write_with(&staging.join(MARKDOWN), |w| write_markdown(manifest, w))?;
-
-    let mut names = vec![MARKDOWN.to_string(), JSON.to_string()];
-    names.extend(manifest.files.iter().map(|f| f.path.clone()));
     let tmp = temp_beside(out)?;
     let sink = OpenOptions::new()
         .write(true)
@@ -113,7 +90,7 @@ pub fn finish(
         .mode(0o600)
         .open(&tmp)
         .map_err(|e| HandoffError::io(&tmp, e))?;
-    pack(staging, &names, sink, &tmp, out)?;
+    pack(staging, manifest, sink, &tmp, out)?;
     let bytes = fs::metadata(out)
         .map_err(|e| HandoffError::io(out, e))?
         .len();
@@ -184,12 +161,6 @@ fn reconcile(manifest: &mut Manifest, found: &[String]) -> Result<(), HandoffErr
     Ok(())
 }
 
-/// A file's size and SHA-256 (lower-case hex), read in pieces.
-pub fn checksum(path: &Path) -> Result<(u64, String), HandoffError> {
-    let mut f = File::open(path).map_err(|e| HandoffError::io(path, e))?;
-    hash_reader(&mut f).map_err(|e| HandoffError::io(path, e))
-}
-
 /// The byte count and SHA-256 (lower-case hex) of everything `r` gives.
 pub(crate) fn hash_reader(r: &mut dyn Read) -> io::Result<(u64, String)> {
     let mut hasher = Sha256::new();
@@ -205,25 +176,29 @@ pub(crate) fn hash_reader(r: &mut dyn Read) -> io::Result<(u64, String)> {
         hasher.update(&buf[..n]);
         total += n as u64;
     }
-    let hex = hasher
+    Ok((total, hex(hasher)))
+}
+
+/// A digest as lower-case hex.
+fn hex(hasher: Sha256) -> String {
+    hasher
         .finalize()
         .iter()
         .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok((total, hex))
+        .collect()
 }
 
-/// Writes a private file through `body`, flushed; errors name the file.
+/// Writes a private file through `body`, flushed; an error comes with the file's path.
 fn write_with(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<(), HandoffError> {
+) -> Result<(), (PathBuf, io::Error)> {
     let run = || -> io::Result<()> {
         let mut w = BufWriter::new(write_private(path)?);
         body(&mut w)?;
         w.into_inner().map_err(|e| e.into_error())?.sync_all()
     };
-    run().map_err(|e| HandoffError::io(path, e))
+    run().map_err(|e| (path.to_path_buf(), e))
 }
 
 /// A temporary name in `out`'s folder (created 0700 when missing).
@@ -244,16 +219,18 @@ fn temp_beside(out: &Path) -> Result<PathBuf, HandoffError> {
     Ok(dir.join(format!(".{name}.{}.partial", std::process::id())))
 }
 
-/// Zips `names` (relative to `staging`) into `sink`, the open file at `tmp`, then renames
-/// `tmp` to `out`; on any failure `tmp` is removed and the error names `out`.
+/// Zips the files of `manifest` (relative to `staging`) into `sink`, the open file at `tmp`,
+/// filling in their sizes and sums, then the index and the manifests; renames `tmp` to `out`.
+/// On any failure `tmp` is removed and the error names the file concerned (`out` for the
+/// zip's own writes).
 fn pack(
     staging: &Path,
-    names: &[String],
+    manifest: &mut Manifest,
     sink: File,
     tmp: &Path,
     out: &Path,
 ) -> Result<(), HandoffError> {
-    let written = write_zip(staging, names, sink)
+    let written = write_zip(staging, manifest, sink)
         .and_then(|()| fs::rename(tmp, out).map_err(|e| (PathBuf::new(), e)));
     written.map_err(|(path, e)| {
         let _ = fs::remove_file(tmp);
@@ -267,13 +244,17 @@ fn pack(
 }
 
 /// Writes the zip; an error says which file it concerns (`sink`'s errors: the zip's temp file).
-fn write_zip(staging: &Path, names: &[String], sink: File) -> Result<(), (PathBuf, io::Error)> {
+fn write_zip(
+    staging: &Path,
+    manifest: &mut Manifest,
+    sink: File,
+) -> Result<(), (PathBuf, io::Error)> {
     let abandoned = Rc::new(Cell::new(false));
     let mut zip = ZipWriter::new(Sink {
         out: BufWriter::with_capacity(1 << 20, sink),
         abandoned: Rc::clone(&abandoned),
     });
-    let written = fill(staging, names, &mut zip);
+    let written = fill(staging, manifest, &mut zip);
     if written.is_err() {
         // The writer finishes the archive when dropped; a failed one is thrown away instead.
         abandoned.set(true);
@@ -288,44 +269,72 @@ fn write_zip(staging: &Path, names: &[String], sink: File) -> Result<(), (PathBu
     file.sync_all().map_err(sink_err)
 }
 
-/// Adds each file of `names` to `zip`.
+/// Adds each file of `manifest` to `zip` (setting its size and SHA-256), then `index.html`,
+/// `manifest.json` and `MANIFEST.md`, written into `staging` first.
 fn fill(
     staging: &Path,
-    names: &[String],
+    manifest: &mut Manifest,
     zip: &mut ZipWriter<Sink>,
 ) -> Result<(), (PathBuf, io::Error)> {
-    let sink_err = |e: io::Error| (PathBuf::new(), e);
-    let mut folders = std::collections::BTreeSet::new();
-    for name in names {
-        // Each folder once, owner-only, so that unpacking makes it 0700 too.
-        let mut end = 0;
-        while let Some(i) = name[end..].find('/') {
-            end += i + 1;
-            if folders.insert(name[..end].to_string()) {
-                let when = fs::metadata(staging.join(&name[..end]))
-                    .map_or(DateTime::default(), |m| zip_time(&m));
-                let options = SimpleFileOptions::default()
-                    .unix_permissions(0o700)
-                    .last_modified_time(when);
-                zip.add_directory(&name[..end], options)
-                    .map_err(|e| sink_err(zip_io(e)))?;
-            }
-        }
-        let path = staging.join(name);
-        let mut src = File::open(&path).map_err(|e| (path.clone(), e))?;
-        let meta = src.metadata().map_err(|e| (path.clone(), e))?;
-        let options = entry_options(name, meta.len()).last_modified_time(zip_time(&meta));
-        zip.start_file(name.as_str(), options)
-            .map_err(|e| sink_err(zip_io(e)))?;
-        copy(&mut src, zip).map_err(|(from_src, e)| {
-            if from_src {
-                (path.clone(), e)
-            } else {
-                sink_err(e)
-            }
-        })?;
+    let mut folders = BTreeSet::new();
+    for entry in &mut manifest.files {
+        (entry.bytes, entry.sha256) = add_file(zip, staging, &entry.path, &mut folders)?;
     }
+    // The index shows every file's size, then is listed itself.
+    write_with(&staging.join(INDEX), |w| write_index(manifest, staging, w))?;
+    let (bytes, sha256) = add_file(zip, staging, INDEX, &mut folders)?;
+    manifest.files.push(FileEntry {
+        path: INDEX.into(),
+        bytes,
+        sha256,
+        what: "this bundle's index page: open it in a browser".into(),
+    });
+    manifest.files.sort_by(|a, b| a.path.cmp(&b.path));
+    write_with(&staging.join(JSON), |w| {
+        serde_json::to_writer_pretty(&mut *w, &*manifest).map_err(io::Error::other)?;
+        writeln!(w)
+    })?;
+    add_file(zip, staging, JSON, &mut folders)?;
+    write_with(&staging.join(MARKDOWN), |w| write_markdown(manifest, w))?;
+    add_file(zip, staging, MARKDOWN, &mut folders)?;
     Ok(())
+}
+
+/// Adds `staging/name` to `zip` (and its folders not added yet, owner-only, so that unpacking
+/// makes them 0700 too); its size and SHA-256, taken from the bytes as they are zipped.
+fn add_file(
+    zip: &mut ZipWriter<Sink>,
+    staging: &Path,
+    name: &str,
+    folders: &mut BTreeSet<String>,
+) -> Result<(u64, String), (PathBuf, io::Error)> {
+    let sink_err = |e: io::Error| (PathBuf::new(), e);
+    let mut end = 0;
+    while let Some(i) = name[end..].find('/') {
+        end += i + 1;
+        if folders.insert(name[..end].to_string()) {
+            let when = fs::metadata(staging.join(&name[..end]))
+                .map_or(DateTime::default(), |m| zip_time(&m));
+            let options = SimpleFileOptions::default()
+                .unix_permissions(0o700)
+                .last_modified_time(when);
+            zip.add_directory(&name[..end], options)
+                .map_err(|e| sink_err(zip_io(e)))?;
+        }
+    }
+    let path = staging.join(name);
+    let mut src = File::open(&path).map_err(|e| (path.clone(), e))?;
+    let meta = src.metadata().map_err(|e| (path.clone(), e))?;
+    let options = entry_options(name, meta.len()).last_modified_time(zip_time(&meta));
+    zip.start_file(name, options)
+        .map_err(|e| sink_err(zip_io(e)))?;
+    copy_hashed(&mut src, zip).map_err(|(from_src, e)| {
+        if from_src {
+            (path.clone(), e)
+        } else {
+            sink_err(e)
+        }
+    })
 }
 
 /// The zip's file; once abandoned it swallows what the dropped writer still sends.
@@ -416,16 +425,24 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
-/// Copies `src` into `dst`; the flag says whether an error came from reading `src`.
-fn copy(src: &mut dyn Read, dst: &mut dyn Write) -> Result<(), (bool, io::Error)> {
+/// Copies `src` into `dst`: the byte count and SHA-256 of what went through; the error's flag
+/// says whether it came from reading `src`.
+fn copy_hashed(
+    src: &mut dyn Read,
+    dst: &mut dyn Write,
+) -> Result<(u64, String), (bool, io::Error)> {
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = match src.read(&mut buf) {
-            Ok(0) => return Ok(()),
+            Ok(0) => return Ok((total, hex(hasher))),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err((true, e)),
         };
+        hasher.update(&buf[..n]);
+        total += n as u64;
         dst.write_all(&buf[..n]).map_err(|e| (false, e))?;
     }
 }

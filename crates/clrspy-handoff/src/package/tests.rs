@@ -318,8 +318,14 @@ fn a_full_disk_names_the_zip_and_leaves_no_partial_file() {
         .unwrap();
     // Larger than the write buffer, so the failure comes while adding files, not at the end.
     fs::write(staging.join("big.bin"), noise(3 << 20, 3)).unwrap();
-    let names = vec!["big.bin".to_string(), "reports/cpu.txt".to_string()];
-    let err = pack(&staging, &names, sink, &tmp, &out).unwrap_err();
+    let mut m = sample_manifest();
+    m.files = ["big.bin", "reports/cpu.txt"]
+        .map(|p| FileEntry {
+            path: p.into(),
+            ..FileEntry::default()
+        })
+        .into();
+    let err = pack(&staging, &mut m, sink, &tmp, &out).unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with(&format!("{}: ", out.display())), "{text}");
     assert!(text.contains("No space left on device"), "{text}");
