@@ -17,7 +17,7 @@ use clrspy_export::report::{self, ReportKind, ReportOptions, TextStyle};
 use diagnostics_client::SessionConfig;
 
 use super::session::{supports, Planned};
-use super::Staging;
+use super::staging::Staging;
 use crate::HandoffError;
 
 /// What the derived files hold, for the manifest's notes and the user.

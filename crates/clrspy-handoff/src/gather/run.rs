@@ -13,7 +13,9 @@ use clrspy_live::recording::{Extras, RunSpec};
 use diagnostics_client::Endpoint;
 
 use super::side::{self, Metrics};
-use super::{derive, session, unix_ms, BundleOutcome, BundleSpec, Staging};
+use super::spec::{BundleOutcome, BundleSpec};
+use super::staging::{unix_ms, Staging};
+use super::{derive, session};
 use crate::manifest::Manifest;
 use crate::scrub::Redactor;
 use crate::HandoffError;

@@ -10,7 +10,7 @@ use clrspy_live::counters::CountersOptions;
 use clrspy_live::logs::LogsOptions;
 use diagnostics_client::{Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 
-use super::BundleSpec;
+use super::spec::BundleSpec;
 
 /// The logging EventSource.
 pub(crate) const LOGGING: &str = "Microsoft-Extensions-Logging";
@@ -70,7 +70,11 @@ pub(crate) fn plan(spec: &BundleSpec, runtime_major: Option<u32>) -> Result<Plan
         add(&mut list, p);
     }
     let counters = CounterSpec::default();
-    let counters_session = format!("clrspy-bundle-{}-{}", std::process::id(), super::unix_ms());
+    let counters_session = format!(
+        "clrspy-bundle-{}-{}",
+        std::process::id(),
+        super::staging::unix_ms()
+    );
     let plan: CounterPlan = counters.plan(runtime_major);
     let copts = CountersOptions::default();
     for p in clrspy_live::counters::session_config(&plan, &counters_session, &copts).providers {

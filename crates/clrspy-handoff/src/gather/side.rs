@@ -17,7 +17,7 @@ use clrspy_export::report::{write_json, TextStyle};
 use clrspy_export::views::{self, Input, ViewOptions};
 use diagnostics_client::Endpoint;
 
-use super::Staging;
+use super::staging::Staging;
 use crate::HandoffError;
 
 /// The most metrics rows kept (an hour at one a second): a bundle waiting long for a trigger
