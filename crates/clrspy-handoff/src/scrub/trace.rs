@@ -1,0 +1,271 @@
+//! A trace's secrets masked in place. EventPipe strings are UTF-16LE (log messages, exception
+//! messages, DiagnosticSource arguments, command lines, URLs), a few UTF-8; payloads are never
+//! compressed (NetTrace V4–V6 compress only V6's event headers). So the whole file's bytes are
+//! searched for text runs — UTF-16LE at both byte parities, and UTF-8 — each run goes through
+//! the redactor's patterns and learned literals, and every secret's code units are overwritten
+//! with `*` (`*\0` in UTF-16): the file keeps its length and framing, and every reader opens
+//! it. The events are then walked once, on the memory map, to say which event each secret was
+//! in.
+
+use std::fs::OpenOptions;
+use std::ops::Range;
+use std::path::Path;
+
+use clrspy_values::redact::Found;
+
+use super::Redactor;
+use crate::HandoffError;
+
+/// The fewest ASCII characters a run holds to be searched: shorter runs are numbers and
+/// flags that happen to look like text, and hold no secret worth a pattern.
+const MIN_ASCII: usize = 6;
+
+/// What scrubbing a trace did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceScrub {
+    /// Secrets masked.
+    pub secrets: u64,
+    /// Bytes overwritten.
+    pub bytes: u64,
+    /// Events read to place them (0 when nothing was masked).
+    pub events: u64,
+}
+
+/// One secret in the file: its bytes and how to overwrite them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    /// Its bytes in the file.
+    pub range: Range<u64>,
+    /// UTF-16LE (`*\0` per code unit) or UTF-8 (`*` per byte).
+    pub wide: bool,
+    /// What kind of secret.
+    pub kind: Found,
+}
+
+/// Every secret in `data` (a whole trace, or any bytes): the text runs found and passed to
+/// `spans`, which gives the secrets' byte ranges in the run's text; sorted by offset.
+pub fn find(data: &[u8], spans: &dyn Fn(&str) -> Vec<(Range<usize>, Found)>) -> Vec<Edit> {
+    let mut edits = Vec::new();
+    for parity in 0..2 {
+        utf16_runs(data, parity, &mut |start, units| {
+            wide_edits(data, start, units, spans, &mut edits)
+        });
+    }
+    utf8_runs(data, &mut |start, end| {
+        narrow_edits(data, start, end, spans, &mut edits)
+    });
+    edits.sort_by_key(|e| (e.range.start, e.range.end));
+    edits
+}
+
+/// Overwrites each edit's bytes in `data` with `*` (UTF-8) or `*\0` (UTF-16LE).
+pub fn apply(data: &mut [u8], edits: &[Edit]) {
+    for e in edits {
+        let (Ok(start), Ok(end)) = (usize::try_from(e.range.start), usize::try_from(e.range.end))
+        else {
+            continue;
+        };
+        if let Some(bytes) = data.get_mut(start..end) {
+            bytes.copy_from_slice(&stars(bytes.len(), e.wide));
+        }
+    }
+}
+
+/// `len` bytes of `*` (or `*\0` pairs).
+fn stars(len: usize, wide: bool) -> Vec<u8> {
+    (0..len)
+        .map(|i| if wide && i % 2 == 1 { 0 } else { b'*' })
+        .collect()
+}
+
+/// True for a UTF-16 code unit that is text: printable ASCII, tab and line breaks, and the
+/// basic plane's characters but surrogates and non-characters.
+fn wide_text(u: u16) -> bool {
+    matches!(u, 0x09 | 0x0A | 0x0D | 0x20..=0x7E | 0xA0..=0xD7FF | 0xE000..=0xFFFD)
+}
+
+/// Calls `each(start, units)` for every run of text code units at byte parity `parity` that
+/// holds at least [`MIN_ASCII`] ASCII characters.
+fn utf16_runs(data: &[u8], parity: usize, each: &mut dyn FnMut(usize, usize)) {
+    let mut start = parity;
+    let mut units = 0;
+    let mut ascii = 0;
+    let mut i = parity;
+    while i + 1 < data.len() {
+        let u = u16::from_le_bytes([data[i], data[i + 1]]);
+        if wide_text(u) {
+            if units == 0 {
+                start = i;
+            }
+            units += 1;
+            ascii += usize::from(u < 0x80);
+        } else {
+            if ascii >= MIN_ASCII {
+                each(start, units);
+            }
+            units = 0;
+            ascii = 0;
+        }
+        i += 2;
+    }
+    if ascii >= MIN_ASCII {
+        each(start, units);
+    }
+}
+
+/// The secrets of one UTF-16LE run of `units` code units at `start`.
+fn wide_edits(
+    data: &[u8],
+    start: usize,
+    units: usize,
+    spans: &dyn Fn(&str) -> Vec<(Range<usize>, Found)>,
+    edits: &mut Vec<Edit>,
+) {
+    let mut text = String::with_capacity(units);
+    // The code unit each byte of `text` came from (and one past the end).
+    let mut unit_of = Vec::with_capacity(units + 1);
+    for k in 0..units {
+        let at = start + 2 * k;
+        let u = u16::from_le_bytes([data[at], data[at + 1]]);
+        let c = char::from_u32(u32::from(u)).unwrap_or('\u{FFFD}');
+        text.push(c);
+        unit_of.extend(std::iter::repeat_n(k, c.len_utf8()));
+    }
+    unit_of.push(units);
+    for (range, kind) in spans(&text) {
+        let (Some(&u0), Some(&u1)) = (unit_of.get(range.start), unit_of.get(range.end)) else {
+            continue;
+        };
+        if u1 > u0 && !masked(text.get(range).unwrap_or_default()) {
+            edits.push(Edit {
+                range: (start + 2 * u0) as u64..(start + 2 * u1) as u64,
+                wide: true,
+                kind,
+            });
+        }
+    }
+}
+
+/// Calls `each(start, end)` for every run of bytes that may be UTF-8 text (printable ASCII,
+/// tab, line breaks, and bytes of multi-byte characters), at least [`MIN_ASCII`] long.
+fn utf8_runs(data: &[u8], each: &mut dyn FnMut(usize, usize)) {
+    let mut start = 0;
+    for (i, &b) in data.iter().enumerate() {
+        let text = matches!(b, 0x09 | 0x0A | 0x0D | 0x20..=0x7E) || b >= 0x80;
+        if !text {
+            if i - start >= MIN_ASCII {
+                each(start, i);
+            }
+            start = i + 1;
+        }
+    }
+    if data.len().saturating_sub(start) >= MIN_ASCII {
+        each(start, data.len());
+    }
+}
+
+/// The secrets of the UTF-8 pieces of `data[start..end]`.
+fn narrow_edits(
+    data: &[u8],
+    start: usize,
+    end: usize,
+    spans: &dyn Fn(&str) -> Vec<(Range<usize>, Found)>,
+    edits: &mut Vec<Edit>,
+) {
+    let mut at = start;
+    for chunk in data[start..end].utf8_chunks() {
+        let text = chunk.valid();
+        if text.len() >= MIN_ASCII {
+            for (range, kind) in spans(text) {
+                if !range.is_empty() && !masked(text.get(range.clone()).unwrap_or_default()) {
+                    edits.push(Edit {
+                        range: (at + range.start) as u64..(at + range.end) as u64,
+                        wide: false,
+                        kind,
+                    });
+                }
+            }
+        }
+        at += text.len() + chunk.invalid().len();
+    }
+}
+
+/// True when a secret's text is already masked (all `*`): scrubbing twice changes nothing.
+fn masked(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b == b'*')
+}
+
+/// Scrubs the trace at `path` in place (see the module's note).
+pub(super) fn scrub(redactor: &mut Redactor, path: &Path) -> Result<TraceScrub, HandoffError> {
+    let file = nettrace::TraceFile::open(path).map_err(|e| HandoffError::io(path, e))?;
+    let data = file.bytes();
+    let spans = |text: &str| redactor.spans(text);
+    let edits = find(data, &spans);
+    if edits.is_empty() {
+        return Ok(TraceScrub::default());
+    }
+    let (places, events) = place(&file, &edits);
+    drop(file);
+    let out = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| HandoffError::io(path, e))?;
+    let mut bytes = 0;
+    for e in &edits {
+        let len = usize::try_from(e.range.end - e.range.start).unwrap_or(0);
+        write_at(&out, &stars(len, e.wide), e.range.start).map_err(|err| HandoffError::io(path, err))?;
+        bytes += len as u64;
+    }
+    out.sync_all().map_err(|e| HandoffError::io(path, e))?;
+    for (e, place) in edits.iter().zip(places) {
+        redactor.record(&place, e.kind);
+    }
+    Ok(TraceScrub {
+        secrets: edits.len() as u64,
+        bytes,
+        events,
+    })
+}
+
+/// Where each edit was: `trace (<provider>/<event>)` for one inside an event's payload, else
+/// `trace`; and how many events were read. A trace the reader cannot open (or that ends in
+/// damage) leaves the rest as `trace`.
+fn place(file: &nettrace::TraceFile, edits: &[Edit]) -> (Vec<String>, u64) {
+    let mut places = vec!["trace".to_string(); edits.len()];
+    let base = file.bytes().as_ptr() as usize;
+    let Ok(mut reader) = file.reader() else {
+        return (places, 0);
+    };
+    let mut events = 0;
+    while let Ok(Some(ev)) = reader.next_event() {
+        events += 1;
+        let Some(start) = (ev.payload.as_ptr() as usize).checked_sub(base) else {
+            continue;
+        };
+        let (start, end) = (start as u64, (start + ev.payload.len()) as u64);
+        let first = edits.partition_point(|e| e.range.start < start);
+        for (k, e) in edits.iter().enumerate().skip(first) {
+            if e.range.start >= end {
+                break;
+            }
+            let name = match ev.metadata_name() {
+                "" => format!("event {}", ev.event_id()),
+                n => n.to_string(),
+            };
+            places[k] = format!("trace ({}/{name})", ev.provider());
+        }
+    }
+    (places, events)
+}
+
+#[cfg(unix)]
+fn write_at(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+}
+
+#[cfg(not(unix))]
+fn write_at(mut file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    file.seek(SeekFrom::Start(offset))?;
+    file.write_all(bytes)
+}
