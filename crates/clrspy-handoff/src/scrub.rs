@@ -14,10 +14,9 @@ mod file;
 pub mod trace;
 
 use std::collections::HashMap;
-use std::ops::Range;
 use std::path::Path;
 
-use clrspy_values::redact::{self, Found, MASK};
+use clrspy_values::redact::{self, Found, Span, MASK};
 
 pub use trace::TraceScrub;
 
@@ -147,7 +146,7 @@ impl Redactor {
     /// [`Redactor::text`], streamed (any size); bytes that are not UTF-8 are copied as they
     /// are and the text around them is still searched. Returns the bytes written.
     pub fn copy_file(&mut self, src: &Path, dst: &Path, where_: &str) -> Result<u64, HandoffError> {
-        file::copy(self, src, dst, where_)
+        file::copy(&mut |line| self.text(line, where_), src, dst)
     }
 
     /// A trace file rewritten in place: every secret in its strings (UTF-16LE and UTF-8 text)
@@ -157,7 +156,12 @@ impl Redactor {
         if !self.enabled {
             return Ok(TraceScrub::default());
         }
-        trace::scrub(self, path)
+        let spans = |text: &str| self.spans(text);
+        let (done, places) = trace::scrub(path, &spans)?;
+        for (place, kind) in places {
+            self.record(&place, kind);
+        }
+        Ok(done)
     }
 
     /// What was redacted, where: one entry per place and kind, with a count in `what` when it
@@ -167,7 +171,7 @@ impl Redactor {
     }
 
     /// The secrets in `text`: the patterns' and the learned literals', merged, in order.
-    pub(crate) fn spans(&self, text: &str) -> Vec<(Range<usize>, Found)> {
+    pub(crate) fn spans(&self, text: &str) -> Vec<Span> {
         let mut spans = redact::secret_spans(text);
         for literal in &self.literals {
             spans.extend(

@@ -62,6 +62,9 @@ pub fn is_secret_name(name: &str) -> bool {
 /// One secret found: what kind it was.
 pub type Found = &'static str;
 
+/// Where a secret is in a text (a byte range on character boundaries) and what kind it is.
+pub type Span = (Range<usize>, Found);
+
 /// An environment variable (or any name and value): the value to show, and what was masked.
 /// A secret's name masks its whole value; otherwise the value is searched as text.
 pub fn redact_pair(name: &str, value: &str) -> (String, Vec<Found>) {
@@ -83,7 +86,7 @@ pub fn redact_text(text: &str) -> (String, Vec<Found>) {
 /// order, never overlapping (a secret inside another — a connection string's password after
 /// `--password` — is taken by the wider one). [`redact_text`] replaces each with [`MASK`];
 /// a trace's scrubber overwrites them in place.
-pub fn secret_spans(text: &str) -> Vec<(Range<usize>, Found)> {
+pub fn secret_spans(text: &str) -> Vec<Span> {
     let mut spans = Vec::new();
     url_credential_spans(text, &mut spans);
     key_value_spans(text, &mut spans);
@@ -93,9 +96,9 @@ pub fn secret_spans(text: &str) -> Vec<(Range<usize>, Found)> {
 }
 
 /// Sorted by start, overlapping spans joined; a joined span keeps the kind of its widest part.
-pub fn merge_spans(mut spans: Vec<(Range<usize>, Found)>) -> Vec<(Range<usize>, Found)> {
+pub fn merge_spans(mut spans: Vec<Span>) -> Vec<Span> {
     spans.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
-    let mut out: Vec<(Range<usize>, Found)> = Vec::with_capacity(spans.len());
+    let mut out: Vec<Span> = Vec::with_capacity(spans.len());
     for (range, kind) in spans {
         match out.last_mut() {
             Some((last, last_kind)) if range.start < last.end => {
@@ -112,7 +115,7 @@ pub fn merge_spans(mut spans: Vec<(Range<usize>, Found)>) -> Vec<(Range<usize>, 
 
 /// `text` with each of `spans` (sorted, not overlapping, on character boundaries) replaced by
 /// [`MASK`].
-pub fn apply_mask(text: &str, spans: &[(Range<usize>, Found)]) -> String {
+pub fn apply_mask(text: &str, spans: &[Span]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for (range, _) in spans {
@@ -128,7 +131,7 @@ pub fn apply_mask(text: &str, spans: &[(Range<usize>, Found)]) -> String {
 }
 
 /// `scheme://user:pass@host`: the password (`pass`).
-fn url_credential_spans(text: &str, spans: &mut Vec<(Range<usize>, Found)>) {
+fn url_credential_spans(text: &str, spans: &mut Vec<Span>) {
     let mut from = 0;
     while let Some(at) = text[from..].find("://") {
         let start = from + at + 3;
@@ -148,7 +151,7 @@ fn url_credential_spans(text: &str, spans: &mut Vec<(Range<usize>, Found)>) {
 
 /// `Password=x;` `AccountKey=y` (a connection string's pairs, an option's `key=value`): the
 /// value of every secret key, up to the next `;`, `&`, `,`, quote or white space.
-fn key_value_spans(text: &str, spans: &mut Vec<(Range<usize>, Found)>) {
+fn key_value_spans(text: &str, spans: &mut Vec<Span>) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < text.len() {
@@ -178,7 +181,7 @@ fn key_value_spans(text: &str, spans: &mut Vec<(Range<usize>, Found)>) {
 
 /// `--password X`, `-p:Token X`, `Bearer X`, `Basic X`: the word after a secret option or an
 /// authorization scheme.
-fn after_word_spans(text: &str, spans: &mut Vec<(Range<usize>, Found)>) {
+fn after_word_spans(text: &str, spans: &mut Vec<Span>) {
     let mut mask_next: Option<Found> = None;
     let mut start = 0;
     for w in text.split(' ') {
@@ -200,7 +203,7 @@ fn after_word_spans(text: &str, spans: &mut Vec<(Range<usize>, Found)>) {
 }
 
 /// JSON Web Tokens (`eyJ….eyJ….…`) and AWS access key ids (`AKIA` + 16) anywhere.
-fn token_spans(text: &str, spans: &mut Vec<(Range<usize>, Found)>) {
+fn token_spans(text: &str, spans: &mut Vec<Span>) {
     let mut from = 0;
     loop {
         let rest = &text[from..];
@@ -310,7 +313,8 @@ mod tests {
             assert!(!found.is_empty(), "{input}");
         }
         // Nothing to take out: the text as it was, nothing found.
-        let assembly = "System.Linq, Version=10.0.0.0, Culture=neutral, PublicKeyToken=b03f5f7f11d50a3a";
+        let assembly =
+            "System.Linq, Version=10.0.0.0, Culture=neutral, PublicKeyToken=b03f5f7f11d50a3a";
         assert_eq!(redact_text(assembly), (assembly.to_string(), vec![]));
         let plain = "Request finished HTTP/1.1 GET http://localhost:5000/items?id=3 - 200 12ms é";
         assert_eq!(redact_text(plain), (plain.to_string(), vec![]));
@@ -370,6 +374,9 @@ mod tests {
     fn merging_keeps_the_widest_kind() {
         let merged = merge_spans(vec![(4..6, "b"), (0..3, "a"), (2..10, "c"), (12..13, "d")]);
         assert_eq!(merged, [(0..10, "c"), (12..13, "d")]);
-        assert_eq!(apply_mask("0123456789abcdef", &merged), "[redacted]ab[redacted]def");
+        assert_eq!(
+            apply_mask("0123456789abcdef", &merged),
+            "[redacted]ab[redacted]def"
+        );
     }
 }

@@ -147,7 +147,10 @@ fn secrets_planted_in_a_web_app_are_nowhere_in_its_scrubbed_trace() {
         .map(|r| format!("{} = {}", r.where_, r.what))
         .collect();
     let said = |prefix: &str| places.iter().any(|p| p.starts_with(prefix));
-    assert!(said("environment: MYAPP_API_KEY = secret name"), "{places:?}");
+    assert!(
+        said("environment: MYAPP_API_KEY = secret name"),
+        "{places:?}"
+    );
     assert!(said("command line (argument 2)"), "{places:?}");
     assert!(said("command line (argument 3)"), "{places:?}");
     assert!(

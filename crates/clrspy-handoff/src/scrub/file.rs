@@ -5,19 +5,17 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
-use super::Redactor;
 use crate::HandoffError;
 
 /// The longest line read at once; a longer line is searched in pieces of this size.
 const MAX_LINE: usize = 1 << 20;
 
-/// Copies `src` to `dst` (created owner-only, replaced if it exists), each line through
-/// [`Redactor::text`]; the bytes written.
+/// Copies `src` to `dst` (created owner-only, replaced if it exists), each line (its UTF-8
+/// pieces) through `text`; the bytes written.
 pub(super) fn copy(
-    redactor: &mut Redactor,
+    text: &mut dyn FnMut(&str) -> String,
     src: &Path,
     dst: &Path,
-    where_: &str,
 ) -> Result<u64, HandoffError> {
     let input = File::open(src).map_err(|e| HandoffError::io(src, e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, input);
@@ -35,7 +33,7 @@ pub(super) fn copy(
         if n == 0 {
             break;
         }
-        let out = scrub_line(redactor, &line, where_);
+        let out = scrub_line(text, &line);
         writer
             .write_all(&out)
             .map_err(|e| HandoffError::io(dst, e))?;
@@ -72,13 +70,13 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<u
 }
 
 /// One line's bytes with the secrets in its UTF-8 pieces masked; other bytes kept.
-pub(super) fn scrub_line(redactor: &mut Redactor, line: &[u8], where_: &str) -> Vec<u8> {
-    if let Ok(text) = std::str::from_utf8(line) {
-        return redactor.text(text, where_).into_bytes();
+fn scrub_line(text: &mut dyn FnMut(&str) -> String, line: &[u8]) -> Vec<u8> {
+    if let Ok(whole) = std::str::from_utf8(line) {
+        return text(whole).into_bytes();
     }
     let mut out = Vec::with_capacity(line.len());
     for chunk in line.utf8_chunks() {
-        out.extend_from_slice(redactor.text(chunk.valid(), where_).as_bytes());
+        out.extend_from_slice(text(chunk.valid()).as_bytes());
         out.extend_from_slice(chunk.invalid());
     }
     out

@@ -40,7 +40,10 @@ fn environment_masks_secret_names_and_learns_their_values() {
         &pairs(&[
             ("PATH", "/usr/bin:/bin"),
             ("MYAPP_API_KEY", "k-93fa77c1d2"),
-            ("ConnectionStrings__Db", "Server=db;User Id=app;Password=Tr0ub4dor&3x;"),
+            (
+                "ConnectionStrings__Db",
+                "Server=db;User Id=app;Password=Tr0ub4dor&3x;",
+            ),
             ("ECHO", "the key is k-93fa77c1d2 and Tr0ub4dor"),
             ("SHORT_TOKEN", "abc"),
         ]),
@@ -58,7 +61,10 @@ fn environment_masks_secret_names_and_learns_their_values() {
     );
     // The connection string's password was learned on its own (up to its `&`, as the pattern
     // reads it), and masks it where no pattern would.
-    assert_eq!(r.text("logged Tr0ub4dor here", "log"), "logged [redacted] here");
+    assert_eq!(
+        r.text("logged Tr0ub4dor here", "log"),
+        "logged [redacted] here"
+    );
     // A value shorter than a literal is masked by name but not learned.
     assert_eq!(r.text("abc abc", "log"), "abc abc");
     assert_eq!(
@@ -130,7 +136,10 @@ fn disabled_keeps_everything_and_records_nothing() {
     assert_eq!(r.env(&env, "environment"), env);
     let args = strings(&["--password", "hunter2-long"]);
     assert_eq!(r.args(&args, "command line"), args);
-    assert_eq!(r.text("Bearer abc hunter2-long", "log"), "Bearer abc hunter2-long");
+    assert_eq!(
+        r.text("Bearer abc hunter2-long", "log"),
+        "Bearer abc hunter2-long"
+    );
     assert!(r.redactions().is_empty());
 }
 
@@ -210,7 +219,10 @@ fn trace_bytes_are_masked_in_both_encodings_at_any_offset() {
             assert!(!contains(&data, secret.as_bytes()), "{pad} {secret}");
             assert!(!contains(&data, &utf16(secret)), "{pad} {secret}");
         }
-        assert!(contains(&data, &utf16("GET https://bob:********@h/x and *************")));
+        assert!(contains(
+            &data,
+            &utf16("GET https://bob:********@h/x and *************")
+        ));
         assert!(contains(&data, b"utf8 Password=**** *************"));
         // Only the secrets' bytes changed.
         let changed = data.iter().zip(&before).filter(|(a, b)| a != b).count();
@@ -285,14 +297,19 @@ fn a_written_trace_stays_readable_and_names_the_event() {
     assert_eq!(n, m);
     assert_eq!(before[1], after[1]);
     assert!(contains(&after[0], &utf16("https://svc:***********@api/x")));
-    assert_eq!(r.redactions(), [red("trace (My-Source/Message)", "url credentials")]);
+    assert_eq!(
+        r.redactions(),
+        [red("trace (My-Source/Message)", "url credentials")]
+    );
     // Again: nothing left to do.
     assert_eq!(r.trace_in_place(&path).unwrap(), TraceScrub::default());
 }
 
 /// The repository's test traces.
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../clrspy/tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../clrspy/tests/data")
+        .join(name)
 }
 
 fn unzip_trace(zip: &Path, dir: &Path) -> PathBuf {
@@ -355,4 +372,3 @@ fn traces_without_secrets_are_left_alone() {
     assert!(r.redactions().is_empty());
     assert!(r.trace_in_place(&dir.path().join("missing")).is_err());
 }
-

@@ -11,9 +11,8 @@ use std::fs::OpenOptions;
 use std::ops::Range;
 use std::path::Path;
 
-use clrspy_values::redact::Found;
+use clrspy_values::redact::{Found, Span};
 
-use super::Redactor;
 use crate::HandoffError;
 
 /// The fewest ASCII characters a run holds to be searched: shorter runs are numbers and
@@ -44,7 +43,7 @@ pub struct Edit {
 
 /// Every secret in `data` (a whole trace, or any bytes): the text runs found and passed to
 /// `spans`, which gives the secrets' byte ranges in the run's text; sorted by offset.
-pub fn find(data: &[u8], spans: &dyn Fn(&str) -> Vec<(Range<usize>, Found)>) -> Vec<Edit> {
+pub fn find(data: &[u8], spans: &dyn Fn(&str) -> Vec<Span>) -> Vec<Edit> {
     let mut edits = Vec::new();
     for parity in 0..2 {
         utf16_runs(data, parity, &mut |start, units| {
@@ -118,7 +117,7 @@ fn wide_edits(
     data: &[u8],
     start: usize,
     units: usize,
-    spans: &dyn Fn(&str) -> Vec<(Range<usize>, Found)>,
+    spans: &dyn Fn(&str) -> Vec<Span>,
     edits: &mut Vec<Edit>,
 ) {
     let mut text = String::with_capacity(units);
@@ -169,7 +168,7 @@ fn narrow_edits(
     data: &[u8],
     start: usize,
     end: usize,
-    spans: &dyn Fn(&str) -> Vec<(Range<usize>, Found)>,
+    spans: &dyn Fn(&str) -> Vec<Span>,
     edits: &mut Vec<Edit>,
 ) {
     let mut at = start;
@@ -195,14 +194,16 @@ fn masked(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b == b'*')
 }
 
-/// Scrubs the trace at `path` in place (see the module's note).
-pub(super) fn scrub(redactor: &mut Redactor, path: &Path) -> Result<TraceScrub, HandoffError> {
+/// Scrubs the trace at `path` in place (see the module's note), finding secrets with
+/// `spans`; what it did, and where each secret was and its kind.
+pub(super) fn scrub(
+    path: &Path,
+    spans: &dyn Fn(&str) -> Vec<Span>,
+) -> Result<(TraceScrub, Vec<(String, Found)>), HandoffError> {
     let file = nettrace::TraceFile::open(path).map_err(|e| HandoffError::io(path, e))?;
-    let data = file.bytes();
-    let spans = |text: &str| redactor.spans(text);
-    let edits = find(data, &spans);
+    let edits = find(file.bytes(), spans);
     if edits.is_empty() {
-        return Ok(TraceScrub::default());
+        return Ok((TraceScrub::default(), Vec::new()));
     }
     let (places, events) = place(&file, &edits);
     drop(file);
@@ -213,18 +214,23 @@ pub(super) fn scrub(redactor: &mut Redactor, path: &Path) -> Result<TraceScrub, 
     let mut bytes = 0;
     for e in &edits {
         let len = usize::try_from(e.range.end - e.range.start).unwrap_or(0);
-        write_at(&out, &stars(len, e.wide), e.range.start).map_err(|err| HandoffError::io(path, err))?;
+        write_at(&out, &stars(len, e.wide), e.range.start)
+            .map_err(|err| HandoffError::io(path, err))?;
         bytes += len as u64;
     }
     out.sync_all().map_err(|e| HandoffError::io(path, e))?;
-    for (e, place) in edits.iter().zip(places) {
-        redactor.record(&place, e.kind);
-    }
-    Ok(TraceScrub {
+    let done = TraceScrub {
         secrets: edits.len() as u64,
         bytes,
         events,
-    })
+    };
+    Ok((
+        done,
+        places
+            .into_iter()
+            .zip(edits.iter().map(|e| e.kind))
+            .collect(),
+    ))
 }
 
 /// Where each edit was: `trace (<provider>/<event>)` for one inside an event's payload, else
