@@ -84,31 +84,37 @@ impl Redactor {
             .collect()
     }
 
-    /// A command line's arguments: the argument after a secret option (`--password X`), the
-    /// values of `--token=X` and `Password=...` (a connection string argument), URL
-    /// credentials and tokens are masked and learned as literals. `where_` names the source
-    /// (`command line`); records say `command line (argument N)`, counting from 0.
+    /// A command line's arguments: the argument after a secret option (`--password X`) and
+    /// the value of a secret option given with `=` (`--Db:Password=X`, `--token=X`) are masked
+    /// whole; in other arguments, connection strings' secrets (`Password=...;`), URL
+    /// credentials and tokens are masked where they stand. All are learned as literals.
+    /// `where_` names the source (`command line`); records say `command line (argument N)`,
+    /// counting from 0.
     pub fn args(&mut self, args: &[String], where_: &str) -> Vec<String> {
         if !self.enabled {
             return args.to_vec();
         }
         // Learn every secret first, then mask each argument with all of them known.
-        let mut plans: Vec<Option<Found>> = Vec::with_capacity(args.len());
+        let mut plans = Vec::with_capacity(args.len());
         let mut after_option = false;
         for arg in args {
-            if after_option && !arg.is_empty() && arg != MASK {
+            let plan = if after_option && !arg.is_empty() && arg != MASK {
                 self.learn_value(arg);
-                plans.push(Some("secret option"));
-                after_option = false;
-                continue;
-            }
-            for (range, _) in redact::secret_spans(arg) {
-                self.learn(&arg[range]);
-            }
-            plans.push(None);
-            after_option = arg.starts_with('-')
+                Plan::Whole
+            } else if let Some(eq) = secret_option_value(arg) {
+                self.learn_value(&arg[eq + 1..]);
+                Plan::Value(eq)
+            } else {
+                for (range, _) in redact::secret_spans(arg) {
+                    self.learn(&arg[range]);
+                }
+                Plan::Text
+            };
+            after_option = plan == Plan::Text
+                && arg.starts_with('-')
                 && !arg.contains('=')
                 && redact::is_secret_name(arg.trim_start_matches('-'));
+            plans.push(plan);
         }
         args.iter()
             .zip(plans)
@@ -116,11 +122,15 @@ impl Redactor {
             .map(|(i, (arg, plan))| {
                 let place = format!("{where_} (argument {i})");
                 match plan {
-                    Some(kind) => {
-                        self.record(&place, kind);
+                    Plan::Whole => {
+                        self.record(&place, "secret option");
                         MASK.to_string()
                     }
-                    None => self.text(arg, &place),
+                    Plan::Value(eq) => {
+                        self.record(&place, "secret value");
+                        format!("{}{MASK}", &arg[..=eq])
+                    }
+                    Plan::Text => self.text(arg, &place),
                 }
             })
             .collect()
@@ -219,10 +229,86 @@ impl Redactor {
         {
             return;
         }
-        self.literals.push(literal.to_string());
+        for v in variants(literal) {
+            if !self.literals.contains(&v) {
+                self.literals.push(v);
+            }
+        }
         // Longest first: a literal inside another is masked with it.
         self.literals.sort_by_key(|l| std::cmp::Reverse(l.len()));
     }
+}
+
+/// How one argument is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// Masked whole (it follows a secret option).
+    Whole,
+    /// Its value after the `=` at this byte masked whole (`--Db:Password=X`).
+    Value(usize),
+    /// Searched as text.
+    Text,
+}
+
+/// The `=` of an argument `[-]-NAME=VALUE` or `/NAME=VALUE` whose name is a secret's and
+/// whose value is not empty or masked already.
+fn secret_option_value(arg: &str) -> Option<usize> {
+    let eq = arg.find('=')?;
+    let name = arg[..eq].trim_start_matches(['-', '/']);
+    let value = &arg[eq + 1..];
+    let plain = !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == ';');
+    (plain && redact::is_secret_name(name) && !value.is_empty() && value != MASK).then_some(eq)
+}
+
+/// The forms a secret takes in what a .NET app writes: as it is, in JSON (standard escapes,
+/// and System.Text.Json's default encoder, which writes `&`, `+`, `'`, `<`, `>`, `` ` ``,
+/// quotes and non-ASCII as `\uXXXX`), and percent-encoded in a URL.
+fn variants(literal: &str) -> Vec<String> {
+    let mut json = String::with_capacity(literal.len());
+    let mut dotnet = String::with_capacity(literal.len());
+    let mut url = String::with_capacity(literal.len());
+    for c in literal.chars() {
+        let short = match c {
+            '\\' => Some("\\\\"),
+            '\n' => Some("\\n"),
+            '\r' => Some("\\r"),
+            '\t' => Some("\\t"),
+            _ => None,
+        };
+        let mut units = [0u16; 2];
+        let hex: String = c
+            .encode_utf16(&mut units)
+            .iter()
+            .map(|u| format!("\\u{u:04X}"))
+            .collect();
+        match (short, c) {
+            (Some(s), _) => json.push_str(s),
+            (None, '"') => json.push_str("\\\""),
+            (None, c) if (c as u32) < 0x20 => json.push_str(&hex),
+            (None, c) => json.push(c),
+        }
+        match (short, c) {
+            (Some(s), _) => dotnet.push_str(s),
+            (None, '"' | '&' | '\'' | '+' | '<' | '>' | '`') => dotnet.push_str(&hex),
+            (None, c) if (c as u32) < 0x20 || (c as u32) > 0x7E => dotnet.push_str(&hex),
+            (None, c) => dotnet.push(c),
+        }
+        if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~') {
+            url.push(c);
+        } else {
+            let mut bytes = [0u8; 4];
+            for b in c.encode_utf8(&mut bytes).bytes() {
+                url.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    let mut all = vec![literal.to_string()];
+    for v in [json, dotnet, url] {
+        if !all.contains(&v) {
+            all.push(v);
+        }
+    }
+    all
 }
 
 #[cfg(test)]

@@ -17,7 +17,9 @@ use clrspy_handoff::scrub::Redactor;
 use common::{clrspy_command, info, live, web_app, Running};
 
 const API_KEY: &str = "ak-live-5f3c9e1b7d";
-const DB_PASSWORD: &str = "pw-Zq8vT3kLm2";
+const DB_PASSWORD: &str = "pw-Zq8!vT3+kL&m2";
+/// The password as the logging provider's MessageJson writes it (System.Text.Json's encoder).
+const DB_PASSWORD_JSON: &str = "pw-Zq8!vT3\\u002BkL\\u0026m2";
 const CONN_PASSWORD: &str = "cs-9hG2kQ7wXe";
 
 /// `GET path` on 127.0.0.1:port; the response's status line.
@@ -114,7 +116,7 @@ fn secrets_planted_in_a_web_app_are_nowhere_in_its_scrubbed_trace() {
     assert!(out.status.success(), "{out:?}");
     assert!(served > 0, "WebApp served no /logconfig");
     let original = std::fs::read(&trace).unwrap();
-    for secret in [API_KEY, DB_PASSWORD, CONN_PASSWORD] {
+    for secret in [API_KEY, DB_PASSWORD, CONN_PASSWORD, DB_PASSWORD_JSON] {
         assert!(holds(&original, secret), "the app never logged {secret}");
     }
     let events = total_events(&trace);
@@ -135,7 +137,7 @@ fn secrets_planted_in_a_web_app_are_nowhere_in_its_scrubbed_trace() {
     let scrubbed = std::fs::read(&trace).unwrap();
     assert_eq!(scrubbed.len(), original.len());
     let shown = format!("{shown_env:?} {shown_args:?}");
-    for secret in [API_KEY, DB_PASSWORD, CONN_PASSWORD] {
+    for secret in [API_KEY, DB_PASSWORD, CONN_PASSWORD, DB_PASSWORD_JSON] {
         assert!(!holds(&scrubbed, secret), "{secret} left in the trace");
         assert!(!shown.contains(secret), "{secret} left in {shown}");
     }

@@ -94,6 +94,7 @@ fn arguments_mask_options_pairs_and_credentials() {
             "https://bob:bobs-secret@api.example.com/x",
             "--port",
             "8080",
+            "/p:ApiKey=a&b+c;d e",
         ]),
         "command line",
     );
@@ -110,6 +111,7 @@ fn arguments_mask_options_pairs_and_credentials() {
             "https://bob:[redacted]@api.example.com/x",
             "--port",
             "8080",
+            "/p:ApiKey=[redacted]",
         ])
     );
     assert_eq!(
@@ -120,13 +122,43 @@ fn arguments_mask_options_pairs_and_credentials() {
             red("command line (argument 5)", "secret value"),
             red("command line (argument 6)", "secret value"),
             red("command line (argument 7)", "url credentials"),
+            red("command line (argument 10)", "secret value"),
         ]
     );
     // Every value was learned.
     let logged = "hunter2-long t0k3n-value p4ss-w0rd! conn-secret bobs-secret";
     let masked = r.text(logged, "log");
     assert_eq!(masked, ["[redacted]"; 5].join(" "));
-    assert_eq!(r.redactions()[5], red("log", "known secret value (5×)"));
+    assert_eq!(r.redactions()[6], red("log", "known secret value (5×)"));
+    assert_eq!(r.text("got a&b+c;d e!", "log"), "got [redacted]!");
+}
+
+#[test]
+fn learned_values_are_found_escaped_as_json_and_urls_write_them() {
+    let mut r = Redactor::new(true);
+    r.env(
+        &pairs(&[("DB_PASSWORD", "pa&ss+w\u{f6}rd\"1\\")]),
+        "environment",
+    );
+    for (written, want) in [
+        // System.Text.Json's default encoder (the logging provider's MessageJson).
+        (
+            r#"{"Value":"pa\u0026ss\u002Bw\u00F6rd\u00221\\"}"#,
+            r#"{"Value":"[redacted]"}"#,
+        ),
+        // Standard JSON escapes.
+        (
+            "{\"v\":\"pa&ss+w\u{f6}rd\\\"1\\\\\"}",
+            r#"{"v":"[redacted]"}"#,
+        ),
+        // Percent-encoded in a query string.
+        (
+            "GET /x?p=pa%26ss%2Bw%C3%B6rd%221%5C HTTP/1.1",
+            "GET /x?p=[redacted] HTTP/1.1",
+        ),
+    ] {
+        assert_eq!(r.text(written, "log"), want, "{written}");
+    }
 }
 
 #[test]
