@@ -45,9 +45,10 @@ pub struct Edit {
 /// `spans`, which gives the secrets' byte ranges in the run's text; sorted by offset.
 pub fn find(data: &[u8], spans: &dyn Fn(&str) -> Vec<Span>) -> Vec<Edit> {
     let mut edits = Vec::new();
+    let mut text = String::new();
     for parity in 0..2 {
         utf16_runs(data, parity, &mut |start, units| {
-            wide_edits(data, start, units, spans, &mut edits)
+            wide_edits(data, (start, units), spans, &mut text, &mut edits)
         });
     }
     utf8_runs(data, &mut |start, end| {
@@ -112,30 +113,28 @@ fn utf16_runs(data: &[u8], parity: usize, each: &mut dyn FnMut(usize, usize)) {
     }
 }
 
-/// The secrets of one UTF-16LE run of `units` code units at `start`.
+/// The secrets of one UTF-16LE run of `units` code units at `start`; `text` is a buffer.
 fn wide_edits(
     data: &[u8],
-    start: usize,
-    units: usize,
+    (start, units): (usize, usize),
     spans: &dyn Fn(&str) -> Vec<Span>,
+    text: &mut String,
     edits: &mut Vec<Edit>,
 ) {
-    let mut text = String::with_capacity(units);
-    // The code unit each byte of `text` came from (and one past the end).
-    let mut unit_of = Vec::with_capacity(units + 1);
-    for k in 0..units {
+    text.clear();
+    text.extend((0..units).map(|k| {
         let at = start + 2 * k;
         let u = u16::from_le_bytes([data[at], data[at + 1]]);
-        let c = char::from_u32(u32::from(u)).unwrap_or('\u{FFFD}');
-        text.push(c);
-        unit_of.extend(std::iter::repeat_n(k, c.len_utf8()));
-    }
-    unit_of.push(units);
-    for (range, kind) in spans(&text) {
-        let (Some(&u0), Some(&u1)) = (unit_of.get(range.start), unit_of.get(range.end)) else {
+        char::from_u32(u32::from(u)).unwrap_or('\u{FFFD}')
+    }));
+    for (range, kind) in spans(text) {
+        // Each character is one code unit (the runs hold no surrogates).
+        let (Some(before), Some(secret)) = (text.get(..range.start), text.get(range)) else {
             continue;
         };
-        if u1 > u0 && !masked(text.get(range).unwrap_or_default()) {
+        let u0 = before.chars().count();
+        let u1 = u0 + secret.chars().count();
+        if u1 > u0 && !masked(secret) {
             edits.push(Edit {
                 range: (start + 2 * u0) as u64..(start + 2 * u1) as u64,
                 wide: true,
