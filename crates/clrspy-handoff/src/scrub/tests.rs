@@ -264,6 +264,20 @@ fn trace_bytes_are_masked_in_both_encodings_at_any_offset() {
     }
 }
 
+#[test]
+fn characters_beyond_the_basic_plane_stay_in_the_run() {
+    let spans = |t: &str| redact::secret_spans(t);
+    let mut data = vec![0u8, 0];
+    data.extend(utf16("\u{1F980} deploy token=\u{1F980}v4lue\u{1F980} done"));
+    data.extend_from_slice(&[0, 0]);
+    let edits = trace::find(&data, &spans);
+    trace::apply(&mut data, &edits);
+    let mut want = vec![0u8, 0];
+    want.extend(utf16("\u{1F980} deploy token=********* done"));
+    want.extend_from_slice(&[0, 0]);
+    assert_eq!(data, want);
+}
+
 /// A V6 trace with two events whose payloads carry UTF-16 strings.
 fn written_trace() -> Vec<u8> {
     use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};

@@ -78,26 +78,39 @@ fn stars(len: usize, wide: bool) -> Vec<u8> {
         .collect()
 }
 
-/// True for a UTF-16 code unit that is text: printable ASCII, tab and line breaks, and the
-/// basic plane's characters but surrogates and non-characters.
+/// True for a UTF-16 code unit that is text by itself: printable ASCII, tab and line breaks,
+/// and the basic plane's characters but surrogates and non-characters.
 fn wide_text(u: u16) -> bool {
     matches!(u, 0x09 | 0x0A | 0x0D | 0x20..=0x7E | 0xA0..=0xD7FF | 0xE000..=0xFFFD)
 }
 
-/// Calls `each(start, units)` for every run of text code units at byte parity `parity` that
-/// holds at least [`MIN_ASCII`] ASCII characters.
+/// The code unit at byte `i`, if two bytes are there.
+fn unit(data: &[u8], i: usize) -> Option<u16> {
+    Some(u16::from_le_bytes([*data.get(i)?, *data.get(i + 1)?]))
+}
+
+/// Calls `each(start, units)` for every run of text code units (and surrogate pairs) at byte
+/// parity `parity` that holds at least [`MIN_ASCII`] ASCII characters.
 fn utf16_runs(data: &[u8], parity: usize, each: &mut dyn FnMut(usize, usize)) {
     let mut start = parity;
     let mut units = 0;
     let mut ascii = 0;
     let mut i = parity;
-    while i + 1 < data.len() {
-        let u = u16::from_le_bytes([data[i], data[i + 1]]);
-        if wide_text(u) {
+    while let Some(u) = unit(data, i) {
+        let width = if wide_text(u) {
+            1
+        } else if (0xD800..=0xDBFF).contains(&u)
+            && unit(data, i + 2).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low))
+        {
+            2
+        } else {
+            0
+        };
+        if width > 0 {
             if units == 0 {
                 start = i;
             }
-            units += 1;
+            units += width;
             ascii += usize::from(u < 0x80);
         } else {
             if ascii >= MIN_ASCII {
@@ -106,7 +119,7 @@ fn utf16_runs(data: &[u8], parity: usize, each: &mut dyn FnMut(usize, usize)) {
             units = 0;
             ascii = 0;
         }
-        i += 2;
+        i += 2 * width.max(1);
     }
     if ascii >= MIN_ASCII {
         each(start, units);
@@ -122,18 +135,14 @@ fn wide_edits(
     edits: &mut Vec<Edit>,
 ) {
     text.clear();
-    text.extend((0..units).map(|k| {
-        let at = start + 2 * k;
-        let u = u16::from_le_bytes([data[at], data[at + 1]]);
-        char::from_u32(u32::from(u)).unwrap_or('\u{FFFD}')
-    }));
+    let run = (0..units).filter_map(|k| unit(data, start + 2 * k));
+    text.extend(char::decode_utf16(run).map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)));
     for (range, kind) in spans(text) {
-        // Each character is one code unit (the runs hold no surrogates).
         let (Some(before), Some(secret)) = (text.get(..range.start), text.get(range)) else {
             continue;
         };
-        let u0 = before.chars().count();
-        let u1 = u0 + secret.chars().count();
+        let u0: usize = before.chars().map(char::len_utf16).sum();
+        let u1 = u0 + secret.chars().map(char::len_utf16).sum::<usize>();
         if u1 > u0 && !masked(secret) {
             edits.push(Edit {
                 range: (start + 2 * u0) as u64..(start + 2 * u1) as u64,
@@ -237,14 +246,18 @@ pub(super) fn scrub(
 /// damage) leaves the rest as `trace`.
 fn place(file: &nettrace::TraceFile, edits: &[Edit]) -> (Vec<String>, u64) {
     let mut places = vec!["trace".to_string(); edits.len()];
-    let base = file.bytes().as_ptr() as usize;
+    let (base, len) = (file.bytes().as_ptr() as usize, file.bytes().len());
     let Ok(mut reader) = file.reader() else {
         return (places, 0);
     };
     let mut events = 0;
     while let Ok(Some(ev)) = reader.next_event() {
         events += 1;
-        let Some(start) = (ev.payload.as_ptr() as usize).checked_sub(base) else {
+        // Payloads borrow the map; one the reader had to copy is not placed.
+        let Some(start) = (ev.payload.as_ptr() as usize)
+            .checked_sub(base)
+            .filter(|s| s + ev.payload.len() <= len)
+        else {
             continue;
         };
         let (start, end) = (start as u64, (start + ev.payload.len()) as u64);
