@@ -19,6 +19,8 @@
 //                    the Microsoft-Extensions-Logging EventSource when a session enables it
 //   GET /sleep?ms=N  blocks its thread N ms in WebApp.Work.Sleep (Thread.Sleep; default 50)
 //   GET /fail        throws an unhandled WebApp.WorkException: a 500
+//   GET /logconfig?key=K  logs the configuration value K (environment, command line) at
+//                    Information (category WebApp.Config): an app that logs a secret it was given
 using System.Diagnostics;
 using System.Net;
 
@@ -53,6 +55,11 @@ app.MapGet("/log", (ILoggerFactory f) =>
 
 app.MapGet("/sleep", (int? ms) => WebApp.Work.Sleep(ms ?? 50));
 app.MapGet("/fail", string () => throw new WebApp.WorkException("unhandled, by design: a 500"));
+app.MapGet("/logconfig", (string key, IConfiguration config, ILoggerFactory f) =>
+{
+    f.CreateLogger("WebApp.Config").LogInformation("setting {Key} is {Value}", key, config[key]);
+    return "logged";
+});
 
 await app.StartAsync();
 var address = app.Urls.First();

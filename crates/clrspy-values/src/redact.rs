@@ -9,6 +9,8 @@
 //! basic authorizations, JSON Web Tokens, AWS access key ids, and the values of secret
 //! command-line options (`--password X`, `--token=X`) are masked where they stand.
 
+use std::ops::Range;
+
 /// What replaces a secret.
 pub const MASK: &str = "[redacted]";
 
@@ -45,7 +47,11 @@ fn squash(name: &str) -> String {
 /// it holds one of the secret words, or ends in `KEY` (`API_KEY`, `STRIPE_KEY`), but not a
 /// name that only mentions keys in passing (`KEYBOARD_LAYOUT`).
 pub fn is_secret_name(name: &str) -> bool {
-    let n = squash(name);
+    // An assembly's public key and its token are published with it, not secrets (and every
+    // assembly-qualified name in a trace holds `PublicKeyToken=`).
+    let n = squash(name)
+        .replace("publickeytoken", "")
+        .replace("publickey", "");
     // The shell's working directories, not passwords.
     if matches!(n.as_str(), "pwd" | "oldpwd") {
         return false;
@@ -55,6 +61,9 @@ pub fn is_secret_name(name: &str) -> bool {
 
 /// One secret found: what kind it was.
 pub type Found = &'static str;
+
+/// Where a secret is in a text (a byte range on character boundaries) and what kind it is.
+pub type Span = (Range<usize>, Found);
 
 /// An environment variable (or any name and value): the value to show, and what was masked.
 /// A secret's name masks its whole value; otherwise the value is searched as text.
@@ -68,51 +77,85 @@ pub fn redact_pair(name: &str, value: &str) -> (String, Vec<Found>) {
 /// Masks every secret in free text (a command line, a log message, a connection string); the
 /// text back and what was masked, in order.
 pub fn redact_text(text: &str) -> (String, Vec<Found>) {
-    let mut found = Vec::new();
-    let mut out = mask_url_credentials(text, &mut found);
-    out = mask_key_values(&out, &mut found);
-    out = mask_after_words(&out, &mut found);
-    out = mask_tokens(&out, &mut found);
-    (out, found)
+    let spans = secret_spans(text);
+    let found = spans.iter().map(|(_, kind)| *kind).collect();
+    (apply_mask(text, &spans), found)
 }
 
-/// `scheme://user:pass@host` → `scheme://user:[redacted]@host`.
-fn mask_url_credentials(text: &str, found: &mut Vec<Found>) -> String {
+/// Every secret in `text`: its byte range (on character boundaries) and what kind it was, in
+/// order, never overlapping (a secret inside another — a connection string's password after
+/// `--password` — is taken by the wider one). [`redact_text`] replaces each with [`MASK`];
+/// a trace's scrubber overwrites them in place.
+pub fn secret_spans(text: &str) -> Vec<Span> {
+    let mut spans = Vec::new();
+    url_credential_spans(text, &mut spans);
+    key_value_spans(text, &mut spans);
+    after_word_spans(text, &mut spans);
+    token_spans(text, &mut spans);
+    merge_spans(spans)
+}
+
+/// Sorted by start, overlapping spans joined; a joined span keeps the kind of its widest part.
+pub fn merge_spans(mut spans: Vec<Span>) -> Vec<Span> {
+    spans.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
+    let mut out: Vec<Span> = Vec::with_capacity(spans.len());
+    for (range, kind) in spans {
+        match out.last_mut() {
+            Some((last, last_kind)) if range.start < last.end => {
+                if range.len() > last.len() {
+                    *last_kind = kind;
+                }
+                last.end = last.end.max(range.end);
+            }
+            _ => out.push((range, kind)),
+        }
+    }
+    out
+}
+
+/// `text` with each of `spans` (sorted, not overlapping, on character boundaries) replaced by
+/// [`MASK`].
+pub fn apply_mask(text: &str, spans: &[Span]) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
-        out.push_str(head);
+    let mut at = 0;
+    for (range, _) in spans {
+        if range.start < at || range.end > text.len() {
+            continue;
+        }
+        out.push_str(text.get(at..range.start).unwrap_or_default());
+        out.push_str(MASK);
+        at = range.end;
+    }
+    out.push_str(text.get(at..).unwrap_or_default());
+    out
+}
+
+/// `scheme://user:pass@host`: the password (`pass`).
+fn url_credential_spans(text: &str, spans: &mut Vec<Span>) {
+    let mut from = 0;
+    while let Some(at) = text[from..].find("://") {
+        let start = from + at + 3;
+        let tail = &text[start..];
         let end = tail
             .find(|c: char| c.is_whitespace() || matches!(c, '/' | '"' | '\'' | '?' | '#'))
             .unwrap_or(tail.len());
         let authority = &tail[..end];
-        let colon = authority.find(':');
-        match authority.rfind('@') {
-            Some(a) if colon.is_some_and(|c| c < a && &authority[c + 1..a] != MASK) => {
-                let colon = colon.unwrap_or(0);
-                out.push_str(&authority[..=colon]);
-                out.push_str(MASK);
-                out.push_str(&authority[a..]);
-                found.push("url credentials");
+        if let (Some(c), Some(a)) = (authority.find(':'), authority.rfind('@')) {
+            if c < a && &authority[c + 1..a] != MASK {
+                spans.push((start + c + 1..start + a, "url credentials"));
             }
-            _ => out.push_str(authority),
         }
-        rest = &tail[end..];
+        from = start + end;
     }
-    out.push_str(rest);
-    out
 }
 
 /// `Password=x;` `AccountKey=y` (a connection string's pairs, an option's `key=value`): the
-/// value of every secret key is masked up to the next `;`, `&`, `,` or white space.
-fn mask_key_values(text: &str, found: &mut Vec<Found>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
+/// value of every secret key, up to the next `;`, `&`, `,`, quote or white space.
+fn key_value_spans(text: &str, spans: &mut Vec<Span>) {
     let bytes = text.as_bytes();
+    let mut i = 0;
     while i < text.len() {
         let Some(eq) = text[i..].find('=').map(|e| e + i) else {
-            out.push_str(&text[i..]);
             break;
         };
         // The key: the word just before `=`.
@@ -126,33 +169,27 @@ fn mask_key_values(text: &str, found: &mut Vec<Found>) -> String {
         let value_end = text[eq + 1..]
             .find(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | ',' | '"' | '\''))
             .map_or(text.len(), |e| e + eq + 1);
-        out.push_str(&text[i..=eq]);
         if is_secret_name(key) && value_end > eq + 1 && &text[eq + 1..value_end] != MASK {
-            out.push_str(MASK);
-            found.push("secret value");
-        } else {
-            out.push_str(&text[eq + 1..value_end]);
+            spans.push((eq + 1..value_end, "secret value"));
         }
         i = value_end;
         if i < bytes.len() && bytes[i] == b'=' {
-            out.push('=');
             i += 1;
         }
     }
-    out
 }
 
 /// `--password X`, `-p:Token X`, `Bearer X`, `Basic X`: the word after a secret option or an
-/// authorization scheme is masked.
-fn mask_after_words(text: &str, found: &mut Vec<Found>) -> String {
-    let words: Vec<&str> = text.split(' ').collect();
-    let mut out: Vec<String> = Vec::with_capacity(words.len());
+/// authorization scheme.
+fn after_word_spans(text: &str, spans: &mut Vec<Span>) {
     let mut mask_next: Option<Found> = None;
-    for w in words {
+    let mut start = 0;
+    for w in text.split(' ') {
+        let range = start..start + w.len();
+        start = range.end + 1;
         if let Some(kind) = mask_next.take() {
             if !w.is_empty() && w != MASK {
-                out.push(MASK.to_string());
-                found.push(kind);
+                spans.push((range, kind));
                 continue;
             }
         }
@@ -162,16 +199,14 @@ fn mask_after_words(text: &str, found: &mut Vec<Found>) -> String {
         } else if w.eq_ignore_ascii_case("bearer") || w.eq_ignore_ascii_case("basic") {
             mask_next = Some("authorization");
         }
-        out.push(w.to_string());
     }
-    out.join(" ")
 }
 
 /// JSON Web Tokens (`eyJ….eyJ….…`) and AWS access key ids (`AKIA` + 16) anywhere.
-fn mask_tokens(text: &str, found: &mut Vec<Found>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
+fn token_spans(text: &str, spans: &mut Vec<Span>) {
+    let mut from = 0;
     loop {
+        let rest = &text[from..];
         let jwt = rest.find("eyJ");
         let aws = rest.find("AKIA");
         let (at, kind) = match (jwt, aws) {
@@ -193,26 +228,12 @@ fn mask_tokens(text: &str, found: &mut Vec<Found>) -> String {
                         .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
             }
         };
-        out.push_str(&rest[..at]);
         if is {
-            out.push_str(MASK);
-            found.push(kind);
-        } else {
-            out.push_str(token);
+            spans.push((from + at..from + end, kind));
         }
-        rest = &rest[end..];
-        if end == at {
-            // Never stuck: move past one character.
-            let step = rest.chars().next().map_or(0, char::len_utf8);
-            out.push_str(&rest[..step]);
-            rest = &rest[step..];
-            if step == 0 {
-                break;
-            }
-        }
+        // `end > at` always (the token starts with ASCII letters): never stuck.
+        from += end.max(at + 1);
     }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
@@ -240,6 +261,8 @@ mod tests {
             "KEYBOARD_LAYOUT",
             "DOTNET_gcServer",
             "ASPNETCORE_URLS",
+            "PublicKeyToken",
+            "PublicKey",
             "",
         ] {
             assert!(!is_secret_name(n), "{n}");
@@ -290,6 +313,9 @@ mod tests {
             assert!(!found.is_empty(), "{input}");
         }
         // Nothing to take out: the text as it was, nothing found.
+        let assembly =
+            "System.Linq, Version=10.0.0.0, Culture=neutral, PublicKeyToken=b03f5f7f11d50a3a";
+        assert_eq!(redact_text(assembly), (assembly.to_string(), vec![]));
         let plain = "Request finished HTTP/1.1 GET http://localhost:5000/items?id=3 - 200 12ms é";
         assert_eq!(redact_text(plain), (plain.to_string(), vec![]));
         assert_eq!(redact_text(""), (String::new(), vec![]));
@@ -322,5 +348,35 @@ mod tests {
         let (twice, found) = redact_text(&once);
         assert_eq!(once, twice);
         assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn spans_name_the_secret_bytes_and_never_overlap() {
+        let text = "run --password Password=hunter2;Timeout=3 https://bob:pa55word@db/x AKIAIOSFODNN7EXAMPLE";
+        let spans = secret_spans(text);
+        let got: Vec<(&str, Found)> = spans.iter().map(|(r, k)| (&text[r.clone()], *k)).collect();
+        assert_eq!(
+            got,
+            [
+                ("Password=hunter2;Timeout=3", "secret option"),
+                ("pa55word", "url credentials"),
+                ("AKIAIOSFODNN7EXAMPLE", "aws key"),
+            ]
+        );
+        assert_eq!(
+            redact_text(text).0,
+            "run --password [redacted] https://bob:[redacted]@db/x [redacted]"
+        );
+        assert!(secret_spans("nothing here = at all").is_empty());
+    }
+
+    #[test]
+    fn merging_keeps_the_widest_kind() {
+        let merged = merge_spans(vec![(4..6, "b"), (0..3, "a"), (2..10, "c"), (12..13, "d")]);
+        assert_eq!(merged, [(0..10, "c"), (12..13, "d")]);
+        assert_eq!(
+            apply_mask("0123456789abcdef", &merged),
+            "[redacted]ab[redacted]def"
+        );
     }
 }

@@ -148,8 +148,8 @@ pub(super) fn gather(
         .join(" ");
     let trace = staging.root().join("trace.nettrace");
     let masked = red.trace_in_place(&trace)?;
-    if masked.masked > 0 {
-        say(&format!("{} secrets masked in the trace", masked.masked));
+    if masked.secrets > 0 {
+        say(&format!("{} secrets masked in the trace", masked.secrets));
     }
     copy_log_files(&spec.log_files, &mut red, &mut staging, &mut notes)?;
     say("deriving the reports, logs and counters from the trace ...");
