@@ -405,7 +405,10 @@ mod tests {
         let crio = format!("0::/kubepods.slice/crio-{ID}.scope\n");
         assert_eq!(parse_cgroup(&crio), (Some("cri-o"), Some(ID.into())));
         // A host's cgroups, and a hex run of another length, are not containers.
-        assert_eq!(parse_cgroup("0::/user.slice/user-1000.slice\n"), (None, None));
+        assert_eq!(
+            parse_cgroup("0::/user.slice/user-1000.slice\n"),
+            (None, None)
+        );
         let short = "4:memory:/process_api/845e5a5a368659de317cf53be3f31da3\n";
         assert_eq!(parse_cgroup(short), (None, None));
         assert_eq!(hex64_in(&format!("{ID}0")), None);
@@ -413,7 +416,10 @@ mod tests {
             "612 590 254:1 /var/lib/docker/containers/{ID}/hostname /etc/hostname rw,relatime - ext4 /dev/vda1 rw\n"
         );
         assert_eq!(id_from_mountinfo(&mounts).as_deref(), Some(ID));
-        assert_eq!(id_from_mountinfo("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"), None);
+        assert_eq!(
+            id_from_mountinfo("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"),
+            None
+        );
         let env = "engine=\"podman-4.9\"\nname=\"web\"\nid=\"abc\"\nimage=\"quay.io/x/app:1\"\n";
         assert_eq!(
             parse_containerenv(env),
@@ -425,10 +431,15 @@ mod tests {
     fn the_dll_dotnet_runs() {
         let argv = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
         assert_eq!(
-            dotnet_argument(&argv("/usr/share/dotnet/dotnet exec --roll-forward Major app.dll x.dll")),
+            dotnet_argument(&argv(
+                "/usr/share/dotnet/dotnet exec --roll-forward Major app.dll x.dll"
+            )),
             Some("app.dll")
         );
-        assert_eq!(dotnet_argument(&argv("dotnet bin/W.dll leak")), Some("bin/W.dll"));
+        assert_eq!(
+            dotnet_argument(&argv("dotnet bin/W.dll leak")),
+            Some("bin/W.dll")
+        );
         assert_eq!(dotnet_argument(&argv("./MyApp --urls http://x")), None);
         assert_eq!(dotnet_argument(&[]), None);
     }
@@ -446,7 +457,11 @@ mod tests {
         assert_eq!(me.pid, std::process::id());
         assert!(!me.name.is_empty());
         assert!(me.runtime_version.is_none());
-        assert!(me.command_line.contains("clrspy_handoff"), "{}", me.command_line);
+        assert!(
+            me.command_line.contains("clrspy_handoff"),
+            "{}",
+            me.command_line
+        );
         let started = me.started_utc.unwrap();
         assert!(started.len() == 24 && started.ends_with('Z'), "{started}");
         let gone = target(u32::MAX - 1);

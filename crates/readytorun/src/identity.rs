@@ -108,6 +108,9 @@ mod tests {
         let (product, commit) = info.split_once('+').unwrap();
         // `10.0.12-servicing.26422.108` in the folder `10.0.12`.
         assert!(product.starts_with(&folder), "{info}");
-        assert!(commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit()), "{info}");
+        assert!(
+            commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{info}"
+        );
     }
 }
