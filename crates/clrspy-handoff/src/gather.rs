@@ -6,16 +6,22 @@
 //!
 //! OWNER: the lead.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clrspy_analysis::log_stream::LogLevel;
 use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{Resolved, StopSignal};
 
-use crate::manifest::Manifest;
+use crate::manifest::{FileEntry, Manifest};
 use crate::symptom::Symptom;
 use crate::HandoffError;
+
+mod derive;
+mod run;
+mod session;
+mod side;
 
 /// What to gather.
 pub struct BundleSpec {
@@ -35,6 +41,9 @@ pub struct BundleSpec {
     pub ring: Option<u64>,
     /// Stop triggers (the window ends a little after one fires).
     pub triggers: Option<Triggers>,
+    /// Keep the bundle only when a trigger fired (a `watch` rule waiting for the slow moment):
+    /// otherwise [`HandoffError::NotTriggered`] and nothing is written.
+    pub require_trigger: bool,
     /// Take a heap snapshot after the window.
     pub with_heap: bool,
     /// Take a dump after the window.
@@ -61,13 +70,93 @@ pub struct BundleOutcome {
     pub exit: Option<u8>,
 }
 
+/// The staging folder (owner-only, beside the zip, removed at the end) and the files put in
+/// it, each with what it is.
+pub struct Staging {
+    root: PathBuf,
+    files: Vec<FileEntry>,
+}
+
+impl Staging {
+    /// A new folder beside `zip`.
+    fn new(zip: &Path) -> Result<Staging, HandoffError> {
+        let dir = zip
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let root = dir.join(format!(
+            ".clrspy-bundle-{}-{}",
+            std::process::id(),
+            unix_ms()
+        ));
+        crate::package::create_private_dir(&root).map_err(|e| HandoffError::io(&root, e))?;
+        Ok(Staging {
+            root,
+            files: Vec::new(),
+        })
+    }
+
+    /// The folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path of `rel` (its folders made, owner-only), recorded as `what`.
+    pub fn create(&mut self, rel: &str, what: &str) -> Result<PathBuf, HandoffError> {
+        let path = self.root.join(rel);
+        if let Some(parent) = path.parent() {
+            crate::package::create_private_dir(parent).map_err(|e| HandoffError::io(parent, e))?;
+        }
+        self.files.retain(|f| f.path != rel);
+        self.files.push(FileEntry {
+            path: rel.to_string(),
+            what: what.to_string(),
+            ..FileEntry::default()
+        });
+        Ok(path)
+    }
+
+    /// Writes `rel` (owner-only) with `body`, recorded as `what`.
+    pub fn write(
+        &mut self,
+        rel: &str,
+        what: &str,
+        body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<(), HandoffError> {
+        let path = self.create(rel, what)?;
+        let file = crate::package::write_private(&path).map_err(|e| HandoffError::io(&path, e))?;
+        let mut w = BufWriter::new(file);
+        body(&mut w)
+            .and_then(|()| w.flush())
+            .map_err(|e| HandoffError::io(&path, e))
+    }
+
+    /// Forgets `rel` (a file that was not made after all) and removes it.
+    fn drop_file(&mut self, rel: &str) {
+        self.files.retain(|f| f.path != rel);
+        let _ = std::fs::remove_file(self.root.join(rel));
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Now, ms since the Unix epoch.
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Gathers a bundle as `spec` says until the duration, a trigger, `stop` or the target's end;
 /// `say` gets one line per step for the user.
 pub fn gather(
-    spec: &BundleSpec,
+    spec: BundleSpec,
     stop: &StopSignal,
     say: &mut dyn FnMut(&str),
 ) -> Result<BundleOutcome, HandoffError> {
-    let _ = (spec, stop, say);
-    Err(HandoffError::Other("bundle: not written yet".into()))
+    run::gather(spec, stop, say)
 }

@@ -43,6 +43,9 @@ pub enum HandoffError {
         /// What failed.
         source: std::io::Error,
     },
+    /// The window ended before any trigger fired (the bundle wanted one): why it ended.
+    #[error("no trigger fired: {0}")]
+    NotTriggered(String),
     /// Anything else, said in one line.
     #[error("{0}")]
     Other(String),

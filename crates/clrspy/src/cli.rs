@@ -164,6 +164,11 @@ pub enum Command {
     Logs(clrspy_views::logs::Args),
     /// System and process metrics every interval (CPU, memory, disk, network, limits) as CSV.
     Metrics(clrspy_views::metrics::Args),
+    /// Everything a support engineer needs in one zip: trace, reports, logs, metrics, counters,
+    /// manifest with checksums, secrets redacted; `bundle verify FILE.zip` checks one.
+    Bundle(clrspy_handoff::cmd::BundleArgs),
+    /// What to collect for a symptom here (environment, steps, commands, costs); --run does it.
+    Doctor(clrspy_handoff::doctor::Args),
 }
 
 /// `clrspy gcdump`.

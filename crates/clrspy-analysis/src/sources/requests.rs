@@ -259,6 +259,19 @@ impl RequestModel {
 
     fn on_stop(&mut self, ev: &ModelEvent<'_>, id: Key) {
         let status = self.last_status.remove(&ev.thread_id);
+        // A logging scope around the request (the host's, recorded when the session also
+        // asks for the app's logs) is stopped before the request: the runtime's activity
+        // tracker then ends the request's activity with it, and RequestStop carries an outer
+        // id. The request is the one still running on this thread.
+        let id = match self.running.get(&ev.thread_id) {
+            Some(k) if !self.open.contains_key(&id) && !self.alias.contains_key(&id) => {
+                match self.open.get(k) {
+                    Some(r) if r.start_ns <= ev.ts_ns => *k,
+                    _ => id,
+                }
+            }
+            _ => id,
+        };
         match self.open.remove(&id) {
             Some(mut r) if r.start_ns <= ev.ts_ns => {
                 r.end_ns = ev.ts_ns;
@@ -318,7 +331,8 @@ impl RequestModel {
     }
 
     fn on_log(&mut self, ev: &ModelEvent<'_>, id: Key) -> Result<(), ViewError> {
-        // `Message` (keyword 0x2) has the arguments; `FormattedMessage` (0x4) the text.
+        // `Message` (keyword 0x2) has the arguments; `FormattedMessage` (0x4) the text, and so
+        // has `MessageJson` (0x8: what `clrspy logs` and the bundle ask for).
         let endpoint = if ev.context.event_name == "Message" {
             let m = LogMessage::parse(ev.payload)?;
             if !m.logger_name.eq_str(ENDPOINT_LOGGER) || !m.event_name.eq_str("ExecutingEndpoint")
@@ -495,6 +509,9 @@ impl Model for RequestModel {
         Wanted::named(DIAGNOSTIC_SOURCE, "Activity1Stop"),
         Wanted::named(LOGGING, "Message"),
         Wanted::named(LOGGING, "FormattedMessage"),
+        Wanted::named(LOGGING, "MessageJson"),
+        Wanted::named(LOGGING, "ActivityJsonStart"),
+        Wanted::named(LOGGING, "ActivityJsonStop"),
         SAMPLES,
     ];
 
@@ -527,6 +544,17 @@ impl Model for RequestModel {
                 self.connections.remove(&id);
             }
             (DIAGNOSTIC_SOURCE, _) if !unpaired => self.on_diagnostic(ev, id)?,
+            // A logging scope between a connection and its requests: the requests' related
+            // activity is the scope's, whose related one is the connection's.
+            (LOGGING, "ActivityJsonStart") => {
+                let parent = key(ev.context.related_activity_id);
+                if let Some(c) = self.connections.get(&parent).cloned() {
+                    self.connections.insert(id, c);
+                }
+            }
+            (LOGGING, "ActivityJsonStop") => {
+                self.connections.remove(&id);
+            }
             (LOGGING, _) if !unpaired => self.on_log(ev, id)?,
             _ => {}
         }

@@ -1,7 +1,7 @@
 //! `clrspy doctor`: finds out the environment ([`environment`]), asks for the symptom on a
 //! terminal when none was given ([`prompt`]), prints the plan for it — what to collect, why,
 //! the exact commands, their cost and the trade-offs ([`plans`]) — and with `--run` carries
-//! it out as one bundle ([`gather`](crate::gather)).
+//! it out as one bundle (`clrspy bundle`'s [`run_spec`](crate::cmd::run_spec)).
 //!
 //! OWNER: helper DOCTOR.
 
@@ -15,13 +15,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clrspy_analysis::log_stream::LogLevel;
-use clrspy_collect::{Resolved, StopSignal};
+use clrspy_collect::Resolved;
 use clrspy_views::{Failure, ProcessArgs};
 
 pub use environment::{Environment, KernelSampler, TargetAccess};
 pub use plans::{plan, plan_for, Plan, Step};
 
-use crate::gather::{self, BundleSpec};
+use crate::gather::BundleSpec;
 use crate::symptom::{self, Symptom};
 
 /// `clrspy doctor`'s options.
@@ -54,9 +54,6 @@ fn parse_window(s: &str) -> Result<Duration, String> {
     clrspy_values::parse_positive_duration(s).map_err(|e| e.to_string())
 }
 
-/// Set by Ctrl+C while `--run` gathers.
-static STOP: StopSignal = StopSignal::new();
-
 /// Runs `clrspy doctor`.
 pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     // A process by name must be found; by id it need not be a .NET one (the plan then says
@@ -66,6 +63,11 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
         (None, Some(_)) => Some(args.process.resolve("doctor")?.0.pid),
         (None, None) => None,
     };
+    if args.run && pid.is_none() {
+        return Err(Failure::usage(
+            "doctor --run needs a process: -p PID or -n NAME",
+        ));
+    }
     let output = args
         .output
         .clone()
@@ -99,11 +101,6 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     if !args.run {
         return Ok(ExitCode::SUCCESS);
     }
-    if pid.is_none() {
-        return Err(Failure::usage(
-            "doctor --run needs a process: -p PID or -n NAME",
-        ));
-    }
     if let Some(t) = env.target.as_ref().filter(|t| !t.can_attach) {
         return Err(Failure::new(format!(
             "doctor --run: clrspy cannot attach to process {}",
@@ -118,22 +115,12 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
         args.duration,
         output,
     );
-    let _ = ctrlc::set_handler(|| STOP.request());
     eprintln!(
         "Gathering the bundle for {} over {} (Ctrl+C ends the window early)...",
         symptom.name(),
         plans::duration_text(args.duration)
     );
-    match gather::gather(&spec, &STOP, &mut |line| eprintln!("  {line}")) {
-        Ok(done) => {
-            eprintln!("Bundle: {}", done.zip.display());
-            Ok(match done.exit {
-                Some(code) if code != 0 => ExitCode::from(code),
-                _ => ExitCode::SUCCESS,
-            })
-        }
-        Err(e) => Err(Failure::new(format!("doctor --run: {e}"))),
-    }
+    crate::cmd::run_spec(spec)
 }
 
 /// Asks for the symptom on a terminal; a usage error elsewhere.
@@ -171,6 +158,7 @@ pub fn bundle_spec(
         providers: None,
         ring: None,
         triggers: None,
+        require_trigger: false,
         with_heap: false,
         with_dump: false,
         log_level: LogLevel::Information,

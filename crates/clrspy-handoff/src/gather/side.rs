@@ -1,0 +1,230 @@
+//! What the bundle takes beside its trace: system metrics every second (a thread of their
+//! own, for the whole window), heap snapshots before and after the window and their diff,
+//! every thread's stack before it, a dump after it, the target's environment.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use clrspy_analysis::heap::HeapModel;
+use clrspy_collect::sysmetrics::{MetricsRow, SysSampler};
+use clrspy_collect::StopSignal;
+use clrspy_export::metrics::{MetricsChart, MetricsCsv};
+use clrspy_export::report::{write_json, TextStyle};
+use clrspy_export::views::{self, Input, ViewOptions};
+use diagnostics_client::Endpoint;
+
+use super::Staging;
+use crate::HandoffError;
+
+/// The most metrics rows kept (an hour at one a second): a bundle waiting long for a trigger
+/// keeps the newest, as its trace ring does.
+const MAX_ROWS: usize = 3600;
+
+/// The metrics thread.
+pub(crate) struct Metrics {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<MetricsRun>>,
+}
+
+/// What the metrics thread measured.
+#[derive(Default)]
+pub(crate) struct MetricsRun {
+    /// The rows, oldest first.
+    pub rows: VecDeque<MetricsRow>,
+    /// Rows dropped from the front (past [`MAX_ROWS`]).
+    pub dropped: u64,
+    /// The first reading error other than the process's end.
+    pub error: Option<String>,
+    /// The thread's own CPU time, ns.
+    pub cpu_ns: u64,
+    /// Its wall time.
+    pub elapsed: Duration,
+}
+
+impl Metrics {
+    /// Starts sampling `pid` every second.
+    pub(crate) fn start(pid: u32) -> Metrics {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("clrspy-bundle-metrics".into())
+            .spawn(move || sample(pid, &s))
+            .ok();
+        Metrics { stop, handle }
+    }
+
+    /// Stops sampling: what was measured.
+    pub(crate) fn finish(mut self) -> MetricsRun {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Metrics {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The thread's loop: a row every second on a fixed schedule, until stopped or the process
+/// ends.
+fn sample(pid: u32, stop: &AtomicBool) -> MetricsRun {
+    let mut run = MetricsRun::default();
+    let cpu0 = clrspy_collect::procstat::thread_cpu_ns();
+    let start = Instant::now();
+    let mut sampler = SysSampler::new(pid);
+    let mut tick = 0u32;
+    while !stop.load(Ordering::SeqCst) {
+        match sampler.sample() {
+            Ok(Some(row)) => {
+                if run.rows.len() == MAX_ROWS {
+                    run.rows.pop_front();
+                    run.dropped += 1;
+                }
+                run.rows.push_back(row);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    run.error = Some(e.to_string());
+                }
+                break;
+            }
+        }
+        tick += 1;
+        let next = start + Duration::from_secs(u64::from(tick));
+        // Short sleeps, so the end of the window is not held up by a second.
+        while !stop.load(Ordering::SeqCst) && Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(50).min(next - Instant::now()));
+        }
+    }
+    run.elapsed = start.elapsed();
+    run.cpu_ns = match (cpu0, clrspy_collect::procstat::thread_cpu_ns()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+    run
+}
+
+/// Writes the metrics as CSV and a page of charts, the GC heap's size (from the counters)
+/// joined to each row: the newest value at or before it.
+pub(crate) fn write_metrics(
+    run: &mut MetricsRun,
+    gc_heap: &[(u64, u64)],
+    label: &str,
+    staging: &mut Staging,
+) -> Result<(), HandoffError> {
+    let mut chart = MetricsChart::new();
+    let mut i = 0;
+    let mut last = None;
+    let path = staging.create(
+        "metrics/metrics.csv",
+        "system and process metrics every second (CSV)",
+    )?;
+    let file = crate::package::write_private(&path).map_err(|e| HandoffError::io(&path, e))?;
+    let mut csv = MetricsCsv::new(std::io::BufWriter::new(file));
+    for row in run.rows.iter_mut() {
+        while i < gc_heap.len() && gc_heap[i].0 <= row.unix_ms {
+            last = Some(gc_heap[i].1);
+            i += 1;
+        }
+        row.gc_heap_bytes = last;
+        let values = row.columns();
+        csv.write(row.unix_ms, &values)
+            .map_err(|e| HandoffError::io(&path, e))?;
+        chart.push(row.unix_ms, &values);
+    }
+    std::io::Write::flush(&mut csv.into_inner()).map_err(|e| HandoffError::io(&path, e))?;
+    staging.write(
+        "metrics/metrics.html",
+        "charts of the metrics over the window (CPU, memory, disk, network, limits)",
+        |w| chart.write_html(&format!("Metrics of {label}"), w),
+    )?;
+    Ok(())
+}
+
+/// A heap snapshot of `endpoint` into `rel` in the staging folder.
+pub(crate) fn heap_snapshot(
+    endpoint: &Endpoint,
+    rel: &str,
+    what: &str,
+    staging: &mut Staging,
+    stop: &StopSignal,
+    say: &mut dyn FnMut(&str),
+) -> Result<HeapModel, HandoffError> {
+    let path = staging.create(rel, what)?;
+    let mut lines = |e: clrspy_live::heap::SnapEvent| {
+        if let Some(l) = e.line() {
+            say(&l);
+        }
+    };
+    let taken =
+        clrspy_live::heap::take(endpoint, &path, Duration::from_secs(120), stop, &mut lines)
+            .map_err(|e| HandoffError::Other(format!("heap snapshot: {e}")))?;
+    set_private(&path);
+    Ok(HeapModel::new(taken.dump.graph))
+}
+
+/// The diff of two snapshots, as `clrspy heap diff` prints it (text and JSON).
+pub(crate) fn heap_diff(
+    old: &HeapModel,
+    new: &HeapModel,
+    staging: &mut Staging,
+) -> Result<(), HandoffError> {
+    let input = Input::HeapDiff(old, new);
+    let view = views::find("heap-diff")
+        .ok_or_else(|| HandoffError::Other("no heap-diff view".into()))?
+        .build(&input, &ViewOptions::default())
+        .map_err(|e| HandoffError::Other(e.to_string()))?;
+    staging.write(
+        "heap/diff.txt",
+        "what grew between the snapshots (clrspy heap diff)",
+        |w| view.write_text(w, &TextStyle::default()),
+    )?;
+    staging.write("heap/diff.json", "the heap diff (JSON)", |w| {
+        write_json(w, &view.json())
+    })?;
+    Ok(())
+}
+
+/// Every thread's stack now.
+pub(crate) fn stacks(endpoint: &Endpoint, staging: &mut Staging) -> Result<(), HandoffError> {
+    let (snap, _) =
+        clrspy_live::stack::take_stacks(endpoint, &clrspy_live::stack::StackOptions::default())
+            .map_err(|e| HandoffError::Other(format!("thread stacks: {e}")))?;
+    staging.write(
+        "stacks.txt",
+        "every thread's managed stack before the window (clrspy stack)",
+        |w| clrspy_export::thread_stacks::write_text(&snap, w),
+    )
+}
+
+/// A dump after the window (with the heap, gzip-compressed as `record` writes them).
+pub(crate) fn dump(endpoint: &Endpoint, staging: &mut Staging) -> Result<u64, HandoffError> {
+    let path = staging.create(
+        "dump/core.dmp.gz",
+        "a dump of the process with its heap, after the window (gzip)",
+    )?;
+    let spec = clrspy_collect::DumpSpec {
+        kind: diagnostics_client::DumpType::WithHeap,
+        compress: clrspy_collect::Compression::Gzip,
+        ..clrspy_collect::DumpSpec::default()
+    };
+    let r = clrspy_collect::write_dump_file(endpoint, endpoint.pid, &path, &spec)
+        .map_err(|e| HandoffError::Other(format!("dump: {e}")))?;
+    set_private(&path);
+    Ok(r.file_bytes)
+}
+
+/// Owner-only, for a file another writer (the runtime, createdump) made.
+pub(crate) fn set_private(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+}
