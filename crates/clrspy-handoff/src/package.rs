@@ -24,7 +24,11 @@ pub fn finish(
     out: &Path,
 ) -> Result<PackageSummary, HandoffError> {
     let _ = manifest;
-    let _ = std::process::Command::new("cp").arg("-r").arg(staging).arg(out.with_extension("d")).status();
+    let _ = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(staging)
+        .arg(out.with_extension("d"))
+        .status();
     Ok(PackageSummary {
         zip: out.to_path_buf(),
         files: 0,

@@ -60,6 +60,10 @@ pub struct TargetAccess {
     pub name: String,
     /// Its .NET runtime version, when its runtime answered.
     pub runtime_version: Option<String>,
+    /// Its entry assembly's file, when found.
+    pub entry_assembly: Option<String>,
+    /// The entry assembly's informational version (else its version): which build runs.
+    pub app_version: Option<String>,
     /// It runs as clrspy's user.
     pub same_user: bool,
     /// Its diagnostics socket was found.
@@ -116,6 +120,8 @@ fn target_access(pid: u32, is_root: bool) -> TargetAccess {
         pid,
         name: t.name,
         runtime_version: t.runtime_version,
+        entry_assembly: t.entry_assembly,
+        app_version: t.informational_version.or(t.assembly_version),
         same_user,
         diagnostics_socket,
         can_attach: diagnostics_socket && (same_user || is_root),

@@ -28,6 +28,8 @@ fn fixed() -> Environment {
             pid: 4242,
             name: "Shop.Api".into(),
             runtime_version: Some("10.0.12".into()),
+            entry_assembly: Some("/srv/shop/Shop.Api.dll".into()),
+            app_version: Some("2.4.1+8c1f9e2".into()),
             same_user: true,
             diagnostics_socket: true,
             can_attach: true,

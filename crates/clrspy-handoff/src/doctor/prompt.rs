@@ -99,6 +99,9 @@ pub fn environment_lines(env: &Environment) -> Vec<(String, String)> {
             t.pid,
             if t.name.is_empty() { "?" } else { &t.name }
         );
+        if let Some(v) = &t.app_version {
+            s.push_str(&format!(" {v}"));
+        }
         if let Some(v) = &t.runtime_version {
             s.push_str(&format!(", .NET {v}"));
         }
