@@ -19,7 +19,7 @@ use clrspy_collect::Resolved;
 use clrspy_views::{Failure, ProcessArgs};
 
 pub use environment::{Environment, KernelSampler, TargetAccess};
-pub use plans::{plan, plan_for, Plan, Step};
+pub use plans::{default_output, plan, plan_for, Plan, Step};
 
 use crate::gather::BundleSpec;
 use crate::symptom::{self, Symptom};
@@ -166,13 +166,5 @@ pub fn bundle_spec(
         log_files: Vec::new(),
         redact: true,
         command_line: std::env::args().collect(),
-    }
-}
-
-/// `clrspy-SYMPTOM-PID.zip` (`clrspy-SYMPTOM.zip` without a process) in the current folder.
-pub fn default_output(symptom: Symptom, pid: Option<u32>) -> PathBuf {
-    match pid {
-        Some(p) => PathBuf::from(format!("clrspy-{}-{p}.zip", symptom.name())),
-        None => PathBuf::from(format!("clrspy-{}.zip", symptom.name())),
     }
 }

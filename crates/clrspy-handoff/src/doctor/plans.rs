@@ -2,7 +2,7 @@
 //! the process and the disk, and the trade-offs — adapted to the environment (privileges,
 //! ptrace, the kernel sampler, containers, free disk).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clrspy_values::human_bytes;
@@ -48,7 +48,7 @@ fn symptom_name<S: Serializer>(s: &Symptom, ser: S) -> Result<S::Ok, S::Error> {
 /// The plan for `symptom` in `env`, for process `pid` (`PID` in the commands when none),
 /// with a 30-second window and the bundle's default name.
 pub fn plan(symptom: Symptom, env: &Environment, pid: Option<u32>) -> Plan {
-    let output = super::default_output(symptom, pid);
+    let output = default_output(symptom, pid);
     plan_for(symptom, env, pid, Duration::from_secs(30), &output)
 }
 
@@ -88,6 +88,14 @@ pub fn plan_for(
     }
 }
 
+/// `clrspy-SYMPTOM-PID.zip` (`clrspy-SYMPTOM.zip` without a process) in the current folder.
+pub fn default_output(symptom: Symptom, pid: Option<u32>) -> PathBuf {
+    match pid {
+        Some(p) => PathBuf::from(format!("clrspy-{}-{p}.zip", symptom.name())),
+        None => PathBuf::from(format!("clrspy-{}.zip", symptom.name())),
+    }
+}
+
 /// What every step's text is made from.
 struct Ctx<'a> {
     symptom: Symptom,
@@ -114,9 +122,9 @@ pub(crate) fn duration_text(d: Duration) -> String {
     let s = d.as_secs();
     if d.subsec_millis() != 0 || s == 0 {
         format!("{}ms", d.as_millis())
-    } else if s % 3600 == 0 {
+    } else if s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s % 60 == 0 {
+    } else if s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")
