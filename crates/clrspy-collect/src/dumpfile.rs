@@ -437,7 +437,7 @@ fn streamed(
     started: Instant,
     staging: &Staging,
 ) -> Result<Option<DumpReport>> {
-    let out = File::create(path).map_err(|e| output_error(path, e))?;
+    let out = crate::private::create_private(path).map_err(|e| output_error(path, e))?;
     let (fifo, fifo_inside) = staging.file(&staging_name(path, pid, "fifo"));
     let _ = std::fs::remove_file(&fifo);
     if mkfifo(&fifo).is_err() {
@@ -532,7 +532,7 @@ fn write_then_compress(
     let result = (|| -> Result<(u64, u64)> {
         check_dump(&raw_path)?;
         let mut src = open_no_link(&raw_path).map_err(|e| output_error(&raw_path, e))?;
-        let out = File::create(path).map_err(|e| output_error(path, e))?;
+        let out = crate::private::create_private(path).map_err(|e| output_error(path, e))?;
         let (raw, file_bytes, magic) =
             compress_stream(&mut src, out, spec.compress).map_err(|e| output_error(path, e))?;
         check_streamed(path, raw, &magic)?;
@@ -578,7 +578,7 @@ pub fn compress_dump_file(raw: &Path, compress: Compression) -> Result<DumpRepor
     let path = PathBuf::from(name);
     let result = (|| -> Result<(u64, u64)> {
         let mut src = File::open(raw).map_err(|e| output_error(raw, e))?;
-        let out = File::create(&path).map_err(|e| output_error(&path, e))?;
+        let out = crate::private::create_private(&path).map_err(|e| output_error(&path, e))?;
         let (r, f, magic) =
             compress_stream(&mut src, out, compress).map_err(|e| output_error(&path, e))?;
         check_streamed(&path, r, &magic)?;
@@ -609,7 +609,7 @@ pub fn compress_core_into(
 ) -> Result<DumpReport> {
     let started = Instant::now();
     let result = (|| -> Result<(u64, u64)> {
-        let mut out = File::create(to).map_err(|e| output_error(to, e))?;
+        let mut out = crate::private::create_private(to).map_err(|e| output_error(to, e))?;
         let (r, f, magic) = if compress == Compression::None {
             let mut magic = [0u8; 4];
             let n = crate::coredump::read_up_to(&mut &mut *src, &mut magic)

@@ -30,6 +30,7 @@ pub mod inject;
 pub mod kernel;
 mod launch;
 pub mod native;
+pub mod private;
 pub mod procstat;
 mod r2r;
 mod ring;

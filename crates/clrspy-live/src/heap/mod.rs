@@ -235,10 +235,11 @@ pub fn take(
 
 /// Writes `dump` as the `.gcdump` `out`.
 pub fn write_gcdump(dump: &gcdump::HeapDump, out: &Path) -> Result<(), HeapSnapError> {
-    let f = std::fs::File::create(out).map_err(|source| HeapSnapError::Create {
-        path: out.to_path_buf(),
-        source,
-    })?;
+    let f =
+        clrspy_collect::private::create_private(out).map_err(|source| HeapSnapError::Create {
+            path: out.to_path_buf(),
+            source,
+        })?;
     gcdump::write(std::io::BufWriter::new(f), dump).map_err(|source| HeapSnapError::Write {
         path: out.to_path_buf(),
         source,

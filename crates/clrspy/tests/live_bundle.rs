@@ -1,0 +1,224 @@
+//! `clrspy bundle`: the `dotnet new web` template under `ab` load, bundled as a support
+//! engineer gets it — the trace, every report it supports (requests included), the app's
+//! request logs, metrics as CSV and charts, the runtime's counters, the manifest whose SHA-256
+//! sums match every entry, `bundle verify` passing and failing on one flipped byte, owner-only
+//! files, and an index page that opens in headless Chromium without console errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::{ab, clrspy_command, live, start_template};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Every entry of a zip: name → bytes.
+fn entries(zip: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut z = zip::ZipArchive::new(std::fs::File::open(zip).unwrap()).unwrap();
+    let mut out = BTreeMap::new();
+    for i in 0..z.len() {
+        let mut e = z.by_index(i).unwrap();
+        let mut b = Vec::new();
+        e.read_to_end(&mut b).unwrap();
+        out.insert(e.name().unwrap().to_string(), b);
+    }
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `clrspy bundle verify`'s exit status and output.
+fn verify(zip: &Path) -> (bool, String) {
+    let out = clrspy_command()
+        .args(["bundle", "verify"])
+        .arg(zip)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (app, port) = start_template();
+    let url = format!("http://127.0.0.1:{port}/");
+    // Load through the whole window (bounded: count and time).
+    let mut load = ab(&["-q", "-t", "12", "-n", "200000", "-c", "4", &url])
+        .spawn()
+        .unwrap();
+    let zip = dir.path().join("b.zip");
+    let out = clrspy_command()
+        .args(["bundle", "-p", &app.1.to_string(), "--duration", "6s", "-o"])
+        .arg(&zip)
+        .output()
+        .unwrap();
+    let _ = load.kill();
+    let _ = load.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::metadata(&zip).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let files = entries(&zip);
+    for name in [
+        "trace.nettrace",
+        "report.html",
+        "reports/summary.txt",
+        "reports/cpu.json",
+        "reports/requests.txt",
+        "reports/requests.json",
+        "logs/app.log",
+        "logs/app.jsonl",
+        "metrics/metrics.csv",
+        "metrics/metrics.html",
+        "counters/counters.csv",
+        "environment.txt",
+        "MANIFEST.md",
+        "manifest.json",
+        "index.html",
+    ] {
+        assert!(
+            files.contains_key(name),
+            "{name} missing: {:?}",
+            files.keys()
+        );
+    }
+    // The manifest's keys and sums.
+    let m: Value = serde_json::from_slice(&files["manifest.json"]).unwrap();
+    assert_eq!(m["target"]["pid"], app.1);
+    assert!(m["target"]["runtime_version"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("10.")));
+    assert!(m["target"]["command_line"]
+        .as_str()
+        .unwrap()
+        .contains("TemplateWeb.dll"));
+    assert!(m["command"].as_str().unwrap().contains("bundle"));
+    for k in ["started_utc", "ended_utc"] {
+        assert!(m[k].as_str().unwrap().ends_with('Z'), "{k}: {}", m[k]);
+    }
+    let listed = m["files"].as_array().unwrap();
+    assert!(listed.len() >= 20, "{listed:?}");
+    for f in listed {
+        let path = f["path"].as_str().unwrap();
+        let bytes = &files[path];
+        assert_eq!(f["bytes"].as_u64().unwrap(), bytes.len() as u64, "{path}");
+        assert_eq!(
+            f["sha256"].as_str().unwrap(),
+            hex(&Sha256::digest(bytes)),
+            "{path}"
+        );
+    }
+    assert!(m["redacted"].is_array());
+    // The reports: requests counted with their route, as many as the logs' request lines.
+    let req: Value = serde_json::from_slice(&files["reports/requests.json"]).unwrap();
+    let finished = req["finished"].as_u64().unwrap();
+    assert!(finished > 100, "{req}");
+    assert_eq!(req["with_route"], req["finished"], "{req}");
+    assert!(req["in_flight"].as_u64().unwrap() <= 8, "{req}");
+    let log = String::from_utf8_lossy(&files["logs/app.log"]);
+    assert!(
+        log.contains("Microsoft.AspNetCore.Hosting.Diagnostics"),
+        "{log:.2000}"
+    );
+    let starting = log.matches("Request starting HTTP/1.0 GET").count() as u64;
+    assert!(
+        starting.abs_diff(finished) <= 8,
+        "{starting} log lines, {finished} requests"
+    );
+    // Metrics: a row a second over the window, the process's CPU and the GC heap filled in.
+    let csv = String::from_utf8_lossy(&files["metrics/metrics.csv"]);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!((4..=9).contains(&rows.len()), "{csv}");
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (cpu, heap) = (col("process_cpu_pct"), col("gc_heap_bytes"));
+    assert!(
+        rows.iter()
+            .any(|r| r[cpu].parse::<f64>().unwrap_or(0.0) > 5.0),
+        "{csv}"
+    );
+    assert!(rows.iter().skip(2).all(|r| !r[heap].is_empty()), "{csv}");
+    let counters = String::from_utf8_lossy(&files["counters/counters.csv"]);
+    assert!(counters.contains("System.Runtime"), "{counters:.500}");
+    // verify passes, then fails on one flipped byte of an entry's data.
+    let (ok, text) = verify(&zip);
+    assert!(ok, "{text}");
+    let mut raw = std::fs::read(&zip).unwrap();
+    let needle = b"Request starting";
+    let at = raw
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .or_else(|| {
+            // Deflated: flip a byte in the middle of the file (inside some entry's data).
+            Some(raw.len() / 2)
+        })
+        .unwrap();
+    raw[at] ^= 0x20;
+    let bad = dir.path().join("flipped.zip");
+    std::fs::write(&bad, &raw).unwrap();
+    let (ok, text) = verify(&bad);
+    assert!(!ok, "a flipped byte passed: {text}");
+    // The index opens offline with no console message.
+    let unpacked = dir.path().join("unpacked");
+    for (name, bytes) in &files {
+        let p = unpacked.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    screenshot(&unpacked.join("index.html"), dir.path());
+    drop(app);
+}
+
+/// Opens the page in headless Chromium when it is installed: it loads, renders, and says
+/// nothing on the console. The screenshot is kept in target/ for people to look at.
+fn screenshot(html: &Path, dir: &Path) {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            std::process::Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    else {
+        eprintln!("no Chromium: the page was checked as text only");
+        return;
+    };
+    let png = dir.join("index.png");
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--window-size=1200,1600",
+            "--virtual-time-budget=3000",
+        ])
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !log.contains("CONSOLE") && !log.contains("Uncaught"),
+        "console messages: {log}"
+    );
+    let bytes = std::fs::metadata(&png).map_or(0, |m| m.len());
+    assert!(bytes > 10_000, "screenshot of {bytes} bytes: {log}");
+    let keep = common::repo().join("target/bundle-index.png");
+    let _ = std::fs::copy(&png, keep);
+}
