@@ -92,12 +92,13 @@ pub fn system() -> SystemFacts {
     }
 }
 
-/// The container process `pid` runs in, read from its `/proc` entries and its root (`None`
-/// when it shows none, or they cannot be read). Its environment is not read here: an image
-/// named there is the bundle's to find.
+/// The container process `pid` runs in, read from its `/proc` entries, its root and the few
+/// variables of its environment that name a container or image (`None` when it shows none,
+/// or they cannot be read).
 pub fn container_of(pid: u32) -> Option<ContainerFacts> {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-    container(&proc_dir, &proc_dir.join("root"), &|_| None)
+    let environ = procfs::environ(pid).unwrap_or_default();
+    container(&proc_dir, &proc_dir.join("root"), &|k| environ.get(k))
 }
 
 /// The target's facts; what cannot be read (another user's process, no runtime answering,
@@ -424,6 +425,49 @@ mod tests {
         assert_eq!(
             parse_containerenv(env),
             (Some("abc".into()), Some("quay.io/x/app:1".into()))
+        );
+    }
+
+    /// A process's container from its `/proc` files, its root and its environment.
+    #[test]
+    fn containers_from_proc_files_root_and_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc_dir, root) = (dir.path().join("proc"), dir.path().join("root"));
+        std::fs::create_dir_all(&proc_dir).unwrap();
+        std::fs::create_dir_all(root.join("run")).unwrap();
+        let none = |_: &str| None;
+        std::fs::write(proc_dir.join("cgroup"), "0::/\n").unwrap();
+        assert!(container(&proc_dir, &root, &none).is_none());
+        // Docker on cgroup v2 with a private namespace: the id from mountinfo only.
+        std::fs::write(root.join(".dockerenv"), "").unwrap();
+        let mounts = format!(
+            "1 0 8:1 /var/lib/docker/containers/{ID}/hosts /etc/hosts rw - ext4 /dev/sda1 rw\n"
+        );
+        std::fs::write(proc_dir.join("mountinfo"), mounts).unwrap();
+        let image = |k: &str| (k == "CONTAINER_IMAGE").then(|| "shop/api:2.4.1".to_string());
+        let c = container(&proc_dir, &root, &image).unwrap();
+        assert_eq!(
+            (c.runtime.as_str(), c.id.as_deref(), c.image.as_deref()),
+            ("docker", Some(ID), Some("shop/api:2.4.1"))
+        );
+        // Kubernetes says so in the environment, whatever the runtime below.
+        let k8s = |k: &str| (k == "KUBERNETES_SERVICE_HOST").then(|| "10.0.0.1".to_string());
+        assert_eq!(
+            container(&proc_dir, &root, &k8s).unwrap().runtime,
+            "kubernetes"
+        );
+        // Podman's file names the container and its image.
+        std::fs::remove_file(root.join(".dockerenv")).unwrap();
+        std::fs::remove_file(proc_dir.join("mountinfo")).unwrap();
+        std::fs::write(
+            root.join("run/.containerenv"),
+            "id=\"p1\"\nimage=\"quay.io/a:1\"\n",
+        )
+        .unwrap();
+        let c = container(&proc_dir, &root, &none).unwrap();
+        assert_eq!(
+            (c.runtime.as_str(), c.id.as_deref(), c.image.as_deref()),
+            ("podman", Some("p1"), Some("quay.io/a:1"))
         );
     }
 
