@@ -5,7 +5,16 @@
 //!
 //! OWNER: helper DOCTOR. The types are shared (add fields, do not rename).
 
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use diagnostics_client::procfs;
 use serde::{Deserialize, Serialize};
+
+/// How long the target's runtime may take to say its version.
+const ASK_TIMEOUT: Duration = Duration::from_millis(1500);
+/// The largest entry assembly read for its version.
+const MAX_ASSEMBLY_BYTES: u64 = 512 << 20;
 
 /// The machine's facts.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -60,15 +69,447 @@ pub struct TargetFacts {
     pub started_utc: Option<String>,
 }
 
-// TEMPORARY (the lead's, replaced by helper DOCTOR's).
-/// The machine's facts.
+/// The machine's facts, read now; what cannot be read is `None` or `unknown`.
 pub fn system() -> SystemFacts {
-    SystemFacts::default()
+    let u = uname();
+    SystemFacts {
+        os: u.sysname.unwrap_or_else(|| "unknown".into()),
+        kernel: u.release.unwrap_or_else(|| "unknown".into()),
+        distro: std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|t| parse_os_release(&t)),
+        hostname: u.nodename.unwrap_or_else(|| "unknown".into()),
+        arch: u
+            .machine
+            .unwrap_or_else(|| std::env::consts::ARCH.to_string()),
+        cpus: online_cpus(),
+        memory_bytes: std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|t| parse_mem_total(&t)),
+        container: container(Path::new("/proc/self"), Path::new("/"), &|k| {
+            std::env::var(k).ok()
+        }),
+    }
 }
-/// The target's facts.
+
+/// The container process `pid` runs in, read from its `/proc` entries, its root and the few
+/// variables of its environment that name a container or image (`None` when it shows none,
+/// or they cannot be read).
+pub fn container_of(pid: u32) -> Option<ContainerFacts> {
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let environ = procfs::environ(pid).unwrap_or_default();
+    container(&proc_dir, &proc_dir.join("root"), &|k| environ.get(k))
+}
+
+/// The target's facts; what cannot be read (another user's process, no runtime answering,
+/// a single-file app) is `None` or empty. The command line is raw: redact before writing.
 pub fn target(pid: u32) -> TargetFacts {
+    let info = clrspy_collect::endpoint_for_pid(pid)
+        .ok()
+        .and_then(|ep| diagnostics_client::process_info(&ep, ASK_TIMEOUT).ok());
+    let argv = procfs::cmdline(pid).unwrap_or_default();
+    let entry_name = info
+        .as_ref()
+        .and_then(|i| i.entrypoint_assembly.clone())
+        .filter(|n| !n.trim().is_empty());
+    let name = entry_name
+        .clone()
+        .or_else(|| procfs::comm(pid))
+        .unwrap_or_default();
+    let command_line = match &info {
+        Some(i) if !i.command_line.is_empty() => i.command_line.clone(),
+        _ => argv.join(" "),
+    };
+    let entry = entry_assembly(pid, &argv, entry_name.as_deref());
+    let identity = entry.as_ref().and_then(|p| {
+        let here = procfs::path_inside(pid, p);
+        let len = std::fs::metadata(&here).ok()?.len();
+        if len > MAX_ASSEMBLY_BYTES {
+            return None;
+        }
+        readytorun::assembly_identity(&std::fs::read(&here).ok()?).ok()
+    });
     TargetFacts {
         pid,
-        ..TargetFacts::default()
+        name,
+        runtime_version: info.and_then(|i| i.runtime_version),
+        command_line,
+        entry_assembly: entry.map(|p| p.display().to_string()),
+        assembly_version: identity.as_ref().map(|i| i.version.clone()),
+        informational_version: identity.and_then(|i| i.informational_version),
+        started_utc: procfs::start_ticks(pid)
+            .and_then(procfs::time_after_boot)
+            .map(rfc3339),
+    }
+}
+
+/// A wall-clock time as RFC 3339 UTC with milliseconds (`2026-11-27T14:31:34.120Z`).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let ns = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    let full = nettrace::format_unix_ns(ns);
+    // yyyy-mm-ddThh:mm:ss.mmm, then Z.
+    format!("{}Z", full.get(..23).unwrap_or(&full).trim_end_matches('Z'))
+}
+
+/// `uname`'s fields.
+#[derive(Default)]
+struct Uname {
+    sysname: Option<String>,
+    nodename: Option<String>,
+    release: Option<String>,
+    machine: Option<String>,
+}
+
+fn uname() -> Uname {
+    #[cfg(unix)]
+    {
+        // SAFETY: utsname is plain bytes; uname fills it and returns 0 on success.
+        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+        if unsafe { libc::uname(&mut u) } != 0 {
+            return Uname::default();
+        }
+        let field = |f: &[libc::c_char]| {
+            let bytes: Vec<u8> = f
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            Some(String::from_utf8_lossy(&bytes).into_owned()).filter(|s| !s.is_empty())
+        };
+        Uname {
+            sysname: field(&u.sysname),
+            nodename: field(&u.nodename),
+            release: field(&u.release),
+            machine: field(&u.machine),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        Uname::default()
+    }
+}
+
+fn online_cpus() -> u32 {
+    std::thread::available_parallelism()
+        .ok()
+        .and_then(|n| u32::try_from(n.get()).ok())
+        .unwrap_or(0)
+}
+
+/// `PRETTY_NAME` of `/etc/os-release` (else `NAME VERSION_ID`), unquoted.
+pub fn parse_os_release(text: &str) -> Option<String> {
+    let get = |key: &str| {
+        text.lines().find_map(|l| {
+            let v = l.trim().strip_prefix(key)?.strip_prefix('=')?;
+            let v = v.trim().trim_matches(|c| c == '"' || c == '\'');
+            Some(v.to_string()).filter(|v| !v.is_empty())
+        })
+    };
+    get("PRETTY_NAME").or_else(|| {
+        let name = get("NAME")?;
+        Some(match get("VERSION_ID") {
+            Some(v) => format!("{name} {v}"),
+            None => name,
+        })
+    })
+}
+
+/// `MemTotal` of `/proc/meminfo`, in bytes.
+pub fn parse_mem_total(text: &str) -> Option<u64> {
+    let line = text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().next()?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// The container of the process whose `/proc` entry is `proc_dir` and whose root folder is
+/// `root`, with `env` its environment.
+fn container(
+    proc_dir: &Path,
+    root: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<ContainerFacts> {
+    let read = |p: PathBuf| std::fs::read_to_string(p).ok().unwrap_or_default();
+    let cgroup = read(proc_dir.join("cgroup"));
+    let (cgroup_runtime, cgroup_id) = parse_cgroup(&cgroup);
+    let id = cgroup_id.or_else(|| id_from_mountinfo(&read(proc_dir.join("mountinfo"))));
+    let containerenv = std::fs::read_to_string(root.join("run/.containerenv")).ok();
+    let podman = containerenv.as_deref().map(parse_containerenv);
+    let runtime = if env("KUBERNETES_SERVICE_HOST").is_some() || cgroup.contains("kubepods") {
+        Some("kubernetes")
+    } else if podman.is_some() {
+        Some("podman")
+    } else if root.join(".dockerenv").exists() {
+        Some("docker")
+    } else {
+        cgroup_runtime
+    };
+    let runtime = match (runtime, &id) {
+        (Some(r), _) => r,
+        (None, Some(_)) => "unknown",
+        (None, None) => return None,
+    };
+    let (podman_id, podman_image) = podman.unwrap_or_default();
+    let image = ["CONTAINER_IMAGE", "IMAGE_NAME", "DOCKER_IMAGE"]
+        .iter()
+        .find_map(|k| env(k).filter(|v| !v.is_empty()))
+        .or(podman_image);
+    Some(ContainerFacts {
+        runtime: runtime.to_string(),
+        id: id.or(podman_id),
+        image,
+    })
+}
+
+/// The container runtime and id a `/proc/PID/cgroup` shows: a 64-hex-digit path part
+/// (`/docker/ID`, `docker-ID.scope`, `cri-containerd-ID.scope`, `crio-ID.scope`,
+/// `libpod-ID.scope`, `/kubepods/.../ID`).
+pub fn parse_cgroup(text: &str) -> (Option<&'static str>, Option<String>) {
+    for line in text.lines() {
+        let path = line.splitn(3, ':').nth(2).unwrap_or("");
+        for part in path.split('/').rev() {
+            let Some(id) = hex64_in(part) else { continue };
+            let runtime = if part.starts_with("cri-containerd") || path.contains("containerd") {
+                "containerd"
+            } else if part.starts_with("crio") {
+                "cri-o"
+            } else if part.starts_with("libpod") {
+                "podman"
+            } else if path.contains("kubepods") {
+                "kubernetes"
+            } else if path.contains("docker") {
+                "docker"
+            } else {
+                "unknown"
+            };
+            return (Some(runtime), Some(id));
+        }
+    }
+    (None, None)
+}
+
+/// The container id in `/proc/PID/mountinfo`: docker and podman bind-mount the container's
+/// own `hostname`/`hosts`/`resolv.conf` from a folder named after it.
+pub fn id_from_mountinfo(text: &str) -> Option<String> {
+    text.lines()
+        .filter(|l| {
+            l.contains(" /etc/hostname ")
+                || l.contains(" /etc/hosts ")
+                || l.contains(" /etc/resolv.conf ")
+        })
+        .find_map(|l| {
+            // The mount's root (field 4) is the folder on the host.
+            let root = l.split_whitespace().nth(3)?;
+            root.split('/').find_map(hex64_in)
+        })
+}
+
+/// Podman's `/run/.containerenv`: the container's id and image, when it states them.
+fn parse_containerenv(text: &str) -> (Option<String>, Option<String>) {
+    let get = |key: &str| {
+        text.lines().find_map(|l| {
+            let v = l.trim().strip_prefix(key)?.strip_prefix('=')?;
+            Some(v.trim().trim_matches('"').to_string()).filter(|v| !v.is_empty())
+        })
+    };
+    (get("id"), get("image"))
+}
+
+/// The 64 lower-case hex digits in a path part (`docker-ID.scope`, `ID`), if it holds them.
+fn hex64_in(part: &str) -> Option<String> {
+    let b = part.as_bytes();
+    let is_hex = |c: &u8| c.is_ascii_digit() || (b'a'..=b'f').contains(c);
+    let mut run = 0usize;
+    for (i, c) in b.iter().enumerate() {
+        run = if is_hex(c) { run + 1 } else { 0 };
+        let ends = b.get(i + 1).is_none_or(|n| !is_hex(n));
+        if run == 64 && ends {
+            return part.get(i + 1 - 64..=i).map(str::to_string);
+        }
+    }
+    None
+}
+
+/// The entry assembly's file as the process names it: the `.dll` that `dotnet` runs
+/// (`dotnet [options] app.dll`, `dotnet exec app.dll`), else the apphost's `NAME.dll` beside
+/// its executable (or the runtime's entry assembly name there). None for single-file apps.
+fn entry_assembly(pid: u32, argv: &[String], entry_name: Option<&str>) -> Option<PathBuf> {
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let exists = |p: &Path| procfs::path_inside(pid, p).is_file();
+    if let Some(dll) = dotnet_argument(argv) {
+        let p = Path::new(dll);
+        let p = match (&cwd, p.is_absolute()) {
+            (Some(c), false) => c.join(p),
+            _ => p.to_path_buf(),
+        };
+        return exists(&p).then_some(p);
+    }
+    let exe = exe?;
+    let dir = exe.parent()?;
+    let stem = exe.file_name()?.to_string_lossy().into_owned();
+    let found = [Some(stem.as_str()), entry_name]
+        .into_iter()
+        .flatten()
+        .map(|n| dir.join(format!("{n}.dll")))
+        .find(|p| exists(p));
+    found
+}
+
+/// The assembly a `dotnet` host command line runs: the first `.dll` argument after the
+/// host's own options; None when argv[0] is not `dotnet`.
+pub fn dotnet_argument(argv: &[String]) -> Option<&str> {
+    let host = Path::new(argv.first()?).file_name()?.to_str()?;
+    if host != "dotnet" && host != "dotnet.exe" {
+        return None;
+    }
+    argv.iter()
+        .skip(1)
+        .map(String::as_str)
+        .take_while(|a| *a != "--")
+        .find(|a| a.ends_with(".dll") || a.ends_with(".exe"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "4f1b3c2d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809";
+
+    #[test]
+    fn os_release_and_meminfo() {
+        let text = "NAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n";
+        assert_eq!(
+            parse_os_release(text).as_deref(),
+            Some("Debian GNU/Linux 12 (bookworm)")
+        );
+        assert_eq!(
+            parse_os_release("NAME=Alpine\nVERSION_ID=3.20.1\n").as_deref(),
+            Some("Alpine 3.20.1")
+        );
+        assert_eq!(parse_os_release("garbage"), None);
+        let mem = "MemTotal:       16316412 kB\nMemFree:  1 kB\n";
+        assert_eq!(parse_mem_total(mem), Some(16_316_412 * 1024));
+        assert_eq!(parse_mem_total("MemTotal: lots"), None);
+    }
+
+    #[test]
+    fn container_ids_from_cgroup_and_mountinfo() {
+        let docker = format!("0::/system.slice/docker-{ID}.scope\n");
+        assert_eq!(parse_cgroup(&docker), (Some("docker"), Some(ID.into())));
+        let v1 = format!("12:memory:/docker/{ID}\n");
+        assert_eq!(parse_cgroup(&v1), (Some("docker"), Some(ID.into())));
+        let k8s = format!("0::/kubepods/burstable/pod1234/cri-containerd-{ID}.scope\n");
+        assert_eq!(parse_cgroup(&k8s).0, Some("containerd"));
+        let crio = format!("0::/kubepods.slice/crio-{ID}.scope\n");
+        assert_eq!(parse_cgroup(&crio), (Some("cri-o"), Some(ID.into())));
+        // A host's cgroups, and a hex run of another length, are not containers.
+        assert_eq!(
+            parse_cgroup("0::/user.slice/user-1000.slice\n"),
+            (None, None)
+        );
+        let short = "4:memory:/process_api/845e5a5a368659de317cf53be3f31da3\n";
+        assert_eq!(parse_cgroup(short), (None, None));
+        assert_eq!(hex64_in(&format!("{ID}0")), None);
+        let mounts = format!(
+            "612 590 254:1 /var/lib/docker/containers/{ID}/hostname /etc/hostname rw,relatime - ext4 /dev/vda1 rw\n"
+        );
+        assert_eq!(id_from_mountinfo(&mounts).as_deref(), Some(ID));
+        assert_eq!(
+            id_from_mountinfo("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"),
+            None
+        );
+        let env = "engine=\"podman-4.9\"\nname=\"web\"\nid=\"abc\"\nimage=\"quay.io/x/app:1\"\n";
+        assert_eq!(
+            parse_containerenv(env),
+            (Some("abc".into()), Some("quay.io/x/app:1".into()))
+        );
+    }
+
+    /// A process's container from its `/proc` files, its root and its environment.
+    #[test]
+    fn containers_from_proc_files_root_and_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc_dir, root) = (dir.path().join("proc"), dir.path().join("root"));
+        std::fs::create_dir_all(&proc_dir).unwrap();
+        std::fs::create_dir_all(root.join("run")).unwrap();
+        let none = |_: &str| None;
+        std::fs::write(proc_dir.join("cgroup"), "0::/\n").unwrap();
+        assert!(container(&proc_dir, &root, &none).is_none());
+        // Docker on cgroup v2 with a private namespace: the id from mountinfo only.
+        std::fs::write(root.join(".dockerenv"), "").unwrap();
+        let mounts = format!(
+            "1 0 8:1 /var/lib/docker/containers/{ID}/hosts /etc/hosts rw - ext4 /dev/sda1 rw\n"
+        );
+        std::fs::write(proc_dir.join("mountinfo"), mounts).unwrap();
+        let image = |k: &str| (k == "CONTAINER_IMAGE").then(|| "shop/api:2.4.1".to_string());
+        let c = container(&proc_dir, &root, &image).unwrap();
+        assert_eq!(
+            (c.runtime.as_str(), c.id.as_deref(), c.image.as_deref()),
+            ("docker", Some(ID), Some("shop/api:2.4.1"))
+        );
+        // Kubernetes says so in the environment, whatever the runtime below.
+        let k8s = |k: &str| (k == "KUBERNETES_SERVICE_HOST").then(|| "10.0.0.1".to_string());
+        assert_eq!(
+            container(&proc_dir, &root, &k8s).unwrap().runtime,
+            "kubernetes"
+        );
+        // Podman's file names the container and its image.
+        std::fs::remove_file(root.join(".dockerenv")).unwrap();
+        std::fs::remove_file(proc_dir.join("mountinfo")).unwrap();
+        std::fs::write(
+            root.join("run/.containerenv"),
+            "id=\"p1\"\nimage=\"quay.io/a:1\"\n",
+        )
+        .unwrap();
+        let c = container(&proc_dir, &root, &none).unwrap();
+        assert_eq!(
+            (c.runtime.as_str(), c.id.as_deref(), c.image.as_deref()),
+            ("podman", Some("p1"), Some("quay.io/a:1"))
+        );
+    }
+
+    #[test]
+    fn the_dll_dotnet_runs() {
+        let argv = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            dotnet_argument(&argv(
+                "/usr/share/dotnet/dotnet exec --roll-forward Major app.dll x.dll"
+            )),
+            Some("app.dll")
+        );
+        assert_eq!(
+            dotnet_argument(&argv("dotnet bin/W.dll leak")),
+            Some("bin/W.dll")
+        );
+        assert_eq!(dotnet_argument(&argv("./MyApp --urls http://x")), None);
+        assert_eq!(dotnet_argument(&[]), None);
+    }
+
+    /// This machine's facts read, whatever they are; this process is no .NET one, so its
+    /// runtime facts are missing, not an error.
+    #[test]
+    fn this_machine_and_this_process() {
+        let s = system();
+        assert_eq!(s.os, std::env::consts::OS.replace("linux", "Linux"));
+        assert!(!s.kernel.is_empty() && s.kernel != "unknown");
+        assert!(s.cpus >= 1);
+        assert!(s.memory_bytes.is_some_and(|m| m > 1 << 20));
+        let me = target(std::process::id());
+        assert_eq!(me.pid, std::process::id());
+        assert!(!me.name.is_empty());
+        assert!(me.runtime_version.is_none());
+        assert!(
+            me.command_line.contains("clrspy_handoff"),
+            "{}",
+            me.command_line
+        );
+        let started = me.started_utc.unwrap();
+        assert!(started.len() == 24 && started.ends_with('Z'), "{started}");
+        let gone = target(u32::MAX - 1);
+        assert!(gone.name.is_empty() && gone.started_utc.is_none());
+        assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
     }
 }

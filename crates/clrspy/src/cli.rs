@@ -167,6 +167,8 @@ pub enum Command {
     /// Everything a support engineer needs in one zip: trace, reports, logs, metrics, counters,
     /// manifest with checksums, secrets redacted; `bundle verify FILE.zip` checks one.
     Bundle(clrspy_handoff::cmd::BundleArgs),
+    /// What to collect for a symptom here (environment, steps, commands, costs); --run does it.
+    Doctor(clrspy_handoff::doctor::Args),
 }
 
 /// `clrspy gcdump`.

@@ -22,6 +22,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod identity;
 mod metadata;
 mod reader;
 mod sig;
@@ -30,6 +31,7 @@ use object::pe::{ImageDataDirectory, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR};
 use object::read::pe::{ImageNtHeaders, PeFile32, PeFile64};
 use object::LittleEndian as LE;
 
+pub use identity::{assembly_identity, AssemblyIdentity};
 use metadata::{t, Metadata};
 use reader::{Bytes, NativeArray};
 

@@ -13,6 +13,8 @@ pub(crate) mod t {
     pub const TYPE_DEF: usize = 0x02;
     pub const METHOD_DEF: usize = 0x06;
     pub const MEMBER_REF: usize = 0x0A;
+    pub const CUSTOM_ATTRIBUTE: usize = 0x0C;
+    pub const ASSEMBLY: usize = 0x20;
     pub const NESTED_CLASS: usize = 0x29;
 }
 
@@ -133,6 +135,7 @@ pub(crate) struct Metadata<'a> {
     tables_bytes: Bytes<'a>,
     strings: Bytes<'a>,
     guids: Bytes<'a>,
+    blobs: Bytes<'a>,
     tables: Vec<Table>,
 }
 
@@ -154,7 +157,7 @@ impl<'a> Metadata<'a> {
             .ok_or(Error::NotManaged("bad metadata version length"))?;
         let streams = root.u16(pos + 2)?;
         pos += 4;
-        let (mut tables, mut strings, mut guids) = (None, None, None);
+        let (mut tables, mut strings, mut guids, mut blobs) = (None, None, None, None);
         for _ in 0..streams {
             let offset = root.u32(pos)? as usize;
             let size = root.u32(pos + 4)? as usize;
@@ -166,6 +169,7 @@ impl<'a> Metadata<'a> {
                 b"#-" => return Err(Error::NotManaged("uncompressed metadata tables (#-)")),
                 b"#Strings" => strings = Some(body),
                 b"#GUID" => guids = Some(body),
+                b"#Blob" => blobs = Some(body),
                 _ => {}
             }
         }
@@ -174,6 +178,7 @@ impl<'a> Metadata<'a> {
             tables_bytes: Bytes::new(tables, "#~ stream"),
             strings: Bytes::new(strings.unwrap_or(&[]), "#Strings heap"),
             guids: Bytes::new(guids.unwrap_or(&[]), "#GUID heap"),
+            blobs: Bytes::new(blobs.unwrap_or(&[]), "#Blob heap"),
             tables: Vec::new(),
         };
         md.lay_out()?;
@@ -300,6 +305,12 @@ impl<'a> Metadata<'a> {
         Ok(String::from_utf8_lossy(s).into_owned())
     }
 
+    /// A blob of the `#Blob` heap: its bytes after the compressed length (II.24.2.4).
+    pub(crate) fn blob(&self, index: u32) -> Result<&'a [u8], Error> {
+        let (len, at) = self.blobs.compressed(index as usize)?;
+        self.blobs.slice(at, len as usize)
+    }
+
     /// The module's MVID (from the `#GUID` heap).
     pub(crate) fn mvid(&self) -> Result<[u8; 16], Error> {
         let i = self.cell(t::MODULE, 1, 2)?;
@@ -420,6 +431,86 @@ impl<'a> Metadata<'a> {
         let (tag, r) = Self::decode_coded(MEMBER_REF_PARENT.len(), parent);
         let table = MEMBER_REF_PARENT.get(tag).copied().unwrap_or(N);
         Ok((self.string(self.cell(t::MEMBER_REF, row, 1)?)?, table, r))
+    }
+
+    /// The custom attributes on the assembly (its Assembly row): each one's attribute type
+    /// (`Namespace.Name`) and value blob.
+    pub(crate) fn assembly_attributes(&self) -> Result<Vec<(String, &'a [u8])>, Error> {
+        let assembly_tag = HAS_CUSTOM_ATTRIBUTE
+            .iter()
+            .position(|&x| x == t::ASSEMBLY)
+            .unwrap_or(usize::MAX);
+        let mut out = Vec::new();
+        let mut owners: Option<Vec<u32>> = None;
+        let mut types: Option<Vec<String>> = None;
+        for r in 1..=self.rows(t::CUSTOM_ATTRIBUTE) {
+            let (tag, _) = Self::decode_coded(
+                HAS_CUSTOM_ATTRIBUTE.len(),
+                self.cell(t::CUSTOM_ATTRIBUTE, r, 0)?,
+            );
+            if tag != assembly_tag {
+                continue;
+            }
+            let (ctor_tag, ctor) = Self::decode_coded(
+                CUSTOM_ATTRIBUTE_TYPE.len(),
+                self.cell(t::CUSTOM_ATTRIBUTE, r, 1)?,
+            );
+            let type_def = |row: u32, types: &mut Option<Vec<String>>| -> Result<String, Error> {
+                if types.is_none() {
+                    *types = Some(self.type_names()?);
+                }
+                Ok(types
+                    .as_ref()
+                    .and_then(|t| t.get(row.checked_sub(1)? as usize))
+                    .cloned()
+                    .unwrap_or_default())
+            };
+            let name = match CUSTOM_ATTRIBUTE_TYPE.get(ctor_tag).copied().unwrap_or(N) {
+                t::MEMBER_REF => match self.member_ref(ctor)? {
+                    (_, t::TYPE_REF, row) => self.type_ref_name(row)?,
+                    (_, t::TYPE_DEF, row) => type_def(row, &mut types)?,
+                    _ => continue,
+                },
+                t::METHOD_DEF => {
+                    if owners.is_none() {
+                        owners = Some(self.method_owners()?);
+                    }
+                    let owner = owners
+                        .as_ref()
+                        .and_then(|o| o.get(ctor.checked_sub(1)? as usize))
+                        .copied()
+                        .unwrap_or(0);
+                    type_def(owner, &mut types)?
+                }
+                _ => continue,
+            };
+            out.push((name, self.blob(self.cell(t::CUSTOM_ATTRIBUTE, r, 2)?)?));
+        }
+        Ok(out)
+    }
+
+    /// The Assembly row: its name and version (major, minor, build, revision); None for a
+    /// module without one.
+    pub(crate) fn assembly(&self) -> Result<Option<(String, [u16; 4])>, Error> {
+        if self.rows(t::ASSEMBLY) == 0 {
+            return Ok(None);
+        }
+        // The version is one 8-byte column (row 1): four u16 read by hand.
+        let at = self
+            .tables
+            .get(t::ASSEMBLY)
+            .and_then(|table| Some(table.offset + table.cols.get(1)?.0))
+            .ok_or(Error::Malformed {
+                what: "#~ stream",
+                offset: 0,
+                detail: "no Assembly table",
+            })?;
+        let mut v = [0u16; 4];
+        for (i, part) in v.iter_mut().enumerate() {
+            *part = self.tables_bytes.u16(at + 2 * i)?;
+        }
+        let name = self.string(self.cell(t::ASSEMBLY, 1, 4)?)?;
+        Ok(Some((name, v)))
     }
 }
 
