@@ -24,8 +24,9 @@ pub const DEFAULT_BUNDLE_WINDOW: Duration = Duration::from_secs(30);
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BundleAction {
-    /// The trace's profile (`clrspy record --list-profiles`); the bundle's default (cpu, with
-    /// the logging and counters providers) when not given.
+    /// The trace's profile (`clrspy record --list-profiles`); when neither it nor
+    /// `providers` is given, the bundle's default (aspnet with the System.Net sources). The
+    /// logging and counters providers are added to any.
     #[serde(default)]
     pub profile: Option<ProfileName>,
     /// Providers as dotnet-trace writes them, one per string; added to the profile's.
