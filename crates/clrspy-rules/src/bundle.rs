@@ -274,7 +274,10 @@ redact = false
     fn mistakes_across_fields_are_placed_at_the_rule() {
         for (bundle, says) in [
             (r#"{ "ring_mb": 64 }"#, "\"ring_mb\" needs \"stop_on\""),
-            (r#"{ "after_trigger": "5s" }"#, "\"after_trigger\" needs \"stop_on\""),
+            (
+                r#"{ "after_trigger": "5s" }"#,
+                "\"after_trigger\" needs \"stop_on\"",
+            ),
             (
                 r#"{ "ring_mb": 0, "stop_on": ["gen2"] }"#,
                 "between 1 and 65536",
@@ -301,7 +304,8 @@ redact = false
         let e = errors(r#"{ "with": ["heap", "x"] }"#);
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(
-            e[0].message.contains("unknown variant `x`, expected `heap` or `dump`"),
+            e[0].message
+                .contains("unknown variant `x`, expected `heap` or `dump`"),
             "{e:?}"
         );
         assert_eq!((e[0].line, e[0].column), (3, 34), "{e:?}");

@@ -114,7 +114,11 @@ fn bundle_in_words(b: &crate::BundleAction) -> String {
     if !with.is_empty() {
         s.push_str(&format!(", with {}", with.join(" and ")));
     }
-    s.push_str(if b.redact { ", redacted)" } else { ", not redacted)" });
+    s.push_str(if b.redact {
+        ", redacted)"
+    } else {
+        ", not redacted)"
+    });
     s
 }
 
@@ -160,7 +164,9 @@ mod tests {
                     "the same for every .NET process a matched process starts"
                 ],
                 vec!["trace (cpu, ring 64 MB, 2 stop trigger(s))"],
-                vec!["bundle (the bundle's profile, when 2 trigger(s) fire, ring 128 MB, redacted)"],
+                vec![
+                    "bundle (the bundle's profile, when 2 trigger(s) fire, ring 128 MB, redacted)"
+                ],
             ]
         );
         let v = set.check_json(Path::new("r.toml"));

@@ -60,12 +60,11 @@ pub(crate) fn act_bundle(shared: &WatchState, rule: &Rule, facts: &ProcessFacts,
     let spec = spec_for(bundle, rule, facts, ep, &out);
     let stop = Arc::new(StopSignal::new());
     track(shared, &stop, &out);
-    let result = gather(spec, &stop, &mut |_| ());
-    let outcome = result.map(|o| {
+    let outcome = gather(spec, &stop, &mut |_| ());
+    if outcome.is_ok() {
         // The zip against the rule's budget while it is still spared: older files go first.
         keep_budget(shared, rule, &dir, 0);
-        o
-    });
+    }
     untrack(shared, &stop, &out);
     match outcome {
         Ok(o) => done(shared, rule, bundle, &dir, o, &say),
@@ -76,7 +75,9 @@ pub(crate) fn act_bundle(shared: &WatchState, rule: &Rule, facts: &ProcessFacts,
                 DecisionKind::WatchingEnded,
                 None,
                 None,
-                format!("no trigger fired: {why}; no bundle kept (not counted against max_actions)"),
+                format!(
+                    "no trigger fired: {why}; no bundle kept (not counted against max_actions)"
+                ),
             );
         }
         Err(e) => {
@@ -249,7 +250,9 @@ mod tests {
 
     fn bundle_rule(bundle: &str) -> RuleSet {
         RuleSet::parse(
-            &format!(r#"{{"rules":[{{"name":"hand","match":{{"name":"api*"}},"bundle":{bundle}}}]}}"#),
+            &format!(
+                r#"{{"rules":[{{"name":"hand","match":{{"name":"api*"}},"bundle":{bundle}}}]}}"#
+            ),
             Syntax::Json,
         )
         .unwrap()
@@ -328,10 +331,16 @@ mod tests {
         let b = set.rules[0].bundle.as_ref().unwrap();
         let d = started_detail(b);
         assert!(d.starts_with("waiting for "), "{d}");
-        assert!(d.contains("System.TimeoutException") && d.contains(" or "), "{d}");
+        assert!(
+            d.contains("System.TimeoutException") && d.contains(" or "),
+            "{d}"
+        );
         assert!(d.contains("(at most 3600s)"), "{d}");
         assert!(d.contains("keeping the newest 64 MB of trace"), "{d}");
-        assert!(d.contains("heap snapshot") && d.ends_with("not redacted"), "{d}");
+        assert!(
+            d.contains("heap snapshot") && d.ends_with("not redacted"),
+            "{d}"
+        );
         let open = bundle_rule(r#"{"stop_on":["gen2"]}"#);
         let d = started_detail(open.rules[0].bundle.as_ref().unwrap());
         assert!(d.contains("until the process ends or watch stops"), "{d}");

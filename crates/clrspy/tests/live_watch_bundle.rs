@@ -176,14 +176,9 @@ fn a_bundle_rule_leaves_the_triggered_moment_whole_and_nothing_without_a_trigger
             .any(|n| n.starts_with("reports/") && n.ends_with(".txt")),
         "{names:?}"
     );
-    let manifest: serde_json::Value = serde_json::from_slice(
-        &files
-            .iter()
-            .find(|(n, _)| n == "manifest.json")
-            .unwrap()
-            .1,
-    )
-    .unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&files.iter().find(|(n, _)| n == "manifest.json").unwrap().1)
+            .unwrap();
     assert_eq!(manifest["target"]["pid"], pid, "{manifest}");
     let command = manifest["command"].as_str().unwrap_or("");
     assert!(command.contains("watch"), "{manifest}");

@@ -51,7 +51,10 @@ fn the_examples_check_clean_and_the_schema_is_json() {
         s["$defs"]["Rule"]["properties"]["children"]["type"], "boolean",
         "{s}"
     );
-    assert!(s["$defs"]["Rule"]["properties"]["bundle"].is_object(), "{s}");
+    assert!(
+        s["$defs"]["Rule"]["properties"]["bundle"].is_object(),
+        "{s}"
+    );
     assert_eq!(
         s["$defs"]["BundleAction"]["properties"]["redact"]["default"], true,
         "{s}"
