@@ -62,6 +62,25 @@ after_trigger = "5s"     # record 5 s more after a trigger fires
 [rules.limits]
 cooldown = "10m"         # at most one trace every 10 minutes
 max_actions = 20
+
+[[rules]]
+name = "api-handoff"
+# A support bundle of the slow moment, as `clrspy bundle` leaves it: the trace and its
+# reports, the app's logs, system metrics and the runtime's counters, zipped (redacted) as
+# DIR/api-handoff/<process>_<pid>_<stamp>.bundle.zip. With stop_on it waits, keeping the
+# newest ring_mb of trace, and keeps the bundle only when a trigger fired.
+match = { name = "api*" }
+[rules.bundle]
+ring_mb = 128            # what led to the slow moment is kept
+stop_on = [{ counter = "cpu-usage>80" }, { exception = "System.TimeoutException" }]
+duration = "12h"         # wait at most 12 h (otherwise until the process ends)
+after_trigger = "10s"
+# profile = "cpu", providers = [...], with = ["heap"] or ["dump"], log_level = "warning",
+# redact = false (secrets are redacted by default)
+[rules.limits]
+max_actions = 3          # each bundle counts one
+cooldown = "1h"
+disk_mb = 4096           # the zips count against it
 "#;
 
 /// [`EXAMPLE_TOML`]'s rules in JSON.
@@ -99,6 +118,18 @@ pub const EXAMPLE_JSON: &str = r#"{
         "after_trigger": "5s"
       },
       "limits": { "cooldown": "10m", "max_actions": 20 }
+    },
+    {
+      "name": "api-handoff",
+      "description": "a support bundle (trace, reports, logs, metrics, counters) of the moment the CPU goes over 80% or a timeout is thrown, with the 128 MB of trace that led to it",
+      "match": { "name": "api*" },
+      "bundle": {
+        "ring_mb": 128,
+        "stop_on": [{ "counter": "cpu-usage>80" }, { "exception": "System.TimeoutException" }],
+        "duration": "12h",
+        "after_trigger": "10s"
+      },
+      "limits": { "max_actions": 3, "cooldown": "1h", "disk_mb": 4096 }
     }
   ]
 }
@@ -124,6 +155,17 @@ mod tests {
             .rules
             .iter()
             .any(|r| r.dump.as_ref().is_some_and(|d| d.on_crash)));
+        for set in [&t, &j] {
+            let b = set
+                .rules
+                .iter()
+                .find_map(|r| r.bundle.as_ref())
+                .expect("a bundle rule");
+            assert_eq!(b.ring_mb, Some(128));
+            assert_eq!(b.stop_on.len(), 2);
+            assert_eq!(b.window(), std::time::Duration::from_secs(12 * 3600));
+            assert!(b.redact);
+        }
     }
 
     #[test]
@@ -140,9 +182,16 @@ mod tests {
             "gc_pause_ms",
             "children",
             "on_crash",
+            "bundle",
+            "after_trigger",
+            "log_level",
+            "redact",
         ] {
             assert!(text.contains(&format!("\"{field}\"")), "{field} missing");
         }
         assert_eq!(s["type"], "object");
+        let b = &s["$defs"]["BundleAction"]["properties"];
+        assert_eq!(b["redact"]["default"], true, "{b}");
+        assert!(b["with"].is_object() && b["stop_on"].is_object(), "{b}");
     }
 }

@@ -1,5 +1,5 @@
 //! clrspy's rules: one file (JSON or TOML, one schema) says which .NET processes get which
-//! treatment — a trace, a dump — matched by process name, command line, entry assembly, user
+//! treatment — a trace, a dump, a support bundle — matched by process name, command line, entry assembly, user
 //! and container, with limits (how many actions, how often, how much disk) so a rule left on
 //! for a week cannot fill a disk. Mistakes in the file are errors with their line and column
 //! before anything runs. Also what the rules are applied with: a process's facts and the
@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 mod budget;
+mod bundle;
 mod doc;
 mod facts;
 mod log;
@@ -20,6 +21,7 @@ mod text;
 mod values;
 
 pub use budget::{enforce_budget, folder_bytes, RuleState};
+pub use bundle::{BundleAction, BundleExtra, BundleLogLevel, DEFAULT_BUNDLE_WINDOW};
 pub use clrspy_collect::trigger::TriggerSpec;
 pub use doc::{json_schema, EXAMPLE_JSON, EXAMPLE_TOML};
 pub use facts::{uid_of, ProcessFacts};

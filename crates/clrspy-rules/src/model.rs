@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use clrspy_collect::trigger::TriggerSpec;
 
+use crate::bundle::BundleAction;
 use crate::values::{
     Compression, CounterSpecText, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText,
     RuleName, UserSpec,
@@ -41,6 +42,8 @@ pub struct Rule {
     pub heap: Option<HeapAction>,
     /// Collect counters and metrics to a file while the process runs.
     pub counters: Option<CountersAction>,
+    /// Leave a support bundle (`clrspy bundle`), at once or when a trigger fires.
+    pub bundle: Option<BundleAction>,
     /// The .NET processes started by a process it matched (at any depth) get its actions too.
     pub children: bool,
     /// How much it may do.
@@ -76,6 +79,12 @@ struct RawRule {
     /// `disk_mb`.
     #[serde(default)]
     counters: Option<CountersAction>,
+    /// Leave a support bundle of the process (as `clrspy bundle` does) in the rule's folder:
+    /// the trace of a window and its reports, the app's logs, metrics and counters, zipped.
+    /// With `stop_on` it waits for the slow moment (keeping the newest `ring_mb` of trace)
+    /// and is kept only when a trigger fired.
+    #[serde(default)]
+    bundle: Option<BundleAction>,
     /// Also every .NET process started by a process this rule matches, directly or through
     /// other processes (a shell script, a build tool): each gets the rule's actions and files
     /// of its own, and counts against `max_actions` like any matched process. The process
@@ -99,10 +108,18 @@ impl TryFrom<RawRule> for Rule {
                 "rule \"{name}\": \"match\" has no condition; write {{ \"name\": \"*\" }} to mean every .NET process"
             ));
         }
-        if r.trace.is_none() && r.dump.is_none() && r.heap.is_none() && r.counters.is_none() {
+        if r.trace.is_none()
+            && r.dump.is_none()
+            && r.heap.is_none()
+            && r.counters.is_none()
+            && r.bundle.is_none()
+        {
             mistakes.push(format!(
-                "rule \"{name}\" has no action: give it \"trace\", \"dump\", \"heap\" or \"counters\" (or several)"
+                "rule \"{name}\" has no action: give it \"trace\", \"dump\", \"heap\", \"counters\" or \"bundle\" (or several)"
             ));
+        }
+        if let Some(b) = &r.bundle {
+            mistakes.extend(b.mistakes(&name));
         }
         if r.counters
             .as_ref()
@@ -185,6 +202,7 @@ impl TryFrom<RawRule> for Rule {
             dump: r.dump,
             heap: r.heap,
             counters: r.counters,
+            bundle: r.bundle,
             children: r.children,
             limits: r.limits,
         })
@@ -417,8 +435,8 @@ impl HeapAction {
 #[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// At most this many actions in all (each trace, dump and heap snapshot counts one), for the whole
-    /// time watch runs.
+    /// At most this many actions in all (each trace, dump, heap snapshot and bundle counts
+    /// one), for the whole time watch runs.
     #[serde(default)]
     pub max_actions: Option<u32>,
     /// At least this long between two actions of the rule.

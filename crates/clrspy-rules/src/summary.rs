@@ -9,7 +9,8 @@ use crate::{Diagnostic, Rule, RuleSet};
 
 impl Rule {
     /// What the rule does, one phrase an action: `trace (cpu, 600s)`, `dump (mini, on
-    /// *.InvalidCastException)`, the crash dump, the same for child processes.
+    /// *.InvalidCastException)`, the crash dump, `bundle (cpu, 30s window, redacted)`, the
+    /// same for child processes.
     pub fn actions_in_words(&self) -> Vec<String> {
         let mut a = Vec::new();
         if let Some(t) = &self.trace {
@@ -83,11 +84,42 @@ impl Rule {
                 c.format.extension()
             ));
         }
+        if let Some(b) = &self.bundle {
+            a.push(bundle_in_words(b));
+        }
         if self.children {
             a.push("the same for every .NET process a matched process starts".into());
         }
         a
     }
+}
+
+/// A bundle action in a phrase: `bundle (cpu, 30s window, redacted)`.
+fn bundle_in_words(b: &crate::BundleAction) -> String {
+    let mut s = format!(
+        "bundle ({}",
+        b.profile
+            .as_ref()
+            .map_or("the bundle's profile", |p| p.0.name)
+    );
+    if b.stop_on.is_empty() {
+        s.push_str(&format!(", {}s window", b.window().as_secs()));
+    } else {
+        s.push_str(&format!(", when {} trigger(s) fire", b.stop_on.len()));
+    }
+    if let Some(m) = b.ring_mb {
+        s.push_str(&format!(", ring {m} MB"));
+    }
+    let with: Vec<&str> = b.with.iter().map(|e| e.name()).collect();
+    if !with.is_empty() {
+        s.push_str(&format!(", with {}", with.join(" and ")));
+    }
+    s.push_str(if b.redact {
+        ", redacted)"
+    } else {
+        ", not redacted)"
+    });
+    s
 }
 
 impl RuleSet {
@@ -132,6 +164,9 @@ mod tests {
                     "the same for every .NET process a matched process starts"
                 ],
                 vec!["trace (cpu, ring 64 MB, 2 stop trigger(s))"],
+                vec![
+                    "bundle (the bundle's profile, when 2 trigger(s) fire, ring 128 MB, redacted)"
+                ],
             ]
         );
         let v = set.check_json(Path::new("r.toml"));

@@ -1,8 +1,9 @@
 //! Dispatch: from a process found to the actions its rules ask for. Matching a process to
 //! the rules (each match logged with why, a process none matches logged as seen; a rule with
 //! `children` also matches through an ancestor it matched) and choosing each rule's actions
-//! — the dump here, the trace on a thread of its own. The choosing is pure
-//! ([`match_rules`], [`actions_of`], [`seen_detail`]); the rest reads `/proc` and logs.
+//! — the dump here; the heap snapshot, counters, bundle and trace on threads of their own.
+//! The choosing is pure ([`match_rules`], [`actions_of`], [`seen_detail`]); the rest reads
+//! `/proc` and logs.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use diagnostics_client::Endpoint;
 
+use crate::bundle::act_bundle;
 use crate::children::{ancestors, via_parent};
 use crate::counters::act_counters;
 use crate::dumps::act_dump;
@@ -35,12 +37,15 @@ pub(crate) enum Action {
     Heap,
     /// Counters to a file while the process runs, on a thread of its own.
     Counters,
+    /// A support bundle, on a thread of its own.
+    Bundle,
     /// A trace.
     Trace,
 }
 
 /// The actions `rule` asks for, in the order they are carried out: the dump first (a dump
-/// at once must not wait for a trace's session), then the heap snapshot, the trace only when
+/// at once must not wait for a trace's session), then the heap snapshot, the counters, the
+/// bundle, the trace only when
 /// `with_trace` (a runtime held at the listen port gets its trace from the first instruction
 /// instead).
 pub(crate) fn actions_of(rule: &Rule, with_trace: bool) -> Vec<Action> {
@@ -53,6 +58,9 @@ pub(crate) fn actions_of(rule: &Rule, with_trace: bool) -> Vec<Action> {
     }
     if rule.counters.is_some() {
         v.push(Action::Counters);
+    }
+    if rule.bundle.is_some() {
+        v.push(Action::Bundle);
     }
     if with_trace && rule.trace.is_some() {
         v.push(Action::Trace);
@@ -188,6 +196,12 @@ pub(crate) fn act_attached(
                     act_counters(s, &rules.rules[i], &facts, &ep)
                 });
             }
+            Action::Bundle => {
+                let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
+                state.spawn(format!("clrspy-bundle-{}", facts.pid), move |s| {
+                    act_bundle(s, &rules.rules[i], &facts, &ep)
+                });
+            }
             Action::Trace => {
                 let (rules, facts, ep) = (rules.clone(), facts.clone(), ep.clone());
                 state.spawn(format!("clrspy-trace-{}", facts.pid), move |s| {
@@ -225,7 +239,8 @@ mod tests {
         {"name":"web-trace","match":{"name":"web"},"trace":{"profile":"cpu"}},
         {"name":"kids","match":{"name":"launcher"},"children":true,"dump":{}},
         {"name":"other","match":{"name":"other"},"dump":{},"trace":{}},
-        {"name":"all","match":{"name":"all"},"trace":{},"heap":{},"dump":{}}
+        {"name":"all","match":{"name":"all"},"trace":{},"heap":{},"dump":{}},
+        {"name":"hand","match":{"name":"hand"},"trace":{},"bundle":{},"counters":{}}
     ]}"#;
 
     #[test]
@@ -279,6 +294,12 @@ mod tests {
             [Action::Dump, Action::Heap, Action::Trace]
         );
         assert_eq!(actions_of(all, false), [Action::Dump, Action::Heap]);
+        let hand = &set.rules[5];
+        assert_eq!(
+            actions_of(hand, true),
+            [Action::Counters, Action::Bundle, Action::Trace]
+        );
+        assert_eq!(actions_of(hand, false), [Action::Counters, Action::Bundle]);
     }
 
     #[test]

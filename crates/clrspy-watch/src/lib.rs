@@ -1,7 +1,7 @@
 //! clrspy's watcher: finds every new .NET process — by polling the runtimes' diagnostic
 //! sockets (in `/tmp`, and in containers' own `/tmp` through `/proc/PID/root`), and, with a
 //! listen socket, as runtimes connect to it held at their first instruction — applies the
-//! rules of a clrspy-rules file to it (traces and dumps, on exceptions and on a crash, under
+//! rules of a clrspy-rules file to it (traces, dumps, heap snapshots, counters and bundles; on exceptions and on a crash, under
 //! the rules' limits and disk budgets), and logs every decision. Used by `clrspy watch` and
 //! by the agent; no terminal or HTTP here.
 //!
@@ -17,13 +17,15 @@
 //! - `state`: the watcher's whole state (`WatchState`), its log and
 //!   printer, its threads;
 //! - `limits`: admission applied (the disk read, refusals logged, budgets kept);
-//! - `trace`, and the dumps: `gate`, `dumps`, `holds`, `crash`;
+//! - `trace`, `heap`, `counters`, `bundle` (a support bundle, clrspy-handoff's `gather`), and
+//!   the dumps: `gate`, `dumps`, `holds`, `crash`;
 //! - `dispatch`: a process found → the rules it matches → their actions;
 //! - `port`: the listen port (runtimes held at their first instruction);
 //! - `run`: the poll loop, reloads and the stop.
 #![deny(missing_docs)]
 
 mod admission;
+mod bundle;
 mod children;
 mod counters;
 mod crash;

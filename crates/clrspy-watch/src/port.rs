@@ -117,7 +117,11 @@ fn held(shared: &Arc<WatchState>, runtime: HeldRuntime) {
         .copied()
         .filter(|&i| {
             let r = &rules.rules[i];
-            r.dump.is_some() || r.heap.is_some() || r.counters.is_some() || Some(i) != first_trace
+            r.dump.is_some()
+                || r.heap.is_some()
+                || r.counters.is_some()
+                || r.bundle.is_some()
+                || Some(i) != first_trace
         })
         .collect();
     if rest.is_empty() {
@@ -133,6 +137,7 @@ fn held(shared: &Arc<WatchState>, runtime: HeldRuntime) {
             .is_some_and(|d| d.on_crash && d.on_exception.is_empty())
             && r.heap.is_none()
             && r.counters.is_none()
+            && r.bundle.is_none()
             && (r.trace.is_none() || Some(i) == first_trace)
     };
     let Some(ep) = wait_endpoint(pid) else {

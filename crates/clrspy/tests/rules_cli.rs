@@ -31,8 +31,16 @@ fn the_examples_check_clean_and_the_schema_is_json() {
         );
         let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
         assert_eq!(v["valid"], true, "{v}");
-        // The example's rules: compiler dumps, crash dumps, a process tree, a web app's ring.
-        assert_eq!(v["rules"].as_array().unwrap().len(), 4, "{v}");
+        // The example's rules: compiler dumps, crash dumps, a process tree, a web app's ring,
+        // an API's support bundle.
+        assert_eq!(v["rules"].as_array().unwrap().len(), 5, "{v}");
+        assert!(
+            v["rules"][4]["actions"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("bundle ("),
+            "{v}"
+        );
     }
     let schema = clrspy().args(["rules", "schema"]).output().unwrap();
     assert!(schema.status.success());
@@ -41,6 +49,14 @@ fn the_examples_check_clean_and_the_schema_is_json() {
     assert!(s["$defs"]["Rule"]["properties"]["match"].is_object(), "{s}");
     assert_eq!(
         s["$defs"]["Rule"]["properties"]["children"]["type"], "boolean",
+        "{s}"
+    );
+    assert!(
+        s["$defs"]["Rule"]["properties"]["bundle"].is_object(),
+        "{s}"
+    );
+    assert_eq!(
+        s["$defs"]["BundleAction"]["properties"]["redact"]["default"], true,
         "{s}"
     );
 }
