@@ -184,7 +184,7 @@ fn on_exceptions(
         return;
     }
     let dir = shared.out.join(&rule.name);
-    if let Err(e) = std::fs::create_dir_all(&dir) {
+    if let Err(e) = clrspy_collect::private::create_private_dir(&dir) {
         return failed(
             shared,
             rule,

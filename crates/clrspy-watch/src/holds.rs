@@ -57,7 +57,7 @@ pub(crate) fn install_hold_hook(
         return;
     }
     let dir = shared.out.join(&rule.name);
-    if let Err(e) = std::fs::create_dir_all(&dir) {
+    if let Err(e) = clrspy_collect::private::create_private_dir(&dir) {
         return say(
             DecisionKind::Error,
             format!("cannot create {}: {e}{fallback}", dir.display()),

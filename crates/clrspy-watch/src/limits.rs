@@ -76,7 +76,7 @@ pub(crate) fn may_act_paced(
         return Err(verdict.why(&state.out));
     }
     let dir = state.out.join(&rule.name);
-    if let Err(e) = std::fs::create_dir_all(&dir) {
+    if let Err(e) = clrspy_collect::private::create_private_dir(&dir) {
         return Err(format!("cannot create {}: {e}", dir.display()));
     }
     keep_budget(state, rule, &dir, 0);

@@ -111,7 +111,7 @@ pub fn watch(
         path: path.to_path_buf(),
         source,
     };
-    std::fs::create_dir_all(&opts.out).map_err(|e| out_err(&opts.out, e))?;
+    clrspy_collect::private::create_private_dir(&opts.out).map_err(|e| out_err(&opts.out, e))?;
     let log = DecisionLog::open(&opts.out).map_err(|e| out_err(&opts.out, e))?;
     let state = Arc::new(WatchState::new(
         &opts.out,
