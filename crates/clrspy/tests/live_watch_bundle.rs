@@ -158,7 +158,11 @@ fn a_bundle_rule_leaves_the_triggered_moment_whole_and_nothing_without_a_trigger
 
     assert_eq!(left, std::slice::from_ref(&named), "{left:?}");
     let folder = std::fs::metadata(out.join("wl-bundle")).unwrap();
-    assert_eq!(folder.permissions().mode() & 0o777, 0o700, "owner-only folder");
+    assert_eq!(
+        folder.permissions().mode() & 0o777,
+        0o700,
+        "owner-only folder"
+    );
     assert_eq!(done["file"].as_str(), named.to_str(), "{done}");
     let meta = std::fs::metadata(&named).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600, "owner-only");
