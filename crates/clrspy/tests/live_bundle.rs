@@ -58,9 +58,19 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
         .spawn()
         .unwrap();
     let zip = dir.path().join("b.zip");
+    // A log file of the app's own, with a secret in a connection string.
+    let logs = dir.path().join("applogs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(
+        logs.join("app1.log"),
+        "started\nconnecting to Server=db;Password=Pl4nted-S3cret;\nready\n",
+    )
+    .unwrap();
     let out = clrspy_command()
         .args(["bundle", "-p", &app.1.to_string(), "--duration", "6s", "-o"])
         .arg(&zip)
+        .arg("--logs")
+        .arg(logs.join("*.log"))
         .output()
         .unwrap();
     let _ = load.kill();
@@ -121,7 +131,16 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
             "{path}"
         );
     }
-    assert!(m["redacted"].is_array());
+    let copied = String::from_utf8_lossy(&files["logs/files/app1.log"]);
+    assert!(copied.contains("connecting to Server=db;Password=") && copied.contains("ready"));
+    assert!(!copied.contains("Pl4nted-S3cret"), "{copied}");
+    let redacted = m["redacted"].as_array().unwrap();
+    assert!(
+        redacted
+            .iter()
+            .any(|r| r["where"].as_str().unwrap().contains("app1.log")),
+        "{redacted:?}"
+    );
     // The reports: requests counted with their route, as many as the logs' request lines.
     let req: Value = serde_json::from_slice(&files["reports/requests.json"]).unwrap();
     let finished = req["finished"].as_u64().unwrap();
