@@ -164,17 +164,12 @@ impl<'a> Ctx<'a> {
         format!("clrspy report {} {kind}", self.zip)
     }
 
-    /// What the sampled profiles cost, by the sampler that will be used.
+    /// What the sampled profiles cost: the bundle records with the runtime's sampler (as
+    /// `record` does by default).
     fn sampling_cost(&self) -> String {
-        if self.env.kernel_sampler.allowed {
-            "the kernel samples the threads (perf events): nothing in the process is suspended; \
-             the trace grows with the number of busy threads"
-                .into()
-        } else {
-            "the runtime's sampler suspends every managed thread about 1000 times a second: \
-             expect 8-20% less throughput on a busy app while it records"
-                .into()
-        }
+        "the runtime's sampler suspends every managed thread about 1000 times a second: \
+         expect 8-20% less throughput on a busy app while it records"
+            .into()
     }
 
     /// The bundle step's cost: the profile's, and the disk.
@@ -567,9 +562,11 @@ impl<'a> Ctx<'a> {
             self.symptom,
             Symptom::HighCpu | Symptom::SlowRequests | Symptom::Hang | Symptom::HttpErrors
         );
-        if sampled && !env.kernel_sampler.allowed {
+        if sampled && env.kernel_sampler.allowed {
+            out.push("The kernel's CPU sampler is allowed here: `clrspy record -p PID --sampler kernel` samples without suspending the threads (on-CPU samples, native frames, waits with their stacks) — an alternative to the bundle's trace when the runtime's sampler costs too much.".into());
+        } else if sampled {
             out.push(format!(
-                "The kernel refused its CPU sampler here ({}): the runtime's sampler will be used, which suspends the threads to sample and cannot tell CPU from waiting as exactly.",
+                "The kernel refused its CPU sampler here ({}): only the runtime's sampler can be used, which suspends the threads to sample and cannot tell CPU from waiting as exactly.",
                 env.kernel_sampler.note.as_deref().unwrap_or("perf events not allowed")
             ));
         }
