@@ -72,10 +72,11 @@ fn check(trace: &Path, rows: &Path) {
         .map(|s| s["duration_ms"].as_f64().unwrap())
         .filter(|d| *d >= 250.0)
         .collect();
-    // The two /slow?ms=300 requests: 300 ms of sleep, not much more.
+    // The two /slow?ms=300 requests: 300 ms of sleep, not much more (.NET's timer may fire a
+    // millisecond or two early: 298.6 ms was seen under load).
     assert_eq!(slow_200.len(), 2, "{r}");
     assert!(
-        slow_200.iter().all(|d| (300.0..600.0).contains(d)),
+        slow_200.iter().all(|d| (295.0..600.0).contains(d)),
         "{slow_200:?}"
     );
     // The timeout: HttpClient.Timeout of 250 ms.
