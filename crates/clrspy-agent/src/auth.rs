@@ -3,6 +3,8 @@
 //! tried) or X is a JWT the configured key verifies. Anything else is a 401 with
 //! `WWW-Authenticate: Bearer` and a body that never says which part was wrong.
 
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -11,7 +13,6 @@ use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
 use crate::jwk::JwtVerifier;
-use crate::state::AppState;
 
 /// Who may call the API.
 #[derive(Clone, Debug)]
@@ -45,10 +46,7 @@ impl Authenticator {
         if self.open {
             return true;
         }
-        let Some(token) = authorization
-            .and_then(|v| v.to_str().ok())
-            .and_then(bearer)
-        else {
+        let Some(token) = authorization.and_then(|v| v.to_str().ok()).and_then(bearer) else {
             return false;
         };
         let digest = crate::keys::digest(token);
@@ -76,12 +74,11 @@ fn bearer(value: &str) -> Option<&str> {
 }
 
 /// The middleware: a request without valid credentials ends here with a 401.
-pub async fn require(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if state.auth.allows(req.headers().get(header::AUTHORIZATION)) {
+pub async fn require(State(auth): State<Arc<Authenticator>>, req: Request, next: Next) -> Response {
+    if auth.allows(req.headers().get(header::AUTHORIZATION)) {
         return next.run(req).await;
     }
-    let mut resp =
-        ApiError::new(StatusCode::UNAUTHORIZED, "invalid credentials").into_response();
+    let mut resp = ApiError::new(StatusCode::UNAUTHORIZED, "invalid credentials").into_response();
     resp.headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     resp
@@ -90,7 +87,7 @@ pub async fn require(State(state): State<AppState>, req: Request, next: Next) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{JwtConfig, DEFAULT_AUDIENCE, DEFAULT_ISSUER};
+    use crate::jwk::{DEFAULT_AUDIENCE, DEFAULT_ISSUER};
     use base64::Engine;
     use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 
@@ -134,13 +131,8 @@ mod tests {
     }
 
     fn with_jwt(public: String) -> Authenticator {
-        let cfg = JwtConfig {
-            public_key: public,
-            issuer: None,
-            audience: None,
-            subject: SUBJECT.into(),
-        };
-        Authenticator::new(Vec::new(), Some(JwtVerifier::new(&cfg).unwrap()))
+        let v = JwtVerifier::new(&public, None, None, SUBJECT).unwrap();
+        Authenticator::new(Vec::new(), Some(v))
     }
 
     #[test]
@@ -173,7 +165,10 @@ mod tests {
             let good = token(&key, jalg, now() + 600, DEFAULT_AUDIENCE, SUBJECT);
             assert!(auth.allows(Some(&hv(&format!("Bearer {good}")))), "{crv}");
             let expired = token(&key, jalg, now() - 3600, DEFAULT_AUDIENCE, SUBJECT);
-            assert!(!auth.allows(Some(&hv(&format!("Bearer {expired}")))), "{crv}");
+            assert!(
+                !auth.allows(Some(&hv(&format!("Bearer {expired}")))),
+                "{crv}"
+            );
             let aud = token(&key, jalg, now() + 600, "https://elsewhere", SUBJECT);
             assert!(!auth.allows(Some(&hv(&format!("Bearer {aud}")))), "{crv}");
             let sub = token(&key, jalg, now() + 600, DEFAULT_AUDIENCE, "someone-else");
@@ -186,9 +181,21 @@ mod tests {
         let (key, public) = ec_key(&rcgen::PKCS_ECDSA_P256_SHA256, "P-256");
         let (other, _) = ec_key(&rcgen::PKCS_ECDSA_P256_SHA256, "P-256");
         let auth = with_jwt(public);
-        let forged = token(&other, Algorithm::ES256, now() + 600, DEFAULT_AUDIENCE, SUBJECT);
+        let forged = token(
+            &other,
+            Algorithm::ES256,
+            now() + 600,
+            DEFAULT_AUDIENCE,
+            SUBJECT,
+        );
         assert!(!auth.allows(Some(&hv(&format!("Bearer {forged}")))));
-        let good = token(&key, Algorithm::ES256, now() + 600, DEFAULT_AUDIENCE, SUBJECT);
+        let good = token(
+            &key,
+            Algorithm::ES256,
+            now() + 600,
+            DEFAULT_AUDIENCE,
+            SUBJECT,
+        );
         let mut parts: Vec<&str> = good.split('.').collect();
         let body = b64(
             serde_json::json!({"aud": DEFAULT_AUDIENCE, "iss": DEFAULT_ISSUER, "sub": SUBJECT,
@@ -238,7 +245,10 @@ mod tests {
         let secret = b64(br#"{"kty":"oct","k":"c2VjcmV0"}"#);
         assert!(VerifyKey::parse(&secret).is_err());
         let private = b64(br#"{"kty":"EC","crv":"P-256","x":"AA","y":"AA","d":"AA"}"#);
-        assert!(VerifyKey::parse(&private).unwrap_err().to_string().contains("private"));
+        assert!(VerifyKey::parse(&private)
+            .unwrap_err()
+            .to_string()
+            .contains("private"));
         let p521 = b64(br#"{"kty":"EC","crv":"P-521","x":"AA","y":"AA"}"#);
         assert!(VerifyKey::parse(&p521).is_err());
     }

@@ -14,11 +14,7 @@ use crate::AgentError;
 /// The address the agent listens on when neither the config nor `--urls` names one.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:52323";
 
-/// The JWT audience dotnet-monitor's keys carry (the default when the config names none).
-pub const DEFAULT_AUDIENCE: &str = "https://github.com/dotnet/dotnet-monitor";
-
-/// The JWT issuer dotnet-monitor's `generatekey` writes (the default when the config names none).
-pub const DEFAULT_ISSUER: &str = "https://github.com/dotnet/dotnet-monitor/generatekey+MonitorApiKey";
+pub use crate::jwk::{DEFAULT_AUDIENCE, DEFAULT_ISSUER};
 
 /// The agent's configuration file (TOML).
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
@@ -81,6 +77,18 @@ pub struct JwtConfig {
     pub audience: Option<String>,
     /// The `sub` a token must carry (dotnet-monitor's `Subject`); required.
     pub subject: String,
+}
+
+impl JwtConfig {
+    /// The verifier these settings describe.
+    pub fn verifier(&self) -> Result<crate::jwk::JwtVerifier, AgentError> {
+        crate::jwk::JwtVerifier::new(
+            &self.public_key,
+            self.issuer.as_deref(),
+            self.audience.as_deref(),
+            &self.subject,
+        )
+    }
 }
 
 /// Bounds on requests.
@@ -313,12 +321,17 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         .map(|u| Listen::parse(u.trim()))
         .collect::<Result<Vec<_>, _>>()?;
     let mut key_hashes = Vec::new();
-    for h in config.auth.api_key_hashes.iter().chain(&over.api_key_hashes) {
+    for h in config
+        .auth
+        .api_key_hashes
+        .iter()
+        .chain(&over.api_key_hashes)
+    {
         key_hashes.push(parse_hash(h)?);
     }
     if let Some(j) = &config.auth.jwt {
         // Refuse a key that cannot verify anything now rather than at the first request.
-        crate::jwk::VerifyKey::parse(&j.public_key)?;
+        j.verifier()?;
         if j.subject.trim().is_empty() {
             return Err(AgentError::Config("auth.jwt.subject is empty".into()));
         }
@@ -341,7 +354,11 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         if missing.is_empty() {
             continue;
         }
-        let what = format!("{} is reachable from other machines without {}", l.url(), missing.join(" and "));
+        let what = format!(
+            "{} is reachable from other machines without {}",
+            l.url(),
+            missing.join(" and ")
+        );
         if !over.insecure {
             return Err(AgentError::Refused(format!(
                 "{what}; refusing to start (pass --insecure to do it anyway)"
@@ -425,8 +442,16 @@ stacks = 1
         let c = Config::parse("[limits]\nrequest_timeout = \"soon\"", Path::new("a")).unwrap();
         assert!(settle(c, &over(&[], &[HASH], false)).is_err());
         assert!(settle(Config::default(), &over(&[], &["abc"], false)).is_err());
-        assert!(settle(Config::default(), &over(&["ftp://1.2.3.4:1"], &[HASH], false)).is_err());
-        assert!(settle(Config::default(), &over(&["http://1.2.3.4"], &[HASH], false)).is_err());
+        assert!(settle(
+            Config::default(),
+            &over(&["ftp://1.2.3.4:1"], &[HASH], false)
+        )
+        .is_err());
+        assert!(settle(
+            Config::default(),
+            &over(&["http://1.2.3.4"], &[HASH], false)
+        )
+        .is_err());
     }
 
     #[test]
@@ -450,7 +475,12 @@ stacks = 1
 
     #[test]
     fn refuses_non_loopback_without_tls_or_auth() {
-        for url in ["http://0.0.0.0:52323", "http://+:52323", "http://10.1.2.3:80", "http://[::]:1"] {
+        for url in [
+            "http://0.0.0.0:52323",
+            "http://+:52323",
+            "http://10.1.2.3:80",
+            "http://[::]:1",
+        ] {
             let e = settle(Config::default(), &over(&[url], &[HASH], false)).unwrap_err();
             assert!(matches!(e, AgentError::Refused(_)), "{url}: {e}");
             assert!(e.to_string().contains("TLS"), "{e}");
@@ -458,14 +488,19 @@ stacks = 1
             assert!(!s.open && s.warnings[0].contains("--insecure"));
         }
         // https without a certificate can never start, --insecure or not.
-        let e = settle(Config::default(), &over(&["https://127.0.0.1:1"], &[HASH], true));
+        let e = settle(
+            Config::default(),
+            &over(&["https://127.0.0.1:1"], &[HASH], true),
+        );
         assert!(e.is_err());
         // TLS but no credentials on a public address.
-        let mut c = Config::default();
-        c.tls = Some(TlsConfig {
-            cert: "c".into(),
-            key: "k".into(),
-        });
+        let c = Config {
+            tls: Some(TlsConfig {
+                cert: "c".into(),
+                key: "k".into(),
+            }),
+            ..Config::default()
+        };
         let e = settle(c.clone(), &over(&["https://0.0.0.0:1"], &[], false)).unwrap_err();
         assert!(e.to_string().contains("credentials"), "{e}");
         assert!(settle(c, &over(&["https://0.0.0.0:1"], &[HASH], false)).is_ok());

@@ -10,8 +10,14 @@ use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 
-use crate::config::{JwtConfig, DEFAULT_AUDIENCE, DEFAULT_ISSUER};
 use crate::AgentError;
+
+/// The JWT audience dotnet-monitor's keys carry (the default when the config names none).
+pub const DEFAULT_AUDIENCE: &str = "https://github.com/dotnet/dotnet-monitor";
+
+/// The JWT issuer dotnet-monitor's `generatekey` writes (the default when the config names none).
+pub const DEFAULT_ISSUER: &str =
+    "https://github.com/dotnet/dotnet-monitor/generatekey+MonitorApiKey";
 
 /// A public key that verifies bearer JWTs.
 #[derive(Clone)]
@@ -53,7 +59,9 @@ impl VerifyKey {
         };
         let v: serde_json::Value =
             serde_json::from_slice(&json).map_err(|e| bad(format!("not a JWK's JSON ({e})")))?;
-        let obj = v.as_object().ok_or_else(|| bad("not a JSON object".into()))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| bad("not a JSON object".into()))?;
         if member(obj, "d").is_some() {
             return Err(bad(
                 "this JWK holds a private key (\"d\"); give the public key only".into(),
@@ -109,15 +117,21 @@ pub struct JwtVerifier {
 }
 
 impl JwtVerifier {
-    /// From the config.
-    pub fn new(cfg: &JwtConfig) -> Result<JwtVerifier, AgentError> {
-        let key = VerifyKey::parse(&cfg.public_key)?;
+    /// Verifies with `public_key` (see [`VerifyKey::parse`]); tokens must carry these claims
+    /// (`None`: dotnet-monitor's defaults).
+    pub fn new(
+        public_key: &str,
+        issuer: Option<&str>,
+        audience: Option<&str>,
+        subject: &str,
+    ) -> Result<JwtVerifier, AgentError> {
+        let key = VerifyKey::parse(public_key)?;
         let mut validation = Validation::new(key.algorithms[0]);
         validation.algorithms = key.algorithms.clone();
         validation.leeway = 30;
-        validation.set_audience(&[cfg.audience.as_deref().unwrap_or(DEFAULT_AUDIENCE)]);
-        validation.set_issuer(&[cfg.issuer.as_deref().unwrap_or(DEFAULT_ISSUER)]);
-        validation.sub = Some(cfg.subject.clone());
+        validation.set_audience(&[audience.unwrap_or(DEFAULT_AUDIENCE)]);
+        validation.set_issuer(&[issuer.unwrap_or(DEFAULT_ISSUER)]);
+        validation.sub = Some(subject.to_string());
         validation.set_required_spec_claims(&["exp", "aud", "iss", "sub"]);
         Ok(JwtVerifier { key, validation })
     }

@@ -56,7 +56,10 @@ mod tests {
         );
         let k = from_bytes(&[0xff; 32]);
         assert_eq!(k.key.len(), 43);
-        assert!(k.key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert!(k
+            .key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
         assert_eq!(k.hash, hash_hex(&k.key));
     }
 

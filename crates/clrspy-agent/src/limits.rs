@@ -78,9 +78,13 @@ impl Limits {
     /// A permit for one request of `kind` (and, with `pid`, that process for this kind), or a
     /// 429 when the kind is full or the process is already being worked on.
     pub fn admit(self: &Arc<Self>, kind: Kind, pid: Option<u32>) -> Result<Admission, ApiError> {
-        let permit = self.semaphore(kind).clone().try_acquire_owned().map_err(|_| {
-            ApiError::busy(format!("too many {} at once; retry later", kind.label()), 1)
-        })?;
+        let permit = self
+            .semaphore(kind)
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| {
+                ApiError::busy(format!("too many {} at once; retry later", kind.label()), 1)
+            })?;
         let pid = match pid {
             None => None,
             Some(p) => {

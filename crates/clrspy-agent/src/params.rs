@@ -24,8 +24,7 @@ pub fn name(s: &str) -> Result<&str, ApiError> {
     let ok = !s.is_empty()
         && s.len() <= 128
         && !s.starts_with('.')
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
     if ok {
         Ok(s)
@@ -63,7 +62,20 @@ mod tests {
     fn pids() {
         assert_eq!(pid("42").unwrap(), 42);
         assert_eq!(pid("4294967295").unwrap(), u32::MAX);
-        for bad in ["", "0", "-1", "+1", "1.0", "..", "../1", "/etc/passwd", "4294967296", " 1", "12345678901", "1e3"] {
+        for bad in [
+            "",
+            "0",
+            "-1",
+            "+1",
+            "1.0",
+            "..",
+            "../1",
+            "/etc/passwd",
+            "4294967296",
+            " 1",
+            "12345678901",
+            "1e3",
+        ] {
             assert_eq!(pid(bad).unwrap_err().status, 400, "{bad:?}");
         }
     }
@@ -71,7 +83,19 @@ mod tests {
     #[test]
     fn names() {
         assert!(name("Workloads.Web-1_a").is_ok());
-        for bad in ["", ".", "..", "../x", "a/b", "/abs", "a\\b", "a b", "é", ".hidden", &"x".repeat(129)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            "/abs",
+            "a\\b",
+            "a b",
+            "é",
+            ".hidden",
+            &"x".repeat(129),
+        ] {
             assert!(name(bad).is_err(), "{bad:?}");
         }
     }

@@ -93,12 +93,7 @@ pub async fn bind(listen: &[Listen]) -> Result<Vec<(Listen, TcpListener)>, Agent
 }
 
 /// Serves `app` on `sock` until the task is dropped.
-pub async fn serve(
-    sock: TcpListener,
-    app: Router,
-    tls: Option<TlsAcceptor>,
-    opts: ServeOptions,
-) {
+pub async fn serve(sock: TcpListener, app: Router, tls: Option<TlsAcceptor>, opts: ServeOptions) {
     let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {

@@ -41,13 +41,17 @@ impl Drop for Agent {
 }
 
 impl Agent {
-    fn rss_kb(&self) -> u64 {
+    /// `VmRSS`, and `RssAnon` (what is not the binary's pages), kB.
+    fn rss_kb(&self) -> String {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
+        let field = |name: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap()
+        };
+        format!("{} (anonymous {})", field("VmRSS:"), field("RssAnon:"))
     }
 }
 
@@ -63,7 +67,10 @@ fn start_agent(args: &[&str]) -> Agent {
     let mut line = String::new();
     let base = loop {
         line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "agent ended before listening");
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "agent ended before listening"
+        );
         if let Some(url) = line.trim().strip_prefix("clrspy agent: listening on ") {
             break url.to_string();
         }
@@ -153,12 +160,20 @@ fn start_idle() -> Running {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let pid = line.trim().strip_prefix("ready pid=").unwrap().parse().unwrap();
+    let pid = line
+        .trim()
+        .strip_prefix("ready pid=")
+        .unwrap()
+        .parse()
+        .unwrap();
     Running(child, pid)
 }
 
 fn new_key() -> (String, String) {
-    let out = clrspy_command().args(["agent", "new-key", "--json"]).output().unwrap();
+    let out = clrspy_command()
+        .args(["agent", "new-key", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     (
@@ -214,7 +229,13 @@ fn agent_routes_security_and_limits() {
     ];
     let (expired, forged) = (jwt(&signing, -3600), jwt(&other, 600));
     for r in &routes {
-        for token in [None, Some("wrong-key"), Some(hash.as_str()), Some(&expired), Some(&forged)] {
+        for token in [
+            None,
+            Some("wrong-key"),
+            Some(hash.as_str()),
+            Some(&expired),
+            Some(&forged),
+        ] {
             let a = curl(&url(r), token, &[]);
             assert_eq!(a.status, 401, "{r} with {token:?}: {}", a.body);
             assert_eq!(a.www, "Bearer", "{r}");
@@ -236,14 +257,24 @@ fn agent_routes_security_and_limits() {
                 .find(|x| x["pid"] == p.1)
                 .unwrap_or_else(|| panic!("pid {} not in {list}", p.1));
             assert_eq!(me["name"], "Workloads");
-            assert!(me["runtime_version"].as_str().unwrap().starts_with(char::is_numeric));
+            assert!(me["runtime_version"]
+                .as_str()
+                .unwrap()
+                .starts_with(char::is_numeric));
             let cookie = me["runtime_instance_cookie"].as_str().unwrap();
             assert_eq!(cookie.len(), 32, "{cookie}");
-            assert!(me["command_line"].as_str().unwrap().contains("Workloads.dll idle"));
+            assert!(me["command_line"]
+                .as_str()
+                .unwrap()
+                .contains("Workloads.dll idle"));
         }
     }
     // Three processes visible, a listing done: the agent's resident memory.
-    println!("agent RSS with {} .NET processes visible: {} kB", work.len(), agent.rss_kb());
+    println!(
+        "agent RSS with {} .NET processes visible: {} kB",
+        work.len(),
+        agent.rss_kb()
+    );
 
     let one = curl(&url(&format!("/processes/{}", w.1)), Some(&key), &[]);
     assert_eq!(one.status, 200, "{}", one.body);
@@ -253,7 +284,11 @@ fn agent_routes_security_and_limits() {
     let planted = env["MY_API_KEY"].as_str().unwrap();
     assert_ne!(planted, SECRET, "the secret is shown: {planted}");
     println!("MY_API_KEY as /processes/{{pid}} shows it: {planted:?}");
-    assert!(!one.body.contains(SECRET), "the secret is somewhere in {}", one.body);
+    assert!(
+        !one.body.contains(SECRET),
+        "the secret is somewhere in {}",
+        one.body
+    );
     assert_eq!(env["CLRSPY_TEST_MARK"], "env-test-value");
     assert_eq!(
         curl(&url("/processes/999999999"), Some(&key), &[]).status,
@@ -301,7 +336,8 @@ fn agent_routes_security_and_limits() {
     let slow: Vec<TcpStream> = (0..100)
         .map(|_| {
             let mut s = TcpStream::connect(&addr).unwrap();
-            s.write_all(b"GET /processes HTTP/1.1\r\nHost: x\r\nAuthor").unwrap();
+            s.write_all(b"GET /processes HTTP/1.1\r\nHost: x\r\nAuthor")
+                .unwrap();
             s
         })
         .collect();
@@ -310,7 +346,11 @@ fn agent_routes_security_and_limits() {
         let t = Instant::now();
         let h = curl(&url("/health"), None, &[]);
         assert_eq!(h.status, 200);
-        assert!(t.elapsed() < Duration::from_secs(2), "/health took {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "/health took {:?}",
+            t.elapsed()
+        );
     }
     let t = Instant::now();
     assert_eq!(curl(&url("/processes"), Some(&key), &[]).status, 200);
@@ -340,7 +380,11 @@ fn agent_serves_https_with_a_self_signed_certificate() {
         ),
     );
     let agent = start_agent(&["--config", &config]);
-    assert!(agent.base.starts_with("https://127.0.0.1:"), "{}", agent.base);
+    assert!(
+        agent.base.starts_with("https://127.0.0.1:"),
+        "{}",
+        agent.base
+    );
     let ca = ["--cacert", cert.to_str().unwrap()];
     let url = |p: &str| format!("{}{p}", agent.base);
     assert_eq!(curl(&url("/health"), None, &ca).status, 200);
@@ -361,11 +405,23 @@ fn agent_refuses_unsafe_starts() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(why), "{args:?}: {err}");
     };
-    refused(&["--urls", "http://127.0.0.1:0"], "every route but /health needs credentials");
-    refused(&["--urls", "http://0.0.0.0:0", "--api-key-hash", &hash], "without TLS");
-    refused(&["--urls", "https://127.0.0.1:0", "--api-key-hash", &hash], "[tls]");
+    refused(
+        &["--urls", "http://127.0.0.1:0"],
+        "every route but /health needs credentials",
+    );
+    refused(
+        &["--urls", "http://0.0.0.0:0", "--api-key-hash", &hash],
+        "without TLS",
+    );
+    refused(
+        &["--urls", "https://127.0.0.1:0", "--api-key-hash", &hash],
+        "[tls]",
+    );
     refused(&["--api-key-hash", "not-a-hash"], "64 hex digits");
     // --insecure starts, and warns.
     let agent = start_agent(&["--urls", "http://127.0.0.1:0", "--insecure"]);
-    assert_eq!(curl(&format!("{}/processes", agent.base), None, &[]).status, 200);
+    assert_eq!(
+        curl(&format!("{}/processes", agent.base), None, &[]).status,
+        200
+    );
 }

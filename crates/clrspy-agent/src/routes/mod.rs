@@ -23,7 +23,7 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
         .merge(stacks::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.auth.clone(),
             crate::auth::require,
         ));
     Router::new()

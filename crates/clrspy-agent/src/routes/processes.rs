@@ -94,7 +94,10 @@ fn details(ep: &Endpoint) -> Value {
         .filter(|n| !n.is_empty())
         .or_else(|| procfs::comm(pid))
         .unwrap_or_default();
-    let cmd = info.as_ref().map(|p| p.command_line.clone()).unwrap_or_default();
+    let cmd = info
+        .as_ref()
+        .map(|p| p.command_line.clone())
+        .unwrap_or_default();
     let mut v = describe(pid, &name, &cmd, &info);
     // The runtime's own view of its environment, else the kernel's (its start-up one).
     let env = diagnostics_client::process_environment(ep, TIMEOUT)
@@ -105,8 +108,10 @@ fn details(ep: &Endpoint) -> Value {
             Ok(vars) => {
                 let mut redactor = Redactor::new(true);
                 let vars = redactor.env(&vars, &format!("the environment of pid {pid}"));
-                let map: Map<String, Value> =
-                    vars.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+                let map: Map<String, Value> = vars
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect();
                 o.insert("environment".into(), Value::Object(map));
             }
             Err(e) => {
