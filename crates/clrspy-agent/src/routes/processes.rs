@@ -38,10 +38,16 @@ fn command_line(pid: u32, fallback: &str, redactor: &mut Redactor) -> String {
         .join(" ")
 }
 
-/// One process as JSON.
-fn describe(pid: u32, name: &str, cmd: &str, info: &Result<ProcessInfo, String>) -> Value {
-    let mut redactor = Redactor::new(true);
-    let command_line = command_line(pid, cmd, &mut redactor);
+/// One process as JSON; `redactor` masks its command line (a redactor that has seen the
+/// process's environment also masks the secrets it learned there).
+fn describe(
+    pid: u32,
+    name: &str,
+    cmd: &str,
+    info: &Result<ProcessInfo, String>,
+    redactor: &mut Redactor,
+) -> Value {
+    let command_line = command_line(pid, cmd, redactor);
     match info {
         Ok(p) => json!({
             "pid": pid,
@@ -74,7 +80,10 @@ async fn list(
     let rows = blocking(admission, || list_runtimes(TIMEOUT)).await?;
     let list = rows
         .iter()
-        .map(|r| describe(r.pid, &r.name, &r.command_line, &r.info))
+        .map(|r| {
+            let mut redactor = Redactor::new(true);
+            describe(r.pid, &r.name, &r.command_line, &r.info, &mut redactor)
+        })
         .collect();
     Ok(Json(Value::Array(list)))
 }
@@ -98,16 +107,17 @@ fn details(ep: &Endpoint) -> Value {
         .as_ref()
         .map(|p| p.command_line.clone())
         .unwrap_or_default();
-    let mut v = describe(pid, &name, &cmd, &info);
-    // The runtime's own view of its environment, else the kernel's (its start-up one).
+    // The runtime's own view of its environment, else the kernel's (its start-up one). Read
+    // first: the secrets learned from it are masked in the command line too.
     let env = diagnostics_client::process_environment(ep, TIMEOUT)
         .map_err(|e| e.to_string())
         .or_else(|e| procfs::environ(pid).map(|env| env.pairs()).ok_or(e));
+    let mut redactor = Redactor::new(true);
+    let env = env.map(|vars| redactor.env(&vars, &format!("the environment of pid {pid}")));
+    let mut v = describe(pid, &name, &cmd, &info, &mut redactor);
     if let Some(o) = v.as_object_mut() {
         match env {
             Ok(vars) => {
-                let mut redactor = Redactor::new(true);
-                let vars = redactor.env(&vars, &format!("the environment of pid {pid}"));
                 let map: Map<String, Value> = vars
                     .into_iter()
                     .map(|(k, v)| (k, Value::String(v)))
