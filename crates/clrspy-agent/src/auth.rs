@@ -177,6 +177,40 @@ mod tests {
     }
 
     #[test]
+    fn jwts_rs256_with_an_rsa_jwk() {
+        // A 2048-bit test key made with `openssl genrsa` (PKCS#1 DER) and its modulus.
+        let der = include_bytes!("../tests/data/rsa-test-key.der");
+        let n = include_str!("../tests/data/rsa-test-key.n").trim();
+        let key = EncodingKey::from_rsa_der(der);
+        let public = b64(serde_json::json!({"kty": "RSA", "n": n, "e": "AQAB"})
+            .to_string()
+            .as_bytes());
+        let auth = with_jwt(public);
+        for alg in [Algorithm::RS256, Algorithm::RS512, Algorithm::PS256] {
+            let good = token(&key, alg, now() + 600, DEFAULT_AUDIENCE, SUBJECT);
+            assert!(auth.allows(Some(&hv(&format!("Bearer {good}")))), "{alg:?}");
+        }
+        let expired = token(
+            &key,
+            Algorithm::RS256,
+            now() - 3600,
+            DEFAULT_AUDIENCE,
+            SUBJECT,
+        );
+        assert!(!auth.allows(Some(&hv(&format!("Bearer {expired}")))));
+        // An EC key's token against the RSA key.
+        let (ec, _) = ec_key(&rcgen::PKCS_ECDSA_P256_SHA256, "P-256");
+        let other = token(
+            &ec,
+            Algorithm::ES256,
+            now() + 600,
+            DEFAULT_AUDIENCE,
+            SUBJECT,
+        );
+        assert!(!auth.allows(Some(&hv(&format!("Bearer {other}")))));
+    }
+
+    #[test]
     fn jwt_signed_by_another_key_or_tampered() {
         let (key, public) = ec_key(&rcgen::PKCS_ECDSA_P256_SHA256, "P-256");
         let (other, _) = ec_key(&rcgen::PKCS_ECDSA_P256_SHA256, "P-256");

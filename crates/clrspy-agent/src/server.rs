@@ -3,7 +3,6 @@
 //! dropped and holds up nobody else), a bound on open connections, and TLS (rustls with
 //! *ring*) for `https://` URLs, the handshake bounded by the same timeout.
 
-use std::io::BufReader;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,14 +27,16 @@ pub struct ServeOptions {
     pub max_connections: usize,
 }
 
-/// A rustls server config from PEM files.
+/// A TLS acceptor (rustls with *ring*, HTTP/1.1) for the PEM certificate chain and key.
 pub fn tls_acceptor(tls: &TlsConfig) -> Result<TlsAcceptor, AgentError> {
-    let open = |p: &std::path::Path| {
-        std::fs::File::open(p)
-            .map(BufReader::new)
-            .map_err(|e| AgentError::Tls(format!("reading {}: {e}", p.display())))
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| AgentError::Tls(format!("reading {}: {e}", p.display())))
     };
-    let certs = rustls_pemfile_certs(&mut open(&tls.cert)?)
+    let (cert_pem, key_pem) = (read(&tls.cert)?, read(&tls.key)?);
+    let certs = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| AgentError::Tls(format!("{}: {e}", tls.cert.display())))?;
     if certs.is_empty() {
         return Err(AgentError::Tls(format!(
@@ -43,7 +44,7 @@ pub fn tls_acceptor(tls: &TlsConfig) -> Result<TlsAcceptor, AgentError> {
             tls.cert.display()
         )));
     }
-    let key = rustls_pemfile_key(&mut open(&tls.key)?)
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| AgentError::Tls(format!("{}: {e}", tls.key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -54,26 +55,6 @@ pub fn tls_acceptor(tls: &TlsConfig) -> Result<TlsAcceptor, AgentError> {
         .map_err(|e| AgentError::Tls(format!("the certificate and key: {e}")))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
-}
-
-fn rustls_pemfile_certs(
-    r: &mut dyn std::io::BufRead,
-) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
-    use rustls::pki_types::pem::PemObject;
-    let mut data = Vec::new();
-    r.read_to_end(&mut data).map_err(|e| e.to_string())?;
-    rustls::pki_types::CertificateDer::pem_slice_iter(&data)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())
-}
-
-fn rustls_pemfile_key(
-    r: &mut dyn std::io::BufRead,
-) -> Result<rustls::pki_types::PrivateKeyDer<'static>, String> {
-    use rustls::pki_types::pem::PemObject;
-    let mut data = Vec::new();
-    r.read_to_end(&mut data).map_err(|e| e.to_string())?;
-    rustls::pki_types::PrivateKeyDer::from_pem_slice(&data).map_err(|e| e.to_string())
 }
 
 /// Binds every URL; returns the listeners with the addresses really bound (port 0 becomes
@@ -127,5 +108,35 @@ pub async fn serve(sock: TcpListener, app: Router, tls: Option<TlsAcceptor>, opt
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_from_pem_files() {
+        let dir = std::env::temp_dir().join(format!("clrspy-agent-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert, ck.cert.pem()).unwrap();
+        std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+        let cfg = |c: &std::path::Path, k: &std::path::Path| TlsConfig {
+            cert: c.to_path_buf(),
+            key: k.to_path_buf(),
+        };
+        assert!(tls_acceptor(&cfg(&cert, &key)).is_ok());
+        // Swapped, missing, or another key: clear errors.
+        let e = tls_acceptor(&cfg(&key, &cert)).err().unwrap();
+        assert!(e.to_string().contains("no certificate"), "{e}");
+        let e = tls_acceptor(&cfg(&dir.join("nope"), &key)).err().unwrap();
+        assert!(e.to_string().contains("reading"), "{e}");
+        let other = rcgen::KeyPair::generate().unwrap();
+        std::fs::write(&key, other.serialize_pem()).unwrap();
+        let e = tls_acceptor(&cfg(&cert, &key)).err().unwrap();
+        assert!(e.to_string().contains("the certificate and key"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
