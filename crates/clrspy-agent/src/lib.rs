@@ -9,7 +9,7 @@
 //!
 //! Modules: [`config`] (the TOML file, its schema, the start-up checks), [`keys`] (new keys
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
-//! (semaphores, blocking work), [`params`] (parameter checks), `routes` (one router per area),
+//! (semaphores, blocking work), [`params`] (parameter checks), [`select`] (which process: pid, uid or name), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
@@ -24,6 +24,7 @@ pub mod keys;
 pub mod limits;
 pub mod params;
 mod routes;
+pub mod select;
 pub mod server;
 pub mod state;
 

@@ -302,6 +302,46 @@ fn agent_routes_security_and_limits() {
     assert!(!v["threads"].as_array().unwrap().is_empty(), "{v}");
     println!("/stacks took {:?}", started.elapsed());
 
+    // By runtime instance cookie, as dotnet-monitor's uid; a name three processes share is a 400
+    // that names them.
+    let list = curl(&url("/processes"), Some(&key), &[]).json();
+    let cookie = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["pid"] == w.1)
+        .unwrap()["runtime_instance_cookie"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s = curl(&url(&format!("/stacks?uid={cookie}")), Some(&key), &[]);
+    assert_eq!(s.status, 200, "{}", s.body);
+    assert_eq!(s.json()["pid"], w.1);
+    let s = curl(&url("/stacks?name=Workloads"), Some(&key), &[]);
+    assert_eq!(s.status, 400, "{}", s.body);
+    assert!(s.body.contains(&w.1.to_string()), "{}", s.body);
+    let s = curl(&url("/stacks?name=NoSuchApp"), Some(&key), &[]);
+    assert_eq!(s.status, 404, "{}", s.body);
+
+    // Three snapshots of one process at once (each takes a few hundred ms): one runs, the
+    // others are refused with 429 and Retry-After.
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let (u, k) = (url(&format!("/stacks?pid={}", w.1)), key.clone());
+            std::thread::spawn(move || curl(&u, Some(&k), &["-D", "-"]))
+        })
+        .collect();
+    let answers: Vec<Answer> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+    let codes: Vec<u16> = answers.iter().map(|a| a.status).collect();
+    assert!(codes.contains(&200) && codes.contains(&429), "{codes:?}");
+    for a in answers.iter().filter(|a| a.status == 429) {
+        assert!(
+            a.body.to_ascii_lowercase().contains("retry-after: 1"),
+            "{}",
+            a.body
+        );
+    }
+
     // Nothing a client sends becomes a path; bad pids are 400.
     for bad in [
         "/processes/..".to_string(),

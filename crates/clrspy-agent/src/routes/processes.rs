@@ -9,12 +9,13 @@ use axum::extract::{Path, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use clrspy_handoff::scrub::Redactor;
-use diagnostics_client::{find_endpoints, list_runtimes, procfs, Endpoint, ProcessInfo};
+use diagnostics_client::{list_runtimes, procfs, Endpoint, ProcessInfo};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::limits::{blocking, Kind};
 use crate::params;
+use crate::select::Selector;
 use crate::state::AppState;
 
 /// How long one runtime may take to answer.
@@ -88,11 +89,6 @@ async fn list(
     Ok(Json(Value::Array(list)))
 }
 
-/// The endpoint of `pid`, if it is a .NET process the agent can see.
-pub fn endpoint_of(pid: u32) -> Option<Endpoint> {
-    find_endpoints().into_iter().find(|e| e.pid == pid)
-}
-
 fn details(ep: &Endpoint) -> Value {
     let pid = ep.pid;
     let info = diagnostics_client::process_info(ep, TIMEOUT).map_err(|e| e.to_string());
@@ -141,8 +137,9 @@ async fn one(
     let pid = params::pid(&pid)?;
     params::only(&query, &[])?;
     let admission = state.limits.admit(Kind::Processes, None)?;
-    let found = blocking(admission, move || endpoint_of(pid).map(|ep| details(&ep))).await?;
-    found
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found(format!("no .NET process with pid {pid} is visible")))
+    let v = blocking(admission, move || {
+        Selector::Pid(pid).resolve().map(|ep| details(&ep))
+    })
+    .await??;
+    Ok(Json(v))
 }

@@ -1,4 +1,4 @@
-//! `GET /stacks?pid=N`: every thread's managed stack now, as `clrspy stack --json` writes it
+//! `GET /stacks?pid=N` (or `uid=COOKIE`, `name=NAME`): every thread's managed stack now, as `clrspy stack --json` writes it
 //! (clrspy-live's `take_stacks`, clrspy-export's `thread_stacks`). One snapshot per process at
 //! a time; the session runs on a blocking thread and is bounded below the request timeout.
 
@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::error::ApiError;
 use crate::limits::{blocking, Kind};
 use crate::params;
-use crate::routes::processes::endpoint_of;
+use crate::select::{self, Selector};
 use crate::state::AppState;
 
 /// The area's routes.
@@ -28,8 +28,23 @@ async fn stacks(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    params::only(&query, &["pid"])?;
-    let pid = params::required_pid(&query)?;
+    params::only(&query, &select::KEYS)?;
+    let selector = Selector::from_query(&query)?;
+    // A uid or name is resolved first (asking the runtimes, as a listing does) so that the
+    // snapshot holds its process by pid.
+    let endpoint = match selector.pid() {
+        Some(_) => None,
+        None => {
+            let admission = state.limits.admit(Kind::Processes, None)?;
+            let s = selector.clone();
+            Some(blocking(admission, move || s.resolve()).await??)
+        }
+    };
+    let pid = match (&endpoint, selector.pid()) {
+        (Some(ep), _) => ep.pid,
+        (None, Some(pid)) => pid,
+        (None, None) => return Err(ApiError::internal("no process resolved")),
+    };
     let admission = state.limits.admit(Kind::Stacks, Some(pid))?;
     let defaults = StackOptions::default();
     // Leave the request a second to answer with what was taken.
@@ -41,18 +56,19 @@ async fn stacks(
         timeout: bound,
         ..defaults
     };
-    let taken = blocking(admission, move || {
-        endpoint_of(pid).map(|ep| take_stacks(&ep, &opts))
-    })
-    .await?;
-    let (snap, report) = taken
-        .ok_or_else(|| ApiError::not_found(format!("no .NET process with pid {pid} is visible")))?
-        .map_err(|e| {
+    let (snap, report) = blocking(admission, move || {
+        let ep = match endpoint {
+            Some(ep) => ep,
+            None => selector.resolve()?,
+        };
+        take_stacks(&ep, &opts).map_err(|e| {
             ApiError::new(
                 StatusCode::BAD_GATEWAY,
                 format!("taking the stacks of pid {pid}: {e}"),
             )
-        })?;
+        })
+    })
+    .await??;
     let mut v = thread_stacks::to_json(&snap);
     if let Some(o) = v.as_object_mut() {
         o.insert(
