@@ -1,6 +1,7 @@
-//! `GET /stacks?pid=N` (or `uid=COOKIE`, `name=NAME`): every thread's managed stack now, as `clrspy stack --json` writes it
-//! (clrspy-live's `take_stacks`, clrspy-export's `thread_stacks`). One snapshot per process at
-//! a time; the session runs on a blocking thread and is bounded below the request timeout.
+//! `GET /stacks?pid=N` (or `uid=COOKIE`, `name=NAME`): every thread's managed stack now, as
+//! `clrspy stack --json` writes it (clrspy-live's `take_stacks`, clrspy-export's
+//! `thread_stacks`). One snapshot per process at a time; the session runs on a blocking thread
+//! and is bounded below the request timeout.
 
 use std::collections::HashMap;
 use std::time::Duration;
