@@ -169,6 +169,8 @@ pub enum Command {
     Bundle(clrspy_handoff::cmd::BundleArgs),
     /// What to collect for a symptom here (environment, steps, commands, costs); --run does it.
     Doctor(clrspy_handoff::doctor::Args),
+    /// An authenticated HTTP API over the .NET processes here (`new-key`, `schema`; docs/agent.md).
+    Agent(clrspy_agent::AgentArgs),
 }
 
 /// `clrspy gcdump`.

@@ -53,6 +53,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Logs(a) => Ok(clrspy_views::logs::run(&a)?),
         Command::Metrics(a) => Ok(clrspy_views::metrics::run(&a)?),
         Command::Bundle(a) => Ok(clrspy_handoff::cmd::run(&a)?),
+        Command::Agent(a) => Ok(clrspy_agent::run(&a)?),
         Command::Doctor(a) => Ok(clrspy_handoff::doctor::run(&a)?),
         Command::Profile(a) => {
             a.target.require("profile")?;

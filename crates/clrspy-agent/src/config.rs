@@ -1,0 +1,529 @@
+//! The agent's configuration: the TOML file's shape (with its JSON Schema), the command line's
+//! additions to it, and the checks that decide whether the agent may start at all (a
+//! non-loopback address needs TLS and credentials; no credentials at all needs `--insecure`).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::AgentError;
+
+/// The address the agent listens on when neither the config nor `--urls` names one.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:52323";
+
+pub use crate::jwk::{DEFAULT_AUDIENCE, DEFAULT_ISSUER};
+
+/// The agent's configuration file (TOML).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The addresses to listen on, e.g. `http://127.0.0.1:52323` or `https://0.0.0.0:52323`
+    /// (`+` and `*` mean every address; `localhost` means 127.0.0.1).
+    #[serde(default)]
+    pub urls: Vec<String>,
+    /// TLS: needed by every `https://` address.
+    pub tls: Option<TlsConfig>,
+    /// Who may call the API.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// Bounds on requests.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// The agent's own folder for what it writes (dumps, heap snapshots; later rounds).
+    pub folder: Option<PathBuf>,
+    /// The most the agent's folder may hold, MB.
+    #[serde(default = "default_disk_mb")]
+    pub disk_mb: u64,
+}
+
+fn default_disk_mb() -> u64 {
+    1024
+}
+
+/// The server's certificate and key.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The certificate chain, PEM.
+    pub cert: PathBuf,
+    /// Its private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+}
+
+/// Credentials the agent accepts.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Hex SHA-256 hashes of the API keys (`clrspy agent new-key` prints a key and its hash).
+    #[serde(default)]
+    pub api_key_hashes: Vec<String>,
+    /// Bearer JWTs signed by this key (dotnet-monitor's `MonitorApiKey` format).
+    pub jwt: Option<JwtConfig>,
+}
+
+/// How bearer JWTs are verified (dotnet-monitor's `Authentication:MonitorApiKey` settings).
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// The public key: a JWK (EC P-256 / P-384 or RSA) as JSON, base64url-encoded, as
+    /// dotnet-monitor's `generatekey` prints it.
+    pub public_key: String,
+    /// The `iss` a token must carry (default: dotnet-monitor's generatekey issuer).
+    pub issuer: Option<String>,
+    /// The `aud` a token must carry (default: `https://github.com/dotnet/dotnet-monitor`).
+    pub audience: Option<String>,
+    /// The `sub` a token must carry (dotnet-monitor's `Subject`); required.
+    pub subject: String,
+}
+
+impl JwtConfig {
+    /// The verifier these settings describe.
+    pub fn verifier(&self) -> Result<crate::jwk::JwtVerifier, AgentError> {
+        crate::jwk::JwtVerifier::new(
+            &self.public_key,
+            self.issuer.as_deref(),
+            self.audience.as_deref(),
+            &self.subject,
+        )
+    }
+}
+
+/// Bounds on requests.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// The largest request body, bytes (larger: 413).
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+    /// The longest a request may take, e.g. `30s` (longer: 408).
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout: String,
+    /// The longest a client may take to send a request's headers, e.g. `10s` (then the
+    /// connection is closed).
+    #[serde(default = "default_header_timeout")]
+    pub header_timeout: String,
+    /// The most connections open at once (more wait to be accepted).
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// How many requests of each kind may run at once (more: 429).
+    #[serde(default)]
+    pub concurrent: ConcurrencyConfig,
+}
+
+fn default_max_body() -> usize {
+    64 * 1024
+}
+fn default_request_timeout() -> String {
+    "30s".into()
+}
+fn default_header_timeout() -> String {
+    "10s".into()
+}
+fn default_max_connections() -> usize {
+    512
+}
+
+impl Default for LimitsConfig {
+    fn default() -> LimitsConfig {
+        LimitsConfig {
+            max_body_bytes: default_max_body(),
+            request_timeout: default_request_timeout(),
+            header_timeout: default_header_timeout(),
+            max_connections: default_max_connections(),
+            concurrent: ConcurrencyConfig::default(),
+        }
+    }
+}
+
+/// How many requests of each kind may run at once.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConcurrencyConfig {
+    /// `/processes` and `/processes/{pid}` (each asks every runtime over its diagnostics port).
+    #[serde(default = "default_processes")]
+    pub processes: usize,
+    /// `/stacks` (one sampling session each; never two at once on one process).
+    #[serde(default = "default_stacks")]
+    pub stacks: usize,
+}
+
+fn default_processes() -> usize {
+    4
+}
+fn default_stacks() -> usize {
+    2
+}
+
+impl Default for ConcurrencyConfig {
+    fn default() -> ConcurrencyConfig {
+        ConcurrencyConfig {
+            processes: default_processes(),
+            stacks: default_stacks(),
+        }
+    }
+}
+
+/// The config's JSON Schema, pretty-printed (`clrspy agent schema`).
+pub fn schema_json() -> String {
+    let schema = schemars::schema_for!(Config);
+    serde_json::to_string_pretty(&schema).unwrap_or_default()
+}
+
+impl Config {
+    /// Parses a config file's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, AgentError> {
+        toml::from_str(text).map_err(|e| AgentError::Config(format!("{}: {e}", path.display())))
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path) -> Result<Config, AgentError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AgentError::Config(format!("reading {}: {e}", path.display())))?;
+        Config::parse(&text, path)
+    }
+}
+
+/// A URL the agent listens on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listen {
+    /// `https://` (else `http://`).
+    pub tls: bool,
+    /// The address to bind.
+    pub addr: SocketAddr,
+}
+
+impl Listen {
+    /// Parses `http[s]://HOST:PORT` (HOST an IP address, `[v6]`, `localhost`, `+` or `*`).
+    pub fn parse(url: &str) -> Result<Listen, AgentError> {
+        let bad = |why: &str| AgentError::Config(format!("URL {url:?}: {why}"));
+        let (tls, rest) = if let Some(r) = url.strip_prefix("https://") {
+            (true, r)
+        } else if let Some(r) = url.strip_prefix("http://") {
+            (false, r)
+        } else {
+            return Err(bad("must start with http:// or https://"));
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let (host, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| bad("needs a port (http://127.0.0.1:52323)"))?;
+        let port: u16 = port.parse().map_err(|_| bad("the port is not a number"))?;
+        let ip = match host {
+            "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            "+" | "*" | "0.0.0.0" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            "[::]" => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+            h => {
+                let h = h
+                    .strip_prefix('[')
+                    .and_then(|h| h.strip_suffix(']'))
+                    .unwrap_or(h);
+                h.parse()
+                    .map_err(|_| bad("the host must be an IP address or localhost"))?
+            }
+        };
+        Ok(Listen {
+            tls,
+            addr: SocketAddr::new(ip, port),
+        })
+    }
+
+    /// True when only this machine can reach it.
+    pub fn loopback(&self) -> bool {
+        self.addr.ip().is_loopback()
+    }
+
+    /// As a URL.
+    pub fn url(&self) -> String {
+        format!(
+            "{}://{}",
+            if self.tls { "https" } else { "http" },
+            self.addr
+        )
+    }
+}
+
+/// What the agent runs with: the config file and the command line merged and checked.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Where it listens.
+    pub listen: Vec<Listen>,
+    /// TLS, when any address is `https://`.
+    pub tls: Option<TlsConfig>,
+    /// API key hashes, lowercase hex.
+    pub key_hashes: Vec<[u8; 32]>,
+    /// JWT verification.
+    pub jwt: Option<JwtConfig>,
+    /// The largest request body.
+    pub max_body_bytes: usize,
+    /// The longest a request may take.
+    pub request_timeout: Duration,
+    /// The longest a client may take to send a request's headers.
+    pub header_timeout: Duration,
+    /// The most connections open at once.
+    pub max_connections: usize,
+    /// Requests of each kind at once.
+    pub concurrent: ConcurrencyConfig,
+    /// No credentials needed (`--insecure` with none configured).
+    pub open: bool,
+    /// Warnings to print at start.
+    pub warnings: Vec<String>,
+}
+
+/// What the command line adds to the config.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--urls` (replaces the config's).
+    pub urls: Vec<String>,
+    /// `--api-key-hash` (added to the config's).
+    pub api_key_hashes: Vec<String>,
+    /// `--insecure`.
+    pub insecure: bool,
+}
+
+/// Parses a hex SHA-256 hash.
+pub fn parse_hash(h: &str) -> Result<[u8; 32], AgentError> {
+    let h = h.trim();
+    let bad = || {
+        AgentError::Config(format!(
+            "API key hash {h:?} is not 64 hex digits (`clrspy agent new-key` prints one)"
+        ))
+    };
+    if h.len() != 64 {
+        return Err(bad());
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(h.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+fn duration(what: &str, s: &str) -> Result<Duration, AgentError> {
+    clrspy_values::parse_positive_duration(s)
+        .map_err(|e| AgentError::Config(format!("limits.{what} {s:?}: {e}")))
+}
+
+/// Merges the config and the command line and decides whether the agent may start: errors
+/// are refusals (exit code 2).
+pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> {
+    let urls = if !over.urls.is_empty() {
+        over.urls.clone()
+    } else if !config.urls.is_empty() {
+        config.urls.clone()
+    } else {
+        vec![DEFAULT_URL.to_string()]
+    };
+    let listen = urls
+        .iter()
+        .map(|u| Listen::parse(u.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut key_hashes = Vec::new();
+    for h in config
+        .auth
+        .api_key_hashes
+        .iter()
+        .chain(&over.api_key_hashes)
+    {
+        key_hashes.push(parse_hash(h)?);
+    }
+    if let Some(j) = &config.auth.jwt {
+        // Refuse a key that cannot verify anything now rather than at the first request.
+        j.verifier()?;
+        if j.subject.trim().is_empty() {
+            return Err(AgentError::Config("auth.jwt.subject is empty".into()));
+        }
+    }
+    let has_auth = !key_hashes.is_empty() || config.auth.jwt.is_some();
+    let mut warnings = Vec::new();
+    if listen.iter().any(|l| l.tls) && config.tls.is_none() {
+        return Err(AgentError::Refused(
+            "an https:// URL needs [tls] cert and key in the config".into(),
+        ));
+    }
+    for l in listen.iter().filter(|l| !l.loopback()) {
+        let mut missing = Vec::new();
+        if !l.tls {
+            missing.push("TLS (an https:// URL with [tls] cert and key)");
+        }
+        if !has_auth {
+            missing.push("credentials (API key hashes or a JWT key)");
+        }
+        if missing.is_empty() {
+            continue;
+        }
+        let what = format!(
+            "{} is reachable from other machines without {}",
+            l.url(),
+            missing.join(" and ")
+        );
+        if !over.insecure {
+            return Err(AgentError::Refused(format!(
+                "{what}; refusing to start (pass --insecure to do it anyway)"
+            )));
+        }
+        warnings.push(format!("--insecure: {what}"));
+    }
+    if !has_auth {
+        if !over.insecure {
+            return Err(AgentError::Refused(
+                "no credentials configured: every route but /health needs credentials \
+                 (`clrspy agent new-key`, then --api-key-hash HASH or auth.api_key_hashes), \
+                 or pass --insecure to serve without them"
+                    .into(),
+            ));
+        }
+        warnings.push("--insecure: no credentials configured, every route is open".into());
+    }
+    Ok(Settings {
+        listen,
+        tls: config.tls,
+        key_hashes,
+        jwt: config.auth.jwt,
+        max_body_bytes: config.limits.max_body_bytes,
+        request_timeout: duration("request_timeout", &config.limits.request_timeout)?,
+        header_timeout: duration("header_timeout", &config.limits.header_timeout)?,
+        max_connections: config.limits.max_connections.max(1),
+        concurrent: config.limits.concurrent,
+        open: !has_auth,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    fn over(urls: &[&str], hashes: &[&str], insecure: bool) -> Overrides {
+        Overrides {
+            urls: urls.iter().map(|s| s.to_string()).collect(),
+            api_key_hashes: hashes.iter().map(|s| s.to_string()).collect(),
+            insecure,
+        }
+    }
+
+    #[test]
+    fn parses_a_full_config() {
+        let text = r#"
+urls = ["https://0.0.0.0:52323"]
+folder = "/var/tmp/clrspy-agent"
+disk_mb = 512
+[tls]
+cert = "/etc/clrspy/cert.pem"
+key = "/etc/clrspy/key.pem"
+[auth]
+api_key_hashes = ["9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"]
+[limits]
+max_body_bytes = 1000
+request_timeout = "5s"
+[limits.concurrent]
+stacks = 1
+"#;
+        let c = Config::parse(text, Path::new("a.toml")).unwrap();
+        assert_eq!(c.disk_mb, 512);
+        assert_eq!(c.limits.max_body_bytes, 1000);
+        assert_eq!(c.limits.concurrent.stacks, 1);
+        assert_eq!(c.limits.concurrent.processes, 4);
+        let s = settle(c, &Overrides::default()).unwrap();
+        assert_eq!(s.request_timeout, Duration::from_secs(5));
+        assert_eq!(s.header_timeout, Duration::from_secs(10));
+        assert!(s.listen[0].tls && !s.listen[0].loopback());
+        assert!(s.warnings.is_empty() && !s.open);
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_errors() {
+        assert!(Config::parse("url = []", Path::new("a")).is_err());
+        assert!(Config::parse("[limits]\nmax_body = 1", Path::new("a")).is_err());
+        let c = Config::parse("[limits]\nrequest_timeout = \"soon\"", Path::new("a")).unwrap();
+        assert!(settle(c, &over(&[], &[HASH], false)).is_err());
+        assert!(settle(Config::default(), &over(&[], &["abc"], false)).is_err());
+        assert!(settle(
+            Config::default(),
+            &over(&["ftp://1.2.3.4:1"], &[HASH], false)
+        )
+        .is_err());
+        assert!(settle(
+            Config::default(),
+            &over(&["http://1.2.3.4"], &[HASH], false)
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn defaults_to_loopback() {
+        let s = settle(Config::default(), &over(&[], &[HASH], false)).unwrap();
+        assert_eq!(s.listen, vec![Listen::parse(DEFAULT_URL).unwrap()]);
+        assert!(s.listen[0].loopback());
+        assert_eq!(s.max_body_bytes, 64 * 1024);
+        assert_eq!(s.key_hashes.len(), 1);
+    }
+
+    #[test]
+    fn refuses_no_credentials_unless_insecure() {
+        let e = settle(Config::default(), &Overrides::default()).unwrap_err();
+        assert!(matches!(e, AgentError::Refused(_)), "{e}");
+        assert!(e.to_string().contains("/health"));
+        let s = settle(Config::default(), &over(&[], &[], true)).unwrap();
+        assert!(s.open);
+        assert_eq!(s.warnings.len(), 1);
+    }
+
+    #[test]
+    fn refuses_non_loopback_without_tls_or_auth() {
+        for url in [
+            "http://0.0.0.0:52323",
+            "http://+:52323",
+            "http://10.1.2.3:80",
+            "http://[::]:1",
+        ] {
+            let e = settle(Config::default(), &over(&[url], &[HASH], false)).unwrap_err();
+            assert!(matches!(e, AgentError::Refused(_)), "{url}: {e}");
+            assert!(e.to_string().contains("TLS"), "{e}");
+            let s = settle(Config::default(), &over(&[url], &[HASH], true)).unwrap();
+            assert!(!s.open && s.warnings[0].contains("--insecure"));
+        }
+        // https without a certificate can never start, --insecure or not.
+        let e = settle(
+            Config::default(),
+            &over(&["https://127.0.0.1:1"], &[HASH], true),
+        );
+        assert!(e.is_err());
+        // TLS but no credentials on a public address.
+        let c = Config {
+            tls: Some(TlsConfig {
+                cert: "c".into(),
+                key: "k".into(),
+            }),
+            ..Config::default()
+        };
+        let e = settle(c.clone(), &over(&["https://0.0.0.0:1"], &[], false)).unwrap_err();
+        assert!(e.to_string().contains("credentials"), "{e}");
+        assert!(settle(c, &over(&["https://0.0.0.0:1"], &[HASH], false)).is_ok());
+    }
+
+    #[test]
+    fn listen_urls() {
+        let l = Listen::parse("http://localhost:80/").unwrap();
+        assert_eq!(l.addr, "127.0.0.1:80".parse().unwrap());
+        let l = Listen::parse("https://[::1]:8443").unwrap();
+        assert!(l.tls && l.loopback());
+        assert!(Listen::parse("http://example.com:80").is_err());
+        assert!(Listen::parse("http://127.0.0.1:99999").is_err());
+    }
+
+    #[test]
+    fn schema_names_the_fields() {
+        let s = schema_json();
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let props = &v["properties"];
+        for f in ["urls", "tls", "auth", "limits", "folder", "disk_mb"] {
+            assert!(props.get(f).is_some(), "{f} missing from {s}");
+        }
+        assert!(s.contains("api_key_hashes") && s.contains("public_key"));
+    }
+}

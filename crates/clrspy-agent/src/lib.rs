@@ -1,0 +1,33 @@
+//! clrspy's agent (`clrspy agent`): an HTTP API over the .NET processes this machine (or this
+//! container) can see, for places where nobody gets a shell beside the process.
+//!
+//! Security is on by default: every route but `/health` needs `Authorization: Bearer` with an
+//! API key (only its SHA-256 is configured) or a JWT verified against a public key in
+//! dotnet-monitor's format; a non-loopback address needs TLS and credentials unless
+//! `--insecure`. Limits live in one place: body size, request and header timeouts, open
+//! connections, and concurrent work per kind (429).
+//!
+//! Modules: [`config`] (the TOML file, its schema, the start-up checks), [`keys`] (new keys
+//! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
+//! (semaphores, blocking work), [`params`] (parameter checks), [`select`] (which process: pid, uid or name), `routes` (one router per area),
+//! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
+//! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
+
+#![deny(missing_docs)]
+
+pub mod auth;
+pub mod cmd;
+pub mod config;
+mod error;
+pub mod jwk;
+pub mod keys;
+pub mod limits;
+pub mod params;
+mod routes;
+pub mod select;
+pub mod server;
+pub mod state;
+
+pub use cmd::{run, AgentAction, AgentArgs, ServeArgs};
+pub use error::{AgentError, ApiError};
+pub use routes::app;

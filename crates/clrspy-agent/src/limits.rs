@@ -1,0 +1,151 @@
+//! Limits on concurrent work, one place for every route: each kind of request has a semaphore
+//! (full: 429 with `Retry-After`), a process is worked on by one session of a kind at a time,
+//! and blocking work (diagnostics IPC, stack sessions) runs on tokio's blocking threads holding
+//! its permits until it really ends — a request that times out does not free them early.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::ConcurrencyConfig;
+use crate::error::ApiError;
+
+/// A kind of work with its own limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Listing processes, or one process's details.
+    Processes,
+    /// A stack snapshot.
+    Stacks,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Processes => "process listings",
+            Kind::Stacks => "stack snapshots",
+        }
+    }
+}
+
+/// The semaphores and the processes being worked on.
+#[derive(Debug)]
+pub struct Limits {
+    processes: Arc<Semaphore>,
+    stacks: Arc<Semaphore>,
+    busy: Mutex<HashSet<(Kind, u32)>>,
+}
+
+/// A process held by one request of a kind; released when dropped.
+#[derive(Debug)]
+pub struct PidGuard {
+    limits: Arc<Limits>,
+    key: (Kind, u32),
+}
+
+impl Drop for PidGuard {
+    fn drop(&mut self) {
+        let mut busy = self.limits.busy.lock().unwrap_or_else(|e| e.into_inner());
+        busy.remove(&self.key);
+    }
+}
+
+/// What a piece of blocking work holds while it runs.
+#[derive(Debug)]
+pub struct Admission {
+    _permit: OwnedSemaphorePermit,
+    _pid: Option<PidGuard>,
+}
+
+impl Limits {
+    /// From the config (a limit of 0 is taken as 1).
+    pub fn new(c: &ConcurrencyConfig) -> Limits {
+        Limits {
+            processes: Arc::new(Semaphore::new(c.processes.max(1))),
+            stacks: Arc::new(Semaphore::new(c.stacks.max(1))),
+            busy: Mutex::new(HashSet::new()),
+        }
+    }
+
+    fn semaphore(&self, kind: Kind) -> &Arc<Semaphore> {
+        match kind {
+            Kind::Processes => &self.processes,
+            Kind::Stacks => &self.stacks,
+        }
+    }
+
+    /// A permit for one request of `kind` (and, with `pid`, that process for this kind), or a
+    /// 429 when the kind is full or the process is already being worked on.
+    pub fn admit(self: &Arc<Self>, kind: Kind, pid: Option<u32>) -> Result<Admission, ApiError> {
+        let permit = self
+            .semaphore(kind)
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| {
+                ApiError::busy(format!("too many {} at once; retry later", kind.label()), 1)
+            })?;
+        let pid = match pid {
+            None => None,
+            Some(p) => {
+                let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+                if !busy.insert((kind, p)) {
+                    return Err(ApiError::busy(
+                        format!("pid {p} already has one of its {} under way", kind.label()),
+                        1,
+                    ));
+                }
+                Some(PidGuard {
+                    limits: self.clone(),
+                    key: (kind, p),
+                })
+            }
+        };
+        Ok(Admission {
+            _permit: permit,
+            _pid: pid,
+        })
+    }
+}
+
+/// Runs `f` on a blocking thread, holding `admission` until it returns.
+pub async fn blocking<T, F>(admission: Admission, f: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        let out = f();
+        drop(admission);
+        out
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the work failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_kinds_and_busy_pids_are_429() {
+        let l = Arc::new(Limits::new(&ConcurrencyConfig {
+            processes: 1,
+            stacks: 2,
+        }));
+        let a = l.admit(Kind::Processes, None).unwrap();
+        let e = l.admit(Kind::Processes, None).unwrap_err();
+        assert_eq!((e.status.as_u16(), e.retry_after), (429, Some(1)));
+        drop(a);
+        assert!(l.admit(Kind::Processes, None).is_ok());
+        let s = l.admit(Kind::Stacks, Some(7)).unwrap();
+        // The same pid twice: refused though the kind has room.
+        assert_eq!(l.admit(Kind::Stacks, Some(7)).unwrap_err().status, 429);
+        let t = l.admit(Kind::Stacks, Some(8)).unwrap();
+        drop(s);
+        assert!(l.busy.lock().unwrap().len() == 1);
+        drop(t);
+        assert!(l.admit(Kind::Stacks, Some(7)).is_ok());
+        assert!(l.busy.lock().unwrap().is_empty());
+    }
+}

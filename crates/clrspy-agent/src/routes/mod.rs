@@ -1,0 +1,155 @@
+//! The routes, one router per area, and the app that joins them: `/health` is open, every
+//! other route (and every unknown path) sits behind the authentication middleware; the body
+//! limit and the request timeout wrap the whole.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+mod health;
+mod processes;
+mod stacks;
+
+/// The whole app.
+pub fn app(state: AppState, max_body_bytes: usize) -> Router {
+    let timeout = state.request_timeout;
+    let protected = Router::new()
+        .merge(processes::router())
+        .merge(stacks::router())
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.auth.clone(),
+            crate::auth::require,
+        ));
+    Router::new()
+        .route("/health", get(health::health))
+        .merge(protected)
+        .with_state(state)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            timeout,
+        ))
+        .layer(RequestBodyLimitLayer::new(max_body_bytes))
+        .layer(axum::middleware::map_response(json_errors))
+}
+
+/// Errors made outside the handlers (tower-http's 413 and 408, axum's 405 and bad path
+/// parameters) get the same JSON body as the handlers' own.
+async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if json || !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let what = status.canonical_reason().unwrap_or("error").to_lowercase();
+    let mut out = ApiError::new(status, what).into_response();
+    for h in [header::ALLOW, header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
+        if let Some(v) = resp.headers().get(&h) {
+            out.headers_mut().insert(h, v.clone());
+        }
+    }
+    out
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::auth::Authenticator;
+    use crate::config::ConcurrencyConfig;
+    use crate::limits::Limits;
+
+    const KEY: &str = "test-key";
+
+    fn test_app() -> Router {
+        let state = AppState {
+            auth: Arc::new(Authenticator::new(vec![crate::keys::digest(KEY)], None)),
+            limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
+            request_timeout: Duration::from_secs(5),
+        };
+        app(state, 1024)
+    }
+
+    async fn call(
+        method: &str,
+        uri: &str,
+        key: Option<&str>,
+        body: Vec<u8>,
+    ) -> (StatusCode, axum::http::HeaderMap, serde_json::Value) {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(k) = key {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {k}"));
+        }
+        let req = req
+            .header(header::CONTENT_LENGTH, body.len())
+            .body(Body::from(body))
+            .unwrap();
+        let resp = test_app().oneshot(req).await.unwrap();
+        let (parts, body) = resp.into_parts();
+        let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+        let v = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|e| panic!("{uri}: {e}: {}", String::from_utf8_lossy(&bytes)));
+        (parts.status, parts.headers, v)
+    }
+
+    #[tokio::test]
+    async fn health_is_open_the_rest_is_not() {
+        let (s, _, v) = call("GET", "/health", None, vec![]).await;
+        assert_eq!(s, 200);
+        assert_eq!(v["status"], "ok");
+        for uri in [
+            "/processes",
+            "/processes/1",
+            "/stacks?pid=1",
+            "/nowhere",
+            "/processes/..",
+        ] {
+            for key in [None, Some("wrong")] {
+                let (s, h, v) = call("GET", uri, key, vec![]).await;
+                assert_eq!(s, 401, "{uri}");
+                assert_eq!(h[header::WWW_AUTHENTICATE], "Bearer");
+                assert_eq!(v["error"], "invalid credentials");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn errors_are_json() {
+        let (s, _, v) = call("GET", "/nowhere", Some(KEY), vec![]).await;
+        assert_eq!(
+            (s.as_u16(), v["error"].as_str()),
+            (404, Some("no such route"))
+        );
+        let (s, _, v) = call("GET", "/processes/..", Some(KEY), vec![]).await;
+        assert_eq!(s, 400, "{v}");
+        let (s, _, _) = call("GET", "/stacks?pid=%2Fetc%2Fpasswd", Some(KEY), vec![]).await;
+        assert_eq!(s, 400);
+        let (s, _, _) = call("GET", "/processes?x=1", Some(KEY), vec![]).await;
+        assert_eq!(s, 400);
+        let (s, _, v) = call("POST", "/processes", Some(KEY), vec![b'x'; 2048]).await;
+        assert_eq!(s, 413, "{v}");
+        assert!(v["error"].is_string());
+        let (s, h, v) = call("POST", "/health", None, vec![]).await;
+        assert_eq!(s, 405, "{v}");
+        assert!(h.get(header::ALLOW).is_some());
+    }
+}

@@ -1,0 +1,145 @@
+//! `GET /processes` (every .NET process the agent can see, as `clrspy ps --json` finds them:
+//! diagnostics-client's listing) and `GET /processes/{pid}` (the same for one, with its
+//! environment). Command lines and environments are redacted as the bundle redacts them.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use clrspy_handoff::scrub::Redactor;
+use diagnostics_client::{list_runtimes, procfs, Endpoint, ProcessInfo};
+use serde_json::{json, Map, Value};
+
+use crate::error::ApiError;
+use crate::limits::{blocking, Kind};
+use crate::params;
+use crate::select::Selector;
+use crate::state::AppState;
+
+/// How long one runtime may take to answer.
+const TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// The area's routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/processes", get(list))
+        .route("/processes/{pid}", get(one))
+}
+
+/// The command line, redacted: the kernel's argument list when it can be read (exact), else
+/// the runtime's string split at spaces.
+fn command_line(pid: u32, fallback: &str, redactor: &mut Redactor) -> String {
+    let args = procfs::cmdline(pid)
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| fallback.split_whitespace().map(str::to_string).collect());
+    redactor
+        .args(&args, &format!("the command line of pid {pid}"))
+        .join(" ")
+}
+
+/// One process as JSON; `redactor` masks its command line (a redactor that has seen the
+/// process's environment also masks the secrets it learned there).
+fn describe(
+    pid: u32,
+    name: &str,
+    cmd: &str,
+    info: &Result<ProcessInfo, String>,
+    redactor: &mut Redactor,
+) -> Value {
+    let command_line = command_line(pid, cmd, redactor);
+    match info {
+        Ok(p) => json!({
+            "pid": pid,
+            "name": name,
+            "runtime_version": p.runtime_version,
+            "command_line": command_line,
+            "runtime_instance_cookie": p.runtime_cookie,
+            "os": p.os,
+            "arch": p.arch,
+            "entrypoint_assembly": p.entrypoint_assembly,
+            "runtime_identifier": p.portable_rid,
+        }),
+        Err(e) => json!({
+            "pid": pid,
+            "name": name,
+            "runtime_version": null,
+            "command_line": command_line,
+            "runtime_instance_cookie": null,
+            "error": e,
+        }),
+    }
+}
+
+async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    params::only(&query, &[])?;
+    let admission = state.limits.admit(Kind::Processes, None)?;
+    let rows = blocking(admission, || list_runtimes(TIMEOUT)).await?;
+    let list = rows
+        .iter()
+        .map(|r| {
+            let mut redactor = Redactor::new(true);
+            describe(r.pid, &r.name, &r.command_line, &r.info, &mut redactor)
+        })
+        .collect();
+    Ok(Json(Value::Array(list)))
+}
+
+fn details(ep: &Endpoint) -> Value {
+    let pid = ep.pid;
+    let info = diagnostics_client::process_info(ep, TIMEOUT).map_err(|e| e.to_string());
+    let name = info
+        .as_ref()
+        .ok()
+        .and_then(|p| p.entrypoint_assembly.clone())
+        .filter(|n| !n.is_empty())
+        .or_else(|| procfs::comm(pid))
+        .unwrap_or_default();
+    let cmd = info
+        .as_ref()
+        .map(|p| p.command_line.clone())
+        .unwrap_or_default();
+    // The runtime's own view of its environment, else the kernel's (its start-up one). Read
+    // first: the secrets learned from it are masked in the command line too.
+    let env = diagnostics_client::process_environment(ep, TIMEOUT)
+        .map_err(|e| e.to_string())
+        .or_else(|e| procfs::environ(pid).map(|env| env.pairs()).ok_or(e));
+    let mut redactor = Redactor::new(true);
+    let env = env.map(|vars| redactor.env(&vars, &format!("the environment of pid {pid}")));
+    let mut v = describe(pid, &name, &cmd, &info, &mut redactor);
+    if let Some(o) = v.as_object_mut() {
+        match env {
+            Ok(vars) => {
+                let map: Map<String, Value> = vars
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect();
+                o.insert("environment".into(), Value::Object(map));
+            }
+            Err(e) => {
+                o.insert("environment".into(), Value::Null);
+                o.insert("environment_error".into(), Value::String(e));
+            }
+        }
+    }
+    v
+}
+
+async fn one(
+    State(state): State<AppState>,
+    Path(pid): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let pid = params::pid(&pid)?;
+    params::only(&query, &[])?;
+    let admission = state.limits.admit(Kind::Processes, None)?;
+    let v = blocking(admission, move || {
+        Selector::Pid(pid).resolve().map(|ep| details(&ep))
+    })
+    .await??;
+    Ok(Json(v))
+}

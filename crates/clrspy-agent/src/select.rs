@@ -1,0 +1,167 @@
+//! Which process a request means, as dotnet-monitor's routes take it: exactly one of `pid`,
+//! `uid` (the runtime instance cookie, 32 hex digits) or `name` (the entry assembly's or the
+//! kernel's name; more than one process of that name is a 400 naming their pids). Resolved on
+//! a blocking thread against the runtimes the agent can see; never a path.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use diagnostics_client::{find_endpoints, list_runtimes, Endpoint};
+
+use crate::error::ApiError;
+use crate::params;
+
+/// How long one runtime may take to say who it is.
+const TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// The query keys a selector takes.
+pub const KEYS: [&str; 3] = ["pid", "uid", "name"];
+
+/// A process, as the request names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selector {
+    /// By process id.
+    Pid(u32),
+    /// By runtime instance cookie (lowercase hex).
+    Uid(String),
+    /// By name.
+    Name(String),
+}
+
+impl Selector {
+    /// From the query: exactly one of `pid`, `uid`, `name`, each checked.
+    pub fn from_query(query: &HashMap<String, String>) -> Result<Selector, ApiError> {
+        let given: Vec<&str> = KEYS
+            .iter()
+            .copied()
+            .filter(|k| query.contains_key(*k))
+            .collect();
+        let (Some(key), 1) = (given.first(), given.len()) else {
+            return Err(ApiError::bad_request(
+                "name the process with exactly one of pid=N, uid=COOKIE or name=NAME",
+            ));
+        };
+        let value = query.get(*key).map(String::as_str).unwrap_or_default();
+        match *key {
+            "pid" => params::pid(value).map(Selector::Pid),
+            "uid" => {
+                let ok = value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit());
+                if ok {
+                    Ok(Selector::Uid(value.to_ascii_lowercase()))
+                } else {
+                    Err(ApiError::bad_request(
+                        "uid is a runtime instance cookie: 32 hex digits",
+                    ))
+                }
+            }
+            _ => params::name(value).map(|n| Selector::Name(n.to_string())),
+        }
+    }
+
+    /// The pid, when the request gave one.
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Selector::Pid(p) => Some(*p),
+            _ => None,
+        }
+    }
+
+    /// The endpoint of the process meant (blocking: asks the runtimes). 404 when none
+    /// matches, 400 when a name matches several.
+    pub fn resolve(&self) -> Result<Endpoint, ApiError> {
+        let missing =
+            |what: String| ApiError::not_found(format!("no .NET process {what} is visible"));
+        match self {
+            Selector::Pid(pid) => find_endpoints()
+                .into_iter()
+                .find(|e| e.pid == *pid)
+                .ok_or_else(|| missing(format!("with pid {pid}"))),
+            Selector::Uid(uid) => {
+                let pid = list_runtimes(TIMEOUT)
+                    .into_iter()
+                    .find(|r| {
+                        r.info
+                            .as_ref()
+                            .is_ok_and(|i| i.runtime_cookie.eq_ignore_ascii_case(uid))
+                    })
+                    .map(|r| r.pid)
+                    .ok_or_else(|| missing(format!("with uid {uid}")))?;
+                Selector::Pid(pid).resolve()
+            }
+            Selector::Name(name) => {
+                let pids: Vec<u32> = list_runtimes(TIMEOUT)
+                    .into_iter()
+                    .filter(|r| r.name == *name)
+                    .map(|r| r.pid)
+                    .collect();
+                match pids.as_slice() {
+                    [] => Err(missing(format!("named {name}"))),
+                    [pid] => Selector::Pid(*pid).resolve(),
+                    many => Err(ApiError::bad_request(format!(
+                        "{} processes are named {name} (pids {}); name one by pid or uid",
+                        many.len(),
+                        many.iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn exactly_one_checked_selector() {
+        assert_eq!(
+            Selector::from_query(&q(&[("pid", "12")])).unwrap(),
+            Selector::Pid(12)
+        );
+        let uid = "0123456789ABCDEF0123456789abcdef";
+        assert_eq!(
+            Selector::from_query(&q(&[("uid", uid)])).unwrap(),
+            Selector::Uid(uid.to_ascii_lowercase())
+        );
+        assert_eq!(
+            Selector::from_query(&q(&[("name", "Workloads")])).unwrap(),
+            Selector::Name("Workloads".into())
+        );
+        for bad in [
+            q(&[]),
+            q(&[("pid", "1"), ("name", "x")]),
+            q(&[("pid", "../1")]),
+            q(&[("uid", "xyz")]),
+            q(&[("uid", "../../../../../../../../etc/passwd")]),
+            q(&[("name", "../etc/passwd")]),
+            q(&[("name", "/bin/sh")]),
+        ] {
+            assert_eq!(
+                Selector::from_query(&bad).unwrap_err().status,
+                400,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_process_is_404() {
+        // No runtime has this cookie, and no process this name.
+        let e = Selector::Uid("f".repeat(32)).resolve().unwrap_err();
+        assert_eq!(e.status, 404);
+        let e = Selector::Name("no-such-process-name-4711".into())
+            .resolve()
+            .unwrap_err();
+        assert_eq!(e.status, 404);
+    }
+}

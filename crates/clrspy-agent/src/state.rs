@@ -1,0 +1,19 @@
+//! What every request handler shares: the authenticator, the limits on concurrent work, and
+//! the settings handlers need. Cloned per request (reference-counted).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::Authenticator;
+use crate::limits::Limits;
+
+/// The shared state.
+#[derive(Clone)]
+pub struct AppState {
+    /// Who may call.
+    pub auth: Arc<Authenticator>,
+    /// Concurrent work, per kind and per process.
+    pub limits: Arc<Limits>,
+    /// The longest a request may take (handlers bound their own work below it).
+    pub request_timeout: Duration,
+}
