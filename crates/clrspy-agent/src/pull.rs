@@ -207,6 +207,45 @@ mod tests {
         assert_eq!(PullKind::Allocs.metric(), Metric::Alloc);
     }
 
+    /// A committed trace with CPU samples, converted as a pull converts its recording.
+    #[test]
+    fn a_trace_becomes_gzip_pprof_of_the_metric() {
+        use std::io::Read;
+        let trace =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../nettrace/tests/data/perf.nettrace");
+        let has =
+            |hay: &[u8], needle: &str| hay.windows(needle.len()).any(|w| w == needle.as_bytes());
+        for (metric, types) in [
+            (Metric::Cpu, ["samples", "cpu", "nanoseconds"]),
+            (Metric::Alloc, ["alloc_objects", "alloc_space", "bytes"]),
+        ] {
+            let gz = convert(&trace, metric).unwrap();
+            assert_eq!(gz.get(..2), Some(&[0x1f, 0x8b][..]), "gzip");
+            let mut raw = Vec::new();
+            flate2::read::GzDecoder::new(&gz[..])
+                .read_to_end(&mut raw)
+                .unwrap();
+            for t in types {
+                assert!(has(&raw, t), "{metric:?}: no {t}");
+            }
+        }
+        let cpu = convert(&trace, Metric::Cpu).unwrap();
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&cpu[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        assert!(!has(&raw, "wait"), "waiting is not in the CPU profile");
+        // Not a trace: an error, not a panic.
+        let e = convert(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("Cargo.toml")
+                .as_path(),
+            Metric::Cpu,
+        )
+        .unwrap_err();
+        assert_eq!(e.status, 500);
+    }
+
     #[test]
     fn names_differ_and_stay_in_the_folder() {
         let (a, b) = (temp_name(PullKind::Cpu, 7), temp_name(PullKind::Cpu, 7));
