@@ -148,10 +148,12 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         Some(t) if settings.listen.iter().any(|l| l.tls) => Some(tls_acceptor(t)?),
         _ => None,
     };
+    crate::folder::prepare(&settings.folder)?;
     let state = AppState {
         auth: Arc::new(auth),
         limits: Arc::new(Limits::new(&settings.concurrent)),
         request_timeout: settings.request_timeout,
+        folder: settings.folder.clone(),
     };
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {

@@ -148,6 +148,10 @@ pub struct ConcurrencyConfig {
     /// `/stacks` (one sampling session each; never two at once on one process).
     #[serde(default = "default_stacks")]
     pub stacks: usize,
+    /// `/debug/pprof/profile` and `/debug/pprof/allocs` together (one recording session each,
+    /// never two of a kind at once on one process).
+    #[serde(default = "default_profiles")]
+    pub profiles: usize,
 }
 
 fn default_processes() -> usize {
@@ -156,12 +160,16 @@ fn default_processes() -> usize {
 fn default_stacks() -> usize {
     2
 }
+fn default_profiles() -> usize {
+    2
+}
 
 impl Default for ConcurrencyConfig {
     fn default() -> ConcurrencyConfig {
         ConcurrencyConfig {
             processes: default_processes(),
             stacks: default_stacks(),
+            profiles: default_profiles(),
         }
     }
 }
@@ -266,6 +274,8 @@ pub struct Settings {
     pub max_connections: usize,
     /// Requests of each kind at once.
     pub concurrent: ConcurrencyConfig,
+    /// The agent's folder: the config's `folder`, else [`crate::folder::default_folder`].
+    pub folder: PathBuf,
     /// No credentials needed (`--insecure` with none configured).
     pub open: bool,
     /// Warnings to print at start.
@@ -387,6 +397,7 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         header_timeout: duration("header_timeout", &config.limits.header_timeout)?,
         max_connections: config.limits.max_connections.max(1),
         concurrent: config.limits.concurrent,
+        folder: config.folder.unwrap_or_else(crate::folder::default_folder),
         open: !has_auth,
         warnings,
     })

@@ -9,7 +9,8 @@
 //!
 //! Modules: [`config`] (the TOML file, its schema, the start-up checks), [`keys`] (new keys
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
-//! (semaphores, blocking work), [`params`] (parameter checks), [`select`] (which process: pid, uid or name), `routes` (one router per area),
+//! (semaphores, blocking work), [`params`] (parameter checks), [`folder`] (the agent's own folder), [`pull`] (profile
+//! pulls recorded and converted to pprof), [`select`] (which process: pid, uid or name), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
@@ -19,10 +20,12 @@ pub mod auth;
 pub mod cmd;
 pub mod config;
 mod error;
+pub mod folder;
 pub mod jwk;
 pub mod keys;
 pub mod limits;
 pub mod params;
+pub mod pull;
 mod routes;
 pub mod select;
 pub mod server;

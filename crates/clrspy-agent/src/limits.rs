@@ -18,6 +18,10 @@ pub enum Kind {
     Processes,
     /// A stack snapshot.
     Stacks,
+    /// A CPU profile pull (`/debug/pprof/profile`; shares the `profiles` limit).
+    Profile,
+    /// An allocation profile pull (`/debug/pprof/allocs`; shares the `profiles` limit).
+    Allocs,
 }
 
 impl Kind {
@@ -25,6 +29,8 @@ impl Kind {
         match self {
             Kind::Processes => "process listings",
             Kind::Stacks => "stack snapshots",
+            Kind::Profile => "CPU profiles",
+            Kind::Allocs => "allocation profiles",
         }
     }
 }
@@ -34,6 +40,7 @@ impl Kind {
 pub struct Limits {
     processes: Arc<Semaphore>,
     stacks: Arc<Semaphore>,
+    profiles: Arc<Semaphore>,
     busy: Mutex<HashSet<(Kind, u32)>>,
 }
 
@@ -64,6 +71,7 @@ impl Limits {
         Limits {
             processes: Arc::new(Semaphore::new(c.processes.max(1))),
             stacks: Arc::new(Semaphore::new(c.stacks.max(1))),
+            profiles: Arc::new(Semaphore::new(c.profiles.max(1))),
             busy: Mutex::new(HashSet::new()),
         }
     }
@@ -72,6 +80,7 @@ impl Limits {
         match kind {
             Kind::Processes => &self.processes,
             Kind::Stacks => &self.stacks,
+            Kind::Profile | Kind::Allocs => &self.profiles,
         }
     }
 
@@ -132,6 +141,7 @@ mod tests {
         let l = Arc::new(Limits::new(&ConcurrencyConfig {
             processes: 1,
             stacks: 2,
+            profiles: 1,
         }));
         let a = l.admit(Kind::Processes, None).unwrap();
         let e = l.admit(Kind::Processes, None).unwrap_err();
@@ -147,5 +157,10 @@ mod tests {
         drop(t);
         assert!(l.admit(Kind::Stacks, Some(7)).is_ok());
         assert!(l.busy.lock().unwrap().is_empty());
+        // CPU and allocation pulls share one limit.
+        let p = l.admit(Kind::Profile, Some(7)).unwrap();
+        assert_eq!(l.admit(Kind::Allocs, Some(8)).unwrap_err().status, 429);
+        drop(p);
+        assert!(l.admit(Kind::Allocs, Some(7)).is_ok());
     }
 }

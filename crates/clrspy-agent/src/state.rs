@@ -1,6 +1,7 @@
 //! What every request handler shares: the authenticator, the limits on concurrent work, and
 //! the settings handlers need. Cloned per request (reference-counted).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,4 +17,6 @@ pub struct AppState {
     pub limits: Arc<Limits>,
     /// The longest a request may take (handlers bound their own work below it).
     pub request_timeout: Duration,
+    /// The agent's own folder (made private at start; see [`crate::folder`]).
+    pub folder: PathBuf,
 }

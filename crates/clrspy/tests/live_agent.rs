@@ -224,6 +224,8 @@ fn agent_routes_security_and_limits() {
         "/processes".to_string(),
         format!("/processes/{}", w.1),
         format!("/stacks?pid={}", w.1),
+        format!("/debug/pprof/profile?seconds=1&pid={}", w.1),
+        format!("/debug/pprof/allocs?seconds=1&pid={}", w.1),
         "/no-such-route".to_string(),
         "/processes/..".to_string(),
     ];

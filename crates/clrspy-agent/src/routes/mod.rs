@@ -13,12 +13,14 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 mod health;
+mod pprof;
 mod processes;
 mod stacks;
 
 /// The whole app.
 pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     let timeout = state.request_timeout;
+    let pulls = pprof::router(state.clone());
     let protected = Router::new()
         .merge(processes::router())
         .merge(stacks::router())
@@ -35,6 +37,8 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             timeout,
         ))
+        // Profile pulls record for up to minutes: their own auth and time bound.
+        .merge(pulls)
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
         .layer(axum::middleware::map_response(json_errors))
 }
@@ -85,6 +89,7 @@ mod tests {
             auth: Arc::new(Authenticator::new(vec![crate::keys::digest(KEY)], None)),
             limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
             request_timeout: Duration::from_secs(5),
+            folder: std::env::temp_dir(),
         };
         app(state, 1024)
     }
@@ -120,6 +125,9 @@ mod tests {
             "/processes",
             "/processes/1",
             "/stacks?pid=1",
+            "/debug/pprof/profile?seconds=1&pid=1",
+            "/debug/pprof/allocs",
+            "/debug/pprof/profile?seconds=../x",
             "/nowhere",
             "/processes/..",
         ] {
@@ -145,6 +153,33 @@ mod tests {
         assert_eq!(s, 400);
         let (s, _, _) = call("GET", "/processes?x=1", Some(KEY), vec![]).await;
         assert_eq!(s, 400);
+        for bad in [
+            "seconds=0",
+            "seconds=301",
+            "seconds=..",
+            "seconds=1&pid=..",
+            "x=1",
+        ] {
+            for route in ["profile", "allocs"] {
+                let (s, _, v) = call(
+                    "GET",
+                    &format!("/debug/pprof/{route}?{bad}"),
+                    Some(KEY),
+                    vec![],
+                )
+                .await;
+                assert_eq!(s, 400, "{route}?{bad}: {v}");
+            }
+        }
+        // A pid nobody has: 404 (before anything is recorded).
+        let (s, _, v) = call(
+            "GET",
+            "/debug/pprof/profile?seconds=1&pid=4294967295",
+            Some(KEY),
+            vec![],
+        )
+        .await;
+        assert_eq!(s, 404, "{v}");
         let (s, _, v) = call("POST", "/processes", Some(KEY), vec![b'x'; 2048]).await;
         assert_eq!(s, 413, "{v}");
         assert!(v["error"].is_string());
