@@ -148,10 +148,14 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         Some(t) if settings.listen.iter().any(|l| l.tls) => Some(tls_acceptor(t)?),
         _ => None,
     };
+    let metrics = crate::metrics::Collector::start(settings.metrics.clone())
+        .map(Arc::new)
+        .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;
     let state = AppState {
         auth: Arc::new(auth),
         limits: Arc::new(Limits::new(&settings.concurrent)),
         request_timeout: settings.request_timeout,
+        metrics: metrics.clone(),
     };
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {
@@ -167,6 +171,8 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
     wait_for_signal().await?;
     eprintln!("clrspy agent: stopping");
     tasks.abort_all();
+    // The targets' sessions are ended, not left to notice the agent is gone.
+    let _ = tokio::task::spawn_blocking(move || metrics.shutdown()).await;
     Ok(())
 }
 

@@ -37,6 +37,9 @@ pub struct Config {
     /// The most the agent's folder may hold, MB.
     #[serde(default = "default_disk_mb")]
     pub disk_mb: u64,
+    /// What `/metrics` collects.
+    #[serde(default)]
+    pub metrics: crate::metrics::MetricsConfig,
 }
 
 fn default_disk_mb() -> u64 {
@@ -270,6 +273,8 @@ pub struct Settings {
     pub open: bool,
     /// Warnings to print at start.
     pub warnings: Vec<String>,
+    /// What `/metrics` collects.
+    pub metrics: crate::metrics::MetricsSettings,
 }
 
 /// What the command line adds to the config.
@@ -389,6 +394,7 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         concurrent: config.limits.concurrent,
         open: !has_auth,
         warnings,
+        metrics: config.metrics.settings()?,
     })
 }
 

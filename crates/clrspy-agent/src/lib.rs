@@ -9,7 +9,8 @@
 //!
 //! Modules: [`config`] (the TOML file, its schema, the start-up checks), [`keys`] (new keys
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
-//! (semaphores, blocking work), [`params`] (parameter checks), [`select`] (which process: pid, uid or name), `routes` (one router per area),
+//! (semaphores, blocking work), [`params`] (parameter checks), [`select`] (which process: pid, uid or name), [`metrics`] (the
+//! counters sessions behind `/metrics` and its text format), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
@@ -22,6 +23,7 @@ mod error;
 pub mod jwk;
 pub mod keys;
 pub mod limits;
+pub mod metrics;
 pub mod params;
 mod routes;
 pub mod select;

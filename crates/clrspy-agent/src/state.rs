@@ -1,11 +1,12 @@
-//! What every request handler shares: the authenticator, the limits on concurrent work, and
-//! the settings handlers need. Cloned per request (reference-counted).
+//! What every request handler shares: the authenticator, the limits on concurrent work, the
+//! metrics collector, and the settings handlers need. Cloned per request (reference-counted).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Authenticator;
 use crate::limits::Limits;
+use crate::metrics::Collector;
 
 /// The shared state.
 #[derive(Clone)]
@@ -16,4 +17,6 @@ pub struct AppState {
     pub limits: Arc<Limits>,
     /// The longest a request may take (handlers bound their own work below it).
     pub request_timeout: Duration,
+    /// The counters behind `/metrics`.
+    pub metrics: Arc<Collector>,
 }

@@ -13,6 +13,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 mod health;
+mod metrics;
 mod processes;
 mod stacks;
 
@@ -22,6 +23,7 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     let protected = Router::new()
         .merge(processes::router())
         .merge(stacks::router())
+        .merge(metrics::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.auth.clone(),
@@ -85,6 +87,9 @@ mod tests {
             auth: Arc::new(Authenticator::new(vec![crate::keys::digest(KEY)], None)),
             limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
             request_timeout: Duration::from_secs(5),
+            metrics: Arc::new(crate::metrics::Collector::idle(
+                crate::metrics::MetricsConfig::default().settings().unwrap(),
+            )),
         };
         app(state, 1024)
     }
@@ -120,6 +125,7 @@ mod tests {
             "/processes",
             "/processes/1",
             "/stacks?pid=1",
+            "/metrics",
             "/nowhere",
             "/processes/..",
         ] {
