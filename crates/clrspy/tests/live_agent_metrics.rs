@@ -171,12 +171,21 @@ fn metrics_for_prometheus() {
         if let (Some(gc), Some(cpu)) = (gc, cpu) {
             break (gc, cpu, text);
         }
-        assert!(Instant::now() < deadline, "no GC count and CPU for {}:\n{text}", w.1);
+        assert!(
+            Instant::now() < deadline,
+            "no GC count and CPU for {}:\n{text}",
+            w.1
+        );
         std::thread::sleep(Duration::from_millis(500));
     };
     eprintln!("{}\n{}", gc.0, cpu.0);
     let labels = format!("pid=\"{}\",process=\"{name}\"", w.1);
-    assert!(gc.0.contains(&labels) && cpu.0.contains(&labels), "{}\n{}", gc.0, cpu.0);
+    assert!(
+        gc.0.contains(&labels) && cpu.0.contains(&labels),
+        "{}\n{}",
+        gc.0,
+        cpu.0
+    );
     for own in [
         "clrspy_agent_sessions_open ",
         "clrspy_agent_processes_visible ",
@@ -224,7 +233,10 @@ fn prometheus_scrapes(dir: &std::path::Path, base: &str, key: &str, pid: u32, na
     let prom = Killed(
         Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("tsdb").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -234,10 +246,7 @@ fn prometheus_scrapes(dir: &std::path::Path, base: &str, key: &str, pid: u32, na
     let api = format!("http://127.0.0.1:{port}/api/v1/query");
     let deadline = Instant::now() + Duration::from_secs(60);
     for names in [GC, CPU] {
-        let query = format!(
-            "{{__name__=~\"{}\",pid=\"{pid}\"}}",
-            names.join("|")
-        );
+        let query = format!("{{__name__=~\"{}\",pid=\"{pid}\"}}", names.join("|"));
         loop {
             let out = Command::new("curl")
                 .args(["-s", "--max-time", "5", "-G", &api, "--data-urlencode"])
@@ -245,7 +254,9 @@ fn prometheus_scrapes(dir: &std::path::Path, base: &str, key: &str, pid: u32, na
                 .output()
                 .unwrap();
             let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-            let found = v["data"]["result"].as_array().and_then(|r| r.first().cloned());
+            let found = v["data"]["result"]
+                .as_array()
+                .and_then(|r| r.first().cloned());
             if let Some(r) = found {
                 eprintln!("prometheus: {r}");
                 assert_eq!(r["metric"]["pid"], pid.to_string(), "{r}");
@@ -269,7 +280,9 @@ fn metrics_with_ten_processes() {
     if !live() {
         return;
     }
-    let work: Vec<Running> = (0..10).map(|_| start("idle", &["--seconds", "120"])).collect();
+    let work: Vec<Running> = (0..10)
+        .map(|_| start("idle", &["--seconds", "120"]))
+        .collect();
     let (key, hash) = new_key();
     let dir = tempfile::tempdir().unwrap();
     let (agent, base) = agent_for_metrics(dir.path(), &hash);
@@ -280,7 +293,10 @@ fn metrics_with_ten_processes() {
         if work.iter().all(|w| sample(&text, &CPU, w.1).is_some()) {
             break;
         }
-        assert!(Instant::now() < deadline, "not every process has series:\n{text}");
+        assert!(
+            Instant::now() < deadline,
+            "not every process has series:\n{text}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
     // Let a few intervals go by, then time 50 scrapes.

@@ -15,8 +15,8 @@ use clrspy_analysis::counters::CounterUpdate;
 use clrspy_live::counters::CountersSession;
 use diagnostics_client::{find_endpoints, procfs, Endpoint};
 
+use super::config::MetricsSettings;
 use super::exposition::{self, MetricType, OwnMetric, ProcessSeries, Target};
-use super::MetricsSettings;
 
 /// How long before a process whose session failed is tried again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(60);

@@ -49,11 +49,14 @@ fn check_valid(text: &str) {
                 .take_while(|c| *c != '{' && *c != ' ')
                 .collect();
             assert!(
-                name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'),
+                name.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_'),
                 "{line}"
             );
             assert!(
-                name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
                 "{line}"
             );
             let (fam, kind) = typed.last().expect("a sample before any TYPE");
@@ -88,10 +91,13 @@ fn counters_accumulate_gauges_keep_the_latest_with_target_labels() {
         "# TYPE system_runtime_dotnet_gc_collections_total counter\n\
          system_runtime_dotnet_gc_collections_total{pid=\"42\",process=\"Workloads\",container_id=\"abc\",gc_heap_generation=\"gen0\"} 7\n"
     ), "{text}");
-    assert!(text.contains(
-        "# TYPE system_runtime_cpu_usage gauge\n\
+    assert!(
+        text.contains(
+            "# TYPE system_runtime_cpu_usage gauge\n\
          system_runtime_cpu_usage{pid=\"42\",process=\"Workloads\",container_id=\"abc\"} 7\n"
-    ), "{text}");
+        ),
+        "{text}"
+    );
     assert!(text.contains(
         "# HELP system_runtime_dotnet_gc_collections_total System.Runtime dotnet.gc.collections ({collection})\n"
     ));
@@ -101,12 +107,28 @@ fn counters_accumulate_gauges_keep_the_latest_with_target_labels() {
 fn families_merge_across_processes_with_one_help_and_type() {
     let mut a = ProcessSeries::new(10);
     let mut b = ProcessSeries::new(10);
-    a.add(&[row("System.Runtime", "cpu-usage", CounterKind::Mean, &[], 1.0)]);
-    b.add(&[row("System.Runtime", "cpu-usage", CounterKind::Mean, &[], 2.0)]);
+    a.add(&[row(
+        "System.Runtime",
+        "cpu-usage",
+        CounterKind::Mean,
+        &[],
+        1.0,
+    )]);
+    b.add(&[row(
+        "System.Runtime",
+        "cpu-usage",
+        CounterKind::Mean,
+        &[],
+        2.0,
+    )]);
     let (ta, tb) = (target(1, "a", None), target(2, "b", None));
     let text = render([(&ta, &a), (&tb, &b)], &[]);
     check_valid(&text);
-    assert_eq!(text.matches("# TYPE system_runtime_cpu_usage gauge").count(), 1);
+    assert_eq!(
+        text.matches("# TYPE system_runtime_cpu_usage gauge")
+            .count(),
+        1
+    );
     assert!(text.contains("system_runtime_cpu_usage{pid=\"1\",process=\"a\"} 1\n"));
     assert!(text.contains("system_runtime_cpu_usage{pid=\"2\",process=\"b\"} 2\n"));
 }
@@ -118,7 +140,12 @@ fn label_values_are_escaped_and_names_made_valid() {
         "My-Meter",
         "9 requests/s",
         CounterKind::Gauge,
-        &[("route", "a\"b\\c\nd"), ("pid", "7"), ("__x", "y"), ("1st", "z")],
+        &[
+            ("route", "a\"b\\c\nd"),
+            ("pid", "7"),
+            ("__x", "y"),
+            ("1st", "z"),
+        ],
         1.5,
     )]);
     let t = target(3, "we\"ird\\name", None);
@@ -142,7 +169,13 @@ fn histograms_are_summaries() {
             p95: Some(0.9),
             p99: None,
         }),
-        ..row("Microsoft.AspNetCore.Hosting", "http.server.request.duration", CounterKind::Histogram, &[], 0.0)
+        ..row(
+            "Microsoft.AspNetCore.Hosting",
+            "http.server.request.duration",
+            CounterKind::Histogram,
+            &[],
+            0.0,
+        )
     };
     s.add(&[h(3, 0.3, Some(0.1))]);
     s.add(&[h(2, 0.5, Some(0.2))]);
@@ -151,8 +184,12 @@ fn histograms_are_summaries() {
     check_valid(&text);
     let n = "microsoft_aspnetcore_hosting_http_server_request_duration";
     assert!(text.contains(&format!("# TYPE {n} summary\n")));
-    assert!(text.contains(&format!("{n}{{pid=\"5\",process=\"web\",quantile=\"0.5\"}} 0.2\n")));
-    assert!(text.contains(&format!("{n}{{pid=\"5\",process=\"web\",quantile=\"0.99\"}} NaN\n")));
+    assert!(text.contains(&format!(
+        "{n}{{pid=\"5\",process=\"web\",quantile=\"0.5\"}} 0.2\n"
+    )));
+    assert!(text.contains(&format!(
+        "{n}{{pid=\"5\",process=\"web\",quantile=\"0.99\"}} NaN\n"
+    )));
     assert!(text.contains(&format!("{n}_sum{{pid=\"5\",process=\"web\"}} 0.8\n")));
     assert!(text.contains(&format!("{n}_count{{pid=\"5\",process=\"web\"}} 5\n")));
 }
@@ -163,7 +200,13 @@ fn series_beyond_the_bound_are_dropped_and_counted() {
     let rows: Vec<CounterRow> = (0..5)
         .map(|i| {
             let v = i.to_string();
-            row("M", "requests", CounterKind::Rate, &[("route", v.as_str())], 1.0)
+            row(
+                "M",
+                "requests",
+                CounterKind::Rate,
+                &[("route", v.as_str())],
+                1.0,
+            )
         })
         .collect();
     assert_eq!(s.add(&rows), 2);
@@ -177,10 +220,7 @@ fn series_beyond_the_bound_are_dropped_and_counted() {
     // A name another type holds is dropped too.
     let mut s = ProcessSeries::new(10);
     s.add(&[row("M", "x", CounterKind::Gauge, &[], 1.0)]);
-    assert_eq!(
-        s.add(&[row("M", "x", CounterKind::Histogram, &[], 1.0)]),
-        1
-    );
+    assert_eq!(s.add(&[row("M", "x", CounterKind::Histogram, &[], 1.0)]), 1);
 }
 
 #[test]
