@@ -3,7 +3,7 @@
 //! time with its `pid` and `process` labels, next to the agent's own figures. Then the real
 //! Prometheus (Debian's `prometheus`; skipped with a message when it is not installed) scrapes
 //! the agent every second with the bearer key, and its query API returns the same series
-//! with the same labels. A second test measures the agent's RSS and `/metrics` latency with
+//! with the same labels; once the workload ends its series go. A second test measures the agent's RSS and `/metrics` latency with
 //! ten processes visible.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -204,6 +204,19 @@ fn metrics_for_prometheus() {
     assert!(open >= 1.0, "{text}");
 
     prometheus_scrapes(dir.path(), &base, &key, w.1, &name);
+
+    // The process ends: its series go, its session closes.
+    let pid = w.1;
+    drop(w);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, _, text) = get(&url, Some(&key));
+        if !text.contains(&format!("pid=\"{pid}\"")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{pid} still has series:\n{text}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// The real Prometheus scrapes the agent and answers queries for the workload's series.

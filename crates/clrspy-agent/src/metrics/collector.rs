@@ -46,6 +46,8 @@ struct Shared {
     dropped: AtomicU64,
     errors: AtomicU64,
     scrapes: AtomicU64,
+    /// Requests answered, by route template and status code.
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -89,6 +91,7 @@ impl Collector {
                 dropped: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
                 scrapes: AtomicU64::new(0),
+                requests: Mutex::new(BTreeMap::new()),
             }),
             scanner: Mutex::new(None),
         }
@@ -121,6 +124,17 @@ impl Collector {
         let deadline = Instant::now() + STOP_GRACE;
         while self.shared.open.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Counts one answered request (`route`: the route's template, so the series stay few).
+    pub fn count_request(&self, route: &str, code: u16) {
+        let mut r = lock(&self.shared.requests);
+        match r.get_mut(&(route.to_string(), code)) {
+            Some(n) => *n += 1,
+            None => {
+                r.insert((route.to_string(), code), 1);
+            }
         }
     }
 
@@ -186,6 +200,21 @@ impl Collector {
                 "The agent's resident set size.",
                 rss,
             ));
+        }
+        let requests: Vec<(String, f64)> = lock(&s.requests)
+            .iter()
+            .map(|((route, code), n)| {
+                let route = exposition::label_value(route);
+                (format!("route=\"{route}\",code=\"{code}\""), *n as f64)
+            })
+            .collect();
+        if !requests.is_empty() {
+            own.push(OwnMetric {
+                name: "clrspy_agent_requests_total",
+                kind: MetricType::Counter,
+                help: "Requests answered, by route and status code.",
+                series: requests,
+            });
         }
         let table = lock(&s.table);
         exposition::render(table.values().map(|e| (&e.target, &e.series)), &own)

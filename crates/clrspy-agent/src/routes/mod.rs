@@ -32,6 +32,10 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/health", get(health::health))
         .merge(protected)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::count,
+        ))
         .with_state(state)
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
