@@ -149,11 +149,15 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         _ => None,
     };
     crate::folder::prepare(&settings.folder)?;
+    let metrics = crate::metrics::Collector::start(settings.metrics.clone())
+        .map(Arc::new)
+        .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;
     let state = AppState {
         auth: Arc::new(auth),
         limits: Arc::new(Limits::new(&settings.concurrent)),
         request_timeout: settings.request_timeout,
         folder: settings.folder.clone(),
+        metrics: metrics.clone(),
     };
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {
@@ -169,6 +173,8 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
     wait_for_signal().await?;
     eprintln!("clrspy agent: stopping");
     tasks.abort_all();
+    // The targets' sessions are ended, not left to notice the agent is gone.
+    let _ = tokio::task::spawn_blocking(move || metrics.shutdown()).await;
     Ok(())
 }
 

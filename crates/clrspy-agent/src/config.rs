@@ -37,6 +37,9 @@ pub struct Config {
     /// The most the agent's folder may hold, MB.
     #[serde(default = "default_disk_mb")]
     pub disk_mb: u64,
+    /// What `/metrics` collects.
+    #[serde(default)]
+    pub metrics: crate::metrics::MetricsConfig,
 }
 
 fn default_disk_mb() -> u64 {
@@ -280,6 +283,8 @@ pub struct Settings {
     pub open: bool,
     /// Warnings to print at start.
     pub warnings: Vec<String>,
+    /// What `/metrics` collects.
+    pub metrics: crate::metrics::MetricsSettings,
 }
 
 /// What the command line adds to the config.
@@ -400,6 +405,7 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         folder: config.folder.unwrap_or_else(crate::folder::default_folder),
         open: !has_auth,
         warnings,
+        metrics: config.metrics.settings()?,
     })
 }
 

@@ -9,8 +9,10 @@
 //!
 //! Modules: [`config`] (the TOML file, its schema, the start-up checks), [`keys`] (new keys
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
-//! (semaphores, blocking work), [`params`] (parameter checks), [`folder`] (the agent's own folder), [`pull`] (profile
-//! pulls recorded and converted to pprof), [`select`] (which process: pid, uid or name), `routes` (one router per area),
+//! (semaphores, blocking work), [`params`] (parameter checks), [`folder`] (the agent's own
+//! folder), [`pull`] (profile pulls recorded and converted to pprof), [`select`] (which
+//! process: pid, uid or name), [`metrics`] (the counters sessions behind `/metrics` and its text
+//! format), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
@@ -24,6 +26,7 @@ pub mod folder;
 pub mod jwk;
 pub mod keys;
 pub mod limits;
+pub mod metrics;
 pub mod params;
 pub mod pull;
 mod routes;

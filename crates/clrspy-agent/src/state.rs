@@ -1,5 +1,5 @@
-//! What every request handler shares: the authenticator, the limits on concurrent work, and
-//! the settings handlers need. Cloned per request (reference-counted).
+//! What every request handler shares: the authenticator, the limits on concurrent work, the
+//! metrics collector, and the settings handlers need. Cloned per request (reference-counted).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::auth::Authenticator;
 use crate::limits::Limits;
+use crate::metrics::Collector;
 
 /// The shared state.
 #[derive(Clone)]
@@ -19,4 +20,6 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// The agent's own folder (made private at start; see [`crate::folder`]).
     pub folder: PathBuf,
+    /// The counters behind `/metrics`.
+    pub metrics: Arc<Collector>,
 }

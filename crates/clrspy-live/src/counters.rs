@@ -15,7 +15,8 @@ use diagnostics_client::{Endpoint, Provider, SessionConfig};
 
 use crate::{ChildEnd, LiveSession, SessionError, SessionSpec};
 
-/// The runtime's buffer for a counters session, MB.
+/// The runtime's buffer for a counters session, MB (the default of
+/// [`CountersOptions::buffer_mb`]).
 pub const BUFFER_MB: u32 = 16;
 /// Informational.
 const INFORMATIONAL: u32 = 4;
@@ -33,6 +34,9 @@ pub struct CountersOptions {
     pub max_time_series: u32,
     /// Stop after this long (None: until stopped or the target ends).
     pub duration: Option<Duration>,
+    /// The runtime's buffer for the session inside the target, MB (the agent asks for less
+    /// than [`BUFFER_MB`]: it holds one session per process).
+    pub buffer_mb: u32,
 }
 
 impl Default for CountersOptions {
@@ -43,6 +47,7 @@ impl Default for CountersOptions {
             max_histograms: 10,
             max_time_series: 1000,
             duration: None,
+            buffer_mb: BUFFER_MB,
         }
     }
 }
@@ -85,7 +90,7 @@ pub fn session_config(
         });
     }
     SessionConfig {
-        circular_buffer_mb: BUFFER_MB,
+        circular_buffer_mb: opts.buffer_mb.max(1),
         rundown_keyword: 0,
         stackwalk: false,
         providers,

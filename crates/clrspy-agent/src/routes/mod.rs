@@ -13,6 +13,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 mod health;
+mod metrics;
 mod pprof;
 mod processes;
 mod stacks;
@@ -24,6 +25,7 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     let protected = Router::new()
         .merge(processes::router())
         .merge(stacks::router())
+        .merge(metrics::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.auth.clone(),
@@ -32,6 +34,10 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/health", get(health::health))
         .merge(protected)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::count,
+        ))
         .with_state(state)
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
@@ -90,6 +96,9 @@ mod tests {
             limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
             request_timeout: Duration::from_secs(5),
             folder: std::env::temp_dir(),
+            metrics: Arc::new(crate::metrics::Collector::idle(
+                crate::metrics::MetricsConfig::default().settings().unwrap(),
+            )),
         };
         app(state, 1024)
     }
@@ -128,6 +137,7 @@ mod tests {
             "/debug/pprof/profile?seconds=1&pid=1",
             "/debug/pprof/allocs",
             "/debug/pprof/profile?seconds=../x",
+            "/metrics",
             "/nowhere",
             "/processes/..",
         ] {

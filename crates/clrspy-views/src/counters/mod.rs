@@ -160,6 +160,7 @@ fn start(
         max_histograms: s.max_histograms,
         max_time_series: s.max_time_series,
         duration: s.duration,
+        buffer_mb: clrspy_live::counters::BUFFER_MB,
     };
     let session = match target {
         Resolved::Attach { endpoint, .. } => CountersSession::attach(endpoint, &opts)?,
