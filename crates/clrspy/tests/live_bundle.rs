@@ -195,46 +195,9 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, bytes).unwrap();
     }
-    screenshot(&unpacked.join("index.html"), dir.path());
+    let png = dir.path().join("index.png");
+    common::chromium_screenshot(&unpacked.join("index.html"), &png, "1200,1600");
+    // Kept for people to look at.
+    let _ = std::fs::copy(&png, common::repo().join("target/bundle-index.png"));
     drop(app);
-}
-
-/// Opens the page in headless Chromium when it is installed: it loads, renders, and says
-/// nothing on the console. The screenshot is kept in target/ for people to look at.
-fn screenshot(html: &Path, dir: &Path) {
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            std::process::Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-    else {
-        eprintln!("no Chromium: the page was checked as text only");
-        return;
-    };
-    let png = dir.join("index.png");
-    let out = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--window-size=1200,1600",
-            "--virtual-time-budget=3000",
-        ])
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !log.contains("CONSOLE") && !log.contains("Uncaught"),
-        "console messages: {log}"
-    );
-    let bytes = std::fs::metadata(&png).map_or(0, |m| m.len());
-    assert!(bytes > 10_000, "screenshot of {bytes} bytes: {log}");
-    let keep = common::repo().join("target/bundle-index.png");
-    let _ = std::fs::copy(&png, keep);
 }

@@ -157,43 +157,7 @@ fn two_burning_threads_show_as_two_cores() {
         "CPU, memory, load, threads"
     );
     assert!(!page.contains("<script"));
-    screenshot(&html, dir.path());
-}
-
-/// Opens the page in headless Chromium when it is installed: it must load and render.
-fn screenshot(html: &Path, dir: &Path) {
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            std::process::Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-    else {
-        eprintln!("no Chromium: the page was checked as text only");
-        return;
-    };
-    let png = dir.join("m.png");
-    let out = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--window-size=1000,1400",
-        ])
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !log.contains("CONSOLE") && !log.contains("Uncaught"),
-        "console messages: {log}"
-    );
-    let bytes = std::fs::metadata(&png).map_or(0, |m| m.len());
-    assert!(bytes > 10_000, "screenshot of {} bytes: {log}", bytes);
+    common::chromium_screenshot(&html, &dir.path().join("m.png"), "1000,1400");
 }
 
 #[test]

@@ -111,42 +111,9 @@ fn a_bundle_is_private_verifiable_and_opens_offline() {
     assert_eq!(problems.len(), 1, "{text}");
     assert!(problems[0].starts_with("trace.nettrace: "), "{text}");
 
-    screenshot(&unpacked.join("index.html"), dir.path());
-}
-
-/// Opens the page in headless Chromium when one is installed: no console message, a real
-/// screenshot.
-fn screenshot(html: &Path, dir: &Path) {
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-    else {
-        eprintln!("no Chromium: the page was checked as text only");
-        return;
-    };
-    let png = dir.join("index.png");
-    let out = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--window-size=1100,2400",
-        ])
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !log.contains("CONSOLE") && !log.contains("Uncaught"),
-        "console messages: {log}"
+    common::chromium_screenshot(
+        &unpacked.join("index.html"),
+        &dir.path().join("index.png"),
+        "1100,2400",
     );
-    let bytes = std::fs::metadata(&png).map_or(0, |m| m.len());
-    assert!(bytes > 10_000, "screenshot of {bytes} bytes: {log}");
 }

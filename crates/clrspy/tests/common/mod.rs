@@ -591,3 +591,42 @@ pub fn start_template() -> (Running, u16) {
     }
     (Running(child, pid), port)
 }
+
+/// Opens `html` in headless Chromium when it is installed (`window` as `W,H`) and writes the
+/// screenshot to `png`: the page must load and render (a screenshot over 10 KB) and say
+/// nothing on the console. Without Chromium the page stays checked as text only (said on
+/// stderr).
+pub fn chromium_screenshot(html: &Path, png: &Path, window: &str) {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    else {
+        eprintln!("no Chromium: the page was checked as text only");
+        return;
+    };
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--virtual-time-budget=3000",
+        ])
+        .arg(format!("--window-size={window}"))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !log.contains("CONSOLE") && !log.contains("Uncaught"),
+        "console messages: {log}"
+    );
+    let bytes = std::fs::metadata(png).map_or(0, |m| m.len());
+    assert!(bytes > 10_000, "screenshot of {bytes} bytes: {log}");
+}
