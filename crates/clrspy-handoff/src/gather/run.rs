@@ -26,6 +26,10 @@ struct Window<'a> {
     metrics: Option<Metrics>,
     pid: Option<u32>,
     told_trigger: bool,
+    /// A launched program's facts and arguments, read once it runs (it may be gone at the
+    /// window's end).
+    launched: Option<(crate::facts::TargetFacts, Vec<String>)>,
+    launched_pid: Option<u32>,
     say: &'a mut dyn FnMut(&str),
 }
 
@@ -33,7 +37,10 @@ impl RunObserver for Window<'_> {
     fn started(&mut self, what: Started<'_>) {
         let pid = match what {
             Started::Attach { .. } => self.pid,
-            Started::Launch { pid, .. } => Some(pid),
+            Started::Launch { pid, .. } => {
+                self.launched_pid = Some(pid);
+                Some(pid)
+            }
         };
         if let Some(pid) = pid {
             self.pid = Some(pid);
@@ -42,6 +49,11 @@ impl RunObserver for Window<'_> {
     }
 
     fn progress(&mut self, p: &Progress) {
+        if let (Some(pid), None) = (self.launched_pid, &self.launched) {
+            if p.elapsed >= Duration::from_secs(1) {
+                self.launched = Some((crate::facts::target(pid), read_cmdline(pid)));
+            }
+        }
         if let (Some(left), false) = (p.stopping_in, self.told_trigger) {
             self.told_trigger = true;
             (self.say)(&format!(
@@ -69,8 +81,9 @@ pub(super) fn gather(
         .and_then(clrspy_live::counters::runtime_major);
     let planned = session::plan(&spec, runtime_major).map_err(HandoffError::Other)?;
     let heap_diff = spec.symptom.is_some_and(|s| s.heap_diff());
-    // The target's facts and environment while it surely runs.
-    let mut target = endpoint.as_ref().map(|e| crate::facts::target(e.pid));
+    // The target's facts, arguments and environment while it surely runs.
+    let mut facts = endpoint.as_ref().map(|e| crate::facts::target(e.pid));
+    let mut argv = endpoint.as_ref().map(|e| read_cmdline(e.pid));
     let env = match &endpoint {
         Some(e) => diagnostics_client::process_environment(e, Duration::from_secs(5))
             .map_err(|e| notes.push(format!("no environment: {e}")))
@@ -93,8 +106,16 @@ pub(super) fn gather(
         ..Extras::default()
     };
     let target_proc = std::mem::replace(&mut spec.target, Resolved::Launch(Vec::new()));
+    if let Resolved::Launch(command) = &target_proc {
+        argv = Some(
+            command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        );
+    }
     let known_pid = endpoint.as_ref().map(|e| e.pid);
-    let (outcome, metrics_run, pid) = window(
+    let (outcome, metrics_run, seen) = window(
         target_proc,
         extras,
         known_pid,
@@ -105,7 +126,7 @@ pub(super) fn gather(
         say,
     )?;
     let ended_ms = unix_ms();
-    let summary = outcome.summary;
+    let summary = &outcome.summary;
     if spec.require_trigger && summary.reason != clrspy_collect::StopReason::Triggered {
         let why = match summary.reason {
             clrspy_collect::StopReason::Duration => "the window's time passed",
@@ -114,19 +135,61 @@ pub(super) fn gather(
         };
         return Err(HandoffError::NotTriggered(why.into()));
     }
-    for line in closing_lines(&summary, None) {
+    for line in closing_lines(summary, None) {
         say(&line);
     }
-    if target.is_none() {
-        target = pid.map(crate::facts::target);
+    if let Some((f, args)) = seen.launched {
+        facts = Some(f);
+        if !args.is_empty() {
+            argv = Some(args);
+        }
     }
+    let mut target = facts
+        .or_else(|| seen.pid.map(crate::facts::target))
+        .unwrap_or_default();
     if let Some(e) = &endpoint {
         after_window(&spec, e, before, &mut staging, &mut notes, stop, say);
     }
     // Redaction: what the environment and command lines hold first, then the trace.
     let mut red = Redactor::new(spec.redact);
-    let mut target = target.unwrap_or_default();
-    if let Some(env) = &env {
+    redact_process(&mut red, env.as_deref(), argv, &mut target, &mut staging)?;
+    let window = Times {
+        started_utc: utc_iso(started_ms),
+        ended_utc: utc_iso(ended_ms),
+        planned: &planned,
+    };
+    let manifest = finish(
+        &spec,
+        target,
+        window,
+        metrics_run,
+        red,
+        notes,
+        &mut staging,
+        say,
+    )?;
+    let exit = outcome
+        .child
+        .and_then(|c| c.status)
+        .and_then(|s| s.code())
+        .map(|c| c.clamp(0, 255) as u8);
+    Ok(BundleOutcome {
+        zip: spec.output.clone(),
+        manifest,
+        exit,
+    })
+}
+
+/// The process's environment (written to `environment.txt`) and command line (into `target`)
+/// through the redactor, which learns their secrets for the rest.
+fn redact_process(
+    red: &mut Redactor,
+    env: Option<&[(String, String)]>,
+    argv: Option<Vec<String>>,
+    target: &mut crate::facts::TargetFacts,
+    staging: &mut Staging,
+) -> Result<(), HandoffError> {
+    if let Some(env) = env {
         let shown = red.env(env, "environment");
         staging.write(
             "environment.txt",
@@ -139,10 +202,34 @@ pub(super) fn gather(
             },
         )?;
     }
-    let argv = pid.map(read_cmdline).unwrap_or_default();
-    if !argv.is_empty() {
-        target.command_line = red.args(&argv, "target command line").join(" ");
-    }
+    // Never the raw line: the arguments as read, else the facts' line as text.
+    target.command_line = match argv.filter(|a| !a.is_empty()) {
+        Some(a) => red.args(&a, "target command line").join(" "),
+        None => red.text(&target.command_line, "target command line"),
+    };
+    Ok(())
+}
+
+/// The window's times and session, for the manifest.
+struct Times<'a> {
+    started_utc: String,
+    ended_utc: String,
+    planned: &'a session::Planned,
+}
+
+/// After the window and the process: the trace scrubbed, the log files copied, the derived
+/// files, the metrics, the manifest and the zip.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    spec: &BundleSpec,
+    target: crate::facts::TargetFacts,
+    window: Times<'_>,
+    metrics_run: Option<side::MetricsRun>,
+    mut red: Redactor,
+    mut notes: Vec<String>,
+    staging: &mut Staging,
+    say: &mut dyn FnMut(&str),
+) -> Result<Manifest, HandoffError> {
     let command = red
         .args(&spec.command_line, "clrspy command line")
         .join(" ");
@@ -151,9 +238,9 @@ pub(super) fn gather(
     if masked.secrets > 0 {
         say(&format!("{} secrets masked in the trace", masked.secrets));
     }
-    copy_log_files(&spec.log_files, &mut red, &mut staging, &mut notes)?;
+    copy_log_files(&spec.log_files, &mut red, staging, &mut notes)?;
     say("deriving the reports, logs and counters from the trace ...");
-    let derived = derive::derive(&trace, &planned, &mut staging)?;
+    let derived = derive::derive(&trace, window.planned, staging)?;
     if let Some(e) = &derived.read_error {
         notes.push(format!("the trace ends early: {e}"));
     }
@@ -162,7 +249,7 @@ pub(super) fn gather(
             notes.push(format!("metrics stopped early: {e}"));
         }
         let label = format!("{} (pid {})", target.name, target.pid);
-        side::write_metrics(&mut run, &derived.gc_heap, &label, &mut staging)?;
+        side::write_metrics(&mut run, &derived.gc_heap, &label, staging)?;
         notes.push(format!(
             "metrics: {} rows; sampling cost {:.3} % of one core",
             run.rows.len(),
@@ -183,28 +270,19 @@ pub(super) fn gather(
         format: 1,
         target,
         system: crate::facts::system(),
-        started_utc: utc_iso(started_ms),
-        ended_utc: utc_iso(ended_ms),
+        started_utc: window.started_utc,
+        ended_utc: window.ended_utc,
         command,
         clrspy_version: env!("CARGO_PKG_VERSION").to_string(),
         symptom: spec.symptom.map(|s| s.name().to_string()),
-        profile: planned.profile.clone(),
+        profile: window.planned.profile.clone(),
         files: staging.files.clone(),
         redacted: red.redactions().to_vec(),
         notes,
     };
     say("writing the zip ...");
-    let packed = crate::package::finish(staging.root(), &mut manifest, &spec.output)?;
-    let exit = outcome
-        .child
-        .and_then(|c| c.status)
-        .and_then(|s| s.code())
-        .map(|c| c.clamp(0, 255) as u8);
-    Ok(BundleOutcome {
-        zip: packed.zip,
-        manifest,
-        exit,
-    })
+    crate::package::finish(staging.root(), &mut manifest, &spec.output)?;
+    Ok(manifest)
 }
 
 /// Before the window: every thread's stack (hangs, slow requests) and the first heap snapshot
@@ -289,6 +367,12 @@ fn after_window(
     }
 }
 
+/// What the window saw of the process: its pid, and a launched program's facts and arguments.
+struct Seen {
+    pid: Option<u32>,
+    launched: Option<(crate::facts::TargetFacts, Vec<String>)>,
+}
+
 /// The window: the session into `trace.nettrace`, metrics beside it.
 #[allow(clippy::too_many_arguments)]
 fn window(
@@ -300,14 +384,7 @@ fn window(
     duration: Duration,
     stop: &StopSignal,
     say: &mut dyn FnMut(&str),
-) -> Result<
-    (
-        clrspy_collect::RunOutcome,
-        Option<side::MetricsRun>,
-        Option<u32>,
-    ),
-    HandoffError,
-> {
+) -> Result<(clrspy_collect::RunOutcome, Option<side::MetricsRun>, Seen), HandoffError> {
     let trace = staging.create("trace.nettrace", "the EventPipe trace of the window")?;
     let prepared = extras
         .prepare(&target, &planned.config, Box::new(|_| {}), &mut |_| {})
@@ -328,15 +405,20 @@ fn window(
         metrics: None,
         pid: known_pid,
         told_trigger: false,
+        launched: None,
+        launched_pid: None,
         say,
     };
     let outcome = prepared.run(target, spec, &mut w);
     let metrics = w.metrics.take().map(Metrics::finish);
-    let pid = w.pid;
+    let seen = Seen {
+        pid: w.pid,
+        launched: w.launched.take(),
+    };
     extras.finish();
     let outcome = outcome.map_err(|e| HandoffError::Other(e.to_string()))?;
     side::set_private(&trace);
-    Ok((outcome, metrics, pid))
+    Ok((outcome, metrics, seen))
 }
 
 /// A process's arguments (`/proc/PID/cmdline`), empty when unreadable.
