@@ -201,3 +201,47 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
     let _ = std::fs::copy(&png, common::repo().join("target/bundle-index.png"));
     drop(app);
 }
+
+/// `bundle -- COMMAND`: the program is started for the bundle, its facts read while it runs
+/// (it ends with the window), and a secret on its command line is in no entry of the zip.
+#[test]
+fn a_bundle_of_a_started_program_knows_it_and_keeps_no_secret_of_its_command_line() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("launch.zip");
+    let secret = "Sx9-launch-secret-77";
+    let out = clrspy_command()
+        .args(["bundle", "--duration", "4s", "-o"])
+        .arg(&zip)
+        .arg("--")
+        .arg("dotnet")
+        .arg(common::web_app())
+        .arg(format!("--Db:Password={secret}"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = entries(&zip);
+    let m: Value = serde_json::from_slice(&files["manifest.json"]).unwrap();
+    assert_eq!(m["target"]["name"], "WebApp", "{}", m["target"]);
+    assert!(
+        m["target"]["runtime_version"].is_string(),
+        "{}",
+        m["target"]
+    );
+    let line = m["target"]["command_line"].as_str().unwrap();
+    assert!(line.contains("--Db:Password=[redacted]"), "{line}");
+    let wide: Vec<u8> = secret.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    for (name, bytes) in &files {
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes())
+                && !bytes.windows(wide.len()).any(|w| w == wide.as_slice()),
+            "the secret is in {name}"
+        );
+    }
+}
