@@ -14,10 +14,11 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use common::agent::{new_key, start_agent, Agent};
 use common::{clrspy_command, live, workloads, Running};
 use serde_json::Value;
 
@@ -25,20 +26,6 @@ const SECRET: &str = "s3cr3t-agent-test-value-4711";
 const SUBJECT: &str = "0b6a5b1c-agent-test-subject";
 const AUDIENCE: &str = "https://github.com/dotnet/dotnet-monitor";
 const ISSUER: &str = "https://github.com/dotnet/dotnet-monitor/generatekey+MonitorApiKey";
-
-/// A running agent, killed when dropped.
-struct Agent {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 impl Agent {
     /// `VmRSS`, and `RssAnon` (what is not the binary's pages), kB.
@@ -53,35 +40,6 @@ impl Agent {
         };
         format!("{} (anonymous {})", field("VmRSS:"), field("RssAnon:"))
     }
-}
-
-/// Starts `clrspy agent ARGS` and waits for its "listening on URL" line.
-fn start_agent(args: &[&str]) -> Agent {
-    let mut child = clrspy_command()
-        .arg("agent")
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "agent ended before listening"
-        );
-        if let Some(url) = line.trim().strip_prefix("clrspy agent: listening on ") {
-            break url.to_string();
-        }
-    };
-    // Keep draining its stderr.
-    std::thread::spawn(move || {
-        for l in err.lines() {
-            eprintln!("agent: {}", l.unwrap_or_default());
-        }
-    });
-    Agent { child, base }
 }
 
 /// A curl answer: status, the `WWW-Authenticate` header, the body.
@@ -167,19 +125,6 @@ fn start_idle() -> Running {
         .parse()
         .unwrap();
     Running(child, pid)
-}
-
-fn new_key() -> (String, String) {
-    let out = clrspy_command()
-        .args(["agent", "new-key", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    (
-        v["key"].as_str().unwrap().to_string(),
-        v["hash"].as_str().unwrap().to_string(),
-    )
 }
 
 fn write_config(dir: &Path, text: &str) -> String {

@@ -9,12 +9,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{clrspy_command, live, start, Running};
+use common::agent::{new_key, start_agent, Agent};
+use common::{live, start, Running};
 use serde_json::Value;
 
 /// The GC count and the CPU time: System.Runtime's meter (.NET 9+) or its EventCounters.
@@ -37,32 +37,6 @@ impl Drop for Killed {
     }
 }
 
-/// Starts `clrspy agent ARGS`: the child and its `http://127.0.0.1:PORT`.
-fn start_agent(args: &[&str]) -> (Killed, String) {
-    let mut child = clrspy_command()
-        .arg("agent")
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let child = Killed(child);
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "agent ended early");
-        if let Some(url) = line.trim().strip_prefix("clrspy agent: listening on ") {
-            break url.to_string();
-        }
-    };
-    std::thread::spawn(move || {
-        for l in err.lines() {
-            eprintln!("agent: {}", l.unwrap_or_default());
-        }
-    });
-    (child, base)
-}
-
 /// `curl URL` with the key: status, content type, body.
 fn get(url: &str, key: Option<&str>) -> (u16, String, String) {
     let mut cmd = Command::new("curl");
@@ -79,19 +53,6 @@ fn get(url: &str, key: Option<&str>) -> (u16, String, String) {
         code.trim().parse().unwrap_or(0),
         ctype.trim().to_string(),
         body.to_string(),
-    )
-}
-
-fn new_key() -> (String, String) {
-    let out = clrspy_command()
-        .args(["agent", "new-key", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    (
-        v["key"].as_str().unwrap().into(),
-        v["hash"].as_str().unwrap().into(),
     )
 }
 
@@ -113,21 +74,23 @@ fn sample(text: &str, names: &[&str], pid: u32) -> Option<(String, f64)> {
 /// a runtime's MetricsEventSource serves sessions of one configuration at a time.
 static ONE_AGENT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn agent_for_metrics(dir: &std::path::Path, hash: &str) -> (Killed, String) {
+fn agent_for_metrics(dir: &std::path::Path, hash: &str) -> (Agent, String) {
     let config = dir.join("agent.toml");
     std::fs::write(
         &config,
         "[metrics]\nrefresh_seconds = 1\nrescan_seconds = 1\n",
     )
     .unwrap();
-    start_agent(&[
+    let agent = start_agent(&[
         "--config",
         config.to_str().unwrap(),
         "--urls",
         "http://127.0.0.1:0",
         "--api-key-hash",
         hash,
-    ])
+    ]);
+    let base = agent.base.clone();
+    (agent, base)
 }
 
 fn free_port() -> u16 {
@@ -331,7 +294,7 @@ fn metrics_with_ten_processes() {
         size = text.len();
     }
     times.sort();
-    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.0.id())).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();
     let rss: Vec<&str> = status
         .lines()
         .filter(|l| l.starts_with("VmRSS") || l.starts_with("RssAnon") || l.starts_with("Threads"))

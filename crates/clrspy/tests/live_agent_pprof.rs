@@ -10,12 +10,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{clrspy_command, live, repo, start};
+use common::agent::{new_key, start_agent};
+use common::{live, repo, start};
 use serde_json::Value;
 
 /// Reads a gzip pprof with `pprof-format` and prints, as JSON, the sample types, and the
@@ -93,43 +93,6 @@ fn top(module: &Path, profile: &Path, sample_type: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// A running agent, killed when dropped.
-struct Agent {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_agent(config: &Path) -> Agent {
-    let mut child = clrspy_command()
-        .args(["agent", "--urls", "http://127.0.0.1:0", "--config"])
-        .arg(config)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "agent ended early");
-        if let Some(url) = line.trim().strip_prefix("clrspy agent: listening on ") {
-            break url.to_string();
-        }
-    };
-    std::thread::spawn(move || {
-        for l in err.lines() {
-            eprintln!("agent: {}", l.unwrap_or_default());
-        }
-    });
-    Agent { child, base }
-}
-
 /// GET `url` into `out`: the status and the content type.
 fn get(url: &str, key: Option<&str>, out: &Path, max_time: u32) -> (u16, String) {
     let mut cmd = Command::new("curl");
@@ -143,18 +106,6 @@ fn get(url: &str, key: Option<&str>, out: &Path, max_time: u32) -> (u16, String)
     let text = String::from_utf8_lossy(&o.stdout).to_string();
     let (code, ctype) = text.split_once(' ').unwrap_or((&text, ""));
     (code.parse().unwrap_or(0), ctype.to_string())
-}
-
-fn new_key() -> (String, String) {
-    let out = clrspy_command()
-        .args(["agent", "new-key", "--json"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    (
-        v["key"].as_str().unwrap().into(),
-        v["hash"].as_str().unwrap().into(),
-    )
 }
 
 fn empty(dir: &Path) -> bool {
@@ -183,7 +134,12 @@ fn pprof_pulls_read_by_a_real_pprof_reader() {
         ),
     )
     .unwrap();
-    let agent = start_agent(&config);
+    let agent = start_agent(&[
+        "--urls",
+        "http://127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
     let b = &agent.base;
     let out = dir.path().join("out.pb.gz");
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
+pub mod agent;
 pub mod cgroup;
 pub mod heap_workload;
 pub mod proc_cpu;
