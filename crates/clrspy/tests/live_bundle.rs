@@ -245,3 +245,36 @@ fn a_bundle_of_a_started_program_knows_it_and_keeps_no_secret_of_its_command_lin
         );
     }
 }
+
+/// `bundle -- COMMAND` whose command starts two .NET programs: the first is bundled, the other
+/// is let run untraced — and the manifest says so, so nobody reads the bundle as the whole.
+#[test]
+fn a_bundle_says_which_programs_it_did_not_trace() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("two.zip");
+    let out = clrspy_command()
+        .args(["bundle", "--duration", "30s", "-o"])
+        .arg(&zip)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "dotnet \"$0\" startup & dotnet \"$0\" startup; wait",
+        ])
+        .arg(common::workloads())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let files = entries(&zip);
+    let m: Value = serde_json::from_slice(&files["manifest.json"]).unwrap();
+    let notes = m["notes"].to_string();
+    assert!(
+        notes.contains("1 other .NET process started by the program ran untraced"),
+        "{notes}\n{stderr}"
+    );
+    assert!(verify(&zip).0);
+}

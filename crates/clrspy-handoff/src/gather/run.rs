@@ -138,6 +138,14 @@ pub(super) fn gather(
     for line in closing_lines(summary, None) {
         say(&line);
     }
+    if let Some(n) = outcome.child.map(|c| c.extra_runtimes).filter(|n| *n > 0) {
+        let line = format!(
+            "{n} other .NET process{} started by the program ran untraced: the trace, the reports and the logs are the first runtime's only",
+            if n == 1 { "" } else { "es" }
+        );
+        say(&line);
+        notes.push(line);
+    }
     if let Some((f, args)) = seen.launched {
         facts = Some(f);
         if !args.is_empty() {
