@@ -32,7 +32,8 @@ impl Drop for Program {
 /// GET (or POST) `url` with the key: the status and the JSON body.
 fn call(method: &str, url: &str, key: &str, max_time: u32) -> (u16, Value) {
     let o = Command::new("curl")
-        .args(["-s", "-X", method, "--max-time", &max_time.to_string()])
+        .args(["-s", "--path-as-is", "-X", method])
+        .args(["--max-time", &max_time.to_string()])
         .args(["-H", &format!("Authorization: Bearer {key}")])
         .args(["-w", "\n%{http_code}"])
         .arg(url)
