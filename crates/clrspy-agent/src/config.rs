@@ -420,9 +420,9 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         max_connections: config.limits.max_connections.max(1),
         concurrent: config.limits.concurrent,
         rules: config.rules.map(|r| crate::rules_host::RulesSettings {
-            output: r.output.unwrap_or_else(|| {
-                crate::rules_host::default_output(config.folder.as_deref())
-            }),
+            output: r
+                .output
+                .unwrap_or_else(|| crate::rules_host::default_output(config.folder.as_deref())),
             file: r.file,
         }),
         folder: config.folder.unwrap_or_else(crate::folder::default_folder),

@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use clr_events::provider_spec::ProviderSpec;
 use clrspy_analysis::trace_file::OpenTrace;
 use clrspy_analysis::{Analysis, Options};
 use clrspy_collect::{ChildOutput, Resolved, RunObserver, Started, StopSignal};
 use clrspy_export::{export, ExportOptions, Format, Metric};
 use clrspy_live::recording::{Extras, RunSpec};
-use clr_events::provider_spec::ProviderSpec;
 use diagnostics_client::{Endpoint, SessionConfig};
 
 use crate::error::ApiError;
@@ -104,10 +104,7 @@ impl RunObserver for Quiet {
 pub(crate) fn temp_name(what: &str, pid: u32) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!(
-        "{what}-{pid}-{}-{n}.nettrace",
-        std::process::id()
-    )
+    format!("{what}-{pid}-{}-{n}.nettrace", std::process::id())
 }
 
 /// Records and converts: the gzip pprof bytes, or `None` when stopped early.

@@ -138,7 +138,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
         let file = base.join("rules.json");
-        std::fs::write(&file, "{\"rules\":[{\"name\":\"a\",\n\"match\":{\"name\":\"\"},\"dump\":{}}]}").unwrap();
+        std::fs::write(
+            &file,
+            "{\"rules\":[{\"name\":\"a\",\n\"match\":{\"name\":\"\"},\"dump\":{}}]}",
+        )
+        .unwrap();
         let s = RulesSettings {
             file: file.clone(),
             output: base.join("out"),

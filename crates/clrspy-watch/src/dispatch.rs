@@ -332,7 +332,14 @@ mod tests {
         let out = dir.path();
         let set = rules(SET);
         let log = clrspy_rules::DecisionLog::open(out).unwrap();
-        let state = WatchState::new(out, rules(SET), log, Box::new(|_| {}), None, crate::view::WatchView::new());
+        let state = WatchState::new(
+            out,
+            rules(SET),
+            log,
+            Box::new(|_| {}),
+            None,
+            crate::view::WatchView::new(),
+        );
         // A pid no process has: no ancestors, no age.
         let pid = u32::MAX - 7;
         let mut web = process("web", "web --port 1");

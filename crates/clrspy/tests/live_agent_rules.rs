@@ -112,7 +112,12 @@ fn rules_inside_the_agent_and_reports() {
           { "name": "never", "match": { "name": "no-such-program-4711" }, "dump": {} } ] }"#,
     )
     .unwrap();
-    let agent = start_agent(&["--urls", "http://127.0.0.1:0", "--config", cfg.to_str().unwrap()]);
+    let agent = start_agent(&[
+        "--urls",
+        "http://127.0.0.1:0",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
     let b = &agent.base;
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&out).unwrap().permissions().mode();
@@ -168,7 +173,11 @@ fn rules_inside_the_agent_and_reports() {
         .filter(|d| d["pid"] == pid)
         .filter_map(|d| d["event"].as_str())
         .collect();
-    assert_eq!(events, ["matched", "action_started", "action_done"], "{log}");
+    assert_eq!(
+        events,
+        ["matched", "action_started", "action_done"],
+        "{log}"
+    );
 
     // The rule nothing matches: running, 0 matches, and its log says why for our process.
     let n = call("GET", &format!("{b}/rules/never"), &key, 10).1;
@@ -204,7 +213,10 @@ fn rules_inside_the_agent_and_reports() {
         120,
     );
     assert_eq!(s, 200, "{r}");
-    assert_eq!((r["pid"].as_u64(), r["seconds"].as_u64()), (Some(pid as u64), Some(3)));
+    assert_eq!(
+        (r["pid"].as_u64(), r["seconds"].as_u64()),
+        (Some(pid as u64), Some(3))
+    );
     let cpu = &r["reports"]["cpu"];
     assert_eq!(
         cpu["top_exclusive"][0]["method"], "Workloads.Cpu.Burn",

@@ -207,7 +207,10 @@ mod tests {
             assert_eq!(s, 400, "{bad}: {v}");
         }
         let (s, _, v) = call("GET", "/reports?pid=1&kind=nope", Some(KEY), vec![]).await;
-        assert!(v["error"].as_str().unwrap().contains("known: summary, cpu"), "{s}: {v}");
+        assert!(
+            v["error"].as_str().unwrap().contains("known: summary, cpu"),
+            "{s}: {v}"
+        );
         let (s, _, v) = call(
             "GET",
             "/reports?pid=4294967295&kind=cpu&seconds=1",

@@ -176,10 +176,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_watcher_s_rules_their_logs_and_bad_names() {
-        let base = std::env::temp_dir().join(format!(
-            "clrspy-agent-rules-routes-{}",
-            std::process::id()
-        ));
+        let base =
+            std::env::temp_dir().join(format!("clrspy-agent-rules-routes-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
         let file = base.join("rules.json");
