@@ -557,6 +557,33 @@ stacks = 1
     }
 
     #[test]
+    fn rules_default_to_a_folder_in_the_agent_s() {
+        let c = Config::parse(
+            "folder = \"/srv/agent\"\n[rules]\nfile = \"/etc/r.toml\"\n",
+            Path::new("a"),
+        )
+        .unwrap();
+        let r = settle(c, &over(&[], &[HASH], false))
+            .unwrap()
+            .rules
+            .unwrap();
+        assert_eq!(r.file, PathBuf::from("/etc/r.toml"));
+        assert_eq!(r.output, PathBuf::from("/srv/agent/rules"));
+        let c = Config::parse("[rules]\nfile = \"r\"\noutput = \"/o\"\n", Path::new("a")).unwrap();
+        let r = settle(c, &over(&[], &[HASH], false))
+            .unwrap()
+            .rules
+            .unwrap();
+        assert_eq!(r.output, PathBuf::from("/o"));
+        assert!(Config::parse("[rules]\noutput = \"/o\"\n", Path::new("a")).is_err());
+        assert!(Config::parse("[rules]\nfile = \"r\"\nx = 1\n", Path::new("a")).is_err());
+        assert!(settle(Config::default(), &over(&[], &[HASH], false))
+            .unwrap()
+            .rules
+            .is_none());
+    }
+
+    #[test]
     fn schema_names_the_fields() {
         let s = schema_json();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
