@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// Start even without credentials, or on a non-loopback address without TLS (warns).
     #[arg(long)]
     pub insecure: bool,
+    /// Run the watcher on this rules file (instead of the config's `[rules] file`); `/rules`
+    /// shows it.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
 }
 
 /// Runs `clrspy agent ...`.
@@ -107,7 +111,17 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode, Failure> {
         api_key_hashes: args.api_key_hashes.clone(),
         insecure: args.insecure,
     };
-    let settings = settle(config, &over).map_err(refusal)?;
+    let mut settings = settle(config, &over).map_err(refusal)?;
+    if let Some(file) = &args.rules {
+        let output = settings.rules.take().map_or_else(
+            || crate::rules_host::default_output(Some(&settings.folder)),
+            |r| r.output,
+        );
+        settings.rules = Some(crate::rules_host::RulesSettings {
+            file: file.clone(),
+            output,
+        });
+    }
     for w in &settings.warnings {
         eprintln!("clrspy agent: warning: {w}");
     }
@@ -149,6 +163,11 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         _ => None,
     };
     crate::folder::prepare(&settings.folder)?;
+    let watcher = settings
+        .rules
+        .as_ref()
+        .map(crate::rules_host::RulesHost::start)
+        .transpose()?;
     let metrics = crate::metrics::Collector::start(settings.metrics.clone())
         .map(Arc::new)
         .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;
@@ -158,6 +177,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         request_timeout: settings.request_timeout,
         folder: settings.folder.clone(),
         metrics: metrics.clone(),
+        rules: watcher.as_ref().map(crate::rules_host::RulesHost::handle),
     };
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {
@@ -175,6 +195,12 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
     tasks.abort_all();
     // The targets' sessions are ended, not left to notice the agent is gone.
     let _ = tokio::task::spawn_blocking(move || metrics.shutdown()).await;
+    // The watcher finishes its open traces whole.
+    if let Some(w) = watcher {
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || w.stop()).await {
+            eprintln!("clrspy agent: the watcher: {e}");
+        }
+    }
     Ok(())
 }
 

@@ -40,6 +40,21 @@ pub struct Config {
     /// What `/metrics` collects.
     #[serde(default)]
     pub metrics: crate::metrics::MetricsConfig,
+    /// The watcher inside the agent: a rules file (as `clrspy watch` takes) and where its
+    /// files go.
+    pub rules: Option<RulesConfig>,
+}
+
+/// The watcher inside the agent.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RulesConfig {
+    /// The rules file (TOML or JSON; `clrspy rules check FILE` checks it). A bad file: the
+    /// agent does not start.
+    pub file: PathBuf,
+    /// The output folder (the decisions log, a folder per rule), made private (0700);
+    /// default: `rules` in the agent's folder.
+    pub output: Option<PathBuf>,
 }
 
 fn default_disk_mb() -> u64 {
@@ -285,6 +300,8 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// What `/metrics` collects.
     pub metrics: crate::metrics::MetricsSettings,
+    /// The watcher inside the agent, when a rules file is configured.
+    pub rules: Option<crate::rules_host::RulesSettings>,
 }
 
 /// What the command line adds to the config.
@@ -402,6 +419,12 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         header_timeout: duration("header_timeout", &config.limits.header_timeout)?,
         max_connections: config.limits.max_connections.max(1),
         concurrent: config.limits.concurrent,
+        rules: config.rules.map(|r| crate::rules_host::RulesSettings {
+            output: r
+                .output
+                .unwrap_or_else(|| crate::rules_host::default_output(config.folder.as_deref())),
+            file: r.file,
+        }),
         folder: config.folder.unwrap_or_else(crate::folder::default_folder),
         open: !has_auth,
         warnings,
@@ -531,6 +554,33 @@ stacks = 1
         assert!(l.tls && l.loopback());
         assert!(Listen::parse("http://example.com:80").is_err());
         assert!(Listen::parse("http://127.0.0.1:99999").is_err());
+    }
+
+    #[test]
+    fn rules_default_to_a_folder_in_the_agent_s() {
+        let c = Config::parse(
+            "folder = \"/srv/agent\"\n[rules]\nfile = \"/etc/r.toml\"\n",
+            Path::new("a"),
+        )
+        .unwrap();
+        let r = settle(c, &over(&[], &[HASH], false))
+            .unwrap()
+            .rules
+            .unwrap();
+        assert_eq!(r.file, PathBuf::from("/etc/r.toml"));
+        assert_eq!(r.output, PathBuf::from("/srv/agent/rules"));
+        let c = Config::parse("[rules]\nfile = \"r\"\noutput = \"/o\"\n", Path::new("a")).unwrap();
+        let r = settle(c, &over(&[], &[HASH], false))
+            .unwrap()
+            .rules
+            .unwrap();
+        assert_eq!(r.output, PathBuf::from("/o"));
+        assert!(Config::parse("[rules]\noutput = \"/o\"\n", Path::new("a")).is_err());
+        assert!(Config::parse("[rules]\nfile = \"r\"\nx = 1\n", Path::new("a")).is_err());
+        assert!(settle(Config::default(), &over(&[], &[HASH], false))
+            .unwrap()
+            .rules
+            .is_none());
     }
 
     #[test]

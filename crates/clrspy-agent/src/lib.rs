@@ -10,7 +10,9 @@
 //! Modules: [`config`] (the TOML file, its schema, the start-up checks), [`keys`] (new keys
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
 //! (semaphores, blocking work), [`params`] (parameter checks), [`folder`] (the agent's own
-//! folder), [`pull`] (profile pulls recorded and converted to pprof), [`select`] (which
+//! folder), [`pull`] (profile pulls recorded and converted to pprof), [`report_pull`]
+//! (`/reports`: recorded and analysed into the registry's reports), [`rules_host`] (the
+//! watcher running inside the agent, behind `/rules`), [`select`] (which
 //! process: pid, uid or name), [`metrics`] (the counters sessions behind `/metrics` and its text
 //! format), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
@@ -29,7 +31,9 @@ pub mod limits;
 pub mod metrics;
 pub mod params;
 pub mod pull;
+pub mod report_pull;
 mod routes;
+pub mod rules_host;
 pub mod select;
 pub mod server;
 pub mod state;

@@ -22,6 +22,8 @@ pub enum Kind {
     Profile,
     /// An allocation profile pull (`/debug/pprof/allocs`; shares the `profiles` limit).
     Allocs,
+    /// Reports recorded and analysed (`/reports`; shares the `profiles` limit).
+    Reports,
 }
 
 impl Kind {
@@ -31,6 +33,7 @@ impl Kind {
             Kind::Stacks => "stack snapshots",
             Kind::Profile => "CPU profiles",
             Kind::Allocs => "allocation profiles",
+            Kind::Reports => "report recordings",
         }
     }
 }
@@ -80,7 +83,7 @@ impl Limits {
         match kind {
             Kind::Processes => &self.processes,
             Kind::Stacks => &self.stacks,
-            Kind::Profile | Kind::Allocs => &self.profiles,
+            Kind::Profile | Kind::Allocs | Kind::Reports => &self.profiles,
         }
     }
 

@@ -1,4 +1,4 @@
-//! OWNER: agent-pprof. Continuous-profiling pull: a few seconds of one process recorded with a
+//! OWNER: agent-pprof (the recording shared with `/reports`: rules). Continuous-profiling pull: a few seconds of one process recorded with a
 //! named profile (`cpu` or `alloc`) into a temporary trace in the agent's own folder, read
 //! once, and written as gzip pprof by clrspy-export's registry — what `clrspy record
 //! --profile P` and then `clrspy convert --to pprof` give. Blocking: run it on a blocking
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use clr_events::provider_spec::ProviderSpec;
 use clrspy_analysis::trace_file::OpenTrace;
 use clrspy_analysis::{Analysis, Options};
 use clrspy_collect::{ChildOutput, Resolved, RunObserver, Started, StopSignal};
@@ -84,7 +85,7 @@ pub struct Pull<'a> {
 }
 
 /// The temporary trace, removed when dropped.
-struct TempTrace(PathBuf);
+pub(crate) struct TempTrace(pub(crate) PathBuf);
 
 impl Drop for TempTrace {
     fn drop(&mut self) {
@@ -99,15 +100,11 @@ impl RunObserver for Quiet {
     fn started(&mut self, _what: Started<'_>) {}
 }
 
-/// A trace name no other pull of this agent uses.
-fn temp_name(kind: PullKind, pid: u32) -> String {
+/// A trace name no other pull of this agent uses (`what`: what it is for, e.g. `pprof-cpu`).
+pub(crate) fn temp_name(what: &str, pid: u32) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!(
-        "pprof-{}-{pid}-{}-{n}.nettrace",
-        kind.profile(),
-        std::process::id()
-    )
+    format!("{what}-{pid}-{}-{n}.nettrace", std::process::id())
 }
 
 /// Records and converts: the gzip pprof bytes, or `None` when stopped early.
@@ -115,16 +112,51 @@ pub fn pull(p: &Pull<'_>) -> Result<Option<Vec<u8>>, ApiError> {
     let pid = p.endpoint.pid;
     let providers = clr_events::provider_spec::resolve(Some(p.kind.profile()), None, None, None)
         .map_err(|e| ApiError::internal(format!("the {} profile: {e}", p.kind.profile())))?;
+    let rec = Recording {
+        providers,
+        endpoint: p.endpoint.clone(),
+        duration: p.duration,
+        file: p
+            .folder
+            .join(temp_name(&format!("pprof-{}", p.kind.profile()), pid)),
+        stop: p.stop,
+    };
+    let Some(trace) = record(rec)? else {
+        return Ok(None);
+    };
+    let out = convert(&trace.0, p.kind.metric()).map(Some);
+    give_back_memory();
+    out
+}
+
+/// One recording into a temporary trace of the agent's.
+pub(crate) struct Recording<'a> {
+    /// What to enable.
+    pub(crate) providers: Vec<ProviderSpec>,
+    /// The process.
+    pub(crate) endpoint: Endpoint,
+    /// How long.
+    pub(crate) duration: Duration,
+    /// The trace's path (a name of the agent's, in its folder; removed with the result).
+    pub(crate) file: PathBuf,
+    /// Stops the recording early; then there is no trace.
+    pub(crate) stop: &'a StopSignal,
+}
+
+/// Records as `r` says: the trace (removed when dropped), or `None` when stopped early.
+pub(crate) fn record(r: Recording<'_>) -> Result<Option<TempTrace>, ApiError> {
+    let pid = r.endpoint.pid;
     let config = SessionConfig {
-        providers: providers
+        providers: r
+            .providers
             .into_iter()
             .map(clrspy_collect::session_provider)
             .collect(),
         ..SessionConfig::default()
     };
-    let trace = TempTrace(p.folder.join(temp_name(p.kind, pid)));
+    let trace = TempTrace(r.file);
     let target = Resolved::Attach {
-        endpoint: p.endpoint.clone(),
+        endpoint: r.endpoint,
         label: format!("pid {pid}"),
     };
     let gateway = |what: &str, e: &dyn std::fmt::Display| {
@@ -136,25 +168,23 @@ pub fn pull(p: &Pull<'_>) -> Result<Option<Vec<u8>>, ApiError> {
         .map_err(|e| gateway("recording", &e))?;
     let spec = RunSpec {
         output: Some(trace.0.clone()),
-        duration: Some(p.duration),
+        duration: Some(r.duration),
         thread_cpu: Some(THREAD_CPU_INTERVAL),
-        stop: p.stop,
+        stop: r.stop,
         child_stdout: ChildOutput::Inherit,
     };
     let outcome = prepared.run(target, spec, &mut Quiet);
     extras.finish();
     outcome.map_err(|e| gateway("recording", &e))?;
-    if p.stop.count() > 0 {
+    if r.stop.count() > 0 {
         return Ok(None);
     }
-    let out = convert(&trace.0, p.kind.metric()).map(Some);
-    give_back_memory();
-    out
+    Ok(Some(trace))
 }
 
 /// The analysis of a recording takes tens of MB for a moment: hand the freed pages back to the
 /// system, so the agent returns to its idle size between pulls.
-fn give_back_memory() {
+pub(crate) fn give_back_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory of the allocator; no pointer is touched.
     unsafe {
@@ -260,7 +290,7 @@ mod tests {
 
     #[test]
     fn names_differ_and_stay_in_the_folder() {
-        let (a, b) = (temp_name(PullKind::Cpu, 7), temp_name(PullKind::Cpu, 7));
+        let (a, b) = (temp_name("pprof-cpu", 7), temp_name("pprof-cpu", 7));
         assert_ne!(a, b);
         assert!(!a.contains('/') && a.ends_with(".nettrace"));
     }

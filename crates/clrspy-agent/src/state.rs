@@ -22,4 +22,6 @@ pub struct AppState {
     pub folder: PathBuf,
     /// The counters behind `/metrics`.
     pub metrics: Arc<Collector>,
+    /// The watcher inside the agent, when rules are configured (`/rules`).
+    pub rules: Option<crate::rules_host::RulesHandle>,
 }

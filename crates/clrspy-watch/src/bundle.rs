@@ -365,7 +365,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let set = bundle_rule("{}");
         let log = clrspy_rules::DecisionLog::open(dir.path()).unwrap();
-        let state = WatchState::new(dir.path(), bundle_rule("{}"), log, Box::new(|_| {}), None);
+        let state = WatchState::new(
+            dir.path(),
+            bundle_rule("{}"),
+            log,
+            Box::new(|_| {}),
+            None,
+            crate::view::WatchView::new(),
+        );
         let rule = &set.rules[0];
         state
             .states

@@ -129,6 +129,11 @@ pub(crate) fn matching_rules(
             .and_then(|mut m| via_parent(&mut m, r, &up, &uid_of))
     };
     let hits = match_rules(rules, facts, &uid_of, &mut through_ancestor);
+    for (i, r) in rules.rules.iter().enumerate() {
+        if !hits.iter().any(|(h, _)| *h == i) {
+            state.view.not_matched(r, facts, age);
+        }
+    }
     for (i, why) in &hits {
         let r = &rules.rules[*i];
         if r.children {
@@ -327,7 +332,14 @@ mod tests {
         let out = dir.path();
         let set = rules(SET);
         let log = clrspy_rules::DecisionLog::open(out).unwrap();
-        let state = WatchState::new(out, rules(SET), log, Box::new(|_| {}), None);
+        let state = WatchState::new(
+            out,
+            rules(SET),
+            log,
+            Box::new(|_| {}),
+            None,
+            crate::view::WatchView::new(),
+        );
         // A pid no process has: no ancestors, no age.
         let pid = u32::MAX - 7;
         let mut web = process("web", "web --port 1");

@@ -178,7 +178,14 @@ mod tests {
     fn shared(out: &std::path::Path, rules: &str) -> Arc<WatchState> {
         let rules = RuleSet::parse(rules, clrspy_rules::Syntax::Json).unwrap();
         let log = clrspy_rules::DecisionLog::open(out).unwrap();
-        Arc::new(WatchState::new(out, rules, log, Box::new(|_| {}), None))
+        Arc::new(WatchState::new(
+            out,
+            rules,
+            log,
+            Box::new(|_| {}),
+            None,
+            crate::view::WatchView::new(),
+        ))
     }
 
     fn lines(out: &std::path::Path) -> Vec<serde_json::Value> {

@@ -14,6 +14,8 @@
 //! - `children` (process trees for rules with `children`) and `fatal` (the session that keeps
 //!   the fatal exception's message; the ELF core reader and createdump's file names are
 //!   clrspy-collect's `crash`); new runtimes come from diagnostics-client's `EndpointWatcher`;
+//! - `view`: the read-only public view of a running watch (per rule: state, counts, recent
+//!   decisions), fed by the decisions and admissions;
 //! - `state`: the watcher's whole state (`WatchState`), its log and
 //!   printer, its threads;
 //! - `limits`: admission applied (the disk read, refusals logged, budgets kept);
@@ -42,8 +44,10 @@ mod run;
 mod signals;
 mod state;
 mod trace;
+mod view;
 
 pub use admission::{admission, admit, disk_full, Admission, AdmissionInput, MIN_FREE};
-pub use run::{watch, WatchControl, WatchEnd, WatchError, WatchOptions};
+pub use run::{watch, watch_with_view, WatchControl, WatchEnd, WatchError, WatchOptions};
 pub use signals::signal_control;
 pub use state::DecisionPrinter;
+pub use view::{RuleSnapshot, RuleStatus, WatchSummary, WatchView, RULE_LOG_LEN};

@@ -61,17 +61,20 @@ pub(crate) fn may_act_paced(
         stopping,
         paced,
     };
-    let verdict = state
+    let (verdict, actions) = state
         .states
         .lock()
         .map(|mut s| {
-            admit(
-                s.entry(rule.name.clone()).or_default(),
-                &rule.limits,
-                &input,
-            )
+            let st = s.entry(rule.name.clone()).or_default();
+            (admit(st, &rule.limits, &input), st.actions)
         })
-        .unwrap_or_else(|_| admission(&RuleState::default(), &Limits::default(), &input));
+        .unwrap_or_else(|_| {
+            let none = RuleState::default();
+            (admission(&none, &Limits::default(), &input), 0)
+        });
+    state
+        .view
+        .admission(&rule.name, &verdict, actions, input.now);
     if verdict != Admission::Go {
         return Err(verdict.why(&state.out));
     }

@@ -15,6 +15,7 @@ use diagnostics_client::{procfs, EndpointWatcher};
 use crate::dispatch::on_new_process;
 use crate::port::{belongs_to_port, Port};
 use crate::state::{DecisionPrinter, WatchState};
+use crate::view::WatchView;
 use clrspy_rules::RuleSet;
 use clrspy_rules::{Decision, DecisionKind, DecisionLog};
 
@@ -107,6 +108,17 @@ pub fn watch(
     control: &WatchControl,
     printer: DecisionPrinter,
 ) -> Result<WatchEnd, WatchError> {
+    watch_with_view(rules, opts, control, printer, WatchView::new())
+}
+
+/// [`watch`], showing its state in `view` as it goes (the agent's `/rules` reads it).
+pub fn watch_with_view(
+    rules: RuleSet,
+    opts: &WatchOptions,
+    control: &WatchControl,
+    printer: DecisionPrinter,
+    view: Arc<WatchView>,
+) -> Result<WatchEnd, WatchError> {
     let out_err = |path: &Path, source| WatchError::Output {
         path: path.to_path_buf(),
         source,
@@ -119,6 +131,7 @@ pub fn watch(
         log,
         printer,
         opts.listen.clone(),
+        view,
     ));
     let port = match &opts.listen {
         Some(path) => {
@@ -240,6 +253,7 @@ fn reload(state: &WatchState, path: &Path) {
                 set.rules.len(),
                 path.display()
             ));
+            state.view.set_rules(&set);
             if let Ok(mut r) = state.rules.write() {
                 *r = Arc::new(set);
             }

@@ -14,6 +14,7 @@ use clrspy_collect::StopSignal;
 use crate::children::Matched;
 use crate::fatal::Background;
 use crate::procfs::start_ticks;
+use crate::view::WatchView;
 use clrspy_collect::crash::message::FatalMessages;
 use clrspy_rules::RuleSet;
 use clrspy_rules::RuleState;
@@ -50,6 +51,8 @@ pub(crate) struct WatchState {
     pub(crate) listen: Option<PathBuf>,
     /// The per-process threads.
     pub(crate) workers: Mutex<Vec<JoinHandle<()>>>,
+    /// The caller's read-only view (fed by [`WatchState::emit`]).
+    pub(crate) view: Arc<WatchView>,
 }
 
 impl WatchState {
@@ -60,7 +63,9 @@ impl WatchState {
         log: DecisionLog,
         printer: DecisionPrinter,
         listen: Option<PathBuf>,
+        view: Arc<WatchView>,
     ) -> WatchState {
+        view.set_rules(&rules);
         WatchState {
             out: out.to_path_buf(),
             rules: RwLock::new(Arc::new(rules)),
@@ -79,12 +84,14 @@ impl WatchState {
             failures: AtomicU64::new(0),
             listen,
             workers: Mutex::new(Vec::new()),
+            view,
         }
     }
 
     /// Logs `d` and prints its line.
     pub(crate) fn emit(&self, d: Decision) {
         let failed = self.log.lock().ok().and_then(|mut l| l.write(&d));
+        self.view.record(&d);
         if let Ok(mut print) = self.printer.lock() {
             print(&d);
             if let Some(e) = failed {

@@ -76,6 +76,7 @@ mod tests {
             metrics: Arc::new(Collector::idle(
                 MetricsConfig::default().settings().unwrap(),
             )),
+            rules: None,
         };
         let mut req = Request::builder().uri(uri);
         if let Some(k) = key {
@@ -126,6 +127,7 @@ mod tests {
             metrics: Arc::new(Collector::idle(
                 MetricsConfig::default().settings().unwrap(),
             )),
+            rules: None,
         };
         let app = crate::routes::app(state, 1024);
         for (uri, key) in [

@@ -16,16 +16,20 @@ mod health;
 mod metrics;
 mod pprof;
 mod processes;
+mod reports;
+mod rules;
 mod stacks;
 
 /// The whole app.
 pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     let timeout = state.request_timeout;
     let pulls = pprof::router(state.clone());
+    let report_pulls = reports::router(state.clone());
     let protected = Router::new()
         .merge(processes::router())
         .merge(stacks::router())
         .merge(metrics::router())
+        .merge(rules::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.auth.clone(),
@@ -45,6 +49,7 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
         ))
         // Profile pulls record for up to minutes: their own auth and time bound.
         .merge(pulls)
+        .merge(report_pulls)
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
         .layer(axum::middleware::map_response(json_errors))
 }
@@ -99,6 +104,7 @@ mod tests {
             metrics: Arc::new(crate::metrics::Collector::idle(
                 crate::metrics::MetricsConfig::default().settings().unwrap(),
             )),
+            rules: None,
         };
         app(state, 1024)
     }
@@ -140,6 +146,13 @@ mod tests {
             "/metrics",
             "/nowhere",
             "/processes/..",
+            "/rules",
+            "/rules/a",
+            "/rules/a/log?limit=1",
+            "/rules/..",
+            "/rules/a/log?limit=..",
+            "/reports?pid=1&kind=cpu&seconds=1",
+            "/reports?pid=..",
         ] {
             for key in [None, Some("wrong")] {
                 let (s, h, v) = call("GET", uri, key, vec![]).await;
@@ -181,6 +194,31 @@ mod tests {
                 assert_eq!(s, 400, "{route}?{bad}: {v}");
             }
         }
+        for bad in [
+            "pid=1&kind=nope",
+            "pid=1&kind=cpu,..",
+            "pid=1&seconds=301",
+            "pid=1&seconds=0",
+            "pid=..&kind=cpu",
+            "kind=cpu",
+            "pid=1&file=/etc/passwd",
+        ] {
+            let (s, _, v) = call("GET", &format!("/reports?{bad}"), Some(KEY), vec![]).await;
+            assert_eq!(s, 400, "{bad}: {v}");
+        }
+        let (s, _, v) = call("GET", "/reports?pid=1&kind=nope", Some(KEY), vec![]).await;
+        assert!(
+            v["error"].as_str().unwrap().contains("known: summary, cpu"),
+            "{s}: {v}"
+        );
+        let (s, _, v) = call(
+            "GET",
+            "/reports?pid=4294967295&kind=cpu&seconds=1",
+            Some(KEY),
+            vec![],
+        )
+        .await;
+        assert_eq!(s, 404, "{v}");
         // A pid nobody has: 404 (before anything is recorded).
         let (s, _, v) = call(
             "GET",
@@ -193,6 +231,10 @@ mod tests {
         let (s, _, v) = call("POST", "/processes", Some(KEY), vec![b'x'; 2048]).await;
         assert_eq!(s, 413, "{v}");
         assert!(v["error"].is_string());
+        for key in [None, Some("wrong")] {
+            let (s, _, _) = call("POST", "/rules/reload", key, vec![]).await;
+            assert_eq!(s, 401);
+        }
         let (s, h, v) = call("POST", "/health", None, vec![]).await;
         assert_eq!(s, 405, "{v}");
         assert!(h.get(header::ALLOW).is_some());
