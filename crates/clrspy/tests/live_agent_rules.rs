@@ -179,6 +179,22 @@ fn rules_inside_the_agent_and_reports() {
         "{log}"
     );
 
+    // The same in /metrics: the agent's own figures count the rules' actions.
+    let text = Command::new("curl")
+        .args(["-s", "--max-time", "10", "-H"])
+        .arg(format!("Authorization: Bearer {key}"))
+        .arg(format!("{b}/metrics"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    for line in [
+        "clrspy_agent_rule_actions_total{rule=\"wl-cpu\",outcome=\"done\"} 1\n",
+        "clrspy_agent_rule_state{rule=\"wl-cpu\",state=\"finished\"} 1\n",
+        "clrspy_agent_rule_matched_total{rule=\"never\"} 0\n",
+    ] {
+        assert!(text.contains(line), "{line}{text}");
+    }
+
     // The rule nothing matches: running, 0 matches, and its log says why for our process.
     let n = call("GET", &format!("{b}/rules/never"), &key, 10).1;
     eprintln!("never: {n}");

@@ -297,6 +297,12 @@ pub fn render<'a>(
     text
 }
 
+/// The agent's own figures alone (appended after [`render`]'s text: families stay unique as
+/// long as the names differ).
+pub fn render_own(own: &[OwnMetric]) -> String {
+    render(std::iter::empty(), own)
+}
+
 fn write_family(text: &mut String, name: &str, kind: MetricType, help: &str, lines: &[String]) {
     let _ = writeln!(text, "# HELP {name} {}", help_text(help));
     let _ = writeln!(text, "# TYPE {name} {}", kind.as_str());

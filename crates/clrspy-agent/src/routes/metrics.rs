@@ -12,8 +12,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use clrspy_watch::{RuleSnapshot, RuleStatus};
 
 use crate::error::ApiError;
+use crate::metrics::exposition::{self, MetricType, OwnMetric};
 use crate::metrics::Collector;
 use crate::params;
 use crate::state::AppState;
@@ -46,10 +48,70 @@ async fn metrics(
 ) -> Result<impl IntoResponse, ApiError> {
     params::only(&query, &[])?;
     let collector = state.metrics.clone();
-    let text = tokio::task::spawn_blocking(move || collector.render())
-        .await
-        .map_err(|e| ApiError::internal(format!("rendering the metrics failed: {e}")))?;
+    let view = state.rules.as_ref().map(|r| r.view.clone());
+    let text = tokio::task::spawn_blocking(move || {
+        let mut text = collector.render();
+        if let Some(view) = view {
+            text.push_str(&exposition::render_own(&rule_metrics(&view.rules())));
+        }
+        text
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("rendering the metrics failed: {e}")))?;
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], text))
+}
+
+/// The rules' figures: each rule's state (one series per state, 1 for the current one), the
+/// processes its match held for, and its actions by outcome. As many series as the rules file
+/// has rules (times 9): bounded by the file.
+fn rule_metrics(rules: &[RuleSnapshot]) -> Vec<OwnMetric> {
+    const STATES: [RuleStatus; 4] = [
+        RuleStatus::Running,
+        RuleStatus::Acting,
+        RuleStatus::Throttled,
+        RuleStatus::Finished,
+    ];
+    let mut state = Vec::new();
+    let mut matched = Vec::new();
+    let mut actions = Vec::new();
+    for r in rules {
+        let rule = format!("rule=\"{}\"", exposition::label_value(&r.name));
+        for s in STATES {
+            let on = if r.status == s { 1.0 } else { 0.0 };
+            state.push((format!("{rule},state=\"{}\"", s.as_str()), on));
+        }
+        matched.push((rule.clone(), r.matched as f64));
+        for (outcome, n) in [
+            ("started", r.started),
+            ("done", r.done),
+            ("failed", r.failed),
+            ("refused", r.refused),
+        ] {
+            actions.push((format!("{rule},outcome=\"{outcome}\""), n as f64));
+        }
+    }
+    vec![
+        OwnMetric {
+            name: "clrspy_agent_rule_state",
+            kind: MetricType::Gauge,
+            help:
+                "Each rule's state (running, acting, throttled, finished): 1 for the current one.",
+            series: state,
+        },
+        OwnMetric {
+            name: "clrspy_agent_rule_matched_total",
+            kind: MetricType::Counter,
+            help: "Processes each rule's match held for.",
+            series: matched,
+        },
+        OwnMetric {
+            name: "clrspy_agent_rule_actions_total",
+            kind: MetricType::Counter,
+            help:
+                "Each rule's actions: started, done, failed, and refused by its limits or the disk.",
+            series: actions,
+        },
+    ]
 }
 
 #[cfg(test)]
@@ -159,5 +221,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn each_rule_has_its_state_matches_and_actions() {
+        use clrspy_watch::{RuleSnapshot, RuleStatus};
+        let rule = |name: &str, status, done| RuleSnapshot {
+            name: name.into(),
+            actions: vec!["trace"],
+            status,
+            reason: String::new(),
+            throttled_for: None,
+            looked_at: 3,
+            matched: 2,
+            admitted: 1,
+            max_actions: Some(1),
+            started: 1,
+            done,
+            failed: 0,
+            refused: 4,
+            under_way: 0,
+            last: None,
+        };
+        let own = super::rule_metrics(&[
+            rule("slow \"api\"", RuleStatus::Finished, 1),
+            rule("idle", RuleStatus::Running, 0),
+        ]);
+        let text = crate::metrics::exposition::render_own(&own);
+        for line in [
+            "# TYPE clrspy_agent_rule_state gauge\n",
+            "clrspy_agent_rule_state{rule=\"slow \\\"api\\\"\",state=\"finished\"} 1\n",
+            "clrspy_agent_rule_state{rule=\"slow \\\"api\\\"\",state=\"running\"} 0\n",
+            "clrspy_agent_rule_state{rule=\"idle\",state=\"running\"} 1\n",
+            "clrspy_agent_rule_matched_total{rule=\"idle\"} 2\n",
+            "clrspy_agent_rule_actions_total{rule=\"idle\",outcome=\"done\"} 0\n",
+            "clrspy_agent_rule_actions_total{rule=\"slow \\\"api\\\"\",outcome=\"done\"} 1\n",
+            "clrspy_agent_rule_actions_total{rule=\"idle\",outcome=\"refused\"} 4\n",
+        ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
+        assert_eq!(text.matches("# TYPE").count(), 3);
     }
 }
