@@ -158,6 +158,11 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         request_timeout: settings.request_timeout,
         folder: settings.folder.clone(),
         metrics: metrics.clone(),
+        operations: Arc::new(crate::operations::Operations::new(
+            &settings.folder,
+            crate::artifact::Budget::from_mb(settings.disk_mb),
+            crate::operations::KEEP_FINISHED,
+        )),
     };
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {

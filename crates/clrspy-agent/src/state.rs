@@ -22,4 +22,6 @@ pub struct AppState {
     pub folder: PathBuf,
     /// The counters behind `/metrics`.
     pub metrics: Arc<Collector>,
+    /// Long-running actions (`/operations`, `/dump`, `/gcdump`).
+    pub operations: Arc<crate::operations::Operations>,
 }

@@ -76,6 +76,11 @@ mod tests {
             metrics: Arc::new(Collector::idle(
                 MetricsConfig::default().settings().unwrap(),
             )),
+            operations: Arc::new(crate::operations::Operations::new(
+                &std::env::temp_dir(),
+                crate::artifact::Budget::from_mb(1),
+                1,
+            )),
         };
         let mut req = Request::builder().uri(uri);
         if let Some(k) = key {
@@ -125,6 +130,11 @@ mod tests {
             folder: std::env::temp_dir(),
             metrics: Arc::new(Collector::idle(
                 MetricsConfig::default().settings().unwrap(),
+            )),
+            operations: Arc::new(crate::operations::Operations::new(
+                &std::env::temp_dir(),
+                crate::artifact::Budget::from_mb(1),
+                1,
             )),
         };
         let app = crate::routes::app(state, 1024);
