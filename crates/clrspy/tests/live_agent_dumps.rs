@@ -27,11 +27,23 @@ const ORDER: &str = "Workloads.HeapOrder";
 fn curl(method: &str, url: &str, key: &str, out: &Path, max_time: u32) -> (u16, String) {
     let headers = out.with_extension("headers");
     let o = Command::new("curl")
-        .args(["-s", "-X", method, "--max-time", &max_time.to_string(), "-o"])
+        .args([
+            "-s",
+            "-X",
+            method,
+            "--max-time",
+            &max_time.to_string(),
+            "-o",
+        ])
         .arg(out)
         .arg("-D")
         .arg(&headers)
-        .args(["-w", "%{http_code}", "-H", &format!("Authorization: Bearer {key}")])
+        .args([
+            "-w",
+            "%{http_code}",
+            "-H",
+            &format!("Authorization: Bearer {key}"),
+        ])
         .arg(url)
         .output()
         .unwrap();
@@ -67,7 +79,11 @@ fn rss_kb(pid: u32) -> (u64, u64) {
 /// The processes whose parent is `pid`.
 fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let c = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
         out.extend(c.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
     }
@@ -80,7 +96,11 @@ fn order_count(gcdump: &Path) -> u64 {
         .args(["heap", gcdump.to_str().unwrap(), "--json", "--type", ORDER])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["types"]
         .as_array()
@@ -114,7 +134,12 @@ fn agent(dir: &Path, folder: &Path, hash: &str, disk_mb: u64) -> Agent {
         ),
     )
     .unwrap();
-    start_agent(&["--urls", "http://127.0.0.1:0", "--config", config.to_str().unwrap()])
+    start_agent(&[
+        "--urls",
+        "http://127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ])
 }
 
 /// Polls `/operations/{id}` until it is no longer running.
@@ -170,7 +195,12 @@ fn dumps_heap_snapshots_and_operations() {
     let gc = dir.path().join("served.gcdump");
     let (s, h) = curl("GET", &format!("{b}/gcdump?pid={}", w.pid), &key, &gc, 400);
     let took = t0.elapsed();
-    assert_eq!(s, 200, "{h} {}", String::from_utf8_lossy(&std::fs::read(&gc).unwrap()));
+    assert_eq!(
+        s,
+        200,
+        "{h} {}",
+        String::from_utf8_lossy(&std::fs::read(&gc).unwrap())
+    );
     let child_peak = sampler.join().unwrap();
     let (after, peak) = rss_kb(agent_pid);
     let size = std::fs::metadata(&gc).unwrap().len();
@@ -180,17 +210,47 @@ fn dumps_heap_snapshots_and_operations() {
         size as f64 / 1048576.0,
         took.as_secs_f64()
     );
-    assert!(header(&h, "content-disposition").unwrap().contains(".gcdump\""), "{h}");
+    assert!(
+        header(&h, "content-disposition")
+            .unwrap()
+            .contains(".gcdump\""),
+        "{h}"
+    );
     assert_eq!(order_count(&gc), held);
     // The graph was built in the child: the agent grew by far less than the heap's size.
-    assert!(peak < before + 32 * 1024, "agent peak {peak} KB (before {before} KB)");
+    assert!(
+        peak < before + 32 * 1024,
+        "agent peak {peak} KB (before {before} KB)"
+    );
     assert!(files(&folder).is_empty(), "left: {:?}", files(&folder));
+
+    // A client that leaves a direct request: the child is killed, nothing is left or listed.
+    let (s, _) = curl("GET", &format!("{b}/gcdump?pid={}", w.pid), &key, &out, 1);
+    assert_eq!(s, 0, "curl gave up after 1 s");
+    let t0 = Instant::now();
+    while !(children(agent_pid).is_empty() && files(&folder).is_empty()) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "left: {:?}", files(&folder));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(curl("GET", &format!("{b}/operations"), &key, &out, 10).0, 200);
+    assert_eq!(json(&out), serde_json::json!([]));
 
     // A mini dump: a gzip'd ELF core.
     let t0 = Instant::now();
     let gz = dir.path().join("mini.dmp.gz");
-    let (s, h) = curl("GET", &format!("{b}/dump?pid={}&type=mini", w.pid), &key, &gz, 400);
-    assert_eq!(s, 200, "{h} {}", String::from_utf8_lossy(&std::fs::read(&gz).unwrap()));
+    let (s, h) = curl(
+        "GET",
+        &format!("{b}/dump?pid={}&type=mini", w.pid),
+        &key,
+        &gz,
+        400,
+    );
+    assert_eq!(
+        s,
+        200,
+        "{h} {}",
+        String::from_utf8_lossy(&std::fs::read(&gz).unwrap())
+    );
     let mut magic = [0u8; 4];
     flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap())
         .read_exact(&mut magic)
@@ -204,12 +264,24 @@ fn dumps_heap_snapshots_and_operations() {
     assert!(files(&folder).is_empty(), "left: {:?}", files(&folder));
 
     // As an operation: 202 + Location, polled to succeeded, downloaded, deleted.
-    let (s, h) = curl("GET", &format!("{b}/gcdump?pid={}&mode=operation", w.pid), &key, &out, 30);
+    let (s, h) = curl(
+        "GET",
+        &format!("{b}/gcdump?pid={}&mode=operation", w.pid),
+        &key,
+        &out,
+        30,
+    );
     assert_eq!(s, 202, "{h}");
     let op = json(&out);
     let location = header(&h, "location").unwrap().to_string();
-    assert_eq!(location, format!("/operations/{}", op["id"].as_str().unwrap()));
-    assert_eq!((op["kind"].as_str(), op["state"].as_str()), (Some("gcdump"), Some("running")));
+    assert_eq!(
+        location,
+        format!("/operations/{}", op["id"].as_str().unwrap())
+    );
+    assert_eq!(
+        (op["kind"].as_str(), op["state"].as_str()),
+        (Some("gcdump"), Some("running"))
+    );
     let id = op["id"].as_str().unwrap().to_string();
     let done = wait_ended(&b, &id, &key, &out, Duration::from_secs(300));
     assert_eq!(done["state"], "succeeded", "{done}");
@@ -222,18 +294,33 @@ fn dumps_heap_snapshots_and_operations() {
     let (bytes, sha) = {
         use sha2::Digest;
         let data = std::fs::read(&result).unwrap();
-        let hex: String = sha2::Sha256::digest(&data).iter().map(|x| format!("{x:02x}")).collect();
+        let hex: String = sha2::Sha256::digest(&data)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect();
         (data.len() as u64, hex)
     };
     assert_eq!(done["artifact"]["bytes"], bytes);
     assert_eq!(done["artifact"]["sha256"], sha.as_str());
     assert_eq!(order_count(&result), held);
-    assert_eq!(curl("DELETE", &format!("{b}{location}"), &key, &out, 10).0, 204);
-    assert_eq!(curl("GET", &format!("{b}{location}"), &key, &out, 10).0, 404);
+    assert_eq!(
+        curl("DELETE", &format!("{b}{location}"), &key, &out, 10).0,
+        204
+    );
+    assert_eq!(
+        curl("GET", &format!("{b}{location}"), &key, &out, 10).0,
+        404
+    );
     assert!(files(&folder).is_empty(), "left: {:?}", files(&folder));
 
     // DELETE of a running heap snapshot cancels it: the child is killed, nothing is left.
-    let (s, _) = curl("GET", &format!("{b}/gcdump?pid={}&mode=operation", w.pid), &key, &out, 30);
+    let (s, _) = curl(
+        "GET",
+        &format!("{b}/gcdump?pid={}&mode=operation", w.pid),
+        &key,
+        &out,
+        30,
+    );
     assert_eq!(s, 202);
     let id = json(&out)["id"].as_str().unwrap().to_string();
     std::thread::sleep(Duration::from_millis(500));
@@ -244,11 +331,23 @@ fn dumps_heap_snapshots_and_operations() {
     assert!(files(&folder).is_empty(), "left: {:?}", files(&folder));
     assert!(children(agent_pid).is_empty(), "the child is left running");
     // The process can be snapshotted again at once (its limit was released).
-    let (s, _) = curl("GET", &format!("{b}/dump?pid={}&type=mini&mode=operation", w.pid), &key, &out, 30);
+    let (s, _) = curl(
+        "GET",
+        &format!("{b}/dump?pid={}&type=mini&mode=operation", w.pid),
+        &key,
+        &out,
+        30,
+    );
     assert_eq!(s, 202, "{}", json(&out));
     let id = json(&out)["id"].as_str().unwrap().to_string();
-    assert_eq!(wait_ended(&b, &id, &key, &out, Duration::from_secs(120))["state"], "succeeded");
-    assert_eq!(curl("DELETE", &format!("{b}/operations/{id}"), &key, &out, 10).0, 204);
+    assert_eq!(
+        wait_ended(&b, &id, &key, &out, Duration::from_secs(120))["state"],
+        "succeeded"
+    );
+    assert_eq!(
+        curl("DELETE", &format!("{b}/operations/{id}"), &key, &out, 10).0,
+        204
+    );
     assert!(files(&folder).is_empty());
     drop(a);
 
