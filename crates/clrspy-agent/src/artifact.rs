@@ -3,12 +3,13 @@
 //! admits or refuses a new job) and the job itself — a child process of the clrspy binary
 //! (`clrspy dump`, `clrspy gcdump`) writing into a folder of its own, watched while it runs:
 //! killed when asked to stop, when the budget is exceeded or when it overruns its time, and
-//! its folder emptied then. A finished artifact is measured and hashed (SHA-256) by streaming
+//! its folder emptied then (and killed with the agent: `PR_SET_PDEATHSIG`). A finished artifact is measured and hashed (SHA-256) by streaming
 //! it, never held whole.
 
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -222,7 +223,19 @@ fn run_inner(job: &Job, stop: &StopSignal, over_budget: &dyn Fn() -> Option<Stri
         Ok(f) => f,
         Err(e) => return JobEnd::Failed(format!("cannot write in the job's folder: {e}")),
     };
-    let spawned = Command::new(&job.program)
+    let mut command = Command::new(&job.program);
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent; it runs in the
+    // child between fork and exec. The child is killed when the thread that started it ends:
+    // this one, which waits for it, so only when the agent itself is gone.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let spawned = command
         .args(&job.args)
         .current_dir(&job.dir)
         .stdin(Stdio::null())

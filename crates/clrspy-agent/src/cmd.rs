@@ -149,6 +149,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         _ => None,
     };
     crate::folder::prepare(&settings.folder)?;
+    crate::operations::sweep(&settings.folder);
     let metrics = crate::metrics::Collector::start(settings.metrics.clone())
         .map(Arc::new)
         .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;

@@ -3,7 +3,7 @@
 //! recording can be added as another), the process, a state (`running`, `succeeded`,
 //! `failed`, `cancelled`), its times, and when done its artifact (name, size, SHA-256) or its
 //! error. Each operation writes in a folder of its own under the agent's folder
-//! (`operations/<id>`), made when it is admitted by the disk budget (see [`crate::artifact`])
+//! (`operations-<agent pid>/<id>`), made when it is admitted by the disk budget (see [`crate::artifact`])
 //! and removed when it fails, is cancelled, deleted or evicted: at most [`KEEP_FINISHED`]
 //! finished operations are kept, the oldest going first. Ids never become paths unchecked:
 //! [`parse_id`] takes only 32 hex digits.
@@ -24,8 +24,9 @@ use crate::error::ApiError;
 /// deleted).
 pub const KEEP_FINISHED: usize = 100;
 
-/// The sub-folder of the agent's folder holding one folder per operation.
-const SUBFOLDER: &str = "operations";
+/// The sub-folder of the agent's folder holding one folder per operation:
+/// `operations-<the agent's pid>` (so that [`sweep`] knows a dead agent's leftovers).
+const SUBFOLDER: &str = "operations-";
 
 /// What an operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -155,6 +156,12 @@ impl Operations {
         }
     }
 
+    /// This agent's folder of operations.
+    fn root(&self) -> PathBuf {
+        self.folder
+            .join(format!("{SUBFOLDER}{}", std::process::id()))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -180,7 +187,7 @@ impl Operations {
         self.budget
             .admits(used, reserved, estimate, free)
             .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
-        let dir = self.folder.join(SUBFOLDER).join(&id);
+        let dir = self.root().join(&id);
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -237,7 +244,7 @@ impl Operations {
         });
         if out.is_none() {
             // Forgotten while it ran: what it wrote goes too.
-            let _ = std::fs::remove_dir_all(self.folder.join(SUBFOLDER).join(id));
+            let _ = std::fs::remove_dir_all(self.root().join(id));
         }
         self.evict(&mut entries);
         out
@@ -325,6 +332,30 @@ impl Operations {
             let _ = std::fs::remove_dir_all(&e.dir);
         }
     }
+}
+
+/// Removes what agents that ended left in `folder` (operations live in memory: a folder
+/// `operations-<pid>` whose agent is gone is never served again); returns how many folders
+/// went. An agent calls it once at start, before it serves.
+pub fn sweep(folder: &Path) -> usize {
+    let mine = std::process::id();
+    let mut removed = 0;
+    for e in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SUBFOLDER))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = Path::new(&format!("/proc/{pid}")).exists();
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if pid != mine && !alive && is_dir && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 #[cfg(test)]
@@ -442,6 +473,29 @@ mod tests {
             assert!(ops.get(id).is_ok() && dir.exists());
         }
         assert_eq!(ops.get(&running.id).unwrap().state, OpState::Running);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn leftovers_of_ended_agents_are_swept_not_a_live_ones() {
+        let d = temp("sweep");
+        let ops = Operations::new(&d, big(), 10);
+        let mine = ops.begin(OpKind::Dump, None, 1, 0).unwrap();
+        // pid 1 is alive; no process has pid 4194304 (above Linux's largest).
+        for name in [
+            "operations-4194304/x",
+            "operations-1/y",
+            "operations-abc/z",
+            "other/w",
+        ] {
+            std::fs::create_dir_all(d.join(name)).unwrap();
+        }
+        assert_eq!(sweep(&d), 1);
+        assert!(!d.join("operations-4194304").exists());
+        for kept in ["operations-1", "operations-abc", "other"] {
+            assert!(d.join(kept).exists(), "{kept}");
+        }
+        assert!(mine.dir.exists(), "this agent's own");
         std::fs::remove_dir_all(&d).unwrap();
     }
 
