@@ -296,6 +296,9 @@ fn dumps_heap_snapshots_and_operations() {
         (Some("gcdump"), Some("running"))
     );
     let id = op["id"].as_str().unwrap().to_string();
+    // One heap snapshot of a process at a time.
+    let (s, h) = curl("GET", &format!("{b}/gcdump?pid={}", w.pid), &key, &out, 30);
+    assert_eq!((s, header(&h, "retry-after")), (429, Some("1")), "{h}");
     let done = wait_ended(&b, &id, &key, &out, Duration::from_secs(300));
     assert_eq!(done["state"], "succeeded", "{done}");
     let (s, list_h) = curl("GET", &format!("{b}/operations"), &key, &out, 10);
@@ -341,6 +344,28 @@ fn dumps_heap_snapshots_and_operations() {
     assert_eq!(s, 202, "{}", json(&out));
     let v = wait_ended(&b, &id, &key, &out, Duration::from_secs(30));
     assert_eq!(v["state"], "cancelled", "{v}");
+    assert!(files(&folder).is_empty(), "left: {:?}", files(&folder));
+    assert!(children(agent_pid).is_empty(), "the child is left running");
+    // So does DELETE of a running full dump.
+    let t0 = Instant::now();
+    let (s, _) = curl(
+        "GET",
+        &format!("{b}/dump?pid={}&type=full&mode=operation", w.pid),
+        &key,
+        &out,
+        30,
+    );
+    assert_eq!(s, 202);
+    let id = json(&out)["id"].as_str().unwrap().to_string();
+    std::thread::sleep(Duration::from_millis(300));
+    let (s, _) = curl("DELETE", &format!("{b}/operations/{id}"), &key, &out, 10);
+    assert_eq!(s, 202, "{}", json(&out));
+    let v = wait_ended(&b, &id, &key, &out, Duration::from_secs(30));
+    assert_eq!(v["state"], "cancelled", "{v}");
+    eprintln!(
+        "full dump cancelled after {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
     assert!(files(&folder).is_empty(), "left: {:?}", files(&folder));
     assert!(children(agent_pid).is_empty(), "the child is left running");
     // The process can be snapshotted again at once (its limit was released).
