@@ -11,9 +11,9 @@
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
 //! (semaphores, blocking work), [`params`] (parameter checks), [`folder`] (the agent's own
 //! folder), [`pull`] (profile pulls recorded and converted to pprof), [`select`] (which
-//! process: pid, uid or name), [`operations`] (long-running actions: dumps, heap snapshots)
-//! and [`artifact`] (their child processes and the disk budget), [`metrics`] (the counters sessions behind `/metrics` and its text
-//! format), `routes` (one router per area),
+//! process: pid, uid or name), [`metrics`] (the counters sessions behind `/metrics` and its text
+//! format), [`operations`] (long-running actions: dumps, heap snapshots) and [`artifact`]
+//! (their child processes and the disk budget), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
