@@ -199,7 +199,7 @@ pub enum JobEnd {
     Cancelled,
 }
 
-/// Runs `job`, looking every [`POLL`] at `stop` and at `over_budget` (which says why the job
+/// Runs `job`, looking every 100 ms at `stop` and at `over_budget` (which says why the job
 /// must stop, or None). The program's standard error goes to a file in the job's folder and
 /// its last line is the failure's message. Unless the job succeeds its folder is removed.
 pub fn run(job: &Job, stop: &StopSignal, over_budget: &dyn Fn() -> Option<String>) -> JobEnd {
