@@ -111,7 +111,7 @@ fn mb(bytes: u64) -> u64 {
 }
 
 /// What the files under `dir` take (their lengths; symbolic links are not followed, and the
-/// walk stops [`MAX_DEPTH`] folders down). A missing folder holds nothing.
+/// walk stops four folders down). A missing folder holds nothing.
 pub fn folder_bytes(dir: &Path) -> u64 {
     fn walk(dir: &Path, depth: usize) -> u64 {
         let Ok(entries) = std::fs::read_dir(dir) else {
