@@ -168,6 +168,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         .as_ref()
         .map(crate::rules_host::RulesHost::start)
         .transpose()?;
+    crate::operations::sweep(&settings.folder);
     let metrics = crate::metrics::Collector::start(settings.metrics.clone())
         .map(Arc::new)
         .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;
@@ -178,6 +179,11 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         folder: settings.folder.clone(),
         metrics: metrics.clone(),
         rules: watcher.as_ref().map(crate::rules_host::RulesHost::handle),
+        operations: Arc::new(crate::operations::Operations::new(
+            &settings.folder,
+            crate::artifact::Budget::from_mb(settings.disk_mb),
+            crate::operations::KEEP_FINISHED,
+        )),
     };
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {

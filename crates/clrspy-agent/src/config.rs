@@ -170,6 +170,12 @@ pub struct ConcurrencyConfig {
     /// never two of a kind at once on one process).
     #[serde(default = "default_profiles")]
     pub profiles: usize,
+    /// `/dump` (each a `clrspy dump` child process; never two at once on one process).
+    #[serde(default = "default_one")]
+    pub dumps: usize,
+    /// `/gcdump` (each a `clrspy gcdump` child process; never two at once on one process).
+    #[serde(default = "default_one")]
+    pub gcdumps: usize,
 }
 
 fn default_processes() -> usize {
@@ -181,6 +187,9 @@ fn default_stacks() -> usize {
 fn default_profiles() -> usize {
     2
 }
+fn default_one() -> usize {
+    1
+}
 
 impl Default for ConcurrencyConfig {
     fn default() -> ConcurrencyConfig {
@@ -188,6 +197,8 @@ impl Default for ConcurrencyConfig {
             processes: default_processes(),
             stacks: default_stacks(),
             profiles: default_profiles(),
+            dumps: default_one(),
+            gcdumps: default_one(),
         }
     }
 }
@@ -294,6 +305,8 @@ pub struct Settings {
     pub concurrent: ConcurrencyConfig,
     /// The agent's folder: the config's `folder`, else [`crate::folder::default_folder`].
     pub folder: PathBuf,
+    /// The most the folder may hold, MB.
+    pub disk_mb: u64,
     /// No credentials needed (`--insecure` with none configured).
     pub open: bool,
     /// Warnings to print at start.
@@ -426,6 +439,7 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
             file: r.file,
         }),
         folder: config.folder.unwrap_or_else(crate::folder::default_folder),
+        disk_mb: config.disk_mb,
         open: !has_auth,
         warnings,
         metrics: config.metrics.settings()?,

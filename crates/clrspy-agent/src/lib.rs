@@ -14,12 +14,14 @@
 //! (`/reports`: recorded and analysed into the registry's reports), [`rules_host`] (the
 //! watcher running inside the agent, behind `/rules`), [`select`] (which
 //! process: pid, uid or name), [`metrics`] (the counters sessions behind `/metrics` and its text
-//! format), `routes` (one router per area),
+//! format), [`operations`] (long-running actions: dumps, heap snapshots) and [`artifact`]
+//! (their child processes and the disk budget), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
 #![deny(missing_docs)]
 
+pub mod artifact;
 pub mod auth;
 pub mod cmd;
 pub mod config;
@@ -29,6 +31,7 @@ pub mod jwk;
 pub mod keys;
 pub mod limits;
 pub mod metrics;
+pub mod operations;
 pub mod params;
 pub mod pull;
 pub mod report_pull;

@@ -24,6 +24,10 @@ pub enum Kind {
     Allocs,
     /// Reports recorded and analysed (`/reports`; shares the `profiles` limit).
     Reports,
+    /// A process dump (`/dump`).
+    Dump,
+    /// A heap snapshot (`/gcdump`).
+    Gcdump,
 }
 
 impl Kind {
@@ -34,6 +38,8 @@ impl Kind {
             Kind::Profile => "CPU profiles",
             Kind::Allocs => "allocation profiles",
             Kind::Reports => "report recordings",
+            Kind::Dump => "dumps",
+            Kind::Gcdump => "heap snapshots",
         }
     }
 }
@@ -44,6 +50,8 @@ pub struct Limits {
     processes: Arc<Semaphore>,
     stacks: Arc<Semaphore>,
     profiles: Arc<Semaphore>,
+    dumps: Arc<Semaphore>,
+    gcdumps: Arc<Semaphore>,
     busy: Mutex<HashSet<(Kind, u32)>>,
 }
 
@@ -75,6 +83,8 @@ impl Limits {
             processes: Arc::new(Semaphore::new(c.processes.max(1))),
             stacks: Arc::new(Semaphore::new(c.stacks.max(1))),
             profiles: Arc::new(Semaphore::new(c.profiles.max(1))),
+            dumps: Arc::new(Semaphore::new(c.dumps.max(1))),
+            gcdumps: Arc::new(Semaphore::new(c.gcdumps.max(1))),
             busy: Mutex::new(HashSet::new()),
         }
     }
@@ -84,6 +94,8 @@ impl Limits {
             Kind::Processes => &self.processes,
             Kind::Stacks => &self.stacks,
             Kind::Profile | Kind::Allocs | Kind::Reports => &self.profiles,
+            Kind::Dump => &self.dumps,
+            Kind::Gcdump => &self.gcdumps,
         }
     }
 
@@ -145,6 +157,7 @@ mod tests {
             processes: 1,
             stacks: 2,
             profiles: 1,
+            ..ConcurrencyConfig::default()
         }));
         let a = l.admit(Kind::Processes, None).unwrap();
         let e = l.admit(Kind::Processes, None).unwrap_err();
@@ -165,5 +178,11 @@ mod tests {
         assert_eq!(l.admit(Kind::Allocs, Some(8)).unwrap_err().status, 429);
         drop(p);
         assert!(l.admit(Kind::Allocs, Some(7)).is_ok());
+        // Dumps and heap snapshots: one of each at once by default.
+        let d = l.admit(Kind::Dump, Some(7)).unwrap();
+        assert_eq!(l.admit(Kind::Dump, Some(8)).unwrap_err().status, 429);
+        let g = l.admit(Kind::Gcdump, Some(7)).unwrap();
+        drop((d, g));
+        assert!(l.admit(Kind::Dump, Some(8)).is_ok());
     }
 }

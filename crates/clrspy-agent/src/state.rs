@@ -24,4 +24,6 @@ pub struct AppState {
     pub metrics: Arc<Collector>,
     /// The watcher inside the agent, when rules are configured (`/rules`).
     pub rules: Option<crate::rules_host::RulesHandle>,
+    /// Long-running actions (`/operations`, `/dump`, `/gcdump`).
+    pub operations: Arc<crate::operations::Operations>,
 }

@@ -139,6 +139,11 @@ mod tests {
                 MetricsConfig::default().settings().unwrap(),
             )),
             rules: None,
+            operations: Arc::new(crate::operations::Operations::new(
+                &std::env::temp_dir(),
+                crate::artifact::Budget::from_mb(1),
+                1,
+            )),
         };
         let mut req = Request::builder().uri(uri);
         if let Some(k) = key {
@@ -190,6 +195,11 @@ mod tests {
                 MetricsConfig::default().settings().unwrap(),
             )),
             rules: None,
+            operations: Arc::new(crate::operations::Operations::new(
+                &std::env::temp_dir(),
+                crate::artifact::Budget::from_mb(1),
+                1,
+            )),
         };
         let app = crate::routes::app(state, 1024);
         for (uri, key) in [

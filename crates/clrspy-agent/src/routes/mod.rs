@@ -12,8 +12,10 @@ use tower_http::timeout::TimeoutLayer;
 use crate::error::ApiError;
 use crate::state::AppState;
 
+mod dumps;
 mod health;
 mod metrics;
+mod operations;
 mod pprof;
 mod processes;
 mod reports;
@@ -25,11 +27,13 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     let timeout = state.request_timeout;
     let pulls = pprof::router(state.clone());
     let report_pulls = reports::router(state.clone());
+    let dumps = dumps::router(state.clone());
     let protected = Router::new()
         .merge(processes::router())
         .merge(stacks::router())
         .merge(metrics::router())
         .merge(rules::router())
+        .merge(operations::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.auth.clone(),
@@ -50,6 +54,8 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
         // Profile pulls record for up to minutes: their own auth and time bound.
         .merge(pulls)
         .merge(report_pulls)
+        // So do dumps and heap snapshots waited for.
+        .merge(dumps)
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
         .layer(axum::middleware::map_response(json_errors))
 }
@@ -105,6 +111,11 @@ mod tests {
                 crate::metrics::MetricsConfig::default().settings().unwrap(),
             )),
             rules: None,
+            operations: Arc::new(crate::operations::Operations::new(
+                &std::env::temp_dir().join(format!("clrspy-agent-routes-{}", std::process::id())),
+                crate::artifact::Budget::from_mb(1),
+                10,
+            )),
         };
         app(state, 1024)
     }
@@ -153,9 +164,19 @@ mod tests {
             "/rules/a/log?limit=..",
             "/reports?pid=1&kind=cpu&seconds=1",
             "/reports?pid=..",
+            "/dump?pid=1&type=mini",
+            "/dump?pid=..",
+            "/gcdump?pid=1",
+            "/gcdump?pid=1&mode=operation",
+            "/operations",
+            "/operations/0123456789abcdef0123456789abcdef",
+            "/operations/0123456789abcdef0123456789abcdef/result",
+            "/operations/..",
+            "DELETE /operations/0123456789abcdef0123456789abcdef",
         ] {
+            let (method, uri) = uri.split_once(' ').unwrap_or(("GET", uri));
             for key in [None, Some("wrong")] {
-                let (s, h, v) = call("GET", uri, key, vec![]).await;
+                let (s, h, v) = call(method, uri, key, vec![]).await;
                 assert_eq!(s, 401, "{uri}");
                 assert_eq!(h[header::WWW_AUTHENTICATE], "Bearer");
                 assert_eq!(v["error"], "invalid credentials");
@@ -235,6 +256,40 @@ mod tests {
             let (s, _, _) = call("POST", "/rules/reload", key, vec![]).await;
             assert_eq!(s, 401);
         }
+        // Dumps, heap snapshots and operations: traversal-like parameters are 400, unknown
+        // ids 404, and nothing is started for them.
+        for bad in [
+            "/dump?pid=..",
+            "/dump?pid=%2Fetc%2Fpasswd",
+            "/dump?pid=1&type=..%2Fx",
+            "/dump?pid=1&mode=..",
+            "/dump?pid=1&x=1",
+            "/dump?name=..%2F..%2Fetc",
+            "/gcdump?uid=..",
+            "/gcdump",
+            "/operations/..",
+            "/operations/%2Fetc%2Fpasswd",
+            "/operations/0123456789abcdef0123456789abcdeg",
+            "/operations/0123456789abcdef0123456789abcdef/result?x=1",
+            "/operations?x=1",
+        ] {
+            let (s, _, v) = call("GET", bad, Some(KEY), vec![]).await;
+            assert_eq!(s, 400, "{bad}: {v}");
+        }
+        let (s, _, v) = call("DELETE", "/operations/..", Some(KEY), vec![]).await;
+        assert_eq!(s, 400, "{v}");
+        for (m, uri) in [
+            ("GET", "/operations/0123456789abcdef0123456789abcdef"),
+            ("GET", "/operations/0123456789ABCDEF0123456789abcdef/result"),
+            ("DELETE", "/operations/0123456789abcdef0123456789abcdef"),
+            ("GET", "/dump?pid=4294967295&type=mini"),
+            ("GET", "/gcdump?pid=4294967295&mode=operation"),
+        ] {
+            let (s, _, v) = call(m, uri, Some(KEY), vec![]).await;
+            assert_eq!(s, 404, "{m} {uri}: {v}");
+        }
+        let (s, _, v) = call("GET", "/operations", Some(KEY), vec![]).await;
+        assert_eq!((s.as_u16(), v), (200, serde_json::json!([])));
         let (s, h, v) = call("POST", "/health", None, vec![]).await;
         assert_eq!(s, 405, "{v}");
         assert!(h.get(header::ALLOW).is_some());

@@ -143,6 +143,11 @@ mod tests {
                 crate::metrics::MetricsConfig::default().settings().unwrap(),
             )),
             rules,
+            operations: Arc::new(crate::operations::Operations::new(
+                &std::env::temp_dir(),
+                crate::artifact::Budget::from_mb(1),
+                1,
+            )),
         };
         crate::routes::app(state, 1024)
     }

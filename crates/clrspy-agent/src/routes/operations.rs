@@ -1,0 +1,132 @@
+//! OWNER: agent-ops. `/operations`: the long-running actions (dumps, heap snapshots) started
+//! with `mode=operation` — `GET /operations` (newest first), `GET /operations/{id}` (its
+//! state), `GET /operations/{id}/result` (its file, streamed from disk), `DELETE
+//! /operations/{id}` (cancels a running one: 202; forgets an ended one and deletes its file:
+//! 204). Ids are checked (32 hex digits, else 400) before they are looked up (unknown: 404).
+//! Also the file streaming `/dump` and `/gcdump` answer with.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::io::ReaderStream;
+
+use crate::error::ApiError;
+use crate::operations::{parse_id, Deleted, Operation, Operations};
+use crate::params;
+use crate::state::AppState;
+
+/// The area's routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/operations", get(list))
+        .route("/operations/{id}", get(one).delete(delete))
+        .route("/operations/{id}/result", get(result))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Vec<Operation>>, ApiError> {
+    params::only(&query, &[])?;
+    Ok(Json(state.operations.list()))
+}
+
+async fn one(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Operation>, ApiError> {
+    params::only(&query, &[])?;
+    Ok(Json(state.operations.get(&parse_id(&id)?)?))
+}
+
+async fn result(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    params::only(&query, &[])?;
+    let (path, artifact) = state.operations.artifact(&parse_id(&id)?)?;
+    file_response(&path, &artifact.name, None).await
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    params::only(&query, &[])?;
+    Ok(match state.operations.delete(&parse_id(&id)?)? {
+        Deleted::Cancelling(op) => (StatusCode::ACCEPTED, Json(op)).into_response(),
+        Deleted::Removed => StatusCode::NO_CONTENT.into_response(),
+    })
+}
+
+/// Forgets an operation (and deletes its folder) when dropped: a direct request's, once its
+/// file has been sent or the client went away.
+pub(super) struct Forget {
+    pub(super) operations: Arc<Operations>,
+    pub(super) id: String,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.operations.remove(&self.id);
+    }
+}
+
+/// A file being sent, holding what must live as long as the sending.
+struct Sending {
+    file: tokio::fs::File,
+    _forget: Option<Forget>,
+}
+
+impl AsyncRead for Sending {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.file).poll_read(cx, buf)
+    }
+}
+
+/// The file at `path` streamed (64 KB at a time, never read whole) as an attachment named
+/// `name` (one of the agent's names); `forget` is dropped when the sending ends.
+pub(super) async fn file_response(
+    path: &Path,
+    name: &str,
+    forget: Option<Forget>,
+) -> Result<Response, ApiError> {
+    let failed = |e: std::io::Error| ApiError::internal(format!("reading the result: {e}"));
+    let file = tokio::fs::File::open(path).await.map_err(failed)?;
+    let len = file.metadata().await.map_err(failed)?.len();
+    let body = Body::from_stream(ReaderStream::with_capacity(
+        Sending {
+            file,
+            _forget: forget,
+        },
+        64 << 10,
+    ));
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\""))
+        .map_err(|_| ApiError::internal("an artifact name that is not a header"))?;
+    let mut resp = Response::new(body);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    h.insert(header::CONTENT_DISPOSITION, disposition);
+    Ok(resp)
+}
