@@ -77,7 +77,7 @@ impl Default for MetricsConfig {
     }
 }
 
-/// The checked settings a [`Collector`] runs with.
+/// The checked settings a [`Collector`](super::Collector) runs with.
 #[derive(Clone, Debug)]
 pub struct MetricsSettings {
     /// Collect at all.
