@@ -159,6 +159,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         folder: settings.folder.clone(),
         metrics: metrics.clone(),
     };
+    crate::spool::set_budget_mb(settings.spool_mb);
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {
         header_timeout: settings.header_timeout,

@@ -155,6 +155,13 @@ pub struct ConcurrencyConfig {
     /// never two of a kind at once on one process).
     #[serde(default = "default_profiles")]
     pub profiles: usize,
+    /// `/trace` (one recording session each, spooled; never two at once on one process).
+    #[serde(default = "default_traces")]
+    pub traces: usize,
+    /// `/counters` and `/logs` together (one small session each; never two of a kind at once
+    /// on one process).
+    #[serde(default = "default_streams")]
+    pub streams: usize,
 }
 
 fn default_processes() -> usize {
@@ -166,6 +173,12 @@ fn default_stacks() -> usize {
 fn default_profiles() -> usize {
     2
 }
+fn default_traces() -> usize {
+    2
+}
+fn default_streams() -> usize {
+    4
+}
 
 impl Default for ConcurrencyConfig {
     fn default() -> ConcurrencyConfig {
@@ -173,6 +186,8 @@ impl Default for ConcurrencyConfig {
             processes: default_processes(),
             stacks: default_stacks(),
             profiles: default_profiles(),
+            traces: default_traces(),
+            streams: default_streams(),
         }
     }
 }
@@ -279,6 +294,8 @@ pub struct Settings {
     pub concurrent: ConcurrencyConfig,
     /// The agent's folder: the config's `folder`, else [`crate::folder::default_folder`].
     pub folder: PathBuf,
+    /// The most the streams' spools may hold in the folder, MB (the config's `disk_mb`).
+    pub spool_mb: u64,
     /// No credentials needed (`--insecure` with none configured).
     pub open: bool,
     /// Warnings to print at start.
@@ -403,6 +420,7 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         max_connections: config.limits.max_connections.max(1),
         concurrent: config.limits.concurrent,
         folder: config.folder.unwrap_or_else(crate::folder::default_folder),
+        spool_mb: config.disk_mb,
         open: !has_auth,
         warnings,
         metrics: config.metrics.settings()?,

@@ -22,6 +22,12 @@ pub enum Kind {
     Profile,
     /// An allocation profile pull (`/debug/pprof/allocs`; shares the `profiles` limit).
     Allocs,
+    /// A streamed trace (`/trace`; the `traces` limit).
+    Trace,
+    /// Live counters (`/counters`; shares the `streams` limit).
+    Counters,
+    /// Live logs (`/logs`; shares the `streams` limit).
+    Logs,
 }
 
 impl Kind {
@@ -31,6 +37,9 @@ impl Kind {
             Kind::Stacks => "stack snapshots",
             Kind::Profile => "CPU profiles",
             Kind::Allocs => "allocation profiles",
+            Kind::Trace => "streamed traces",
+            Kind::Counters => "counter streams",
+            Kind::Logs => "log streams",
         }
     }
 }
@@ -41,6 +50,8 @@ pub struct Limits {
     processes: Arc<Semaphore>,
     stacks: Arc<Semaphore>,
     profiles: Arc<Semaphore>,
+    traces: Arc<Semaphore>,
+    streams: Arc<Semaphore>,
     busy: Mutex<HashSet<(Kind, u32)>>,
 }
 
@@ -72,6 +83,8 @@ impl Limits {
             processes: Arc::new(Semaphore::new(c.processes.max(1))),
             stacks: Arc::new(Semaphore::new(c.stacks.max(1))),
             profiles: Arc::new(Semaphore::new(c.profiles.max(1))),
+            traces: Arc::new(Semaphore::new(c.traces.max(1))),
+            streams: Arc::new(Semaphore::new(c.streams.max(1))),
             busy: Mutex::new(HashSet::new()),
         }
     }
@@ -81,6 +94,8 @@ impl Limits {
             Kind::Processes => &self.processes,
             Kind::Stacks => &self.stacks,
             Kind::Profile | Kind::Allocs => &self.profiles,
+            Kind::Trace => &self.traces,
+            Kind::Counters | Kind::Logs => &self.streams,
         }
     }
 
@@ -142,6 +157,7 @@ mod tests {
             processes: 1,
             stacks: 2,
             profiles: 1,
+            ..ConcurrencyConfig::default()
         }));
         let a = l.admit(Kind::Processes, None).unwrap();
         let e = l.admit(Kind::Processes, None).unwrap_err();
