@@ -77,11 +77,33 @@ fn whole_and_read_by_traceevent(trace: &Path) -> Value {
 
 /// GET `path` over HTTP/1.0 (a body that ends when the connection closes): reads the headers
 /// and a few KB, stops reading for `stall`, then reads the rest 16 KB at a time with pauses.
-/// The body.
-fn stalled_get(base: &str, path: &str, key: &str, stall: Duration) -> Vec<u8> {
+/// The body, and the size of the spool in `folder` at the end of the stall.
+fn stalled_get(
+    base: &str,
+    path: &str,
+    key: &str,
+    stall: Duration,
+    folder: &Path,
+) -> (Vec<u8>, u64) {
     use std::io::{Read, Write};
     let addr = base.trim_start_matches("http://");
     let mut s = std::net::TcpStream::connect(addr).unwrap();
+    // A small receive buffer, fixed (no autotuning): the kernel holds little for the client.
+    {
+        use std::os::fd::AsRawFd;
+        let size: libc::c_int = 64 * 1024;
+        // SAFETY: setsockopt on our own socket with a c_int option value.
+        let rc = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+    }
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     write!(
         s,
@@ -93,6 +115,13 @@ fn stalled_get(base: &str, path: &str, key: &str, stall: Duration) -> Vec<u8> {
     let n = s.read(&mut buf).unwrap();
     all.extend_from_slice(&buf[..n]);
     std::thread::sleep(stall);
+    let spooled = std::fs::read_dir(folder)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .max()
+        .unwrap_or(0);
     let mut piece = vec![0u8; 16 * 1024];
     loop {
         let n = s.read(&mut piece).unwrap();
@@ -109,7 +138,7 @@ fn stalled_get(base: &str, path: &str, key: &str, stall: Duration) -> Vec<u8> {
     let head = String::from_utf8_lossy(&all[..at]).to_string();
     assert!(head.starts_with("HTTP/1.0 200"), "{head}");
     assert!(!head.to_ascii_lowercase().contains("chunked"), "{head}");
-    all.split_off(at + 4)
+    (all.split_off(at + 4), spooled)
 }
 
 fn providers(i: &Value) -> Vec<String> {
@@ -207,23 +236,39 @@ fn streamed_traces_counters_and_logs() {
     // A stalled, then slow reader: it reads the headers and a little, stops reading for
     // longer than the recording lasts, then reads in small pieces. Nothing is lost and the
     // recording ran its whole duration meanwhile (the pump never waited for the client).
+    // The allocating workload with gc-verbose: about 10 MB, more than the sockets' buffers
+    // hold (the client's is fixed at 64 KB, the agent's grows to 4 MB at most).
+    let alloc = start("alloc", &["--seconds", "120"]);
     let started = Instant::now();
-    let got = stalled_get(
+    let (got, spooled) = stalled_get(
         b,
-        &format!("/trace?pid={pid}&duration=4s&profile=cpu"),
+        &format!("/trace?pid={}&duration=5s&profile=gc-verbose", alloc.1),
         &key,
         Duration::from_secs(8),
+        &folder,
     );
     std::fs::write(&out, &got).unwrap();
     let i = whole_and_read_by_traceevent(&out);
     let secs = i["duration_ns"].as_f64().unwrap() / 1e9;
     eprintln!(
-        "stalled reader: {} bytes in {:?}, trace of {secs:.1} s",
+        "stalled reader: {} bytes in {:?}, trace of {secs:.1} s, {spooled} spooled during the stall",
         i["bytes_total"],
         started.elapsed()
     );
-    assert!(secs >= 3.5, "the recording was cut short: {secs} s");
+    assert!(secs >= 4.5, "the recording was cut short: {secs} s");
+    assert!(
+        got.len() > 8 << 20,
+        "too small to outgrow the sockets' buffers: {}",
+        got.len()
+    );
+    // While the client read nothing, the recording went on into the spool to its end.
+    assert!(
+        spooled + (1 << 20) >= got.len() as u64,
+        "spooled {spooled} of {} during the stall",
+        got.len()
+    );
     assert!(empties(&folder));
+    drop(alloc);
 
     // A client that leaves after a second stops a minute's recording: the spool goes and the
     // process can be traced again at once.
