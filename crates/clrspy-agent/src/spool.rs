@@ -418,7 +418,11 @@ mod tests {
         // size unchanged.
         let m = std::fs::metadata(w.path()).unwrap();
         assert_eq!(m.len(), data.len() as u64);
-        assert!(m.blocks() * 512 <= 4 << 20, "{} bytes on disk", m.blocks() * 512);
+        assert!(
+            m.blocks() * 512 <= 4 << 20,
+            "{} bytes on disk",
+            m.blocks() * 512
+        );
         w.done();
         let (rest, err) = collect(body).await;
         assert!(rest.is_empty() && err.is_none());

@@ -198,15 +198,27 @@ fn streamed_traces_counters_and_logs() {
         &out,
         &["--max-time", "90"],
     );
-    assert_eq!(s, 200, "{h}{}", String::from_utf8_lossy(&std::fs::read(&out).unwrap()));
+    assert_eq!(
+        s,
+        200,
+        "{h}{}",
+        String::from_utf8_lossy(&std::fs::read(&out).unwrap())
+    );
     assert!(h.contains("content-type: application/octet-stream"), "{h}");
     assert!(
-        h.contains(&format!("content-disposition: attachment; filename=\"{pid}-")),
+        h.contains(&format!(
+            "content-disposition: attachment; filename=\"{pid}-"
+        )),
         "{h}"
     );
     let i = whole_and_read_by_traceevent(&out);
-    eprintln!("GET /trace: {} bytes, {} events", i["bytes_total"], i["events"]);
-    assert!(providers(&i).iter().any(|p| p == "Microsoft-DotNETCore-SampleProfiler"));
+    eprintln!(
+        "GET /trace: {} bytes, {} events",
+        i["bytes_total"], i["events"]
+    );
+    assert!(providers(&i)
+        .iter()
+        .any(|p| p == "Microsoft-DotNETCore-SampleProfiler"));
     assert!(empties(&folder), "the spool is left");
 
     // POST with dotnet-monitor's body: its providers, whole.
@@ -228,9 +240,16 @@ fn streamed_traces_counters_and_logs() {
             body,
         ],
     );
-    assert_eq!(s, 200, "{h}{}", String::from_utf8_lossy(&std::fs::read(&out).unwrap()));
+    assert_eq!(
+        s,
+        200,
+        "{h}{}",
+        String::from_utf8_lossy(&std::fs::read(&out).unwrap())
+    );
     let i = whole_and_read_by_traceevent(&out);
-    assert!(providers(&i).iter().any(|p| p == "Microsoft-DotNETCore-SampleProfiler"));
+    assert!(providers(&i)
+        .iter()
+        .any(|p| p == "Microsoft-DotNETCore-SampleProfiler"));
     assert!(empties(&folder));
 
     // A stalled, then slow reader: it reads the headers and a little, stops reading for
@@ -280,7 +299,10 @@ fn streamed_traces_counters_and_logs() {
         &["--max-time", "2"],
     );
     assert_eq!(s, 200);
-    assert!(empties(&folder), "the recording went on after its client left");
+    assert!(
+        empties(&folder),
+        "the recording went on after its client left"
+    );
     assert!(left.elapsed() < Duration::from_secs(30));
     let (s, _) = curl(
         &format!("{b}/trace?pid={pid}&duration=1s&profile=cpu"),
@@ -311,7 +333,9 @@ fn streamed_traces_counters_and_logs() {
         .collect();
     assert!(runtime.len() >= 2, "{text}");
     assert!(
-        runtime.iter().any(|r| r["name"].as_str().unwrap().contains("gc")),
+        runtime
+            .iter()
+            .any(|r| r["name"].as_str().unwrap().contains("gc")),
         "{text}"
     );
     assert!(empties(&folder));
