@@ -46,8 +46,24 @@ const START_BOUND: Duration = Duration::from_secs(30);
 /// How long the session thread waits for an update before looking at the stop signal.
 const TICK: Duration = Duration::from_millis(200);
 
-const COUNTER_KEYS: [&str; 6] = ["pid", "uid", "name", "counters", "interval", "duration"];
-const LOG_KEYS: [&str; 6] = ["pid", "uid", "name", "level", "filter", "duration"];
+const COUNTER_KEYS: [&str; 7] = [
+    "pid",
+    "uid",
+    "name",
+    "counters",
+    "interval",
+    "duration",
+    "durationSeconds",
+];
+const LOG_KEYS: [&str; 7] = [
+    "pid",
+    "uid",
+    "name",
+    "level",
+    "filter",
+    "duration",
+    "durationSeconds",
+];
 
 /// The routes, behind the same authentication as the others, bounded by their own timeout
 /// (to the response's start: the body runs for its duration).

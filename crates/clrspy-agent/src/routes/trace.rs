@@ -49,16 +49,24 @@ const START_BOUND: Duration = Duration::from_secs(60);
 /// The provisional end-of-stream marker a trace file carries (NetTrace 6: 4 bytes).
 const MARKER_BYTES: u64 = 4;
 
-const GET_KEYS: [&str; 7] = [
+const GET_KEYS: [&str; 8] = [
     "pid",
     "uid",
     "name",
     "duration",
+    "durationSeconds",
     "profile",
     "providers",
     "buffer_mb",
 ];
-const POST_KEYS: [&str; 5] = ["pid", "uid", "name", "duration", "buffer_mb"];
+const POST_KEYS: [&str; 6] = [
+    "pid",
+    "uid",
+    "name",
+    "duration",
+    "durationSeconds",
+    "buffer_mb",
+];
 
 /// The routes, behind the same authentication as the others, bounded by their own timeout
 /// (to the response's start: the body runs for its duration).
@@ -76,27 +84,38 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// `duration`: the house syntax (`30s`, `2m`, `1h`), more than 0 and at most `max`.
+/// `duration`: the house syntax (`30s`, `2m`, `1h`), more than 0 and at most `max`; or, as
+/// dotnet-monitor takes it, `durationSeconds` (whole seconds, -1 for as long as allowed).
 pub(super) fn duration(
     query: &HashMap<String, String>,
     default: Option<Duration>,
     max: Duration,
 ) -> Result<Option<Duration>, ApiError> {
-    let Some(s) = query.get("duration") else {
-        return Ok(default);
-    };
     let bad = || {
         ApiError::bad_request(format!(
-            "duration is a time like 30s, 2m or 1h, at most {} s",
+            "duration is a time like 30s, 2m or 1h (or durationSeconds a whole number), at most {} s",
             max.as_secs()
         ))
     };
-    if s.len() > 16 {
-        return Err(bad());
-    }
-    match clrspy_values::parse_positive_duration(s) {
-        Ok(d) if d <= max => Ok(Some(d)),
-        _ => Err(bad()),
+    match (query.get("duration"), query.get("durationSeconds")) {
+        (None, None) => Ok(default),
+        (Some(_), Some(_)) => Err(bad()),
+        (None, Some(s)) if s == "-1" => Ok(Some(max)),
+        (None, Some(s)) => match s.parse::<u64>() {
+            Ok(n) if s.len() <= 5 && n > 0 && n <= max.as_secs() => {
+                Ok(Some(Duration::from_secs(n)))
+            }
+            _ => Err(bad()),
+        },
+        (Some(s), None) => {
+            if s.len() > 16 {
+                return Err(bad());
+            }
+            match clrspy_values::parse_positive_duration(s) {
+                Ok(d) if d <= max => Ok(Some(d)),
+                _ => Err(bad()),
+            }
+        }
     }
 }
 
@@ -505,6 +524,15 @@ mod tests {
             let e = duration(&q(&[("duration", bad)]), None, max).unwrap_err();
             assert_eq!(e.status, 400, "{bad:?}");
         }
+        // dotnet-monitor's spelling.
+        let secs = |s: &str| duration(&q(&[("durationSeconds", s)]), None, max);
+        assert_eq!(secs("60").unwrap(), Some(Duration::from_secs(60)));
+        assert_eq!(secs("-1").unwrap(), Some(max));
+        for bad in ["0", "3601", "-2", "1s", "..", "99999999"] {
+            assert_eq!(secs(bad).unwrap_err().status, 400, "{bad:?}");
+        }
+        let both = q(&[("duration", "1s"), ("durationSeconds", "1")]);
+        assert_eq!(duration(&both, None, max).unwrap_err().status, 400);
     }
 
     #[test]
