@@ -11,8 +11,9 @@
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
 //! (semaphores, blocking work), [`params`] (parameter checks), [`folder`] (the agent's own
 //! folder), [`pull`] (profile pulls recorded and converted to pprof), [`select`] (which
-//! process: pid, uid or name), [`spool`] (files the streamed routes follow), [`metrics`] (the counters sessions behind `/metrics` and its text
+//! process: pid, uid or name), [`metrics`] (the counters sessions behind `/metrics` and its text
 //! format), `routes` (one router per area),
+//! [`spool`] (growing files the streamed routes follow),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
