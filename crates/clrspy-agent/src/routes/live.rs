@@ -122,15 +122,24 @@ async fn counters(
     };
     let attach: Attach = Box::new(move |ep, pid| {
         let session = CountersSession::attach(ep, &opts).map_err(|e| gateway(pid, &e))?;
+        let mut said = false;
         Ok(Box::new(move |out, stop| {
-            let mut w = CounterWriter::new(out, CounterFormat::JsonLines);
+            if !std::mem::replace(&mut said, true) {
+                for n in session.notes() {
+                    note(out, n)?;
+                }
+            }
             loop {
                 if stop.count() > 0 {
                     session.stop();
                 }
                 match session.next(TICK) {
-                    Ok(CounterUpdate::Rows(rows)) => w.write_rows(&rows)?,
-                    Ok(CounterUpdate::Note(_)) | Err(RecvTimeoutError::Timeout) => {}
+                    // JSON Lines keep no state between intervals: a writer per update.
+                    Ok(CounterUpdate::Rows(rows)) => {
+                        CounterWriter::new(&mut *out, CounterFormat::JsonLines).write_rows(&rows)?
+                    }
+                    Ok(CounterUpdate::Note(n)) => note(out, &n)?,
+                    Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => return Ok(()),
                 }
             }
@@ -182,8 +191,8 @@ async fn logs(
                         write_log_json(&mut line, &r)?;
                         out.write_all(&line)?;
                     }
-                    Ok(LogUpdate::Started | LogUpdate::Note(_))
-                    | Err(RecvTimeoutError::Timeout) => {}
+                    Ok(LogUpdate::Note(n)) => note(out, &n)?,
+                    Ok(LogUpdate::Started) | Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => return Ok(()),
                 }
             }
@@ -206,6 +215,14 @@ fn redact(r: &mut LogRecord) {
         e.message = redact_text(&e.message).0;
         e.details = redact_text(&e.details).0;
     }
+}
+
+/// What the session says once (another tool holds the process's meter session, the session
+/// fell behind and skipped events) as a line of its own: `{"note": "..."}`.
+fn note(out: &mut dyn Write, text: &str) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(&serde_json::json!({ "note": text }))?;
+    line.push(b'\n');
+    out.write_all(&line)
 }
 
 fn gateway(pid: u32, e: &dyn std::fmt::Display) -> ApiError {
