@@ -34,6 +34,9 @@ const IN_FLIGHT: usize = 4;
 const POLL: Duration = Duration::from_millis(50);
 /// Sent bytes whose disk space is given back at once (a multiple of the page size).
 const PUNCH_EVERY: u64 = 4 << 20;
+/// A client that takes nothing for this long is given up on (the response is cut): a stalled
+/// connection holds no thread and no spool for ever.
+pub const STALL_LIMIT: Duration = Duration::from_secs(120);
 
 /// The most the spools may hold in the agent's folder, MB (the config's `disk_mb`; set once
 /// at start).
@@ -83,6 +86,7 @@ pub struct Spool {
     shared: Arc<Shared>,
     hold_back: u64,
     budget: u64,
+    stall_limit: Duration,
 }
 
 /// The writer's side: says when the writing ended (dropped without [`Writer::done`]: failed).
@@ -164,6 +168,7 @@ impl Spool {
             }),
             hold_back,
             budget,
+            stall_limit: STALL_LIMIT,
         })
     }
 
@@ -184,19 +189,25 @@ impl Spool {
     /// when dropped (the client went away) or when the backlog outgrows the budget.
     pub fn follow(self, stop: Arc<StopSignal>) -> SpoolBody {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
+        let failure = Arc::new(Mutex::new(None));
+        let failed = failure.clone();
         // Read and write: punching holes needs a descriptor open for writing.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&self.shared.path);
         let stop2 = stop.clone();
+        let rt = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let res = file.and_then(|f| self.pump(&f, &tx, &stop2));
+            let res = file.and_then(|f| self.pump(&f, &tx, &stop2, &rt));
             if let Err(e) = res {
-                let _ = tx.blocking_send(Err(e));
+                // Kept beside the channel (which may be full): the body ends with it once the
+                // channel, closed when `tx` goes, was drained.
+                *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
             }
+            drop(tx);
         });
-        SpoolBody { rx, stop }
+        SpoolBody { rx, stop, failure }
     }
 
     /// Sends the file's bytes as they come until the writer ended and all was sent, or the
@@ -204,8 +215,9 @@ impl Spool {
     fn pump(
         &self,
         file: &File,
-        tx: &mpsc::Sender<io::Result<Bytes>>,
+        tx: &mpsc::Sender<Bytes>,
         stop: &StopSignal,
+        rt: &tokio::runtime::Handle,
     ) -> io::Result<()> {
         let mut pos = 0u64;
         let mut punched = 0u64;
@@ -234,8 +246,20 @@ impl Spool {
                     return Err(io::Error::other("the spool shrank"));
                 }
                 let chunk = Bytes::copy_from_slice(&buf[..n]);
-                if tx.blocking_send(Ok(chunk)).is_err() {
-                    return Ok(());
+                match rt.block_on(tokio::time::timeout(self.stall_limit, tx.send(chunk))) {
+                    Ok(Ok(())) => {}
+                    // The body was dropped: the client went away.
+                    Ok(Err(_)) => return Ok(()),
+                    Err(_) => {
+                        stop.request();
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!(
+                                "the client took nothing for {} s",
+                                self.stall_limit.as_secs()
+                            ),
+                        ));
+                    }
                 }
                 pos += n as u64;
                 self.shared.sent.store(pos, Ordering::Relaxed);
@@ -276,8 +300,9 @@ fn punch_hole(file: &File, from: u64, to: u64) {
 /// to stop.
 #[derive(Debug)]
 pub struct SpoolBody {
-    rx: mpsc::Receiver<io::Result<Bytes>>,
+    rx: mpsc::Receiver<Bytes>,
     stop: Arc<StopSignal>,
+    failure: Arc<Mutex<Option<io::Error>>>,
 }
 
 impl Drop for SpoolBody {
@@ -294,7 +319,18 @@ impl HttpBody for SpoolBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        self.rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(b)) => Poll::Ready(Some(Ok(Frame::data(b)))),
+            Poll::Ready(None) => {
+                let failure = self
+                    .failure
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                Poll::Ready(failure.map(Err))
+            }
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
@@ -426,6 +462,27 @@ mod tests {
         w.done();
         let (rest, err) = collect(body).await;
         assert!(rest.is_empty() && err.is_none());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stalled_client_is_given_up_on() {
+        let d = dir("stall");
+        let mut spool = Spool::create(&d, &name("t", 5, "bin"), 0, u64::MAX).unwrap();
+        spool.stall_limit = Duration::from_millis(300);
+        let w = spool.writer();
+        let path = w.path().to_path_buf();
+        std::fs::write(&path, vec![1u8; 2 << 20]).unwrap();
+        w.done();
+        let stop = Arc::new(StopSignal::new());
+        let body = spool.follow(stop.clone());
+        // Nobody reads for longer than the limit.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(stop.count(), 1, "the writer is asked to stop");
+        let (got, err) = collect(body).await;
+        assert_eq!(got.len(), IN_FLIGHT * CHUNK, "what was in flight");
+        assert_eq!(err.unwrap().kind(), io::ErrorKind::TimedOut);
+        assert!(!path.exists(), "the spool goes with its follower");
         std::fs::remove_dir_all(&d).unwrap();
     }
 
