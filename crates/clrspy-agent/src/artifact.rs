@@ -110,8 +110,9 @@ fn mb(bytes: u64) -> u64 {
     bytes.div_ceil(1 << 20)
 }
 
-/// What the files under `dir` take (their lengths; symbolic links are not followed, and the
-/// walk stops four folders down). A missing folder holds nothing.
+/// What the files under `dir` take (their lengths, or their blocks on the disk when fewer:
+/// streams' spools are sparse; symbolic links are not followed, and the walk stops four
+/// folders down). A missing folder holds nothing.
 pub fn folder_bytes(dir: &Path) -> u64 {
     fn walk(dir: &Path, depth: usize) -> u64 {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -123,7 +124,10 @@ pub fn folder_bytes(dir: &Path) -> u64 {
                 continue;
             };
             if m.is_file() {
-                sum = sum.saturating_add(m.len());
+                // A spool whose sent bytes gave their disk back is sparse: count what it
+                // takes on the disk, never more than its length.
+                let on_disk = std::os::unix::fs::MetadataExt::blocks(&m).saturating_mul(512);
+                sum = sum.saturating_add(m.len().min(on_disk));
             } else if m.is_dir() && depth < MAX_DEPTH {
                 sum = sum.saturating_add(walk(&e.path(), depth + 1));
             }

@@ -185,6 +185,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
             crate::operations::KEEP_FINISHED,
         )),
     };
+    crate::spool::set_budget_mb(settings.disk_mb);
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {
         header_timeout: settings.header_timeout,

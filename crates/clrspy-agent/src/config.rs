@@ -176,6 +176,13 @@ pub struct ConcurrencyConfig {
     /// `/gcdump` (each a `clrspy gcdump` child process; never two at once on one process).
     #[serde(default = "default_one")]
     pub gcdumps: usize,
+    /// `/trace` (one recording session each, spooled; never two at once on one process).
+    #[serde(default = "default_traces")]
+    pub traces: usize,
+    /// `/counters` and `/logs` together (one small session each; never two of a kind at once
+    /// on one process).
+    #[serde(default = "default_streams")]
+    pub streams: usize,
 }
 
 fn default_processes() -> usize {
@@ -190,6 +197,12 @@ fn default_profiles() -> usize {
 fn default_one() -> usize {
     1
 }
+fn default_traces() -> usize {
+    2
+}
+fn default_streams() -> usize {
+    4
+}
 
 impl Default for ConcurrencyConfig {
     fn default() -> ConcurrencyConfig {
@@ -199,6 +212,8 @@ impl Default for ConcurrencyConfig {
             profiles: default_profiles(),
             dumps: default_one(),
             gcdumps: default_one(),
+            traces: default_traces(),
+            streams: default_streams(),
         }
     }
 }

@@ -16,6 +16,8 @@
 //! process: pid, uid or name), [`metrics`] (the counters sessions behind `/metrics` and its text
 //! format), [`operations`] (long-running actions: dumps, heap snapshots) and [`artifact`]
 //! (their child processes and the disk budget), `routes` (one router per area),
+//! format), `routes` (one router per area),
+//! [`spool`] (growing files the streamed routes follow),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
@@ -39,6 +41,7 @@ mod routes;
 pub mod rules_host;
 pub mod select;
 pub mod server;
+pub mod spool;
 pub mod state;
 
 pub use cmd::{run, AgentAction, AgentArgs, ServeArgs};

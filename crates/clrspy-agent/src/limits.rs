@@ -28,6 +28,12 @@ pub enum Kind {
     Dump,
     /// A heap snapshot (`/gcdump`).
     Gcdump,
+    /// A streamed trace (`/trace`; the `traces` limit).
+    Trace,
+    /// Live counters (`/counters`; shares the `streams` limit).
+    Counters,
+    /// Live logs (`/logs`; shares the `streams` limit).
+    Logs,
 }
 
 impl Kind {
@@ -40,6 +46,9 @@ impl Kind {
             Kind::Reports => "report recordings",
             Kind::Dump => "dumps",
             Kind::Gcdump => "heap snapshots",
+            Kind::Trace => "streamed traces",
+            Kind::Counters => "counter streams",
+            Kind::Logs => "log streams",
         }
     }
 }
@@ -52,6 +61,8 @@ pub struct Limits {
     profiles: Arc<Semaphore>,
     dumps: Arc<Semaphore>,
     gcdumps: Arc<Semaphore>,
+    traces: Arc<Semaphore>,
+    streams: Arc<Semaphore>,
     busy: Mutex<HashSet<(Kind, u32)>>,
 }
 
@@ -85,6 +96,8 @@ impl Limits {
             profiles: Arc::new(Semaphore::new(c.profiles.max(1))),
             dumps: Arc::new(Semaphore::new(c.dumps.max(1))),
             gcdumps: Arc::new(Semaphore::new(c.gcdumps.max(1))),
+            traces: Arc::new(Semaphore::new(c.traces.max(1))),
+            streams: Arc::new(Semaphore::new(c.streams.max(1))),
             busy: Mutex::new(HashSet::new()),
         }
     }
@@ -96,6 +109,8 @@ impl Limits {
             Kind::Profile | Kind::Allocs | Kind::Reports => &self.profiles,
             Kind::Dump => &self.dumps,
             Kind::Gcdump => &self.gcdumps,
+            Kind::Trace => &self.traces,
+            Kind::Counters | Kind::Logs => &self.streams,
         }
     }
 

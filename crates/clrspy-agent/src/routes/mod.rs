@@ -14,6 +14,7 @@ use crate::state::AppState;
 
 mod dumps;
 mod health;
+mod live;
 mod metrics;
 mod operations;
 mod pprof;
@@ -21,6 +22,7 @@ mod processes;
 mod reports;
 mod rules;
 mod stacks;
+mod trace;
 
 /// The whole app.
 pub fn app(state: AppState, max_body_bytes: usize) -> Router {
@@ -28,6 +30,8 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     let pulls = pprof::router(state.clone());
     let report_pulls = reports::router(state.clone());
     let dumps = dumps::router(state.clone());
+    let traces = trace::router(state.clone());
+    let streams = live::router(state.clone());
     let protected = Router::new()
         .merge(processes::router())
         .merge(stacks::router())
@@ -56,6 +60,9 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
         .merge(report_pulls)
         // So do dumps and heap snapshots waited for.
         .merge(dumps)
+        // Streams run for up to an hour: their own auth and a bound on starting.
+        .merge(traces)
+        .merge(streams)
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
         .layer(axum::middleware::map_response(json_errors))
 }
@@ -155,6 +162,11 @@ mod tests {
             "/debug/pprof/allocs",
             "/debug/pprof/profile?seconds=../x",
             "/metrics",
+            "/trace?pid=1&duration=3s&profile=cpu",
+            "/trace?pid=../x",
+            "/counters?pid=1",
+            "/logs?pid=1&level=Warning",
+            "/logs?filter=/etc/passwd",
             "/nowhere",
             "/processes/..",
             "/rules",
@@ -181,6 +193,11 @@ mod tests {
                 assert_eq!(h[header::WWW_AUTHENTICATE], "Bearer");
                 assert_eq!(v["error"], "invalid credentials");
             }
+        }
+        let body = br#"{"Providers":[{"Name":"Microsoft-DotNETCore-SampleProfiler"}]}"#;
+        for key in [None, Some("wrong")] {
+            let (s, _, _) = call("POST", "/trace?pid=1", key, body.to_vec()).await;
+            assert_eq!(s, 401, "POST /trace");
         }
     }
 
@@ -240,6 +257,48 @@ mod tests {
         )
         .await;
         assert_eq!(s, 404, "{v}");
+        for bad in [
+            "/trace?pid=1&duration=0s",
+            "/trace?pid=1&duration=2h",
+            "/trace?pid=1&duration=../1s",
+            "/trace?pid=1&profile=nope",
+            "/trace?pid=1&profile=..%2Fcpu",
+            "/trace?pid=1&providers=..%2F..%2Fx",
+            "/trace?pid=1&buffer_mb=0",
+            "/trace?pid=%2Fetc%2Fpasswd",
+            "/trace?pid=1&output=%2Ftmp%2Fx",
+            "/trace?duration=3s",
+            "/counters?pid=1&interval=0s",
+            "/counters?pid=1&counters=..%2Fx",
+            "/counters?pid=..",
+            "/logs?pid=1&level=Loud",
+            "/logs?pid=1&filter=..%2Fx",
+            "/logs?uid=..%2F..%2Fetc",
+        ] {
+            let (s, _, v) = call("GET", bad, Some(KEY), vec![]).await;
+            assert_eq!(s, 400, "{bad}: {v}");
+        }
+        for (uri, body) in [
+            ("/trace?pid=1", &b"{}"[..]),
+            ("/trace?pid=1", br#"{"Providers":[]}"#),
+            ("/trace?pid=1", br#"{"Providers":[{"Name":"../x"}]}"#),
+            (
+                "/trace?pid=1&profile=cpu",
+                br#"{"Providers":[{"Name":"A"}]}"#,
+            ),
+            ("/trace?pid=1", b"not json"),
+        ] {
+            let (s, _, v) = call("POST", uri, Some(KEY), body.to_vec()).await;
+            assert_eq!(s, 400, "POST {uri}: {v}");
+        }
+        for uri in [
+            "/trace?pid=4294967295&duration=1s",
+            "/counters?pid=4294967295",
+            "/logs?pid=4294967295",
+        ] {
+            let (s, _, v) = call("GET", uri, Some(KEY), vec![]).await;
+            assert_eq!(s, 404, "{uri}: {v}");
+        }
         // A pid nobody has: 404 (before anything is recorded).
         let (s, _, v) = call(
             "GET",
