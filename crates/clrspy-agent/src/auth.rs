@@ -85,13 +85,13 @@ pub async fn require(State(auth): State<Arc<Authenticator>>, req: Request, next:
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::jwk::{DEFAULT_AUDIENCE, DEFAULT_ISSUER};
     use base64::Engine;
     use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 
-    const SUBJECT: &str = "ae5473b6-8dad-498d-b915-ffffffffffff";
+    pub(crate) const SUBJECT: &str = "ae5473b6-8dad-498d-b915-ffffffffffff";
 
     fn hv(s: &str) -> HeaderValue {
         HeaderValue::from_str(s).unwrap()
@@ -103,7 +103,10 @@ mod tests {
 
     /// An EC key pair: its signing key and its public JWK in dotnet-monitor's form (PascalCase
     /// members, nulls, base64url of the JSON).
-    fn ec_key(alg: &'static rcgen::SignatureAlgorithm, crv: &str) -> (EncodingKey, String) {
+    pub(crate) fn ec_key(
+        alg: &'static rcgen::SignatureAlgorithm,
+        crv: &str,
+    ) -> (EncodingKey, String) {
         let kp = rcgen::KeyPair::generate_for(alg).unwrap();
         let raw = kp.public_key_raw();
         assert_eq!(raw[0], 4, "uncompressed point");
@@ -116,14 +119,20 @@ mod tests {
         (EncodingKey::from_ec_der(&kp.serialize_der()), public)
     }
 
-    fn now() -> u64 {
+    pub(crate) fn now() -> u64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs()
     }
 
-    fn token(key: &EncodingKey, alg: Algorithm, exp: u64, aud: &str, sub: &str) -> String {
+    pub(crate) fn token(
+        key: &EncodingKey,
+        alg: Algorithm,
+        exp: u64,
+        aud: &str,
+        sub: &str,
+    ) -> String {
         let claims = serde_json::json!({
             "aud": aud, "iss": DEFAULT_ISSUER, "sub": sub, "exp": exp, "jti": "x",
         });

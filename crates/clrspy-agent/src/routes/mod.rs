@@ -102,15 +102,71 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
+    use crate::auth::tests as auth_tests;
     use crate::auth::Authenticator;
     use crate::config::ConcurrencyConfig;
     use crate::limits::Limits;
 
     const KEY: &str = "test-key";
 
+    /// Every route (`METHOD path` where not GET), with good and traversal-like parameters.
+    const ROUTES: &[&str] = &[
+        "/processes",
+        "/processes/1",
+        "/stacks?pid=1",
+        "/debug/pprof/profile?seconds=1&pid=1",
+        "/debug/pprof/allocs",
+        "/debug/pprof/profile?seconds=../x",
+        "/metrics",
+        "/trace?pid=1&duration=3s&profile=cpu",
+        "/trace?pid=../x",
+        "/counters?pid=1",
+        "/logs?pid=1&level=Warning",
+        "/logs?filter=/etc/passwd",
+        "/nowhere",
+        "/processes/..",
+        "/rules",
+        "/rules/a",
+        "/rules/a/log?limit=1",
+        "/rules/..",
+        "/rules/a/log?limit=..",
+        "/reports?pid=1&kind=cpu&seconds=1",
+        "/reports?pid=..",
+        "/dump?pid=1&type=mini",
+        "/dump?pid=..",
+        "/gcdump?pid=1",
+        "/gcdump?pid=1&mode=operation",
+        "/operations",
+        "/operations/0123456789abcdef0123456789abcdef",
+        "/operations/0123456789abcdef0123456789abcdef/result",
+        "/operations/..",
+        "DELETE /operations/0123456789abcdef0123456789abcdef",
+    ];
+
+    /// The JWT signing keys of the tests: the configured one (its public JWK) and another.
+    struct Jwt {
+        key: jsonwebtoken::EncodingKey,
+        other: jsonwebtoken::EncodingKey,
+        public: String,
+    }
+
+    fn jwt() -> &'static Jwt {
+        static J: std::sync::OnceLock<Jwt> = std::sync::OnceLock::new();
+        J.get_or_init(|| {
+            let (key, public) = auth_tests::ec_key(&rcgen::PKCS_ECDSA_P256_SHA256, "P-256");
+            let (other, _) = auth_tests::ec_key(&rcgen::PKCS_ECDSA_P256_SHA256, "P-256");
+            Jwt { key, other, public }
+        })
+    }
+
     fn test_app() -> Router {
+        let verifier =
+            crate::jwk::JwtVerifier::new(&jwt().public, None, None, auth_tests::SUBJECT).unwrap();
         let state = AppState {
-            auth: Arc::new(Authenticator::new(vec![crate::keys::digest(KEY)], None)),
+            auth: Arc::new(Authenticator::new(
+                vec![crate::keys::digest(KEY)],
+                Some(verifier),
+            )),
             limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
             request_timeout: Duration::from_secs(5),
             folder: std::env::temp_dir(),
@@ -154,38 +210,7 @@ mod tests {
         let (s, _, v) = call("GET", "/health", None, vec![]).await;
         assert_eq!(s, 200);
         assert_eq!(v["status"], "ok");
-        for uri in [
-            "/processes",
-            "/processes/1",
-            "/stacks?pid=1",
-            "/debug/pprof/profile?seconds=1&pid=1",
-            "/debug/pprof/allocs",
-            "/debug/pprof/profile?seconds=../x",
-            "/metrics",
-            "/trace?pid=1&duration=3s&profile=cpu",
-            "/trace?pid=../x",
-            "/counters?pid=1",
-            "/logs?pid=1&level=Warning",
-            "/logs?filter=/etc/passwd",
-            "/nowhere",
-            "/processes/..",
-            "/rules",
-            "/rules/a",
-            "/rules/a/log?limit=1",
-            "/rules/..",
-            "/rules/a/log?limit=..",
-            "/reports?pid=1&kind=cpu&seconds=1",
-            "/reports?pid=..",
-            "/dump?pid=1&type=mini",
-            "/dump?pid=..",
-            "/gcdump?pid=1",
-            "/gcdump?pid=1&mode=operation",
-            "/operations",
-            "/operations/0123456789abcdef0123456789abcdef",
-            "/operations/0123456789abcdef0123456789abcdef/result",
-            "/operations/..",
-            "DELETE /operations/0123456789abcdef0123456789abcdef",
-        ] {
+        for uri in ROUTES {
             let (method, uri) = uri.split_once(' ').unwrap_or(("GET", uri));
             for key in [None, Some("wrong")] {
                 let (s, h, v) = call(method, uri, key, vec![]).await;
@@ -199,6 +224,42 @@ mod tests {
             let (s, _, _) = call("POST", "/trace?pid=1", key, body.to_vec()).await;
             assert_eq!(s, 401, "POST /trace");
         }
+    }
+
+    /// A JWT expired, signed by another key, for another audience or subject, or with its
+    /// signature cut: 401 on every route; the same token well made passes.
+    #[tokio::test]
+    async fn bad_jwts_are_401_on_every_route() {
+        use crate::jwk::DEFAULT_AUDIENCE;
+        use jsonwebtoken::Algorithm::ES256;
+        let (j, now) = (jwt(), auth_tests::now());
+        let sub = auth_tests::SUBJECT;
+        let good = auth_tests::token(&j.key, ES256, now + 600, DEFAULT_AUDIENCE, sub);
+        let cut = good.rsplit_once('.').map(|(h, _)| format!("{h}.")).unwrap();
+        let bad = [
+            auth_tests::token(&j.key, ES256, now - 3600, DEFAULT_AUDIENCE, sub),
+            auth_tests::token(&j.other, ES256, now + 600, DEFAULT_AUDIENCE, sub),
+            auth_tests::token(&j.key, ES256, now + 600, "https://elsewhere", sub),
+            auth_tests::token(&j.key, ES256, now + 600, DEFAULT_AUDIENCE, "someone-else"),
+            cut,
+        ];
+        for uri in ROUTES
+            .iter()
+            .chain(&["POST /trace?pid=1", "POST /rules/reload"])
+        {
+            let (method, uri) = uri.split_once(' ').unwrap_or(("GET", uri));
+            for (i, token) in bad.iter().enumerate() {
+                let (s, _, v) = call(method, uri, Some(token), vec![]).await;
+                assert_eq!(s, 401, "{method} {uri} with bad token {i}: {v}");
+            }
+        }
+        let (s, _, v) = call("GET", "/operations", Some(&good), vec![]).await;
+        assert_eq!(s, 200, "{v}");
+        let (s, _, v) = call("GET", "/rules", Some(&good), vec![]).await;
+        assert_eq!(
+            (s.as_u16(), &v["enabled"]),
+            (200, &serde_json::json!(false))
+        );
     }
 
     #[tokio::test]
