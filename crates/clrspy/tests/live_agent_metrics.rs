@@ -172,6 +172,7 @@ fn metrics_for_prometheus() {
     assert!(open >= 1.0, "{text}");
 
     prometheus_scrapes(dir.path(), &base, &key, w.1, &name);
+    counters_borrow_the_meters(&base, &key, w.1);
 
     // The process ends: its series go, its session closes.
     let pid = w.1;
@@ -183,6 +184,65 @@ fn metrics_for_prometheus() {
             break;
         }
         assert!(Instant::now() < deadline, "{pid} still has series:\n{text}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// `/counters` of a process `/metrics` watches: the runtime gives its meters to one session,
+/// so the stream borrows the collector's — its meter rows come (no "held by another tool"
+/// note), `/metrics` keeps the process's series meanwhile, and the collector takes it back.
+fn counters_borrow_the_meters(base: &str, key: &str, pid: u32) {
+    let url = format!("{base}/counters?pid={pid}&duration=10s");
+    let stream = std::thread::spawn({
+        let key = key.to_string();
+        move || get(&url, Some(&key))
+    });
+    // While the stream runs, /metrics has the process's series from the stream's rows.
+    let until = Instant::now() + Duration::from_secs(9);
+    let during = loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let (_, _, during) = get(&format!("{base}/metrics"), Some(key));
+        let has = sample(&during, &GC, pid).is_some() || sample(&during, &CPU, pid).is_some();
+        if has || Instant::now() > until {
+            break during;
+        }
+    };
+    let (s, _, text) = stream.join().unwrap();
+    assert_eq!(s, 200, "{text}");
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let meter = rows
+        .iter()
+        .filter(|r| r["provider"] == "System.Runtime")
+        .count();
+    assert!(meter >= 1, "no meter rows:\n{text}");
+    assert!(
+        !rows.iter().any(|r| r["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("another tool"))),
+        "{text}"
+    );
+    assert!(
+        sample(&during, &GC, pid).is_some() || sample(&during, &CPU, pid).is_some(),
+        "no series of {pid} while lent:\n{during}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let (_, _, after) = get(&format!("{base}/metrics"), Some(key));
+        let open = after.lines().find_map(|l| {
+            l.strip_prefix("clrspy_agent_sessions_open ")?
+                .parse::<f64>()
+                .ok()
+        });
+        if open.is_some_and(|n| n >= 1.0) && sample(&after, &CPU, pid).is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the collector did not take {pid} back:\n{after}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
 }

@@ -30,6 +30,9 @@ struct Entry {
     target: Target,
     series: ProcessSeries,
     stop: Arc<AtomicBool>,
+    /// Lent to a `/counters` stream ([`Collector::lend`]): no session of the collector's; the
+    /// stream's rows feed the series.
+    lent: bool,
 }
 
 /// What the threads share.
@@ -138,6 +141,38 @@ impl Collector {
         }
     }
 
+    /// Lends the process's counters to a `/counters` stream: the runtime gives its meters to
+    /// one session at a time, so the collector's session of `pid` is stopped (waiting until it
+    /// ended, a few seconds at most) and, until the lease is dropped, the stream's rows feed
+    /// `/metrics` instead ([`Lease::feed`]). None when the collector has no session of `pid`.
+    /// Blocking.
+    pub fn lend(&self, pid: u32) -> Option<Lease> {
+        let s = &self.shared;
+        let target = {
+            let table = lock(&s.table);
+            let e = table.get(&pid).filter(|e| !e.lent)?;
+            e.stop.store(true, Ordering::Relaxed);
+            e.target.clone()
+        };
+        let deadline = Instant::now() + STOP_GRACE + Duration::from_secs(1);
+        while lock(&s.table).contains_key(&pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        lock(&s.table).insert(
+            pid,
+            Entry {
+                target,
+                series: ProcessSeries::new(s.settings.max_series),
+                stop: Arc::new(AtomicBool::new(true)),
+                lent: true,
+            },
+        );
+        Some(Lease {
+            shared: s.clone(),
+            pid,
+        })
+    }
+
     /// Counters sessions open now.
     pub fn sessions_open(&self) -> u64 {
         self.shared.open.load(Ordering::Relaxed)
@@ -221,6 +256,43 @@ impl Collector {
     }
 }
 
+/// A process's counters lent to a stream ([`Collector::lend`]); given back when dropped (the
+/// collector starts its own session again at its next scan, which the drop asks for).
+pub struct Lease {
+    shared: Arc<Shared>,
+    pid: u32,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("pid", &self.pid).finish()
+    }
+}
+
+impl Lease {
+    /// Folds a stream's rows into the process's series, as the collector's own session would.
+    pub fn feed(&self, rows: &[clrspy_analysis::counters::CounterRow]) {
+        if let Some(e) = lock(&self.shared.table)
+            .get_mut(&self.pid)
+            .filter(|e| e.lent)
+        {
+            let n = e.series.add(rows);
+            self.shared.dropped.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut table = lock(&self.shared.table);
+        if table.get(&self.pid).is_some_and(|e| e.lent) {
+            table.remove(&self.pid);
+        }
+        drop(table);
+        self.shared.wake.notify_all();
+    }
+}
+
 impl Drop for Collector {
     fn drop(&mut self) {
         if lock(&self.scanner).is_some() {
@@ -283,6 +355,7 @@ fn scan_once(shared: &Arc<Shared>) {
                 },
                 series: ProcessSeries::new(shared.settings.max_series),
                 stop: stop.clone(),
+                lent: false,
             },
         );
         let sh = shared.clone();
@@ -322,6 +395,14 @@ fn target_of(ep: &Endpoint) -> Target {
     }
 }
 
+/// Removes the process's entry unless it was lent meanwhile (the lease owns it then).
+fn remove_own(shared: &Shared, pid: u32) {
+    let mut table = lock(&shared.table);
+    if table.get(&pid).is_some_and(|e| !e.lent) {
+        table.remove(&pid);
+    }
+}
+
 /// One process's session, from start to end; its entry is removed when it ends.
 fn watch(shared: &Shared, ep: Endpoint, stop: &AtomicBool) {
     let pid = ep.pid;
@@ -331,13 +412,13 @@ fn watch(shared: &Shared, ep: Endpoint, stop: &AtomicBool) {
         Err(_) => {
             shared.errors.fetch_add(1, Ordering::Relaxed);
             lock(&shared.failed).insert(pid, Instant::now());
-            lock(&shared.table).remove(&pid);
+            remove_own(shared, pid);
             return;
         }
     };
     shared.open.fetch_add(1, Ordering::Relaxed);
     shared.started.fetch_add(1, Ordering::Relaxed);
-    if let Some(e) = lock(&shared.table).get_mut(&pid) {
+    if let Some(e) = lock(&shared.table).get_mut(&pid).filter(|e| !e.lent) {
         e.target = target;
     }
     let mut stop_at: Option<Instant> = None;
@@ -351,7 +432,7 @@ fn watch(shared: &Shared, ep: Endpoint, stop: &AtomicBool) {
         }
         match session.next(Duration::from_millis(250)) {
             Ok(CounterUpdate::Rows(rows)) => {
-                if let Some(e) = lock(&shared.table).get_mut(&pid) {
+                if let Some(e) = lock(&shared.table).get_mut(&pid).filter(|e| !e.lent) {
                     let n = e.series.add(&rows);
                     shared.dropped.fetch_add(n, Ordering::Relaxed);
                 }
@@ -361,7 +442,7 @@ fn watch(shared: &Shared, ep: Endpoint, stop: &AtomicBool) {
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    lock(&shared.table).remove(&pid);
+    remove_own(shared, pid);
     if stop_at.is_none_or(|t| t.elapsed() <= STOP_GRACE) {
         let _ = session.join();
     }

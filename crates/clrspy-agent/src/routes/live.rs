@@ -120,7 +120,11 @@ async fn counters(
         buffer_mb: BUFFER_MB,
         ..CountersOptions::default()
     };
+    let metrics = state.metrics.clone();
     let attach: Attach = Box::new(move |ep, pid| {
+        // The runtime's meters go to one session at a time: take them from `/metrics`'
+        // session of this process for the stream's life, and feed `/metrics` meanwhile.
+        let lease = metrics.lend(pid);
         let session = CountersSession::attach(ep, &opts).map_err(|e| gateway(pid, &e))?;
         let mut said = false;
         Ok(Box::new(move |out, stop| {
@@ -136,6 +140,9 @@ async fn counters(
                 match session.next(TICK) {
                     // JSON Lines keep no state between intervals: a writer per update.
                     Ok(CounterUpdate::Rows(rows)) => {
+                        if let Some(l) = &lease {
+                            l.feed(&rows);
+                        }
                         CounterWriter::new(&mut *out, CounterFormat::JsonLines).write_rows(&rows)?
                     }
                     Ok(CounterUpdate::Note(n)) => note(out, &n)?,
