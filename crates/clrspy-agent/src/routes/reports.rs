@@ -65,20 +65,7 @@ async fn reports(
     let kinds = report_pull::kinds(query.get("kind").map(String::as_str))?;
     let seconds = report_pull::seconds(query.get("seconds").map(String::as_str))?;
     let selector = Selector::from_query(&query)?;
-    // A uid or name is resolved first (as a listing) so the recording holds its process by pid.
-    let endpoint = match selector.pid() {
-        Some(_) => None,
-        None => {
-            let admission = state.limits.admit(Kind::Processes, None)?;
-            let s = selector.clone();
-            Some(blocking(admission, move || s.resolve()).await??)
-        }
-    };
-    let pid = match (&endpoint, selector.pid()) {
-        (Some(ep), _) => ep.pid,
-        (None, Some(pid)) => pid,
-        (None, None) => return Err(ApiError::internal("no process resolved")),
-    };
+    let (endpoint, pid) = super::target(&state, &selector).await?;
     let admission = state.limits.admit(Kind::Reports, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
     let _stop_when_gone = StopOnDrop(stop.clone());

@@ -31,21 +31,7 @@ async fn stacks(
 ) -> Result<Json<Value>, ApiError> {
     params::only(&query, &select::KEYS)?;
     let selector = Selector::from_query(&query)?;
-    // A uid or name is resolved first (asking the runtimes, as a listing does) so that the
-    // snapshot holds its process by pid.
-    let endpoint = match selector.pid() {
-        Some(_) => None,
-        None => {
-            let admission = state.limits.admit(Kind::Processes, None)?;
-            let s = selector.clone();
-            Some(blocking(admission, move || s.resolve()).await??)
-        }
-    };
-    let pid = match (&endpoint, selector.pid()) {
-        (Some(ep), _) => ep.pid,
-        (None, Some(pid)) => pid,
-        (None, None) => return Err(ApiError::internal("no process resolved")),
-    };
+    let (endpoint, pid) = super::target(&state, &selector).await?;
     let admission = state.limits.admit(Kind::Stacks, Some(pid))?;
     let defaults = StackOptions::default();
     // Leave the request a second to answer with what was taken.

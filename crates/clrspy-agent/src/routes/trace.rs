@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::error::ApiError;
-use crate::limits::{blocking, Kind};
+use crate::limits::Kind;
 use crate::params;
 use crate::select::Selector;
 use crate::spool::{self, Spool};
@@ -322,22 +322,6 @@ async fn post_trace(
     start(state, selector, ask).await
 }
 
-/// The process a stream is for: its endpoint when it was looked up (a uid or name, asked of
-/// the runtimes as a listing does), and its pid.
-pub(super) async fn target(
-    state: &AppState,
-    selector: &Selector,
-) -> Result<(Option<Endpoint>, u32), ApiError> {
-    if let Some(pid) = selector.pid() {
-        return Ok((None, pid));
-    }
-    let admission = state.limits.admit(Kind::Processes, None)?;
-    let s = selector.clone();
-    let ep = blocking(admission, move || s.resolve()).await??;
-    let pid = ep.pid;
-    Ok((Some(ep), pid))
-}
-
 /// A spool in the agent's folder, its budget what the folder may still take (none left: 507).
 pub(super) fn new_spool(
     folder: &Path,
@@ -414,7 +398,7 @@ pub(super) async fn respond(
 }
 
 async fn start(state: AppState, selector: Selector, ask: TraceAsk) -> Result<Response, ApiError> {
-    let (endpoint, pid) = target(&state, &selector).await?;
+    let (endpoint, pid) = super::target(&state, &selector).await?;
     let admission = state.limits.admit(Kind::Trace, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
     let (tx, rx) = oneshot::channel();
