@@ -11,7 +11,7 @@
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware), [`limits`]
 //! (semaphores, blocking work), [`params`] (parameter checks), [`folder`] (the agent's own
 //! folder), [`pull`] (profile pulls recorded and converted to pprof), [`select`] (which
-//! process: pid, uid or name), [`metrics`] (the counters sessions behind `/metrics` and its text
+//! process: pid, uid or name), [`proc_cache`] (what each runtime said, asked once), [`metrics`] (the counters sessions behind `/metrics` and its text
 //! format), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
@@ -28,6 +28,7 @@ pub mod keys;
 pub mod limits;
 pub mod metrics;
 pub mod params;
+pub mod proc_cache;
 pub mod pull;
 mod routes;
 pub mod select;
