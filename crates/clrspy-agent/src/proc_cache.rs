@@ -29,13 +29,31 @@ type ScanFn = dyn Fn() -> Vec<Endpoint> + Send + Sync;
 /// Asks one runtime (the real one: [`diagnostics_client::process_info`]).
 type AskFn = dyn Fn(&Endpoint) -> Result<ProcessInfo, String> + Send + Sync;
 
+/// What one process's runtime said; `asking` is held while it is asked, so that others
+/// wanting it wait for that answer, while `answer` is only ever held for a moment.
+#[derive(Default)]
+struct Slot {
+    asking: Mutex<()>,
+    answer: Mutex<Answer>,
+}
+
+impl Slot {
+    /// The answer when it stands: a runtime's own, or a failure younger than [`RETRY_FAILED`].
+    fn standing(&self) -> Option<Result<ProcessInfo, String>> {
+        match &*lock(&self.answer) {
+            Some((Ok(info), _)) => Some(Ok(info.clone())),
+            Some((Err(e), at)) if at.elapsed() < RETRY_FAILED => Some(Err(e.clone())),
+            _ => None,
+        }
+    }
+}
+
 /// One process seen.
 struct Known {
     /// Its start time in clock ticks after boot (0 when it could not be read).
     start: u64,
     endpoint: Endpoint,
-    /// Locked while the runtime is asked: others wanting it wait for that answer.
-    answer: Arc<Mutex<Answer>>,
+    slot: Arc<Slot>,
 }
 
 /// The last scan and the processes seen.
@@ -45,9 +63,22 @@ struct Seen {
     known: HashMap<u32, Known>,
 }
 
+/// When a call may scan the sockets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rescan {
+    /// Never: a call that would need one gets None.
+    Never,
+    /// When the last is older than [`RESCAN`].
+    IfDue,
+    /// Now.
+    Force,
+}
+
 /// The cache; one per agent ([`global`]), tests make their own.
 pub struct ProcCache {
     seen: Mutex<Seen>,
+    /// Held while the sockets are scanned: one scan at a time, readers not held up.
+    scanning: Mutex<()>,
     scan: Box<ScanFn>,
     ask: Box<AskFn>,
 }
@@ -88,83 +119,114 @@ impl ProcCache {
     pub fn new(scan: Box<ScanFn>, ask: Box<AskFn>) -> ProcCache {
         ProcCache {
             seen: Mutex::new(Seen::default()),
+            scanning: Mutex::new(()),
             scan,
             ask,
         }
     }
 
-    /// Every live endpoint, by pid: the last scan when younger than [`RESCAN`] (each process
-    /// checked still the same), else a new one. `fresh` forces a new scan.
-    fn refresh(&self, fresh: bool) -> Vec<(Endpoint, Arc<Mutex<Answer>>)> {
-        let mut seen = lock(&self.seen);
-        let due = fresh || seen.scanned.is_none_or(|t| t.elapsed() >= RESCAN);
-        if due {
-            let found = (self.scan)();
-            let mut known = std::mem::take(&mut seen.known);
-            for ep in found {
-                let Some(start) = start_of(ep.pid) else {
-                    continue;
-                };
-                let entry = match known.remove(&ep.pid) {
-                    Some(k) if k.start == start && k.endpoint == ep => k,
-                    _ => Known {
-                        start,
-                        endpoint: ep.clone(),
-                        answer: Arc::new(Mutex::new(None)),
-                    },
-                };
-                seen.known.insert(ep.pid, entry);
-            }
-            seen.scanned = Some(Instant::now());
-        } else {
-            seen.known
-                .retain(|pid, k| start_of(*pid).is_some_and(|s| s == k.start));
+    /// Scans the sockets (unless another call finished a scan while this one waited for it)
+    /// and keeps what is known of the processes found again.
+    fn scan_now(&self) {
+        let asked = Instant::now();
+        let _one = lock(&self.scanning);
+        if lock(&self.seen).scanned.is_some_and(|t| t >= asked) {
+            return;
         }
-        let mut out: Vec<(Endpoint, Arc<Mutex<Answer>>)> = seen
+        let found: Vec<(Endpoint, u64)> = (self.scan)()
+            .into_iter()
+            .filter_map(|ep| start_of(ep.pid).map(|s| (ep, s)))
+            .collect();
+        let mut seen = lock(&self.seen);
+        let mut known = std::mem::take(&mut seen.known);
+        for (ep, start) in found {
+            let entry = match known.remove(&ep.pid) {
+                Some(k) if k.start == start && k.endpoint == ep => k,
+                _ => Known {
+                    start,
+                    endpoint: ep.clone(),
+                    slot: Arc::new(Slot::default()),
+                },
+            };
+            seen.known.insert(ep.pid, entry);
+        }
+        seen.scanned = Some(Instant::now());
+    }
+
+    /// Every live endpoint with its slot, by pid, from a scan younger than [`RESCAN`] (each
+    /// process checked still the same one) or, as `rescan` allows, a new one; None when a scan
+    /// is due and `rescan` is [`Rescan::Never`].
+    fn slots(&self, rescan: Rescan) -> Option<Vec<(Endpoint, Arc<Slot>)>> {
+        let due = lock(&self.seen)
+            .scanned
+            .is_none_or(|t| t.elapsed() >= RESCAN);
+        match rescan {
+            Rescan::Never if due => return None,
+            Rescan::IfDue if due => self.scan_now(),
+            Rescan::Force => self.scan_now(),
+            _ => {}
+        }
+        let all: Vec<(u64, Endpoint, Arc<Slot>)> = lock(&self.seen)
             .known
             .values()
-            .map(|k| (k.endpoint.clone(), k.answer.clone()))
+            .map(|k| (k.start, k.endpoint.clone(), k.slot.clone()))
             .collect();
+        let (live, gone): (Vec<_>, Vec<_>) = all
+            .into_iter()
+            .partition(|(start, ep, _)| start_of(ep.pid) == Some(*start));
+        if !gone.is_empty() {
+            let mut seen = lock(&self.seen);
+            for (start, ep, _) in gone {
+                if seen.known.get(&ep.pid).is_some_and(|k| k.start == start) {
+                    seen.known.remove(&ep.pid);
+                }
+            }
+        }
+        let mut out: Vec<(Endpoint, Arc<Slot>)> =
+            live.into_iter().map(|(_, e, s)| (e, s)).collect();
         out.sort_by_key(|(e, _)| e.pid);
-        out
+        Some(out)
     }
 
     /// Every live endpoint, sorted by pid (scanned at most [`RESCAN`] ago).
     pub fn endpoints(&self) -> Vec<Endpoint> {
-        self.refresh(false).into_iter().map(|(e, _)| e).collect()
+        self.slots(Rescan::IfDue)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect()
     }
 
     /// The endpoint of `pid`; a pid not in the last scan is looked for in a new one (it may
     /// have just started).
     pub fn endpoint(&self, pid: u32) -> Option<Endpoint> {
-        let find = |fresh| {
-            self.refresh(fresh)
+        let find = |rescan| {
+            self.slots(rescan)
+                .unwrap_or_default()
                 .into_iter()
                 .map(|(e, _)| e)
                 .find(|e| e.pid == pid)
         };
-        find(false).or_else(|| find(true))
+        find(Rescan::IfDue).or_else(|| find(Rescan::Force))
     }
 
     /// True when every live runtime has been asked (a listing would ask none).
     pub fn all_known(&self) -> bool {
-        self.refresh(false).iter().all(|(_, a)| {
-            a.try_lock().is_ok_and(|g| match &*g {
-                Some((Ok(_), _)) => true,
-                Some((Err(_), at)) => at.elapsed() < RETRY_FAILED,
-                None => false,
-            })
-        })
+        self.slots(Rescan::IfDue)
+            .unwrap_or_default()
+            .iter()
+            .all(|(_, s)| s.standing().is_some())
     }
 
     /// What the runtime at `ep` said about itself: remembered, else asked (once for all
     /// callers wanting it at the same time).
     pub fn info(&self, ep: &Endpoint) -> Result<ProcessInfo, String> {
         let slot = self
-            .refresh(false)
+            .slots(Rescan::IfDue)
+            .unwrap_or_default()
             .into_iter()
             .find(|(e, _)| e == ep)
-            .map(|(_, a)| a);
+            .map(|(_, s)| s);
         match slot {
             Some(slot) => self.answer(ep, &slot),
             // Not (or no longer) in the scan: asked, not remembered.
@@ -172,35 +234,40 @@ impl ProcCache {
         }
     }
 
-    fn answer(&self, ep: &Endpoint, slot: &Mutex<Answer>) -> Result<ProcessInfo, String> {
-        let mut a = lock(slot);
-        match &*a {
-            Some((Ok(info), _)) => return Ok(info.clone()),
-            Some((Err(e), at)) if at.elapsed() < RETRY_FAILED => return Err(e.clone()),
-            _ => {}
+    fn answer(&self, ep: &Endpoint, slot: &Slot) -> Result<ProcessInfo, String> {
+        if let Some(a) = slot.standing() {
+            return a;
+        }
+        let _asking = lock(&slot.asking);
+        // Another caller may have asked while this one waited.
+        if let Some(a) = slot.standing() {
+            return a;
         }
         let got = (self.ask)(ep);
-        *a = Some((got.clone(), Instant::now()));
+        *lock(&slot.answer) = Some((got.clone(), Instant::now()));
         got
+    }
+
+    /// The listing without blocking work: None when a scan is due or some runtime is still to
+    /// be asked (then [`ProcCache::listing`], on a blocking thread). Reads only `/proc`.
+    pub fn known_listing(&self) -> Option<Vec<RuntimeListing>> {
+        self.slots(Rescan::Never)?
+            .into_iter()
+            .map(|(ep, s)| s.standing().map(|info| row(ep.pid, info)))
+            .collect()
     }
 
     /// Every live runtime with what it says about itself, as
     /// [`diagnostics_client::list_runtimes`] gives them (by pid); the runtimes not yet known
     /// are asked in parallel.
     pub fn listing(&self) -> Vec<RuntimeListing> {
-        let slots = self.refresh(false);
+        let slots = self.slots(Rescan::IfDue).unwrap_or_default();
         std::thread::scope(|s| {
             let handles: Vec<_> = slots
                 .iter()
-                .map(|(ep, slot)| {
-                    let known = slot
-                        .try_lock()
-                        .ok()
-                        .and_then(|g| g.as_ref().and_then(|(r, _)| r.as_ref().ok().cloned()));
-                    match known {
-                        Some(info) => Err(Ok(info)),
-                        None => Ok(s.spawn(move || self.answer(ep, slot))),
-                    }
+                .map(|(ep, slot)| match slot.standing() {
+                    Some(info) => Err(info),
+                    None => Ok(s.spawn(move || self.answer(ep, slot))),
                 })
                 .collect();
             slots

@@ -69,7 +69,9 @@ fn end(mut c: Child) {
 fn each_runtime_is_asked_once_and_listed_as_it_said() {
     let (a, b) = (sleeper(), sleeper());
     let f = fake(vec![b.id(), a.id()], Duration::ZERO, vec![]);
+    assert!(f.cache.known_listing().is_none(), "not scanned yet");
     assert!(!f.cache.all_known());
+    assert!(f.cache.known_listing().is_none(), "not asked yet");
     for _ in 0..5 {
         let rows = f.cache.listing();
         let pids: Vec<u32> = rows.iter().map(|r| r.pid).collect();
@@ -81,6 +83,7 @@ fn each_runtime_is_asked_once_and_listed_as_it_said() {
     }
     assert_eq!(f.asks.load(Ordering::SeqCst), 2);
     assert!(f.cache.all_known());
+    assert_eq!(f.cache.known_listing().map(|l| l.len()), Some(2));
     // Within RESCAN the scan is reused.
     assert_eq!(f.scans.load(Ordering::SeqCst), 1);
     std::thread::sleep(RESCAN);
@@ -156,6 +159,7 @@ fn a_reused_pid_is_a_new_process() {
     let f = fake(vec![me], Duration::ZERO, vec![]);
     f.cache.listing();
     lock(&f.cache.seen).known.get_mut(&me).unwrap().start += 1;
+    assert!(f.cache.known_listing().is_none_or(|l| l.is_empty()));
     // Dropped as another process (between scans), found anew by the next scan: asked again.
     f.cache.listing();
     std::thread::sleep(RESCAN);

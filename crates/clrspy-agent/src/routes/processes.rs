@@ -82,15 +82,19 @@ async fn list(
 ) -> Result<Json<Value>, ApiError> {
     params::only(&query, &[])?;
     let cache = proc_cache::global();
-    let rows = match tokio::task::spawn_blocking(|| cache.all_known().then(|| cache.listing()))
-        .await
-    {
-        Ok(Some(rows)) => rows,
-        // Some runtime is to be asked: that is work under the limit.
-        _ => {
-            let admission = state.limits.admit(Kind::Processes, None)?;
-            blocking(admission, || cache.listing()).await?
-        }
+    // Known runtimes and a recent scan: answered here, reading only /proc.
+    let rows = match cache.known_listing() {
+        Some(rows) => rows,
+        None => match tokio::task::spawn_blocking(|| cache.all_known().then(|| cache.listing()))
+            .await
+        {
+            Ok(Some(rows)) => rows,
+            // Some runtime is to be asked: that is work under the limit.
+            _ => {
+                let admission = state.limits.admit(Kind::Processes, None)?;
+                blocking(admission, || cache.listing()).await?
+            }
+        },
     };
     let list = rows
         .iter()
