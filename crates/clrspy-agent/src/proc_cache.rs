@@ -127,9 +127,14 @@ impl ProcCache {
 
     /// Scans the sockets (unless another call finished a scan while this one waited for it)
     /// and keeps what is known of the processes found again.
-    fn scan_now(&self) {
+    fn scan_now(&self, wait: bool) {
         let asked = Instant::now();
-        let _one = lock(&self.scanning);
+        let _one = match self.scanning.try_lock() {
+            Ok(g) => g,
+            // Another call is scanning: the last scan serves meanwhile, when there is one.
+            Err(_) if !wait && lock(&self.seen).scanned.is_some() => return,
+            Err(_) => lock(&self.scanning),
+        };
         if lock(&self.seen).scanned.is_some_and(|t| t >= asked) {
             return;
         }
@@ -161,9 +166,10 @@ impl ProcCache {
             .scanned
             .is_none_or(|t| t.elapsed() >= RESCAN);
         match rescan {
-            Rescan::Never if due => return None,
-            Rescan::IfDue if due => self.scan_now(),
-            Rescan::Force => self.scan_now(),
+            // Unless another call is scanning: then the last scan serves meanwhile.
+            Rescan::Never if due && self.scanning.try_lock().is_ok() => return None,
+            Rescan::IfDue if due => self.scan_now(false),
+            Rescan::Force => self.scan_now(true),
             _ => {}
         }
         let all: Vec<(u64, Endpoint, Arc<Slot>)> = lock(&self.seen)
@@ -216,6 +222,15 @@ impl ProcCache {
             .unwrap_or_default()
             .iter()
             .all(|(_, s)| s.standing().is_some())
+    }
+
+    /// True when a listing now would start an ask of its own: some runtime has no standing
+    /// answer and nobody is asking it (a listing waiting for another's ask starts none).
+    pub fn needs_ask(&self) -> bool {
+        self.slots(Rescan::IfDue)
+            .unwrap_or_default()
+            .iter()
+            .any(|(_, s)| s.standing().is_none() && s.asking.try_lock().is_ok())
     }
 
     /// What the runtime at `ep` said about itself: remembered, else asked (once for all
@@ -298,7 +313,9 @@ fn row(pid: u32, info: Result<ProcessInfo, String>) -> RuntimeListing {
     let name = entry.or_else(|| procfs::comm(pid)).unwrap_or_default();
     let command_line = match &info {
         Ok(p) if !p.command_line.is_empty() => p.command_line.clone(),
-        _ => procfs::cmdline(pid).map(|a| a.join(" ")).unwrap_or_default(),
+        _ => procfs::cmdline(pid)
+            .map(|a| a.join(" "))
+            .unwrap_or_default(),
     };
     RuntimeListing {
         pid,

@@ -89,7 +89,11 @@ fn each_runtime_is_asked_once_and_listed_as_it_said() {
     std::thread::sleep(RESCAN);
     f.cache.listing();
     assert_eq!(f.scans.load(Ordering::SeqCst), 2);
-    assert_eq!(f.asks.load(Ordering::SeqCst), 2, "still known after a rescan");
+    assert_eq!(
+        f.asks.load(Ordering::SeqCst),
+        2,
+        "still known after a rescan"
+    );
     end(a);
     end(b);
 }
@@ -132,14 +136,27 @@ fn concurrent_callers_share_one_ask() {
 }
 
 #[test]
+fn a_listing_waiting_for_another_ask_starts_none() {
+    let a = sleeper();
+    let f = Arc::new(fake(vec![a.id()], Duration::from_millis(300), vec![]));
+    assert!(f.cache.needs_ask());
+    let g = f.clone();
+    let first = std::thread::spawn(move || g.cache.listing());
+    std::thread::sleep(Duration::from_millis(100));
+    // Under way: a second listing would wait for it.
+    assert!(!f.cache.needs_ask());
+    assert!(first.join().unwrap()[0].info.is_ok());
+    assert!(!f.cache.needs_ask());
+    assert_eq!(f.asks.load(Ordering::SeqCst), 1);
+    end(a);
+}
+
+#[test]
 fn a_failed_ask_is_tried_again_after_a_while() {
     let a = sleeper();
     let f = fake(vec![a.id()], Duration::ZERO, vec![a.id()]);
     let rows = f.cache.listing();
-    assert_eq!(
-        rows[0].info,
-        Err(format!("pid {} did not answer", a.id()))
-    );
+    assert_eq!(rows[0].info, Err(format!("pid {} did not answer", a.id())));
     // Its name and command line come from the kernel.
     assert_eq!(rows[0].name, "sleep");
     assert_eq!(rows[0].command_line, "sleep 30");

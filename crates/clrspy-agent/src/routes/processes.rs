@@ -2,8 +2,8 @@
 //! diagnostics-client's listing) and `GET /processes/{pid}` (the same for one, with its
 //! environment). Command lines and environments are redacted as the bundle redacts them.
 //! What each runtime says about itself is asked once per process ([`crate::proc_cache`]); a
-//! listing that needs no runtime asked takes no `processes` permit, the environment is read
-//! at each call.
+//! listing that starts no ask takes no `processes` permit (nor a blocking thread, when the
+//! last scan is recent); the environment is read at each call.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -85,7 +85,8 @@ async fn list(
     // Known runtimes and a recent scan: answered here, reading only /proc.
     let rows = match cache.known_listing() {
         Some(rows) => rows,
-        None => match tokio::task::spawn_blocking(|| cache.all_known().then(|| cache.listing()))
+        // A listing that only waits for asks under way (another request's) starts no IPC.
+        None => match tokio::task::spawn_blocking(|| (!cache.needs_ask()).then(|| cache.listing()))
             .await
         {
             Ok(Some(rows)) => rows,
