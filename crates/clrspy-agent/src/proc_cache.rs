@@ -278,22 +278,26 @@ impl ProcCache {
     pub fn listing(&self) -> Vec<RuntimeListing> {
         let slots = self.slots(Rescan::IfDue).unwrap_or_default();
         std::thread::scope(|s| {
-            let handles: Vec<_> = slots
+            let asks: Vec<_> = slots
                 .iter()
-                .map(|(ep, slot)| match slot.standing() {
-                    Some(info) => Err(info),
-                    None => Ok(s.spawn(move || self.answer(ep, slot))),
+                .map(|(ep, slot)| {
+                    let known = slot.standing();
+                    let ask = known
+                        .is_none()
+                        .then(|| s.spawn(move || self.answer(ep, slot)));
+                    (known, ask)
                 })
                 .collect();
             slots
                 .iter()
-                .zip(handles)
-                .map(|((ep, _), h)| {
-                    let info = match h {
-                        Err(known) => known,
-                        Ok(h) => h
+                .zip(asks)
+                .map(|((ep, _), (known, ask))| {
+                    let info = match (known, ask) {
+                        (Some(known), _) => known,
+                        (None, Some(h)) => h
                             .join()
                             .unwrap_or_else(|_| Err("the ask failed".to_string())),
+                        (None, None) => Err("the ask failed".to_string()),
                     };
                     row(ep.pid, info)
                 })
