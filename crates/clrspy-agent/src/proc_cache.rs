@@ -162,12 +162,13 @@ impl ProcCache {
     /// process checked still the same one) or, as `rescan` allows, a new one; None when a scan
     /// is due and `rescan` is [`Rescan::Never`].
     fn slots(&self, rescan: Rescan) -> Option<Vec<(Endpoint, Arc<Slot>)>> {
-        let due = lock(&self.seen)
-            .scanned
-            .is_none_or(|t| t.elapsed() >= RESCAN);
+        let scanned = lock(&self.seen).scanned;
+        let due = scanned.is_none_or(|t| t.elapsed() >= RESCAN);
         match rescan {
-            // Unless another call is scanning: then the last scan serves meanwhile.
-            Rescan::Never if due && self.scanning.try_lock().is_ok() => return None,
+            // Unless another call is scanning: then the last scan, if any, serves meanwhile.
+            Rescan::Never if due && (scanned.is_none() || self.scanning.try_lock().is_ok()) => {
+                return None
+            }
             Rescan::IfDue if due => self.scan_now(false),
             Rescan::Force => self.scan_now(true),
             _ => {}

@@ -152,6 +152,23 @@ fn a_listing_waiting_for_another_ask_starts_none() {
 }
 
 #[test]
+fn no_listing_before_the_first_scan_ends() {
+    let a = sleeper();
+    let f = Arc::new(fake(vec![a.id()], Duration::ZERO, vec![]));
+    // The first scan under way (its lock held): nothing is known yet, so no quick answer.
+    let held = f.cache.scanning.lock().unwrap();
+    assert!(f.cache.known_listing().is_none());
+    drop(held);
+    assert_eq!(f.cache.listing().len(), 1);
+    // A later scan under way: the last one serves.
+    std::thread::sleep(RESCAN);
+    let held = f.cache.scanning.lock().unwrap();
+    assert_eq!(f.cache.known_listing().map(|l| l.len()), Some(1));
+    drop(held);
+    end(a);
+}
+
+#[test]
 fn a_failed_ask_is_tried_again_after_a_while() {
     let a = sleeper();
     let f = fake(vec![a.id()], Duration::ZERO, vec![a.id()]);

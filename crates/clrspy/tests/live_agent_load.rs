@@ -25,6 +25,7 @@ impl Conn {
     fn open(addr: &str) -> Conn {
         let s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.set_nodelay(true).unwrap();
         Conn {
             r: BufReader::new(s.try_clone().unwrap()),
             w: s,
@@ -33,7 +34,9 @@ impl Conn {
 
     fn get(&mut self, path: &str, key: Option<&str>) -> (u16, String) {
         let auth = key.map_or(String::new(), |k| format!("Authorization: Bearer {k}\r\n"));
-        write!(self.w, "GET {path} HTTP/1.1\r\nHost: agent\r\n{auth}\r\n").unwrap();
+        // One write: a request in pieces would wait on Nagle and the delayed ACK.
+        let request = format!("GET {path} HTTP/1.1\r\nHost: agent\r\n{auth}\r\n");
+        self.w.write_all(request.as_bytes()).unwrap();
         let mut line = String::new();
         self.r.read_line(&mut line).unwrap();
         let status: u16 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
