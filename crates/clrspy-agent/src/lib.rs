@@ -12,12 +12,11 @@
 //! (semaphores, blocking work), [`params`] (parameter checks), [`folder`] (the agent's own
 //! folder), [`pull`] (profile pulls recorded and converted to pprof), [`report_pull`]
 //! (`/reports`: recorded and analysed into the registry's reports), [`rules_host`] (the
-//! watcher running inside the agent, behind `/rules`), [`select`] (which
-//! process: pid, uid or name), [`metrics`] (the counters sessions behind `/metrics` and its text
-//! format), [`operations`] (long-running actions: dumps, heap snapshots) and [`artifact`]
-//! (their child processes and the disk budget), `routes` (one router per area),
-//! format), `routes` (one router per area),
-//! [`spool`] (growing files the streamed routes follow),
+//! watcher running inside the agent, behind `/rules`), [`select`] (which process: pid, uid or
+//! name), [`proc_cache`] (what each runtime said, asked once), [`metrics`] (the counters
+//! sessions behind `/metrics` and its text format), [`operations`] (long-running actions:
+//! dumps, heap snapshots) and [`artifact`] (their child processes and the disk budget),
+//! [`spool`] (growing files the streamed routes follow), `routes` (one router per area),
 //! [`server`] (listening, TLS, slow clients), [`cmd`] (the commands). Format details stay in
 //! the crates below: the agent calls diagnostics-client, clrspy-live and clrspy-export.
 
@@ -35,6 +34,7 @@ pub mod limits;
 pub mod metrics;
 pub mod operations;
 pub mod params;
+pub mod proc_cache;
 pub mod pull;
 pub mod report_pull;
 mod routes;

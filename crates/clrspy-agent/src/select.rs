@@ -4,15 +4,11 @@
 //! a blocking thread against the runtimes the agent can see; never a path.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use diagnostics_client::{find_endpoints, list_runtimes, Endpoint};
+use diagnostics_client::Endpoint;
 
 use crate::error::ApiError;
-use crate::params;
-
-/// How long one runtime may take to say who it is.
-const TIMEOUT: Duration = Duration::from_millis(1500);
+use crate::{params, proc_cache};
 
 /// The query keys a selector takes.
 pub const KEYS: [&str; 3] = ["pid", "uid", "name"];
@@ -66,18 +62,18 @@ impl Selector {
         }
     }
 
-    /// The endpoint of the process meant (blocking: asks the runtimes). 404 when none
-    /// matches, 400 when a name matches several.
+    /// The endpoint of the process meant (blocking: asks the runtimes not yet known, see
+    /// [`proc_cache`]). 404 when none matches, 400 when a name matches several.
     pub fn resolve(&self) -> Result<Endpoint, ApiError> {
         let missing =
             |what: String| ApiError::not_found(format!("no .NET process {what} is visible"));
         match self {
-            Selector::Pid(pid) => find_endpoints()
-                .into_iter()
-                .find(|e| e.pid == *pid)
+            Selector::Pid(pid) => proc_cache::global()
+                .endpoint(*pid)
                 .ok_or_else(|| missing(format!("with pid {pid}"))),
             Selector::Uid(uid) => {
-                let pid = list_runtimes(TIMEOUT)
+                let pid = proc_cache::global()
+                    .listing()
                     .into_iter()
                     .find(|r| {
                         r.info
@@ -89,7 +85,8 @@ impl Selector {
                 Selector::Pid(pid).resolve()
             }
             Selector::Name(name) => {
-                let pids: Vec<u32> = list_runtimes(TIMEOUT)
+                let pids: Vec<u32> = proc_cache::global()
+                    .listing()
                     .into_iter()
                     .filter(|r| r.name == *name)
                     .map(|r| r.pid)

@@ -63,7 +63,8 @@ impl ByteSource for SliceSource<'_> {
 ///
 /// Reads go straight into the buffer in chunks of at least [`MIN_READ`] bytes (so a
 /// `BufReader` below with a smaller capacity passes them through instead of copying), the
-/// buffer is zeroed only when it grows, and the unread tail moves to its front only when too
+/// buffer is zeroed only when it grows (the first time by the allocator, so that its pages are
+/// touched only as reads fill them), and the unread tail moves to its front only when too
 /// little room is left behind it.
 #[derive(Debug)]
 pub struct ReadSource<R> {
@@ -146,7 +147,11 @@ impl<R: Read> ByteSource for ReadSource<R> {
                     self.start = 0;
                 }
                 let want = n.max(self.end + self.min_read).max(self.buffer);
-                if self.buf.len() < want {
+                if self.buf.is_empty() {
+                    // Zeroed memory from the allocator: a page is touched only when a read
+                    // fills it (a slow stream's reader stays a few pages, not `buffer`).
+                    self.buf = vec![0; want];
+                } else if self.buf.len() < want {
                     self.buf.resize(want, 0);
                 }
             }

@@ -20,8 +20,6 @@ use super::exposition::{self, MetricType, OwnMetric, ProcessSeries, Target};
 
 /// How long before a process whose session failed is tried again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(60);
-/// How long one runtime may take to say who it is.
-const ASK_TIMEOUT: Duration = Duration::from_millis(1500);
 /// How long a stopping session may take to end before its thread gives up waiting.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
@@ -381,7 +379,9 @@ fn scan_once(shared: &Arc<Shared>) {
 
 /// The process's name as `/processes` gives it: its entry assembly, else the kernel's name.
 fn target_of(ep: &Endpoint) -> Target {
-    let name = diagnostics_client::process_info(ep, ASK_TIMEOUT)
+    // Asked through the cache `/processes` uses: one ask per process for both.
+    let name = crate::proc_cache::global()
+        .info(ep)
         .ok()
         .and_then(|p| p.entrypoint_assembly)
         .filter(|n| !n.is_empty())

@@ -1,6 +1,9 @@
 //! `GET /processes` (every .NET process the agent can see, as `clrspy ps --json` finds them:
 //! diagnostics-client's listing) and `GET /processes/{pid}` (the same for one, with its
 //! environment). Command lines and environments are redacted as the bundle redacts them.
+//! What each runtime says about itself is asked once per process ([`crate::proc_cache`]); a
+//! listing that starts no ask takes no `processes` permit (nor a blocking thread, when the
+//! last scan is recent); the environment is read at each call.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,12 +12,13 @@ use axum::extract::{Path, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use clrspy_handoff::scrub::Redactor;
-use diagnostics_client::{list_runtimes, procfs, Endpoint, ProcessInfo};
+use diagnostics_client::{procfs, Endpoint, ProcessInfo};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::limits::{blocking, Kind};
 use crate::params;
+use crate::proc_cache;
 use crate::select::Selector;
 use crate::state::AppState;
 
@@ -77,8 +81,22 @@ async fn list(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     params::only(&query, &[])?;
-    let admission = state.limits.admit(Kind::Processes, None)?;
-    let rows = blocking(admission, || list_runtimes(TIMEOUT)).await?;
+    let cache = proc_cache::global();
+    // Known runtimes and a recent scan: answered here, reading only /proc.
+    let rows = match cache.known_listing() {
+        Some(rows) => rows,
+        // A listing that only waits for asks under way (another request's) starts no IPC.
+        None => match tokio::task::spawn_blocking(|| (!cache.needs_ask()).then(|| cache.listing()))
+            .await
+        {
+            Ok(Some(rows)) => rows,
+            // Some runtime is to be asked: that is work under the limit.
+            _ => {
+                let admission = state.limits.admit(Kind::Processes, None)?;
+                blocking(admission, || cache.listing()).await?
+            }
+        },
+    };
     let list = rows
         .iter()
         .map(|r| {
@@ -91,7 +109,7 @@ async fn list(
 
 fn details(ep: &Endpoint) -> Value {
     let pid = ep.pid;
-    let info = diagnostics_client::process_info(ep, TIMEOUT).map_err(|e| e.to_string());
+    let info = proc_cache::global().info(ep);
     let name = info
         .as_ref()
         .ok()
