@@ -113,13 +113,19 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode, Failure> {
     };
     let mut settings = settle(config, &over).map_err(refusal)?;
     if let Some(file) = &args.rules {
-        let output = settings.rules.take().map_or_else(
-            || crate::rules_host::default_output(Some(&settings.folder)),
-            |r| r.output,
+        let (output, listen) = settings.rules.take().map_or_else(
+            || {
+                (
+                    crate::rules_host::default_output(Some(&settings.folder)),
+                    None,
+                )
+            },
+            |r| (r.output, r.listen),
         );
         settings.rules = Some(crate::rules_host::RulesSettings {
             file: file.clone(),
             output,
+            listen,
         });
     }
     for w in &settings.warnings {

@@ -55,6 +55,11 @@ pub struct RulesConfig {
     /// The output folder (the decisions log, a folder per rule), made private (0700);
     /// default: `rules` in the agent's folder.
     pub output: Option<PathBuf>,
+    /// A socket to listen on as a reverse diagnostic port, as `clrspy watch --listen`: a
+    /// runtime started with `DOTNET_DiagnosticPorts=SOCKET,connect,suspend` connects to it held
+    /// at its first instruction, so startup rules see it from its start (one that no rule
+    /// matches is let run at once).
+    pub listen: Option<PathBuf>,
 }
 
 fn default_disk_mb() -> u64 {
@@ -452,6 +457,7 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
                 .output
                 .unwrap_or_else(|| crate::rules_host::default_output(config.folder.as_deref())),
             file: r.file,
+            listen: r.listen,
         }),
         folder: config.folder.unwrap_or_else(crate::folder::default_folder),
         disk_mb: config.disk_mb,

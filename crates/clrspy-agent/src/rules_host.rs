@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clrspy_rules::{LoadError, RuleSet};
 use clrspy_watch::{WatchControl, WatchEnd, WatchError, WatchOptions, WatchView};
@@ -16,6 +16,8 @@ use crate::error::AgentError;
 
 /// How often the watcher lists the runtimes' sockets (as `clrspy watch` by default).
 const POLL: Duration = Duration::from_millis(250);
+/// How long the start waits to see the watch running (or failing) before it goes on.
+const START_WAIT: Duration = Duration::from_secs(3);
 
 /// Where the rules come from and where their files go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +26,10 @@ pub struct RulesSettings {
     pub file: PathBuf,
     /// The output folder: the decisions log and a folder per rule.
     pub output: PathBuf,
+    /// A socket to listen on as a reverse diagnostic port (`clrspy watch --listen`): runtimes
+    /// started with `DOTNET_DiagnosticPorts=SOCKET,connect,suspend` connect to it held at
+    /// their first instruction, for startup rules.
+    pub listen: Option<PathBuf>,
 }
 
 /// The rules' output folder when the config names none: `rules` in the agent's folder
@@ -80,7 +86,7 @@ impl RulesHost {
         let opts = WatchOptions {
             rules_path: s.file.clone(),
             out: s.output.clone(),
-            listen: None,
+            listen: s.listen.clone(),
             poll: POLL,
         };
         let (v, c) = (view.clone(), control.clone());
@@ -88,6 +94,19 @@ impl RulesHost {
             .name("clrspy-agent-watch".into())
             .spawn(move || clrspy_watch::watch_with_view(rules, &opts, &c, Box::new(|_| {}), v))
             .map_err(|e| AgentError::Io(format!("starting the watcher: {e}")))?;
+        // A watch that cannot start (its listen socket, its output) stops the agent from
+        // starting too, rather than leaving `/rules` to say so later.
+        let until = Instant::now() + START_WAIT;
+        while !view.summary().watching && !thread.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if thread.is_finished() {
+            return Err(match thread.join() {
+                Ok(Err(e)) => AgentError::Config(format!("the rules' watch: {e}")),
+                Ok(Ok(_)) => AgentError::Config("the rules' watch ended at once".into()),
+                Err(_) => AgentError::Io("the watcher's thread panicked".into()),
+            });
+        }
         Ok(RulesHost {
             view,
             control,
@@ -146,6 +165,7 @@ mod tests {
         let s = RulesSettings {
             file: file.clone(),
             output: base.join("out"),
+            listen: None,
         };
         let e = RulesHost::start(&s).err().unwrap();
         assert!(matches!(e, AgentError::Config(_)));

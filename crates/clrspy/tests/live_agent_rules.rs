@@ -267,3 +267,112 @@ fn rules_inside_the_agent_and_reports() {
     assert!(text.contains("\"action_done\""), "{text}");
     drop(agent);
 }
+
+/// `[rules] listen`: the agent's watcher holds a reverse diagnostic port; a program started
+/// with `DOTNET_DiagnosticPorts=SOCKET,connect,suspend` waits there, is traced from its first
+/// instruction (the trace has the runtime's start) and let go. A socket that cannot be made
+/// stops the agent from starting.
+#[test]
+fn startup_rules_through_the_agents_listen_port() {
+    if !live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("agent-listen-wl");
+    std::os::unix::fs::symlink(workloads().parent().unwrap(), &link).unwrap();
+    let (key, hash) = new_key();
+    let rules = dir.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{ "rules": [ { "name": "start",
+            "match": { "command_line": "agent-listen-wl/.* exceptions" },
+            "trace": { "profile": "exceptions" } } ] }"#,
+    )
+    .unwrap();
+    let out = dir.path().join("rules-out");
+    let base = config(dir.path(), &hash, &rules, &out);
+    let with_listen = |sock: &Path| {
+        let text = std::fs::read_to_string(&base).unwrap();
+        let cfg = dir.path().join("listen.toml");
+        std::fs::write(
+            &cfg,
+            format!("{text}listen = {:?}\n", sock.to_str().unwrap()),
+        )
+        .unwrap();
+        cfg
+    };
+
+    let bad = with_listen(&dir.path().join("no-such-folder/port.sock"));
+    let o = clrspy_command()
+        .args(["agent", "--urls", "http://127.0.0.1:0", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no-such-folder/port.sock"), "{err}");
+
+    let sock = dir.path().join("port.sock");
+    let cfg = with_listen(&sock);
+    let agent = start_agent(&[
+        "--urls",
+        "http://127.0.0.1:0",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let b = &agent.base;
+    wait_for(&format!("{b}/rules"), &key, Duration::from_secs(10), |v| {
+        v["watching"] == true
+    });
+    let mut prog = Program(
+        Command::new("dotnet")
+            .arg(link.join("Workloads.dll"))
+            .args(["exceptions", "--count", "7"])
+            .env(
+                "DOTNET_DiagnosticPorts",
+                format!("{},connect,suspend", sock.display()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = prog.0.id();
+    let until = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = prog.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < until, "the held program was never let go");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+    let r = wait_for(
+        &format!("{b}/rules/start"),
+        &key,
+        Duration::from_secs(30),
+        |v| v["counts"]["done"] == 1,
+    );
+    let last = &r["last_decision"];
+    assert_eq!(last["pid"], pid, "{r}");
+    let file = last["file"].as_str().unwrap();
+    let info = clrspy_command()
+        .args(["info", file, "--json"])
+        .output()
+        .unwrap();
+    let info: Value = serde_json::from_slice(&info.stdout).unwrap();
+    let count = |name: &str| {
+        info["per_event"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == name)
+            .filter_map(|e| e["count"].as_u64())
+            .sum::<u64>()
+    };
+    // Runtime/Start is written while the runtime starts, before any managed code: only a
+    // session opened while it was held sees it.
+    assert!(count("Runtime/Start") >= 1, "{info}");
+    assert_eq!(count("Exception/Start"), 7, "{info}");
+}

@@ -194,6 +194,7 @@ mod tests {
         let host = RulesHost::start(&RulesSettings {
             file,
             output: base.join("out"),
+            listen: None,
         })
         .unwrap();
         let view = host.view();
