@@ -32,7 +32,7 @@ use diagnostics_client::Endpoint;
 use tokio::sync::oneshot;
 use tower_http::timeout::TimeoutLayer;
 
-use super::target;
+use super::target::target;
 use super::trace::{duration, new_spool, respond, Started, MAX_DURATION};
 use crate::error::ApiError;
 use crate::limits::Kind;

@@ -9,11 +9,7 @@ use axum::Router;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use diagnostics_client::Endpoint;
-
 use crate::error::ApiError;
-use crate::limits::{blocking, Kind};
-use crate::select::Selector;
 use crate::state::AppState;
 
 mod dumps;
@@ -26,6 +22,7 @@ mod processes;
 mod reports;
 mod rules;
 mod stacks;
+mod target;
 mod trace;
 
 /// The whole app.
@@ -90,23 +87,6 @@ async fn json_errors(resp: Response) -> Response {
         }
     }
     out
-}
-
-/// The process a request means: its endpoint when it was looked up (a uid or name, asked of
-/// the runtimes as a listing does, under the `processes` limit), and its pid — so the work
-/// that follows holds its process by pid. A pid is looked up with the work itself.
-pub(super) async fn target(
-    state: &AppState,
-    selector: &Selector,
-) -> Result<(Option<Endpoint>, u32), ApiError> {
-    if let Some(pid) = selector.pid() {
-        return Ok((None, pid));
-    }
-    let admission = state.limits.admit(Kind::Processes, None)?;
-    let s = selector.clone();
-    let ep = blocking(admission, move || s.resolve()).await??;
-    let pid = ep.pid;
-    Ok((Some(ep), pid))
 }
 
 async fn not_found() -> ApiError {

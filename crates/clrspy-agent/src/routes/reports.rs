@@ -65,7 +65,7 @@ async fn reports(
     let kinds = report_pull::kinds(query.get("kind").map(String::as_str))?;
     let seconds = report_pull::seconds(query.get("seconds").map(String::as_str))?;
     let selector = Selector::from_query(&query)?;
-    let (endpoint, pid) = super::target(&state, &selector).await?;
+    let (endpoint, pid) = super::target::target(&state, &selector).await?;
     let admission = state.limits.admit(Kind::Reports, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
     let _stop_when_gone = StopOnDrop(stop.clone());

@@ -31,7 +31,7 @@ async fn stacks(
 ) -> Result<Json<Value>, ApiError> {
     params::only(&query, &select::KEYS)?;
     let selector = Selector::from_query(&query)?;
-    let (endpoint, pid) = super::target(&state, &selector).await?;
+    let (endpoint, pid) = super::target::target(&state, &selector).await?;
     let admission = state.limits.admit(Kind::Stacks, Some(pid))?;
     let defaults = StackOptions::default();
     // Leave the request a second to answer with what was taken.

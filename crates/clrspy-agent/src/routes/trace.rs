@@ -398,7 +398,7 @@ pub(super) async fn respond(
 }
 
 async fn start(state: AppState, selector: Selector, ask: TraceAsk) -> Result<Response, ApiError> {
-    let (endpoint, pid) = super::target(&state, &selector).await?;
+    let (endpoint, pid) = super::target::target(&state, &selector).await?;
     let admission = state.limits.admit(Kind::Trace, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
     let (tx, rx) = oneshot::channel();
