@@ -206,6 +206,9 @@ mod tests {
             ("/health", None),
             ("/metrics", None),
             ("/processes/x", Some("k")),
+            ("/debug/pprof/profile?seconds=0", Some("k")),
+            ("/trace?pid=..", Some("k")),
+            ("/gcdump?pid=1", None),
             ("/metrics", Some("k")),
         ] {
             let mut req = Request::builder().uri(uri);
@@ -226,6 +229,9 @@ mod tests {
                     "clrspy_agent_requests_total{route=\"/health\",code=\"200\"} 1\n",
                     "clrspy_agent_requests_total{route=\"/metrics\",code=\"401\"} 1\n",
                     "clrspy_agent_requests_total{route=\"/processes/{pid}\",code=\"400\"} 1\n",
+                    "clrspy_agent_requests_total{route=\"/debug/pprof/profile\",code=\"400\"} 1\n",
+                    "clrspy_agent_requests_total{route=\"/trace\",code=\"400\"} 1\n",
+                    "clrspy_agent_requests_total{route=\"/gcdump\",code=\"401\"} 1\n",
                 ] {
                     assert!(body.contains(line), "{line}{body}");
                 }

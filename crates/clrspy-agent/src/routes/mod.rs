@@ -28,11 +28,19 @@ mod trace;
 /// The whole app.
 pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     let timeout = state.request_timeout;
-    let pulls = pprof::router(state.clone());
-    let report_pulls = reports::router(state.clone());
-    let dumps = dumps::router(state.clone());
-    let traces = trace::router(state.clone());
-    let streams = live::router(state.clone());
+    // The routes with their own time bounds are counted in `clrspy_agent_requests_total` as
+    // the others are.
+    let counted = |r: Router| {
+        r.route_layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::count,
+        ))
+    };
+    let pulls = counted(pprof::router(state.clone()));
+    let report_pulls = counted(reports::router(state.clone()));
+    let dumps = counted(dumps::router(state.clone()));
+    let traces = counted(trace::router(state.clone()));
+    let streams = counted(live::router(state.clone()));
     let protected = Router::new()
         .merge(processes::router())
         .merge(stacks::router())
