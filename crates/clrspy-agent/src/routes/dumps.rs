@@ -18,7 +18,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use tower_http::timeout::TimeoutLayer;
 
 use super::operations::{file_response, Forget};
 use crate::artifact::{self, Job, JobEnd};
@@ -42,21 +41,15 @@ const MARGIN: Duration = Duration::from_secs(30);
 /// The least a job is estimated to write (a mini dump of a small process is a few MB).
 const MIN_ESTIMATE: u64 = 4 << 20;
 
-/// The routes, behind the same authentication as the others, bounded by their own timeout.
-pub fn router(state: AppState) -> Router {
+/// The routes (behind the same authentication as the others, bounded by [`BOUND`]).
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/dump", get(dump))
         .route("/gcdump", get(gcdump))
-        .layer(axum::middleware::from_fn_with_state(
-            state.auth.clone(),
-            crate::auth::require,
-        ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            JOB_TIMEOUT + MARGIN,
-        ))
-        .with_state(state)
 }
+
+/// How long a request of these routes may take (instead of the request timeout).
+pub const BOUND: Duration = JOB_TIMEOUT.saturating_add(MARGIN);
 
 /// A dump type as the request names it (dotnet-monitor's names too, any case): the name
 /// `clrspy dump --type` takes.

@@ -30,7 +30,6 @@ use clrspy_live::logs::{check_filter, LogUpdate, LogsOptions, LogsSession};
 use clrspy_values::redact::{redact_pair, redact_text};
 use diagnostics_client::Endpoint;
 use tokio::sync::oneshot;
-use tower_http::timeout::TimeoutLayer;
 
 use super::target::target;
 use super::trace::{duration, new_spool, respond, Started, MAX_DURATION};
@@ -68,20 +67,14 @@ const LOG_KEYS: [&str; 7] = [
 
 /// The routes, behind the same authentication as the others, bounded by their own timeout
 /// (to the response's start: the body runs for its duration).
-pub fn router(state: AppState) -> Router {
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/counters", get(counters))
         .route("/logs", get(logs))
-        .layer(axum::middleware::from_fn_with_state(
-            state.auth.clone(),
-            crate::auth::require,
-        ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            START_BOUND,
-        ))
-        .with_state(state)
 }
+
+/// How long a request of these routes may take (instead of the request timeout).
+pub const BOUND: Duration = START_BOUND;
 
 /// A session's lines, written to the spool as they come.
 type Session = Box<dyn FnMut(&mut dyn Write, &StopSignal) -> std::io::Result<()> + Send>;

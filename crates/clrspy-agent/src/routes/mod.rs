@@ -28,19 +28,11 @@ mod trace;
 /// The whole app.
 pub fn app(state: AppState, max_body_bytes: usize) -> Router {
     let timeout = state.request_timeout;
-    // The routes with their own time bounds are counted in `clrspy_agent_requests_total` as
-    // the others are.
-    let counted = |r: Router| {
-        r.route_layer(axum::middleware::from_fn_with_state(
-            state.metrics.clone(),
-            metrics::count,
-        ))
-    };
-    let pulls = counted(pprof::router(state.clone()));
-    let report_pulls = counted(reports::router(state.clone()));
-    let dumps = counted(dumps::router(state.clone()));
-    let traces = counted(trace::router(state.clone()));
-    let streams = counted(live::router(state.clone()));
+    let pulls = bounded(pprof::routes(), pprof::BOUND, &state);
+    let report_pulls = bounded(reports::routes(), reports::BOUND, &state);
+    let dumps = bounded(dumps::routes(), dumps::BOUND, &state);
+    let traces = bounded(trace::routes(), trace::BOUND, &state);
+    let streams = bounded(live::routes(), live::BOUND, &state);
     let protected = Router::new()
         .merge(processes::router())
         .merge(stacks::router())
@@ -74,6 +66,25 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
         .merge(streams)
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
         .layer(axum::middleware::map_response(json_errors))
+}
+
+/// Routes that record, dump or stream for longer than the request timeout: behind the same
+/// authentication as the others, counted in `clrspy_agent_requests_total`, bounded by `bound`.
+fn bounded(routes: Router<AppState>, bound: std::time::Duration, state: &AppState) -> Router {
+    routes
+        .layer(axum::middleware::from_fn_with_state(
+            state.auth.clone(),
+            crate::auth::require,
+        ))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            bound,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::count,
+        ))
+        .with_state(state.clone())
 }
 
 /// Errors made outside the handlers (tower-http's 413 and 408, axum's 405 and bad path

@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use clrspy_collect::StopSignal;
 use diagnostics_client::{find_endpoints, Endpoint};
-use tower_http::timeout::TimeoutLayer;
 
 use crate::error::ApiError;
 use crate::limits::{blocking, Kind};
@@ -32,21 +31,15 @@ const MARGIN: Duration = Duration::from_secs(60);
 /// The query keys the routes take.
 const KEYS: [&str; 4] = ["seconds", "pid", "uid", "name"];
 
-/// The routes, behind the same authentication as the others, bounded by their own timeout.
-pub fn router(state: AppState) -> Router {
+/// The routes (behind the same authentication as the others, bounded by [`BOUND`]).
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/debug/pprof/profile", get(profile))
         .route("/debug/pprof/allocs", get(allocs))
-        .layer(axum::middleware::from_fn_with_state(
-            state.auth.clone(),
-            crate::auth::require,
-        ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            Duration::from_secs(MAX_SECONDS) + MARGIN,
-        ))
-        .with_state(state)
 }
+
+/// How long a request of these routes may take (instead of the request timeout).
+pub const BOUND: Duration = Duration::from_secs(MAX_SECONDS).saturating_add(MARGIN);
 
 async fn profile(
     State(state): State<AppState>,

@@ -12,12 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use clrspy_collect::StopSignal;
 use serde_json::{json, Value};
-use tower_http::timeout::TimeoutLayer;
 
 use crate::error::ApiError;
 use crate::limits::{blocking, Kind};
@@ -33,20 +31,13 @@ const MARGIN: Duration = Duration::from_secs(60);
 /// The query keys the route takes.
 const KEYS: [&str; 5] = ["kind", "seconds", "pid", "uid", "name"];
 
-/// The route, behind the same authentication as the others, bounded by its own timeout.
-pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/reports", get(reports))
-        .layer(axum::middleware::from_fn_with_state(
-            state.auth.clone(),
-            crate::auth::require,
-        ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            Duration::from_secs(MAX_SECONDS) + MARGIN,
-        ))
-        .with_state(state)
+/// The route (behind the same authentication as the others, bounded by [`BOUND`]).
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/reports", get(reports))
 }
+
+/// How long a request of these routes may take (instead of the request timeout).
+pub const BOUND: Duration = Duration::from_secs(MAX_SECONDS).saturating_add(MARGIN);
 
 /// Asks the recording to stop when dropped (the client went away, or the work is over).
 struct StopOnDrop(Arc<StopSignal>);

@@ -23,7 +23,6 @@ use clrspy_live::recording::{Extras, RunSpec};
 use diagnostics_client::{Endpoint, Provider, SessionConfig, DEFAULT_RUNDOWN_KEYWORD};
 use serde::Deserialize;
 use tokio::sync::oneshot;
-use tower_http::timeout::TimeoutLayer;
 
 use crate::error::ApiError;
 use crate::limits::Kind;
@@ -70,19 +69,12 @@ const POST_KEYS: [&str; 6] = [
 
 /// The routes, behind the same authentication as the others, bounded by their own timeout
 /// (to the response's start: the body runs for its duration).
-pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/trace", get(get_trace).post(post_trace))
-        .layer(axum::middleware::from_fn_with_state(
-            state.auth.clone(),
-            crate::auth::require,
-        ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            START_BOUND,
-        ))
-        .with_state(state)
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/trace", get(get_trace).post(post_trace))
 }
+
+/// How long a request of these routes may take (instead of the request timeout).
+pub const BOUND: Duration = START_BOUND;
 
 /// `duration`: the house syntax (`30s`, `2m`, `1h`), more than 0 and at most `max`; or, as
 /// dotnet-monitor takes it, `durationSeconds` (whole seconds, -1 for as long as allowed).
