@@ -266,11 +266,13 @@ pub fn metric_name(s: &str) -> String {
     out
 }
 
-fn label_name(s: &str) -> String {
+/// A Prometheus label name: a metric name without `:`.
+pub fn label_name(s: &str) -> String {
     metric_name(s).replace(':', "_")
 }
 
-fn label_value(s: &str) -> String {
+/// A label value escaped for the text format: backslash, double quote and newline.
+pub fn label_value(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
@@ -372,7 +374,8 @@ impl Exposition {
     }
 }
 
-fn prom_num(v: f64) -> String {
+/// A sample value as the text format writes it (`NaN`, `+Inf`, `-Inf`).
+pub fn prom_num(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {

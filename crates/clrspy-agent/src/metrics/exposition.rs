@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use clrspy_analysis::counters::{CounterKind, CounterRow, CounterValue};
-use clrspy_export::counters::metric_name;
+pub use clrspy_export::counters::label_value;
+use clrspy_export::counters::{metric_name, prom_num as number};
 
 /// The labels every series of a process carries.
 const TARGET_LABELS: [&str; 3] = ["pid", "process", "container_id"];
@@ -171,19 +172,12 @@ fn help(r: &CounterRow) -> String {
 /// A tag's label name: valid (`[a-zA-Z_][a-zA-Z0-9_]*`), never reserved (`__`) and never one
 /// of the target's labels.
 pub fn label_name(tag: &str) -> String {
-    let n = metric_name(tag).replace(':', "_");
+    let n = clrspy_export::counters::label_name(tag);
     if n.starts_with("__") || TARGET_LABELS.contains(&n.as_str()) {
         format!("exported_{}", n.trim_start_matches('_'))
     } else {
         n
     }
-}
-
-/// A label value escaped for the text format: backslash, double quote and newline.
-pub fn label_value(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// HELP text escaped for the text format: backslash and newline.
@@ -196,17 +190,6 @@ fn tag_labels(tags: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{}=\"{}\"", label_name(k), label_value(v)))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// A number as the text format writes it.
-fn number(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        format!("{v}")
-    }
 }
 
 /// One of the agent's own figures.
