@@ -20,6 +20,8 @@ use super::exposition::{self, MetricType, OwnMetric, ProcessSeries, Target};
 
 /// How long before a process whose session failed is tried again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(60);
+/// How long a lender waits after the collector's session of its process ended.
+const LEND_SETTLE: Duration = Duration::from_millis(500);
 /// How long a stopping session may take to end before its thread gives up waiting.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
@@ -152,10 +154,12 @@ impl Collector {
             e.stop.store(true, Ordering::Relaxed);
             e.target.clone()
         };
-        let deadline = Instant::now() + STOP_GRACE + Duration::from_secs(1);
+        let deadline = Instant::now() + 2 * STOP_GRACE;
         while lock(&s.table).contains_key(&pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+        // The runtime turns its meters off as the session's end reaches it: a moment more.
+        std::thread::sleep(LEND_SETTLE);
         lock(&s.table).insert(
             pid,
             Entry {
@@ -442,9 +446,11 @@ fn watch(shared: &Shared, ep: Endpoint, stop: &AtomicBool) {
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    remove_own(shared, pid);
+    // The entry goes once the session is closed: a lender waits for that before it opens
+    // its own (the runtime's meters serve one session at a time).
     if stop_at.is_none_or(|t| t.elapsed() <= STOP_GRACE) {
         let _ = session.join();
     }
+    remove_own(shared, pid);
     shared.open.fetch_sub(1, Ordering::Relaxed);
 }
