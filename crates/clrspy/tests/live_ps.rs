@@ -5,7 +5,7 @@ mod common;
 
 use std::process::{Child, Command, Stdio};
 
-use common::{clrspy, count, info, live, start};
+use common::{clrspy, clrspy_command, count, info, live, run_bounded, start};
 
 #[test]
 fn ps_lists_the_workload_with_its_runtime_version() {
@@ -291,4 +291,100 @@ fn record_names_its_file_after_the_process() {
         "{names:?}"
     );
     assert!(String::from_utf8_lossy(&run.stderr).contains("Workloads (pid "));
+}
+
+/// Fills the listen backlog of the Unix socket at `path` with connections nobody takes (as a
+/// stopped runtime's fills up with the asks that timed out); returns how many it took.
+fn fill_backlog(path: &std::path::Path) -> usize {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let mut n = 0;
+    loop {
+        // SAFETY: plain socket calls on a sockaddr_un filled here; results checked.
+        unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
+            assert!(fd >= 0);
+            let mut addr: libc::sockaddr_un = std::mem::zeroed();
+            addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+            for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+                *d = *s as libc::c_char;
+            }
+            let r = libc::connect(
+                fd,
+                std::ptr::from_ref(&addr).cast(),
+                std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+            );
+            libc::close(fd);
+            if r != 0 {
+                return n;
+            }
+        }
+        n += 1;
+        assert!(n < 100_000, "the backlog never filled");
+    }
+}
+
+/// A stopped process (SIGSTOP, a paused container) whose diagnostic socket's backlog is full
+/// does not hang `ps` or `stack`: each gives up after its timeout and says why.
+#[test]
+fn a_stopped_process_with_a_full_backlog_does_not_hang_ps_or_stack() {
+    if !live() {
+        return;
+    }
+    let w = start("idle", &["--seconds", "60"]);
+    let pid = w.1.to_string();
+    let socket = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("dotnet-diagnostic-{pid}-")))
+        })
+        .expect("the workload's diagnostic socket");
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    // Stopped for certain before its backlog is filled (it takes nothing from then on).
+    let stopped = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('T'))
+        })
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !stopped() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(stopped(), "pid {pid} did not stop");
+    let queued = fill_backlog(&socket);
+    println!("the stopped runtime's backlog took {queued} connections");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = clrspy_command();
+        cmd.args(args);
+        run_bounded(cmd, dir.path(), std::time::Duration::from_secs(60))
+    };
+    let out = run(&["ps", "--json"]);
+    assert!(out.status.is_some(), "ps hung on a stopped process");
+    assert!(out.status.unwrap().success(), "{}", out.stderr);
+    let list: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let row = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == w.1)
+        .unwrap_or_else(|| panic!("pid {pid} not in {list}"));
+    assert!(
+        row["error"].as_str().unwrap().contains("stopped or frozen"),
+        "{row}"
+    );
+    let out = run(&["stack", "-p", &pid]);
+    assert!(out.status.is_some(), "stack hung on a stopped process");
+    assert!(!out.status.unwrap().success());
+    assert!(out.stderr.contains("took no connection"), "{}", out.stderr);
+    let _ = Command::new("kill").args(["-CONT", &pid]).status();
 }

@@ -271,39 +271,15 @@ impl Connection {
     }
 }
 
-/// Connects to a socket path with read and write timeouts.
+/// Connects to a socket path with read and write timeouts; the connecting itself is bounded
+/// by `timeout` too (see [`crate::connect::connect_stream`]).
 #[cfg(unix)]
 pub(crate) fn connect(path: &Path, timeout: Duration) -> Result<Connection> {
-    let s = connect_stream(path).map_err(|source| Error::Connect {
+    let s = crate::connect::connect_stream(path, timeout).map_err(|source| Error::Connect {
         path: path.to_path_buf(),
         source,
     })?;
     Connection::new(s, path, timeout)
-}
-
-/// The longest socket path `connect` takes as it is (`sun_path` holds 108 bytes with its NUL).
-#[cfg(unix)]
-const MAX_SOCKET_PATH: usize = 100;
-
-/// Connects to `path`. A path too long for a socket address (a container's socket reached
-/// through `/proc/<pid>/root/...`) is reached through an open handle on its directory:
-/// `/proc/self/fd/<fd>/<name>` is short, and the kernel resolves it to the same socket.
-#[cfg(unix)]
-fn connect_stream(path: &Path) -> std::io::Result<Stream> {
-    use std::os::fd::AsRawFd;
-    if path.as_os_str().len() < MAX_SOCKET_PATH || !cfg!(target_os = "linux") {
-        return Stream::connect(path);
-    }
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Stream::connect(path);
-    };
-    let handle = std::fs::File::open(dir)?;
-    let short = Path::new("/proc/self/fd")
-        .join(handle.as_raw_fd().to_string())
-        .join(name);
-    let s = Stream::connect(&short);
-    drop(handle);
-    s
 }
 
 /// Windows named pipes are not implemented yet; the API is the same.
@@ -417,29 +393,6 @@ impl<'a> PayloadReader<'a> {
 
 #[cfg(test)]
 mod tests {
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_socket_path_too_long_for_an_address_still_connects() {
-        use std::os::fd::AsRawFd;
-        let base = std::env::temp_dir().join(format!("clrspy-long-{}", std::process::id()));
-        let deep = base.join("a".repeat(60)).join("b".repeat(60));
-        std::fs::create_dir_all(&deep).unwrap();
-        let path = deep.join("dotnet-diagnostic-1-2-socket");
-        assert!(path.as_os_str().len() > 108);
-        // Bind through the same short form (a listener has the same address limit).
-        let dir = std::fs::File::open(&deep).unwrap();
-        let short = format!(
-            "/proc/self/fd/{}/dotnet-diagnostic-1-2-socket",
-            dir.as_raw_fd()
-        );
-        let listener = std::os::unix::net::UnixListener::bind(&short).unwrap();
-        assert!(std::os::unix::net::UnixStream::connect(&path).is_err());
-        let s = connect_stream(&path);
-        assert!(s.is_ok(), "{s:?}");
-        assert!(listener.accept().is_ok());
-        let _ = std::fs::remove_dir_all(&base);
-    }
-
     use super::*;
 
     #[test]

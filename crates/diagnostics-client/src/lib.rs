@@ -22,6 +22,7 @@
 //! namespaces and `NSpid`, environment, command line).
 #![deny(missing_docs)]
 
+mod connect;
 mod discovery;
 mod dump;
 mod eventpipe;
