@@ -269,15 +269,7 @@ fn the_hold_hook_keeps_the_throwing_thread_in_the_throw_while_the_dump_is_writte
     let dir = tempfile::tempdir().unwrap();
     // The hook is built from the repository's source, as hooks/build.sh does.
     let hooks = dir.path().join("hook");
-    let status = std::process::Command::new("dotnet")
-        .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
-        .arg(&hooks)
-        .arg(common::repo().join("hooks/ClrspyHold"))
-        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-        .env("DOTNET_NOLOGO", "1")
-        .status()
-        .unwrap();
-    assert!(status.success(), "dotnet build hooks/ClrspyHold failed");
+    common::dotnet_build(&common::repo().join("hooks/ClrspyHold"), &hooks);
     let hook = hooks.join("ClrspyHold.dll");
     let trace = dir.path().join("held.nettrace");
     let (stdout, stderr) = record_ok(

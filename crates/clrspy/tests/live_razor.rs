@@ -26,15 +26,7 @@ use common::{clrspy_command, live, repo, run_bounded, Running};
 /// Builds testapps/RazorApp; returns RazorApp.dll.
 fn razor_app() -> PathBuf {
     let out = repo().join("target/testapps/RazorApp");
-    let status = Command::new("dotnet")
-        .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
-        .arg(&out)
-        .arg(repo().join("testapps/RazorApp"))
-        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-        .env("DOTNET_NOLOGO", "1")
-        .status()
-        .expect("run dotnet build");
-    assert!(status.success(), "dotnet build testapps/RazorApp failed");
+    common::dotnet_build(&repo().join("testapps/RazorApp"), &out);
     out.join("RazorApp.dll")
 }
 

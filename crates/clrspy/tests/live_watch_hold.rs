@@ -95,15 +95,7 @@ fn the_hold_mode_keeps_the_rules_cooldown() {
 fn held_casts(limits: &str, name: &str) -> (Vec<serde_json::Value>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let hooks = dir.path().join("hook");
-    let status = Command::new("dotnet")
-        .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
-        .arg(&hooks)
-        .arg(common::repo().join("hooks/ClrspyHold"))
-        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-        .env("DOTNET_NOLOGO", "1")
-        .status()
-        .unwrap();
-    assert!(status.success(), "dotnet build hooks/ClrspyHold failed");
+    common::dotnet_build(&common::repo().join("hooks/ClrspyHold"), &hooks);
     let hook = hooks.join("ClrspyHold.dll");
     let link = dir.path().join(name);
     std::os::unix::fs::symlink(workloads().parent().unwrap(), &link).unwrap();

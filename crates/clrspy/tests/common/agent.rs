@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use super::clrspy_command;
 
@@ -21,8 +22,8 @@ impl Drop for Agent {
     }
 }
 
-/// Starts `clrspy agent ARGS` and waits for its "listening on URL" line; its stderr goes on
-/// to the test's, prefixed.
+/// Starts `clrspy agent ARGS` and waits (at most a minute) for its "listening on URL" line;
+/// its stderr goes on to the test's, prefixed.
 pub fn start_agent(args: &[&str]) -> Agent {
     let mut child = clrspy_command()
         .arg("agent")
@@ -30,25 +31,30 @@ pub fn start_agent(args: &[&str]) -> Agent {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("agent ended before listening");
-        }
-        if let Some(url) = line.trim().strip_prefix("clrspy agent: listening on ") {
-            break url.to_string();
-        }
-    };
+    let err = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        let mut said = Some(tx);
         for l in err.lines() {
-            eprintln!("agent: {}", l.unwrap_or_default());
+            let l = l.unwrap_or_default();
+            match l.trim().strip_prefix("clrspy agent: listening on ") {
+                Some(url) if said.is_some() => {
+                    if let Some(tx) = said.take() {
+                        let _ = tx.send(url.to_string());
+                    }
+                }
+                _ => eprintln!("agent: {l}"),
+            }
         }
     });
-    Agent { child, base }
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(base) => Agent { child, base },
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the agent did not say it listens ({e}): it ended or took over a minute");
+        }
+    }
 }
 
 /// `clrspy agent new-key --json`: the key and its hash.

@@ -31,6 +31,7 @@ pub fn ab(args: &[&str]) -> Command {
     c
 }
 pub mod watch;
+pub mod watchdog;
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -96,6 +97,7 @@ pub fn live() -> bool {
         eprintln!("CLRSPY_SKIP_LIVE=1: skipping a live test");
         return false;
     }
+    watchdog::start();
     let ok = Command::new("dotnet")
         .arg("--version")
         .output()
@@ -118,17 +120,46 @@ pub fn workloads() -> &'static Path {
         std::fs::create_dir_all(out.parent().unwrap()).unwrap();
         // Test binaries run in parallel: let one build at a time.
         let _guard = FileLock::acquire(&lock);
-        let status = Command::new("dotnet")
-            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
-            .arg(&out)
-            .arg(&project)
-            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-            .env("DOTNET_NOLOGO", "1")
-            .status()
-            .expect("run dotnet build");
-        assert!(status.success(), "dotnet build testapps/Workloads failed");
+        dotnet_build(&project, &out);
         out.join("Workloads.dll")
     })
+}
+
+/// `dotnet build -c Release -o OUT PROJECT`, quiet and without build servers (an MSBuild node
+/// or the compiler server left running is one more .NET process in every later live test, and
+/// holds on to the pipes of whoever started the build), at most 10 minutes; the reason, with
+/// the build's output, when it failed.
+pub fn try_dotnet_build(project: &Path, out: &Path) -> Result<(), String> {
+    let mut cmd = Command::new("dotnet");
+    cmd.args(["build", "-c", "Release", "--nologo", "-v", "q"])
+        .args(["-nodeReuse:false", "-p:UseSharedCompilation=false", "-o"])
+        .arg(out)
+        .arg(project)
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .env("DOTNET_NOLOGO", "1")
+        .env("MSBUILDDISABLENODEREUSE", "1")
+        .env("DOTNET_CLI_USE_MSBUILD_SERVER", "0");
+    let logs = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let r = run_bounded(cmd, logs.path(), std::time::Duration::from_secs(600));
+    match r.status {
+        Some(s) if s.success() => Ok(()),
+        status => Err(format!(
+            "dotnet build {} {}:\n{}{}",
+            project.display(),
+            status.map_or("took over 10 minutes".to_string(), |s| format!(
+                "failed ({s})"
+            )),
+            r.stdout,
+            r.stderr
+        )),
+    }
+}
+
+/// [`try_dotnet_build`], failing the test when the build fails.
+pub fn dotnet_build(project: &Path, out: &Path) {
+    if let Err(e) = try_dotnet_build(project, out) {
+        panic!("{e}");
+    }
 }
 
 /// Builds testapps/WebApp once per test run; returns the path of WebApp.dll.
@@ -139,15 +170,7 @@ pub fn web_app() -> &'static Path {
         let lock = repo().join("target/testapps/.build.lock");
         std::fs::create_dir_all(out.parent().unwrap()).unwrap();
         let _guard = FileLock::acquire(&lock);
-        let status = Command::new("dotnet")
-            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
-            .arg(&out)
-            .arg(repo().join("testapps/WebApp"))
-            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-            .env("DOTNET_NOLOGO", "1")
-            .status()
-            .expect("run dotnet build");
-        assert!(status.success(), "dotnet build testapps/WebApp failed");
+        dotnet_build(&repo().join("testapps/WebApp"), &out);
         out.join("WebApp.dll")
     })
 }
@@ -487,14 +510,9 @@ pub fn harness() -> Option<PathBuf> {
         let lock = repo().join("target/testapps/.harness.lock");
         std::fs::create_dir_all(out.parent().unwrap()).unwrap();
         let _guard = FileLock::acquire(&lock);
-        let ok = Command::new("dotnet")
-            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
-            .arg(&out)
-            .arg(repo().join("bench/TraceEventHarness"))
-            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        ok.then(|| out.join("TraceEventHarness.dll"))
+        try_dotnet_build(&repo().join("bench/TraceEventHarness"), &out)
+            .ok()
+            .map(|()| out.join("TraceEventHarness.dll"))
     })
     .clone()
 }
@@ -554,15 +572,7 @@ pub fn template_web() -> &'static Path {
                 .expect("run dotnet new web");
             assert!(ok.success(), "dotnet new web failed");
         }
-        let ok = Command::new("dotnet")
-            .args(["build", "-c", "Release", "--nologo", "-v", "q", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .envs(env)
-            .stdout(Stdio::null())
-            .status()
-            .expect("run dotnet build");
-        assert!(ok.success(), "dotnet build of the web template failed");
+        dotnet_build(&src, &out);
         out.join("TemplateWeb.dll")
     })
 }
