@@ -8,7 +8,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::ipc::Stream;
+/// The connection type.
+#[cfg(unix)]
+pub(crate) type Stream = std::os::unix::net::UnixStream;
+
+/// The connection type (not implemented yet off Unix).
+#[cfg(not(unix))]
+pub(crate) type Stream = std::net::TcpStream;
 
 /// The longest socket path connected to as it is (`sun_path` holds 108 bytes with its NUL).
 #[cfg(unix)]

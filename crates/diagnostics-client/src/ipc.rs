@@ -126,13 +126,7 @@ impl Header {
     }
 }
 
-/// The connection type.
-#[cfg(unix)]
-pub(crate) type Stream = std::os::unix::net::UnixStream;
-
-/// The connection type (not implemented yet off Unix).
-#[cfg(not(unix))]
-pub(crate) type Stream = std::net::TcpStream;
+pub(crate) use crate::connect::Stream;
 
 /// Something that hands out connections to one runtime: an [`Endpoint`](crate::Endpoint) the
 /// runtime listens on, or a [`ReverseServer`](crate::ReverseServer) the runtime connects to.
