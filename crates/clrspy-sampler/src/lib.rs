@@ -20,6 +20,8 @@
 mod linux;
 #[cfg(target_os = "linux")]
 mod ring;
+#[cfg(target_os = "linux")]
+mod unwind;
 
 use std::fmt;
 

@@ -3,6 +3,7 @@
 //! `/proc/PID/task`.
 
 use crate::ring::{Record, Ring};
+use crate::unwind::Unwinder;
 use crate::{Counts, Error, Refusal, Sample, Wait};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -13,6 +14,11 @@ const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
 const PERF_SAMPLE_TID: u64 = 1 << 1;
 const PERF_SAMPLE_TIME: u64 = 1 << 2;
 const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
+const PERF_SAMPLE_REGS_USER: u64 = 1 << 12;
+const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
+/// The top of the stack copied into each context-switch sample: enough for the libc frames a
+/// blocked thread stops in (see [`crate::unwind`]).
+const WAIT_STACK_COPY: u32 = 4096;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_FREQ: u64 = 1 << 10;
@@ -24,7 +30,7 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// Data pages per thread's ring (32 KiB with 4 KiB pages: ~250 deep samples).
 const DATA_PAGES: usize = 8;
 /// Data pages of a thread's ring of waits (a stack and two switch records per wait).
-const WAIT_PAGES: usize = 16;
+const WAIT_PAGES: usize = 64;
 
 /// `struct perf_event_attr` up to `sig_data` (PERF_ATTR_SIZE_VER8, 128 bytes).
 #[repr(C)]
@@ -77,10 +83,17 @@ struct WaitEvent {
 
 impl WaitEvent {
     /// Pairs the ring's records into waits of thread `tid`; returns the records lost.
-    fn drain(&mut self, tid: u32, waits: &mut Vec<Wait>) -> u64 {
+    fn drain(&mut self, tid: u32, waits: &mut Vec<Wait>, unwinder: &mut Unwinder) -> u64 {
         let (stack, out) = (&mut self.stack, &mut self.out);
         self.ring.drain_records(|r| match r {
             Record::Sample(s) => *stack = Some((s.time_ns, s.frames)),
+            Record::StackSample(s, u) => {
+                let frames = match u.regs {
+                    Some(regs) => unwinder.repair(s.frames, regs, &u.copy),
+                    None => s.frames,
+                };
+                *stack = Some((s.time_ns, frames));
+            }
             Record::Switch {
                 out: true,
                 preempted,
@@ -142,6 +155,8 @@ pub struct Sampler {
     waits_refused: Option<String>,
     /// Waits drained, not yet taken.
     waits: Vec<Wait>,
+    /// Repairs the waits' stacks the kernel's frame-pointer walk lost in libc.
+    unwinder: Unwinder,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -177,6 +192,7 @@ impl Sampler {
             with_waits: waits,
             waits_refused: None,
             waits: Vec::new(),
+            unwinder: Unwinder::new(pid),
         };
         sampler.follow_threads()?;
         if sampler.threads.is_empty() {
@@ -235,7 +251,7 @@ impl Sampler {
         for (tid, t) in self.threads.iter_mut() {
             self.counts.lost += t.ring.drain(out);
             if let Some(w) = t.waits.as_mut() {
-                self.counts.lost += w.drain(*tid, &mut self.waits);
+                self.counts.lost += w.drain(*tid, &mut self.waits, &mut self.unwinder);
             }
         }
         let n = out.len() - before;
@@ -326,7 +342,7 @@ impl Sampler {
     /// Opens `tid`'s context-switch event: a sample with the user stack at every switch (the
     /// period is one), and switch records for when it left and came back.
     fn open_waits(&self, tid: u32) -> std::io::Result<WaitEvent> {
-        let attr = PerfEventAttr {
+        let mut attr = PerfEventAttr {
             kind: PERF_TYPE_SOFTWARE,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
             config: PERF_COUNT_SW_CONTEXT_SWITCHES,
@@ -340,8 +356,20 @@ impl Sampler {
             clockid: libc::CLOCK_MONOTONIC,
             ..PerfEventAttr::default()
         };
+        // On x86-64 the registers and the top of the stack come too, for the unwinder.
+        let user_stack = cfg!(target_arch = "x86_64");
+        if user_stack {
+            attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+            attr.sample_regs_user = crate::unwind::REGS_MASK;
+            attr.sample_stack_user = WAIT_STACK_COPY;
+        }
         let fd = perf_event_open(&attr, tid)?;
         let ring = Ring::map(fd.as_raw_fd(), WAIT_PAGES)?;
+        let ring = if user_stack {
+            ring.with_user_stack()
+        } else {
+            ring
+        };
         Ok(WaitEvent {
             ring,
             _fd: fd,
@@ -558,6 +586,72 @@ mod tests {
                 "{got} samples for {cpu_ns} ns of CPU"
             );
         }
+    }
+
+    /// Sleeps in libc's `nanosleep` (built without frame pointers), called from here.
+    #[inline(never)]
+    fn blocked_in_libc() {
+        let t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 20_000_000,
+        };
+        // SAFETY: t lives across the call; the remaining time is not asked for.
+        unsafe { libc::nanosleep(&t, std::ptr::null_mut()) };
+    }
+
+    /// A wait's stack goes from libc back through its caller: the frame-pointer walk alone
+    /// skips the function that called into libc (its return address is not on the chain);
+    /// the call frame information puts it back.
+    #[test]
+    fn a_wait_in_libc_is_unwound_into_the_function_that_called_it() {
+        if paranoid().is_some_and(|p| p > 2) || !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            // SAFETY: gettid has no memory effects.
+            tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            go_rx.recv().unwrap();
+            for _ in 0..10 {
+                blocked_in_libc();
+            }
+        });
+        let tid = rx.recv().unwrap();
+        let mut sampler = Sampler::open_with(std::process::id(), 99, true).unwrap();
+        if sampler.waits_refused().is_some() {
+            go_tx.send(()).unwrap();
+            sleeper.join().unwrap();
+            return;
+        }
+        go_tx.send(()).unwrap();
+        let mut waits = Vec::new();
+        let mut samples = Vec::new();
+        while !sleeper.is_finished() {
+            std::thread::sleep(Duration::from_millis(5));
+            sampler.drain(&mut samples).unwrap();
+            sampler.take_waits(&mut waits);
+        }
+        sleeper.join().unwrap();
+        sampler.drain(&mut samples).unwrap();
+        sampler.take_waits(&mut waits);
+        // The call into nanosleep lies within the first bytes of this small function.
+        let start = blocked_in_libc as *const () as u64;
+        let inside = |ip: &u64| (start..start + 512).contains(ip);
+        let sleeps: Vec<&Wait> = waits
+            .iter()
+            .filter(|w| w.tid == tid && w.end_ns - w.start_ns >= 15_000_000)
+            .collect();
+        assert!(sleeps.len() >= 8, "{waits:?}");
+        let through = sleeps
+            .iter()
+            .filter(|w| w.frames.iter().any(inside))
+            .count();
+        assert!(
+            through >= sleeps.len() - 1,
+            "{through} of {} sleeps reach blocked_in_libc ({start:x}): {sleeps:x?}",
+            sleeps.len()
+        );
     }
 
     #[test]

@@ -22,6 +22,8 @@ const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 pub(crate) enum Record {
     /// A sample.
     Sample(Sample),
+    /// A sample with the user registers and the top of the user stack (context switches).
+    StackSample(Sample, UserStack),
     /// The thread left its CPU (`preempted`: still runnable) or came back, at `time_ns`.
     Switch {
         /// True when it left.
@@ -32,6 +34,16 @@ pub(crate) enum Record {
         time_ns: u64,
     },
 }
+/// The registers and the copied top of the stack of a sample taken with
+/// `PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UserStack {
+    /// The registers (absent when the sample was taken in a kernel thread's context).
+    pub regs: Option<crate::unwind::Regs>,
+    /// The stack from `regs.sp` up, as much as the kernel copied.
+    pub copy: Vec<u8>,
+}
+
 /// Callchain entries at or above this value are context markers (`PERF_CONTEXT_*`).
 const PERF_CONTEXT_MAX: u64 = u64::MAX - 4095 + 1;
 
@@ -43,6 +55,8 @@ pub(crate) struct Ring {
     data_len: usize,
     tail: u64,
     scratch: Vec<u8>,
+    /// Samples carry user registers and stack ([`UserStack`]).
+    user_stack: bool,
 }
 
 // SAFETY: the mapping is owned by this value alone; moving it to another thread is sound.
@@ -76,7 +90,15 @@ impl Ring {
             data_len: page * data_pages,
             tail: 0,
             scratch: Vec::new(),
+            user_stack: false,
         })
+    }
+
+    /// Marks the ring's samples as carrying user registers and stack (see
+    /// [`parse_sample_with_stack`]).
+    pub(crate) fn with_user_stack(mut self) -> Ring {
+        self.user_stack = true;
+        self
     }
 
     /// Reads every complete record now in the ring; samples go to `out`. Returns the number
@@ -111,6 +133,11 @@ impl Ring {
             body.resize(usize::try_from(size - 8).unwrap_or(0), 0);
             self.copy_out(self.tail + 8, &mut body);
             match kind {
+                PERF_RECORD_SAMPLE if self.user_stack => {
+                    if let Some((s, u)) = parse_sample_with_stack(&body) {
+                        each(Record::StackSample(s, u));
+                    }
+                }
                 PERF_RECORD_SAMPLE => {
                     if let Some(s) = parse_sample(&body) {
                         each(Record::Sample(s));
@@ -193,6 +220,37 @@ pub(crate) fn parse_sample(body: &[u8]) -> Option<Sample> {
     })
 }
 
+/// Parses a sample taken with `PERF_SAMPLE_TID | TIME | CALLCHAIN | REGS_USER | STACK_USER`
+/// (registers [`crate::unwind::REGS_MASK`]): after the callchain, `abi u64` and the three
+/// registers when `abi` is not 0, then `size u64, data[size], dyn_size u64`.
+pub(crate) fn parse_sample_with_stack(body: &[u8]) -> Option<(Sample, UserStack)> {
+    let sample = parse_sample(body)?;
+    let nr = usize::try_from(read_u64(body, 16)?).ok()?;
+    let mut at = 24 + 8 * nr;
+    let abi = read_u64(body, at)?;
+    at += 8;
+    let regs = if abi != 0 {
+        let r = crate::unwind::Regs {
+            bp: read_u64(body, at)?,
+            sp: read_u64(body, at + 8)?,
+            ip: read_u64(body, at + 16)?,
+        };
+        at += 24;
+        Some(r)
+    } else {
+        None
+    };
+    let size = usize::try_from(read_u64(body, at)?).ok()?;
+    at += 8;
+    let copy = if size == 0 {
+        Vec::new()
+    } else {
+        let dyn_size = usize::try_from(read_u64(body, at.checked_add(size)?)?).ok()?;
+        body.get(at..at + dyn_size.min(size))?.to_vec()
+    };
+    Some((sample, UserStack { regs, copy }))
+}
+
 /// Parses a switch record's body: with `sample_id_all` and `PERF_SAMPLE_TID | TIME`, its
 /// sample id is `pid u32, tid u32, time u64`.
 pub(crate) fn parse_switch(misc: u16, body: &[u8]) -> Option<Record> {
@@ -268,5 +326,33 @@ mod tests {
         b[16..24].copy_from_slice(&1000u64.to_ne_bytes());
         assert!(parse_sample(&b).is_none());
         assert!(parse_sample(&b[..10]).is_none());
+    }
+
+    #[test]
+    fn parses_registers_and_the_stack_copy_and_refuses_short_ones() {
+        let mut b = body(5, 9, &[0x1000, 0x2000]);
+        b.extend_from_slice(&2u64.to_ne_bytes()); // abi: 64-bit
+        for r in [0x7ff0u64, 0x7f00, 0x1000] {
+            b.extend_from_slice(&r.to_ne_bytes());
+        }
+        b.extend_from_slice(&16u64.to_ne_bytes());
+        b.extend_from_slice(&[0xAB; 16]);
+        b.extend_from_slice(&12u64.to_ne_bytes()); // dyn_size: 12 of the 16 copied
+        let (s, u) = parse_sample_with_stack(&b).unwrap();
+        assert_eq!((s.tid, s.frames.len()), (5, 2));
+        let r = u.regs.unwrap();
+        assert_eq!((r.bp, r.sp, r.ip), (0x7ff0, 0x7f00, 0x1000));
+        assert_eq!(u.copy, vec![0xAB; 12]);
+        // Cut anywhere: None, never a panic.
+        for cut in 0..b.len() {
+            let _ = parse_sample_with_stack(&b[..cut]);
+        }
+        assert!(parse_sample_with_stack(&b[..b.len() - 8]).is_none());
+        // A kernel thread's sample: abi 0, no registers; no stack asked for.
+        let mut k = body(5, 9, &[]);
+        k.extend_from_slice(&0u64.to_ne_bytes());
+        k.extend_from_slice(&0u64.to_ne_bytes());
+        let (_, u) = parse_sample_with_stack(&k).unwrap();
+        assert!(u.regs.is_none() && u.copy.is_empty());
     }
 }

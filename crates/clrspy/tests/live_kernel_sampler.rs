@@ -274,3 +274,42 @@ fn a_refused_kernel_sampler_falls_back_to_the_runtime_and_says_why() {
     assert_eq!(count(&i, "KernelSample"), 0, "{i}");
     assert!(count(&i, "Thread/Sample") > 100, "{i}");
 }
+
+/// Threads blocked on a contended lock stop inside libc (no frame pointers there): their
+/// waits are unwound through libc by its call frame information, so the blocking call named
+/// is the managed one that waited (`Monitor.Enter`), not libc's futex, and the stacks reach
+/// the threads' start. Kernel-mode samples (the waits) need root or CAP_PERFMON here.
+#[test]
+fn waits_in_libc_are_unwound_to_the_managed_code_that_waited() {
+    // SAFETY: geteuid has no memory effects.
+    if !live() || unsafe { libc::geteuid() } != 0 || !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let w = start("contention", &["--seconds", "20", "--threads", "4"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("waits.nettrace");
+    record(w.1, &trace, "3s", false);
+    let waits = json(&["report", trace.to_str().unwrap(), "waits", "--json"]);
+    assert_eq!(waits["kernel_waits"], true, "{waits}");
+    let share = |list: &str, method: &str| {
+        waits[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["method"] == method)
+            .map_or(0.0, |r| r["percent"].as_f64().unwrap())
+    };
+    let enter = share(
+        "by_blocking_call",
+        "System.Threading.Monitor.Enter_Slowpath",
+    );
+    let futex = share("by_blocking_call", "libc.so.6!__futex_abstimed_wait_common");
+    println!("waiting: Monitor.Enter {enter}%, libc futex with no known caller {futex}%");
+    assert!(enter > 10.0, "{waits}");
+    assert!(futex < enter, "{waits}");
+    // Whole stacks: most waiting is under the threads' start.
+    assert!(
+        share("top_inclusive", "libc.so.6!start_thread") > 50.0,
+        "{waits}"
+    );
+}
