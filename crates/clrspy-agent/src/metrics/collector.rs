@@ -30,6 +30,8 @@ struct Entry {
     target: Target,
     series: ProcessSeries,
     stop: Arc<AtomicBool>,
+    /// Set by the session's thread once its session is closed (or never opened).
+    closed: Arc<AtomicBool>,
     /// Lent to a `/counters` stream ([`Collector::lend`]): no session of the collector's; the
     /// stream's rows feed the series.
     lent: bool,
@@ -148,27 +150,22 @@ impl Collector {
     /// Blocking.
     pub fn lend(&self, pid: u32) -> Option<Lease> {
         let s = &self.shared;
-        let target = {
-            let table = lock(&s.table);
-            let e = table.get(&pid).filter(|e| !e.lent)?;
+        // The entry stays, lent from now on: the scanner starts no session of its own for the
+        // process while the collector's ends, and that session's thread leaves it be.
+        let closed = {
+            let mut table = lock(&s.table);
+            let e = table.get_mut(&pid).filter(|e| !e.lent)?;
             e.stop.store(true, Ordering::Relaxed);
-            e.target.clone()
+            e.lent = true;
+            e.series = ProcessSeries::new(s.settings.max_series);
+            e.closed.clone()
         };
         let deadline = Instant::now() + 2 * STOP_GRACE;
-        while lock(&s.table).contains_key(&pid) && Instant::now() < deadline {
+        while !closed.load(Ordering::Relaxed) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         // The runtime turns its meters off as the session's end reaches it: a moment more.
         std::thread::sleep(LEND_SETTLE);
-        lock(&s.table).insert(
-            pid,
-            Entry {
-                target,
-                series: ProcessSeries::new(s.settings.max_series),
-                stop: Arc::new(AtomicBool::new(true)),
-                lent: true,
-            },
-        );
         Some(Lease {
             shared: s.clone(),
             pid,
@@ -348,6 +345,7 @@ fn scan_once(shared: &Arc<Shared>) {
             break;
         }
         let stop = Arc::new(AtomicBool::new(false));
+        let closed = Arc::new(AtomicBool::new(false));
         table.insert(
             pid,
             Entry {
@@ -357,6 +355,7 @@ fn scan_once(shared: &Arc<Shared>) {
                 },
                 series: ProcessSeries::new(shared.settings.max_series),
                 stop: stop.clone(),
+                closed: closed.clone(),
                 lent: false,
             },
         );
@@ -364,7 +363,10 @@ fn scan_once(shared: &Arc<Shared>) {
         let spawned = std::thread::Builder::new()
             .name(format!("clrspy-metrics-{pid}"))
             .stack_size(256 * 1024)
-            .spawn(move || watch(&sh, ep, &stop));
+            .spawn(move || {
+                watch(&sh, ep, &stop);
+                closed.store(true, Ordering::Relaxed);
+            });
         if spawned.is_err() {
             table.remove(&pid);
             failed.insert(pid, now);
