@@ -258,10 +258,8 @@ fn take_crash_dump(
     let from_dump = left
         .report
         .as_deref()
-        .and_then(|r| std::fs::read(r).ok())
-        .and_then(|b| clrspy_collect::crash::core::exception_object(&b))
         .zip(left.dump.as_deref())
-        .and_then(|(object, dump)| clrspy_collect::crash::core::exception_message(dump, object));
+        .and_then(|(report, dump)| clrspy_collect::crash::core::message_in_dump(report, dump));
     let mut d = Decision::for_process(DecisionKind::Crash, facts);
     d.rule = Some(rule.name.clone());
     d.file = left

@@ -178,7 +178,7 @@ pub fn crash_text(r: &CrashReport, message: Option<&str>, pid: u32) -> String {
             ));
             match message {
                 Some(m) => s.push_str(&format!(": {m}\n")),
-                None => s.push_str(" (its message is not in the trace)\n"),
+                None => s.push_str(" (its message reached neither the trace nor a dump)\n"),
             }
         }
         None => s.push_str(&format!(
@@ -227,7 +227,8 @@ pub struct CrashFindings {
 
 impl CrashCapture {
     /// After a launched program ended: every crash report the capture left (the program's, or
-    /// a child's) is read and told in words with the fatal exception's message from the trace;
+    /// a child's) is read and told in words with the fatal exception's message (from the dump,
+    /// else the trace);
     /// crash dumps are compressed. The words go beside the trace too (`<trace>.crash.txt`).
     /// Without `trace` (`--children`), each process's message is looked for in its own trace,
     /// `<name>_<pid>.nettrace` in the capture's directory, and the words go to `tree.crash.txt`.
@@ -251,14 +252,18 @@ impl CrashCapture {
                 Some(t) => Some(t.to_path_buf()),
                 None => process_trace(&self.dir, pid),
             };
-            let message = r
-                .exception_type
-                .as_deref()
-                .zip(own.as_deref())
-                .and_then(|(t, own)| message_in_trace(own, t, r.thread_id));
+            // The message: the crashed thread's exception object in the dump, else the last
+            // such exception the trace saw on that thread (the runtime may die before its
+            // streaming thread sends the event).
+            let raw = self.dump_path(pid);
+            let message = super::core::message_in_dump(&path, &raw).or_else(|| {
+                r.exception_type
+                    .as_deref()
+                    .zip(own.as_deref())
+                    .and_then(|(t, own)| message_in_trace(own, t, r.thread_id))
+            });
             let text = crash_text(&r, message.as_deref(), pid);
             all.push_str(&text);
-            let raw = self.dump_path(pid);
             let dump = raw
                 .exists()
                 .then(|| compress_dump_file(&raw, self.compress).map_err(|e| (raw, e)));
