@@ -89,7 +89,7 @@ impl WaitEvent {
             Record::Sample(s) => *stack = Some((s.time_ns, s.frames)),
             Record::StackSample(s, u) => {
                 let frames = match u.regs {
-                    Some(regs) => unwinder.repair(s.frames, regs, &u.copy),
+                    Some(regs) => unwinder.repair(s.frames, regs, u.copy),
                     None => s.frames,
                 };
                 *stack = Some((s.time_ns, frames));

@@ -19,11 +19,11 @@ const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 
 /// One record of a ring, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Record {
+pub(crate) enum Record<'a> {
     /// A sample.
     Sample(Sample),
     /// A sample with the user registers and the top of the user stack (context switches).
-    StackSample(Sample, UserStack),
+    StackSample(Sample, UserStack<'a>),
     /// The thread left its CPU (`preempted`: still runnable) or came back, at `time_ns`.
     Switch {
         /// True when it left.
@@ -37,11 +37,12 @@ pub(crate) enum Record {
 /// The registers and the copied top of the stack of a sample taken with
 /// `PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UserStack {
+pub(crate) struct UserStack<'a> {
     /// The registers (absent when the sample was taken in a kernel thread's context).
     pub regs: Option<crate::unwind::Regs>,
-    /// The stack from `regs.sp` up, as much as the kernel copied.
-    pub copy: Vec<u8>,
+    /// The stack from `regs.sp` up, as much as the kernel copied (borrowed from the ring's
+    /// scratch buffer: no copy per sample).
+    pub copy: &'a [u8],
 }
 
 /// Callchain entries at or above this value are context markers (`PERF_CONTEXT_*`).
@@ -113,7 +114,7 @@ impl Ring {
 
     /// Reads every complete record now in the ring, in order, handing each to `each`.
     /// Returns the number of records the kernel reported lost.
-    pub(crate) fn drain_records(&mut self, mut each: impl FnMut(Record)) -> u64 {
+    pub(crate) fn drain_records(&mut self, mut each: impl FnMut(Record<'_>)) -> u64 {
         // SAFETY: DATA_HEAD lies in the metadata page, 8-aligned; the kernel writes it.
         let head = unsafe { std::ptr::read_volatile(self.base.add(DATA_HEAD).cast::<u64>()) };
         fence(Ordering::Acquire);
@@ -223,7 +224,7 @@ pub(crate) fn parse_sample(body: &[u8]) -> Option<Sample> {
 /// Parses a sample taken with `PERF_SAMPLE_TID | TIME | CALLCHAIN | REGS_USER | STACK_USER`
 /// (registers [`crate::unwind::REGS_MASK`]): after the callchain, `abi u64` and the three
 /// registers when `abi` is not 0, then `size u64, data[size], dyn_size u64`.
-pub(crate) fn parse_sample_with_stack(body: &[u8]) -> Option<(Sample, UserStack)> {
+pub(crate) fn parse_sample_with_stack(body: &[u8]) -> Option<(Sample, UserStack<'_>)> {
     let sample = parse_sample(body)?;
     let nr = usize::try_from(read_u64(body, 16)?).ok()?;
     let mut at = 24 + 8 * nr;
@@ -243,17 +244,17 @@ pub(crate) fn parse_sample_with_stack(body: &[u8]) -> Option<(Sample, UserStack)
     let size = usize::try_from(read_u64(body, at)?).ok()?;
     at += 8;
     let copy = if size == 0 {
-        Vec::new()
+        &[][..]
     } else {
         let dyn_size = usize::try_from(read_u64(body, at.checked_add(size)?)?).ok()?;
-        body.get(at..at + dyn_size.min(size))?.to_vec()
+        body.get(at..at + dyn_size.min(size))?
     };
     Some((sample, UserStack { regs, copy }))
 }
 
 /// Parses a switch record's body: with `sample_id_all` and `PERF_SAMPLE_TID | TIME`, its
 /// sample id is `pid u32, tid u32, time u64`.
-pub(crate) fn parse_switch(misc: u16, body: &[u8]) -> Option<Record> {
+pub(crate) fn parse_switch(misc: u16, body: &[u8]) -> Option<Record<'static>> {
     let time_ns = read_u64(body, 8)?;
     let out = misc & MISC_SWITCH_OUT != 0;
     Some(Record::Switch {
@@ -342,7 +343,7 @@ mod tests {
         assert_eq!((s.tid, s.frames.len()), (5, 2));
         let r = u.regs.unwrap();
         assert_eq!((r.bp, r.sp, r.ip), (0x7ff0, 0x7f00, 0x1000));
-        assert_eq!(u.copy, vec![0xAB; 12]);
+        assert_eq!(u.copy, &[0xAB; 12][..]);
         // Cut anywhere: None, never a panic.
         for cut in 0..b.len() {
             let _ = parse_sample_with_stack(&b[..cut]);

@@ -4,8 +4,11 @@
 //! no callers. With the registers and the top of the stack the kernel copies into each
 //! context-switch sample, the libc frames (any module with `.eh_frame`) are stepped through
 //! by their call frame information (gimli); code without it (JIT'd methods) by its frame
-//! pointers. Deeper than the copy, the stack is read from the target (`process_vm_readv`)
-//! when the copy still matches it (the thread has not moved since) and the kernel lets us.
+//! pointers. Where a frame found so meets the kernel's chain (whose frame-pointer walk is
+//! right again past libc), the rest of that chain is taken as it is; only when none does is
+//! the stack deeper than the copy read from the target (`process_vm_readv`), if the copy
+//! still matches it (the thread has not moved since) and the kernel lets us. Each module
+//! address's unwinding rule is kept once found: a blocked thread waits in a few places.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -34,8 +37,12 @@ pub(crate) const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 const READ_MAX: usize = 64 * 1024;
 /// The most frames one stack gets.
 const MAX_FRAMES: usize = 256;
-/// How often the target's mappings may be read again for an address not in them.
-const MAPS_EVERY: Duration = Duration::from_millis(200);
+/// How often the target's mappings may be read again for an address not in them (a frame
+/// pointer that was data asks too, so not often: a .NET process's maps run to thousands of
+/// lines).
+const MAPS_EVERY: Duration = Duration::from_secs(1);
+/// The most unwinding rules kept (then they are forgotten and found again).
+const RULES_MAX: usize = 1 << 16;
 
 /// One module's call frame information: `.eh_frame` and `.eh_frame_hdr` with their addresses,
 /// and its loadable segments (file offset, address, size) to place it in the target.
@@ -56,6 +63,31 @@ struct Mapping {
     end: u64,
     offset: u64,
     path: Option<PathBuf>,
+    /// Its module's call frame information and load bias, once looked up (None inside: it
+    /// has none).
+    cfi: Option<Option<(Arc<Cfi>, u64)>>,
+}
+
+/// How to find the caller's registers at one address, from its call frame information.
+#[derive(Debug, Clone, Copy)]
+struct Rule {
+    /// The CFA is `rbp + cfa_offset` (else `rsp + cfa_offset`).
+    cfa_from_bp: bool,
+    cfa_offset: i64,
+    /// The return address is saved at `CFA + ra_offset`.
+    ra_offset: i64,
+    bp: BpRule,
+}
+
+/// Where the caller's `rbp` is.
+#[derive(Debug, Clone, Copy)]
+enum BpRule {
+    /// Unchanged.
+    Same,
+    /// Saved at `CFA + n`.
+    SavedAt(i64),
+    /// Is `CFA + n`.
+    Is(i64),
 }
 
 /// Where the stack's bytes come from: `base` is the address of `bytes[0]`.
@@ -65,6 +97,13 @@ struct Stack<'a> {
 }
 
 impl Stack<'_> {
+    /// True when `addr` lies past the bytes held (a deeper read may have it).
+    fn past_end(&self, addr: u64) -> bool {
+        addr.checked_sub(self.base)
+            .and_then(|at| usize::try_from(at).ok())
+            .is_some_and(|at| at.saturating_add(8) > self.bytes.len())
+    }
+
     fn u64_at(&self, addr: u64) -> Option<u64> {
         let at = usize::try_from(addr.checked_sub(self.base)?).ok()?;
         let b = self.bytes.get(at..at.checked_add(8)?)?;
@@ -78,6 +117,8 @@ pub(crate) struct Unwinder {
     maps: Vec<Mapping>,
     maps_read: Option<Instant>,
     files: HashMap<PathBuf, Option<Arc<Cfi>>>,
+    /// (module's information, address in the file) → its rule (None: none usable).
+    rules: HashMap<(usize, u64), Option<Rule>>,
     ctx: Box<UnwindContext<usize>>,
     /// False once the kernel refused to let us read the target's memory.
     can_read: bool,
@@ -92,6 +133,7 @@ impl Unwinder {
             maps: Vec::new(),
             maps_read: None,
             files: HashMap::new(),
+            rules: HashMap::new(),
             ctx: Box::new(UnwindContext::new()),
             can_read: true,
             buf: Vec::new(),
@@ -101,29 +143,35 @@ impl Unwinder {
     /// The stack at a context switch: `kernel` is the kernel's frame-pointer callchain,
     /// `regs` and `copy` (the stack from `regs.sp` up) what the sample carried. Returns the
     /// kernel's chain when it agrees with a first step by the call frame information (it is
-    /// then right), else the stack unwound here — or the kernel's when that is no longer.
+    /// then right); else the frames stepped here up to where they meet the kernel's chain,
+    /// then the rest of it (on the copy, or on the stack read deeper when the copy ran out
+    /// first); else the longer of the stack unwound here and the kernel's.
     pub(crate) fn repair(&mut self, kernel: Vec<u64>, regs: Regs, copy: &[u8]) -> Vec<u64> {
         let top = Stack {
             base: regs.sp,
             bytes: copy,
         };
-        let first = self.walk(regs, &top, 2);
+        let first = self.walk(regs, &top, 2, &[]).frames;
         if first.len() < 2 || kernel.get(1) == first.get(1) {
             return kernel;
         }
+        let on_copy = self.walk(regs, &top, MAX_FRAMES, &kernel);
+        if !on_copy.short {
+            return choose(on_copy, kernel);
+        }
         let mut buf = std::mem::take(&mut self.buf);
         let whole = self.read_stack(regs.sp, copy, &mut buf);
-        let stack = Stack {
-            base: regs.sp,
-            bytes: if whole { &buf } else { copy },
-        };
-        let frames = self.walk(regs, &stack, MAX_FRAMES);
-        self.buf = buf;
-        if frames.len() > kernel.len() {
-            frames
+        let walk = if whole {
+            let stack = Stack {
+                base: regs.sp,
+                bytes: &buf,
+            };
+            self.walk(regs, &stack, MAX_FRAMES, &kernel)
         } else {
-            kernel
-        }
+            on_copy
+        };
+        self.buf = buf;
+        choose(walk, kernel)
     }
 
     /// Reads the target's stack from `sp` into `buf` when its start still equals `copy`
@@ -156,47 +204,88 @@ impl Unwinder {
         buf.len() >= copy.len() && buf[..copy.len()] == *copy
     }
 
-    /// Steps from `regs` through at most `max` frames.
-    fn walk(&mut self, regs: Regs, stack: &Stack<'_>, max: usize) -> Vec<u64> {
-        let mut frames = vec![regs.ip];
+    /// Steps from `regs` through at most `max` frames; where a frame is one of `join`'s
+    /// (past its first), the rest of `join` follows it.
+    fn walk(&mut self, regs: Regs, stack: &Stack<'_>, max: usize, join: &[u64]) -> Walk {
+        let mut w = Walk {
+            frames: vec![regs.ip],
+            joined: false,
+            short: false,
+        };
         let mut r = regs;
-        while frames.len() < max {
-            let leaf = frames.len() == 1;
-            let Some(next) = self.step(r, stack, leaf) else {
+        while w.frames.len() < max {
+            let leaf = w.frames.len() == 1;
+            let Some(next) = self.step(r, stack, leaf, &mut w.short) else {
                 break;
             };
             // Not code (a frame pointer that was data): the stack ends here.
             if next.ip < 0x1000 || next.sp <= r.sp || !self.is_code(next.ip) {
                 break;
             }
-            frames.push(next.ip);
+            w.frames.push(next.ip);
+            if let Some(k) = join.iter().skip(1).position(|&ip| ip == next.ip) {
+                let room = max.saturating_sub(w.frames.len());
+                w.frames.extend(join.iter().skip(k + 2).take(room));
+                w.joined = true;
+                break;
+            }
             r = next;
         }
-        frames
+        w
     }
 
     /// The caller's registers: by the module's call frame information when it has some for
-    /// the address, else by the frame pointer.
-    fn step(&mut self, r: Regs, stack: &Stack<'_>, leaf: bool) -> Option<Regs> {
+    /// the address, else by the frame pointer. `short` is set when a read fell past the
+    /// stack's bytes.
+    fn step(&mut self, r: Regs, stack: &Stack<'_>, leaf: bool, short: &mut bool) -> Option<Regs> {
         // A return address points after its call: look up the call itself.
         let pc = if leaf { r.ip } else { r.ip.wrapping_sub(1) };
-        if let Some((cfi, bias)) = self.cfi_for(pc) {
-            if let Some(next) = self.step_cfi(&cfi, pc.wrapping_sub(bias), r, stack) {
-                return Some(next);
+        let read = |addr: u64, short: &mut bool| {
+            let v = stack.u64_at(addr);
+            if v.is_none() && stack.past_end(addr) {
+                *short = true;
             }
+            v
+        };
+        if let Some(rule) = self.rule_for(pc) {
+            let cfa_base = if rule.cfa_from_bp { r.bp } else { r.sp };
+            let cfa = cfa_base.checked_add_signed(rule.cfa_offset)?;
+            let ip = read(cfa.checked_add_signed(rule.ra_offset)?, short)?;
+            let bp = match rule.bp {
+                BpRule::Same => r.bp,
+                BpRule::SavedAt(n) => read(cfa.checked_add_signed(n)?, short)?,
+                BpRule::Is(n) => cfa.checked_add_signed(n)?,
+            };
+            return Some(Regs { bp, sp: cfa, ip });
         }
         // Frame pointers: [bp] is the caller's bp, [bp + 8] the return address.
         if r.bp < r.sp {
             return None;
         }
         Some(Regs {
-            bp: stack.u64_at(r.bp)?,
-            ip: stack.u64_at(r.bp.checked_add(8)?)?,
+            bp: read(r.bp, short)?,
+            ip: read(r.bp.checked_add(8)?, short)?,
             sp: r.bp.checked_add(16)?,
         })
     }
 
-    fn step_cfi(&mut self, cfi: &Cfi, svma: u64, r: Regs, stack: &Stack<'_>) -> Option<Regs> {
+    /// The unwinding rule at `pc` by its module's call frame information, found once.
+    fn rule_for(&mut self, pc: u64) -> Option<Rule> {
+        let (cfi, bias) = self.cfi_for(pc)?;
+        let key = (Arc::as_ptr(&cfi) as usize, pc.wrapping_sub(bias));
+        if let Some(r) = self.rules.get(&key) {
+            return *r;
+        }
+        let rule = self.find_rule(&cfi, key.1);
+        if self.rules.len() >= RULES_MAX {
+            self.rules.clear();
+        }
+        self.rules.insert(key, rule);
+        rule
+    }
+
+    /// The rule for address `svma` of the module's file, from its `.eh_frame`.
+    fn find_rule(&mut self, cfi: &Cfi, svma: u64) -> Option<Rule> {
         let bases = BaseAddresses::default()
             .set_eh_frame_hdr(cfi.hdr_addr)
             .set_eh_frame(cfi.eh_frame_addr)
@@ -209,28 +298,30 @@ impl Unwinder {
         let row = table
             .unwind_info_for_address(&eh, &bases, &mut self.ctx, svma, EhFrame::cie_from_offset)
             .ok()?;
-        let cfa = match row.cfa() {
-            CfaRule::RegisterAndOffset { register, offset } => {
-                let base = match *register {
-                    X86_64::RSP => r.sp,
-                    X86_64::RBP => r.bp,
-                    _ => return None,
-                };
-                base.checked_add_signed(*offset)?
-            }
+        let (cfa_from_bp, cfa_offset) = match row.cfa() {
+            CfaRule::RegisterAndOffset { register, offset } => match *register {
+                X86_64::RSP => (false, *offset),
+                X86_64::RBP => (true, *offset),
+                _ => return None,
+            },
             CfaRule::Expression(_) => return None,
         };
-        let ip = match row.register(X86_64::RA) {
-            Some(RegisterRule::Offset(n)) => stack.u64_at(cfa.checked_add_signed(n)?)?,
+        let ra_offset = match row.register(X86_64::RA) {
+            Some(RegisterRule::Offset(n)) => n,
             _ => return None,
         };
         let bp = match row.register(X86_64::RBP) {
-            Some(RegisterRule::Offset(n)) => stack.u64_at(cfa.checked_add_signed(n)?)?,
-            Some(RegisterRule::ValOffset(n)) => cfa.checked_add_signed(n)?,
-            None | Some(RegisterRule::SameValue) | Some(RegisterRule::Undefined) => r.bp,
+            Some(RegisterRule::Offset(n)) => BpRule::SavedAt(n),
+            Some(RegisterRule::ValOffset(n)) => BpRule::Is(n),
+            None | Some(RegisterRule::SameValue) | Some(RegisterRule::Undefined) => BpRule::Same,
             Some(_) => return None,
         };
-        Some(Regs { bp, sp: cfa, ip })
+        Some(Rule {
+            cfa_from_bp,
+            cfa_offset,
+            ra_offset,
+            bp,
+        })
     }
 
     /// The call frame information of the module mapped at `pc` and the module's load bias
@@ -239,7 +330,18 @@ impl Unwinder {
         if !self.is_code(pc) {
             return None;
         }
-        let m = self.mapping(pc)?;
+        let i = self.mapping_index(pc)?;
+        if let Some(known) = &self.maps[i].cfi {
+            return known.clone();
+        }
+        let found = self.module_cfi(i);
+        self.maps[i].cfi = Some(found.clone());
+        found
+    }
+
+    /// Looks up the call frame information of mapping `i`'s module (read once per file).
+    fn module_cfi(&mut self, i: usize) -> Option<(Arc<Cfi>, u64)> {
+        let m = &self.maps[i];
         let (start, offset, path) = (m.start, m.offset, m.path.clone()?);
         let cfi = match self.files.get(&path) {
             Some(c) => c.clone()?,
@@ -264,15 +366,20 @@ impl Unwinder {
     /// True when `pc` is in an executable mapping of the target (read again, at most every
     /// [`MAPS_EVERY`], when it is in none known: code may have been mapped since).
     fn is_code(&mut self, pc: u64) -> bool {
-        if self.mapping(pc).is_none() && self.maps_read.is_none_or(|t| t.elapsed() >= MAPS_EVERY) {
+        if self.mapping_index(pc).is_none()
+            && self.maps_read.is_none_or(|t| t.elapsed() >= MAPS_EVERY)
+        {
             self.read_maps();
         }
-        self.mapping(pc).is_some()
+        self.mapping_index(pc).is_some()
     }
 
-    fn mapping(&self, pc: u64) -> Option<&Mapping> {
-        let i = self.maps.partition_point(|m| m.start <= pc);
-        self.maps.get(i.checked_sub(1)?).filter(|m| pc < m.end)
+    fn mapping_index(&self, pc: u64) -> Option<usize> {
+        let i = self
+            .maps
+            .partition_point(|m| m.start <= pc)
+            .checked_sub(1)?;
+        (pc < self.maps.get(i)?.end).then_some(i)
     }
 
     fn read_maps(&mut self) {
@@ -282,6 +389,24 @@ impl Unwinder {
         };
         self.maps = text.lines().filter_map(parse_map_line).collect();
         self.maps.sort_by_key(|m| m.start);
+    }
+}
+
+/// One walk's frames; `joined` when it met the chain it was given, `short` when it stopped
+/// for want of the stack's bytes.
+struct Walk {
+    frames: Vec<u64>,
+    joined: bool,
+    short: bool,
+}
+
+/// The stack unwound here when it met the kernel's chain (it then has the kernel's right
+/// frames and not its wrong ones) or is the longer; else the kernel's.
+fn choose(ours: Walk, kernel: Vec<u64>) -> Vec<u64> {
+    if ours.joined || ours.frames.len() > kernel.len() {
+        ours.frames
+    } else {
+        kernel
     }
 }
 
@@ -302,6 +427,7 @@ fn parse_map_line(line: &str) -> Option<Mapping> {
         end: u64::from_str_radix(e, 16).ok()?,
         offset: u64::from_str_radix(offset, 16).ok()?,
         path: path.map(PathBuf::from),
+        cfi: None,
     })
 }
 
@@ -341,6 +467,72 @@ fn load_cfi(pid: u32, path: &std::path::Path) -> Option<Cfi> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page of executable memory in this process with no file (as JIT'd code is): its
+    /// addresses are code the unwinder steps through by frame pointers.
+    fn anonymous_code() -> u64 {
+        // SAFETY: a fresh private mapping, never unmapped (the test's process ends soon).
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_EXEC,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        p as u64
+    }
+
+    /// A stack of frame records at `base`: record i at `base + 16 + 32 i` holds the next
+    /// record's address and return address `ips[i]`.
+    fn frames_stack(base: u64, ips: &[u64]) -> Vec<u8> {
+        let mut b = vec![0u8; 16 + 32 * ips.len() + 16];
+        for (i, ip) in ips.iter().enumerate() {
+            let at = 16 + 32 * i;
+            let next = base + 16 + 32 * (i as u64 + 1);
+            b[at..at + 8].copy_from_slice(&next.to_le_bytes());
+            b[at + 8..at + 16].copy_from_slice(&ip.to_le_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn frames_meet_the_kernels_chain_and_take_its_rest() {
+        let code = anonymous_code();
+        let x: Vec<u64> = (0..6).map(|i| code + 0x100 * (i + 1)).collect();
+        let base = 0x7000_0000u64;
+        let bytes = frames_stack(base, &x[1..4]);
+        let regs = Regs {
+            ip: x[0],
+            sp: base,
+            bp: base + 16,
+        };
+        let mut u = Unwinder::new(std::process::id());
+        // The kernel's chain went wrong after the leaf (garbage), then right again at x[2].
+        let kernel = vec![x[0], 0xdead_0000, x[2], x[3], x[5]];
+        let stack = Stack {
+            base,
+            bytes: &bytes,
+        };
+        let w = u.walk(regs, &stack, MAX_FRAMES, &kernel);
+        assert!(w.joined);
+        assert_eq!(w.frames, vec![x[0], x[1], x[2], x[3], x[5]]);
+        assert_eq!(choose(w, kernel), vec![x[0], x[1], x[2], x[3], x[5]]);
+        // A chain it never meets: it walks the records, and says when the bytes ran out.
+        let w = u.walk(regs, &stack, MAX_FRAMES, &[x[0], 0xdead_0000]);
+        assert!(!w.joined);
+        assert_eq!(w.frames, x[..4].to_vec());
+        let cut = Stack {
+            base,
+            bytes: &bytes[..40],
+        };
+        let w = u.walk(regs, &cut, MAX_FRAMES, &[]);
+        assert!(w.short && !w.joined);
+        assert_eq!(w.frames, x[..2].to_vec());
+    }
 
     #[test]
     fn map_lines() {
