@@ -403,17 +403,14 @@ impl Image {
         };
         let md = Metadata::parse(rvas.slice(l.metadata.0, l.metadata.1)?)?;
         let secs = r2r_sections(&rvas, l.native)?;
-        let types = md.type_names()?;
-        let owners = md.method_owners()?;
+        let names = md.names_for(which.len())?;
         let method_name = |row: u32| -> Result<String, Error> {
             let name = md.method_name(row)?;
-            let owner = owners.get(row as usize - 1).copied().unwrap_or(0);
-            Ok(
-                match owner.checked_sub(1).and_then(|i| types.get(i as usize)) {
-                    Some(ty) => format!("{ty}.{name}"),
-                    None => name,
-                },
-            )
+            let owner = names.owner(&md, row).unwrap_or(0);
+            Ok(match names.type_def(&md, owner) {
+                Some(ty) => format!("{ty}.{name}"),
+                None => name,
+            })
         };
         let instances = match secs.instance_entry_points {
             Some((rva, _)) => Some(rvas.section(rva, "InstanceMethodEntryPoints")?.0),
@@ -429,7 +426,7 @@ impl Image {
                 },
                 Some(&Source::Instance(off)) => instances
                     .and_then(|b| sig::method(b, off as usize).ok())
-                    .and_then(|(m, _)| sig::name(&md, &m, &types, &owners))
+                    .and_then(|(m, _)| sig::name(&md, &m, &names))
                     .unwrap_or_else(|| "[generic instance]".to_string()),
                 None => "[unnamed]".to_string(),
             };

@@ -392,6 +392,74 @@ impl<'a> Metadata<'a> {
         Ok(owner)
     }
 
+    /// TypeDef names and MethodDef owners for naming `wanted` methods: the whole tables when
+    /// many are wanted, else each looked up on its own.
+    pub(crate) fn names_for(&self, wanted: usize) -> Result<Names, Error> {
+        if wanted.saturating_mul(32) >= self.rows(t::METHOD_DEF) as usize {
+            Ok(Names::Tables {
+                types: self.type_names()?,
+                owners: self.method_owners()?,
+            })
+        } else {
+            Ok(Names::Lookup)
+        }
+    }
+
+    /// The last row (1-based) of table `t` whose column `col` is at most `value`, by binary
+    /// search (the column sorted, as ECMA-335 sorts NestedClass by its first column and
+    /// lays out TypeDefs' method lists in order); 0 when none is.
+    fn last_at_most(&self, t: usize, col: usize, value: u32) -> Result<u32, Error> {
+        let (mut lo, mut hi) = (1u32, self.rows(t) + 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.cell(t, mid, col)? <= value {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo - 1)
+    }
+
+    /// One TypeDef's full name, as [`Metadata::type_names`] gives it, found on its own
+    /// (binary searches, not the whole table: for naming a few methods of a big image).
+    pub(crate) fn type_def_name(&self, row: u32) -> Result<String, Error> {
+        let simple = |r: u32| -> Result<String, Error> {
+            let name = self.string(self.cell(t::TYPE_DEF, r, 1)?)?;
+            let ns = self.string(self.cell(t::TYPE_DEF, r, 2)?)?;
+            Ok(if ns.is_empty() {
+                name
+            } else {
+                format!("{ns}.{name}")
+            })
+        };
+        let mut name = simple(row)?;
+        let mut cur = row;
+        // Nesting is shallow; a cycle in damaged metadata stops at the bound.
+        for _ in 0..32 {
+            let at = self.last_at_most(t::NESTED_CLASS, 0, cur)?;
+            if at == 0 || self.cell(t::NESTED_CLASS, at, 0)? != cur {
+                break;
+            }
+            let outer = self.cell(t::NESTED_CLASS, at, 1)?;
+            if outer == 0 || outer > self.rows(t::TYPE_DEF) {
+                break;
+            }
+            name = format!("{}+{name}", simple(outer)?);
+            cur = outer;
+        }
+        Ok(name)
+    }
+
+    /// The owning TypeDef row of MethodDef `method`, as [`Metadata::method_owners`] gives
+    /// it, found by a binary search; 0 where none owns it.
+    pub(crate) fn method_owner(&self, method: u32) -> Result<u32, Error> {
+        if method == 0 || method > self.rows(t::METHOD_DEF) {
+            return Ok(0);
+        }
+        self.last_at_most(t::TYPE_DEF, 5, method)
+    }
+
     /// A TypeRef's `Namespace.Name` (nested TypeRefs: `Outer+Inner`).
     pub(crate) fn type_ref_name(&self, row: u32) -> Result<String, Error> {
         let mut name = String::new();
@@ -527,5 +595,37 @@ mod tests {
         assert_eq!(Metadata::decode_coded(3, (7 << 2) | 1), (1, 7));
         assert!(Metadata::parse(b"BSJB").is_err());
         assert!(Metadata::parse(b"nope").is_err());
+    }
+}
+
+/// TypeDef names and MethodDef owners ([`Metadata::names_for`]).
+#[derive(Debug)]
+pub(crate) enum Names {
+    /// Every TypeDef's name and every MethodDef's owner (index 0 is row 1).
+    Tables {
+        /// [`Metadata::type_names`].
+        types: Vec<String>,
+        /// [`Metadata::method_owners`].
+        owners: Vec<u32>,
+    },
+    /// Found per row ([`Metadata::type_def_name`], [`Metadata::method_owner`]).
+    Lookup,
+}
+
+impl Names {
+    /// TypeDef `row`'s full name.
+    pub(crate) fn type_def(&self, md: &Metadata<'_>, row: u32) -> Option<String> {
+        match self {
+            Names::Tables { types, .. } => types.get(row.checked_sub(1)? as usize).cloned(),
+            Names::Lookup => md.type_def_name(row).ok(),
+        }
+    }
+
+    /// The TypeDef row owning MethodDef `method` (0: none).
+    pub(crate) fn owner(&self, md: &Metadata<'_>, method: u32) -> Option<u32> {
+        match self {
+            Names::Tables { owners, .. } => owners.get(method.checked_sub(1)? as usize).copied(),
+            Names::Lookup => md.method_owner(method).ok(),
+        }
     }
 }

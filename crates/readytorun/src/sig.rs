@@ -4,7 +4,7 @@
 //! method's token, then instantiation and constraint types. Types are skipped with a depth
 //! bound; what names the method is kept.
 
-use crate::metadata::{t, Metadata};
+use crate::metadata::{t, Metadata, Names};
 use crate::reader::Bytes;
 use crate::Error;
 
@@ -149,18 +149,13 @@ fn skip_type(
 
 /// The name of an instantiated method: `Namespace.Type.Method` (without type arguments),
 /// None when the tokens are not this module's.
-pub(crate) fn name(
-    md: &Metadata<'_>,
-    sig: &MethodSig,
-    types: &[String],
-    owners: &[u32],
-) -> Option<String> {
+pub(crate) fn name(md: &Metadata<'_>, sig: &MethodSig, names: &Names) -> Option<String> {
     if sig.foreign || sig.row == 0 {
         return None;
     }
     let type_name = |table: usize, row: u32| -> Option<String> {
         match table {
-            t::TYPE_DEF => types.get(row.checked_sub(1)? as usize).cloned(),
+            t::TYPE_DEF => names.type_def(md, row),
             t::TYPE_REF => md.type_ref_name(row).ok(),
             _ => None,
         }
@@ -174,7 +169,7 @@ pub(crate) fn name(
         Some(format!("{ty}.{name}"))
     } else {
         let name = md.method_name(sig.row).ok()?;
-        let owner = owners.get(sig.row as usize - 1).copied()?;
+        let owner = names.owner(md, sig.row)?;
         let ty = type_name(t::TYPE_DEF, owner)?;
         Some(format!("{ty}.{name}"))
     }
