@@ -584,6 +584,7 @@ impl<'a> KernelSample<'a> {
     /// outermost beyond are left out).
     pub fn encode(thread_id: u32, frames: &[u64], out: &mut Vec<u8>) {
         let frames = &frames[..frames.len().min(Self::MAX_FRAMES)];
+        out.reserve(6 + 8 * frames.len());
         out.extend_from_slice(&thread_id.to_le_bytes());
         out.extend_from_slice(&(frames.len() as u16).to_le_bytes());
         for f in frames {

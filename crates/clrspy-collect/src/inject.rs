@@ -185,9 +185,10 @@ impl Injected {
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
     }
 
-    fn payload(&self) -> Vec<u8> {
+    /// Writes the event's payload into `p` (cleared first: one buffer serves every event).
+    fn payload_into(&self, p: &mut Vec<u8>) {
         use clr_events::clrspy;
-        let mut p = Vec::new();
+        p.clear();
         match self {
             Injected::ThreadCpu {
                 tid,
@@ -200,15 +201,15 @@ impl Injected {
                 state: u16::from(*state),
                 runqueue_ns: *runqueue_ns,
             }
-            .encode(&mut p),
+            .encode(p),
             Injected::CgroupCpu { bandwidth, path } => {
-                clrspy::CgroupCpu::encode(bandwidth, path, &mut p)
+                clrspy::CgroupCpu::encode(bandwidth, path, p)
             }
-            Injected::ThreadName { tid, name } => clrspy::ThreadName::encode(*tid, name, &mut p),
+            Injected::ThreadName { tid, name } => clrspy::ThreadName::encode(*tid, name, p),
             Injected::SamplerInfo {
                 interval_ms,
                 source,
-            } => clrspy::SamplerInfo::encode(*interval_ms, source, &mut p),
+            } => clrspy::SamplerInfo::encode(*interval_ms, source, p),
             Injected::Tick => {}
             Injected::RecorderCpu {
                 pid,
@@ -219,19 +220,19 @@ impl Injected {
                 cpu_ns: *cpu_ns,
                 session_cpu_ns: *session_cpu_ns,
             }
-            .encode(&mut p),
+            .encode(p),
             Injected::ModuleMap {
                 start,
                 end,
                 offset,
                 path,
-            } => clrspy::ModuleMap::encode(*start, *end, *offset, path, &mut p),
+            } => clrspy::ModuleMap::encode(*start, *end, *offset, path, p),
             Injected::R2rMethod {
                 path,
                 offset,
                 size,
                 name,
-            } => clrspy::R2rMethod::encode(path, *offset, *size, name, &mut p),
+            } => clrspy::R2rMethod::encode(path, *offset, *size, name, p),
             Injected::Trigger {
                 trigger,
                 reason,
@@ -243,30 +244,27 @@ impl Injected {
                 [trigger, reason, provider, event],
                 *event_timestamp,
                 *after_ms,
-                &mut p,
+                p,
             ),
             Injected::R2rImage { path, size, mvid } => {
-                clrspy::R2rImage::encode(path, *size, mvid, &mut p)
+                clrspy::R2rImage::encode(path, *size, mvid, p)
             }
-            Injected::Ring(r) => r.encode(&mut p),
-            Injected::KernelSample { tid, stack } => {
-                clrspy::KernelSample::encode(*tid, stack, &mut p)
-            }
-            Injected::KernelSampler(k) => k.encode(&mut p),
+            Injected::Ring(r) => r.encode(p),
+            Injected::KernelSample { tid, stack } => clrspy::KernelSample::encode(*tid, stack, p),
+            Injected::KernelSampler(k) => k.encode(p),
             Injected::KernelWait {
                 tid,
                 stack,
                 duration_ns,
                 preempted,
-            } => clrspy::KernelWait::encode(*tid, stack, *duration_ns, *preempted, &mut p),
+            } => clrspy::KernelWait::encode(*tid, stack, *duration_ns, *preempted, p),
             Injected::NativeSymbol {
                 path,
                 offset,
                 size,
                 name,
-            } => clrspy::NativeSymbol::encode(path, *offset, *size, name, &mut p),
+            } => clrspy::NativeSymbol::encode(path, *offset, *size, name, p),
         }
-        p
     }
 }
 
@@ -327,6 +325,8 @@ pub struct Splicer<W: Write> {
     written: u64,
     facts: Option<TraceFacts>,
     writer: Option<(TraceWriter<Vec<u8>>, Vec<u32>, u64)>,
+    /// One event's payload, the buffer reused for every event.
+    payload: Vec<u8>,
     pending: Vec<(u64, Injected)>,
     /// The timestamp (ticks) of the last event written.
     last_ticks: i64,
@@ -367,6 +367,7 @@ impl<W: Write> Splicer<W> {
             written: 0,
             facts: None,
             writer: None,
+            payload: Vec::new(),
             pending: Vec::new(),
             last_ticks: 0,
             dropped: 0,
@@ -568,22 +569,25 @@ impl<W: Write> Splicer<W> {
             // is stamped no earlier than what was written before it.
             let ticks = ((u128::from(*ns) * tps / 1_000_000_000) as i64).max(self.last_ticks);
             self.last_ticks = ticks;
-            let payload = e.payload();
+            e.payload_into(&mut self.payload);
             w.write(&EventRecord {
                 metadata_id: ids[e.id()],
                 thread_id: NO_THREAD,
                 capture_thread_id: CAPTURE_THREAD,
                 timestamp: ticks,
-                payload: &payload,
+                payload: &self.payload,
                 ..EventRecord::default()
             })?;
         }
         w.flush_events()?;
-        let bytes = std::mem::take(w.get_mut());
+        let mut bytes = std::mem::take(w.get_mut());
         let start = *writer_pos;
         *writer_pos += bytes.len() as u64;
         let objects = realign(&bytes, start, self.written)
             .ok_or_else(|| io::Error::other("internal: unexpected writer output"))?;
+        // The writer's buffer goes back to it, with its capacity.
+        bytes.clear();
+        *w.get_mut() = bytes;
         self.emit(&objects)?;
         // Spliced only between blocks: the output is still whole up to here.
         self.whole.end = self.written;

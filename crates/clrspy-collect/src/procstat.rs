@@ -101,6 +101,9 @@ pub struct ProcSampler {
     ticks_per_second: u64,
     /// Calls to [`ProcSampler::threads`] so far.
     calls: u64,
+    /// Each thread's `schedstat`, kept open and read again from its start (one system call
+    /// a reading, not three), for the first [`OPEN_MAX`] threads.
+    schedstat: HashMap<u32, std::fs::File>,
     /// Where CPU times come from: "schedstat" (ns) or "stat" (clock ticks).
     pub source: &'static str,
 }
@@ -108,6 +111,9 @@ pub struct ProcSampler {
 /// Thread states and names (from `stat`) are re-read every this many readings; CPU times (from
 /// `schedstat`, one small read) every time.
 const STAT_EVERY: u64 = 10;
+/// The most `schedstat` files kept open (a process with more threads has the rest opened at
+/// each reading: the kernel sampler holds two descriptors a thread already).
+const OPEN_MAX: usize = 256;
 
 impl ProcSampler {
     /// A sampler of process `pid` (as seen from here).
@@ -118,6 +124,7 @@ impl ProcSampler {
             mappings: HashMap::new(),
             ticks_per_second: diagnostics_client::procfs::clock_ticks_per_second().unwrap_or(100),
             calls: 0,
+            schedstat: HashMap::new(),
             source: "schedstat",
         }
     }
@@ -157,6 +164,7 @@ impl ProcSampler {
             .filter(|t| !seen.contains(t))
             .collect();
         for tid in gone {
+            self.schedstat.remove(&tid);
             if let Some(l) = self.last.remove(&tid) {
                 out.push(ThreadReading {
                     tid,
@@ -172,13 +180,36 @@ impl ProcSampler {
         out
     }
 
+    /// Thread `tid`'s `schedstat` (under `base`), from the file kept open when there is one.
+    fn read_schedstat(&mut self, tid: u32, base: &std::path::Path) -> Option<String> {
+        use std::os::unix::fs::FileExt;
+        if !self.schedstat.contains_key(&tid) {
+            let f = std::fs::File::open(base.join("schedstat")).ok()?;
+            if self.schedstat.len() >= OPEN_MAX {
+                let mut buf = [0u8; 128];
+                let n = f.read_at(&mut buf, 0).ok()?;
+                return Some(String::from_utf8_lossy(&buf[..n]).into_owned());
+            }
+            self.schedstat.insert(tid, f);
+        }
+        let mut buf = [0u8; 128];
+        match self.schedstat.get(&tid)?.read_at(&mut buf, 0) {
+            Ok(n) if n > 0 => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
+            // The thread ended (ESRCH): its file goes.
+            _ => {
+                self.schedstat.remove(&tid);
+                None
+            }
+        }
+    }
+
     /// Reads one thread: `None` when it could not be read (it ended), `Some(None)` when it
     /// did not change.
     fn read_thread(&mut self, tid: u32, base: &std::path::Path) -> Option<Option<ThreadReading>> {
-        let prev = self.last.get(&tid);
-        let sched = std::fs::read_to_string(base.join("schedstat"))
-            .ok()
+        let sched = self
+            .read_schedstat(tid, base)
             .and_then(|s| parse_schedstat(&s));
+        let prev = self.last.get(&tid);
         let full = prev.is_none() || sched.is_none() || self.calls.is_multiple_of(STAT_EVERY);
         let (state, name, cpu_ns) = match (full, prev, sched) {
             (false, Some(p), Some((ns, _))) => (p.state, p.name.clone(), ns),

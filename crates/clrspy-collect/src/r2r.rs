@@ -23,7 +23,8 @@ const MAX_IMAGE_BYTES: u64 = 512 << 20;
 
 #[derive(Debug, Default)]
 struct IpSet {
-    seen: HashSet<u64>,
+    /// Every frame of every sample passes here: a fast hash, not SipHash.
+    seen: rustc_hash::FxHashSet<u64>,
     fresh: Vec<u64>,
 }
 

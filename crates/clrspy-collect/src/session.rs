@@ -147,11 +147,19 @@ pub fn record_via(
 
 /// How often the addresses of new samples are named (ReadyToRun code).
 const R2R_EVERY: Duration = Duration::from_millis(250);
+/// How often the kernel sampler's rings are drained, whatever the readings' interval: a
+/// thread's ring holds ~90 ms of deep CPU samples, and ~50 waits.
+const KERNEL_DRAIN: Duration = Duration::from_millis(20);
 
 /// The thread CPU readings, taken on a schedule and spliced into the sinks that store a trace.
 struct CpuReadings {
     sampler: ProcSampler,
+    /// How often the threads' CPU is read.
     interval: Duration,
+    next_readings: Instant,
+    /// How often the tick runs: the readings' interval, or the kernel sampler's drain when
+    /// that is shorter.
+    tick_every: Duration,
     next_tick: Instant,
     next_maps: Instant,
     first: bool,
@@ -243,6 +251,10 @@ impl CpuReadings {
         ips: SharedIps,
         kernel: Option<clrspy_sampler::Sampler>,
     ) -> CpuReadings {
+        let tick_every = match kernel {
+            Some(_) => interval.min(KERNEL_DRAIN),
+            None => interval,
+        };
         CpuReadings {
             kernel: kernel.map(|sampler| KernelSamples {
                 sampler,
@@ -254,6 +266,8 @@ impl CpuReadings {
             }),
             sampler: ProcSampler::new(pid),
             interval,
+            next_readings: Instant::now(),
+            tick_every,
             next_tick: Instant::now(),
             next_maps: Instant::now(),
             first: true,
@@ -272,12 +286,20 @@ impl CpuReadings {
         if Instant::now() < self.next_tick || !sinks.iter().any(|s| s.wants_splices()) {
             return;
         }
-        self.next_tick += self.interval;
+        self.next_tick += self.tick_every;
         if self.next_tick < Instant::now() {
-            self.next_tick = Instant::now() + self.interval;
+            self.next_tick = Instant::now() + self.tick_every;
         }
         let mut events = Vec::new();
-        let readings = self.sampler.threads();
+        // The readings (and the Tick that closes their interval) when due; the kernel's
+        // samples at every tick.
+        let readings = (Instant::now() >= self.next_readings).then(|| {
+            self.next_readings += self.interval;
+            if self.next_readings < Instant::now() {
+                self.next_readings = Instant::now() + self.interval;
+            }
+            self.sampler.threads()
+        });
         let ts = monotonic_ns();
         // The kernel's samples so far go first, each at its own time (all before `ts`).
         let mut timed = Vec::new();
@@ -318,7 +340,8 @@ impl CpuReadings {
                 self.next_maps = self.next_maps.min(Instant::now() + R2R_EVERY);
             }
         }
-        for r in readings {
+        let read = readings.is_some();
+        for r in readings.into_iter().flatten() {
             if let Some(name) = r.name {
                 events.push(Injected::ThreadName { tid: r.tid, name });
             }
@@ -342,14 +365,16 @@ impl CpuReadings {
                 }
             }
         }
-        if let Some(cpu_ns) = own_cpu_ns() {
+        if let Some(cpu_ns) = own_cpu_ns().filter(|_| read) {
             events.push(Injected::RecorderCpu {
                 pid: std::process::id(),
                 cpu_ns,
                 session_cpu_ns: thread_cpu_ns().map(|ns| ns.saturating_add(tap_cpu_ns)),
             });
         }
-        events.push(Injected::Tick);
+        if read {
+            events.push(Injected::Tick);
+        }
         for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
             for (at, e) in &timed {
                 s.splice(*at, e);
@@ -532,14 +557,18 @@ pub(crate) fn pump(
     on_progress: OnProgress<'_>,
 ) -> Result<Summary> {
     let interval = rec.thread_cpu.filter(|_| cfg!(target_os = "linux"));
-    let read_timeout = interval
+    let kernel = live.kernel_sampler.take();
+    let tick = match (interval, &kernel) {
+        (Some(i), Some(_)) => Some(i.min(KERNEL_DRAIN)),
+        (i, _) => i,
+    };
+    let read_timeout = tick
         .map_or(Duration::from_millis(100), |i| {
             i.min(Duration::from_millis(100))
         })
         .max(Duration::from_millis(1));
     session.set_read_timeout(read_timeout)?;
     let ips = SharedIps::default();
-    let kernel = live.kernel_sampler.take();
     let mut readings = interval.map(|i| CpuReadings::new(pid, i, ips.clone(), kernel));
     let started = Instant::now();
     let mut consumers = std::mem::take(&mut live.consumers);
