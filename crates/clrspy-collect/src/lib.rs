@@ -33,6 +33,7 @@ pub mod native;
 pub mod private;
 pub mod procstat;
 mod r2r;
+mod readings;
 mod ring;
 mod run;
 mod session;

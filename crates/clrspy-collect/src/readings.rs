@@ -1,0 +1,252 @@
+//! The thread CPU readings of a recording and the kernel sampler's drains, on one schedule:
+//! each tick queues what is due (threads' CPU, new mappings, ReadyToRun and native names of the
+//! stacks' addresses, the cgroup's counters, the recorder's own CPU) and the kernel's samples
+//! and waits at their own times, spliced into the sinks that store a trace.
+
+use std::time::{Duration, Instant};
+
+use crate::inject::Injected;
+use crate::procstat::{monotonic_ns, own_cpu_ns, thread_cpu_ns, ProcSampler};
+use crate::r2r::{R2rRecorder, SharedIps};
+use crate::sink::ByteSink;
+
+/// How often the addresses of new samples are named (ReadyToRun code).
+const R2R_EVERY: Duration = Duration::from_millis(250);
+/// How often the kernel sampler's rings are drained, whatever the readings' interval: a
+/// thread's ring holds ~90 ms of deep CPU samples, and ~50 waits.
+pub(crate) const KERNEL_DRAIN: Duration = Duration::from_millis(20);
+
+/// The thread CPU readings, taken on a schedule and spliced into the sinks that store a trace.
+pub(crate) struct CpuReadings {
+    sampler: ProcSampler,
+    /// How often the threads' CPU is read.
+    interval: Duration,
+    next_readings: Instant,
+    /// How often the tick runs: the readings' interval, or the kernel sampler's drain when
+    /// that is shorter.
+    tick_every: Duration,
+    next_tick: Instant,
+    next_maps: Instant,
+    first: bool,
+    /// Names of the precompiled code the samples hit.
+    r2r: R2rRecorder,
+    next_r2r: Instant,
+    /// The cgroup that limits the target's CPU, when found.
+    cgroup: Option<crate::cgroup::CpuCgroup>,
+    next_cgroup: Instant,
+    /// Its last counters stored.
+    last_cgroup: Option<crate::cgroup::CpuBandwidth>,
+    /// The kernel's CPU samples of the target, when sampled that way.
+    kernel: Option<KernelSamples>,
+    /// The code addresses of the stacks, to be named (shared with `r2r`).
+    ips: SharedIps,
+}
+
+/// The kernel sampler of a recording and what it drains.
+struct KernelSamples {
+    sampler: clrspy_sampler::Sampler,
+    drained: Vec<clrspy_sampler::Sample>,
+    waits: Vec<clrspy_sampler::Wait>,
+    /// The sampler failed (the target ended, an error): nothing more is drained.
+    failed: bool,
+    /// When its counts are stored next (once a second).
+    next_counts_ns: u64,
+    /// Samples taken before this (before the session started) are left out.
+    since_ns: u64,
+}
+
+impl KernelSamples {
+    /// Follows new threads and queues every sample taken since the last call, oldest first,
+    /// then the sampler's counts so far.
+    fn take(&mut self, events: &mut Vec<(u64, Injected)>, now_ns: u64) {
+        if !self.failed {
+            let ok = self.sampler.follow_threads().is_ok();
+            self.failed = !ok || self.sampler.drain(&mut self.drained).is_err();
+        }
+        self.drained.sort_by_key(|s| s.time_ns);
+        let since = self.since_ns;
+        for s in self.drained.drain(..).filter(|s| s.time_ns >= since) {
+            events.push((
+                s.time_ns,
+                Injected::KernelSample {
+                    tid: s.tid,
+                    stack: s.frames,
+                },
+            ));
+        }
+        // Waits, at their ends; the part before the session started is left out.
+        self.sampler.take_waits(&mut self.waits);
+        for w in self.waits.drain(..).filter(|w| w.end_ns > since) {
+            let start = w.start_ns.max(since);
+            events.push((
+                w.end_ns,
+                Injected::KernelWait {
+                    tid: w.tid,
+                    stack: w.frames,
+                    duration_ns: w.end_ns - start,
+                    preempted: w.preempted,
+                },
+            ));
+        }
+        events.sort_by_key(|e| e.0);
+        if now_ns < self.next_counts_ns {
+            return;
+        }
+        self.next_counts_ns = now_ns.saturating_add(1_000_000_000);
+        let c = self.sampler.counts();
+        events.push((
+            now_ns,
+            Injected::KernelSampler(clr_events::clrspy::KernelSampler {
+                rate_hz: self.sampler.rate_hz(),
+                samples: c.samples,
+                lost: c.lost,
+                threads: c.threads.min(u64::from(u32::MAX)) as u32,
+            }),
+        ));
+    }
+}
+
+/// How often the cgroup's throttling counters are read (they are stored when they changed).
+const CGROUP_EVERY: Duration = Duration::from_millis(100);
+
+impl CpuReadings {
+    pub(crate) fn new(
+        pid: u32,
+        interval: Duration,
+        ips: SharedIps,
+        kernel: Option<clrspy_sampler::Sampler>,
+    ) -> CpuReadings {
+        let tick_every = match kernel {
+            Some(_) => interval.min(KERNEL_DRAIN),
+            None => interval,
+        };
+        CpuReadings {
+            kernel: kernel.map(|sampler| KernelSamples {
+                sampler,
+                drained: Vec::new(),
+                waits: Vec::new(),
+                failed: false,
+                next_counts_ns: 0,
+                since_ns: monotonic_ns(),
+            }),
+            sampler: ProcSampler::new(pid),
+            interval,
+            next_readings: Instant::now(),
+            tick_every,
+            next_tick: Instant::now(),
+            next_maps: Instant::now(),
+            first: true,
+            r2r: R2rRecorder::new(pid, ips.clone()),
+            ips,
+            next_r2r: Instant::now(),
+            cgroup: crate::cgroup::find(pid).map(|g| g.limiting()),
+            next_cgroup: Instant::now(),
+            last_cgroup: None,
+        }
+    }
+
+    /// Takes the readings when they are due and queues them in `sinks`; `tap_cpu_ns` is the
+    /// tap thread's CPU so far (the session's own cost is it and this, the pump's, thread's).
+    pub(crate) fn tick(&mut self, sinks: &mut [&mut dyn ByteSink], tap_cpu_ns: u64) {
+        if Instant::now() < self.next_tick || !sinks.iter().any(|s| s.wants_splices()) {
+            return;
+        }
+        self.next_tick += self.tick_every;
+        if self.next_tick < Instant::now() {
+            self.next_tick = Instant::now() + self.tick_every;
+        }
+        let mut events = Vec::new();
+        // The readings (and the Tick that closes their interval) when due; the kernel's
+        // samples at every tick.
+        let readings = (Instant::now() >= self.next_readings).then(|| {
+            self.next_readings += self.interval;
+            if self.next_readings < Instant::now() {
+                self.next_readings = Instant::now() + self.interval;
+            }
+            self.sampler.threads()
+        });
+        let ts = monotonic_ns();
+        // The kernel's samples so far go first, each at its own time (all before `ts`).
+        let mut timed = Vec::new();
+        if let Some(k) = self.kernel.as_mut() {
+            k.take(&mut timed, ts);
+            // Their native and precompiled frames get named like the runtime's stacks'.
+            for (_, e) in &timed {
+                if let Injected::KernelSample { stack, .. } | Injected::KernelWait { stack, .. } = e
+                {
+                    self.ips.add(stack.iter().copied());
+                }
+            }
+        }
+        if self.first {
+            self.first = false;
+            events.push(Injected::SamplerInfo {
+                interval_ms: self.interval.as_millis().min(u128::from(u32::MAX)) as u32,
+                source: self.sampler.source.into(),
+            });
+        }
+        if Instant::now() >= self.next_maps {
+            self.next_maps = Instant::now() + Duration::from_secs(2);
+            for m in self.sampler.new_mappings() {
+                events.push(Injected::ModuleMap {
+                    start: m.start,
+                    end: m.end,
+                    offset: m.offset,
+                    path: m.path,
+                });
+            }
+        }
+        if Instant::now() >= self.next_r2r {
+            self.next_r2r = Instant::now() + R2R_EVERY;
+            events.extend(self.r2r.resolve(&self.sampler.mappings()));
+            // New code in no mapping read yet (a program starting loads images fast): read
+            // the maps at the next round, so its frames are named within ~250 ms.
+            if self.r2r.met_unmapped() {
+                self.next_maps = self.next_maps.min(Instant::now() + R2R_EVERY);
+            }
+        }
+        let read = readings.is_some();
+        for r in readings.into_iter().flatten() {
+            if let Some(name) = r.name {
+                events.push(Injected::ThreadName { tid: r.tid, name });
+            }
+            events.push(Injected::ThreadCpu {
+                tid: r.tid,
+                cpu_ns: r.cpu_ns,
+                runqueue_ns: r.runqueue_ns,
+                state: r.state,
+            });
+        }
+        if Instant::now() >= self.next_cgroup {
+            self.next_cgroup = Instant::now() + CGROUP_EVERY;
+            if let Some(g) = &self.cgroup {
+                let read = g.read().filter(|b| self.last_cgroup != Some(*b));
+                if let Some(bandwidth) = read {
+                    self.last_cgroup = Some(bandwidth);
+                    events.push(Injected::CgroupCpu {
+                        bandwidth,
+                        path: g.dir.to_string_lossy().into_owned(),
+                    });
+                }
+            }
+        }
+        if let Some(cpu_ns) = own_cpu_ns().filter(|_| read) {
+            events.push(Injected::RecorderCpu {
+                pid: std::process::id(),
+                cpu_ns,
+                session_cpu_ns: thread_cpu_ns().map(|ns| ns.saturating_add(tap_cpu_ns)),
+            });
+        }
+        if read {
+            events.push(Injected::Tick);
+        }
+        for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
+            for (at, e) in &timed {
+                s.splice(*at, e);
+            }
+            for e in &events {
+                s.splice(ts, e);
+            }
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Tests of the Linux sampler on this test process's own threads: CPU samples of threads born
+//! later, CPU in system calls, waits and their stacks through libc, refusals and ended processes.
+
+use super::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The thread's CPU time in nanoseconds from /proc (utime + stime in clock ticks).
+fn thread_cpu_ns(tid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    ticks * 1_000_000_000 / hz
+}
+
+#[test]
+fn samples_a_busy_thread_born_after_open_at_its_cpu_time_times_rate() {
+    if paranoid().is_some_and(|p| p > 2) {
+        eprintln!("perf_event_paranoid > 2: skipped");
+        return;
+    }
+    let pid = std::process::id();
+    let mut sampler = Sampler::open(pid, 999).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s2 = stop.clone();
+    let busy = std::thread::spawn(move || {
+        // SAFETY: gettid has no memory effects.
+        let tid = unsafe { libc::gettid() } as u32;
+        tx.send(tid).unwrap();
+        let mut x = 0u64;
+        while !s2.load(Ordering::Relaxed) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        (x, thread_cpu_ns(tid))
+    });
+    let busy_tid = rx.recv().unwrap();
+    let mut samples = Vec::new();
+    let t0 = Instant::now();
+    let mut seen_new = false;
+    while t0.elapsed() < Duration::from_millis(1500) {
+        std::thread::sleep(Duration::from_millis(50));
+        sampler.follow_threads().unwrap();
+        seen_new |= sampler.threads.contains_key(&busy_tid);
+        sampler.drain(&mut samples).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (_, cpu_ns) = busy.join().unwrap();
+    sampler.drain(&mut samples).unwrap();
+    assert!(seen_new, "the thread born after open was followed");
+    let mine: Vec<&Sample> = samples.iter().filter(|s| s.tid == busy_tid).collect();
+    // Its first ~50 ms ran before it was followed: expect the samples of its CPU time
+    // minus up to 100 ms, at 999 Hz, within 15%.
+    let expected = cpu_ns as f64 / 1e9 * 999.0;
+    let got = mine.len() as f64;
+    assert!(
+        got > (expected - 100.0) * 0.85 && got < expected * 1.15,
+        "{got} samples for {cpu_ns} ns of CPU"
+    );
+    // Times are CLOCK_MONOTONIC: within this test's span of now.
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: now is a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let now_ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+    assert!(mine
+        .iter()
+        .all(|s| s.time_ns <= now_ns && now_ns - s.time_ns < 3_000_000_000));
+    // User callchains through frame pointers: at least the sampled ip.
+    assert!(mine.iter().all(|s| !s.frames.is_empty()));
+    assert_eq!(sampler.counts().lost, 0);
+    eprintln!("{got} samples, expected {expected:.0} from {cpu_ns} ns CPU");
+}
+
+#[test]
+fn a_thread_busy_in_system_calls_is_sampled_at_its_cpu_time() {
+    if paranoid().is_some_and(|p| p > 2) {
+        eprintln!("perf_event_paranoid > 2: skipped");
+        return;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s2 = stop.clone();
+    // Reading /dev/zero: nearly all of the thread's CPU is the kernel's copy.
+    let busy = std::thread::spawn(move || {
+        // SAFETY: gettid has no memory effects.
+        let tid = unsafe { libc::gettid() } as u32;
+        let mut zero = std::fs::File::open("/dev/zero").unwrap();
+        let mut buf = vec![0u8; 1 << 18];
+        tx.send(tid).unwrap();
+        while !s2.load(Ordering::Relaxed) {
+            std::io::Read::read_exact(&mut zero, &mut buf).unwrap();
+        }
+        thread_cpu_ns(tid)
+    });
+    let tid = rx.recv().unwrap();
+    let mut sampler = Sampler::open(std::process::id(), 999).unwrap();
+    let start_ns = thread_cpu_ns(tid);
+    let mut samples = Vec::new();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(1500) {
+        std::thread::sleep(Duration::from_millis(50));
+        sampler.drain(&mut samples).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let cpu_ns = busy.join().unwrap() - start_ns;
+    sampler.drain(&mut samples).unwrap();
+    let got = samples.iter().filter(|s| s.tid == tid).count() as f64;
+    let expected = cpu_ns as f64 / 1e9 * 999.0;
+    eprintln!(
+        "{got} samples, expected {expected:.0} from {cpu_ns} ns CPU (user mode only: {})",
+        sampler.user_mode_only()
+    );
+    if sampler.user_mode_only() {
+        // Refused in kernel mode: the thread's CPU is mostly unsampled, as said.
+        assert!(got < expected * 0.5, "{got} of {expected:.0}");
+    } else {
+        // CPU readings tick at 100 Hz: allow 15% and a tick or two.
+        assert!(
+            got > expected * 0.85 - 20.0 && got < expected * 1.15 + 20.0,
+            "{got} samples for {cpu_ns} ns of CPU"
+        );
+    }
+}
+
+/// Sleeps in libc's `nanosleep` (built without frame pointers), called from here.
+#[inline(never)]
+fn blocked_in_libc() {
+    let t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 20_000_000,
+    };
+    // SAFETY: t lives across the call; the remaining time is not asked for.
+    unsafe { libc::nanosleep(&t, std::ptr::null_mut()) };
+}
+
+/// A wait's stack goes from libc back through its caller: the frame-pointer walk alone
+/// skips the function that called into libc (its return address is not on the chain);
+/// the call frame information puts it back.
+#[test]
+fn a_wait_in_libc_is_unwound_into_the_function_that_called_it() {
+    if paranoid().is_some_and(|p| p > 2) || !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let sleeper = std::thread::spawn(move || {
+        // SAFETY: gettid has no memory effects.
+        tx.send(unsafe { libc::gettid() } as u32).unwrap();
+        go_rx.recv().unwrap();
+        for _ in 0..10 {
+            blocked_in_libc();
+        }
+    });
+    let tid = rx.recv().unwrap();
+    let mut sampler = Sampler::open_with(std::process::id(), 99, true).unwrap();
+    if sampler.waits_refused().is_some() {
+        go_tx.send(()).unwrap();
+        sleeper.join().unwrap();
+        return;
+    }
+    go_tx.send(()).unwrap();
+    let mut waits = Vec::new();
+    let mut samples = Vec::new();
+    while !sleeper.is_finished() {
+        std::thread::sleep(Duration::from_millis(5));
+        sampler.drain(&mut samples).unwrap();
+        sampler.take_waits(&mut waits);
+    }
+    sleeper.join().unwrap();
+    sampler.drain(&mut samples).unwrap();
+    sampler.take_waits(&mut waits);
+    // The call into nanosleep lies within the first bytes of this small function.
+    let start = blocked_in_libc as *const () as u64;
+    let inside = |ip: &u64| (start..start + 512).contains(ip);
+    let sleeps: Vec<&Wait> = waits
+        .iter()
+        .filter(|w| w.tid == tid && w.end_ns - w.start_ns >= 15_000_000)
+        .collect();
+    assert!(sleeps.len() >= 8, "{waits:?}");
+    let through = sleeps
+        .iter()
+        .filter(|w| w.frames.iter().any(inside))
+        .count();
+    assert!(
+        through >= sleeps.len() - 1,
+        "{through} of {} sleeps reach blocked_in_libc ({start:x}): {sleeps:x?}",
+        sleeps.len()
+    );
+}
+
+#[test]
+fn a_sleeping_thread_has_a_wait_per_sleep_with_its_stack() {
+    if paranoid().is_some_and(|p| p > 2) {
+        eprintln!("perf_event_paranoid > 2: skipped");
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let sleeper = std::thread::spawn(move || {
+        // SAFETY: gettid has no memory effects.
+        let tid = unsafe { libc::gettid() } as u32;
+        tx.send(tid).unwrap();
+        go_rx.recv().unwrap();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let tid = rx.recv().unwrap();
+    let mut sampler = Sampler::open_with(std::process::id(), 999, true).unwrap();
+    if let Some(why) = sampler.waits_refused() {
+        assert!(!sampler.samples_waits());
+        assert!(why.contains("CAP_PERFMON"), "{why}");
+        eprintln!("waits refused: {why}");
+        go_tx.send(()).unwrap();
+        sleeper.join().unwrap();
+        return;
+    }
+    assert!(sampler.samples_waits());
+    let t0 = Instant::now();
+    go_tx.send(()).unwrap();
+    let mut samples = Vec::new();
+    let mut waits = Vec::new();
+    while !sleeper.is_finished() {
+        std::thread::sleep(Duration::from_millis(30));
+        sampler.drain(&mut samples).unwrap();
+        sampler.take_waits(&mut waits);
+    }
+    let took = t0.elapsed();
+    sleeper.join().unwrap();
+    sampler.drain(&mut samples).unwrap();
+    sampler.take_waits(&mut waits);
+    let mine: Vec<&Wait> = waits.iter().filter(|w| w.tid == tid).collect();
+    let long: Vec<&&Wait> = mine
+        .iter()
+        .filter(|w| w.end_ns - w.start_ns >= 10_000_000)
+        .collect();
+    // Each sleep is one blocked wait of at least its 10 ms (the first waits for `go`).
+    assert!(
+        (20..=22).contains(&long.len()),
+        "{} long of {mine:?}",
+        long.len()
+    );
+    assert!(long.iter().all(|w| !w.preempted && !w.frames.is_empty()));
+    let blocked: u64 = long.iter().skip(1).map(|w| w.end_ns - w.start_ns).sum();
+    assert!(
+        blocked >= 190_000_000 && blocked <= took.as_nanos() as u64,
+        "{blocked} ns blocked in {took:?}"
+    );
+    // The stacks are the sleep's: one return address shared by every sleep's wait.
+    let first = &long[1].frames;
+    assert!(long.iter().skip(1).all(|w| w.frames.len() == first.len()));
+}
+
+#[test]
+fn another_users_process_is_refused_with_how_to_allow_it() {
+    // SAFETY: geteuid has no memory effects.
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!("root may sample pid 1: skipped");
+        return;
+    }
+    match Sampler::open(1, 999) {
+        Err(e @ Error::Refused { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("process 1") && text.contains("CAP_PERFMON"),
+                "{text}"
+            );
+        }
+        // pid 1 of this user (a container) or unreadable tasks.
+        Ok(_) | Err(Error::NoThreads { .. }) => eprintln!("pid 1 is ours or hidden: skipped"),
+        Err(e) => panic!("unexpected: {e}"),
+    }
+}
+
+#[test]
+fn an_ended_process_has_no_threads() {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    assert!(matches!(
+        Sampler::open(pid, 999),
+        Err(Error::NoThreads { .. })
+    ));
+}
