@@ -9,7 +9,7 @@ use std::time::Duration;
 use diagnostics_client::SessionConfig;
 
 use crate::launch::{launch_live, ChildOutput, ExtraRuntimes, LaunchOptions};
-use crate::session::{record_live, LiveFeeds};
+use crate::session::{record_via, LiveFeeds};
 use crate::target::{default_output, launch_name, Resolved};
 use crate::{Progress, Recording, Result, StopSignal, Summary};
 
@@ -105,11 +105,25 @@ pub fn run(
             let rec = recording(opts, &out);
             // An unwritable path fails before anything is said or touched.
             drop(crate::sink::FileSink::create(&out)?);
-            observer.started(Started::Attach {
-                label: &label,
-                out: &out,
-            });
-            let summary = record_live(&endpoint, &rec, live, &mut |p| observer.progress(p))?;
+            // "Recording" is said once the session is open: what the user does from then on
+            // is in the trace (said before, a burst of requests right after it was missed).
+            let observer = std::cell::RefCell::new(observer);
+            let to: std::sync::Arc<dyn diagnostics_client::Connector> =
+                std::sync::Arc::new(endpoint.clone());
+            let summary = record_via(
+                to,
+                endpoint.pid,
+                &rec,
+                live,
+                &mut || {
+                    observer.borrow_mut().started(Started::Attach {
+                        label: &label,
+                        out: &out,
+                    });
+                    Ok(())
+                },
+                &mut |p| observer.borrow_mut().progress(p),
+            )?;
             Ok(RunOutcome {
                 summary,
                 child: None,
