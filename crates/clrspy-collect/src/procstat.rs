@@ -71,24 +71,18 @@ pub fn parse_stat(line: &str) -> Option<(u8, String, u64)> {
     Some((state, name, utime.saturating_add(stime)))
 }
 
-/// Parses one `maps` line into an executable, file-backed mapping.
+/// Parses one `maps` line into an executable, file-backed mapping (a deleted file's path
+/// keeps its ` (deleted)`).
 pub fn parse_maps_line(line: &str) -> Option<Mapping> {
-    let mut it = line.split_whitespace();
-    let range = it.next()?;
-    let perms = it.next()?;
-    let offset = u64::from_str_radix(it.next()?, 16).ok()?;
-    let _dev = it.next()?;
-    let _inode = it.next()?;
-    let path = it.collect::<Vec<_>>().join(" ");
-    if !perms.contains('x') || !path.starts_with('/') {
+    let m = diagnostics_client::procfs::parse_maps_line(line)?;
+    if !m.executable() || !m.path.starts_with('/') {
         return None;
     }
-    let (a, b) = range.split_once('-')?;
     Some(Mapping {
-        start: u64::from_str_radix(a, 16).ok()?,
-        end: u64::from_str_radix(b, 16).ok()?,
-        offset,
-        path,
+        start: m.start,
+        end: m.end,
+        offset: m.offset,
+        path: m.path.to_string(),
     })
 }
 

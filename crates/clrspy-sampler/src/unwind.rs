@@ -410,23 +410,15 @@ fn choose(ours: Walk, kernel: Vec<u64>) -> Vec<u64> {
     }
 }
 
-/// One executable line of `/proc/PID/maps`: `start-end perms offset dev inode path`; the path
-/// only for a file still there (not a memfd, nor deleted).
+/// One executable line of `/proc/PID/maps`; the path only for a file still there (not a
+/// memfd, nor deleted).
 fn parse_map_line(line: &str) -> Option<Mapping> {
-    let mut f = line.split_whitespace();
-    let (range, perms, offset) = (f.next()?, f.next()?, f.next()?);
-    if !perms.contains('x') {
-        return None;
-    }
-    let (s, e) = range.split_once('-')?;
-    let path = f
-        .nth(2)
-        .filter(|p| p.starts_with('/') && !line.ends_with("(deleted)"));
-    Some(Mapping {
-        start: u64::from_str_radix(s, 16).ok()?,
-        end: u64::from_str_radix(e, 16).ok()?,
-        offset: u64::from_str_radix(offset, 16).ok()?,
-        path: path.map(PathBuf::from),
+    let m = diagnostics_client::procfs::parse_maps_line(line)?;
+    m.executable().then(|| Mapping {
+        start: m.start,
+        end: m.end,
+        offset: m.offset,
+        path: m.file().map(PathBuf::from),
         cfi: None,
     })
 }

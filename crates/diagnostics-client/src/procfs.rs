@@ -2,7 +2,8 @@
 //! when it started (field 22 of `stat`, in clock ticks after boot — the key a runtime names its
 //! diagnostics socket with), its parent and state, its pids in each nested PID namespace
 //! (`NSpid`), its real uid, its kernel name (`comm`), its arguments (`cmdline`), its
-//! environment (`environ`, and so the temporary folder its runtime uses) and its namespaces.
+//! environment (`environ`, and so the temporary folder its runtime uses), its namespaces and
+//! the lines of its memory map (`maps`).
 //!
 //! Each fact has a parser over the file's text (tested on fixtures) and a reader that takes a
 //! pid. A reader gives None when the file cannot be read (the process ended, belongs to another
@@ -187,6 +188,51 @@ pub fn cmdline(pid: u32) -> Option<Vec<String>> {
     ))
 }
 
+/// One line of `/proc/PID/maps`: `start-end perms offset dev inode [path]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapLine<'a> {
+    /// First address.
+    pub start: u64,
+    /// Address after the last.
+    pub end: u64,
+    /// `rwxp`-style permissions.
+    pub perms: &'a str,
+    /// Offset in the file mapped.
+    pub offset: u64,
+    /// What is mapped, as the kernel writes it (a path, maybe ending in ` (deleted)`, or
+    /// `[heap]`, `[stack]`...; empty for anonymous memory).
+    pub path: &'a str,
+}
+
+impl<'a> MapLine<'a> {
+    /// True for code (the mapping may be executed).
+    pub fn executable(&self) -> bool {
+        self.perms.contains('x')
+    }
+
+    /// The file mapped, when it is one with a path still there: not anonymous, not a
+    /// pseudo-mapping, not deleted (a memfd is deleted: `/memfd:name (deleted)`).
+    pub fn file(&self) -> Option<&'a str> {
+        (self.path.starts_with('/') && !self.path.ends_with(" (deleted)")).then_some(self.path)
+    }
+}
+
+/// Parses one line of `/proc/PID/maps` (a path may hold spaces: it is the rest of the line).
+pub fn parse_maps_line(line: &str) -> Option<MapLine<'_>> {
+    let mut fields = line.splitn(6, ' ');
+    let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
+    let (_dev, _inode) = (fields.next()?, fields.next()?);
+    let path = fields.next().unwrap_or("").trim_start();
+    let (start, end) = range.split_once('-')?;
+    Some(MapLine {
+        start: u64::from_str_radix(start, 16).ok()?,
+        end: u64::from_str_radix(end, 16).ok()?,
+        perms,
+        offset: u64::from_str_radix(offset, 16).ok()?,
+        path,
+    })
+}
+
 /// A process's environment as `/proc/PID/environ` holds it: `NAME=value` entries, each ended
 /// by a NUL, as the program was started with (later changes inside it are not seen).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -362,6 +408,37 @@ mod tests {
         assert_eq!(parse_cmdline(b"a\0\0b"), ["a", "b"]);
         assert_eq!(parse_cmdline(b"x\xff\0"), ["x\u{fffd}"]);
         assert!(parse_cmdline(b"").is_empty());
+    }
+
+    #[test]
+    fn map_lines() {
+        let libc = "7f0a1c028000-7f0a1c17d000 r-xp 00028000 fe:01 1049                       /usr/lib/x86_64-linux-gnu/lib c.so.6";
+        let m = parse_maps_line(libc).unwrap();
+        assert_eq!(
+            (m.start, m.end, m.offset, m.perms),
+            (0x7f0a1c028000, 0x7f0a1c17d000, 0x28000, "r-xp")
+        );
+        assert!(m.executable());
+        assert_eq!(m.file(), Some("/usr/lib/x86_64-linux-gnu/lib c.so.6"));
+        let jit = parse_maps_line(
+            "7f0a00000000-7f0a00010000 r-xs 00000000 00:01 5    /memfd:doublemapper (deleted)",
+        )
+        .unwrap();
+        assert!(jit.executable() && jit.file().is_none());
+        assert_eq!(jit.path, "/memfd:doublemapper (deleted)");
+        let anon = parse_maps_line("7f0a00000000-7f0a00010000 rw-p 00000000 00:00 0").unwrap();
+        assert!(!anon.executable() && anon.path.is_empty() && anon.file().is_none());
+        let heap = parse_maps_line("55d0-55e0 rw-p 00000000 00:00 0          [heap]").unwrap();
+        assert_eq!((heap.path, heap.file()), ("[heap]", None));
+        for bad in [
+            "",
+            "garbage",
+            "zz-10 r-xp 0 00:00 0",
+            "10-20 r-xp xyz 00:00 0",
+            "10-20 r-xp",
+        ] {
+            assert!(parse_maps_line(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]
