@@ -147,6 +147,8 @@ const KERNEL_SAMPLER_FIELDS: &[FieldDef] = &[
     uint64("Samples"),
     uint64("Lost"),
     uint32("Threads"),
+    uint64("ShortWaits"),
+    uint64("ShortWaitNs"),
 ];
 
 const KERNEL_WAIT_FIELDS: &[FieldDef] = &[
@@ -242,7 +244,7 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::KERNEL_SAMPLER,
         name: "KernelSampler",
         fields: KERNEL_SAMPLER_FIELDS,
-        required: KERNEL_SAMPLER_FIELDS.len(),
+        required: 4,
     },
     EventDef {
         id: ids::NATIVE_SYMBOL,
@@ -661,18 +663,30 @@ pub struct KernelSampler {
     pub lost: u64,
     /// Threads sampled so far.
     pub threads: u32,
+    /// Waits shorter than the sampler's floor, not stored as `KernelWait` events: how many so
+    /// far (0 in traces from before the floor).
+    pub short_waits: u64,
+    /// Their time in all, ns.
+    pub short_wait_ns: u64,
 }
 
 impl KernelSampler {
-    /// Reads the payload.
+    /// Reads the payload (one from before the short waits were counted ends at `Threads`).
     pub fn parse(payload: &[u8]) -> Result<KernelSampler, ViewError> {
         let mut c = cursor(ids::KERNEL_SAMPLER, payload)?;
-        Ok(KernelSampler {
+        let mut k = KernelSampler {
             rate_hz: c.u32("RateHz")?,
             samples: c.u64("Samples")?,
             lost: c.u64("Lost")?,
             threads: c.u32("Threads")?,
-        })
+            ..KernelSampler::default()
+        };
+        // RateHz, Samples, Lost and Threads take 24 bytes.
+        if payload.len() > 24 {
+            k.short_waits = c.u64("ShortWaits")?;
+            k.short_wait_ns = c.u64("ShortWaitNs")?;
+        }
+        Ok(k)
     }
 
     /// Writes a payload.
@@ -681,6 +695,8 @@ impl KernelSampler {
         out.extend_from_slice(&self.samples.to_le_bytes());
         out.extend_from_slice(&self.lost.to_le_bytes());
         out.extend_from_slice(&self.threads.to_le_bytes());
+        out.extend_from_slice(&self.short_waits.to_le_bytes());
+        out.extend_from_slice(&self.short_wait_ns.to_le_bytes());
     }
 }
 

@@ -60,9 +60,17 @@ fn encoders_match_the_metadata() {
         samples: 123_456,
         lost: 7,
         threads: 31,
+        short_waits: 22_232,
+        short_wait_ns: 701_000_000,
     };
     ks.encode(&mut p);
     assert_eq!(KernelSampler::parse(&p), Ok(ks));
+    // A payload from before the short waits: they read as none.
+    let old = KernelSampler::parse(&p[..24]).unwrap();
+    assert_eq!(
+        (old.threads, old.short_waits, old.short_wait_ns),
+        (31, 0, 0)
+    );
     p.clear();
     NativeSymbol::encode("/lib/libc.so.6", 0x9_8000, 0x120, "memcpy", &mut p);
     let ns = NativeSymbol::parse(&p).unwrap();

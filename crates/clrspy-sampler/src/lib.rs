@@ -125,7 +125,16 @@ pub struct Counts {
     pub lost: u64,
     /// Threads sampled (opened) so far.
     pub threads: u64,
+    /// Waits shorter than [`MIN_WAIT_NS`], not handed out: how many so far.
+    pub short_waits: u64,
+    /// Their time in all, ns.
+    pub short_wait_ns: u64,
 }
+
+/// The shortest wait handed out (ns). Shorter ones are counted, not kept: on a web app under
+/// load half of all waits were shorter than this and held 0.4 % of the time waited, and each
+/// kept wait costs an unwinding and ~1 KB of trace.
+pub const MIN_WAIT_NS: u64 = 100_000;
 
 /// The default rate: samples per second per thread on a CPU (off the 1000 Hz timer tick).
 pub const DEFAULT_RATE_HZ: u32 = 999;

@@ -75,24 +75,74 @@ struct Thread {
 struct WaitEvent {
     ring: Ring,
     _fd: OwnedFd,
-    /// The stack of the last switch-out sample, with its time.
-    stack: Option<(u64, Vec<u64>)>,
+    /// The last switch-out sample, not yet matched with its switch record.
+    sample: Option<Left>,
+    /// The stack copy of the sample pending (in `sample` or `out`): one buffer, reused.
+    copy: Vec<u8>,
     /// Left the CPU: when, preempted or blocked, with which stack.
-    out: Option<(u64, bool, Vec<u64>)>,
+    out: Option<(u64, bool, Left)>,
+}
+
+/// A stack as its thread left the CPU; unwound only once the wait is known to be long enough
+/// to keep (or at the end of a drain, while the thread is still off its CPU and its stack
+/// can still be read).
+struct Left {
+    time_ns: u64,
+    /// The kernel's chain, or the unwound stack once `unwound`.
+    frames: Vec<u64>,
+    regs: Option<crate::unwind::Regs>,
+    unwound: bool,
+}
+
+impl Left {
+    /// The stack, unwound from `copy` if it was not yet.
+    fn finish(mut self, copy: &[u8], unwinder: &mut Unwinder) -> Vec<u64> {
+        match self.regs {
+            Some(regs) if !self.unwound => unwinder.repair(self.frames, regs, copy),
+            _ => std::mem::take(&mut self.frames),
+        }
+    }
+}
+
+/// Waits shorter than [`crate::MIN_WAIT_NS`]: counted, not kept.
+#[derive(Default)]
+struct ShortWaits {
+    count: u64,
+    ns: u64,
 }
 
 impl WaitEvent {
-    /// Pairs the ring's records into waits of thread `tid`; returns the records lost.
-    fn drain(&mut self, tid: u32, waits: &mut Vec<Wait>, unwinder: &mut Unwinder) -> u64 {
-        let (stack, out) = (&mut self.stack, &mut self.out);
-        self.ring.drain_records(|r| match r {
-            Record::Sample(s) => *stack = Some((s.time_ns, s.frames)),
+    /// Pairs the ring's records into waits of thread `tid` (those shorter than
+    /// [`crate::MIN_WAIT_NS`] only counted in `short`); returns the records lost.
+    fn drain(
+        &mut self,
+        tid: u32,
+        waits: &mut Vec<Wait>,
+        unwinder: &mut Unwinder,
+        short: &mut ShortWaits,
+    ) -> u64 {
+        let (sample, out, copy) = (&mut self.sample, &mut self.out, &mut self.copy);
+        let lost = self.ring.drain_records(|r| match r {
+            Record::Sample(s) => {
+                *sample = Some(Left {
+                    time_ns: s.time_ns,
+                    frames: s.frames,
+                    regs: None,
+                    unwound: true,
+                })
+            }
             Record::StackSample(s, u) => {
-                let frames = match u.regs {
-                    Some(regs) => unwinder.repair(s.frames, regs, u.copy),
-                    None => s.frames,
-                };
-                *stack = Some((s.time_ns, frames));
+                // A wait still open has lost its switch-in record (a full ring): it ends here
+                // unknown, and its copy is overwritten.
+                *out = None;
+                copy.clear();
+                copy.extend_from_slice(u.copy);
+                *sample = Some(Left {
+                    time_ns: s.time_ns,
+                    frames: s.frames,
+                    regs: u.regs,
+                    unwound: u.regs.is_none(),
+                });
             }
             Record::Switch {
                 out: true,
@@ -100,28 +150,48 @@ impl WaitEvent {
                 time_ns,
             } => {
                 // The switch-out sample comes just before its record, at the same time.
-                let frames = match stack.take() {
-                    Some((t, f)) if t <= time_ns => f,
-                    _ => Vec::new(),
+                let left = match sample.take() {
+                    Some(l) if l.time_ns <= time_ns => l,
+                    _ => Left {
+                        time_ns,
+                        frames: Vec::new(),
+                        regs: None,
+                        unwound: true,
+                    },
                 };
-                *out = Some((time_ns, preempted, frames));
+                *out = Some((time_ns, preempted, left));
             }
             Record::Switch {
                 out: false,
                 time_ns,
                 ..
             } => {
-                if let Some((start, preempted, frames)) = out.take() {
+                if let Some((start, preempted, left)) = out.take() {
+                    let end = time_ns.max(start);
+                    if end - start < crate::MIN_WAIT_NS {
+                        short.count += 1;
+                        short.ns += end - start;
+                        return;
+                    }
                     waits.push(Wait {
                         tid,
                         start_ns: start,
-                        end_ns: time_ns.max(start),
+                        end_ns: end,
                         preempted,
-                        frames,
+                        frames: left.finish(copy, unwinder),
                     });
                 }
             }
-        })
+        });
+        // A thread off its CPU now: its stack is still the one it left with, and can be read
+        // deeper than the copy.
+        if let Some((_, _, left)) = self.out.as_mut() {
+            if let (Some(regs), false) = (left.regs, left.unwound) {
+                left.frames = unwinder.repair(std::mem::take(&mut left.frames), regs, &self.copy);
+                left.unwound = true;
+            }
+        }
+        lost
     }
 }
 
@@ -157,6 +227,8 @@ pub struct Sampler {
     waits: Vec<Wait>,
     /// Repairs the waits' stacks the kernel's frame-pointer walk lost in libc.
     unwinder: Unwinder,
+    /// Waits too short to keep.
+    short: ShortWaits,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -193,6 +265,7 @@ impl Sampler {
             waits_refused: None,
             waits: Vec::new(),
             unwinder: Unwinder::new(pid),
+            short: ShortWaits::default(),
         };
         sampler.follow_threads()?;
         if sampler.threads.is_empty() {
@@ -251,11 +324,14 @@ impl Sampler {
         for (tid, t) in self.threads.iter_mut() {
             self.counts.lost += t.ring.drain(out);
             if let Some(w) = t.waits.as_mut() {
-                self.counts.lost += w.drain(*tid, &mut self.waits, &mut self.unwinder);
+                self.counts.lost +=
+                    w.drain(*tid, &mut self.waits, &mut self.unwinder, &mut self.short);
             }
         }
         let n = out.len() - before;
         self.counts.samples += n as u64;
+        self.counts.short_waits = self.short.count;
+        self.counts.short_wait_ns = self.short.ns;
         // Threads that ended (the last listing missed them): their rings are drained, close them.
         for tid in std::mem::take(&mut self.ended) {
             self.threads.remove(&tid);
@@ -269,7 +345,8 @@ impl Sampler {
     }
 
     /// Moves the waits drained so far (by [`Sampler::drain`]) to `out`, in no order; returns
-    /// how many. A wait still going on (a thread blocked now) is not among them.
+    /// how many. A wait still going on (a thread blocked now) is not among them, nor waits
+    /// shorter than [`crate::MIN_WAIT_NS`] (only counted: [`Counts::short_waits`]).
     pub fn take_waits(&mut self, out: &mut Vec<Wait>) -> usize {
         let n = self.waits.len();
         out.append(&mut self.waits);
@@ -373,7 +450,8 @@ impl Sampler {
         Ok(WaitEvent {
             ring,
             _fd: fd,
-            stack: None,
+            sample: None,
+            copy: Vec::new(),
             out: None,
         })
     }

@@ -256,6 +256,15 @@ fn a_sleeping_thread_has_a_wait_per_sleep_with_its_stack() {
     // The stacks are the sleep's: one return address shared by every sleep's wait.
     let first = &long[1].frames;
     assert!(long.iter().skip(1).all(|w| w.frames.len() == first.len()));
+    // Waits under the floor are counted, never handed out.
+    assert!(waits
+        .iter()
+        .all(|w| w.end_ns - w.start_ns >= crate::MIN_WAIT_NS));
+    let c = sampler.counts();
+    assert!(
+        c.short_wait_ns <= c.short_waits * crate::MIN_WAIT_NS,
+        "{c:?}"
+    );
 }
 
 #[test]

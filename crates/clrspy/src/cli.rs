@@ -552,7 +552,8 @@ pub struct RecordArgs {
     /// Do not record a stack with each event (smaller traces; .NET 6+).
     #[arg(long)]
     pub no_stacks: bool,
-    /// How often to read each thread's CPU time from /proc into the trace (Linux), e.g. 20ms.
+    /// How often to read each thread's CPU time from /proc into the trace (Linux), e.g. 20ms
+    /// (with the kernel sampler at least 100ms: its samples measure CPU already).
     #[arg(long, value_name = "TIME", default_value = "20ms", value_parser = positive_duration)]
     pub thread_cpu_interval: std::time::Duration,
     /// Do not record thread CPU times.
