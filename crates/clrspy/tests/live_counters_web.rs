@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{clrspy_command, live, run_bounded, start_template};
+use common::{clrspy_command, live, start_template};
 use serde_json::Value;
 
 /// `ab` making exactly `requests` requests, 4 at a time: its completed requests and requests
@@ -65,24 +65,24 @@ fn hosting_meter_counts_every_request_of_ab() {
         // hosting histogram has no row before the first request).
         .args(["--counters", "System.Runtime,Microsoft.AspNetCore.Hosting"])
         .args(["--format", "jsonl"])
-        .args(["--refresh-interval", "1", "--duration", "16s", "-o"])
+        .args(["--refresh-interval", "1", "--duration", "120s", "-o"])
         .arg(&out);
-    let logs = dir.path().to_path_buf();
-    let collector = std::thread::spawn(move || {
-        let r = run_bounded(c, &logs, Duration::from_secs(90));
-        assert!(r.status.is_some_and(|s| s.success()), "{}", r.stderr);
-    });
+    // Stopped with Ctrl+C's signal once the load is over and two more intervals are in: a
+    // fixed duration was shorter than the load on a busy machine (34,111 of 40,000 counted).
+    let err = dir.path().join("collect.err");
+    let mut collector = c
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let stderr = || std::fs::read_to_string(&err).unwrap_or_default();
     // The session is open (its first interval arrived) before the load starts.
     let until = Instant::now() + Duration::from_secs(20);
     while std::fs::read_to_string(&out).map_or(true, |t| t.is_empty()) {
-        if Instant::now() > until || collector.is_finished() {
-            let err = std::fs::read_dir(dir.path())
-                .unwrap()
-                .flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "err"))
-                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-                .collect::<String>();
-            panic!("no interval arrived: {err}");
+        if Instant::now() > until || collector.try_wait().unwrap().is_some() {
+            let _ = collector.kill();
+            panic!("no interval arrived: {}", stderr());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -90,7 +90,24 @@ fn hosting_meter_counts_every_request_of_ab() {
     let (done, ab_rps) = ab_run(&url, 40_000);
     assert_eq!(done, 40_000);
     let load_secs = load_start.elapsed().as_secs_f64();
-    collector.join().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let sent = Command::new("kill")
+        .args(["-INT", &collector.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = collector.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = collector.kill();
+            panic!("counters collect did not stop on SIGINT: {}", stderr());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}: {}", stderr());
     let text = std::fs::read_to_string(&out).unwrap();
     // Per interval: the requests the histogram counted (summed over its series: route,
     // method, status code) and the interval's length.
