@@ -112,6 +112,15 @@ impl KernelSamples {
     }
 }
 
+/// Moves a due time `next` on by `every`, or to `every` from now when it fell behind (no
+/// burst of catching up after a stall).
+fn reschedule(next: &mut Instant, every: Duration) {
+    *next += every;
+    if *next < Instant::now() {
+        *next = Instant::now() + every;
+    }
+}
+
 /// How often the cgroup's throttling counters are read (they are stored when they changed).
 const CGROUP_EVERY: Duration = Duration::from_millis(100);
 
@@ -160,18 +169,12 @@ impl CpuReadings {
         if Instant::now() < self.next_tick || !sinks.iter().any(|s| s.wants_splices()) {
             return;
         }
-        self.next_tick += self.tick_every;
-        if self.next_tick < Instant::now() {
-            self.next_tick = Instant::now() + self.tick_every;
-        }
+        reschedule(&mut self.next_tick, self.tick_every);
         let mut events = Vec::new();
         // The readings (and the Tick that closes their interval) when due; the kernel's
         // samples at every tick.
         let readings = (Instant::now() >= self.next_readings).then(|| {
-            self.next_readings += self.interval;
-            if self.next_readings < Instant::now() {
-                self.next_readings = Instant::now() + self.interval;
-            }
+            reschedule(&mut self.next_readings, self.interval);
             self.sampler.threads()
         });
         let ts = monotonic_ns();
