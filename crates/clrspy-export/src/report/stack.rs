@@ -202,8 +202,8 @@ pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> 
 }
 
 /// How CPU was told from waiting with the kernel's samples.
-const KERNEL_WAITS_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc about every 20 ms while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; waiting from the kernel's context switches: each time a thread left its CPU, its stack then and how long until it came back (run-queue time when it was preempted)";
-const KERNEL_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc about every 20 ms while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; the rest of the interval's wall time is waiting, on no stack (where a thread waited needs the runtime's sampler)";
+const KERNEL_WAITS_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc at most every 100 ms beside the kernel sampler while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; waiting from the kernel's context switches: each time a thread left its CPU, its stack then and how long until it came back (run-queue time when it was preempted)";
+const KERNEL_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc at most every 100 ms beside the kernel sampler while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; the rest of the interval's wall time is waiting, on no stack (where a thread waited needs the runtime's sampler)";
 
 /// The name of the frame that stands for run-queue time in waiting stacks.
 const RUNNABLE: &str = "[runnable";
