@@ -1,6 +1,7 @@
-//! Choosing the kernel's CPU sampler for a recording: open it on the target and leave the
-//! runtime's sample profiler out of the session (nothing in the target is suspended to
-//! sample), or say why the kernel refused, so the caller keeps the runtime's sampler.
+//! Choosing who takes a recording's CPU samples: the kernel's sampler (opened on the target,
+//! the runtime's sample profiler then left out of the session, so nothing in the target is
+//! suspended to sample) or the runtime's, and the one line that says why when the kernel's
+//! was asked for or preferred and not used.
 
 use clrspy_sampler::Sampler;
 use diagnostics_client::SessionConfig;
@@ -8,6 +9,34 @@ use diagnostics_client::SessionConfig;
 /// Said when the kernel samples in user mode only
 /// ([`Sampler::user_mode_only`]): what is missing and how to allow it.
 pub const USER_MODE_ONLY: &str = "the kernel samples user mode only here (perf_event_paranoid is 2 or more and clrspy lacks CAP_PERFMON): CPU a thread spends in system calls and page faults has no samples, and waiting has no stacks; run clrspy as root or with CAP_PERFMON, or set the sysctl kernel.perf_event_paranoid=1, to sample both";
+
+/// The kernel sampler's rate when none is given: samples per second per thread on a CPU (an
+/// odd number, so the samples do not beat with timers of round periods).
+pub const DEFAULT_RATE_HZ: u32 = 999;
+
+/// Who takes a recording's CPU samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SamplerChoice {
+    /// The runtime's sample profiler (it suspends the managed threads to walk their stacks).
+    #[default]
+    Runtime,
+    /// The kernel's, at this rate (Hz), wherever it is allowed at all, even in user mode only
+    /// (then without waits' stacks); refused, the runtime's.
+    Kernel(u32),
+    /// The kernel's at this rate where it samples whole (kernel mode too, so waits have their
+    /// stacks and system calls their CPU); otherwise the runtime's, said in one line.
+    Auto(u32),
+}
+
+impl SamplerChoice {
+    /// The kernel sampler's rate when the kernel's samples are asked for or preferred.
+    pub fn kernel_rate(self) -> Option<u32> {
+        match self {
+            SamplerChoice::Runtime => None,
+            SamplerChoice::Kernel(r) | SamplerChoice::Auto(r) => Some(r),
+        }
+    }
+}
 
 /// Opens the kernel sampler (CPU samples, and waits where kernel mode is allowed) on every
 /// thread of `pid` at `rate_hz` and takes the runtime's sample profiler out of `config`; on
@@ -26,32 +55,87 @@ pub fn use_kernel_sampler(
     Ok(sampler)
 }
 
-/// For a session about to start on `pid`: when the kernel sampler is asked for (`rate`, Hz)
-/// and `sampler` holds none yet, opens it into `sampler` and returns `config` without the
-/// runtime's sampler; else `config` as it is. A refusal (or samples in user mode only) comes
-/// back in words, for the recording's [`Summary::notes`](crate::Summary::notes).
+/// What [`choose`] decided.
+#[derive(Debug)]
+pub enum Chosen {
+    /// The runtime's sampler, as asked (`None`) or in place of the kernel's, and why.
+    Runtime(Option<String>),
+    /// The kernel's sampler at this rate, open on the target; true when in user mode only
+    /// ([`USER_MODE_ONLY`]).
+    Kernel(Box<Sampler>, u32, bool),
+}
+
+/// Opens the sampler `choice` asks for on `pid`, taking the runtime's sample profiler out of
+/// `config` when the kernel's is used; `config` is left as it was otherwise.
+pub fn choose(pid: u32, choice: SamplerChoice, config: &mut SessionConfig) -> Chosen {
+    let (rate, whole_only) = match choice {
+        SamplerChoice::Runtime => return Chosen::Runtime(None),
+        SamplerChoice::Kernel(r) => (r, false),
+        SamplerChoice::Auto(r) => (r, true),
+    };
+    let mut trial = config.clone();
+    match use_kernel_sampler(pid, rate, &mut trial) {
+        Ok(s) if whole_only && s.user_mode_only() => Chosen::Runtime(Some(PARTIAL.to_string())),
+        Ok(s) => {
+            *config = trial;
+            let user_only = s.user_mode_only();
+            Chosen::Kernel(Box::new(s), rate, user_only)
+        }
+        Err(e) => Chosen::Runtime(Some(e.to_string())),
+    }
+}
+
+/// Why `auto` leaves the kernel's sampler out where it samples user mode only.
+const PARTIAL: &str = "the kernel's would sample user mode only here (perf_event_paranoid is 2 or more and clrspy lacks CAP_PERFMON: no stacks for waits, no CPU in system calls); run clrspy as root or with CAP_PERFMON, or set the sysctl kernel.perf_event_paranoid=1, to sample with the kernel (or --sampler kernel for user mode only)";
+
+/// The line a recording says when the runtime's sampler takes the samples in place of the
+/// kernel's, `why`.
+pub fn runtime_instead(why: &str) -> String {
+    format!("CPU samples from the runtime's sampler (it suspends the threads to sample): {why}")
+}
+
+/// Before launching a program to be sampled as `choice` says: whether the kernel's sampler
+/// would be used on a process of this user, tried on clrspy itself (the program's runtime
+/// is sampled from when it connects, too late to say the sampler first). The choice to keep,
+/// and why the runtime's sampler is used when the kernel's was asked for or preferred.
+pub fn preflight(choice: SamplerChoice) -> (SamplerChoice, Option<String>) {
+    let mut config = SessionConfig {
+        circular_buffer_mb: 1,
+        rundown_keyword: 0,
+        stackwalk: false,
+        providers: Vec::new(),
+    };
+    match choose(std::process::id(), choice, &mut config) {
+        Chosen::Kernel(..) => (choice, None),
+        Chosen::Runtime(why) => (SamplerChoice::Runtime, why),
+    }
+}
+
+/// For a session about to start on `pid`: when the kernel sampler is asked for or preferred
+/// (`choice`) and `sampler` holds none yet, opens it into `sampler` and returns `config`
+/// without the runtime's sampler; else `config` as it is. Why the kernel's was not used (or
+/// that it samples in user mode only) comes back in words, for the recording's
+/// [`Summary::notes`](crate::Summary::notes).
 pub(crate) fn open_asked(
     pid: u32,
     config: &SessionConfig,
-    rate: Option<u32>,
+    choice: SamplerChoice,
     sampler: &mut Option<Sampler>,
 ) -> (SessionConfig, Option<String>) {
     let mut config = config.clone();
-    let refused = match (rate, sampler.is_some()) {
-        (Some(rate), false) => match use_kernel_sampler(pid, rate, &mut config) {
-            Ok(s) => {
-                let note = s.user_mode_only().then(|| USER_MODE_ONLY.to_string());
-                *sampler = Some(s);
-                note
-            }
-            Err(e) => Some(format!("{e}; recorded with the runtime's sampler")),
-        },
-        _ => None,
+    if sampler.is_some() {
+        return (config, None);
+    }
+    let note = match choose(pid, choice, &mut config) {
+        Chosen::Runtime(why) => why.map(|w| runtime_instead(&w)),
+        Chosen::Kernel(s, _, user_only) => {
+            *sampler = Some(*s);
+            user_only.then(|| USER_MODE_ONLY.to_string())
+        }
     };
-    (config, refused)
+    (config, note)
 }
 
-#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use super::*;

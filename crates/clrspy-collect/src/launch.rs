@@ -361,7 +361,7 @@ fn record_child(
     let (config, refused) = crate::kernel::open_asked(
         runtime_pid,
         rec.config,
-        live.kernel_rate,
+        live.sampler,
         &mut live.kernel_sampler,
     );
     let rec = Recording {

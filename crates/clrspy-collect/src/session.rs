@@ -52,11 +52,11 @@ pub struct LiveFeeds<'a> {
     /// into the trace as clrspy `KernelSample` events. Needs the readings
     /// ([`Recording::thread_cpu`]); without them it is closed unread.
     pub kernel_sampler: Option<clrspy_sampler::Sampler>,
-    /// Open the kernel sampler at this rate (Hz) on the target before the session starts
-    /// (a launched or held program's runtime when it connects), unless `kernel_sampler` is
-    /// given: the runtime's sampler is then left out; where the kernel refuses,
+    /// Who samples, when `kernel_sampler` is not given: a kernel sampler asked for is opened
+    /// on the target before the session starts (a launched or held program's runtime when it
+    /// connects) and the runtime's sampler left out; where the kernel's is not used,
     /// [`Summary::notes`](crate::Summary::notes) says why.
-    pub kernel_rate: Option<u32>,
+    pub sampler: crate::kernel::SamplerChoice,
     /// Once the live decoding skipped events, stop when the stream has been quiet this long
     /// (a session whose end a consumer watches for, as a heap dump's: the skip may have hidden
     /// that end; the trace file, whole, then tells whether it is complete).
@@ -74,7 +74,7 @@ impl std::fmt::Debug for LiveFeeds<'_> {
             .field("exit_trigger", &self.exit_trigger)
             .field("kernel_sampler", &self.kernel_sampler)
             .field("quiet_stop", &self.quiet_stop)
-            .field("kernel_rate", &self.kernel_rate)
+            .field("sampler", &self.sampler)
             .finish()
     }
 }
@@ -103,7 +103,7 @@ pub fn record_live(
     let (config, refused) = crate::kernel::open_asked(
         endpoint.pid,
         rec.config,
-        live.kernel_rate,
+        live.sampler,
         &mut live.kernel_sampler,
     );
     let rec = Recording {
@@ -134,7 +134,7 @@ pub fn record_via(
         .map(|p| open_output(p, rec.ring, rec.config))
         .transpose()?;
     let (config, refused) =
-        crate::kernel::open_asked(pid, rec.config, live.kernel_rate, &mut live.kernel_sampler);
+        crate::kernel::open_asked(pid, rec.config, live.sampler, &mut live.kernel_sampler);
     let rec = Recording {
         config: &config,
         ..rec.clone()

@@ -56,9 +56,9 @@ pub struct TreeOptions<'a> {
     pub drain: Duration,
     /// Event consumers for each traced process, made when its recording starts (pid, name).
     pub consumers: Option<ConsumerFactory>,
-    /// Sample every traced process with the kernel at this rate (Hz), from its start, instead
-    /// of the runtime's sampler (a refusal is a note in that process's summary).
-    pub kernel_rate: Option<u32>,
+    /// Who samples every traced process: a kernel sampler asked for is opened from the
+    /// process's start (where it is not used, a note in that process's summary says why).
+    pub sampler: crate::kernel::SamplerChoice,
 }
 
 /// Makes the event consumers of one process of a tree (from its pid and name).
@@ -205,7 +205,7 @@ struct RecorderSetup {
     duration: Option<Duration>,
     thread_cpu: Option<Duration>,
     consumers: Option<ConsumerFactory>,
-    kernel_rate: Option<u32>,
+    sampler: crate::kernel::SamplerChoice,
 }
 
 /// Records one runtime of the tree until its stream ends or `stop` asks.
@@ -226,15 +226,11 @@ fn record_runtime(
                 .as_ref()
                 .map(|f| f(pid, &name))
                 .unwrap_or_default(),
-            kernel_rate: setup.kernel_rate,
+            sampler: setup.sampler,
             ..LiveFeeds::default()
         };
-        let (config, refused) = crate::kernel::open_asked(
-            pid,
-            &setup.config,
-            live.kernel_rate,
-            &mut live.kernel_sampler,
-        );
+        let (config, refused) =
+            crate::kernel::open_asked(pid, &setup.config, live.sampler, &mut live.kernel_sampler);
         let session = match start_session(port.as_ref(), &config, COMMAND_TIMEOUT) {
             Ok(s) => s,
             Err(e) => {
@@ -321,7 +317,7 @@ pub fn record_tree(
         duration: opts.duration,
         thread_cpu: opts.thread_cpu,
         consumers: opts.consumers.clone(),
-        kernel_rate: opts.kernel_rate,
+        sampler: opts.sampler,
     };
     let mut tree = Tree {
         running: HashMap::new(),

@@ -164,7 +164,7 @@ impl InfoView<'_> {
         if kernel > 0 {
             writeln!(
                 out,
-                "CPU samples:    {} taken by the kernel (record --sampler kernel: perf_event_open cpu-clock, on a CPU only; the runtime was not suspended)",
+                "CPU samples:    {} taken by the kernel (the kernel sampler: perf_event_open cpu-clock, on a CPU only; the runtime was not suspended)",
                 group(kernel)
             )?;
         }

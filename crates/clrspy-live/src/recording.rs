@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clrspy_collect::kernel::{self, Chosen, SamplerChoice};
 use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{
     ChildOutput, CrashCapture, DumpOutcome, EventConsumer, ExceptionDumps, ExtraRuntimes,
@@ -34,13 +35,13 @@ pub struct Extras {
     pub crash: Option<CrashCapture>,
     /// More consumers of the live events (`profile`'s live analysis).
     pub consumers: Vec<Box<dyn EventConsumer>>,
-    /// Sample with the kernel at this rate (Hz) instead of the runtime's sampler, where allowed.
-    pub kernel_rate: Option<u32>,
+    /// Who takes the CPU samples.
+    pub sampler: SamplerChoice,
     /// The heap snapshot worker (an attached process), with `--snapshot-heap` on the trigger.
     pub heap: Option<Snapshots>,
 }
 
-/// What became of the kernel sampler asked for.
+/// What became of the kernel sampler asked for or preferred.
 pub enum KernelNote {
     /// A launched program: its runtime is sampled from when it connects, held at its start
     /// (a refusal then is one of the summary's notes).
@@ -48,8 +49,9 @@ pub enum KernelNote {
     /// CPU samples come from the kernel at this rate; true when in user mode only (see
     /// [`clrspy_collect::kernel::USER_MODE_ONLY`]).
     On(u32, bool),
-    /// The kernel sampler cannot be used here, and why: the runtime's sampler is used.
-    Refused(String),
+    /// The kernel's sampler was asked for or preferred and is not used, and why: the
+    /// runtime's sampler is used.
+    Runtime(String),
 }
 
 /// A recording ready to run: its session, live feeds and the launched program's environment.
@@ -91,24 +93,24 @@ impl Extras {
             ..LiveFeeds::default()
         };
         let mut config = config.clone();
-        if let Some(rate) = self.kernel_rate {
-            match target {
-                Resolved::Attach { endpoint, .. } => {
-                    match clrspy_collect::kernel::use_kernel_sampler(
-                        endpoint.pid,
-                        rate,
-                        &mut config,
-                    ) {
-                        Ok(s) => {
-                            on_kernel(KernelNote::On(rate, s.user_mode_only()));
-                            live.kernel_sampler = Some(s);
-                        }
-                        Err(e) => on_kernel(KernelNote::Refused(e.to_string())),
+        match target {
+            Resolved::Attach { endpoint, .. } => {
+                match kernel::choose(endpoint.pid, self.sampler, &mut config) {
+                    Chosen::Runtime(None) => {}
+                    Chosen::Runtime(Some(why)) => on_kernel(KernelNote::Runtime(why)),
+                    Chosen::Kernel(s, rate, user_only) => {
+                        on_kernel(KernelNote::On(rate, user_only));
+                        live.kernel_sampler = Some(*s);
                     }
                 }
-                _ => {
-                    live.kernel_rate = Some(rate);
-                    on_kernel(KernelNote::AtStart(rate));
+            }
+            _ => {
+                let (choice, why) = kernel::preflight(self.sampler);
+                live.sampler = choice;
+                match (choice.kernel_rate(), why) {
+                    (Some(rate), _) => on_kernel(KernelNote::AtStart(rate)),
+                    (None, Some(why)) => on_kernel(KernelNote::Runtime(why)),
+                    (None, None) => {}
                 }
             }
         }

@@ -6,6 +6,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use clrspy_collect::kernel::SamplerChoice;
 use clrspy_collect::trigger::TriggerSpec;
 
 use crate::bundle::BundleAction;
@@ -146,9 +147,9 @@ impl TryFrom<RawRule> for Rule {
                     "rule \"{name}\": \"rate_hz\" must be between 1 and 10000"
                 ));
             }
-            if t.rate_hz.is_some() && t.sampler != Some(SamplerKind::Kernel) {
+            if t.rate_hz.is_some() && t.sampler == Some(SamplerKind::Runtime) {
                 mistakes.push(format!(
-                    "rule \"{name}\": \"rate_hz\" is the kernel sampler's: it needs \"sampler\": \"kernel\""
+                    "rule \"{name}\": \"rate_hz\" is the kernel sampler's: it does not go with \"sampler\": \"runtime\""
                 ));
             }
             if t.buffer_mb == Some(0) || t.buffer_mb.is_some_and(|m| m > 4096) {
@@ -295,9 +296,11 @@ pub struct TraceAction {
     /// The runtime's event buffer in megabytes (256 when not given).
     #[serde(default)]
     pub buffer_mb: Option<u32>,
-    /// Who takes the CPU samples: "runtime" (the runtime's sample profiler, the default) or
-    /// "kernel" (perf_event_open on the process's threads: nothing suspended, native frames
-    /// named; where the kernel refuses, the runtime's sampler, and the log says why).
+    /// Who takes the CPU samples: "kernel" (perf_event_open on the process's threads: nothing
+    /// suspended, native frames named; where the kernel refuses, the runtime's sampler, and
+    /// the log says why), "runtime" (the runtime's sample profiler, which suspends the
+    /// threads to sample) or "auto" (the default: the kernel's where it samples kernel mode
+    /// too, so waits have their stacks; else the runtime's, and the log says why).
     #[serde(default)]
     pub sampler: Option<SamplerKind>,
     /// The kernel sampler's rate: samples per second per thread on a CPU (999 when not given).
@@ -314,12 +317,21 @@ pub enum SamplerKind {
     Runtime,
     /// The kernel (perf_event_open, cpu-clock, user callchains).
     Kernel,
+    /// The kernel where it samples kernel mode too, else the runtime.
+    Auto,
 }
 
 impl TraceAction {
-    /// The kernel sampler's rate when the trace asks for it.
-    pub fn kernel_rate(&self) -> Option<u32> {
-        (self.sampler == Some(SamplerKind::Kernel)).then(|| self.rate_hz.unwrap_or(999))
+    /// Who the trace asks to take its CPU samples.
+    pub fn sampler_choice(&self) -> SamplerChoice {
+        let rate = self
+            .rate_hz
+            .unwrap_or(clrspy_collect::kernel::DEFAULT_RATE_HZ);
+        match self.sampler {
+            Some(SamplerKind::Runtime) => SamplerChoice::Runtime,
+            Some(SamplerKind::Kernel) => SamplerChoice::Kernel(rate),
+            Some(SamplerKind::Auto) | None => SamplerChoice::Auto(rate),
+        }
     }
 }
 

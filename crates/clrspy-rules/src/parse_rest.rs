@@ -118,6 +118,7 @@ fn key_in(text: &str, span: Range<usize>, key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use crate::parse::{RuleSet, Syntax};
+    use clrspy_collect::kernel::SamplerChoice;
 
     #[test]
     fn every_rule_with_a_mistake_is_reported_in_json() {
@@ -170,18 +171,29 @@ dump = { type = "mini", typo = 1 }
             "trace": { "sampler": "kernel", "rate_hz": 499 } } ] }"#;
         let set = RuleSet::parse(ok, Syntax::Json).unwrap();
         let t = set.rules[0].trace.as_ref().unwrap();
-        assert_eq!(t.kernel_rate(), Some(499));
+        assert_eq!(t.sampler_choice(), SamplerChoice::Kernel(499));
         let default = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
             "trace": { "sampler": "kernel" } } ] }"#;
         let set = RuleSet::parse(default, Syntax::Json).unwrap();
         assert_eq!(
-            set.rules[0].trace.as_ref().unwrap().kernel_rate(),
-            Some(999)
+            set.rules[0].trace.as_ref().unwrap().sampler_choice(),
+            SamplerChoice::Kernel(999)
+        );
+        // Not said: the kernel's where it samples whole, at the rate given.
+        let auto = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
+            "trace": { "rate_hz": 199 } } ] }"#;
+        let set = RuleSet::parse(auto, Syntax::Json).unwrap();
+        assert_eq!(
+            set.rules[0].trace.as_ref().unwrap().sampler_choice(),
+            SamplerChoice::Auto(199)
         );
         let runtime = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
             "trace": { "sampler": "runtime" } } ] }"#;
         let set = RuleSet::parse(runtime, Syntax::Json).unwrap();
-        assert_eq!(set.rules[0].trace.as_ref().unwrap().kernel_rate(), None);
+        assert_eq!(
+            set.rules[0].trace.as_ref().unwrap().sampler_choice(),
+            SamplerChoice::Runtime
+        );
         for (trace, says) in [
             (
                 r#"{ "sampler": "kernel", "rate_hz": 0 }"#,
@@ -191,7 +203,10 @@ dump = { type = "mini", typo = 1 }
                 r#"{ "sampler": "kernel", "rate_hz": 20000 }"#,
                 "between 1 and 10000",
             ),
-            (r#"{ "rate_hz": 100 }"#, "needs \"sampler\": \"kernel\""),
+            (
+                r#"{ "sampler": "runtime", "rate_hz": 100 }"#,
+                "does not go with \"sampler\": \"runtime\"",
+            ),
             (r#"{ "sampler": "perf" }"#, "perf"),
         ] {
             let text = format!(

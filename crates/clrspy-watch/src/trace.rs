@@ -214,7 +214,7 @@ fn run_trace(
     let ring = t.ring_mb.map(|m| u64::from(m) << 20);
     let live = || LiveFeeds {
         consumers: triggers.and_then(Triggers::consumer).into_iter().collect(),
-        kernel_rate: t.kernel_rate(),
+        sampler: t.sampler_choice(),
         ..LiveFeeds::default()
     };
     match route {

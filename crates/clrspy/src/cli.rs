@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use clrspy_collect::kernel::SamplerChoice;
 use clrspy_export::{Format, Metric, ReportKind};
 use clrspy_values::NamePattern;
 pub use clrspy_views::TargetArgs;
@@ -378,21 +379,27 @@ pub struct ProfileArgs {
 /// Who takes the CPU samples (`record`, `profile`).
 #[derive(Debug, Args)]
 pub struct SamplerArgs {
-    /// Who takes the CPU samples: `runtime` (the runtime's sample profiler, which suspends
-    /// the threads ~1000 times a second) or `kernel` (perf_event_open on the target's threads:
-    /// nothing suspended, native frames too; Linux). Refused by the kernel,
-    /// `kernel` falls back to `runtime` and says why.
-    #[arg(long, value_name = "WHO", default_value = "runtime", value_parser = ["runtime", "kernel"])]
+    /// Who takes the CPU samples: `kernel` (perf_event_open on the target's threads: nothing
+    /// suspended, native frames too; Linux), `runtime` (the runtime's sample profiler, which
+    /// suspends the threads ~1000 times a second), or `auto`: the kernel's where it samples
+    /// kernel mode too (root, CAP_PERFMON or perf_event_paranoid ≤ 1: waits get their stacks),
+    /// else the runtime's, saying why. Refused by the kernel, `kernel` falls back to `runtime`
+    /// and says why.
+    #[arg(long, value_name = "WHO", default_value = "auto", value_parser = ["auto", "kernel", "runtime"])]
     pub sampler: String,
     /// The kernel sampler's rate: samples per second per thread on a CPU.
-    #[arg(long, value_name = "HZ", default_value_t = 999, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, value_name = "HZ", default_value_t = clrspy_collect::kernel::DEFAULT_RATE_HZ, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rate: u32,
 }
 
 impl SamplerArgs {
-    /// The kernel sampler's rate when it is asked for.
-    pub fn kernel_rate(&self) -> Option<u32> {
-        (self.sampler == "kernel").then_some(self.rate)
+    /// Who is asked to take the CPU samples.
+    pub fn choice(&self) -> SamplerChoice {
+        match self.sampler.as_str() {
+            "kernel" => SamplerChoice::Kernel(self.rate),
+            "runtime" => SamplerChoice::Runtime,
+            _ => SamplerChoice::Auto(self.rate),
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! threads) instead of the runtime's sample profiler. The samples land in the .nettrace as
 //! clrspy events that TraceEvent reads, the reports rank the burner's method from them, each
 //! thread's samples agree with its CPU readings, and where the kernel refuses (a seccomp
-//! filter here) the recording falls back to the runtime's sampler and says why.
+//! filter here) the recording falls back to the runtime's sampler and says why. Not asked
+//! for, the kernel's sampler is used where it samples kernel mode too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -14,11 +15,37 @@ use common::{clrspy_command, count, harness, info, json, live, machine, start};
 
 /// `clrspy record -p PID --sampler kernel` for `secs` seconds into `trace`; its stderr.
 fn record(pid: u32, trace: &std::path::Path, secs: &str, deny_perf: bool) -> String {
+    let how = if deny_perf {
+        Recorder::NoPerf
+    } else {
+        Recorder::Plain
+    };
+    record_with(pid, trace, secs, &["--sampler", "kernel"], how)
+}
+
+/// How a test's recorder runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Recorder {
+    /// As the test runs.
+    Plain,
+    /// Under a seccomp filter that denies `perf_event_open` (a container's default profile).
+    NoPerf,
+}
+
+/// `clrspy record -p PID SAMPLER_ARGS` for `secs` seconds into `trace`, run `how`; its stderr.
+fn record_with(
+    pid: u32,
+    trace: &std::path::Path,
+    secs: &str,
+    sampler_args: &[&str],
+    how: Recorder,
+) -> String {
     let mut cmd = clrspy_command();
-    cmd.args(["record", "-p", &pid.to_string(), "--sampler", "kernel"])
+    cmd.args(["record", "-p", &pid.to_string()])
+        .args(sampler_args)
         .args(["--duration", secs, "-o"])
         .arg(trace);
-    if deny_perf {
+    if how == Recorder::NoPerf {
         // SAFETY: only async-signal-safe calls (prctl) between fork and exec.
         unsafe {
             cmd.pre_exec(deny_perf_event_open);
@@ -271,7 +298,7 @@ fn a_refused_kernel_sampler_falls_back_to_the_runtime_and_says_why() {
     let err = record(w.1, &trace, "2s", true);
     assert!(err.contains("perf_event_open is not available"), "{err}");
     assert!(
-        err.contains("recording with the runtime's sampler instead"),
+        err.contains("CPU samples from the runtime's sampler"),
         "{err}"
     );
     let i = info(&trace);
@@ -316,4 +343,107 @@ fn waits_in_libc_are_unwound_to_the_managed_code_that_waited() {
         share("top_inclusive", "libc.so.6!start_thread") > 50.0,
         "{waits}"
     );
+}
+
+/// The kernel samples kernel mode too here: as root (with its capabilities) or where
+/// perf_event_paranoid is 1 or less.
+fn kernel_mode_allowed() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root || paranoid() <= 1
+}
+
+fn paranoid() -> i32 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2)
+}
+
+/// `clrspy record SAMPLER_ARGS -- dotnet Workloads.dll cpu` for 2 s, as root without any
+/// capability (`setpriv`), so the workload has none either (a process with capabilities is
+/// another user's to the kernel's sampler); its stderr.
+fn launch_without_capabilities(trace: &std::path::Path, sampler_args: &[&str]) -> String {
+    let out = Command::new("setpriv")
+        .args(["--inh-caps=-all", "--bounding-set=-all"])
+        .arg(clrspy_command().get_program())
+        .args(["record", "--duration", "2s", "-o"])
+        .arg(trace)
+        .args(sampler_args)
+        .args(["--", "dotnet"])
+        .arg(common::workloads())
+        .args(["cpu", "--seconds", "10", "--threads", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
+/// Asserts a trace's CPU samples are the runtime's, none the kernel's.
+fn runtime_sampled(trace: &std::path::Path) {
+    let i = info(trace);
+    assert_eq!(count(&i, "KernelSample"), 0, "{i}");
+    assert!(count(&i, "Thread/Sample") > 100, "{i}");
+}
+
+/// With no `--sampler`, the kernel samples where it samples kernel mode too (waits with
+/// their stacks); where it would sample user mode only (no capabilities, perf_event_paranoid
+/// 2) or is refused (seccomp), the runtime's sampler does, and one line says why.
+#[test]
+fn the_default_sampler_is_the_kernels_where_it_samples_whole_else_the_runtimes() {
+    if !live() {
+        return;
+    }
+    let w = start("cpu", &["--seconds", "30", "--threads", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("d.nettrace");
+    let err = record_with(w.1, &trace, "2s", &[], Recorder::Plain);
+    if kernel_mode_allowed() {
+        assert!(
+            err.contains("CPU samples from the kernel at 999 Hz"),
+            "{err}"
+        );
+        assert!(!err.contains("user mode only"), "{err}");
+        let i = info(&trace);
+        assert!(count(&i, "KernelSample") > 100, "{i}");
+        assert_eq!(count(&i, "Thread/Sample"), 0, "{i}");
+    } else {
+        assert!(
+            err.contains("CPU samples from the runtime's sampler"),
+            "{err}"
+        );
+        assert!(err.contains("user mode only"), "{err}");
+        runtime_sampled(&trace);
+    }
+
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && paranoid() >= 2 {
+        let trace = dir.path().join("n.nettrace");
+        let err = launch_without_capabilities(&trace, &[]);
+        assert!(
+            err.contains("CPU samples from the runtime's sampler (it suspends the threads to sample): the kernel's would sample user mode only here"),
+            "{err}"
+        );
+        assert!(err.contains("kernel.perf_event_paranoid=1"), "{err}");
+        runtime_sampled(&trace);
+        // Asked for by name, the kernel samples in user mode only, and says so.
+        let trace = dir.path().join("u.nettrace");
+        let err = launch_without_capabilities(&trace, &["--sampler", "kernel"]);
+        assert!(
+            err.contains("CPU samples from the kernel at 999 Hz"),
+            "{err}"
+        );
+        assert!(err.contains("user mode only"), "{err}");
+        assert!(count(&info(&trace), "KernelSample") > 100);
+    }
+
+    let trace = dir.path().join("s.nettrace");
+    let err = record_with(w.1, &trace, "2s", &[], Recorder::NoPerf);
+    assert!(err.contains("perf_event_open is not available"), "{err}");
+    assert!(
+        err.contains("CPU samples from the runtime's sampler"),
+        "{err}"
+    );
+    runtime_sampled(&trace);
 }

@@ -193,13 +193,13 @@ pub fn crash_text(found: &CrashFindings) -> String {
     out
 }
 
-/// What became of `--sampler kernel`, in one line.
+/// What became of the kernel sampler asked for or preferred, in one line.
 pub fn kernel_line(n: &KernelNote) -> String {
     match n {
         KernelNote::AtStart(rate) => format!("CPU samples from the kernel at {rate} Hz per thread on a CPU, from when the program's runtime starts (the runtime's sampler is off: nothing is suspended)."),
         KernelNote::On(rate, false) => format!("CPU samples from the kernel at {rate} Hz per thread on a CPU (the runtime's sampler is off: nothing is suspended)."),
         KernelNote::On(rate, true) => format!("CPU samples from the kernel at {rate} Hz per thread on a CPU (the runtime's sampler is off: nothing is suspended); {}.", clrspy_collect::kernel::USER_MODE_ONLY),
-        KernelNote::Refused(e) => format!("{e}; recording with the runtime's sampler instead."),
+        KernelNote::Runtime(why) => format!("{}.", clrspy_collect::kernel::runtime_instead(why)),
     }
 }
 

@@ -62,7 +62,7 @@ pub fn run(args: &ProfileArgs) -> CliResult<std::process::ExitCode> {
     let live = clrspy_live::LiveAnalysis::new(Options::default());
     let mut extras = clrspy_live::recording::Extras {
         consumers: vec![live.consumer()],
-        kernel_rate: args.sampler.kernel_rate(),
+        sampler: args.sampler.choice(),
         ..Default::default()
     };
     let outcome = execute(

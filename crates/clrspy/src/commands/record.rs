@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use clrspy_collect::kernel::SamplerChoice;
 use clrspy_collect::{
     ChildOutput, Progress, RunObserver, Started, StopSignal, Summary, TreeOptions,
 };
@@ -92,12 +93,24 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         providers,
     };
     let thread_cpu = (!args.no_thread_cpu).then_some(args.thread_cpu_interval);
-    if args.sampler.kernel_rate().is_some() && args.no_thread_cpu {
-        return Err(CliError::new(
-            "--sampler kernel needs the thread CPU readings (not --no-thread-cpu)",
-        )
-        .code(2));
-    }
+    let sampler = match (args.sampler.choice(), args.no_thread_cpu) {
+        (SamplerChoice::Kernel(_), true) => {
+            return Err(CliError::new(
+                "--sampler kernel needs the thread CPU readings (not --no-thread-cpu)",
+            )
+            .code(2))
+        }
+        (SamplerChoice::Auto(_), true) => {
+            eprintln!(
+                "{}.",
+                clrspy_collect::kernel::runtime_instead(
+                    "the kernel's sampler needs the thread CPU readings, which --no-thread-cpu leaves out"
+                )
+            );
+            SamplerChoice::Runtime
+        }
+        (choice, _) => choice,
+    };
     let capture = Capture::from_args(args)?;
     if let Some(t) = &capture.triggers {
         t.apply(&mut config);
@@ -108,7 +121,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
                 CliError::new("--ring and --stop-on do not work with --children yet").code(2),
             );
         }
-        return children(args, &config, args.duration, thread_cpu);
+        return children(args, &config, (args.duration, thread_cpu), sampler);
     }
     let target = resolve_target(&args.target)?;
     let dump_options = super::record_dumps::dump_options(args, None);
@@ -154,7 +167,7 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
         ring: capture.ring,
         triggers: capture.triggers,
         exceptions,
-        kernel_rate: args.sampler.kernel_rate(),
+        sampler,
         ..Extras::default()
     };
     if let (Target::Launch(_), Some(out), false) = (&target, &output, args.no_crash_report) {
@@ -185,8 +198,8 @@ pub fn run(args: &RecordArgs) -> CliResult<std::process::ExitCode> {
 fn children(
     args: &RecordArgs,
     config: &SessionConfig,
-    duration: Option<Duration>,
-    thread_cpu: Option<Duration>,
+    (duration, thread_cpu): (Option<Duration>, Option<Duration>),
+    sampler: SamplerChoice,
 ) -> CliResult<std::process::ExitCode> {
     static STOP: StopSignal = StopSignal::new();
     let Some(dir) = args.output.as_deref() else {
@@ -219,6 +232,11 @@ fn children(
             .crash_capture(args.dump_on_crash, &dir.join("tree"))
             .map_err(options_error)?
     };
+    // Every process of the tree is sampled as this process could be: said once, here.
+    let (sampler, why) = clrspy_collect::kernel::preflight(sampler);
+    if let Some(why) = why {
+        eprintln!("{}.", clrspy_collect::kernel::runtime_instead(&why));
+    }
     let opts = TreeOptions {
         config: &config,
         dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
@@ -230,7 +248,7 @@ fn children(
         max_processes: 256,
         drain: Duration::from_secs(30),
         consumers,
-        kernel_rate: args.sampler.kernel_rate(),
+        sampler,
     };
     let code = super::tree::run(&args.target.command, dir, &opts);
     let dumped = exceptions.as_mut().map(|d| d.finish()).unwrap_or_default();
