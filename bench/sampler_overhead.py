@@ -4,13 +4,19 @@ recorder, with `clrspy record --sampler kernel`, with `clrspy record` (the runti
 profiler, which suspends the managed threads ~1000 times a second) and with `dotnet-trace collect`
 (the same runtime sampler), in interleaved rounds on one app process.
 
-    python3 bench/sampler_overhead.py [--rounds 3] [--seconds 15] [--concurrency 8] [--no-build]
+    python3 bench/sampler_overhead.py [--rounds 3] [--seconds 15] [--concurrency 8] [--pin]
+                                      [--no-build]
 
 Each round runs every mode once, in a rotated order (the loss is the median of each round's
 rate against that round's bare rate); each mode's recorder attaches, the load runs
 for --seconds (`ab -t`), the recorder stops. Per mode: the median requests/s and its loss against
 no recorder, the recorder's CPU (user+sys, % of one core over its run) and peak RSS (GNU time),
-and the app's own CPU over the load. Prints a markdown table; writes bench/out/sampler.json.
+and the app's own CPU over the load, and per request (the app's CPU milliseconds per request:
+what sampling costs inside the app, less noisy than the rate on a saturated machine). `--pin`
+(root, cgroup v1 cpuset) gives the app CPU 1 alone and runs ab and the recorders on CPU 0: the
+app's loss is then what the sampler costs inside it (suspensions, perf interrupts, the runtime's
+EventPipe threads), the recorder's own CPU is its column. Prints a markdown table; writes
+bench/out/sampler.json.
 Needs cargo, the .NET SDK, `ab` (apache2-utils) and GNU time; dotnet-trace is installed into
 bench/out/tools when missing. Loopback only; every run bounded. Standard library only.
 """
@@ -60,6 +66,16 @@ def start_app():
     return p, int(fields["pid"]), int(fields["port"])
 
 
+def cpuset(name, cpus, pid):
+    """Moves process `pid` (all its threads, and its children to come) into a cgroup v1
+    cpuset of its own that runs on `cpus` only."""
+    d = f"/sys/fs/cgroup/cpuset/clrspy-bench-{name}"
+    os.makedirs(d, exist_ok=True)
+    for f, v in (("cpuset.cpus", cpus), ("cpuset.mems", "0"), ("cgroup.procs", str(pid))):
+        with open(os.path.join(d, f), "w") as fh:
+            fh.write(v)
+
+
 def cpu_ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         rest = f.read().rsplit(")", 1)[1].split()
@@ -89,8 +105,7 @@ def recorder(mode, pid, seconds, trace):
                "--duration", f"00:{hh}", "-o", trace]
     else:
         cmd = [CLRSPY, "record", "-p", str(pid), "--duration", f"{dur}s", "-o", trace]
-        if "kernel" in mode:
-            cmd += ["--sampler", "kernel"]
+        cmd += ["--sampler", "kernel" if "kernel" in mode else "runtime"]
     return ["/usr/bin/time", "-f", "%U %S %e %M", "-o", trace + ".time"] + cmd
 
 
@@ -105,7 +120,8 @@ def one(mode, pid, port, a, k):
     t0 = cpu_ticks(pid)
     rps, failed = ab(port, a.seconds, a.concurrency)
     app_cpu = (cpu_ticks(pid) - t0) / os.sysconf("SC_CLK_TCK") / a.seconds
-    row = {"mode": mode, "rps": rps, "failed": failed, "app_cpus": app_cpu}
+    row = {"mode": mode, "rps": rps, "failed": failed, "app_cpus": app_cpu,
+           "app_ms_per_req": 1000 * app_cpu / max(rps, 1e-9)}
     if rec:
         try:
             rec.wait(timeout=a.seconds + 120)
@@ -126,10 +142,15 @@ def main():
     ap.add_argument("--seconds", type=int, default=15)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--pin", action="store_true")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     build(a.no_build)
+    if a.pin:
+        cpuset("rest", "0", os.getpid())
     app, pid, port = start_app()
+    if a.pin:
+        cpuset("app", "1", pid)
     rows = []
     try:
         ab(port, max(10, a.seconds), a.concurrency)  # warm up: tiering, the views' compilation
@@ -144,9 +165,9 @@ def main():
         app.kill()
         app.wait()
     med = lambda m, k: statistics.median(x[k] for x in rows if x["mode"] == m and k in x)
-    print(f"| mode | req/s (median of {a.rounds}) | loss vs bare (median of the rounds' ratios) | app CPUs | recorder CPU "
-          "(% of a core) | recorder peak RSS MB |")
-    print("|---|---|---|---|---|---|")
+    print(f"| mode | req/s (median of {a.rounds}) | loss vs bare (median of the rounds' ratios) | app CPUs "
+          "| app CPU ms per request | recorder CPU (% of a core) | recorder peak RSS MB |")
+    print("|---|---|---|---|---|---|---|")
     def loss(m):
         # Each round's rate against that round's bare rate: the machine's drift cancels.
         bare_of = {x["round"]: x["rps"] for x in rows if x["mode"] == "bare"}
@@ -156,9 +177,11 @@ def main():
         rps = med(m, "rps")
         rec = (f"{100 * med(m, 'rec_cpu'):.1f} | {med(m, 'rec_rss_mb'):.0f}"
                if m != "bare" else "– | –")
-        print(f"| {m} | {rps:.0f} | {100 * loss(m):.1f}% | {med(m, 'app_cpus'):.2f} | {rec} |")
+        print(f"| {m} | {rps:.0f} | {100 * loss(m):.1f}% | {med(m, 'app_cpus'):.2f} "
+              f"| {med(m, 'app_ms_per_req'):.2f} | {rec} |")
     with open(os.path.join(ROOT, "bench/out/sampler.json"), "w") as f:
-        json.dump({"seconds": a.seconds, "concurrency": a.concurrency, "rows": rows}, f, indent=1)
+        json.dump({"seconds": a.seconds, "concurrency": a.concurrency, "pin": a.pin,
+                   "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -163,6 +163,56 @@ impl CpuReadings {
         }
     }
 
+    /// The kernel's samples up to `now_ns`, each at its own time; their addresses are
+    /// queued to be named like the runtime's stacks'.
+    fn drain_kernel(&mut self, now_ns: u64) -> Vec<(u64, Injected)> {
+        let mut timed = Vec::new();
+        if let Some(k) = self.kernel.as_mut() {
+            k.take(&mut timed, now_ns);
+            for (_, e) in &timed {
+                if let Injected::KernelSample { stack, .. } | Injected::KernelWait { stack, .. } = e
+                {
+                    self.ips.add(stack.iter().copied());
+                }
+            }
+        }
+        timed
+    }
+
+    /// The code mappings new since the last read of the maps, as events.
+    fn new_maps(&mut self, events: &mut Vec<Injected>) {
+        for m in self.sampler.new_mappings() {
+            events.push(Injected::ModuleMap {
+                start: m.start,
+                end: m.end,
+                offset: m.offset,
+                path: m.path,
+            });
+        }
+    }
+
+    /// Once the stream has ended: the kernel's last samples, and the mappings and names of
+    /// the code hit since the last round (else the frames of a recording's last moments
+    /// would stay unnamed), queued to go in before the trace's end.
+    pub(crate) fn last(&mut self, sinks: &mut [&mut dyn ByteSink]) {
+        if !sinks.iter().any(|s| s.wants_splices()) {
+            return;
+        }
+        let ts = monotonic_ns();
+        let timed = self.drain_kernel(ts);
+        let mut events = Vec::new();
+        self.new_maps(&mut events);
+        events.extend(self.r2r.resolve(&self.sampler.mappings()));
+        for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
+            for (at, e) in &timed {
+                s.splice_at_end(*at, e);
+            }
+            for e in &events {
+                s.splice_at_end(ts, e);
+            }
+        }
+    }
+
     /// Takes the readings when they are due and queues them in `sinks`; `tap_cpu_ns` is the
     /// tap thread's CPU so far (the session's own cost is it and this, the pump's, thread's).
     pub(crate) fn tick(&mut self, sinks: &mut [&mut dyn ByteSink], tap_cpu_ns: u64) {
@@ -179,17 +229,7 @@ impl CpuReadings {
         });
         let ts = monotonic_ns();
         // The kernel's samples so far go first, each at its own time (all before `ts`).
-        let mut timed = Vec::new();
-        if let Some(k) = self.kernel.as_mut() {
-            k.take(&mut timed, ts);
-            // Their native and precompiled frames get named like the runtime's stacks'.
-            for (_, e) in &timed {
-                if let Injected::KernelSample { stack, .. } | Injected::KernelWait { stack, .. } = e
-                {
-                    self.ips.add(stack.iter().copied());
-                }
-            }
-        }
+        let timed = self.drain_kernel(ts);
         if self.first {
             self.first = false;
             events.push(Injected::SamplerInfo {
@@ -199,14 +239,7 @@ impl CpuReadings {
         }
         if Instant::now() >= self.next_maps {
             self.next_maps = Instant::now() + Duration::from_secs(2);
-            for m in self.sampler.new_mappings() {
-                events.push(Injected::ModuleMap {
-                    start: m.start,
-                    end: m.end,
-                    offset: m.offset,
-                    path: m.path,
-                });
-            }
+            self.new_maps(&mut events);
         }
         if Instant::now() >= self.next_r2r {
             self.next_r2r = Instant::now() + R2R_EVERY;

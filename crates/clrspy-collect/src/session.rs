@@ -440,6 +440,9 @@ pub(crate) fn pump(
         }
         stop.fired = Some((fired, Instant::now()));
     }
+    if let (Ok(()), Some(r)) = (&result, readings.as_mut()) {
+        r.last(&mut all_sinks(&mut file, &mut extra, &mut tap));
+    }
     // Whatever happened, what arrived is made durable before the error is reported.
     let report = finish_sinks(file.as_mut(), &mut extra);
     result?;

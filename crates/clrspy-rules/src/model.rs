@@ -147,9 +147,9 @@ impl TryFrom<RawRule> for Rule {
                     "rule \"{name}\": \"rate_hz\" must be between 1 and 10000"
                 ));
             }
-            if t.rate_hz.is_some() && t.sampler == Some(SamplerKind::Runtime) {
+            if t.rate_hz.is_some() && matches!(t.sampler, None | Some(SamplerKind::Runtime)) {
                 mistakes.push(format!(
-                    "rule \"{name}\": \"rate_hz\" is the kernel sampler's: it does not go with \"sampler\": \"runtime\""
+                    "rule \"{name}\": \"rate_hz\" is the kernel sampler's: it needs \"sampler\": \"kernel\" or \"auto\""
                 ));
             }
             if t.buffer_mb == Some(0) || t.buffer_mb.is_some_and(|m| m > 4096) {
@@ -296,11 +296,11 @@ pub struct TraceAction {
     /// The runtime's event buffer in megabytes (256 when not given).
     #[serde(default)]
     pub buffer_mb: Option<u32>,
-    /// Who takes the CPU samples: "kernel" (perf_event_open on the process's threads: nothing
-    /// suspended, native frames named; where the kernel refuses, the runtime's sampler, and
-    /// the log says why), "runtime" (the runtime's sample profiler, which suspends the
-    /// threads to sample) or "auto" (the default: the kernel's where it samples kernel mode
-    /// too, so waits have their stacks; else the runtime's, and the log says why).
+    /// Who takes the CPU samples: "runtime" (the default: the runtime's sample profiler,
+    /// which suspends the threads to sample), "kernel" (perf_event_open on the process's
+    /// threads: nothing suspended, native frames named; where the kernel refuses, the
+    /// runtime's sampler, and the log says why) or "auto" (the kernel's where it samples
+    /// kernel mode too, so waits have their stacks; else the runtime's, and the log says why).
     #[serde(default)]
     pub sampler: Option<SamplerKind>,
     /// The kernel sampler's rate: samples per second per thread on a CPU (999 when not given).
@@ -328,9 +328,9 @@ impl TraceAction {
             .rate_hz
             .unwrap_or(clrspy_collect::kernel::DEFAULT_RATE_HZ);
         match self.sampler {
-            Some(SamplerKind::Runtime) => SamplerChoice::Runtime,
+            Some(SamplerKind::Runtime) | None => SamplerChoice::Runtime,
             Some(SamplerKind::Kernel) => SamplerChoice::Kernel(rate),
-            Some(SamplerKind::Auto) | None => SamplerChoice::Auto(rate),
+            Some(SamplerKind::Auto) => SamplerChoice::Auto(rate),
         }
     }
 }

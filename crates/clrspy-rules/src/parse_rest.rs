@@ -179,9 +179,9 @@ dump = { type = "mini", typo = 1 }
             set.rules[0].trace.as_ref().unwrap().sampler_choice(),
             SamplerChoice::Kernel(999)
         );
-        // Not said: the kernel's where it samples whole, at the rate given.
+        // "auto": the kernel's where it samples whole, at the rate given.
         let auto = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
-            "trace": { "rate_hz": 199 } } ] }"#;
+            "trace": { "sampler": "auto", "rate_hz": 199 } } ] }"#;
         let set = RuleSet::parse(auto, Syntax::Json).unwrap();
         assert_eq!(
             set.rules[0].trace.as_ref().unwrap().sampler_choice(),
@@ -205,7 +205,11 @@ dump = { type = "mini", typo = 1 }
             ),
             (
                 r#"{ "sampler": "runtime", "rate_hz": 100 }"#,
-                "does not go with \"sampler\": \"runtime\"",
+                "needs \"sampler\": \"kernel\" or \"auto\"",
+            ),
+            (
+                r#"{ "rate_hz": 100 }"#,
+                "needs \"sampler\": \"kernel\" or \"auto\"",
             ),
             (r#"{ "sampler": "perf" }"#, "perf"),
         ] {

@@ -452,5 +452,17 @@ fn the_kernel_sampler_is_refused_where_it_cannot_run() {
         .args(["record", "--sampler", "perf", "-p", "1"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("possible values: runtime, kernel"));
+        .stderr(predicate::str::contains(
+            "possible values: runtime, kernel, auto",
+        ));
+    // Preferred (auto), the kernel's sampler gives way to --no-thread-cpu, saying so.
+    clrspy()
+        .args(["record", "--sampler", "auto", "--no-thread-cpu", "-o"])
+        .arg(dir.path().join("t"))
+        .args(["--", "/nonexistent-program"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "CPU samples from the runtime's sampler (it suspends the threads to sample): the kernel's sampler needs the thread CPU readings",
+        ));
 }

@@ -2,8 +2,8 @@
 //! threads) instead of the runtime's sample profiler. The samples land in the .nettrace as
 //! clrspy events that TraceEvent reads, the reports rank the burner's method from them, each
 //! thread's samples agree with its CPU readings, and where the kernel refuses (a seccomp
-//! filter here) the recording falls back to the runtime's sampler and says why. Not asked
-//! for, the kernel's sampler is used where it samples kernel mode too.
+//! filter here) the recording falls back to the runtime's sampler and says why. `auto` takes
+//! the kernel's sampler where it samples kernel mode too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -345,6 +345,8 @@ fn waits_in_libc_are_unwound_to_the_managed_code_that_waited() {
     );
 }
 
+const AUTO: &[&str] = &["--sampler", "auto"];
+
 /// The kernel samples kernel mode too here: as root (with its capabilities) or where
 /// perf_event_paranoid is 1 or less.
 fn kernel_mode_allowed() -> bool {
@@ -387,18 +389,18 @@ fn runtime_sampled(trace: &std::path::Path) {
     assert!(count(&i, "Thread/Sample") > 100, "{i}");
 }
 
-/// With no `--sampler`, the kernel samples where it samples kernel mode too (waits with
-/// their stacks); where it would sample user mode only (no capabilities, perf_event_paranoid
-/// 2) or is refused (seccomp), the runtime's sampler does, and one line says why.
+/// `--sampler auto`: the kernel samples where it samples kernel mode too (waits with their
+/// stacks); where it would sample user mode only (no capabilities, perf_event_paranoid 2) or
+/// is refused (seccomp), the runtime's sampler does, and one line says why.
 #[test]
-fn the_default_sampler_is_the_kernels_where_it_samples_whole_else_the_runtimes() {
+fn auto_is_the_kernels_sampler_where_it_samples_whole_else_the_runtimes() {
     if !live() {
         return;
     }
     let w = start("cpu", &["--seconds", "30", "--threads", "1"]);
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("d.nettrace");
-    let err = record_with(w.1, &trace, "2s", &[], Recorder::Plain);
+    let err = record_with(w.1, &trace, "2s", AUTO, Recorder::Plain);
     if kernel_mode_allowed() {
         assert!(
             err.contains("CPU samples from the kernel at 999 Hz"),
@@ -420,7 +422,7 @@ fn the_default_sampler_is_the_kernels_where_it_samples_whole_else_the_runtimes()
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 && paranoid() >= 2 {
         let trace = dir.path().join("n.nettrace");
-        let err = launch_without_capabilities(&trace, &[]);
+        let err = launch_without_capabilities(&trace, AUTO);
         assert!(
             err.contains("CPU samples from the runtime's sampler (it suspends the threads to sample): the kernel's would sample user mode only here"),
             "{err}"
@@ -439,7 +441,7 @@ fn the_default_sampler_is_the_kernels_where_it_samples_whole_else_the_runtimes()
     }
 
     let trace = dir.path().join("s.nettrace");
-    let err = record_with(w.1, &trace, "2s", &[], Recorder::NoPerf);
+    let err = record_with(w.1, &trace, "2s", AUTO, Recorder::NoPerf);
     assert!(err.contains("perf_event_open is not available"), "{err}");
     assert!(
         err.contains("CPU samples from the runtime's sampler"),

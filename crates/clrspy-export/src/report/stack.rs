@@ -487,7 +487,7 @@ impl StackReport {
 
 fn nothing_matched_hint(metric: Metric, kernel: bool) -> &'static str {
     match metric {
-        Metric::Wait if kernel => "the kernel's samples are taken only on a CPU: where threads waited has no stacks (the kernel sampled user mode only: record as root or with CAP_PERFMON for waits' stacks, or with --sampler runtime)",
+        Metric::Wait if kernel => "the kernel's samples are taken only on a CPU: where threads waited has no stacks (the kernel sampled user mode only: record as root or with CAP_PERFMON for waits' stacks, or with the runtime's sampler, the default)",
         Metric::Wait => "no sample of this trace was waiting",
         _ => "every sample of this trace was waiting or idle",
     }

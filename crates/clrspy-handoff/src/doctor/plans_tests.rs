@@ -258,3 +258,23 @@ fn windows_and_outputs_show_in_the_commands() {
     assert_eq!(duration_text(Duration::from_millis(1500)), "1500ms");
     assert_eq!(duration_text(Duration::from_secs(45)), "45s");
 }
+
+#[test]
+fn the_sampler_tradeoff_follows_what_record_would_use() {
+    let mut env = fixed();
+    env.kernel_sampler = KernelSampler {
+        allowed: true,
+        note: None,
+    };
+    let p = plan(Symptom::HighCpu, &env, Some(4242));
+    assert!(p
+        .tradeoffs
+        .iter()
+        .any(|t| t.contains("--sampler auto` (or `kernel`) samples")));
+    env.kernel_sampler.note = Some("user mode only".into());
+    let p = plan(Symptom::HighCpu, &env, Some(4242));
+    assert!(p
+        .tradeoffs
+        .iter()
+        .any(|t| t.contains("keeps the runtime's sampler") && t.contains("user mode only")));
+}
