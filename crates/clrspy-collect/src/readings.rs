@@ -32,6 +32,8 @@ pub(crate) struct CpuReadings {
     next_tick: Instant,
     next_maps: Instant,
     first: bool,
+    /// When the threads' CPU was last read (`CLOCK_MONOTONIC` ns).
+    last_read_ns: Option<u64>,
     /// Names of the precompiled code the samples hit.
     r2r: R2rRecorder,
     next_r2r: Instant,
@@ -93,6 +95,36 @@ impl KernelSamples {
             ));
         }
         events.sort_by_key(|e| e.0);
+        self.counts(events, now_ns);
+    }
+
+    /// The last [`KernelSamples::take`] of a recording, then the waits still going on as
+    /// ending at `end_ns` (a thread blocked all along, a deadlock, has no other).
+    fn take_last(&mut self, events: &mut Vec<(u64, Injected)>, now_ns: u64, end_ns: u64) {
+        self.take(events, now_ns);
+        if self.failed {
+            return;
+        }
+        self.sampler.waits_going_on(end_ns, &mut self.waits);
+        for w in self.waits.drain(..) {
+            let start = w.start_ns.max(self.since_ns);
+            if w.end_ns <= start {
+                continue;
+            }
+            events.push((
+                w.end_ns,
+                Injected::KernelWait {
+                    tid: w.tid,
+                    stack: w.frames,
+                    duration_ns: w.end_ns - start,
+                    preempted: w.preempted,
+                },
+            ));
+        }
+    }
+
+    /// The sampler's counts so far, once a second.
+    fn counts(&mut self, events: &mut Vec<(u64, Injected)>, now_ns: u64) {
         if now_ns < self.next_counts_ns {
             return;
         }
@@ -154,6 +186,7 @@ impl CpuReadings {
             next_tick: Instant::now(),
             next_maps: Instant::now(),
             first: true,
+            last_read_ns: None,
             r2r: R2rRecorder::new(pid, ips.clone()),
             ips,
             next_r2r: Instant::now(),
@@ -165,10 +198,13 @@ impl CpuReadings {
 
     /// The kernel's samples up to `now_ns`, each at its own time; their addresses are
     /// queued to be named like the runtime's stacks'.
-    fn drain_kernel(&mut self, now_ns: u64) -> Vec<(u64, Injected)> {
+    fn drain_kernel(&mut self, now_ns: u64, going_on_to: Option<u64>) -> Vec<(u64, Injected)> {
         let mut timed = Vec::new();
         if let Some(k) = self.kernel.as_mut() {
-            k.take(&mut timed, now_ns);
+            match going_on_to {
+                Some(end_ns) => k.take_last(&mut timed, now_ns, end_ns),
+                None => k.take(&mut timed, now_ns),
+            }
             for (_, e) in &timed {
                 if let Injected::KernelSample { stack, .. } | Injected::KernelWait { stack, .. } = e
                 {
@@ -191,19 +227,18 @@ impl CpuReadings {
         }
     }
 
-    /// Once the stream has ended: the kernel's last samples, and the mappings and names of
+    /// Once the stream has ended: the kernel's last samples and the waits going on, and the mappings and names of
     /// the code hit since the last round (else the frames of a recording's last moments
     /// would stay unnamed), queued to go in before the trace's end.
     pub(crate) fn last(&mut self, sinks: &mut [&mut dyn ByteSink]) {
-        if !sinks.iter().any(|s| s.wants_splices()) {
-            return;
-        }
         let ts = monotonic_ns();
-        let timed = self.drain_kernel(ts);
+        // Waits still going on end where the readings did: the recording's window.
+        let timed = self.drain_kernel(ts, Some(self.last_read_ns.unwrap_or(ts)));
         let mut events = Vec::new();
         self.new_maps(&mut events);
         events.extend(self.r2r.resolve(&self.sampler.mappings()));
-        for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
+        // The stream has ended: a trace holds its end marker back for these.
+        for s in sinks.iter_mut() {
             for (at, e) in &timed {
                 s.splice_at_end(*at, e);
             }
@@ -229,7 +264,7 @@ impl CpuReadings {
         });
         let ts = monotonic_ns();
         // The kernel's samples so far go first, each at its own time (all before `ts`).
-        let timed = self.drain_kernel(ts);
+        let timed = self.drain_kernel(ts, None);
         if self.first {
             self.first = false;
             events.push(Injected::SamplerInfo {
@@ -251,6 +286,9 @@ impl CpuReadings {
             }
         }
         let read = readings.is_some();
+        if read {
+            self.last_read_ns = Some(ts);
+        }
         for r in readings.into_iter().flatten() {
             if let Some(name) = r.name {
                 events.push(Injected::ThreadName { tid: r.tid, name });

@@ -81,6 +81,9 @@ struct WaitEvent {
     copy: Vec<u8>,
     /// Left the CPU: when, preempted or blocked, with which stack.
     out: Option<(u64, bool, Left)>,
+    /// A switch of the thread was seen since the event opened (else it may have been off
+    /// its CPU all along).
+    switched: bool,
 }
 
 /// A stack as its thread left the CPU; unwound only once the wait is known to be long enough
@@ -122,6 +125,7 @@ impl WaitEvent {
         short: &mut ShortWaits,
     ) -> u64 {
         let (sample, out, copy) = (&mut self.sample, &mut self.out, &mut self.copy);
+        let switched = &mut self.switched;
         let lost = self.ring.drain_records(|r| match r {
             Record::Sample(s) => {
                 *sample = Some(Left {
@@ -149,6 +153,7 @@ impl WaitEvent {
                 preempted,
                 time_ns,
             } => {
+                *switched = true;
                 // The switch-out sample comes just before its record, at the same time.
                 let left = match sample.take() {
                     Some(l) if l.time_ns <= time_ns => l,
@@ -166,6 +171,7 @@ impl WaitEvent {
                 time_ns,
                 ..
             } => {
+                *switched = true;
                 if let Some((start, preempted, left)) = out.take() {
                     let end = time_ns.max(start);
                     if end - start < crate::MIN_WAIT_NS {
@@ -353,6 +359,51 @@ impl Sampler {
         n
     }
 
+    /// The waits going on now, as if they ended at `now_ns` (for the end of a recording,
+    /// after a last [`Sampler::drain`]): each thread off its CPU since it left while sampled
+    /// (its stack as it left), and each thread blocked since before its event opened (no
+    /// switch seen: a deadlock older than the recording), whose stack is unwound now from
+    /// the registers the kernel shows for it (`/proc/PID/task/TID/syscall`; no frames where
+    /// that is refused) and whose `start_ns` is 0 (unknown). Returns how many.
+    pub fn waits_going_on(&mut self, now_ns: u64, out: &mut Vec<Wait>) -> usize {
+        let before = out.len();
+        for (&tid, t) in self.threads.iter_mut() {
+            let Some(w) = t.waits.as_mut() else {
+                continue;
+            };
+            match w.out.take() {
+                Some((start, preempted, left)) => {
+                    let frames = left.finish(&w.copy, &mut self.unwinder);
+                    out.push(Wait {
+                        tid,
+                        start_ns: start,
+                        end_ns: now_ns.max(start),
+                        preempted,
+                        frames,
+                    });
+                }
+                None if !w.switched => {
+                    let Some(regs) = blocked_regs(self.pid, tid) else {
+                        continue;
+                    };
+                    let frames = match regs {
+                        Some(regs) => self.unwinder.stack_now(regs),
+                        None => Vec::new(),
+                    };
+                    out.push(Wait {
+                        tid,
+                        start_ns: 0,
+                        end_ns: now_ns,
+                        preempted: false,
+                        frames,
+                    });
+                }
+                None => {}
+            }
+        }
+        out.len() - before
+    }
+
     /// True when waits are sampled.
     pub fn samples_waits(&self) -> bool {
         self.with_waits
@@ -453,6 +504,7 @@ impl Sampler {
             sample: None,
             copy: Vec::new(),
             out: None,
+            switched: false,
         })
     }
 
@@ -504,6 +556,34 @@ impl Sampler {
 }
 
 /// Opens the perf event `attr` on thread `tid` (any CPU, no group, close-on-exec).
+/// For a thread of `pid` blocked now (state S or D): Some, with its user registers where the
+/// kernel shows them (`/proc/PID/task/TID/syscall`: the stack and instruction pointers; the
+/// frame pointer is not shown, and left 0); None for a thread running, runnable or gone.
+fn blocked_regs(pid: u32, tid: u32) -> Option<Option<crate::unwind::Regs>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+    if !matches!(state, "S" | "D") {
+        return None;
+    }
+    let regs = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
+        .ok()
+        .and_then(|line| syscall_regs(&line));
+    Some(regs)
+}
+
+/// The stack and instruction pointers of a `/proc/PID/task/TID/syscall` line ("NR ARGS… SP
+/// PC", or "-1 SP PC" outside a system call); None for "running" or anything else.
+fn syscall_regs(line: &str) -> Option<crate::unwind::Regs> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if words.len() < 3 || words[0] == "running" {
+        return None;
+    }
+    let hex = |w: &str| u64::from_str_radix(w.strip_prefix("0x")?, 16).ok();
+    let sp = hex(words[words.len() - 2])?;
+    let ip = hex(words[words.len() - 1])?;
+    (sp != 0 && ip != 0).then_some(crate::unwind::Regs { bp: 0, sp, ip })
+}
+
 fn perf_event_open(attr: &PerfEventAttr, tid: u32) -> std::io::Result<OwnedFd> {
     let tid =
         libc::pid_t::try_from(tid).map_err(|_| std::io::Error::from_raw_os_error(libc::ESRCH))?;

@@ -298,3 +298,72 @@ fn an_ended_process_has_no_threads() {
         Err(Error::NoThreads { .. })
     ));
 }
+
+#[inline(never)]
+fn blocked_long_in_libc() {
+    let t = libc::timespec {
+        tv_sec: 1,
+        tv_nsec: 0,
+    };
+    // SAFETY: t lives across the call; the remaining time is not asked for.
+    unsafe { libc::nanosleep(&t, std::ptr::null_mut()) };
+}
+
+/// A thread blocked since before the sampler opened has no switch to be seen: at the end it
+/// is a wait going on, with its stack unwound from the registers the kernel shows for it.
+#[test]
+fn a_thread_blocked_since_before_the_sampler_is_a_wait_going_on() {
+    if paranoid().is_some_and(|p| p > 2) || !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sleeper = std::thread::spawn(move || {
+        // SAFETY: gettid has no memory effects.
+        tx.send(unsafe { libc::gettid() } as u32).unwrap();
+        blocked_long_in_libc();
+    });
+    let tid = rx.recv().unwrap();
+    // Asleep before the sampler opens.
+    let asleep = || blocked_regs(std::process::id(), tid).is_some();
+    let t0 = Instant::now();
+    while !asleep() && t0.elapsed() < Duration::from_millis(500) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut sampler = Sampler::open_with(std::process::id(), 99, true).unwrap();
+    if sampler.waits_refused().is_some() {
+        sleeper.join().unwrap();
+        return;
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let mut samples = Vec::new();
+    sampler.drain(&mut samples).unwrap();
+    let mut waits = Vec::new();
+    sampler.take_waits(&mut waits);
+    assert!(waits.iter().all(|w| w.tid != tid), "{waits:?}");
+    sampler.waits_going_on(u64::MAX, &mut waits);
+    sleeper.join().unwrap();
+    let w = waits
+        .iter()
+        .find(|w| w.tid == tid)
+        .unwrap_or_else(|| panic!("no wait going on for {tid}: {waits:?}"));
+    assert_eq!((w.start_ns, w.end_ns, w.preempted), (0, u64::MAX, false));
+    let start = blocked_long_in_libc as *const () as u64;
+    assert!(
+        w.frames.iter().any(|ip| (start..start + 512).contains(ip)),
+        "{start:x}: {:x?}",
+        w.frames
+    );
+}
+
+#[test]
+fn syscall_lines_give_the_stack_and_instruction_pointers() {
+    let blocked = "202 0x5623 0x189 0x0 0x0 0x0 0xffffffff 0x7ef132f6e390 0x7efdacaa3f16\n";
+    let r = syscall_regs(blocked).unwrap();
+    assert_eq!((r.bp, r.sp, r.ip), (0, 0x7ef132f6e390, 0x7efdacaa3f16));
+    let outside = "-1 0x7ffd10 0x7f0020\n";
+    let r = syscall_regs(outside).unwrap();
+    assert_eq!((r.sp, r.ip), (0x7ffd10, 0x7f0020));
+    for bad in ["running\n", "", "202 0x1", "202 0x1 zz 0x2", "-1 0x0 0x0"] {
+        assert!(syscall_regs(bad).is_none(), "{bad:?}");
+    }
+}

@@ -174,10 +174,27 @@ impl Unwinder {
         choose(walk, kernel)
     }
 
-    /// Reads the target's stack from `sp` into `buf` when its start still equals `copy`
-    /// (the thread has not run on since the sample); false when it cannot be had.
-    fn read_stack(&mut self, sp: u64, copy: &[u8], buf: &mut Vec<u8>) -> bool {
-        if !self.can_read || copy.is_empty() {
+    /// The stack of a thread stopped now at `regs` (blocked, so its stack holds still while
+    /// it is read): read from the target and unwound; just `regs.ip` when it cannot be read.
+    pub(crate) fn stack_now(&mut self, regs: Regs) -> Vec<u64> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let frames = if self.read_at(regs.sp, &mut buf) {
+            let stack = Stack {
+                base: regs.sp,
+                bytes: &buf,
+            };
+            self.walk(regs, &stack, MAX_FRAMES, &[]).frames
+        } else {
+            vec![regs.ip]
+        };
+        self.buf = buf;
+        frames
+    }
+
+    /// Reads the target's stack from `sp` into `buf` (at most [`READ_MAX`] bytes, fewer at
+    /// the stack's top); false when it cannot be read.
+    fn read_at(&mut self, sp: u64, buf: &mut Vec<u8>) -> bool {
+        if !self.can_read {
             return false;
         }
         buf.resize(READ_MAX, 0);
@@ -198,9 +215,19 @@ impl Unwinder {
             if matches!(e, Some(libc::EPERM) | Some(libc::ENOSYS)) {
                 self.can_read = false;
             }
+            buf.clear();
             return false;
         }
         buf.truncate(n as usize);
+        true
+    }
+
+    /// Reads the target's stack from `sp` into `buf` when its start still equals `copy`
+    /// (the thread has not run on since the sample); false when it cannot be had.
+    fn read_stack(&mut self, sp: u64, copy: &[u8], buf: &mut Vec<u8>) -> bool {
+        if copy.is_empty() || !self.read_at(sp, buf) {
+            return false;
+        }
         buf.len() >= copy.len() && buf[..copy.len()] == *copy
     }
 

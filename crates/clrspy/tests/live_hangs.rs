@@ -149,6 +149,42 @@ fn a_deadlock_older_than_the_recording_is_a_hang_in_progress() {
     if !live() {
         return;
     }
+    hang_in_progress(&[]);
+}
+
+/// With the kernel's sampler (where it takes waits: root here), the threads blocked since
+/// before the recording are waits going on at its end, with the stacks read then.
+#[test]
+fn the_kernel_sampler_sees_a_deadlock_older_than_the_recording() {
+    // SAFETY: geteuid has no preconditions.
+    if !live() || unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let trace = hang_in_progress(&["--sampler", "kernel"]);
+    let threads = json(&[
+        "report",
+        trace.path().join("attached.nettrace").to_str().unwrap(),
+        "threads",
+        "--json",
+    ]);
+    for name in ["deadlock-a", "deadlock-b"] {
+        let t = threads["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing: {threads}"));
+        let (wait, blocked) = (
+            t["wait_ms"].as_f64().unwrap(),
+            t["blocked_ms"].as_f64().unwrap(),
+        );
+        assert!(wait > 0.9 * blocked && wait < 1.05 * blocked, "{t}");
+    }
+}
+
+/// Records 2 s of a process deadlocked before the recording (`record -p --profile hangs`
+/// with `extra` arguments) and checks the hang in progress; the trace's folder.
+fn hang_in_progress(extra: &[&str]) -> tempfile::TempDir {
     let app = start("hang", &["--seconds", "0"]);
     // The deadlock forms within 200 ms of `ready`.
     std::thread::sleep(std::time::Duration::from_millis(800));
@@ -167,6 +203,7 @@ fn a_deadlock_older_than_the_recording_is_a_hang_in_progress() {
             "-o",
         ])
         .arg(&trace)
+        .args(extra)
         .output()
         .unwrap();
     assert!(
@@ -195,4 +232,5 @@ fn a_deadlock_older_than_the_recording_is_a_hang_in_progress() {
             format!("clrspy dump -p {pid}")
         ])
     );
+    dir
 }
