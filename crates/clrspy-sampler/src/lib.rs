@@ -42,9 +42,10 @@ pub struct Sample {
 pub struct Wait {
     /// The thread's id.
     pub tid: u32,
-    /// When it left its CPU, `CLOCK_MONOTONIC` ns.
+    /// When it left its CPU, `CLOCK_MONOTONIC` ns; 0 when that was before its thread's
+    /// event opened (blocked already then).
     pub start_ns: u64,
-    /// When it came back.
+    /// When it came back (for a wait still going on, or its thread's end: when that was seen).
     pub end_ns: u64,
     /// True when it was preempted (runnable, waiting for a CPU), not blocked.
     pub preempted: bool,

@@ -84,6 +84,9 @@ struct WaitEvent {
     /// A switch of the thread was seen since the event opened (else it may have been off
     /// its CPU all along).
     switched: bool,
+    /// The thread was blocked when its event opened: then, and its stack then (until a
+    /// switch shows when that wait ended).
+    before: Option<(u64, Vec<u64>)>,
 }
 
 /// A stack as its thread left the CPU; unwound only once the wait is known to be long enough
@@ -125,7 +128,7 @@ impl WaitEvent {
         short: &mut ShortWaits,
     ) -> u64 {
         let (sample, out, copy) = (&mut self.sample, &mut self.out, &mut self.copy);
-        let switched = &mut self.switched;
+        let (switched, before) = (&mut self.switched, &mut self.before);
         let lost = self.ring.drain_records(|r| match r {
             Record::Sample(s) => {
                 *sample = Some(Left {
@@ -154,6 +157,8 @@ impl WaitEvent {
                 time_ns,
             } => {
                 *switched = true;
+                // It ran since its event opened: it was not blocked then after all.
+                *before = None;
                 // The switch-out sample comes just before its record, at the same time.
                 let left = match sample.take() {
                     Some(l) if l.time_ns <= time_ns => l,
@@ -172,6 +177,18 @@ impl WaitEvent {
                 ..
             } => {
                 *switched = true;
+                // The first switch back of a thread blocked when its event opened.
+                if let Some((start, frames)) = before.take() {
+                    if out.is_none() && time_ns > start {
+                        waits.push(Wait {
+                            tid,
+                            start_ns: 0,
+                            end_ns: time_ns,
+                            preempted: false,
+                            frames,
+                        });
+                    }
+                }
                 if let Some((start, preempted, left)) = out.take() {
                     let end = time_ns.max(start);
                     if end - start < crate::MIN_WAIT_NS {
@@ -304,7 +321,14 @@ impl Sampler {
                 continue;
             }
             match self.open_thread(tid) {
-                Ok(t) => {
+                Ok(mut t) => {
+                    // Blocked already: its stack now, for the wait it is in.
+                    if let Some(w) = t.waits.as_mut() {
+                        w.before = blocked_regs(self.pid, tid).map(|regs| {
+                            let frames = regs.map(|r| self.unwinder.stack_now(r));
+                            (monotonic_ns(), frames.unwrap_or_default())
+                        });
+                    }
                     self.threads.insert(tid, t);
                     self.counts.threads += 1;
                     added += 1;
@@ -338,9 +362,35 @@ impl Sampler {
         self.counts.samples += n as u64;
         self.counts.short_waits = self.short.count;
         self.counts.short_wait_ns = self.short.ns;
-        // Threads that ended (the last listing missed them): their rings are drained, close them.
+        // Threads that ended (the last listing missed them): their rings are drained, close
+        // them. One that left its CPU and never came back (a thread blocked when its process
+        // exited) waited until about now.
+        let now_ns = monotonic_ns();
         for tid in std::mem::take(&mut self.ended) {
-            self.threads.remove(&tid);
+            let Some(mut t) = self.threads.remove(&tid) else {
+                continue;
+            };
+            if let Some(w) = t.waits.as_mut() {
+                if let Some((_, frames)) = w.before.take() {
+                    self.waits.push(Wait {
+                        tid,
+                        start_ns: 0,
+                        end_ns: now_ns,
+                        preempted: false,
+                        frames,
+                    });
+                }
+                if let Some((start, preempted, left)) = w.out.take() {
+                    let frames = left.finish(&w.copy, &mut self.unwinder);
+                    self.waits.push(Wait {
+                        tid,
+                        start_ns: start,
+                        end_ns: now_ns.max(start),
+                        preempted,
+                        frames,
+                    });
+                }
+            }
         }
         Ok(n)
     }
@@ -362,9 +412,10 @@ impl Sampler {
     /// The waits going on now, as if they ended at `now_ns` (for the end of a recording,
     /// after a last [`Sampler::drain`]): each thread off its CPU since it left while sampled
     /// (its stack as it left), and each thread blocked since before its event opened (no
-    /// switch seen: a deadlock older than the recording), whose stack is unwound now from
-    /// the registers the kernel shows for it (`/proc/PID/task/TID/syscall`; no frames where
-    /// that is refused) and whose `start_ns` is 0 (unknown). Returns how many.
+    /// switch seen: a deadlock older than the recording), with the stack unwound when its
+    /// event opened (else now) from the registers the kernel shows for it
+    /// (`/proc/PID/task/TID/syscall`; no frames where that is refused), and `start_ns` 0
+    /// (unknown). Returns how many.
     pub fn waits_going_on(&mut self, now_ns: u64, out: &mut Vec<Wait>) -> usize {
         let before = out.len();
         for (&tid, t) in self.threads.iter_mut() {
@@ -381,6 +432,17 @@ impl Sampler {
                         preempted,
                         frames,
                     });
+                }
+                None if w.before.is_some() => {
+                    if let Some((_, frames)) = w.before.take() {
+                        out.push(Wait {
+                            tid,
+                            start_ns: 0,
+                            end_ns: now_ns,
+                            preempted: false,
+                            frames,
+                        });
+                    }
                 }
                 None if !w.switched => {
                     let Some(regs) = blocked_regs(self.pid, tid) else {
@@ -505,6 +567,7 @@ impl Sampler {
             copy: Vec::new(),
             out: None,
             switched: false,
+            before: None,
         })
     }
 
@@ -582,6 +645,21 @@ fn syscall_regs(line: &str) -> Option<crate::unwind::Regs> {
     let sp = hex(words[words.len() - 2])?;
     let ip = hex(words[words.len() - 1])?;
     (sp != 0 && ip != 0).then_some(crate::unwind::Regs { bp: 0, sp, ip })
+}
+
+/// `CLOCK_MONOTONIC` now, in ns (the samples' clock); 0 if it cannot be read.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 fn perf_event_open(attr: &PerfEventAttr, tid: u32) -> std::io::Result<OwnedFd> {
