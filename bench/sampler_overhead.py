@@ -5,7 +5,7 @@ profiler, which suspends the managed threads ~1000 times a second) and with `dot
 (the same runtime sampler), in interleaved rounds on one app process.
 
     python3 bench/sampler_overhead.py [--rounds 3] [--seconds 15] [--concurrency 8] [--pin]
-                                      [--no-build]
+                                      [--warmup 10] [--no-build]
 
 Each round runs every mode once, in a rotated order (the loss is the median of each round's
 rate against that round's bare rate); each mode's recorder attaches, the load runs
@@ -143,6 +143,7 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--pin", action="store_true")
+    ap.add_argument("--warmup", type=int, default=10, help="seconds of load before the rounds")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     build(a.no_build)
@@ -153,7 +154,7 @@ def main():
         cpuset("app", "1", pid)
     rows = []
     try:
-        ab(port, max(10, a.seconds), a.concurrency)  # warm up: tiering, the views' compilation
+        ab(port, a.warmup, a.concurrency)  # warm up: tiering, the views' compilation
         for r in range(a.rounds):
             order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
             for mode in order:
