@@ -80,20 +80,8 @@ impl KernelSamples {
                 },
             ));
         }
-        // Waits, at their ends; the part before the session started is left out.
         self.sampler.take_waits(&mut self.waits);
-        for w in self.waits.drain(..).filter(|w| w.end_ns > since) {
-            let start = w.start_ns.max(since);
-            events.push((
-                w.end_ns,
-                Injected::KernelWait {
-                    tid: w.tid,
-                    stack: w.frames,
-                    duration_ns: w.end_ns - start,
-                    preempted: w.preempted,
-                },
-            ));
-        }
+        self.queue_waits(events);
         events.sort_by_key(|e| e.0);
         self.counts(events, now_ns);
     }
@@ -106,8 +94,14 @@ impl KernelSamples {
             return;
         }
         self.sampler.waits_going_on(end_ns, &mut self.waits);
+        self.queue_waits(events);
+    }
+
+    /// The waits taken, at their ends; the part before the session started is left out.
+    fn queue_waits(&mut self, events: &mut Vec<(u64, Injected)>) {
+        let since = self.since_ns;
         for w in self.waits.drain(..) {
-            let start = w.start_ns.max(self.since_ns);
+            let start = w.start_ns.max(since);
             if w.end_ns <= start {
                 continue;
             }

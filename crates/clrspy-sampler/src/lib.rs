@@ -53,6 +53,21 @@ pub struct Wait {
     pub frames: Vec<u64>,
 }
 
+impl Wait {
+    #[cfg(target_os = "linux")]
+    /// A wait of thread `tid`, blocked since before its event opened, until `end_ns`, with
+    /// the stack it was blocked with.
+    pub(crate) fn blocked_before(tid: u32, end_ns: u64, frames: Vec<u64>) -> Wait {
+        Wait {
+            tid,
+            start_ns: 0,
+            end_ns,
+            preempted: false,
+            frames,
+        }
+    }
+}
+
 /// Why the sampler could not start or read.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -180,13 +180,7 @@ impl WaitEvent {
                 // The first switch back of a thread blocked when its event opened.
                 if let Some((start, frames)) = before.take() {
                     if out.is_none() && time_ns > start {
-                        waits.push(Wait {
-                            tid,
-                            start_ns: 0,
-                            end_ns: time_ns,
-                            preempted: false,
-                            frames,
-                        });
+                        waits.push(Wait::blocked_before(tid, time_ns, frames));
                     }
                 }
                 if let Some((start, preempted, left)) = out.take() {
@@ -372,13 +366,7 @@ impl Sampler {
             };
             if let Some(w) = t.waits.as_mut() {
                 if let Some((_, frames)) = w.before.take() {
-                    self.waits.push(Wait {
-                        tid,
-                        start_ns: 0,
-                        end_ns: now_ns,
-                        preempted: false,
-                        frames,
-                    });
+                    self.waits.push(Wait::blocked_before(tid, now_ns, frames));
                 }
                 if let Some((start, preempted, left)) = w.out.take() {
                     let frames = left.finish(&w.copy, &mut self.unwinder);
@@ -433,32 +421,17 @@ impl Sampler {
                         frames,
                     });
                 }
-                None if w.before.is_some() => {
-                    if let Some((_, frames)) = w.before.take() {
-                        out.push(Wait {
-                            tid,
-                            start_ns: 0,
-                            end_ns: now_ns,
-                            preempted: false,
-                            frames,
-                        });
-                    }
-                }
-                None if !w.switched => {
-                    let Some(regs) = blocked_regs(self.pid, tid) else {
-                        continue;
+                None if w.before.is_some() || !w.switched => {
+                    // Its stack when its event opened, else now.
+                    let frames = match w.before.take() {
+                        Some((_, frames)) => frames,
+                        None => match blocked_regs(self.pid, tid) {
+                            Some(Some(regs)) => self.unwinder.stack_now(regs),
+                            Some(None) => Vec::new(),
+                            None => continue,
+                        },
                     };
-                    let frames = match regs {
-                        Some(regs) => self.unwinder.stack_now(regs),
-                        None => Vec::new(),
-                    };
-                    out.push(Wait {
-                        tid,
-                        start_ns: 0,
-                        end_ns: now_ns,
-                        preempted: false,
-                        frames,
-                    });
+                    out.push(Wait::blocked_before(tid, now_ns, frames));
                 }
                 None => {}
             }

@@ -345,7 +345,10 @@ fn waits_in_libc_are_unwound_to_the_managed_code_that_waited() {
         "System.Threading.Monitor.Enter_Slowpath",
         "{waits}"
     );
-    assert!(futex < enter + share("by_blocking_call", "libc.so.6!__libc_poll"), "{waits}");
+    assert!(
+        futex < enter + share("by_blocking_call", "libc.so.6!__libc_poll"),
+        "{waits}"
+    );
     // Whole stacks: most waiting is under the threads' start.
     assert!(
         share("top_inclusive", "libc.so.6!start_thread") > 50.0,
