@@ -591,7 +591,6 @@ impl Sampler {
     }
 }
 
-/// Opens the perf event `attr` on thread `tid` (any CPU, no group, close-on-exec).
 /// For a thread of `pid` blocked now (state S or D): Some, with its user registers where the
 /// kernel shows them (`/proc/PID/task/TID/syscall`: the stack and instruction pointers; the
 /// frame pointer is not shown, and left 0); None for a thread running, runnable or gone.
@@ -635,6 +634,7 @@ fn monotonic_ns() -> u64 {
         .saturating_add(ts.tv_nsec as u64)
 }
 
+/// Opens the perf event `attr` on thread `tid` (any CPU, no group, close-on-exec).
 fn perf_event_open(attr: &PerfEventAttr, tid: u32) -> std::io::Result<OwnedFd> {
     let tid =
         libc::pid_t::try_from(tid).map_err(|_| std::io::Error::from_raw_os_error(libc::ESRCH))?;
