@@ -221,9 +221,9 @@ impl CpuReadings {
         }
     }
 
-    /// Once the stream has ended: the kernel's last samples and the waits going on, and the mappings and names of
-    /// the code hit since the last round (else the frames of a recording's last moments
-    /// would stay unnamed), queued to go in before the trace's end.
+    /// Once the stream has ended: the kernel's last samples and the waits going on, and the
+    /// mappings and names of the code hit since the last round (else the frames of a
+    /// recording's last moments would stay unnamed), queued to go in before the trace's end.
     pub(crate) fn last(&mut self, sinks: &mut [&mut dyn ByteSink]) {
         let ts = monotonic_ns();
         // Waits still going on end where the readings did: the recording's window.
