@@ -111,8 +111,11 @@ fn rules_heap_action(heap: &str, why: &str) {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let watch = Watch::start(&rules, &out, &[]);
+    // The workload holds its orders before the watch starts: a rule acts as soon as it
+    // matches, and a process seen at its start (the runtime's port opens before Main) would
+    // be snapshotted before it built its heap.
     let w = Workload::start();
+    let watch = Watch::start(&rules, &out, &[]);
     let done = watch.done("leak", w.pid);
     assert_eq!(done["action"], "heap", "{done}");
     let file = std::path::PathBuf::from(done["file"].as_str().unwrap());
