@@ -596,8 +596,10 @@ impl Sampler {
 /// frame pointer is not shown, and left 0); None for a thread running, runnable or gone.
 fn blocked_regs(pid: u32, tid: u32) -> Option<Option<crate::unwind::Regs>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
-    if !matches!(state, "S" | "D") {
+    if !matches!(
+        diagnostics_client::procfs::parse_stat(&stat)?.state,
+        'S' | 'D'
+    ) {
         return None;
     }
     let regs = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
