@@ -681,7 +681,29 @@ impl Analysis {
 
     /// The samples as resolved, weighed stacks ([`Analysis::finish`] first).
     pub fn profile(&self, filter: &StackFilter) -> StackProfile {
-        StackProfile::build(&self.cpu, &self.stacks, &self.symbols, &self.groups, filter)
+        let plumbing = self.plumbing_threads();
+        StackProfile::build(
+            &self.cpu,
+            &self.stacks,
+            &self.symbols,
+            &self.groups,
+            filter,
+            &plumbing,
+        )
+    }
+
+    /// The runtime's plumbing threads ([`threads::ThreadRole::waits_by_design`]) whose kernel
+    /// waits the stack profiles leave out; none without the kernel sampler's waits.
+    fn plumbing_threads(&self) -> rustc_hash::FxHashSet<u64> {
+        if !self.cpu.kernel_waits() {
+            return Default::default();
+        }
+        self.threads
+            .names
+            .iter()
+            .filter(|(_, n)| threads::ThreadRole::waits_by_design(n))
+            .map(|(&t, _)| t)
+            .collect()
     }
 
     /// The trace's pointer size.

@@ -190,6 +190,11 @@ pub struct StackProfile {
     pub interval_ns: u64,
     /// True when the rows' `runq` is measured (the readings have run-queue time).
     pub runqueue_measured: bool,
+    /// The kernel sampler's waiting of the runtime's plumbing threads, left out of the rows
+    /// (same unit as the rows' weights), and how many threads it was.
+    pub plumbing_wait: f64,
+    /// How many plumbing threads' waits were left out.
+    pub plumbing_threads: usize,
 }
 
 /// True when the stack is in a known blocking call ([`blocking_call`]).
@@ -218,7 +223,9 @@ impl StackProfile {
         symbols: &Symbols,
         groups: &Groups,
         filter: &StackFilter,
+        plumbing: &rustc_hash::FxHashSet<u64>,
     ) -> StackProfile {
+        let mut left_out: FxHashMap<u64, f64> = FxHashMap::default();
         let mut cache: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
         let times = {
             let mut frames_of = |s: Option<StackId>| -> Vec<FrameId> {
@@ -243,6 +250,15 @@ impl StackProfile {
             };
             let mut cpu_w = w.cpu;
             let mut wait_w = w.wait;
+            let mut runq_w = w.runq;
+            if plumbing.contains(&thread) && filter.thread.is_none() && w.wait > 0.0 {
+                *left_out.entry(thread).or_default() += w.wait;
+                wait_w = 0.0;
+                runq_w = 0.0;
+                if cpu_w <= 0.0 && w.managed == 0 && w.external == 0 {
+                    continue;
+                }
+            }
             let blocked = has_blocking_frame(&frames, symbols);
             if blocked && w.carried > 0.0 {
                 // Used after its last sample, which was blocked: the thread had moved on.
@@ -273,7 +289,7 @@ impl StackProfile {
                     frames,
                     cpu: cpu_w,
                     wait: wait_w,
-                    runq: w.runq,
+                    runq: runq_w,
                     idle: 0.0,
                     samples: w.samples,
                 },
@@ -334,6 +350,8 @@ impl StackProfile {
             rows,
             interval_ns: cpu.interval_ns,
             runqueue_measured: cpu.has_runqueue(),
+            plumbing_wait: left_out.values().sum(),
+            plumbing_threads: left_out.len(),
         }
     }
 

@@ -642,6 +642,15 @@ fn kernel_samples_carry_the_cpu_and_no_waiting() {
             clrspy::KernelWait::encode(7, &[leaf, 0x9F00], ms * 1_000_000, preempted, &mut k);
             put(index(clrspy::ids::KERNEL_WAIT), end_ms, &k);
         }
+        // The runtime's synchronization manager, parked 8 ms by design: left out of the stacks.
+        if with_waits {
+            let mut n = Vec::new();
+            clrspy::ThreadName::encode(8, ".NET SynchManag", &mut n);
+            put(index(clrspy::ids::THREAD_NAME), 0, &n);
+            let mut k = Vec::new();
+            clrspy::KernelWait::encode(8, &[0x9300, 0x9F00], 8_000_000, false, &mut k);
+            put(index(clrspy::ids::KERNEL_WAIT), 10, &k);
+        }
         w.finish().unwrap()
     };
     let bytes = build(true);
@@ -649,6 +658,15 @@ fn kernel_samples_carry_the_cpu_and_no_waiting() {
     assert!(waits.cpu.kernel_waits());
     let p = waits.profile(&StackFilter::default());
     assert!((p.total(Metric::Wait) - 6.0).abs() < 1e-9);
+    assert_eq!(p.plumbing_threads, 1);
+    assert!((p.plumbing_wait - 8.0).abs() < 1e-9, "{}", p.plumbing_wait);
+    // Asked for by its id, the plumbing thread's waits are all there is.
+    let only = waits.profile(&StackFilter {
+        thread: Some(8),
+        ..StackFilter::default()
+    });
+    assert!((only.total(Metric::Wait) - 8.0).abs() < 1e-9);
+    assert_eq!(only.plumbing_threads, 0);
     let (excl, _) = p.top(Metric::Wait, &waits.symbols);
     assert_eq!(excl[0].0, "libnative.so!+0x200");
     assert!((excl[0].1 - 5.0).abs() < 1e-9, "{excl:?}");

@@ -205,6 +205,21 @@ impl ThreadRole {
     pub fn is_overhead(self) -> bool {
         self == ThreadRole::EventPipe
     }
+
+    /// True for the runtime's plumbing, named `name`: threads that wait by design and never
+    /// for the app (the tiered JIT, GC, EventPipe and signal-handler threads, the runtime's
+    /// synchronization manager and debugger threads). Their blocked time says nothing of
+    /// the app's: the kernel sampler's waits of them are left out of the stack reports (the
+    /// runtime's sampler never saw them at all). The finalizer, timer and thread-pool gate
+    /// run the app's code, and stay.
+    pub fn waits_by_design(name: &str) -> bool {
+        matches!(
+            ThreadRole::of(Some(name), false),
+            ThreadRole::Jit | ThreadRole::Gc | ThreadRole::EventPipe | ThreadRole::SignalHandler
+        ) || [".NET SynchManag", ".NET DebugPipe", ".NET Debugger"]
+            .iter()
+            .any(|p| name.starts_with(p))
+    }
 }
 
 impl Model for ThreadModel {

@@ -207,6 +207,56 @@ fn a_deadlock_is_waiting_time_not_cpu() {
     );
 }
 
+/// The kernel's sampler (root here) on the same deadlock, launched: the waits of threads
+/// that blocked as soon as they were born, and of the main thread in `Join`, reach the
+/// managed code that waited (their stacks run through ReadyToRun code mapped just before);
+/// the runtime's plumbing threads' waits are left out, and said so.
+#[test]
+fn the_kernel_samplers_waits_of_a_deadlock_reach_the_managed_code() {
+    // SAFETY: geteuid has no preconditions.
+    if !live() || unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("hang.nettrace");
+    let out = launch_record(
+        &trace,
+        &["--sampler", "kernel"],
+        &["hang", "--seconds", "2"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("CPU samples from the kernel"), "{err}");
+    let t = trace.to_str().unwrap();
+    let waits = json(&["report", t, "waits", "--json", "--native", "fold"]);
+    let w = methods(&waits, "top_inclusive");
+    for m in [
+        "Workloads.Deadlock.TakeAThenB",
+        "Workloads.Deadlock.TakeBThenA",
+        "System.Threading.Thread.Join(int32)",
+    ] {
+        assert!(w.iter().any(|x| x == m), "{m} missing: {waits}");
+    }
+    let calls = methods(&waits, "by_blocking_call");
+    assert!(
+        calls
+            .iter()
+            .any(|m| m == "System.Threading.Monitor.Enter_Slowpath"),
+        "{waits}"
+    );
+    let left = &waits["left_out"];
+    assert!(left["threads"].as_u64().unwrap() >= 3, "{waits}");
+    assert!(left["wait_ms"].as_f64().unwrap() > 1000.0, "{waits}");
+    let text = clrspy().args(["report", t, "waits"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(!text.contains("nothing matched"), "{text}");
+    assert!(
+        text.contains("waiting from the kernel's context switches"),
+        "{text}"
+    );
+    assert!(text.contains("of the runtime's own threads"), "{text}");
+}
+
 #[test]
 fn profile_records_and_reports_in_one_step() {
     if !live() {

@@ -37,6 +37,15 @@ pub struct ParkedThreads {
     pub others_most_waited_in: Option<MethodWeight>,
 }
 
+/// The runtime's plumbing threads' waiting, left out of a waits report.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeftOut {
+    /// How many threads.
+    pub threads: usize,
+    /// Their waiting, ms.
+    pub wait_ms: f64,
+}
+
 /// The parked threads of `profile` (see [`ParkedThreads`]), when there are any.
 fn parked(
     a: &Analysis,
@@ -131,6 +140,11 @@ pub struct StackReport {
     /// work's; absent when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parked: Option<ParkedThreads>,
+    /// Waiting only: the kernel sampler's waits of the runtime's plumbing threads (tiered
+    /// JIT, GC, EventPipe, signal handler, synchronization manager, debugger), left out of
+    /// `total_ms` and the tables: they wait by design, never for the app; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<LeftOut>,
     /// Waiting only: the part of `total_ms` spent runnable, waiting for a CPU (on a run
     /// queue), ms; the rest is `blocked_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -294,6 +308,10 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         top_exclusive: conv(excl, &excl_n),
         top_inclusive: conv(incl, &incl_n),
         by_blocking_call,
+        left_out: (waits && profile.plumbing_threads > 0).then(|| LeftOut {
+            threads: profile.plumbing_threads,
+            wait_ms: round1(profile.plumbing_wait * ms_per),
+        }),
         parked: if waits && whole {
             parked(a, &profile, ms_per)
         } else {
@@ -332,7 +350,7 @@ impl TextView for StackReport {
                 self.basis()
             ))
         )?;
-        if self.total_samples <= 0.0 && self.narrowed {
+        if self.nothing_weighed() && self.narrowed {
             // The trace may well have samples: the window or the filter left none.
             writeln!(
                 out,
@@ -346,7 +364,7 @@ impl TextView for StackReport {
                 writeln!(out, "  {line}")?;
             }
         }
-        if self.total_samples <= 0.0 && self.method != CpuSource::None {
+        if self.nothing_weighed() && self.method != CpuSource::None {
             writeln!(
                 out,
                 "  nothing matched: {}",
@@ -368,6 +386,14 @@ impl TextView for StackReport {
             for line in runqueue::lines(self.cpu_ms, measured, self.cpu_throttling.as_ref()) {
                 writeln!(out, "  {line}")?;
             }
+        }
+        if let Some(l) = &self.left_out {
+            writeln!(
+                out,
+                "  left out: {} of waiting by {} of the runtime's own threads (tiered JIT, GC, EventPipe, signal handler, debugger): they wait by design (`report threads` lists them)",
+                ms_text(l.wait_ms),
+                l.threads
+            )?;
         }
         if !self.by_blocking_call.is_empty() {
             writeln!(
@@ -458,6 +484,12 @@ impl StackReport {
     /// What the total rests on, in words, led by the one word of its kind of evidence
     /// ([`CpuSource::word`]): measured or estimated, samples, the sampler's period.
     pub fn basis(&self) -> String {
+        if self.waits_from_switches() {
+            return format!(
+                "{}: measured by thread CPU readings; waiting from the kernel's context switches",
+                self.method.word()
+            );
+        }
         let period = match self.sampler_period_ms {
             _ if self.kernel_samples => "taken by the kernel on a CPU (nothing suspended)".into(),
             Some(p) => format!("sampler period {p:.2} ms measured"),
@@ -481,6 +513,21 @@ impl StackReport {
                 "{word}: {n} samples at the {period} ({:.3} ms nominal), {cpus}",
                 self.sample_interval_ms
             ),
+        }
+    }
+}
+
+impl StackReport {
+    /// True when the waiting time comes from the kernel's context switches, not samples.
+    fn waits_from_switches(&self) -> bool {
+        self.metric == Metric::Wait && self.kernel_waits
+    }
+
+    /// True when nothing weighs in the report: no samples (no time from switches either).
+    fn nothing_weighed(&self) -> bool {
+        match self.waits_from_switches() {
+            true => self.total_ms <= 0.0,
+            false => self.total_samples <= 0.0,
         }
     }
 }
