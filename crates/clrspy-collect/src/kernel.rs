@@ -68,7 +68,7 @@ pub enum Chosen {
 /// Opens the sampler `choice` asks for on `pid`, taking the runtime's sample profiler out of
 /// `config` when the kernel's is used; `config` is left as it was otherwise.
 pub fn choose(pid: u32, choice: SamplerChoice, config: &mut SessionConfig) -> Chosen {
-    let (rate, whole_only) = match choice {
+    let (rate, whole_only) = match for_config(choice, config) {
         SamplerChoice::Runtime => return Chosen::Runtime(None),
         SamplerChoice::Kernel(r) => (r, false),
         SamplerChoice::Auto(r) => (r, true),
@@ -85,6 +85,21 @@ pub fn choose(pid: u32, choice: SamplerChoice, config: &mut SessionConfig) -> Ch
     }
 }
 
+/// The sampler `choice` comes to for a session recording `config`: `auto` keeps the
+/// runtime's (nothing to open) where the session samples no CPU (no sample profiler to take
+/// the place of: `--profile gc`, a providers list without it). `kernel` stays: asked for by
+/// name, it samples anyway.
+pub fn for_config(choice: SamplerChoice, config: &SessionConfig) -> SamplerChoice {
+    let samples_cpu = config
+        .providers
+        .iter()
+        .any(|p| p.name == clr_events::SAMPLE_PROFILER_PROVIDER);
+    match choice {
+        SamplerChoice::Auto(_) if !samples_cpu => SamplerChoice::Runtime,
+        c => c,
+    }
+}
+
 /// Why `auto` leaves the kernel's sampler out where it samples user mode only.
 const PARTIAL: &str = "the kernel's would sample user mode only here (perf_event_paranoid is 2 or more and clrspy lacks CAP_PERFMON: no stacks for waits, no CPU in system calls); run clrspy as root or with CAP_PERFMON, or set the sysctl kernel.perf_event_paranoid=1, to sample with the kernel (or --sampler kernel for user mode only)";
 
@@ -96,15 +111,15 @@ pub fn runtime_instead(why: &str) -> String {
 
 /// Before launching a program to be sampled as `choice` says: whether the kernel's sampler
 /// would be used on a process of this user, tried on clrspy itself (the program's runtime
-/// is sampled from when it connects, too late to say the sampler first). The choice to keep,
-/// and why the runtime's sampler is used when the kernel's was asked for or preferred.
-pub fn preflight(choice: SamplerChoice) -> (SamplerChoice, Option<String>) {
-    let mut config = SessionConfig {
-        circular_buffer_mb: 1,
-        rundown_keyword: 0,
-        stackwalk: false,
-        providers: Vec::new(),
-    };
+/// is sampled from when it connects, too late to say the sampler first), for a session
+/// recording `session` ([`for_config`]). The choice to keep, and why the runtime's sampler
+/// is used when the kernel's was asked for or preferred.
+pub fn preflight(
+    choice: SamplerChoice,
+    session: &SessionConfig,
+) -> (SamplerChoice, Option<String>) {
+    // A copy to try on: what `choose` takes out of it stays here.
+    let mut config = session.clone();
     match choose(std::process::id(), choice, &mut config) {
         Chosen::Kernel(..) => (choice, None),
         Chosen::Runtime(why) => (SamplerChoice::Runtime, why),
@@ -156,6 +171,41 @@ mod tests {
                 p(clr_events::SAMPLE_PROFILER_PROVIDER),
                 p(clr_events::RUNTIME_PROVIDER),
             ],
+        }
+    }
+
+    /// `auto` has nothing to replace in a session that samples no CPU; `kernel` was asked for.
+    #[test]
+    fn auto_keeps_the_runtimes_where_no_cpu_is_sampled() {
+        let mut gc_only = config();
+        gc_only.providers.remove(0);
+        assert_eq!(
+            for_config(SamplerChoice::Auto(99), &gc_only),
+            SamplerChoice::Runtime
+        );
+        assert_eq!(
+            for_config(SamplerChoice::Auto(99), &config()),
+            SamplerChoice::Auto(99)
+        );
+        assert_eq!(
+            for_config(SamplerChoice::Kernel(99), &gc_only),
+            SamplerChoice::Kernel(99)
+        );
+        let mut c = gc_only.clone();
+        assert!(matches!(
+            choose(std::process::id(), SamplerChoice::Auto(99), &mut c),
+            Chosen::Runtime(None)
+        ));
+        assert_eq!(c, gc_only);
+        assert_eq!(
+            preflight(SamplerChoice::Auto(99), &gc_only),
+            (SamplerChoice::Runtime, None)
+        );
+        // With CPU to sample, auto is tried on clrspy itself: kept, or a reason why not.
+        match preflight(SamplerChoice::Auto(99), &config()) {
+            (SamplerChoice::Auto(99), None) => {}
+            (SamplerChoice::Runtime, Some(why)) => assert!(!why.is_empty()),
+            other => panic!("{other:?}"),
         }
     }
 

@@ -105,7 +105,7 @@ impl Extras {
                 }
             }
             _ => {
-                let (choice, why) = kernel::preflight(self.sampler);
+                let (choice, why) = kernel::preflight(self.sampler, &config);
                 live.sampler = choice;
                 match (choice.kernel_rate(), why) {
                     (Some(rate), _) => on_kernel(KernelNote::AtStart(rate)),

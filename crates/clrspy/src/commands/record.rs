@@ -233,7 +233,7 @@ fn children(
             .map_err(options_error)?
     };
     // Every process of the tree is sampled as this process could be: said once, here.
-    let (sampler, why) = clrspy_collect::kernel::preflight(sampler);
+    let (sampler, why) = clrspy_collect::kernel::preflight(sampler, &config);
     if let Some(why) = why {
         eprintln!("{}.", clrspy_collect::kernel::runtime_instead(&why));
     }
