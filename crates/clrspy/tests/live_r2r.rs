@@ -166,7 +166,11 @@ fn unnamed_share(trace: &std::path::Path, extra: &[&str]) -> (f64, Vec<(String, 
         let w: f64 = w.parse().unwrap_or(0.0);
         let leaf = stack.rsplit(';').next().unwrap_or(stack);
         total += w;
-        if leaf.contains("!+0x") || leaf.starts_with("[unknown") || leaf == "[native]" {
+        // A .NET image's code by offset is unnamed; a native library's (`libclrjit.so!+0x…`:
+        // no exported name before it, its symbols stripped) is named as well as the library
+        // allows, the kernel sampler's rule.
+        let image_offset = leaf.contains(".dll!+0x") || leaf.contains(".exe!+0x");
+        if image_offset || leaf.starts_with("[unknown") || leaf == "[native]" {
             unnamed += w;
             *leaves.entry(leaf.to_string()).or_default() += w;
         }

@@ -48,7 +48,12 @@ fn dotnet_trace_top_n_ranks_the_hot_method_first_on_a_clrspy_trace() {
     let trace = dir.path().join("cpu.nettrace");
     // Two burners, so the hot method outweighs the main thread's Thread.Join in a thread-time
     // view (that counts waiting too).
-    let out = launch_record(&trace, &[], &["cpu", "--seconds", "3", "--threads", "2"]);
+    // The runtime's samples: topN ranks them (the kernel's it must not: live_kernel_sampler).
+    let out = launch_record(
+        &trace,
+        &["--sampler", "runtime"],
+        &["cpu", "--seconds", "3", "--threads", "2"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(

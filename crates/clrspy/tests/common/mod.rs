@@ -64,6 +64,12 @@ pub fn info(path: &Path) -> serde_json::Value {
     json(&["info", "--json", path.to_str().expect("UTF-8 path")])
 }
 
+/// CPU samples in an `info --json`: the runtime's (`Thread/Sample`) or the kernel's
+/// (`KernelSample`), whichever sampler the recording used.
+pub fn cpu_samples(info: &serde_json::Value) -> u64 {
+    count(info, "Thread/Sample") + count(info, "KernelSample")
+}
+
 /// Events named `name` in an `info --json` object.
 pub fn count(info: &serde_json::Value, name: &str) -> u64 {
     info["per_event"]
