@@ -238,6 +238,60 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
 
 /// The `dotnet new web` template as it is (default host, default logging): every request `ab`
 /// made, with its status and route.
+/// With the kernel's sampler (root here), the slow requests' time is the kernel's waits of
+/// their threads (written a drain after the requests ended): blocked in Thread.Sleep.
+#[test]
+fn with_the_kernel_sampler_the_sleep_is_blocked_time_too() {
+    // SAFETY: geteuid has no preconditions.
+    if !live() || unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let web = start_web();
+    let pid = web.app.1.to_string();
+    let base = format!("http://127.0.0.1:{}", web.port);
+    ab_counts(5, 1, &format!("{base}/sleep?ms=1"));
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("kernel.nettrace");
+    let log = dir.path().join("record.log");
+    let mut rec = clrspy_command()
+        .args(["record", "-p", &pid, "--profile", "aspnet"])
+        .args(["--sampler", "kernel", "--duration", "5s", "-o"])
+        .arg(&trace)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&log, "Recording");
+    let (sleeps, _) = ab_counts(12, 3, &format!("{base}/sleep?ms=100"));
+    assert_eq!(sleeps, 12);
+    assert!(rec.wait().unwrap().success());
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains("CPU samples from the kernel"), "{log}");
+    let r = json(&[
+        "report",
+        trace.to_str().unwrap(),
+        "requests",
+        "--json",
+        "--top",
+        "5",
+    ]);
+    assert_eq!(route(&r, "/sleep")["count"], 12, "{r}");
+    for s in r["slowest"].as_array().unwrap() {
+        assert_eq!(s["path"], "/sleep", "{s}");
+        let top = &s["blocked"][0];
+        assert!(
+            top["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("System.Threading.Thread.Sleep")),
+            "{s}"
+        );
+        // 100 ms asleep: the kernel's wait covers most of the request.
+        let ms = top["ms"].as_f64().unwrap();
+        let took = s["duration_ms"].as_f64().unwrap();
+        assert!(ms >= 90.0 && ms <= took + 1.0, "{ms} ms of {took}: {s}");
+    }
+}
+
 #[test]
 fn the_web_template_as_it_is_counts_every_request() {
     if !live() {

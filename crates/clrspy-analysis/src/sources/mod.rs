@@ -4,7 +4,8 @@
 //! logs, socket connects, name resolutions and TLS handshakes. A model is a file here (its
 //! struct, `impl Model`, and a `pub const ENTRY`) and its name in the `models!` list below,
 //! which declares the module and registers the entry; what the model files share is in
-//! `shared` (a leaf: the files import it, never this module).
+//! `shared` (a leaf: the files import it, never this module), and the kernel sampler's
+//! events a model holds for late lookups in `kernel_bits` (a leaf too).
 
 use crate::model_entry::ModelEntry;
 
@@ -29,6 +30,7 @@ models!(
     hangs,
 );
 
+mod kernel_bits;
 mod shared;
 
 pub use shared::Durations;

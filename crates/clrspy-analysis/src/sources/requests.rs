@@ -15,14 +15,20 @@
 //! then waits for its start; the events written beside a start on its thread (the route) come
 //! after it, so a request completed at its start waits for them until the next request starts
 //! on that thread (or the pass ends).
+//!
+//! With the kernel's sampler, a request's samples and waits are the kernel's
+//! ([`KernelBits`]), written a drain late: a finished request settles for [`SETTLE_NS`] of
+//! trace time before it is counted, and takes then what the kernel saw of its threads while
+//! it ran.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use clr_events::aspnet::{ConnectionStart, DiagnosticEvent, LogMessage, RequestStart};
 use clr_events::{KnownProvider, ThreadSampleType, ViewError};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
+use super::kernel_bits::{Bit, KernelBits};
 use super::shared::text;
 use crate::event::Provider;
 use crate::model_entry::{AnyModel, ModelEntry, ModelInit};
@@ -129,6 +135,11 @@ struct Open {
 /// Samples kept per request in flight (a minute of one thread at the default 1 ms).
 const MAX_SAMPLES: usize = 60_000;
 
+/// How long (trace time) a finished request waits for the kernel sampler's events of its
+/// threads: the recorder drains them every few hundred ms and writes them at the next gap
+/// between the runtime's blocks.
+pub const SETTLE_NS: i64 = 2_000_000_000;
+
 /// Served requests.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RequestModel {
@@ -179,6 +190,12 @@ pub struct RequestModel {
     connections: FxHashMap<Key, String>,
     #[serde(skip)]
     raw_paths: FxHashSet<String>,
+    /// The kernel sampler's samples and waits, held for the requests they fell in.
+    #[serde(skip)]
+    kernel: KernelBits,
+    /// Finished requests waiting [`SETTLE_NS`] for the kernel's late events, oldest first.
+    #[serde(skip)]
+    settling: VecDeque<(Key, Open)>,
     #[serde(skip)]
     rows: Option<RowSink>,
 }
@@ -408,11 +425,60 @@ impl RequestModel {
         OTHER.to_string()
     }
 
+    /// A request ended: no more events go to it; it is counted once settled.
     fn finish_request(&mut self, id: Key, r: Open) {
         for c in &r.children {
             self.alias.remove(c);
         }
         self.running.retain(|_, k| *k != id);
+        self.settling.push_back((id, r));
+    }
+
+    /// Counts the finished requests that ended [`SETTLE_NS`] before `now_ns` (all of them
+    /// with `None`: the end of the pass).
+    fn settle(&mut self, now_ns: Option<i64>) {
+        while let Some((_, r)) = self.settling.front() {
+            if now_ns.is_some_and(|now| r.end_ns.saturating_add(SETTLE_NS) >= now) {
+                break;
+            }
+            if let Some((id, r)) = self.settling.pop_front() {
+                self.close(id, r);
+            }
+        }
+        if self.kernel.prune_due() {
+            let oldest = self
+                .open
+                .values()
+                .chain(self.settling.iter().map(|(_, r)| r))
+                .map(|r| r.start_ns)
+                .min();
+            self.kernel.prune(oldest.or(now_ns).unwrap_or(i64::MIN));
+        }
+    }
+
+    /// A kernel sample or wait (of the thread in its payload).
+    fn on_kernel(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
+        use clr_events::clrspy;
+        match ev.id {
+            clrspy::ids::KERNEL_SAMPLE => {
+                let k = clrspy::KernelSample::parse(ev.payload)?;
+                self.kernel
+                    .sample(u64::from(k.thread_id), ev.ts_ns, ev.stack);
+            }
+            clrspy::ids::KERNEL_WAIT => {
+                let k = clrspy::KernelWait::parse(ev.payload)?;
+                let thread = u64::from(k.sample.thread_id);
+                self.kernel
+                    .wait(thread, ev.ts_ns, k.duration_ns, ev.stack, k.preempted);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Counts a settled request: its route's statistics, its row, the slowest.
+    fn close(&mut self, id: Key, r: Open) {
+        let _ = id;
         self.finished += 1;
         self.with_status += u64::from(r.status.is_some());
         self.with_route += u64::from(r.route.is_some());
@@ -447,16 +513,32 @@ impl RequestModel {
                 duration_ms,
             });
         }
-        let inside = |&&(ts, _, _): &&(i64, Option<StackId>, bool)| ts <= r.end_ns;
-        self.samples += r.samples.iter().filter(inside).count() as u64;
+        // The runtime's samples (one each), or what the kernel saw of its threads.
+        let mut bits: Vec<Bit> = r
+            .samples
+            .iter()
+            .filter(|s| s.0 <= r.end_ns)
+            .map(|&(ts_ns, stack, managed)| Bit {
+                ts_ns,
+                stack,
+                running: managed,
+                units: 1,
+            })
+            .collect();
+        if self.kernel.any() {
+            for &t in &r.threads {
+                self.kernel.between(t, r.start_ns, r.end_ns, &mut bits);
+            }
+        }
+        self.samples += bits.iter().map(|b| b.units).sum::<u64>();
         if self.slowest.would_keep(duration) {
             let mut by_stack: FxHashMap<Option<StackId>, (u64, u64)> = FxHashMap::default();
-            for &(_, stack, managed) in r.samples.iter().filter(inside) {
-                let e = by_stack.entry(stack).or_default();
-                if managed {
-                    e.0 += 1;
+            for b in &bits {
+                let e = by_stack.entry(b.stack).or_default();
+                if b.running {
+                    e.0 += b.units;
                 } else {
-                    e.1 += 1;
+                    e.1 += b.units;
                 }
             }
             let mut samples: Vec<StackSamples> = by_stack
@@ -498,6 +580,17 @@ const SAMPLES: Wanted = Wanted {
     event: None,
 };
 
+/// A kernel sampler's event, with its stack.
+const fn kernel(id: u32) -> Wanted {
+    Wanted {
+        provider: Provider::Clrspy,
+        id,
+        stack: true,
+        windowed: true,
+        event: None,
+    }
+}
+
 impl Model for RequestModel {
     const EVENTS: &'static [Wanted] = &[
         Wanted::named(HOSTING, "RequestStart"),
@@ -513,12 +606,19 @@ impl Model for RequestModel {
         Wanted::named(LOGGING, "ActivityJsonStart"),
         Wanted::named(LOGGING, "ActivityJsonStop"),
         SAMPLES,
+        kernel(clr_events::clrspy::ids::KERNEL_SAMPLE),
+        kernel(clr_events::clrspy::ids::KERNEL_WAIT),
     ];
 
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
-        if let Provider::Known(_) = ev.provider {
-            self.on_sample(ev);
-            return Ok(());
+        self.settle(Some(ev.ts_ns));
+        match ev.provider {
+            Provider::Known(_) => {
+                self.on_sample(ev);
+                return Ok(());
+            }
+            Provider::Clrspy => return self.on_kernel(ev),
+            Provider::Named(_) => {}
         }
         let id = key(ev.context.activity_id);
         let unpaired = ev.context.activity_id.is_zero();
@@ -566,6 +666,7 @@ impl Model for RequestModel {
         for t in threads {
             self.flush_waiting(t);
         }
+        self.settle(None);
         self.in_flight = self.open.len() as u64;
         self.finished_unstarted = self.early.values().map(|v| v.len() as u64).sum();
     }
