@@ -225,10 +225,25 @@ impl CpuReadings {
     /// mappings and names of the code hit since the last round (else the frames of a
     /// recording's last moments would stay unnamed), queued to go in before the trace's end.
     pub(crate) fn last(&mut self, sinks: &mut [&mut dyn ByteSink]) {
+        // Beside the kernel sampler the readings are 100 ms apart while its samples run to
+        // the end: one last reading, so that the samples since the one before are measured,
+        // not estimated on top of the readings (a busy program's last 100 ms).
+        let readings = match self.kernel {
+            Some(_) => self.sampler.threads(),
+            None => Vec::new(),
+        };
         let ts = monotonic_ns();
+        let read = !readings.is_empty();
+        if read {
+            self.last_read_ns = Some(ts);
+        }
         // Waits still going on end where the readings did: the recording's window.
         let timed = self.drain_kernel(ts, Some(self.last_read_ns.unwrap_or(ts)));
         let mut events = Vec::new();
+        push_readings(readings, &mut events);
+        if read {
+            events.push(Injected::Tick);
+        }
         self.new_maps(&mut events);
         events.extend(self.r2r.resolve(&self.sampler.mappings()));
         // The stream has ended: a trace holds its end marker back for these.
@@ -258,7 +273,7 @@ impl CpuReadings {
         });
         let ts = monotonic_ns();
         // The kernel's samples so far go first, each at its own time (all before `ts`).
-        let timed = self.drain_kernel(ts, None);
+        let mut timed = self.drain_kernel(ts, None);
         if self.first {
             self.first = false;
             events.push(Injected::SamplerInfo {
@@ -280,20 +295,17 @@ impl CpuReadings {
             }
         }
         let read = readings.is_some();
+        if self.last_read_ns.is_none() {
+            // CPU samples before the first readings fall outside every measured interval and
+            // would be estimated on top of them: the measured window starts at the first.
+            timed.retain(|(at, e)| {
+                !matches!(e, Injected::KernelSample { .. }) || (read && *at >= ts)
+            });
+        }
         if read {
             self.last_read_ns = Some(ts);
         }
-        for r in readings.into_iter().flatten() {
-            if let Some(name) = r.name {
-                events.push(Injected::ThreadName { tid: r.tid, name });
-            }
-            events.push(Injected::ThreadCpu {
-                tid: r.tid,
-                cpu_ns: r.cpu_ns,
-                runqueue_ns: r.runqueue_ns,
-                state: r.state,
-            });
-        }
+        push_readings(readings.unwrap_or_default(), &mut events);
         if Instant::now() >= self.next_cgroup {
             self.next_cgroup = Instant::now() + CGROUP_EVERY;
             if let Some(g) = &self.cgroup {
@@ -325,5 +337,20 @@ impl CpuReadings {
                 s.splice(ts, e);
             }
         }
+    }
+}
+
+/// The events of one round of thread readings: each thread's name (when read) and CPU.
+fn push_readings(readings: Vec<crate::procstat::ThreadReading>, events: &mut Vec<Injected>) {
+    for r in readings {
+        if let Some(name) = r.name {
+            events.push(Injected::ThreadName { tid: r.tid, name });
+        }
+        events.push(Injected::ThreadCpu {
+            tid: r.tid,
+            cpu_ns: r.cpu_ns,
+            runqueue_ns: r.runqueue_ns,
+            state: r.state,
+        });
     }
 }
