@@ -379,13 +379,13 @@ pub struct ProfileArgs {
 /// Who takes the CPU samples (`record`, `profile`).
 #[derive(Debug, Args)]
 pub struct SamplerArgs {
-    /// Who takes the CPU samples: `runtime` (the default: the runtime's sample profiler, which
-    /// suspends the threads ~1000 times a second), `kernel` (perf_event_open on the target's
-    /// threads: nothing suspended, native frames too; Linux; refused by the kernel, it falls
-    /// back to `runtime` and says why), or `auto`: the kernel's where it samples kernel mode
-    /// too (root, CAP_PERFMON or perf_event_paranoid ≤ 1: waits get their stacks), else the
-    /// runtime's, saying why.
-    #[arg(long, value_name = "WHO", default_value = "runtime", value_parser = ["runtime", "kernel", "auto"])]
+    /// Who takes the CPU samples: `auto` (the default) is the kernel's where it samples kernel
+    /// mode too (root, CAP_PERFMON or perf_event_paranoid ≤ 1: waits get their stacks), else
+    /// the runtime's, saying why; `kernel` (perf_event_open on the target's threads: nothing
+    /// suspended, native frames too; Linux; refused by the kernel, it falls back to `runtime`
+    /// and says why), or `runtime` (the runtime's sample profiler, which suspends the threads
+    /// ~1000 times a second).
+    #[arg(long, value_name = "WHO", default_value = "auto", value_parser = ["runtime", "kernel", "auto"])]
     pub sampler: String,
     /// The kernel sampler's rate: samples per second per thread on a CPU.
     #[arg(long, value_name = "HZ", default_value_t = clrspy_collect::kernel::DEFAULT_RATE_HZ, value_parser = clap::value_parser!(u32).range(1..=10_000))]

@@ -300,15 +300,46 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
         );
     }
     // The JIT's CPU is shown as its own, even when the sampler caught the thread in managed
-    // code now and then (a class constructor, a lock): compiling is native work.
-    let group = cpu["top_exclusive"]
-        .as_array()
-        .and_then(|a| a.iter().find(|m| m["method"] == "[runtime: tiered JIT]"))
-        .map_or(0.0, |m| m["ms"].as_f64().unwrap_or(0.0));
-    assert!(
-        group >= 0.9 * jit_ms,
-        "[runtime: tiered JIT] has {group} ms of the JIT threads' {jit_ms} ms\n{cpu}\n{threads}"
-    );
+    // code now and then (a class constructor, a lock): compiling is native work. The runtime's
+    // sampler never walks the JIT thread: its CPU is one group. The kernel's samples it: its
+    // CPU is in the JIT's own functions, `libclrjit.so!…`.
+    if cpu["kernel_samples"] == true {
+        let busiest = jit
+            .iter()
+            .copied()
+            .max_by(|a, b| cpu_of(a).total_cmp(&cpu_of(b)));
+        let tid = busiest
+            .and_then(|r| r["thread"].as_u64())
+            .unwrap()
+            .to_string();
+        let one = json(&[
+            "report", t, "cpu", "--json", "--thread", &tid, "--top", "100000",
+        ]);
+        let in_jit: f64 = one["top_exclusive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| {
+                m["method"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("libclrjit.so!"))
+            })
+            .map(|m| m["ms"].as_f64().unwrap_or(0.0))
+            .sum();
+        assert!(
+            in_jit >= 0.7 * top_jit,
+            "libclrjit.so has {in_jit} ms of the JIT thread's {top_jit} ms\n{one}"
+        );
+    } else {
+        let group = cpu["top_exclusive"]
+            .as_array()
+            .and_then(|a| a.iter().find(|m| m["method"] == "[runtime: tiered JIT]"))
+            .map_or(0.0, |m| m["ms"].as_f64().unwrap_or(0.0));
+        assert!(
+            group >= 0.9 * jit_ms,
+            "[runtime: tiered JIT] has {group} ms of the JIT threads' {jit_ms} ms\n{cpu}\n{threads}"
+        );
+    }
     eprintln!(
         "VBCSCompiler: process CPU report {:.1} ms, readings {trace_total:.1} ms, /proc {proc_total:.1} ms; \
          JIT {jit_ms:.1} ms ({:.0}%), busiest threads {:?}",

@@ -563,10 +563,10 @@ impl<'a> Ctx<'a> {
             Symptom::HighCpu | Symptom::SlowRequests | Symptom::Hang | Symptom::HttpErrors
         );
         if sampled && env.kernel_sampler.allowed && env.kernel_sampler.note.is_none() {
-            out.push("The kernel's CPU sampler is allowed here: `clrspy record -p PID --sampler auto` (or `kernel`) samples without suspending the threads (on-CPU samples, native frames, waits with their stacks) — an alternative to the bundle's trace when the runtime's sampler costs too much.".into());
+            out.push("The kernel's CPU sampler is allowed here, and `clrspy record -p PID` uses it by default (`--sampler auto`): it samples without suspending the threads (on-CPU samples, native frames, waits with their stacks) — an alternative to the bundle's trace (the runtime's sampler) when that costs too much.".into());
         } else if sampled && env.kernel_sampler.allowed {
             out.push(format!(
-                "The kernel's CPU sampler samples user mode only here ({}): `--sampler auto` keeps the runtime's sampler; `--sampler kernel` samples without suspending the threads, but waits have no stacks.",
+                "The kernel's CPU sampler samples user mode only here ({}): `clrspy record` keeps the runtime's sampler by default (`--sampler auto`); `--sampler kernel` samples without suspending the threads, but waits have no stacks.",
                 env.kernel_sampler.note.as_deref().unwrap_or("no kernel mode")
             ));
         } else if sampled {

@@ -270,11 +270,12 @@ fn the_sampler_tradeoff_follows_what_record_would_use() {
     assert!(p
         .tradeoffs
         .iter()
-        .any(|t| t.contains("--sampler auto` (or `kernel`) samples")));
+        .any(|t| t.contains("uses it by default (`--sampler auto`)")));
     env.kernel_sampler.note = Some("user mode only".into());
     let p = plan(Symptom::HighCpu, &env, Some(4242));
     assert!(p
         .tradeoffs
         .iter()
-        .any(|t| t.contains("keeps the runtime's sampler") && t.contains("user mode only")));
+        .any(|t| t.contains("keeps the runtime's sampler by default")
+            && t.contains("user mode only")));
 }
