@@ -120,6 +120,16 @@ mod tests {
     use crate::parse::{RuleSet, Syntax};
     use clrspy_collect::kernel::SamplerChoice;
 
+    /// The fuzzer's find: serde_json's error column points at a multi-byte character (a BOM
+    /// inside the text); the diagnostic lands on it, no panic.
+    #[test]
+    fn an_error_at_a_multi_byte_character_is_a_diagnostic() {
+        let text = "{\n  \"rse[ul:\" \n\u{feff}mpielr-dumps# ";
+        let e = RuleSet::parse(text, Syntax::Json).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].line, 3, "{e:?}");
+    }
+
     #[test]
     fn every_rule_with_a_mistake_is_reported_in_json() {
         let text = r#"{ "rules": [

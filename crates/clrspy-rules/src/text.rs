@@ -103,7 +103,10 @@ pub(crate) fn json_error(text: &str, e: &serde_json::Error) -> Diagnostic {
     }
     let end = offset_of(text, e.line(), e.column());
     // serde_json's column is the last character it read; a string value ends there.
-    let value_end = (end + 1).min(text.len());
+    let value_end = text
+        .get(end..)
+        .and_then(|rest| rest.chars().next())
+        .map_or(text.len(), |c| end + c.len_utf8());
     let start = if e.is_data() && text[..value_end].ends_with('"') {
         string_start(text, value_end - 1).unwrap_or(end)
     } else {
