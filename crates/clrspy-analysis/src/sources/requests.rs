@@ -195,7 +195,7 @@ pub struct RequestModel {
     kernel: KernelBits,
     /// Finished requests waiting [`SETTLE_NS`] for the kernel's late events, oldest first.
     #[serde(skip)]
-    settling: VecDeque<(Key, Open)>,
+    settling: VecDeque<Open>,
     #[serde(skip)]
     rows: Option<RowSink>,
 }
@@ -431,25 +431,25 @@ impl RequestModel {
             self.alias.remove(c);
         }
         self.running.retain(|_, k| *k != id);
-        self.settling.push_back((id, r));
+        self.settling.push_back(r);
     }
 
     /// Counts the finished requests that ended [`SETTLE_NS`] before `now_ns` (all of them
     /// with `None`: the end of the pass).
     fn settle(&mut self, now_ns: Option<i64>) {
-        while let Some((_, r)) = self.settling.front() {
+        while let Some(r) = self.settling.front() {
             if now_ns.is_some_and(|now| r.end_ns.saturating_add(SETTLE_NS) >= now) {
                 break;
             }
-            if let Some((id, r)) = self.settling.pop_front() {
-                self.close(id, r);
+            if let Some(r) = self.settling.pop_front() {
+                self.close(r);
             }
         }
         if self.kernel.prune_due() {
             let oldest = self
                 .open
                 .values()
-                .chain(self.settling.iter().map(|(_, r)| r))
+                .chain(self.settling.iter())
                 .map(|r| r.start_ns)
                 .min();
             self.kernel.prune(oldest.or(now_ns).unwrap_or(i64::MIN));
@@ -477,8 +477,7 @@ impl RequestModel {
     }
 
     /// Counts a settled request: its route's statistics, its row, the slowest.
-    fn close(&mut self, id: Key, r: Open) {
-        let _ = id;
+    fn close(&mut self, r: Open) {
         self.finished += 1;
         self.with_status += u64::from(r.status.is_some());
         self.with_route += u64::from(r.route.is_some());
