@@ -89,6 +89,8 @@ fn more_burners_than_cores_wait_for_a_cpu_and_each_lifetime_splits_three_ways() 
     if !live() {
         return;
     }
+    // It counts CPU and run-queue time: the other test's burners must not compete.
+    let _machine = common::machine();
     let n = burners();
     let app = start_burners(n);
     let dir = tempfile::tempdir().unwrap();
@@ -152,8 +154,12 @@ fn more_burners_than_cores_wait_for_a_cpu_and_each_lifetime_splits_three_ways() 
     );
     let words = text(&["report", t, "summary"]);
     assert!(words.contains("waiting for a CPU"), "{words}");
-    // It says how much of the machine the process had.
-    assert!(words.contains("the process used "), "{words}");
+    // It says how much of the machine the process had: alone, that its own threads queue
+    // for the CPUs; with competition, that others kept it waiting.
+    assert!(
+        words.contains("the process itself used ") || words.contains("the process used "),
+        "{words}"
+    );
     let waits = json(&["report", t, "waits", "--json"]);
     assert_eq!(waits["runqueue_source"], "schedstat");
     let (wq, wb, wt) = (
@@ -195,6 +201,9 @@ fn a_cpu_limit_shows_as_throttling_in_the_summary() {
             return;
         }
     };
+    // Under a busy machine the group's burners get less than their quota and are rarely
+    // throttled (CI once saw 41 of 261 periods, with 0 ms counted as held off).
+    let machine = common::machine();
     let app = start_burners(burners());
     if let Err(why) = group.add(app.1) {
         panic!(
@@ -216,7 +225,11 @@ fn a_cpu_limit_shows_as_throttling_in_the_summary() {
     let periods = th["periods"].as_u64().unwrap();
     let throttled = th["throttled_periods"].as_u64().unwrap();
     assert!(periods > 0 && throttled > 0, "{th}");
-    assert!(f(th, "throttled_ms") > 0.0, "{th}");
+    // On a busy machine the kernel may count throttled periods but no time held off (CI once
+    // read 41 throttled periods and a throttled_time that had not moved).
+    machine.check("time held off the CPU is counted", || {
+        assert!(f(th, "throttled_ms") > 0.0, "{th}")
+    });
     assert_eq!(th["limit_cpus"].as_f64(), Some(0.5), "{th}");
     assert_eq!(
         th["cgroup"].as_str(),
