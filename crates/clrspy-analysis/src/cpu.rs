@@ -159,6 +159,20 @@ pub fn is_blocking_caller(name: &str) -> bool {
     })
 }
 
+/// True when a frame name acquires a lock (`Monitor.Enter`/`TryEnter`, `Lock.Enter`): a
+/// thread waiting there waits for another thread, never by design.
+pub fn is_lock_acquisition(name: &str) -> bool {
+    [
+        "System.Threading.Monitor.Enter",
+        "System.Threading.Monitor.ReliableEnter",
+        "System.Threading.Monitor.TryEnter",
+        "System.Threading.Lock.Enter",
+        "System.Threading.Lock.TryEnter",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
 /// True when a frame name is a known blocking call.
 pub fn is_blocking_frame(name: &str) -> bool {
     BLOCKING_FRAMES.iter().any(|b| {

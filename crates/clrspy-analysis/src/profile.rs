@@ -5,7 +5,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::cpu::{is_blocking_caller, is_blocking_frame, CpuModel};
+use crate::cpu::{is_blocking_caller, is_blocking_frame, is_lock_acquisition, CpuModel};
 use crate::grouping::JustMyCode;
 use crate::stacks::{StackId, StackTable};
 use crate::symbols::{FrameId, FrameKind, Symbols};
@@ -458,23 +458,44 @@ impl StackProfile {
     /// Threads parked for the whole window: waiting, never caught running work (each of
     /// their samples in a blocking call or idle) and with CPU under 1% of their waiting — a
     /// main thread in `Join`, a logger's queue, a timer. Their waiting says nothing of the
-    /// work's.
+    /// work's. A thread whose waiting is mostly for a lock is never parked: stuck on a lock
+    /// the whole window is a deadlock or a convoy, the very thing to see.
     pub fn parked_threads(&self, symbols: &Symbols) -> FxHashSet<u64> {
-        // Per thread: caught running work, CPU, waiting.
-        let mut per: FxHashMap<u64, (bool, f64, f64)> = FxHashMap::default();
+        self.never_ran(symbols)
+            .into_iter()
+            .filter(|(_, on_lock)| !on_lock)
+            .map(|(t, _)| t)
+            .collect()
+    }
+
+    /// Threads that waited the whole window and never ran work, as [`Self::parked_threads`]
+    /// but with the threads stuck on a lock among them (a hang already in progress).
+    pub fn never_ran_threads(&self, symbols: &Symbols) -> FxHashSet<u64> {
+        self.never_ran(symbols).into_keys().collect()
+    }
+
+    /// The threads never caught running work with CPU under 1% of their waiting, each with
+    /// whether most of its waiting was for a lock.
+    fn never_ran(&self, symbols: &Symbols) -> FxHashMap<u64, bool> {
+        // Per thread: ran work, CPU, waiting, waiting for a lock.
+        let mut per: FxHashMap<u64, (bool, f64, f64, f64)> = FxHashMap::default();
         for r in &self.rows {
             let e = per.entry(r.thread).or_default();
             let idle = r
                 .frames
                 .first()
                 .is_some_and(|&f| symbols.frame(f).name.starts_with("[idle"));
-            e.0 |= r.samples > 0 && !idle && blocking_call(&r.frames, symbols).is_none();
+            let blocked_in = blocking_call(&r.frames, symbols);
+            e.0 |= r.samples > 0 && !idle && blocked_in.is_none();
             e.1 += r.cpu;
             e.2 += r.wait;
+            if blocked_in.is_some_and(|f| is_lock_acquisition(&symbols.frame(f).name)) {
+                e.3 += r.wait;
+            }
         }
         per.into_iter()
-            .filter(|(_, (working, cpu, wait))| !working && *wait > 0.0 && *cpu < 0.01 * wait)
-            .map(|(t, _)| t)
+            .filter(|(_, (ran, cpu, wait, _))| !ran && *wait > 0.0 && *cpu < 0.01 * wait)
+            .map(|(t, (_, _, wait, on_lock))| (t, on_lock > 0.5 * wait))
             .collect()
     }
 

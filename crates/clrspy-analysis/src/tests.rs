@@ -432,6 +432,39 @@ fn threads_parked_the_whole_window_are_told_apart() {
 }
 
 #[test]
+fn a_thread_stuck_on_a_lock_the_whole_window_is_not_parked() {
+    // Thread 60 waits in Monitor.Enter in every round, as a deadlocked thread does: like
+    // thread 30 (parked in Monitor.Wait) it never runs work, but it waits for another thread.
+    let mut v = server();
+    v.push((
+        RT,
+        ids::METHOD_LOAD_VERBOSE,
+        1,
+        0,
+        1,
+        vec![],
+        method_in(7, 0x7000, 0x100, "System.Threading.Monitor", "Enter"),
+    ));
+    for k in 1..=50i64 {
+        for s in 0..10 {
+            let ms = (k - 1) * 20 + s * 2 + 1;
+            let kind = 1u32.to_le_bytes().to_vec();
+            v.push((SP, 0, 0, ms, 60, vec![0x7010, 0x6010], kind));
+        }
+    }
+    let a = run(&write(&v), Options::default());
+    let p = a.profile(&StackFilter::default());
+    let parked = p.parked_threads(&a.symbols);
+    assert_eq!(parked.into_iter().collect::<Vec<_>>(), vec![30]);
+    let (others, _) = p.by_blocking_call_except(&a.symbols, &[30].into_iter().collect());
+    assert_eq!(others[0].0, "System.Threading.Monitor.Enter", "{others:?}");
+    // A hang in progress looks for it among the threads that never ran.
+    let mut never_ran: Vec<u64> = p.never_ran_threads(&a.symbols).into_iter().collect();
+    never_ran.sort();
+    assert_eq!(never_ran, vec![30, 60]);
+}
+
+#[test]
 fn cpu_after_a_blocked_last_sample_is_unsampled_not_the_blocking_call() {
     use clr_events::clrspy::{ids as cs, ThreadCpu};
     const CS: &str = clr_events::clrspy::PROVIDER;

@@ -313,7 +313,7 @@ fn threads_parked_the_whole_window_are_left_out_of_most_waited_in() {
     let fixture = "razor-pages-cpu.nettrace.zip";
     let t = report_text(fixture, &["summary"]);
     assert!(
-        t.contains("  most waited in: System.Threading.Monitor.Enter_Slowpath (7.2% of the waiting of the threads that ran work; 3 threads parked the whole window left out: dotnet, Kestrel Timer, .NET File Watcher)"),
+        t.contains("  most waited in: System.Threading.Monitor.Enter_Slowpath (7.2% of the other threads' waiting; 3 threads parked the whole window left out: dotnet, Kestrel Timer, .NET File Watcher)"),
         "{t}"
     );
     let t = report_text(fixture, &["waits"]);

@@ -126,8 +126,8 @@ impl SummarySection for TimeSection {
             method_table(out, &cpu.top_exclusive, Unit::Ms, style)?;
         }
         match &waits.parked {
-            // Threads parked the whole window wait by design: the waiting of the threads that
-            // ran work is what tells where the work waited.
+            // Threads parked the whole window wait by design: the other threads' waiting (of
+            // those that ran work or waited for a lock) is what tells where the work waited.
             Some(p) => {
                 let parked = format!(
                     "{} thread{} parked the whole window left out: {}",
@@ -138,10 +138,10 @@ impl SummarySection for TimeSection {
                 match &p.others_most_waited_in {
                     Some(w) => writeln!(
                         out,
-                        "  most waited in: {} ({:.1}% of the waiting of the threads that ran work; {parked})",
+                        "  most waited in: {} ({:.1}% of the other threads' waiting; {parked})",
                         w.method, w.percent
                     )?,
-                    None => writeln!(out, "  waiting: none by the threads that ran work ({parked})")?,
+                    None => writeln!(out, "  waiting: none by the other threads ({parked})")?,
                 }
             }
             None => {

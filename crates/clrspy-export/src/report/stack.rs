@@ -32,8 +32,8 @@ pub struct ParkedThreads {
     pub wait_ms: f64,
     /// Their names (the thread id where unnamed), most waiting first, at most five.
     pub names: Vec<String>,
-    /// The blocking call the other threads (those that ran work) waited in most (clrspy's
-    /// bracketed groups skipped), percent of their waiting; null when none.
+    /// The blocking call the other threads (those that ran work or waited for a lock) waited
+    /// in most (clrspy's bracketed groups skipped), percent of their waiting; null when none.
     pub others_most_waited_in: Option<MethodWeight>,
 }
 

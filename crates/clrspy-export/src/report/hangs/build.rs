@@ -2,6 +2,7 @@
 //! at the end, the other blocked threads, the pool's evidence of starvation with the workers
 //! blocked in sync-over-async, long waits by the method that waited, and a hang in progress.
 
+use clrspy_analysis::cpu::is_lock_acquisition;
 use clrspy_analysis::sources::hangs::{HangModel, OpenWait, WaitKind};
 use clrspy_analysis::{Analysis, StackFilter};
 use rustc_hash::FxHashMap;
@@ -236,14 +237,6 @@ fn is_pool_dispatch(frame: &str) -> bool {
     frame.contains("PortableThreadPool+WorkerThread")
         || frame.contains("ThreadPoolWorkQueue.Dispatch")
         || frame.contains("WindowsThreadPool")
-}
-
-/// A frame of a lock acquisition (a thread in it is never idle by design).
-fn is_lock_enter(frame: &str) -> bool {
-    frame.starts_with("System.Threading.Monitor.Enter")
-        || frame.starts_with("System.Threading.Monitor.ReliableEnter")
-        || frame.starts_with("System.Threading.Lock.Enter")
-        || frame.starts_with("System.Threading.Lock.TryEnter")
 }
 
 /// The first frame (leaf first) outside the waiting code, else the leaf.
@@ -486,12 +479,12 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
         return None;
     }
     let profile = a.profile(&StackFilter::default());
-    let parked = profile.parked_threads(&a.symbols);
+    let never_ran = profile.never_ran_threads(&a.symbols);
     let units_ns = a.sampling_interval_ns as f64;
     // Per thread: its waiting, its waiting in a lock acquisition, and the lock's frames.
     let mut per: FxHashMap<u64, (f64, f64, Option<Vec<String>>)> = FxHashMap::default();
     for r in &profile.rows {
-        if !parked.contains(&r.thread) || m.waited_threads.contains(&r.thread) {
+        if !never_ran.contains(&r.thread) || m.waited_threads.contains(&r.thread) {
             continue;
         }
         let e = per.entry(r.thread).or_default();
@@ -501,7 +494,7 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
             .iter()
             .map(|&f| a.symbols.frame(f).name.clone())
             .collect();
-        if let Some(at) = frames.iter().rposition(|f| is_lock_enter(f)) {
+        if let Some(at) = frames.iter().rposition(|f| is_lock_acquisition(f)) {
             e.1 += r.wait;
             e.2.get_or_insert_with(|| frames[at..].to_vec());
         }
