@@ -5,10 +5,16 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::cpu::{is_blocking_caller, is_blocking_frame, is_lock_acquisition, CpuModel};
-use crate::grouping::JustMyCode;
+use crate::cpu::{is_lock_acquisition, CpuModel};
 use crate::stacks::{StackId, StackTable};
 use crate::symbols::{FrameId, FrameKind, Symbols};
+
+mod frames;
+mod tree;
+
+use frames::{apply_filter, fold_safepoint_frames, idle_kind, is_runnable};
+pub use frames::{blocking_call, Groups, StackFilter};
+pub use tree::TreeNode;
 
 /// Methods with their weights, heaviest first.
 pub type Ranked = Vec<(String, f64)>;
@@ -27,20 +33,6 @@ pub const RUNNABLE_FRAME: &str = "[runnable: ready, waiting for a CPU]";
 /// The frame of a sampled thread's measured CPU in intervals before its first sample, or
 /// after a sample in a blocking call (the thread had left the call: it burns no CPU).
 pub const UNSAMPLED_FRAME: &str = "[unsampled]";
-
-/// Frames for time no sampled stack shows, interned by [`crate::Analysis::finish`].
-#[derive(Clone, Debug, Default)]
-pub struct Groups {
-    /// The frame of each thread's unsampled CPU: `[runtime: tiered JIT]` for a runtime
-    /// thread the sampler never saw, [`UNSAMPLED_FRAME`] for a sampled one.
-    pub unsampled: FxHashMap<u64, FrameId>,
-    /// [`UNSAMPLED_FRAME`], for a thread's CPU after its last sample when that was blocked.
-    pub unsampled_any: Option<FrameId>,
-    /// [`IDLE_POOL_FRAME`].
-    pub idle_pool: Option<FrameId>,
-    /// [`IDLE_SOCKETS_FRAME`].
-    pub idle_sockets: Option<FrameId>,
-}
 
 /// One thread's totals (weight units: see [`StackProfile::interval_ns`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -161,23 +153,6 @@ impl Row {
         }
         self.samples as f64 * self.weight(metric) / all
     }
-}
-
-/// Filters applied to stacks before any view.
-#[derive(Clone, Debug, Default)]
-pub struct StackFilter {
-    /// Only this thread.
-    pub thread: Option<u64>,
-    /// Re-root at the outermost frame whose name contains this (stacks without it are dropped).
-    pub focus: Option<String>,
-    /// Drop stacks with a frame whose name contains any of these.
-    pub exclude: Vec<String>,
-    /// Fold the runtime's and frameworks' frames into the boundary frame where the app's own
-    /// code calls them (after focus and exclude, which see every frame).
-    pub just_my_code: Option<JustMyCode>,
-    /// Fold every run of native frames (the runtime, libc, native libraries: the kernel
-    /// sampler's stacks have them) into its outermost one, where the code entered it.
-    pub fold_native: bool,
 }
 
 /// All rows.
@@ -521,7 +496,7 @@ impl StackProfile {
             t.wait += r.wait;
             t.idle += r.idle;
             t.runnable += self.runnable_of(r, symbols);
-            if is_runnable(r, symbols) {
+            if is_runnable(&r.frames, symbols) {
                 t.ready += r.wait;
             }
             t.samples += r.samples;
@@ -551,7 +526,7 @@ impl StackProfile {
     pub fn runnable_of(&self, r: &Row, symbols: &Symbols) -> f64 {
         if self.runqueue_measured {
             r.runq.min(r.wait)
-        } else if is_runnable(r, symbols) {
+        } else if is_runnable(&r.frames, symbols) {
             r.wait
         } else {
             0.0
@@ -577,77 +552,6 @@ fn resolve_stack(
         })
         .clone()
 }
-
-/// True when a row's waiting is time ready to run: measured waiting in managed code outside
-/// any known blocking call.
-fn is_runnable(r: &Row, symbols: &Symbols) -> bool {
-    blocking_call(&r.frames, symbols).is_none()
-        && r.frames
-            .first()
-            .is_some_and(|&f| symbols.frame(f).kind == FrameKind::Managed)
-}
-
-/// The deepest (leaf-most) known blocking call of a leaf-first stack: a managed frame named
-/// in [`crate::cpu::BLOCKING_FRAMES`], or the innermost managed frame when it is one of
-/// [`crate::cpu::BLOCKING_CALLERS`] with native code below it (its own inlined platform
-/// call). Every report sorts running from waiting by this one rule.
-pub fn blocking_call(frames: &[FrameId], symbols: &Symbols) -> Option<FrameId> {
-    let named = frames.iter().copied().find(|&f| {
-        let fr = symbols.frame(f);
-        fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)
-    });
-    named.or_else(|| blocking_caller(frames, symbols).map(|(_, f)| f))
-}
-
-/// The innermost managed frame and its index when it blocks in native code below it.
-fn blocking_caller(frames: &[FrameId], symbols: &Symbols) -> Option<(usize, FrameId)> {
-    let i = frames
-        .iter()
-        .position(|&f| symbols.frame(f).kind == FrameKind::Managed)?;
-    let f = *frames.get(i)?;
-    (i > 0 && is_blocking_caller(&symbols.frame(f).name)).then_some((i, f))
-}
-
-/// How a thread-pool worker or event loop waits for work: where its stack shows it, and the
-/// idle frame that replaces the waiting part.
-fn idle_kind(frames: &[FrameId], symbols: &Symbols, groups: &Groups) -> Option<(usize, FrameId)> {
-    // The outermost waiting frame: everything it called is the wait.
-    for (i, &f) in frames.iter().enumerate().rev() {
-        let n = &symbols.frame(f).name;
-        if n.starts_with("System.Threading.LowLevelLifoSemaphore.") {
-            return groups.idle_pool.map(|g| (i + 1, g));
-        }
-        if n.starts_with("Interop+Sys.WaitForSocketEvents") {
-            return groups.idle_sockets.map(|g| (i + 1, g));
-        }
-        // The pool's gate thread between its checks: everything it called is its wait.
-        if n.starts_with(IDLE_GATE_LOOP) {
-            let waiting = blocking_call(&frames[..i], symbols).is_some();
-            return groups.idle_pool.filter(|_| waiting).map(|g| (i, g));
-        }
-    }
-    // The sockets' event loop in its own (inlined) wait for events.
-    if let Some((i, f)) = blocking_caller(frames, symbols) {
-        if symbols.frame(f).name.starts_with(SOCKETS_EVENT_LOOP) {
-            return groups.idle_sockets.map(|g| (i, g));
-        }
-    }
-    // A worker caught in its own loop between work items: spinning for work.
-    let leaf = frames.first().map(|&f| symbols.frame(f).name.as_str());
-    if leaf.is_some_and(|n| n.starts_with(IDLE_WORKER_LOOP)) {
-        return groups.idle_pool.map(|g| (0, g));
-    }
-    None
-}
-
-/// The thread pool gate thread's loop.
-const IDLE_GATE_LOOP: &str = "System.Threading.PortableThreadPool+GateThread.GateThreadStart";
-
-/// The sockets' event loop.
-const SOCKETS_EVENT_LOOP: &str = "System.Net.Sockets.SocketAsyncEngine.EventLoop";
-
-/// The thread pool worker's loop.
-const IDLE_WORKER_LOOP: &str = "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart";
 
 /// A row of a worker waiting (or spinning) for work: its waiting time is idle, and its
 /// stack ends in the idle frame, so spinning shows as idle, not as a hot method.
@@ -697,98 +601,13 @@ fn exchange_blocked_cpu(staged: &mut [(Row, bool)]) {
     }
 }
 
-/// The runtime's GC poll helpers, where the sampler often catches a thread that is running
-/// its caller's loop: their samples belong to the caller.
-fn is_safepoint_frame(name: &str) -> bool {
-    name.starts_with("System.Threading.Thread.<PollGC>") || name == "System.Threading.Thread.PollGC"
-}
-
-/// Drops GC poll frames from the leaf end of a stack.
-fn fold_safepoint_frames(mut frames: Vec<FrameId>, symbols: &Symbols) -> Vec<FrameId> {
-    let n = frames
-        .iter()
-        .take_while(|&&f| is_safepoint_frame(&symbols.frame(f).name))
-        .count();
-    if n > 0 && n < frames.len() {
-        frames.drain(..n);
-    }
-    frames
-}
-
-/// Applies focus and exclude to a leaf-first frame list.
-fn apply_filter(frames: Vec<FrameId>, symbols: &Symbols, f: &StackFilter) -> Option<Vec<FrameId>> {
-    if !f.exclude.is_empty()
-        && frames.iter().any(|&fr| {
-            let n = &symbols.frame(fr).name;
-            f.exclude.iter().any(|x| n.contains(x.as_str()))
-        })
-    {
-        return None;
-    }
-    match &f.focus {
-        None => Some(frames),
-        Some(focus) => {
-            // The outermost (root-most) matching frame becomes the root.
-            let pos = frames
-                .iter()
-                .rposition(|&fr| symbols.frame(fr).name.contains(focus.as_str()))?;
-            Some(frames[..=pos].to_vec())
-        }
-    }
-}
-
-/// A call tree node: a frame, its inclusive and exclusive weight, its callees.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct TreeNode {
-    /// Frame name.
-    pub name: String,
-    /// Weight including callees.
-    pub inclusive: f64,
-    /// Weight of the frame itself.
-    pub exclusive: f64,
-    /// Callees, heaviest first.
-    pub children: Vec<TreeNode>,
-}
-
 /// Builds the top-down call tree of `metric` (root = all threads).
 pub fn call_tree(profile: &StackProfile, metric: Metric, symbols: &Symbols) -> TreeNode {
-    #[derive(Default)]
-    struct N {
-        incl: f64,
-        excl: f64,
-        kids: FxHashMap<FrameId, N>,
-    }
-    let mut root = N::default();
-    for r in &profile.rows {
-        let w = r.weight(metric);
-        if w <= 0.0 {
-            continue;
-        }
-        root.incl += w;
-        let mut node = &mut root;
-        for &f in r.frames.iter().rev() {
-            node = node.kids.entry(f).or_default();
-            node.incl += w;
-        }
-        node.excl += w;
-    }
-    fn convert(name: String, n: N, symbols: &Symbols) -> TreeNode {
-        let mut children: Vec<TreeNode> = n
-            .kids
-            .into_iter()
-            .map(|(f, k)| convert(symbols.frame(f).name.clone(), k, symbols))
-            .collect();
-        children.sort_by(|a, b| {
-            b.inclusive
-                .total_cmp(&a.inclusive)
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        TreeNode {
-            name,
-            inclusive: n.incl,
-            exclusive: n.excl,
-            children,
-        }
-    }
-    convert("[all threads]".into(), root, symbols)
+    tree::build(
+        profile
+            .rows
+            .iter()
+            .map(|r| (r.frames.as_slice(), r.weight(metric))),
+        symbols,
+    )
 }

@@ -17,7 +17,7 @@
 //! on that thread (or the pass ends).
 //!
 //! With the kernel's sampler, a request's samples and waits are the kernel's
-//! ([`KernelBits`]), written a drain late: a finished request settles for [`SETTLE_NS`] of
+//! (`kernel_bits`), written a drain late: a finished request settles for [`SETTLE_NS`] of
 //! trace time before it is counted, and takes then what the kernel saw of its threads while
 //! it ran.
 
