@@ -132,6 +132,9 @@ pub struct Row {
     pub idle: f64,
     /// Samples behind the row (0 for measured CPU no sample shows).
     pub samples: u64,
+    /// The native leaf frame [`StackFilter::fold_native`] folded into its caller (the libc
+    /// wait a runtime thread blocks in): the blocking call of a stack no known one names.
+    pub native_leaf: Option<FrameId>,
 }
 
 impl Row {
@@ -267,6 +270,7 @@ impl StackProfile {
                     runq: runq_w,
                     idle: 0.0,
                     samples: w.samples,
+                    native_leaf: None,
                 },
                 blocked,
             ));
@@ -295,6 +299,7 @@ impl StackProfile {
                     runq: 0.0,
                     idle: 0.0,
                     samples: 0,
+                    native_leaf: None,
                 };
                 staged.push((row, false));
             }
@@ -308,12 +313,18 @@ impl StackProfile {
             if let Some(g) = &filter.just_my_code {
                 frames = g.fold_ids(frames, symbols);
             }
+            let mut native_leaf = None;
             if filter.fold_native {
-                frames = crate::grouping::fold_leaf_first(frames, |&f| {
-                    symbols.frame(f).kind == crate::symbols::FrameKind::Native
-                });
+                let native = |f: &FrameId| symbols.frame(*f).kind == FrameKind::Native;
+                let leaf = frames.first().copied().filter(native);
+                frames = crate::grouping::fold_leaf_first(frames, native);
+                native_leaf = leaf.filter(|&l| frames.first() != Some(&l));
             }
-            rows.push(Row { frames, ..r });
+            rows.push(Row {
+                frames,
+                native_leaf,
+                ..r
+            });
         }
         // Stable order for reproducible output.
         rows.sort_by(|a, b| {
@@ -415,9 +426,9 @@ impl StackProfile {
             }
             let key = match blocking_call(&r.frames, symbols) {
                 Some(f) => symbols.frame(f).name.clone(),
-                None => r.frames.first().map_or_else(
+                None => r.native_leaf.or(r.frames.first().copied()).map_or_else(
                     || "[no stack]".to_string(),
-                    |&f| symbols.frame(f).name.clone(),
+                    |f| symbols.frame(f).name.clone(),
                 ),
             };
             let e = m.entry(key).or_default();

@@ -703,6 +703,17 @@ fn kernel_samples_carry_the_cpu_and_no_waiting() {
     let (excl, _) = p.top(Metric::Wait, &waits.symbols);
     assert_eq!(excl[0].0, "libnative.so!+0x200");
     assert!((excl[0].1 - 5.0).abs() < 1e-9, "{excl:?}");
+    // Native frames folded, the waits keep their blocking call (the native leaf), not the
+    // thread's entry all of them fold into.
+    let folded = waits.profile(&StackFilter {
+        fold_native: true,
+        ..StackFilter::default()
+    });
+    let (calls, _) = folded.by_blocking_call(&waits.symbols);
+    assert_eq!(calls[0].0, "libnative.so!+0x200", "{calls:?}");
+    assert!((calls[0].1 - 5.0).abs() < 1e-9, "{calls:?}");
+    let (excl, _) = folded.top(Metric::Wait, &waits.symbols);
+    assert_eq!(excl[0].0, "libnative.so!+0x1000", "{excl:?}");
     let windowed = run(
         &bytes,
         Options {
