@@ -346,9 +346,34 @@ impl StackProfile {
         self.rows.iter().map(|r| r.weight(metric)).sum()
     }
 
-    /// Methods by exclusive (leaf) and inclusive weight, heaviest first.
+    /// Methods by exclusive (leaf) and inclusive weight, heaviest first. The inclusive
+    /// ranking leaves out native frames that call managed code (`start_thread`, the
+    /// runtime's thread start and calls into managed code): they hold every managed thread's
+    /// time and say nothing of where it went; the call tree keeps them.
     pub fn top(&self, metric: Metric, symbols: &Symbols) -> (Ranked, Ranked) {
         self.top_by(symbols, |r| r.weight(metric))
+    }
+
+    /// The heaviest inclusive `metric` of a native frame that calls managed code (thread
+    /// start, the runtime's calls into managed code), which the inclusive rankings leave out;
+    /// 0 when no stack has one.
+    pub fn heaviest_native_caller(&self, metric: Metric, symbols: &Symbols) -> f64 {
+        let mut incl: FxHashMap<FrameId, f64> = FxHashMap::default();
+        let mut seen = FxHashSet::default();
+        for r in &self.rows {
+            let w = r.weight(metric);
+            if w <= 0.0 {
+                continue;
+            }
+            seen.clear();
+            let from = native_callers_from(&r.frames, symbols);
+            for &f in r.frames.iter().skip(from.saturating_add(1)) {
+                if symbols.frame(f).kind == FrameKind::Native && seen.insert(f) {
+                    *incl.entry(f).or_default() += w;
+                }
+            }
+        }
+        incl.into_values().fold(0.0, f64::max)
     }
 
     /// Methods by exclusive (leaf) and inclusive samples of `metric` (each sample's share
@@ -372,7 +397,11 @@ impl StackProfile {
                 None => *excl.entry(FrameId(u32::MAX)).or_default() += w,
             }
             seen.clear();
-            for &f in &r.frames {
+            let callers_from = native_callers_from(&r.frames, symbols);
+            for (i, &f) in r.frames.iter().enumerate() {
+                if i > callers_from && symbols.frame(f).kind == FrameKind::Native {
+                    continue;
+                }
                 if seen.insert(f) {
                     *incl.entry(f).or_default() += w;
                 }
@@ -621,4 +650,13 @@ pub fn call_tree(profile: &StackProfile, metric: Metric, symbols: &Symbols) -> T
             .map(|r| (r.frames.as_slice(), r.weight(metric))),
         symbols,
     )
+}
+
+/// The index of a leaf-first stack's leaf-most managed frame (native frames past it are its
+/// callers); `usize::MAX` when the stack has none.
+fn native_callers_from(frames: &[FrameId], symbols: &Symbols) -> usize {
+    frames
+        .iter()
+        .position(|&f| symbols.frame(f).kind == FrameKind::Managed)
+        .unwrap_or(usize::MAX)
 }

@@ -465,6 +465,40 @@ fn a_thread_stuck_on_a_lock_the_whole_window_is_not_parked() {
 }
 
 #[test]
+fn native_callers_of_managed_code_are_left_out_of_the_inclusive_ranking() {
+    use clr_events::clrspy::{ids as cs, ModuleMap};
+    const CS: &str = clr_events::clrspy::PROVIDER;
+    // Thread 70 runs App.Burn, called from a native thread start (0x9F00 in libnative.so),
+    // which calls into native code itself (0x9010) below it.
+    let mut v = server();
+    let mut p = Vec::new();
+    ModuleMap::encode(0x9000, 0xA000, 0x100, "/lib/libnative.so", &mut p);
+    v.insert(0, (CS, cs::MODULE_MAP, 0, 0, 0, vec![], p));
+    for k in 1..=50i64 {
+        for s in 0..10 {
+            let ms = (k - 1) * 20 + s * 2 + 1;
+            let kind = 2u32.to_le_bytes().to_vec();
+            v.push((SP, 0, 0, ms, 70, vec![0x9010, 0x1010, 0x9F00], kind));
+        }
+    }
+    let a = run(&write(&v), Options::default());
+    let p = a.profile(&StackFilter::default());
+    let (_, incl) = p.top(Metric::Cpu, &a.symbols);
+    let names: Vec<&str> = incl.iter().map(|m| m.0.as_str()).collect();
+    assert!(names.contains(&"App.Burn"), "{names:?}");
+    assert!(names.contains(&"libnative.so!+0x110"), "its native callee stays: {names:?}");
+    assert!(!names.contains(&"libnative.so!+0x1000"), "{names:?}");
+    assert!(p.heaviest_native_caller(Metric::Cpu, &a.symbols) > 0.0);
+    // The call tree keeps it: the thread's root.
+    let tree = profile::call_tree(&p, Metric::Cpu, &a.symbols);
+    assert!(
+        tree.children.iter().any(|c| c.name == "libnative.so!+0x1000"),
+        "{:?}",
+        tree.children.iter().map(|c| &c.name).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn cpu_after_a_blocked_last_sample_is_unsampled_not_the_blocking_call() {
     use clr_events::clrspy::{ids as cs, ThreadCpu};
     const CS: &str = clr_events::clrspy::PROVIDER;

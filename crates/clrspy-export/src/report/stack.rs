@@ -129,8 +129,15 @@ pub struct StackReport {
     pub total_ms: f64,
     /// Methods by exclusive weight (the frame itself).
     pub top_exclusive: Vec<MethodWeight>,
-    /// Methods by inclusive weight (with callees).
+    /// Methods by inclusive weight (with callees), without the native frames that call
+    /// managed code (see `native_callers_left_out`).
     pub top_inclusive: Vec<MethodWeight>,
+    /// Native frames that call managed code (`start_thread`, the runtime's thread start and
+    /// its calls into managed code) were left out of `top_inclusive` where one would have
+    /// ranked among its rows: they hold every managed thread's time; the tree keeps them.
+    /// Left out of the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub native_callers_left_out: bool,
     /// Waiting only: time by the blocking call waited in (the deepest known blocking frame
     /// of each stack; the leaf where none is known).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -219,6 +226,9 @@ pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> 
 const KERNEL_WAITS_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc at most every 100 ms beside the kernel sampler while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; waiting from the kernel's context switches: each time a thread left its CPU, its stack then and how long until it came back (run-queue time when it was preempted)";
 const KERNEL_NOTE: &str = "each thread's CPU from its CPU readings (read from /proc at most every 100 ms beside the kernel sampler while recording; exact per thread), shared among its samples in each reading interval — the kernel's samples, taken only while the thread was on a CPU; the rest of the interval's wall time is waiting, on no stack (where a thread waited needs the runtime's sampler)";
 
+/// Under the inclusive table when it left native callers of managed code out.
+const NATIVE_CALLERS_NOTE: &str = "left out: native frames that call managed code (start_thread, the runtime's thread start and calls into managed code) hold every managed thread's time; `--tree` shows them";
+
 /// The name of the frame that stands for run-queue time in waiting stacks.
 const RUNNABLE: &str = "[runnable";
 
@@ -233,6 +243,10 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let ms_per = a.sampling_interval_ns as f64 / 1e6;
     // Without a single sample no method is known: the readings' groups are not methods.
     let sampled = a.cpu.span_ns().is_some();
+    // Said only when one of them would have ranked among the rows shown.
+    let last_shown = incl.get(o.top.saturating_sub(1)).map_or(0.0, |m| m.1);
+    let native_callers_left_out =
+        sampled && profile.heaviest_native_caller(metric, &a.symbols) > last_shown;
     let method = a.cpu.source();
     let samples: f64 = profile.rows.iter().map(|r| r.samples_of(metric)).sum();
     let waits = metric == Metric::Wait;
@@ -307,6 +321,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         total_ms: round1(total * ms_per),
         top_exclusive: conv(excl, &excl_n),
         top_inclusive: conv(incl, &incl_n),
+        native_callers_left_out,
         by_blocking_call,
         left_out: (waits && profile.plumbing_threads > 0).then(|| LeftOut {
             threads: profile.plumbing_threads,
@@ -425,6 +440,9 @@ impl TextView for StackReport {
             style.heading("Top methods, inclusive (with callees)")
         )?;
         method_table(out, &self.top_inclusive, Unit::Ms, style)?;
+        if self.native_callers_left_out && !self.top_inclusive.is_empty() {
+            writeln!(out, "  {NATIVE_CALLERS_NOTE}")?;
+        }
         let unsampled = clrspy_analysis::profile::UNSAMPLED_FRAME;
         if self
             .top_exclusive
