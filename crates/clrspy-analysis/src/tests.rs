@@ -486,13 +486,18 @@ fn native_callers_of_managed_code_are_left_out_of_the_inclusive_ranking() {
     let (_, incl) = p.top(Metric::Cpu, &a.symbols);
     let names: Vec<&str> = incl.iter().map(|m| m.0.as_str()).collect();
     assert!(names.contains(&"App.Burn"), "{names:?}");
-    assert!(names.contains(&"libnative.so!+0x110"), "its native callee stays: {names:?}");
+    assert!(
+        names.contains(&"libnative.so!+0x110"),
+        "its native callee stays: {names:?}"
+    );
     assert!(!names.contains(&"libnative.so!+0x1000"), "{names:?}");
     assert!(p.heaviest_native_caller(Metric::Cpu, &a.symbols) > 0.0);
     // The call tree keeps it: the thread's root.
     let tree = profile::call_tree(&p, Metric::Cpu, &a.symbols);
     assert!(
-        tree.children.iter().any(|c| c.name == "libnative.so!+0x1000"),
+        tree.children
+            .iter()
+            .any(|c| c.name == "libnative.so!+0x1000"),
         "{:?}",
         tree.children.iter().map(|c| &c.name).collect::<Vec<_>>()
     );

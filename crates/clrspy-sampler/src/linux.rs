@@ -118,11 +118,11 @@ struct ShortWaits {
 }
 
 impl WaitEvent {
-    /// Pairs the ring's records into waits of thread `tid` (those shorter than
-    /// [`crate::MIN_WAIT_NS`] only counted in `short`); returns the records lost.
+    /// Pairs the ring's records into waits of thread `tid` of process `pid` (those shorter
+    /// than [`crate::MIN_WAIT_NS`] only counted in `short`); returns the records lost.
     fn drain(
         &mut self,
-        tid: u32,
+        (pid, tid): (u32, u32),
         waits: &mut Vec<Wait>,
         unwinder: &mut Unwinder,
         short: &mut ShortWaits,
@@ -206,6 +206,15 @@ impl WaitEvent {
             if let (Some(regs), false) = (left.regs, left.unwound) {
                 left.frames = unwinder.repair(std::mem::take(&mut left.frames), regs, &self.copy);
                 left.unwound = true;
+            } else if left.frames.is_empty() && left.regs.is_none() {
+                // Its switch-out sample was lost (a full ring: two threads handing work back
+                // and forth switch thousands of times a second, and each sample holds a
+                // stack copy): while it is still blocked, the stack it left with is the one
+                // the kernel shows now. (Should it have run and blocked again since the
+                // ring's head was read, this is its new wait's stack: rare, and close.)
+                if let Some(Some(regs)) = blocked_regs(pid, tid) {
+                    left.frames = unwinder.stack_now(regs);
+                }
             }
         }
         lost
@@ -348,8 +357,12 @@ impl Sampler {
         for (tid, t) in self.threads.iter_mut() {
             self.counts.lost += t.ring.drain(out);
             if let Some(w) = t.waits.as_mut() {
-                self.counts.lost +=
-                    w.drain(*tid, &mut self.waits, &mut self.unwinder, &mut self.short);
+                self.counts.lost += w.drain(
+                    (self.pid, *tid),
+                    &mut self.waits,
+                    &mut self.unwinder,
+                    &mut self.short,
+                );
             }
         }
         let n = out.len() - before;

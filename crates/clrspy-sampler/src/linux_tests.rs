@@ -367,3 +367,96 @@ fn syscall_lines_give_the_stack_and_instruction_pointers() {
         assert!(syscall_regs(bad).is_none(), "{bad:?}");
     }
 }
+
+/// Writes `bytes` at `offset` of the file behind `fd`.
+fn put(fd: &OwnedFd, offset: usize, bytes: &[u8]) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: pwrite reads `bytes.len()` bytes from a live slice.
+    let n = unsafe {
+        libc::pwrite(
+            fd.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            offset as libc::off_t,
+        )
+    };
+    assert_eq!(n, bytes.len() as isize);
+}
+
+/// A perf record: header (type, misc, size) and body.
+fn record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+    let mut r = kind.to_ne_bytes().to_vec();
+    r.extend_from_slice(&misc.to_ne_bytes());
+    r.extend_from_slice(&((8 + body.len()) as u16).to_ne_bytes());
+    r.extend_from_slice(body);
+    r
+}
+
+/// A switch record's body (`sample_id_all`: pid, tid, time).
+fn switch_body(tid: u32, time_ns: u64) -> Vec<u8> {
+    let mut b = std::process::id().to_ne_bytes().to_vec();
+    b.extend_from_slice(&tid.to_ne_bytes());
+    b.extend_from_slice(&time_ns.to_ne_bytes());
+    b
+}
+
+#[test]
+fn a_switch_out_whose_sample_a_full_ring_lost_gets_the_stack_while_the_thread_is_blocked() {
+    use std::os::fd::FromRawFd;
+    // A thread of this process, blocked on a channel.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let blocked = std::thread::spawn(move || {
+        // SAFETY: gettid has no memory effects.
+        tx.send(unsafe { libc::gettid() } as u32).unwrap();
+        stop_rx.recv().unwrap();
+    });
+    let tid = rx.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    // A ring over memory holding what a ring that filled up holds: the kernel lost the
+    // switch-out sample (its stack copy did not fit) and wrote the small switch record.
+    // SAFETY: memfd_create takes a NUL-terminated name; the fd is owned here.
+    let fd = unsafe { libc::memfd_create(c"ring".as_ptr(), 0) };
+    assert!(fd >= 0);
+    // SAFETY: fd was just opened and is owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    put(&fd, 0, &vec![0u8; page * 3]);
+    let ring = Ring::map(std::os::fd::AsRawFd::as_raw_fd(&fd), 2)
+        .unwrap()
+        .with_user_stack();
+    let mut lost = 0u64.to_ne_bytes().to_vec();
+    lost.extend_from_slice(&3u64.to_ne_bytes());
+    let start = monotonic_ns() - 20_000_000;
+    let mut data = record(2, 0, &lost);
+    data.extend(record(14, 1 << 13, &switch_body(tid, start)));
+    put(&fd, page, &data);
+    put(&fd, 1024, &(data.len() as u64).to_ne_bytes());
+    let mut w = WaitEvent {
+        ring,
+        _fd: fd.try_clone().unwrap(),
+        sample: None,
+        copy: Vec::new(),
+        out: None,
+        switched: false,
+        before: None,
+    };
+    let (mut waits, mut short) = (Vec::new(), ShortWaits::default());
+    let mut unwinder = Unwinder::new(std::process::id());
+    let pid_tid = (std::process::id(), tid);
+    assert_eq!(w.drain(pid_tid, &mut waits, &mut unwinder, &mut short), 3);
+    // Still blocked: the wait is open, with the stack the kernel shows for the thread now.
+    let frames = w.out.as_ref().map(|o| o.2.frames.clone()).unwrap();
+    assert!(frames.len() >= 2, "{frames:?}");
+    // It comes back: the wait ends with that stack.
+    let back = record(14, 0, &switch_body(tid, start + 30_000_000));
+    put(&fd, page + data.len(), &back);
+    put(&fd, 1024, &((data.len() + back.len()) as u64).to_ne_bytes());
+    w.drain(pid_tid, &mut waits, &mut unwinder, &mut short);
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert_eq!(waits[0].frames, frames);
+    assert_eq!(waits[0].end_ns - waits[0].start_ns, 30_000_000);
+    stop_tx.send(()).unwrap();
+    blocked.join().unwrap();
+}
