@@ -112,6 +112,7 @@ impl DumpOptions {
                 compress: self.compress,
                 crash_report: self.crash_report,
                 timeout: DUMP_TIMEOUT,
+                max_file_bytes: None,
             },
             max: self.max,
         };

@@ -182,6 +182,7 @@ mod tests {
                 compress: Compression::None,
                 crash_report: false,
                 timeout: std::time::Duration::from_secs(1),
+                max_file_bytes: None,
             },
             max: 0,
         }

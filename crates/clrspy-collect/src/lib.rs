@@ -61,8 +61,8 @@ pub use dumper::{
     EXCEPTION_KEYWORD,
 };
 pub use dumpfile::{
-    compress_core_into, compress_dump_file, compressed_dump_name, write_dump_file, Compression,
-    DumpReport, DumpSpec,
+    compress_core_into, compress_dump_file, compressed_dump_name, core_limit, core_limit_for,
+    write_dump_file, Compression, CopyLimits, DumpReport, DumpSpec,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use exception_dumps::{exception_patterns, DumpsStarted, Env, ExceptionDumps};

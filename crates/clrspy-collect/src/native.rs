@@ -255,13 +255,10 @@ pub fn function_names(pid: u32, places: &[(String, u64)]) -> Vec<Option<String>>
         .collect()
 }
 
-/// The file mapped from `path` in process `pid` (the target's own view, else ours).
+/// The file mapped from `path` in process `pid` (the target's own view; ours once it ended).
 fn read_file(pid: u32, path: &str) -> Option<Vec<u8>> {
-    let own = format!("/proc/{pid}/root{path}");
-    let file = [own.as_str(), path]
-        .into_iter()
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES))?;
-    std::fs::read(file).ok()
+    // The process's own file (a container's), never through a link it planted.
+    diagnostics_client::rooted::read_in_root(pid, std::path::Path::new(path), MAX_FILE_BYTES).ok()
 }
 
 #[cfg(test)]

@@ -97,11 +97,10 @@ fn map_image(pid: u32, path: &str) -> Option<memmap2::Mmap> {
     if !(path.ends_with(".dll") || path.ends_with(".exe")) {
         return None;
     }
-    let own = format!("/proc/{pid}/root{path}");
-    let file = [own.as_str(), path]
-        .into_iter()
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_IMAGE_BYTES))?;
-    let f = std::fs::File::open(file).ok()?;
+    // The process's own file (a container's), never through a link it planted.
+    let f =
+        diagnostics_client::rooted::open_in_root(pid, std::path::Path::new(path), MAX_IMAGE_BYTES)
+            .ok()?;
     // SAFETY: the map is only read while an image is parsed or named, and dropped then; the
     // runtime's images are not rewritten while it runs them, and every read is bounds-checked.
     unsafe { memmap2::Mmap::map(&f) }.ok()

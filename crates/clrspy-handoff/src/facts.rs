@@ -122,12 +122,9 @@ pub fn target(pid: u32) -> TargetFacts {
     };
     let entry = entry_assembly(pid, &argv, entry_name.as_deref());
     let identity = entry.as_ref().and_then(|p| {
-        let here = procfs::path_inside(pid, p);
-        let len = std::fs::metadata(&here).ok()?.len();
-        if len > MAX_ASSEMBLY_BYTES {
-            return None;
-        }
-        readytorun::assembly_identity(&std::fs::read(&here).ok()?).ok()
+        // A path the process chose: read under its root, never through a link.
+        let bytes = diagnostics_client::rooted::read_in_root(pid, p, MAX_ASSEMBLY_BYTES).ok()?;
+        readytorun::assembly_identity(&bytes).ok()
     });
     TargetFacts {
         pid,

@@ -458,14 +458,15 @@ fn parse_map_line(line: &str) -> Option<Mapping> {
     })
 }
 
-/// Reads a module's `.eh_frame`, `.eh_frame_hdr` and segments (through the target's root
-/// first, so a container's files are its own); None when it has none or cannot be read.
+/// The largest module whose unwinding tables are read.
+const MAX_MODULE_BYTES: u64 = 1 << 30;
+
+/// Reads a module's `.eh_frame`, `.eh_frame_hdr` and segments (through the target's root, so
+/// a container's files are its own); None when it has none or cannot be read.
 fn load_cfi(pid: u32, path: &std::path::Path) -> Option<Cfi> {
     use object::{Object, ObjectSection, ObjectSegment};
-    let rooted = PathBuf::from(format!("/proc/{pid}/root")).join(path.strip_prefix("/").ok()?);
-    let data = std::fs::read(&rooted)
-        .or_else(|_| std::fs::read(path))
-        .ok()?;
+    // The process's own file (a container's), never through a link it planted.
+    let data = diagnostics_client::rooted::read_in_root(pid, path, MAX_MODULE_BYTES).ok()?;
     let file = object::File::parse(&*data).ok()?;
     let section = |name: &str| {
         let s = file.section_by_name(name)?;

@@ -8,8 +8,16 @@
 //! user's (their `DbgMiniDumpName` chose the place). The dump's path is the process's view
 //! (in a container, its own file system): folders of the process's root and working
 //! directory are held open from the match on, so the path resolves after it exited.
+//!
+//! That place is the watched process's choice, and the watcher is usually root: nothing
+//! there may steer it. The folder is walked under the process's root with no link and no
+//! `..`; the dump and report are taken only as regular files of the process's user, the dump
+//! no larger than twice the most memory the process had (plus room for headers), the report
+//! at most 16 MB; the copy stops at the rule's disk budget. Each refusal is logged with why.
 
 use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -24,7 +32,7 @@ use crate::limits::{file_for, keep_budget, may_act_paced, say_disk_full, say_dum
 use crate::procfs::start_ticks;
 use crate::state::WatchState;
 use clrspy_collect::crash::files::{
-    find_left, DumpName, Left, Places, DEFAULT_NAME, REPORT_SUFFIX,
+    find_left, DumpName, FileRules, Left, Places, DEFAULT_NAME, MAX_REPORT_BYTES, REPORT_SUFFIX,
 };
 use clrspy_collect::crash::message::FatalMessages;
 use clrspy_rules::Compression;
@@ -173,9 +181,7 @@ pub(crate) fn watch_crash(
         Err(e) => {
             return say(
                 DecisionKind::Skipped,
-                format!(
-                    "crash dump not possible: the process's file system cannot be reached: {e}"
-                ),
+                format!("crash dump not possible: the dump's folder is refused: {e}"),
             )
         }
     };
@@ -196,6 +202,8 @@ pub(crate) fn watch_crash(
             places,
             ticks,
             messages,
+            owner: procfs::fs_uid(facts.pid),
+            readable: procfs::readable_bytes(facts.pid).unwrap_or(0),
         };
         w.wait(s, &rules.rules[i], &facts);
     });
@@ -207,6 +215,10 @@ struct Waiting {
     places: Places,
     ticks: u64,
     messages: Arc<FatalMessages>,
+    /// The process's file-system uid: createdump's files are its.
+    owner: Option<u32>,
+    /// The most readable memory the process had (read about every second while it runs).
+    readable: u64,
 }
 
 impl Waiting {
@@ -216,56 +228,116 @@ impl Waiting {
     }
 
     /// Waits for the end of the process (or of watch), then takes what the runtime left.
-    fn wait(self, shared: &Arc<WatchState>, rule: &Rule, facts: &ProcessFacts) {
+    fn wait(mut self, shared: &Arc<WatchState>, rule: &Rule, facts: &ProcessFacts) {
+        let mut round = 0u32;
         while self.alive(facts.pid) {
             if shared.stopping.load(Ordering::SeqCst) {
                 return;
             }
+            round += 1;
+            if round % 10 == 0 {
+                let now = procfs::readable_bytes(facts.pid).unwrap_or(0);
+                self.readable = self.readable.max(now);
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
         let since = procfs::time_after_boot(self.ticks).unwrap_or(std::time::UNIX_EPOCH);
-        let left = self
-            .places
-            .folder(&self.name)
-            .and_then(|f| find_left(&f, &self.name, since));
-        match left {
+        let ended = |detail: String| {
+            let mut d = Decision::for_process(DecisionKind::WatchingEnded, facts);
+            d.rule = Some(rule.name.clone());
+            d.action = Some("dump");
+            d.detail = Some(detail);
+            shared.emit(d);
+        };
+        let folder = match self.places.folder(&self.name) {
+            Ok(f) => f,
+            Err(e) if e.not_found() => {
+                return ended("crash: the process ended without a crash dump".into())
+            }
+            Err(e) => {
+                return ended(format!(
+                    "crash: the process ended; its dump folder is refused: {e}"
+                ))
+            }
+        };
+        let rules = FileRules {
+            owner: self.owner,
+            max_bytes: (self.readable > 0).then(|| clrspy_collect::core_limit_for(self.readable)),
+            max_is: "twice the most memory the process had, and room for headers",
+        };
+        match find_left(&folder, &self.name, since, &rules) {
             Some(left) => {
                 self.messages.settle();
-                take_crash_dump(shared, rule, facts, &left, &self.messages)
+                take_crash_dump(shared, rule, facts, left, &self.messages, rules.max_bytes)
             }
-            None => {
-                let mut d = Decision::for_process(DecisionKind::WatchingEnded, facts);
-                d.rule = Some(rule.name.clone());
-                d.action = Some("dump");
-                d.detail = Some("crash: the process ended without a crash dump".into());
-                shared.emit(d);
-            }
+            None => ended("crash: the process ended without a crash dump".into()),
         }
     }
 }
 
+/// Reads a crash report opened under the rules, at most [`MAX_REPORT_BYTES`].
+fn read_report(file: &mut File) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.take(MAX_REPORT_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// A path naming exactly the open file `f` (the dump already checked), for readers that
+/// take a path.
+fn held_path(f: &File) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()))
+}
+
 /// Logs the crash, then copies the dump (compressed) and the report into the rule's folder
-/// under its limits.
+/// under its limits; a file the rules refused is logged with the reason and not read.
 fn take_crash_dump(
     shared: &WatchState,
     rule: &Rule,
     facts: &ProcessFacts,
-    left: &Left,
+    left: Left,
     messages: &FatalMessages,
+    raw_limit: Option<u64>,
 ) {
-    let report = left.report.as_deref().map(CrashReport::read);
+    let refused = |what: &str, e: &dyn std::fmt::Display| {
+        let mut d = Decision::for_process(DecisionKind::Skipped, facts);
+        d.rule = Some(rule.name.clone());
+        d.action = Some("dump");
+        d.detail = Some(format!("crash {what} refused: {e}"));
+        shared.emit(d);
+    };
+    let report_bytes = match left.report {
+        Some(Ok(mut f)) => Some(read_report(&mut f).map_err(|e| e.to_string())),
+        Some(Err(e)) => {
+            refused("report", &e);
+            None
+        }
+        None => None,
+    };
+    let dump = match left.dump {
+        Some(Ok(f)) => Some(f),
+        Some(Err(e)) => {
+            refused("dump", &e);
+            None
+        }
+        None => None,
+    };
+    let report_path = PathBuf::from(format!("{}{REPORT_SUFFIX}", left.shown));
+    let report = report_bytes.as_ref().map(|b| match b {
+        Ok(bytes) => CrashReport::parse(bytes, &report_path),
+        Err(e) => Err(format!("{}: {e}", report_path.display())),
+    });
     // The message: from the dump when it holds the exception object, else from the session.
-    let from_dump = left
-        .report
-        .as_deref()
-        .zip(left.dump.as_deref())
-        .and_then(|(report, dump)| clrspy_collect::crash::core::message_in_dump(report, dump));
+    let from_dump = report_bytes
+        .as_ref()
+        .and_then(|b| b.as_ref().ok())
+        .and_then(|b| clrspy_collect::crash::core::exception_object(b))
+        .zip(dump.as_ref())
+        .and_then(|(object, f)| {
+            clrspy_collect::crash::core::exception_message(&held_path(f), object)
+        });
     let mut d = Decision::for_process(DecisionKind::Crash, facts);
     d.rule = Some(rule.name.clone());
-    d.file = left
-        .report
-        .as_ref()
-        .map(|_| PathBuf::from(format!("{}{REPORT_SUFFIX}", left.shown)));
+    d.file = report_bytes.as_ref().map(|_| report_path.clone());
     d.detail = Some(match &report {
         Some(Ok(r)) => describe_report(
             r,
@@ -280,7 +352,7 @@ fn take_crash_dump(
         None => "no crash report (DOTNET_EnableCrashReport=1 writes one)".into(),
     });
     shared.emit(d);
-    let Some(dump) = &left.dump else {
+    let Some(mut dump) = dump else {
         return;
     };
     // Not paced by the cooldown (the runtime wrote the dump already; it is the process's one
@@ -311,20 +383,20 @@ fn take_crash_dump(
     d.file = Some(out.clone());
     d.detail = Some(format!("crash dump {}", left.shown));
     shared.emit(d);
-    if let Some(r) = &left.report {
+    if let Some(Ok(bytes)) = &report_bytes {
         let to = out.with_file_name(crash_report_name(&out));
-        let _ = std::fs::copy(r, to);
+        let _ = clrspy_collect::private::create_private(&to)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, bytes));
     }
     // A budget kept meanwhile (another action of the rule) spares the file being written.
     if let Ok(mut o) = shared.open_files.lock() {
         o.push(out.clone());
     }
-    let result = File::open(dump)
-        .map_err(|e| clrspy_collect::Error::Output {
-            path: PathBuf::from(&left.shown),
-            source: e,
-        })
-        .and_then(|mut f| clrspy_collect::compress_core_into(&mut f, &out, compress));
+    let limits = clrspy_collect::CopyLimits {
+        raw: raw_limit,
+        file: Some(rule.limits.disk_bytes()),
+    };
+    let result = clrspy_collect::compress_core_into(&mut dump, &out, compress, limits);
     if let Ok(mut o) = shared.open_files.lock() {
         o.retain(|p| *p != out);
     }

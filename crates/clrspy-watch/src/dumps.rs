@@ -31,8 +31,8 @@ use clrspy_rules::RuleSet;
 use clrspy_rules::{Decision, DecisionKind};
 use clrspy_rules::{DumpAction, Rule};
 
-/// The dump a rule asks for.
-pub(crate) fn spec(dump: &DumpAction) -> DumpSpec {
+/// The dump a rule asks for; the file never outgrows the rule's disk budget.
+pub(crate) fn spec(rule: &Rule, dump: &DumpAction) -> DumpSpec {
     DumpSpec {
         kind: dump
             .kind
@@ -44,6 +44,7 @@ pub(crate) fn spec(dump: &DumpAction) -> DumpSpec {
         },
         crash_report: false,
         timeout: DUMP_TIMEOUT,
+        max_file_bytes: Some(rule.limits.disk_bytes()),
     }
 }
 
@@ -98,7 +99,7 @@ fn at_once(
         return;
     };
     shared.actions.fetch_add(1, Ordering::SeqCst);
-    let spec = spec(dump);
+    let spec = spec(rule, dump);
     let out = file_for(&dir, facts, spec.compress.extension());
     let mut d = Decision::for_process(DecisionKind::ActionStarted, facts);
     d.rule = Some(rule.name.clone());
@@ -285,7 +286,7 @@ impl RuleDumps {
         max: u32,
     ) -> Option<RuleDumps> {
         let dump = rules.rules[i].dump.as_ref()?;
-        let spec = spec(dump);
+        let spec = spec(&rules.rules[i], dump);
         let plan = DumpPlan {
             dir: dir.to_path_buf(),
             stem: facts.file_name(),

@@ -287,3 +287,160 @@ fn a_crash_dump_written_where_only_the_process_s_namespace_sees_is_taken_after_i
     );
     assert!(w.stop().success());
 }
+
+/// A watched process in its own mount and PID namespaces (a container) chooses where its
+/// crash dump goes and plants something there in its dump's place, then ends; watch runs as
+/// root. Every attack is refused with a logged reason, and nothing of the host's is copied into
+/// the rule's folder or its text into the decisions log: a link to a host file (and to a
+/// host "crash report"), a link to `/dev/zero`, a FIFO, a file of another user, a sparse file
+/// far larger than the process's memory, and `..` in the dump's name.
+#[test]
+fn what_a_watched_process_plants_for_its_crash_dump_is_refused_and_logged() {
+    if !live() {
+        return;
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let unshare = Command::new("unshare").arg("--version").output().is_ok();
+    if !root || !unshare {
+        eprintln!("skipping: needs root and unshare to make namespaces");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The process's own temporary folder (a tmpfs only its namespace sees).
+    let own = dir.path().join("ctmp");
+    std::fs::create_dir(&own).unwrap();
+    // The host's secrets: a file, and a file that reads as a crash report.
+    let host = dir.path().join("host");
+    std::fs::create_dir(&host).unwrap();
+    std::fs::write(host.join("secret"), b"\x7fELF host secret HOSTSECRET").unwrap();
+    std::fs::write(
+        host.join("report.json"),
+        br#"{"payload":{"process_name":"HOSTSECRET","threads":[{"crashed":"true","managed_exception_type":"HOSTSECRET.Exception"}]}}"#,
+    )
+    .unwrap();
+    let wl = workloads();
+    let scenarios: [(&str, String); 6] = [
+        (
+            "link",
+            format!(
+                "ln -s '{h}/secret' '{o}/core_1' && ln -s '{h}/report.json' '{o}/core_1.crashreport.json'",
+                h = host.display(),
+                o = own.display()
+            ),
+        ),
+        ("zero", format!("ln -s /dev/zero '{}/core_1'", own.display())),
+        ("fifo", format!("mkfifo '{}/core_1'", own.display())),
+        (
+            "owner",
+            format!("echo x > '{o}/core_1' && chown 4242 '{o}/core_1'", o = own.display()),
+        ),
+        ("sparse", format!("truncate -s 1T '{}/core_1'", own.display())),
+        ("parent", String::new()),
+    ];
+    let mut rules = Vec::new();
+    for (name, _) in &scenarios {
+        let link = dir.path().join(format!("attack-{name}"));
+        std::os::unix::fs::symlink(wl.parent().unwrap(), &link).unwrap();
+        rules.push(format!(
+            r#"{{"name":"{name}","match":{{"name":"Workloads*","command_line":"attack-{name}/"}},
+                "dump":{{"on_crash":true,"compress":"gzip"}}}}"#
+        ));
+    }
+    let rules_file = dir.path().join("rules.json");
+    std::fs::write(&rules_file, format!(r#"{{"rules":[{}]}}"#, rules.join(","))).unwrap();
+    let out = dir.path().join("out");
+    let w = Watch::start(&rules_file, &out, &[]);
+    for (name, plant) in &scenarios {
+        let dump_name = if *name == "parent" {
+            format!("{}/../host/core_%p", own.display())
+        } else {
+            format!("{}/core_%p", own.display())
+        };
+        // Its own temporary folder (a tmpfs), and the host's folder hidden from it: what the
+        // links name is not the process's to read.
+        let plant = if plant.is_empty() {
+            String::new()
+        } else {
+            format!("{plant} && ")
+        };
+        let script = format!(
+            "mount -t tmpfs tmpfs '{o}' && mount -t tmpfs tmpfs '{h}' && {plant}\
+             TMPDIR='{o}' DOTNET_DbgEnableMiniDump=1 DOTNET_EnableCrashReport=1 \
+             DOTNET_DbgMiniDumpName='{dump_name}' exec dotnet '{dll}' idle --seconds 3",
+            o = own.display(),
+            h = host.display(),
+            dll = dir.path().join(format!("attack-{name}/Workloads.dll")).display()
+        );
+        let mut c = Command::new("unshare");
+        c.args(["--mount", "--pid", "--fork", "--kill-child", "--mount-proc"])
+            .args(["sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for k in CRASH_VARS {
+            c.env_remove(k);
+        }
+        assert!(c.status().unwrap().success(), "{name}: the program did not run");
+    }
+    let ended = |rule: &str| {
+        w.wait_for(
+            |l| l["rule"] == rule && (l["event"] == "watching_ended" || l["event"] == "skipped"),
+            &format!("the end of {rule}'s crash watch"),
+        )
+    };
+    let expect = [
+        ("link", "symbolic link"),
+        ("zero", "symbolic link"),
+        ("fifo", "is a FIFO, not a regular file"),
+        ("owner", "belongs to uid 4242, not to the process's user (uid 0)"),
+        ("sparse", "bytes allowed (twice the most memory the process had"),
+        ("parent", "'..'"),
+    ];
+    for (rule, why) in expect {
+        let line = ended(rule);
+        let detail = line["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(why), "{rule}: {line}");
+        assert!(
+            detail.contains("refused") || detail.contains("not possible"),
+            "{rule}: {line}"
+        );
+    }
+    // The host's report was refused too, and nothing took an action.
+    let log = w.log();
+    assert!(
+        log.iter().any(|l| l["rule"] == "link"
+            && l["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("crash report refused") && d.contains("symbolic link"))),
+        "{log:#?}"
+    );
+    assert!(w.stop().success());
+    let text = std::fs::read_to_string(out.join("decisions.jsonl")).unwrap_or_default()
+        + &std::fs::read_to_string(out.with_extension("stdout")).unwrap_or_default();
+    assert!(!text.contains("HOSTSECRET"), "the host's text reached the log:\n{text}");
+    for l in &log {
+        assert!(
+            l["event"] != "action_started" && l["event"] != "action_done",
+            "an attack was acted on: {l}"
+        );
+    }
+    let copied: Vec<_> = walk(&out);
+    assert!(copied.iter().all(|p| !p.to_string_lossy().contains(".dmp")), "{copied:?}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            v.extend(walk(&p));
+        } else {
+            v.push(p);
+        }
+    }
+    v
+}

@@ -24,9 +24,27 @@ const MAX_SOCKET_PATH: usize = 100;
 /// connection. A path too long for a socket address (a container's socket reached through
 /// `/proc/<pid>/root/...`) is reached through an open handle on its directory:
 /// `/proc/self/fd/<fd>/<name>` is short, and the kernel resolves it to the same socket.
+///
+/// A socket in another process's file system (`/proc/<pid>/root/...`: a container's, where its
+/// runtime's `TMPDIR` put it) is reached under that process's root with no link followed
+/// ([`crate::rooted`]): the process cannot point us at another socket of ours.
 #[cfg(unix)]
 pub(crate) fn connect_stream(path: &Path, timeout: Duration) -> std::io::Result<Stream> {
     use std::os::fd::AsRawFd;
+    #[cfg(target_os = "linux")]
+    if let Some((pid, inside)) = in_process_root(path) {
+        let (Some(dir), Some(name)) = (inside.parent(), inside.file_name()) else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a socket's path",
+            ));
+        };
+        let (_held, at) = crate::rooted::RootedDir::root_of(pid)?
+            .open_dir(dir)
+            .and_then(|d| d.socket(name))
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
+        return connect_bounded(&at, timeout);
+    }
     if path.as_os_str().len() < MAX_SOCKET_PATH || !cfg!(target_os = "linux") {
         return connect_bounded(path, timeout);
     }
@@ -40,6 +58,18 @@ pub(crate) fn connect_stream(path: &Path, timeout: Duration) -> std::io::Result<
     let s = connect_bounded(&short, timeout);
     drop(handle);
     s
+}
+
+/// `/proc/<pid>/root/<rest>`: the pid and `/<rest>` as that process names it.
+#[cfg(target_os = "linux")]
+fn in_process_root(path: &Path) -> Option<(u32, std::path::PathBuf)> {
+    let rest = path.strip_prefix("/proc").ok()?;
+    let mut parts = rest.components();
+    let pid = parts.next()?.as_os_str().to_str()?.parse().ok()?;
+    if parts.next()?.as_os_str() != "root" {
+        return None;
+    }
+    Some((pid, Path::new("/").join(parts.as_path())))
 }
 
 /// `connect` with the socket's send timeout set first (Linux applies it to a Unix socket's
@@ -127,6 +157,29 @@ mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
     use std::time::Instant;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_socket_in_a_process_root_is_reached_without_links() {
+        let d = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(d.path()).unwrap();
+        let sock = real.join("dotnet-diagnostic-1-2-socket");
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let me = std::process::id();
+        let rooted =
+            |p: &Path| Path::new(&format!("/proc/{me}/root")).join(p.strip_prefix("/").unwrap());
+        assert_eq!(in_process_root(&rooted(&sock)).unwrap(), (me, sock.clone()));
+        assert_eq!(in_process_root(Path::new("/proc/x/root/a")), None);
+        assert_eq!(in_process_root(Path::new("/tmp/a")), None);
+        let s = connect_stream(&rooted(&sock), Duration::from_secs(5)).unwrap();
+        let _ = listener.accept().unwrap();
+        drop(s);
+        // A link in the socket's place, planted by the process: refused, not followed.
+        let link = real.join("dotnet-diagnostic-1-3-socket");
+        std::os::unix::fs::symlink(&sock, &link).unwrap();
+        let e = connect_stream(&rooted(&link), Duration::from_secs(5)).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+    }
 
     #[test]
     fn a_socket_path_too_long_for_an_address_still_connects() {

@@ -5,7 +5,7 @@
 //! the pid inside their PID namespace (the last `NSpid` entry of `/proc/<pid>/status`).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::procfs;
@@ -159,9 +159,10 @@ pub fn container_folder(pid: u32) -> Option<ContainerFolder> {
         let inside = procfs::temp_dir(pid);
         // Every folder on the way is a real one: a link inside the container would be followed
         // from our root, not from the container's.
-        if !real_folders(Path::new(&format!("/proc/{pid}/root")), &inside) {
-            return None;
-        }
+        crate::rooted::RootedDir::root_of(pid)
+            .ok()?
+            .open_dir(&inside)
+            .ok()?;
         let here = procfs::path_inside(pid, &inside);
         Some(ContainerFolder { inside, here })
     }
@@ -170,21 +171,6 @@ pub fn container_folder(pid: u32) -> Option<ContainerFolder> {
         let _ = pid;
         None
     }
-}
-
-/// True when each folder of the absolute path `inside`, under `root`, is a folder and not a
-/// link (nor `.` or `..`).
-#[cfg(target_os = "linux")]
-fn real_folders(root: &Path, inside: &Path) -> bool {
-    let mut at = root.to_path_buf();
-    inside.is_absolute()
-        && inside.components().skip(1).all(|part| {
-            if !matches!(part, std::path::Component::Normal(_)) {
-                return false;
-            }
-            at.push(part);
-            std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_dir())
-        })
 }
 
 /// Endpoints of processes in another mount namespace than ours, keyed by host pid.
@@ -264,24 +250,6 @@ mod tests {
             "dotnet-diagnostic-4294967-1-socket",
             4_294_967
         ));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_container_folder_is_reached_through_real_folders_only() {
-        let root = std::env::temp_dir().join(format!("clrspy-folders-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("var/tmp")).unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("tmp")).unwrap();
-        let real = |p: &str| super::real_folders(&root, std::path::Path::new(p));
-        assert!(real("/var/tmp"));
-        assert!(real("/var"));
-        assert!(!real("/tmp"), "a link");
-        assert!(!real("/tmp/ssl"), "under a link");
-        assert!(!real("/var/../tmp"));
-        assert!(!real("/var/none"));
-        assert!(!real("var/tmp"));
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

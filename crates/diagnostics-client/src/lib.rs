@@ -19,7 +19,8 @@
 //! follows them cheaply (inotify, cached folder listings) and says which came and went; a
 //! [`ReverseHub`] serves one reverse port for many runtimes, routing each one's connections by
 //! its instance cookie; [`procfs`] reads what Linux's `/proc` says of a process (start time,
-//! namespaces and `NSpid`, environment, command line).
+//! namespaces and `NSpid`, environment, command line); [`rooted`] opens the paths a process
+//! chose (its dump folder, its temporary folder) below its own root, never through a link.
 #![deny(missing_docs)]
 
 mod connect;
@@ -32,6 +33,8 @@ mod listing;
 mod process;
 pub mod procfs;
 mod reverse;
+#[cfg(target_os = "linux")]
+pub mod rooted;
 mod watcher;
 
 pub use discovery::{container_folder, find_endpoints, stale_socket, ContainerFolder, Endpoint};

@@ -153,6 +153,39 @@ pub fn uid(pid: u32) -> Option<u32> {
     parse_uid(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
 
+/// Parses the file-system uid (the last value of the `Uid:` line) of `/proc/PID/status`: the
+/// owner of the files the process (and a program it runs, such as createdump) creates.
+pub fn parse_fs_uid(status: &str) -> Option<u32> {
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    let values: Vec<&str> = line.split_whitespace().skip(1).collect();
+    if values.len() != 4 {
+        return None;
+    }
+    values[3].parse().ok()
+}
+
+/// The file-system uid of `pid` (see [`parse_fs_uid`]).
+pub fn fs_uid(pid: u32) -> Option<u32> {
+    parse_fs_uid(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// The bytes of every readable mapping in `maps` (the text of `/proc/PID/maps`): all the
+/// memory a core dump of the process can hold.
+pub fn parse_readable_bytes(maps: &str) -> u64 {
+    maps.lines()
+        .filter_map(parse_maps_line)
+        .filter(|m| m.perms.starts_with('r'))
+        .map(|m| m.end.saturating_sub(m.start))
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The bytes of every readable mapping of `pid` (see [`parse_readable_bytes`]).
+pub fn readable_bytes(pid: u32) -> Option<u64> {
+    Some(parse_readable_bytes(
+        &std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?,
+    ))
+}
+
 /// Parses the resident memory (the `VmRSS:` line, kB) of `/proc/PID/status`, in bytes.
 pub fn parse_resident_bytes(status: &str) -> Option<u64> {
     let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
@@ -321,6 +354,19 @@ pub fn path_inside(pid: u32, path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_file_system_uid_and_the_readable_memory() {
+        let status = "Name:\tx\nUid:\t1000\t1001\t1002\t1003\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(parse_fs_uid(status), Some(1003));
+        assert_eq!(parse_uid(status), Some(1000));
+        assert_eq!(parse_fs_uid("Uid:\t1\t2\n"), None);
+        let maps = "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n\
+                    00500000-00600000 ---p 00000000 00:00 0 \n\
+                    7f0000000000-7f0000002000 rw-p 00000000 00:00 0 [heap]\n";
+        assert_eq!(parse_readable_bytes(maps), 0x1000 + 0x2000);
+        assert!(readable_bytes(std::process::id()).unwrap() > 0);
+    }
 
     #[test]
     fn stat_fields_are_counted_after_the_name() {

@@ -54,6 +54,7 @@ pub fn add_native_frames(
         compress: Compression::None,
         crash_report: true,
         timeout,
+        max_file_bytes: None,
     };
     let written = clrspy_collect::write_dump_file(endpoint, pid, &path, &spec)
         .map_err(|e| format!("the runtime's crash report: {e}"))?;

@@ -31,6 +31,7 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
         compress,
         crash_report: args.crash_report,
         timeout: args.timeout,
+        max_file_bytes: None,
     };
     let r = clrspy_collect::write_dump_file(&ep, pid, &out, &spec).map_err(collect_error)?;
     if compress == clrspy_collect::Compression::None {

@@ -35,7 +35,10 @@ pub mod watchdog;
 
 /// The repository root.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Without `..`: paths under it are given to programs in namespaces, where clrspy refuses
+    // `..` (it could climb out of their root).
+    std::fs::canonicalize(&here).unwrap_or(here)
 }
 
 /// A real trace from crates/nettrace/tests/data.
