@@ -122,11 +122,38 @@ fn namespaces_allowed(test: &str) -> bool {
     root && unshare
 }
 
+/// How a namespaced program's temporary folder differs from ours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Temp {
+    /// Its `/tmp` is a tmpfs of its own (a container's; systemd's `PrivateTmp=yes`). Needs a
+    /// checkout outside /tmp (the program must still reach the workload there).
+    Own,
+    /// Its `/tmp` is ours; its `TMPDIR` is a private tmpfs folder beside `hidden`, so the only
+    /// folder of ours it does not see is `hidden` (and clrspy must not judge by `/tmp`).
+    Shared,
+}
+
+impl Temp {
+    /// [`Temp::Own`] where the checkout allows it, else [`Temp::Shared`] (said): the tests that
+    /// take this depend on where the checkout is; `dump_record_and_watch_reach_a_program_that_sees_all_but_the_output_folder`
+    /// covers `Shared` from every checkout.
+    fn by_checkout() -> Temp {
+        let repo = std::fs::canonicalize(common::repo()).unwrap();
+        if repo.starts_with("/tmp") {
+            eprintln!(
+                "the checkout is under /tmp: the program keeps our /tmp (its TMPDIR is private)"
+            );
+            Temp::Shared
+        } else {
+            Temp::Own
+        }
+    }
+}
+
 /// A .NET program in its own PID and mount namespaces, killed (with its namespace) when
-/// dropped. Its `/tmp` is a tmpfs of its own (as in a container; when the checkout is under
-/// /tmp, which must stay visible, a private folder as its TMPDIR instead), and `hidden` is
-/// covered by an empty tmpfs inside: paths there mean nothing to the program. With `user`, the
-/// program runs as that uid and gid (as .NET's container images run theirs, not as root).
+/// dropped. Its temporary folder is its own (see [`Temp`]), and `hidden` is covered by an
+/// empty tmpfs inside: paths there mean nothing to the program. With `user`, the program runs
+/// as that uid and gid (as .NET's container images run theirs, not as root).
 struct Container {
     _unshare: Running,
     /// The program's pid here.
@@ -138,15 +165,21 @@ struct Container {
 }
 
 impl Container {
-    fn start(hidden: &Path, args: &[&str], env: &[(&str, &str)], user: Option<u32>) -> Container {
-        let repo = std::fs::canonicalize(common::repo()).unwrap();
-        let (temp_mount, temp_env) = if repo.starts_with("/tmp") {
-            let private = hidden.with_extension("tmp");
-            std::fs::create_dir_all(&private).unwrap();
-            let p = private.display().to_string();
-            (p.clone(), format!("export TMPDIR='{p}' &&"))
-        } else {
-            ("/tmp".to_string(), "unset TMPDIR &&".to_string())
+    fn start(
+        hidden: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        user: Option<u32>,
+        temp: Temp,
+    ) -> Container {
+        let (temp_mount, temp_env) = match temp {
+            Temp::Shared => {
+                let private = hidden.with_extension("tmp");
+                std::fs::create_dir_all(&private).unwrap();
+                let p = private.display().to_string();
+                (p.clone(), format!("export TMPDIR='{p}' &&"))
+            }
+            Temp::Own => ("/tmp".to_string(), "unset TMPDIR &&".to_string()),
         };
         let as_user = match user {
             Some(u) => {
@@ -275,7 +308,13 @@ fn watch_traces_and_dumps_a_process_in_a_container_and_dump_reaches_it() {
     }
     let nobody = setpriv.then_some(65534);
     let w = Watch::start(&rules, &out, &[]);
-    let c = Container::start(&hidden, &tag.split(' ').collect::<Vec<_>>(), &[], nobody);
+    let c = Container::start(
+        &hidden,
+        &tag.split(' ').collect::<Vec<_>>(),
+        &[],
+        nobody,
+        Temp::by_checkout(),
+    );
     let pid = c.pid;
 
     let matched = w.wait_for(
@@ -432,6 +471,7 @@ fn watch_and_record_dump_a_process_in_a_container_on_its_exceptions() {
         &["cast", "--count", "60", "--seconds", "0.25"],
         &[],
         None,
+        Temp::by_checkout(),
     );
     let pid = c.pid;
     // `record -p` with exception dumps at the same time: the trace names the process by its
@@ -493,6 +533,120 @@ fn watch_and_record_dump_a_process_in_a_container_on_its_exceptions() {
     );
 }
 
+/// The case of a checkout under /tmp, from any checkout: the program shares our root and our
+/// `/tmp`, and one mount of its namespace covers exactly the output folder (its `TMPDIR` is a
+/// private folder). It does not see the output folder, so `dump`, `record --dump-on-exception`
+/// and a `watch` rule all stream through its own temporary folder, and nothing stays there.
+#[test]
+fn dump_record_and_watch_reach_a_program_that_sees_all_but_the_output_folder() {
+    if !live() || !namespaces_allowed("dump_record_and_watch_reach_a_program_that_sees_all_but") {
+        return;
+    }
+    let base = common::repo().join("target");
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = tempfile::tempdir_in(&base).unwrap();
+    let hidden = dir.path().join("hidden");
+    let out = hidden.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let rules = hidden.join("rules.json");
+    let tag = "cast --count 150 --seconds 0.5";
+    std::fs::write(
+        &rules,
+        format!(
+            r#"{{ "rules": [
+  {{ "name": "now", "match": {{ "command_line": "{tag}", "container": {{ "inside": true }} }},
+     "dump": {{ "type": "mini", "compress": "zstd" }} }},
+  {{ "name": "casts", "match": {{ "command_line": "{tag}", "container": {{ "inside": true }} }},
+     "dump": {{ "type": "mini", "compress": "gzip", "on_exception": ["*.InvalidCastException"] }},
+     "limits": {{ "max_actions": 1 }} }} ] }}"#
+        ),
+    )
+    .unwrap();
+    let w = Watch::start(&rules, &out, &[]);
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    let c = Container::start(
+        &hidden,
+        &tag.split(' ').collect::<Vec<_>>(),
+        &[],
+        setpriv.then_some(65534),
+        Temp::Shared,
+    );
+    let pid = c.pid;
+    let p = pid.to_string();
+    // `clrspy dump`, compressed and raw: neither path means anything to the program.
+    for (name, compress) in [("by-hand.dmp.gz", "gzip"), ("by-hand.dmp", "none")] {
+        let file = out.join(name);
+        let r = clrspy()
+            .args([
+                "dump",
+                "-p",
+                &p,
+                "--type",
+                "mini",
+                "--compress",
+                compress,
+                "-o",
+            ])
+            .arg(&file)
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert!(
+            r.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let head = if compress == "gzip" {
+            gunzip_head(&file)
+        } else {
+            std::fs::read(&file).unwrap()[..4].to_vec()
+        };
+        assert_eq!(head, b"\x7fELF", "{name}");
+    }
+    // `record --dump-on-exception`.
+    let rec = out.join("rec");
+    std::fs::create_dir_all(&rec).unwrap();
+    let recorded = clrspy()
+        .args(["record", "-p", &p, "--duration", "3s"])
+        .args(["--dump-on-exception", "InvalidCastException", "--dump-dir"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(rec.join("casts.nettrace"))
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&recorded.stderr).into_owned();
+    assert!(recorded.status.success(), "{said}");
+    let dumps: Vec<PathBuf> = std::fs::read_dir(&rec)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".dmp.gz"))
+        .collect();
+    assert_eq!(dumps.len(), 1, "{dumps:?}\n{said}");
+    assert_eq!(gunzip_head(&dumps[0]), b"\x7fELF");
+    // The watch rules: a dump at once, and one on an exception.
+    for rule in ["now", "casts"] {
+        let done = w.wait_for(
+            |l| {
+                (l["event"] == "action_done" || l["event"] == "action_failed")
+                    && l["pid"] == pid
+                    && l["rule"] == rule
+            },
+            &format!("rule {rule}'s dump"),
+        );
+        assert_eq!(done["event"], "action_done", "{done}");
+        let file = PathBuf::from(done["file"].as_str().unwrap());
+        assert!(file.starts_with(out.join(rule)), "{file:?}");
+    }
+    assert_eq!(c.leftovers(), Vec::<String>::new());
+    drop(c);
+    let log = w.stop_with_log();
+    assert!(
+        !log.iter().any(|l| l["event"] == "action_failed"),
+        "{log:#?}"
+    );
+}
+
 #[test]
 fn listen_holds_a_program_in_a_container_and_traces_it_from_its_first_instruction() {
     if !live() || !namespaces_allowed("listen_holds_a_program_in_a_container") {
@@ -521,6 +675,7 @@ fn listen_holds_a_program_in_a_container_and_traces_it_from_its_first_instructio
         &["idle", "--seconds", "2.75"],
         &[("DOTNET_DiagnosticPorts", ports.as_str())],
         None,
+        Temp::by_checkout(),
     );
     let pid = c.pid;
     // The runtime says it is pid 1; the socket's peer is the process here.

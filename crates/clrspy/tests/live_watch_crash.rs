@@ -372,7 +372,10 @@ fn what_a_watched_process_plants_for_its_crash_dump_is_refused_and_logged() {
              DOTNET_DbgMiniDumpName='{dump_name}' exec dotnet '{dll}' idle --seconds 3",
             o = own.display(),
             h = host.display(),
-            dll = dir.path().join(format!("attack-{name}/Workloads.dll")).display()
+            dll = dir
+                .path()
+                .join(format!("attack-{name}/Workloads.dll"))
+                .display()
         );
         let mut c = Command::new("unshare");
         c.args(["--mount", "--pid", "--fork", "--kill-child", "--mount-proc"])
@@ -383,7 +386,10 @@ fn what_a_watched_process_plants_for_its_crash_dump_is_refused_and_logged() {
         for k in CRASH_VARS {
             c.env_remove(k);
         }
-        assert!(c.status().unwrap().success(), "{name}: the program did not run");
+        assert!(
+            c.status().unwrap().success(),
+            "{name}: the program did not run"
+        );
     }
     let ended = |rule: &str| {
         w.wait_for(
@@ -395,8 +401,14 @@ fn what_a_watched_process_plants_for_its_crash_dump_is_refused_and_logged() {
         ("link", "symbolic link"),
         ("zero", "symbolic link"),
         ("fifo", "is a FIFO, not a regular file"),
-        ("owner", "belongs to uid 4242, not to the process's user (uid 0)"),
-        ("sparse", "bytes allowed (twice the most memory the process had"),
+        (
+            "owner",
+            "belongs to uid 4242, not to the process's user (uid 0)",
+        ),
+        (
+            "sparse",
+            "bytes allowed (twice the most memory the process had",
+        ),
         ("parent", "'..'"),
     ];
     for (rule, why) in expect {
@@ -411,16 +423,21 @@ fn what_a_watched_process_plants_for_its_crash_dump_is_refused_and_logged() {
     // The host's report was refused too, and nothing took an action.
     let log = w.log();
     assert!(
-        log.iter().any(|l| l["rule"] == "link"
-            && l["detail"]
-                .as_str()
-                .is_some_and(|d| d.contains("crash report refused") && d.contains("symbolic link"))),
+        log.iter().any(|l| {
+            l["rule"] == "link"
+                && l["detail"].as_str().is_some_and(|d| {
+                    d.contains("crash report refused") && d.contains("symbolic link")
+                })
+        }),
         "{log:#?}"
     );
     assert!(w.stop().success());
     let text = std::fs::read_to_string(out.join("decisions.jsonl")).unwrap_or_default()
         + &std::fs::read_to_string(out.with_extension("stdout")).unwrap_or_default();
-    assert!(!text.contains("HOSTSECRET"), "the host's text reached the log:\n{text}");
+    assert!(
+        !text.contains("HOSTSECRET"),
+        "the host's text reached the log:\n{text}"
+    );
     for l in &log {
         assert!(
             l["event"] != "action_started" && l["event"] != "action_done",
@@ -428,7 +445,10 @@ fn what_a_watched_process_plants_for_its_crash_dump_is_refused_and_logged() {
         );
     }
     let copied: Vec<_> = walk(&out);
-    assert!(copied.iter().all(|p| !p.to_string_lossy().contains(".dmp")), "{copied:?}");
+    assert!(
+        copied.iter().all(|p| !p.to_string_lossy().contains(".dmp")),
+        "{copied:?}"
+    );
 }
 
 /// Every file under `dir`.

@@ -200,20 +200,21 @@ fn container_endpoints() -> Vec<(u32, (SystemTime, PathBuf))> {
         let Some(nspid) = procfs::namespace_pid(pid) else {
             continue;
         };
-        let dir = procfs::path_inside(pid, &procfs::temp_dir(pid));
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        // Its temporary folder as it names it, walked under its root with no link followed (a
+        // link there would be followed from our root): the socket's path goes through it.
+        let inside = procfs::temp_dir(pid);
+        let Some(entries) = crate::rooted::RootedDir::root_of(pid)
+            .ok()
+            .and_then(|root| root.open_dir(&inside).ok())
+            .and_then(|held| held.entries().ok())
+        else {
             continue;
         };
+        let dir = procfs::path_inside(pid, &inside);
         let newest = entries
-            .flatten()
-            .filter(|e| e.file_name().to_str().and_then(parse_name) == Some(nspid))
-            .map(|e| {
-                let t = e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                (t, e.path())
-            })
+            .into_iter()
+            .filter(|(name, _)| name.to_str().and_then(parse_name) == Some(nspid))
+            .map(|(name, when)| (when.unwrap_or(SystemTime::UNIX_EPOCH), dir.join(name)))
             .filter(|(_, p)| {
                 let name = p.file_name().map(|n| n.to_string_lossy());
                 !name.is_some_and(|n| stale_socket(&n, pid))
