@@ -534,7 +534,8 @@ pub fn harness() -> Option<PathBuf> {
 /// (git-ignored; the bench scripts keep their tools there too): dotnet tools in `tools/`, npm
 /// packages in `node/`, compiled locales in `locale/`.
 pub fn setup_dir() -> PathBuf {
-    repo().join("bench/out")
+    let dir = repo().join("bench/out");
+    std::fs::canonicalize(&dir).unwrap_or(dir)
 }
 
 /// A program the tests drive clrspy with or check its output against: a real consumer. A test
@@ -655,30 +656,50 @@ pub fn decimal_comma_env(cmd: &mut Command, locpath: &Path) {
 /// skipped and gives None. Both are written to `$CLRSPY_CONSUMER_LOG` when set (`.ci/run` sums
 /// them up).
 pub fn need(what: Need) -> Option<PathBuf> {
-    match what.find() {
-        Ok(p) => {
-            eprintln!("consumer check: {} ({}) runs", what.name(), p.display());
-            consumer_log(&format!("ran\t{}", what.name()));
-            Some(p)
-        }
-        Err(why) if std::env::var("CLRSPY_ALLOW_SKIP").is_ok_and(|v| v == "1") => {
-            eprintln!(
-                "SKIPPED a check against {}: {why} (CLRSPY_ALLOW_SKIP=1)",
-                what.name()
-            );
-            consumer_log(&format!("skipped\t{}\t{why}", what.name()));
-            None
-        }
-        Err(why) => panic!(
-            "this test checks against {}, which is missing: {why}; {SETUP_HINT}",
-            what.name()
-        ),
-    }
+    let p = what.find().map_err(|why| missing(what, &why)).ok()?;
+    found(what, &p);
+    Some(p)
 }
 
-/// [`need`] for each of `what`: true when all are there.
+/// [`need`] for each of `what`: true when all are there (and only then are they said to run).
 pub fn needs(what: &[Need]) -> bool {
-    what.iter().all(|&n| need(n).is_some())
+    let mut paths = Vec::new();
+    for &n in what {
+        match n.find() {
+            Ok(p) => paths.push((n, p)),
+            Err(why) => {
+                missing(n, &why);
+                return false;
+            }
+        }
+    }
+    for (n, p) in paths {
+        found(n, &p);
+    }
+    true
+}
+
+/// Says that the check against `what` runs, with `path`.
+fn found(what: Need, path: &Path) {
+    eprintln!("consumer check: {} ({}) runs", what.name(), path.display());
+    consumer_log(&format!("ran\t{}", what.name()));
+}
+
+/// Fails the test for `what` missing (`why`), unless CLRSPY_ALLOW_SKIP=1: then says the check
+/// is skipped.
+fn missing(what: Need, why: &str) {
+    if std::env::var("CLRSPY_ALLOW_SKIP").is_ok_and(|v| v == "1") {
+        eprintln!(
+            "SKIPPED a check against {}: {why} (CLRSPY_ALLOW_SKIP=1)",
+            what.name()
+        );
+        consumer_log(&format!("skipped\t{}\t{why}", what.name()));
+    } else {
+        panic!(
+            "this test checks against {}, which is missing: {why}; {SETUP_HINT}",
+            what.name()
+        );
+    }
 }
 
 /// Says loudly that `test` is skipped for a limit of this machine (no root, no namespaces, no
