@@ -1,7 +1,7 @@
 //! `clrspy agent`'s `GET /metrics` against real .NET processes: without credentials 401; with
 //! the key, the text format (content type 0.0.4) carries the alloc workload's GC count and CPU
 //! time with its `pid` and `process` labels, next to the agent's own figures. Then the real
-//! Prometheus (Debian's `prometheus`; skipped with a message when it is not installed) scrapes
+//! Prometheus (Debian's `prometheus`, installed by `.ci/setup`) scrapes
 //! the agent every second with the bearer key, and its query API returns the same series
 //! with the same labels; once the workload ends its series go. A second test measures the agent's RSS and `/metrics` latency with
 //! ten processes visible.
@@ -272,15 +272,9 @@ fn borrowed(base: &str, key: &str, pid: u32, last: bool) -> bool {
 
 /// The real Prometheus scrapes the agent and answers queries for the workload's series.
 fn prometheus_scrapes(dir: &std::path::Path, base: &str, key: &str, pid: u32, name: &str) {
-    if Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .map(|o| !o.status.success())
-        .unwrap_or(true)
-    {
-        eprintln!("SKIPPED the Prometheus part: `prometheus` is not installed (apt-get install prometheus)");
+    let Some(prometheus) = common::need(common::Need::Prometheus) else {
         return;
-    }
+    };
     let target = base.trim_start_matches("http://");
     let config = dir.join("prometheus.yml");
     std::fs::write(
@@ -295,7 +289,7 @@ fn prometheus_scrapes(dir: &std::path::Path, base: &str, key: &str, pid: u32, na
     .unwrap();
     let port = free_port();
     let prom = Killed(
-        Command::new("prometheus")
+        Command::new(prometheus)
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",

@@ -1,11 +1,11 @@
 //! `clrspy agent`'s continuous-profiling pull routes against real .NET processes, read by a
-//! real pprof reader (the npm package `pprof-format`, installed under target/ at test time):
+//! real pprof reader (the npm package `pprof-format`, installed into bench/out by `.ci/setup`):
 //! `/debug/pprof/profile` of the CPU workload has its hot method on top by samples, and
 //! `/debug/pprof/allocs` of the allocating workload its allocated type (under the method that
 //! allocates it) on top by bytes. Without the key both are 401; bad seconds 400; an unknown
 //! pid 404; no pid with several processes visible 400; a client that leaves early stops the
 //! recording (the temporary trace goes and the process can be profiled again at once); the
-//! agent's folder is empty after each pull. Skipped with a message when npm is unavailable.
+//! agent's folder is empty after each pull.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::agent::{new_key, start_agent};
-use common::{live, repo, start};
+use common::{live, start, Need};
 use serde_json::Value;
 
 /// Reads a gzip pprof with `pprof-format` and prints, as JSON, the sample types, and the
@@ -44,39 +44,18 @@ const top = m => [...m].sort((a, b) => b[1] - a[1]).slice(0, 8);
 console.log(JSON.stringify({ types, samples: p.sample.length, flat: top(flat), cum: top(cum) }));
 "#;
 
-/// The reader installed (once per run) under target/pprof-reader; None when npm cannot.
-fn pprof_reader() -> Option<PathBuf> {
-    let dir = repo().join("target/pprof-reader");
-    let module = dir.join("node_modules/pprof-format");
-    let _guard = common::build_lock();
-    if !module.join("package.json").exists() {
-        let npm = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
-            .arg("pprof-format")
-            .output();
-        match npm {
-            Ok(o) if o.status.success() => {}
-            Ok(o) => {
-                eprintln!(
-                    "npm could not install pprof-format; skipping: {}",
-                    String::from_utf8_lossy(&o.stderr)
-                );
-                return None;
-            }
-            Err(e) => {
-                eprintln!("npm is unavailable ({e}); skipping the pprof reader test");
-                return None;
-            }
-        }
-    }
-    std::fs::write(dir.join("top.cjs"), TOP_JS).unwrap();
-    Some(module)
+/// The reader: `pprof-format`'s folder ([`Need::PprofFormat`]) and [`TOP_JS`] written into
+/// `dir`, as a script; None when it is missing and CLRSPY_ALLOW_SKIP=1.
+fn pprof_reader(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let module = common::need(Need::PprofFormat)?;
+    let script = dir.join("top.cjs");
+    std::fs::write(&script, TOP_JS).unwrap();
+    Some((module, script))
 }
 
 /// The top of `profile` by `sample_type`, as [`TOP_JS`] prints it.
-fn top(module: &Path, profile: &Path, sample_type: &str) -> Value {
-    let script = module.parent().unwrap().parent().unwrap().join("top.cjs");
+fn top(reader: &(PathBuf, PathBuf), profile: &Path, sample_type: &str) -> Value {
+    let (module, script) = reader;
     let out = Command::new("node")
         .arg(script)
         .arg(module)
@@ -117,7 +96,8 @@ fn pprof_pulls_read_by_a_real_pprof_reader() {
     if !live() {
         return;
     }
-    let Some(module) = pprof_reader() else {
+    let scripts = tempfile::tempdir().unwrap();
+    let Some(reader) = pprof_reader(scripts.path()) else {
         return;
     };
     let cpu = start("cpu", &["--seconds", "90", "--threads", "1"]);
@@ -156,7 +136,7 @@ fn pprof_pulls_read_by_a_real_pprof_reader() {
         "{}",
         String::from_utf8_lossy(&std::fs::read(&out).unwrap_or_default())
     );
-    let t = top(&module, &out, "samples");
+    let t = top(&reader, &out, "samples");
     eprintln!("profile: {t}");
     assert_eq!(
         t["types"],
@@ -176,7 +156,7 @@ fn pprof_pulls_read_by_a_real_pprof_reader() {
     );
     assert_eq!(s, 200);
     for sample_type in ["alloc_space", "alloc_objects"] {
-        let t = top(&module, &out, sample_type);
+        let t = top(&reader, &out, sample_type);
         eprintln!("allocs by {sample_type}: {t}");
         assert_eq!(
             t["types"],

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{ab, Load};
+use common::{ab, needs, Load, Need};
 
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ fn top(report: &Value, n: usize) -> Vec<String> {
 
 #[test]
 fn a_live_analysis_of_a_web_app_under_load_is_the_files() {
-    if !live() {
+    if !live() || !needs(&[Need::Ab]) {
         return;
     }
     // The recording's timing matters (samples, readings): take turns with the other tests.

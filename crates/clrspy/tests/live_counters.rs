@@ -156,15 +156,12 @@ fn collect_csv_is_invariant_in_a_decimal_comma_locale() {
     if !common::live() {
         return;
     }
-    let locales = Command::new("locale").arg("-a").output().unwrap();
-    let locales = String::from_utf8_lossy(&locales.stdout).to_lowercase();
-    assert!(
-        locales.contains("de_de.utf8"),
-        "the de_DE.UTF-8 locale is missing: apt-get install -y locales && sed -i 's/# de_DE.UTF-8/de_DE.UTF-8/' /etc/locale.gen && locale-gen"
-    );
+    let Some(locpath) = common::need(common::Need::DecimalCommaLocale) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("c.csv");
-    let out = counters(
+    let mut cmd = counters(
         &[
             "collect",
             "-o",
@@ -173,12 +170,12 @@ fn collect_csv_is_invariant_in_a_decimal_comma_locale() {
             "System.Runtime,Workloads.Meters",
         ],
         "3",
-    )
-    .env("LC_ALL", "de_DE.UTF-8")
-    .env("LANG", "de_DE.UTF-8")
-    .env_remove("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT")
-    .output()
-    .unwrap();
+    );
+    common::decimal_comma_env(&mut cmd, &locpath);
+    let out = cmd
+        .env_remove("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT")
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -226,11 +223,7 @@ fn clrspy_csv_header() -> &'static str {
 
 #[test]
 fn monitor_under_tmux_shows_the_runtime_counters() {
-    if !common::live() {
-        return;
-    }
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("tmux is not installed: skipping");
+    if !common::live() || !common::needs(&[common::Need::Tmux]) {
         return;
     }
     let exe = assert_cmd::cargo::cargo_bin("clrspy");

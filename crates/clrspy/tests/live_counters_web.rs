@@ -6,18 +6,19 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{clrspy_command, live, start_template};
+use common::{clrspy_command, live, needs, start_template, Need};
 use serde_json::Value;
 
 /// `ab` making exactly `requests` requests, 4 at a time: its completed requests and requests
 /// per second. (With `-t`, requests in flight when time is up are served but not counted.)
 fn ab_run(url: &str, requests: u32) -> (u64, f64) {
     let out = Command::new("/usr/bin/timeout")
-        .args(["120", "/usr/bin/ab", "-q", "-n", &requests.to_string()])
+        .arg("120")
+        .arg(Need::Ab.path())
+        .args(["-q", "-n", &requests.to_string()])
         .args(["-c", "4", "-s", "10", url])
         .output()
         .expect("run ab");
@@ -50,7 +51,7 @@ fn utc(v: &Value) -> f64 {
 
 #[test]
 fn hosting_meter_counts_every_request_of_ab() {
-    if !live() {
+    if !live() || !needs(&[Need::Ab]) {
         return;
     }
     let (web, port) = start_template();
@@ -157,13 +158,9 @@ fn hosting_meter_counts_every_request_of_ab() {
 
 #[test]
 fn monitor_shows_the_request_duration_under_tmux() {
-    if !live() {
+    if !live() || !needs(&[Need::Tmux, Need::Ab]) {
         return;
     }
-    assert!(
-        Path::new("/usr/bin/tmux").exists(),
-        "this test drives `counters monitor` in tmux: apt-get install tmux"
-    );
     let (web, port) = start_template();
     let url = format!("http://127.0.0.1:{port}/");
     let load = std::thread::spawn(move || ab_run(&url, 60_000));
@@ -175,7 +172,7 @@ fn monitor_shows_the_request_duration_under_tmux() {
         web.1
     );
     let tmux = |args: &[&str]| {
-        Command::new("/usr/bin/tmux")
+        Command::new(Need::Tmux.path())
             .args(args)
             .output()
             .expect("run tmux")

@@ -171,22 +171,13 @@ fn with_a_process_the_plan_knows_its_runtime_and_access() {
     );
 }
 
-/// The entry `name` of the bundle `zip` (or, while packaging is a placeholder, of the folder
-/// it leaves beside).
+/// The entry `name` of the bundle `zip`.
 fn bundle_file(zip: &Path, name: &str) -> Option<String> {
-    if zip.is_file() {
-        let mut z = zip::ZipArchive::new(std::fs::File::open(zip).ok()?).ok()?;
-        let mut e = z.by_name(name).ok()?;
-        let mut s = String::new();
-        e.read_to_string(&mut s).ok()?;
-        return Some(s);
-    }
-    let folder = zip.with_extension("d");
-    std::fs::read_to_string(folder.join(name)).ok().or_else(|| {
-        // A copy of the staging folder keeps its own name inside.
-        let inner = std::fs::read_dir(&folder).ok()?.flatten().next()?.path();
-        std::fs::read_to_string(inner.join(name)).ok()
-    })
+    let mut z = zip::ZipArchive::new(std::fs::File::open(zip).ok()?).ok()?;
+    let mut e = z.by_name(name).ok()?;
+    let mut s = String::new();
+    e.read_to_string(&mut s).ok()?;
+    Some(s)
 }
 
 #[test]
@@ -212,11 +203,8 @@ fn run_for_a_leak_leaves_a_diff_that_names_the_leaking_type() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("not written yet") {
-        eprintln!("bundle's gathering is not written yet: skipped ({stderr})");
-        return;
-    }
     assert!(out.status.success(), "{stderr}");
+    assert!(zip.is_file(), "no bundle at {}: {stderr}", zip.display());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Plan for memory-leak"), "{stdout}");
     let diff = bundle_file(&zip, "heap/diff.txt")
@@ -230,10 +218,8 @@ fn run_for_a_leak_leaves_a_diff_that_names_the_leaking_type() {
     let cols: Vec<&str> = first.split_whitespace().collect();
     assert!(cols.get(2).is_some_and(|g| g.starts_with('+')), "{first}");
     // The manifest's target facts: the entry assembly beside `dotnet`, its versions.
-    let Some(manifest) = bundle_file(&zip, "manifest.json") else {
-        eprintln!("no manifest.json yet (packaging is a placeholder): its facts not checked");
-        return;
-    };
+    let manifest = bundle_file(&zip, "manifest.json")
+        .unwrap_or_else(|| panic!("no manifest.json in the bundle: {stderr}"));
     let manifest: Value = serde_json::from_str(&manifest).unwrap();
     let t = &manifest["target"];
     assert_eq!(t["pid"], w.1);

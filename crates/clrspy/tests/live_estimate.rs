@@ -1,6 +1,6 @@
 //! The CPU estimate of traces without readings holds to the machine: testapps/WebApp (ASP.NET
-//! Core, Server GC, `/cpu` burns CPU) under `ab`, recorded by dotnet-trace (from NuGet, where
-//! bench/ keeps it) and by the runtime's own `DOTNET_EnableEventPipe` settings. The test reads
+//! Core, Server GC, `/cpu` burns CPU) under `ab`, recorded by dotnet-trace (from NuGet, in
+//! bench/out/tools where `.ci/setup` installs it) and by the runtime's own `DOTNET_EnableEventPipe` settings. The test reads
 //! the process's CPU in /proc/PID/stat and the machine's in /proc/stat itself, and checks for
 //! each trace:
 //! - the estimate is said (`method` "estimate") with the CPU count it assumed;
@@ -15,12 +15,12 @@
 
 mod common;
 
-use common::{ab, Load};
+use common::{ab, needs, Load, Need};
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{dotnet_trace, json, live, run_bounded, start_web, start_web_with_env, Web};
+use common::{json, live, run_bounded, start_web, start_web_with_env, Web};
 use serde_json::Value;
 
 /// The two tests take turns: each needs the machine to itself for its /proc comparison.
@@ -177,27 +177,13 @@ fn check(trace: &str, seen: Seen, proc_ms: f64) {
     assert_eq!(first, "WebApp.Work.Burn", "{trace}: {cpu}");
 }
 
-fn ab_present() -> bool {
-    if std::path::Path::new("/usr/bin/ab").is_file() {
-        return true;
-    }
-    println!("skipped: /usr/bin/ab missing (apt-get install apache2-utils)");
-    false
-}
-
 #[test]
 fn dotnet_trace_recording_of_a_busy_web_app_respects_the_machine() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
-    if !live() || !ab_present() {
+    if !live() || !needs(&[Need::Ab, Need::DotnetTrace]) {
         return;
     }
-    let dt = match dotnet_trace() {
-        Ok(p) => p,
-        Err(why) => {
-            println!("skipped: dotnet-trace not available: {why}");
-            return;
-        }
-    };
+    let dt = Need::DotnetTrace.path();
     let web = start_web();
     let pid = web.app.1;
     let _load = load(&web, 40);
@@ -235,7 +221,7 @@ fn dotnet_trace_recording_of_a_busy_web_app_respects_the_machine() {
 #[test]
 fn runtime_env_recording_of_a_busy_web_app_respects_the_machine() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
-    if !live() || !ab_present() {
+    if !live() || !needs(&[Need::Ab]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

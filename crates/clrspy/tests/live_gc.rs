@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::Load;
+use common::{needs, Load, Need};
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -65,20 +65,20 @@ fn gc_suspensions(trace: &str) -> Vec<(i64, i64)> {
 
 #[test]
 fn server_gc_under_load_has_every_pause_and_heap() {
-    if !live() {
+    if !live() || !needs(&[Need::Ab]) {
         return;
     }
     let web = start_web();
     let port = web.port;
     // A gen2 big enough that GC.Collect(2, Forced, blocking: false) runs in the background.
     assert!(get(port, "/retain?mb=64").contains("200"));
-    let ab = Command::new("ab")
+    let ab = Command::new(Need::Ab.path())
         .args(["-q", "-t", "30", "-n", "2000000", "-c", "16"])
         .arg(format!("http://127.0.0.1:{port}/alloc?kb=512"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("run ab (Debian: apt-get install apache2-utils)");
+        .expect("run ab");
     let _load = Load(ab);
     let stop = Arc::new(AtomicBool::new(false));
     let stopper = stop.clone();

@@ -156,8 +156,12 @@ fn a_deadlock_older_than_the_recording_is_a_hang_in_progress() {
 /// before the recording are waits going on at its end, with the stacks read then.
 #[test]
 fn the_kernel_sampler_sees_a_deadlock_older_than_the_recording() {
-    // SAFETY: geteuid has no preconditions.
-    if !live() || unsafe { libc::geteuid() } != 0 {
+    if !live()
+        || !common::root_for(
+            "the_kernel_sampler_sees_a_deadlock_older_than_the_recording",
+            "the kernel's sampler takes waits as root",
+        )
+    {
         return;
     }
     let trace = hang_in_progress(&["--sampler", "kernel"]);

@@ -1,6 +1,6 @@
 //! `clrspy report http` on the http-client workload (testapps/Workloads/HttpClientCalls.cs),
 //! recorded as a user would (`clrspy record --profile net -- dotnet Workloads.dll
-//! http-client`) and, when dotnet-trace can be had, by dotnet-trace with the same providers:
+//! http-client`) and by dotnet-trace (installed by `.ci/setup`) with the same providers:
 //! the report has exactly the workload's statuses and errors by kind, the slow requests'
 //! durations, the pool waits, and one `--requests-jsonl` line per request.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{clrspy, dotnet_trace, json, launch_record, live, workloads};
+use common::{clrspy, json, launch_record, live, need, workloads, Need};
 
 /// The net profile's System.Net providers, as dotnet-trace takes them.
 const PROVIDERS: &str = "System.Threading.Tasks.TplEventSource:0x80:4,System.Net.Http:0xFFFFFFFFFFFFFFFF:5,System.Net.NameResolution:0xFFFFFFFFFFFFFFFF:5,System.Net.Sockets:0xFFFFFFFFFFFFFFFF:5,System.Net.Security:0xFFFFFFFFFFFFFFFF:5";
@@ -136,12 +136,8 @@ fn http_report_counts_the_workloads_requests() {
     assert!(text.contains(" http   (outgoing requests"), "{text}");
 
     // The same workload under dotnet-trace.
-    let tool = match dotnet_trace() {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("dotnet-trace not available, its half skipped: {e}");
-            return;
-        }
+    let Some(tool) = need(Need::DotnetTrace) else {
+        return;
     };
     let dt = dir.path().join("dotnet-trace.nettrace");
     let status = std::process::Command::new(tool)

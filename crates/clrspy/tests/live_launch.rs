@@ -179,7 +179,10 @@ fn a_full_disk_is_one_clear_error_and_keeps_what_fit() {
         .output()
         .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
     if !is_root {
-        eprintln!("skipping: needs root to mount a tiny tmpfs");
+        common::machine_skip(
+            "a_full_disk_is_one_clear_error_and_keeps_what_fit",
+            "needs root to mount a tiny tmpfs",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -189,7 +192,10 @@ fn a_full_disk_is_one_clear_error_and_keeps_what_fit() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!("skipping: cannot mount a tmpfs here");
+        common::machine_skip(
+            "a_full_disk_is_one_clear_error_and_keeps_what_fit",
+            "cannot mount a tmpfs here",
+        );
         return;
     }
     struct Unmount(std::path::PathBuf);

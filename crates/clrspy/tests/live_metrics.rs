@@ -1,7 +1,7 @@
 //! `clrspy metrics` on real processes: two burning threads show as ~200 % of a core with one
 //! row per interval, threads and RSS plausible; inside a cgroup limited to half a CPU the
 //! process gets ~50 % and the throttling columns count; the chart page is self-contained
-//! SVG (and opens in headless Chromium when it is installed). The sampler's own CPU cost is
+//! SVG and opens in headless Chromium. The sampler's own CPU cost is
 //! printed (the command says it on stderr), never asserted.
 //!
 //! The machine is shared and loaded: CPU figures have wide margins.
@@ -168,7 +168,7 @@ fn a_half_cpu_limit_throttles() {
     let group = match common::cgroup::TestGroup::create() {
         Ok(g) => g,
         Err(why) => {
-            eprintln!("SKIPPED a_half_cpu_limit_throttles: {why}");
+            common::machine_skip("a_half_cpu_limit_throttles", &why);
             return;
         }
     };

@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{clrspy, clrspy_command, live, ok_stdout, run_bounded, start_web, web_app};
+use common::{
+    clrspy, clrspy_command, live, needs, ok_stdout, run_bounded, start_web, web_app, Need,
+};
 use serde_json::Value;
 
 /// The events of `name` in `trace`, as JSON objects.
@@ -183,7 +185,7 @@ fn unnamed_share(trace: &std::path::Path, extra: &[&str]) -> (f64, Vec<(String, 
 
 #[test]
 fn web_app_under_load_has_almost_no_unnamed_cpu() {
-    if !live() {
+    if !live() || !needs(&[Need::Ab]) {
         return;
     }
     let web = start_web();
@@ -192,12 +194,12 @@ fn web_app_under_load_has_almost_no_unnamed_cpu() {
     // ab: 16 connections, at most 30 s and bounded in requests; killed after 45 s.
     let url = format!("http://127.0.0.1:{}/", web.port);
     let ab_out = std::fs::File::create(dir.path().join("ab.out")).unwrap();
-    let mut ab = Command::new("ab")
+    let mut ab = Command::new(Need::Ab.path())
         .args(["-q", "-c", "16", "-t", "30", "-n", "5000000", &url])
         .stdout(ab_out)
         .stderr(Stdio::null())
         .spawn()
-        .expect("ab (apache2-utils) runs");
+        .expect("ab runs");
     std::thread::sleep(Duration::from_secs(2));
     let mut cmd = clrspy_command();
     cmd.arg("record")

@@ -12,13 +12,15 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{clrspy_command, dotnet_trace, harness, json, live, start_web};
+use common::{clrspy_command, harness, json, live, need, needs, start_web, Need};
 use serde_json::Value;
 
 /// `ab -n N -c C URL`: the requests it completed and its non-2xx responses.
 fn ab_counts(n: u32, c: u32, url: &str) -> (u64, u64) {
     let out = Command::new("/usr/bin/timeout")
-        .args(["60", "/usr/bin/ab", "-q", "-n", &n.to_string()])
+        .arg("60")
+        .arg(Need::Ab.path())
+        .args(["-q", "-n", &n.to_string()])
         .args(["-c", &c.to_string(), "-s", "10", url])
         .output()
         .expect("run ab");
@@ -60,7 +62,7 @@ fn route<'a>(report: &'a Value, path: &str) -> &'a Value {
 
 #[test]
 fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
-    if !live() {
+    if !live() || !needs(&[Need::Ab]) {
         return;
     }
     let web = start_web();
@@ -91,7 +93,7 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
         .spawn()
         .unwrap();
     let providers = clr_events::profiles::ASPNET_EVENT_SOURCES;
-    let mut other = dotnet_trace().ok().map(|exe| {
+    let mut other = need(Need::DotnetTrace).map(|exe| {
         Command::new(exe)
             .args(["collect", "-p", &pid, "--rundown", "false", "--providers"])
             .arg(providers)
@@ -242,8 +244,13 @@ fn requests_match_ab_by_route_and_the_sleep_is_blocked_time() {
 /// their threads (written a drain after the requests ended): blocked in Thread.Sleep.
 #[test]
 fn with_the_kernel_sampler_the_sleep_is_blocked_time_too() {
-    // SAFETY: geteuid has no preconditions.
-    if !live() || unsafe { libc::geteuid() } != 0 {
+    if !live()
+        || !common::root_for(
+            "with_the_kernel_sampler_the_sleep_is_blocked_time_too",
+            "the kernel's sampler takes waits as root",
+        )
+        || !needs(&[Need::Ab])
+    {
         return;
     }
     let web = start_web();
@@ -294,7 +301,7 @@ fn with_the_kernel_sampler_the_sleep_is_blocked_time_too() {
 
 #[test]
 fn the_web_template_as_it_is_counts_every_request() {
-    if !live() {
+    if !live() || !needs(&[Need::Ab]) {
         return;
     }
     let (app, port) = common::start_template();

@@ -197,7 +197,7 @@ fn a_cpu_limit_shows_as_throttling_in_the_summary() {
     let group = match common::cgroup::TestGroup::create() {
         Ok(g) => g,
         Err(why) => {
-            eprintln!("SKIPPED a_cpu_limit_shows_as_throttling_in_the_summary: {why}");
+            common::machine_skip("a_cpu_limit_shows_as_throttling_in_the_summary", &why);
             return;
         }
     };

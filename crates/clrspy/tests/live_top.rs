@@ -18,14 +18,10 @@ const HOT: &str = "Workloads.Cpu.Burn";
 struct Tmux(String);
 
 impl Tmux {
-    /// None when tmux is not installed (the test is skipped).
+    /// None when tmux is missing and CLRSPY_ALLOW_SKIP=1 (the test is skipped; it fails
+    /// otherwise).
     fn start(name: &str) -> Option<Tmux> {
-        if !Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            eprintln!("tmux is not installed: skipping the full-screen test");
+        if !common::needs(&[common::Need::Tmux]) {
             return None;
         }
         let ok = Command::new("tmux")

@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{dotnet_trace, launch_record, live};
+use common::{launch_record, live, need, Need};
 
 /// The rows of `report topN`: (name, inclusive %, exclusive %).
 fn rows(text: &str) -> Vec<(String, f64, f64)> {
@@ -37,12 +37,8 @@ fn dotnet_trace_top_n_ranks_the_hot_method_first_on_a_clrspy_trace() {
     if !live() {
         return;
     }
-    let dt = match dotnet_trace() {
-        Ok(p) => p,
-        Err(why) => {
-            println!("skipped: dotnet-trace not available: {why}");
-            return;
-        }
+    let Some(dt) = need(Need::DotnetTrace) else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("cpu.nettrace");

@@ -229,7 +229,10 @@ fn a_crash_dump_written_where_only_the_process_s_namespace_sees_is_taken_after_i
         .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
     let unshare = Command::new("unshare").arg("--version").output().is_ok();
     if !root || !unshare {
-        eprintln!("skipping: needs root and unshare to make namespaces");
+        common::machine_skip(
+            "a_crash_dump_written_where_only_the_process_s_namespace_sees_is_taken_after_it_ended",
+            "needs root and unshare to make namespaces",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

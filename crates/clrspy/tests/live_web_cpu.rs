@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{ab, Load};
+use common::{ab, needs, Load, Need};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use serde_json::Value;
 
 #[test]
 fn web_server_cpu_adds_up_to_proc_and_names_runtime_threads() {
-    if !live() {
+    if !live() || !needs(&[Need::Ab]) {
         return;
     }
     let web = start_web();

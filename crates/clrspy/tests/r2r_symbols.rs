@@ -39,7 +39,10 @@ fn symbols_dir_names_precompiled_code_from_copies() {
     let e = empty.path().to_str().unwrap();
     assert_eq!(frames(&["--no-local-images", "--symbols", e]), alone);
     if !std::path::Path::new(CORELIB).exists() {
-        eprintln!("{CORELIB} (the trace's build) is not installed here: the copy part is skipped");
+        common::machine_skip(
+            "symbols_dir_names_precompiled_code_from_copies (its copy part)",
+            &format!("{CORELIB} (the trace's build) is not installed here"),
+        );
         return;
     }
     // A copy of the image, elsewhere, matched by file name.

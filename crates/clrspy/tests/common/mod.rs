@@ -24,9 +24,10 @@ impl Drop for Load {
     }
 }
 
-/// `ab` (apache2-utils) with `args`, quiet.
+/// `ab` (apache2-utils) with `args`, quiet. The test says first that it needs it
+/// ([`needs`]`(&[Need::Ab])`).
 pub fn ab(args: &[&str]) -> Command {
-    let mut c = Command::new("/usr/bin/ab");
+    let mut c = Command::new(Need::Ab.path());
     c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
     c
 }
@@ -511,54 +512,238 @@ pub fn clrspy_command() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin("clrspy"))
 }
 
-/// Builds the TraceEvent harness of bench/ once (it needs the TraceEvent NuGet package).
-pub fn harness() -> Option<PathBuf> {
-    static DLL: OnceLock<Option<PathBuf>> = OnceLock::new();
+/// Builds the TraceEvent harness of bench/ once (it needs the TraceEvent NuGet package): its
+/// path, or why it could not be built.
+fn build_harness() -> Result<PathBuf, String> {
+    static DLL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     DLL.get_or_init(|| {
         let out = repo().join("target/testapps/harness");
         let lock = repo().join("target/testapps/.harness.lock");
         std::fs::create_dir_all(out.parent().unwrap()).unwrap();
         let _guard = FileLock::acquire(&lock);
         try_dotnet_build(&repo().join("bench/TraceEventHarness"), &out)
-            .ok()
             .map(|()| out.join("TraceEventHarness.dll"))
     })
     .clone()
 }
 
-/// dotnet-trace, where the bench scripts keep it (bench/out/tools), installed there from NuGet
-/// when missing, once per test run; the reason as an error when it cannot be had.
-pub fn dotnet_trace() -> Result<PathBuf, String> {
-    static TOOL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    TOOL.get_or_init(|| {
-        let dir = repo().join("bench/out/tools");
-        let exe = dir.join("dotnet-trace");
-        if exe.is_file() {
-            return Ok(exe);
+/// The TraceEvent harness of bench/ ([`Need::TraceEvent`]): None when it could not be built
+/// and `CLRSPY_ALLOW_SKIP=1` (the test fails otherwise).
+pub fn harness() -> Option<PathBuf> {
+    need(Need::TraceEvent)
+}
+
+/// Where `.ci/setup` installs what the tests use that is not a Debian package: `bench/out`
+/// (git-ignored; the bench scripts keep their tools there too): dotnet tools in `tools/`, npm
+/// packages in `node/`, compiled locales in `locale/`.
+pub fn setup_dir() -> PathBuf {
+    let dir = repo().join("bench/out");
+    std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+/// A program the tests drive clrspy with or check its output against: a real consumer. A test
+/// says what it needs with [`need`] or [`needs`]; `.ci/setup` installs all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// ApacheBench (`ab`, Debian's apache2-utils), the HTTP load.
+    Ab,
+    /// tmux, a real terminal for the full-screen views.
+    Tmux,
+    /// Headless Chromium, which opens the HTML pages clrspy writes.
+    Chromium,
+    /// The Prometheus server, which scrapes the agent's metrics.
+    Prometheus,
+    /// npm's `pprof-format` (in `bench/out/node`, run by `node`), which decodes pprof profiles;
+    /// the path is the package's folder.
+    PprofFormat,
+    /// Microsoft's dotnet-trace (in `bench/out/tools`).
+    DotnetTrace,
+    /// TraceEvent, through bench/TraceEventHarness (built from NuGet by the tests).
+    TraceEvent,
+    /// The de_DE.UTF-8 locale, whose decimal point is a comma (compiled into
+    /// `bench/out/locale`); the path is the folder to give as `LOCPATH`.
+    DecimalCommaLocale,
+}
+
+impl Need {
+    /// What the messages call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Need::Ab => "ab",
+            Need::Tmux => "tmux",
+            Need::Chromium => "chromium",
+            Need::Prometheus => "prometheus",
+            Need::PprofFormat => "pprof-format",
+            Need::DotnetTrace => "dotnet-trace",
+            Need::TraceEvent => "TraceEvent",
+            Need::DecimalCommaLocale => "locale de_DE.UTF-8",
         }
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let _guard = FileLock::acquire(&dir.join(".install.lock"));
-        if exe.is_file() {
-            return Ok(exe);
+    }
+
+    /// Where it is, or why it is not there.
+    pub fn find(self) -> Result<PathBuf, String> {
+        let installed = |p: PathBuf| {
+            if p.exists() {
+                Ok(p)
+            } else {
+                Err(format!("{} is missing", p.display()))
+            }
+        };
+        match self {
+            Need::Ab => on_path(&["ab"]),
+            Need::Tmux => on_path(&["tmux"]),
+            Need::Chromium => on_path(&["chromium", "chromium-browser", "google-chrome"]),
+            Need::Prometheus => on_path(&["prometheus"]),
+            Need::PprofFormat => {
+                on_path(&["node"])?;
+                let module = setup_dir().join("node/node_modules/pprof-format");
+                installed(module.join("package.json")).map(|_| module)
+            }
+            Need::DotnetTrace => installed(setup_dir().join("tools/dotnet-trace")),
+            Need::TraceEvent => build_harness(),
+            Need::DecimalCommaLocale => {
+                let dir = setup_dir().join("locale");
+                installed(dir.join("de_DE.UTF-8/LC_NUMERIC"))?;
+                let mut cmd = Command::new("locale");
+                cmd.args(["-k", "decimal_point"]);
+                decimal_comma_env(&mut cmd, &dir);
+                let out = cmd.output().map_err(|e| format!("locale: {e}"))?;
+                let said = String::from_utf8_lossy(&out.stdout);
+                if said.trim() == "decimal_point=\",\"" {
+                    Ok(dir)
+                } else {
+                    Err(format!(
+                        "de_DE.UTF-8 in {} has no decimal comma (`locale -k decimal_point`: {said:?})",
+                        dir.display()
+                    ))
+                }
+            }
         }
-        let out = Command::new("dotnet")
-            .args(["tool", "install", "--tool-path"])
-            .arg(&dir)
-            .arg("dotnet-trace")
-            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
-            .env("DOTNET_NOLOGO", "1")
-            .output()
-            .map_err(|e| format!("dotnet tool install: {e}"))?;
-        if exe.is_file() {
-            Ok(exe)
-        } else {
-            Err(format!(
-                "dotnet tool install dotnet-trace failed (NuGet unreachable?): {}",
-                String::from_utf8_lossy(&out.stdout).trim()
-            ))
+    }
+
+    /// Its path, failing the test when it is missing (for helpers called after [`need`]).
+    pub fn path(self) -> PathBuf {
+        self.find()
+            .unwrap_or_else(|why| panic!("{} is needed: {why}; {SETUP_HINT}", self.name()))
+    }
+}
+
+/// How to get what a test needs.
+const SETUP_HINT: &str = "run `.ci/setup` (as root it installs every program the tests use; \
+    the README's test command runs it), or set CLRSPY_ALLOW_SKIP=1 to skip such checks knowingly";
+
+/// The first of `names` on PATH.
+fn on_path(names: &[&str]) -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for name in names {
+        for dir in std::env::split_paths(&path) {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Ok(p);
+            }
         }
-    })
-    .clone()
+    }
+    Err(format!("no {} on PATH", names.join(" or ")))
+}
+
+/// Sets `cmd` to run in the de_DE.UTF-8 locale compiled in `locpath`
+/// ([`Need::DecimalCommaLocale`]'s path).
+pub fn decimal_comma_env(cmd: &mut Command, locpath: &Path) {
+    cmd.env("LOCPATH", locpath)
+        .env("LC_ALL", "de_DE.UTF-8")
+        .env("LANG", "de_DE.UTF-8");
+}
+
+/// What a check needs: its path ([`Need::find`]). When it is missing the test fails, saying
+/// how to install it, unless `CLRSPY_ALLOW_SKIP=1`: then this says loudly that the check is
+/// skipped and gives None. Both are written to `$CLRSPY_CONSUMER_LOG` when set (`.ci/run` sums
+/// them up).
+pub fn need(what: Need) -> Option<PathBuf> {
+    let p = what.find().map_err(|why| missing(what, &why)).ok()?;
+    found(what, &p);
+    Some(p)
+}
+
+/// [`need`] for each of `what`: true when all are there (and only then are they said to run).
+pub fn needs(what: &[Need]) -> bool {
+    let mut paths = Vec::new();
+    for &n in what {
+        match n.find() {
+            Ok(p) => paths.push((n, p)),
+            Err(why) => {
+                missing(n, &why);
+                return false;
+            }
+        }
+    }
+    for (n, p) in paths {
+        found(n, &p);
+    }
+    true
+}
+
+/// Says that the check against `what` runs, with `path`.
+fn found(what: Need, path: &Path) {
+    eprintln!("consumer check: {} ({}) runs", what.name(), path.display());
+    consumer_log(&format!("ran\t{}", what.name()));
+}
+
+/// Fails the test for `what` missing (`why`), unless CLRSPY_ALLOW_SKIP=1: then says the check
+/// is skipped.
+fn missing(what: Need, why: &str) {
+    if std::env::var("CLRSPY_ALLOW_SKIP").is_ok_and(|v| v == "1") {
+        eprintln!(
+            "SKIPPED a check against {}: {why} (CLRSPY_ALLOW_SKIP=1)",
+            what.name()
+        );
+        consumer_log(&format!("skipped\t{}\t{why}", what.name()));
+    } else {
+        panic!(
+            "this test checks against {}, which is missing: {why}; {SETUP_HINT}",
+            what.name()
+        );
+    }
+}
+
+/// Says loudly that `test` is skipped for a limit of this machine (no root, no namespaces, no
+/// cgroup to make), which `.ci/setup` cannot install and `CLRSPY_ALLOW_SKIP` does not cover;
+/// written to `$CLRSPY_CONSUMER_LOG` too.
+pub fn machine_skip(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why} (this machine's limit, not a missing program)");
+    consumer_log(&format!("machine-skip\t{test}\t{why}"));
+}
+
+/// True when the test runs as root; else says loudly ([`machine_skip`]) that `test` is skipped
+/// because it needs root for `what`.
+pub fn root_for(test: &str, what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        machine_skip(test, &format!("needs root: {what}"));
+    }
+    root
+}
+
+/// Appends `line` (with the test binary and test names) to `$CLRSPY_CONSUMER_LOG` when set.
+fn consumer_log(line: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("CLRSPY_CONSUMER_LOG") else {
+        return;
+    };
+    let exe = std::env::current_exe().unwrap_or_default();
+    let stem = exe.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+    let binary = stem.rsplit_once('-').map_or(stem, |(name, _hash)| name);
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    // One write of one line: test binaries append side by side.
+    let entry = format!("{binary}\t{test}\t{line}\n");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = f.write_all(entry.as_bytes());
+    }
 }
 
 /// The `dotnet new web` template, made and built once per test run (offline: the SDK has it).
@@ -612,21 +797,11 @@ pub fn start_template() -> (Running, u16) {
     (Running(child, pid), port)
 }
 
-/// Opens `html` in headless Chromium when it is installed (`window` as `W,H`) and writes the
+/// Opens `html` in headless Chromium ([`Need::Chromium`]; `window` as `W,H`) and writes the
 /// screenshot to `png`: the page must load and render (a screenshot over 10 KB) and say
-/// nothing on the console. Without Chromium the page stays checked as text only (said on
-/// stderr).
+/// nothing on the console.
 pub fn chromium_screenshot(html: &Path, png: &Path, window: &str) {
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-    else {
-        eprintln!("no Chromium: the page was checked as text only");
+    let Some(chromium) = need(Need::Chromium) else {
         return;
     };
     let out = Command::new(chromium)
