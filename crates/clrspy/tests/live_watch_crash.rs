@@ -308,7 +308,10 @@ fn what_a_watched_process_plants_for_its_crash_dump_is_refused_and_logged() {
         .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
     let unshare = Command::new("unshare").arg("--version").output().is_ok();
     if !root || !unshare {
-        eprintln!("skipping: needs root and unshare to make namespaces");
+        common::machine_skip(
+            "what_a_watched_process_plants_for_its_crash_dump_is_refused_and_logged",
+            "needs root and unshare to make namespaces",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
