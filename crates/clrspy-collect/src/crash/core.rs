@@ -24,7 +24,7 @@ const MAX_CHARS: u32 = 64 * 1024;
 const MAX_SEGMENTS: u32 = 1 << 20;
 
 /// The crashed thread's exception object address from a crash report's JSON.
-pub fn exception_object(report: &[u8]) -> Option<u64> {
+fn exception_object(report: &[u8]) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_slice(report).ok()?;
     let threads = v.get("payload")?.get("threads")?.as_array()?;
     let t = threads
@@ -136,7 +136,7 @@ pub fn message_in_dump(report: &Path, dump: &Path) -> Option<String> {
 }
 
 /// The message of the exception object at `object` in the core at `path`.
-pub fn exception_message(path: &Path, object: u64) -> Option<String> {
+fn exception_message(path: &Path, object: u64) -> Option<String> {
     message_of(&Core::open(path).ok()?, object)
 }
 

@@ -36,7 +36,7 @@ const INDENT: &str = "    ";
 
 /// The latest rows, by (source, name, tags).
 #[derive(Debug)]
-pub struct Table {
+pub(super) struct Table {
     refresh: Duration,
     rows: BTreeMap<(String, String, String), CounterRow>,
     last_end_ns: i64,
@@ -60,7 +60,7 @@ enum Entry {
 
 impl Table {
     /// An empty table.
-    pub fn new(refresh: Duration) -> Table {
+    pub(super) fn new(refresh: Duration) -> Table {
         Table {
             refresh,
             rows: BTreeMap::new(),
@@ -69,7 +69,7 @@ impl Table {
     }
 
     /// Takes in an interval's rows.
-    pub fn add(&mut self, rows: &[CounterRow]) {
+    pub(super) fn add(&mut self, rows: &[CounterRow]) {
         for r in rows {
             self.last_end_ns = self.last_end_ns.max(r.interval_end_ns);
             let tags = r
@@ -173,7 +173,7 @@ impl Table {
 
     /// Draws the table on `f`: the title, as many lines as fit, and "… N more" when some do
     /// not. Returns the number of lines drawn.
-    pub fn draw(&self, f: &mut Frame<'_>) -> u16 {
+    pub(super) fn draw(&self, f: &mut Frame<'_>) -> u16 {
         let area = f.area();
         let (lines, more) = self.fitted(usize::from(area.width), usize::from(area.height));
         let body = u16::try_from(lines.len()).unwrap_or(u16::MAX);
@@ -207,7 +207,7 @@ impl Table {
     /// The table as a plain block (no terminal): title, lines, an empty line. Nothing is cut:
     /// the values line up after the longest label (from the 41st column at least, as on an
     /// 80-column screen).
-    pub fn block(&self) -> String {
+    pub(super) fn block(&self) -> String {
         let entries = self.entries();
         let lw = entries
             .iter()
@@ -239,7 +239,7 @@ impl Table {
 /// `counters monitor` on a terminal: the main screen cleared and the cursor hidden at the
 /// start, the table redrawn in place by ratatui (the last one stays on the screen), and at
 /// the end — however it comes — the cursor shown again on the line below the table.
-pub struct Screen {
+pub(super) struct Screen {
     terminal: Terminal<CrosstermBackend<Stdout>>,
     /// Lines the last table took.
     used: u16,
@@ -247,7 +247,7 @@ pub struct Screen {
 
 impl Screen {
     /// Clears the screen and takes it over.
-    pub fn enter() -> io::Result<Screen> {
+    pub(super) fn enter() -> io::Result<Screen> {
         let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
         // From here on, dropping the screen shows the cursor again.
         let screen = Screen { terminal, used: 0 };
@@ -261,7 +261,7 @@ impl Screen {
     }
 
     /// Draws `table` (fitted to the terminal's size now).
-    pub fn show(&mut self, table: &Table) -> io::Result<()> {
+    pub(super) fn show(&mut self, table: &Table) -> io::Result<()> {
         let mut used = 0;
         self.terminal.draw(|f| used = table.draw(f))?;
         self.used = used;
