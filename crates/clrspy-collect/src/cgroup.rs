@@ -523,10 +523,31 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn this_process_reads_or_finds_nothing() {
-        // Whatever the machine has, finding and reading must not fail loudly.
-        if let Some(g) = find(std::process::id()) {
-            let _ = g.limiting().read();
+    fn this_process_is_in_the_groups_found_for_it() {
+        // Every Linux process is in some group: /proc/self/cgroup has at least one line.
+        let pid = std::process::id();
+        let text = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        assert!(!group_paths(&text).is_empty(), "{text:?}");
+        // A group found whose directory is readable here lists this process among its own
+        // (a wrong mount or path would name a sibling or parent group, which does not).
+        let dirs = [find(pid).map(|g| g.dir), find_memory(pid).map(|g| g.dir)];
+        for dir in dirs.into_iter().flatten() {
+            let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
+                continue;
+            };
+            assert!(
+                procs.lines().any(|l| l.trim() == pid.to_string()),
+                "pid {pid} is not in {}",
+                dir.display()
+            );
+        }
+        // Readable counters read as counters that can be true.
+        if let Some(g) = find(pid) {
+            let g = g.limiting();
+            if std::fs::read_to_string(g.dir.join("cpu.stat")).is_ok() {
+                let b = g.read().unwrap();
+                assert!(b.throttled_periods <= b.periods, "{b:?}");
+            }
         }
     }
 }

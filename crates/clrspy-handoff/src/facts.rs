@@ -3,7 +3,9 @@
 //! environment, entry assembly with its version and informational version (often the build
 //! SHA), and what clrspy may do here (root, ptrace scope, perf events, free disk).
 //!
-//! OWNER: helper DOCTOR. The types are shared (add fields, do not rename).
+//! The types are serialized into the bundle's `manifest.json` (`target`, `system`;
+//! `docs/bundle.md`) and the container into `doctor --json` (`docs/doctor.md`): their field
+//! names are keys readers rely on, so fields are added, never renamed.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -3,8 +3,6 @@
 //! from the trace file, as offline — the reports, the app's logs and the runtime's counters;
 //! heap snapshots or a dump after the window; all into a staging folder that
 //! [`package`](crate::package) turns into the zip.
-//!
-//! OWNER: the lead.
 
 use clrspy_collect::StopSignal;
 

@@ -2,8 +2,8 @@
 //! support checklist filled in, every file with its size and SHA-256, what was redacted where,
 //! and the privacy notice).
 //!
-//! OWNER: helper PACKAGE writes `MANIFEST.md` here; the types are shared and stay as they are
-//! (add fields, do not rename).
+//! The types' field names are `manifest.json`'s keys (`docs/bundle.md`): fields are added,
+//! never renamed.
 
 use std::io::{self, Write};
 

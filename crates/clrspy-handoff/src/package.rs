@@ -1,7 +1,5 @@
 //! Turning a staging folder into the bundle: checksums, `MANIFEST.md`, `manifest.json`,
 //! `index.html`, and the zip, written owner-only.
-//!
-//! OWNER: helper PACKAGE.
 
 use std::cell::Cell;
 use std::collections::BTreeSet;

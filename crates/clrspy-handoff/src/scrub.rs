@@ -7,8 +7,6 @@
 //! never the value — for the manifest.
 //!
 //! The patterns are `clrspy_values::redact`'s; [`trace`] finds the trace's text runs.
-//!
-//! OWNER: helper SCRUB.
 
 mod file;
 pub mod trace;

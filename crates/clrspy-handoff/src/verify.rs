@@ -1,6 +1,4 @@
 //! `clrspy bundle verify FILE.zip`: every file's size and SHA-256 against the manifest.
-//!
-//! OWNER: helper PACKAGE.
 
 use std::collections::HashSet;
 use std::fs::File;

@@ -2,8 +2,6 @@
 //! terminal when none was given ([`prompt`]), prints the plan for it — what to collect, why,
 //! the exact commands, their cost and the trade-offs ([`plans`]) — and with `--run` carries
 //! it out as one bundle (`clrspy bundle`'s [`run_spec`](crate::cmd::run_spec)).
-//!
-//! OWNER: helper DOCTOR.
 
 pub mod environment;
 pub mod plans;

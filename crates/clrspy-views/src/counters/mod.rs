@@ -292,21 +292,16 @@ fn monitor(s: &SessionArgs) -> Result<ExitCode, Failure> {
         },
     )?;
     let mut view = table::Table::new(s.refresh_interval);
-    let mut out = io::stdout();
     let result = if tty {
-        let _ = out.write_all(table::START.as_bytes());
-        let r = pump(&session, &mut |rows| {
-            view.add(rows);
-            let (w, h) = terminal_size::terminal_size()
-                .map(|(w, h)| (usize::from(w.0), usize::from(h.0)))
-                .unwrap_or((80, 24));
-            out.write_all(view.screen(w, h).as_bytes())?;
-            out.flush()
-        });
-        let _ = out.write_all(table::END.as_bytes());
-        let _ = out.flush();
-        r
+        match table::Screen::enter() {
+            Ok(mut screen) => pump(&session, &mut |rows| {
+                view.add(rows);
+                screen.show(&view)
+            }),
+            Err(e) => Err(e.into()),
+        }
     } else {
+        let mut out = io::stdout();
         pump(&session, &mut |rows| {
             view.add(rows);
             out.write_all(view.block().as_bytes())?;

@@ -1,32 +1,66 @@
-//! `counters monitor`'s table: the latest value of every time series, grouped by source, drawn
-//! to fit the terminal (names cut, a "… N more" line) and redrawn in place without flicker
-//! (cursor home, every line overwritten and cleared to its end, the rest of the screen
-//! cleared); or, without a terminal, printed as plain blocks.
+//! `counters monitor`'s table: the latest value of every time series, grouped by source. On a
+//! terminal it is drawn with ratatui to fit the screen (names cut, a "… N more" line) and
+//! redrawn in place, only what changed; without one it is printed as plain blocks, nothing cut.
+//!
+//! A name cut to fit is cut so that it still tells its row apart: the cut text, read as a
+//! pattern where "…" stands for one character or more, matches no other row of its source.
+//! The end is cut first; when that would show two rows alike
+//! (`dotnet.gc.last_collection.heap.size` and `…heap.fragmentation.size`, both with
+//! `[gen0]`), the middle is cut instead, keeping the end from a word on (`…heap.size`,
+//! `…fragmentation.size`), else a window of the middle. When none of these tells the row
+//! apart in the label's column, the label takes the room its value leaves; only when no cut
+//! of that room tells it apart either is the end cut kept.
 
 use std::collections::BTreeMap;
+use std::io::{self, Stdout, Write};
 use std::time::Duration;
 
 use clrspy_analysis::counters::{CounterKind, CounterRow, CounterValue};
-
-/// Clears the screen and hides the cursor.
-pub const START: &str = "\x1b[?25l\x1b[2J\x1b[H";
-/// Shows the cursor again.
-pub const END: &str = "\x1b[?25h\n";
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::terminal::{Clear, ClearType};
+use ratatui::crossterm::{cursor, execute};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::{Frame, Terminal};
 
 /// Width kept for the value column.
 const VALUE_WIDTH: usize = 40;
+/// The fewest characters of a name kept when its tags are kept whole.
+const NAME_MIN: usize = 8;
+/// Where a word begins after: the end of a cut name is kept from one of these on.
+const WORD_BREAKS: &[char] = &['.', '_', '-', '/', ' '];
+/// A row's indent under its source.
+const INDENT: &str = "    ";
 
 /// The latest rows, by (source, name, tags).
 #[derive(Debug)]
-pub struct Table {
+pub(super) struct Table {
     refresh: Duration,
     rows: BTreeMap<(String, String, String), CounterRow>,
     last_end_ns: i64,
 }
 
+/// One line of the table: a source's header, or a row.
+#[derive(Debug)]
+enum Entry {
+    /// `[System.Runtime]`.
+    Source(String),
+    /// An instrument's time series.
+    Row {
+        /// The instrument's name.
+        name: String,
+        /// Its tag values (` [gen0]`), or nothing.
+        tags: String,
+        /// Its value in words.
+        value: String,
+    },
+}
+
 impl Table {
     /// An empty table.
-    pub fn new(refresh: Duration) -> Table {
+    pub(super) fn new(refresh: Duration) -> Table {
         Table {
             refresh,
             rows: BTreeMap::new(),
@@ -35,7 +69,7 @@ impl Table {
     }
 
     /// Takes in an interval's rows.
-    pub fn add(&mut self, rows: &[CounterRow]) {
+    pub(super) fn add(&mut self, rows: &[CounterRow]) {
         for r in rows {
             self.last_end_ns = self.last_end_ns.max(r.interval_end_ns);
             let tags = r
@@ -64,14 +98,14 @@ impl Table {
         )
     }
 
-    /// The table's lines (no width limit): (is a source header, name, tags, value). Tags are
-    /// shown by their values (`[gen0]`); the files keep their keys.
-    fn lines(&self) -> Vec<(bool, String, String, String)> {
+    /// The table's lines, whole. Tags are shown by their values (`[gen0]`); the files keep
+    /// their keys.
+    fn entries(&self) -> Vec<Entry> {
         let mut out = Vec::new();
         let mut source = None;
         for ((provider, name, _), r) in &self.rows {
             if source != Some(provider) {
-                out.push((true, format!("[{provider}]"), String::new(), String::new()));
+                out.push(Entry::Source(format!("[{provider}]")));
                 source = Some(provider);
             }
             let tags = if r.tags.is_empty() {
@@ -80,46 +114,121 @@ impl Table {
                 let values: Vec<&str> = r.tags.iter().map(|(_, v)| v.as_str()).collect();
                 format!(" [{}]", values.join(","))
             };
-            out.push((false, format!("    {name}"), tags, value_text(r)));
+            out.push(Entry::Row {
+                name: name.clone(),
+                tags,
+                value: value_text(r),
+            });
         }
         out
     }
 
-    /// The whole screen for a `width` × `height` terminal: cursor home, every line cleared to
-    /// its end, the rest of the screen cleared.
-    pub fn screen(&self, width: usize, height: usize) -> String {
+    /// The lines shown on a `width` × `height` terminal, each at most `width` characters
+    /// (true for a source's header), and how many more did not fit.
+    fn fitted(&self, width: usize, height: usize) -> (Vec<(bool, String)>, usize) {
         let width = width.max(20);
-        let height = height.max(3);
-        let lines = self.lines();
-        let room = height - 1;
-        let (shown, more) = if lines.len() > room {
-            (room - 1, lines.len() - (room - 1))
+        let room = height.max(3) - 1;
+        let entries = self.entries();
+        let (shown, more) = if entries.len() > room {
+            (room - 1, entries.len() - (room - 1))
         } else {
-            (lines.len(), 0)
+            (entries.len(), 0)
         };
-        let mut out = String::from("\x1b[H");
-        out.push_str(&cut(&self.title(), width));
-        out.push_str("\x1b[K");
-        for (header, label, tags, value) in lines.iter().take(shown) {
-            out.push_str("\r\n");
-            out.push_str(&line(*header, label, tags, value, width));
-            out.push_str("\x1b[K");
+        let vw = VALUE_WIDTH.min(width / 2);
+        let lw = width.saturating_sub(vw + 1);
+        // The rows of each source, by their whole label: what a cut must tell apart.
+        let mut labels_of_source = Vec::new();
+        let mut lines = Vec::with_capacity(shown);
+        for (i, e) in entries.iter().enumerate() {
+            if let Entry::Source(_) = e {
+                labels_of_source = entries[i + 1..]
+                    .iter()
+                    .take_while(|e| matches!(e, Entry::Row { .. }))
+                    .filter_map(|e| match e {
+                        Entry::Row { name, tags, .. } => Some(format!("{name}{tags}")),
+                        Entry::Source(_) => None,
+                    })
+                    .collect();
+            }
+            if i >= shown {
+                break;
+            }
+            lines.push(match e {
+                Entry::Source(s) => (true, cut(s, width)),
+                Entry::Row { name, tags, value } => {
+                    let room = lw.saturating_sub(INDENT.len());
+                    // A cut that cannot tell the row apart takes the room the value leaves.
+                    let spare = vw.saturating_sub(value.chars().count());
+                    let label = label(name, tags, room, &labels_of_source)
+                        .or_else(|_| label(name, tags, room + spare, &labels_of_source))
+                        .unwrap_or_else(|end_cut| end_cut);
+                    let pad = room.saturating_sub(label.chars().count());
+                    let line = format!("{INDENT}{label}{} {}", " ".repeat(pad), cut(value, vw));
+                    (false, line)
+                }
+            });
         }
-        if more > 0 {
-            out.push_str("\r\n");
-            out.push_str(&cut(&format!("… {more} more"), width));
-            out.push_str("\x1b[K");
-        }
-        out.push_str("\x1b[J");
-        out
+        (lines, more)
     }
 
-    /// The table as a plain block (no terminal): title, lines, an empty line.
-    pub fn block(&self) -> String {
+    /// Draws the table on `f`: the title, as many lines as fit, and "… N more" when some do
+    /// not. Returns the number of lines drawn.
+    pub(super) fn draw(&self, f: &mut Frame<'_>) -> u16 {
+        let area = f.area();
+        let (lines, more) = self.fitted(usize::from(area.width), usize::from(area.height));
+        let body = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+        let [head, rows, foot] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Length(body),
+            Constraint::Length(u16::from(more > 0)),
+        ])
+        .areas(area);
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let title = cut(&self.title(), usize::from(area.width).max(20));
+        f.render_widget(Paragraph::new(Line::from(title).style(bold)), head);
+        let lines: Vec<Line<'_>> = lines
+            .into_iter()
+            .map(|(header, text)| {
+                let line = Line::from(text);
+                if header {
+                    line.style(bold)
+                } else {
+                    line
+                }
+            })
+            .collect();
+        f.render_widget(Paragraph::new(lines), rows);
+        if more > 0 {
+            f.render_widget(Paragraph::new(format!("… {more} more")), foot);
+        }
+        head.height + rows.height + foot.height
+    }
+
+    /// The table as a plain block (no terminal): title, lines, an empty line. Nothing is cut:
+    /// the values line up after the longest label (from the 41st column at least, as on an
+    /// 80-column screen).
+    pub(super) fn block(&self) -> String {
+        let entries = self.entries();
+        let lw = entries
+            .iter()
+            .map(|e| match e {
+                Entry::Row { name, tags, .. } => name.chars().count() + tags.chars().count(),
+                Entry::Source(_) => 0,
+            })
+            .max()
+            .unwrap_or(0)
+            .max(80 - VALUE_WIDTH - 1 - INDENT.len());
         let mut out = self.title();
         out.push('\n');
-        for (header, label, tags, value) in self.lines() {
-            out.push_str(&line(header, &label, &tags, &value, 80));
+        for e in entries {
+            match e {
+                Entry::Source(s) => out.push_str(&s),
+                Entry::Row { name, tags, value } => {
+                    let label = format!("{name}{tags}");
+                    let pad = lw.saturating_sub(label.chars().count());
+                    out.push_str(&format!("{INDENT}{label}{} {value}", " ".repeat(pad)));
+                }
+            }
             out.push('\n');
         }
         out.push('\n');
@@ -127,24 +236,155 @@ impl Table {
     }
 }
 
-/// A name, its tags and its value on one line `width` wide: the name cut (the tags kept while
-/// they fit) to leave the value room.
-fn line(header: bool, name: &str, tags: &str, value: &str, width: usize) -> String {
-    if header {
-        return cut(name, width);
+/// `counters monitor` on a terminal: the main screen cleared and the cursor hidden at the
+/// start, the table redrawn in place by ratatui (the last one stays on the screen), and at
+/// the end — however it comes — the cursor shown again on the line below the table.
+pub(super) struct Screen {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+    /// Lines the last table took.
+    used: u16,
+}
+
+impl Screen {
+    /// Clears the screen and takes it over.
+    pub(super) fn enter() -> io::Result<Screen> {
+        let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+        // From here on, dropping the screen shows the cursor again.
+        let screen = Screen { terminal, used: 0 };
+        execute!(
+            io::stdout(),
+            Clear(ClearType::All),
+            cursor::MoveTo(0, 0),
+            cursor::Hide
+        )?;
+        Ok(screen)
     }
-    let vw = VALUE_WIDTH.min(width / 2);
-    let lw = width.saturating_sub(vw + 1);
+
+    /// Draws `table` (fitted to the terminal's size now).
+    pub(super) fn show(&mut self, table: &Table) -> io::Result<()> {
+        let mut used = 0;
+        self.terminal.draw(|f| used = table.draw(f))?;
+        self.used = used;
+        Ok(())
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let mut out = io::stdout();
+        let _ = execute!(
+            out,
+            cursor::MoveTo(0, self.used.saturating_sub(1)),
+            cursor::Show
+        );
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    }
+}
+
+/// A row's label (its name and tags) in at most `width` characters: whole when it fits, else
+/// the name cut (the tags kept while the name keeps [`NAME_MIN`] characters, else cut too) so
+/// that no other of `labels` (the source's rows, whole) could be read for it; the end cut as
+/// an error when no cut in `width` tells it apart.
+fn label(name: &str, tags: &str, width: usize, labels: &[String]) -> Result<String, String> {
+    let whole = format!("{name}{tags}");
+    if whole.chars().count() <= width {
+        return Ok(whole);
+    }
     let tw = tags.chars().count();
-    let label = if name.chars().count() + tw <= lw {
-        format!("{name}{tags}")
-    } else if tw + 8 <= lw {
-        format!("{}{tags}", cut(name, lw - tw))
+    let (head, keep) = if tw + NAME_MIN <= width {
+        (name, tags)
     } else {
-        cut(&format!("{name}{tags}"), lw)
+        (whole.as_str(), "")
     };
-    let pad = lw.saturating_sub(label.chars().count());
-    format!("{label}{} {}", " ".repeat(pad), cut(value, vw))
+    let room = width - keep.chars().count();
+    let head: Vec<char> = head.chars().collect();
+    let rivals: Vec<&str> = labels
+        .iter()
+        .map(String::as_str)
+        .filter(|l| *l != whole)
+        .collect();
+    let told_apart = cuts(&head, room)
+        .map(|mut pieces| {
+            if let Some(last) = pieces.last_mut() {
+                last.push_str(keep);
+            }
+            pieces
+        })
+        .find(|pieces| !rivals.iter().any(|r| matches(pieces, r)));
+    match told_apart {
+        Some(pieces) => Ok(pieces.join("…")),
+        None => Err(format!(
+            "{}{keep}",
+            cut(&head.iter().collect::<String>(), room)
+        )),
+    }
+}
+
+/// The ways to cut `c` to `room` characters, best first, each as the pieces kept between
+/// the "…"s: the end cut; the start and an end that begins a word; the start and any end;
+/// a window of the middle, after some of the start or none.
+fn cuts(c: &[char], room: usize) -> impl Iterator<Item = Vec<String>> + '_ {
+    let m = c.len();
+    let text = move |from: usize, to: usize| c[from..to].iter().collect::<String>();
+    // Nothing to cut, or no room for more than the end cut: the end cut alone.
+    let (room, cut_more) = if m <= room || room < 3 {
+        (room.min(m).max(1), false)
+    } else {
+        (room, true)
+    };
+    let end_cut = std::iter::once(vec![text(0, room - 1), String::new()]);
+    // An end of j characters after a start of room - 1 - j (both at least one).
+    let tails = if cut_more { 1..room - 1 } else { 1..1 };
+    let tail = move |j: usize| vec![text(0, room - 1 - j), text(m - j, m)];
+    let word_tails = tails
+        .clone()
+        .filter(move |&j| WORD_BREAKS.contains(&c[m - j - 1]))
+        .map(tail);
+    let any_tails = tails.map(tail);
+    // A start of k, a window of w = room - 2 - k at i, at least one character cut on each side.
+    let starts: Vec<usize> = if cut_more && room >= 4 {
+        let mut s = vec![((room - 2) / 3).max(1), 1, 0];
+        s.dedup();
+        s
+    } else {
+        Vec::new()
+    };
+    let windows = starts.into_iter().flat_map(move |k| {
+        let w = room - 2 - k;
+        (k + 1..m.saturating_sub(w)).map(move |i| vec![text(0, k), text(i, i + w), String::new()])
+    });
+    end_cut.chain(word_tails).chain(any_tails).chain(windows)
+}
+
+/// True when `s` could be the text `pieces` shows: it starts with the first piece, ends with
+/// the last, holds the others in order, and each "…" between them stands for one character
+/// or more.
+fn matches(pieces: &[String], s: &str) -> bool {
+    let Some((first, rest)) = pieces.split_first() else {
+        return s.is_empty();
+    };
+    let Some(s) = s.strip_prefix(first.as_str()) else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return s.is_empty();
+    };
+    let Some(mut s) = s.strip_suffix(last.as_str()) else {
+        return false;
+    };
+    for p in middle {
+        let mut chars = s.chars();
+        if chars.next().is_none() {
+            return false;
+        }
+        s = chars.as_str();
+        match s.find(p.as_str()) {
+            Some(i) => s = &s[i + p.len()..],
+            None => return false,
+        }
+    }
+    !s.is_empty()
 }
 
 /// `s` cut to `width` characters, with "…" where it was cut.
@@ -220,91 +460,4 @@ fn value_text(r: &CounterRow) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use clrspy_analysis::counters::HistogramSummary;
-
-    use super::*;
-
-    fn row(provider: &str, name: &str, kind: CounterKind, value: CounterValue) -> CounterRow {
-        CounterRow {
-            interval_start_ns: 0,
-            interval_end_ns: 2_000_000_000,
-            provider: provider.into(),
-            name: name.into(),
-            tags: vec![],
-            kind,
-            unit: String::new(),
-            value,
-        }
-    }
-
-    #[test]
-    fn fits_80x24_with_a_more_line_and_rates_per_second() {
-        let mut t = Table::new(Duration::from_secs(1));
-        let rows: Vec<CounterRow> = (0..40)
-            .map(|i| {
-                row(
-                    "System.Runtime",
-                    &format!("dotnet.a.very.long.instrument.name.that.goes.on.and.on.{i:02}"),
-                    CounterKind::Rate,
-                    CounterValue::Number(10.0),
-                )
-            })
-            .collect();
-        t.add(&rows);
-        let s = t.screen(80, 24);
-        let lines: Vec<&str> = s.split("\r\n").collect();
-        assert_eq!(lines.len(), 24);
-        for l in &lines {
-            let visible = l
-                .replace("\x1b[K", "")
-                .replace("\x1b[H", "")
-                .replace("\x1b[J", "");
-            assert!(visible.chars().count() <= 80, "{visible:?}");
-        }
-        assert!(lines[23].starts_with("… 19 more"), "{}", lines[23]);
-        assert!(lines[2].contains("5/s"), "{}", lines[2]);
-        assert!(lines[2].contains('…'));
-    }
-
-    #[test]
-    fn histograms_show_percentiles_and_a_block_has_every_row() {
-        let mut t = Table::new(Duration::from_secs(1));
-        t.add(&[row(
-            "M",
-            "lat",
-            CounterKind::Histogram,
-            CounterValue::Histogram(HistogramSummary {
-                count: 3,
-                sum: 6.0,
-                p50: Some(2.0),
-                p95: Some(3.0),
-                p99: None,
-            }),
-        )]);
-        let b = t.block();
-        assert!(b.contains("[M]"));
-        // 3 values over the row's 2 s interval.
-        assert!(b.contains("1.50/s p50 2 p95 3 p99 -"), "{b}");
-        assert_eq!(num(0.16), "0.160");
-        assert_eq!(num(0.000_123), "1.23e-4");
-        assert_eq!(num(0.0123), "0.0123");
-    }
-
-    #[test]
-    fn a_cut_name_keeps_its_tags() {
-        let mut t = Table::new(Duration::from_secs(1));
-        let mut r = row(
-            "System.Runtime",
-            "dotnet.gc.last_collection.heap.fragmentation.size",
-            CounterKind::UpDown,
-            CounterValue::Number(1.0),
-        );
-        r.tags = vec![("gc.heap.generation".into(), "gen2".into())];
-        t.add(&[r]);
-        let s = t.screen(60, 10);
-        let l = s.split("\r\n").nth(2).unwrap();
-        assert!(l.contains("… [gen2]"), "{l}");
-        assert!(l.replace("\x1b[K", "").chars().count() <= 60);
-    }
-}
+mod tests;
