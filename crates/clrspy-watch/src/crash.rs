@@ -330,11 +330,8 @@ fn take_crash_dump(
     let from_dump = report_bytes
         .as_ref()
         .and_then(|b| b.as_ref().ok())
-        .and_then(|b| clrspy_collect::crash::core::exception_object(b))
         .zip(dump.as_ref())
-        .and_then(|(object, f)| {
-            clrspy_collect::crash::core::exception_message(&held_path(f), object)
-        });
+        .and_then(|(b, f)| clrspy_collect::crash::core::message_in_dump(b, &held_path(f)));
     let mut d = Decision::for_process(DecisionKind::Crash, facts);
     d.rule = Some(rule.name.clone());
     d.file = report_bytes.as_ref().map(|_| report_path.clone());

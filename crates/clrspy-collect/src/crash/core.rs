@@ -128,11 +128,10 @@ fn loaded_segments<'a, R: ReadRef<'a>>(data: R) -> Result<Vec<Segment>, String> 
         .collect())
 }
 
-/// The fatal exception's message in the dump at `dump`, from the object the crash report at
-/// `report` names.
-pub fn message_in_dump(report: &Path, dump: &Path) -> Option<String> {
-    let object = exception_object(&std::fs::read(report).ok()?)?;
-    exception_message(dump, object)
+/// The fatal exception's message in the dump at `dump`, from the object the crash report
+/// (its bytes, `report`) names.
+pub fn message_in_dump(report: &[u8], dump: &Path) -> Option<String> {
+    exception_message(dump, exception_object(report)?)
 }
 
 /// The message of the exception object at `object` in the core at `path`.

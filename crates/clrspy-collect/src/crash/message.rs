@@ -256,12 +256,15 @@ impl CrashCapture {
             // such exception the trace saw on that thread (the runtime may die before its
             // streaming thread sends the event).
             let raw = self.dump_path(pid);
-            let message = super::core::message_in_dump(&path, &raw).or_else(|| {
-                r.exception_type
-                    .as_deref()
-                    .zip(own.as_deref())
-                    .and_then(|(t, own)| message_in_trace(own, t, r.thread_id))
-            });
+            let message = std::fs::read(&path)
+                .ok()
+                .and_then(|report| super::core::message_in_dump(&report, &raw))
+                .or_else(|| {
+                    r.exception_type
+                        .as_deref()
+                        .zip(own.as_deref())
+                        .and_then(|(t, own)| message_in_trace(own, t, r.thread_id))
+                });
             let text = crash_text(&r, message.as_deref(), pid);
             all.push_str(&text);
             let dump = raw
