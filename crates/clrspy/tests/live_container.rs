@@ -134,8 +134,9 @@ enum Temp {
     /// Its `/tmp` is a tmpfs of its own (a container's; systemd's `PrivateTmp=yes`). Needs a
     /// checkout outside /tmp (the program must still reach the workload there).
     Own,
-    /// Its `/tmp` is ours; its `TMPDIR` is a private tmpfs folder beside `hidden`, so the only
-    /// folder of ours it does not see is `hidden` (and clrspy must not judge by `/tmp`).
+    /// Its `/tmp` is ours; its `TMPDIR` is a private tmpfs folder beside `hidden` (named
+    /// through a `..`), so the only folder of ours it does not see is `hidden` (and clrspy must
+    /// not judge by `/tmp`).
     Shared,
 }
 
@@ -182,7 +183,13 @@ impl Container {
             Temp::Shared => {
                 let private = hidden.with_extension("tmp");
                 std::fs::create_dir_all(&private).unwrap();
-                let p = private.display().to_string();
+                // Named with a `..`, as a checkout's relative paths can make it (the case
+                // where clrspy once judged the program not apart and dumped nothing).
+                let p = format!(
+                    "{}/../{}",
+                    hidden.display(),
+                    private.file_name().unwrap().to_string_lossy()
+                );
                 (p.clone(), format!("export TMPDIR='{p}' &&"))
             }
             Temp::Own => ("/tmp".to_string(), "unset TMPDIR &&".to_string()),

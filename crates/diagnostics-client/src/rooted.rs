@@ -4,8 +4,9 @@
 //! A path is walked one component at a time from a folder held open — the process's root
 //! (`/proc/PID/root`) or its working folder — with `O_NOFOLLOW` at every step: a symbolic link
 //! anywhere on the way is refused, not followed (from here it would resolve against *our*
-//! root, not the process's, and reach the host's files), and so is `..` (the process's root is
-//! not ours, so the kernel would not stop it there). What the walk reaches is then used only
+//! root, not the process's, and reach the host's files). A `..` steps back to the folder the
+//! walk came from, never above where it started (the process's root is not ours, so the
+//! kernel would not stop a `..` there). What the walk reaches is then used only
 //! through its descriptor (`openat`, `mkfifoat`, `unlinkat`), so a name swapped afterwards
 //! changes nothing. A file is accepted only when it is the kind asked for (a regular file, a
 //! FIFO), owned by the user asked for, and no larger than the limit asked for; each refusal
@@ -21,8 +22,8 @@ use std::path::{Component, Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Refused {
-    /// `..` in the path: it could climb out of the process's root.
-    #[error("{path}: '..' is refused (it could leave the process's own file system)")]
+    /// A `..` in the path that climbs above where the walk started.
+    #[error("{path}: '..' climbs above where it starts, out of the process's own file system")]
     Parent {
         /// The path, as the process names it.
         path: PathBuf,
@@ -225,22 +226,32 @@ impl RootedDir {
     }
 
     /// The folder `rel` below this one (a leading `/` means this folder too: the process's
-    /// root for an absolute path), walked one component at a time, refusing links and `..`.
+    /// root for an absolute path), walked one component at a time, refusing links. A `..`
+    /// steps back to the folder the walk came from (no link was followed on the way, so that
+    /// is where the process's own lookup goes too); one that would climb above this folder is
+    /// refused.
     pub fn open_dir(&self, rel: &Path) -> Result<RootedDir, Refused> {
         let shown = self.shown.join(rel.strip_prefix("/").unwrap_or(rel));
         let mut at = self.shown.clone();
-        let mut cur: Option<OwnedFd> = None;
+        // The folders walked into, this one's first child first.
+        let mut walked: Vec<OwnedFd> = Vec::new();
         for part in rel.components() {
             let name = match part {
                 Component::RootDir | Component::CurDir => continue,
-                Component::ParentDir => return Err(Refused::Parent { path: shown }),
+                Component::ParentDir => {
+                    if walked.pop().is_none() {
+                        return Err(Refused::Parent { path: shown });
+                    }
+                    at.pop();
+                    continue;
+                }
                 Component::Prefix(_) => return Err(Refused::Name { name: rel.into() }),
                 Component::Normal(n) => n,
             };
             at.push(name);
-            let dir = cur.as_ref().unwrap_or(&self.fd);
+            let dir = walked.last().unwrap_or(&self.fd);
             match openat(dir, name, STEP, 0) {
-                Ok(fd) => cur = Some(fd),
+                Ok(fd) => walked.push(fd),
                 Err(e) => {
                     // Say why: a link, something that is not a folder, or the system's error.
                     let found = stat_at(dir, name).map(|st| st.st_mode & libc::S_IFMT);
@@ -255,7 +266,7 @@ impl RootedDir {
                 }
             }
         }
-        let fd = match cur {
+        let fd = match walked.pop() {
             Some(fd) => fd,
             None => self.fd.try_clone().map_err(|source| Refused::Io {
                 path: shown.clone(),
@@ -563,6 +574,10 @@ mod tests {
         assert!(e.to_string().contains("symbolic link"), "{e}");
         let e = root.open_dir(Path::new("a/b/../../..")).unwrap_err();
         assert!(matches!(e, Refused::Parent { .. }), "{e}");
+        // A `..` that stays below the start steps back, as the process's own lookup does.
+        let back = root.open_dir(Path::new("/a/b/../b")).unwrap();
+        assert_eq!(back.identity().unwrap(), b.identity().unwrap());
+        assert_eq!(root.open_dir(Path::new("/a/..")).unwrap().identity().unwrap(), root.identity().unwrap());
         let e = root.open_dir(Path::new("a/plain")).unwrap_err();
         assert!(matches!(e, Refused::NotFolder { .. }), "{e}");
         let e = root.open_dir(Path::new("a/none")).unwrap_err();
