@@ -223,7 +223,7 @@ pub fn run(job: &Job, stop: &StopSignal, over_budget: &dyn Fn() -> Option<String
 const LOG: &str = ".stderr";
 
 fn run_inner(job: &Job, stop: &StopSignal, over_budget: &dyn Fn() -> Option<String>) -> JobEnd {
-    let log = match std::fs::File::create(job.dir.join(LOG)) {
+    let log = match clrspy_collect::private::create_private(&job.dir.join(LOG)) {
         Ok(f) => f,
         Err(e) => return JobEnd::Failed(format!("cannot write in the job's folder: {e}")),
     };

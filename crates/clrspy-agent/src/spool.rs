@@ -139,14 +139,12 @@ pub fn name(kind: &str, pid: u32, ext: &str) -> String {
 }
 
 impl Spool {
-    /// Creates the (empty) file `folder/name`; `hold_back` bytes at its end are provisional
-    /// until the writer ended; a backlog (written, not yet sent) over `budget` bytes stops it.
+    /// Creates the (empty) file `folder/name`, owner-only (0600); `hold_back` bytes at its
+    /// end are provisional until the writer ended; a backlog (written, not yet sent) over
+    /// `budget` bytes stops it.
     pub fn create(folder: &Path, name: &str, hold_back: u64, budget: u64) -> io::Result<Spool> {
         let path = folder.join(name);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
+        clrspy_collect::private::create_new_private(&path)?;
         Ok(Spool {
             shared: Arc::new(Shared {
                 path,
