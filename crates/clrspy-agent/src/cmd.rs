@@ -110,24 +110,9 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode, Failure> {
         urls: args.urls.clone(),
         api_key_hashes: args.api_key_hashes.clone(),
         insecure: args.insecure,
+        rules: args.rules.clone(),
     };
-    let mut settings = settle(config, &over).map_err(refusal)?;
-    if let Some(file) = &args.rules {
-        let (output, listen) = settings.rules.take().map_or_else(
-            || {
-                (
-                    crate::rules_host::default_output(Some(&settings.folder)),
-                    None,
-                )
-            },
-            |r| (r.output, r.listen),
-        );
-        settings.rules = Some(crate::rules_host::RulesSettings {
-            file: file.clone(),
-            output,
-            listen,
-        });
-    }
+    let settings = settle(config, &over).map_err(refusal)?;
     for w in &settings.warnings {
         eprintln!("clrspy agent: warning: {w}");
     }
@@ -178,20 +163,22 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
     let metrics = crate::metrics::Collector::start(settings.metrics.clone())
         .map(Arc::new)
         .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;
+    // One budget for the dumps' jobs and the streams' spools.
+    let budget = crate::artifact::Budget::from_mb(settings.disk_mb);
     let state = AppState {
         auth: Arc::new(auth),
         limits: Arc::new(Limits::new(&settings.concurrent)),
         request_timeout: settings.request_timeout,
         folder: settings.folder.clone(),
+        budget,
         metrics: metrics.clone(),
         rules: watcher.as_ref().map(crate::rules_host::RulesHost::handle),
         operations: Arc::new(crate::operations::Operations::new(
             &settings.folder,
-            crate::artifact::Budget::from_mb(settings.disk_mb),
+            budget,
             crate::operations::KEEP_FINISHED,
         )),
     };
-    crate::spool::set_budget_mb(settings.disk_mb);
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {
         header_timeout: settings.header_timeout,

@@ -38,21 +38,6 @@ const PUNCH_EVERY: u64 = 4 << 20;
 /// connection holds no thread and no spool for ever.
 pub const STALL_LIMIT: Duration = Duration::from_secs(120);
 
-/// The most the spools may hold in the agent's folder, MB (the config's `disk_mb`; set once
-/// at start). One budget with the dumps' (`artifact::Budget`): both measure the whole folder with
-/// `artifact::folder_bytes`, each other's files included.
-static BUDGET_MB: AtomicU64 = AtomicU64::new(1024);
-
-/// Sets the spools' budget, MB (at start, from the config's `disk_mb`).
-pub fn set_budget_mb(mb: u64) {
-    BUDGET_MB.store(mb, Ordering::Relaxed);
-}
-
-/// The spools' budget, MB.
-pub fn budget_mb() -> u64 {
-    BUDGET_MB.load(Ordering::Relaxed)
-}
-
 /// How a writer ended.
 #[derive(Debug, Default)]
 enum End {

@@ -20,10 +20,12 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// The agent's own folder (made private at start; see [`crate::folder`]).
     pub folder: PathBuf,
+    /// The one disk budget of that folder: dumps, heap snapshots and streams' spools.
+    pub budget: crate::artifact::Budget,
     /// The counters behind `/metrics`.
     pub metrics: Arc<Collector>,
     /// The watcher inside the agent, when rules are configured (`/rules`).
     pub rules: Option<crate::rules_host::RulesHandle>,
-    /// Long-running actions (`/operations`, `/dump`, `/gcdump`).
+    /// Long-running actions (`/operations`, `/dump`, `/gcdump`), within [`AppState::budget`].
     pub operations: Arc<crate::operations::Operations>,
 }

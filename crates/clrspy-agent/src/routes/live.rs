@@ -238,15 +238,14 @@ async fn serve(
     kind: Kind,
     attach: Attach,
 ) -> Result<Response, ApiError> {
-    let (endpoint, pid) = target(&state, &selector).await?;
-    let selector = endpoint.map_or(selector, |ep| Selector::Pid(ep.pid));
+    let (_, pid) = target(&state, &selector).await?;
     let admission = state.limits.admit(kind, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
     let (tx, rx) = oneshot::channel();
-    let (stop2, folder) = (stop.clone(), state.folder.clone());
+    let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
     tokio::task::spawn_blocking(move || {
         let _admission = admission;
-        run(&folder, &selector, pid, kind, attach, &stop2, tx);
+        run(&folder, &budget, pid, kind, attach, &stop2, tx);
     });
     respond(rx, stop, "application/x-ndjson", None).await
 }
@@ -254,14 +253,15 @@ async fn serve(
 /// The session's thread: attaches, hands the spool over, writes its lines until it ends.
 fn run(
     folder: &Path,
-    selector: &Selector,
+    budget: &crate::artifact::Budget,
     pid: u32,
     kind: Kind,
     attach: Attach,
     stop: &StopSignal,
     started: Started,
 ) {
-    let ep = match selector.resolve() {
+    // Resolved (a uid or name) to its pid before: looked up by pid here.
+    let ep = match Selector::Pid(pid).resolve() {
         Ok(ep) => ep,
         Err(e) => {
             let _ = started.send(Err(e));
@@ -273,7 +273,7 @@ fn run(
     } else {
         "counters"
     };
-    let spool = match new_spool(folder, what, pid, "jsonl", 0) {
+    let spool = match new_spool(folder, budget, what, pid, "jsonl", 0) {
         Ok(s) => s,
         Err(e) => {
             let _ = started.send(Err(e));

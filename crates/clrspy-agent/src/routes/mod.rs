@@ -190,6 +190,7 @@ mod tests {
             limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
             request_timeout: Duration::from_secs(5),
             folder: std::env::temp_dir(),
+            budget: crate::artifact::Budget::from_mb(1),
             metrics: Arc::new(crate::metrics::Collector::idle(
                 crate::metrics::MetricsConfig::default().settings().unwrap(),
             )),

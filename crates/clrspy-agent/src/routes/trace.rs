@@ -24,6 +24,7 @@ use diagnostics_client::{Endpoint, Provider, SessionConfig, DEFAULT_RUNDOWN_KEYW
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
+use crate::artifact::Budget;
 use crate::error::ApiError;
 use crate::limits::Kind;
 use crate::params;
@@ -314,33 +315,24 @@ async fn post_trace(
     start(state, selector, ask).await
 }
 
-/// A spool in the agent's folder, its budget what the folder may still take (none left: 507).
+/// A spool in the agent's folder (blocking: the folder is measured), its budget what the
+/// agent's disk budget still has room for (none: 507).
 pub(super) fn new_spool(
     folder: &Path,
+    budget: &Budget,
     kind: &str,
     pid: u32,
     ext: &str,
     hold_back: u64,
 ) -> Result<Spool, ApiError> {
-    let mb = spool::budget_mb();
-    let budget = mb.saturating_mul(1 << 20);
-    let used = crate::artifact::folder_bytes(folder);
-    if used >= budget {
-        return Err(ApiError::new(
-            StatusCode::INSUFFICIENT_STORAGE,
-            format!(
-                "the agent's folder holds {} MB of its {mb} MB budget; retry later",
-                used >> 20
-            ),
-        ));
-    }
-    Spool::create(
-        folder,
-        &spool::name(kind, pid, ext),
-        hold_back,
-        budget - used,
-    )
-    .map_err(|e| ApiError::internal(format!("the agent's folder: {e}")))
+    let room = budget
+        .room(
+            crate::artifact::folder_bytes(folder),
+            crate::artifact::free_bytes(folder),
+        )
+        .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
+    Spool::create(folder, &spool::name(kind, pid, ext), hold_back, room)
+        .map_err(|e| ApiError::internal(format!("the agent's folder: {e}")))
 }
 
 /// What the session's thread hands the handler once it started: the spool to follow, or why
@@ -394,10 +386,10 @@ async fn start(state: AppState, selector: Selector, ask: TraceAsk) -> Result<Res
     let admission = state.limits.admit(Kind::Trace, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
     let (tx, rx) = oneshot::channel();
-    let (stop2, folder) = (stop.clone(), state.folder.clone());
+    let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
     tokio::task::spawn_blocking(move || {
         let _admission = admission;
-        record(&folder, endpoint, pid, ask, &stop2, tx);
+        record(&folder, &budget, endpoint, pid, ask, &stop2, tx);
     });
     let filename = format!(
         "attachment; filename=\"{pid}-{}.nettrace\"",
@@ -409,6 +401,7 @@ async fn start(state: AppState, selector: Selector, ask: TraceAsk) -> Result<Res
 /// Records into a spool (blocking), handing it over through `started` once recording.
 fn record(
     folder: &Path,
+    budget: &Budget,
     endpoint: Option<Endpoint>,
     pid: u32,
     ask: TraceAsk,
@@ -426,7 +419,7 @@ fn record(
         Ok(ep) => ep,
         Err(e) => return starting.fail(e),
     };
-    let spool = match new_spool(folder, "trace", pid, "nettrace", MARKER_BYTES) {
+    let spool = match new_spool(folder, budget, "trace", pid, "nettrace", MARKER_BYTES) {
         Ok(s) => s,
         Err(e) => return starting.fail(e),
     };
