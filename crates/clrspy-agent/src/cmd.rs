@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clrspy_views::Failure;
 
+use crate::audit::AuditLog;
 use crate::auth::Authenticator;
 use crate::config::{settle, Config, Overrides, Settings};
 use crate::limits::Limits;
@@ -61,6 +62,10 @@ pub struct ServeArgs {
     /// shows it.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
+    /// Write the audit log here instead of the config's `audit_log` (default: audit.jsonl in
+    /// the agent's folder).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Runs `clrspy agent ...`.
@@ -111,6 +116,7 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode, Failure> {
         api_key_hashes: args.api_key_hashes.clone(),
         insecure: args.insecure,
         rules: args.rules.clone(),
+        audit_log: args.audit_log.clone(),
     };
     let settings = settle(config, &over).map_err(refusal)?;
     for w in &settings.warnings {
@@ -154,6 +160,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         _ => None,
     };
     crate::folder::prepare(&settings.folder)?;
+    let audit = Arc::new(AuditLog::open(&settings.audit_log)?);
     let watcher = settings
         .rules
         .as_ref()
@@ -163,7 +170,6 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
     let metrics = crate::metrics::Collector::start(settings.metrics.clone())
         .map(Arc::new)
         .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;
-    // One budget for the dumps' jobs and the streams' spools.
     let budget = crate::artifact::Budget::from_mb(settings.disk_mb);
     let state = AppState {
         auth: Arc::new(auth),
@@ -171,6 +177,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         request_timeout: settings.request_timeout,
         folder: settings.folder.clone(),
         budget,
+        audit,
         metrics: metrics.clone(),
         rules: watcher.as_ref().map(crate::rules_host::RulesHost::handle),
         operations: Arc::new(crate::operations::Operations::new(

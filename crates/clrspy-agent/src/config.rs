@@ -38,6 +38,9 @@ pub struct Config {
     /// The most the agent's folder may hold, MB (dumps, heap snapshots and streams' spools
     /// together: 507 beyond).
     pub disk_mb: u64,
+    /// The audit log (JSON lines, 0600): who took a dump, heap snapshot, trace, stream,
+    /// profile or report, or reloaded the rules. Default: `audit.jsonl` in the agent's folder.
+    pub audit_log: Option<PathBuf>,
     /// What `/metrics` collects.
     pub metrics: crate::metrics::MetricsConfig,
     /// The watcher inside the agent: a rules file (as `clrspy watch` takes) and where its
@@ -71,6 +74,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             folder: None,
             disk_mb: 1024,
+            audit_log: None,
             metrics: crate::metrics::MetricsConfig::default(),
             rules: None,
         }
@@ -293,6 +297,9 @@ pub struct Settings {
     pub folder: PathBuf,
     /// The most the folder may hold, MB.
     pub disk_mb: u64,
+    /// The audit log: the config's `audit_log` (or `--audit-log`), else `audit.jsonl` in the
+    /// folder.
+    pub audit_log: PathBuf,
     /// No credentials needed (`--insecure` with none configured).
     pub open: bool,
     /// Warnings to print at start.
@@ -314,6 +321,8 @@ pub struct Overrides {
     pub insecure: bool,
     /// `--rules` (takes the config's `[rules] file` place, keeping its other keys).
     pub rules: Option<PathBuf>,
+    /// `--audit-log` (replaces the config's).
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Parses a hex SHA-256 hash.
@@ -437,6 +446,11 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         max_connections: config.limits.max_connections.max(1),
         concurrent: config.limits.concurrent,
         rules,
+        audit_log: over
+            .audit_log
+            .clone()
+            .or(config.audit_log)
+            .unwrap_or_else(|| folder.join(crate::audit::DEFAULT_NAME)),
         folder,
         disk_mb: config.disk_mb,
         open: !has_auth,
@@ -473,6 +487,7 @@ mod tests {
         }
         let s = settle(Config::default(), &o).unwrap();
         assert_eq!(s.disk_mb, 1024);
+        assert_eq!(s.audit_log, s.folder.join("audit.jsonl"));
     }
 
     /// What the schema says a key defaults to is what the agent runs with (both come from
@@ -495,12 +510,15 @@ mod tests {
     #[test]
     fn flags_take_the_config_s_place() {
         let c = Config::parse(
-            "[rules]\nfile = \"/etc/r.toml\"\nlisten = \"/s\"\n",
+            "audit_log = \"/var/log/a.jsonl\"\n[rules]\nfile = \"/etc/r.toml\"\nlisten = \"/s\"\n",
             Path::new("a"),
         )
         .unwrap();
+        let s = settle(c.clone(), &over(&[], &[HASH], false)).unwrap();
+        assert_eq!(s.audit_log, PathBuf::from("/var/log/a.jsonl"));
         let o = Overrides {
             rules: Some("/other.toml".into()),
+            audit_log: Some("/tmp/x.jsonl".into()),
             ..over(&[], &[HASH], false)
         };
         let s = settle(c, &o).unwrap();
@@ -511,6 +529,7 @@ mod tests {
             Some(PathBuf::from("/s")),
             "the config's other keys stay"
         );
+        assert_eq!(s.audit_log, PathBuf::from("/tmp/x.jsonl"));
         let s = settle(Config::default(), &o).unwrap();
         assert_eq!(s.rules.unwrap().output, s.folder.join("rules"));
     }

@@ -1,10 +1,16 @@
-//! The routes, one router per area, and the app that joins them: `/health` is open, every
-//! other route (and every unknown path) sits behind the authentication middleware; the body
-//! limit and the request timeout wrap the whole.
+//! The routes, one table per area, and the app built from them: each area's `routes()` says
+//! its paths, their methods (taken from the same calls that attach the handlers, so the two
+//! cannot differ), their time bound and whether they are audited; [`app`] turns every entry
+//! into a route and lays the authentication middleware once over all of them and the
+//! fallback, letting through only the paths of [`crate::auth::PUBLIC`]. The body limit wraps
+//! the whole. The tests enumerate the same table.
 
-use axum::http::{header, StatusCode};
+use std::time::Duration;
+
+use axum::handler::Handler;
+use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::MethodRouter;
 use axum::Router;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -25,66 +31,122 @@ mod stacks;
 mod target;
 mod trace;
 
+/// One path of the app: the methods it answers with their handlers, its time bound and
+/// whether it is audited.
+pub(crate) struct Route {
+    path: &'static str,
+    methods: Vec<Method>,
+    handler: MethodRouter<AppState>,
+    bound: Option<Duration>,
+    audited: bool,
+}
+
+impl Route {
+    /// A path with no method yet, bounded by the request timeout, not audited.
+    fn new(path: &'static str) -> Route {
+        Route {
+            path,
+            methods: Vec::new(),
+            handler: MethodRouter::new(),
+            bound: None,
+            audited: false,
+        }
+    }
+
+    /// Answers GET with `h`.
+    fn get<H: Handler<T, AppState>, T: 'static>(mut self, h: H) -> Route {
+        self.handler = self.handler.get(h);
+        self.methods.push(Method::GET);
+        self
+    }
+
+    /// Answers POST with `h`.
+    fn post<H: Handler<T, AppState>, T: 'static>(mut self, h: H) -> Route {
+        self.handler = self.handler.post(h);
+        self.methods.push(Method::POST);
+        self
+    }
+
+    /// Answers DELETE with `h`.
+    fn delete<H: Handler<T, AppState>, T: 'static>(mut self, h: H) -> Route {
+        self.handler = self.handler.delete(h);
+        self.methods.push(Method::DELETE);
+        self
+    }
+
+    /// Bounded by `d` instead of the request timeout (work that records, dumps or streams
+    /// for longer).
+    fn bound(mut self, d: Duration) -> Route {
+        self.bound = Some(d);
+        self
+    }
+
+    /// Each request writes a line to the audit log (see [`crate::audit`]).
+    fn audited(mut self) -> Route {
+        self.audited = true;
+        self
+    }
+}
+
+/// Every route of the app, area by area.
+fn table() -> Vec<Route> {
+    [
+        health::routes(),
+        processes::routes(),
+        stacks::routes(),
+        metrics::routes(),
+        rules::routes(),
+        operations::routes(),
+        pprof::routes(),
+        reports::routes(),
+        dumps::routes(),
+        trace::routes(),
+        live::routes(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 /// The whole app.
 pub fn app(state: AppState, max_body_bytes: usize) -> Router {
-    let timeout = state.request_timeout;
-    let pulls = bounded(pprof::routes(), pprof::BOUND, &state);
-    let report_pulls = bounded(reports::routes(), reports::BOUND, &state);
-    let dumps = bounded(dumps::routes(), dumps::BOUND, &state);
-    let traces = bounded(trace::routes(), trace::BOUND, &state);
-    let streams = bounded(live::routes(), live::BOUND, &state);
-    let protected = Router::new()
-        .merge(processes::router())
-        .merge(stacks::router())
-        .merge(metrics::router())
-        .merge(rules::router())
-        .merge(operations::router())
-        .fallback(not_found)
+    build(state, max_body_bytes, table())
+}
+
+/// The app of these routes: each with its time bound (and audit), then — once, over every
+/// route and the fallback — the authentication, the request counting, the body limit and
+/// the JSON error bodies.
+fn build(state: AppState, max_body_bytes: usize, routes: Vec<Route>) -> Router {
+    let mut app = Router::new();
+    for r in routes {
+        let bound = r.bound.unwrap_or(state.request_timeout);
+        let mut handler = r.handler.layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            bound,
+        ));
+        if r.audited {
+            // Outside the time bound: a request that ran out of time is audited too.
+            handler = handler.layer(axum::middleware::from_fn_with_state(
+                state.audit.clone(),
+                crate::audit::record,
+            ));
+        }
+        app = app.route(r.path, handler);
+    }
+    app.fallback(not_found)
+        // The one authentication layer: after routing (it sees the matched path), over every
+        // route and the fallback.
         .layer(axum::middleware::from_fn_with_state(
             state.auth.clone(),
             crate::auth::require,
-        ));
-    Router::new()
-        .route("/health", get(health::health))
-        .merge(protected)
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
             metrics::count,
         ))
         .with_state(state)
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            timeout,
-        ))
-        // Profile pulls record for up to minutes: their own auth and time bound.
-        .merge(pulls)
-        .merge(report_pulls)
-        // So do dumps and heap snapshots waited for.
-        .merge(dumps)
-        // Streams run for up to an hour: their own auth and a bound on starting.
-        .merge(traces)
-        .merge(streams)
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
         .layer(axum::middleware::map_response(json_errors))
-}
-
-/// Routes that record, dump or stream for longer than the request timeout: behind the same
-/// authentication as the others, counted in `clrspy_agent_requests_total`, bounded by `bound`.
-fn bounded(routes: Router<AppState>, bound: std::time::Duration, state: &AppState) -> Router {
-    routes
-        .layer(axum::middleware::from_fn_with_state(
-            state.auth.clone(),
-            crate::auth::require,
-        ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            bound,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.metrics.clone(),
-            metrics::count,
-        ))
-        .with_state(state.clone())
 }
 
 /// Errors made outside the handlers (tower-http's 413 and 408, axum's 405 and bad path
@@ -114,53 +176,51 @@ async fn not_found() -> ApiError {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::time::Duration;
-
     use axum::body::Body;
     use axum::http::Request;
     use tower::ServiceExt;
 
     use super::*;
     use crate::auth::tests as auth_tests;
-    use crate::auth::Authenticator;
-    use crate::config::ConcurrencyConfig;
-    use crate::limits::Limits;
+    use crate::auth::{Authenticator, PUBLIC};
 
     const KEY: &str = "test-key";
 
-    /// Every route (`METHOD path` where not GET), with good and traversal-like parameters.
-    const ROUTES: &[&str] = &[
-        "/processes",
-        "/processes/1",
-        "/stacks?pid=1",
-        "/debug/pprof/profile?seconds=1&pid=1",
-        "/debug/pprof/allocs",
-        "/debug/pprof/profile?seconds=../x",
-        "/metrics",
-        "/trace?pid=1&duration=3s&profile=cpu",
-        "/trace?pid=../x",
-        "/counters?pid=1",
-        "/logs?pid=1&level=Warning",
-        "/logs?filter=/etc/passwd",
+    /// A path of the table with its parameters (`{pid}`, `{id}`, `{name}`) filled.
+    fn fill(path: &str) -> String {
+        path.split('/')
+            .map(|seg| if seg.starts_with('{') { "x" } else { seg })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// Every route of the app, taken from the table the app is built from: each method of
+    /// each path, parameters filled.
+    fn every_route() -> Vec<(Method, String)> {
+        let mut out = Vec::new();
+        for r in table() {
+            assert!(!r.methods.is_empty(), "{} answers no method", r.path);
+            for m in &r.methods {
+                out.push((m.clone(), fill(r.path)));
+            }
+        }
+        out
+    }
+
+    /// Paths and parameters no route takes, traversal-like ones among them.
+    const ODD: &[&str] = &[
         "/nowhere",
         "/processes/..",
-        "/rules",
-        "/rules/a",
-        "/rules/a/log?limit=1",
+        "/health/",
+        "/health/x",
         "/rules/..",
-        "/rules/a/log?limit=..",
-        "/reports?pid=1&kind=cpu&seconds=1",
-        "/reports?pid=..",
-        "/dump?pid=1&type=mini",
-        "/dump?pid=..",
-        "/gcdump?pid=1",
-        "/gcdump?pid=1&mode=operation",
-        "/operations",
-        "/operations/0123456789abcdef0123456789abcdef",
-        "/operations/0123456789abcdef0123456789abcdef/result",
         "/operations/..",
-        "DELETE /operations/0123456789abcdef0123456789abcdef",
+        "/debug/pprof/profile?seconds=../x",
+        "/trace?pid=../x",
+        "/logs?filter=/etc/passwd",
+        "/rules/a/log?limit=..",
+        "/reports?pid=..",
+        "/dump?pid=..",
     ];
 
     /// The JWT signing keys of the tests: the configured one (its public JWK) and another.
@@ -179,32 +239,21 @@ mod tests {
         })
     }
 
-    fn test_app() -> Router {
+    fn test_state() -> AppState {
         let verifier =
             crate::jwk::JwtVerifier::new(&jwt().public, None, None, auth_tests::SUBJECT).unwrap();
-        let state = AppState {
-            auth: Arc::new(Authenticator::new(
-                vec![crate::keys::digest(KEY)],
-                Some(verifier),
-            )),
-            limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
-            request_timeout: Duration::from_secs(5),
-            folder: std::env::temp_dir(),
-            budget: crate::artifact::Budget::from_mb(1),
-            metrics: Arc::new(crate::metrics::Collector::idle(
-                crate::metrics::MetricsConfig::default().settings().unwrap(),
-            )),
-            rules: None,
-            operations: Arc::new(crate::operations::Operations::new(
-                &std::env::temp_dir().join(format!("clrspy-agent-routes-{}", std::process::id())),
-                crate::artifact::Budget::from_mb(1),
-                10,
-            )),
-        };
-        app(state, 1024)
+        AppState::for_tests(
+            Authenticator::new(vec![crate::keys::digest(KEY)], Some(verifier)),
+            "routes",
+        )
     }
 
-    async fn call(
+    fn test_app() -> Router {
+        app(test_state(), 1024)
+    }
+
+    async fn call_app(
+        app: &Router,
         method: &str,
         uri: &str,
         key: Option<&str>,
@@ -218,7 +267,7 @@ mod tests {
             .header(header::CONTENT_LENGTH, body.len())
             .body(Body::from(body))
             .unwrap();
-        let resp = test_app().oneshot(req).await.unwrap();
+        let resp = app.clone().oneshot(req).await.unwrap();
         let (parts, body) = resp.into_parts();
         let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
         let v = serde_json::from_slice(&bytes)
@@ -226,25 +275,138 @@ mod tests {
         (parts.status, parts.headers, v)
     }
 
+    async fn call(
+        method: &str,
+        uri: &str,
+        key: Option<&str>,
+        body: Vec<u8>,
+    ) -> (StatusCode, axum::http::HeaderMap, serde_json::Value) {
+        call_app(&test_app(), method, uri, key, body).await
+    }
+
+    async fn refused(app: &Router, method: &str, uri: &str) {
+        for key in [None, Some("wrong")] {
+            let (s, h, v) = call_app(app, method, uri, key, vec![]).await;
+            assert_eq!(s, 401, "{method} {uri} with {key:?}: {v}");
+            assert_eq!(h[header::WWW_AUTHENTICATE], "Bearer");
+            assert_eq!(v["error"], "invalid credentials");
+        }
+    }
+
     #[tokio::test]
     async fn health_is_open_the_rest_is_not() {
-        let (s, _, v) = call("GET", "/health", None, vec![]).await;
-        assert_eq!(s, 200);
-        assert_eq!(v["status"], "ok");
-        for uri in ROUTES {
-            let (method, uri) = uri.split_once(' ').unwrap_or(("GET", uri));
-            for key in [None, Some("wrong")] {
-                let (s, h, v) = call(method, uri, key, vec![]).await;
-                assert_eq!(s, 401, "{uri}");
-                assert_eq!(h[header::WWW_AUTHENTICATE], "Bearer");
-                assert_eq!(v["error"], "invalid credentials");
+        // The one public list: literal paths of the table.
+        assert_eq!(PUBLIC, ["/health"]);
+        let paths: Vec<&str> = table().iter().map(|r| r.path).collect();
+        for p in PUBLIC {
+            assert!(paths.contains(p) && !p.contains('{'), "{p}");
+        }
+        let app = test_app();
+        let (s, _, v) = call_app(&app, "GET", "/health", None, vec![]).await;
+        assert_eq!((s.as_u16(), &v["status"]), (200, &serde_json::json!("ok")));
+        let routes = every_route();
+        assert!(routes.len() >= 20, "{routes:?}");
+        for (method, path) in &routes {
+            if PUBLIC.contains(&path.as_str()) {
+                continue;
             }
+            refused(&app, method.as_str(), path).await;
+            // Another method of a protected path is refused too, not a 405 that tells
+            // which methods it has.
+            refused(&app, "PUT", path).await;
         }
-        let body = br#"{"Providers":[{"Name":"Microsoft-DotNETCore-SampleProfiler"}]}"#;
-        for key in [None, Some("wrong")] {
-            let (s, _, _) = call("POST", "/trace?pid=1", key, body.to_vec()).await;
-            assert_eq!(s, 401, "POST /trace");
+        for uri in ODD {
+            refused(&app, "GET", uri).await;
         }
+    }
+
+    /// A route added later — here, in the test — is behind authentication unless it is put
+    /// in the public list.
+    #[tokio::test]
+    async fn a_route_added_later_is_protected() {
+        let mut routes = table();
+        routes.push(Route::new("/added-in-a-test").get(|| async { "the secret" }));
+        let app = build(test_state(), 1024, routes);
+        refused(&app, "GET", "/added-in-a-test").await;
+        let req = Request::get("/added-in-a-test")
+            .header(header::AUTHORIZATION, format!("Bearer {KEY}"))
+            .body(Body::empty())
+            .unwrap();
+        let resp = app.oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+
+    /// Each audited route writes a line naming the caller by its key's hash prefix (never
+    /// the key), the route and the outcome; other routes write none.
+    #[tokio::test]
+    async fn audited_routes_write_a_line_each() {
+        let state = test_state();
+        let audit = state.audit.clone();
+        let app = app(state, 1024);
+        let audited: Vec<(Method, String)> = table()
+            .into_iter()
+            .filter(|r| r.audited)
+            .flat_map(|r| {
+                let path = fill(r.path);
+                r.methods.into_iter().map(move |m| (m, path.clone()))
+            })
+            .collect();
+        let names: Vec<String> = audited.iter().map(|(m, p)| format!("{m} {p}")).collect();
+        for must in [
+            "GET /dump",
+            "GET /gcdump",
+            "GET /trace",
+            "POST /trace",
+            "GET /counters",
+            "GET /logs",
+            "GET /stacks",
+            "GET /debug/pprof/profile",
+            "GET /debug/pprof/allocs",
+            "GET /reports",
+            "GET /operations/x/result",
+            "DELETE /operations/x",
+            "POST /rules/reload",
+        ] {
+            assert!(names.contains(&must.to_string()), "{must} is not audited");
+        }
+        assert_eq!(audited.len(), 13, "{names:?}");
+        // Parameters that are refused before any work: a line each all the same.
+        for (m, p) in &audited {
+            call_app(&app, m.as_str(), &format!("{p}?bad=1"), Some(KEY), vec![]).await;
+        }
+        call_app(&app, "GET", "/operations", Some(KEY), vec![]).await;
+        call_app(&app, "GET", "/dump?pid=1", None, vec![]).await;
+        let lines = audit.lines();
+        assert_eq!(lines.len(), audited.len(), "{lines:#?}");
+        let prefix = &crate::keys::hash_hex(KEY)[..12];
+        for (l, (m, p)) in lines.iter().zip(&audited) {
+            assert_eq!(l["credential"], format!("key:{prefix}"), "{l}");
+            assert_eq!(l["method"], m.as_str());
+            assert_eq!(l["route"].as_str().map(fill), Some(p.clone()), "{l}");
+            assert_eq!(
+                (&l["status"], &l["outcome"]),
+                (&400.into(), &"refused".into())
+            );
+            assert!(
+                l["process"].is_null() && l["bytes"].as_u64().unwrap() > 0,
+                "{l}"
+            );
+            assert!(l["time"].as_str().unwrap().ends_with('Z'), "{l}");
+            assert!(!l.to_string().contains(KEY));
+        }
+        // A JWT is named by its subject, never the token; a resolved process by its pid.
+        let token = auth_tests::token(
+            &jwt().key,
+            jsonwebtoken::Algorithm::ES256,
+            auth_tests::now() + 600,
+            crate::jwk::DEFAULT_AUDIENCE,
+            auth_tests::SUBJECT,
+        );
+        call_app(&app, "GET", "/dump?pid=4294967295", Some(&token), vec![]).await;
+        let last = audit.lines().pop().unwrap();
+        assert_eq!(last["credential"], format!("jwt:{}", auth_tests::SUBJECT));
+        assert_eq!(last["status"], 404);
+        assert!(!last.to_string().contains(&token));
     }
 
     /// A JWT expired, signed by another key, for another audience or subject, or with its
@@ -264,13 +426,13 @@ mod tests {
             auth_tests::token(&j.key, ES256, now + 600, DEFAULT_AUDIENCE, "someone-else"),
             cut,
         ];
-        for uri in ROUTES
-            .iter()
-            .chain(&["POST /trace?pid=1", "POST /rules/reload"])
-        {
-            let (method, uri) = uri.split_once(' ').unwrap_or(("GET", uri));
+        let app = test_app();
+        for (method, uri) in every_route() {
+            if PUBLIC.contains(&uri.as_str()) {
+                continue;
+            }
             for (i, token) in bad.iter().enumerate() {
-                let (s, _, v) = call(method, uri, Some(token), vec![]).await;
+                let (s, _, v) = call_app(&app, method.as_str(), &uri, Some(token), vec![]).await;
                 assert_eq!(s, 401, "{method} {uri} with bad token {i}: {v}");
             }
         }

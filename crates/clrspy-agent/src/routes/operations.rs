@@ -5,68 +5,79 @@
 //! 204). Ids are checked (32 hex digits, else 400) before they are looked up (unknown: 404).
 //! Also the file streaming `/dump` and `/gcdump` answer with.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Path as UrlPath, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::io::ReaderStream;
 
+use crate::audit::Subject;
 use crate::error::ApiError;
 use crate::operations::{parse_id, Deleted, Operation, Operations};
-use crate::params;
+use crate::params::{NoQuery, Query};
 use crate::state::AppState;
 
-/// The area's routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/operations", get(list))
-        .route("/operations/{id}", get(one).delete(delete))
-        .route("/operations/{id}/result", get(result))
+/// The area's routes: downloading a result and cancelling or deleting are audited.
+pub(super) fn routes() -> Vec<super::Route> {
+    vec![
+        super::Route::new("/operations").get(list),
+        super::Route::new("/operations/{id}").get(one),
+        super::Route::new("/operations/{id}")
+            .delete(delete)
+            .audited(),
+        super::Route::new("/operations/{id}/result")
+            .get(result)
+            .audited(),
+    ]
 }
 
 async fn list(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Vec<Operation>>, ApiError> {
-    params::only(&query, &[])?;
     Ok(Json(state.operations.list()))
 }
 
 async fn one(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Operation>, ApiError> {
-    params::only(&query, &[])?;
     Ok(Json(state.operations.get(&parse_id(&id)?)?))
 }
 
 async fn result(
     State(state): State<AppState>,
+    subject: Subject,
     UrlPath(id): UrlPath<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &[])?;
-    let (path, artifact) = state.operations.artifact(&parse_id(&id)?)?;
+    let id = parse_id(&id)?;
+    if let Ok(op) = state.operations.get(&id) {
+        subject.pid(op.pid);
+    }
+    let (path, artifact) = state.operations.artifact(&id)?;
     file_response(&path, &artifact.name, None).await
 }
 
 async fn delete(
     State(state): State<AppState>,
+    subject: Subject,
     UrlPath(id): UrlPath<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &[])?;
-    Ok(match state.operations.delete(&parse_id(&id)?)? {
+    let id = parse_id(&id)?;
+    if let Ok(op) = state.operations.get(&id) {
+        subject.pid(op.pid);
+    }
+    Ok(match state.operations.delete(&id)? {
         Deleted::Cancelling(op) => (StatusCode::ACCEPTED, Json(op)).into_response(),
         Deleted::Removed => StatusCode::NO_CONTENT.into_response(),
     })
