@@ -166,7 +166,9 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         .as_ref()
         .map(crate::rules_host::RulesHost::start)
         .transpose()?;
-    crate::operations::sweep(&settings.folder);
+    let folder = settings.folder.clone();
+    // Removing a dead agent's leftovers walks folders: off the async workers.
+    let _ = tokio::task::spawn_blocking(move || crate::operations::sweep(&folder)).await;
     let metrics = crate::metrics::Collector::start(settings.metrics.clone())
         .map(Arc::new)
         .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;

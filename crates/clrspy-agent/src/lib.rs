@@ -11,8 +11,9 @@
 //!
 //! Modules: [`config`] (the TOML file, its schema, the start-up checks), [`keys`] (new keys
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware and the public
-//! routes), [`audit`] (the audit log), [`limits`] (semaphores, blocking work), [`params`]
-//! (typed queries, parameter checks), [`folder`] (the agent's own folder), [`pull`] (profile pulls recorded and converted to pprof), [`report_pull`]
+//! routes), [`audit`] (the audit log), [`limits`] (semaphores, blocking work, threads of
+//! their own), [`params`] (typed queries, parameter checks), [`folder`] (the agent's own
+//! folder), [`pull`] (profile pulls recorded and converted to pprof), [`report_pull`]
 //! (`/reports`: recorded and analysed into the registry's reports), [`rules_host`] (the
 //! watcher running inside the agent, behind `/rules`), [`select`] (which process: pid, uid or
 //! name), [`proc_cache`] (what each runtime said, asked once), [`metrics`] (the counters

@@ -155,8 +155,10 @@ impl Spool {
         }
     }
 
-    /// Starts following the file on a blocking thread: the response body, which asks `stop`
-    /// when dropped (the client went away) or when the backlog outgrows the budget.
+    /// Starts following the file on a thread of its own (a stream lasts up to an hour: not
+    /// one of the runtime's blocking threads): the response body, which asks `stop` when
+    /// dropped (the client went away) or when the backlog outgrows the budget. Without a
+    /// thread the body ends at once with that error.
     pub fn follow(self, stop: Arc<StopSignal>) -> SpoolBody {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
         let failure = Arc::new(Mutex::new(None));
@@ -168,15 +170,21 @@ impl Spool {
             .open(&self.shared.path);
         let stop2 = stop.clone();
         let rt = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            let res = file.and_then(|f| self.pump(&f, &tx, &stop2, &rt));
-            if let Err(e) = res {
-                // Kept beside the channel (which may be full): the body ends with it once the
-                // channel, closed when `tx` goes, was drained.
-                *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-            }
-            drop(tx);
-        });
+        let spawned = std::thread::Builder::new()
+            .name("agent-spool".into())
+            .spawn(move || {
+                let res = file.and_then(|f| self.pump(&f, &tx, &stop2, &rt));
+                if let Err(e) = res {
+                    // Kept beside the channel (which may be full): the body ends with it once
+                    // the channel, closed when `tx` goes, was drained.
+                    *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                }
+                drop(tx);
+            });
+        if let Err(e) = spawned {
+            stop.request();
+            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        }
         SpoolBody { rx, stop, failure }
     }
 
@@ -216,7 +224,11 @@ impl Spool {
                     return Err(io::Error::other("the spool shrank"));
                 }
                 let chunk = Bytes::copy_from_slice(&buf[..n]);
-                match rt.block_on(tokio::time::timeout(self.stall_limit, tx.send(chunk))) {
+                // The timer is made inside the runtime (this thread is not one of its own).
+                let sent = rt.block_on(async {
+                    tokio::time::timeout(self.stall_limit, tx.send(chunk)).await
+                });
+                match sent {
                     Ok(Ok(())) => {}
                     // The body was dropped: the client went away.
                     Ok(Err(_)) => return Ok(()),

@@ -21,7 +21,7 @@ use super::operations::{file_response, Forget};
 use crate::artifact::{self, Job, JobEnd};
 use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::{blocking, Kind};
+use crate::limits::{blocking, on_thread, Kind};
 use crate::operations::{OpKind, OpState};
 use crate::params::Query;
 use crate::select::Selector;
@@ -193,7 +193,13 @@ async fn start(
     let resident = diagnostics_client::procfs::resident_bytes(pid);
     let ops = state.operations.clone();
     let detail = (kind == OpKind::Dump).then(|| dump_type.to_string());
-    let begun = ops.begin(kind, detail, pid, estimate(kind, dump_type, resident))?;
+    // Admission measures the agent's folder: a walk, off the async workers.
+    let registry = ops.clone();
+    let begun = tokio::task::spawn_blocking(move || {
+        registry.begin(kind, detail, pid, estimate(kind, dump_type, resident))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("admitting the job failed: {e}")))??;
     let (args, output) = command(kind, dump_type, pid, &begun.dir);
     let job = Job {
         program,
@@ -203,7 +209,12 @@ async fn start(
         timeout: JOB_TIMEOUT,
     };
     let (id, stop, runner) = (begun.id.clone(), begun.stop.clone(), ops.clone());
-    let task = tokio::spawn(blocking(admission, move || {
+    // Up to JOB_TIMEOUT of a child process watched: on a thread of its own.
+    let thread = match kind {
+        OpKind::Dump => "agent-dump",
+        OpKind::Gcdump => "agent-gcdump",
+    };
+    let task = tokio::spawn(on_thread(thread, admission, move || {
         let end = artifact::run(&job, &stop, &|| runner.over_budget());
         let status = match &end {
             JobEnd::Done(_) => StatusCode::OK,

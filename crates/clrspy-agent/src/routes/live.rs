@@ -32,7 +32,7 @@ use super::target::target;
 use super::trace::{duration, new_spool, respond, Started, MAX_DURATION};
 use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::Kind;
+use crate::limits::{spawn_thread, Kind};
 use crate::params::Query;
 use crate::select::Selector;
 use crate::state::AppState;
@@ -266,10 +266,16 @@ async fn serve(
     let stop = Arc::new(StopSignal::new());
     let (tx, rx) = oneshot::channel();
     let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
-    tokio::task::spawn_blocking(move || {
+    let name = if kind == Kind::Logs {
+        "agent-logs"
+    } else {
+        "agent-counters"
+    };
+    // Up to an hour of a session: on a thread of its own.
+    spawn_thread(name, move || {
         let _admission = admission;
         run(&folder, &budget, pid, kind, attach, &stop2, tx);
-    });
+    })?;
     respond(rx, stop, "application/x-ndjson", None).await
 }
 

@@ -77,7 +77,12 @@ async fn delete(
     if let Ok(op) = state.operations.get(&id) {
         subject.pid(op.pid);
     }
-    Ok(match state.operations.delete(&id)? {
+    let operations = state.operations.clone();
+    // Deleting an ended operation removes its folder: off the async workers.
+    let deleted = tokio::task::spawn_blocking(move || operations.delete(&id))
+        .await
+        .map_err(|e| ApiError::internal(format!("deleting the operation failed: {e}")))?;
+    Ok(match deleted? {
         Deleted::Cancelling(op) => (StatusCode::ACCEPTED, Json(op)).into_response(),
         Deleted::Removed => StatusCode::NO_CONTENT.into_response(),
     })
@@ -92,7 +97,15 @@ pub(super) struct Forget {
 
 impl Drop for Forget {
     fn drop(&mut self) {
-        self.operations.remove(&self.id);
+        // Dropped with the response body, on an async worker: the folder is removed on a
+        // blocking thread.
+        let (operations, id) = (self.operations.clone(), std::mem::take(&mut self.id));
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn_blocking(move || operations.remove(&id));
+            }
+            Err(_) => operations.remove(&id),
+        }
     }
 }
 

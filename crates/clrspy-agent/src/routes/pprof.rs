@@ -17,7 +17,7 @@ use diagnostics_client::{find_endpoints, Endpoint};
 
 use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::{blocking, Kind};
+use crate::limits::{blocking, on_thread, Kind};
 use crate::params::Query;
 use crate::pull::{self, Pull, PullKind, MAX_SECONDS};
 use crate::select::Selector;
@@ -137,7 +137,8 @@ async fn serve(
     let stop = Arc::new(StopSignal::new());
     let _stop_when_gone = StopOnDrop(stop.clone());
     let folder = state.folder.clone();
-    let bytes = blocking(admission, move || {
+    // Minutes of recording: on a thread of its own, not one of the runtime's blocking ones.
+    let bytes = on_thread("agent-pprof", admission, move || {
         let endpoint = match endpoint {
             Some(ep) => ep,
             None => Selector::Pid(pid).resolve()?,

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::{blocking, Kind};
+use crate::limits::{on_thread, Kind};
 use crate::params::Query;
 use crate::pull::MAX_SECONDS;
 use crate::report_pull::{self, ReportPull};
@@ -72,7 +72,8 @@ async fn reports(
     let stop = Arc::new(StopSignal::new());
     let _stop_when_gone = StopOnDrop(stop.clone());
     let folder = state.folder.clone();
-    let reports = blocking(admission, move || {
+    // Seconds to minutes of recording, then the analysis: on a thread of its own.
+    let reports = on_thread("agent-reports", admission, move || {
         let endpoint = match endpoint {
             Some(ep) => ep,
             None => Selector::Pid(pid).resolve()?,

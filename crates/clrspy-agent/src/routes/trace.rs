@@ -25,7 +25,7 @@ use tokio::sync::oneshot;
 use crate::artifact::Budget;
 use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::Kind;
+use crate::limits::{spawn_thread, Kind};
 use crate::params::{self, Query};
 use crate::select::Selector;
 use crate::spool::{self, Spool};
@@ -410,10 +410,11 @@ async fn start(
     let stop = Arc::new(StopSignal::new());
     let (tx, rx) = oneshot::channel();
     let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
-    tokio::task::spawn_blocking(move || {
+    // Up to an hour of recording: on a thread of its own.
+    spawn_thread("agent-trace", move || {
         let _admission = admission;
         record(&folder, &budget, endpoint, pid, ask, &stop2, tx);
-    });
+    })?;
     let filename = format!(
         "attachment; filename=\"{pid}-{}.nettrace\"",
         clrspy_collect::utc_stamp().replace('_', "-")
