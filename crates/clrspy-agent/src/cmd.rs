@@ -12,6 +12,7 @@ use clrspy_views::Failure;
 use crate::audit::AuditLog;
 use crate::auth::Authenticator;
 use crate::config::{settle, Config, Overrides, Settings};
+use crate::drain::Drain;
 use crate::limits::Limits;
 use crate::server::{bind, serve, tls_acceptor, ServeOptions};
 use crate::state::AppState;
@@ -147,7 +148,7 @@ fn limit_malloc_arenas() {
     }
 }
 
-/// Serves until SIGINT or SIGTERM.
+/// Serves until SIGINT or SIGTERM, then stops as [`crate::drain`] says.
 pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
     let auth = if settings.open {
         Authenticator::open()
@@ -173,6 +174,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         .map(Arc::new)
         .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;
     let budget = crate::artifact::Budget::from_mb(settings.disk_mb);
+    let drain = Drain::new();
     let state = AppState {
         auth: Arc::new(auth),
         limits: Arc::new(Limits::new(&settings.concurrent)),
@@ -180,6 +182,7 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         folder: settings.folder.clone(),
         budget,
         audit,
+        drain: drain.clone(),
         metrics: metrics.clone(),
         rules: watcher.as_ref().map(crate::rules_host::RulesHost::handle),
         operations: Arc::new(crate::operations::Operations::new(
@@ -200,8 +203,29 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         tasks.spawn(serve(sock, app.clone(), acceptor, opts.clone()));
     }
     wait_for_signal().await?;
-    eprintln!("clrspy agent: stopping");
+    // No new connection; the open ones are answered 503 from now on.
     tasks.abort_all();
+    let grace = settings.shutdown_grace;
+    let n = drain.in_flight();
+    if n > 0 {
+        eprintln!(
+            "clrspy agent: stopping: {n} response(s) in flight (streams asked to end); \
+             waiting up to {} s",
+            grace.as_secs()
+        );
+    } else {
+        eprintln!("clrspy agent: stopping");
+    }
+    let cut = drain.finish(grace).await;
+    if cut > 0 {
+        eprintln!(
+            "clrspy agent: {cut} response(s) still in flight after {} s were cut \
+             (limits.shutdown_grace)",
+            grace.as_secs()
+        );
+    } else if n > 0 {
+        eprintln!("clrspy agent: every response in flight finished");
+    }
     // The targets' sessions are ended, not left to notice the agent is gone.
     let _ = tokio::task::spawn_blocking(move || metrics.shutdown()).await;
     // The watcher finishes its open traces whole.

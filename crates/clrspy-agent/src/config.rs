@@ -141,6 +141,9 @@ pub struct LimitsConfig {
     pub header_timeout: String,
     /// The most connections open at once (more wait to be accepted).
     pub max_connections: usize,
+    /// On SIGTERM or Ctrl+C, how long responses in flight (downloads, pulls) may take to
+    /// finish, e.g. `25s`; the agent then says how many it cut.
+    pub shutdown_grace: String,
     /// How many requests of each kind may run at once (more: 429).
     pub concurrent: ConcurrencyConfig,
 }
@@ -152,6 +155,8 @@ impl Default for LimitsConfig {
             request_timeout: "30s".into(),
             header_timeout: "10s".into(),
             max_connections: 512,
+            // Inside Kubernetes' default 30 s between SIGTERM and SIGKILL.
+            shutdown_grace: "25s".into(),
             concurrent: ConcurrencyConfig::default(),
         }
     }
@@ -300,6 +305,8 @@ pub struct Settings {
     /// The audit log: the config's `audit_log` (or `--audit-log`), else `audit.jsonl` in the
     /// folder.
     pub audit_log: PathBuf,
+    /// How long responses in flight may take to finish once asked to stop.
+    pub shutdown_grace: Duration,
     /// No credentials needed (`--insecure` with none configured).
     pub open: bool,
     /// Warnings to print at start.
@@ -444,6 +451,7 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         request_timeout: duration("request_timeout", &config.limits.request_timeout)?,
         header_timeout: duration("header_timeout", &config.limits.header_timeout)?,
         max_connections: config.limits.max_connections.max(1),
+        shutdown_grace: duration("shutdown_grace", &config.limits.shutdown_grace)?,
         concurrent: config.limits.concurrent,
         rules,
         audit_log: over
@@ -487,6 +495,7 @@ mod tests {
         }
         let s = settle(Config::default(), &o).unwrap();
         assert_eq!(s.disk_mb, 1024);
+        assert_eq!(s.shutdown_grace, Duration::from_secs(25));
         assert_eq!(s.audit_log, s.folder.join("audit.jsonl"));
     }
 

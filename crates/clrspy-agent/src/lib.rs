@@ -13,7 +13,7 @@
 //! and hashes), [`jwk`] (JWT keys and verification), [`auth`] (the middleware and the public
 //! routes), [`audit`] (the audit log), [`limits`] (semaphores, blocking work, threads of
 //! their own), [`params`] (typed queries, parameter checks), [`folder`] (the agent's own
-//! folder), [`pull`] (profile pulls recorded and converted to pprof), [`report_pull`]
+//! folder), [`drain`] (stopping without cutting what is being sent), [`pull`] (profile pulls recorded and converted to pprof), [`report_pull`]
 //! (`/reports`: recorded and analysed into the registry's reports), [`rules_host`] (the
 //! watcher running inside the agent, behind `/rules`), [`select`] (which process: pid, uid or
 //! name), [`proc_cache`] (what each runtime said, asked once), [`metrics`] (the counters
@@ -30,6 +30,7 @@ pub mod audit;
 pub mod auth;
 pub mod cmd;
 pub mod config;
+pub mod drain;
 mod error;
 pub mod folder;
 pub mod jwk;

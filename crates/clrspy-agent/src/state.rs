@@ -1,5 +1,6 @@
 //! What every request handler shares: the authenticator, the limits on concurrent work, the
-//! disk budget, the audit log, the metrics collector, and the settings handlers need. Cloned per request (reference-counted).
+//! disk budget, the audit log, the metrics collector, what stopping waits for, and the
+//! settings handlers need. Cloned per request (reference-counted).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use crate::artifact::Budget;
 use crate::audit::AuditLog;
 use crate::auth::Authenticator;
+use crate::drain::Drain;
 use crate::limits::Limits;
 use crate::metrics::Collector;
 
@@ -26,6 +28,8 @@ pub struct AppState {
     pub budget: Budget,
     /// Where audited requests are written.
     pub audit: Arc<AuditLog>,
+    /// The responses in flight and the streams to end when the agent stops.
+    pub drain: Arc<Drain>,
     /// The counters behind `/metrics`.
     pub metrics: Arc<Collector>,
     /// The watcher inside the agent, when rules are configured (`/rules`).
@@ -50,6 +54,7 @@ impl AppState {
             folder: folder.clone(),
             budget,
             audit: Arc::new(AuditLog::in_memory()),
+            drain: Drain::new(),
             metrics: Arc::new(Collector::idle(
                 crate::metrics::MetricsConfig::default()
                     .settings()

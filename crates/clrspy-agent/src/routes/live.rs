@@ -264,6 +264,8 @@ async fn serve(
     subject.pid(pid);
     let admission = state.limits.admit(kind, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
+    // The agent stopping ends the stream: its lines so far are sent, then the body ends.
+    state.drain.stream(&stop);
     let (tx, rx) = oneshot::channel();
     let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
     let name = if kind == Kind::Logs {

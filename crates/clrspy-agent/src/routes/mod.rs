@@ -114,8 +114,8 @@ pub fn app(state: AppState, max_body_bytes: usize) -> Router {
 }
 
 /// The app of these routes: each with its time bound (and audit), then — once, over every
-/// route and the fallback — the authentication, the request counting, the body limit and
-/// the JSON error bodies.
+/// route and the fallback — the authentication, the request counting, the tracking of
+/// responses in flight, the body limit and the JSON error bodies.
 fn build(state: AppState, max_body_bytes: usize, routes: Vec<Route>) -> Router {
     let mut app = Router::new();
     for r in routes {
@@ -143,6 +143,10 @@ fn build(state: AppState, max_body_bytes: usize, routes: Vec<Route>) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
             metrics::count,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.drain.clone(),
+            crate::drain::track,
         ))
         .with_state(state)
         .layer(RequestBodyLimitLayer::new(max_body_bytes))

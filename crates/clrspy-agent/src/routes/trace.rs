@@ -408,6 +408,8 @@ async fn start(
     subject.pid(pid);
     let admission = state.limits.admit(Kind::Trace, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
+    // The agent stopping ends the recording as Ctrl+C does: with its rundown, whole.
+    state.drain.stream(&stop);
     let (tx, rx) = oneshot::channel();
     let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
     // Up to an hour of recording: on a thread of its own.
