@@ -12,8 +12,9 @@
 //! `credential` names the caller (see [`crate::auth::Caller`]: a key's hash prefix or a JWT's
 //! subject, never the key or the token); `process` is the pid the request worked on (null
 //! when it failed before one was known); `outcome` is `complete` (a success whose body was
-//! sent whole), `cut` (a success whose body ended early: the client went away, the stream
-//! failed, the agent stopped), `refused` (4xx) or `failed` (5xx). The file is created 0600
+//! sent whole), `cut` (a success whose body ended early — the client went away, the stream
+//! failed, the agent stopped — or a request whose client went away before it was answered:
+//! then `status` is null), `refused` (4xx) or `failed` (5xx). The file is created 0600
 //! (its folder 0700 when the agent makes it) and only appended to.
 
 use std::fs::File;
@@ -142,16 +143,17 @@ struct Pending {
     method: String,
     route: String,
     subject: Subject,
-    status: u16,
+    /// None until answered.
+    status: Option<u16>,
 }
 
 impl Pending {
     fn write(&self, bytes: u64, whole: bool) {
         let outcome = match self.status {
-            200..=299 if whole => "complete",
-            200..=299 => "cut",
-            400..=499 => "refused",
-            _ => "failed",
+            Some(200..=299) if whole => "complete",
+            Some(200..=299) | None => "cut",
+            Some(400..=499) => "refused",
+            Some(_) => "failed",
         };
         let seconds = (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         self.log.write(serde_json::json!({
@@ -168,12 +170,25 @@ impl Pending {
     }
 }
 
+/// A request not answered yet: written as cut when dropped so (its client went away while
+/// the handler worked: a dump that was being taken is audited too).
+struct Unanswered(Option<Pending>);
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            p.write(0, false);
+        }
+    }
+}
+
 /// The middleware of an audited route: lets the handler name its process, and writes the
-/// line when the response's body ended (or was dropped before it did).
+/// line when the response's body ended (or was dropped before it did, or the request was
+/// dropped before it was answered).
 pub async fn record(State(log): State<Arc<AuditLog>>, mut req: Request, next: Next) -> Response {
     let subject = Subject::default();
     req.extensions_mut().insert(subject.clone());
-    let pending = Pending {
+    let mut unanswered = Unanswered(Some(Pending {
         log,
         time: SystemTime::now(),
         started: Instant::now(),
@@ -184,20 +199,28 @@ pub async fn record(State(log): State<Arc<AuditLog>>, mut req: Request, next: Ne
             .get::<MatchedPath>()
             .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string()),
         subject,
-        status: 0,
-    };
+        status: None,
+    }));
     let resp = next.run(req).await;
     let (parts, body) = resp.into_parts();
-    let pending = Pending {
-        status: parts.status.as_u16(),
-        ..pending
-    };
+    let pending = unanswered.0.take().map(|p| Pending {
+        status: Some(parts.status.as_u16()),
+        ..p
+    });
+    // A body of a stated length (a file streamed) is whole once that many bytes went: the
+    // server stops asking for more then, so its end is never seen.
+    let length = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
     Response::from_parts(
         parts,
         Body::new(Counted {
             inner: body,
-            pending: Some(pending),
+            pending,
             bytes: 0,
+            length,
         }),
     )
 }
@@ -207,6 +230,8 @@ struct Counted {
     inner: Body,
     pending: Option<Pending>,
     bytes: u64,
+    /// The `Content-Length` the response states.
+    length: Option<u64>,
 }
 
 impl Counted {
@@ -221,7 +246,7 @@ impl Drop for Counted {
     fn drop(&mut self) {
         // Dropped before its end: the connection went away (or the agent stopped). A body
         // whose last frame was taken is whole even when nobody asked for the end after it.
-        let whole = self.inner.is_end_stream();
+        let whole = self.inner.is_end_stream() || self.length == Some(self.bytes);
         self.end(whole);
     }
 }
@@ -240,7 +265,7 @@ impl HttpBody for Counted {
                 if let Some(d) = f.data_ref() {
                     self.bytes += d.len() as u64;
                 }
-                if self.inner.is_end_stream() {
+                if self.inner.is_end_stream() || self.length == Some(self.bytes) {
                     self.end(true);
                 }
             }

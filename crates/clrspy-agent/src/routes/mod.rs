@@ -340,6 +340,82 @@ mod tests {
         assert_eq!(resp.status(), 200);
     }
 
+    /// A client that goes away while an audited request works (a dump being taken) still
+    /// leaves its line: cut, with no status.
+    #[tokio::test]
+    async fn a_request_dropped_before_its_answer_is_audited_as_cut() {
+        let state = test_state();
+        let audit = state.audit.clone();
+        let mut routes = table();
+        routes.push(
+            Route::new("/works-for-ever")
+                .get(std::future::pending::<&'static str>)
+                .audited(),
+        );
+        let app = build(state, 1024, routes);
+        let req = Request::get("/works-for-ever")
+            .header(header::AUTHORIZATION, format!("Bearer {KEY}"))
+            .body(Body::empty())
+            .unwrap();
+        let gone = tokio::time::timeout(Duration::from_millis(100), app.oneshot(req)).await;
+        assert!(gone.is_err());
+        let lines = audit.lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0]["route"], "/works-for-ever");
+        assert_eq!(lines[0]["outcome"], "cut");
+        assert!(lines[0]["status"].is_null(), "{}", lines[0]);
+    }
+
+    /// A body of a stated length, all sent, is complete though its end is never asked for (a
+    /// server stops reading a body once its Content-Length went: a file download).
+    #[tokio::test]
+    async fn a_body_of_a_stated_length_sent_whole_is_complete() {
+        use axum::body::{Bytes, HttpBody};
+        use std::pin::Pin;
+        use std::task::{Context, Poll};
+        /// "abcd", then nothing for ever.
+        struct Stalls(bool);
+        impl HttpBody for Stalls {
+            type Data = Bytes;
+            type Error = std::io::Error;
+            fn poll_frame(
+                mut self: Pin<&mut Self>,
+                _: &mut Context<'_>,
+            ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+                if std::mem::replace(&mut self.0, true) {
+                    return Poll::Pending;
+                }
+                Poll::Ready(Some(Ok(hyper::body::Frame::data(Bytes::from_static(
+                    b"abcd",
+                )))))
+            }
+        }
+        let state = test_state();
+        let audit = state.audit.clone();
+        let mut routes = table();
+        routes.push(
+            Route::new("/sized")
+                .get(|| async { ([(header::CONTENT_LENGTH, "4")], Body::new(Stalls(false))) })
+                .audited(),
+        );
+        let app = build(state, 1024, routes);
+        let req = Request::get("/sized")
+            .header(header::AUTHORIZATION, format!("Bearer {KEY}"))
+            .body(Body::empty())
+            .unwrap();
+        let mut body = app.oneshot(req).await.unwrap().into_body();
+        let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+        assert_eq!(frame.unwrap().unwrap().into_data().unwrap(), "abcd");
+        let lines = audit.lines();
+        assert_eq!(lines.len(), 1, "written at once: {lines:?}");
+        assert_eq!(
+            (&lines[0]["outcome"], &lines[0]["bytes"]),
+            (&"complete".into(), &4.into())
+        );
+        drop(body);
+        assert_eq!(audit.lines().len(), 1);
+    }
+
     /// Each audited route writes a line naming the caller by its key's hash prefix (never
     /// the key), the route and the outcome; other routes write none.
     #[tokio::test]
