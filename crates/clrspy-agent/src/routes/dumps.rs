@@ -41,10 +41,13 @@ const MARGIN: Duration = Duration::from_secs(30);
 const MIN_ESTIMATE: u64 = 4 << 20;
 
 /// The routes: audited, bounded by [`BOUND`].
-pub(super) fn routes() -> Vec<super::Route> {
+pub(super) fn routes() -> Vec<super::table::Route> {
     vec![
-        super::Route::new("/dump").get(dump).bound(BOUND).audited(),
-        super::Route::new("/gcdump")
+        super::table::Route::new("/dump")
+            .get(dump)
+            .bound(BOUND)
+            .audited(),
+        super::table::Route::new("/gcdump")
             .get(gcdump)
             .bound(BOUND)
             .audited(),

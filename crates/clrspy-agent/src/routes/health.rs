@@ -4,7 +4,7 @@
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::Route;
+use super::table::Route;
 
 /// The area's routes.
 pub(super) fn routes() -> Vec<Route> {

@@ -74,13 +74,13 @@ struct LogsQuery {
 
 /// The routes: audited, bounded by their own timeout to the response's start (the body runs
 /// for its duration).
-pub(super) fn routes() -> Vec<super::Route> {
+pub(super) fn routes() -> Vec<super::table::Route> {
     vec![
-        super::Route::new("/counters")
+        super::table::Route::new("/counters")
             .get(counters)
             .bound(START_BOUND)
             .audited(),
-        super::Route::new("/logs")
+        super::table::Route::new("/logs")
             .get(logs)
             .bound(START_BOUND)
             .audited(),

@@ -20,8 +20,8 @@ use crate::state::AppState;
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The area's routes.
-pub(super) fn routes() -> Vec<super::Route> {
-    vec![super::Route::new("/metrics").get(metrics)]
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![super::table::Route::new("/metrics").get(metrics)]
 }
 
 /// Counts each answered request of a known route (`clrspy_agent_requests_total`), refusals

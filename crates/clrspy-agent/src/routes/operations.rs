@@ -25,14 +25,14 @@ use crate::params::{NoQuery, Query};
 use crate::state::AppState;
 
 /// The area's routes: downloading a result and cancelling or deleting are audited.
-pub(super) fn routes() -> Vec<super::Route> {
+pub(super) fn routes() -> Vec<super::table::Route> {
     vec![
-        super::Route::new("/operations").get(list),
-        super::Route::new("/operations/{id}").get(one),
-        super::Route::new("/operations/{id}")
+        super::table::Route::new("/operations").get(list),
+        super::table::Route::new("/operations/{id}").get(one),
+        super::table::Route::new("/operations/{id}")
             .delete(delete)
             .audited(),
-        super::Route::new("/operations/{id}/result")
+        super::table::Route::new("/operations/{id}/result")
             .get(result)
             .audited(),
     ]

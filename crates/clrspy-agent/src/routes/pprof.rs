@@ -27,13 +27,13 @@ use crate::state::AppState;
 const MARGIN: Duration = Duration::from_secs(60);
 
 /// The routes: audited, bounded by [`BOUND`].
-pub(super) fn routes() -> Vec<super::Route> {
+pub(super) fn routes() -> Vec<super::table::Route> {
     vec![
-        super::Route::new("/debug/pprof/profile")
+        super::table::Route::new("/debug/pprof/profile")
             .get(profile)
             .bound(BOUND)
             .audited(),
-        super::Route::new("/debug/pprof/allocs")
+        super::table::Route::new("/debug/pprof/allocs")
             .get(allocs)
             .bound(BOUND)
             .audited(),

@@ -24,10 +24,10 @@ use crate::state::AppState;
 const TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// The area's routes.
-pub(super) fn routes() -> Vec<super::Route> {
+pub(super) fn routes() -> Vec<super::table::Route> {
     vec![
-        super::Route::new("/processes").get(list),
-        super::Route::new("/processes/{pid}").get(one),
+        super::table::Route::new("/processes").get(list),
+        super::table::Route::new("/processes/{pid}").get(one),
     ]
 }
 

@@ -28,8 +28,8 @@ use crate::state::AppState;
 const MARGIN: Duration = Duration::from_secs(60);
 
 /// The route: audited, bounded by [`BOUND`].
-pub(super) fn routes() -> Vec<super::Route> {
-    vec![super::Route::new("/reports")
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![super::table::Route::new("/reports")
         .get(reports)
         .bound(BOUND)
         .audited()]

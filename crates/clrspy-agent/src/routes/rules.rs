@@ -18,12 +18,14 @@ use crate::rules_host::RulesHandle;
 use crate::state::AppState;
 
 /// The area's routes.
-pub(super) fn routes() -> Vec<super::Route> {
+pub(super) fn routes() -> Vec<super::table::Route> {
     vec![
-        super::Route::new("/rules").get(all),
-        super::Route::new("/rules/reload").post(reload).audited(),
-        super::Route::new("/rules/{name}").get(one),
-        super::Route::new("/rules/{name}/log").get(log),
+        super::table::Route::new("/rules").get(all),
+        super::table::Route::new("/rules/reload")
+            .post(reload)
+            .audited(),
+        super::table::Route::new("/rules/{name}").get(one),
+        super::table::Route::new("/rules/{name}/log").get(log),
     ]
 }
 

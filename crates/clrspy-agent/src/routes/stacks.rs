@@ -20,8 +20,8 @@ use crate::select::Selector;
 use crate::state::AppState;
 
 /// The area's routes.
-pub(super) fn routes() -> Vec<super::Route> {
-    vec![super::Route::new("/stacks").get(stacks).audited()]
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![super::table::Route::new("/stacks").get(stacks).audited()]
 }
 
 /// `/stacks`' query.

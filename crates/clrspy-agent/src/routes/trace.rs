@@ -78,8 +78,8 @@ struct PostQuery {
 
 /// The route: audited, bounded by its own timeout to the response's start (the body runs
 /// for its duration).
-pub(super) fn routes() -> Vec<super::Route> {
-    vec![super::Route::new("/trace")
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![super::table::Route::new("/trace")
         .get(get_trace)
         .post(post_trace)
         .bound(START_BOUND)
