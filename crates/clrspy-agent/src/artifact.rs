@@ -86,6 +86,33 @@ impl Budget {
         Ok(())
     }
 
+    /// What a stream's spool may still grow to while the folder holds `used` and its disk
+    /// has `free` bytes (None: unknown), or why nothing (the 507's message).
+    pub fn room(&self, used: u64, free: Option<u64>) -> Result<u64, String> {
+        let left = self.limit.saturating_sub(used);
+        let room = match free {
+            Some(f) => left.min(f.saturating_sub(self.min_free)),
+            None => left,
+        };
+        if room > 0 {
+            return Ok(room);
+        }
+        if left == 0 {
+            Err(format!(
+                "the agent's folder holds {} MB, the whole disk budget of {} MB (disk_mb); \
+                 retry when streams under way ended, delete finished operations or raise disk_mb",
+                mb(used),
+                mb(self.limit)
+            ))
+        } else {
+            Err(format!(
+                "the disk of the agent's folder has {} MB free, and {} MB must stay free",
+                mb(free.unwrap_or(0)),
+                mb(self.min_free)
+            ))
+        }
+    }
+
     /// While a job writes: why it must stop (the folder over the budget, the disk too full),
     /// or None.
     pub fn exceeded(&self, used: u64, free: Option<u64>) -> Option<String> {
@@ -223,7 +250,7 @@ pub fn run(job: &Job, stop: &StopSignal, over_budget: &dyn Fn() -> Option<String
 const LOG: &str = ".stderr";
 
 fn run_inner(job: &Job, stop: &StopSignal, over_budget: &dyn Fn() -> Option<String>) -> JobEnd {
-    let log = match std::fs::File::create(job.dir.join(LOG)) {
+    let log = match clrspy_collect::private::create_private(&job.dir.join(LOG)) {
         Ok(f) => f,
         Err(e) => return JobEnd::Failed(format!("cannot write in the job's folder: {e}")),
     };
@@ -356,6 +383,13 @@ mod tests {
         assert!(b.exceeded(100 << 20, None).is_none());
         assert!(b.exceeded((100 << 20) + 1, None).is_some());
         assert!(b.exceeded(0, Some((10 << 20) - 1)).is_some());
+        // A stream's room: the budget left, and the disk's free space beyond what must stay.
+        assert_eq!(b.room(40 << 20, None), Ok(60 << 20));
+        assert_eq!(b.room(40 << 20, Some(30 << 20)), Ok(20 << 20));
+        let e = b.room(100 << 20, None).unwrap_err();
+        assert!(e.contains("100 MB") && e.contains("disk_mb"), "{e}");
+        let e = b.room(0, Some(10 << 20)).unwrap_err();
+        assert!(e.contains("must stay free"), "{e}");
         assert_eq!(mb(1), 1);
         assert_eq!(mb(0), 0);
     }

@@ -1,11 +1,13 @@
-//! Authentication, in one place for every route but `/health`: `Authorization: Bearer X`
-//! passes when X's SHA-256 equals a configured hash (compared in constant time, every hash
-//! tried) or X is a JWT the configured key verifies. Anything else is a 401 with
-//! `WWW-Authenticate: Bearer` and a body that never says which part was wrong.
+//! Authentication, one layer over the whole app (see `routes`): every route but the public
+//! ones ([`PUBLIC`]) — and every unknown path — needs `Authorization: Bearer X`, which passes
+//! when X's SHA-256 equals a configured hash (compared in constant time, every hash tried) or
+//! X is a JWT the configured key verifies. Anything else is a 401 with `WWW-Authenticate:
+//! Bearer` and a body that never says which part was wrong. A caller that passes is named for
+//! the audit log by a [`Caller`]: never the key or the token itself.
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -13,6 +15,19 @@ use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
 use crate::jwk::JwtVerifier;
+
+/// The routes open without credentials: the only ones. A route added anywhere else is behind
+/// authentication whether its author thought of it or not. Literal paths (no parameters).
+pub const PUBLIC: &[&str] = &["/health"];
+
+/// How many hex digits of a key's SHA-256 name it in the audit log: enough to tell a fleet's
+/// keys apart, and only of the hash (which the config holds anyway), never of the key.
+const KEY_ID_HEX: usize = 12;
+
+/// Who called, as the audit log names them: `key:` and the first hex digits of the key's
+/// SHA-256, `jwt:` and the token's subject, or `open` when no credentials are configured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller(pub String);
 
 /// Who may call the API.
 #[derive(Clone, Debug)]
@@ -43,12 +58,17 @@ impl Authenticator {
 
     /// True when the `Authorization` header carries valid credentials.
     pub fn allows(&self, authorization: Option<&HeaderValue>) -> bool {
+        self.identify(authorization).is_some()
+    }
+
+    /// Who the `Authorization` header's credentials are, when they are valid.
+    pub fn identify(&self, authorization: Option<&HeaderValue>) -> Option<Caller> {
         if self.open {
-            return true;
+            return Some(Caller("open".into()));
         }
-        let Some(token) = authorization.and_then(|v| v.to_str().ok()).and_then(bearer) else {
-            return false;
-        };
+        let token = authorization
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer)?;
         let digest = crate::keys::digest(token);
         // Every hash is compared, whatever the first ones gave.
         let mut hit = subtle::Choice::from(0);
@@ -56,12 +76,16 @@ impl Authenticator {
             hit |= h.ct_eq(&digest);
         }
         if bool::from(hit) {
-            return true;
+            // The digest is the hash that matched.
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            return Some(Caller(format!("key:{}", &hex[..KEY_ID_HEX])));
         }
         // A JWT has three dot-separated parts; an API key has none.
         match &self.jwt {
-            Some(j) if token.bytes().filter(|&b| b == b'.').count() == 2 => j.verify(token),
-            _ => false,
+            Some(j) if token.bytes().filter(|&b| b == b'.').count() == 2 => j
+                .verify(token)
+                .map(|sub| Caller(format!("jwt:{}", sub.escape_default()))),
+            _ => None,
         }
     }
 }
@@ -73,9 +97,23 @@ fn bearer(value: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// The middleware: a request without valid credentials ends here with a 401.
-pub async fn require(State(auth): State<Arc<Authenticator>>, req: Request, next: Next) -> Response {
-    if auth.allows(req.headers().get(header::AUTHORIZATION)) {
+/// The middleware, laid once over the whole app (each route and the fallback, after
+/// routing): a request for a route outside [`PUBLIC`] without valid credentials ends here
+/// with a 401; one with them goes on carrying its [`Caller`].
+pub async fn require(
+    State(auth): State<Arc<Authenticator>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if let Some(caller) = auth.identify(req.headers().get(header::AUTHORIZATION)) {
+        req.extensions_mut().insert(caller);
+        return next.run(req).await;
+    }
+    let public = req
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|p| PUBLIC.contains(&p.as_str()));
+    if public {
         return next.run(req).await;
     }
     let mut resp = ApiError::new(StatusCode::UNAUTHORIZED, "invalid credentials").into_response();

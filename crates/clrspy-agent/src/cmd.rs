@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use clrspy_views::Failure;
 
+use crate::audit::AuditLog;
 use crate::auth::Authenticator;
 use crate::config::{settle, Config, Overrides, Settings};
+use crate::drain::Drain;
 use crate::limits::Limits;
 use crate::server::{bind, serve, tls_acceptor, ServeOptions};
 use crate::state::AppState;
@@ -61,6 +63,10 @@ pub struct ServeArgs {
     /// shows it.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
+    /// Write the audit log here instead of the config's `audit_log` (default: audit.jsonl in
+    /// the agent's folder).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Runs `clrspy agent ...`.
@@ -110,24 +116,10 @@ fn serve_command(args: &ServeArgs) -> Result<ExitCode, Failure> {
         urls: args.urls.clone(),
         api_key_hashes: args.api_key_hashes.clone(),
         insecure: args.insecure,
+        rules: args.rules.clone(),
+        audit_log: args.audit_log.clone(),
     };
-    let mut settings = settle(config, &over).map_err(refusal)?;
-    if let Some(file) = &args.rules {
-        let (output, listen) = settings.rules.take().map_or_else(
-            || {
-                (
-                    crate::rules_host::default_output(Some(&settings.folder)),
-                    None,
-                )
-            },
-            |r| (r.output, r.listen),
-        );
-        settings.rules = Some(crate::rules_host::RulesSettings {
-            file: file.clone(),
-            output,
-            listen,
-        });
-    }
+    let settings = settle(config, &over).map_err(refusal)?;
     for w in &settings.warnings {
         eprintln!("clrspy agent: warning: {w}");
     }
@@ -156,7 +148,7 @@ fn limit_malloc_arenas() {
     }
 }
 
-/// Serves until SIGINT or SIGTERM.
+/// Serves until SIGINT or SIGTERM, then stops as [`crate::drain`] says.
 pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
     let auth = if settings.open {
         Authenticator::open()
@@ -169,29 +161,36 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         _ => None,
     };
     crate::folder::prepare(&settings.folder)?;
+    let audit = Arc::new(AuditLog::open(&settings.audit_log)?);
     let watcher = settings
         .rules
         .as_ref()
         .map(crate::rules_host::RulesHost::start)
         .transpose()?;
-    crate::operations::sweep(&settings.folder);
+    let folder = settings.folder.clone();
+    // Removing a dead agent's leftovers walks folders: off the async workers.
+    let _ = tokio::task::spawn_blocking(move || crate::operations::sweep(&folder)).await;
     let metrics = crate::metrics::Collector::start(settings.metrics.clone())
         .map(Arc::new)
         .map_err(|e| AgentError::Io(format!("starting the metrics collector: {e}")))?;
+    let budget = crate::artifact::Budget::from_mb(settings.disk_mb);
+    let drain = Drain::new();
     let state = AppState {
         auth: Arc::new(auth),
         limits: Arc::new(Limits::new(&settings.concurrent)),
         request_timeout: settings.request_timeout,
         folder: settings.folder.clone(),
+        budget,
+        audit,
+        drain: drain.clone(),
         metrics: metrics.clone(),
         rules: watcher.as_ref().map(crate::rules_host::RulesHost::handle),
         operations: Arc::new(crate::operations::Operations::new(
             &settings.folder,
-            crate::artifact::Budget::from_mb(settings.disk_mb),
+            budget,
             crate::operations::KEEP_FINISHED,
         )),
     };
-    crate::spool::set_budget_mb(settings.disk_mb);
     let app = crate::routes::app(state, settings.max_body_bytes);
     let opts = ServeOptions {
         header_timeout: settings.header_timeout,
@@ -204,8 +203,29 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         tasks.spawn(serve(sock, app.clone(), acceptor, opts.clone()));
     }
     wait_for_signal().await?;
-    eprintln!("clrspy agent: stopping");
+    // No new connection; the open ones are answered 503 from now on.
     tasks.abort_all();
+    let grace = settings.shutdown_grace;
+    let n = drain.in_flight();
+    if n > 0 {
+        eprintln!(
+            "clrspy agent: stopping: {n} response(s) in flight (streams asked to end); \
+             waiting up to {} s",
+            grace.as_secs()
+        );
+    } else {
+        eprintln!("clrspy agent: stopping");
+    }
+    let cut = drain.finish(grace).await;
+    if cut > 0 {
+        eprintln!(
+            "clrspy agent: {cut} response(s) still in flight after {} s were cut \
+             (limits.shutdown_grace)",
+            grace.as_secs()
+        );
+    } else if n > 0 {
+        eprintln!("clrspy agent: every response in flight finished");
+    }
     // The targets' sessions are ended, not left to notice the agent is gone.
     let _ = tokio::task::spawn_blocking(move || metrics.shutdown()).await;
     // The watcher finishes its open traces whole.

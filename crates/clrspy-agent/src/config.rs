@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::AgentError;
 
@@ -16,29 +16,32 @@ pub const DEFAULT_URL: &str = "http://127.0.0.1:52323";
 
 pub use crate::jwk::{DEFAULT_AUDIENCE, DEFAULT_ISSUER};
 
-/// The agent's configuration file (TOML).
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// The agent's configuration file (TOML). A key the file leaves out takes its value from
+/// [`Config::default`], which is also what the agent runs with when started from flags alone
+/// and what the schema states: each default is written once, in a `Default` impl.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// The addresses to listen on, e.g. `http://127.0.0.1:52323` or `https://0.0.0.0:52323`
     /// (`+` and `*` mean every address; `localhost` means 127.0.0.1).
-    #[serde(default)]
     pub urls: Vec<String>,
     /// TLS: needed by every `https://` address.
     pub tls: Option<TlsConfig>,
     /// Who may call the API.
-    #[serde(default)]
     pub auth: AuthConfig,
     /// Bounds on requests.
-    #[serde(default)]
     pub limits: LimitsConfig,
-    /// The agent's own folder for what it writes (dumps, heap snapshots; later rounds).
+    /// The agent's own folder for what it writes (dumps, heap snapshots, streams' spools,
+    /// temporary traces): made 0700; an existing one that others may read or write is
+    /// refused. Default: `clrspy-agent-UID` in the temporary directory.
     pub folder: Option<PathBuf>,
-    /// The most the agent's folder may hold, MB.
-    #[serde(default = "default_disk_mb")]
+    /// The most the agent's folder may hold, MB (dumps, heap snapshots and streams' spools
+    /// together: 507 beyond).
     pub disk_mb: u64,
+    /// The audit log (JSON lines, 0600): who took a dump, heap snapshot, trace, stream,
+    /// profile or report, or reloaded the rules. Default: `audit.jsonl` in the agent's folder.
+    pub audit_log: Option<PathBuf>,
     /// What `/metrics` collects.
-    #[serde(default)]
     pub metrics: crate::metrics::MetricsConfig,
     /// The watcher inside the agent: a rules file (as `clrspy watch` takes) and where its
     /// files go.
@@ -46,7 +49,7 @@ pub struct Config {
 }
 
 /// The watcher inside the agent.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RulesConfig {
     /// The rules file (TOML or JSON; `clrspy rules check FILE` checks it). A bad file: the
@@ -62,12 +65,24 @@ pub struct RulesConfig {
     pub listen: Option<PathBuf>,
 }
 
-fn default_disk_mb() -> u64 {
-    1024
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            urls: Vec::new(),
+            tls: None,
+            auth: AuthConfig::default(),
+            limits: LimitsConfig::default(),
+            folder: None,
+            disk_mb: 1024,
+            audit_log: None,
+            metrics: crate::metrics::MetricsConfig::default(),
+            rules: None,
+        }
+    }
 }
 
 /// The server's certificate and key.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
     /// The certificate chain, PEM.
@@ -77,18 +92,17 @@ pub struct TlsConfig {
 }
 
 /// Credentials the agent accepts.
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     /// Hex SHA-256 hashes of the API keys (`clrspy agent new-key` prints a key and its hash).
-    #[serde(default)]
     pub api_key_hashes: Vec<String>,
     /// Bearer JWTs signed by this key (dotnet-monitor's `MonitorApiKey` format).
     pub jwt: Option<JwtConfig>,
 }
 
 /// How bearer JWTs are verified (dotnet-monitor's `Authentication:MonitorApiKey` settings).
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JwtConfig {
     /// The public key: a JWK (EC P-256 / P-384 or RSA) as JSON, base64url-encoded, as
@@ -115,110 +129,71 @@ impl JwtConfig {
 }
 
 /// Bounds on requests.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
     /// The largest request body, bytes (larger: 413).
-    #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
     /// The longest a request may take, e.g. `30s` (longer: 408).
-    #[serde(default = "default_request_timeout")]
     pub request_timeout: String,
     /// The longest a client may take to send a request's headers, e.g. `10s` (then the
     /// connection is closed).
-    #[serde(default = "default_header_timeout")]
     pub header_timeout: String,
     /// The most connections open at once (more wait to be accepted).
-    #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// On SIGTERM or Ctrl+C, how long responses in flight (downloads, pulls) may take to
+    /// finish, e.g. `25s`; the agent then says how many it cut.
+    pub shutdown_grace: String,
     /// How many requests of each kind may run at once (more: 429).
-    #[serde(default)]
     pub concurrent: ConcurrencyConfig,
-}
-
-fn default_max_body() -> usize {
-    64 * 1024
-}
-fn default_request_timeout() -> String {
-    "30s".into()
-}
-fn default_header_timeout() -> String {
-    "10s".into()
-}
-fn default_max_connections() -> usize {
-    512
 }
 
 impl Default for LimitsConfig {
     fn default() -> LimitsConfig {
         LimitsConfig {
-            max_body_bytes: default_max_body(),
-            request_timeout: default_request_timeout(),
-            header_timeout: default_header_timeout(),
-            max_connections: default_max_connections(),
+            max_body_bytes: 64 * 1024,
+            request_timeout: "30s".into(),
+            header_timeout: "10s".into(),
+            max_connections: 512,
+            // Inside Kubernetes' default 30 s between SIGTERM and SIGKILL.
+            shutdown_grace: "25s".into(),
             concurrent: ConcurrencyConfig::default(),
         }
     }
 }
 
 /// How many requests of each kind may run at once.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct ConcurrencyConfig {
     /// `/processes` and `/processes/{pid}` (each asks every runtime over its diagnostics port).
-    #[serde(default = "default_processes")]
     pub processes: usize,
     /// `/stacks` (one sampling session each; never two at once on one process).
-    #[serde(default = "default_stacks")]
     pub stacks: usize,
     /// `/debug/pprof/profile` and `/debug/pprof/allocs` together (one recording session each,
     /// never two of a kind at once on one process).
-    #[serde(default = "default_profiles")]
     pub profiles: usize,
     /// `/dump` (each a `clrspy dump` child process; never two at once on one process).
-    #[serde(default = "default_one")]
     pub dumps: usize,
     /// `/gcdump` (each a `clrspy gcdump` child process; never two at once on one process).
-    #[serde(default = "default_one")]
     pub gcdumps: usize,
     /// `/trace` (one recording session each, spooled; never two at once on one process).
-    #[serde(default = "default_traces")]
     pub traces: usize,
     /// `/counters` and `/logs` together (one small session each; never two of a kind at once
     /// on one process).
-    #[serde(default = "default_streams")]
     pub streams: usize,
-}
-
-fn default_processes() -> usize {
-    4
-}
-fn default_stacks() -> usize {
-    2
-}
-fn default_profiles() -> usize {
-    2
-}
-fn default_one() -> usize {
-    1
-}
-fn default_traces() -> usize {
-    2
-}
-fn default_streams() -> usize {
-    4
 }
 
 impl Default for ConcurrencyConfig {
     fn default() -> ConcurrencyConfig {
         ConcurrencyConfig {
-            processes: default_processes(),
-            stacks: default_stacks(),
-            profiles: default_profiles(),
-            dumps: default_one(),
-            gcdumps: default_one(),
-            traces: default_traces(),
-            streams: default_streams(),
+            processes: 4,
+            stacks: 2,
+            profiles: 2,
+            dumps: 1,
+            gcdumps: 1,
+            traces: 2,
+            streams: 4,
         }
     }
 }
@@ -327,6 +302,11 @@ pub struct Settings {
     pub folder: PathBuf,
     /// The most the folder may hold, MB.
     pub disk_mb: u64,
+    /// The audit log: the config's `audit_log` (or `--audit-log`), else `audit.jsonl` in the
+    /// folder.
+    pub audit_log: PathBuf,
+    /// How long responses in flight may take to finish once asked to stop.
+    pub shutdown_grace: Duration,
     /// No credentials needed (`--insecure` with none configured).
     pub open: bool,
     /// Warnings to print at start.
@@ -346,6 +326,10 @@ pub struct Overrides {
     pub api_key_hashes: Vec<String>,
     /// `--insecure`.
     pub insecure: bool,
+    /// `--rules` (takes the config's `[rules] file` place, keeping its other keys).
+    pub rules: Option<PathBuf>,
+    /// `--audit-log` (replaces the config's).
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Parses a hex SHA-256 hash.
@@ -442,6 +426,22 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         }
         warnings.push("--insecure: no credentials configured, every route is open".into());
     }
+    let folder = config.folder.unwrap_or_else(crate::folder::default_folder);
+    let rules = match (config.rules, &over.rules) {
+        (Some(r), file) => Some(crate::rules_host::RulesSettings {
+            output: r
+                .output
+                .unwrap_or_else(|| crate::rules_host::default_output(&folder)),
+            file: file.clone().unwrap_or(r.file),
+            listen: r.listen,
+        }),
+        (None, Some(file)) => Some(crate::rules_host::RulesSettings {
+            output: crate::rules_host::default_output(&folder),
+            file: file.clone(),
+            listen: None,
+        }),
+        (None, None) => None,
+    };
     Ok(Settings {
         listen,
         tls: config.tls,
@@ -451,15 +451,15 @@ pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> 
         request_timeout: duration("request_timeout", &config.limits.request_timeout)?,
         header_timeout: duration("header_timeout", &config.limits.header_timeout)?,
         max_connections: config.limits.max_connections.max(1),
+        shutdown_grace: duration("shutdown_grace", &config.limits.shutdown_grace)?,
         concurrent: config.limits.concurrent,
-        rules: config.rules.map(|r| crate::rules_host::RulesSettings {
-            output: r
-                .output
-                .unwrap_or_else(|| crate::rules_host::default_output(config.folder.as_deref())),
-            file: r.file,
-            listen: r.listen,
-        }),
-        folder: config.folder.unwrap_or_else(crate::folder::default_folder),
+        rules,
+        audit_log: over
+            .audit_log
+            .clone()
+            .or(config.audit_log)
+            .unwrap_or_else(|| folder.join(crate::audit::DEFAULT_NAME)),
+        folder,
         disk_mb: config.disk_mb,
         open: !has_auth,
         warnings,
@@ -478,7 +478,69 @@ mod tests {
             urls: urls.iter().map(|s| s.to_string()).collect(),
             api_key_hashes: hashes.iter().map(|s| s.to_string()).collect(),
             insecure,
+            ..Overrides::default()
         }
+    }
+
+    /// Started from flags alone, from an empty file, or from a file with every section and no
+    /// key: the same settings, whose disk budget is the schema's 1024 MB (it was 0 from flags
+    /// alone: every dump and trace answered 507).
+    #[test]
+    fn flags_alone_and_an_empty_config_settle_alike() {
+        let o = over(&[], &[HASH], false);
+        let flags = format!("{:?}", settle(Config::default(), &o).unwrap());
+        for text in ["", "[auth]\n[limits]\n[limits.concurrent]\n[metrics]\n"] {
+            let c = Config::parse(text, Path::new("a.toml")).unwrap();
+            assert_eq!(format!("{:?}", settle(c, &o).unwrap()), flags, "{text:?}");
+        }
+        let s = settle(Config::default(), &o).unwrap();
+        assert_eq!(s.disk_mb, 1024);
+        assert_eq!(s.shutdown_grace, Duration::from_secs(25));
+        assert_eq!(s.audit_log, s.folder.join("audit.jsonl"));
+    }
+
+    /// What the schema says a key defaults to is what the agent runs with (both come from
+    /// the `Default` impls).
+    #[test]
+    fn the_schema_states_the_defaults() {
+        let schema: serde_json::Value = serde_json::from_str(&schema_json()).unwrap();
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        assert_eq!(schema["properties"]["disk_mb"]["default"], 1024);
+        let mut checked = 0;
+        for (key, value) in defaults.as_object().unwrap() {
+            if let Some(d) = schema["properties"][key].get("default") {
+                assert_eq!(d, value, "{key}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 4, "{schema}");
+    }
+
+    #[test]
+    fn flags_take_the_config_s_place() {
+        let c = Config::parse(
+            "audit_log = \"/var/log/a.jsonl\"\n[rules]\nfile = \"/etc/r.toml\"\nlisten = \"/s\"\n",
+            Path::new("a"),
+        )
+        .unwrap();
+        let s = settle(c.clone(), &over(&[], &[HASH], false)).unwrap();
+        assert_eq!(s.audit_log, PathBuf::from("/var/log/a.jsonl"));
+        let o = Overrides {
+            rules: Some("/other.toml".into()),
+            audit_log: Some("/tmp/x.jsonl".into()),
+            ..over(&[], &[HASH], false)
+        };
+        let s = settle(c, &o).unwrap();
+        let r = s.rules.unwrap();
+        assert_eq!(r.file, PathBuf::from("/other.toml"));
+        assert_eq!(
+            r.listen,
+            Some(PathBuf::from("/s")),
+            "the config's other keys stay"
+        );
+        assert_eq!(s.audit_log, PathBuf::from("/tmp/x.jsonl"));
+        let s = settle(Config::default(), &o).unwrap();
+        assert_eq!(s.rules.unwrap().output, s.folder.join("rules"));
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! OWNER: agent-pprof. The agent's own folder, where it writes what it records for a request
-//! (temporary traces of the profile pulls; dumps later): made private (0700) at start, refused
-//! when it is a symbolic link, another user's, or writable by others. Names in it are the
+//! (temporary traces of the profile pulls, streams' spools, dumps and heap snapshots, the
+//! audit log by default): made private (0700) at start; refused when it is a symbolic link,
+//! another user's, or readable or writable by others (clrspy-collect's `private_dir`, the one
+//! owner of owner-only files, says which and the `chmod` that fixes it). Names in it are the
 //! agent's own, never a request's.
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::AgentError;
@@ -17,38 +18,14 @@ pub fn default_folder() -> PathBuf {
 
 /// Makes `path` (and its parents) when missing, private to this user, and checks it.
 pub fn prepare(path: &Path) -> Result<(), AgentError> {
-    let fail =
-        |what: String| AgentError::Config(format!("the agent's folder {}: {what}", path.display()));
-    if std::fs::symlink_metadata(path).is_err() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(path)
-            .map_err(|e| fail(format!("cannot create it: {e}")))?;
-    }
-    let m = std::fs::symlink_metadata(path).map_err(|e| fail(e.to_string()))?;
-    if !m.file_type().is_dir() {
-        return Err(fail("not a folder (or a symbolic link)".into()));
-    }
-    // SAFETY: as above.
-    let uid = unsafe { libc::geteuid() };
-    if m.uid() != uid {
-        return Err(fail(format!(
-            "owned by uid {}, not this user ({uid})",
-            m.uid()
-        )));
-    }
-    if m.permissions().mode() & 0o022 != 0 {
-        return Err(fail(
-            "writable by other users; make it private (chmod 700)".into(),
-        ));
-    }
-    Ok(())
+    clrspy_collect::private::private_dir(path)
+        .map_err(|e| AgentError::Config(format!("the agent's folder: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn made_private_and_checked() {
@@ -58,12 +35,15 @@ mod tests {
         let dir = base.join("a/b");
         prepare(&dir).unwrap();
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode & 0o077, 0, "{mode:o}");
+        assert_eq!(mode, 0o700);
         // Again: it is there and fine.
         prepare(&dir).unwrap();
-        // Others may write: refused.
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(prepare(&dir).is_err());
+        // Others may read or write: refused, saying how to fix it.
+        for open in [0o777, 0o755] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(open)).unwrap();
+            let e = prepare(&dir).unwrap_err().to_string();
+            assert!(e.contains(&format!("chmod 700 {}", dir.display())), "{e}");
+        }
         // A symbolic link or a file: refused.
         let link = base.join("link");
         std::os::unix::fs::symlink(&dir, &link).unwrap();

@@ -34,9 +34,12 @@ impl std::fmt::Debug for VerifyKey {
     }
 }
 
-/// The claims checked (the library checks `exp`, `aud`, `iss`, `sub` itself).
+/// The claims read (the library checks `exp`, `aud`, `iss`, `sub` itself): the subject,
+/// which the audit log names the caller by.
 #[derive(Deserialize)]
-struct Claims {}
+struct Claims {
+    sub: String,
+}
 
 fn member<'a>(obj: &'a serde_json::Map<String, serde_json::Value>, name: &str) -> Option<&'a str> {
     obj.iter()
@@ -136,8 +139,10 @@ impl JwtVerifier {
         Ok(JwtVerifier { key, validation })
     }
 
-    /// True when `token` is signed by the key and its claims pass.
-    pub fn verify(&self, token: &str) -> bool {
-        jsonwebtoken::decode::<Claims>(token, &self.key.key, &self.validation).is_ok()
+    /// The token's subject when `token` is signed by the key and its claims pass.
+    pub fn verify(&self, token: &str) -> Option<String> {
+        jsonwebtoken::decode::<Claims>(token, &self.key.key, &self.validation)
+            .ok()
+            .map(|t| t.claims.sub)
     }
 }

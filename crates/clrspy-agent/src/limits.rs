@@ -1,7 +1,11 @@
 //! Limits on concurrent work, one place for every route: each kind of request has a semaphore
 //! (full: 429 with `Retry-After`), a process is worked on by one session of a kind at a time,
-//! and blocking work (diagnostics IPC, stack sessions) runs on tokio's blocking threads holding
-//! its permits until it really ends — a request that times out does not free them early.
+//! and blocking work holds its permits until it really ends — a request that times out does
+//! not free them early. Short blocking work (diagnostics IPC, stack sessions, a folder
+//! measured) runs on tokio's blocking threads ([`blocking`]); work that lasts minutes to an
+//! hour (recordings, streams, dump jobs) on a named thread of its own ([`on_thread`],
+//! [`spawn_thread`]), so it never holds one of the blocking pool's few threads that long.
+//! The permits bound how many such threads there are.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -162,6 +166,36 @@ where
     .map_err(|e| ApiError::internal(format!("the work failed: {e}")))
 }
 
+/// Runs `f` on a thread of its own named `name` (at most 15 bytes show), holding `admission`
+/// until it returns; the answer comes back through a channel.
+pub async fn on_thread<T, F>(name: &str, admission: Admission, f: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    spawn_thread(name, move || {
+        let out = f();
+        drop(admission);
+        let _ = tx.send(out);
+    })?;
+    rx.await
+        .map_err(|_| ApiError::internal("the work's thread ended without an answer"))
+}
+
+/// Starts `f` on a thread of its own named `name`, not waiting for it (a stream hands its
+/// answer over by a channel of its own).
+pub fn spawn_thread<F>(name: &str, f: F) -> Result<(), ApiError>
+where
+    F: FnOnce() + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map(drop)
+        .map_err(|e| ApiError::internal(format!("starting a thread: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +233,28 @@ mod tests {
         let g = l.admit(Kind::Gcdump, Some(7)).unwrap();
         drop((d, g));
         assert!(l.admit(Kind::Dump, Some(8)).is_ok());
+    }
+
+    #[tokio::test]
+    async fn long_work_runs_on_a_named_thread_of_its_own_holding_its_permit() {
+        let l = Arc::new(Limits::new(&ConcurrencyConfig {
+            traces: 1,
+            ..ConcurrencyConfig::default()
+        }));
+        let a = l.admit(Kind::Trace, Some(7)).unwrap();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let l2 = l.clone();
+        let work = tokio::spawn(on_thread("agent-test", a, move || {
+            let _ = wait.recv();
+            (
+                std::thread::current().name().map(str::to_string),
+                l2.admit(Kind::Trace, Some(8)).is_err(),
+            )
+        }));
+        go.send(()).unwrap();
+        let (name, full) = work.await.unwrap().unwrap();
+        assert_eq!(name.as_deref(), Some("agent-test"));
+        assert!(full, "the permit is held while the work runs");
+        assert!(l.admit(Kind::Trace, Some(8)).is_ok(), "and freed after");
     }
 }

@@ -8,7 +8,6 @@
 //! finished operations are kept, the oldest going first. Ids never become paths unchecked:
 //! [`parse_id`] takes only 32 hex digits.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -167,7 +166,8 @@ impl Operations {
     }
 
     /// Admits an operation estimated to write `estimate` bytes (507 when the disk budget or
-    /// the disk cannot take it), makes its folder and lists it as running.
+    /// the disk cannot take it), makes its folder (0700) and lists it as running. Blocking:
+    /// the agent's folder is measured.
     pub fn begin(
         &self,
         kind: OpKind,
@@ -188,10 +188,7 @@ impl Operations {
             .admits(used, reserved, estimate, free)
             .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
         let dir = self.root().join(&id);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
+        clrspy_collect::private::create_private_dir(&dir)
             .map_err(|e| ApiError::internal(format!("cannot make the operation's folder: {e}")))?;
         let stop = Arc::new(StopSignal::new());
         entries.push(Entry {

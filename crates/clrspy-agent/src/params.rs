@@ -1,10 +1,35 @@
-//! Request parameters, checked before anything uses them: a pid is a positive integer, a name
-//! is from a safe character set, and a query holds only the keys the route knows. Nothing a
-//! client sends ever becomes a file path; what fails is a 400.
+//! Request parameters, checked before anything uses them: a query string is read into the
+//! route's own type ([`Query`]: serde, unknown keys refused), a pid is a positive integer, a
+//! name is from a safe character set. Nothing a client sends ever becomes a file path; what
+//! fails is a 400 with the same JSON body as every other error.
 
-use std::collections::HashMap;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use crate::error::ApiError;
+
+/// The query string read into `T`, a route's own query type (`deny_unknown_fields`): a key
+/// the route does not take, a key given twice or a value of the wrong shape is a 400 saying
+/// which, as JSON like every other error.
+#[derive(Debug)]
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Query<T>, ApiError> {
+        serde_urlencoded::from_str(parts.uri.query().unwrap_or_default())
+            .map(Query)
+            .map_err(|e| ApiError::bad_request(format!("the query: {e}")))
+    }
+}
+
+/// The query of a route that takes no parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoQuery {}
 
 /// Parses a pid: 1 to 10 ASCII digits, a positive `u32`.
 pub fn pid(s: &str) -> Result<u32, ApiError> {
@@ -33,25 +58,6 @@ pub fn name(s: &str) -> Result<&str, ApiError> {
             "a name is 1 to 128 letters, digits, '.', '_' or '-' (not starting with '.')",
         ))
     }
-}
-
-/// Refuses query keys other than `known`.
-pub fn only(query: &HashMap<String, String>, known: &[&str]) -> Result<(), ApiError> {
-    match query.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) if name(k).is_ok() => Err(ApiError::bad_request(format!(
-            "unknown parameter {k:?} (this route takes: {})",
-            known.join(", ")
-        ))),
-        Some(_) => Err(ApiError::bad_request("unknown parameter")),
-        None => Ok(()),
-    }
-}
-
-/// The `pid` parameter, required.
-pub fn required_pid(query: &HashMap<String, String>) -> Result<u32, ApiError> {
-    pid(query
-        .get("pid")
-        .ok_or_else(|| ApiError::bad_request("pid is required (?pid=N)"))?)
 }
 
 #[cfg(test)]
@@ -102,10 +108,29 @@ mod tests {
 
     #[test]
     fn queries() {
-        let q: HashMap<String, String> = [("pid".to_string(), "7".to_string())].into();
-        assert!(only(&q, &["pid"]).is_ok());
-        assert_eq!(required_pid(&q).unwrap(), 7);
-        assert!(only(&q, &["name"]).is_err());
-        assert!(required_pid(&HashMap::new()).is_err());
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Q {
+            pid: Option<String>,
+            n: Option<u32>,
+        }
+        let read = |q: &str| -> Result<Q, ApiError> {
+            serde_urlencoded::from_str(q)
+                .map_err(|e| ApiError::bad_request(format!("the query: {e}")))
+        };
+        let q = read("pid=7&n=3").unwrap();
+        assert_eq!((q.pid.as_deref(), q.n), (Some("7"), Some(3)));
+        assert!(read("").unwrap().pid.is_none());
+        for (bad, says) in [
+            ("x=1", "unknown field `x`"),
+            ("pid=1&pid=2", "duplicate field `pid`"),
+            ("n=..", "invalid digit"),
+        ] {
+            let e = read(bad).unwrap_err();
+            assert_eq!(e.status, 400);
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+        }
+        let none: Result<NoQuery, _> = serde_urlencoded::from_str("a=b");
+        assert!(none.is_err());
     }
 }

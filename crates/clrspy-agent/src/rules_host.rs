@@ -32,13 +32,9 @@ pub struct RulesSettings {
     pub listen: Option<PathBuf>,
 }
 
-/// The rules' output folder when the config names none: `rules` in the agent's folder
-/// (`folder`, else its default).
-pub fn default_output(folder: Option<&std::path::Path>) -> PathBuf {
-    folder
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(crate::folder::default_folder)
-        .join("rules")
+/// The rules' output folder when the config names none: `rules` in the agent's folder.
+pub fn default_output(folder: &std::path::Path) -> PathBuf {
+    folder.join("rules")
 }
 
 /// The rules file's problems in words, one mistake per `FILE:LINE:COLUMN: message`.

@@ -3,15 +3,10 @@
 //! kernel's name; more than one process of that name is a 400 naming their pids). Resolved on
 //! a blocking thread against the runtimes the agent can see; never a path.
 
-use std::collections::HashMap;
-
 use diagnostics_client::Endpoint;
 
 use crate::error::ApiError;
 use crate::{params, proc_cache};
-
-/// The query keys a selector takes.
-pub const KEYS: [&str; 3] = ["pid", "uid", "name"];
 
 /// A process, as the request names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,22 +20,15 @@ pub enum Selector {
 }
 
 impl Selector {
-    /// From the query: exactly one of `pid`, `uid`, `name`, each checked.
-    pub fn from_query(query: &HashMap<String, String>) -> Result<Selector, ApiError> {
-        let given: Vec<&str> = KEYS
-            .iter()
-            .copied()
-            .filter(|k| query.contains_key(*k))
-            .collect();
-        let (Some(key), 1) = (given.first(), given.len()) else {
-            return Err(ApiError::bad_request(
-                "name the process with exactly one of pid=N, uid=COOKIE or name=NAME",
-            ));
-        };
-        let value = query.get(*key).map(String::as_str).unwrap_or_default();
-        match *key {
-            "pid" => params::pid(value).map(Selector::Pid),
-            "uid" => {
+    /// From a query's `pid`, `uid` and `name`: exactly one given, checked.
+    pub fn new(
+        pid: Option<&str>,
+        uid: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<Selector, ApiError> {
+        match (pid, uid, name) {
+            (Some(pid), None, None) => params::pid(pid).map(Selector::Pid),
+            (None, Some(value), None) => {
                 let ok = value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit());
                 if ok {
                     Ok(Selector::Uid(value.to_ascii_lowercase()))
@@ -50,8 +38,23 @@ impl Selector {
                     ))
                 }
             }
-            _ => params::name(value).map(|n| Selector::Name(n.to_string())),
+            (None, None, Some(name)) => params::name(name).map(|n| Selector::Name(n.to_string())),
+            _ => Err(ApiError::bad_request(
+                "name the process with exactly one of pid=N, uid=COOKIE or name=NAME",
+            )),
         }
+    }
+
+    /// Like [`Selector::new`], but none at all is fine (`None`: the route picks).
+    pub fn maybe(
+        pid: Option<&str>,
+        uid: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<Option<Selector>, ApiError> {
+        if pid.is_none() && uid.is_none() && name.is_none() {
+            return Ok(None);
+        }
+        Selector::new(pid, uid, name).map(Some)
     }
 
     /// The pid, when the request gave one.
@@ -112,28 +115,24 @@ impl Selector {
 mod tests {
     use super::*;
 
-    fn q(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    fn q(pairs: &[(&str, &str)]) -> Result<Selector, ApiError> {
+        let get = |k: &str| pairs.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
+        Selector::new(get("pid"), get("uid"), get("name"))
     }
 
     #[test]
     fn exactly_one_checked_selector() {
-        assert_eq!(
-            Selector::from_query(&q(&[("pid", "12")])).unwrap(),
-            Selector::Pid(12)
-        );
+        assert_eq!(q(&[("pid", "12")]).unwrap(), Selector::Pid(12));
         let uid = "0123456789ABCDEF0123456789abcdef";
         assert_eq!(
-            Selector::from_query(&q(&[("uid", uid)])).unwrap(),
+            q(&[("uid", uid)]).unwrap(),
             Selector::Uid(uid.to_ascii_lowercase())
         );
         assert_eq!(
-            Selector::from_query(&q(&[("name", "Workloads")])).unwrap(),
+            q(&[("name", "Workloads")]).unwrap(),
             Selector::Name("Workloads".into())
         );
+        assert_eq!(Selector::maybe(None, None, None).unwrap(), None);
         for bad in [
             q(&[]),
             q(&[("pid", "1"), ("name", "x")]),
@@ -143,11 +142,7 @@ mod tests {
             q(&[("name", "../etc/passwd")]),
             q(&[("name", "/bin/sh")]),
         ] {
-            assert_eq!(
-                Selector::from_query(&bad).unwrap_err().status,
-                400,
-                "{bad:?}"
-            );
+            assert_eq!(bad.unwrap_err().status, 400);
         }
     }
 

@@ -38,21 +38,6 @@ const PUNCH_EVERY: u64 = 4 << 20;
 /// connection holds no thread and no spool for ever.
 pub const STALL_LIMIT: Duration = Duration::from_secs(120);
 
-/// The most the spools may hold in the agent's folder, MB (the config's `disk_mb`; set once
-/// at start). One budget with the dumps' (`artifact::Budget`): both measure the whole folder with
-/// `artifact::folder_bytes`, each other's files included.
-static BUDGET_MB: AtomicU64 = AtomicU64::new(1024);
-
-/// Sets the spools' budget, MB (at start, from the config's `disk_mb`).
-pub fn set_budget_mb(mb: u64) {
-    BUDGET_MB.store(mb, Ordering::Relaxed);
-}
-
-/// The spools' budget, MB.
-pub fn budget_mb() -> u64 {
-    BUDGET_MB.load(Ordering::Relaxed)
-}
-
 /// How a writer ended.
 #[derive(Debug, Default)]
 enum End {
@@ -139,14 +124,12 @@ pub fn name(kind: &str, pid: u32, ext: &str) -> String {
 }
 
 impl Spool {
-    /// Creates the (empty) file `folder/name`; `hold_back` bytes at its end are provisional
-    /// until the writer ended; a backlog (written, not yet sent) over `budget` bytes stops it.
+    /// Creates the (empty) file `folder/name`, owner-only (0600); `hold_back` bytes at its
+    /// end are provisional until the writer ended; a backlog (written, not yet sent) over
+    /// `budget` bytes stops it.
     pub fn create(folder: &Path, name: &str, hold_back: u64, budget: u64) -> io::Result<Spool> {
         let path = folder.join(name);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
+        clrspy_collect::private::create_new_private(&path)?;
         Ok(Spool {
             shared: Arc::new(Shared {
                 path,
@@ -172,8 +155,10 @@ impl Spool {
         }
     }
 
-    /// Starts following the file on a blocking thread: the response body, which asks `stop`
-    /// when dropped (the client went away) or when the backlog outgrows the budget.
+    /// Starts following the file on a thread of its own (a stream lasts up to an hour: not
+    /// one of the runtime's blocking threads): the response body, which asks `stop` when
+    /// dropped (the client went away) or when the backlog outgrows the budget. Without a
+    /// thread the body ends at once with that error.
     pub fn follow(self, stop: Arc<StopSignal>) -> SpoolBody {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
         let failure = Arc::new(Mutex::new(None));
@@ -185,15 +170,21 @@ impl Spool {
             .open(&self.shared.path);
         let stop2 = stop.clone();
         let rt = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            let res = file.and_then(|f| self.pump(&f, &tx, &stop2, &rt));
-            if let Err(e) = res {
-                // Kept beside the channel (which may be full): the body ends with it once the
-                // channel, closed when `tx` goes, was drained.
-                *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-            }
-            drop(tx);
-        });
+        let spawned = std::thread::Builder::new()
+            .name("agent-spool".into())
+            .spawn(move || {
+                let res = file.and_then(|f| self.pump(&f, &tx, &stop2, &rt));
+                if let Err(e) = res {
+                    // Kept beside the channel (which may be full): the body ends with it once
+                    // the channel, closed when `tx` goes, was drained.
+                    *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                }
+                drop(tx);
+            });
+        if let Err(e) = spawned {
+            stop.request();
+            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        }
         SpoolBody { rx, stop, failure }
     }
 
@@ -233,7 +224,11 @@ impl Spool {
                     return Err(io::Error::other("the spool shrank"));
                 }
                 let chunk = Bytes::copy_from_slice(&buf[..n]);
-                match rt.block_on(tokio::time::timeout(self.stall_limit, tx.send(chunk))) {
+                // The timer is made inside the runtime (this thread is not one of its own).
+                let sent = rt.block_on(async {
+                    tokio::time::timeout(self.stall_limit, tx.send(chunk)).await
+                });
+                match sent {
                     Ok(Ok(())) => {}
                     // The body was dropped: the client went away.
                     Ok(Err(_)) => return Ok(()),

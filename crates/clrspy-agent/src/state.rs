@@ -1,11 +1,15 @@
 //! What every request handler shares: the authenticator, the limits on concurrent work, the
-//! metrics collector, and the settings handlers need. Cloned per request (reference-counted).
+//! disk budget, the audit log, the metrics collector, what stopping waits for, and the
+//! settings handlers need. Cloned per request (reference-counted).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::artifact::Budget;
+use crate::audit::AuditLog;
 use crate::auth::Authenticator;
+use crate::drain::Drain;
 use crate::limits::Limits;
 use crate::metrics::Collector;
 
@@ -20,10 +24,44 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// The agent's own folder (made private at start; see [`crate::folder`]).
     pub folder: PathBuf,
+    /// The one disk budget of that folder: dumps, heap snapshots and streams' spools.
+    pub budget: Budget,
+    /// Where audited requests are written.
+    pub audit: Arc<AuditLog>,
+    /// The responses in flight and the streams to end when the agent stops.
+    pub drain: Arc<Drain>,
     /// The counters behind `/metrics`.
     pub metrics: Arc<Collector>,
     /// The watcher inside the agent, when rules are configured (`/rules`).
     pub rules: Option<crate::rules_host::RulesHandle>,
-    /// Long-running actions (`/operations`, `/dump`, `/gcdump`).
+    /// Long-running actions (`/operations`, `/dump`, `/gcdump`), within [`AppState::budget`].
     pub operations: Arc<crate::operations::Operations>,
+}
+
+#[cfg(test)]
+impl AppState {
+    /// A state for the routes' tests: these credentials, a 1 MB budget in a folder of the
+    /// test's own under the temporary directory, an audit log in memory, no collector
+    /// sessions, no rules.
+    pub(crate) fn for_tests(auth: Authenticator, tag: &str) -> AppState {
+        let folder =
+            std::env::temp_dir().join(format!("clrspy-agent-{tag}-{}", std::process::id()));
+        let budget = Budget::from_mb(1);
+        AppState {
+            auth: Arc::new(auth),
+            limits: Arc::new(Limits::new(&crate::config::ConcurrencyConfig::default())),
+            request_timeout: Duration::from_secs(5),
+            folder: folder.clone(),
+            budget,
+            audit: Arc::new(AuditLog::in_memory()),
+            drain: Drain::new(),
+            metrics: Arc::new(Collector::idle(
+                crate::metrics::MetricsConfig::default()
+                    .settings()
+                    .unwrap_or_else(|e| panic!("{e}")),
+            )),
+            rules: None,
+            operations: Arc::new(crate::operations::Operations::new(&folder, budget, 10)),
+        }
+    }
 }

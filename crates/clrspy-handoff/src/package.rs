@@ -3,9 +3,8 @@
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -47,25 +46,10 @@ pub struct PackageSummary {
     pub bytes: u64,
 }
 
-/// Creates (or truncates) `path` for writing, readable and writable by its owner only (0600).
-pub fn write_private(path: &Path) -> io::Result<File> {
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // A file that existed keeps its mode through `open`: narrow it.
-    if f.metadata()?.permissions().mode() & 0o077 != 0 {
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(f)
-}
-
-/// Creates `path` and any missing parents, each folder created owner-only (0700).
-pub fn create_private_dir(path: &Path) -> io::Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(path)
-}
+/// Creates (or truncates) `path` for writing, owner-only (0600, an existing file narrowed);
+/// and creates a folder with its missing parents owner-only (0700): clrspy-collect's, the
+/// one owner of owner-only files.
+pub use clrspy_collect::private::{create_private as write_private, create_private_dir};
 
 /// Turns `staging` into the bundle at `out`: lists every regular file (a file `manifest` does
 /// not name gets an entry described from its path; an entry whose file is missing is an
@@ -82,12 +66,8 @@ pub fn finish(
     reconcile(manifest, &found)?;
     manifest.files.sort_by(|a, b| a.path.cmp(&b.path));
     let tmp = temp_beside(out)?;
-    let sink = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| HandoffError::io(&tmp, e))?;
+    let sink =
+        clrspy_collect::private::create_new_private(&tmp).map_err(|e| HandoffError::io(&tmp, e))?;
     pack(staging, manifest, sink, &tmp, out)?;
     let bytes = fs::metadata(out)
         .map_err(|e| HandoffError::io(out, e))?

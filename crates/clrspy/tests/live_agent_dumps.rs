@@ -4,9 +4,11 @@
 //! `mode=operation` answers 202 with `Location`, polling reaches `succeeded`, the result
 //! downloads with the SHA-256 the operation states, DELETE forgets it and its file; DELETE of a
 //! running heap snapshot cancels it (`cancelled`, nothing left in the folder); a disk budget of
-//! 1 MB is 507. Prints the agent's resident memory before, during (its peak) and after the
-//! snapshot, and the child's. `CLRSPY_AGENT_GCDUMP_OBJECTS` sets the heap's size (default
-//! 1,000,000 orders).
+//! 1 MB is 507. The agent runs under umask 000: what it writes (the folders, the results, the
+//! audit log) is owner-only all the same, and the audit log has a line for each dump, snapshot,
+//! download and delete, the one whose client left included. Prints the agent's resident memory
+//! before, during (its peak) and after the snapshot, and the child's.
+//! `CLRSPY_AGENT_GCDUMP_OBJECTS` sets the heap's size (default 1,000,000 orders).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -16,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::agent::{new_key, start_agent, Agent};
+use common::agent::{audit_lines, new_key, not_private, start_agent_with, Agent};
 use common::heap_workload::Workload;
 use common::{clrspy_command, live};
 use serde_json::Value;
@@ -111,13 +113,13 @@ fn order_count(gcdump: &Path) -> u64 {
         .unwrap()
 }
 
-/// Files under `dir`, any depth.
+/// Files under `dir`, any depth, but the audit log (which stays).
 fn files(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         if e.path().is_dir() {
             out.extend(files(&e.path()));
-        } else {
+        } else if e.file_name() != "audit.jsonl" {
             out.push(e.path().display().to_string());
         }
     }
@@ -134,12 +136,16 @@ fn agent(dir: &Path, folder: &Path, hash: &str, disk_mb: u64) -> Agent {
         ),
     )
     .unwrap();
-    start_agent(&[
-        "--urls",
-        "http://127.0.0.1:0",
-        "--config",
-        config.to_str().unwrap(),
-    ])
+    start_agent_with(
+        &[
+            "--urls",
+            "http://127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        Some(0o000),
+        &[],
+    )
 }
 
 /// Polls `/operations/{id}` until it is no longer running.
@@ -155,6 +161,49 @@ fn wait_ended(base: &str, id: &str, key: &str, out: &Path, within: Duration) -> 
         assert!(t0.elapsed() < within, "still running: {v}");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The audit log of the first agent: a line for each dump, snapshot, download and delete,
+/// naming the key by its hash's first 12 digits and the process; the direct snapshot and the
+/// downloaded result with their sizes, the snapshot whose client left as cut.
+fn audited(log: &Path, hash: &str, pid: u32, served: u64, result: u64) {
+    let lines = audit_lines(log);
+    for l in &lines {
+        eprintln!("audit: {l}");
+        assert_eq!(l["credential"], format!("key:{}", &hash[..12]), "{l}");
+        assert_eq!(l["process"], pid, "{l}");
+    }
+    let find = |route: &str, method: &str, outcome: &str| -> Vec<&Value> {
+        lines
+            .iter()
+            .filter(|l| l["route"] == route && l["method"] == method && l["outcome"] == outcome)
+            .collect()
+    };
+    let gcdumps = find("/gcdump", "GET", "complete");
+    // Served directly (200, the file's bytes), then two started as operations (202).
+    assert_eq!(gcdumps.len(), 3, "{lines:#?}");
+    assert_eq!(
+        (&gcdumps[0]["status"], &gcdumps[0]["bytes"]),
+        (&200.into(), &served.into())
+    );
+    let left = find("/gcdump", "GET", "cut");
+    assert_eq!(left.len(), 1, "the client that left: {lines:#?}");
+    assert!(
+        left[0]["status"].is_null() && left[0]["bytes"] == 0,
+        "{}",
+        left[0]
+    );
+    assert_eq!(find("/gcdump", "GET", "refused")[0]["status"], 429);
+    assert_eq!(find("/dump", "GET", "complete").len(), 3, "{lines:#?}");
+    let got = find("/operations/{id}/result", "GET", "complete");
+    assert_eq!(got.len(), 1, "{lines:#?}");
+    assert_eq!(got[0]["bytes"], result);
+    assert_eq!(
+        find("/operations/{id}", "DELETE", "complete").len(),
+        4,
+        "{lines:#?}"
+    );
+    assert_eq!(lines.len(), 3 + 1 + 1 + 3 + 1 + 4, "{lines:#?}");
 }
 
 #[test]
@@ -301,6 +350,10 @@ fn dumps_heap_snapshots_and_operations() {
     assert_eq!((s, header(&h, "retry-after")), (429, Some("1")), "{h}");
     let done = wait_ended(&b, &id, &key, &out, Duration::from_secs(300));
     assert_eq!(done["state"], "succeeded", "{done}");
+    // Under umask 000, the folders and the result are the agent's alone.
+    assert_eq!(files(&folder).len(), 1, "{:?}", files(&folder));
+    let open = not_private(&folder);
+    assert!(open.is_empty(), "open to others: {open:?}");
     let (s, list_h) = curl("GET", &format!("{b}/operations"), &key, &out, 10);
     assert_eq!(s, 200, "{list_h}");
     assert_eq!(json(&out)[0]["id"], id.as_str());
@@ -388,6 +441,7 @@ fn dumps_heap_snapshots_and_operations() {
     );
     assert!(files(&folder).is_empty());
     drop(a);
+    audited(&folder.join("audit.jsonl"), &hash, w.pid, size, bytes);
 
     // A disk budget of 1 MB: 507, and nothing started.
     let small = agent(dir.path(), &folder, &hash, 1);

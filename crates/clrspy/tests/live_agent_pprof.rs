@@ -88,7 +88,10 @@ fn get(url: &str, key: Option<&str>, out: &Path, max_time: u32) -> (u16, String)
 }
 
 fn empty(dir: &Path) -> bool {
-    std::fs::read_dir(dir).unwrap().next().is_none()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .all(|e| e.file_name() == "audit.jsonl")
 }
 
 #[test]

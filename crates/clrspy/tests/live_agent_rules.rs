@@ -3,7 +3,8 @@
 //! `finished` with its trace on disk; a rule whose match holds for nothing stays `running`
 //! with 0 matches and a log that names the processes it did not match. `/reports` of the CPU
 //! workload names its hot method on top of the `cpu` report. A bad rules file stops the agent
-//! from starting (exit 2, naming the mistake); SIGTERM stops the watcher cleanly.
+//! from starting (exit 2, naming the mistake); a reload is 202 and, like the reports, has
+//! its line in the audit log; SIGTERM stops the watcher cleanly.
 //!
 //! Other tests run the same workloads on this machine: this one runs Workloads.dll through a
 //! folder link of its own and its rule matches only that path.
@@ -15,7 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::agent::{new_key, start_agent};
+use common::agent::{audit_lines, new_key, start_agent};
 use common::{clrspy_command, live, workloads};
 use serde_json::Value;
 
@@ -251,13 +252,38 @@ fn rules_inside_the_agent_and_reports() {
     let (s, e) = call("GET", &format!("{b}/reports?pid={pid}&kind=nope"), &key, 10);
     assert_eq!(s, 400);
     assert!(e["error"].as_str().unwrap().contains("cpu"), "{e}");
-    assert!(
-        std::fs::read_dir(dir.path().join("agent-folder"))
-            .unwrap()
-            .next()
-            .is_none(),
-        "the temporary trace is left"
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("agent-folder"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, ["audit.jsonl"], "the temporary trace is left");
+
+    // A reload: 202, and the audit log names who asked, as it does the reports.
+    let (s, v) = call("POST", &format!("{b}/rules/reload"), &key, 10);
+    assert_eq!(s, 202, "{v}");
+    let lines = audit_lines(&dir.path().join("agent-folder/audit.jsonl"));
+    let routes: Vec<(&str, &str, u64)> = lines
+        .iter()
+        .map(|l| {
+            assert_eq!(l["credential"], format!("key:{}", &hash[..12]), "{l}");
+            (
+                l["route"].as_str().unwrap(),
+                l["outcome"].as_str().unwrap(),
+                l["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("/reports", "complete", 200),
+            ("/reports", "refused", 400),
+            ("/rules/reload", "complete", 202)
+        ],
+        "{lines:#?}"
     );
+    assert_eq!(lines[0]["process"], pid);
 
     // SIGTERM: the watcher stops and says so in its log.
     let st = Command::new("kill")

@@ -3,7 +3,11 @@
 //! reads with the same event count as clrspy; a slow reader loses nothing and does not cut the
 //! recording short; a client that leaves stops it and the spool goes; `/counters` gives JSON
 //! lines of System.Runtime; `/logs` gives the web app's messages as NDJSON with secrets
-//! masked. Without the key every route is 401; the agent's folder is empty afterwards.
+//! masked. Without the key every route is 401; the agent's folder is empty afterwards but for
+//! its audit log, which has a line for each stream (the one whose client left: cut). The agent
+//! runs under umask 000: its folder, spools and audit log are owner-only all the same. SIGTERM
+//! during a minute's trace: the trace ends whole at once and the agent says nothing was cut.
+//! An agent started from flags alone (no config) traces too (its disk budget was 0 MB: 507).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -12,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::agent::{new_key, start_agent};
+use common::agent::{audit_lines, new_key, not_private, start_agent_with};
 use common::{harness, info, live, start, start_web_with_env};
 use serde_json::Value;
 
@@ -35,11 +39,17 @@ fn curl(url: &str, key: Option<&str>, out: &Path, extra: &[&str]) -> (u16, Strin
     (code, h.to_ascii_lowercase())
 }
 
-/// The folder holds nothing (within a few seconds: a stopped recording ends its rundown).
+/// The folder holds nothing but the audit log (within a few seconds: a stopped recording
+/// ends its rundown).
 fn empties(dir: &Path) -> bool {
     let until = Instant::now() + Duration::from_secs(20);
     loop {
-        if std::fs::read_dir(dir).unwrap().next().is_none() {
+        let left = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name() != "audit.jsonl")
+            .count();
+        if left == 0 {
             return true;
         }
         if Instant::now() > until {
@@ -78,7 +88,8 @@ fn whole_and_read_by_traceevent(trace: &Path) -> Value {
 
 /// GET `path` over HTTP/1.0 (a body that ends when the connection closes): reads the headers
 /// and a few KB, stops reading for `stall`, then reads the rest 16 KB at a time with pauses.
-/// The body, and the size of the spool in `folder` at the end of the stall.
+/// The body, and the size of the spool in `folder` at the end of the stall (checked
+/// owner-only then).
 fn stalled_get(
     base: &str,
     path: &str,
@@ -116,6 +127,8 @@ fn stalled_get(
     let n = s.read(&mut buf).unwrap();
     all.extend_from_slice(&buf[..n]);
     std::thread::sleep(stall);
+    let open = not_private(folder);
+    assert!(open.is_empty(), "open to others while spooling: {open:?}");
     let spooled = std::fs::read_dir(folder)
         .unwrap()
         .flatten()
@@ -173,13 +186,17 @@ fn streamed_traces_counters_and_logs() {
         ),
     )
     .unwrap();
-    let agent = start_agent(&[
-        "--urls",
-        "http://127.0.0.1:0",
-        "--config",
-        config.to_str().unwrap(),
-    ]);
-    let b = &agent.base;
+    let mut agent = start_agent_with(
+        &[
+            "--urls",
+            "http://127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        Some(0o000),
+        &[],
+    );
+    let b = &agent.base.clone();
     let pid = cpu.1;
     let out = dir.path().join("t.nettrace");
 
@@ -213,6 +230,7 @@ fn streamed_traces_counters_and_logs() {
         "{h}"
     );
     let i = whole_and_read_by_traceevent(&out);
+    let first_bytes = std::fs::metadata(&out).unwrap().len();
     eprintln!(
         "GET /trace: {} bytes, {} events",
         i["bytes_total"], i["events"]
@@ -411,5 +429,90 @@ fn streamed_traces_counters_and_logs() {
         "{config}"
     );
     assert!(empties(&folder));
+
+    // SIGTERM during a minute's trace: the recording is asked to end, its body ends whole
+    // (rundown included) within the grace period, and the agent says nothing was cut.
+    let last = dir.path().join("last.nettrace");
+    let mut tracing = Command::new("curl")
+        .args(["-s", "--max-time", "60", "-o"])
+        .arg(&last)
+        .args(["-H", &format!("Authorization: Bearer {key}")])
+        .arg(format!("{b}/trace?pid={pid}&duration=60s&profile=cpu"))
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let stopped = Instant::now();
+    // SAFETY: kill(2) on the agent's own pid.
+    assert_eq!(
+        unsafe { libc::kill(agent.child.id() as i32, libc::SIGTERM) },
+        0
+    );
+    assert!(tracing.wait().unwrap().success());
+    let status = loop {
+        if let Some(s) = agent.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(40),
+            "the agent did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!("stopped in {:?}: {status}", stopped.elapsed());
+    assert!(status.success(), "{status}");
+    assert!(stopped.elapsed() < Duration::from_secs(25));
+    let i = whole_and_read_by_traceevent(&last);
+    assert!(i["duration_ns"].as_f64().unwrap() < 30e9, "{i}");
+    let said = agent.said.lock().unwrap().join("\n");
+    assert!(said.contains("every response in flight finished"), "{said}");
+
+    // Under umask 000: the folder and the audit log are the agent's alone.
+    let open = not_private(&folder);
+    assert!(open.is_empty(), "open to others: {open:?}");
+    // A line per stream, with the caller's key hash prefix and the process; the trace whose
+    // client left is cut, the first one's bytes are what curl got.
+    let lines = audit_lines(&folder.join("audit.jsonl"));
+    for l in &lines {
+        eprintln!("audit: {l}");
+        assert_eq!(l["credential"], format!("key:{}", &hash[..12]), "{l}");
+        assert!(l["process"].as_u64().is_some(), "{l}");
+    }
+    let count = |route: &str, method: &str, outcome: &str| {
+        lines
+            .iter()
+            .filter(|l| l["route"] == route && l["method"] == method && l["outcome"] == outcome)
+            .count()
+    };
+    assert_eq!(lines[0]["bytes"], first_bytes, "{}", lines[0]);
+    assert_eq!(lines[0]["process"], pid);
+    assert_eq!(count("/trace", "GET", "complete"), 4, "{lines:#?}");
+    assert_eq!(count("/trace", "POST", "complete"), 1, "{lines:#?}");
+    assert_eq!(count("/trace", "GET", "cut"), 1, "{lines:#?}");
+    assert_eq!(count("/counters", "GET", "complete"), 2, "{lines:#?}");
+    assert_eq!(count("/logs", "GET", "complete"), 1, "{lines:#?}");
+    assert_eq!(lines.len(), 9, "{lines:#?}");
     drop(agent);
+
+    // Started from flags alone: the config's defaults (a 1024 MB disk budget), so a trace is
+    // recorded, not refused 507. Its folder is the default one in its temporary directory.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let flags = start_agent_with(
+        &["--urls", "http://127.0.0.1:0", "--api-key-hash", &hash],
+        None,
+        &[("TMPDIR", tmp.as_path())],
+    );
+    let (s, h) = curl(
+        &format!("{}/trace?pid={pid}&duration=1s&profile=cpu", flags.base),
+        Some(&key),
+        &out,
+        &["--max-time", "60"],
+    );
+    assert_eq!(
+        s,
+        200,
+        "{h}{}",
+        String::from_utf8_lossy(&std::fs::read(&out).unwrap())
+    );
+    whole_and_read_by_traceevent(&out);
 }

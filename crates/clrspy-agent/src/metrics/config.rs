@@ -5,74 +5,45 @@ use std::time::Duration;
 use clrspy_analysis::counters::CounterSpec;
 use clrspy_live::counters::CountersOptions;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::AgentError;
 
 /// The `[metrics]` section: what `/metrics` collects and its bounds.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct MetricsConfig {
     /// Collect at all (false: `/metrics` has only the agent's own figures).
-    #[serde(default = "default_enabled")]
     pub enabled: bool,
     /// The sources and counters, as `clrspy counters --counters` takes them (default
     /// `System.Runtime`).
     pub counters: Option<String>,
     /// How often each process reports, seconds (dotnet-monitor's `IntervalSeconds`).
-    #[serde(default = "default_refresh")]
     pub refresh_seconds: u64,
     /// How often the agent looks for processes that started or ended, seconds.
-    #[serde(default = "default_rescan")]
     pub rescan_seconds: u64,
     /// The most processes collected from at once (others are counted, not collected).
-    #[serde(default = "default_max_processes")]
     pub max_processes: usize,
     /// The most series kept per process (also the Metrics provider's `MaxTimeSeries`); more
     /// are dropped and counted in `clrspy_agent_series_dropped_total`.
-    #[serde(default = "default_max_series")]
     pub max_time_series: u32,
     /// The most histograms the Metrics provider tracks per process.
-    #[serde(default = "default_max_histograms")]
     pub max_histograms: u32,
     /// The runtime's buffer for each session, inside the target, MB.
-    #[serde(default = "default_buffer_mb")]
     pub buffer_mb: u32,
-}
-
-fn default_enabled() -> bool {
-    true
-}
-fn default_refresh() -> u64 {
-    5
-}
-fn default_rescan() -> u64 {
-    10
-}
-fn default_max_processes() -> usize {
-    32
-}
-fn default_max_series() -> u32 {
-    1000
-}
-fn default_max_histograms() -> u32 {
-    20
-}
-fn default_buffer_mb() -> u32 {
-    1
 }
 
 impl Default for MetricsConfig {
     fn default() -> MetricsConfig {
         MetricsConfig {
-            enabled: default_enabled(),
+            enabled: true,
             counters: None,
-            refresh_seconds: default_refresh(),
-            rescan_seconds: default_rescan(),
-            max_processes: default_max_processes(),
-            max_time_series: default_max_series(),
-            max_histograms: default_max_histograms(),
-            buffer_mb: default_buffer_mb(),
+            refresh_seconds: 5,
+            rescan_seconds: 10,
+            max_processes: 32,
+            max_time_series: 1000,
+            max_histograms: 20,
+            buffer_mb: 1,
         }
     }
 }

@@ -9,22 +9,21 @@
 //! `gcdumps` (one per process at a time, else 429), the disk budget (507) and their own time
 //! limit, not `limits.request_timeout`.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 
 use super::operations::{file_response, Forget};
 use crate::artifact::{self, Job, JobEnd};
+use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::{blocking, Kind};
+use crate::limits::{blocking, on_thread, Kind};
 use crate::operations::{OpKind, OpState};
-use crate::params;
+use crate::params::Query;
 use crate::select::Selector;
 use crate::state::AppState;
 
@@ -41,15 +40,44 @@ const MARGIN: Duration = Duration::from_secs(30);
 /// The least a job is estimated to write (a mini dump of a small process is a few MB).
 const MIN_ESTIMATE: u64 = 4 << 20;
 
-/// The routes (behind the same authentication as the others, bounded by [`BOUND`]).
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/dump", get(dump))
-        .route("/gcdump", get(gcdump))
+/// The routes: audited, bounded by [`BOUND`].
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![
+        super::table::Route::new("/dump")
+            .get(dump)
+            .bound(BOUND)
+            .audited(),
+        super::table::Route::new("/gcdump")
+            .get(gcdump)
+            .bound(BOUND)
+            .audited(),
+    ]
 }
 
 /// How long a request of these routes may take (instead of the request timeout).
-pub const BOUND: Duration = JOB_TIMEOUT.saturating_add(MARGIN);
+const BOUND: Duration = JOB_TIMEOUT.saturating_add(MARGIN);
+
+/// `/dump`'s query.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DumpQuery {
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
+    #[serde(rename = "type")]
+    dump_type: Option<String>,
+    mode: Option<String>,
+}
+
+/// `/gcdump`'s query.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GcdumpQuery {
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
+    mode: Option<String>,
+}
 
 /// A dump type as the request names it (dotnet-monitor's names too, any case): the name
 /// `clrspy dump --type` takes.
@@ -91,19 +119,23 @@ fn estimate(kind: OpKind, dump_type: &str, resident: Option<u64>) -> u64 {
 
 async fn dump(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(q): Query<DumpQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &["pid", "uid", "name", "type", "mode"])?;
-    let t = dump_type(query.get("type").map(String::as_str))?;
-    start(state, &query, OpKind::Dump, t).await
+    let t = dump_type(q.dump_type.as_deref())?;
+    let operation = as_operation(q.mode.as_deref())?;
+    let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
+    start(state, subject, selector, operation, OpKind::Dump, t).await
 }
 
 async fn gcdump(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(q): Query<GcdumpQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &["pid", "uid", "name", "mode"])?;
-    start(state, &query, OpKind::Gcdump, "").await
+    let operation = as_operation(q.mode.as_deref())?;
+    let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
+    start(state, subject, selector, operation, OpKind::Gcdump, "").await
 }
 
 /// The child's arguments and the artifact's name.
@@ -144,15 +176,16 @@ fn command(
 
 async fn start(
     state: AppState,
-    query: &HashMap<String, String>,
+    subject: Subject,
+    selector: Selector,
+    operation: bool,
     kind: OpKind,
     dump_type: &'static str,
 ) -> Result<Response, ApiError> {
-    let operation = as_operation(query.get("mode").map(String::as_str))?;
-    let selector = Selector::from_query(query)?;
     // The process is looked up first (a 404 starts nothing), as a listing is.
     let admission = state.limits.admit(Kind::Processes, None)?;
     let pid = blocking(admission, move || selector.resolve().map(|e| e.pid)).await??;
+    subject.pid(pid);
     let limit = match kind {
         OpKind::Dump => Kind::Dump,
         OpKind::Gcdump => Kind::Gcdump,
@@ -163,7 +196,13 @@ async fn start(
     let resident = diagnostics_client::procfs::resident_bytes(pid);
     let ops = state.operations.clone();
     let detail = (kind == OpKind::Dump).then(|| dump_type.to_string());
-    let begun = ops.begin(kind, detail, pid, estimate(kind, dump_type, resident))?;
+    // Admission measures the agent's folder: a walk, off the async workers.
+    let registry = ops.clone();
+    let begun = tokio::task::spawn_blocking(move || {
+        registry.begin(kind, detail, pid, estimate(kind, dump_type, resident))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("admitting the job failed: {e}")))??;
     let (args, output) = command(kind, dump_type, pid, &begun.dir);
     let job = Job {
         program,
@@ -173,7 +212,12 @@ async fn start(
         timeout: JOB_TIMEOUT,
     };
     let (id, stop, runner) = (begun.id.clone(), begun.stop.clone(), ops.clone());
-    let task = tokio::spawn(blocking(admission, move || {
+    // Up to JOB_TIMEOUT of a child process watched: on a thread of its own.
+    let thread = match kind {
+        OpKind::Dump => "agent-dump",
+        OpKind::Gcdump => "agent-gcdump",
+    };
+    let task = tokio::spawn(on_thread(thread, admission, move || {
         let end = artifact::run(&job, &stop, &|| runner.over_budget());
         let status = match &end {
             JobEnd::Done(_) => StatusCode::OK,

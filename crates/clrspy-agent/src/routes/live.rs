@@ -8,18 +8,15 @@
 //! the process's end, or the client going away. One of a kind per process,
 //! `limits.concurrent.streams` at once.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
 use clrspy_analysis::counters::{CounterSpec, CounterUpdate};
 use clrspy_analysis::log_stream::{LogLevel, LogRecord};
 use clrspy_collect::StopSignal;
@@ -33,9 +30,10 @@ use tokio::sync::oneshot;
 
 use super::target::target;
 use super::trace::{duration, new_spool, respond, Started, MAX_DURATION};
+use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::Kind;
-use crate::params;
+use crate::limits::{spawn_thread, Kind};
+use crate::params::Query;
 use crate::select::Selector;
 use crate::state::AppState;
 
@@ -46,35 +44,48 @@ const START_BOUND: Duration = Duration::from_secs(30);
 /// How long the session thread waits for an update before looking at the stop signal.
 const TICK: Duration = Duration::from_millis(200);
 
-const COUNTER_KEYS: [&str; 7] = [
-    "pid",
-    "uid",
-    "name",
-    "counters",
-    "interval",
-    "duration",
-    "durationSeconds",
-];
-const LOG_KEYS: [&str; 7] = [
-    "pid",
-    "uid",
-    "name",
-    "level",
-    "filter",
-    "duration",
-    "durationSeconds",
-];
-
-/// The routes, behind the same authentication as the others, bounded by their own timeout
-/// (to the response's start: the body runs for its duration).
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/counters", get(counters))
-        .route("/logs", get(logs))
+/// `/counters`' query.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountersQuery {
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
+    counters: Option<String>,
+    interval: Option<String>,
+    duration: Option<String>,
+    #[serde(rename = "durationSeconds")]
+    duration_seconds: Option<String>,
 }
 
-/// How long a request of these routes may take (instead of the request timeout).
-pub const BOUND: Duration = START_BOUND;
+/// `/logs`' query.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogsQuery {
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
+    level: Option<String>,
+    filter: Option<String>,
+    duration: Option<String>,
+    #[serde(rename = "durationSeconds")]
+    duration_seconds: Option<String>,
+}
+
+/// The routes: audited, bounded by their own timeout to the response's start (the body runs
+/// for its duration).
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![
+        super::table::Route::new("/counters")
+            .get(counters)
+            .bound(START_BOUND)
+            .audited(),
+        super::table::Route::new("/logs")
+            .get(logs)
+            .bound(START_BOUND)
+            .audited(),
+    ]
+}
 
 /// A session's lines, written to the spool as they come.
 type Session = Box<dyn FnMut(&mut dyn Write, &StopSignal) -> std::io::Result<()> + Send>;
@@ -84,19 +95,24 @@ type Attach = Box<dyn FnOnce(Endpoint, u32) -> Result<Session, ApiError> + Send>
 
 async fn counters(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(q): Query<CountersQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &COUNTER_KEYS)?;
-    let selector = Selector::from_query(&query)?;
-    let duration = duration(&query, None, MAX_DURATION)?;
-    let spec: CounterSpec = match query.get("counters") {
+    let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
+    let duration = duration(
+        q.duration.as_deref(),
+        q.duration_seconds.as_deref(),
+        None,
+        MAX_DURATION,
+    )?;
+    let spec: CounterSpec = match q.counters.as_deref() {
         None => CounterSpec::default(),
         Some(s) if s.len() <= 4096 && !s.contains("..") && !s.contains('/') => s
             .parse()
             .map_err(|e| ApiError::bad_request(format!("counters: {e}")))?,
         Some(_) => return Err(ApiError::bad_request("counters: not a counter list")),
     };
-    let interval = match query.get("interval") {
+    let interval = match q.interval.as_deref() {
         None => Duration::from_secs(1),
         Some(s) => match clrspy_values::parse_positive_duration(s) {
             Ok(d) if s.len() <= 16 && d >= Duration::from_secs(1) && d <= MAX_DURATION => d,
@@ -146,17 +162,22 @@ async fn counters(
             }
         }))
     });
-    serve(state, selector, Kind::Counters, attach).await
+    serve(state, subject, selector, Kind::Counters, attach).await
 }
 
 async fn logs(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(q): Query<LogsQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &LOG_KEYS)?;
-    let selector = Selector::from_query(&query)?;
-    let duration = duration(&query, None, MAX_DURATION)?;
-    let level = match query.get("level") {
+    let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
+    let duration = duration(
+        q.duration.as_deref(),
+        q.duration_seconds.as_deref(),
+        None,
+        MAX_DURATION,
+    )?;
+    let level = match q.level.as_deref() {
         None => LogLevel::Information,
         Some(s) => LogLevel::parse(s).ok_or_else(|| {
             ApiError::bad_request(
@@ -164,11 +185,11 @@ async fn logs(
             )
         })?,
     };
-    let filter = match query.get("filter") {
+    let filter = match q.filter {
         None => None,
         Some(f) if f.len() <= 4096 && !f.contains("..") && !f.contains('/') => {
-            check_filter(f).map_err(|e| ApiError::bad_request(format!("filter: {e}")))?;
-            Some(f.clone())
+            check_filter(&f).map_err(|e| ApiError::bad_request(format!("filter: {e}")))?;
+            Some(f)
         }
         Some(_) => return Err(ApiError::bad_request("filter: not a category list")),
     };
@@ -199,7 +220,7 @@ async fn logs(
             }
         }))
     });
-    serve(state, selector, Kind::Logs, attach).await
+    serve(state, subject, selector, Kind::Logs, attach).await
 }
 
 /// Masks the secrets of a record as the bundle masks logs (clrspy-values' redaction): the
@@ -234,34 +255,44 @@ fn gateway(pid: u32, e: &dyn std::fmt::Display) -> ApiError {
 /// the session is on (or with why it is not).
 async fn serve(
     state: AppState,
+    subject: Subject,
     selector: Selector,
     kind: Kind,
     attach: Attach,
 ) -> Result<Response, ApiError> {
-    let (endpoint, pid) = target(&state, &selector).await?;
-    let selector = endpoint.map_or(selector, |ep| Selector::Pid(ep.pid));
+    let (_, pid) = target(&state, &selector).await?;
+    subject.pid(pid);
     let admission = state.limits.admit(kind, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
+    // The agent stopping ends the stream: its lines so far are sent, then the body ends.
+    state.drain.stream(&stop);
     let (tx, rx) = oneshot::channel();
-    let (stop2, folder) = (stop.clone(), state.folder.clone());
-    tokio::task::spawn_blocking(move || {
+    let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
+    let name = if kind == Kind::Logs {
+        "agent-logs"
+    } else {
+        "agent-counters"
+    };
+    // Up to an hour of a session: on a thread of its own.
+    spawn_thread(name, move || {
         let _admission = admission;
-        run(&folder, &selector, pid, kind, attach, &stop2, tx);
-    });
+        run(&folder, &budget, pid, kind, attach, &stop2, tx);
+    })?;
     respond(rx, stop, "application/x-ndjson", None).await
 }
 
 /// The session's thread: attaches, hands the spool over, writes its lines until it ends.
 fn run(
     folder: &Path,
-    selector: &Selector,
+    budget: &crate::artifact::Budget,
     pid: u32,
     kind: Kind,
     attach: Attach,
     stop: &StopSignal,
     started: Started,
 ) {
-    let ep = match selector.resolve() {
+    // Resolved (a uid or name) to its pid before: looked up by pid here.
+    let ep = match Selector::Pid(pid).resolve() {
         Ok(ep) => ep,
         Err(e) => {
             let _ = started.send(Err(e));
@@ -273,7 +304,7 @@ fn run(
     } else {
         "counters"
     };
-    let spool = match new_spool(folder, what, pid, "jsonl", 0) {
+    let spool = match new_spool(folder, budget, what, pid, "jsonl", 0) {
         Ok(s) => s,
         Err(e) => {
             let _ = started.send(Err(e));

@@ -2,30 +2,26 @@
 //! Prometheus' text format (0.0.4), from the collector's latest values (no session is opened
 //! by a scrape; rendering is quick and runs on a blocking thread all the same).
 
-use std::collections::HashMap;
-
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Query, Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use clrspy_watch::{RuleSnapshot, RuleStatus};
 
 use crate::error::ApiError;
 use crate::metrics::exposition::{self, MetricType, OwnMetric};
 use crate::metrics::Collector;
-use crate::params;
+use crate::params::{NoQuery, Query};
 use crate::state::AppState;
 
 /// The text format's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The area's routes.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/metrics", get(metrics))
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![super::table::Route::new("/metrics").get(metrics)]
 }
 
 /// Counts each answered request of a known route (`clrspy_agent_requests_total`), refusals
@@ -44,9 +40,8 @@ pub async fn count(State(c): State<Arc<Collector>>, req: Request, next: Next) ->
 
 async fn metrics(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
-    params::only(&query, &[])?;
     let collector = state.metrics.clone();
     let view = state.rules.as_ref().map(|r| r.view.clone());
     let text = tokio::task::spawn_blocking(move || {
@@ -116,35 +111,18 @@ fn rule_metrics(rules: &[RuleSnapshot]) -> Vec<OwnMetric> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::time::Duration;
-
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
     use tower::ServiceExt;
 
     use crate::auth::Authenticator;
-    use crate::config::ConcurrencyConfig;
-    use crate::limits::Limits;
-    use crate::metrics::{Collector, MetricsConfig};
     use crate::state::AppState;
 
     async fn call(uri: &str, key: Option<&str>) -> (StatusCode, Option<String>, String) {
-        let state = AppState {
-            auth: Arc::new(Authenticator::new(vec![crate::keys::digest("k")], None)),
-            limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
-            request_timeout: Duration::from_secs(5),
-            folder: std::env::temp_dir(),
-            metrics: Arc::new(Collector::idle(
-                MetricsConfig::default().settings().unwrap(),
-            )),
-            rules: None,
-            operations: Arc::new(crate::operations::Operations::new(
-                &std::env::temp_dir(),
-                crate::artifact::Budget::from_mb(1),
-                1,
-            )),
-        };
+        let state = AppState::for_tests(
+            Authenticator::new(vec![crate::keys::digest("k")], None),
+            "metrics-routes",
+        );
         let mut req = Request::builder().uri(uri);
         if let Some(k) = key {
             req = req.header("authorization", format!("Bearer {k}"));
@@ -186,21 +164,10 @@ mod tests {
         );
         assert_eq!(call("/metrics?pid=1", Some("k")).await.0, 400);
         // The app counts what it answered before this scrape.
-        let state = AppState {
-            auth: Arc::new(Authenticator::new(vec![crate::keys::digest("k")], None)),
-            limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
-            request_timeout: Duration::from_secs(5),
-            folder: std::env::temp_dir(),
-            metrics: Arc::new(Collector::idle(
-                MetricsConfig::default().settings().unwrap(),
-            )),
-            rules: None,
-            operations: Arc::new(crate::operations::Operations::new(
-                &std::env::temp_dir(),
-                crate::artifact::Budget::from_mb(1),
-                1,
-            )),
-        };
+        let state = AppState::for_tests(
+            Authenticator::new(vec![crate::keys::digest("k")], None),
+            "metrics-routes",
+        );
         let app = crate::routes::app(state, 1024);
         for (uri, key) in [
             ("/health", None),

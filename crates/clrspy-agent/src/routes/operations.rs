@@ -5,68 +5,84 @@
 //! 204). Ids are checked (32 hex digits, else 400) before they are looked up (unknown: 404).
 //! Also the file streaming `/dump` and `/gcdump` answer with.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Path as UrlPath, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::io::ReaderStream;
 
+use crate::audit::Subject;
 use crate::error::ApiError;
 use crate::operations::{parse_id, Deleted, Operation, Operations};
-use crate::params;
+use crate::params::{NoQuery, Query};
 use crate::state::AppState;
 
-/// The area's routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/operations", get(list))
-        .route("/operations/{id}", get(one).delete(delete))
-        .route("/operations/{id}/result", get(result))
+/// The area's routes: downloading a result and cancelling or deleting are audited.
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![
+        super::table::Route::new("/operations").get(list),
+        super::table::Route::new("/operations/{id}").get(one),
+        super::table::Route::new("/operations/{id}")
+            .delete(delete)
+            .audited(),
+        super::table::Route::new("/operations/{id}/result")
+            .get(result)
+            .audited(),
+    ]
 }
 
 async fn list(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Vec<Operation>>, ApiError> {
-    params::only(&query, &[])?;
     Ok(Json(state.operations.list()))
 }
 
 async fn one(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Operation>, ApiError> {
-    params::only(&query, &[])?;
     Ok(Json(state.operations.get(&parse_id(&id)?)?))
 }
 
 async fn result(
     State(state): State<AppState>,
+    subject: Subject,
     UrlPath(id): UrlPath<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &[])?;
-    let (path, artifact) = state.operations.artifact(&parse_id(&id)?)?;
+    let id = parse_id(&id)?;
+    if let Ok(op) = state.operations.get(&id) {
+        subject.pid(op.pid);
+    }
+    let (path, artifact) = state.operations.artifact(&id)?;
     file_response(&path, &artifact.name, None).await
 }
 
 async fn delete(
     State(state): State<AppState>,
+    subject: Subject,
     UrlPath(id): UrlPath<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &[])?;
-    Ok(match state.operations.delete(&parse_id(&id)?)? {
+    let id = parse_id(&id)?;
+    if let Ok(op) = state.operations.get(&id) {
+        subject.pid(op.pid);
+    }
+    let operations = state.operations.clone();
+    // Deleting an ended operation removes its folder: off the async workers.
+    let deleted = tokio::task::spawn_blocking(move || operations.delete(&id))
+        .await
+        .map_err(|e| ApiError::internal(format!("deleting the operation failed: {e}")))?;
+    Ok(match deleted? {
         Deleted::Cancelling(op) => (StatusCode::ACCEPTED, Json(op)).into_response(),
         Deleted::Removed => StatusCode::NO_CONTENT.into_response(),
     })
@@ -81,7 +97,15 @@ pub(super) struct Forget {
 
 impl Drop for Forget {
     fn drop(&mut self) {
-        self.operations.remove(&self.id);
+        // Dropped with the response body, on an async worker: the folder is removed on a
+        // blocking thread.
+        let (operations, id) = (self.operations.clone(), std::mem::take(&mut self.id));
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn_blocking(move || operations.remove(&id));
+            }
+            Err(_) => operations.remove(&id),
+        }
     }
 }
 

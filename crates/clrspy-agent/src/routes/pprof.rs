@@ -6,53 +6,67 @@
 //! per process; a client that goes away stops it. These routes record for up to
 //! [`MAX_SECONDS`] s, so they carry their own time bound instead of the request timeout.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use clrspy_collect::StopSignal;
 use diagnostics_client::{find_endpoints, Endpoint};
 
+use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::{blocking, Kind};
-use crate::params;
+use crate::limits::{blocking, on_thread, Kind};
+use crate::params::Query;
 use crate::pull::{self, Pull, PullKind, MAX_SECONDS};
-use crate::select::{self, Selector};
+use crate::select::Selector;
 use crate::state::AppState;
 
 /// What a pull may take beyond its seconds (attaching, the rundown, reading the trace).
 const MARGIN: Duration = Duration::from_secs(60);
 
-/// The query keys the routes take.
-const KEYS: [&str; 4] = ["seconds", "pid", "uid", "name"];
-
-/// The routes (behind the same authentication as the others, bounded by [`BOUND`]).
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/debug/pprof/profile", get(profile))
-        .route("/debug/pprof/allocs", get(allocs))
+/// The routes: audited, bounded by [`BOUND`].
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![
+        super::table::Route::new("/debug/pprof/profile")
+            .get(profile)
+            .bound(BOUND)
+            .audited(),
+        super::table::Route::new("/debug/pprof/allocs")
+            .get(allocs)
+            .bound(BOUND)
+            .audited(),
+    ]
 }
 
 /// How long a request of these routes may take (instead of the request timeout).
-pub const BOUND: Duration = Duration::from_secs(MAX_SECONDS).saturating_add(MARGIN);
+const BOUND: Duration = Duration::from_secs(MAX_SECONDS).saturating_add(MARGIN);
+
+/// The routes' query.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PullQuery {
+    seconds: Option<String>,
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
+}
 
 async fn profile(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(query): Query<PullQuery>,
 ) -> Result<Response, ApiError> {
-    serve(state, query, PullKind::Cpu).await
+    serve(state, subject, query, PullKind::Cpu).await
 }
 
 async fn allocs(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(query): Query<PullQuery>,
 ) -> Result<Response, ApiError> {
-    serve(state, query, PullKind::Allocs).await
+    serve(state, subject, query, PullKind::Allocs).await
 }
 
 /// Asks the recording to stop when dropped: the request's future is dropped when its client
@@ -84,13 +98,16 @@ fn only_process() -> Result<Endpoint, ApiError> {
 
 async fn serve(
     state: AppState,
-    query: HashMap<String, String>,
+    subject: Subject,
+    query: PullQuery,
     kind: PullKind,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &KEYS)?;
-    let seconds = pull::seconds(query.get("seconds").map(String::as_str))?;
-    let named = select::KEYS.iter().any(|k| query.contains_key(*k));
-    let selector = named.then(|| Selector::from_query(&query)).transpose()?;
+    let seconds = pull::seconds(query.seconds.as_deref())?;
+    let selector = Selector::maybe(
+        query.pid.as_deref(),
+        query.uid.as_deref(),
+        query.name.as_deref(),
+    )?;
     // A pid is looked up with the recording; anything else is resolved first, as a listing.
     let endpoint = match selector.as_ref().and_then(Selector::pid) {
         Some(_) => None,
@@ -111,6 +128,7 @@ async fn serve(
         (None, Some(pid)) => pid,
         (None, None) => return Err(ApiError::internal("no process resolved")),
     };
+    subject.pid(pid);
     let limit = match kind {
         PullKind::Cpu => Kind::Profile,
         PullKind::Allocs => Kind::Allocs,
@@ -119,7 +137,8 @@ async fn serve(
     let stop = Arc::new(StopSignal::new());
     let _stop_when_gone = StopOnDrop(stop.clone());
     let folder = state.folder.clone();
-    let bytes = blocking(admission, move || {
+    // Minutes of recording: on a thread of its own, not one of the runtime's blocking ones.
+    let bytes = on_thread("agent-pprof", admission, move || {
         let endpoint = match endpoint {
             Some(ep) => ep,
             None => Selector::Pid(pid).resolve()?,

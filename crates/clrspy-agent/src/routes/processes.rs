@@ -5,19 +5,17 @@
 //! listing that starts no ask takes no `processes` permit (nor a blocking thread, when the
 //! last scan is recent); the environment is read at each call.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::extract::{Path, State};
+use axum::Json;
 use clrspy_handoff::scrub::Redactor;
 use diagnostics_client::{procfs, Endpoint, ProcessInfo};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::limits::{blocking, Kind};
-use crate::params;
+use crate::params::{self, NoQuery, Query};
 use crate::proc_cache;
 use crate::select::Selector;
 use crate::state::AppState;
@@ -26,10 +24,11 @@ use crate::state::AppState;
 const TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// The area's routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/processes", get(list))
-        .route("/processes/{pid}", get(one))
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![
+        super::table::Route::new("/processes").get(list),
+        super::table::Route::new("/processes/{pid}").get(one),
+    ]
 }
 
 /// The command line, redacted: the kernel's argument list when it can be read (exact), else
@@ -78,9 +77,8 @@ fn describe(
 
 async fn list(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    params::only(&query, &[])?;
     let cache = proc_cache::global();
     // Known runtimes and a recent scan: answered here, reading only /proc.
     let rows = match cache.known_listing() {
@@ -150,10 +148,9 @@ fn details(ep: &Endpoint) -> Value {
 async fn one(
     State(state): State<AppState>,
     Path(pid): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let pid = params::pid(&pid)?;
-    params::only(&query, &[])?;
     let admission = state.limits.admit(Kind::Processes, None)?;
     let v = blocking(admission, move || {
         Selector::Pid(pid).resolve().map(|ep| details(&ep))

@@ -7,19 +7,18 @@
 //! per process at a time; a client that goes away stops it. Like the pprof routes it carries
 //! its own time bound instead of the request timeout.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::extract::State;
+use axum::Json;
 use clrspy_collect::StopSignal;
 use serde_json::{json, Value};
 
+use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::{blocking, Kind};
-use crate::params;
+use crate::limits::{on_thread, Kind};
+use crate::params::Query;
 use crate::pull::MAX_SECONDS;
 use crate::report_pull::{self, ReportPull};
 use crate::select::Selector;
@@ -28,16 +27,27 @@ use crate::state::AppState;
 /// What a request may take beyond its seconds (attaching, the rundown, the analysis).
 const MARGIN: Duration = Duration::from_secs(60);
 
-/// The query keys the route takes.
-const KEYS: [&str; 5] = ["kind", "seconds", "pid", "uid", "name"];
-
-/// The route (behind the same authentication as the others, bounded by [`BOUND`]).
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/reports", get(reports))
+/// The route: audited, bounded by [`BOUND`].
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![super::table::Route::new("/reports")
+        .get(reports)
+        .bound(BOUND)
+        .audited()]
 }
 
 /// How long a request of these routes may take (instead of the request timeout).
-pub const BOUND: Duration = Duration::from_secs(MAX_SECONDS).saturating_add(MARGIN);
+const BOUND: Duration = Duration::from_secs(MAX_SECONDS).saturating_add(MARGIN);
+
+/// The route's query.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportsQuery {
+    kind: Option<String>,
+    seconds: Option<String>,
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
+}
 
 /// Asks the recording to stop when dropped (the client went away, or the work is over).
 struct StopOnDrop(Arc<StopSignal>);
@@ -50,18 +60,20 @@ impl Drop for StopOnDrop {
 
 async fn reports(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(q): Query<ReportsQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    params::only(&query, &KEYS)?;
-    let kinds = report_pull::kinds(query.get("kind").map(String::as_str))?;
-    let seconds = report_pull::seconds(query.get("seconds").map(String::as_str))?;
-    let selector = Selector::from_query(&query)?;
+    let kinds = report_pull::kinds(q.kind.as_deref())?;
+    let seconds = report_pull::seconds(q.seconds.as_deref())?;
+    let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
     let (endpoint, pid) = super::target::target(&state, &selector).await?;
+    subject.pid(pid);
     let admission = state.limits.admit(Kind::Reports, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
     let _stop_when_gone = StopOnDrop(stop.clone());
     let folder = state.folder.clone();
-    let reports = blocking(admission, move || {
+    // Seconds to minutes of recording, then the analysis: on a thread of its own.
+    let reports = on_thread("agent-reports", admission, move || {
         let endpoint = match endpoint {
             Some(ep) => ep,
             None => Selector::Pid(pid).resolve()?,

@@ -6,27 +6,34 @@
 //! force and says so in `/rules`). Rule names are checked as names (else 400); an unknown
 //! one is a 404. No rules configured: `/rules` answers `{"rules": [], "enabled": false}`.
 
-use std::collections::HashMap;
-
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use clrspy_watch::RULE_LOG_LEN;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
-use crate::params;
+use crate::params::{self, NoQuery, Query};
 use crate::rules_host::RulesHandle;
 use crate::state::AppState;
 
 /// The area's routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/rules", get(all))
-        .route("/rules/reload", post(reload))
-        .route("/rules/{name}", get(one))
-        .route("/rules/{name}/log", get(log))
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![
+        super::table::Route::new("/rules").get(all),
+        super::table::Route::new("/rules/reload")
+            .post(reload)
+            .audited(),
+        super::table::Route::new("/rules/{name}").get(one),
+        super::table::Route::new("/rules/{name}/log").get(log),
+    ]
+}
+
+/// `/rules/{name}/log`'s query.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogQuery {
+    limit: Option<String>,
 }
 
 fn handle(state: &AppState) -> Result<&RulesHandle, ApiError> {
@@ -38,9 +45,8 @@ fn handle(state: &AppState) -> Result<&RulesHandle, ApiError> {
 
 async fn all(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    params::only(&query, &[])?;
     let Some(h) = &state.rules else {
         return Ok(Json(json!({ "rules": [], "enabled": false })));
     };
@@ -66,9 +72,8 @@ fn named<'a>(state: &'a AppState, name: &str) -> Result<&'a RulesHandle, ApiErro
 async fn one(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    params::only(&query, &[])?;
     let h = named(&state, &name)?;
     h.view
         .rule(&name)
@@ -93,10 +98,9 @@ fn limit(s: Option<&str>) -> Result<usize, ApiError> {
 async fn log(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(q): Query<LogQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    params::only(&query, &["limit"])?;
-    let n = limit(query.get("limit").map(String::as_str))?;
+    let n = limit(q.limit.as_deref())?;
     let h = named(&state, &name)?;
     let decisions = h
         .view
@@ -108,9 +112,8 @@ async fn log(
 
 async fn reload(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    params::only(&query, &[])?;
     handle(&state)?.control.request_reload();
     Ok((
         StatusCode::ACCEPTED,
@@ -121,7 +124,6 @@ async fn reload(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::time::Duration;
 
     use axum::body::Body;
@@ -129,25 +131,15 @@ mod tests {
     use tower::ServiceExt;
 
     use crate::auth::Authenticator;
-    use crate::config::ConcurrencyConfig;
-    use crate::limits::Limits;
     use crate::rules_host::{RulesHost, RulesSettings};
 
     fn app(rules: Option<RulesHandle>) -> axum::Router {
         let state = AppState {
-            auth: Arc::new(Authenticator::new(vec![crate::keys::digest("k")], None)),
-            limits: Arc::new(Limits::new(&ConcurrencyConfig::default())),
-            request_timeout: Duration::from_secs(5),
-            folder: std::env::temp_dir(),
-            metrics: Arc::new(crate::metrics::Collector::idle(
-                crate::metrics::MetricsConfig::default().settings().unwrap(),
-            )),
             rules,
-            operations: Arc::new(crate::operations::Operations::new(
-                &std::env::temp_dir(),
-                crate::artifact::Budget::from_mb(1),
-                1,
-            )),
+            ..AppState::for_tests(
+                Authenticator::new(vec![crate::keys::digest("k")], None),
+                "rules-routes",
+            )
         };
         crate::routes::app(state, 1024)
     }

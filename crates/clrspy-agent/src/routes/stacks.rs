@@ -3,35 +3,44 @@
 //! `thread_stacks`). One snapshot per process at a time; the session runs on a blocking thread
 //! and is bounded below the request timeout.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use clrspy_export::thread_stacks;
 use clrspy_live::stack::{take_stacks, StackOptions};
 use serde_json::Value;
 
+use crate::audit::Subject;
 use crate::error::ApiError;
 use crate::limits::{blocking, Kind};
-use crate::params;
-use crate::select::{self, Selector};
+use crate::params::Query;
+use crate::select::Selector;
 use crate::state::AppState;
 
 /// The area's routes.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/stacks", get(stacks))
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![super::table::Route::new("/stacks").get(stacks).audited()]
+}
+
+/// `/stacks`' query.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StacksQuery {
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
 }
 
 async fn stacks(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(q): Query<StacksQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    params::only(&query, &select::KEYS)?;
-    let selector = Selector::from_query(&query)?;
+    let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
     let (endpoint, pid) = super::target::target(&state, &selector).await?;
+    subject.pid(pid);
     let admission = state.limits.admit(Kind::Stacks, Some(pid))?;
     let defaults = StackOptions::default();
     // Leave the request a second to answer with what was taken.

@@ -12,11 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use clr_events::provider_spec::{self, ProviderSpec};
 use clrspy_collect::{ChildOutput, Resolved, RunObserver, Started as CollectStarted, StopSignal};
 use clrspy_live::recording::{Extras, RunSpec};
@@ -24,9 +22,11 @@ use diagnostics_client::{Endpoint, Provider, SessionConfig, DEFAULT_RUNDOWN_KEYW
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
+use crate::artifact::Budget;
+use crate::audit::Subject;
 use crate::error::ApiError;
-use crate::limits::Kind;
-use crate::params;
+use crate::limits::{spawn_thread, Kind};
+use crate::params::{self, Query};
 use crate::select::Selector;
 use crate::spool::{self, Spool};
 use crate::state::AppState;
@@ -48,38 +48,49 @@ const START_BOUND: Duration = Duration::from_secs(60);
 /// The provisional end-of-stream marker a trace file carries (NetTrace 6: 4 bytes).
 const MARKER_BYTES: u64 = 4;
 
-const GET_KEYS: [&str; 8] = [
-    "pid",
-    "uid",
-    "name",
-    "duration",
-    "durationSeconds",
-    "profile",
-    "providers",
-    "buffer_mb",
-];
-const POST_KEYS: [&str; 6] = [
-    "pid",
-    "uid",
-    "name",
-    "duration",
-    "durationSeconds",
-    "buffer_mb",
-];
-
-/// The routes, behind the same authentication as the others, bounded by their own timeout
-/// (to the response's start: the body runs for its duration).
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/trace", get(get_trace).post(post_trace))
+/// `GET /trace`'s query.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetQuery {
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
+    duration: Option<String>,
+    #[serde(rename = "durationSeconds")]
+    duration_seconds: Option<String>,
+    profile: Option<String>,
+    providers: Option<String>,
+    buffer_mb: Option<String>,
 }
 
-/// How long a request of these routes may take (instead of the request timeout).
-pub const BOUND: Duration = START_BOUND;
+/// `POST /trace`'s query (the providers come in the body).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PostQuery {
+    pid: Option<String>,
+    uid: Option<String>,
+    name: Option<String>,
+    duration: Option<String>,
+    #[serde(rename = "durationSeconds")]
+    duration_seconds: Option<String>,
+    buffer_mb: Option<String>,
+}
+
+/// The route: audited, bounded by its own timeout to the response's start (the body runs
+/// for its duration).
+pub(super) fn routes() -> Vec<super::table::Route> {
+    vec![super::table::Route::new("/trace")
+        .get(get_trace)
+        .post(post_trace)
+        .bound(START_BOUND)
+        .audited()]
+}
 
 /// `duration`: the house syntax (`30s`, `2m`, `1h`), more than 0 and at most `max`; or, as
 /// dotnet-monitor takes it, `durationSeconds` (whole seconds, -1 for as long as allowed).
 pub(super) fn duration(
-    query: &HashMap<String, String>,
+    duration: Option<&str>,
+    seconds: Option<&str>,
     default: Option<Duration>,
     max: Duration,
 ) -> Result<Option<Duration>, ApiError> {
@@ -89,10 +100,10 @@ pub(super) fn duration(
             max.as_secs()
         ))
     };
-    match (query.get("duration"), query.get("durationSeconds")) {
+    match (duration, seconds) {
         (None, None) => Ok(default),
         (Some(_), Some(_)) => Err(bad()),
-        (None, Some(s)) if s == "-1" => Ok(Some(max)),
+        (None, Some("-1")) => Ok(Some(max)),
         (None, Some(s)) => match s.parse::<u64>() {
             Ok(n) if s.len() <= 5 && n > 0 && n <= max.as_secs() => {
                 Ok(Some(Duration::from_secs(n)))
@@ -260,17 +271,19 @@ struct TraceAsk {
 
 async fn get_trace(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(q): Query<GetQuery>,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &GET_KEYS)?;
-    let selector = Selector::from_query(&query)?;
-    let duration =
-        duration(&query, Some(DEFAULT_DURATION), MAX_DURATION)?.unwrap_or(DEFAULT_DURATION);
-    let buffer = buffer_mb(query.get("buffer_mb").map(String::as_str))?;
-    let providers = query_providers(
-        query.get("profile").map(String::as_str),
-        query.get("providers").map(String::as_str),
-    )?;
+    let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
+    let duration = duration(
+        q.duration.as_deref(),
+        q.duration_seconds.as_deref(),
+        Some(DEFAULT_DURATION),
+        MAX_DURATION,
+    )?
+    .unwrap_or(DEFAULT_DURATION);
+    let buffer = buffer_mb(q.buffer_mb.as_deref())?;
+    let providers = query_providers(q.profile.as_deref(), q.providers.as_deref())?;
     check_providers(&providers)?;
     let ask = TraceAsk {
         providers,
@@ -278,19 +291,24 @@ async fn get_trace(
         buffer_mb: buffer.unwrap_or(DEFAULT_BUFFER_MB),
         rundown: true,
     };
-    start(state, selector, ask).await
+    start(state, subject, selector, ask).await
 }
 
 async fn post_trace(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    subject: Subject,
+    Query(q): Query<PostQuery>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    params::only(&query, &POST_KEYS)?;
-    let selector = Selector::from_query(&query)?;
-    let duration =
-        duration(&query, Some(DEFAULT_DURATION), MAX_DURATION)?.unwrap_or(DEFAULT_DURATION);
-    let buffer = buffer_mb(query.get("buffer_mb").map(String::as_str))?;
+    let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
+    let duration = duration(
+        q.duration.as_deref(),
+        q.duration_seconds.as_deref(),
+        Some(DEFAULT_DURATION),
+        MAX_DURATION,
+    )?
+    .unwrap_or(DEFAULT_DURATION);
+    let buffer = buffer_mb(q.buffer_mb.as_deref())?;
     let b: MonitorBody = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("the body: {e}")))?;
     if b.providers.is_empty() {
@@ -311,36 +329,27 @@ async fn post_trace(
         buffer_mb: buffer.or(from_body).unwrap_or(DEFAULT_BUFFER_MB),
         rundown: b.request_rundown,
     };
-    start(state, selector, ask).await
+    start(state, subject, selector, ask).await
 }
 
-/// A spool in the agent's folder, its budget what the folder may still take (none left: 507).
+/// A spool in the agent's folder (blocking: the folder is measured), its budget what the
+/// agent's disk budget still has room for (none: 507).
 pub(super) fn new_spool(
     folder: &Path,
+    budget: &Budget,
     kind: &str,
     pid: u32,
     ext: &str,
     hold_back: u64,
 ) -> Result<Spool, ApiError> {
-    let mb = spool::budget_mb();
-    let budget = mb.saturating_mul(1 << 20);
-    let used = crate::artifact::folder_bytes(folder);
-    if used >= budget {
-        return Err(ApiError::new(
-            StatusCode::INSUFFICIENT_STORAGE,
-            format!(
-                "the agent's folder holds {} MB of its {mb} MB budget; retry later",
-                used >> 20
-            ),
-        ));
-    }
-    Spool::create(
-        folder,
-        &spool::name(kind, pid, ext),
-        hold_back,
-        budget - used,
-    )
-    .map_err(|e| ApiError::internal(format!("the agent's folder: {e}")))
+    let room = budget
+        .room(
+            crate::artifact::folder_bytes(folder),
+            crate::artifact::free_bytes(folder),
+        )
+        .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
+    Spool::create(folder, &spool::name(kind, pid, ext), hold_back, room)
+        .map_err(|e| ApiError::internal(format!("the agent's folder: {e}")))
 }
 
 /// What the session's thread hands the handler once it started: the spool to follow, or why
@@ -389,16 +398,25 @@ pub(super) async fn respond(
     Ok(resp)
 }
 
-async fn start(state: AppState, selector: Selector, ask: TraceAsk) -> Result<Response, ApiError> {
+async fn start(
+    state: AppState,
+    subject: Subject,
+    selector: Selector,
+    ask: TraceAsk,
+) -> Result<Response, ApiError> {
     let (endpoint, pid) = super::target::target(&state, &selector).await?;
+    subject.pid(pid);
     let admission = state.limits.admit(Kind::Trace, Some(pid))?;
     let stop = Arc::new(StopSignal::new());
+    // The agent stopping ends the recording as Ctrl+C does: with its rundown, whole.
+    state.drain.stream(&stop);
     let (tx, rx) = oneshot::channel();
-    let (stop2, folder) = (stop.clone(), state.folder.clone());
-    tokio::task::spawn_blocking(move || {
+    let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
+    // Up to an hour of recording: on a thread of its own.
+    spawn_thread("agent-trace", move || {
         let _admission = admission;
-        record(&folder, endpoint, pid, ask, &stop2, tx);
-    });
+        record(&folder, &budget, endpoint, pid, ask, &stop2, tx);
+    })?;
     let filename = format!(
         "attachment; filename=\"{pid}-{}.nettrace\"",
         clrspy_collect::utc_stamp().replace('_', "-")
@@ -409,6 +427,7 @@ async fn start(state: AppState, selector: Selector, ask: TraceAsk) -> Result<Res
 /// Records into a spool (blocking), handing it over through `started` once recording.
 fn record(
     folder: &Path,
+    budget: &Budget,
     endpoint: Option<Endpoint>,
     pid: u32,
     ask: TraceAsk,
@@ -426,7 +445,7 @@ fn record(
         Ok(ep) => ep,
         Err(e) => return starting.fail(e),
     };
-    let spool = match new_spool(folder, "trace", pid, "nettrace", MARKER_BYTES) {
+    let spool = match new_spool(folder, budget, "trace", pid, "nettrace", MARKER_BYTES) {
         Ok(s) => s,
         Err(e) => return starting.fail(e),
     };
@@ -477,38 +496,25 @@ fn record(
 mod tests {
     use super::*;
 
-    fn q(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
     #[test]
     fn durations_are_the_house_syntax_and_bounded() {
         let max = MAX_DURATION;
-        assert_eq!(duration(&q(&[]), None, max).unwrap(), None);
-        assert_eq!(
-            duration(&q(&[("duration", "3s")]), None, max).unwrap(),
-            Some(Duration::from_secs(3))
-        );
-        assert_eq!(
-            duration(&q(&[("duration", "1h")]), None, max).unwrap(),
-            Some(max)
-        );
+        let d = |s: &str| duration(Some(s), None, None, max);
+        assert_eq!(duration(None, None, None, max).unwrap(), None);
+        assert_eq!(d("3s").unwrap(), Some(Duration::from_secs(3)));
+        assert_eq!(d("1h").unwrap(), Some(max));
         for bad in ["", "0s", "61m", "2h", "soon", "-1s", "../1s", "/etc/passwd"] {
-            let e = duration(&q(&[("duration", bad)]), None, max).unwrap_err();
-            assert_eq!(e.status, 400, "{bad:?}");
+            assert_eq!(d(bad).unwrap_err().status, 400, "{bad:?}");
         }
         // dotnet-monitor's spelling.
-        let secs = |s: &str| duration(&q(&[("durationSeconds", s)]), None, max);
+        let secs = |s: &str| duration(None, Some(s), None, max);
         assert_eq!(secs("60").unwrap(), Some(Duration::from_secs(60)));
         assert_eq!(secs("-1").unwrap(), Some(max));
         for bad in ["0", "3601", "-2", "1s", "..", "99999999"] {
             assert_eq!(secs(bad).unwrap_err().status, 400, "{bad:?}");
         }
-        let both = q(&[("duration", "1s"), ("durationSeconds", "1")]);
-        assert_eq!(duration(&both, None, max).unwrap_err().status, 400);
+        let both = duration(Some("1s"), Some("1"), None, max);
+        assert_eq!(both.unwrap_err().status, 400);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A log file copied line by line through the redactor: streamed, so any size; a line that is
 //! not all UTF-8 keeps its other bytes as they are and has its UTF-8 pieces searched.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
@@ -19,11 +19,8 @@ pub(super) fn copy(
 ) -> Result<u64, HandoffError> {
     let input = File::open(src).map_err(|e| HandoffError::io(src, e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let output = options.open(dst).map_err(|e| HandoffError::io(dst, e))?;
+    let output =
+        clrspy_collect::private::create_private(dst).map_err(|e| HandoffError::io(dst, e))?;
     let mut writer = BufWriter::new(output);
     let mut line = Vec::with_capacity(4096);
     let mut written = 0u64;
