@@ -29,6 +29,26 @@ use crate::view::{Cursor, Utf16Str, ViewError};
 /// The provider's name.
 pub const PROVIDER: &str = "clrspy";
 
+/// Metadata ids of the events clrspy splices into a trace start here (the runtime counts its
+/// own up from 1): an event whose metadata id is this or more was written by clrspy — the
+/// kernel's CPU samples among them, though they are the SampleProfiler provider's.
+pub const FIRST_METADATA_ID: u32 = 0x7F00_0000;
+
+/// The capture thread clrspy's spliced events claim (no OS thread has this id).
+pub const CAPTURE_THREAD: u64 = 0x00C1_125B_0000_0000;
+
+/// The thread clrspy's bookkeeping events are stamped with: none (all ones, -1 to TraceEvent).
+/// The thread an event is about is in its payload. TraceEvent's thread-time view (what
+/// `dotnet-trace report topN` and PerfView's thread time stacks count) takes every event of
+/// an EventSource-like provider on a thread as a sample of that thread; an event on no thread
+/// is not counted there. The kernel's CPU samples are the exception: they are samples, on
+/// their thread.
+pub const NO_THREAD: u64 = u64::MAX;
+
+/// The first stack id of clrspy's stacks in each sequence-point region (the runtime counts
+/// its own up from 1, anew or not, but never this far).
+pub const FIRST_STACK_ID: u32 = 0x4000_0000;
+
 /// Event ids.
 pub mod ids {
     /// `ThreadCpu`: a thread's total CPU time at a reading.
@@ -54,7 +74,12 @@ pub mod ids {
     /// `Ring`: once, at the end of a ring buffer's trace: what the ring kept and dropped.
     pub const RING: u32 = 11;
     /// `KernelSample`: a CPU sample the kernel took (`perf_event_open`, `cpu-clock`) of a
-    /// thread on a CPU; its user-space stack is the event's stack, its thread the payload's.
+    /// thread on a CPU, its thread the payload's. Traces before kept every sample here, the
+    /// stack in the payload; since, a sample with managed frames is written as the runtime
+    /// writes its own (the SampleProfiler provider's `ThreadSample`, see [`KERNEL_STACK`]) and
+    /// only a sample of native code alone (the runtime's own threads, the JIT, the GC: what
+    /// the runtime's sampler never sees) is one of these, its stack by a [`KERNEL_STACK`] id in
+    /// the payload.
     pub const KERNEL_SAMPLE: u32 = 12;
     /// `KernelSampler`: once, the kernel sampler's rate; at the end, what it counted.
     pub const KERNEL_SAMPLER: u32 = 13;
@@ -63,8 +88,17 @@ pub mod ids {
     pub const NATIVE_SYMBOL: u32 = 14;
     /// `KernelWait`: a thread off its CPU (blocked, or preempted), as the kernel sampler saw
     /// it: its user-space stack when it left, and how long until it came back (the event's
-    /// time is its return).
+    /// time is its return). Written with its stack in the payload up to a point; since, with
+    /// no frames there and the stack by a [`KERNEL_STACK`] id in the payload (not the event's
+    /// own: other tools' thread-time views would count an event with a stack as a sample).
     pub const KERNEL_WAIT: u32 = 15;
+    /// `KernelStack`: a whole stack the kernel sampler took (native frames too), by the id
+    /// the file's stack blocks give it. The kernel's CPU samples are written as the runtime
+    /// writes its own (the SampleProfiler provider's `ThreadSample`, the stack an id into the
+    /// file's stack blocks), and a stack block holds, for other readers, only the frames
+    /// they can name (managed code); this event keeps the whole stack for clrspy. Ids are
+    /// those of the sequence-point region the event is in, like the stack blocks'.
+    pub const KERNEL_STACK: u32 = 16;
 }
 
 /// One event of the provider.
@@ -141,6 +175,8 @@ const KERNEL_SAMPLE_FIELDS: &[FieldDef] = &[
     uint32("ThreadID"),
     uint16("FrameCount"),
     array("Frames", Scalar::U64, "FrameCount"),
+    // Added later (traces before it end at Frames, the stack there).
+    uint32("StackID"),
 ];
 const KERNEL_SAMPLER_FIELDS: &[FieldDef] = &[
     uint32("RateHz"),
@@ -157,6 +193,14 @@ const KERNEL_WAIT_FIELDS: &[FieldDef] = &[
     array("Frames", Scalar::U64, "FrameCount"),
     uint64("DurationNs"),
     uint32("Flags"),
+    // Added later (traces before it end at Flags, the stack in Frames).
+    uint32("StackID"),
+];
+
+const KERNEL_STACK_FIELDS: &[FieldDef] = &[
+    uint32("StackID"),
+    uint16("FrameCount"),
+    array("Frames", Scalar::U64, "FrameCount"),
 ];
 
 const NATIVE_SYMBOL_FIELDS: &[FieldDef] = &[
@@ -238,7 +282,7 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::KERNEL_SAMPLE,
         name: "KernelSample",
         fields: KERNEL_SAMPLE_FIELDS,
-        required: KERNEL_SAMPLE_FIELDS.len(),
+        required: 3,
     },
     EventDef {
         id: ids::KERNEL_SAMPLER,
@@ -256,7 +300,13 @@ pub const EVENTS: &[EventDef] = &[
         id: ids::KERNEL_WAIT,
         name: "KernelWait",
         fields: KERNEL_WAIT_FIELDS,
-        required: KERNEL_WAIT_FIELDS.len(),
+        required: 5,
+    },
+    EventDef {
+        id: ids::KERNEL_STACK,
+        name: "KernelStack",
+        fields: KERNEL_STACK_FIELDS,
+        required: KERNEL_STACK_FIELDS.len(),
     },
 ];
 
@@ -547,6 +597,25 @@ impl<'a> ThreadName<'a> {
     }
 }
 
+/// A `u32` field added last to an event (`StackID`), at `at`: 0 when the payload ends before
+/// it (a trace written before it was added); an error when it is cut.
+fn trailing_u32(payload: &[u8], at: usize, event: &'static str) -> Result<u32, ViewError> {
+    match payload.get(at..) {
+        None | Some([]) => Ok(0),
+        Some([a, b, c, d, ..]) => Ok(u32::from_le_bytes([*a, *b, *c, *d])),
+        Some(rest) => Err(ViewError {
+            event,
+            version: 0,
+            error: crate::DecodeError::Truncated {
+                field: "StackID",
+                offset: at,
+                needed: 4,
+                available: rest.len(),
+            },
+        }),
+    }
+}
+
 /// `KernelSample`: the sampled thread and its user-space stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelSample<'a> {
@@ -555,11 +624,31 @@ pub struct KernelSample<'a> {
     /// The return addresses, innermost first, as 8-byte little-endian values (a
     /// [`nettrace::Stack`] of pointer size 8 reads them as they are).
     pub frames: &'a [u8],
+    /// The stack's id (a [`KernelStack`]'s) when the frames are not here; 0 for none (and in
+    /// traces before).
+    pub stack_id: u32,
 }
 
 impl<'a> KernelSample<'a> {
     /// The most frames one sample keeps (the array's `u16` count).
     pub const MAX_FRAMES: usize = u16::MAX as usize;
+
+    /// The sampled thread of a kernel sample: for one written as the runtime writes its
+    /// samples (a `ThreadSample`: the 4-byte kind as payload), the event's own thread;
+    /// for one of clrspy's own `KernelSample`s, the payload's.
+    pub fn thread_of(payload: &[u8], event_thread: u64) -> Result<u32, ViewError> {
+        if payload.len() == 4 {
+            return Ok(u32::try_from(event_thread).unwrap_or(u32::MAX));
+        }
+        Ok(KernelSample::parse(payload)?.thread_id)
+    }
+
+    /// True for a kernel sample written as the runtime's `ThreadSample` of the "external"
+    /// kind (1): not a CPU sample but the mark of a thread that blocked there, for other
+    /// readers' thread-time views (clrspy reads the wait's own `KernelWait`).
+    pub fn is_blocked_mark(payload: &[u8]) -> bool {
+        payload == 1u32.to_le_bytes()
+    }
 
     /// Reads the payload.
     pub fn parse(payload: &'a [u8]) -> Result<KernelSample<'a>, ViewError> {
@@ -579,7 +668,12 @@ impl<'a> KernelSample<'a> {
         let frames = payload
             .get(6..6 + n * 8)
             .ok_or_else(|| short("Frames", 6, n * 8))?;
-        Ok(KernelSample { thread_id, frames })
+        let stack_id = trailing_u32(payload, 6 + n * 8, "KernelSample")?;
+        Ok(KernelSample {
+            thread_id,
+            frames,
+            stack_id,
+        })
     }
 
     /// Writes a payload: `frames` innermost first (at most [`Self::MAX_FRAMES`]; the
@@ -593,17 +687,56 @@ impl<'a> KernelSample<'a> {
             out.extend_from_slice(&f.to_le_bytes());
         }
     }
+
+    /// Writes a payload whose stack is `stack_id`'s (no frames in it).
+    pub fn encode_by_id(thread_id: u32, stack_id: u32, out: &mut Vec<u8>) {
+        Self::encode(thread_id, &[], out);
+        out.extend_from_slice(&stack_id.to_le_bytes());
+    }
+}
+
+/// `KernelStack`: a whole stack by its id in the file's stack blocks (see
+/// [`ids::KERNEL_STACK`]); its payload is laid out as a [`KernelSample`]'s, the id in place of
+/// the thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelStack<'a> {
+    /// The stack's id (the one the file's stack block and the events give it).
+    pub id: u32,
+    /// The return addresses, innermost first, as 8-byte little-endian values.
+    pub frames: &'a [u8],
+}
+
+impl<'a> KernelStack<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<KernelStack<'a>, ViewError> {
+        let s = KernelSample::parse(payload).map_err(|e| ViewError {
+            event: "KernelStack",
+            ..e
+        })?;
+        Ok(KernelStack {
+            id: s.thread_id,
+            frames: s.frames,
+        })
+    }
+
+    /// Writes a payload: stack `id`, `frames` innermost first.
+    pub fn encode(id: u32, frames: &[u64], out: &mut Vec<u8>) {
+        KernelSample::encode(id, frames, out);
+    }
 }
 
 /// `KernelWait`: a thread off its CPU, its stack when it left, and for how long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelWait<'a> {
-    /// The thread and its stack (the payload starts as a [`KernelSample`]'s).
+    /// The thread and its stack (the payload starts as a [`KernelSample`]'s; no frames when
+    /// the stack is `stack_id`'s).
     pub sample: KernelSample<'a>,
     /// How long it was off its CPU, ns (the event's time is when it came back).
     pub duration_ns: u64,
     /// True when it was preempted (runnable, waiting for a CPU), not blocked.
     pub preempted: bool,
+    /// The stack's id (a [`KernelStack`]'s), 0 for none or in traces before.
+    pub stack_id: u32,
 }
 
 impl<'a> KernelWait<'a> {
@@ -630,25 +763,30 @@ impl<'a> KernelWait<'a> {
         let mut d = [0u8; 8];
         d.copy_from_slice(&tail[..8]);
         let flags = u32::from_le_bytes([tail[8], tail[9], tail[10], tail[11]]);
+        let stack_id = trailing_u32(payload, at + 12, "KernelWait")?;
         Ok(KernelWait {
-            sample,
+            sample: KernelSample { stack_id, ..sample },
             duration_ns: u64::from_le_bytes(d),
             preempted: flags & Self::PREEMPTED != 0,
+            stack_id,
         })
     }
 
-    /// Writes a payload (frames as [`KernelSample::encode`] writes them).
+    /// Writes a payload (frames as [`KernelSample::encode`] writes them, none when the stack
+    /// is given by `stack_id`).
     pub fn encode(
         thread_id: u32,
         frames: &[u64],
         duration_ns: u64,
         preempted: bool,
+        stack_id: u32,
         out: &mut Vec<u8>,
     ) {
         KernelSample::encode(thread_id, frames, out);
         out.extend_from_slice(&duration_ns.to_le_bytes());
         let flags = if preempted { Self::PREEMPTED } else { 0 };
         out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&stack_id.to_le_bytes());
     }
 }
 

@@ -30,12 +30,32 @@ fn encoders_match_the_metadata() {
     assert_eq!(ips, [0x7f00_0000_1234, 0x5555_0000_0010]);
     assert!(KernelSample::parse(&p[..3]).is_err());
     assert!(KernelSample::parse(&p[..p.len() - 1]).is_err());
+    assert_eq!(
+        k.stack_id, 0,
+        "a sample of the traces before has no stack id"
+    );
     let ksm = md.iter().find(|m| m.event_name == "KernelSample").unwrap();
-    assert_eq!(ksm.fields.len(), 2);
+    assert_eq!(ksm.fields.len(), 3);
     assert_eq!(ksm.fields[1].ty, FieldType::Array(Box::new(FieldType::U64)));
+    // One by stack id: no frames, the id after them, read by the metadata too.
+    p.clear();
+    KernelSample::encode_by_id(4243, 0x4000_0005, &mut p);
+    let k = KernelSample::parse(&p).unwrap();
+    assert_eq!(
+        (k.thread_id, k.frames.len(), k.stack_id),
+        (4243, 0, 0x4000_0005)
+    );
+    let d = nettrace::decode_payload(&ksm.fields, &p);
+    let names: Vec<&str> = d.fields.iter().map(|f| &*f.name).collect();
+    assert_eq!(names, ["ThreadID", "Frames", "StackID"], "{d:?}");
+    assert_eq!(
+        KernelSample::thread_of(&2u32.to_le_bytes(), 99).unwrap(),
+        99
+    );
+    assert_eq!(KernelSample::thread_of(&p, 99).unwrap(), 4243);
     p.clear();
     let mut w = Vec::new();
-    KernelWait::encode(77, &[0x7f00_0000_4321], 12_345_678, true, &mut w);
+    KernelWait::encode(77, &[0x7f00_0000_4321], 12_345_678, true, 0, &mut w);
     let kw = KernelWait::parse(&w).unwrap();
     assert_eq!(
         (
@@ -52,9 +72,18 @@ fn encoders_match_the_metadata() {
     let names: Vec<&str> = d.fields.iter().map(|f| &*f.name).collect();
     assert_eq!(
         names,
-        ["ThreadID", "Frames", "DurationNs", "Flags"],
+        ["ThreadID", "Frames", "DurationNs", "Flags", "StackID"],
         "{d:?}"
     );
+    let mut w2 = Vec::new();
+    KernelWait::encode(78, &[], 5, false, 0x4000_0001, &mut w2);
+    let by_id = KernelWait::parse(&w2).unwrap();
+    assert_eq!(
+        (by_id.stack_id, by_id.sample.frames.len()),
+        (0x4000_0001, 0)
+    );
+    // A wait of the traces before (no stack id): none.
+    assert_eq!(KernelWait::parse(&w[..w.len() - 4]).unwrap().stack_id, 0);
     let ks = KernelSampler {
         rate_hz: 999,
         samples: 123_456,

@@ -343,10 +343,14 @@ impl Model for CpuModel {
                 self.recorder_cpu(ev.ts_ns, r.cpu_ns, r.session_cpu_ns);
             }
             (Provider::Clrspy, clrspy::ids::KERNEL_SAMPLE) => {
-                // The kernel samples a thread only while it is on a CPU.
-                let k = clrspy::KernelSample::parse(ev.payload)?;
+                // The kernel samples a thread only while it is on a CPU (the mark of a thread
+                // that blocked is for other readers: its wait comes as a `KernelWait`).
+                if clrspy::KernelSample::is_blocked_mark(ev.payload) {
+                    return Ok(());
+                }
+                let thread = clrspy::KernelSample::thread_of(ev.payload, ev.thread_id)?;
                 self.on_cpu_samples = true;
-                self.sample(ev.ts_ns, u64::from(k.thread_id), ev.stack, true);
+                self.sample(ev.ts_ns, u64::from(thread), ev.stack, true);
             }
             (Provider::Clrspy, clrspy::ids::KERNEL_WAIT) => {
                 let k = clrspy::KernelWait::parse(ev.payload)?;

@@ -142,7 +142,18 @@ impl Analysis {
             None if p == CLRSPY_PROVIDER => Some(Provider::Clrspy),
             None => None,
         };
-        let mut routes = provider.and_then(|pr| self.dispatch.get(&(pr, event_id)).copied());
+        // The kernel's samples, written by clrspy as the runtime's `ThreadSample`: clrspy's
+        // `KernelSample` to the models.
+        let kernel = is_kernel_sample(ev);
+        if kernel {
+            provider = Some(Provider::Clrspy);
+        }
+        let dispatch_id = if kernel {
+            clr_events::clrspy::ids::KERNEL_SAMPLE
+        } else {
+            event_id
+        };
+        let mut routes = provider.and_then(|pr| self.dispatch.get(&(pr, dispatch_id)).copied());
         if routes.is_none() && provider != Some(Provider::Clrspy) {
             if let Some((r, named)) = self.named_route(p, &ev.metadata.event_name) {
                 routes = Some(r);
@@ -150,7 +161,7 @@ impl Analysis {
             }
         }
         let mismatch = match (provider, routes) {
-            (Some(Provider::Clrspy), Some(_)) => {
+            (Some(Provider::Clrspy), Some(_)) if !kernel => {
                 clr_events::clrspy::check_metadata(event_id, &ev.metadata.fields).err()
             }
             _ => None,
@@ -175,4 +186,11 @@ impl Analysis {
             _ => (provider, routes),
         }
     }
+}
+
+/// True for a CPU sample the kernel took, as clrspy writes it: the SampleProfiler provider's
+/// `ThreadSample` under a metadata id of clrspy's.
+pub(crate) fn is_kernel_sample(ev: &nettrace::Event<'_>) -> bool {
+    ev.metadata.metadata_id >= clr_events::clrspy::FIRST_METADATA_ID
+        && ev.provider() == clr_events::SAMPLE_PROFILER_PROVIDER
 }

@@ -57,6 +57,15 @@ pub struct Inventory {
     /// The traced process's command line, from EventPipe's `ProcessInfo` event (.NET 5+), so
     /// traces of one program's several processes (a build's compilers) can be told apart.
     pub command_line: Option<String>,
+    /// CPU samples the kernel took (`clrspy record`'s kernel sampler), as its last count says
+    /// (clrspy's `KernelSampler`; else the kernel samples counted): those of managed code are
+    /// written as the runtime's `Thread/Sample` (in [`Inventory::per_event`] under the
+    /// SampleProfiler provider, with the marks of threads that blocked), the rest (and every
+    /// one in traces before) as clrspy's `KernelSample`.
+    pub kernel_samples: u64,
+    /// The kernel sampler's last counts (rate, samples, lost records, threads), when the trace
+    /// has them.
+    pub kernel_sampler: Option<clr_events::clrspy::KernelSampler>,
 }
 
 /// A stop trigger that fired, as `clrspy record` stored it.
@@ -106,6 +115,7 @@ struct Notes {
     trigger: Option<TriggerNote>,
     ring: Option<clr_events::clrspy::Ring>,
     command_line: Option<String>,
+    kernel_sampler: Option<clr_events::clrspy::KernelSampler>,
     /// The trace's pointer size, for decoding `ProcessInfo`.
     pointer_size: u8,
 }
@@ -139,6 +149,11 @@ const DENSE_IDS: u32 = 1 << 16;
 struct Counts {
     /// (provider, event id, display name, events, version), in first-seen order.
     rows: Vec<(String, u32, String, u64, u8)>,
+    /// The rows of kernel samples clrspy wrote as the runtime's `ThreadSample`.
+    kernel_rows: Vec<usize>,
+    /// The row of clrspy's `KernelSampler` counts, whose events are read (the last one says
+    /// what the sampler took).
+    sampler_row: Option<usize>,
     /// By metadata id: the row's key, version and slot in `rows` (key 0: none yet).
     by_id: Vec<(u64, u8, u32)>,
     /// By (key, version): the slot, for every row.
@@ -205,6 +220,18 @@ impl Counts {
     /// A new row for the event's (key, version); its slot.
     fn add_row(&mut self, b: &EventBrief, ev: &Event<'_>) -> usize {
         let slot = u32::try_from(self.rows.len()).unwrap_or(u32::MAX);
+        let kernel = ev.metadata.metadata_id >= clr_events::clrspy::FIRST_METADATA_ID
+            && ev.provider() == clr_events::SAMPLE_PROFILER_PROVIDER;
+        let old_kernel = ev.provider() == clr_events::clrspy::PROVIDER
+            && ev.event_id() == clr_events::clrspy::ids::KERNEL_SAMPLE;
+        if kernel || old_kernel {
+            self.kernel_rows.push(self.rows.len());
+        }
+        if ev.provider() == clr_events::clrspy::PROVIDER
+            && ev.event_id() == clr_events::clrspy::ids::KERNEL_SAMPLER
+        {
+            self.sampler_row = Some(self.rows.len());
+        }
         self.rows.push((
             ev.provider().to_string(),
             ev.event_id(),
@@ -247,6 +274,17 @@ impl Inventory {
                     None => return BriefAnswer::NeedEvent,
                 },
             };
+            if Some(slot) == counts.sampler_row {
+                // Each of the sampler's counts is read: the last one holds its totals.
+                match ev {
+                    None => return BriefAnswer::NeedEvent,
+                    Some(ev) => {
+                        if let Ok(k) = clr_events::clrspy::KernelSampler::parse(ev.payload) {
+                            notes.kernel_sampler = Some(k);
+                        }
+                    }
+                }
+            }
             if let Some(row) = counts.rows.get_mut(slot) {
                 row.3 += 1;
             }
@@ -257,6 +295,15 @@ impl Inventory {
             }
             BriefAnswer::Done
         });
+        let kernel_samples = match notes.kernel_sampler {
+            Some(k) => k.samples,
+            None => counts
+                .kernel_rows
+                .iter()
+                .filter_map(|&r| counts.rows.get(r))
+                .map(|r| r.3)
+                .sum(),
+        };
         // Rows in first-seen order: the first row of a (provider, id, version) names it.
         let mut per_event: BTreeMap<(String, u32, u8), (String, u64)> = BTreeMap::new();
         for (provider, event_id, name, n, version) in counts.rows {
@@ -285,6 +332,8 @@ impl Inventory {
             trigger: notes.trigger,
             ring: notes.ring,
             command_line: notes.command_line,
+            kernel_samples,
+            kernel_sampler: notes.kernel_sampler,
         }
     }
 

@@ -176,6 +176,8 @@ pub struct Analysis {
     pub ring: Option<clr_events::clrspy::Ring>,
     /// Frames for time no sampled stack shows (runtime threads, idle workers).
     pub groups: profile::Groups,
+    /// The whole stacks of the kernel's samples and waits, by their ids in the file.
+    pub kernel_stacks: stacks::KernelStacks,
     /// The registry's models held behind a pointer, with their place in the registry.
     extra: Vec<(usize, Box<dyn AnyModel>)>,
     /// Routes of self-describing events by (provider, event) name (`"*"` for any), with the
@@ -220,6 +222,7 @@ impl Analysis {
             trigger: None,
             ring: None,
             groups: profile::Groups::default(),
+            kernel_stacks: stacks::KernelStacks::default(),
             extra: Vec::new(),
             named: FxHashMap::default(),
             options,
@@ -299,15 +302,23 @@ impl Analysis {
         if self.ring.is_none() && ev.event_id() == clr_events::clrspy::ids::RING {
             self.ring = inventory::ring_note(ev);
         }
+        if self.kernel_stacks.take(ev, &mut self.stacks) {
+            return;
+        }
         let (Some(provider), Some(r)) = self.source(ev) else {
             return;
         };
         let in_range = self.in_range(ts);
         let mut stack = None;
         let mut interned = false;
+        let kernel_sample = dispatch::is_kernel_sample(ev);
         let mut mev = ModelEvent {
             provider,
-            id: ev.event_id(),
+            id: if kernel_sample {
+                clr_events::clrspy::ids::KERNEL_SAMPLE
+            } else {
+                ev.event_id()
+            },
             version: ev.version(),
             ts_ns: ts,
             thread_id: ev.thread_id,
@@ -323,20 +334,39 @@ impl Analysis {
                 continue;
             }
             if route.stack && !interned {
-                stack = match provider {
-                    // A kernel sample's or wait's stack is in its payload.
-                    Provider::Clrspy
-                        if matches!(
-                            ev.event_id(),
-                            clr_events::clrspy::ids::KERNEL_SAMPLE
-                                | clr_events::clrspy::ids::KERNEL_WAIT
-                        ) =>
-                    {
-                        clr_events::clrspy::KernelSample::parse(ev.payload)
-                            .ok()
-                            .and_then(|k| self.stacks.intern(&nettrace::Stack::new(k.frames, 8)))
-                    }
-                    _ => self.stacks.intern(&ev.stack),
+                stack = match self.kernel_stacks.get(ev.stack_id) {
+                    // A kernel sample's or wait's whole stack, by its id.
+                    Some(id) => Some(id),
+                    None => match provider {
+                        // A wait's stack: by its id in the payload, or (traces before) there.
+                        Provider::Clrspy
+                            if !kernel_sample
+                                && ev.event_id() == clr_events::clrspy::ids::KERNEL_WAIT =>
+                        {
+                            match clr_events::clrspy::KernelWait::parse(ev.payload) {
+                                Ok(w) if w.sample.frames.is_empty() => {
+                                    self.kernel_stacks.get(w.stack_id)
+                                }
+                                Ok(w) => self
+                                    .stacks
+                                    .intern(&nettrace::Stack::new(w.sample.frames, 8)),
+                                Err(_) => None,
+                            }
+                        }
+                        // A sample of native code alone: by its id in the payload, or (traces
+                        // before) there.
+                        Provider::Clrspy
+                            if !kernel_sample
+                                && ev.event_id() == clr_events::clrspy::ids::KERNEL_SAMPLE =>
+                        {
+                            match clr_events::clrspy::KernelSample::parse(ev.payload) {
+                                Ok(k) if k.frames.is_empty() => self.kernel_stacks.get(k.stack_id),
+                                Ok(k) => self.stacks.intern(&nettrace::Stack::new(k.frames, 8)),
+                                Err(_) => None,
+                            }
+                        }
+                        _ => self.stacks.intern(&ev.stack),
+                    },
                 };
                 interned = true;
             }
@@ -371,6 +401,9 @@ impl Analysis {
     /// from a short rundown session's events, which must not count as this trace's events or
     /// move its clock.
     pub fn name_event(&mut self, ev: &nettrace::Event<'_>) {
+        if self.kernel_stacks.take(ev, &mut self.stacks) {
+            return;
+        }
         let (Some(provider), Some(r)) = self.source(ev) else {
             return;
         };

@@ -83,6 +83,58 @@ impl StackTable {
     }
 }
 
+/// The whole stacks of the kernel's samples and waits (native frames too), by the ids the
+/// file's stack blocks give them: clrspy writes those stack blocks with only the frames other
+/// readers can name, and each whole stack once per sequence-point region in a `KernelStack`
+/// event (see [`clr_events::clrspy::ids::KERNEL_STACK`]), before the events that use it.
+#[derive(Clone, Debug, Default)]
+pub struct KernelStacks {
+    by_id: FxHashMap<u32, StackId>,
+}
+
+impl KernelStacks {
+    /// Takes `ev` when it is a `KernelStack`, its stack interned in `table`; false for any
+    /// other event.
+    pub fn take(&mut self, ev: &nettrace::Event<'_>, table: &mut StackTable) -> bool {
+        self.take_with(ev, |s| table.intern(s))
+    }
+
+    /// [`KernelStacks::take`] for a second pass over a trace whose stacks `table` interned
+    /// already (it is only looked up).
+    pub fn take_known(&mut self, ev: &nettrace::Event<'_>, table: &StackTable) -> bool {
+        self.take_with(ev, |s| table.lookup(s))
+    }
+
+    fn take_with(
+        &mut self,
+        ev: &nettrace::Event<'_>,
+        mut id_of: impl FnMut(&nettrace::Stack<'_>) -> Option<StackId>,
+    ) -> bool {
+        if ev.event_id() != clr_events::clrspy::ids::KERNEL_STACK
+            || ev.metadata.metadata_id < clr_events::clrspy::FIRST_METADATA_ID
+            || ev.provider() != clr_events::clrspy::PROVIDER
+        {
+            return false;
+        }
+        if let Ok(k) = clr_events::clrspy::KernelStack::parse(ev.payload) {
+            match id_of(&nettrace::Stack::new(k.frames, 8)) {
+                Some(id) => self.by_id.insert(k.id, id),
+                None => self.by_id.remove(&k.id),
+            };
+        }
+        true
+    }
+
+    /// The whole stack of the event with stack id `stack_id` (the event's header's), when
+    /// clrspy gave one.
+    pub fn get(&self, stack_id: u32) -> Option<StackId> {
+        if stack_id < clr_events::clrspy::FIRST_STACK_ID {
+            return None;
+        }
+        self.by_id.get(&stack_id).copied()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -711,7 +711,7 @@ fn kernel_samples_carry_the_cpu_and_no_waiting() {
         let waits = [(9i64, 5u64, 0x9100u64, false), (10, 1, 0x9200, true)];
         for (end_ms, ms, leaf, preempted) in waits.into_iter().filter(|_| with_waits) {
             let mut k = Vec::new();
-            clrspy::KernelWait::encode(7, &[leaf, 0x9F00], ms * 1_000_000, preempted, &mut k);
+            clrspy::KernelWait::encode(7, &[leaf, 0x9F00], ms * 1_000_000, preempted, 0, &mut k);
             put(index(clrspy::ids::KERNEL_WAIT), end_ms, &k);
         }
         // The runtime's synchronization manager, parked 8 ms by design: left out of the stacks.
@@ -720,7 +720,7 @@ fn kernel_samples_carry_the_cpu_and_no_waiting() {
             clrspy::ThreadName::encode(8, ".NET SynchManag", &mut n);
             put(index(clrspy::ids::THREAD_NAME), 0, &n);
             let mut k = Vec::new();
-            clrspy::KernelWait::encode(8, &[0x9300, 0x9F00], 8_000_000, false, &mut k);
+            clrspy::KernelWait::encode(8, &[0x9300, 0x9F00], 8_000_000, false, 0, &mut k);
             put(index(clrspy::ids::KERNEL_WAIT), 10, &k);
         }
         w.finish().unwrap()

@@ -12,25 +12,17 @@
 //! recognise (NetPerf, V6, anything damaged or unexpected) pass through untouched from there
 //! on and nothing more is added.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use nettrace::{
-    EventMetadata, EventRecord, FormatVersion, Item, Scanner, TraceWriter, WriteFormat,
+    BlockKind, EventMetadata, EventRecord, FormatVersion, Item, Scanner, TraceWriter, WriteFormat,
     WriterOptions,
 };
 
 /// clrspy's provider name.
 pub const PROVIDER: &str = clr_events::clrspy::PROVIDER;
-/// Metadata ids of clrspy's events start here (the runtime counts up from 1).
-pub const FIRST_METADATA_ID: u32 = 0x7F00_0000;
-/// The capture thread clrspy's events claim (no OS thread has this id).
-pub const CAPTURE_THREAD: u64 = 0x00C1_125B_0000_0000;
-/// The thread every clrspy event is stamped with: none (all ones, -1 to TraceEvent). The
-/// thread an event is about is in its payload. TraceEvent's thread-time view (what
-/// `dotnet-trace report topN` and PerfView's thread time stacks count) takes every event of
-/// an EventSource-like provider on a thread as a sample of that thread, named
-/// `EventName: clrspy/...`; an event on no thread is not counted there.
-pub const NO_THREAD: u64 = u64::MAX;
+pub use clr_events::clrspy::{CAPTURE_THREAD, FIRST_METADATA_ID, FIRST_STACK_ID, NO_THREAD};
 
 /// clrspy's events.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,22 +109,42 @@ pub enum Injected {
     },
     /// `Ring` (11): once, last, what a ring buffer kept and dropped.
     Ring(clr_events::clrspy::Ring),
-    /// `KernelSample` (12): a CPU sample the kernel took of a thread, with its stack.
+    /// A CPU sample the kernel took of a thread, with its stack: written as the runtime
+    /// writes its own samples (the SampleProfiler provider's `ThreadSample` on the sampled
+    /// thread, its stack an id into the file's stack blocks, which hold the `managed` frames
+    /// other readers can name) and the whole stack in a `KernelStack` (16) of clrspy's.
     KernelSample {
         /// Thread.
         tid: u32,
         /// Return addresses, innermost first.
         stack: Vec<u64>,
+        /// The frames of `stack` in managed code, innermost first.
+        managed: Vec<u64>,
+    },
+    /// A thread of managed code blocked (left its CPU, not runnable) at this time, with its
+    /// stack: written as the runtime's `ThreadSample` of the "external" kind, as the runtime's
+    /// sampler samples a blocked thread, for other readers only (clrspy reads the wait's own
+    /// `KernelWait`): their thread-time views weigh a sample by the time to the thread's next,
+    /// and without it would count the time blocked as the last CPU sample's.
+    KernelBlocked {
+        /// Thread.
+        tid: u32,
+        /// Return addresses when it left, innermost first.
+        stack: Vec<u64>,
+        /// The frames of `stack` in managed code.
+        managed: Vec<u64>,
     },
     /// `KernelSampler` (13): the kernel sampler's rate and counts so far.
     KernelSampler(clr_events::clrspy::KernelSampler),
     /// `KernelWait` (15): a thread off its CPU, with its stack when it left (written at
-    /// its return).
+    /// its return; the stack by id, as a sample's).
     KernelWait {
         /// Thread.
         tid: u32,
         /// Return addresses when it left, innermost first.
         stack: Vec<u64>,
+        /// The frames of `stack` in managed code.
+        managed: Vec<u64>,
         /// How long it was off its CPU, ns.
         duration_ns: u64,
         /// Preempted (runnable), not blocked.
@@ -176,7 +188,9 @@ impl Injected {
             Injected::Trigger { .. } => ids::TRIGGER,
             Injected::CgroupCpu { .. } => ids::CGROUP_CPU,
             Injected::Ring(_) => ids::RING,
-            Injected::KernelSample { .. } => ids::KERNEL_SAMPLE,
+            // Written as the runtime's sample (or, native code alone, as clrspy's own):
+            // see `Splicer::inject_now`.
+            Injected::KernelSample { .. } | Injected::KernelBlocked { .. } => ids::KERNEL_SAMPLE,
             Injected::KernelSampler(_) => ids::KERNEL_SAMPLER,
             Injected::KernelWait { .. } => ids::KERNEL_WAIT,
             Injected::NativeSymbol { .. } => ids::NATIVE_SYMBOL,
@@ -250,14 +264,18 @@ impl Injected {
                 clrspy::R2rImage::encode(path, *size, mvid, p)
             }
             Injected::Ring(r) => r.encode(p),
-            Injected::KernelSample { tid, stack } => clrspy::KernelSample::encode(*tid, stack, p),
+            // The thread is the event's, the stack its stack id: the payload is the runtime's
+            // sample kind, "managed" (on a CPU) or "external" (blocked).
+            Injected::KernelSample { .. } => p.extend_from_slice(&THREAD_SAMPLE_ON_CPU),
+            Injected::KernelBlocked { .. } => p.extend_from_slice(&THREAD_SAMPLE_BLOCKED),
             Injected::KernelSampler(k) => k.encode(p),
+            // The stack is by id (the writer puts the id in: see `Splicer::inject_now`).
             Injected::KernelWait {
                 tid,
-                stack,
                 duration_ns,
                 preempted,
-            } => clrspy::KernelWait::encode(*tid, stack, *duration_ns, *preempted, p),
+                ..
+            } => clrspy::KernelWait::encode(*tid, &[], *duration_ns, *preempted, 0, p),
             Injected::NativeSymbol {
                 path,
                 offset,
@@ -268,9 +286,32 @@ impl Injected {
     }
 }
 
-/// The events' metadata, from clr-events' definition of the provider.
+/// The payload of a runtime `ThreadSample` taken while the thread ran (its kind, 2: managed;
+/// TraceEvent counts only this kind as CPU time).
+const THREAD_SAMPLE_ON_CPU: [u8; 4] = 2u32.to_le_bytes();
+
+/// The payload of a runtime `ThreadSample` of a thread not running managed code (its kind, 1:
+/// external; TraceEvent counts it as blocked time).
+const THREAD_SAMPLE_BLOCKED: [u8; 4] = 1u32.to_le_bytes();
+
+/// The most distinct stacks clrspy writes in one sequence-point region; past it a sample
+/// keeps no stack (counted in [`Splicer::stackless`]).
+const MAX_REGION_STACKS: usize = 1 << 20;
+
+/// The events' metadata, from clr-events' definition of the provider, then the runtime's
+/// `ThreadSample` (the SampleProfiler provider's event 0, as the runtime declares it: no name,
+/// no fields, version 0), last.
 fn definitions() -> Vec<EventMetadata> {
-    clr_events::clrspy::metadata()
+    let mut d = clr_events::clrspy::metadata();
+    d.push(EventMetadata {
+        provider: clr_events::SAMPLE_PROFILER_PROVIDER.into(),
+        event_id: 0,
+        event_name: String::new(),
+        version: 0,
+        level: 4,
+        ..EventMetadata::default()
+    });
+    d
 }
 
 /// Facts of the runtime's Trace object.
@@ -340,6 +381,11 @@ pub struct Splicer<W: Write> {
     tracking: bool,
     /// The runtime's end-of-stream marker, held until [`Splicer::into_inner`].
     end_held: Option<Vec<u8>>,
+    /// The stacks written since the runtime's last sequence point (stack ids are valid only
+    /// until the next one), by their whole frames: their ids, [`FIRST_STACK_ID`] and up.
+    region: HashMap<Vec<u64>, u32>,
+    /// Samples and waits written without their stack (a region held too many).
+    pub stackless: u64,
 }
 
 /// How far a stream written so far is a whole trace.
@@ -375,6 +421,8 @@ impl<W: Write> Splicer<W> {
             whole: WholePrefix::default(),
             tracking: true,
             end_held: None,
+            region: HashMap::new(),
+            stackless: 0,
         }
     }
 
@@ -461,9 +509,13 @@ impl<W: Write> Splicer<W> {
                     self.facts = facts;
                     self.inject()?;
                 }
-                Some(Item::Block(_)) => {
+                Some(Item::Block(b)) => {
                     self.release(eaten)?;
                     self.whole.end = self.written;
+                    if b.kind == nettrace::BlockKind::SequencePoint {
+                        // Stack ids end here, for every reader: ours are written again.
+                        self.region.clear();
+                    }
                     self.inject()?;
                 }
                 Some(Item::End { .. }) => {
@@ -564,21 +616,126 @@ impl<W: Write> Splicer<W> {
         let Some((w, ids, writer_pos)) = self.writer.as_mut() else {
             return Ok(());
         };
-        for (ns, e) in &pending {
-            // One capture thread's timestamps never decrease: a kernel sample drained late
-            // is stamped no earlier than what was written before it.
-            let ticks = ((u128::from(*ns) * tps / 1_000_000_000) as i64).max(self.last_ticks);
-            self.last_ticks = ticks;
-            e.payload_into(&mut self.payload);
-            w.write(&EventRecord {
-                metadata_id: ids[e.id()],
-                thread_id: NO_THREAD,
-                capture_thread_id: CAPTURE_THREAD,
-                timestamp: ticks,
-                payload: &self.payload,
-                ..EventRecord::default()
-            })?;
+        // One capture thread's timestamps never decrease: a kernel sample drained late is
+        // stamped no earlier than what was written before it.
+        let mut last = self.last_ticks;
+        let mut stamp = |ns: u64| {
+            let ticks = ((u128::from(ns) * tps / 1_000_000_000) as i64).max(last);
+            last = ticks;
+            ticks
+        };
+        // The stacks of this batch new to the region: their ids, the frames other readers are
+        // given in the stack block, and the whole stack in a `KernelStack` written first.
+        let mut stack_ids = Vec::with_capacity(pending.len());
+        let first_new = FIRST_STACK_ID.saturating_add(self.region.len() as u32);
+        let mut new_stacks: Vec<(&[u64], &[u64])> = Vec::new();
+        for (_, e) in &pending {
+            let id = match e {
+                Injected::KernelSample { stack, managed, .. }
+                | Injected::KernelBlocked { stack, managed, .. }
+                | Injected::KernelWait { stack, managed, .. }
+                    if !stack.is_empty() =>
+                {
+                    match self.region.get(stack) {
+                        Some(&id) => id,
+                        None if self.region.len() < MAX_REGION_STACKS => {
+                            let id = FIRST_STACK_ID.saturating_add(self.region.len() as u32);
+                            self.region.insert(stack.clone(), id);
+                            new_stacks.push((stack, managed));
+                            id
+                        }
+                        None => {
+                            self.stackless += 1;
+                            0
+                        }
+                    }
+                }
+                _ => 0,
+            };
+            stack_ids.push(id);
         }
+        if !new_stacks.is_empty() {
+            let projections: Vec<&[u64]> = new_stacks.iter().map(|(_, m)| *m).collect();
+            w.stacks_at(first_new, &projections);
+            let at = stamp(pending.first().map_or(0, |p| p.0));
+            let kernel_stack = ids[clr_events::clrspy::EVENTS
+                .iter()
+                .position(|d| d.id == clr_events::clrspy::ids::KERNEL_STACK)
+                .unwrap_or(0)];
+            for (k, (whole, _)) in new_stacks.iter().enumerate() {
+                self.payload.clear();
+                clr_events::clrspy::KernelStack::encode(
+                    first_new + k as u32,
+                    whole,
+                    &mut self.payload,
+                );
+                w.write(&EventRecord {
+                    metadata_id: kernel_stack,
+                    thread_id: NO_THREAD,
+                    capture_thread_id: CAPTURE_THREAD,
+                    timestamp: at,
+                    payload: &self.payload,
+                    ..EventRecord::default()
+                })?;
+            }
+        }
+        let sample_id = ids.last().copied().unwrap_or(0);
+        for ((ns, e), &stack_id) in pending.iter().zip(&stack_ids) {
+            let ticks = stamp(*ns);
+            // A sample is its thread's, its stack the event's; a wait is on no thread (other
+            // tools' thread-time views would count it as a sample), its stack id in its
+            // payload.
+            let (metadata_id, thread_id, event_stack) = match e {
+                // Native code alone (the runtime's own threads, the JIT, the GC): what the
+                // runtime's sampler never sees, kept for clrspy in its own event.
+                Injected::KernelSample { tid, managed, .. } if managed.is_empty() => {
+                    self.payload.clear();
+                    clr_events::clrspy::KernelSample::encode_by_id(
+                        *tid,
+                        stack_id,
+                        &mut self.payload,
+                    );
+                    (ids[e.id()], NO_THREAD, 0)
+                }
+                Injected::KernelSample { tid, .. } | Injected::KernelBlocked { tid, .. } => {
+                    e.payload_into(&mut self.payload);
+                    (sample_id, u64::from(*tid), stack_id)
+                }
+                Injected::KernelWait {
+                    tid,
+                    duration_ns,
+                    preempted,
+                    ..
+                } => {
+                    self.payload.clear();
+                    clr_events::clrspy::KernelWait::encode(
+                        *tid,
+                        &[],
+                        *duration_ns,
+                        *preempted,
+                        stack_id,
+                        &mut self.payload,
+                    );
+                    (ids[e.id()], NO_THREAD, 0)
+                }
+                _ => {
+                    e.payload_into(&mut self.payload);
+                    (ids[e.id()], NO_THREAD, 0)
+                }
+            };
+            w.write_with_stack_id(
+                &EventRecord {
+                    metadata_id,
+                    thread_id,
+                    capture_thread_id: CAPTURE_THREAD,
+                    timestamp: ticks,
+                    payload: &self.payload,
+                    ..EventRecord::default()
+                },
+                event_stack,
+            )?;
+        }
+        self.last_ticks = last;
         w.flush_events()?;
         let mut bytes = std::mem::take(w.get_mut());
         let start = *writer_pos;
@@ -645,8 +802,10 @@ impl<W: Write> Splicer<W> {
 }
 
 /// Rewrites the writer's block objects (written at writer position `writer_pos`) for stream
-/// position `stream_pos`: padding recomputed, and each object grown to a multiple of 4 bytes
-/// by enlarging its block header.
+/// position `stream_pos`: padding recomputed, and the whole grown to a multiple of 4 bytes by
+/// enlarging the header of its event and metadata blocks (a stack block has no header to
+/// grow, and no trailing bytes may follow its stacks: readers would take them for one more;
+/// the event block after it takes up the slack).
 fn realign(bytes: &[u8], writer_pos: u64, stream_pos: u64) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(bytes.len() + 16);
     let mut scanner = Scanner::between_blocks(FormatVersion::NetTrace4, writer_pos);
@@ -662,20 +821,29 @@ fn realign(bytes: &[u8], writer_pos: u64, stream_pos: u64) -> Option<Vec<u8>> {
         let head = bytes.get(at(b.offset)?..at(b.payload_offset - u64::from(b.padding) - 4)?)?;
         let data = bytes.get(at(b.payload_offset)?..at(b.payload_offset + b.payload_len)?)?;
         let size = data.len();
-        // The block's header size (u16 at its start) grows by `extra` zero bytes.
-        let header_size = u16::from_le_bytes(data.get(..2)?.try_into().ok()?) as usize;
         let obj_start = stream_pos + out.len() as u64;
         let spad = ((4 - (obj_start + head.len() as u64 + 4) % 4) % 4) as usize;
         let base_len = head.len() + 4 + spad + size + 1;
-        let extra = (4 - base_len % 4) % 4;
+        let growable = matches!(b.kind, BlockKind::Event | BlockKind::Metadata);
+        let extra = if growable {
+            (4 - (out.len() + base_len) % 4) % 4
+        } else {
+            0
+        };
         out.extend_from_slice(head);
         out.extend_from_slice(&((size + extra) as u32).to_le_bytes());
         out.resize(out.len() + spad, 0);
-        out.extend_from_slice(&((header_size + extra) as u16).to_le_bytes());
-        out.extend_from_slice(data.get(2..header_size)?);
-        out.resize(out.len() + extra, 0);
-        out.extend_from_slice(data.get(header_size..)?);
+        if growable {
+            // The block's header size (u16 at its start) grows by `extra` zero bytes.
+            let header_size = u16::from_le_bytes(data.get(..2)?.try_into().ok()?) as usize;
+            out.extend_from_slice(&((header_size + extra) as u16).to_le_bytes());
+            out.extend_from_slice(data.get(2..header_size)?);
+            out.resize(out.len() + extra, 0);
+            out.extend_from_slice(data.get(header_size..)?);
+        } else {
+            out.extend_from_slice(data);
+        }
         out.push(6);
     }
-    scanner.at_boundary().then_some(out)
+    (scanner.at_boundary() && out.len() % 4 == 0).then_some(out)
 }

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod cgroup;
+mod code_kinds;
 mod consumer;
 mod coredump;
 pub mod crash;

@@ -51,6 +51,14 @@ pub(crate) struct CpuReadings {
 /// The kernel sampler of a recording and what it drains.
 struct KernelSamples {
     sampler: clrspy_sampler::Sampler,
+    /// Tells each frame's code native or managed (the stacks' projection for other readers).
+    kinds: crate::code_kinds::CodeKinds,
+    /// Threads seen in managed code: their blocked time is told to other readers too (as the
+    /// runtime's sampler samples a blocked managed thread), so that their thread-time views,
+    /// which weigh each sample by the time to the thread's next, do not count it as CPU.
+    managed_threads: std::collections::HashSet<u32>,
+    /// The wait of each thread already told as blocked: when it began.
+    announced: std::collections::HashMap<u32, u64>,
     drained: Vec<clrspy_sampler::Sample>,
     waits: Vec<clrspy_sampler::Wait>,
     /// The sampler failed (the target ended, an error): nothing more is drained.
@@ -72,18 +80,50 @@ impl KernelSamples {
         self.drained.sort_by_key(|s| s.time_ns);
         let since = self.since_ns;
         for s in self.drained.drain(..).filter(|s| s.time_ns >= since) {
+            let (stack, managed) = self.kinds.split(&s.frames);
+            if !managed.is_empty() {
+                self.managed_threads.insert(s.tid);
+            }
             events.push((
                 s.time_ns,
                 Injected::KernelSample {
                     tid: s.tid,
-                    stack: s.frames,
+                    stack,
+                    managed,
                 },
             ));
         }
         self.sampler.take_waits(&mut self.waits);
         self.queue_waits(events);
+        // The threads blocked now: told once per wait, when it began (since the last drain).
+        let mut blocked = Vec::new();
+        self.sampler.blocked_now(&mut blocked);
+        for (tid, start, frames) in blocked {
+            if self.announced.get(&tid) == Some(&start) {
+                continue;
+            }
+            self.announced.insert(tid, start);
+            self.block(events, tid, start, &frames);
+        }
         events.sort_by_key(|e| e.0);
         self.counts(events, now_ns);
+    }
+
+    /// Tells other readers thread `tid` (one seen in managed code) blocked at `start` with
+    /// `frames`.
+    fn block(&mut self, events: &mut Vec<(u64, Injected)>, tid: u32, start: u64, frames: &[u64]) {
+        if !self.managed_threads.contains(&tid) {
+            return;
+        }
+        let (stack, managed) = self.kinds.split(frames);
+        events.push((
+            start.max(self.since_ns),
+            Injected::KernelBlocked {
+                tid,
+                stack,
+                managed,
+            },
+        ));
     }
 
     /// The last [`KernelSamples::take`] of a recording, then the waits still going on as
@@ -100,16 +140,26 @@ impl KernelSamples {
     /// The waits taken, at their ends; the part before the session started is left out.
     fn queue_waits(&mut self, events: &mut Vec<(u64, Injected)>) {
         let since = self.since_ns;
-        for w in self.waits.drain(..) {
+        for w in std::mem::take(&mut self.waits) {
+            // A blocked wait is told to other readers where it began, once.
+            if !w.preempted {
+                if self.announced.get(&w.tid) == Some(&w.start_ns) {
+                    self.announced.remove(&w.tid);
+                } else if w.start_ns >= since {
+                    self.block(events, w.tid, w.start_ns, &w.frames);
+                }
+            }
             let start = w.start_ns.max(since);
             if w.end_ns <= start {
                 continue;
             }
+            let (stack, managed) = self.kinds.split(&w.frames);
             events.push((
                 w.end_ns,
                 Injected::KernelWait {
                     tid: w.tid,
-                    stack: w.frames,
+                    stack,
+                    managed,
                     duration_ns: w.end_ns - start,
                     preempted: w.preempted,
                 },
@@ -167,6 +217,9 @@ impl CpuReadings {
         CpuReadings {
             kernel: kernel.map(|sampler| KernelSamples {
                 sampler,
+                kinds: crate::code_kinds::CodeKinds::new(pid),
+                managed_threads: std::collections::HashSet::new(),
+                announced: std::collections::HashMap::new(),
                 drained: Vec::new(),
                 waits: Vec::new(),
                 failed: false,

@@ -6,7 +6,9 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use clrspy_collect::inject::{Injected, Splicer, FIRST_METADATA_ID, NO_THREAD};
+use clrspy_collect::inject::{
+    Injected, Splicer, CAPTURE_THREAD, FIRST_METADATA_ID, FIRST_STACK_ID, NO_THREAD,
+};
 use proptest::prelude::*;
 
 fn data(name: &str) -> Vec<u8> {
@@ -25,23 +27,43 @@ fn data(name: &str) -> Vec<u8> {
     }
 }
 
-/// Every event as (provider, id, thread, timestamp, payload); lost events; ended cleanly.
-type Summary = (Vec<(String, u32, u64, i64, Vec<u8>)>, u64, bool);
+/// Every event as (provider, id, thread, timestamp, payload); lost events; ended cleanly;
+/// then clrspy's events (its capture thread's) as (the same, stack id, stack).
+type Summary = (
+    Vec<(String, u32, u64, i64, Vec<u8>)>,
+    u64,
+    bool,
+    Vec<(String, u32, u64, i64, Vec<u8>, u32, Vec<u64>)>,
+);
 
 fn read_all(bytes: &[u8]) -> Summary {
     let mut r = nettrace::TraceReader::new(bytes).unwrap();
     let mut evs = Vec::new();
+    let mut ours = Vec::new();
     while let Ok(Some(e)) = r.next_event() {
-        evs.push((
+        let row = (
             e.provider().to_string(),
             e.event_id(),
             e.thread_id,
             e.timestamp,
             e.payload.to_vec(),
-        ));
+        );
+        if e.capture_thread_id == Some(CAPTURE_THREAD) {
+            ours.push((
+                row.0,
+                row.1,
+                row.2,
+                row.3,
+                row.4,
+                e.stack_id,
+                e.stack.ips().collect(),
+            ));
+        } else {
+            evs.push(row);
+        }
     }
     let s = r.stats();
-    (evs, s.dropped_events, s.ended_cleanly)
+    (evs, s.dropped_events, s.ended_cleanly, ours)
 }
 
 fn splice(trace: &[u8], cuts: &[usize], ts: u64) -> (Vec<u8>, u64) {
@@ -96,6 +118,7 @@ fn splice(trace: &[u8], cuts: &[usize], ts: u64) -> (Vec<u8>, u64) {
                 Injected::KernelSample {
                     tid: 77,
                     stack: vec![0x1010, 0x1F00],
+                    managed: vec![0x1F00],
                 },
             );
         }
@@ -113,11 +136,10 @@ fn splice(trace: &[u8], cuts: &[usize], ts: u64) -> (Vec<u8>, u64) {
 
 fn check(name: &str, cuts: &[usize]) {
     let trace = data(name);
-    let (orig, dropped, clean) = read_all(&trace);
+    let (orig, dropped, clean, _) = read_all(&trace);
     let first_ts = orig.first().map(|e| e.3).unwrap_or(0).max(0) as u64;
     let (out, spliced) = splice(&trace, cuts, first_ts);
-    let (got, dropped2, clean2) = read_all(&out);
-    let theirs: Vec<_> = got.iter().filter(|e| e.0 != "clrspy").cloned().collect();
+    let (theirs, dropped2, clean2, ours) = read_all(&out);
     assert_eq!(
         theirs.len(),
         orig.len(),
@@ -126,11 +148,22 @@ fn check(name: &str, cuts: &[usize]) {
     assert!(theirs == orig, "{name}: runtime events changed");
     assert_eq!(dropped2, dropped, "{name}: splicing made events look lost");
     assert_eq!(clean2, clean, "{name}");
-    let ours: Vec<_> = got.iter().filter(|e| e.0 == "clrspy").collect();
-    assert_eq!(ours.len() as u64, spliced, "{name}");
-    // On no thread: other tools' sample views must not count them as a thread's samples.
+    // Every event pushed, and each kernel stack once before the sample that uses it.
+    let stacks: Vec<_> = ours
+        .iter()
+        .filter(|e| e.0 == "clrspy" && e.1 == 16)
+        .collect();
+    assert_eq!((ours.len() - stacks.len()) as u64, spliced, "{name}");
+    // On no thread (other tools' sample views must not count them as a thread's samples),
+    // but for the kernel's samples: those are the thread's samples.
+    let samples: Vec<_> = ours
+        .iter()
+        .filter(|e| e.0 == clr_events::SAMPLE_PROFILER_PROVIDER)
+        .collect();
     assert!(
-        ours.iter().all(|e| e.2 == NO_THREAD),
+        ours.iter()
+            .filter(|e| e.0 != clr_events::SAMPLE_PROFILER_PROVIDER)
+            .all(|e| e.2 == NO_THREAD),
         "{name}: a clrspy event on a thread"
     );
     // One capture thread: its timestamps never decrease.
@@ -138,12 +171,26 @@ fn check(name: &str, cuts: &[usize]) {
         ours.windows(2).all(|w| w[0].3 <= w[1].3),
         "{name}: clrspy's timestamps go back"
     );
-    if let Some(k) = ours.iter().find(|e| e.1 == 12) {
-        let frames = clr_events::clrspy::KernelSample::parse(&k.4)
+    if let Some(k) = samples.first() {
+        // The runtime's `ThreadSample`: on its thread, "managed" (on a CPU), its stack block
+        // holding the managed frames, the whole stack in a `KernelStack` of the same id.
+        assert_eq!(
+            (k.1, k.2, k.4.as_slice()),
+            (0, 77, &2u32.to_le_bytes()[..]),
+            "{name}"
+        );
+        assert!(k.5 >= FIRST_STACK_ID, "{name}");
+        assert_eq!(k.6, [0x1F00], "{name}");
+        let whole = stacks
+            .iter()
+            .find(|s| clr_events::clrspy::KernelStack::parse(&s.4).unwrap().id == k.5)
+            .expect("the sample's whole stack");
+        let frames = clr_events::clrspy::KernelStack::parse(&whole.4)
             .unwrap()
             .frames;
         let ips: Vec<u64> = nettrace::Stack::new(frames, 8).ips().collect();
         assert_eq!(ips, [0x1010, 0x1F00], "{name}");
+        assert!(whole.3 <= k.3, "{name}: the stack comes first");
     }
     if clean {
         assert!(spliced > 0, "{name}: nothing spliced into a whole trace");
@@ -166,7 +213,7 @@ fn real_traces_keep_every_event_and_gain_ours() {
         let trace = data(name);
         if trace.len() > 200_000 {
             let (out, _) = splice(&trace, &[65536; 10_000], 0);
-            let (got, _, _) = read_all(&out);
+            let (_, _, _, got) = read_all(&out);
             assert!(
                 got.iter().any(|e| e.0 == "clrspy"
                     && e.1 == 1
@@ -186,17 +233,16 @@ fn real_traces_keep_every_event_and_gain_ours() {
 fn a_cut_trace_is_passed_through_up_to_the_cut() {
     let trace = data("trace.nettrace"); // truncated inside an event block
     let (out, _) = splice(&trace, &[50_000; 1000], 0);
-    let (orig, _, _) = read_all(&trace);
-    let (got, _, clean) = read_all(&out);
+    let (orig, _, _, _) = read_all(&trace);
+    let (theirs, _, clean, _) = read_all(&out);
     assert!(!clean);
-    let theirs: Vec<_> = got.into_iter().filter(|e| e.0 != "clrspy").collect();
     assert_eq!(theirs, orig);
 }
 
 #[test]
 fn an_event_queued_at_the_end_goes_in_before_the_end_marker() {
     let trace = data("perf.nettrace");
-    let (orig, _, clean) = read_all(&trace);
+    let (orig, _, clean, _) = read_all(&trace);
     assert!(clean);
     let mut s = Splicer::new(Vec::new());
     s.write_runtime(&trace).unwrap();
@@ -215,12 +261,12 @@ fn an_event_queued_at_the_end_goes_in_before_the_end_marker() {
     );
     s.end().unwrap();
     assert_eq!(s.spliced, 1);
-    let (got, dropped, clean) = read_all(&s.into_inner().unwrap());
+    let (theirs, dropped, clean, ours) = read_all(&s.into_inner().unwrap());
     assert!(clean);
     assert_eq!(dropped, 0);
-    assert_eq!(got.len(), orig.len() + 1);
-    let last = got.last().unwrap();
-    assert_eq!((last.0.as_str(), last.1), ("clrspy", 9));
+    assert_eq!(theirs.len(), orig.len());
+    assert_eq!(ours.len(), 1);
+    assert_eq!((ours[0].0.as_str(), ours[0].1), ("clrspy", 9));
 }
 
 #[test]
@@ -245,7 +291,7 @@ fn metadata_ids_stay_clear_of_the_runtimes() {
     let mut r = nettrace::TraceReader::new(&out).unwrap();
     let mut ours = 0;
     while let Ok(Some(e)) = r.next_event() {
-        if e.provider() == "clrspy" {
+        if e.capture_thread_id == Some(CAPTURE_THREAD) {
             ours += 1;
             assert!(e.metadata.metadata_id >= FIRST_METADATA_ID);
         } else {

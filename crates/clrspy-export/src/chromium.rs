@@ -160,6 +160,7 @@ pub fn write_grouped<S: ByteSource>(
     let mut contention: FxHashMap<u64, (f64, u64)> = FxHashMap::default();
     let mut next_id = 1u64;
     let mut frames_of: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
+    let mut kernel_stacks = clrspy_analysis::stacks::KernelStacks::default();
     let mut stopped_early = None;
     loop {
         let ev = match reader.next_event() {
@@ -170,12 +171,18 @@ pub fn write_grouped<S: ByteSource>(
                 break;
             }
         };
+        if kernel_stacks.take_known(&ev, &a.stacks) {
+            continue;
+        }
         let us = ev.timestamp_ns() as f64 / 1000.0;
         let provider = ev.provider();
         let tid = ev.thread_id;
         if provider == clr_events::SAMPLE_PROFILER_PROVIDER {
-            // The first pass interned every sample's stack: this finds it.
-            let stack = a.stacks.lookup(&ev.stack);
+            // The first pass interned every sample's stack: this finds it (a kernel sample's
+            // whole stack by its id).
+            let stack = kernel_stacks
+                .get(ev.stack_id)
+                .or_else(|| a.stacks.lookup(&ev.stack));
             let names: Vec<FrameId> = match stack {
                 None => Vec::new(),
                 Some(id) => match frames_of.get(&id) {

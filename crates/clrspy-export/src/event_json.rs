@@ -28,7 +28,7 @@ pub struct EventJsonWriter {
 
 /// The thread id of the events clrspy writes into a trace itself (they belong to no thread):
 /// `thread_id` is `null` for them in JSON.
-pub const NO_THREAD: u64 = u64::MAX;
+pub use clr_events::clrspy::NO_THREAD;
 
 /// Appends `v` as serde_json writes it (writing to a `Vec` cannot fail, and every value here
 /// serializes).

@@ -87,6 +87,7 @@ impl InfoView<'_> {
             "truncated": inv.truncated(),
             "has_rundown": inv.has_rundown(),
             "method_loads": inv.method_loads(),
+            "kernel_samples": inv.kernel_samples,
             "ended_cleanly": stats.ended_cleanly,
             "bytes_read": stats.bytes_read,
             "bytes_total": self.bytes_total,
@@ -152,15 +153,7 @@ impl InfoView<'_> {
         if let Some(s) = h.sampling_interval_ns {
             writeln!(out, "Sampling:       every {:.3} ms", f64::from(s) / 1e6)?;
         }
-        let kernel: u64 = inv
-            .per_event
-            .iter()
-            .filter(|e| {
-                e.provider == clr_events::clrspy::PROVIDER
-                    && e.event_id == clr_events::clrspy::ids::KERNEL_SAMPLE
-            })
-            .map(|e| e.count)
-            .sum();
+        let kernel = inv.kernel_samples;
         if kernel > 0 {
             writeln!(
                 out,

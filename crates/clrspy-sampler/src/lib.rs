@@ -205,4 +205,6 @@ impl Sampler {
     pub fn waits_refused(&self) -> Option<&str> {
         None
     }
+    /// Never reached off Linux.
+    pub fn blocked_now(&self, _out: &mut Vec<(u32, u64, Vec<u64>)>) {}
 }

@@ -452,6 +452,22 @@ impl Sampler {
         out.len() - before
     }
 
+    /// The threads blocked now (off their CPU and not runnable): each wait going on as of the
+    /// last [`Sampler::drain`], not ended, as (thread, when it left, the stack it left with);
+    /// a thread blocked since before its event opened has 0 for when it left.
+    pub fn blocked_now(&self, out: &mut Vec<(u32, u64, Vec<u64>)>) {
+        for (&tid, t) in &self.threads {
+            let Some(w) = t.waits.as_ref() else {
+                continue;
+            };
+            match (&w.out, &w.before) {
+                (Some((start, false, left)), _) => out.push((tid, *start, left.frames.clone())),
+                (None, Some((_, frames))) => out.push((tid, 0, frames.clone())),
+                _ => {}
+            }
+        }
+    }
+
     /// True when waits are sampled.
     pub fn samples_waits(&self) -> bool {
         self.with_waits

@@ -550,6 +550,29 @@ impl<W: Write> TraceWriter<W> {
 
     /// Appends an event.
     pub fn write(&mut self, e: &EventRecord<'_>) -> io::Result<()> {
+        let stack_id = self.stack_id(e.stack);
+        self.write_event(e, stack_id)
+    }
+
+    /// Writes an event whose stack is `stack_id`, one the caller gave with
+    /// [`TraceWriter::stacks_at`] since the last sequence point (`e.stack` is not looked at;
+    /// 0 for none).
+    pub fn write_with_stack_id(&mut self, e: &EventRecord<'_>, stack_id: u32) -> io::Result<()> {
+        self.write_event(e, stack_id)
+    }
+
+    /// Queues stacks with ids of the caller's choosing, `first_id` and up (innermost frame
+    /// first), for the next stack block: events written after refer to them by id
+    /// ([`TraceWriter::write_with_stack_id`]) until the next sequence point. The ids must not
+    /// be ones [`TraceWriter::write`] hands out (it counts up from 1).
+    pub fn stacks_at(&mut self, first_id: u32, stacks: &[&[u64]]) {
+        for (k, ips) in stacks.iter().enumerate() {
+            self.pending_stacks
+                .push((first_id.wrapping_add(k as u32), ips.to_vec()));
+        }
+    }
+
+    fn write_event(&mut self, e: &EventRecord<'_>, stack_id: u32) -> io::Result<()> {
         if e.metadata_id < self.opts.first_metadata_id.max(1)
             || e.metadata_id >= self.next_metadata_id
         {
@@ -558,7 +581,6 @@ impl<W: Write> TraceWriter<W> {
                 e.metadata_id
             )));
         }
-        let stack_id = self.stack_id(e.stack);
         let thread = self.thread_idx(e.thread_id);
         let capture = self.thread_idx(e.capture_thread_id);
         let seq = {
@@ -716,19 +738,27 @@ impl<W: Write> TraceWriter<W> {
             }
             self.block_v6(8, &data)?;
         }
-        if !self.pending_stacks.is_empty() {
-            let stacks = std::mem::take(&mut self.pending_stacks);
+        // A stack block holds consecutive ids: one block per run of them.
+        let stacks = std::mem::take(&mut self.pending_stacks);
+        let ps = self.opts.pointer_size as usize;
+        let mut rest = stacks.as_slice();
+        while let Some((first, _)) = rest.first() {
+            let run = rest
+                .iter()
+                .enumerate()
+                .take_while(|(k, (id, _))| *id == first.wrapping_add(*k as u32))
+                .count();
             let mut data = Vec::new();
-            data.extend_from_slice(&stacks[0].0.to_le_bytes());
-            data.extend_from_slice(&(stacks.len() as u32).to_le_bytes());
-            let ps = self.opts.pointer_size as usize;
-            for (_, ips) in &stacks {
+            data.extend_from_slice(&first.to_le_bytes());
+            data.extend_from_slice(&(run as u32).to_le_bytes());
+            for (_, ips) in &rest[..run] {
                 data.extend_from_slice(&((ips.len() * ps) as u32).to_le_bytes());
                 for ip in ips {
                     data.extend_from_slice(&ip.to_le_bytes()[..ps]);
                 }
             }
             self.block(5, "StackBlock", &data)?;
+            rest = &rest[run..];
         }
         let mut data = Vec::with_capacity(20 + self.events.len());
         data.extend_from_slice(&20u16.to_le_bytes());

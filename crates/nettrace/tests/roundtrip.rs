@@ -322,3 +322,58 @@ fn stream_reader_matches_slice_reader() {
         assert!(s.stats().ended_cleanly);
     }
 }
+
+/// Stacks with ids of the caller's choosing (two runs of consecutive ids, far above the ones
+/// the writer hands out) read back under those ids, beside interned ones, and a sequence point
+/// ends them as it ends the writer's own.
+#[test]
+fn stacks_at_chosen_ids_read_back() {
+    for format in [WriteFormat::V5, WriteFormat::V6] {
+        let opts = WriterOptions {
+            format,
+            ..WriterOptions::default()
+        };
+        let mut w = TraceWriter::new(Vec::new(), opts).unwrap();
+        let id = w.define(&metas()[0]).unwrap();
+        let base = 0x4000_0000u32;
+        let (a, b, c) = (
+            vec![0x10u64, 0x20],
+            vec![0x30u64],
+            vec![0x40u64, 0x50, 0x60],
+        );
+        w.stacks_at(base, &[&a, &b]);
+        w.stacks_at(base + 7, &[&c]);
+        let rec = |ts: i64| EventRecord {
+            metadata_id: id,
+            thread_id: 5,
+            capture_thread_id: 5,
+            timestamp: ts,
+            payload: &[1, 2, 3, 4],
+            ..EventRecord::default()
+        };
+        w.write_with_stack_id(&rec(10), base + 1).unwrap();
+        w.write_with_stack_id(&rec(11), base + 7).unwrap();
+        w.write(&EventRecord {
+            stack: &[0x99],
+            ..rec(12)
+        })
+        .unwrap();
+        w.write_with_stack_id(&rec(13), 0).unwrap();
+        let bytes = w.finish().unwrap();
+        let mut r = TraceReader::new(&bytes[..]).unwrap();
+        let mut seen = Vec::new();
+        while let Some(e) = r.next_event().unwrap() {
+            seen.push((e.stack_id, e.stack.ips().collect::<Vec<u64>>()));
+        }
+        assert_eq!(
+            seen,
+            vec![
+                (base + 1, b.clone()),
+                (base + 7, c.clone()),
+                (1, vec![0x99]),
+                (0, vec![]),
+            ],
+            "{format:?}"
+        );
+    }
+}

@@ -460,10 +460,9 @@ impl RequestModel {
     fn on_kernel(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError> {
         use clr_events::clrspy;
         match ev.id {
-            clrspy::ids::KERNEL_SAMPLE => {
-                let k = clrspy::KernelSample::parse(ev.payload)?;
-                self.kernel
-                    .sample(u64::from(k.thread_id), ev.ts_ns, ev.stack);
+            clrspy::ids::KERNEL_SAMPLE if !clrspy::KernelSample::is_blocked_mark(ev.payload) => {
+                let thread = clrspy::KernelSample::thread_of(ev.payload, ev.thread_id)?;
+                self.kernel.sample(u64::from(thread), ev.ts_ns, ev.stack);
             }
             clrspy::ids::KERNEL_WAIT => {
                 let k = clrspy::KernelWait::parse(ev.payload)?;

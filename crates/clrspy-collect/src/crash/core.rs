@@ -220,11 +220,17 @@ mod tests {
         let json = format!(
             r#"{{"payload":{{"threads":[{{"crashed":"true","managed_exception_object":"{base:#x}"}}]}}}}"#
         );
-        std::fs::write(&report, json).unwrap();
-        assert_eq!(message_in_dump(&report, &dump).as_deref(), Some("ok"));
+        std::fs::write(&report, &json).unwrap();
+        assert_eq!(
+            message_in_dump(json.as_bytes(), &dump).as_deref(),
+            Some("ok")
+        );
         // No dump (a report-only capture), no report: nothing.
-        assert_eq!(message_in_dump(&report, &dir.path().join("none")), None);
-        assert_eq!(message_in_dump(&dir.path().join("none"), &dump), None);
+        assert_eq!(
+            message_in_dump(json.as_bytes(), &dir.path().join("none")),
+            None
+        );
+        assert_eq!(message_in_dump(b"", &dump), None);
     }
 
     /// The exception at `base` with the message "boom!" in the core's one segment.
