@@ -66,6 +66,9 @@ pub struct Inventory {
     /// The kernel sampler's last counts (rate, samples, lost records, threads), when the trace
     /// has them.
     pub kernel_sampler: Option<clr_events::clrspy::KernelSampler>,
+    /// CPU samples the runtime's own sampler took (the SampleProfiler provider's
+    /// `Thread/Sample` the runtime wrote).
+    pub runtime_samples: u64,
 }
 
 /// A stop trigger that fired, as `clrspy record` stored it.
@@ -151,6 +154,8 @@ struct Counts {
     rows: Vec<(String, u32, String, u64, u8)>,
     /// The rows of kernel samples clrspy wrote as the runtime's `ThreadSample`.
     kernel_rows: Vec<usize>,
+    /// The rows of the runtime's own samples.
+    runtime_rows: Vec<usize>,
     /// The row of clrspy's `KernelSampler` counts, whose events are read (the last one says
     /// what the sampler took).
     sampler_row: Option<usize>,
@@ -226,6 +231,8 @@ impl Counts {
             && ev.event_id() == clr_events::clrspy::ids::KERNEL_SAMPLE;
         if kernel || old_kernel {
             self.kernel_rows.push(self.rows.len());
+        } else if ev.provider() == clr_events::SAMPLE_PROFILER_PROVIDER {
+            self.runtime_rows.push(self.rows.len());
         }
         if ev.provider() == clr_events::clrspy::PROVIDER
             && ev.event_id() == clr_events::clrspy::ids::KERNEL_SAMPLER
@@ -295,6 +302,12 @@ impl Inventory {
             }
             BriefAnswer::Done
         });
+        let runtime_samples = counts
+            .runtime_rows
+            .iter()
+            .filter_map(|&r| counts.rows.get(r))
+            .map(|r| r.3)
+            .sum();
         let kernel_samples = match notes.kernel_sampler {
             Some(k) => k.samples,
             None => counts
@@ -334,6 +347,7 @@ impl Inventory {
             command_line: notes.command_line,
             kernel_samples,
             kernel_sampler: notes.kernel_sampler,
+            runtime_samples,
         }
     }
 

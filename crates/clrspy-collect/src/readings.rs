@@ -129,6 +129,8 @@ impl KernelSamples {
     /// The last [`KernelSamples::take`] of a recording, then the waits still going on as
     /// ending at `end_ns` (a thread blocked all along, a deadlock, has no other).
     fn take_last(&mut self, events: &mut Vec<(u64, Injected)>, now_ns: u64, end_ns: u64) {
+        // The last counts are the sampler's totals, whenever the one before was stored.
+        self.next_counts_ns = 0;
         self.take(events, now_ns);
         if self.failed {
             return;

@@ -88,6 +88,7 @@ impl InfoView<'_> {
             "has_rundown": inv.has_rundown(),
             "method_loads": inv.method_loads(),
             "kernel_samples": inv.kernel_samples,
+            "runtime_samples": inv.runtime_samples,
             "ended_cleanly": stats.ended_cleanly,
             "bytes_read": stats.bytes_read,
             "bytes_total": self.bytes_total,
