@@ -112,8 +112,14 @@ pub struct Starvation {
     pub starvation_adjustments: u64,
     /// With reason `CooperativeBlocking` (workers blocked in `Task.Wait`/`.Result`).
     pub blocking_adjustments: u64,
-    /// Of those, the ones that raised the worker count.
+    /// `ThreadPoolWorkerThread/Start` events: every worker the pool started in the trace.
+    pub worker_starts: u64,
+    /// Threads injected: worker starts that raised the pool's worker count while its last
+    /// adjustment was for starvation or blocking (with no worker starts in the trace: the
+    /// rises of its goal for them). At most `workers_max - workers_before`.
     pub injections: u64,
+    /// `worker starts`, or `adjustments` when the trace had no worker starts to count.
+    pub injections_from: &'static str,
     /// Threads injected per second between the first and last injection.
     pub injections_per_s: Option<f64>,
     /// The first and last injection, ms since the trace started.
@@ -433,7 +439,13 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
         detected: p.injections >= STARVED_INJECTIONS,
         starvation_adjustments: p.starvation_adjustments,
         blocking_adjustments: p.blocking_adjustments,
+        worker_starts: p.worker_starts,
         injections: p.injections,
+        injections_from: if p.injections_from_goal {
+            "adjustments"
+        } else {
+            "worker starts"
+        },
         injections_per_s: span
             .filter(|(f, l)| l > f && p.injections > 1)
             .map(|(f, l)| round1((p.injections - 1) as f64 / ((l - f) as f64 / 1e9))),

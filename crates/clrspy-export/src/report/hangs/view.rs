@@ -138,12 +138,15 @@ impl HangsReport {
             if s.detected { "yes" } else { "no" }
         );
         writeln!(out, "\n{}", style.heading(&heading))?;
+        let how = if s.injections_from == "adjustments" {
+            "rises of the pool's goal: the trace has no worker starts"
+        } else {
+            "worker starts that raised the pool's count"
+        };
         writeln!(
             out,
-            "  injections: {} ({} Starvation, {} CooperativeBlocking adjustments){}",
+            "  threads injected: {} ({how}){}",
             s.injections,
-            s.starvation_adjustments,
-            s.blocking_adjustments,
             s.injections_per_s
                 .map(|r| format!(", {r:.1} threads/s"))
                 .unwrap_or_default()
@@ -161,6 +164,11 @@ impl HangsReport {
                 s.last_injection_ms.unwrap_or(0.0)
             )?;
         }
+        writeln!(
+            out,
+            "  adjustments: {} Starvation, {} CooperativeBlocking (each sets the pool's goal, only a worker start adds a thread); {} worker starts in all",
+            s.starvation_adjustments, s.blocking_adjustments, s.worker_starts
+        )?;
         if s.enqueued > 0 {
             writeln!(
                 out,
