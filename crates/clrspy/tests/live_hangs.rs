@@ -102,8 +102,13 @@ fn dotnet_trace_recording_of_the_deadlock_names_the_same_cycle() {
     let v = hangs(&repo().join("crates/clrspy/tests/data/dotnet-trace-deadlock.nettrace.zip"));
     let m = members(&v);
     assert_two_way(&m);
-    // dotnet-trace records no thread names.
-    assert!(m.iter().all(|x| x.0.is_none()), "{m:?}");
+    // dotnet-trace records no thread names: both are called by the thread that started them
+    // (Thread/Creating and /Running), the workload's main thread.
+    let main = v["deadlocks"][0][0]["thread_name"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(main.starts_with("thread started by thread "), "{m:?}");
+    assert!(m.iter().all(|x| x.0.as_deref() == Some(main)), "{m:?}");
     assert_eq!(v["lock_waits"], 2);
     assert_eq!(v["lock_waits_ended"], 0);
 }

@@ -34,7 +34,9 @@ const STARVED_INJECTIONS: u64 = 3;
 pub struct CycleMember {
     /// The OS thread id.
     pub thread_id: u64,
-    /// Its name, when the trace has it (clrspy's recordings do).
+    /// What to call it: its own name (clrspy's recordings have them), or what started it
+    /// when its name is its creator's or it has none (`thread started by thread 407 (.NET TP
+    /// Worker)`); `.NET TP Worker` only for a pool worker, as the runtime says.
     pub thread_name: Option<String>,
     /// The lock it waits for (the runtime's lock id, hex).
     pub waits_for_lock: String,
@@ -55,7 +57,7 @@ pub struct CycleMember {
 pub struct BlockedThread {
     /// The OS thread id.
     pub thread_id: u64,
-    /// Its name, when the trace has it.
+    /// What to call it (as [`CycleMember::thread_name`]).
     pub thread_name: Option<String>,
     /// `lock` (a contended lock) or `wait` (a wait handle, a monitor wait, a join).
     pub kind: &'static str,
@@ -152,7 +154,7 @@ pub struct Starvation {
 pub struct StuckThread {
     /// The OS thread id.
     pub thread_id: u64,
-    /// Its name, when the trace has it.
+    /// What to call it (as [`CycleMember::thread_name`]).
     pub thread_name: Option<String>,
     /// The lock call it is blocked in.
     pub blocked_in: String,
@@ -259,7 +261,7 @@ pub(super) fn waiter(frames: &[String]) -> String {
 pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
     let empty = HangModel::default();
     let m = a.model::<HangModel>().unwrap_or(&empty);
-    let name = |t: u64| a.threads.names.get(&t).cloned();
+    let name = |t: u64| a.thread_name(t);
     let cycles = m.cycles();
     let in_cycle: Vec<u64> = cycles.iter().flatten().map(|c| c.wait.thread).collect();
     let deadlocks = cycles
@@ -359,7 +361,7 @@ fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<Blo
     let end = m.end_ns;
     let row = |w: &OpenWait, kind: WaitKind| BlockedThread {
         thread_id: w.thread,
-        thread_name: a.threads.names.get(&w.thread).cloned(),
+        thread_name: a.thread_name(w.thread),
         kind: kind_name(kind),
         waiting_ms: ms((end - w.start_ns).max(0) as f64),
         lock: (kind == WaitKind::Lock && w.lock_id != 0).then(|| hex(w.lock_id)),
@@ -520,7 +522,7 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
             let frames = frames?;
             Some(StuckThread {
                 thread_id: t,
-                thread_name: a.threads.names.get(&t).cloned(),
+                thread_name: a.thread_name(t),
                 blocked_in: frames.first()?.clone(),
                 method: waiter(&frames),
             })

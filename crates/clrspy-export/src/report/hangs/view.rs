@@ -57,7 +57,13 @@ impl HangsReport {
                 .iter()
                 .map(|m| thread_label(m.thread_id, &m.thread_name))
                 .collect();
-            writeln!(out, "  cycle {}: {} → back to the first", i + 1, ring.join(" → "))?;
+            let mut line = format!("cycle {}: {} → back to the first", i + 1, ring.join(" → "));
+            if line.chars().count() > style.room(2) {
+                // The members below name each thread.
+                let ids: Vec<String> = c.iter().map(|m| format!("thread {}", m.thread_id)).collect();
+                line = format!("cycle {}: {} → back to the first", i + 1, ids.join(" → "));
+            }
+            writeln!(out, "  {}", fit(&line, style.room(2)))?;
             for m in c {
                 writeln!(
                     out,
@@ -166,7 +172,7 @@ impl HangsReport {
         }
         writeln!(
             out,
-            "  adjustments: {} Starvation, {} CooperativeBlocking (each sets the pool's goal, only a worker start adds a thread); {} worker starts in all",
+            "  adjustments: {} Starvation, {} CooperativeBlocking; worker starts: {}",
             s.starvation_adjustments, s.blocking_adjustments, s.worker_starts
         )?;
         if s.enqueued > 0 {
