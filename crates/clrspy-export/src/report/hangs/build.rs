@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::super::needs::{Needs, CONTENTION};
 use super::super::view::ReportOptions;
+use super::groups::{self, BlockedGroup, Member};
 use crate::units::round1;
 
 
@@ -145,8 +146,10 @@ pub struct Starvation {
     pub max_backlog: u64,
     /// Lowest and highest throughput measured (work items per second).
     pub throughput: Option<(f64, f64)>,
-    /// Pool workers blocked in sync-over-async, by call site, most time first.
+    /// Pool workers blocked in sync-over-async, by call site, most time first (top N).
     pub sync_over_async: Vec<SyncOverAsync>,
+    /// How many call sites, before the cut to top N.
+    pub sync_over_async_total: usize,
 }
 
 /// A thread blocked the whole trace with no wait starting in it.
@@ -165,8 +168,11 @@ pub struct StuckThread {
 /// A hang already in progress when the recording began.
 #[derive(Clone, Debug, Serialize)]
 pub struct InProgress {
-    /// The threads.
+    /// The threads, by id.
     pub threads: Vec<StuckThread>,
+    /// The same threads grouped by the call they are blocked in and the method that made it,
+    /// most threads first.
+    pub groups: Vec<BlockedGroup>,
     /// What to do.
     pub hint: String,
     /// The commands the hint names: the live stacks, then a dump.
@@ -178,12 +184,18 @@ pub struct InProgress {
 pub struct HangsReport {
     /// Deadlock cycles, each a list of its threads.
     pub deadlocks: Vec<Vec<CycleMember>>,
-    /// Threads still blocked at the end outside any cycle, longest first.
+    /// Threads still blocked at the end outside any cycle, longest first (top N).
     pub blocked: Vec<BlockedThread>,
+    /// How many threads were still blocked outside any cycle, before the cut to top N.
+    pub blocked_total: usize,
+    /// All of them grouped by where they wait (kind, call, method, lock), most threads first.
+    pub blocked_groups: Vec<BlockedGroup>,
     /// Thread-pool starvation.
     pub starvation: Starvation,
-    /// Waits by stack, most time first (top N).
+    /// Waits by the method that waited, most time first (top N).
     pub long_waits: Vec<WaitStack>,
+    /// How many methods waited, before the cut to top N.
+    pub long_waits_total: usize,
     /// A hang already in progress, when the trace shows one.
     pub in_progress: Option<InProgress>,
     /// Events read: `Contention/Start`, `/Stop`, `WaitHandleWait/Start`, `/Stop`.
@@ -197,6 +209,9 @@ pub struct HangsReport {
     /// Set when the trace has none of this: what to record.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// Groups the text shows of each list (`--top`).
+    #[serde(skip)]
+    pub shown: usize,
 }
 
 fn hex(v: u64) -> String {
@@ -281,8 +296,13 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
                 .collect()
         })
         .collect();
-    let blocked = blocked(a, m, &in_cycle, o.top);
-    let long_waits = long_waits(a, m, o.top);
+    let mut blocked = blocked(a, m, &in_cycle);
+    let blocked_total = blocked.len();
+    let blocked_groups = group_blocked(&blocked);
+    blocked.truncate(o.top);
+    let mut long_waits = long_waits(a, m);
+    let long_waits_total = long_waits.len();
+    long_waits.truncate(o.top);
     let starvation = starvation(a, m, o.top);
     let in_progress = if in_cycle.is_empty() {
         in_progress(a, m)
@@ -296,8 +316,11 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
     HangsReport {
         deadlocks,
         blocked,
+        blocked_total,
+        blocked_groups,
         starvation,
         long_waits,
+        long_waits_total,
         in_progress,
         lock_waits: m.lock_waits,
         lock_waits_ended: m.lock_waits_ended,
@@ -305,12 +328,13 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
         handle_waits_ended: m.handle_waits_ended,
         missing: (nothing && !o.narrowed)
             .then(|| NEEDS.missing_line("lock waits, wait handles or thread-pool adjustments")),
+        shown: o.top,
     }
 }
 
 /// Waits by kind and the method that waited (the first frame outside the waiting code),
 /// with the stack that waited longest there; the runtime's own waits by design left out.
-fn long_waits(a: &Analysis, m: &HangModel, top: usize) -> Vec<WaitStack> {
+fn long_waits(a: &Analysis, m: &HangModel) -> Vec<WaitStack> {
     let mut by: FxHashMap<(WaitKind, String), (WaitStack, f64)> = FxHashMap::default();
     for ((k, s), t) in &m.by_stack {
         let stack = a.frames(*s);
@@ -350,13 +374,12 @@ fn long_waits(a: &Analysis, m: &HangModel, top: usize) -> Vec<WaitStack> {
             .then_with(|| x.kind.cmp(y.kind))
             .then_with(|| x.stack.cmp(&y.stack))
     });
-    v.truncate(top);
     v
 }
 
 /// The threads blocked at the end outside the cycles: lock waits, then handle waits of
 /// threads not waiting for a lock (a lock's slow path waits on a handle too), longest first.
-fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<BlockedThread> {
+fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64]) -> Vec<BlockedThread> {
     let lock_threads: Vec<u64> = m.open_locks.iter().map(|w| w.thread).collect();
     let end = m.end_ns;
     let row = |w: &OpenWait, kind: WaitKind| BlockedThread {
@@ -387,8 +410,31 @@ fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<Blo
             .total_cmp(&x.waiting_ms)
             .then(x.thread_id.cmp(&y.thread_id))
     });
-    v.truncate(top);
     v
+}
+
+/// The blocked threads grouped by where they wait.
+fn group_blocked(blocked: &[BlockedThread]) -> Vec<BlockedGroup> {
+    let calls: Vec<(String, String)> = blocked
+        .iter()
+        .map(|b| (groups::blocked_in(&b.stack, is_wait_internal), waiter(&b.stack)))
+        .collect();
+    let members: Vec<Member<'_>> = blocked
+        .iter()
+        .zip(&calls)
+        .map(|(b, (call, method))| Member {
+            kind: b.kind,
+            thread_id: b.thread_id,
+            name: b.thread_name.as_deref(),
+            blocked_in: call,
+            method,
+            lock: b.lock.as_deref(),
+            owner_thread_id: b.owner_thread_id,
+            source: b.source.as_deref(),
+            waiting_ms: Some(b.waiting_ms),
+        })
+        .collect();
+    groups::group(&members)
 }
 
 /// The pool's evidence, with the workers blocked in sync-over-async: from wait events on
@@ -435,6 +481,7 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
             .total_cmp(&x.wait_ms)
             .then_with(|| x.method.cmp(&y.method))
     });
+    let sync_over_async_total = sync.len();
     sync.truncate(top);
     let span = p.injection_span_ns;
     Starvation {
@@ -462,6 +509,7 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
         max_backlog: p.max_backlog,
         throughput: p.throughput.map(|t| (round1(t.1), round1(t.2))),
         sync_over_async: sync,
+        sync_over_async_total,
     }
 }
 
@@ -532,11 +580,27 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
         return None;
     }
     threads.sort_by_key(|t| t.thread_id);
+    let members: Vec<Member<'_>> = threads
+        .iter()
+        .map(|t| Member {
+            kind: "lock",
+            thread_id: t.thread_id,
+            name: t.thread_name.as_deref(),
+            blocked_in: &t.blocked_in,
+            method: &t.method,
+            lock: None,
+            owner_thread_id: None,
+            source: None,
+            waiting_ms: None,
+        })
+        .collect();
+    let groups = groups::group(&members);
     let pid = a
         .process_id
         .map_or_else(|| "PID".to_string(), |p| p.to_string());
     Some(InProgress {
         threads,
+        groups,
         commands: vec![
             format!("clrspy stack -p {pid}"),
             format!("clrspy dump -p {pid}"),
