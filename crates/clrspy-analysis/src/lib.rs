@@ -51,6 +51,7 @@ pub mod sketch;
 pub mod sources;
 pub mod stacks;
 pub mod symbols;
+pub mod task_waits;
 pub mod thread_names;
 pub mod thread_stacks;
 pub mod threads;

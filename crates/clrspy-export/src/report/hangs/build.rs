@@ -3,6 +3,7 @@
 //! blocked in sync-over-async, long waits by the method that waited, and a hang in progress.
 
 use clrspy_analysis::cpu::is_lock_acquisition;
+use clrspy_analysis::task_waits;
 use clrspy_analysis::sources::hangs::{HangModel, OpenWait, WaitKind};
 use clrspy_analysis::{Analysis, StackFilter};
 use rustc_hash::FxHashMap;
@@ -231,11 +232,7 @@ fn kind_name(k: WaitKind) -> &'static str {
 
 /// A frame of the runtime's locking, waiting or task code (not who waited).
 pub(super) fn is_wait_internal(frame: &str) -> bool {
-    frame.starts_with('[')
-        || frame.contains('!')
-        || frame.starts_with("System.Threading.")
-        || frame.starts_with("System.Runtime.CompilerServices.")
-        || frame.starts_with("System.Diagnostics.Tracing.")
+    task_waits::is_wait_internal(frame)
 }
 
 /// A stack of the runtime's own threads that wait by design: the timer thread, the pool's
@@ -246,13 +243,6 @@ fn waits_by_design(frames: &[String]) -> bool {
             || f.starts_with("System.Threading.PortableThreadPool+GateThread")
             || f.starts_with("System.Threading.LowLevelLifoSemaphore")
     })
-}
-
-/// A frame that blocks on a task: `Task.Wait`, `.Result`, `GetResult`, `WaitAll`.
-fn is_task_wait(frame: &str) -> bool {
-    frame.starts_with("System.Threading.Tasks.Task")
-        && (frame.contains(".Wait") || frame.contains("get_Result") || frame.contains("GetResult"))
-        || frame.contains("Awaiter") && frame.contains("GetResult")
 }
 
 /// A frame of a thread-pool worker's dispatch loop.
@@ -519,13 +509,8 @@ fn sync_over_async(frames: &[String]) -> Option<(String, String)> {
     if !frames.iter().any(|f| is_pool_dispatch(f)) {
         return None;
     }
-    let last_wait = frames.iter().rposition(|f| is_task_wait(f))?;
-    let method = frames[last_wait..]
-        .iter()
-        .find(|f| !is_wait_internal(f))
-        .cloned()
-        .unwrap_or_else(|| frames[last_wait].clone());
-    Some((method, frames[last_wait].clone()))
+    let w = task_waits::task_wait(frames)?;
+    Some((w.method, w.frame))
 }
 
 /// Share of a thread's time in the window it must spend blocked in the lock, and share of
