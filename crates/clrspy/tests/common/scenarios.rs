@@ -1,5 +1,5 @@
 //! testapps/DiagScenarios, the diagnostics tutorials' symptoms on one MVC web API: built once
-//! per test run, started on a free loopback port, and asked over plain HTTP/1.1.
+//! per test run, started on a free loopback port, and asked over plain HTTP/1.0.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -49,15 +49,12 @@ impl Diag {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Sends `GET path` and returns at once with the open connection: for a request that never
-    /// answers (the deadlock's); dropping the stream closes it.
+    /// Sends `GET path` (HTTP/1.0: the answer is the body up to the close, never chunked) and
+    /// returns at once with the open connection: for a request that never answers (the
+    /// deadlock's); dropping the stream closes it.
     pub fn send(&self, path: &str) -> TcpStream {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to DiagScenarios");
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
         s
     }
 
