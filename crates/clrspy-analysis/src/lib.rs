@@ -487,7 +487,7 @@ impl Analysis {
     }
 
     /// What is known of thread `t` to name it by ([`thread_names::ThreadFacts`]).
-    pub fn thread_facts(&self, t: u64) -> thread_names::ThreadFacts {
+    fn thread_facts(&self, t: u64) -> thread_names::ThreadFacts {
         self.threads.facts(t, self.process_id)
     }
 

@@ -60,7 +60,7 @@ fn call_of(frame: &str) -> Option<&'static str> {
 
 /// True for a frame of the task's waiting code (`Task.Wait`, `get_Result`, `InternalWait`,
 /// an awaiter's `GetResult`, ...).
-pub fn is_task_wait(frame: &str) -> bool {
+fn is_task_wait(frame: &str) -> bool {
     call_of(frame).is_some()
 }
 

@@ -17,7 +17,7 @@
 //! ```
 
 /// The OS name the runtime gives its thread-pool workers.
-pub const POOL_WORKER_NAME: &str = ".NET TP Worker";
+pub(crate) const POOL_WORKER_NAME: &str = ".NET TP Worker";
 
 /// Linux keeps 15 bytes of a thread's name (what /proc shows, and what clrspy records); the
 /// runtime's and the libraries' own long thread names are known, and come back whole.
@@ -30,7 +30,7 @@ const LONG_THREAD_NAMES: &[&str] = &[
 ];
 
 /// The whole name of a known runtime or library thread whose name Linux cut to 15 bytes.
-pub fn full_thread_name(kernel_name: &str) -> Option<&'static str> {
+pub(crate) fn full_thread_name(kernel_name: &str) -> Option<&'static str> {
     if kernel_name.len() != 15 {
         return None;
     }
@@ -93,7 +93,7 @@ pub fn started_by(frames: &[String]) -> Option<StartedBy> {
 /// The method that wrote a thread's start method when it is a lambda or a local function
 /// (`Ns.Type+<>c__DisplayClass4_0.<FormDeadlock>b__1` → `Ns.Type.FormDeadlock`): the code
 /// that started the thread. None for a plain method (it says what runs, not who started it).
-pub fn creating_method(start: &str) -> Option<String> {
+fn creating_method(start: &str) -> Option<String> {
     let start = start.split('(').next().unwrap_or(start);
     let (owner, member) = start.rsplit_once(".<")?;
     let (enclosing, _) = member.split_once('>')?;

@@ -45,11 +45,11 @@ pub struct ThreadModel {
     pub created: u64,
     /// Threads the pool's worker events (`ThreadPoolWorkerThread/Start`, `/Stop`, `/Wait`)
     /// were written on: pool workers, as the runtime says.
-    pub pool_workers: FxHashSet<u64>,
+    pub(crate) pool_workers: FxHashSet<u64>,
     /// A thread created in the trace → the thread that created it.
-    pub creators: FxHashMap<u64, u64>,
+    pub(crate) creators: FxHashMap<u64, u64>,
     /// What each thread's stacks say started it ([`ThreadModel::learn_stack`]).
-    pub started: FxHashMap<u64, StartedBy>,
+    pub(crate) started: FxHashMap<u64, StartedBy>,
     /// The runtime's thread object of each `Thread/Creating` → the creating thread, until the
     /// new thread's `Thread/Running` names it.
     creating: FxHashMap<u64, u64>,
@@ -101,7 +101,7 @@ impl ThreadModel {
 
     /// Takes what a stack of `thread` (frames innermost first) says started it, unless its
     /// stacks said it already (the pool's loop wins: a pool worker's stacks all show it).
-    pub fn learn_stack(&mut self, thread: u64, frames: &[String]) {
+    pub(crate) fn learn_stack(&mut self, thread: u64, frames: &[String]) {
         if self.started.get(&thread) == Some(&StartedBy::Pool) {
             return;
         }
@@ -114,7 +114,7 @@ impl ThreadModel {
 
     /// True when more stacks of `thread` can tell nothing new: one said the pool started it,
     /// or the pool's events were written on it.
-    pub fn knows_start(&self, thread: u64) -> bool {
+    pub(crate) fn knows_start(&self, thread: u64) -> bool {
         self.is_pool_worker(thread)
     }
 

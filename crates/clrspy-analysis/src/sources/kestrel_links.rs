@@ -9,11 +9,11 @@
 use rustc_hash::FxHashMap;
 
 /// An activity id's 16 bytes.
-pub type Key = [u8; 16];
+pub(crate) type Key = [u8; 16];
 
 /// Open connections: which connection each activity belongs to, and when each started.
 #[derive(Clone, Debug, Default)]
-pub struct KestrelLinks {
+pub(crate) struct KestrelLinks {
     /// Activity (the connection's, or a logging scope's inside it) → connection id.
     by_activity: FxHashMap<Key, String>,
     /// Connection id → its start, ns, until its first request starts.
@@ -22,39 +22,39 @@ pub struct KestrelLinks {
 
 impl KestrelLinks {
     /// Kestrel's `ConnectionStart` of connection `id` with activity `activity` at `ts_ns`.
-    pub fn start(&mut self, activity: Key, id: String, ts_ns: i64) {
+    pub(crate) fn start(&mut self, activity: Key, id: String, ts_ns: i64) {
         self.waiting_first.insert(id.clone(), ts_ns);
         self.by_activity.insert(activity, id);
     }
 
     /// An activity started inside `parent`'s (a logging scope): its events belong to the
     /// same connection.
-    pub fn nest(&mut self, activity: Key, parent: &Key) {
+    pub(crate) fn nest(&mut self, activity: Key, parent: &Key) {
         if let Some(c) = self.by_activity.get(parent).cloned() {
             self.by_activity.insert(activity, c);
         }
     }
 
     /// The end of a logging scope's `activity`.
-    pub fn stop_scope(&mut self, activity: &Key) {
+    pub(crate) fn stop_scope(&mut self, activity: &Key) {
         self.by_activity.remove(activity);
     }
 
     /// Kestrel's `ConnectionStop` of the connection with `activity`.
-    pub fn stop_connection(&mut self, activity: &Key) {
+    pub(crate) fn stop_connection(&mut self, activity: &Key) {
         if let Some(c) = self.by_activity.remove(activity) {
             self.waiting_first.remove(&c);
         }
     }
 
     /// The connection of `activity`.
-    pub fn connection(&self, activity: &Key) -> Option<&String> {
+    pub(crate) fn connection(&self, activity: &Key) -> Option<&String> {
         self.by_activity.get(activity)
     }
 
     /// A request on connection `id` started at `ts_ns`: when it is the connection's first, the
     /// time from the connection's start, ns.
-    pub fn first_request(&mut self, id: &str, ts_ns: i64) -> Option<i64> {
+    pub(crate) fn first_request(&mut self, id: &str, ts_ns: i64) -> Option<i64> {
         let start = self.waiting_first.remove(id)?;
         Some((ts_ns - start).max(0))
     }
