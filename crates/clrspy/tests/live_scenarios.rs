@@ -104,7 +104,7 @@ fn ab_done(mut load: Load, out: &Path, limit: Duration) -> String {
     ];
     for l in text
         .lines()
-        .filter(|l| keep.iter().any(|k| l.starts_with(k)))
+        .filter(|l| keep.iter().any(|k| l.starts_with(k)) || l.contains("Receive:"))
     {
         eprintln!("ab: {l}");
     }
@@ -222,6 +222,7 @@ fn a_slow_request_under_starvation_is_blocked_on_the_task_in_its_action() {
     finish_record(record, &log);
 
     let v = json(&["report", trace.to_str().unwrap(), "requests", "--json"]);
+    eprintln!("routes: {}", v["routes"]);
     let slowest = &v["slowest"][0];
     eprintln!("slowest: {slowest}");
     assert_eq!(slowest["path"], "/api/diag/taskresult", "{slowest}");

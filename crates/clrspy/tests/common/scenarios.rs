@@ -76,7 +76,7 @@ impl Diag {
 }
 
 /// Starts testapps/DiagScenarios on a free port of 127.0.0.1 (`--urls http://127.0.0.1:0`)
-/// with its output in a file, and waits (30 s at most) for its `ready pid=N port=P` line.
+/// with its output in a file, and waits (90 s at most) for its `ready pid=N port=P` line.
 pub fn start_diag() -> Diag {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("diag.out");
@@ -93,7 +93,9 @@ pub fn start_diag() -> Diag {
     let pid = child.id();
     // Killed with the test if it does not come up.
     let app = Running(child, pid);
-    let until = Instant::now() + Duration::from_secs(30);
+    // Seconds on an idle machine; far more beside other tests' loads on 2 cores.
+    let started = Instant::now();
+    let until = started + Duration::from_secs(90);
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         if let Some(line) = text.lines().find(|l| l.starts_with("ready pid=")) {
@@ -103,6 +105,7 @@ pub fn start_diag() -> Diag {
                     .and_then(|v| v.parse::<u32>().ok())
             };
             assert_eq!(field("pid="), Some(pid), "{text}");
+            eprintln!("DiagScenarios ready after {:?}", started.elapsed());
             let port = field("port=").unwrap_or_else(|| panic!("no port in {line:?}"));
             return Diag {
                 app,
@@ -113,7 +116,8 @@ pub fn start_diag() -> Diag {
         }
         assert!(
             Instant::now() < until,
-            "DiagScenarios did not start: {text}"
+            "DiagScenarios did not start in {:?}: {text}",
+            started.elapsed()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
