@@ -1,7 +1,8 @@
 //! Typed views of the runtime's waiting and thread-pool events that `clrspy report hangs`
 //! reads beside `Contention/*` ([`crate::runtime`]): `WaitHandleWait/Start`/`Stop` (keyword
 //! `WaitHandle`, .NET 9+), the pool's hill-climbing sample, its configured minimum and
-//! maximum, and the work items it queued and ran (`ThreadPool/Enqueue`/`Dequeue`). Each has
+//! maximum, the work items it queued and ran (`ThreadPool/Enqueue`/`Dequeue`), and the start
+//! of a thread (`Thread/Creating` on its creator, `Thread/Running` on it). Each has
 //! `parse(payload, version, pointer_size) -> Result<_, ViewError>`; a payload cut short is an
 //! error naming the event and the field, never zeros.
 //!
@@ -32,6 +33,9 @@ pub mod ids {
     pub const WAIT_HANDLE_WAIT_START: u32 = 301;
     /// WaitHandleWait/Stop.
     pub const WAIT_HANDLE_WAIT_STOP: u32 = 302;
+    /// Thread/Running: a new thread starts (written on it); `Thread/Creating` (70, on the
+    /// creating thread) is [`crate::runtime::ids::THREAD_CREATING`].
+    pub const THREAD_RUNNING: u32 = 71;
 }
 
 fn rt<'a>(id: u32, version: u8, p: &'a [u8], ptr: u8) -> Result<Cursor<'a>, ViewError> {
@@ -168,6 +172,27 @@ impl ThreadPoolWork {
     }
 }
 
+/// `Thread/Creating` (written on the creating thread) or `Thread/Running` (on the new thread):
+/// the new thread's runtime object, the same in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadStartWork {
+    /// The runtime's object of the new thread.
+    pub id: u64,
+}
+
+impl ThreadStartWork {
+    /// Parses event `id` (one of the two).
+    pub fn parse(
+        id: u32,
+        payload: &[u8],
+        version: u8,
+        pointer_size: u8,
+    ) -> Result<Self, ViewError> {
+        let mut c = rt(id, version, payload, pointer_size)?;
+        Ok(ThreadStartWork { id: c.u64("ID")? })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +210,7 @@ mod tests {
             (ids::TP_DEQUEUE, "ThreadPool/Dequeue"),
             (ids::WAIT_HANDLE_WAIT_START, "WaitHandleWait/Start"),
             (ids::WAIT_HANDLE_WAIT_STOP, "WaitHandleWait/Stop"),
+            (ids::THREAD_RUNNING, "Thread/Running"),
         ] {
             assert_eq!(event_name_for(KnownProvider::Runtime, id, 0), Some(name));
         }
@@ -264,5 +290,18 @@ mod tests {
             (None, None, None)
         );
         assert_eq!(rt_ids::CONTENTION_START, 81);
+    }
+
+    #[test]
+    fn a_thread_start_names_the_new_threads_object() {
+        let mut p = 0x7f00_2000u64.to_le_bytes().to_vec();
+        p.extend(0u16.to_le_bytes());
+        for id in [crate::runtime::ids::THREAD_CREATING, ids::THREAD_RUNNING] {
+            assert_eq!(
+                ThreadStartWork::parse(id, &p, 0, 8).unwrap().id,
+                0x7f00_2000
+            );
+            assert!(ThreadStartWork::parse(id, &p[..5], 0, 8).is_err());
+        }
     }
 }

@@ -51,6 +51,8 @@ pub mod sketch;
 pub mod sources;
 pub mod stacks;
 pub mod symbols;
+pub mod task_waits;
+pub mod thread_names;
 pub mod thread_stacks;
 pub mod threads;
 pub mod trace_file;
@@ -487,7 +489,46 @@ impl Analysis {
         self.duration_ns = self.first_ns.map_or(0, |f| self.last_ns - f);
         self.has_rundown = self.symbols.has_rundown();
         self.has_thread_cpu = self.cpu.has_readings();
+        self.learn_thread_starts();
         self.name_groups();
+    }
+
+    /// Reads what started each thread from the outer frames of its sampled and waiting
+    /// stacks ([`threads::ThreadModel::learn_stack`]): the pool's worker loop, or the start of
+    /// a `new Thread()` and the method it runs.
+    fn learn_thread_starts(&mut self) {
+        /// Outer frames read: the start path and, with the kernel's sampler, the native
+        /// frames below it.
+        const OUTER_FRAMES: usize = 32;
+        let stacks: Vec<(u64, stacks::StackId)> = self
+            .cpu
+            .weights()
+            .filter_map(|(t, s, _)| Some((t, s?)))
+            .collect();
+        for (t, s) in stacks {
+            if self.threads.knows_start(t) {
+                continue;
+            }
+            let ips = self.stacks.ips(s);
+            let outer = &ips[ips.len().saturating_sub(OUTER_FRAMES)..];
+            let frames: Vec<String> = outer
+                .iter()
+                .map(|&ip| self.symbols.frame(self.symbols.resolve(ip)).name.clone())
+                .collect();
+            self.threads.learn_stack(t, &frames);
+        }
+    }
+
+    /// What is known of thread `t` to name it by ([`thread_names::ThreadFacts`]).
+    fn thread_facts(&self, t: u64) -> thread_names::ThreadFacts {
+        self.threads.facts(t, self.process_id)
+    }
+
+    /// The name to show for thread `t` ([`thread_names::ThreadFacts::display`]): its own
+    /// name; `.NET TP Worker` only when the runtime says it is a pool worker; else what
+    /// started it (a `new Thread()` started from a pool worker has the worker's OS name).
+    pub fn thread_name(&self, t: u64) -> Option<String> {
+        self.thread_facts(t).display()
     }
 
     /// Interns the frames of time no sampled stack shows: each unsampled thread's group

@@ -808,7 +808,7 @@ fn program_names_from_command_lines() {
 
 #[test]
 fn runtime_thread_names_cut_by_linux_come_back_whole() {
-    use crate::threads::full_thread_name;
+    use crate::thread_names::full_thread_name;
     assert_eq!(
         full_thread_name(".NET Tiered Com"),
         Some(".NET Tiered Compilation Worker")

@@ -1,14 +1,20 @@
 //! Threads and the thread pool: worker counts over time (from the pool's start/stop and
-//! adjustment events), hill-climbing adjustments and starvation, and thread names (from
-//! clrspy's thread readings). The per-thread running/waiting split comes from the samples
-//! (see [`crate::profile::StackProfile::threads`]).
+//! adjustment events), hill-climbing adjustments and starvation, thread names (from
+//! clrspy's thread readings) and what the runtime says of each thread: the pool's worker
+//! events written on it, the thread that created it (`Thread/Creating` and `/Running`), what
+//! its stacks start in ([`ThreadModel::learn_stack`], after the pass); from these,
+//! [`ThreadModel::facts`] and its name to show ([`crate::thread_names`]). The per-thread
+//! running/waiting split comes from the samples (see
+//! [`crate::profile::StackProfile::threads`]).
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use clr_events::runtime::{ids, AdjustmentReason, ThreadPoolAdjustment, ThreadPoolWorkerThread};
+use clr_events::threading::{ids as threading_ids, ThreadStartWork};
 use clr_events::{clrspy, ViewError};
 
 use crate::event::{Model, ModelEvent, Provider, Wanted};
+use crate::thread_names::{clean_name, StartedBy, ThreadFacts, POOL_WORKER_NAME};
 
 /// Points kept for the worker-count timeline (older points are thinned).
 const MAX_POINTS: usize = 2000;
@@ -37,6 +43,16 @@ pub struct ThreadModel {
     pub names: FxHashMap<u64, String>,
     /// Threads the runtime created during the trace.
     pub created: u64,
+    /// Threads the pool's worker events (`ThreadPoolWorkerThread/Start`, `/Stop`, `/Wait`)
+    /// were written on: pool workers, as the runtime says.
+    pub(crate) pool_workers: FxHashSet<u64>,
+    /// A thread created in the trace → the thread that created it.
+    pub(crate) creators: FxHashMap<u64, u64>,
+    /// What each thread's stacks say started it ([`ThreadModel::learn_stack`]).
+    pub(crate) started: FxHashMap<u64, StartedBy>,
+    /// The runtime's thread object of each `Thread/Creating` → the creating thread, until the
+    /// new thread's `Thread/Running` names it.
+    creating: FxHashMap<u64, u64>,
 }
 
 impl ThreadModel {
@@ -75,33 +91,66 @@ impl ThreadModel {
         self.point(ms, u64::from(a.new_worker_count));
     }
 
-    /// A thread's name (from clrspy's readings).
+    /// A thread's name (from clrspy's readings), cleaned ([`clean_name`]).
     pub fn name(&mut self, thread: u64, name: &str) {
+        let name = clean_name(name);
         if !name.is_empty() {
-            let full = full_thread_name(name).unwrap_or(name);
-            self.names.insert(thread, full.to_string());
+            self.names.insert(thread, name);
         }
     }
-}
 
-/// Linux keeps 15 characters of a thread's name (what /proc shows, and what clrspy records);
-/// the runtime's and the libraries' own long thread names are known, and come back whole.
-/// Names a program gives its own threads stay as the kernel kept them.
-const LONG_THREAD_NAMES: &[&str] = &[
-    ".NET Tiered Compilation Worker",
-    ".NET Counter Poller",
-    ".NET File Watcher",
-];
-
-/// The whole name of a known runtime thread whose name Linux cut to 15 characters.
-pub fn full_thread_name(kernel_name: &str) -> Option<&'static str> {
-    if kernel_name.len() != 15 {
-        return None;
+    /// Takes what a stack of `thread` (frames innermost first) says started it, unless its
+    /// stacks said it already (the pool's loop wins: a pool worker's stacks all show it).
+    pub(crate) fn learn_stack(&mut self, thread: u64, frames: &[String]) {
+        if self.started.get(&thread) == Some(&StartedBy::Pool) {
+            return;
+        }
+        if let Some(s) = crate::thread_names::started_by(frames) {
+            if s == StartedBy::Pool || !self.started.contains_key(&thread) {
+                self.started.insert(thread, s);
+            }
+        }
     }
-    LONG_THREAD_NAMES
-        .iter()
-        .copied()
-        .find(|full| full.starts_with(kernel_name))
+
+    /// True when more stacks of `thread` can tell nothing new: one said the pool started it,
+    /// or the pool's events were written on it.
+    pub(crate) fn knows_start(&self, thread: u64) -> bool {
+        self.is_pool_worker(thread)
+    }
+
+    /// What is known of `thread` to name it by; `main` is the process's main thread (its
+    /// name is inherited by the threads it starts).
+    pub fn facts(&self, thread: u64, main: Option<u64>) -> ThreadFacts {
+        let mut inheritable = Vec::new();
+        if let Some(m) = main.filter(|&m| m != thread) {
+            inheritable.extend(self.names.get(&m).cloned());
+        }
+        let creator = self.creators.get(&thread).map(|&c| {
+            let f = ThreadFacts {
+                name: self.names.get(&c).cloned(),
+                pool_events: self.pool_workers.contains(&c),
+                started: self.started.get(&c).cloned(),
+                ..ThreadFacts::default()
+            };
+            inheritable.extend(self.names.get(&c).cloned());
+            match f.display() {
+                Some(n) => format!("thread {c} ({n})"),
+                None => format!("thread {c}"),
+            }
+        });
+        ThreadFacts {
+            name: self.names.get(&thread).cloned(),
+            pool_events: self.pool_workers.contains(&thread),
+            started: self.started.get(&thread).cloned(),
+            creator,
+            inheritable,
+        }
+    }
+
+    /// True when the runtime says `thread` is a thread-pool worker.
+    pub fn is_pool_worker(&self, thread: u64) -> bool {
+        self.pool_workers.contains(&thread) || self.started.get(&thread) == Some(&StartedBy::Pool)
+    }
 }
 
 /// What a thread does for the process, from its name (the runtime names its own threads).
@@ -154,7 +203,7 @@ impl ThreadRole {
         } else if n.starts_with(".NET SigHandler") {
             ThreadRole::SignalHandler
         } else if sampled
-            || n.starts_with(".NET TP Worker")
+            || n.starts_with(POOL_WORKER_NAME)
             || n.starts_with(".NET Long Running")
             || n.starts_with(".NET Sockets")
         {
@@ -230,6 +279,7 @@ impl Model for ThreadModel {
         Wanted::runtime(ids::TP_ADJUSTMENT),
         Wanted::runtime(ids::THREAD_CREATED),
         Wanted::runtime(ids::THREAD_CREATING),
+        Wanted::runtime(threading_ids::THREAD_RUNNING),
         Wanted::clrspy(clrspy::ids::THREAD_NAME),
     ];
 
@@ -242,13 +292,28 @@ impl Model for ThreadModel {
                 self.name(u64::from(n.thread_id), &n.name.to_string_lossy());
             }
             (_, ids::TP_WORKER_START | ids::TP_WORKER_STOP | ids::TP_WORKER_WAIT) => {
-                self.on_workers(ms, &ThreadPoolWorkerThread::parse(ev.id, p, v, ptr)?)
+                self.on_workers(ms, &ThreadPoolWorkerThread::parse(ev.id, p, v, ptr)?);
+                // The runtime writes them on the worker itself.
+                self.pool_workers.insert(ev.thread_id);
             }
             (_, ids::TP_ADJUSTMENT) => {
                 self.on_adjustment(ms, &ThreadPoolAdjustment::parse(p, v, ptr)?)
             }
-            // Only counted: their fields are not read.
-            (_, ids::THREAD_CREATED | ids::THREAD_CREATING) => self.created += 1,
+            // Written on the creating thread, with the new thread's runtime object.
+            (_, ids::THREAD_CREATING) => {
+                self.created += 1;
+                let w = ThreadStartWork::parse(ev.id, p, v, ptr)?;
+                self.creating.insert(w.id, ev.thread_id);
+            }
+            // Written on the new thread as it starts, with the same object.
+            (_, threading_ids::THREAD_RUNNING) => {
+                let w = ThreadStartWork::parse(ev.id, p, v, ptr)?;
+                if let Some(c) = self.creating.remove(&w.id) {
+                    self.creators.insert(ev.thread_id, c);
+                }
+            }
+            // Only counted: its fields are not read.
+            (_, ids::THREAD_CREATED) => self.created += 1,
             _ => {}
         }
         Ok(())
@@ -311,7 +376,9 @@ mod tests {
         a.extend(6u32.to_le_bytes());
         a.extend(0u16.to_le_bytes());
         m.on_event(&ev(rt, ids::TP_ADJUSTMENT, 2, &a)).unwrap();
-        m.on_event(&ev(rt, ids::THREAD_CREATING, 3, &[])).unwrap();
+        let mut t = 0x7f00_2000u64.to_le_bytes().to_vec();
+        t.extend(0u16.to_le_bytes());
+        m.on_event(&ev(rt, ids::THREAD_CREATING, 3, &t)).unwrap();
         let mut n = Vec::new();
         clrspy::ThreadName::encode(77, "worker-1", &mut n);
         m.on_event(&ev(Provider::Clrspy, clrspy::ids::THREAD_NAME, 4, &n))
@@ -322,5 +389,64 @@ mod tests {
         assert_eq!(m.timeline.len(), 2);
         assert!(m.on_event(&ev(rt, ids::TP_ADJUSTMENT, 5, &a[..9])).is_err());
         assert_eq!(m.adjustments.len(), 1);
+    }
+
+    #[test]
+    fn a_thread_is_named_by_what_the_runtime_says_not_by_an_inherited_name() {
+        let rt = Provider::Known(clr_events::KnownProvider::Runtime);
+        let on = |thread: u64, e: ModelEvent<'static>| ModelEvent {
+            thread_id: thread,
+            ..e
+        };
+        let mut m = ThreadModel::new();
+        static WORKER: [u8; 10] = [3, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        static OBJECT: [u8; 10] = [0, 0x20, 0, 0x7f, 0, 0, 0, 0, 0, 0];
+        // A pool worker (its own events say so) creates thread 90, which inherits its name.
+        m.on_event(&on(3, ev(rt, ids::TP_WORKER_START, 1, &WORKER)))
+            .unwrap();
+        m.on_event(&on(3, ev(rt, ids::THREAD_CREATING, 2, &OBJECT)))
+            .unwrap();
+        m.on_event(&on(90, ev(rt, threading_ids::THREAD_RUNNING, 3, &OBJECT)))
+            .unwrap();
+        for (t, n) in [
+            (3, ".NET TP Worker"),
+            (90, ".NET TP Worker"),
+            (91, "Console logger "),
+        ] {
+            m.name(t, n);
+        }
+        assert_eq!(m.creators[&90], 3);
+        assert!(m.is_pool_worker(3) && !m.is_pool_worker(90));
+        assert_eq!(
+            m.facts(90, None).display().as_deref(),
+            Some("thread started by thread 3 (.NET TP Worker)")
+        );
+        assert_eq!(
+            m.facts(3, None).display().as_deref(),
+            Some(".NET TP Worker")
+        );
+        // Trimmed, and whole again.
+        assert_eq!(m.names[&91], "Console logger queue processing thread");
+        // Created before the trace: its stack says what started it.
+        m.name(92, ".NET TP Worker");
+        let frames: Vec<String> = [
+            "App.Locks+<>c__DisplayClass4_0.<FormDeadlock>b__0",
+            "System.Threading.Thread+StartHelper.Callback",
+        ]
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+        m.learn_stack(92, &frames);
+        assert_eq!(
+            m.facts(92, None).display().as_deref(),
+            Some("thread started by App.Locks.FormDeadlock")
+        );
+        // A worker's stack makes it one; nothing overrides that.
+        m.learn_stack(
+            93,
+            &["System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart".into()],
+        );
+        m.learn_stack(93, &frames);
+        assert!(m.is_pool_worker(93));
     }
 }

@@ -134,9 +134,10 @@ pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Ve
     out
 }
 
-/// A thread's display name: its recorded name when clrspy has one, else "thread <tid>".
+/// A thread's display name ([`Analysis::thread_name`]: its own name, or what started it),
+/// else "thread <tid>".
 pub fn thread_label(a: &Analysis, tid: u64) -> String {
-    match a.threads.names.get(&tid) {
+    match a.thread_name(tid) {
         Some(n) => format!("{n} ({tid})"),
         None if tid == 0 => "all threads".into(),
         None => format!("thread {tid}"),

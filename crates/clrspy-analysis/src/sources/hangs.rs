@@ -69,6 +69,16 @@ impl WaitTotals {
 }
 
 /// The thread pool's evidence.
+///
+/// A thread is counted injected when the pool really added one: a
+/// `ThreadPoolWorkerThread/Start` that raised the pool's worker count above the highest seen,
+/// while the pool's last adjustment was for starvation or blocking. An adjustment only sets the
+/// pool's goal: under sync-over-async the runtime repeats `CooperativeBlocking` adjustments
+/// that lower and raise it by one many times a second with no thread started, so counting
+/// them counted hundreds of threads that never were. A trace with adjustments and no worker
+/// starts (the starts not recorded) counts the rises of the goal above its highest instead.
+/// Either way the count is at most the rise from [`PoolEvidence::workers_before`] to
+/// [`PoolEvidence::workers_max`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PoolEvidence {
     /// Adjustments by reason, as the runtime names it.
@@ -78,13 +88,18 @@ pub struct PoolEvidence {
     /// Adjustments because workers blocked in waits the runtime knows of
     /// (`CooperativeBlocking`: `Task.Wait`, `.Result` on the pool).
     pub blocking_adjustments: u64,
-    /// Of those two kinds, the ones that raised the worker count: threads injected.
+    /// `ThreadPoolWorkerThread/Start` events: every worker the pool started.
+    pub worker_starts: u64,
+    /// Threads injected: worker starts that raised the count for starvation or blocking (or,
+    /// with no worker starts in the trace, the goal's rises for them).
     pub injections: u64,
+    /// True when [`PoolEvidence::injections`] come from the goal's rises (no worker starts).
+    pub injections_from_goal: bool,
     /// The first and last injection, ns.
     pub injection_span_ns: Option<(i64, i64)>,
     /// The worker count before the first injection.
     pub workers_before: Option<u32>,
-    /// The highest worker count set.
+    /// The highest worker count set or seen.
     pub workers_max: u32,
     /// The last worker count known.
     pub workers_last: Option<u32>,
@@ -100,6 +115,19 @@ pub struct PoolEvidence {
     pub max_backlog: u64,
     /// Workers that went idle waiting for work (`ThreadPoolWorkerThread/Wait`).
     pub idle_waits: u64,
+    /// The last adjustment was for starvation or blocking: a worker started now is injected.
+    injecting: bool,
+    /// The highest worker count the workers' own events reported (0: none seen yet).
+    highest_active: u32,
+    /// By the goal: the highest goal set, the injections and their span, the count before.
+    goal_high: Option<u32>,
+    goal_injections: u64,
+    goal_span_ns: Option<(i64, i64)>,
+    goal_before: Option<u32>,
+    /// By the starts: the injections, their span and the count before the first.
+    start_injections: u64,
+    start_span_ns: Option<(i64, i64)>,
+    start_before: Option<u32>,
 }
 
 impl PoolEvidence {
@@ -110,7 +138,7 @@ impl PoolEvidence {
 
     fn on_adjustment(&mut self, ts_ns: i64, a: &ThreadPoolAdjustment) {
         *self.adjustments.entry(a.reason.to_string()).or_default() += 1;
-        let injecting = match a.reason {
+        self.injecting = match a.reason {
             AdjustmentReason::Starvation => {
                 self.starvation_adjustments += 1;
                 true
@@ -121,16 +149,56 @@ impl PoolEvidence {
             }
             _ => false,
         };
-        let before = self.workers_last;
-        if injecting && before.is_some_and(|b| a.new_worker_count > b) {
-            self.injections += 1;
-            if self.workers_before.is_none() {
-                self.workers_before = before;
+        let high = self.goal_high;
+        if self.injecting {
+            if let Some(h) = high.filter(|&h| a.new_worker_count > h) {
+                self.goal_injections += u64::from(a.new_worker_count - h);
+                self.goal_before.get_or_insert(h);
+                let span = self.goal_span_ns.get_or_insert((ts_ns, ts_ns));
+                span.1 = ts_ns;
             }
-            let span = self.injection_span_ns.get_or_insert((ts_ns, ts_ns));
-            span.1 = ts_ns;
         }
+        self.goal_high = Some(high.map_or(a.new_worker_count, |h| h.max(a.new_worker_count)));
         self.on_count(a.new_worker_count);
+        self.settle();
+    }
+
+    /// A worker's own event (`id`: start, stop or wait) with the pool's worker count.
+    fn on_worker(&mut self, ts_ns: i64, start: bool, active: u32) {
+        if start {
+            self.worker_starts += 1;
+            // Before any worker event, the pool had the others: a start counts itself.
+            let before = if self.highest_active == 0 {
+                active.saturating_sub(1)
+            } else {
+                self.highest_active
+            };
+            if self.injecting && active > before {
+                self.start_before.get_or_insert(before);
+                let span = self.start_span_ns.get_or_insert((ts_ns, ts_ns));
+                span.1 = ts_ns;
+                self.start_injections += 1;
+            }
+        }
+        self.highest_active = self.highest_active.max(active);
+        self.on_count(active);
+        self.settle();
+    }
+
+    /// The injections and their span from the starts, or from the goal when the trace has no
+    /// worker starts.
+    fn settle(&mut self) {
+        if self.worker_starts > 0 {
+            self.injections_from_goal = false;
+            self.injections = self.start_injections;
+            self.injection_span_ns = self.start_span_ns;
+            self.workers_before = self.start_before;
+        } else {
+            self.injections_from_goal = self.goal_injections > 0;
+            self.injections = self.goal_injections;
+            self.injection_span_ns = self.goal_span_ns;
+            self.workers_before = self.goal_before;
+        }
     }
 
     fn on_work(&mut self, enqueue: bool) {
@@ -326,7 +394,8 @@ impl Model for HangModel {
             rt::TP_WORKER_START | rt::TP_WORKER_STOP | rt::TP_WORKER_WAIT => {
                 let w = clr_events::runtime::ThreadPoolWorkerThread::parse(ev.id, p, v, ptr)?;
                 self.pool.idle_waits += u64::from(ev.id == rt::TP_WORKER_WAIT);
-                self.pool.on_count(w.active);
+                self.pool
+                    .on_worker(ev.ts_ns, ev.id == rt::TP_WORKER_START, w.active);
             }
             ids::TP_ADJUSTMENT_SAMPLE => {
                 let t = ThreadPoolSample::parse(p, v, ptr)?.throughput;
@@ -471,5 +540,54 @@ mod tests {
         assert_eq!((m.pool.enqueued, m.pool.dequeued, m.pool.max_backlog), (4, 2, 3));
         // A payload cut short is an error, not a zero.
         assert!(m.on_event(&ev(rt::TP_ADJUSTMENT, 0, 0, 1, &[0; 5])).is_err());
+    }
+
+    fn workers(active: u32) -> Vec<u8> {
+        let mut p = active.to_le_bytes().to_vec();
+        p.extend(0u32.to_le_bytes());
+        p.extend(0u16.to_le_bytes());
+        p
+    }
+
+    #[test]
+    fn injections_are_worker_starts_that_raise_the_count_not_adjustments() {
+        // As .NET 10 does under sync-over-async: each CooperativeBlocking raise of the goal is
+        // followed by a worker start, and between them the goal goes down and up by one again
+        // and again with no thread started.
+        let mut m = HangModel::default();
+        let mut at = 0;
+        let mut feed = |m: &mut HangModel, id: u32, payload: Vec<u8>| {
+            at += 1_000_000;
+            m.on_event(&ev(id, 0, at, 1, &payload)).unwrap();
+        };
+        // Workers the pool started within its minimum, before any adjustment: not injected.
+        feed(&mut m, rt::TP_WORKER_START, workers(2));
+        feed(&mut m, rt::TP_WORKER_START, workers(3));
+        for goal in 4..=8u32 {
+            feed(&mut m, rt::TP_ADJUSTMENT, adjustment(goal, 8));
+            feed(&mut m, rt::TP_WORKER_START, workers(goal));
+            for _ in 0..50 {
+                feed(&mut m, rt::TP_ADJUSTMENT, adjustment(goal - 1, 8));
+                feed(&mut m, rt::TP_ADJUSTMENT, adjustment(goal, 8));
+            }
+        }
+        // Idle workers report the count; a climbing adjustment's start is no injection.
+        feed(&mut m, rt::TP_WORKER_WAIT, workers(8));
+        feed(&mut m, rt::TP_ADJUSTMENT, adjustment(9, 3));
+        feed(&mut m, rt::TP_WORKER_START, workers(9));
+        // A worker that retired and was started again does not raise the count.
+        feed(&mut m, rt::TP_WORKER_STOP, workers(8));
+        feed(&mut m, rt::TP_ADJUSTMENT, adjustment(9, 6));
+        feed(&mut m, rt::TP_WORKER_START, workers(9));
+        let p = &m.pool;
+        assert_eq!(p.blocking_adjustments, 5 + 5 * 100);
+        assert_eq!((p.worker_starts, p.injections, p.injections_from_goal), (9, 5, false));
+        assert_eq!((p.workers_before, p.workers_max), (Some(3), 9));
+        assert!(p.injections <= u64::from(p.workers_max - p.workers_before.unwrap()));
+        // The first injection is the start after the first raise (the 4th event), the last
+        // the start after the fifth.
+        let (first, last) = p.injection_span_ns.unwrap();
+        assert_eq!(first, 4_000_000);
+        assert_eq!(last, (4 + 4 * 102) * 1_000_000);
     }
 }

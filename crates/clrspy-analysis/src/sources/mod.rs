@@ -5,7 +5,8 @@
 //! struct, `impl Model`, and a `pub const ENTRY`) and its name in the `models!` list below,
 //! which declares the module and registers the entry; what the model files share is in
 //! `shared` (a leaf: the files import it, never this module), and the kernel sampler's
-//! events a model holds for late lookups in `kernel_bits` (a leaf too).
+//! events a model holds for late lookups in `kernel_bits` (a leaf too), and the Kestrel
+//! connections the requests model ties requests to in `kestrel_links` (a leaf).
 
 use crate::model_entry::ModelEntry;
 
@@ -31,6 +32,7 @@ models!(
 );
 
 mod kernel_bits;
+mod kestrel_links;
 mod shared;
 
 pub use shared::Durations;

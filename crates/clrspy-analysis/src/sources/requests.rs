@@ -3,7 +3,9 @@
 //! status from the DiagnosticSource bridge's `HttpRequestIn.Stop` (`Response.StatusCode`), its
 //! route from the routing middleware's `ExecutingEndpoint` log (the endpoint's name: `HTTP: GET
 //! /items/{id}` for a minimal API), its Kestrel connection id (the request's related activity
-//! is its connection's), and — with thread samples — what its threads did while it ran.
+//! is its connection's), how long a connection's first request waited from the connection's
+//! start (reading it: under a starved pool, its continuation's wait for a pool thread;
+//! [`super::kestrel_links`]), and — with thread samples — what its threads did while it ran.
 //!
 //! Memory stays bounded at any request count: per route a [`Sketch`] and status counts, the N
 //! slowest requests with their samples ([`Slowest`]), and only the requests in flight; each
@@ -29,6 +31,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use super::kernel_bits::{Bit, KernelBits};
+use super::kestrel_links::{Key, KestrelLinks};
 use super::shared::text;
 use crate::event::Provider;
 use crate::model_entry::{AnyModel, ModelEntry, ModelInit};
@@ -96,6 +99,10 @@ pub struct ServedRequest {
     pub duration_ms: f64,
     /// Its Kestrel connection id, when recorded.
     pub connection_id: Option<String>,
+    /// For its connection's first request, ms from the connection's start (Kestrel's
+    /// `ConnectionStart`, once a pool thread took it) to the request's: the time it took to
+    /// be read, before the request's own duration.
+    pub queued_ms: Option<f64>,
     /// The threads it ran on (where its events were written).
     pub threads: Vec<u64>,
     /// Samples of those threads while it ran there.
@@ -113,8 +120,6 @@ struct Row<'a> {
     duration_ms: f64,
 }
 
-type Key = [u8; 16];
-
 /// A request between its start and its end (or completed, waiting for its route).
 #[derive(Clone, Debug, Default)]
 struct Open {
@@ -125,6 +130,8 @@ struct Open {
     route: Option<String>,
     status: Option<u16>,
     connection: Option<String>,
+    /// From its connection's start to its own, ns (the connection's first request).
+    queued_ns: Option<i64>,
     /// Activities started inside it (the DiagnosticSource bridge's), for its later events.
     children: Vec<Key>,
     threads: Vec<u64>,
@@ -185,9 +192,9 @@ pub struct RequestModel {
     /// Per thread, a request completed at its start, waiting for its route.
     #[serde(skip)]
     waiting: FxHashMap<u64, (Key, Open)>,
-    /// Kestrel connections: activity → connection id.
+    /// Kestrel connections: activity → connection id, and their starts.
     #[serde(skip)]
-    connections: FxHashMap<Key, String>,
+    connections: KestrelLinks,
     #[serde(skip)]
     raw_paths: FxHashSet<String>,
     /// The kernel sampler's samples and waits, held for the requests they fell in.
@@ -240,14 +247,19 @@ impl RequestModel {
     fn on_start(&mut self, ev: &ModelEvent<'_>, id: Key) -> Result<(), ViewError> {
         let start = RequestStart::parse(ev.payload)?;
         self.flush_waiting(ev.thread_id);
+        let connection = self
+            .connections
+            .connection(&key(ev.context.related_activity_id))
+            .cloned();
+        let queued_ns = connection
+            .as_deref()
+            .and_then(|c| self.connections.first_request(c, ev.ts_ns));
         let mut r = Open {
             start_ns: ev.ts_ns,
             method: start.method.to_string_lossy(),
             path: start.path.to_string_lossy(),
-            connection: self
-                .connections
-                .get(&key(ev.context.related_activity_id))
-                .cloned(),
+            connection,
+            queued_ns,
             threads: vec![ev.thread_id],
             ..Open::default()
         };
@@ -562,6 +574,7 @@ impl RequestModel {
                     status: r.status,
                     duration_ms,
                     connection_id: r.connection,
+                    queued_ms: r.queued_ns.map(|q| q as f64 / 1e6),
                     threads: r.threads,
                     samples,
                 },
@@ -636,23 +649,17 @@ impl Model for RequestModel {
             (KESTREL, "ConnectionStart") => {
                 let c = ConnectionStart::parse(ev.payload)?;
                 self.connections
-                    .insert(id, c.connection_id.to_string_lossy());
+                    .start(id, c.connection_id.to_string_lossy(), ev.ts_ns);
             }
-            (KESTREL, _) => {
-                self.connections.remove(&id);
-            }
+            (KESTREL, _) => self.connections.stop_connection(&id),
             (DIAGNOSTIC_SOURCE, _) if !unpaired => self.on_diagnostic(ev, id)?,
             // A logging scope between a connection and its requests: the requests' related
             // activity is the scope's, whose related one is the connection's.
             (LOGGING, "ActivityJsonStart") => {
                 let parent = key(ev.context.related_activity_id);
-                if let Some(c) = self.connections.get(&parent).cloned() {
-                    self.connections.insert(id, c);
-                }
+                self.connections.nest(id, &parent);
             }
-            (LOGGING, "ActivityJsonStop") => {
-                self.connections.remove(&id);
-            }
+            (LOGGING, "ActivityJsonStop") => self.connections.stop_scope(&id),
             (LOGGING, _) if !unpaired => self.on_log(ev, id)?,
             _ => {}
         }

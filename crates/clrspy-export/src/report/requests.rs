@@ -1,13 +1,17 @@
 //! The `requests` report: the requests an ASP.NET Core app served (the `requests` model), by
 //! route with percentiles and statuses, and the slowest, each with what its threads did while
-//! it ran (CPU in which methods, blocked in which calls) when the trace has thread samples.
+//! it ran (CPU in which methods, blocked in which calls, blocked on a task in which method:
+//! sync-over-async inside the request) when the trace has thread samples, and how long it
+//! waited to be read before it started (its connection's first request).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use clrspy_analysis::cpu::is_blocking_frame;
+use clrspy_analysis::sources::hangs::HangModel;
 use clrspy_analysis::sources::requests::{RequestModel, ServedRequest, OTHER};
+use clrspy_analysis::task_waits::task_wait;
 use clrspy_analysis::Analysis;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -32,7 +36,8 @@ pub const REPORT: ReportDef = ReportDef {
     name: "requests",
     description: "ASP.NET Core requests served: by route (percentiles, statuses), the slowest with what their threads did",
     needs: NEEDS,
-    models: Models::Named(&["requests"]),
+    // The pool's injections (hangs) say when a task's continuation waited for a thread.
+    models: Models::Named(&["requests", "hangs"]),
     rows: Some("requests"),
     build: |a, o| Box::new(build(a, o)),
     summary: Some(SummaryDef {
@@ -93,6 +98,11 @@ pub struct SlowRequest {
     pub duration_ms: f64,
     /// Its Kestrel connection id, when recorded.
     pub connection_id: Option<String>,
+    /// For its connection's first request: ms from the connection's start (Kestrel's
+    /// `ConnectionStart`, once a pool thread took the connection) to the request's start,
+    /// before `duration_ms`: the time it took to be read, mostly waiting for a pool thread
+    /// when the pool is starved.
+    pub queued_ms: Option<f64>,
     /// The threads its events were written on.
     pub threads: Vec<u64>,
     /// Samples of its threads while it ran.
@@ -105,8 +115,16 @@ pub struct SlowRequest {
     /// Of them, running managed code, by innermost method, most first.
     pub cpu: Vec<TimeIn>,
     /// Of them, blocked or outside managed code, by the blocking call (or the innermost
-    /// frame), most first.
+    /// frame), most first; the blocked on a task are in `blocked_on_tasks` instead.
     pub blocked: Vec<TimeIn>,
+    /// Of them, blocked on a task inside the request (sync-over-async), by the call and the
+    /// method that made it (`Task.Result in App.Orders.Get`; `Task.Wait/.Result` when the JIT
+    /// inlined the call), most first.
+    pub blocked_on_tasks: Vec<TimeIn>,
+    /// The thread pool injected threads for starvation or blocking while it ran (the `hangs`
+    /// model's injections): a task it blocked on then also waited for a pool thread to run
+    /// its continuation.
+    pub pool_starved: bool,
 }
 
 /// Requests served.
@@ -143,6 +161,8 @@ enum Doing {
     Idle,
     /// Blocked in this call (or outside managed code in this frame).
     Blocked(String),
+    /// Blocked on a task: the call and the method that made it.
+    OnTask(String),
     /// Running this method.
     Cpu(String),
 }
@@ -158,15 +178,30 @@ fn is_idle(frames: &[String]) -> bool {
         .is_some_and(|f| f.starts_with("System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart"))
 }
 
-fn classify(frames: &[String], managed: bool) -> Doing {
+fn classify(frames: &[String], managed: bool, route: Option<&str>) -> Doing {
     if is_idle(frames) {
         return Doing::Idle;
+    }
+    if let Some(w) = task_wait(frames) {
+        return Doing::OnTask(format!("{} in {}", w.call, method_named(&w.method, route)));
     }
     let (blocked, name) = blocked_or_running(frames, managed);
     if blocked {
         Doing::Blocked(name)
     } else {
         Doing::Cpu(name)
+    }
+}
+
+/// A method as the report names it: the MVC invoker's compiled expression that a small
+/// action was inlined into (.NET 10 does) says which action it ran, when the request's route
+/// says.
+fn method_named(method: &str, route: Option<&str>) -> String {
+    match route {
+        Some(r) if method.starts_with("dynamicClass.lambda_method") => {
+            format!("{method} (the action {r}, inlined)")
+        }
+        _ => method.to_string(),
     }
 }
 
@@ -182,10 +217,18 @@ fn blocked_or_running(frames: &[String], managed: bool) -> (bool, String) {
     (!managed, leaf)
 }
 
+/// True when the pool injected threads between `from_ms` and `to_ms`.
+fn pool_starved(a: &Analysis, from_ms: f64, to_ms: f64) -> bool {
+    a.model::<HangModel>()
+        .and_then(|m| m.pool.injection_span_ns.filter(|_| m.pool.injections > 0))
+        .is_some_and(|(f, l)| (f as f64 / 1e6) <= to_ms && (l as f64 / 1e6) >= from_ms)
+}
+
 fn slow_row(a: &Analysis, r: &ServedRequest) -> SlowRequest {
     let per_ms = a.sampling_interval_ns as f64 / 1e6;
     let mut cpu: FxHashMap<String, u64> = FxHashMap::default();
     let mut blocked: FxHashMap<String, u64> = FxHashMap::default();
+    let mut on_tasks: FxHashMap<String, u64> = FxHashMap::default();
     let (mut total, mut idle) = (0, 0);
     for s in &r.samples {
         let frames = a.frames(s.stack);
@@ -194,9 +237,10 @@ fn slow_row(a: &Analysis, r: &ServedRequest) -> SlowRequest {
                 continue;
             }
             total += n;
-            match classify(&frames, managed) {
+            match classify(&frames, managed, r.route.as_deref()) {
                 Doing::Idle => idle += n,
                 Doing::Blocked(name) => *blocked.entry(name).or_default() += n,
+                Doing::OnTask(name) => *on_tasks.entry(name).or_default() += n,
                 Doing::Cpu(name) => *cpu.entry(name).or_default() += n,
             }
         }
@@ -222,12 +266,16 @@ fn slow_row(a: &Analysis, r: &ServedRequest) -> SlowRequest {
         status: r.status,
         duration_ms: r.duration_ms,
         connection_id: r.connection_id.clone(),
+        queued_ms: r.queued_ms.map(crate::units::round1),
         threads: r.threads.clone(),
         samples: total,
         idle_samples: idle,
         idle_ms: idle as f64 * per_ms,
         cpu: rows(cpu),
         blocked: rows(blocked),
+        pool_starved: !on_tasks.is_empty()
+            && pool_starved(a, r.start_ms, r.start_ms + r.duration_ms),
+        blocked_on_tasks: rows(on_tasks),
     }
 }
 
@@ -389,6 +437,16 @@ impl TextView for RequestsReport {
                 r.duration_ms,
                 fit(&head, style.room(16))
             )?;
+            if let Some(q) = r.queued_ms.filter(|&q| q >= 1.0) {
+                writeln!(
+                    out,
+                    "  {q:>9.1} ms    {}",
+                    fit(
+                        "queued before it started: read after its connection's start (waiting for a pool thread)",
+                        style.room(18)
+                    )
+                )?;
+            }
             if r.samples == 0 {
                 continue;
             }
@@ -399,8 +457,12 @@ impl TextView for RequestsReport {
                     "  {ms:>9.1} ms    idle: its thread back in the pool (the request awaited elsewhere)"
                 )?;
             }
-            for (what, rows) in [("blocked in", &r.blocked), ("CPU in", &r.cpu)] {
-                for t in rows.iter().take(3) {
+            for (what, rows) in [
+                ("blocked on", &r.blocked_on_tasks),
+                ("blocked in", &r.blocked),
+                ("CPU in", &r.cpu),
+            ] {
+                for (i, t) in rows.iter().take(3).enumerate() {
                     let line = format!("{what} {}", t.name);
                     writeln!(
                         out,
@@ -408,6 +470,10 @@ impl TextView for RequestsReport {
                         t.ms,
                         fit(&line, style.room(18))
                     )?;
+                    if i == 0 && what == "blocked on" && r.pool_starved {
+                        let note = "the pool was injecting threads meanwhile: the task's continuation waited for a pool thread too";
+                        writeln!(out, "{:18}{}", "", fit(note, style.room(18)))?;
+                    }
                 }
             }
         }

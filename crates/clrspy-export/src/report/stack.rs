@@ -66,13 +66,7 @@ fn parked(
     let names = waits
         .iter()
         .take(5)
-        .map(|(t, _)| {
-            a.threads
-                .names
-                .get(t)
-                .cloned()
-                .unwrap_or_else(|| format!("thread {t}"))
-        })
+        .map(|(t, _)| a.thread_name(*t).unwrap_or_else(|| format!("thread {t}")))
         .collect();
     let (others, _) = profile.by_blocking_call_except(&a.symbols, &set);
     let others_total: f64 = others.iter().map(|m| m.1).sum();

@@ -135,7 +135,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ThreadsReport {
             };
             ThreadRow {
                 thread: t.thread,
-                name: a.threads.names.get(&t.thread).cloned(),
+                name: a.thread_name(t.thread),
                 role: a.thread_role(t.thread),
                 cpu_ms: round1(cpu),
                 runqueue_ms: round1(runq),
@@ -189,7 +189,7 @@ fn unsampled_rows(
             let (cpu, runq, blocked) = (w.cpu_ns / 1e6, w.runqueue_ns / 1e6, w.blocked_ns() / 1e6);
             ThreadRow {
                 thread: t,
-                name: a.threads.names.get(&t).cloned(),
+                name: a.thread_name(t),
                 role,
                 cpu_ms: round1(cpu),
                 runqueue_ms: round1(runq),

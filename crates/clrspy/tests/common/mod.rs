@@ -13,6 +13,7 @@ pub mod agent;
 pub mod cgroup;
 pub mod heap_workload;
 pub mod proc_cpu;
+pub mod scenarios;
 
 /// A load generator (`ab`) killed when dropped.
 pub struct Load(pub Child);

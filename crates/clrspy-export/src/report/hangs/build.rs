@@ -3,6 +3,7 @@
 //! blocked in sync-over-async, long waits by the method that waited, and a hang in progress.
 
 use clrspy_analysis::cpu::is_lock_acquisition;
+use clrspy_analysis::task_waits;
 use clrspy_analysis::sources::hangs::{HangModel, OpenWait, WaitKind};
 use clrspy_analysis::{Analysis, StackFilter};
 use rustc_hash::FxHashMap;
@@ -10,6 +11,7 @@ use serde::Serialize;
 
 use super::super::needs::{Needs, CONTENTION};
 use super::super::view::ReportOptions;
+use super::groups::{self, BlockedGroup, Member};
 use crate::units::round1;
 
 
@@ -34,7 +36,9 @@ const STARVED_INJECTIONS: u64 = 3;
 pub struct CycleMember {
     /// The OS thread id.
     pub thread_id: u64,
-    /// Its name, when the trace has it (clrspy's recordings do).
+    /// What to call it: its own name (clrspy's recordings have them), or what started it
+    /// when its name is its creator's or it has none (`thread started by thread 407 (.NET TP
+    /// Worker)`); `.NET TP Worker` only for a pool worker, as the runtime says.
     pub thread_name: Option<String>,
     /// The lock it waits for (the runtime's lock id, hex).
     pub waits_for_lock: String,
@@ -55,7 +59,7 @@ pub struct CycleMember {
 pub struct BlockedThread {
     /// The OS thread id.
     pub thread_id: u64,
-    /// Its name, when the trace has it.
+    /// What to call it (as [`CycleMember::thread_name`]).
     pub thread_name: Option<String>,
     /// `lock` (a contended lock) or `wait` (a wait handle, a monitor wait, a join).
     pub kind: &'static str,
@@ -112,8 +116,14 @@ pub struct Starvation {
     pub starvation_adjustments: u64,
     /// With reason `CooperativeBlocking` (workers blocked in `Task.Wait`/`.Result`).
     pub blocking_adjustments: u64,
-    /// Of those, the ones that raised the worker count.
+    /// `ThreadPoolWorkerThread/Start` events: every worker the pool started in the trace.
+    pub worker_starts: u64,
+    /// Threads injected: worker starts that raised the pool's worker count while its last
+    /// adjustment was for starvation or blocking (with no worker starts in the trace: the
+    /// rises of its goal for them). At most `workers_max - workers_before`.
     pub injections: u64,
+    /// `worker starts`, or `adjustments` when the trace had no worker starts to count.
+    pub injections_from: &'static str,
     /// Threads injected per second between the first and last injection.
     pub injections_per_s: Option<f64>,
     /// The first and last injection, ms since the trace started.
@@ -137,8 +147,10 @@ pub struct Starvation {
     pub max_backlog: u64,
     /// Lowest and highest throughput measured (work items per second).
     pub throughput: Option<(f64, f64)>,
-    /// Pool workers blocked in sync-over-async, by call site, most time first.
+    /// Pool workers blocked in sync-over-async, by call site, most time first (top N).
     pub sync_over_async: Vec<SyncOverAsync>,
+    /// How many call sites, before the cut to top N.
+    pub sync_over_async_total: usize,
 }
 
 /// A thread blocked the whole trace with no wait starting in it.
@@ -146,7 +158,7 @@ pub struct Starvation {
 pub struct StuckThread {
     /// The OS thread id.
     pub thread_id: u64,
-    /// Its name, when the trace has it.
+    /// What to call it (as [`CycleMember::thread_name`]).
     pub thread_name: Option<String>,
     /// The lock call it is blocked in.
     pub blocked_in: String,
@@ -157,8 +169,11 @@ pub struct StuckThread {
 /// A hang already in progress when the recording began.
 #[derive(Clone, Debug, Serialize)]
 pub struct InProgress {
-    /// The threads.
+    /// The threads, by id.
     pub threads: Vec<StuckThread>,
+    /// The same threads grouped by the call they are blocked in and the method that made it,
+    /// most threads first.
+    pub groups: Vec<BlockedGroup>,
     /// What to do.
     pub hint: String,
     /// The commands the hint names: the live stacks, then a dump.
@@ -170,12 +185,18 @@ pub struct InProgress {
 pub struct HangsReport {
     /// Deadlock cycles, each a list of its threads.
     pub deadlocks: Vec<Vec<CycleMember>>,
-    /// Threads still blocked at the end outside any cycle, longest first.
+    /// Threads still blocked at the end outside any cycle, longest first (top N).
     pub blocked: Vec<BlockedThread>,
+    /// How many threads were still blocked outside any cycle, before the cut to top N.
+    pub blocked_total: usize,
+    /// All of them grouped by where they wait (kind, call, method, lock), most threads first.
+    pub blocked_groups: Vec<BlockedGroup>,
     /// Thread-pool starvation.
     pub starvation: Starvation,
-    /// Waits by stack, most time first (top N).
+    /// Waits by the method that waited, most time first (top N).
     pub long_waits: Vec<WaitStack>,
+    /// How many methods waited, before the cut to top N.
+    pub long_waits_total: usize,
     /// A hang already in progress, when the trace shows one.
     pub in_progress: Option<InProgress>,
     /// Events read: `Contention/Start`, `/Stop`, `WaitHandleWait/Start`, `/Stop`.
@@ -189,6 +210,9 @@ pub struct HangsReport {
     /// Set when the trace has none of this: what to record.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// Groups the text shows of each list (`--top`).
+    #[serde(skip)]
+    pub shown: usize,
 }
 
 fn hex(v: u64) -> String {
@@ -208,11 +232,7 @@ fn kind_name(k: WaitKind) -> &'static str {
 
 /// A frame of the runtime's locking, waiting or task code (not who waited).
 pub(super) fn is_wait_internal(frame: &str) -> bool {
-    frame.starts_with('[')
-        || frame.contains('!')
-        || frame.starts_with("System.Threading.")
-        || frame.starts_with("System.Runtime.CompilerServices.")
-        || frame.starts_with("System.Diagnostics.Tracing.")
+    task_waits::is_wait_internal(frame)
 }
 
 /// A stack of the runtime's own threads that wait by design: the timer thread, the pool's
@@ -223,13 +243,6 @@ fn waits_by_design(frames: &[String]) -> bool {
             || f.starts_with("System.Threading.PortableThreadPool+GateThread")
             || f.starts_with("System.Threading.LowLevelLifoSemaphore")
     })
-}
-
-/// A frame that blocks on a task: `Task.Wait`, `.Result`, `GetResult`, `WaitAll`.
-fn is_task_wait(frame: &str) -> bool {
-    frame.starts_with("System.Threading.Tasks.Task")
-        && (frame.contains(".Wait") || frame.contains("get_Result") || frame.contains("GetResult"))
-        || frame.contains("Awaiter") && frame.contains("GetResult")
 }
 
 /// A frame of a thread-pool worker's dispatch loop.
@@ -253,7 +266,7 @@ pub(super) fn waiter(frames: &[String]) -> String {
 pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
     let empty = HangModel::default();
     let m = a.model::<HangModel>().unwrap_or(&empty);
-    let name = |t: u64| a.threads.names.get(&t).cloned();
+    let name = |t: u64| a.thread_name(t);
     let cycles = m.cycles();
     let in_cycle: Vec<u64> = cycles.iter().flatten().map(|c| c.wait.thread).collect();
     let deadlocks = cycles
@@ -273,8 +286,13 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
                 .collect()
         })
         .collect();
-    let blocked = blocked(a, m, &in_cycle, o.top);
-    let long_waits = long_waits(a, m, o.top);
+    let mut blocked = blocked(a, m, &in_cycle);
+    let blocked_total = blocked.len();
+    let blocked_groups = group_blocked(&blocked);
+    blocked.truncate(o.top);
+    let mut long_waits = long_waits(a, m);
+    let long_waits_total = long_waits.len();
+    long_waits.truncate(o.top);
     let starvation = starvation(a, m, o.top);
     let in_progress = if in_cycle.is_empty() {
         in_progress(a, m)
@@ -288,8 +306,11 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
     HangsReport {
         deadlocks,
         blocked,
+        blocked_total,
+        blocked_groups,
         starvation,
         long_waits,
+        long_waits_total,
         in_progress,
         lock_waits: m.lock_waits,
         lock_waits_ended: m.lock_waits_ended,
@@ -297,12 +318,13 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> HangsReport {
         handle_waits_ended: m.handle_waits_ended,
         missing: (nothing && !o.narrowed)
             .then(|| NEEDS.missing_line("lock waits, wait handles or thread-pool adjustments")),
+        shown: o.top,
     }
 }
 
 /// Waits by kind and the method that waited (the first frame outside the waiting code),
 /// with the stack that waited longest there; the runtime's own waits by design left out.
-fn long_waits(a: &Analysis, m: &HangModel, top: usize) -> Vec<WaitStack> {
+fn long_waits(a: &Analysis, m: &HangModel) -> Vec<WaitStack> {
     let mut by: FxHashMap<(WaitKind, String), (WaitStack, f64)> = FxHashMap::default();
     for ((k, s), t) in &m.by_stack {
         let stack = a.frames(*s);
@@ -342,18 +364,17 @@ fn long_waits(a: &Analysis, m: &HangModel, top: usize) -> Vec<WaitStack> {
             .then_with(|| x.kind.cmp(y.kind))
             .then_with(|| x.stack.cmp(&y.stack))
     });
-    v.truncate(top);
     v
 }
 
 /// The threads blocked at the end outside the cycles: lock waits, then handle waits of
 /// threads not waiting for a lock (a lock's slow path waits on a handle too), longest first.
-fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<BlockedThread> {
+fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64]) -> Vec<BlockedThread> {
     let lock_threads: Vec<u64> = m.open_locks.iter().map(|w| w.thread).collect();
     let end = m.end_ns;
     let row = |w: &OpenWait, kind: WaitKind| BlockedThread {
         thread_id: w.thread,
-        thread_name: a.threads.names.get(&w.thread).cloned(),
+        thread_name: a.thread_name(w.thread),
         kind: kind_name(kind),
         waiting_ms: ms((end - w.start_ns).max(0) as f64),
         lock: (kind == WaitKind::Lock && w.lock_id != 0).then(|| hex(w.lock_id)),
@@ -379,8 +400,31 @@ fn blocked(a: &Analysis, m: &HangModel, in_cycle: &[u64], top: usize) -> Vec<Blo
             .total_cmp(&x.waiting_ms)
             .then(x.thread_id.cmp(&y.thread_id))
     });
-    v.truncate(top);
     v
+}
+
+/// The blocked threads grouped by where they wait.
+fn group_blocked(blocked: &[BlockedThread]) -> Vec<BlockedGroup> {
+    let calls: Vec<(String, String)> = blocked
+        .iter()
+        .map(|b| (groups::blocked_in(&b.stack, is_wait_internal), waiter(&b.stack)))
+        .collect();
+    let members: Vec<Member<'_>> = blocked
+        .iter()
+        .zip(&calls)
+        .map(|(b, (call, method))| Member {
+            kind: b.kind,
+            thread_id: b.thread_id,
+            name: b.thread_name.as_deref(),
+            blocked_in: call,
+            method,
+            lock: b.lock.as_deref(),
+            owner_thread_id: b.owner_thread_id,
+            source: b.source.as_deref(),
+            waiting_ms: Some(b.waiting_ms),
+        })
+        .collect();
+    groups::group(&members)
 }
 
 /// The pool's evidence, with the workers blocked in sync-over-async: from wait events on
@@ -427,13 +471,20 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
             .total_cmp(&x.wait_ms)
             .then_with(|| x.method.cmp(&y.method))
     });
+    let sync_over_async_total = sync.len();
     sync.truncate(top);
     let span = p.injection_span_ns;
     Starvation {
         detected: p.injections >= STARVED_INJECTIONS,
         starvation_adjustments: p.starvation_adjustments,
         blocking_adjustments: p.blocking_adjustments,
+        worker_starts: p.worker_starts,
         injections: p.injections,
+        injections_from: if p.injections_from_goal {
+            "adjustments"
+        } else {
+            "worker starts"
+        },
         injections_per_s: span
             .filter(|(f, l)| l > f && p.injections > 1)
             .map(|(f, l)| round1((p.injections - 1) as f64 / ((l - f) as f64 / 1e9))),
@@ -448,6 +499,7 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
         max_backlog: p.max_backlog,
         throughput: p.throughput.map(|t| (round1(t.1), round1(t.2))),
         sync_over_async: sync,
+        sync_over_async_total,
     }
 }
 
@@ -457,13 +509,8 @@ fn sync_over_async(frames: &[String]) -> Option<(String, String)> {
     if !frames.iter().any(|f| is_pool_dispatch(f)) {
         return None;
     }
-    let last_wait = frames.iter().rposition(|f| is_task_wait(f))?;
-    let method = frames[last_wait..]
-        .iter()
-        .find(|f| !is_wait_internal(f))
-        .cloned()
-        .unwrap_or_else(|| frames[last_wait].clone());
-    Some((method, frames[last_wait].clone()))
+    let w = task_waits::task_wait(frames)?;
+    Some((w.method, w.frame))
 }
 
 /// Share of a thread's time in the window it must spend blocked in the lock, and share of
@@ -508,7 +555,7 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
             let frames = frames?;
             Some(StuckThread {
                 thread_id: t,
-                thread_name: a.threads.names.get(&t).cloned(),
+                thread_name: a.thread_name(t),
                 blocked_in: frames.first()?.clone(),
                 method: waiter(&frames),
             })
@@ -518,11 +565,27 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
         return None;
     }
     threads.sort_by_key(|t| t.thread_id);
+    let members: Vec<Member<'_>> = threads
+        .iter()
+        .map(|t| Member {
+            kind: "lock",
+            thread_id: t.thread_id,
+            name: t.thread_name.as_deref(),
+            blocked_in: &t.blocked_in,
+            method: &t.method,
+            lock: None,
+            owner_thread_id: None,
+            source: None,
+            waiting_ms: None,
+        })
+        .collect();
+    let groups = groups::group(&members);
     let pid = a
         .process_id
         .map_or_else(|| "PID".to_string(), |p| p.to_string());
     Some(InProgress {
         threads,
+        groups,
         commands: vec![
             format!("clrspy stack -p {pid}"),
             format!("clrspy dump -p {pid}"),

@@ -11,6 +11,7 @@ use super::needs::Models;
 use super::sections::{HtmlDef, SummaryDef};
 
 mod build;
+mod groups;
 mod view;
 
 pub use build::*;

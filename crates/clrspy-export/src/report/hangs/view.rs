@@ -10,6 +10,7 @@ use super::super::sections::{
 use super::super::text::TextStyle;
 use super::super::view::TextView;
 use super::build::{build, is_wait_internal, waiter, HangsReport};
+use super::groups::{BlockedGroup, NameCount, NO_NAME};
 use crate::html::markup::escape;
 use crate::units::fit;
 
@@ -35,6 +36,68 @@ fn thread_label(id: u64, name: &Option<String>) -> String {
     }
 }
 
+/// `1 thread`, `301 threads`.
+fn threads(n: usize) -> String {
+    if n == 1 {
+        "1 thread".into()
+    } else {
+        format!("{n} threads")
+    }
+}
+
+/// The name of a group's name count, None for the nameless.
+fn named(n: &NameCount) -> Option<String> {
+    Some(n.name.clone()).filter(|_| n.name != NO_NAME)
+}
+
+/// Names of a group shown, and thread ids.
+const NAMES_SHOWN: usize = 3;
+const IDS_SHOWN: usize = 5;
+
+/// `  … N more <what> (--top N or --json for all)` when `total` is over `shown`.
+fn write_more(out: &mut dyn Write, total: usize, shown: usize, what: &str) -> io::Result<()> {
+    if total > shown {
+        writeln!(out, "    … {} more {what} (--top N or --json for all)", total - shown)?;
+    }
+    Ok(())
+}
+
+/// A group of blocked threads: `head`, the method that waited, how many go by each name,
+/// and their ids (a group of one: the thread).
+fn write_group(
+    out: &mut dyn Write,
+    style: &TextStyle,
+    g: &BlockedGroup,
+    head: &str,
+) -> io::Result<()> {
+    writeln!(out, "    {}", fit(head, style.room(4)))?;
+    writeln!(out, "        from {}", fit(&g.method, style.room(13)))?;
+    if let ([id], [n]) = (g.thread_ids.as_slice(), g.names.as_slice()) {
+        let label = thread_label(*id, &named(n));
+        return writeln!(out, "        {}", fit(&label, style.room(8)));
+    }
+    let mut names: Vec<String> = g
+        .names
+        .iter()
+        .take(NAMES_SHOWN)
+        .map(|n| format!("{} × {}", n.threads, n.name))
+        .collect();
+    if g.names.len() > NAMES_SHOWN {
+        names.push(format!("… {} more names", g.names.len() - NAMES_SHOWN));
+    }
+    writeln!(out, "        {}", fit(&names.join("; "), style.room(8)))?;
+    let mut ids: Vec<String> = g
+        .thread_ids
+        .iter()
+        .take(IDS_SHOWN)
+        .map(u64::to_string)
+        .collect();
+    if g.thread_ids.len() > IDS_SHOWN {
+        ids.push(format!("… {} more", g.thread_ids.len() - IDS_SHOWN));
+    }
+    writeln!(out, "        threads {}", ids.join(", "))
+}
+
 impl TextView for HangsReport {
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         if let Some(m) = &self.missing {
@@ -57,7 +120,13 @@ impl HangsReport {
                 .iter()
                 .map(|m| thread_label(m.thread_id, &m.thread_name))
                 .collect();
-            writeln!(out, "  cycle {}: {} → back to the first", i + 1, ring.join(" → "))?;
+            let mut line = format!("cycle {}: {} → back to the first", i + 1, ring.join(" → "));
+            if line.chars().count() > style.room(2) {
+                // The members below name each thread.
+                let ids: Vec<String> = c.iter().map(|m| format!("thread {}", m.thread_id)).collect();
+                line = format!("cycle {}: {} → back to the first", i + 1, ids.join(" → "));
+            }
+            writeln!(out, "  {}", fit(&line, style.room(2)))?;
             for m in c {
                 writeln!(
                     out,
@@ -83,18 +152,14 @@ impl HangsReport {
         writeln!(out, "\n{}", style.heading("A hang already in progress"))?;
         writeln!(
             out,
-            "  {} thread(s) blocked in a lock the whole trace, and no lock wait started in it:",
-            p.threads.len()
+            "  {} blocked in a lock the whole trace, and no lock wait started in it:",
+            threads(p.threads.len())
         )?;
-        for t in &p.threads {
-            writeln!(
-                out,
-                "    {} in {}",
-                thread_label(t.thread_id, &t.thread_name),
-                fit(&t.blocked_in, style.room(40))
-            )?;
-            writeln!(out, "      from {}", fit(&t.method, style.room(11)))?;
+        for g in p.groups.iter().take(self.shown) {
+            let head = format!("{} in {}", threads(g.threads), g.blocked_in);
+            write_group(out, style, g, &head)?;
         }
+        write_more(out, p.groups.len(), self.shown, "groups")?;
         writeln!(out, "  a trace sees only the waits that start inside it:")?;
         for (what, c) in ["who holds what now:", "keep the evidence:"]
             .iter()
@@ -105,30 +170,44 @@ impl HangsReport {
         Ok(())
     }
 
+    /// ` (deadlocked: cycle N)` when thread `t` is in a deadlock cycle.
+    fn in_cycle(&self, t: u64) -> String {
+        self.deadlocks
+            .iter()
+            .position(|c| c.iter().any(|m| m.thread_id == t))
+            .map(|i| format!(" (deadlocked: cycle {})", i + 1))
+            .unwrap_or_default()
+    }
+
     fn write_blocked(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
-        if self.blocked.is_empty() {
+        if self.blocked_groups.is_empty() {
             return Ok(());
         }
-        let heading = "Still blocked at the end (not in a cycle)";
-        writeln!(out, "\n{}", style.heading(heading))?;
-        for b in &self.blocked {
-            let what = match (&b.lock, b.owner_thread_id, &b.source) {
-                (Some(l), Some(o), _) => format!("lock {l} held by thread {o}"),
+        let heading = format!(
+            "Still blocked at the end (not in a cycle): {}",
+            threads(self.blocked_total)
+        );
+        writeln!(out, "\n{}", style.heading(&heading))?;
+        for g in self.blocked_groups.iter().take(self.shown) {
+            let what = match (&g.lock, g.owner_thread_id, &g.source) {
+                (Some(l), Some(o), _) => format!("lock {l} held by thread {o}{}", self.in_cycle(o)),
                 (Some(l), None, _) => format!("lock {l}"),
-                (None, _, _) if b.kind == "lock" => "a lock (unnamed before .NET 8)".into(),
+                (None, _, _) if g.kind == "lock" => "a lock (unnamed before .NET 8)".into(),
                 (None, _, Some(s)) => format!("a wait ({s})"),
                 _ => "a wait".into(),
             };
-            writeln!(
-                out,
-                "  {:>10.1} ms  {} in {}",
-                b.waiting_ms,
-                thread_label(b.thread_id, &b.thread_name),
-                what
-            )?;
-            writeln!(out, "                 from {}", fit(&waiter(&b.stack), style.room(22)))?;
+            let what = format!("{}, {what}", g.blocked_in);
+            let longest = g
+                .longest_waiting_ms
+                .map(|w| {
+                    let up_to = if g.threads > 1 { "up to " } else { "" };
+                    format!(", {up_to}{w:.1} ms")
+                })
+                .unwrap_or_default();
+            let head = format!("{} in {what}{longest}", threads(g.threads));
+            write_group(out, style, g, &head)?;
         }
-        Ok(())
+        write_more(out, self.blocked_groups.len(), self.shown, "groups")
     }
 
     fn write_starvation(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
@@ -138,12 +217,15 @@ impl HangsReport {
             if s.detected { "yes" } else { "no" }
         );
         writeln!(out, "\n{}", style.heading(&heading))?;
+        let how = if s.injections_from == "adjustments" {
+            "rises of the pool's goal: the trace has no worker starts"
+        } else {
+            "worker starts that raised the pool's count"
+        };
         writeln!(
             out,
-            "  injections: {} ({} Starvation, {} CooperativeBlocking adjustments){}",
+            "  threads injected: {} ({how}){}",
             s.injections,
-            s.starvation_adjustments,
-            s.blocking_adjustments,
             s.injections_per_s
                 .map(|r| format!(", {r:.1} threads/s"))
                 .unwrap_or_default()
@@ -161,6 +243,11 @@ impl HangsReport {
                 s.last_injection_ms.unwrap_or(0.0)
             )?;
         }
+        writeln!(
+            out,
+            "  adjustments: {} Starvation, {} CooperativeBlocking; worker starts: {}",
+            s.starvation_adjustments, s.blocking_adjustments, s.worker_starts
+        )?;
         if s.enqueued > 0 {
             writeln!(
                 out,
@@ -185,7 +272,7 @@ impl HangsReport {
             )?;
             writeln!(out, "                 in {}", fit(&w.blocked_in, style.room(20)))?;
         }
-        Ok(())
+        write_more(out, s.sync_over_async_total, s.sync_over_async.len(), "call sites")
     }
 
     fn write_long_waits(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
@@ -210,7 +297,7 @@ impl HangsReport {
                 fit(&waiter(&w.stack), style.room(56 + open.len()))
             )?;
         }
-        Ok(())
+        write_more(out, self.long_waits_total, self.long_waits.len(), "methods")
     }
 }
 
@@ -317,14 +404,20 @@ pub(super) fn html(i: &HtmlInput<'_>) -> HtmlSection {
             );
         }
     }
-    for b in &r.blocked {
+    for g in &r.blocked_groups {
+        let who = match (g.thread_ids.as_slice(), g.names.as_slice()) {
+            ([id], [n]) => thread_label(*id, &named(n)),
+            _ => threads(g.threads),
+        };
+        let lock = g.lock.as_deref().map(|l| format!(", lock {l}")).unwrap_or_default();
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>blocked ({})</td><td class=n>{:.1}</td><td>{}</td></tr>",
-            escape(&thread_label(b.thread_id, &b.thread_name)),
-            b.kind,
-            b.waiting_ms,
-            escape(&waiter(&b.stack))
+            "<tr><td>{}</td><td>blocked ({}{lock})</td><td class=n>{:.1}</td><td>{} in {}</td></tr>",
+            escape(&who),
+            g.kind,
+            g.longest_waiting_ms.unwrap_or(0.0),
+            escape(&g.method),
+            escape(&g.blocked_in)
         );
     }
     if r.starvation.detected {
