@@ -220,9 +220,15 @@ mod tests {
         let report = format!(
             r#"{{"payload":{{"threads":[{{"crashed":"true","managed_exception_object":"{base:#x}"}}]}}}}"#
         );
-        assert_eq!(message_in_dump(report.as_bytes(), &dump).as_deref(), Some("ok"));
+        assert_eq!(
+            message_in_dump(report.as_bytes(), &dump).as_deref(),
+            Some("ok")
+        );
         // No dump (a report-only capture), a report that names no object: nothing.
-        assert_eq!(message_in_dump(report.as_bytes(), &dir.path().join("none")), None);
+        assert_eq!(
+            message_in_dump(report.as_bytes(), &dir.path().join("none")),
+            None
+        );
         assert_eq!(message_in_dump(b"{}", &dump), None);
     }
 
