@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+pub use clrspy_cli::TargetArgs;
 use clrspy_collect::kernel::SamplerChoice;
 use clrspy_export::{Format, Metric, ReportKind};
 use clrspy_values::NamePattern;
-pub use clrspy_views::TargetArgs;
 
 /// A value parser for one of the registries' enums (formats, reports, metrics): the names
 /// and descriptions come from the registry, so `--help` lists exactly what exists.
@@ -202,7 +202,7 @@ pub struct GcdumpArgs {
 pub struct HeapWatchArgs {
     /// The process.
     #[command(flatten)]
-    pub process: clrspy_views::ProcessArgs,
+    pub process: clrspy_cli::ProcessArgs,
     /// Time between the starts of two snapshots (e.g. 60s, 5m).
     #[arg(long, value_name = "TIME", default_value = "60s", value_parser = positive_duration)]
     pub every: std::time::Duration,
