@@ -27,7 +27,10 @@ pub fn parse_dump_type(s: &str) -> Option<DumpType> {
 pub fn dump_path(pid: u32, output: Option<&Path>) -> Result<PathBuf> {
     let out = match output {
         Some(p) => p.to_path_buf(),
-        None => PathBuf::from(format!("core_{pid}_{}", crate::utc_stamp())),
+        None => PathBuf::from(format!(
+            "core_{pid}_{}",
+            clrspy_values::time::file_stamp(std::time::SystemTime::now())
+        )),
     };
     let out = if out.is_absolute() {
         out

@@ -75,7 +75,7 @@ pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutc
 pub use session::{record, record_live, record_via, LiveFeeds};
 pub use sink::{ByteSink, FileSink, SinkReport, SpliceOutput, SplicedSink, StagedFile};
 pub use tap::TapLoss;
-pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
+pub use target::{default_output, endpoint_for_pid, launch_name, Resolved, Target};
 pub use tree::{
     process_name, record_tree, ConsumerFactory, TreeNotice, TreeOptions, TreeOutcome, TreeTrace,
 };

@@ -113,23 +113,9 @@ fn by_name(name: &str) -> Result<Resolved> {
     }
 }
 
-/// The current time as `yyyyMMdd_HHmmss`, UTC, for file names.
-pub fn utc_stamp() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0);
-    nettrace::format_unix_ns(now)
-        .chars()
-        .take(19)
-        .filter(|c| c.is_ascii_digit() || *c == 'T')
-        .map(|c| if c == 'T' { '_' } else { c })
-        .collect()
-}
-
 /// A trace file name for `label`: its first word, then the time, `.nettrace`.
 pub fn default_output(label: &str) -> std::path::PathBuf {
-    let stamp = utc_stamp();
+    let stamp = clrspy_values::time::file_stamp(std::time::SystemTime::now());
     let base: String = label
         .split_whitespace()
         .next()

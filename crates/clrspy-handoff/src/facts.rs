@@ -138,19 +138,8 @@ pub fn target(pid: u32) -> TargetFacts {
         informational_version: identity.and_then(|i| i.informational_version),
         started_utc: procfs::start_ticks(pid)
             .and_then(procfs::time_after_boot)
-            .map(rfc3339),
+            .map(clrspy_values::time::rfc3339),
     }
-}
-
-/// A wall-clock time as RFC 3339 UTC with milliseconds (`2026-11-27T14:31:34.120Z`).
-pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let ns = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    let full = nettrace::format_unix_ns(ns);
-    // yyyy-mm-ddThh:mm:ss.mmm, then Z.
-    format!("{}Z", full.get(..23).unwrap_or(&full).trim_end_matches('Z'))
 }
 
 /// `uname`'s fields.
@@ -509,6 +498,5 @@ mod tests {
         assert!(started.len() == 24 && started.ends_with('Z'), "{started}");
         let gone = target(u32::MAX - 1);
         assert!(gone.name.is_empty() && gone.started_utc.is_none());
-        assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
     }
 }

@@ -51,7 +51,7 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
         PathBuf::from(format!(
             "{}_{}.gcdump",
             endpoint.pid,
-            clrspy_collect::utc_stamp()
+            clrspy_values::time::file_stamp(std::time::SystemTime::now())
         ))
     });
     super::heap_snap::announce(&label, endpoint.pid, timeout, args.yes)?;
