@@ -393,7 +393,7 @@ fn target_of(ep: &Endpoint) -> Target {
         .filter(|n| !n.is_empty())
         .or_else(|| procfs::comm(ep.pid))
         .unwrap_or_default();
-    let container_id = clrspy_handoff::facts::container_of(ep.pid).and_then(|c| c.id);
+    let container_id = diagnostics_client::container::of_process(ep.pid).and_then(|c| c.id);
     Target {
         pid: ep.pid,
         name,

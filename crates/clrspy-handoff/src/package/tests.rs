@@ -7,8 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::facts::{ContainerFacts, SystemFacts, TargetFacts};
+use crate::facts::{SystemFacts, TargetFacts};
 use crate::manifest::Redaction;
+use diagnostics_client::container::Container;
 
 /// Bytes that do not compress (a small xorshift stream), like a real `.gz` body.
 pub(crate) fn noise(n: usize, mut seed: u64) -> Vec<u8> {
@@ -44,7 +45,7 @@ pub(crate) fn sample_manifest() -> Manifest {
             arch: "x86_64".into(),
             cpus: 2,
             memory_bytes: Some(8 << 30),
-            container: Some(ContainerFacts {
+            container: Some(Container {
                 runtime: "docker".into(),
                 id: Some("3f2a9c".into()),
                 image: Some("shop/api:1.2".into()),
