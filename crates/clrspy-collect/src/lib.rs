@@ -52,7 +52,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use consumer::{Action, Broadcast, End, EventConsumer, Lost, Subscription};
-pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
+pub use coredump::{check_dump, dump_path, write_dump};
 pub use crash::{CrashCapture, CrashReport};
 pub use dump_options::{DumpOptions, DumpOptionsError};
 pub use dumper::{

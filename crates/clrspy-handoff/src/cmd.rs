@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clr_events::trigger_spec::TriggerSpec;
 use clrspy_analysis::log_stream::LogLevel;
 use clrspy_cli::{Failure, TargetArgs};
-use clrspy_collect::trigger::{TriggerSpec, Triggers};
+use clrspy_collect::trigger::Triggers;
 use clrspy_collect::Resolved;
 
 use crate::gather::{gather, BundleSpec};

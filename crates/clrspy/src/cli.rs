@@ -73,7 +73,7 @@ pub struct DumpKind {
 
 /// A dump type (mini, heap, triage, full).
 fn dump_type(s: &str) -> Result<DumpKind, String> {
-    clrspy_collect::parse_dump_type(s)
+    diagnostics_client::DumpType::from_name(s)
         .map(|value| DumpKind {
             text: s.to_string(),
             value,
@@ -388,7 +388,7 @@ pub struct SamplerArgs {
     #[arg(long, value_name = "WHO", default_value = "auto", value_parser = ["runtime", "kernel", "auto"])]
     pub sampler: String,
     /// The kernel sampler's rate: samples per second per thread on a CPU.
-    #[arg(long, value_name = "HZ", default_value_t = clrspy_collect::kernel::DEFAULT_RATE_HZ, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, value_name = "HZ", default_value_t = clrspy_sampler::DEFAULT_RATE_HZ, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rate: u32,
 }
 

@@ -76,8 +76,7 @@ fn detect(proc_dir: &Path, root: &Path, env: &dyn Fn(&str) -> Option<String>) ->
 /// (`/docker/ID`, `docker-ID.scope`, `cri-containerd-ID.scope`, `crio-ID.scope`,
 /// `libpod-ID.scope`, `/kubepods/.../ID`).
 pub fn parse_cgroup(text: &str) -> (Option<&'static str>, Option<String>) {
-    for line in text.lines() {
-        let path = line.splitn(3, ':').nth(2).unwrap_or("");
+    for (_, _, path) in procfs::parse_cgroup_lines(text) {
         for part in path.split('/').rev() {
             let Some(id) = hex64_in(part) else { continue };
             let runtime = if part.starts_with("cri-containerd") || path.contains("containerd") {
