@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use diagnostics_client::container::{self, Container};
-use diagnostics_client::procfs;
+use diagnostics_client::{procfs, RuntimeListing};
 use serde::{Deserialize, Serialize};
 
 /// How long the target's runtime may take to say its version.
@@ -93,14 +93,7 @@ pub fn target(pid: u32) -> TargetFacts {
         .as_ref()
         .and_then(|i| i.entrypoint_assembly.clone())
         .filter(|n| !n.trim().is_empty());
-    let name = entry_name
-        .clone()
-        .or_else(|| procfs::comm(pid))
-        .unwrap_or_default();
-    let command_line = match &info {
-        Some(i) if !i.command_line.is_empty() => i.command_line.clone(),
-        _ => argv.join(" "),
-    };
+    let row = RuntimeListing::new(pid, info.clone().ok_or_else(String::new));
     let entry = entry_assembly(pid, &argv, entry_name.as_deref());
     let identity = entry.as_ref().and_then(|p| {
         // A path the process chose: read under its root, never through a link.
@@ -109,9 +102,9 @@ pub fn target(pid: u32) -> TargetFacts {
     });
     TargetFacts {
         pid,
-        name,
+        name: row.name,
         runtime_version: info.and_then(|i| i.runtime_version),
-        command_line,
+        command_line: row.command_line,
         entry_assembly: entry.map(|p| p.display().to_string()),
         assembly_version: identity.as_ref().map(|i| i.version.clone()),
         informational_version: identity.and_then(|i| i.informational_version),
