@@ -416,7 +416,7 @@ fn required<'a>(
 fn time(event: &str, fields: &[Field], field: &'static str) -> Result<i64, CounterError> {
     let v = required(event, fields, field)?;
     v.as_str()
-        .and_then(parse_utc)
+        .and_then(clrspy_values::time::parse_utc)
         .ok_or_else(|| CounterError::Bad {
             event: event.into(),
             field,
@@ -527,57 +527,6 @@ pub fn parse_quantiles(s: &str) -> Option<Vec<(f64, f64)>> {
             Some((q.trim().parse().ok()?, v.trim().parse().ok()?))
         })
         .collect()
-}
-
-/// An ISO-8601 UTC time (`2026-11-27T08:58:53.1234567Z`, the fraction optional, `Z` or none)
-/// as ns since the Unix epoch; None when it does not read.
-pub fn parse_utc(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let s = s.strip_suffix('Z').unwrap_or(s);
-    let (date, time) = s.split_once(['T', ' '])?;
-    let mut d = date.splitn(3, '-');
-    let year: i64 = d.next()?.parse().ok()?;
-    let month: i64 = d.next()?.parse().ok()?;
-    let day: i64 = d.next()?.parse().ok()?;
-    let (hms, frac) = match time.split_once('.') {
-        Some((a, b)) => (a, b),
-        None => (time, ""),
-    };
-    let mut t = hms.splitn(3, ':');
-    let hour: i64 = t.next()?.parse().ok()?;
-    let minute: i64 = t.next()?.parse().ok()?;
-    let second: i64 = t.next()?.parse().ok()?;
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let digits = frac.get(..frac.len().min(9)).unwrap_or("");
-    let mut nanos: i64 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().ok()?
-    };
-    for _ in digits.len()..9 {
-        nanos *= 10;
-    }
-    let days = days_from_civil(year, month, day);
-    Some((days * 86_400 + hour * 3600 + minute * 60 + second) * 1_000_000_000 + nanos)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

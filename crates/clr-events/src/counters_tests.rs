@@ -220,23 +220,9 @@ fn tags_and_quantiles_edge_cases() {
     assert_eq!(parse_quantiles("0.5"), None);
 }
 
-#[test]
-fn parse_utc_forms() {
-    assert_eq!(parse_utc("1970-01-01T00:00:00Z"), Some(0));
-    assert_eq!(parse_utc("1970-01-01T00:00:01.5"), Some(1_500_000_000));
-    assert_eq!(
-        parse_utc("2000-03-01T00:00:00.000000001Z"),
-        Some(951_868_800_000_000_001)
-    );
-    assert_eq!(parse_utc("2000-13-01T00:00:00Z"), None);
-    assert_eq!(parse_utc("garbage"), None);
-    assert_eq!(parse_utc("2000-01-01T00:00:00.12a"), None);
-}
-
 proptest::proptest! {
     #[test]
     fn parsing_never_panics(a in ".*", b in ".*") {
-        let _ = parse_utc(&a);
         let _ = parse_quantiles(&a);
         let _ = parse_tags(&b);
         let fields = vec![s("sessionId", &a), s("meterName", &b), s("instrumentName", &a),

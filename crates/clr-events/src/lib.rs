@@ -31,6 +31,8 @@
 //! runtime's value maps as enums), [`loader`] (assembly loading: each load, resolution stage,
 //! handler and probed file), [`heapdump`] (the GC heap dump's bulk events as lazy, fallible
 //! iterators) and [`clrspy`] (clrspy's own provider, one definition for writer and reader).
+//! Beside them, the written forms of what a user asks for by event: [`provider_spec`],
+//! [`counter_spec`] and [`trigger_spec`] (a recording's stop triggers).
 //! A view's `parse` reads only the fields it needs, borrows strings from the payload, and fails
 //! with a [`ViewError`] naming the event and field where the payload is short.
 //!
@@ -65,6 +67,7 @@ pub mod runtime;
 mod tables;
 mod templates;
 pub mod threading;
+pub mod trigger_spec;
 mod value_maps;
 mod view;
 

@@ -157,7 +157,7 @@ impl Pending {
         };
         let seconds = (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         self.log.write(serde_json::json!({
-            "time": clrspy_handoff::facts::rfc3339(self.time),
+            "time": clrspy_values::time::rfc3339(self.time),
             "credential": self.caller.as_ref().map(|c| c.0.as_str()),
             "method": self.method,
             "route": self.route,

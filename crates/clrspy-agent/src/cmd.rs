@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clrspy_views::Failure;
+use clrspy_cli::Failure;
 
 use crate::audit::AuditLog;
 use crate::auth::Authenticator;

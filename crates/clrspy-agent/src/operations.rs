@@ -140,7 +140,7 @@ fn unknown(id: &str) -> ApiError {
 }
 
 fn now() -> String {
-    clrspy_handoff::facts::rfc3339(SystemTime::now())
+    clrspy_values::time::rfc3339(SystemTime::now())
 }
 
 impl Operations {

@@ -269,7 +269,7 @@ impl ProcCache {
     pub fn known_listing(&self) -> Option<Vec<RuntimeListing>> {
         self.slots(Rescan::Never)?
             .into_iter()
-            .map(|(ep, s)| s.standing().map(|info| row(ep.pid, info)))
+            .map(|(ep, s)| s.standing().map(|info| RuntimeListing::new(ep.pid, info)))
             .collect()
     }
 
@@ -300,33 +300,10 @@ impl ProcCache {
                             .unwrap_or_else(|_| Err("the ask failed".to_string())),
                         (None, None) => Err("the ask failed".to_string()),
                     };
-                    row(ep.pid, info)
+                    RuntimeListing::new(ep.pid, info)
                 })
                 .collect()
         })
-    }
-}
-
-/// One listing row: the name is the entry assembly, else the kernel's name; the command line
-/// the runtime's, else the kernel's.
-fn row(pid: u32, info: Result<ProcessInfo, String>) -> RuntimeListing {
-    let entry = info
-        .as_ref()
-        .ok()
-        .and_then(|p| p.entrypoint_assembly.clone())
-        .filter(|n| !n.is_empty());
-    let name = entry.or_else(|| procfs::comm(pid)).unwrap_or_default();
-    let command_line = match &info {
-        Ok(p) if !p.command_line.is_empty() => p.command_line.clone(),
-        _ => procfs::cmdline(pid)
-            .map(|a| a.join(" "))
-            .unwrap_or_default(),
-    };
-    RuntimeListing {
-        pid,
-        name,
-        command_line,
-        info,
     }
 }
 

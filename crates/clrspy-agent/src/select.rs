@@ -1,7 +1,8 @@
 //! Which process a request means, as dotnet-monitor's routes take it: exactly one of `pid`,
 //! `uid` (the runtime instance cookie, 32 hex digits) or `name` (the entry assembly's or the
-//! kernel's name; more than one process of that name is a 400 naming their pids). Resolved on
-//! a blocking thread against the runtimes the agent can see; never a path.
+//! kernel's name in any case, as `-n NAME` takes it; more than one process of that name is a
+//! 400 naming their pids). Resolved on a blocking thread against the runtimes the agent can
+//! see; never a path.
 
 use diagnostics_client::Endpoint;
 
@@ -91,7 +92,7 @@ impl Selector {
                 let pids: Vec<u32> = proc_cache::global()
                     .listing()
                     .into_iter()
-                    .filter(|r| r.name == *name)
+                    .filter(|r| r.is_named(name))
                     .map(|r| r.pid)
                     .collect();
                 match pids.as_slice() {

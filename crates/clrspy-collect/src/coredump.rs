@@ -10,24 +10,16 @@ use diagnostics_client::{generate_core_dump, DumpFlags, DumpType, Endpoint};
 
 use crate::{Error, Result};
 
-/// Parses a dump type name: mini (normal), heap (withheap), triage, full.
-pub fn parse_dump_type(s: &str) -> Option<DumpType> {
-    match s.to_ascii_lowercase().as_str() {
-        "mini" | "normal" => Some(DumpType::Normal),
-        "heap" | "withheap" => Some(DumpType::WithHeap),
-        "triage" => Some(DumpType::Triage),
-        "full" => Some(DumpType::Full),
-        _ => None,
-    }
-}
-
 /// The absolute path to write the dump of `pid` to: `output`, or `core_<pid>_<time>` in the
 /// current directory. The runtime writes from the target's working directory, hence absolute;
 /// the directory must exist and the path must be UTF-8 (the protocol's string).
 pub fn dump_path(pid: u32, output: Option<&Path>) -> Result<PathBuf> {
     let out = match output {
         Some(p) => p.to_path_buf(),
-        None => PathBuf::from(format!("core_{pid}_{}", crate::utc_stamp())),
+        None => PathBuf::from(format!(
+            "core_{pid}_{}",
+            clrspy_values::time::file_stamp(std::time::SystemTime::now())
+        )),
     };
     let out = if out.is_absolute() {
         out
@@ -121,14 +113,6 @@ pub(crate) fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<u
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dump_type_names() {
-        assert_eq!(parse_dump_type("MINI"), Some(DumpType::Normal));
-        assert_eq!(parse_dump_type("heap"), Some(DumpType::WithHeap));
-        assert_eq!(parse_dump_type("full"), Some(DumpType::Full));
-        assert_eq!(parse_dump_type("x"), None);
-    }
 
     #[cfg(target_os = "linux")]
     #[test]

@@ -10,10 +10,6 @@ use diagnostics_client::SessionConfig;
 /// ([`Sampler::user_mode_only`]): what is missing and how to allow it.
 pub const USER_MODE_ONLY: &str = "the kernel samples user mode only here (perf_event_paranoid is 2 or more and clrspy lacks CAP_PERFMON): CPU a thread spends in system calls and page faults has no samples, and waiting has no stacks; run clrspy as root or with CAP_PERFMON, or set the sysctl kernel.perf_event_paranoid=1, to sample both";
 
-/// The kernel sampler's rate when none is given: samples per second per thread on a CPU (an
-/// odd number, so the samples do not beat with timers of round periods).
-pub const DEFAULT_RATE_HZ: u32 = 999;
-
 /// Who takes a recording's CPU samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SamplerChoice {

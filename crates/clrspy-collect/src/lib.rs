@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use consumer::{Action, Broadcast, End, EventConsumer, Lost, Subscription};
-pub use coredump::{check_dump, dump_path, parse_dump_type, write_dump};
+pub use coredump::{check_dump, dump_path, write_dump};
 pub use crash::{CrashCapture, CrashReport};
 pub use dump_options::{DumpOptions, DumpOptionsError};
 pub use dumper::{
@@ -76,7 +76,7 @@ pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutc
 pub use session::{record, record_live, record_via, LiveFeeds};
 pub use sink::{ByteSink, FileSink, SinkReport, SpliceOutput, SplicedSink, StagedFile};
 pub use tap::TapLoss;
-pub use target::{default_output, endpoint_for_pid, launch_name, utc_stamp, Resolved, Target};
+pub use target::{default_output, endpoint_for_pid, launch_name, Resolved, Target};
 pub use tree::{
     process_name, record_tree, ConsumerFactory, TreeNotice, TreeOptions, TreeOutcome, TreeTrace,
 };

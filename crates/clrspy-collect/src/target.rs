@@ -6,9 +6,14 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use diagnostics_client::{find_endpoints, process_info, procfs, Endpoint};
+use diagnostics_client::{
+    find_endpoints, list_runtimes, process_info, procfs, Endpoint, RuntimeListing,
+};
 
 use crate::{Error, Result};
+
+/// How long one runtime may take to say who it is.
+const ASK_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// What to record: a running process, or a program to start.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,61 +80,38 @@ pub fn endpoint_for_pid(pid: u32) -> Result<Endpoint> {
     Err(Error::NoEndpoint { pid })
 }
 
-/// A process's name for messages and file names: its runtime's entry assembly, else its
-/// executable (`/proc/PID/comm`); None when neither is known.
+/// A process's name for messages and file names (its listing row's: the runtime's entry
+/// assembly, else its executable); None when neither is known.
 fn process_name(endpoint: &Endpoint) -> Option<String> {
-    let from_runtime = process_info(endpoint, Duration::from_millis(1500))
-        .ok()
-        .and_then(|i| i.entrypoint_assembly)
-        .filter(|n| !n.trim().is_empty());
-    from_runtime.or_else(|| procfs::comm(endpoint.pid).filter(|c| !c.is_empty()))
+    let info = process_info(endpoint, ASK_TIMEOUT).map_err(|e| e.to_string());
+    Some(RuntimeListing::new(endpoint.pid, info).name).filter(|n| !n.is_empty())
 }
 
-/// The one .NET process whose entry assembly or executable is `name`.
+/// The one .NET process `name` names ([`RuntimeListing::is_named`]).
 fn by_name(name: &str) -> Result<Resolved> {
-    let timeout = Duration::from_millis(1500);
-    let mut matches: Vec<(Endpoint, String)> = find_endpoints()
+    let matches: Vec<RuntimeListing> = list_runtimes(ASK_TIMEOUT)
         .into_iter()
-        .filter_map(|ep| {
-            let info = process_info(&ep, timeout).ok()?;
-            let n = info.entrypoint_assembly.unwrap_or_default();
-            let comm = procfs::comm(ep.pid).unwrap_or_default();
-            (n.eq_ignore_ascii_case(name) || comm.eq_ignore_ascii_case(name)).then_some((ep, n))
-        })
+        .filter(|r| r.is_named(name))
         .collect();
-    match matches.len() {
-        0 => Err(Error::NoMatch {
+    match matches.as_slice() {
+        [] => Err(Error::NoMatch {
             name: name.to_string(),
         }),
-        1 => {
-            let (endpoint, n) = matches.remove(0);
-            let label = format!("{n} (pid {})", endpoint.pid);
+        [one] => {
+            let endpoint = endpoint_for_pid(one.pid)?;
+            let label = format!("{} (pid {})", one.name, one.pid);
             Ok(Resolved::Attach { endpoint, label })
         }
-        _ => Err(Error::Ambiguous {
+        many => Err(Error::Ambiguous {
             name: name.to_string(),
-            pids: matches.iter().map(|(e, _)| e.pid).collect(),
+            pids: many.iter().map(|r| r.pid).collect(),
         }),
     }
 }
 
-/// The current time as `yyyyMMdd_HHmmss`, UTC, for file names.
-pub fn utc_stamp() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0);
-    nettrace::format_unix_ns(now)
-        .chars()
-        .take(19)
-        .filter(|c| c.is_ascii_digit() || *c == 'T')
-        .map(|c| if c == 'T' { '_' } else { c })
-        .collect()
-}
-
 /// A trace file name for `label`: its first word, then the time, `.nettrace`.
 pub fn default_output(label: &str) -> std::path::PathBuf {
-    let stamp = utc_stamp();
+    let stamp = clrspy_values::time::file_stamp(std::time::SystemTime::now());
     let base: String = label
         .split_whitespace()
         .next()

@@ -24,8 +24,7 @@ use rustc_hash::FxHashMap;
 
 use crate::tap::{Action, EventConsumer};
 
-mod spec;
-pub use spec::{CounterCondition, EventCondition, FieldCondition, Op, TriggerSpec};
+use clr_events::trigger_spec::{CounterCondition, EventCondition, Op, TriggerSpec};
 
 /// The runtime's exception keyword.
 const EXCEPTION_KEYWORD: u64 = 0x8000;
@@ -386,7 +385,7 @@ fn show(v: &Value) -> String {
 /// `value OP want`: numbers as numbers, text as a glob (`==`, `!=`).
 fn compare(value: &Value, op: Op, want: &str) -> bool {
     if let (Some(a), Ok(b)) = (value.as_f64(), want.parse::<f64>()) {
-        return op.num(a, b);
+        return op.holds(a, b);
     }
     let text = match value {
         Value::String(s) => s.clone(),
@@ -409,7 +408,7 @@ fn counter_value(ev: &Event<'_>) -> Option<(String, f64)> {
 
 fn counter_hit(c: &CounterCondition, ev: &Event<'_>) -> Option<String> {
     let (name, value) = counter_value(ev)?;
-    (name == c.counter_name() && c.op.num(value, c.value))
+    (name == c.counter_name() && c.op.holds(value, c.value))
         .then(|| format!("counter {name} = {value:.1}"))
 }
 

@@ -1,13 +1,14 @@
-//! Counter rows as files: CSV, JSON Lines and the Prometheus text exposition format. Numbers
+//! Counter rows as files: CSV, JSON Lines and the Prometheus text exposition format
+//! ([`crate::prometheus`]'s). Numbers
 //! are written the same in every locale (Rust's formatting does not follow the locale), times
 //! as RFC 3339 UTC. Each interval's rows go out in one write of whole lines and are flushed,
 //! so a reader tailing the file never sees half a line.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use clrspy_analysis::counters::{CounterKind, CounterRow, CounterValue};
+use clrspy_analysis::counters::{CounterRow, CounterValue};
+
+use crate::prometheus::{self, Series};
 
 /// A counters file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +32,7 @@ pub struct CounterWriter<W: Write> {
     out: W,
     format: CounterFormat,
     header_written: bool,
-    prometheus: Exposition,
+    prometheus: Series,
 }
 
 impl<W: Write> CounterWriter<W> {
@@ -41,7 +42,7 @@ impl<W: Write> CounterWriter<W> {
             out,
             format,
             header_written: false,
-            prometheus: Exposition::default(),
+            prometheus: Series::new(),
         }
     }
 
@@ -71,7 +72,7 @@ impl<W: Write> CounterWriter<W> {
                     return Ok(());
                 }
                 self.prometheus.add(rows);
-                text = self.prometheus.render();
+                text = self.prometheus_text();
                 text.push('\n');
             }
         }
@@ -82,8 +83,8 @@ impl<W: Write> CounterWriter<W> {
     }
 
     /// The Prometheus exposition as it stands (whatever the format).
-    pub fn exposition(&self) -> &Exposition {
-        &self.prometheus
+    pub fn prometheus_text(&self) -> String {
+        prometheus::render([(None, &self.prometheus)], &[])
     }
 
     /// The output, back.
@@ -131,7 +132,7 @@ impl CounterFile {
                 let mut tmp = self.path.as_os_str().to_owned();
                 tmp.push(".tmp");
                 let tmp = std::path::PathBuf::from(tmp);
-                std::fs::write(&tmp, w.exposition().render())?;
+                std::fs::write(&tmp, w.prometheus_text())?;
                 std::fs::rename(&tmp, &self.path)
             }
         }
@@ -246,143 +247,6 @@ pub fn json_line(r: &CounterRow) -> String {
     o.insert("unit".into(), r.unit.clone().into());
     o.insert("value".into(), value);
     serde_json::Value::Object(o).to_string()
-}
-
-/// A Prometheus metric name: `[a-zA-Z_:][a-zA-Z0-9_:]*`, other characters as `_`.
-pub fn metric_name(s: &str) -> String {
-    let mut out: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
-        out.insert(0, '_');
-    }
-    out
-}
-
-/// A Prometheus label name: a metric name without `:`.
-pub fn label_name(s: &str) -> String {
-    metric_name(s).replace(':', "_")
-}
-
-/// A label value escaped for the text format: backslash, double quote and newline.
-pub fn label_value(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// The latest state of every series, as Prometheus exposes it: counters (`rate` rows) as
-/// running totals `NAME_total`, up-down counters, gauges and means as gauges, histograms as
-/// summaries (quantile labels 0.5, 0.95, 0.99; `_sum` and `_count` running totals).
-#[derive(Debug, Default)]
-pub struct Exposition {
-    /// By metric name: its type, help and series (labels text → sample).
-    families: BTreeMap<String, Family>,
-}
-
-#[derive(Debug)]
-struct Family {
-    kind: &'static str,
-    help: String,
-    series: BTreeMap<String, Sample>,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Sample {
-    value: f64,
-    count: u64,
-    sum: f64,
-    quantiles: [Option<f64>; 3],
-}
-
-impl Exposition {
-    /// Takes in one interval's rows.
-    pub fn add(&mut self, rows: &[CounterRow]) {
-        for r in rows {
-            let base = format!("{}_{}", metric_name(&r.provider), metric_name(&r.name));
-            let (name, kind) = match r.kind {
-                CounterKind::Rate => (format!("{base}_total"), "counter"),
-                CounterKind::Histogram => (base, "summary"),
-                _ => (base, "gauge"),
-            };
-            let labels = r
-                .tags
-                .iter()
-                .map(|(k, v)| format!("{}=\"{}\"", label_name(k), label_value(v)))
-                .collect::<Vec<_>>()
-                .join(",");
-            let fam = self.families.entry(name).or_insert_with(|| Family {
-                kind,
-                help: format!(
-                    "{} {}{}",
-                    r.provider,
-                    r.name,
-                    if r.unit.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", r.unit)
-                    }
-                ),
-                series: BTreeMap::new(),
-            });
-            let s = fam.series.entry(labels).or_default();
-            match r.value {
-                CounterValue::Number(v) if r.kind == CounterKind::Rate => s.value += v,
-                CounterValue::Number(v) => s.value = v,
-                CounterValue::Histogram(h) => {
-                    s.count += h.count;
-                    s.sum += h.sum;
-                    s.quantiles = [h.p50, h.p95, h.p99];
-                }
-            }
-        }
-    }
-
-    /// The exposition text.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        for (name, fam) in &self.families {
-            let _ = writeln!(out, "# HELP {name} {}", fam.help.replace('\n', " "));
-            let _ = writeln!(out, "# TYPE {name} {}", fam.kind);
-            for (labels, s) in &fam.series {
-                let with = |extra: &str| match (labels.is_empty(), extra.is_empty()) {
-                    (true, true) => String::new(),
-                    (true, false) => format!("{{{extra}}}"),
-                    (false, true) => format!("{{{labels}}}"),
-                    (false, false) => format!("{{{labels},{extra}}}"),
-                };
-                if fam.kind == "summary" {
-                    for (q, v) in ["0.5", "0.95", "0.99"].iter().zip(s.quantiles) {
-                        let v = v.map(prom_num).unwrap_or_else(|| "NaN".into());
-                        let _ = writeln!(out, "{name}{} {v}", with(&format!("quantile=\"{q}\"")));
-                    }
-                    let _ = writeln!(out, "{name}_sum{} {}", with(""), prom_num(s.sum));
-                    let _ = writeln!(out, "{name}_count{} {}", with(""), s.count);
-                } else {
-                    let _ = writeln!(out, "{name}{} {}", with(""), prom_num(s.value));
-                }
-            }
-        }
-        out
-    }
-}
-
-/// A sample value as the text format writes it (`NaN`, `+Inf`, `-Inf`).
-pub fn prom_num(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        format!("{v}")
-    }
 }
 
 #[cfg(test)]

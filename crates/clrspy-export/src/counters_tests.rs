@@ -1,4 +1,4 @@
-use clrspy_analysis::counters::HistogramSummary;
+use clrspy_analysis::counters::{CounterKind, HistogramSummary};
 
 use super::*;
 
@@ -125,7 +125,7 @@ fn prometheus_counters_accumulate_and_histograms_are_summaries() {
     w.write_rows(&[r(5.0)]).unwrap();
     w.write_rows(&[r(7.0), row("lat", CounterKind::Histogram, hist(), &[])])
         .unwrap();
-    let e = w.exposition().render();
+    let e = w.prometheus_text();
     assert!(
         e.contains("# TYPE work_meter_work_items_total counter\n"),
         "{e}"
@@ -141,5 +141,5 @@ fn prometheus_counters_accumulate_and_histograms_are_summaries() {
     );
     assert!(e.contains("work_meter_lat{quantile=\"0.99\"} NaN\n"), "{e}");
     assert!(e.contains("work_meter_lat_count 1000\n"), "{e}");
-    assert_eq!(metric_name("9a.b-c"), "_9a_b_c");
+    assert_eq!(crate::prometheus::metric_name("9a.b-c"), "_9a_b_c");
 }

@@ -13,7 +13,8 @@
 //! distinct stacks, never events; formats that need time order (Chromium) stream the trace a
 //! second time. Units and rounding shared by every view are in [`units`]; the recording
 //! profiles in words in [`profiles`]. System and process metrics (CSV and SVG charts) are in
-//! [`metrics`].
+//! [`metrics`]; counter rows as files in [`counters`], their Prometheus exposition (the CLI's
+//! and the agent's `/metrics`) in [`prometheus`].
 #![deny(missing_docs)]
 
 pub mod chromium;
@@ -36,6 +37,7 @@ pub mod info;
 pub mod log_text;
 pub mod metrics;
 pub mod profiles;
+pub mod prometheus;
 pub mod repair;
 pub mod report;
 pub mod units;

@@ -27,26 +27,8 @@ pub fn format_value(v: Option<f64>) -> String {
 /// A time in ms since the Unix epoch as ISO 8601 UTC with milliseconds
 /// (`2026-11-27T12:03:44.120Z`).
 pub fn utc_iso(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (proleptic Gregorian; eras of 400 years).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        unix_ms % 1000
-    )
+    let ns = i64::try_from(unix_ms).map_or(i64::MAX, |ms| ms.saturating_mul(1_000_000));
+    clrspy_values::time::format_utc(ns, 3)
 }
 
 /// Writes samples as CSV: `time_utc,elapsed_s,` then the first row's names. A later row's

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clr_events::trigger_spec::TriggerSpec;
 use clrspy_analysis::log_stream::LogLevel;
-use clrspy_collect::trigger::{TriggerSpec, Triggers};
-use clrspy_collect::{Resolved, StopSignal};
-use clrspy_views::{Failure, TargetArgs};
+use clrspy_cli::{Failure, TargetArgs};
+use clrspy_collect::trigger::Triggers;
+use clrspy_collect::Resolved;
 
 use crate::gather::{gather, BundleSpec};
 use crate::symptom::Symptom;
@@ -103,16 +104,6 @@ fn level(s: &str) -> Result<LogLevel, String> {
     })
 }
 
-/// The process-wide stop signal of `bundle` and `doctor --run`, Ctrl+C wired to it once.
-pub fn stop_signal() -> &'static StopSignal {
-    static STOP: StopSignal = StopSignal::new();
-    static WIRED: std::sync::Once = std::sync::Once::new();
-    WIRED.call_once(|| {
-        let _ = ctrlc::set_handler(|| STOP.request());
-    });
-    &STOP
-}
-
 /// Runs `clrspy bundle`.
 pub fn run(args: &BundleArgs) -> Result<ExitCode, Failure> {
     if let Some(BundleAction::Verify { file }) = &args.action {
@@ -125,7 +116,8 @@ pub fn run(args: &BundleArgs) -> Result<ExitCode, Failure> {
 /// Gathers `spec`, saying each step on stderr: the bundle's exit code (a launched program's).
 pub fn run_spec(spec: BundleSpec) -> Result<ExitCode, Failure> {
     let mut say = |l: &str| eprintln!("clrspy: {l}");
-    let out = gather(spec, stop_signal(), &mut say).map_err(|e| Failure::new(e.to_string()))?;
+    let out = gather(spec, clrspy_cli::stop_signal(), &mut say)
+        .map_err(|e| Failure::new(e.to_string()))?;
     let bytes = std::fs::metadata(&out.zip).map_or(0, |m| m.len());
     eprintln!(
         "Wrote {} ({} files, {:.1} MB; owner-only). Open index.html in it; check it with `clrspy bundle verify {}`.",

@@ -1,5 +1,5 @@
 //! Facts about the machine and the target process, read once: OS, kernel, distro, hostname,
-//! container id and image where detectable, the target's runtime version, command line,
+//! container (diagnostics-client's), the target's runtime version, command line,
 //! environment, entry assembly with its version and informational version (often the build
 //! SHA), and what clrspy may do here (root, ptrace scope, perf events, free disk).
 //!
@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use diagnostics_client::procfs;
+use diagnostics_client::container::{self, Container};
+use diagnostics_client::{procfs, RuntimeListing};
 use serde::{Deserialize, Serialize};
 
 /// How long the target's runtime may take to say its version.
@@ -36,18 +37,7 @@ pub struct SystemFacts {
     /// Physical memory in bytes.
     pub memory_bytes: Option<u64>,
     /// The container clrspy (or the target) runs in, when one is detected.
-    pub container: Option<ContainerFacts>,
-}
-
-/// A container.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ContainerFacts {
-    /// The runtime (`docker`, `containerd`, `podman`, `kubernetes`, `unknown`).
-    pub runtime: String,
-    /// The container id, when the cgroup path or mountinfo shows it.
-    pub id: Option<String>,
-    /// The image, when the environment says it.
-    pub image: Option<String>,
+    pub container: Option<Container>,
 }
 
 /// The target process's facts.
@@ -88,19 +78,8 @@ pub fn system() -> SystemFacts {
         memory_bytes: std::fs::read_to_string("/proc/meminfo")
             .ok()
             .and_then(|t| parse_mem_total(&t)),
-        container: container(Path::new("/proc/self"), Path::new("/"), &|k| {
-            std::env::var(k).ok()
-        }),
+        container: container::of_self(),
     }
-}
-
-/// The container process `pid` runs in, read from its `/proc` entries, its root and the few
-/// variables of its environment that name a container or image (`None` when it shows none,
-/// or they cannot be read).
-pub fn container_of(pid: u32) -> Option<ContainerFacts> {
-    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-    let environ = procfs::environ(pid).unwrap_or_default();
-    container(&proc_dir, &proc_dir.join("root"), &|k| environ.get(k))
 }
 
 /// The target's facts; what cannot be read (another user's process, no runtime answering,
@@ -114,14 +93,7 @@ pub fn target(pid: u32) -> TargetFacts {
         .as_ref()
         .and_then(|i| i.entrypoint_assembly.clone())
         .filter(|n| !n.trim().is_empty());
-    let name = entry_name
-        .clone()
-        .or_else(|| procfs::comm(pid))
-        .unwrap_or_default();
-    let command_line = match &info {
-        Some(i) if !i.command_line.is_empty() => i.command_line.clone(),
-        _ => argv.join(" "),
-    };
+    let row = RuntimeListing::new(pid, info.clone().ok_or_else(String::new));
     let entry = entry_assembly(pid, &argv, entry_name.as_deref());
     let identity = entry.as_ref().and_then(|p| {
         // A path the process chose: read under its root, never through a link.
@@ -130,27 +102,16 @@ pub fn target(pid: u32) -> TargetFacts {
     });
     TargetFacts {
         pid,
-        name,
+        name: row.name,
         runtime_version: info.and_then(|i| i.runtime_version),
-        command_line,
+        command_line: row.command_line,
         entry_assembly: entry.map(|p| p.display().to_string()),
         assembly_version: identity.as_ref().map(|i| i.version.clone()),
         informational_version: identity.and_then(|i| i.informational_version),
         started_utc: procfs::start_ticks(pid)
             .and_then(procfs::time_after_boot)
-            .map(rfc3339),
+            .map(clrspy_values::time::rfc3339),
     }
-}
-
-/// A wall-clock time as RFC 3339 UTC with milliseconds (`2026-11-27T14:31:34.120Z`).
-pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let ns = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    let full = nettrace::format_unix_ns(ns);
-    // yyyy-mm-ddThh:mm:ss.mmm, then Z.
-    format!("{}Z", full.get(..23).unwrap_or(&full).trim_end_matches('Z'))
 }
 
 /// `uname`'s fields.
@@ -223,114 +184,6 @@ pub fn parse_mem_total(text: &str) -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-/// The container of the process whose `/proc` entry is `proc_dir` and whose root folder is
-/// `root`, with `env` its environment.
-fn container(
-    proc_dir: &Path,
-    root: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<ContainerFacts> {
-    let read = |p: PathBuf| std::fs::read_to_string(p).ok().unwrap_or_default();
-    let cgroup = read(proc_dir.join("cgroup"));
-    let (cgroup_runtime, cgroup_id) = parse_cgroup(&cgroup);
-    let id = cgroup_id.or_else(|| id_from_mountinfo(&read(proc_dir.join("mountinfo"))));
-    let containerenv = std::fs::read_to_string(root.join("run/.containerenv")).ok();
-    let podman = containerenv.as_deref().map(parse_containerenv);
-    let runtime = if env("KUBERNETES_SERVICE_HOST").is_some() || cgroup.contains("kubepods") {
-        Some("kubernetes")
-    } else if podman.is_some() {
-        Some("podman")
-    } else if root.join(".dockerenv").exists() {
-        Some("docker")
-    } else {
-        cgroup_runtime
-    };
-    let runtime = match (runtime, &id) {
-        (Some(r), _) => r,
-        (None, Some(_)) => "unknown",
-        (None, None) => return None,
-    };
-    let (podman_id, podman_image) = podman.unwrap_or_default();
-    let image = ["CONTAINER_IMAGE", "IMAGE_NAME", "DOCKER_IMAGE"]
-        .iter()
-        .find_map(|k| env(k).filter(|v| !v.is_empty()))
-        .or(podman_image);
-    Some(ContainerFacts {
-        runtime: runtime.to_string(),
-        id: id.or(podman_id),
-        image,
-    })
-}
-
-/// The container runtime and id a `/proc/PID/cgroup` shows: a 64-hex-digit path part
-/// (`/docker/ID`, `docker-ID.scope`, `cri-containerd-ID.scope`, `crio-ID.scope`,
-/// `libpod-ID.scope`, `/kubepods/.../ID`).
-pub fn parse_cgroup(text: &str) -> (Option<&'static str>, Option<String>) {
-    for line in text.lines() {
-        let path = line.splitn(3, ':').nth(2).unwrap_or("");
-        for part in path.split('/').rev() {
-            let Some(id) = hex64_in(part) else { continue };
-            let runtime = if part.starts_with("cri-containerd") || path.contains("containerd") {
-                "containerd"
-            } else if part.starts_with("crio") {
-                "cri-o"
-            } else if part.starts_with("libpod") {
-                "podman"
-            } else if path.contains("kubepods") {
-                "kubernetes"
-            } else if path.contains("docker") {
-                "docker"
-            } else {
-                "unknown"
-            };
-            return (Some(runtime), Some(id));
-        }
-    }
-    (None, None)
-}
-
-/// The container id in `/proc/PID/mountinfo`: docker and podman bind-mount the container's
-/// own `hostname`/`hosts`/`resolv.conf` from a folder named after it.
-pub fn id_from_mountinfo(text: &str) -> Option<String> {
-    text.lines()
-        .filter(|l| {
-            l.contains(" /etc/hostname ")
-                || l.contains(" /etc/hosts ")
-                || l.contains(" /etc/resolv.conf ")
-        })
-        .find_map(|l| {
-            // The mount's root (field 4) is the folder on the host.
-            let root = l.split_whitespace().nth(3)?;
-            root.split('/').find_map(hex64_in)
-        })
-}
-
-/// Podman's `/run/.containerenv`: the container's id and image, when it states them.
-fn parse_containerenv(text: &str) -> (Option<String>, Option<String>) {
-    let get = |key: &str| {
-        text.lines().find_map(|l| {
-            let v = l.trim().strip_prefix(key)?.strip_prefix('=')?;
-            Some(v.trim().trim_matches('"').to_string()).filter(|v| !v.is_empty())
-        })
-    };
-    (get("id"), get("image"))
-}
-
-/// The 64 lower-case hex digits in a path part (`docker-ID.scope`, `ID`), if it holds them.
-fn hex64_in(part: &str) -> Option<String> {
-    let b = part.as_bytes();
-    let is_hex = |c: &u8| c.is_ascii_digit() || (b'a'..=b'f').contains(c);
-    let mut run = 0usize;
-    for (i, c) in b.iter().enumerate() {
-        run = if is_hex(c) { run + 1 } else { 0 };
-        let ends = b.get(i + 1).is_none_or(|n| !is_hex(n));
-        if run == 64 && ends {
-            return part.get(i + 1 - 64..=i).map(str::to_string);
-        }
-    }
-    None
-}
-
 /// The entry assembly's file as the process names it: the `.dll` that `dotnet` runs
 /// (`dotnet [options] app.dll`, `dotnet exec app.dll`), else the apphost's `NAME.dll` beside
 /// its executable (or the runtime's entry assembly name there). None for single-file apps.
@@ -375,8 +228,6 @@ pub fn dotnet_argument(argv: &[String]) -> Option<&str> {
 mod tests {
     use super::*;
 
-    const ID: &str = "4f1b3c2d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809";
-
     #[test]
     fn os_release_and_meminfo() {
         let text = "NAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n";
@@ -392,82 +243,6 @@ mod tests {
         let mem = "MemTotal:       16316412 kB\nMemFree:  1 kB\n";
         assert_eq!(parse_mem_total(mem), Some(16_316_412 * 1024));
         assert_eq!(parse_mem_total("MemTotal: lots"), None);
-    }
-
-    #[test]
-    fn container_ids_from_cgroup_and_mountinfo() {
-        let docker = format!("0::/system.slice/docker-{ID}.scope\n");
-        assert_eq!(parse_cgroup(&docker), (Some("docker"), Some(ID.into())));
-        let v1 = format!("12:memory:/docker/{ID}\n");
-        assert_eq!(parse_cgroup(&v1), (Some("docker"), Some(ID.into())));
-        let k8s = format!("0::/kubepods/burstable/pod1234/cri-containerd-{ID}.scope\n");
-        assert_eq!(parse_cgroup(&k8s).0, Some("containerd"));
-        let crio = format!("0::/kubepods.slice/crio-{ID}.scope\n");
-        assert_eq!(parse_cgroup(&crio), (Some("cri-o"), Some(ID.into())));
-        // A host's cgroups, and a hex run of another length, are not containers.
-        assert_eq!(
-            parse_cgroup("0::/user.slice/user-1000.slice\n"),
-            (None, None)
-        );
-        let short = "4:memory:/process_api/845e5a5a368659de317cf53be3f31da3\n";
-        assert_eq!(parse_cgroup(short), (None, None));
-        assert_eq!(hex64_in(&format!("{ID}0")), None);
-        let mounts = format!(
-            "612 590 254:1 /var/lib/docker/containers/{ID}/hostname /etc/hostname rw,relatime - ext4 /dev/vda1 rw\n"
-        );
-        assert_eq!(id_from_mountinfo(&mounts).as_deref(), Some(ID));
-        assert_eq!(
-            id_from_mountinfo("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"),
-            None
-        );
-        let env = "engine=\"podman-4.9\"\nname=\"web\"\nid=\"abc\"\nimage=\"quay.io/x/app:1\"\n";
-        assert_eq!(
-            parse_containerenv(env),
-            (Some("abc".into()), Some("quay.io/x/app:1".into()))
-        );
-    }
-
-    /// A process's container from its `/proc` files, its root and its environment.
-    #[test]
-    fn containers_from_proc_files_root_and_environment() {
-        let dir = tempfile::tempdir().unwrap();
-        let (proc_dir, root) = (dir.path().join("proc"), dir.path().join("root"));
-        std::fs::create_dir_all(&proc_dir).unwrap();
-        std::fs::create_dir_all(root.join("run")).unwrap();
-        let none = |_: &str| None;
-        std::fs::write(proc_dir.join("cgroup"), "0::/\n").unwrap();
-        assert!(container(&proc_dir, &root, &none).is_none());
-        // Docker on cgroup v2 with a private namespace: the id from mountinfo only.
-        std::fs::write(root.join(".dockerenv"), "").unwrap();
-        let mounts = format!(
-            "1 0 8:1 /var/lib/docker/containers/{ID}/hosts /etc/hosts rw - ext4 /dev/sda1 rw\n"
-        );
-        std::fs::write(proc_dir.join("mountinfo"), mounts).unwrap();
-        let image = |k: &str| (k == "CONTAINER_IMAGE").then(|| "shop/api:2.4.1".to_string());
-        let c = container(&proc_dir, &root, &image).unwrap();
-        assert_eq!(
-            (c.runtime.as_str(), c.id.as_deref(), c.image.as_deref()),
-            ("docker", Some(ID), Some("shop/api:2.4.1"))
-        );
-        // Kubernetes says so in the environment, whatever the runtime below.
-        let k8s = |k: &str| (k == "KUBERNETES_SERVICE_HOST").then(|| "10.0.0.1".to_string());
-        assert_eq!(
-            container(&proc_dir, &root, &k8s).unwrap().runtime,
-            "kubernetes"
-        );
-        // Podman's file names the container and its image.
-        std::fs::remove_file(root.join(".dockerenv")).unwrap();
-        std::fs::remove_file(proc_dir.join("mountinfo")).unwrap();
-        std::fs::write(
-            root.join("run/.containerenv"),
-            "id=\"p1\"\nimage=\"quay.io/a:1\"\n",
-        )
-        .unwrap();
-        let c = container(&proc_dir, &root, &none).unwrap();
-        assert_eq!(
-            (c.runtime.as_str(), c.id.as_deref(), c.image.as_deref()),
-            ("podman", Some("p1"), Some("quay.io/a:1"))
-        );
     }
 
     #[test]
@@ -509,6 +284,5 @@ mod tests {
         assert!(started.len() == 24 && started.ends_with('Z'), "{started}");
         let gone = target(u32::MAX - 1);
         assert!(gone.name.is_empty() && gone.started_utc.is_none());
-        assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
     }
 }

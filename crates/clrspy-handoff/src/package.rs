@@ -8,6 +8,7 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use clrspy_values::time::UtcTime;
 use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipWriter};
@@ -363,44 +364,25 @@ fn entry_options(name: &str, size: u64) -> SimpleFileOptions {
 
 /// A file's modification time as a zip time (UTC; 1980-01-01 when unknown or out of range).
 fn zip_time(meta: &fs::Metadata) -> DateTime {
-    let secs = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs());
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let of_day = secs % 86_400;
-    let (h, m, s) = (of_day / 3600, of_day % 3600 / 60, of_day % 60);
-    let narrow = |v: u64| u8::try_from(v).unwrap_or(0);
-    u16::try_from(year)
+    let Ok(modified) = meta.modified() else {
+        return DateTime::default();
+    };
+    let t = UtcTime::from_unix_ns(clrspy_values::time::unix_ns(modified));
+    let narrow = |v: u32| u8::try_from(v).unwrap_or(0);
+    u16::try_from(t.year)
         .ok()
         .and_then(|y| {
             DateTime::from_date_and_time(
                 y,
-                narrow(month),
-                narrow(day),
-                narrow(h),
-                narrow(m),
-                narrow(s),
+                narrow(t.month),
+                narrow(t.day),
+                narrow(t.hour),
+                narrow(t.minute),
+                narrow(t.second),
             )
             .ok()
         })
         .unwrap_or_default()
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01.
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    // Shifted so that the year starts in March: leap days fall at the end of a year.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }
 
 /// Copies `src` into `dst`: the byte count and SHA-256 of what went through; the error's flag

@@ -9,7 +9,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use clrspy_collect::trigger::TriggerSpec;
+use clr_events::trigger_spec::TriggerSpec;
 
 use crate::values::{Delay, Dur, ProfileName, ProviderText};
 

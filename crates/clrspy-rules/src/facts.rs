@@ -37,7 +37,6 @@ impl ProcessFacts {
     /// Reads what `/proc` says about `pid`; `entry_assembly` is the runtime's answer, when it
     /// gave one.
     pub fn read(pid: u32, entry_assembly: Option<String>) -> ProcessFacts {
-        let proc = |f: &str| std::fs::read(format!("/proc/{pid}/{f}")).ok();
         let comm = procfs::comm(pid).unwrap_or_default();
         let args: Vec<String> = procfs::cmdline(pid).unwrap_or_default();
         let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
@@ -55,9 +54,7 @@ impl ProcessFacts {
         let inode = |l: Option<std::path::PathBuf>| ns_inode(&l?.to_string_lossy());
         let pid_namespace = inode(procfs::namespace(pid, "pid"));
         let ours = inode(procfs::own_namespace("pid"));
-        let cgroups = proc("cgroup")
-            .map(|b| clrspy_collect::cgroup::group_paths(&String::from_utf8_lossy(&b)))
-            .unwrap_or_default();
+        let cgroups = procfs::group_paths(pid).unwrap_or_default();
         ProcessFacts {
             pid,
             comm,

@@ -22,7 +22,6 @@ mod values;
 
 pub use budget::{enforce_budget, folder_bytes, RuleState};
 pub use bundle::{BundleAction, BundleExtra, BundleLogLevel, DEFAULT_BUNDLE_WINDOW};
-pub use clrspy_collect::trigger::TriggerSpec;
 pub use doc::{json_schema, EXAMPLE_JSON, EXAMPLE_TOML};
 pub use facts::{uid_of, ProcessFacts};
 pub use log::{Decision, DecisionKind, DecisionLog};

@@ -152,7 +152,7 @@ impl Decision {
     /// A decision of kind `event`, now.
     pub fn new(event: DecisionKind) -> Decision {
         Decision {
-            time: now_rfc3339(),
+            time: clrspy_values::time::rfc3339(std::time::SystemTime::now()),
             event,
             ..Decision::default()
         }
@@ -220,17 +220,6 @@ impl Decision {
         }
         s
     }
-}
-
-/// The current UTC time, RFC 3339 with milliseconds.
-pub(crate) fn now_rfc3339() -> String {
-    let ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0);
-    let full = nettrace::format_unix_ns(ns);
-    // yyyy-mm-ddThh:mm:ss.mmm, then Z.
-    format!("{}Z", full.get(..23).unwrap_or(&full).trim_end_matches('Z'))
 }
 
 /// The log file: appended to, one line per decision, flushed at once.

@@ -6,8 +6,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use clrspy_collect::kernel::SamplerChoice;
-use clrspy_collect::trigger::TriggerSpec;
+use clr_events::trigger_spec::TriggerSpec;
 
 use crate::bundle::BundleAction;
 use crate::values::{
@@ -319,20 +318,6 @@ pub enum SamplerKind {
     Kernel,
     /// The kernel where it samples kernel mode too, else the runtime.
     Auto,
-}
-
-impl TraceAction {
-    /// Who the trace asks to take its CPU samples.
-    pub fn sampler_choice(&self) -> SamplerChoice {
-        let rate = self
-            .rate_hz
-            .unwrap_or(clrspy_collect::kernel::DEFAULT_RATE_HZ);
-        match self.sampler {
-            Some(SamplerKind::Runtime) | None => SamplerChoice::Runtime,
-            Some(SamplerKind::Kernel) => SamplerChoice::Kernel(rate),
-            Some(SamplerKind::Auto) => SamplerChoice::Auto(rate),
-        }
-    }
 }
 
 impl PartialEq for Glob {

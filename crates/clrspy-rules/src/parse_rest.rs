@@ -117,8 +117,8 @@ fn key_in(text: &str, span: Range<usize>, key: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use crate::model::SamplerKind;
     use crate::parse::{RuleSet, Syntax};
-    use clrspy_collect::kernel::SamplerChoice;
 
     /// The fuzzer's find: serde_json's error column points at a multi-byte character (a BOM
     /// inside the text); the diagnostic lands on it, no panic.
@@ -181,29 +181,25 @@ dump = { type = "mini", typo = 1 }
             "trace": { "sampler": "kernel", "rate_hz": 499 } } ] }"#;
         let set = RuleSet::parse(ok, Syntax::Json).unwrap();
         let t = set.rules[0].trace.as_ref().unwrap();
-        assert_eq!(t.sampler_choice(), SamplerChoice::Kernel(499));
+        assert_eq!(
+            (t.sampler, t.rate_hz),
+            (Some(SamplerKind::Kernel), Some(499))
+        );
         let default = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
             "trace": { "sampler": "kernel" } } ] }"#;
         let set = RuleSet::parse(default, Syntax::Json).unwrap();
-        assert_eq!(
-            set.rules[0].trace.as_ref().unwrap().sampler_choice(),
-            SamplerChoice::Kernel(999)
-        );
-        // "auto": the kernel's where it samples whole, at the rate given.
+        let t = set.rules[0].trace.as_ref().unwrap();
+        assert_eq!((t.sampler, t.rate_hz), (Some(SamplerKind::Kernel), None));
         let auto = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
             "trace": { "sampler": "auto", "rate_hz": 199 } } ] }"#;
         let set = RuleSet::parse(auto, Syntax::Json).unwrap();
-        assert_eq!(
-            set.rules[0].trace.as_ref().unwrap().sampler_choice(),
-            SamplerChoice::Auto(199)
-        );
+        let t = set.rules[0].trace.as_ref().unwrap();
+        assert_eq!((t.sampler, t.rate_hz), (Some(SamplerKind::Auto), Some(199)));
         let runtime = r#"{ "rules": [ { "name": "a", "match": { "name": "w" },
             "trace": { "sampler": "runtime" } } ] }"#;
         let set = RuleSet::parse(runtime, Syntax::Json).unwrap();
-        assert_eq!(
-            set.rules[0].trace.as_ref().unwrap().sampler_choice(),
-            SamplerChoice::Runtime
-        );
+        let t = set.rules[0].trace.as_ref().unwrap();
+        assert_eq!(t.sampler, Some(SamplerKind::Runtime));
         for (trace, says) in [
             (
                 r#"{ "sampler": "kernel", "rate_hz": 0 }"#,

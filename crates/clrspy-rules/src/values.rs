@@ -292,7 +292,7 @@ pub struct DumpKind(pub diagnostics_client::DumpType);
 impl Checked for DumpKind {
     const EXPECTING: &'static str = "a dump type: mini, heap, triage or full";
     fn check(s: &str) -> Result<DumpKind, String> {
-        clrspy_collect::parse_dump_type(s)
+        diagnostics_client::DumpType::from_name(s)
             .map(DumpKind)
             .ok_or_else(|| format!("unknown dump type \"{s}\" (known: mini, heap, triage, full)"))
     }

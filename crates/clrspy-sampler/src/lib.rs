@@ -152,7 +152,8 @@ pub struct Counts {
 /// kept wait costs an unwinding and ~1 KB of trace.
 pub const MIN_WAIT_NS: u64 = 100_000;
 
-/// The default rate: samples per second per thread on a CPU (off the 1000 Hz timer tick).
+/// The default rate: samples per second per thread on a CPU (off the 1000 Hz timer tick, an
+/// odd number, so the samples do not beat with timers of round periods).
 pub const DEFAULT_RATE_HZ: u32 = 999;
 
 #[cfg(target_os = "linux")]

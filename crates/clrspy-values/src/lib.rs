@@ -7,6 +7,7 @@
 //! - [`pattern`]: name patterns (`GC/*`, `System.Net.*`, `csc?`): case-insensitive, `*` any
 //!   run, `?` one character, anywhere in the pattern.
 //! - [`human_bytes`]: a byte count for people (`1.5 KB`, `4.0 MB`, `1.25 GB`).
+//! - [`time`]: UTC times, the calendar and their ISO 8601 text (`2026-11-27T11:46:40.120Z`).
 //!
 //! Errors are [`ValueError`]s that name the bad value and say what a good one looks like.
 
@@ -16,6 +17,7 @@ pub mod duration;
 pub mod pattern;
 pub mod redact;
 pub mod size;
+pub mod time;
 
 pub use duration::{parse_duration, parse_positive_duration, MAX_DURATION};
 pub use pattern::{matches as pattern_matches, NamePattern};

@@ -5,7 +5,6 @@
 
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -14,7 +13,7 @@ use clrspy_collect::{ChildOutput, LaunchOptions, Resolved};
 use clrspy_export::log_text::{write_log_json, write_log_text};
 use clrspy_live::logs::{check_filter, LogUpdate, LogsOptions, LogsSession};
 
-use crate::{Failure, TargetArgs};
+use clrspy_cli::{Failure, TargetArgs};
 
 /// `clrspy logs`.
 #[derive(clap::Args, Debug)]
@@ -52,9 +51,6 @@ fn positive(s: &str) -> Result<Duration, String> {
     clrspy_values::parse_positive_duration(s).map_err(|e| e.to_string())
 }
 
-/// Ctrl+C, wired once.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 /// Said once when no message came for this long.
 const SILENT_HINT_AFTER: Duration = Duration::from_secs(10);
 
@@ -74,7 +70,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
         filter: args.filter.clone(),
         duration: args.duration,
     };
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    clrspy_cli::stop_signal();
     // Said once the session started (an attach): what is logged from then on comes.
     let mut started = None;
     let session = match target {
@@ -127,7 +123,7 @@ fn pump(
     let started = Instant::now();
     let (mut messages, mut hinted, mut stopping) = (0u64, false, false);
     loop {
-        if INTERRUPTED.load(Ordering::SeqCst) && !stopping {
+        if clrspy_cli::interrupted() && !stopping {
             stopping = true;
             session.stop();
         }

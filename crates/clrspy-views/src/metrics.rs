@@ -9,7 +9,6 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clrspy_collect::procstat::own_cpu_ns;
@@ -17,7 +16,7 @@ use clrspy_collect::sysmetrics::{SysMetricsError, SysSampler};
 use clrspy_collect::Resolved;
 use clrspy_export::metrics::{MetricsChart, MetricsCsv};
 
-use crate::{Failure, TargetArgs};
+use clrspy_cli::{Failure, TargetArgs};
 
 /// `clrspy metrics`.
 #[derive(clap::Args, Debug)]
@@ -45,9 +44,6 @@ fn positive(s: &str) -> Result<Duration, String> {
 
 /// A row's named values (`MetricsRow::columns`).
 type Values = [(String, Option<f64>)];
-
-/// Ctrl+C, wired once.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Why sampling stopped.
 enum End {
@@ -80,7 +76,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
             Resolved::Launch(_) => return Err(Failure::usage("metrics needs a process")),
         },
     };
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    clrspy_cli::stop_signal();
     let out: Box<dyn Write> = match &args.output {
         Some(p) => {
             Box::new(BufWriter::new(File::create(p).map_err(|e| {
@@ -221,7 +217,7 @@ fn sample_loop(
         }
         // Wait for the next tick in short naps, watching Ctrl+C.
         loop {
-            if INTERRUPTED.load(Ordering::SeqCst) {
+            if clrspy_cli::interrupted() {
                 return (Ok(End::Asked), rows);
             }
             let now = start.elapsed();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use clrspy_export::thread_stacks;
 use clrspy_live::stack::{add_native_frames, take_stacks, StackOptions};
 
-use crate::{Failure, ProcessArgs};
+use clrspy_cli::{Failure, ProcessArgs};
 
 /// `clrspy stack`'s options.
 #[derive(clap::Args, Clone, Debug)]

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use clrspy_collect::trigger::{TriggerSpec, Triggers};
+use clr_events::trigger_spec::TriggerSpec;
+use clrspy_collect::trigger::Triggers;
 use clrspy_collect::{record_live, LiveFeeds, Recording, StopReason, StopSignal};
 use clrspy_live::heap::{take, HeapSnapError};
 use diagnostics_client::{Endpoint, SessionConfig};

@@ -148,7 +148,7 @@ pub(crate) fn file_for(dir: &Path, facts: &ProcessFacts, ext: &str) -> PathBuf {
         "{}_{}_{}.{ext}",
         facts.file_name(),
         facts.pid,
-        clrspy_collect::utc_stamp()
+        clrspy_values::time::file_stamp(std::time::SystemTime::now())
     ))
 }
 

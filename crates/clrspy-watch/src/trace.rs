@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clrspy_collect::kernel::SamplerChoice;
 use clrspy_collect::trigger::{Triggers, DEFAULT_AFTER};
 use clrspy_collect::{
     ErrorKind, LiveFeeds, Recording, Resolved, RunObserver, RunOptions, StopSignal, Summary,
@@ -19,7 +20,7 @@ use crate::procfs::age_ms;
 use crate::state::{track, untrack, WatchState};
 use clrspy_rules::ProcessFacts;
 use clrspy_rules::{Decision, DecisionKind};
-use clrspy_rules::{Rule, TraceAction};
+use clrspy_rules::{Rule, SamplerKind, TraceAction};
 
 /// How a trace reaches its runtime.
 pub(crate) enum TraceRoute {
@@ -214,7 +215,7 @@ fn run_trace(
     let ring = t.ring_mb.map(|m| u64::from(m) << 20);
     let live = || LiveFeeds {
         consumers: triggers.and_then(Triggers::consumer).into_iter().collect(),
-        sampler: t.sampler_choice(),
+        sampler: sampler_choice(t),
         ..LiveFeeds::default()
     };
     match route {
@@ -254,5 +255,42 @@ fn run_trace(
                 observer.progress(p)
             })
         }
+    }
+}
+
+/// Who a rule's trace asks to take its CPU samples (the kernel's at the sampler's default rate
+/// when the rule gives none).
+fn sampler_choice(t: &TraceAction) -> SamplerChoice {
+    let rate = t.rate_hz.unwrap_or(clrspy_sampler::DEFAULT_RATE_HZ);
+    match t.sampler {
+        Some(SamplerKind::Runtime) | None => SamplerChoice::Runtime,
+        Some(SamplerKind::Kernel) => SamplerChoice::Kernel(rate),
+        Some(SamplerKind::Auto) => SamplerChoice::Auto(rate),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rule_s_sampler_and_rate() {
+        let trace = |sampler, rate_hz| TraceAction {
+            sampler,
+            rate_hz,
+            ..TraceAction::default()
+        };
+        assert_eq!(
+            sampler_choice(&trace(None, Some(5))),
+            SamplerChoice::Runtime
+        );
+        assert_eq!(
+            sampler_choice(&trace(Some(SamplerKind::Kernel), None)),
+            SamplerChoice::Kernel(clrspy_sampler::DEFAULT_RATE_HZ)
+        );
+        assert_eq!(
+            sampler_choice(&trace(Some(SamplerKind::Auto), Some(199))),
+            SamplerChoice::Auto(199)
+        );
     }
 }

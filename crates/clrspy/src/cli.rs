@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+pub use clrspy_cli::TargetArgs;
 use clrspy_collect::kernel::SamplerChoice;
 use clrspy_export::{Format, Metric, ReportKind};
 use clrspy_values::NamePattern;
-pub use clrspy_views::TargetArgs;
 
 /// A value parser for one of the registries' enums (formats, reports, metrics): the names
 /// and descriptions come from the registry, so `--help` lists exactly what exists.
@@ -73,7 +73,7 @@ pub struct DumpKind {
 
 /// A dump type (mini, heap, triage, full).
 fn dump_type(s: &str) -> Result<DumpKind, String> {
-    clrspy_collect::parse_dump_type(s)
+    diagnostics_client::DumpType::from_name(s)
         .map(|value| DumpKind {
             text: s.to_string(),
             value,
@@ -202,7 +202,7 @@ pub struct GcdumpArgs {
 pub struct HeapWatchArgs {
     /// The process.
     #[command(flatten)]
-    pub process: clrspy_views::ProcessArgs,
+    pub process: clrspy_cli::ProcessArgs,
     /// Time between the starts of two snapshots (e.g. 60s, 5m).
     #[arg(long, value_name = "TIME", default_value = "60s", value_parser = positive_duration)]
     pub every: std::time::Duration,
@@ -388,7 +388,7 @@ pub struct SamplerArgs {
     #[arg(long, value_name = "WHO", default_value = "auto", value_parser = ["runtime", "kernel", "auto"])]
     pub sampler: String,
     /// The kernel sampler's rate: samples per second per thread on a CPU.
-    #[arg(long, value_name = "HZ", default_value_t = clrspy_collect::kernel::DEFAULT_RATE_HZ, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, value_name = "HZ", default_value_t = clrspy_sampler::DEFAULT_RATE_HZ, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rate: u32,
 }
 

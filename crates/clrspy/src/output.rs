@@ -75,8 +75,8 @@ impl From<io::Error> for CliError {
     }
 }
 
-impl From<clrspy_views::Failure> for CliError {
-    fn from(f: clrspy_views::Failure) -> CliError {
+impl From<clrspy_cli::Failure> for CliError {
+    fn from(f: clrspy_cli::Failure) -> CliError {
         let e = CliError::new(f.message).code(f.code);
         f.hints.into_iter().fold(e, CliError::hint)
     }

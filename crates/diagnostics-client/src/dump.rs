@@ -24,6 +24,26 @@ pub enum DumpType {
     Full = 4,
 }
 
+impl DumpType {
+    /// A dump type by name, as the flags and the rules file write it (any case): `mini`
+    /// (or `normal`), `heap` (or `withheap`), `triage`, `full`.
+    ///
+    /// ```
+    /// use diagnostics_client::DumpType;
+    /// assert_eq!(DumpType::from_name("Heap"), Some(DumpType::WithHeap));
+    /// assert_eq!(DumpType::from_name("tiny"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<DumpType> {
+        match name.to_ascii_lowercase().as_str() {
+            "mini" | "normal" => Some(DumpType::Normal),
+            "heap" | "withheap" => Some(DumpType::WithHeap),
+            "triage" => Some(DumpType::Triage),
+            "full" => Some(DumpType::Full),
+            _ => None,
+        }
+    }
+}
+
 /// Extra dump options (GenerateCoreDump2+).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DumpFlags {

@@ -19,11 +19,13 @@
 //! follows them cheaply (inotify, cached folder listings) and says which came and went; a
 //! [`ReverseHub`] serves one reverse port for many runtimes, routing each one's connections by
 //! its instance cookie; [`procfs`] reads what Linux's `/proc` says of a process (start time,
-//! namespaces and `NSpid`, environment, command line); [`rooted`] opens the paths a process
-//! chose (its dump folder, its temporary folder) below its own root, never through a link.
+//! namespaces and `NSpid`, environment, command line); [`container`] which container it runs
+//! in; [`rooted`] opens the paths a process chose (its dump folder, its temporary folder) below
+//! its own root, never through a link.
 #![deny(missing_docs)]
 
 mod connect;
+pub mod container;
 mod discovery;
 mod dump;
 mod eventpipe;

@@ -351,9 +351,49 @@ pub fn path_inside(pid: u32, path: &Path) -> PathBuf {
     Path::new(&format!("/proc/{pid}/root")).join(path.strip_prefix("/").unwrap_or(path))
 }
 
+/// The lines of a `/proc/<pid>/cgroup` text: (hierarchy id, controllers, group path), one
+/// per hierarchy (cgroup v2: one line `0::PATH`); lines without two colons are skipped.
+pub fn parse_cgroup_lines(text: &str) -> impl Iterator<Item = (&str, &str, &str)> {
+    text.lines().filter_map(|l| {
+        let (id, rest) = l.split_once(':')?;
+        let (controllers, path) = rest.split_once(':')?;
+        Some((id, controllers, path))
+    })
+}
+
+/// The group paths of a `/proc/<pid>/cgroup` text, one per hierarchy, in order (a path
+/// repeated on consecutive lines once).
+pub fn parse_group_paths(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = parse_cgroup_lines(text)
+        .map(|(_, _, p)| p.to_string())
+        .collect();
+    out.dedup();
+    out
+}
+
+/// The paths of the groups `pid` is in ([`parse_group_paths`]); None when its `/proc` entry
+/// cannot be read.
+pub fn group_paths(pid: u32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cgroup")).ok()?;
+    Some(parse_group_paths(&String::from_utf8_lossy(&raw)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_paths_one_per_hierarchy() {
+        assert_eq!(
+            parse_group_paths("0::/system.slice/web.service\n"),
+            ["/system.slice/web.service"]
+        );
+        let v1 = "12:cpu,cpuacct:/docker/abc\n11:memory:/docker/abc\n1:name=systemd:/a:b\nbad\n";
+        assert_eq!(parse_group_paths(v1), ["/docker/abc", "/a:b"]);
+        assert!(parse_group_paths("").is_empty());
+        #[cfg(target_os = "linux")]
+        assert!(group_paths(std::process::id()).is_some_and(|p| !p.is_empty()));
+    }
 
     #[test]
     fn the_file_system_uid_and_the_readable_memory() {

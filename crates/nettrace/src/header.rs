@@ -100,51 +100,24 @@ impl Clock {
     }
 }
 
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 fn civil_to_unix_ns(t: &SystemTime) -> i64 {
-    let month = i64::from(t.month.clamp(1, 12));
-    let day = i64::from(t.day.clamp(1, 31));
-    let days = days_from_civil(i64::from(t.year), month, day);
-    let secs =
-        days * 86_400 + i64::from(t.hour) * 3600 + i64::from(t.minute) * 60 + i64::from(t.second);
-    secs.saturating_mul(1_000_000_000)
-        .saturating_add(i64::from(t.millisecond) * 1_000_000)
+    clrspy_values::time::UtcTime {
+        year: i64::from(t.year),
+        month: u32::from(t.month.clamp(1, 12)),
+        day: u32::from(t.day.clamp(1, 31)),
+        hour: u32::from(t.hour),
+        minute: u32::from(t.minute),
+        second: u32::from(t.second),
+        nanos: 0,
+    }
+    .unix_ns()
+    .saturating_add(i64::from(t.millisecond) * 1_000_000)
 }
 
 /// Formats nanoseconds since the Unix epoch as an ISO-8601 UTC time with microseconds,
-/// e.g. `2026-11-22T10:11:40.123456Z`.
+/// e.g. `2026-11-22T10:11:40.123456Z` (`clrspy_values::time::format_utc` with 6 digits).
 pub fn format_unix_ns(ns: i64) -> String {
-    let secs = ns.div_euclid(1_000_000_000);
-    let sub = ns.rem_euclid(1_000_000_000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // civil_from_days
-    let z = days + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
-        sod / 3600,
-        (sod / 60) % 60,
-        sod % 60,
-        sub / 1000
-    )
+    clrspy_values::time::format_utc(ns, 6)
 }
 
 #[cfg(test)]

@@ -43,10 +43,10 @@ fn filetime_to_string(ft: u64) -> Value {
     const EPOCH_DIFF_SECS: i64 = 11_644_473_600;
     let secs = (ft / 10_000_000) as i64 - EPOCH_DIFF_SECS;
     let ticks = ft % 10_000_000;
-    let s = crate::header::format_unix_ns(secs.saturating_mul(1_000_000_000));
-    // format_unix_ns gives "...:SS.000000Z": replace the fraction with the 7-digit tick count.
-    let base = s.get(..19).unwrap_or(&s);
-    Value::String(format!("{base}.{ticks:07}Z"))
+    let ns = secs
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ticks as i64 * 100);
+    Value::String(clrspy_values::time::format_utc(ns, 7))
 }
 
 fn decode_value(ty: &FieldType, c: &mut Cursor<'_>, payload: &[u8]) -> Result<Value, CursorError> {

@@ -16,7 +16,7 @@ use clrspy_live::counters::CountersSession;
 use diagnostics_client::{find_endpoints, procfs, Endpoint};
 
 use super::config::MetricsSettings;
-use super::exposition::{self, MetricType, OwnMetric, ProcessSeries, Target};
+use clrspy_export::prometheus::{self, Figure, MetricType, Series, Target};
 
 /// How long before a process whose session failed is tried again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -28,7 +28,7 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 /// One process being collected from.
 struct Entry {
     target: Target,
-    series: ProcessSeries,
+    series: Series,
     stop: Arc<AtomicBool>,
     /// Set by the session's thread once its session is closed (or never opened).
     closed: Arc<AtomicBool>,
@@ -157,7 +157,7 @@ impl Collector {
             let e = table.get_mut(&pid).filter(|e| !e.lent)?;
             e.stop.store(true, Ordering::Relaxed);
             e.lent = true;
-            e.series = ProcessSeries::new(s.settings.max_series);
+            e.series = Series::bounded(s.settings.max_series);
             e.closed.clone()
         };
         let deadline = Instant::now() + 2 * STOP_GRACE;
@@ -181,13 +181,13 @@ impl Collector {
     pub fn render(&self) -> String {
         let s = &self.shared;
         s.scrapes.fetch_add(1, Ordering::Relaxed);
-        let gauge = |name, help, v: u64| OwnMetric {
+        let gauge = |name, help, v: u64| Figure {
             name,
             kind: MetricType::Gauge,
             help,
             series: vec![(String::new(), v as f64)],
         };
-        let counter = |name, help, v: u64| OwnMetric {
+        let counter = |name, help, v: u64| Figure {
             kind: MetricType::Counter,
             ..gauge(name, help, v)
         };
@@ -238,12 +238,12 @@ impl Collector {
         let requests: Vec<(String, f64)> = lock(&s.requests)
             .iter()
             .map(|((route, code), n)| {
-                let route = exposition::label_value(route);
+                let route = prometheus::label_value(route);
                 (format!("route=\"{route}\",code=\"{code}\""), *n as f64)
             })
             .collect();
         if !requests.is_empty() {
-            own.push(OwnMetric {
+            own.push(Figure {
                 name: "clrspy_agent_requests_total",
                 kind: MetricType::Counter,
                 help: "Requests answered, by route and status code.",
@@ -251,7 +251,7 @@ impl Collector {
             });
         }
         let table = lock(&s.table);
-        exposition::render(table.values().map(|e| (&e.target, &e.series)), &own)
+        prometheus::render(table.values().map(|e| (Some(&e.target), &e.series)), &own)
     }
 }
 
@@ -353,7 +353,7 @@ fn scan_once(shared: &Arc<Shared>) {
                     pid,
                     ..Target::default()
                 },
-                series: ProcessSeries::new(shared.settings.max_series),
+                series: Series::bounded(shared.settings.max_series),
                 stop: stop.clone(),
                 closed: closed.clone(),
                 lent: false,
@@ -393,7 +393,7 @@ fn target_of(ep: &Endpoint) -> Target {
         .filter(|n| !n.is_empty())
         .or_else(|| procfs::comm(ep.pid))
         .unwrap_or_default();
-    let container_id = clrspy_handoff::facts::container_of(ep.pid).and_then(|c| c.id);
+    let container_id = diagnostics_client::container::of_process(ep.pid).and_then(|c| c.id);
     Target {
         pid: ep.pid,
         name,

@@ -1,11 +1,10 @@
 //! `GET /metrics`'s data: a [`collector::Collector`] keeps one small counters session per
 //! visible .NET process (on threads of its own, never on the async runtime) and the latest
-//! value of each of its series; [`exposition`] writes them, with the agent's own figures, in
-//! Prometheus' text format. The `[metrics]` config section is [`config`].
+//! value of each of its series; clrspy-export's `prometheus` writes them, with the agent's own
+//! figures, in Prometheus' text format. The `[metrics]` config section is [`config`].
 
 pub mod collector;
 pub mod config;
-pub mod exposition;
 
 pub use collector::Collector;
 pub use config::{MetricsConfig, MetricsSettings};

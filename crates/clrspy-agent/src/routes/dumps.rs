@@ -145,7 +145,7 @@ fn command(
     pid: u32,
     dir: &std::path::Path,
 ) -> (Vec<OsString>, String) {
-    let stamp = clrspy_collect::utc_stamp();
+    let stamp = clrspy_values::time::file_stamp(std::time::SystemTime::now());
     let (name, mut args): (String, Vec<OsString>) = match kind {
         OpKind::Dump => (
             format!("core_{pid}_{stamp}_{dump_type}.dmp.gz"),

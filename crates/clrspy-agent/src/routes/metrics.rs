@@ -11,10 +11,10 @@ use axum::response::{IntoResponse, Response};
 use clrspy_watch::{RuleSnapshot, RuleStatus};
 
 use crate::error::ApiError;
-use crate::metrics::exposition::{self, MetricType, OwnMetric};
 use crate::metrics::Collector;
 use crate::params::{NoQuery, Query};
 use crate::state::AppState;
+use clrspy_export::prometheus::{self, Figure, MetricType};
 
 /// The text format's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -47,7 +47,7 @@ async fn metrics(
     let text = tokio::task::spawn_blocking(move || {
         let mut text = collector.render();
         if let Some(view) = view {
-            text.push_str(&exposition::render_own(&rule_metrics(&view.rules())));
+            text.push_str(&prometheus::render_figures(&rule_metrics(&view.rules())));
         }
         text
     })
@@ -59,7 +59,7 @@ async fn metrics(
 /// The rules' figures: each rule's state (one series per state, 1 for the current one), the
 /// processes its match held for, and its actions by outcome. As many series as the rules file
 /// has rules (times 9): bounded by the file.
-fn rule_metrics(rules: &[RuleSnapshot]) -> Vec<OwnMetric> {
+fn rule_metrics(rules: &[RuleSnapshot]) -> Vec<Figure> {
     const STATES: [RuleStatus; 4] = [
         RuleStatus::Running,
         RuleStatus::Acting,
@@ -70,7 +70,7 @@ fn rule_metrics(rules: &[RuleSnapshot]) -> Vec<OwnMetric> {
     let mut matched = Vec::new();
     let mut actions = Vec::new();
     for r in rules {
-        let rule = format!("rule=\"{}\"", exposition::label_value(&r.name));
+        let rule = format!("rule=\"{}\"", prometheus::label_value(&r.name));
         for s in STATES {
             let on = if r.status == s { 1.0 } else { 0.0 };
             state.push((format!("{rule},state=\"{}\"", s.as_str()), on));
@@ -86,20 +86,20 @@ fn rule_metrics(rules: &[RuleSnapshot]) -> Vec<OwnMetric> {
         }
     }
     vec![
-        OwnMetric {
+        Figure {
             name: "clrspy_agent_rule_state",
             kind: MetricType::Gauge,
             help:
                 "Each rule's state (running, acting, throttled, finished): 1 for the current one.",
             series: state,
         },
-        OwnMetric {
+        Figure {
             name: "clrspy_agent_rule_matched_total",
             kind: MetricType::Counter,
             help: "Processes each rule's match held for.",
             series: matched,
         },
-        OwnMetric {
+        Figure {
             name: "clrspy_agent_rule_actions_total",
             kind: MetricType::Counter,
             help:
@@ -230,7 +230,7 @@ mod tests {
             rule("slow \"api\"", RuleStatus::Finished, 1),
             rule("idle", RuleStatus::Running, 0),
         ]);
-        let text = crate::metrics::exposition::render_own(&own);
+        let text = clrspy_export::prometheus::render_figures(&own);
         for line in [
             "# TYPE clrspy_agent_rule_state gauge\n",
             "clrspy_agent_rule_state{rule=\"slow \\\"api\\\"\",state=\"finished\"} 1\n",

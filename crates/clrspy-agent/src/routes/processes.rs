@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::Json;
 use clrspy_handoff::scrub::Redactor;
-use diagnostics_client::{procfs, Endpoint, ProcessInfo};
+use diagnostics_client::{procfs, Endpoint, ProcessInfo, RuntimeListing};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
@@ -107,18 +107,7 @@ async fn list(
 
 fn details(ep: &Endpoint) -> Value {
     let pid = ep.pid;
-    let info = proc_cache::global().info(ep);
-    let name = info
-        .as_ref()
-        .ok()
-        .and_then(|p| p.entrypoint_assembly.clone())
-        .filter(|n| !n.is_empty())
-        .or_else(|| procfs::comm(pid))
-        .unwrap_or_default();
-    let cmd = info
-        .as_ref()
-        .map(|p| p.command_line.clone())
-        .unwrap_or_default();
+    let row = RuntimeListing::new(pid, proc_cache::global().info(ep));
     // The runtime's own view of its environment, else the kernel's (its start-up one). Read
     // first: the secrets learned from it are masked in the command line too.
     let env = diagnostics_client::process_environment(ep, TIMEOUT)
@@ -126,7 +115,7 @@ fn details(ep: &Endpoint) -> Value {
         .or_else(|e| procfs::environ(pid).map(|env| env.pairs()).ok_or(e));
     let mut redactor = Redactor::new(true);
     let env = env.map(|vars| redactor.env(&vars, &format!("the environment of pid {pid}")));
-    let mut v = describe(pid, &name, &cmd, &info, &mut redactor);
+    let mut v = describe(pid, &row.name, &row.command_line, &row.info, &mut redactor);
     if let Some(o) = v.as_object_mut() {
         match env {
             Ok(vars) => {

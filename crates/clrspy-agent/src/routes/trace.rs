@@ -419,7 +419,7 @@ async fn start(
     })?;
     let filename = format!(
         "attachment; filename=\"{pid}-{}.nettrace\"",
-        clrspy_collect::utc_stamp().replace('_', "-")
+        clrspy_values::time::file_stamp(std::time::SystemTime::now()).replace('_', "-")
     );
     respond(rx, stop, "application/octet-stream", Some(filename)).await
 }

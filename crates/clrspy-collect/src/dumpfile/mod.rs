@@ -182,7 +182,13 @@ pub fn compressed_dump_name(
     let suffix = compress.suffix();
     match output {
         None if !suffix.is_empty() => (
-            Some(format!("core_{pid}_{}{suffix}", crate::utc_stamp()).into()),
+            Some(
+                format!(
+                    "core_{pid}_{}{suffix}",
+                    clrspy_values::time::file_stamp(std::time::SystemTime::now())
+                )
+                .into(),
+            ),
             false,
         ),
         Some(o) if !suffix.is_empty() && !o.to_string_lossy().ends_with(suffix) => {

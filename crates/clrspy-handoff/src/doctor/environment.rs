@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
+use diagnostics_client::container::{self, Container};
 use diagnostics_client::procfs;
 use serde::{Deserialize, Serialize};
 
-use crate::facts::{self, ContainerFacts};
+use crate::facts;
 
 /// The environment a plan is made for.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -24,7 +25,7 @@ pub struct Environment {
     /// The host name (in Kubernetes: the pod's name).
     pub hostname: String,
     /// The container clrspy runs in, if any.
-    pub container: Option<ContainerFacts>,
+    pub container: Option<Container>,
     /// clrspy runs as root.
     pub is_root: bool,
     /// `kernel.yama.ptrace_scope` (0 classic, 1 restricted, 2 admin only, 3 none); None
@@ -73,7 +74,7 @@ pub struct TargetAccess {
     /// Its resident memory (`VmRSS`): about a full or heap dump's size before compression.
     pub rss_bytes: Option<u64>,
     /// The container it runs in, when it sees other files than clrspy.
-    pub container: Option<ContainerFacts>,
+    pub container: Option<Container>,
 }
 
 impl Environment {
@@ -114,7 +115,7 @@ fn target_access(pid: u32, is_root: bool) -> TargetAccess {
     let diagnostics_socket = clrspy_collect::endpoint_for_pid(pid).is_ok();
     let container = diagnostics_client::container_folder(pid)
         .is_some()
-        .then(|| facts::container_of(pid))
+        .then(|| container::of_process(pid))
         .flatten();
     TargetAccess {
         pid,

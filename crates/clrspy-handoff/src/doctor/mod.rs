@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clrspy_analysis::log_stream::LogLevel;
+use clrspy_cli::{Failure, ProcessArgs};
 use clrspy_collect::Resolved;
-use clrspy_views::{Failure, ProcessArgs};
 
 pub use environment::{Environment, KernelSampler, TargetAccess};
 pub use plans::{default_output, plan, plan_for, Plan, Step};

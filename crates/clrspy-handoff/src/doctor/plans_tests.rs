@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::doctor::environment::{KernelSampler, TargetAccess};
-use crate::facts::ContainerFacts;
+use diagnostics_client::container::Container;
 
 /// A machine as plans meet it often: a VM, not root, Yama restricted, perf events for own
 /// processes, plenty of disk, the process reachable.
@@ -215,7 +215,7 @@ fn refused_perf_events_name_the_runtime_sampler() {
 #[test]
 fn in_a_container_the_files_are_copied_out() {
     let mut env = fixed();
-    env.container = Some(ContainerFacts {
+    env.container = Some(Container {
         runtime: "docker".into(),
         id: Some("4f1b3c2d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809".into()),
         image: None,
@@ -226,7 +226,7 @@ fn in_a_container_the_files_are_copied_out() {
         last.command,
         "docker cp 4f1b3c2d5e6f:/home/dev/diag/clrspy-high-cpu-4242.zip ./clrspy-high-cpu-4242.zip"
     );
-    env.container = Some(ContainerFacts {
+    env.container = Some(Container {
         runtime: "kubernetes".into(),
         id: None,
         image: None,

@@ -70,7 +70,7 @@ pub fn watch<E>(
     on_event: &mut dyn FnMut(WatchEvent<'_>) -> Result<(), E>,
 ) -> Result<Watched, E> {
     let stop = spec.stop;
-    let stamp = clrspy_collect::utc_stamp();
+    let stamp = clrspy_values::time::file_stamp(std::time::SystemTime::now());
     let t0 = Instant::now();
     let mut w = Watched {
         shots: Vec::new(),

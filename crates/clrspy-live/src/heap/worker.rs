@@ -83,7 +83,10 @@ impl Snapshots {
             let Action::Snapshot { reason } = job else {
                 return;
             };
-            let out = snapshot_path(&trace, &clrspy_collect::utc_stamp());
+            let out = snapshot_path(
+                &trace,
+                &clrspy_values::time::file_stamp(std::time::SystemTime::now()),
+            );
             tell(
                 &said,
                 SnapshotNote::Writing {

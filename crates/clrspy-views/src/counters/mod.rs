@@ -8,7 +8,6 @@ mod table;
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
@@ -19,7 +18,7 @@ use clrspy_export::counters::{CounterFile, CounterFormat, CounterWriter};
 use clrspy_live::counters::{CountersOptions, CountersSession};
 use clrspy_live::ChildEnd;
 
-use crate::{Failure, TargetArgs};
+use clrspy_cli::{Failure, TargetArgs};
 
 /// `clrspy counters`.
 #[derive(clap::Args, Debug)]
@@ -142,13 +141,6 @@ fn list(out: &mut dyn Write) -> io::Result<()> {
     )
 }
 
-/// Ctrl+C, wired once.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-fn on_ctrl_c() {
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
-}
-
 fn start(
     s: &SessionArgs,
     target: Resolved,
@@ -191,7 +183,7 @@ fn pump(
     let mut pending: Vec<CounterRow> = Vec::new();
     let mut stopping = false;
     loop {
-        if INTERRUPTED.load(Ordering::SeqCst) && !stopping {
+        if clrspy_cli::interrupted() && !stopping {
             stopping = true;
             session.stop();
         }
@@ -262,7 +254,7 @@ fn collect(c: &CollectArgs) -> Result<ExitCode, Failure> {
         ),
         None => None,
     };
-    on_ctrl_c();
+    clrspy_cli::stop_signal();
     let session = start(&c.session, target, child_output)?;
     let result = match file {
         Some(mut f) => pump(&session, &mut |rows| f.write_rows(rows)),
@@ -281,7 +273,7 @@ fn collect(c: &CollectArgs) -> Result<ExitCode, Failure> {
 fn monitor(s: &SessionArgs) -> Result<ExitCode, Failure> {
     let tty = io::stdout().is_terminal();
     let target = s.target.resolve("counters")?;
-    on_ctrl_c();
+    clrspy_cli::stop_signal();
     let session = start(
         s,
         target,

@@ -2,16 +2,12 @@
 //! rundown that names code jitted before; or a program launched for it), what the view shows
 //! and the window of totals it keeps.
 
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use clrspy_collect::{ChildOutput, Resolved, StopReason};
 use clrspy_live::top::{thread_count, Mode, SortBy, TopSession, TopWindow};
 
-use crate::{Failure, TargetArgs};
-
-/// Set by Ctrl+C (SIGINT) outside the full-screen view, where it is not a key.
-pub(super) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+use clrspy_cli::{Failure, TargetArgs};
 
 /// The session behind the view, and what the header calls its target.
 pub(super) struct Live {

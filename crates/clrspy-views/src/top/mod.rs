@@ -9,13 +9,12 @@ mod text;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clrspy_live::top::{Mode, SortBy};
 
-use crate::{Failure, TargetArgs};
-use live::{Live, ViewState, INTERRUPTED};
+use clrspy_cli::{Failure, TargetArgs};
+use live::{Live, ViewState};
 
 /// `clrspy top`.
 #[derive(clap::Args, Clone, Debug)]
@@ -78,7 +77,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     }
     let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     // Outside the full-screen view Ctrl+C is a signal: stop the session, print the last table.
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    clrspy_cli::stop_signal();
     let live = Live::start(&args.target, args.duration)?;
     let mode = match args.mode {
         ModeArg::Cpu => Mode::Cpu,

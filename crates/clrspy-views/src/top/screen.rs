@@ -3,7 +3,6 @@
 //! the target's exit, an error (the guard's drop) and a panic (a hook that restores first).
 
 use std::io::{stdout, Stdout};
-use std::sync::atomic::Ordering;
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
@@ -20,7 +19,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::{Frame, Terminal};
 
-use super::live::{Live, ViewState, INTERRUPTED};
+use super::live::{Live, ViewState};
 use super::text::{cells, figures, showing, titles, KEYS};
 
 /// Puts the terminal back as it was: cooked mode, the main screen, the cursor shown. Safe to
@@ -104,7 +103,7 @@ pub(super) fn run(live: &Live, state: &mut ViewState) -> std::io::Result<()> {
     let mut table = TopTable::default();
     let mut title = live.title();
     loop {
-        if live.ended() || INTERRUPTED.load(Ordering::SeqCst) {
+        if live.ended() || clrspy_cli::interrupted() {
             return Ok(());
         }
         if Instant::now() >= next {

@@ -2,13 +2,12 @@
 //! the plain-text snapshot printed every interval when stdout is not a terminal.
 
 use std::io::Write;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use clrspy_live::top::{Mode, SortBy, TopHeader, TopRow, TopTable};
 use clrspy_values::human_bytes;
 
-use super::live::{Live, ViewState, INTERRUPTED};
+use super::live::{Live, ViewState};
 
 /// The keys, as the full-screen view's footer lists them.
 pub(super) const KEYS: &str =
@@ -108,7 +107,7 @@ pub(super) fn snapshot(
 pub(super) fn run(live: &Live, state: &mut ViewState, top: usize) -> std::io::Result<()> {
     let mut next = Instant::now() + state.refresh;
     loop {
-        let ended = live.ended() || INTERRUPTED.load(Ordering::SeqCst);
+        let ended = live.ended() || clrspy_cli::interrupted();
         let now = Instant::now();
         if !ended && now < next {
             std::thread::sleep((next - now).min(std::time::Duration::from_millis(100)));

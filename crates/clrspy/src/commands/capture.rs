@@ -1,7 +1,8 @@
 //! The ring and the stop triggers of a recording, from `record`'s flags (`--ring`,
 //! `--stop-on`, `--after-trigger`).
 
-use clrspy_collect::trigger::{TriggerSpec, Triggers};
+use clr_events::trigger_spec::TriggerSpec;
+use clrspy_collect::trigger::Triggers;
 
 use crate::cli::RecordArgs;
 use crate::output::{CliError, CliResult};

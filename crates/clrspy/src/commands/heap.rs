@@ -51,12 +51,12 @@ pub fn run_gcdump(args: &GcdumpArgs) -> CliResult<std::process::ExitCode> {
         PathBuf::from(format!(
             "{}_{}.gcdump",
             endpoint.pid,
-            clrspy_collect::utc_stamp()
+            clrspy_values::time::file_stamp(std::time::SystemTime::now())
         ))
     });
     super::heap_snap::announce(&label, endpoint.pid, timeout, args.yes)?;
     let t0 = Instant::now();
-    let stop = super::heap_snap::stop_signal();
+    let stop = clrspy_cli::stop_signal();
     let taken = super::heap_snap::take(&endpoint, &label, &out, timeout, stop)?;
     eprintln!(
         "Wrote {} ({} objects, {:.1} MB; recorded {:.1} MB of events in {:.2} s, total {:.2} s).",

@@ -13,16 +13,6 @@ use diagnostics_client::Endpoint;
 
 use crate::output::{collect_error, CliError, CliResult};
 
-/// The process-wide stop signal of the heap commands, Ctrl+C (SIGINT) wired to it once.
-pub fn stop_signal() -> &'static StopSignal {
-    static STOP: StopSignal = StopSignal::new();
-    static WIRED: std::sync::Once = std::sync::Once::new();
-    WIRED.call_once(|| {
-        let _ = ctrlc::set_handler(|| STOP.request());
-    });
-    &STOP
-}
-
 /// Says what a snapshot of `pid` does (a full, blocking GC; the heap's size: its resident
 /// memory) and asks or refuses as [`consent`] decides.
 pub fn announce(label: &str, pid: u32, timeout: Duration, yes: bool) -> CliResult<()> {

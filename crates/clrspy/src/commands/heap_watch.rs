@@ -29,7 +29,7 @@ pub fn run(a: &HeapWatchArgs) -> CliResult<std::process::ExitCode> {
         a.every.as_secs_f64(),
         dir.display()
     );
-    let stop = heap_snap::stop_signal();
+    let stop = clrspy_cli::stop_signal();
     let spec = WatchSpec {
         endpoint: &endpoint,
         dir: &dir,

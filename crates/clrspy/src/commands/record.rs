@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clrspy_collect::kernel::SamplerChoice;
-use clrspy_collect::{
-    ChildOutput, Progress, RunObserver, Started, StopSignal, Summary, TreeOptions,
-};
+use clrspy_collect::{ChildOutput, Progress, RunObserver, Started, Summary, TreeOptions};
 use clrspy_live::recording::closing::{closing_lines, started_line, StatusText};
 use clrspy_live::recording::notices::kernel_line;
 use clrspy_live::recording::{Extras, RunSpec};
@@ -201,7 +199,7 @@ fn children(
     (duration, thread_cpu): (Option<Duration>, Option<Duration>),
     sampler: SamplerChoice,
 ) -> CliResult<std::process::ExitCode> {
-    static STOP: StopSignal = StopSignal::new();
+    let stop = clrspy_cli::stop_signal();
     let Some(dir) = args.output.as_deref() else {
         return Err(
             CliError::new("--children needs -o DIR: one trace per process goes there").code(2),
@@ -210,7 +208,6 @@ fn children(
     if args.dump_hold_hook.is_some() {
         return Err(CliError::new("--dump-hold-hook does not work with --children").code(2));
     }
-    let _ = ctrlc::set_handler(|| STOP.request());
     let dump_options = super::record_dumps::dump_options(args, Some(dir));
     let _ = std::fs::create_dir_all(dir);
     // Dumps on exceptions: one trigger per process, one limit for the tree; files
@@ -242,7 +239,7 @@ fn children(
         dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
         duration,
         thread_cpu,
-        stop: &STOP,
+        stop,
         stdout: ChildOutput::Inherit,
         env: crash.as_ref().map(|c| c.env()).unwrap_or_default(),
         max_processes: 256,
@@ -312,9 +309,8 @@ pub(crate) fn execute(
     extras: &mut Extras,
 ) -> CliResult<Outcome> {
     // Ctrl+C, SIGTERM and SIGHUP count as stop requests (the second one stops waiting for the
-    // rundown). The handler lives as long as the process, so the signal is a static.
-    static STOP: StopSignal = StopSignal::new();
-    let _ = ctrlc::set_handler(|| STOP.request());
+    // rundown).
+    let stop = clrspy_cli::stop_signal();
     let attach = matches!(target, Target::Attach { .. });
     let interactive = attach && std::io::stdin().is_terminal();
     if interactive {
@@ -322,7 +318,7 @@ pub(crate) fn execute(
         std::thread::spawn(|| {
             let mut line = String::new();
             if std::io::stdin().read_line(&mut line).is_ok_and(|n| n > 0) {
-                STOP.request();
+                clrspy_cli::stop_signal().request();
             }
         });
     }
@@ -338,7 +334,7 @@ pub(crate) fn execute(
         output,
         duration,
         thread_cpu,
-        stop: &STOP,
+        stop,
         child_stdout,
     };
     let mut console = Console {

@@ -70,7 +70,7 @@ fn check_valid(text: &str) {
 
 #[test]
 fn counters_accumulate_gauges_keep_the_latest_with_target_labels() {
-    let mut s = ProcessSeries::new(100);
+    let mut s = Series::bounded(100);
     let gc = |v| {
         row(
             "System.Runtime",
@@ -85,7 +85,7 @@ fn counters_accumulate_gauges_keep_the_latest_with_target_labels() {
     assert_eq!(s.add(&[gc(4.0), cpu(7.0)]), 0);
     assert_eq!(s.len(), 2);
     let t = target(42, "Workloads", Some("abc"));
-    let text = render([(&t, &s)], &[]);
+    let text = render([(Some(&t), &s)], &[]);
     check_valid(&text);
     assert!(text.contains(
         "# TYPE system_runtime_dotnet_gc_collections_total counter\n\
@@ -105,8 +105,8 @@ fn counters_accumulate_gauges_keep_the_latest_with_target_labels() {
 
 #[test]
 fn families_merge_across_processes_with_one_help_and_type() {
-    let mut a = ProcessSeries::new(10);
-    let mut b = ProcessSeries::new(10);
+    let mut a = Series::bounded(10);
+    let mut b = Series::bounded(10);
     a.add(&[row(
         "System.Runtime",
         "cpu-usage",
@@ -122,7 +122,7 @@ fn families_merge_across_processes_with_one_help_and_type() {
         2.0,
     )]);
     let (ta, tb) = (target(1, "a", None), target(2, "b", None));
-    let text = render([(&ta, &a), (&tb, &b)], &[]);
+    let text = render([(Some(&ta), &a), (Some(&tb), &b)], &[]);
     check_valid(&text);
     assert_eq!(
         text.matches("# TYPE system_runtime_cpu_usage gauge")
@@ -135,7 +135,7 @@ fn families_merge_across_processes_with_one_help_and_type() {
 
 #[test]
 fn label_values_are_escaped_and_names_made_valid() {
-    let mut s = ProcessSeries::new(10);
+    let mut s = Series::bounded(10);
     s.add(&[row(
         "My-Meter",
         "9 requests/s",
@@ -149,7 +149,7 @@ fn label_values_are_escaped_and_names_made_valid() {
         1.5,
     )]);
     let t = target(3, "we\"ird\\name", None);
-    let text = render([(&t, &s)], &[]);
+    let text = render([(Some(&t), &s)], &[]);
     check_valid(&text);
     assert!(text.contains(
         "my_meter__9_requests_s{pid=\"3\",process=\"we\\\"ird\\\\name\",route=\"a\\\"b\\\\c\\nd\",exported_pid=\"7\",exported_x=\"y\",_1st=\"z\"} 1.5\n"
@@ -160,7 +160,7 @@ fn label_values_are_escaped_and_names_made_valid() {
 
 #[test]
 fn histograms_are_summaries() {
-    let mut s = ProcessSeries::new(10);
+    let mut s = Series::bounded(10);
     let h = |count, sum, p50| CounterRow {
         value: CounterValue::Histogram(HistogramSummary {
             count,
@@ -180,7 +180,7 @@ fn histograms_are_summaries() {
     s.add(&[h(3, 0.3, Some(0.1))]);
     s.add(&[h(2, 0.5, Some(0.2))]);
     let t = target(5, "web", None);
-    let text = render([(&t, &s)], &[]);
+    let text = render([(Some(&t), &s)], &[]);
     check_valid(&text);
     let n = "microsoft_aspnetcore_hosting_http_server_request_duration";
     assert!(text.contains(&format!("# TYPE {n} summary\n")));
@@ -196,7 +196,7 @@ fn histograms_are_summaries() {
 
 #[test]
 fn series_beyond_the_bound_are_dropped_and_counted() {
-    let mut s = ProcessSeries::new(3);
+    let mut s = Series::bounded(3);
     let rows: Vec<CounterRow> = (0..5)
         .map(|i| {
             let v = i.to_string();
@@ -214,11 +214,11 @@ fn series_beyond_the_bound_are_dropped_and_counted() {
     // Known series still update; new ones still drop.
     assert_eq!(s.add(&rows), 2);
     let t = target(9, "p", None);
-    let text = render([(&t, &s)], &[]);
+    let text = render([(Some(&t), &s)], &[]);
     assert!(text.contains("m_requests_total{pid=\"9\",process=\"p\",route=\"0\"} 2\n"));
     assert!(!text.contains("route=\"3\""));
     // A name another type holds is dropped too.
-    let mut s = ProcessSeries::new(10);
+    let mut s = Series::bounded(10);
     s.add(&[row("M", "x", CounterKind::Gauge, &[], 1.0)]);
     assert_eq!(s.add(&[row("M", "x", CounterKind::Histogram, &[], 1.0)]), 1);
 }
@@ -226,13 +226,13 @@ fn series_beyond_the_bound_are_dropped_and_counted() {
 #[test]
 fn own_figures_follow_with_their_labels() {
     let own = [
-        OwnMetric {
+        Figure {
             name: "clrspy_agent_sessions_open",
             kind: MetricType::Gauge,
             help: "Counters sessions open.",
             series: vec![(String::new(), 2.0)],
         },
-        OwnMetric {
+        Figure {
             name: "clrspy_agent_requests_total",
             kind: MetricType::Counter,
             help: "Requests served.",

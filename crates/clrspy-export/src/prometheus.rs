@@ -1,18 +1,21 @@
-//! The latest value of every series of every process, and their Prometheus text exposition
-//! (format 0.0.4): counters (`rate` rows) as running totals `NAME_total`, up-down counters,
-//! gauges and EventCounters means as gauges, histograms as summaries. Every series carries
-//! its process's `pid`, `process` and (when known) `container_id` labels; a tag of the same
-//! name becomes `exported_NAME`. Names come from clrspy-export's `metric_name`, as
-//! `clrspy counters collect --format prometheus` names them.
+//! The Prometheus text exposition (format 0.0.4) of counter rows: the latest value of every
+//! series, counters (`rate` rows) as running totals `NAME_total`, up-down counters, gauges and
+//! EventCounters means as gauges, histograms as summaries (quantile labels 0.5, 0.95, 0.99;
+//! `_sum` and `_count` running totals). A family's name is `PROVIDER_NAME` made valid
+//! ([`metric_name`]); its HELP line names the source, instrument and unit.
+//!
+//! One exposition for every writer: `clrspy counters collect --format prometheus` and watch's
+//! counters files render one [`Series`] with no process labels; the agent's `/metrics` renders
+//! a bounded [`Series`] per process, each with its [`Target`]'s `pid`, `process` and (when
+//! known) `container_id` labels, and appends its own figures ([`Figure`]). A tag whose label
+//! name is reserved (`__...`) or one of the process labels becomes `exported_NAME`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use clrspy_analysis::counters::{CounterKind, CounterRow, CounterValue};
-pub use clrspy_export::counters::label_value;
-use clrspy_export::counters::{metric_name, prom_num as number};
 
-/// The labels every series of a process carries.
+/// The labels a process's series carry.
 const TARGET_LABELS: [&str; 3] = ["pid", "process", "container_id"];
 
 /// A metric family's type.
@@ -37,7 +40,7 @@ impl MetricType {
     }
 }
 
-/// The process a set of series belongs to.
+/// The process a set of series belongs to: its labels.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Target {
     /// Its pid.
@@ -79,21 +82,25 @@ struct Family {
     series: BTreeMap<String, Sample>,
 }
 
-/// One process's series, the latest value of each, at most `max_series` of them.
-#[derive(Debug)]
-pub struct ProcessSeries {
+/// The latest value of each series, at most a bound of them when one is set.
+#[derive(Debug, Default)]
+pub struct Series {
     families: BTreeMap<String, Family>,
     count: usize,
-    max_series: usize,
+    max_series: Option<usize>,
 }
 
-impl ProcessSeries {
+impl Series {
+    /// No series yet, and no bound.
+    pub fn new() -> Series {
+        Series::default()
+    }
+
     /// No series yet; at most `max_series` kept.
-    pub fn new(max_series: usize) -> ProcessSeries {
-        ProcessSeries {
-            families: BTreeMap::new(),
-            count: 0,
-            max_series,
+    pub fn bounded(max_series: usize) -> Series {
+        Series {
+            max_series: Some(max_series),
+            ..Series::default()
         }
     }
 
@@ -119,7 +126,7 @@ impl ProcessSeries {
                 _ => (base, MetricType::Gauge),
             };
             let labels = tag_labels(&r.tags);
-            let room = self.count < self.max_series;
+            let room = self.max_series.is_none_or(|max| self.count < max);
             let fam = match self.families.get_mut(&name) {
                 Some(f) => f,
                 None if room => self.families.entry(name).or_insert_with(|| Family {
@@ -169,10 +176,46 @@ fn help(r: &CounterRow) -> String {
     }
 }
 
+/// A Prometheus metric name: `[a-zA-Z_:][a-zA-Z0-9_:]*`, other characters as `_`, lower case.
+pub fn metric_name(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    out
+}
+
+/// A label value escaped for the text format: backslash, double quote and newline.
+pub fn label_value(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A sample value as the text format writes it (`NaN`, `+Inf`, `-Inf`).
+pub fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
 /// A tag's label name: valid (`[a-zA-Z_][a-zA-Z0-9_]*`), never reserved (`__`) and never one
 /// of the target's labels.
 pub fn label_name(tag: &str) -> String {
-    let n = clrspy_export::counters::label_name(tag);
+    let n = metric_name(tag).replace(':', "_");
     if n.starts_with("__") || TARGET_LABELS.contains(&n.as_str()) {
         format!("exported_{}", n.trim_start_matches('_'))
     } else {
@@ -192,9 +235,9 @@ fn tag_labels(tags: &[(String, String)]) -> String {
         .join(",")
 }
 
-/// One of the agent's own figures.
+/// A figure given whole, with its series (the agent's own: requests served, sessions open).
 #[derive(Clone, Debug)]
-pub struct OwnMetric {
+pub struct Figure {
     /// Its name (`clrspy_agent_...`).
     pub name: &'static str,
     /// Its type.
@@ -212,15 +255,15 @@ struct Out<'a> {
     lines: Vec<String>,
 }
 
-/// The exposition of every process's series (merged by family: one HELP and TYPE each)
-/// followed by the agent's own figures.
+/// The exposition of each set of series with its process's labels, if any (merged by family:
+/// one HELP and TYPE each), followed by `figures`.
 pub fn render<'a>(
-    processes: impl IntoIterator<Item = (&'a Target, &'a ProcessSeries)>,
-    own: &[OwnMetric],
+    sets: impl IntoIterator<Item = (Option<&'a Target>, &'a Series)>,
+    figures: &[Figure],
 ) -> String {
     let mut families: BTreeMap<&str, Out<'_>> = BTreeMap::new();
-    for (target, series) in processes {
-        let tl = target.labels();
+    for (target, series) in sets {
+        let tl = target.map(Target::labels).unwrap_or_default();
         for (name, fam) in &series.families {
             let out = families.entry(name.as_str()).or_insert_with(|| Out {
                 kind: fam.kind,
@@ -233,28 +276,26 @@ pub fn render<'a>(
             }
             for (labels, s) in &fam.series {
                 let with = |extra: &str| {
-                    let mut l = tl.clone();
-                    for part in [labels.as_str(), extra] {
-                        if !part.is_empty() {
-                            l.push(',');
-                            l.push_str(part);
-                        }
+                    let parts = [tl.as_str(), labels.as_str(), extra];
+                    let l: Vec<&str> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+                    if l.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{{{}}}", l.join(","))
                     }
-                    l
                 };
                 if fam.kind == MetricType::Summary {
                     for (q, v) in ["0.5", "0.95", "0.99"].iter().zip(s.quantiles) {
                         let v = v.map(number).unwrap_or_else(|| "NaN".into());
                         let l = with(&format!("quantile=\"{q}\""));
-                        out.lines.push(format!("{name}{{{l}}} {v}"));
+                        out.lines.push(format!("{name}{l} {v}"));
                     }
                     let l = with("");
-                    out.lines
-                        .push(format!("{name}_sum{{{l}}} {}", number(s.sum)));
-                    out.lines.push(format!("{name}_count{{{l}}} {}", s.count));
+                    out.lines.push(format!("{name}_sum{l} {}", number(s.sum)));
+                    out.lines.push(format!("{name}_count{l} {}", s.count));
                 } else {
                     let l = with("");
-                    out.lines.push(format!("{name}{{{l}}} {}", number(s.value)));
+                    out.lines.push(format!("{name}{l} {}", number(s.value)));
                 }
             }
         }
@@ -263,7 +304,7 @@ pub fn render<'a>(
     for (name, fam) in &families {
         write_family(&mut text, name, fam.kind, fam.help, &fam.lines);
     }
-    for m in own {
+    for m in figures {
         let lines: Vec<String> = m
             .series
             .iter()
@@ -280,10 +321,10 @@ pub fn render<'a>(
     text
 }
 
-/// The agent's own figures alone (appended after [`render`]'s text: families stay unique as
-/// long as the names differ).
-pub fn render_own(own: &[OwnMetric]) -> String {
-    render(std::iter::empty(), own)
+/// `figures` alone (appended after [`render`]'s text: families stay unique as long as the
+/// names differ).
+pub fn render_figures(figures: &[Figure]) -> String {
+    render(std::iter::empty(), figures)
 }
 
 fn write_family(text: &mut String, name: &str, kind: MetricType, help: &str, lines: &[String]) {
@@ -296,5 +337,5 @@ fn write_family(text: &mut String, name: &str, kind: MetricType, help: &str, lin
 }
 
 #[cfg(test)]
-#[path = "exposition_tests.rs"]
+#[path = "prometheus_tests.rs"]
 mod tests;

@@ -1,5 +1,6 @@
-//! The triggers' written forms: [`TriggerSpec`] and its conditions, with serde (rules files)
-//! and [`FromStr`] (the command line's `KIND=VALUE`), matched with clrspy-values' name patterns
+//! The stop triggers' written forms: [`TriggerSpec`] and its conditions, with serde (rules
+//! files), a JSON Schema, and [`FromStr`] (the command line's `KIND=VALUE`); clrspy-collect's
+//! triggers match them on a recording's events with clrspy-values' name patterns
 //! (case-insensitive, `*` and `?` anywhere).
 
 use std::fmt;
@@ -131,7 +132,8 @@ impl Op {
         Some((s[..i].trim(), op, rest[n..].trim()))
     }
 
-    pub(crate) fn num(self, a: f64, b: f64) -> bool {
+    /// True when `a OP b` holds.
+    pub fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Op::Gt => a > b,
             Op::Ge => a >= b,
