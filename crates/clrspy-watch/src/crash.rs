@@ -235,7 +235,7 @@ impl Waiting {
                 return;
             }
             round += 1;
-            if round % 10 == 0 {
+            if round.is_multiple_of(10) {
                 let now = procfs::readable_bytes(facts.pid).unwrap_or(0);
                 self.readable = self.readable.max(now);
             }
