@@ -127,6 +127,10 @@ fn start_idle() -> Running {
     Running(child, pid)
 }
 
+/// The agent's metrics collector off: it would open a counters session in every .NET process on
+/// the machine, other tests' too (whose own `counters` would then find the meters taken).
+const METRICS_OFF: &str = "[metrics]\nenabled = false\n";
+
 fn write_config(dir: &Path, text: &str) -> String {
     let p = dir.join("agent.toml");
     std::fs::write(&p, text).unwrap();
@@ -147,7 +151,7 @@ fn agent_routes_security_and_limits() {
     let config = write_config(
         dir.path(),
         &format!(
-            "[auth.jwt]\npublic_key = \"{public}\"\nsubject = \"{SUBJECT}\"\n[limits]\nheader_timeout = \"20s\"\n"
+            "[auth.jwt]\npublic_key = \"{public}\"\nsubject = \"{SUBJECT}\"\n[limits]\nheader_timeout = \"20s\"\n{METRICS_OFF}"
         ),
     );
     let agent = start_agent(&[
@@ -361,7 +365,7 @@ fn agent_serves_https_with_a_self_signed_certificate() {
     let config = write_config(
         dir.path(),
         &format!(
-            "urls = [\"https://127.0.0.1:0\"]\n[tls]\ncert = \"{}\"\nkey = \"{}\"\n[auth]\napi_key_hashes = [\"{hash}\"]\n",
+            "urls = [\"https://127.0.0.1:0\"]\n[tls]\ncert = \"{}\"\nkey = \"{}\"\n[auth]\napi_key_hashes = [\"{hash}\"]\n{METRICS_OFF}",
             cert.display(),
             keyf.display()
         ),
@@ -406,7 +410,15 @@ fn agent_refuses_unsafe_starts() {
     );
     refused(&["--api-key-hash", "not-a-hash"], "64 hex digits");
     // --insecure starts, and warns.
-    let agent = start_agent(&["--urls", "http://127.0.0.1:0", "--insecure"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), METRICS_OFF);
+    let agent = start_agent(&[
+        "--urls",
+        "http://127.0.0.1:0",
+        "--insecure",
+        "--config",
+        &config,
+    ]);
     assert_eq!(
         curl(&format!("{}/processes", agent.base), None, &[]).status,
         200

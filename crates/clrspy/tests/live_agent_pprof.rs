@@ -109,7 +109,7 @@ fn pprof_pulls_read_by_a_real_pprof_reader() {
     std::fs::write(
         &config,
         format!(
-            "folder = {:?}\n[auth]\napi_key_hashes = [{hash:?}]\n",
+            "folder = {:?}\n[auth]\napi_key_hashes = [{hash:?}]\n[metrics]\nenabled = false\n",
             folder.to_str().unwrap()
         ),
     )

@@ -24,6 +24,9 @@ fn recording_dotnet_build_finishes() {
     if !live() {
         return;
     }
+    // The SDK's build servers are this user's, shared by every build on the machine: one test
+    // at a time runs them (declared first, released last, after the servers are gone).
+    let _servers = common::build_servers();
     let dir = tempfile::tempdir().unwrap();
     let mark = dir.path().display().to_string();
     let _cleanup = KillMarked(MARK, mark.clone());

@@ -19,19 +19,26 @@ fn a_rules_counters_action_collects_until_the_process_ends() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // Workloads.dll through a folder link of this test's own: other tests run the meters
+    // workload at the same time, and the rule matches only this path.
+    let link = dir.path().join("counters-rule-wl");
+    std::os::unix::fs::symlink(workloads().parent().unwrap(), &link).unwrap();
     let rules = dir.path().join("rules.json");
     std::fs::write(
         &rules,
-        r#"{"rules": [{"name": "meters", "match": {"command_line": "Workloads\\.dll meters"},
-            "counters": {"counters": "Workloads.Meters", "format": "jsonl"},
-            "limits": {"max_actions": 1}}]}"#,
+        format!(
+            r#"{{"rules": [{{"name": "meters", "match": {{"command_line": "{}/Workloads\\.dll meters"}},
+            "counters": {{"counters": "Workloads.Meters", "format": "jsonl"}},
+            "limits": {{"max_actions": 1}}}}]}}"#,
+            link.display()
+        ),
     )
     .unwrap();
     let out = dir.path().join("out");
     let watch = Watch::start(&rules, &out, &[]);
     let stdout = dir.path().join("meters.stdout");
     let mut w = Command::new("dotnet")
-        .arg(workloads())
+        .arg(link.join("Workloads.dll"))
         .args(["meters", "--seconds", "5"])
         .stdout(std::fs::File::create(&stdout).unwrap())
         .spawn()

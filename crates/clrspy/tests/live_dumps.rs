@@ -275,10 +275,7 @@ fn the_hold_hook_keeps_the_throwing_thread_in_the_throw_while_the_dump_is_writte
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // The hook is built from the repository's source, as hooks/build.sh does.
-    let hooks = dir.path().join("hook");
-    common::dotnet_build(&common::repo().join("hooks/ClrspyHold"), &hooks);
-    let hook = hooks.join("ClrspyHold.dll");
+    let hook = common::hold_hook();
     let trace = dir.path().join("held.nettrace");
     let (stdout, stderr) = record_ok(
         &trace,

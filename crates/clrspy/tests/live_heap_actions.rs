@@ -3,7 +3,8 @@
 //! takes three snapshots while the test grows the list by 1,000 then 2,500: the order type
 //! grew in every interval by exactly that, held by the static field `Orders`. A rules file's
 //! `heap` action makes `clrspy watch` write a `.gcdump` of the workload with exactly its
-//! 12,345 orders. The two tests take turns (one workload snapshotted at a time).
+//! 12,345 orders; its workload runs through a folder link of the test's own, which is all the
+//! rule matches (other tests run the same workload at the same time).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -15,9 +16,6 @@ use common::heap_workload::Workload;
 use common::live;
 use common::watch::Watch;
 
-/// The tests take turns: the watch's rule would also match the other test's workload.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 const ORDER: &str = "Workloads.HeapOrder";
 
 #[test]
@@ -25,7 +23,6 @@ fn heap_watch_reports_the_growing_type_with_its_exact_deltas() {
     if !live() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let mut w = Workload::start();
     let dir = tempfile::tempdir().unwrap();
     let mut child = common::clrspy_command()
@@ -82,31 +79,36 @@ fn heap_watch_reports_the_growing_type_with_its_exact_deltas() {
 
 #[test]
 fn a_rules_heap_action_writes_a_gcdump_with_the_exact_count() {
-    rules_heap_action(r#"{"timeout": "60s"}"#, "at match");
+    rules_heap_action("heap-at-match-wl", r#"{"timeout": "60s"}"#, "at match");
 }
 
 #[test]
 fn a_rules_heap_action_on_a_trigger_writes_a_gcdump_with_the_exact_count() {
     rules_heap_action(
+        "heap-on-trigger-wl",
         r#"{"when": {"counter": "gc-heap-size-mb>0"}}"#,
         "trigger counter=gc-heap-size-mb>0 fired",
     );
 }
 
-/// A watch with one rule whose heap action is `heap` snapshots the workload once; its
-/// `action_started` detail begins with `why`.
-fn rules_heap_action(heap: &str, why: &str) {
+/// A watch with one rule whose heap action is `heap` snapshots the workload (run through a
+/// folder link named `link`) once; its `action_started` detail begins with `why`.
+fn rules_heap_action(link: &str, heap: &str, why: &str) {
     if !live() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
+    // Workloads.dll through a folder link of this test's own: other tests run the same
+    // workload on this machine, and the rule matches only this path.
+    let link = dir.path().join(link);
+    std::os::unix::fs::symlink(common::workloads().parent().unwrap(), &link).unwrap();
     let rules = dir.path().join("rules.json");
     std::fs::write(
         &rules,
         format!(
-            r#"{{"rules": [{{"name": "leak", "match": {{"command_line": "Workloads\\.dll heap$"}},
-            "heap": {heap}, "limits": {{"max_actions": 1}}}}]}}"#
+            r#"{{"rules": [{{"name": "leak", "match": {{"command_line": "{}/Workloads\\.dll heap$"}},
+            "heap": {heap}, "limits": {{"max_actions": 1}}}}]}}"#,
+            link.display()
         ),
     )
     .unwrap();
@@ -114,7 +116,7 @@ fn rules_heap_action(heap: &str, why: &str) {
     // The workload holds its orders before the watch starts: a rule acts as soon as it
     // matches, and a process seen at its start (the runtime's port opens before Main) would
     // be snapshotted before it built its heap.
-    let w = Workload::start();
+    let w = Workload::start_from(&link.join("Workloads.dll"));
     let watch = Watch::start(&rules, &out, &[]);
     let done = watch.done("leak", w.pid);
     assert_eq!(done["action"], "heap", "{done}");
@@ -157,7 +159,6 @@ fn record_snapshot_heap_takes_a_snapshot_when_the_trigger_fires() {
     if !live() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let w = Workload::start();
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("rec.nettrace");

@@ -162,6 +162,9 @@ fn dotnet_build_gives_one_whole_trace_per_dotnet_process() {
     if !live() {
         return;
     }
+    // The SDK's build servers are this user's, shared by every build on the machine: one test
+    // at a time runs them (declared first, released last, after the servers are gone).
+    let _servers = common::build_servers();
     let dir = tempfile::tempdir().unwrap();
     let mark = dir.path().display().to_string();
     let _cleanup = KillMarked(MARK, mark.clone());

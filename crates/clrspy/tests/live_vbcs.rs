@@ -80,6 +80,9 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
     if !live() {
         return;
     }
+    // The SDK's build servers are this user's, shared by every build on the machine: one test
+    // at a time runs them (declared first, released last, after the servers are gone).
+    let _servers = common::build_servers();
     let dir = tempfile::tempdir().unwrap();
     let mark = dir.path().display().to_string();
     let _kill = KillMarked(MARK, mark.clone());

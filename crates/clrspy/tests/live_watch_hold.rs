@@ -94,9 +94,7 @@ fn the_hold_mode_keeps_the_rules_cooldown() {
 /// decision log once the process's watch ended (and the folder, kept alive).
 fn held_casts(limits: &str, name: &str) -> (Vec<serde_json::Value>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let hooks = dir.path().join("hook");
-    common::dotnet_build(&common::repo().join("hooks/ClrspyHold"), &hooks);
-    let hook = hooks.join("ClrspyHold.dll");
+    let hook = common::hold_hook();
     let link = dir.path().join(name);
     std::os::unix::fs::symlink(workloads().parent().unwrap(), &link).unwrap();
     let rules = dir.path().join("rules.json");

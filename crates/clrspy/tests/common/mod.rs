@@ -233,7 +233,29 @@ pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
     }
 }
 
+/// A lock on a file (`flock`): it excludes other processes, and other threads of this one (each
+/// acquisition opens the file anew).
 pub struct FileLock(std::fs::File);
+
+/// The lock of the tests that run the SDK's build servers (the C# compiler server, MSBuild
+/// nodes): they are shared by every build of this user on this machine, a build reuses the
+/// server another test started, and `dotnet build-server shutdown` stops them all. Such tests
+/// take turns, in every test binary on this machine.
+pub fn build_servers() -> FileLock {
+    FileLock::acquire(&std::env::temp_dir().join("clrspy-tests-build-servers.lock"))
+}
+
+/// hooks/ClrspyHold (the hold hook of `--dump-hold-hook`), built from the repository's source
+/// as hooks/build.sh does, once per test binary; returns the path of ClrspyHold.dll.
+pub fn hold_hook() -> &'static Path {
+    static DLL: OnceLock<PathBuf> = OnceLock::new();
+    DLL.get_or_init(|| {
+        let out = repo().join("target/testapps/ClrspyHold");
+        let _guard = build_lock();
+        dotnet_build(&repo().join("hooks/ClrspyHold"), &out);
+        out.join("ClrspyHold.dll")
+    })
+}
 
 /// The lock every build of a test app takes (`target/testapps/.build.lock`).
 pub fn build_lock() -> FileLock {
