@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::agent::{new_key, start_agent, Agent};
-use common::{live, start, Running};
+use common::{alone, live, start, Running};
 use serde_json::Value;
 
 /// The GC count and the CPU time: System.Runtime's meter (.NET 9+) or its EventCounters.
@@ -69,11 +69,10 @@ fn sample(text: &str, names: &[&str], pid: u32) -> Option<(String, f64)> {
     })
 }
 
-/// Starts an agent collecting every second; with its config in `dir`.
-/// One agent collecting at a time: each opens a Metrics session in every visible process, and
-/// a runtime's MetricsEventSource serves sessions of one configuration at a time.
-static ONE_AGENT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+/// Starts an agent collecting every second; with its config in `dir`. Its test runs
+/// [`alone`]: the agent opens a Metrics session in every visible process, and a runtime's
+/// MetricsEventSource serves sessions of one configuration at a time (another test's
+/// `counters`, or another such agent, would find the meters taken, or take them first).
 fn agent_for_metrics(dir: &std::path::Path, hash: &str) -> (Agent, String) {
     let config = dir.join("agent.toml");
     std::fs::write(
@@ -106,7 +105,7 @@ fn metrics_for_prometheus() {
     if !live() {
         return;
     }
-    let _one = ONE_AGENT.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = alone();
     let w: Running = start("alloc", &["--seconds", "120"]);
     let (key, hash) = new_key();
     let dir = tempfile::tempdir().unwrap();
@@ -338,7 +337,7 @@ fn metrics_with_ten_processes() {
     if !live() {
         return;
     }
-    let _one = ONE_AGENT.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = alone();
     let work: Vec<Running> = (0..10)
         .map(|_| start("idle", &["--seconds", "120"]))
         .collect();

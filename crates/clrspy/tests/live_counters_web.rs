@@ -164,7 +164,8 @@ fn monitor_shows_the_request_duration_under_tmux() {
     let (web, port) = start_template();
     let url = format!("http://127.0.0.1:{port}/");
     let load = std::thread::spawn(move || ab_run(&url, 60_000));
-    let session = format!("clrspy-counters-{}", std::process::id());
+    // Not live_counters' name: both run in one test binary, with one process id.
+    let session = format!("clrspy-counters-web-{}", std::process::id());
     let bin = assert_cmd::cargo::cargo_bin("clrspy");
     let cmd = format!(
         "{} counters monitor -p {} --counters Microsoft.AspNetCore.Hosting --duration 20s",

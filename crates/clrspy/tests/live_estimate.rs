@@ -20,11 +20,8 @@ use common::{ab, needs, Load, Need};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{json, live, run_bounded, start_web, start_web_with_env, Web};
+use common::{json, live, machine, run_bounded, start_web, start_web_with_env, Web};
 use serde_json::Value;
-
-/// The two tests take turns: each needs the machine to itself for its /proc comparison.
-static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Warms the app up, then loads it for `secs` seconds (8 clients, 20 ms of CPU a request: the
 /// app is CPU-bound and `ab` itself costs little, so the machine is the app's).
@@ -179,10 +176,11 @@ fn check(trace: &str, seen: Seen, proc_ms: f64) {
 
 #[test]
 fn dotnet_trace_recording_of_a_busy_web_app_respects_the_machine() {
-    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     if !live() || !needs(&[Need::Ab, Need::DotnetTrace]) {
         return;
     }
+    // The /proc comparison needs the machine to itself.
+    let _machine = machine();
     let dt = Need::DotnetTrace.path();
     let web = start_web();
     let pid = web.app.1;
@@ -220,10 +218,11 @@ fn dotnet_trace_recording_of_a_busy_web_app_respects_the_machine() {
 
 #[test]
 fn runtime_env_recording_of_a_busy_web_app_respects_the_machine() {
-    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     if !live() || !needs(&[Need::Ab]) {
         return;
     }
+    // The /proc comparison needs the machine to itself.
+    let _machine = machine();
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("env.nettrace");
     let out = trace.to_str().unwrap().to_string();
