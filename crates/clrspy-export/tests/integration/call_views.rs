@@ -4,9 +4,9 @@
 //! through `Expression.Compile`): `--callers`, `--focus` with its path, `--tree` at depth,
 //! `--just-my-code` in the tables, the tree, the callers and the folded and speedscope views,
 //! and names at a fixed width and piped. The views are compared with snapshots in
-//! tests/snapshots/razor-pages-cpu/ (regenerate with
-//! `CLRSPY_UPDATE_SNAPSHOTS=1 cargo test -p clrspy-export --test call_views` and review the
-//! diff); the invariants below hold whatever the snapshots say.
+//! tests/snapshots/razor-pages-cpu/ (regenerate with `CLRSPY_UPDATE_SNAPSHOTS=1 cargo test -p
+//! clrspy-export --test integration -- call_views::` and review the diff); the invariants
+//! below hold whatever the snapshots say.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Read;

@@ -1,10 +1,10 @@
 //! Every report's JSON and text views of the real traces in crates/nettrace/tests/data are
 //! stable: they are compared with the snapshots in tests/snapshots/ (`<trace>.report.json`,
 //! all reports' JSON; `<trace>.report.txt`, all reports' text at 100 columns). After a
-//! deliberate change, regenerate with
-//! `CLRSPY_UPDATE_SNAPSHOTS=1 cargo test -p clrspy-export --test report_views` and review the
-//! diff. The CLI's own test (crates/clrspy/tests/report_snapshots.rs) checks `clrspy report
-//! --json` against the same JSON files.
+//! deliberate change, regenerate with `CLRSPY_UPDATE_SNAPSHOTS=1 cargo test -p clrspy-export
+//! --test integration -- report_views::` and review the diff. The CLI's own test
+//! (crates/clrspy/tests/offline/report_snapshots.rs) checks `clrspy report --json` against the
+//! same JSON files.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Read;
