@@ -2,7 +2,7 @@
 //! crates/clrspy/tests/data (see testapps/README.md, "RazorApp"): `report cpu --callers`
 //! (text and JSON), `--focus` with `--tree`, and `--just-my-code[=PREFIXES]`/`--framework` in
 //! `report` and `convert`. The views themselves are snapshot-tested in
-//! crates/clrspy-export/tests/call_views.rs; the CLI must print exactly those.
+//! crates/clrspy-export/tests/integration/call_views.rs; the CLI must print exactly those.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;

@@ -1,6 +1,6 @@
 //! `clrspy report --json` prints exactly the report views of clrspy-export: for the real traces
 //! in crates/nettrace/tests/data, each report's JSON equals the snapshot that
-//! crates/clrspy-export/tests/report_views.rs keeps (regenerate them there).
+//! crates/clrspy-export/tests/integration/report_views.rs keeps (regenerate them there).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
@@ -58,7 +58,7 @@ fn reports_of_the_shared_traces_match_their_snapshots() {
     }
     assert!(
         failures.is_empty(),
-        "{}\n(the snapshots are clrspy-export's: see crates/clrspy-export/tests/report_views.rs)",
+        "{}\n(the snapshots are clrspy-export's: see crates/clrspy-export/tests/integration/report_views.rs)",
         failures.join("\n")
     );
 }
