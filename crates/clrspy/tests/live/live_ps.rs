@@ -5,7 +5,7 @@ use crate::common;
 
 use std::process::{Child, Command, Stdio};
 
-use common::{clrspy, clrspy_command, count, cpu_samples, info, live, run_bounded, start};
+use common::{clrspy, clrspy_command, count, cpu_samples, info, live, machine, run_bounded, start};
 
 #[test]
 fn ps_lists_the_workload_with_its_runtime_version() {
@@ -114,6 +114,8 @@ fn record_attaches_for_a_duration_and_gets_samples_and_rundown() {
     if !live() {
         return;
     }
+    // The samples are counted: the test takes the machine lock.
+    let machine = machine();
     let w = start("cpu", &["--seconds", "20"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cpu.nettrace");
@@ -128,7 +130,11 @@ fn record_attaches_for_a_duration_and_gets_samples_and_rundown() {
     let i = info(&out);
     assert_eq!(i["truncated"], false, "{i}");
     assert_eq!(i["process_id"], w.1);
-    assert!(cpu_samples(&i) > 500, "{i}");
+    assert!(cpu_samples(&i) > 0, "{i}");
+    // The burner gets less CPU on a busy machine, and the samples follow its CPU.
+    machine.check("over 500 samples in 2 s", || {
+        assert!(cpu_samples(&i) > 500, "{i}");
+    });
     // The rundown names the burning method.
     let burn = clrspy()
         .args(["events", "--json", "--event", "Method/DCStopVerbose"])
@@ -148,6 +154,8 @@ fn record_survives_the_target_being_killed() {
     if !live() {
         return;
     }
+    // The samples are counted: the test takes the machine lock.
+    let machine = machine();
     let mut w = start("cpu", &["--seconds", "30"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("killed.nettrace");
@@ -160,7 +168,10 @@ fn record_survives_the_target_being_killed() {
     assert!(done.status.success(), "{stderr}");
     assert!(stderr.contains("the target ended the session"), "{stderr}");
     let i = info(&out);
-    assert!(cpu_samples(&i) > 200, "{i}");
+    assert!(cpu_samples(&i) > 0, "{i}");
+    machine.check("over 200 samples before the kill", || {
+        assert!(cpu_samples(&i) > 200, "{i}");
+    });
     // The stream stopped mid-way, but the file is a whole trace: every complete block, then
     // a valid end of stream (readers that need the end marker, TraceEvent among them, open it).
     assert_eq!(i["ended_cleanly"], true, "{i}");
