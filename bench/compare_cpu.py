@@ -210,7 +210,8 @@ TEST_TRACES = [
     "crates/nettrace/tests/data/only_managed_samples.nettrace.zip",
     "crates/nettrace/tests/data/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace.zip",
     "crates/nettrace/tests/data/trace.nettrace",
-    # Recorded by `clrspy record` (thread CPU readings): see crates/clrspy/tests/cpu_vs_traceevent.rs.
+    # Recorded by `clrspy record` (thread CPU readings): see
+    # crates/clrspy/tests/offline/cpu_vs_traceevent.rs.
     "crates/clrspy/tests/data/contention-thread-cpu.nettrace.zip",
 ]
 TEST_DATA = "crates/clrspy/tests/data/traceevent-cpu.json"

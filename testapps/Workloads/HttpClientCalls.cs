@@ -1,6 +1,6 @@
 // http-client: an HttpClient calling a tiny HTTP/1.1 server this program starts on loopback,
 // with a known number of each outcome — the contract `clrspy report http` is tested against
-// (crates/clrspy/tests/live_http.rs): 200s, 500s, slow 200s, refused connections, a timeout,
+// (crates/clrspy/tests/live/live_http.rs): 200s, 500s, slow 200s, refused connections, a timeout,
 // a TLS failure, a name that does not resolve, one that does (localhost), and requests that
 // wait in the connection pool's queue. In all: 17 × 200, 3 × 500 and 5 without a response.
 using System.Diagnostics;

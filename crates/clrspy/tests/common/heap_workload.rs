@@ -2,6 +2,7 @@
 //! `Workloads.HeapOrder` in a static list and grows it by N on `grow N` (stdin).
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use super::workloads;
@@ -25,8 +26,14 @@ impl Drop for Workload {
 impl Workload {
     /// Starts it and waits for its 12,345 orders.
     pub fn start() -> Workload {
+        Workload::start_from(workloads())
+    }
+
+    /// [`Workload::start`] from `dll`: Workloads.dll through a folder link of the test's own,
+    /// so that a rule matching that path matches no other test's workload.
+    pub fn start_from(dll: &Path) -> Workload {
         let mut child = Command::new("dotnet")
-            .arg(workloads())
+            .arg(dll)
             .arg("heap")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -4,10 +4,11 @@
 // Test helpers fail the test the way tests do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::cell::RefCell;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub mod agent;
 pub mod cgroup;
@@ -109,6 +110,7 @@ pub fn live() -> bool {
         return false;
     }
     watchdog::start();
+    take_share();
     let ok = Command::new("dotnet")
         .arg("--version")
         .output()
@@ -119,6 +121,55 @@ pub fn live() -> bool {
          so that `dotnet` is on PATH, or set CLRSPY_SKIP_LIVE=1 to skip them"
     );
     true
+}
+
+/// The live tests' turns within their test binary: every live test holds a share from
+/// [`live`] until its thread ends, and a test that must have the binary to itself ([`alone`])
+/// takes the whole. (The standard library's lock on Linux lets no new share be taken while a
+/// test waits for the whole, so that test waits only for the tests already running.)
+static TURN: RwLock<()> = RwLock::new(());
+
+/// What the calling test holds of [`TURN`].
+enum Held {
+    Nothing,
+    Share(RwLockReadGuard<'static, ()>),
+    Whole,
+}
+
+thread_local! {
+    /// Dropped, and with it the share, when the test's thread ends (passed or failed).
+    static HELD: RefCell<Held> = const { RefCell::new(Held::Nothing) };
+}
+
+/// Takes the calling test's share of the turn, once (waits while a test runs [`alone`]).
+fn take_share() {
+    HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        if matches!(*h, Held::Nothing) {
+            *h = Held::Share(TURN.read().unwrap_or_else(|e| e.into_inner()));
+        }
+    });
+}
+
+/// The calling test runs alone in its test binary while this is held ([`alone`]).
+pub struct Alone(RwLockWriteGuard<'static, ()>);
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        HELD.with(|h| *h.borrow_mut() = Held::Nothing);
+    }
+}
+
+/// Waits until no other live test of this binary runs, and keeps new ones from starting while
+/// the guard is held: for a test that measures amounts of CPU (through [`machine`]), or that
+/// reaches into every .NET process it sees (an agent collecting metrics opens a session in
+/// each). Tests used to be alone like this in a binary of their own; now all live tests share
+/// one binary, two at a time.
+pub fn alone() -> Alone {
+    // The test's own share goes first: waiting for the whole while holding a share would wait
+    // for ever.
+    HELD.with(|h| *h.borrow_mut() = Held::Whole);
+    Alone(TURN.write().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Builds testapps/Workloads once per test run; returns the path of Workloads.dll.
@@ -234,7 +285,29 @@ pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
     }
 }
 
+/// A lock on a file (`flock`): it excludes other processes, and other threads of this one (each
+/// acquisition opens the file anew).
 pub struct FileLock(std::fs::File);
+
+/// The lock of the tests that run the SDK's build servers (the C# compiler server, MSBuild
+/// nodes): they are shared by every build of this user on this machine, a build reuses the
+/// server another test started, and `dotnet build-server shutdown` stops them all. Such tests
+/// take turns, in every test binary on this machine.
+pub fn build_servers() -> FileLock {
+    FileLock::acquire(&std::env::temp_dir().join("clrspy-tests-build-servers.lock"))
+}
+
+/// hooks/ClrspyHold (the hold hook of `--dump-hold-hook`), built from the repository's source
+/// as hooks/build.sh does, once per test binary; returns the path of ClrspyHold.dll.
+pub fn hold_hook() -> &'static Path {
+    static DLL: OnceLock<PathBuf> = OnceLock::new();
+    DLL.get_or_init(|| {
+        let out = repo().join("target/testapps/ClrspyHold");
+        let _guard = build_lock();
+        dotnet_build(&repo().join("hooks/ClrspyHold"), &out);
+        out.join("ClrspyHold.dll")
+    })
+}
 
 /// The lock every build of a test app takes (`target/testapps/.build.lock`).
 pub fn build_lock() -> FileLock {
@@ -244,11 +317,13 @@ pub fn build_lock() -> FileLock {
 }
 
 /// The tests' machine lock, held while a test records something whose amounts of CPU time or
-/// samples it checks: such tests take turns, in this test binary and in any other on this
-/// machine (the lock file is in the system's temporary directory, shared by every checkout).
-/// Other work on the machine (builds) still competes: [`Machine::busy`] says when it did.
+/// samples it checks: such a test runs [`alone`] in its test binary, and takes turns with
+/// those of any other test binary on this machine (the lock file is in the system's temporary
+/// directory, shared by every checkout). Other work on the machine (builds) still competes:
+/// [`Machine::busy`] says when it did.
 pub struct Machine {
     _lock: FileLock,
+    _alone: Alone,
     /// The machine's busy and total ticks, and this process's with its waited-for children,
     /// when the lock was taken.
     start: (u64, u64, u64),
@@ -256,9 +331,13 @@ pub struct Machine {
 
 /// Takes the machine lock (waits for it).
 pub fn machine() -> Machine {
+    // The binary's turn first, then the file: a test holding the file while it waits for the
+    // turn could wait for one that waits for the file.
+    let alone = alone();
     let lock = FileLock::acquire(&std::env::temp_dir().join("clrspy-tests-machine.lock"));
     Machine {
         _lock: lock,
+        _alone: alone,
         start: cpu_ticks(),
     }
 }
