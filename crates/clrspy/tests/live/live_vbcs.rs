@@ -316,7 +316,7 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
     // The JIT's CPU is shown as its own, even when the sampler caught the thread in managed
     // code now and then (a class constructor, a lock): compiling is native work. The runtime's
     // sampler never walks the JIT thread: its CPU is one group. The kernel's samples it: its
-    // CPU is in the JIT's own functions, `libclrjit.so!…`.
+    // CPU is under the JIT's own functions, `libclrjit.so!…`.
     if cpu["kernel_samples"] == true {
         let busiest = jit
             .iter()
@@ -329,7 +329,10 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
         let one = json(&[
             "report", t, "cpu", "--json", "--thread", &tid, "--top", "100000",
         ]);
-        let in_jit: f64 = one["top_exclusive"]
+        // Under the JIT's entry (inclusive): the JIT asks the runtime about types and
+        // methods and libc for memory as it compiles, and those leaves are its work too (a
+        // third of the thread's samples end in libcoreclr.so or libc on .NET 10).
+        let in_jit = one["top_inclusive"]
             .as_array()
             .unwrap()
             .iter()
@@ -339,10 +342,10 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
                     .is_some_and(|n| n.starts_with("libclrjit.so!"))
             })
             .map(|m| m["ms"].as_f64().unwrap_or(0.0))
-            .sum();
+            .fold(0.0, f64::max);
         assert!(
-            in_jit >= 0.7 * top_jit,
-            "libclrjit.so has {in_jit} ms of the JIT thread's {top_jit} ms\n{one}"
+            in_jit >= 0.8 * top_jit,
+            "libclrjit.so's entry holds {in_jit} ms of the JIT thread's {top_jit} ms\n{one}"
         );
     } else {
         let group = cpu["top_exclusive"]

@@ -45,6 +45,7 @@ mod live_report;
 mod live_requests;
 mod live_ring;
 mod live_runqueue;
+mod live_scenarios;
 mod live_scrub;
 mod live_stack;
 mod live_thread_cpu;

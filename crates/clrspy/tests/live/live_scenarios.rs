@@ -12,7 +12,7 @@
 //!   the threads still blocked read as one group per place with "… N more".
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
