@@ -66,7 +66,7 @@ use dispatch::{Routes, Source, Target};
 pub use event::{EventContext, Model, ModelEvent, ModelKind, Provider, Wanted};
 pub use grouping::JustMyCode;
 pub use model_entry::{AnyModel, ModelEntry};
-pub use profile::{Metric, StackFilter, StackProfile};
+pub use profile::{Metric, NativeView, StackFilter, StackProfile};
 pub use registry::{ModelSet, MODELS};
 
 /// The provider of the events `clrspy record` adds to a trace (thread CPU times, names,
@@ -550,6 +550,25 @@ impl Analysis {
         self.groups.idle_pool = Some(self.symbols.synthetic(profile::IDLE_POOL_FRAME));
         self.groups.idle_sockets = Some(self.symbols.synthetic(profile::IDLE_SOCKETS_FRAME));
         self.groups.unsampled_any = Some(self.symbols.synthetic(profile::UNSAMPLED_FRAME));
+        self.groups.native = profile::native::NativeGroups::build(&mut self.symbols);
+    }
+
+    /// A stack's frames (leaf first) with their native runs shown as `view` says
+    /// ([`NativeView`]): the views that read stacks themselves (the Chromium export) show
+    /// them as the profile's rows do.
+    pub fn native_frames(
+        &self,
+        frames: Vec<symbols::FrameId>,
+        view: NativeView,
+    ) -> Vec<symbols::FrameId> {
+        self.groups.native.apply(frames, &self.symbols, view)
+    }
+
+    /// True for a frame of native work or the runtime's unnamed code (`[JIT compiler:
+    /// libclrjit.so]`, `libcrypto.so.3!SHA256_Update`, `[runtime stubs and helpers]`): for
+    /// [`StackProfile::managed_callers`].
+    pub fn is_native_work(&self, f: symbols::FrameId) -> bool {
+        self.groups.native.is_work(f)
     }
 
     /// The role of thread `t`, from its recorded name and whether the sampler saw it. In a

@@ -10,10 +10,12 @@ use crate::stacks::{StackId, StackTable};
 use crate::symbols::{FrameId, FrameKind, Symbols};
 
 mod frames;
+pub(crate) mod native;
 mod tree;
 
 use frames::{apply_filter, fold_safepoint_frames, idle_kind, is_runnable};
 pub use frames::{blocking_call, Groups, StackFilter};
+pub use native::NativeView;
 pub use tree::TreeNode;
 
 /// Methods with their weights, heaviest first.
@@ -132,8 +134,8 @@ pub struct Row {
     pub idle: f64,
     /// Samples behind the row (0 for measured CPU no sample shows).
     pub samples: u64,
-    /// The native leaf frame [`StackFilter::fold_native`] folded into its caller (the libc
-    /// wait a runtime thread blocks in): the blocking call of a stack no known one names.
+    /// The native leaf frame [`StackFilter::native`] grouped or folded away (the libc wait a
+    /// runtime thread blocks in): the blocking call of a stack no known one names.
     pub native_leaf: Option<FrameId>,
 }
 
@@ -313,13 +315,10 @@ impl StackProfile {
             if let Some(g) = &filter.just_my_code {
                 frames = g.fold_ids(frames, symbols);
             }
-            let mut native_leaf = None;
-            if filter.fold_native {
-                let native = |f: &FrameId| symbols.frame(*f).kind == FrameKind::Native;
-                let leaf = frames.first().copied().filter(native);
-                frames = crate::grouping::fold_leaf_first(frames, native);
-                native_leaf = leaf.filter(|&l| frames.first() != Some(&l));
-            }
+            let native = |f: &FrameId| symbols.frame(*f).kind == FrameKind::Native;
+            let leaf = frames.first().copied().filter(native);
+            frames = groups.native.apply(frames, symbols, filter.native);
+            let native_leaf = leaf.filter(|&l| frames.first() != Some(&l));
             rows.push(Row {
                 frames,
                 native_leaf,
@@ -420,6 +419,54 @@ impl StackProfile {
             v
         };
         (sorted(excl), sorted(incl))
+    }
+
+    /// For each frame of native work (`is_work`: a group by default, `[JIT compiler:
+    /// libclrjit.so]`; the runtime's stubs) that is a stack's leaf, the managed method nearest to it on those stacks that
+    /// paid most of its `metric`, and that share (0..1): who made the JIT compile, who
+    /// called into libc.
+    pub fn managed_callers(
+        &self,
+        metric: Metric,
+        symbols: &Symbols,
+        is_work: impl Fn(FrameId) -> bool,
+    ) -> FxHashMap<String, (String, f64)> {
+        let mut by: FxHashMap<(FrameId, FrameId), f64> = FxHashMap::default();
+        let mut leaf_total: FxHashMap<FrameId, f64> = FxHashMap::default();
+        for r in &self.rows {
+            let w = r.weight(metric);
+            let Some(&leaf) = r.frames.first() else {
+                continue;
+            };
+            if w <= 0.0 || !is_work(leaf) {
+                continue;
+            }
+            *leaf_total.entry(leaf).or_default() += w;
+            let caller = r
+                .frames
+                .iter()
+                .copied()
+                .find(|&f| symbols.frame(f).kind == FrameKind::Managed);
+            if let Some(c) = caller {
+                *by.entry((leaf, c)).or_default() += w;
+            }
+        }
+        let mut best: FxHashMap<FrameId, (FrameId, f64)> = FxHashMap::default();
+        for ((leaf, c), w) in by {
+            let e = best.entry(leaf).or_insert((c, w));
+            if w > e.1 || (w == e.1 && c < e.0) {
+                *e = (c, w);
+            }
+        }
+        best.into_iter()
+            .map(|(leaf, (c, w))| {
+                let total = leaf_total.get(&leaf).copied().unwrap_or(w).max(w);
+                (
+                    symbols.frame(leaf).name.clone(),
+                    (symbols.frame(c).name.clone(), w / total),
+                )
+            })
+            .collect()
     }
 
     /// Waiting time by blocking call: each stack's deepest known blocking frame; where none

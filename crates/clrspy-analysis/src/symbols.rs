@@ -64,6 +64,11 @@ struct Method {
 /// The frame of code the JIT wrote that no method event names (no rundown, no method loads).
 pub const UNNAMED_JIT_CODE: &str = "[jitted code, unnamed]";
 
+/// The same in a trace with the rundown, which names every method: what is left is the
+/// code the runtime writes for itself (precode and fixup stubs, call-counting and dispatch
+/// stubs, the write barrier), which no event names.
+pub const RUNTIME_STUBS: &str = "[runtime stubs and helpers]";
+
 /// True for the mappings that hold the JIT's code rather than a module's: the runtime's
 /// double-mapped code heap (`/memfd:doublemapper (deleted)` in /proc/PID/maps) and anonymous
 /// executable memory. Their addresses are managed methods, never offsets into a file.
@@ -458,7 +463,12 @@ impl Symbols {
                     if let Some(f) = self.lookup_entry(ip) {
                         return f;
                     }
-                    return self.intern(UNNAMED_JIT_CODE.into(), FrameKind::Unknown);
+                    let name = if self.has_rundown {
+                        RUNTIME_STUBS
+                    } else {
+                        UNNAMED_JIT_CODE
+                    };
+                    return self.intern(name.into(), FrameKind::Unknown);
                 }
                 let off = ip - m.start + m.file_offset;
                 let path = m.path.clone();

@@ -482,7 +482,20 @@ fn native_callers_of_managed_code_are_left_out_of_the_inclusive_ranking() {
         }
     }
     let a = run(&write(&v), Options::default());
-    let p = a.profile(&StackFilter::default());
+    // Grouped (the default), the library's runs are its one frame; App.Burn stays.
+    let grouped = a.profile(&StackFilter::default());
+    let (excl, incl) = grouped.top(Metric::Cpu, &a.symbols);
+    assert_eq!(excl[0].0, "[native: libnative.so]", "{excl:?}");
+    assert!(incl.iter().any(|m| m.0 == "App.Burn"), "{incl:?}");
+    let callers = grouped.managed_callers(Metric::Cpu, &a.symbols, |f| a.is_native_work(f));
+    assert_eq!(
+        callers["[native: libnative.so]"],
+        ("App.Burn".to_string(), 1.0)
+    );
+    let p = a.profile(&StackFilter {
+        native: NativeView::Show,
+        ..StackFilter::default()
+    });
     let (_, incl) = p.top(Metric::Cpu, &a.symbols);
     let names: Vec<&str> = incl.iter().map(|m| m.0.as_str()).collect();
     assert!(names.contains(&"App.Burn"), "{names:?}");
@@ -651,13 +664,20 @@ fn clrspy_events_are_read_through_their_definition() {
     let a = run(&bytes, Options::default());
     assert!(a.has_thread_cpu);
     assert_eq!(a.threads.names[&7], "worker");
-    let p = a.profile(&StackFilter::default());
+    let p = a.profile(&StackFilter {
+        native: NativeView::Show,
+        ..StackFilter::default()
+    });
     // Half the thread's time was CPU, measured.
     assert!((p.total(Metric::Cpu) - 5.0).abs() < 1e-9);
     assert!((p.total(Metric::Wait) - 5.0).abs() < 1e-9);
     assert_eq!(a.cpu.source(), cpu::CpuSource::ThreadCpuTimes);
     let (excl, _) = p.top(Metric::Cpu, &a.symbols);
     assert_eq!(excl[0].0, "libcoreclr.so!+0x110");
+    let (excl, _) = a
+        .profile(&StackFilter::default())
+        .top(Metric::Cpu, &a.symbols);
+    assert_eq!(excl[0].0, "[runtime: libcoreclr.so]");
     let errs = a.decode_errors();
     let names: Vec<(&str, u64)> = errs.iter().map(|e| (e.event.as_str(), e.count)).collect();
     assert_eq!(names, [("ModuleMap", 1), ("ThreadCpu", 1)]);
@@ -739,20 +759,26 @@ fn kernel_samples_carry_the_cpu_and_no_waiting() {
     });
     assert!((only.total(Metric::Wait) - 8.0).abs() < 1e-9);
     assert_eq!(only.plumbing_threads, 0);
-    let (excl, _) = p.top(Metric::Wait, &waits.symbols);
-    assert_eq!(excl[0].0, "libnative.so!+0x200");
-    assert!((excl[0].1 - 5.0).abs() < 1e-9, "{excl:?}");
-    // Native frames folded, the waits keep their blocking call (the native leaf), not the
-    // thread's entry all of them fold into.
-    let folded = waits.profile(&StackFilter {
-        fold_native: true,
+    let shown = waits.profile(&StackFilter {
+        native: NativeView::Show,
         ..StackFilter::default()
     });
-    let (calls, _) = folded.by_blocking_call(&waits.symbols);
-    assert_eq!(calls[0].0, "libnative.so!+0x200", "{calls:?}");
-    assert!((calls[0].1 - 5.0).abs() < 1e-9, "{calls:?}");
-    let (excl, _) = folded.top(Metric::Wait, &waits.symbols);
-    assert_eq!(excl[0].0, "libnative.so!+0x1000", "{excl:?}");
+    let (excl, _) = shown.top(Metric::Wait, &waits.symbols);
+    assert_eq!(excl[0].0, "libnative.so!+0x200");
+    assert!((excl[0].1 - 5.0).abs() < 1e-9, "{excl:?}");
+    // Native frames grouped (the default) or folded, the waits keep their blocking call
+    // (the native leaf), not the group all of them are in.
+    for view in [NativeView::Group, NativeView::Fold] {
+        let grouped = waits.profile(&StackFilter {
+            native: view,
+            ..StackFilter::default()
+        });
+        let (calls, _) = grouped.by_blocking_call(&waits.symbols);
+        assert_eq!(calls[0].0, "libnative.so!+0x200", "{view:?} {calls:?}");
+        assert!((calls[0].1 - 5.0).abs() < 1e-9, "{calls:?}");
+        let (excl, _) = grouped.top(Metric::Wait, &waits.symbols);
+        assert_eq!(excl[0].0, "[native: libnative.so]", "{excl:?}");
+    }
     let windowed = run(
         &bytes,
         Options {
@@ -770,21 +796,22 @@ fn kernel_samples_carry_the_cpu_and_no_waiting() {
     assert!(a.cpu.kernel_sampled());
     assert!(!a.cpu.kernel_waits());
     assert!(a.decode_errors().is_empty());
-    let p = a.profile(&StackFilter::default());
+    let p = a.profile(&StackFilter {
+        native: NativeView::Show,
+        ..StackFilter::default()
+    });
     // 4 ms of CPU measured, shared 3:1; the 6 ms the thread was off a CPU are on no stack.
     assert!((p.total(Metric::Cpu) - 4.0).abs() < 1e-9);
     assert!(p.total(Metric::Wait).abs() < 1e-9);
     let (excl, _) = p.top(Metric::Cpu, &a.symbols);
     assert_eq!(excl[0].0, "libnative.so!+0x110");
     assert!((excl[0].1 - 3.0).abs() < 1e-9, "{excl:?}");
-    // Folded, each run of native frames is its outermost: one frame holds all 4 ms.
-    let folded = a.profile(&StackFilter {
-        fold_native: true,
-        ..StackFilter::default()
-    });
-    let (excl, _) = folded.top(Metric::Cpu, &a.symbols);
+    // Grouped (the default), each run of native frames is its module's: a library without
+    // symbols is one frame that holds all 4 ms.
+    let grouped = a.profile(&StackFilter::default());
+    let (excl, _) = grouped.top(Metric::Cpu, &a.symbols);
     assert_eq!(excl.len(), 1, "{excl:?}");
-    assert_eq!(excl[0].0, "libnative.so!+0x1000");
+    assert_eq!(excl[0].0, "[native: libnative.so]");
     assert!((excl[0].1 - 4.0).abs() < 1e-9, "{excl:?}");
 }
 

@@ -9,10 +9,11 @@
 
 use std::io::{self, Write};
 
+use clr_events::clrspy;
 use clrspy_analysis::grouping::fold_root_first;
 use clrspy_analysis::stacks::StackId;
 use clrspy_analysis::symbols::{FrameId, Symbols};
-use clrspy_analysis::{Analysis, JustMyCode};
+use clrspy_analysis::{Analysis, JustMyCode, NativeView};
 use nettrace::{ByteSource, Reader};
 use rustc_hash::FxHashMap;
 use serde_json::json;
@@ -133,14 +134,16 @@ pub fn write<S: ByteSource>(
     reader: &mut Reader<S>,
     out: &mut dyn Write,
 ) -> io::Result<Option<String>> {
-    write_grouped(a, reader, None, out)
+    write_grouped(a, reader, None, NativeView::default(), out)
 }
 
-/// [`write`] with the samples' stacks grouped by `group` (`--just-my-code`).
+/// [`write`] with the samples' stacks grouped by `group` (`--just-my-code`) and their
+/// native frames shown as `native` says.
 pub fn write_grouped<S: ByteSource>(
     a: &Analysis,
     reader: &mut Reader<S>,
     group: Option<&JustMyCode>,
+    native: NativeView,
     out: &mut dyn Write,
 ) -> io::Result<Option<String>> {
     let pid = a.process_id.unwrap_or(1);
@@ -176,22 +179,49 @@ pub fn write_grouped<S: ByteSource>(
         }
         let us = ev.timestamp_ns() as f64 / 1000.0;
         let provider = ev.provider();
-        let tid = ev.thread_id;
-        if provider == clr_events::SAMPLE_PROFILER_PROVIDER {
-            // The first pass interned every sample's stack: this finds it (a kernel sample's
-            // whole stack by its id).
-            let stack = kernel_stacks
-                .get(ev.stack_id)
-                .or_else(|| a.stacks.lookup(&ev.stack));
+        let mut tid = ev.thread_id;
+        // The first pass interned every sample's stack: this finds it (a kernel sample's
+        // whole stack by its id; one of native code alone is clrspy's own event, the
+        // thread and stack id in its payload).
+        let sample = if provider == clr_events::SAMPLE_PROFILER_PROVIDER {
+            Some(
+                kernel_stacks
+                    .get(ev.stack_id)
+                    .or_else(|| a.stacks.lookup(&ev.stack)),
+            )
+        } else if provider == clrspy::PROVIDER
+            && ev.event_id() == clrspy::ids::KERNEL_SAMPLE
+            && ev.metadata.metadata_id >= clrspy::FIRST_METADATA_ID
+        {
+            match clrspy::KernelSample::parse(ev.payload) {
+                Ok(k) => {
+                    tid = u64::from(k.thread_id);
+                    Some(if k.frames.is_empty() {
+                        kernel_stacks.get(k.stack_id)
+                    } else {
+                        a.stacks.lookup(&nettrace::Stack::new(k.frames, 8))
+                    })
+                }
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        if let Some(stack) = sample {
             let names: Vec<FrameId> = match stack {
                 None => Vec::new(),
                 Some(id) => match frames_of.get(&id) {
                     Some(n) => n.clone(),
                     None => {
-                        let ips: Vec<u64> = a.stacks.ips(id).to_vec();
+                        let leaf_first: Vec<FrameId> = a
+                            .stacks
+                            .ips(id)
+                            .iter()
+                            .map(|&ip| a.symbols.resolve(ip))
+                            .collect();
                         // Root first.
-                        let mut n: Vec<FrameId> =
-                            ips.iter().rev().map(|&ip| a.symbols.resolve(ip)).collect();
+                        let mut n = a.native_frames(leaf_first, native);
+                        n.reverse();
                         if let Some(g) = group {
                             n = fold_root_first(n, |&f| g.is_framework_frame(f, &a.symbols));
                         }

@@ -181,7 +181,8 @@ pub fn export<S: ByteSource>(
         Format::Chromium => {
             let mut reader = again()?;
             let group = options.filter.just_my_code.as_ref();
-            done.stopped_early = chromium::write_grouped(a, &mut reader, group, out)?;
+            done.stopped_early =
+                chromium::write_grouped(a, &mut reader, group, options.filter.native, out)?;
         }
     }
     Ok(done)

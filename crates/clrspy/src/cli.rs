@@ -660,9 +660,11 @@ pub struct GroupingArgs {
     /// --just-my-code).
     #[arg(long, value_name = "PREFIX")]
     pub framework: Vec<String>,
-    /// Native frames (the kernel sampler's stacks have them): `show` each, or `fold` every
-    /// run of them into its outermost frame, where the code entered native code.
-    #[arg(long, value_name = "HOW", default_value = "show", value_parser = ["show", "fold"])]
+    /// Native frames (the kernel sampler's stacks have them): `group` each run of them into
+    /// one frame named by what did the work (`[JIT compiler: libclrjit.so]`, `[runtime:
+    /// libcoreclr.so]`, `[libc]`, a library's own function), `show` every frame, or `fold`
+    /// them into the managed code that called them.
+    #[arg(long, value_name = "HOW", default_value = "group", value_parser = ["group", "show", "fold"])]
     pub native: String,
 }
 
@@ -670,6 +672,11 @@ impl GroupingArgs {
     /// The grouping asked for, if any.
     pub fn rule(&self) -> Option<clrspy_analysis::JustMyCode> {
         clrspy_analysis::JustMyCode::from_flags(self.just_my_code.as_deref(), &self.framework)
+    }
+
+    /// How native frames are shown (`--native`).
+    pub fn native_view(&self) -> clrspy_analysis::NativeView {
+        clrspy_analysis::NativeView::from_name(&self.native).unwrap_or_default()
     }
 }
 

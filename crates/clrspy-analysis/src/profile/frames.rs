@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap;
 
 use crate::cpu::{is_blocking_caller, is_blocking_frame};
 use crate::grouping::JustMyCode;
+use crate::profile::native::{NativeGroups, NativeView};
 use crate::symbols::{FrameId, FrameKind, Symbols};
 
 /// Frames for time no sampled stack shows, interned by [`crate::Analysis::finish`].
@@ -20,6 +21,8 @@ pub struct Groups {
     pub idle_pool: Option<FrameId>,
     /// [`IDLE_SOCKETS_FRAME`](super::IDLE_SOCKETS_FRAME).
     pub idle_sockets: Option<FrameId>,
+    /// The frame each run of native frames is grouped into.
+    pub(crate) native: NativeGroups,
 }
 
 /// Filters applied to stacks before any view.
@@ -34,9 +37,9 @@ pub struct StackFilter {
     /// Fold the runtime's and frameworks' frames into the boundary frame where the app's own
     /// code calls them (after focus and exclude, which see every frame).
     pub just_my_code: Option<JustMyCode>,
-    /// Fold every run of native frames (the runtime, libc, native libraries: the kernel
-    /// sampler's stacks have them) into its outermost one, where the code entered it.
-    pub fold_native: bool,
+    /// How runs of native frames (the runtime, the JIT, libc, native libraries: the kernel
+    /// sampler's stacks have them) are shown: one frame by role, by default.
+    pub native: NativeView,
 }
 
 /// True when a row's waiting is time ready to run: measured waiting in managed code outside

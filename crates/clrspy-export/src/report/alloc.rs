@@ -124,6 +124,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> AllocReport {
             samples: b as f64,
             percent: percent(b as f64, total),
             ms: 0.0,
+            called_from: None,
         })
         .collect();
     top_methods.sort_by(|x, y| {

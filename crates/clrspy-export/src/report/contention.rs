@@ -110,6 +110,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ContentionReport {
                 samples: c as f64,
                 percent: percent(ns, total),
                 ms: round1(ns / 1e6),
+                called_from: None,
             })
             .collect();
         v.sort_by(|x, y| y.ms.total_cmp(&x.ms).then_with(|| x.method.cmp(&y.method)));

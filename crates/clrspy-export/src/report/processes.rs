@@ -159,6 +159,7 @@ impl ProcessesBuilder {
                 samples: round1(m.1),
                 percent: percent(m.1, total),
                 ms: round1(m.1 * ms),
+                called_from: None,
             });
         if sampled {
             for (name, w) in excl {
@@ -217,6 +218,7 @@ impl ProcessesBuilder {
                 samples: round1(samples),
                 percent: percent(ms, total),
                 ms: round1(ms),
+                called_from: None,
             })
             .collect();
         let eventpipe: f64 = self.processes.iter().map(|p| p.eventpipe_cpu_ms).sum();

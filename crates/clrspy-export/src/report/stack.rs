@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::process::{process_cpu, ProcessCpu};
-use super::rows::MethodWeight;
+use super::rows::{CalledFrom, MethodWeight};
 use super::runqueue::{self, CpuThrottling, RunqueueSource};
 use super::text::{method_table, TextStyle, Unit};
 use super::tree::{write_tree_with, Columns};
@@ -79,6 +79,7 @@ fn parked(
                 samples: 0.0,
                 percent: percent(w, others_total),
                 ms: round1(w * ms_per),
+                called_from: None,
             });
     Some(ParkedThreads {
         threads: set.len(),
@@ -264,7 +265,14 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let extra = runq - sampled_runq;
     let total = total + extra;
 
-    let conv = |v: Vec<(String, f64)>, n: &FxHashMap<String, f64>| -> Vec<MethodWeight> {
+    // Who paid for the native work at the leaves (`[JIT compiler: …]` under CreateDelegate):
+    // said on the exclusive rows only, where the group is the leaf.
+    let leaf_callers = profile.managed_callers(metric, &a.symbols, |f| a.is_native_work(f));
+    let no_callers = FxHashMap::default();
+    let conv = |v: Vec<(String, f64)>,
+                n: &FxHashMap<String, f64>,
+                callers: &FxHashMap<String, (String, f64)>|
+     -> Vec<MethodWeight> {
         let mut rows: Vec<MethodWeight> = v
             .into_iter()
             .take(if sampled { o.top } else { 0 })
@@ -274,11 +282,20 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
                 } else {
                     0.0
                 };
+                // A caller that paid under a tenth says nothing of who paid.
+                let called_from = callers
+                    .get(&method)
+                    .filter(|c| c.1 >= 0.1)
+                    .map(|(m, share)| CalledFrom {
+                        method: m.clone(),
+                        percent: round1(share * 100.0),
+                    });
                 MethodWeight {
                     samples: round1(n.get(&method).copied().unwrap_or(0.0) + more),
                     percent: percent(w + more, total),
                     ms: round1((w + more) * ms_per),
                     method,
+                    called_from,
                 }
             })
             .collect();
@@ -290,7 +307,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
     let by_blocking_call = match metric {
         Metric::Wait => {
             let (w, n) = profile.by_blocking_call(&a.symbols);
-            conv(w, &n.into_iter().collect())
+            conv(w, &n.into_iter().collect(), &no_callers)
         }
         _ => Vec::new(),
     };
@@ -313,8 +330,8 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         total_samples: round1(samples),
         samples: samples.round() as u64,
         total_ms: round1(total * ms_per),
-        top_exclusive: conv(excl, &excl_n),
-        top_inclusive: conv(incl, &incl_n),
+        top_exclusive: conv(excl, &excl_n, &leaf_callers),
+        top_inclusive: conv(incl, &incl_n, &no_callers),
         native_callers_left_out,
         by_blocking_call,
         left_out: (waits && profile.plumbing_threads > 0).then(|| LeftOut {

@@ -72,11 +72,16 @@ pub fn method_table(
             Unit::Bytes => human_bytes(r.samples.max(0.0) as u64),
             Unit::Samples => format!("{:.0}", r.samples),
         };
+        // Native work at the leaf says which managed method paid for it.
+        let name = match &r.called_from {
+            Some(c) => format!("{} from {} ({:.0}%)", r.method, c.method, c.percent),
+            None => r.method.clone(),
+        };
         writeln!(
             out,
             "  {value:>10} {:>6.1}%  {}",
             r.percent,
-            fit(&r.method, style.room(23))
+            fit(&name, style.room(23))
         )?;
     }
     Ok(())

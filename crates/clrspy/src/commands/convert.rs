@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clrspy_analysis::r2r::ImageSources;
-use clrspy_analysis::{Analysis, Metric, Options, StackFilter};
+use clrspy_analysis::{Analysis, Metric, NativeView, Options, StackFilter};
 use clrspy_export::{conversion, export, ExportOptions, Format};
 
 use crate::cli::ConvertArgs;
@@ -23,8 +23,8 @@ pub(crate) struct Conversion<'a> {
     pub thread: Option<u64>,
     /// Fold framework frames ("just my code").
     pub just_my_code: Option<clrspy_analysis::JustMyCode>,
-    /// Fold runs of native frames.
-    pub fold_native: bool,
+    /// How runs of native frames are shown.
+    pub native: NativeView,
     /// The output (`-` = stdout; None = beside the trace).
     pub out: Option<&'a Path>,
     /// True when a view with no stacks is an error (`convert`); false prints a warning instead
@@ -43,7 +43,7 @@ impl Conversion<'_> {
             metric: Metric::Cpu,
             thread: None,
             just_my_code: None,
-            fold_native: false,
+            native: NativeView::default(),
             out: None,
             empty_is_error: false,
             images: ImageSources::default(),
@@ -82,7 +82,7 @@ pub(crate) fn write(
         filter: StackFilter {
             thread: c.thread,
             just_my_code: c.just_my_code.clone(),
-            fold_native: c.fold_native,
+            native: c.native,
             ..StackFilter::default()
         },
         title: conversion::title(trace_path, metric),
@@ -151,7 +151,7 @@ pub fn run(args: &ConvertArgs) -> CliResult<std::process::ExitCode> {
         metric: args.metric,
         thread: args.thread,
         just_my_code: args.grouping.rule(),
-        fold_native: args.grouping.native == "fold",
+        native: args.grouping.native_view(),
         out: args.output.as_deref(),
         empty_is_error: true,
         images: args.images.sources(),

@@ -56,7 +56,7 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
             focus: args.focus.clone(),
             exclude: args.exclude.clone(),
             just_my_code: args.grouping.rule(),
-            fold_native: args.grouping.native == "fold",
+            native: args.grouping.native_view(),
         },
         callers: args.callers.clone(),
         tree: (args.tree || args.callers.is_some()).then_some(TreeOptions {

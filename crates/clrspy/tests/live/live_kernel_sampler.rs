@@ -258,7 +258,9 @@ fn native_frames_are_named_from_the_libraries_symbols() {
     let t = trace.to_str().unwrap();
     let i = info(&trace);
     assert!(count(&i, "NativeSymbol") > 0, "{i}");
-    let cpu = json(&["report", t, "cpu", "--json", "--top", "30"]);
+    let cpu = json(&[
+        "report", t, "cpu", "--json", "--top", "30", "--native", "show",
+    ]);
     let names: Vec<&str> = cpu["top_exclusive"]
         .as_array()
         .unwrap()
@@ -281,6 +283,26 @@ fn native_frames_are_named_from_the_libraries_symbols() {
             .take(10)
             .any(|n| n.starts_with("libcoreclr.so!+0x") || *n == "[native]"),
         "{names:?}"
+    );
+    // By default each run of native frames is one frame named by what did the work: the
+    // table's rows are managed methods or named groups, never a bare offset, and the GC's
+    // work is the runtime's.
+    let grouped = json(&["report", t, "cpu", "--json", "--top", "30"]);
+    let rows: Vec<&str> = grouped["top_exclusive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .collect();
+    assert!(
+        rows.iter().all(|n| !n.contains('!') || !n.contains("+0x")),
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter()
+            .take(5)
+            .any(|n| *n == "[runtime: libcoreclr.so]" || *n == "[libc]"),
+        "{rows:?}"
     );
 }
 

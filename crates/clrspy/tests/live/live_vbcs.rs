@@ -316,7 +316,8 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
     // The JIT's CPU is shown as its own, even when the sampler caught the thread in managed
     // code now and then (a class constructor, a lock): compiling is native work. The runtime's
     // sampler never walks the JIT thread: its CPU is one group. The kernel's samples it: its
-    // CPU is under the JIT's own functions, `libclrjit.so!…`.
+    // CPU is under the JIT's own functions (`--native show`: `libclrjit.so!…`), and by default
+    // one row, `[JIT compiler: libclrjit.so]`.
     if cpu["kernel_samples"] == true {
         let busiest = jit
             .iter()
@@ -327,7 +328,7 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
             .unwrap()
             .to_string();
         let one = json(&[
-            "report", t, "cpu", "--json", "--thread", &tid, "--top", "100000",
+            "report", t, "cpu", "--json", "--thread", &tid, "--top", "100000", "--native", "show",
         ]);
         // Under the JIT's entry (inclusive): the JIT asks the runtime about types and
         // methods and libc for memory as it compiles, and those leaves are its work too (a
@@ -346,6 +347,19 @@ fn compiler_server_cpu_is_its_readings_and_its_jit_thread_is_named() {
         assert!(
             in_jit >= 0.8 * top_jit,
             "libclrjit.so's entry holds {in_jit} ms of the JIT thread's {top_jit} ms\n{one}"
+        );
+        // By default (native frames grouped by role) the thread's CPU is the JIT's.
+        let grouped = json(&["report", t, "cpu", "--json", "--thread", &tid]);
+        let jit_group = grouped["top_exclusive"]
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .find(|m| m["method"] == "[JIT compiler: libclrjit.so]")
+            })
+            .map_or(0.0, |m| m["ms"].as_f64().unwrap_or(0.0));
+        assert!(
+            jit_group >= 0.8 * top_jit,
+            "[JIT compiler: libclrjit.so] has {jit_group} ms of the JIT thread's {top_jit} ms\n{grouped}"
         );
     } else {
         let group = cpu["top_exclusive"]

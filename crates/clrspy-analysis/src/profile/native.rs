@@ -1,0 +1,270 @@
+//! Native frames by what they are (`--native group|show|fold`): the kernel's sampler walks
+//! through the runtime, the JIT, libc and native libraries, and their stripped functions
+//! (`libclrjit.so!+0x3a1f0`, a hundred rows of 1 % each) say nothing to a .NET developer. By
+//! default each run of native frames between managed ones is one frame named by the role
+//! of the module that did the work: `[JIT compiler: libclrjit.so]`, `[runtime:
+//! libcoreclr.so]`, `[libc]`, `[vdso: clock_gettime]`, or a native library's own function
+//! when its symbols name it (`libcrypto.so.3!SHA256_Update`, else `[native: libfoo.so]`).
+
+use rustc_hash::FxHashSet;
+
+use crate::symbols::{FrameId, FrameKind, Symbols, RUNTIME_STUBS, UNNAMED_JIT_CODE};
+
+/// The group of code at addresses no module or method covers.
+const UNKNOWN_CODE: &str = "[unknown code]";
+
+/// How native frames are shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NativeView {
+    /// Each run of native frames as one frame named by its role (the default).
+    #[default]
+    Group,
+    /// Every native frame as it is.
+    Show,
+    /// Runs of native frames called from managed (or unnamed) code left out: their time is
+    /// the caller's. A run nothing called (a thread's start, a native thread) stays grouped.
+    Fold,
+}
+
+impl NativeView {
+    /// The view a `--native` value names (`group`, `show`, `fold`).
+    pub fn from_name(name: &str) -> Option<NativeView> {
+        match name {
+            "group" => Some(NativeView::Group),
+            "show" => Some(NativeView::Show),
+            "fold" => Some(NativeView::Fold),
+            _ => None,
+        }
+    }
+}
+
+/// What a native module is to the reader, from the one that names a run least (`Vdso`) to
+/// the one that names it most (`Jit`): a run is named by its highest role, the leaf-most
+/// frame of it on a tie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Role {
+    /// Frames without a module (`[native]` in traces without module maps, code at an
+    /// address no module covers).
+    Bare,
+    /// The kernel's virtual library (`clock_gettime`, `gettimeofday`).
+    Vdso,
+    /// The C library and its family (libc, libpthread, libm, the loader, libstdc++, libgcc).
+    Libc,
+    /// The runtime: libcoreclr, the GC, the host, the framework's native shims
+    /// (`libSystem.*.so`).
+    Runtime,
+    /// Any other native library: the app's own, OpenSSL, ICU, zlib.
+    Library,
+    /// The JIT compiler.
+    Jit,
+}
+
+/// The module and function of a native frame's name (`libc.so.6!read`, `libclrjit.so!+0x10`):
+/// the function is None where only an offset is known.
+fn split(name: &str) -> Option<(&str, Option<&str>)> {
+    let (module, func) = name.split_once('!')?;
+    let named = !func.is_empty() && !func.starts_with("+0x");
+    // `GetCLRRuntimeHost+0x36920`: the nearest exported symbol of a stripped library is
+    // not the function's name.
+    let named = named && !func.contains("+0x");
+    Some((module, named.then_some(func)))
+}
+
+/// A managed assembly's file (`.dll`, `.exe`): its code is precompiled managed code.
+fn is_managed_image(module: &str) -> bool {
+    let m = module.to_ascii_lowercase();
+    m.ends_with(".dll") || m.ends_with(".exe")
+}
+
+fn role(module: &str) -> Role {
+    let m = module;
+    if m == "libclrjit.so" || (m.starts_with("libclrjit") && m.ends_with(".so")) {
+        return Role::Jit;
+    }
+    if m == "[vdso]" || m.starts_with("linux-vdso") {
+        return Role::Vdso;
+    }
+    const LIBC: &[&str] = &[
+        "libc.so",
+        "libc-",
+        "libpthread",
+        "libm.so",
+        "libm-",
+        "libdl",
+        "librt",
+        "ld-linux",
+        "ld-musl",
+        "libc.musl",
+        "libstdc++",
+        "libgcc_s",
+    ];
+    if LIBC.iter().any(|p| m.starts_with(p)) {
+        return Role::Libc;
+    }
+    const RUNTIME: &[&str] = &[
+        "libcoreclr",
+        "libclrgc",
+        "libhostfxr",
+        "libhostpolicy",
+        "libmscordaccore",
+        "libmscordbi",
+        "libSystem.",
+        "libcoreclrtraceptprovider",
+    ];
+    // The host that started the runtime (`dotnet`, an app's own apphost is its name).
+    if m == "dotnet" || m == "createdump" || RUNTIME.iter().any(|p| m.starts_with(p)) {
+        return Role::Runtime;
+    }
+    Role::Library
+}
+
+/// Each native frame's role and the frame its run is named by when that role wins the run.
+#[derive(Clone, Debug, Default)]
+pub struct NativeGroups {
+    /// By frame id: the role and the group frame, for the native frames known when built.
+    by_frame: Vec<Option<(Role, FrameId)>>,
+    /// The frames a run of native work is shown as (groups, a library's own functions) and
+    /// the runtime's unnamed code: where a report says which managed method paid.
+    work: FxHashSet<FrameId>,
+}
+
+impl NativeGroups {
+    /// Interns the group frames of every native frame `symbols` holds (after every stack's
+    /// addresses were resolved).
+    pub(crate) fn build(symbols: &mut Symbols) -> NativeGroups {
+        let n = symbols.frame_count();
+        let mut by_frame = vec![None; n];
+        let mut work = FxHashSet::default();
+        for (i, slot) in by_frame.iter_mut().enumerate() {
+            let id = FrameId(i as u32);
+            let frame = symbols.frame(id);
+            if frame.name == RUNTIME_STUBS || frame.name == UNNAMED_JIT_CODE {
+                work.insert(id);
+            }
+            // Code at addresses no module or method covers (stubs the runtime mapped after
+            // the recording read the process's maps): one frame, not one per address.
+            if frame.kind == FrameKind::Unknown && frame.name.starts_with("[unknown 0x") {
+                let group = symbols.synthetic(UNKNOWN_CODE);
+                work.insert(group);
+                *slot = Some((Role::Bare, group));
+                continue;
+            }
+            if frame.kind != FrameKind::Native {
+                continue;
+            }
+            let Some((module, func)) = split(&frame.name) else {
+                // A synthetic frame (`[native]`, `[runtime: tiered JIT]`): itself.
+                *slot = Some((Role::Bare, id));
+                continue;
+            };
+            // Precompiled managed code no name was found for (`System.Private.CoreLib.dll!+0x…`)
+            // is managed code, no native work: shown as it is, between runs.
+            if is_managed_image(module) {
+                continue;
+            }
+            let r = role(module);
+            let name = match (r, func) {
+                (Role::Jit, _) => format!("[JIT compiler: {module}]"),
+                (Role::Runtime, _) => format!("[runtime: {module}]"),
+                (Role::Libc, _) => "[libc]".to_string(),
+                (Role::Vdso, Some(f)) => format!("[vdso: {f}]"),
+                (Role::Vdso, None) => "[vdso]".to_string(),
+                (Role::Library, Some(_)) => {
+                    *slot = Some((r, id));
+                    work.insert(id);
+                    continue;
+                }
+                (Role::Library, None) | (Role::Bare, _) => format!("[native: {module}]"),
+            };
+            let group = symbols.synthetic(&name);
+            work.insert(group);
+            *slot = Some((r, group));
+        }
+        NativeGroups { by_frame, work }
+    }
+
+    /// True for a frame that stands for native work or the runtime's unnamed code (a group,
+    /// a library's function, `[runtime stubs and helpers]`), not for a thread's role or an
+    /// idle wait.
+    pub(crate) fn is_work(&self, f: FrameId) -> bool {
+        self.work.contains(&f)
+    }
+
+    fn of(&self, f: FrameId, symbols: &Symbols) -> Option<(Role, FrameId)> {
+        match self.by_frame.get(f.0 as usize) {
+            Some(known) => *known,
+            // A frame named after the groups were built: shown as it is.
+            None => (symbols.frame(f).kind == FrameKind::Native).then_some((Role::Bare, f)),
+        }
+    }
+
+    /// `frames` (leaf first) as `view` shows them.
+    pub(crate) fn apply(
+        &self,
+        frames: Vec<FrameId>,
+        symbols: &Symbols,
+        view: NativeView,
+    ) -> Vec<FrameId> {
+        if view == NativeView::Show {
+            return frames;
+        }
+        let mut out = Vec::with_capacity(frames.len());
+        let mut i = 0;
+        while i < frames.len() {
+            let Some(first) = self.of(frames[i], symbols) else {
+                out.push(frames[i]);
+                i += 1;
+                continue;
+            };
+            // The run from i: its best role, the leaf-most frame of it on a tie.
+            let mut best = first;
+            let mut j = i + 1;
+            while let Some(g) = frames.get(j).and_then(|&f| self.of(f, symbols)) {
+                if g.0 > best.0 {
+                    best = g;
+                }
+                j += 1;
+            }
+            let called = j < frames.len();
+            if !(view == NativeView::Fold && called) {
+                out.push(best.1);
+            }
+            i = j;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modules_have_their_roles() {
+        assert_eq!(role("libclrjit.so"), Role::Jit);
+        assert_eq!(role("libcoreclr.so"), Role::Runtime);
+        assert_eq!(role("libSystem.Native.so"), Role::Runtime);
+        assert_eq!(role("dotnet"), Role::Runtime);
+        assert_eq!(role("libc.so.6"), Role::Libc);
+        assert_eq!(role("ld-linux-x86-64.so.2"), Role::Libc);
+        assert_eq!(role("libstdc++.so.6"), Role::Libc);
+        assert_eq!(role("[vdso]"), Role::Vdso);
+        assert_eq!(role("libcrypto.so.3"), Role::Library);
+        assert_eq!(role("libSkiaSharp.so"), Role::Library);
+        assert_eq!(role("dotnet-foo.so"), Role::Library);
+        assert!(Role::Jit > Role::Library && Role::Library > Role::Runtime);
+        assert!(is_managed_image("System.Private.CoreLib.dll") && !is_managed_image("libc.so.6"));
+        assert!(Role::Runtime > Role::Libc && Role::Libc > Role::Vdso);
+    }
+
+    #[test]
+    fn names_split_into_module_and_function() {
+        assert_eq!(split("libc.so.6!read"), Some(("libc.so.6", Some("read"))));
+        assert_eq!(split("libclrjit.so!+0x1f"), Some(("libclrjit.so", None)));
+        assert_eq!(
+            split("libcoreclr.so!GetCLRRuntimeHost+0x36920"),
+            Some(("libcoreclr.so", None))
+        );
+        assert_eq!(split("[native]"), None);
+    }
+}
