@@ -194,12 +194,13 @@ pub(crate) struct NativeNames {
 /// True for a mapping that may be an ELF file with symbols (not a .NET image, not the JIT's
 /// code heap or an anonymous or deleted mapping).
 pub(crate) fn is_native_file(path: &str) -> bool {
-    path.starts_with('/')
-        && !path.ends_with(".dll")
-        && !path.ends_with(".exe")
-        && !path.ends_with(" (deleted)")
-        && !path.starts_with("/memfd:")
-        && !path.contains("doublemapper")
+    path == VDSO
+        || path.starts_with('/')
+            && !path.ends_with(".dll")
+            && !path.ends_with(".exe")
+            && !path.ends_with(" (deleted)")
+            && !path.starts_with("/memfd:")
+            && !path.contains("doublemapper")
 }
 
 impl NativeNames {
@@ -255,8 +256,13 @@ pub fn function_names(pid: u32, places: &[(String, u64)]) -> Vec<Option<String>>
         .collect()
 }
 
+pub(crate) use diagnostics_client::procfs::VDSO;
+
 /// The file mapped from `path` in process `pid` (the target's own view; ours once it ended).
 fn read_file(pid: u32, path: &str) -> Option<Vec<u8>> {
+    if path == VDSO {
+        return diagnostics_client::procfs::own_vdso_image();
+    }
     // The process's own file (a container's), never through a link it planted.
     diagnostics_client::rooted::read_in_root(pid, std::path::Path::new(path), MAX_FILE_BYTES).ok()
 }
@@ -264,6 +270,25 @@ fn read_file(pid: u32, path: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The vDSO is named from this process's own image: `clock_gettime` is one of its
+    /// functions on every Linux architecture .NET runs on.
+    #[test]
+    fn the_vdso_functions_are_named() {
+        let Some(image) = diagnostics_client::procfs::own_vdso_image() else {
+            return; // No vDSO (vdso=0 on the kernel's command line).
+        };
+        let table = SymbolTable::read(&image, &|_| None).unwrap();
+        assert!(
+            table
+                .functions
+                .iter()
+                .any(|f| f.2.ends_with("clock_gettime")),
+            "{:?}",
+            table.functions
+        );
+        assert!(is_native_file(VDSO));
+    }
 
     /// This test's own executable: an ELF file with a `.symtab` (tests are not stripped), and
     /// one of its functions at a known address.

@@ -72,10 +72,11 @@ pub fn parse_stat(line: &str) -> Option<(u8, String, u64)> {
 }
 
 /// Parses one `maps` line into an executable, file-backed mapping (a deleted file's path
-/// keeps its ` (deleted)`).
+/// keeps its ` (deleted)`), or the kernel's virtual library (`[vdso]`: `clock_gettime` and
+/// friends run there, called by `Stopwatch` and `DateTime.UtcNow`).
 pub fn parse_maps_line(line: &str) -> Option<Mapping> {
     let m = diagnostics_client::procfs::parse_maps_line(line)?;
-    if !m.executable() || !m.path.starts_with('/') {
+    if !m.executable() || !(m.path.starts_with('/') || m.path == crate::native::VDSO) {
         return None;
     }
     Some(Mapping {
@@ -363,6 +364,9 @@ mod tests {
         assert_eq!(m.path, "/usr/lib/libcoreclr.so");
         assert!(parse_maps_line("7f00-7f01 rw-p 0 00:00 0 [heap]").is_none());
         assert!(parse_maps_line("7f00-7f01 r-xp 0 00:00 0").is_none());
+        let vdso = parse_maps_line("7ffd1000-7ffd3000 r-xp 00000000 00:00 0  [vdso]").unwrap();
+        assert_eq!((vdso.start, vdso.path.as_str()), (0x7ffd1000, "[vdso]"));
+        assert!(parse_maps_line("7ffd0000-7ffd1000 r--p 00000000 00:00 0  [vvar]").is_none());
     }
 
     #[cfg(target_os = "linux")]

@@ -449,11 +449,16 @@ fn choose(ours: Walk, kernel: Vec<u64>) -> Vec<u64> {
 /// memfd, nor deleted).
 fn parse_map_line(line: &str) -> Option<Mapping> {
     let m = diagnostics_client::procfs::parse_maps_line(line)?;
+    // The vDSO's tables are read from clrspy's own image (the same as the target's).
+    let path = match m.path {
+        diagnostics_client::procfs::VDSO => Some(PathBuf::from(m.path)),
+        _ => m.file().map(PathBuf::from),
+    };
     m.executable().then(|| Mapping {
         start: m.start,
         end: m.end,
         offset: m.offset,
-        path: m.file().map(PathBuf::from),
+        path,
         cfi: None,
     })
 }
@@ -465,8 +470,12 @@ const MAX_MODULE_BYTES: u64 = 1 << 30;
 /// a container's files are its own); None when it has none or cannot be read.
 fn load_cfi(pid: u32, path: &std::path::Path) -> Option<Cfi> {
     use object::{Object, ObjectSection, ObjectSegment};
-    // The process's own file (a container's), never through a link it planted.
-    let data = diagnostics_client::rooted::read_in_root(pid, path, MAX_MODULE_BYTES).ok()?;
+    let data = if path == std::path::Path::new(diagnostics_client::procfs::VDSO) {
+        diagnostics_client::procfs::own_vdso_image()?
+    } else {
+        // The process's own file (a container's), never through a link it planted.
+        diagnostics_client::rooted::read_in_root(pid, path, MAX_MODULE_BYTES).ok()?
+    };
     let file = object::File::parse(&*data).ok()?;
     let section = |name: &str| {
         let s = file.section_by_name(name)?;

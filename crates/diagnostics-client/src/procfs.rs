@@ -250,6 +250,29 @@ impl<'a> MapLine<'a> {
     }
 }
 
+/// The kernel's virtual library as `/proc/PID/maps` names it.
+pub const VDSO: &str = "[vdso]";
+
+/// The vDSO's ELF image, read from this process: the kernel maps the same image into every
+/// process of an architecture, so its symbols, offsets and unwinding tables are a target's
+/// too (and reading ours needs no access to the target's memory). None without a vDSO.
+pub fn own_vdso_image() -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let m = maps
+        .lines()
+        .filter_map(parse_maps_line)
+        .find(|m| m.path == VDSO)?;
+    let len = usize::try_from(m.end.checked_sub(m.start)?).ok()?;
+    if len == 0 || len > 1 << 20 {
+        return None;
+    }
+    let mut image = vec![0u8; len];
+    let mem = std::fs::File::open("/proc/self/mem").ok()?;
+    mem.read_exact_at(&mut image, m.start).ok()?;
+    Some(image)
+}
+
 /// Parses one line of `/proc/PID/maps` (a path may hold spaces: it is the rest of the line).
 pub fn parse_maps_line(line: &str) -> Option<MapLine<'_>> {
     let mut fields = line.splitn(6, ' ');

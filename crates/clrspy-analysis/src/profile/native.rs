@@ -2,9 +2,9 @@
 //! through the runtime, the JIT, libc and native libraries, and their stripped functions
 //! (`libclrjit.so!+0x3a1f0`, a hundred rows of 1 % each) say nothing to a .NET developer. By
 //! default each run of native frames between managed ones is one frame named by the role
-//! of the module that did the work: `[JIT compiler: libclrjit.so]`, `[runtime:
-//! libcoreclr.so]`, `[libc]`, `[vdso: clock_gettime]`, or a native library's own function
-//! when its symbols name it (`libcrypto.so.3!SHA256_Update`, else `[native: libfoo.so]`).
+//! of the module that did the work: `[JIT compiler: libclrjit.so]`, a native library's own
+//! function when its symbols name it (`libcrypto.so.3!SHA256_Update`, else `[native:
+//! libfoo.so]`), `[vdso: clock_gettime]`, `[runtime: libcoreclr.so]`, `[libc]`.
 
 use rustc_hash::FxHashSet;
 
@@ -38,21 +38,22 @@ impl NativeView {
     }
 }
 
-/// What a native module is to the reader, from the one that names a run least (`Vdso`) to
-/// the one that names it most (`Jit`): a run is named by its highest role, the leaf-most
-/// frame of it on a tie.
+/// What a native module is to the reader, from the one that names a run least (`Bare`) to
+/// the one that names it most (`Jit`): a run is named by its highest role, a frame with a
+/// function's name over one without on a tie, then the leaf-most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Role {
     /// Frames without a module (`[native]` in traces without module maps, code at an
     /// address no module covers).
     Bare,
-    /// The kernel's virtual library (`clock_gettime`, `gettimeofday`).
-    Vdso,
     /// The C library and its family (libc, libpthread, libm, the loader, libstdc++, libgcc).
     Libc,
     /// The runtime: libcoreclr, the GC, the host, the framework's native shims
     /// (`libSystem.*.so`).
     Runtime,
+    /// The kernel's virtual library (`clock_gettime`, `gettimeofday`): reading the clock,
+    /// whoever asked (`Stopwatch`, through libSystem.Native and libc).
+    Vdso,
     /// Any other native library: the app's own, OpenSSL, ICU, zlib.
     Library,
     /// The JIT compiler.
@@ -122,7 +123,7 @@ fn role(module: &str) -> Role {
 #[derive(Clone, Debug, Default)]
 pub struct NativeGroups {
     /// By frame id: the role and the group frame, for the native frames known when built.
-    by_frame: Vec<Option<(Role, FrameId)>>,
+    by_frame: Vec<Option<(Role, bool, FrameId)>>,
     /// The frames a run of native work is shown as (groups, a library's own functions) and
     /// the runtime's unnamed code: where a report says which managed method paid.
     work: FxHashSet<FrameId>,
@@ -146,7 +147,7 @@ impl NativeGroups {
             if frame.kind == FrameKind::Unknown && frame.name.starts_with("[unknown 0x") {
                 let group = symbols.synthetic(UNKNOWN_CODE);
                 work.insert(group);
-                *slot = Some((Role::Bare, group));
+                *slot = Some((Role::Bare, false, group));
                 continue;
             }
             if frame.kind != FrameKind::Native {
@@ -154,7 +155,7 @@ impl NativeGroups {
             }
             let Some((module, func)) = split(&frame.name) else {
                 // A synthetic frame (`[native]`, `[runtime: tiered JIT]`): itself.
-                *slot = Some((Role::Bare, id));
+                *slot = Some((Role::Bare, false, id));
                 continue;
             };
             // Precompiled managed code no name was found for (`System.Private.CoreLib.dll!+0x…`)
@@ -163,14 +164,17 @@ impl NativeGroups {
                 continue;
             }
             let r = role(module);
+            let named = func.is_some();
             let name = match (r, func) {
                 (Role::Jit, _) => format!("[JIT compiler: {module}]"),
                 (Role::Runtime, _) => format!("[runtime: {module}]"),
                 (Role::Libc, _) => "[libc]".to_string(),
-                (Role::Vdso, Some(f)) => format!("[vdso: {f}]"),
+                (Role::Vdso, Some(f)) => {
+                    format!("[vdso: {}]", f.strip_prefix("__vdso_").unwrap_or(f))
+                }
                 (Role::Vdso, None) => "[vdso]".to_string(),
                 (Role::Library, Some(_)) => {
-                    *slot = Some((r, id));
+                    *slot = Some((r, true, id));
                     work.insert(id);
                     continue;
                 }
@@ -178,7 +182,7 @@ impl NativeGroups {
             };
             let group = symbols.synthetic(&name);
             work.insert(group);
-            *slot = Some((r, group));
+            *slot = Some((r, named, group));
         }
         NativeGroups { by_frame, work }
     }
@@ -190,11 +194,11 @@ impl NativeGroups {
         self.work.contains(&f)
     }
 
-    fn of(&self, f: FrameId, symbols: &Symbols) -> Option<(Role, FrameId)> {
+    fn of(&self, f: FrameId, symbols: &Symbols) -> Option<(Role, bool, FrameId)> {
         match self.by_frame.get(f.0 as usize) {
             Some(known) => *known,
             // A frame named after the groups were built: shown as it is.
-            None => (symbols.frame(f).kind == FrameKind::Native).then_some((Role::Bare, f)),
+            None => (symbols.frame(f).kind == FrameKind::Native).then_some((Role::Bare, false, f)),
         }
     }
 
@@ -220,14 +224,14 @@ impl NativeGroups {
             let mut best = first;
             let mut j = i + 1;
             while let Some(g) = frames.get(j).and_then(|&f| self.of(f, symbols)) {
-                if g.0 > best.0 {
+                if (g.0, g.1) > (best.0, best.1) {
                     best = g;
                 }
                 j += 1;
             }
             let called = j < frames.len();
             if !(view == NativeView::Fold && called) {
-                out.push(best.1);
+                out.push(best.2);
             }
             i = j;
         }
@@ -252,9 +256,51 @@ mod tests {
         assert_eq!(role("libcrypto.so.3"), Role::Library);
         assert_eq!(role("libSkiaSharp.so"), Role::Library);
         assert_eq!(role("dotnet-foo.so"), Role::Library);
-        assert!(Role::Jit > Role::Library && Role::Library > Role::Runtime);
+        assert!(Role::Jit > Role::Library && Role::Library > Role::Vdso);
+        assert!(Role::Vdso > Role::Runtime && Role::Runtime > Role::Libc);
         assert!(is_managed_image("System.Private.CoreLib.dll") && !is_managed_image("libc.so.6"));
-        assert!(Role::Runtime > Role::Libc && Role::Libc > Role::Vdso);
+    }
+
+    /// Leaf first: the clock read through libSystem.Native and libc (the vDSO's function and
+    /// an unnamed one inside it), a managed frame, the runtime calling the JIT, a managed frame,
+    /// and libc at the thread's root.
+    #[test]
+    fn a_run_is_named_by_its_highest_role() {
+        let mut s = Symbols::new();
+        let mut f = |n: &str| s.synthetic(n);
+        let stack = vec![
+            f("[vdso]!+0x7a0"),
+            f("[vdso]!__vdso_clock_gettime"),
+            f("libc.so.6!clock_gettime"),
+            f("libSystem.Native.so!SystemNative_GetTimestamp"),
+            FrameId(u32::MAX),
+            f("libcoreclr.so!GetCLRRuntimeHost+0x20"),
+            f("libclrjit.so!+0x10"),
+            f("libcoreclr.so!GetCLRRuntimeHost+0x90"),
+            FrameId(u32::MAX),
+            f("libc.so.6!start_thread"),
+        ];
+        let g = NativeGroups::build(&mut s);
+        let names = |v: Vec<FrameId>| -> Vec<String> {
+            v.iter().map(|&f| s.frame(f).name.clone()).collect()
+        };
+        assert_eq!(
+            names(g.apply(stack.clone(), &s, NativeView::Group)),
+            [
+                "[vdso: clock_gettime]",
+                "",
+                "[JIT compiler: libclrjit.so]",
+                "",
+                "[libc]"
+            ]
+        );
+        // Folded, a run something calls is its caller's; the thread's root stays.
+        assert_eq!(
+            names(g.apply(stack.clone(), &s, NativeView::Fold)),
+            ["", "", "[libc]"]
+        );
+        assert_eq!(g.apply(stack.clone(), &s, NativeView::Show), stack);
+        assert!(g.is_work(g.apply(stack, &s, NativeView::Group)[0]));
     }
 
     #[test]
