@@ -454,7 +454,7 @@ fn parse_map_line(line: &str) -> Option<Mapping> {
         diagnostics_client::procfs::VDSO => Some(PathBuf::from(m.path)),
         _ => m.file().map(PathBuf::from),
     };
-    m.executable().then(|| Mapping {
+    m.executable().then_some(Mapping {
         start: m.start,
         end: m.end,
         offset: m.offset,
