@@ -68,8 +68,20 @@ pub fn add_native_frames(
         .enumerate()
         .map(|(i, t)| (t.thread_id, i))
         .collect();
+    // Threads the report gives no frames (createdump walks none for a thread it paused
+    // running managed code) keep the managed frames the runtime's sample gave them.
+    let mut kept = 0usize;
     for t in &threads {
         let frames = frame_names(t, &names);
+        if frames.is_empty()
+            && by_id
+                .get(&t.thread_id)
+                .and_then(|&i| snap.threads.get(i))
+                .is_some_and(|s| s.managed())
+        {
+            kept += 1;
+            continue;
+        }
         let i = *by_id.entry(t.thread_id).or_insert_with(|| {
             snap.threads.push(ThreadStack {
                 thread_id: t.thread_id,
@@ -80,6 +92,13 @@ pub fn add_native_frames(
         if let Some(s) = snap.threads.get_mut(i) {
             s.frames = frames;
         }
+    }
+    if kept > 0 {
+        snap.notes.push(format!(
+            "{kept} thread{} running managed code had no frames in the crash report: {} the managed frames of the runtime's sample, no native ones",
+            if kept == 1 { "" } else { "s" },
+            if kept == 1 { "it shows" } else { "they show" }
+        ));
     }
     snap.sort();
     Ok(NativeReport {

@@ -169,6 +169,13 @@ fn stack_shows_the_deadlocked_threads_of_a_busy_process_every_time() {
     }
     // The runtime's own threads have native frames now.
     assert!(!frames(thread(&v, ".NET SigHandler")).is_empty());
+    // A thread paused running managed code (the burners) has no frames in the crash
+    // report: it keeps the managed ones of the runtime's sample, and a note says so.
+    let busy = frames(thread(&v, "busy-0"));
+    assert!(
+        busy.iter().any(|f| f.starts_with("Workloads.Cpu.Burn")),
+        "busy-0: {busy:?}\n{err}"
+    );
     assert_eq!(leftovers(), 0, "the crash report's files are deleted");
     eprintln!("stack -p --native took {} ms", native_time.as_millis());
 
