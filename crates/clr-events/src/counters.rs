@@ -461,15 +461,50 @@ fn opt_number(
     }
 }
 
+/// Instruments the runtime declares as (observable) counters that measure a level — a count
+/// of things there now, not of things that happened — by meter: their value is the level,
+/// their "rate" its change (`queue.length -45 {work_item}/s` said nothing).
+const LEVELS: &[(&str, &[&str])] = &[(
+    "System.Runtime",
+    &[
+        "dotnet.thread_pool.thread.count",
+        "dotnet.thread_pool.queue.length",
+        "dotnet.timer.count",
+        "dotnet.assembly.count",
+        "dotnet.process.cpu.count",
+        "dotnet.process.memory.working_set",
+        "dotnet.gc.last_collection.heap.size",
+        "dotnet.gc.last_collection.heap.fragmentation.size",
+        "dotnet.gc.last_collection.memory.committed_size",
+    ],
+)];
+
+/// True when instrument `name` of `meter` measures a level, whatever kind it was declared.
+pub fn is_level(meter: &str, name: &str) -> bool {
+    LEVELS
+        .iter()
+        .any(|(m, names)| *m == meter && names.contains(&name))
+}
+
 fn meter_value(event: &str, fields: &[Field], kind: MeterKind) -> Result<MeterValue, CounterError> {
     let instrument = instrument(event, fields)?;
-    let (rate, value) = match kind {
-        MeterKind::Gauge => (None, opt_number(event, fields, "lastValue")?),
+    let (mut kind, mut rate, value) = match kind {
+        MeterKind::Gauge => (kind, None, opt_number(event, fields, "lastValue")?),
         _ => (
+            kind,
             opt_number(event, fields, "rate")?,
             opt_number(event, fields, "value")?,
         ),
     };
+    // A level declared as a counter is shown as the level: its value (the observed count),
+    // never its change as a rate. A counter whose increment is negative is a level too.
+    if kind == MeterKind::Rate
+        && value.is_some()
+        && (is_level(&instrument.meter, &instrument.name) || rate.is_some_and(|r| r < 0.0))
+    {
+        kind = MeterKind::UpDown;
+        rate = None;
+    }
     Ok(MeterValue {
         instrument,
         kind,

@@ -133,6 +133,64 @@ fn counter_rate_v1_and_v2() {
     assert_eq!((v.rate, v.value), (Some(1.5), None));
 }
 
+/// The runtime declares the pool's thread count and queue length as observable counters:
+/// they are levels, shown as their value (the count there now), never as a rate; any counter
+/// whose increment is negative is one too.
+#[test]
+fn levels_declared_as_counters_are_levels() {
+    let level = |meter: &str, name: &str, rate: &str, value: &str| {
+        let mut f = vec![
+            s("sessionId", "s"),
+            s("meterName", meter),
+            s("meterVersion", ""),
+            s("instrumentName", name),
+            s("unit", "{thread}"),
+            s("tags", ""),
+            s("rate", rate),
+            s("value", value),
+        ];
+        f.push(Field::new("instrumentId".to_string(), Value::I32(3)));
+        match MetricEvent::parse("CounterRateValuePublished", &f).unwrap() {
+            Some(MetricEvent::Value(v)) => (v.kind, v.rate, v.value),
+            _ => panic!("not a value"),
+        }
+    };
+    let updown = MeterKind::UpDown;
+    assert_eq!(
+        level(
+            "System.Runtime",
+            "dotnet.thread_pool.thread.count",
+            "4",
+            "56"
+        ),
+        (updown, None, Some(56.0))
+    );
+    assert_eq!(
+        level(
+            "System.Runtime",
+            "dotnet.thread_pool.queue.length",
+            "-45",
+            "3"
+        ),
+        (updown, None, Some(3.0))
+    );
+    assert_eq!(
+        level("Shop.Meters", "orders.pending", "-2", "7"),
+        (updown, None, Some(7.0))
+    );
+    // A real counter stays a rate (the pool's completed work items).
+    assert_eq!(
+        level(
+            "System.Runtime",
+            "dotnet.thread_pool.work_item.count",
+            "120",
+            "9000"
+        ),
+        (MeterKind::Rate, Some(120.0), Some(9000.0))
+    );
+    assert!(is_level("System.Runtime", "dotnet.timer.count"));
+}
+
 #[test]
 fn gauge_and_updown() {
     let mut g = instrument_fields("s");
