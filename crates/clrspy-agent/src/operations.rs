@@ -346,7 +346,7 @@ pub fn sweep(folder: &Path) -> usize {
         else {
             continue;
         };
-        let alive = Path::new(&format!("/proc/{pid}")).exists();
+        let alive = diagnostics_client::procfs::alive(pid);
         let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
         if pid != mine && !alive && is_dir && std::fs::remove_dir_all(e.path()).is_ok() {
             removed += 1;

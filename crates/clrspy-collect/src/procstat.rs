@@ -125,7 +125,7 @@ impl ProcSampler {
 
     /// True when the process is still there.
     pub fn alive(&self) -> bool {
-        std::path::Path::new(&format!("/proc/{}", self.pid)).exists()
+        diagnostics_client::procfs::alive(self.pid)
     }
 
     /// The threads whose CPU time, run-queue time or state changed since the last call (all

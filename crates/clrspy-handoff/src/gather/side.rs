@@ -92,7 +92,7 @@ fn sample(pid: u32, stop: &AtomicBool) -> MetricsRun {
             }
             Ok(None) => {}
             Err(e) => {
-                if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                if diagnostics_client::procfs::alive(pid) {
                     run.error = Some(e.to_string());
                 }
                 break;
