@@ -8,7 +8,6 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -162,15 +161,6 @@ pub fn folder_bytes(dir: &Path) -> u64 {
         sum
     }
     walk(dir, 0)
-}
-
-/// The bytes an unprivileged user may still write on the disk holding `dir`.
-pub fn free_bytes(dir: &Path) -> Option<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs reads the NUL-terminated path and fills the zeroed struct it is given.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut s) };
-    (rc == 0).then(|| (s.f_bavail as u64).saturating_mul(s.f_frsize as u64))
 }
 
 /// A finished artifact: its file name (ours), size and SHA-256 (lowercase hex).
@@ -395,7 +385,7 @@ mod tests {
     }
 
     #[test]
-    fn sizes_free_space_and_hashes() {
+    fn sizes_and_hashes() {
         let d = temp("sizes");
         std::fs::write(d.join("a"), vec![1u8; 1000]).unwrap();
         std::fs::create_dir_all(d.join("x/y")).unwrap();
@@ -403,7 +393,6 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", d.join("link")).unwrap();
         assert_eq!(folder_bytes(&d), 1024);
         assert_eq!(folder_bytes(&d.join("missing")), 0);
-        assert!(free_bytes(&d).is_some_and(|f| f > 0));
         std::fs::write(d.join("abc"), b"abc").unwrap();
         let (n, h) = measure(&d.join("abc")).unwrap();
         assert_eq!(n, 3);

@@ -183,7 +183,7 @@ impl Operations {
             .map(|e| e.estimate)
             .sum();
         let used = artifact::folder_bytes(&self.folder);
-        let free = artifact::free_bytes(&self.folder);
+        let free = clrspy_collect::disk::free_bytes(&self.folder);
         self.budget
             .admits(used, reserved, estimate, free)
             .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
@@ -214,7 +214,7 @@ impl Operations {
     pub fn over_budget(&self) -> Option<String> {
         self.budget.exceeded(
             artifact::folder_bytes(&self.folder),
-            artifact::free_bytes(&self.folder),
+            clrspy_collect::disk::free_bytes(&self.folder),
         )
     }
 

@@ -22,7 +22,8 @@ use crate::gate::RuleGate;
 use crate::limits::{
     admit_or_skip, file_for, keep_budget, say_disk_full, say_dump, BudgetWatch, DUMP_TIMEOUT,
 };
-use crate::procfs::{age_ms, free_bytes};
+use crate::procfs::age_ms;
+use clrspy_collect::disk::free_bytes;
 use crate::state::{track, untrack, WatchState};
 use crate::trace::stop_words;
 use clrspy_rules::Compression;

@@ -345,7 +345,7 @@ pub(super) fn new_spool(
     let room = budget
         .room(
             crate::artifact::folder_bytes(folder),
-            crate::artifact::free_bytes(folder),
+            clrspy_collect::disk::free_bytes(folder),
         )
         .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
     Spool::create(folder, &spool::name(kind, pid, ext), hold_back, room)
