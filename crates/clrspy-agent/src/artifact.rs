@@ -1,10 +1,10 @@
-//! OWNER: agent-ops. What a long-running action writes and how it is kept within bounds: the
-//! disk budget (what the agent's folder holds, the disk's own free space, the arithmetic that
-//! admits or refuses a new job) and the job itself — a child process of the clrspy binary
-//! (`clrspy dump`, `clrspy gcdump`) writing into a folder of its own, watched while it runs:
-//! killed when asked to stop, when the budget is exceeded or when it overruns its time, and
-//! its folder emptied then (and killed with the agent: `PR_SET_PDEATHSIG`). A finished artifact is measured and hashed (SHA-256) by streaming
-//! it, never held whole.
+//! What a long-running action writes and how it is kept within bounds: the disk budget (what the
+//! agent's folder holds, the disk's own free space, the arithmetic that admits or refuses a new
+//! job) and the job itself — a child process of the clrspy binary (`clrspy dump`, `clrspy gcdump`)
+//! writing into a folder of its own, watched while it runs: killed when asked to stop, when the
+//! budget is exceeded or when it overruns its time, and its folder emptied then (and killed with
+//! the agent: `PR_SET_PDEATHSIG`). A finished artifact is measured and hashed (SHA-256) by
+//! streaming it, never held whole.
 
 use std::ffi::OsString;
 use std::io::Read;

@@ -1,12 +1,11 @@
-//! OWNER: agent-ops. The registry of long-running actions (`/operations`): each operation has
-//! an id of ours (128 random bits, 32 lowercase hex digits), a kind (`dump`, `gcdump`; a
-//! recording can be added as another), the process, a state (`running`, `succeeded`,
-//! `failed`, `cancelled`), its times, and when done its artifact (name, size, SHA-256) or its
-//! error. Each operation writes in a folder of its own under the agent's folder
-//! (`operations-<agent pid>/<id>`), made when it is admitted by the disk budget (see [`crate::artifact`])
-//! and removed when it fails, is cancelled, deleted or evicted: at most [`KEEP_FINISHED`]
-//! finished operations are kept, the oldest going first. Ids never become paths unchecked:
-//! [`parse_id`] takes only 32 hex digits.
+//! The registry of long-running actions (`/operations`): each operation has an id of ours (128
+//! random bits, 32 lowercase hex digits), a kind (`dump`, `gcdump`; a recording can be added as
+//! another), the process, a state (`running`, `succeeded`, `failed`, `cancelled`), its times, and
+//! when done its artifact (name, size, SHA-256) or its error. Each operation writes in a folder of
+//! its own under the agent's folder (`operations-<agent pid>/<id>`), made when it is admitted by
+//! the disk budget (see [`crate::artifact`]) and removed when it fails, is cancelled, deleted or
+//! evicted: at most [`KEEP_FINISHED`] finished operations are kept, the oldest going first. Ids
+//! never become paths unchecked: [`parse_id`] takes only 32 hex digits.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -1,9 +1,8 @@
-//! OWNER: agent-pprof (the recording shared with `/reports`: rules). Continuous-profiling pull: a few seconds of one process recorded with a
-//! named profile (`cpu` or `alloc`) into a temporary trace in the agent's own folder, read
-//! once, and written as gzip pprof by clrspy-export's registry — what `clrspy record
-//! --profile P` and then `clrspy convert --to pprof` give. Blocking: run it on a blocking
-//! thread. The trace is removed however the work ends; a stop request ends the recording early
-//! and then nothing is converted.
+//! Continuous-profiling pull: a few seconds of one process recorded with a named profile (`cpu` or
+//! `alloc`) into a temporary trace in the agent's own folder, read once, and written as gzip pprof
+//! by clrspy-export's registry — what `clrspy record --profile P` and then `clrspy convert --to
+//! pprof` give. Blocking: run it on a blocking thread. The trace is removed however the work ends;
+//! a stop request ends the recording early and then nothing is converted.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,11 +1,11 @@
-//! OWNER: agent-streams. Live JSON lines: `GET /counters?pid=N&counters=SPEC&interval=1s
-//! &duration=..` (one object per reading, as `clrspy counters collect --format jsonl` writes
-//! them) and `GET /logs?pid=N&level=Information&filter=SPECS&duration=..` (NDJSON as `clrspy
-//! logs --json` writes it, secrets in messages, arguments, scopes and exceptions masked as the
-//! bundle masks them). Each session (clrspy-live's; counters with a 1 MB buffer in the target,
-//! logs with clrspy-live's 16 MB) runs on a blocking thread and writes its lines to a spool the response follows: a slow client never
-//! holds the session's pump, and no line is lost. They run until `duration` (at most an hour),
-//! the process's end, or the client going away. One of a kind per process,
+//! Live JSON lines: `GET /counters?pid=N&counters=SPEC&interval=1s &duration=..` (one object per
+//! reading, as `clrspy counters collect --format jsonl` writes them) and `GET
+//! /logs?pid=N&level=Information&filter=SPECS&duration=..` (NDJSON as `clrspy logs --json` writes
+//! it, secrets in messages, arguments, scopes and exceptions masked as the bundle masks them). Each
+//! session (clrspy-live's; counters with a 1 MB buffer in the target, logs with clrspy-live's 16
+//! MB) runs on a blocking thread and writes its lines to a spool the response follows: a slow
+//! client never holds the session's pump, and no line is lost. They run until `duration` (at most
+//! an hour), the process's end, or the client going away. One of a kind per process,
 //! `limits.concurrent.streams` at once.
 
 use std::io::Write;

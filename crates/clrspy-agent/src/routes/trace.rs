@@ -1,10 +1,10 @@
-//! OWNER: agent-streams. `GET /trace?pid=N&duration=30s&profile=cpu|providers=SPEC` and `POST
-//! /trace?pid=N&duration=30s` with dotnet-monitor's provider body: a .nettrace streamed as it
-//! is recorded. The recording runs as `clrspy record` runs one (clrspy-live's recording, with
-//! thread CPU readings) on a blocking thread into a spool in the agent's folder; the response
-//! follows the spool (a slow client never holds the recording up) and ends when the recording
-//! finished (rundown included) and every byte was sent. A client that goes away stops the
-//! recording. One trace per process, `limits.concurrent.traces` at once.
+//! `GET /trace?pid=N&duration=30s&profile=cpu|providers=SPEC` and `POST /trace?pid=N&duration=30s`
+//! with dotnet-monitor's provider body: a .nettrace streamed as it is recorded. The recording runs
+//! as `clrspy record` runs one (clrspy-live's recording, with thread CPU readings) on a blocking
+//! thread into a spool in the agent's folder; the response follows the spool (a slow client never
+//! holds the recording up) and ends when the recording finished (rundown included) and every byte
+//! was sent. A client that goes away stops the recording. One trace per process,
+//! `limits.concurrent.traces` at once.
 
 use std::collections::HashMap;
 use std::path::Path;
