@@ -153,7 +153,7 @@ pub(crate) fn record(r: Recording<'_>) -> Result<Option<TempTrace>, ApiError> {
             .collect(),
         ..SessionConfig::default()
     };
-    // Made owner-only before the recording opens it (it truncates and keeps the mode).
+    // A name of the agent's that must not exist yet (the recording itself would truncate it).
     clrspy_collect::private::create_new_private(&r.file)
         .map_err(|e| ApiError::internal(format!("the agent's folder: {e}")))?;
     let trace = TempTrace(r.file);

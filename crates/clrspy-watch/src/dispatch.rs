@@ -330,7 +330,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path();
         let set = rules(SET);
-        let log = clrspy_rules::DecisionLog::open(out).unwrap();
+        let log =
+            clrspy_rules::DecisionLog::open(out, clrspy_collect::private::append_private).unwrap();
         let state = WatchState::new(
             out,
             rules(SET),
