@@ -15,7 +15,7 @@ use axum::http::StatusCode;
 use clrspy_collect::StopSignal;
 use serde::Serialize;
 
-use crate::artifact::{self, Artifact, Budget, JobEnd};
+use crate::artifact::{Artifact, Budget, JobEnd};
 use crate::error::ApiError;
 
 /// How many finished operations are kept (more: the oldest are forgotten and their files
@@ -181,7 +181,7 @@ impl Operations {
             .filter(|e| e.view.state == OpState::Running)
             .map(|e| e.estimate)
             .sum();
-        let used = artifact::folder_bytes(&self.folder);
+        let used = clrspy_rules::folder_bytes(&self.folder);
         let free = clrspy_collect::disk::free_bytes(&self.folder);
         self.budget
             .admits(used, reserved, estimate, free)
@@ -209,10 +209,21 @@ impl Operations {
         Ok(Begun { id, dir, stop })
     }
 
+    /// What a stream's spool may grow to now within the disk budget and the disk's free
+    /// space (507 when nothing). Blocking: the agent's folder is measured.
+    pub fn spool_room(&self) -> Result<u64, ApiError> {
+        self.budget
+            .room(
+                clrspy_rules::folder_bytes(&self.folder),
+                clrspy_collect::disk::free_bytes(&self.folder),
+            )
+            .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))
+    }
+
     /// Why a running job must stop now (the budget exceeded, the disk too full), or None.
     pub fn over_budget(&self) -> Option<String> {
         self.budget.exceeded(
-            artifact::folder_bytes(&self.folder),
+            clrspy_rules::folder_bytes(&self.folder),
             clrspy_collect::disk::free_bytes(&self.folder),
         )
     }
@@ -375,7 +386,7 @@ mod tests {
 
     fn done(dir: &Path, name: &str) -> JobEnd {
         std::fs::write(dir.join(name), b"abc").unwrap();
-        let (bytes, sha256) = artifact::measure(&dir.join(name)).unwrap();
+        let (bytes, sha256) = crate::artifact::measure(&dir.join(name)).unwrap();
         JobEnd::Done(Artifact {
             name: name.into(),
             bytes,

@@ -22,10 +22,10 @@ use diagnostics_client::{Endpoint, Provider, SessionConfig, DEFAULT_RUNDOWN_KEYW
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
-use crate::artifact::Budget;
 use crate::audit::Subject;
 use crate::error::ApiError;
 use crate::limits::{spawn_thread, Kind};
+use crate::operations::Operations;
 use crate::params::{self, Query};
 use crate::select::Selector;
 use crate::spool::{self, Spool};
@@ -333,21 +333,16 @@ async fn post_trace(
 }
 
 /// A spool in the agent's folder (blocking: the folder is measured), its budget what the
-/// agent's disk budget still has room for (none: 507).
+/// agent's disk budget (held by `operations`) still has room for (none: 507).
 pub(super) fn new_spool(
     folder: &Path,
-    budget: &Budget,
+    operations: &Operations,
     kind: &str,
     pid: u32,
     ext: &str,
     hold_back: u64,
 ) -> Result<Spool, ApiError> {
-    let room = budget
-        .room(
-            crate::artifact::folder_bytes(folder),
-            clrspy_collect::disk::free_bytes(folder),
-        )
-        .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
+    let room = operations.spool_room()?;
     Spool::create(folder, &spool::name(kind, pid, ext), hold_back, room)
         .map_err(|e| ApiError::internal(format!("the agent's folder: {e}")))
 }
@@ -411,11 +406,11 @@ async fn start(
     // The agent stopping ends the recording as Ctrl+C does: with its rundown, whole.
     state.drain.stream(&stop);
     let (tx, rx) = oneshot::channel();
-    let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
+    let (stop2, folder, ops) = (stop.clone(), state.folder.clone(), state.operations.clone());
     // Up to an hour of recording: on a thread of its own.
     spawn_thread("agent-trace", move || {
         let _admission = admission;
-        record(&folder, &budget, endpoint, pid, ask, &stop2, tx);
+        record(&folder, &ops, endpoint, pid, ask, &stop2, tx);
     })?;
     let filename = format!(
         "attachment; filename=\"{pid}-{}.nettrace\"",
@@ -427,7 +422,7 @@ async fn start(
 /// Records into a spool (blocking), handing it over through `started` once recording.
 fn record(
     folder: &Path,
-    budget: &Budget,
+    operations: &Operations,
     endpoint: Option<Endpoint>,
     pid: u32,
     ask: TraceAsk,
@@ -445,7 +440,7 @@ fn record(
         Ok(ep) => ep,
         Err(e) => return starting.fail(e),
     };
-    let spool = match new_spool(folder, budget, "trace", pid, "nettrace", MARKER_BYTES) {
+    let spool = match new_spool(folder, operations, "trace", pid, "nettrace", MARKER_BYTES) {
         Ok(s) => s,
         Err(e) => return starting.fail(e),
     };
