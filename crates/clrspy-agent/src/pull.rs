@@ -19,10 +19,6 @@ use diagnostics_client::{Endpoint, SessionConfig};
 
 use crate::error::ApiError;
 
-/// How often each thread's CPU time is read into the trace (as `clrspy record` by default): it
-/// is what tells CPU from waiting.
-const THREAD_CPU_INTERVAL: Duration = Duration::from_millis(20);
-
 /// The default and the bounds of `seconds`, as Go's `net/http/pprof` takes it.
 pub const DEFAULT_SECONDS: u64 = 30;
 /// The longest recording a request may ask for.
@@ -171,7 +167,7 @@ pub(crate) fn record(r: Recording<'_>) -> Result<Option<TempTrace>, ApiError> {
     let spec = RunSpec {
         output: Some(trace.0.clone()),
         duration: Some(r.duration),
-        thread_cpu: Some(THREAD_CPU_INTERVAL),
+        thread_cpu: Some(clrspy_collect::procstat::THREAD_CPU_INTERVAL),
         stop: r.stop,
         child_stdout: ChildOutput::Inherit,
     };

@@ -6,6 +6,12 @@
 //! reading is empty.
 
 use std::collections::HashMap;
+use std::time::Duration;
+
+/// How often each thread's CPU time is read into a trace unless the caller says otherwise:
+/// `record`'s `--thread-cpu-interval` default, and what watch, top and the agent use. It is
+/// what tells CPU from waiting.
+pub const THREAD_CPU_INTERVAL: Duration = Duration::from_millis(20);
 
 /// One thread's reading.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -35,8 +35,6 @@ use crate::state::AppState;
 pub const MAX_DURATION: Duration = Duration::from_secs(3600);
 /// A trace's length when the request names none (as dotnet-monitor).
 const DEFAULT_DURATION: Duration = Duration::from_secs(30);
-/// Thread CPU readings, as `clrspy record` takes them by default.
-const THREAD_CPU_INTERVAL: Duration = Duration::from_millis(20);
 /// The runtime's buffer for a trace when the request names none, MB.
 const DEFAULT_BUFFER_MB: u32 = 256;
 /// The largest buffer a request may ask for, MB (the runtime allocates it in the target).
@@ -472,7 +470,7 @@ fn record(
     let spec = RunSpec {
         output: Some(writer.path().to_path_buf()),
         duration: Some(ask.duration),
-        thread_cpu: Some(THREAD_CPU_INTERVAL),
+        thread_cpu: Some(clrspy_collect::procstat::THREAD_CPU_INTERVAL),
         stop,
         child_stdout: ChildOutput::Inherit,
     };
