@@ -211,7 +211,7 @@ impl Operations {
 
     /// What a stream's spool may grow to now within the disk budget and the disk's free
     /// space (507 when nothing). Blocking: the agent's folder is measured.
-    pub fn spool_room(&self) -> Result<u64, ApiError> {
+    pub(crate) fn spool_room(&self) -> Result<u64, ApiError> {
         self.budget
             .room(
                 clrspy_rules::folder_bytes(&self.folder),
