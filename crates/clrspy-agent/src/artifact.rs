@@ -1,14 +1,14 @@
-//! OWNER: agent-ops. What a long-running action writes and how it is kept within bounds: the
-//! disk budget (what the agent's folder holds, the disk's own free space, the arithmetic that
-//! admits or refuses a new job) and the job itself — a child process of the clrspy binary
-//! (`clrspy dump`, `clrspy gcdump`) writing into a folder of its own, watched while it runs:
-//! killed when asked to stop, when the budget is exceeded or when it overruns its time, and
-//! its folder emptied then (and killed with the agent: `PR_SET_PDEATHSIG`). A finished artifact is measured and hashed (SHA-256) by streaming
-//! it, never held whole.
+//! What a long-running action writes and how it is kept within bounds: the disk budget (the
+//! arithmetic that admits or refuses a new job, given what the agent's folder holds —
+//! clrspy-rules' `folder_bytes` — and the disk's free space — clrspy-collect's `disk`) and the
+//! job itself — a child process of the clrspy binary (`clrspy dump`, `clrspy gcdump`)
+//! writing into a folder of its own, watched while it runs: killed when asked to stop, when the
+//! budget is exceeded or when it overruns its time, and its folder emptied then (and killed with
+//! the agent: `PR_SET_PDEATHSIG`). A finished artifact is measured and hashed (SHA-256) by
+//! streaming it, never held whole.
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,9 +23,6 @@ pub const MIN_FREE: u64 = 64 << 20;
 
 /// How often a running job is looked at (stop asked, budget, time).
 const POLL: Duration = Duration::from_millis(100);
-
-/// How far down the folder is walked when its size is summed.
-const MAX_DEPTH: usize = 4;
 
 /// The disk budget: the most the agent's folder may hold, and the free space to leave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,42 +132,6 @@ impl Budget {
 /// Bytes as whole MB, rounded up (so a non-empty size is never "0 MB").
 fn mb(bytes: u64) -> u64 {
     bytes.div_ceil(1 << 20)
-}
-
-/// What the files under `dir` take (their lengths, or their blocks on the disk when fewer:
-/// streams' spools are sparse; symbolic links are not followed, and the walk stops four
-/// folders down). A missing folder holds nothing.
-pub fn folder_bytes(dir: &Path) -> u64 {
-    fn walk(dir: &Path, depth: usize) -> u64 {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return 0;
-        };
-        let mut sum = 0u64;
-        for e in entries.flatten() {
-            let Ok(m) = e.path().symlink_metadata() else {
-                continue;
-            };
-            if m.is_file() {
-                // A spool whose sent bytes gave their disk back is sparse: count what it
-                // takes on the disk, never more than its length.
-                let on_disk = std::os::unix::fs::MetadataExt::blocks(&m).saturating_mul(512);
-                sum = sum.saturating_add(m.len().min(on_disk));
-            } else if m.is_dir() && depth < MAX_DEPTH {
-                sum = sum.saturating_add(walk(&e.path(), depth + 1));
-            }
-        }
-        sum
-    }
-    walk(dir, 0)
-}
-
-/// The bytes an unprivileged user may still write on the disk holding `dir`.
-pub fn free_bytes(dir: &Path) -> Option<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs reads the NUL-terminated path and fills the zeroed struct it is given.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut s) };
-    (rc == 0).then(|| (s.f_bavail as u64).saturating_mul(s.f_frsize as u64))
 }
 
 /// A finished artifact: its file name (ours), size and SHA-256 (lowercase hex).
@@ -395,15 +356,8 @@ mod tests {
     }
 
     #[test]
-    fn sizes_free_space_and_hashes() {
+    fn sizes_and_hashes_of_a_file() {
         let d = temp("sizes");
-        std::fs::write(d.join("a"), vec![1u8; 1000]).unwrap();
-        std::fs::create_dir_all(d.join("x/y")).unwrap();
-        std::fs::write(d.join("x/y/b"), vec![2u8; 24]).unwrap();
-        std::os::unix::fs::symlink("/etc/passwd", d.join("link")).unwrap();
-        assert_eq!(folder_bytes(&d), 1024);
-        assert_eq!(folder_bytes(&d.join("missing")), 0);
-        assert!(free_bytes(&d).is_some_and(|f| f > 0));
         std::fs::write(d.join("abc"), b"abc").unwrap();
         let (n, h) = measure(&d.join("abc")).unwrap();
         assert_eq!(n, 3);
@@ -494,7 +448,7 @@ mod tests {
             min_free: 0,
         };
         let dir = d.clone();
-        let over = move || budget.exceeded(folder_bytes(&dir), None);
+        let over = move || budget.exceeded(clrspy_rules::folder_bytes(&dir), None);
         // Writes 64 KB blocks for ever (until killed).
         let end = run(
             &sh(

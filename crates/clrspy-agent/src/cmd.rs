@@ -180,7 +180,6 @@ pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
         limits: Arc::new(Limits::new(&settings.concurrent)),
         request_timeout: settings.request_timeout,
         folder: settings.folder.clone(),
-        budget,
         audit,
         drain: drain.clone(),
         metrics: metrics.clone(),

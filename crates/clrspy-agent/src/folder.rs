@@ -1,9 +1,8 @@
-//! OWNER: agent-pprof. The agent's own folder, where it writes what it records for a request
-//! (temporary traces of the profile pulls, streams' spools, dumps and heap snapshots, the
-//! audit log by default): made private (0700) at start; refused when it is a symbolic link,
-//! another user's, or readable or writable by others (clrspy-collect's `private_dir`, the one
-//! owner of owner-only files, says which and the `chmod` that fixes it). Names in it are the
-//! agent's own, never a request's.
+//! The agent's own folder, where it writes what it records for a request (temporary traces of the
+//! profile pulls, streams' spools, dumps and heap snapshots, the audit log by default): made
+//! private (0700) at start; refused when it is a symbolic link, another user's, or readable or
+//! writable by others (clrspy-collect's `private_dir`, the one owner of owner-only files, says
+//! which and the `chmod` that fixes it). Names in it are the agent's own, never a request's.
 
 use std::path::{Path, PathBuf};
 

@@ -1,12 +1,11 @@
-//! OWNER: agent-ops. The registry of long-running actions (`/operations`): each operation has
-//! an id of ours (128 random bits, 32 lowercase hex digits), a kind (`dump`, `gcdump`; a
-//! recording can be added as another), the process, a state (`running`, `succeeded`,
-//! `failed`, `cancelled`), its times, and when done its artifact (name, size, SHA-256) or its
-//! error. Each operation writes in a folder of its own under the agent's folder
-//! (`operations-<agent pid>/<id>`), made when it is admitted by the disk budget (see [`crate::artifact`])
-//! and removed when it fails, is cancelled, deleted or evicted: at most [`KEEP_FINISHED`]
-//! finished operations are kept, the oldest going first. Ids never become paths unchecked:
-//! [`parse_id`] takes only 32 hex digits.
+//! The registry of long-running actions (`/operations`): each operation has an id of ours (128
+//! random bits, 32 lowercase hex digits), a kind (`dump`, `gcdump`; a recording can be added as
+//! another), the process, a state (`running`, `succeeded`, `failed`, `cancelled`), its times, and
+//! when done its artifact (name, size, SHA-256) or its error. Each operation writes in a folder of
+//! its own under the agent's folder (`operations-<agent pid>/<id>`), made when it is admitted by
+//! the disk budget (see [`crate::artifact`]) and removed when it fails, is cancelled, deleted or
+//! evicted: at most [`KEEP_FINISHED`] finished operations are kept, the oldest going first. Ids
+//! never become paths unchecked: [`parse_id`] takes only 32 hex digits.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -16,7 +15,7 @@ use axum::http::StatusCode;
 use clrspy_collect::StopSignal;
 use serde::Serialize;
 
-use crate::artifact::{self, Artifact, Budget, JobEnd};
+use crate::artifact::{Artifact, Budget, JobEnd};
 use crate::error::ApiError;
 
 /// How many finished operations are kept (more: the oldest are forgotten and their files
@@ -182,8 +181,8 @@ impl Operations {
             .filter(|e| e.view.state == OpState::Running)
             .map(|e| e.estimate)
             .sum();
-        let used = artifact::folder_bytes(&self.folder);
-        let free = artifact::free_bytes(&self.folder);
+        let used = clrspy_rules::folder_bytes(&self.folder);
+        let free = clrspy_collect::disk::free_bytes(&self.folder);
         self.budget
             .admits(used, reserved, estimate, free)
             .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
@@ -210,11 +209,22 @@ impl Operations {
         Ok(Begun { id, dir, stop })
     }
 
+    /// What a stream's spool may grow to now within the disk budget and the disk's free
+    /// space (507 when nothing). Blocking: the agent's folder is measured.
+    pub(crate) fn spool_room(&self) -> Result<u64, ApiError> {
+        self.budget
+            .room(
+                clrspy_rules::folder_bytes(&self.folder),
+                clrspy_collect::disk::free_bytes(&self.folder),
+            )
+            .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))
+    }
+
     /// Why a running job must stop now (the budget exceeded, the disk too full), or None.
     pub fn over_budget(&self) -> Option<String> {
         self.budget.exceeded(
-            artifact::folder_bytes(&self.folder),
-            artifact::free_bytes(&self.folder),
+            clrspy_rules::folder_bytes(&self.folder),
+            clrspy_collect::disk::free_bytes(&self.folder),
         )
     }
 
@@ -346,7 +356,7 @@ pub fn sweep(folder: &Path) -> usize {
         else {
             continue;
         };
-        let alive = Path::new(&format!("/proc/{pid}")).exists();
+        let alive = diagnostics_client::procfs::alive(pid);
         let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
         if pid != mine && !alive && is_dir && std::fs::remove_dir_all(e.path()).is_ok() {
             removed += 1;
@@ -376,7 +386,7 @@ mod tests {
 
     fn done(dir: &Path, name: &str) -> JobEnd {
         std::fs::write(dir.join(name), b"abc").unwrap();
-        let (bytes, sha256) = artifact::measure(&dir.join(name)).unwrap();
+        let (bytes, sha256) = crate::artifact::measure(&dir.join(name)).unwrap();
         JobEnd::Done(Artifact {
             name: name.into(),
             bytes,

@@ -1,9 +1,8 @@
-//! OWNER: agent-pprof (the recording shared with `/reports`: rules). Continuous-profiling pull: a few seconds of one process recorded with a
-//! named profile (`cpu` or `alloc`) into a temporary trace in the agent's own folder, read
-//! once, and written as gzip pprof by clrspy-export's registry — what `clrspy record
-//! --profile P` and then `clrspy convert --to pprof` give. Blocking: run it on a blocking
-//! thread. The trace is removed however the work ends; a stop request ends the recording early
-//! and then nothing is converted.
+//! Continuous-profiling pull: a few seconds of one process recorded with a named profile (`cpu` or
+//! `alloc`) into a temporary trace in the agent's own folder, read once, and written as gzip pprof
+//! by clrspy-export's registry — what `clrspy record --profile P` and then `clrspy convert --to
+//! pprof` give. Blocking: run it on a blocking thread. The trace is removed however the work ends;
+//! a stop request ends the recording early and then nothing is converted.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,10 +18,6 @@ use clrspy_live::recording::{Extras, RunSpec};
 use diagnostics_client::{Endpoint, SessionConfig};
 
 use crate::error::ApiError;
-
-/// How often each thread's CPU time is read into the trace (as `clrspy record` by default): it
-/// is what tells CPU from waiting.
-const THREAD_CPU_INTERVAL: Duration = Duration::from_millis(20);
 
 /// The default and the bounds of `seconds`, as Go's `net/http/pprof` takes it.
 pub const DEFAULT_SECONDS: u64 = 30;
@@ -154,7 +149,7 @@ pub(crate) fn record(r: Recording<'_>) -> Result<Option<TempTrace>, ApiError> {
             .collect(),
         ..SessionConfig::default()
     };
-    // Made owner-only before the recording opens it (it truncates and keeps the mode).
+    // A name of the agent's that must not exist yet (the recording itself would truncate it).
     clrspy_collect::private::create_new_private(&r.file)
         .map_err(|e| ApiError::internal(format!("the agent's folder: {e}")))?;
     let trace = TempTrace(r.file);
@@ -172,7 +167,7 @@ pub(crate) fn record(r: Recording<'_>) -> Result<Option<TempTrace>, ApiError> {
     let spec = RunSpec {
         output: Some(trace.0.clone()),
         duration: Some(r.duration),
-        thread_cpu: Some(THREAD_CPU_INTERVAL),
+        thread_cpu: Some(clrspy_collect::procstat::THREAD_CPU_INTERVAL),
         stop: r.stop,
         child_stdout: ChildOutput::Inherit,
     };

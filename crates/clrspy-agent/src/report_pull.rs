@@ -1,8 +1,8 @@
-//! OWNER: rules. `/reports`' work: a few seconds of one process recorded with the providers
-//! the asked reports need (clrspy-export's report registry: `providers_for`, as `clrspy
-//! profile` chooses them), analysed with the models they read, and each report's JSON view
-//! (`clrspy report TRACE KIND --json`). Blocking: run it on a blocking thread. The trace is a
-//! temporary one in the agent's folder, removed however the work ends.
+//! `/reports`' work: a few seconds of one process recorded with the providers the asked reports
+//! need (clrspy-export's report registry: `providers_for`, as `clrspy profile` chooses them),
+//! analysed with the models they read, and each report's JSON view (`clrspy report TRACE KIND
+//! --json`). Blocking: run it on a blocking thread. The trace is a temporary one in the agent's
+//! folder, removed however the work ends.
 
 use std::path::Path;
 use std::time::Duration;

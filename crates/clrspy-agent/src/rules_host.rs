@@ -1,8 +1,8 @@
-//! OWNER: rules. The watcher inside the agent: the rules file checked at start as `clrspy
-//! rules check` checks it (a bad file stops the agent from starting, naming each mistake),
-//! clrspy-watch's `watch` run on a thread of its own (off the async runtime) writing to the
-//! rules' output folder (private, 0700), its read-only view shared with `/rules`, and on
-//! shutdown a stop request and a wait (open traces are finished whole).
+//! The watcher inside the agent: the rules file checked at start as `clrspy rules check` checks it
+//! (a bad file stops the agent from starting, naming each mistake), clrspy-watch's `watch` run on a
+//! thread of its own (off the async runtime) writing to the rules' output folder (private, 0700),
+//! its read-only view shared with `/rules`, and on shutdown a stop request and a wait (open traces
+//! are finished whole).
 
 use std::path::PathBuf;
 use std::sync::Arc;

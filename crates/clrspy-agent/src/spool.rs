@@ -1,8 +1,8 @@
-//! OWNER: agent-streams. Spools: a file in the agent's folder that a writer (a recording, a
-//! counters or logs session) grows while an HTTP body follows it, so that a slow client never
-//! holds up the writer — the writer writes at its own pace, the body reads behind it. The body
-//! ends once the writer said it ended and every byte was sent; the file is removed when both
-//! sides are gone. A body whose client went away asks the writer to stop.
+//! Spools: a file in the agent's folder that a writer (a recording, a counters or logs session)
+//! grows while an HTTP body follows it, so that a slow client never holds up the writer — the
+//! writer writes at its own pace, the body reads behind it. The body ends once the writer said it
+//! ended and every byte was sent; the file is removed when both sides are gone. A body whose client
+//! went away asks the writer to stop.
 //!
 //! A trace file is whole at every moment: after its last whole block it carries a provisional
 //! end-of-stream marker that the next block overwrites, so a follower holds back that many

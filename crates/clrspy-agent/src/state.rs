@@ -1,12 +1,11 @@
 //! What every request handler shares: the authenticator, the limits on concurrent work, the
-//! disk budget, the audit log, the metrics collector, what stopping waits for, and the
+//! operations (which hold the disk budget), the audit log, the metrics collector, what stopping waits for, and the
 //! settings handlers need. Cloned per request (reference-counted).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::artifact::Budget;
 use crate::audit::AuditLog;
 use crate::auth::Authenticator;
 use crate::drain::Drain;
@@ -24,8 +23,6 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// The agent's own folder (made private at start; see [`crate::folder`]).
     pub folder: PathBuf,
-    /// The one disk budget of that folder: dumps, heap snapshots and streams' spools.
-    pub budget: Budget,
     /// Where audited requests are written.
     pub audit: Arc<AuditLog>,
     /// The responses in flight and the streams to end when the agent stops.
@@ -34,7 +31,8 @@ pub struct AppState {
     pub metrics: Arc<Collector>,
     /// The watcher inside the agent, when rules are configured (`/rules`).
     pub rules: Option<crate::rules_host::RulesHandle>,
-    /// Long-running actions (`/operations`, `/dump`, `/gcdump`), within [`AppState::budget`].
+    /// Long-running actions (`/operations`, `/dump`, `/gcdump`), and the one disk budget of the
+    /// folder they, and the streams' spools, write in.
     pub operations: Arc<crate::operations::Operations>,
 }
 
@@ -46,13 +44,12 @@ impl AppState {
     pub(crate) fn for_tests(auth: Authenticator, tag: &str) -> AppState {
         let folder =
             std::env::temp_dir().join(format!("clrspy-agent-{tag}-{}", std::process::id()));
-        let budget = Budget::from_mb(1);
+        let budget = crate::artifact::Budget::from_mb(1);
         AppState {
             auth: Arc::new(auth),
             limits: Arc::new(Limits::new(&crate::config::ConcurrencyConfig::default())),
             request_timeout: Duration::from_secs(5),
             folder: folder.clone(),
-            budget,
             audit: Arc::new(AuditLog::in_memory()),
             drain: Drain::new(),
             metrics: Arc::new(Collector::idle(

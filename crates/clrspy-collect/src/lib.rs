@@ -16,6 +16,7 @@ mod code_kinds;
 mod consumer;
 mod coredump;
 pub mod crash;
+pub mod disk;
 mod dump_options;
 mod dumper;
 mod dumpfile;

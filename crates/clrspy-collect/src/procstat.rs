@@ -6,6 +6,12 @@
 //! reading is empty.
 
 use std::collections::HashMap;
+use std::time::Duration;
+
+/// How often each thread's CPU time is read into a trace unless the caller says otherwise:
+/// `record`'s `--thread-cpu-interval` default, and what watch, top and the agent use. It is
+/// what tells CPU from waiting.
+pub const THREAD_CPU_INTERVAL: Duration = Duration::from_millis(20);
 
 /// One thread's reading.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +132,7 @@ impl ProcSampler {
 
     /// True when the process is still there.
     pub fn alive(&self) -> bool {
-        std::path::Path::new(&format!("/proc/{}", self.pid)).exists()
+        diagnostics_client::procfs::alive(self.pid)
     }
 
     /// The threads whose CPU time, run-queue time or state changed since the last call (all

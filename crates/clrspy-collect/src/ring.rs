@@ -205,7 +205,7 @@ impl Store {
         let seg = self.seg;
         let loc = if interned(&b) {
             if self.stacks.as_ref().is_none_or(|s| s.0 != seg) {
-                let f = File::create(self.stacks_path(seg))?;
+                let f = crate::private::create_private(&self.stacks_path(seg))?;
                 self.stacks = Some((seg, f, 0));
             }
             let Some((_, f, len)) = self.stacks.as_mut() else {
@@ -220,7 +220,7 @@ impl Store {
             if self.chunk.as_ref().is_none_or(|c| c.2 >= self.chunk_size) {
                 let id = self.next_chunk;
                 self.next_chunk += 1;
-                let f = File::create(self.chunk_path(id))?;
+                let f = crate::private::create_private(&self.chunk_path(id))?;
                 self.chunk = Some((id, f, 0));
             }
             let Some((id, f, len)) = self.chunk.as_mut() else {
@@ -453,13 +453,13 @@ pub type RingSink = SplicedSink<RingStore>;
 impl SplicedSink<RingStore> {
     /// A ring writing its trace to `path` when finished, keeping about `budget` bytes; its
     /// chunks live in `<path>.ring/` meanwhile. The file is created (empty) now, so an
-    /// unwritable path fails here.
+    /// unwritable path fails here; it, the folder and the chunks are owner-only (0600, 0700).
     pub fn create(path: &Path, budget: u64) -> Result<RingSink> {
-        File::create(path).map_err(|e| Error::output(path, e))?;
+        crate::private::create_private(path).map_err(|e| Error::output(path, e))?;
         let mut dir = path.as_os_str().to_owned();
         dir.push(".ring");
         let dir = PathBuf::from(dir);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::output(&dir, e))?;
+        crate::private::create_private_dir(&dir).map_err(|e| Error::output(&dir, e))?;
         Ok(SplicedSink::with_output(
             path,
             RingStore {
@@ -564,7 +564,7 @@ impl SpliceOutput for RingStore {
         let whole = s.whole();
         let mut store = s.into_inner().map_err(err)?;
         let closed_by_clrspy = (!whole.ended).then_some(store.store.cur.len() as u64);
-        let file = File::create(path).map_err(err)?;
+        let file = crate::private::create_private(path).map_err(err)?;
         let mut out = io::BufWriter::new(file);
         let r = store.store.assemble(&mut out).and_then(|n| {
             let f = out.into_inner().map_err(|e| e.into_error())?;

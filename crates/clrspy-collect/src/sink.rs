@@ -208,9 +208,10 @@ impl<O: SpliceOutput> ByteSink for SplicedSink<O> {
 pub type FileSink = SplicedSink<StagedFile>;
 
 impl SplicedSink<StagedFile> {
-    /// Creates (or truncates) the file at `path`.
+    /// Creates (or truncates) the file at `path`, owner-only (0600, an existing file's mode
+    /// narrowed: a trace holds the process's names, URLs and messages).
     pub fn create(path: &Path) -> Result<FileSink> {
-        let file = File::create(path).map_err(|e| Error::output(path, e))?;
+        let file = crate::private::create_private(path).map_err(|e| Error::output(path, e))?;
         Ok(SplicedSink::with_output(path, StagedFile::new(file)))
     }
 }
@@ -340,6 +341,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.nettrace");
         let mut sink = FileSink::create(&path).unwrap();
+        // Owner-only, whatever the umask.
+        let mode = std::os::unix::fs::PermissionsExt::mode(&path.metadata().unwrap().permissions());
+        assert_eq!(mode & 0o777, crate::private::FILE_MODE);
         for piece in data.chunks(1000) {
             sink.write(piece).unwrap();
             sink.flush().unwrap();

@@ -47,10 +47,7 @@ pub struct PackageSummary {
     pub bytes: u64,
 }
 
-/// Creates (or truncates) `path` for writing, owner-only (0600, an existing file narrowed);
-/// and creates a folder with its missing parents owner-only (0700): clrspy-collect's, the
-/// one owner of owner-only files.
-pub use clrspy_collect::private::{create_private as write_private, create_private_dir};
+use clrspy_collect::private::{create_private, create_private_dir};
 
 /// Turns `staging` into the bundle at `out`: lists every regular file (a file `manifest` does
 /// not name gets an entry described from its path; an entry whose file is missing is an
@@ -173,7 +170,7 @@ fn write_with(
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), (PathBuf, io::Error)> {
     let run = || -> io::Result<()> {
-        let mut w = BufWriter::new(write_private(path)?);
+        let mut w = BufWriter::new(create_private(path)?);
         body(&mut w)?;
         w.into_inner().map_err(|e| e.into_error())?.sync_all()
     };

@@ -59,17 +59,36 @@ pub fn enforce_budget(
     Ok(removed)
 }
 
-/// Bytes held by the files directly in `dir`.
+/// How far down [`folder_bytes`] walks.
+const MAX_DEPTH: usize = 4;
+
+/// What the files under `dir` take, its folders' too (a ring's chunks, a bundle's staging, the
+/// agent's operations): each file's length, or its blocks on the disk when fewer (a stream's
+/// spool that gave its sent bytes back is sparse). Symbolic links are not followed and the
+/// walk stops four folders down. A missing folder holds nothing.
 pub fn folder_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|es| {
-            es.flatten()
-                .filter_map(|e| e.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
+    fn walk(dir: &Path, depth: usize) -> u64 {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut sum = 0u64;
+        for e in entries.flatten() {
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_file() {
+                #[cfg(unix)]
+                let on_disk = std::os::unix::fs::MetadataExt::blocks(&m).saturating_mul(512);
+                #[cfg(not(unix))]
+                let on_disk = m.len();
+                sum = sum.saturating_add(m.len().min(on_disk));
+            } else if m.is_dir() && depth < MAX_DEPTH {
+                sum = sum.saturating_add(walk(&e.path(), depth + 1));
+            }
+        }
+        sum
+    }
+    walk(dir, 0)
 }
 
 #[cfg(test)]
@@ -105,5 +124,22 @@ mod tests {
         assert_eq!(removed.len(), 1);
         assert!(p("c").exists() && !p("d").exists());
         assert!(enforce_budget(&p("missing"), 1, 0, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_folder_counts_its_folders_and_no_link() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
+        std::fs::write(d.join("a"), vec![1u8; 1000]).unwrap();
+        std::fs::create_dir_all(d.join("x/y")).unwrap();
+        std::fs::write(d.join("x/y/b"), vec![2u8; 24]).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", d.join("link")).unwrap();
+        assert_eq!(folder_bytes(d), 1024);
+        assert_eq!(folder_bytes(&d.join("missing")), 0);
+        // Five folders down is past the walk.
+        std::fs::create_dir_all(d.join("1/2/3/4/5")).unwrap();
+        std::fs::write(d.join("1/2/3/4/5/deep"), vec![3u8; 10]).unwrap();
+        std::fs::write(d.join("1/2/3/4/near"), vec![3u8; 10]).unwrap();
+        assert_eq!(folder_bytes(d), 1034);
     }
 }

@@ -232,13 +232,15 @@ pub struct DecisionLog {
 }
 
 impl DecisionLog {
-    /// Opens (appends to) `decisions.jsonl` in `dir`.
-    pub fn open(dir: &Path) -> std::io::Result<DecisionLog> {
+    /// Opens (appends to) `decisions.jsonl` in `dir` with `open`, which creates it when missing
+    /// and gives a file to append to: the caller's owner-only opener (clrspy-collect's
+    /// `private::append_private`; this crate writes no file modes of its own).
+    pub fn open(
+        dir: &Path,
+        open: impl FnOnce(&Path) -> std::io::Result<std::fs::File>,
+    ) -> std::io::Result<DecisionLog> {
         let path = dir.join("decisions.jsonl");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
+        let file = open(&path)?;
         Ok(DecisionLog {
             path,
             file: Some(file),
@@ -278,7 +280,13 @@ mod tests {
     #[test]
     fn lines_are_json_with_only_what_applies() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = DecisionLog::open(dir.path()).unwrap();
+        let append = |p: &Path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+        };
+        let mut log = DecisionLog::open(dir.path(), append).unwrap();
         let mut d = Decision::new(DecisionKind::ActionDone);
         d.pid = Some(42);
         d.process = Some("web".into());

@@ -60,7 +60,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Failure> {
     let (pid, label) = match (&args.target.process_id, args.target.command.is_empty()) {
         // Any process: no diagnostics endpoint needed.
         (Some(pid), _) => {
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            if !diagnostics_client::procfs::alive(*pid) {
                 return Err(Failure::new(format!("no process {pid}")));
             }
             (*pid, format!("pid {pid}"))

@@ -20,8 +20,9 @@ use diagnostics_client::Endpoint;
 
 use crate::admission::MIN_FREE;
 use crate::limits::{admit_or_skip, file_for, keep_budget, say_disk_full};
-use crate::procfs::{age_ms, free_bytes};
+use crate::procfs::age_ms;
 use crate::state::{track, untrack, WatchState};
+use clrspy_collect::disk::free_bytes;
 use clrspy_rules::{BundleAction, BundleExtra, BundleLogLevel};
 use clrspy_rules::{Decision, DecisionKind, ProcessFacts, Rule};
 
@@ -364,7 +365,9 @@ mod tests {
     fn a_bundle_that_kept_nothing_is_given_back() {
         let dir = tempfile::tempdir().unwrap();
         let set = bundle_rule("{}");
-        let log = clrspy_rules::DecisionLog::open(dir.path()).unwrap();
+        let log =
+            clrspy_rules::DecisionLog::open(dir.path(), clrspy_collect::private::append_private)
+                .unwrap();
         let state = WatchState::new(
             dir.path(),
             bundle_rule("{}"),

@@ -5,12 +5,11 @@
 //! The choosing is pure ([`match_rules`], [`actions_of`], [`seen_detail`]); the rest reads
 //! `/proc` and logs.
 
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use diagnostics_client::Endpoint;
+use diagnostics_client::{procfs, Endpoint};
 
 use crate::bundle::act_bundle;
 use crate::children::{ancestors, via_parent};
@@ -163,7 +162,7 @@ pub(crate) fn on_new_process(state: &Arc<WatchState>, ep: Endpoint) {
     }
     let info = diagnostics_client::process_info(&ep, Duration::from_millis(1500)).ok();
     let facts = ProcessFacts::read(ep.pid, info.and_then(|i| i.entrypoint_assembly));
-    if facts.comm.is_empty() && !Path::new(&format!("/proc/{}", ep.pid)).exists() {
+    if facts.comm.is_empty() && !procfs::alive(ep.pid) {
         let mut d = Decision::new(DecisionKind::Gone);
         d.pid = Some(ep.pid);
         d.detail = Some("the process ended before its rules could be applied".into());
@@ -331,7 +330,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path();
         let set = rules(SET);
-        let log = clrspy_rules::DecisionLog::open(out).unwrap();
+        let log =
+            clrspy_rules::DecisionLog::open(out, clrspy_collect::private::append_private).unwrap();
         let state = WatchState::new(
             out,
             rules(SET),

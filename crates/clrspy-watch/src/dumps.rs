@@ -22,9 +22,10 @@ use crate::gate::RuleGate;
 use crate::limits::{
     admit_or_skip, file_for, keep_budget, say_disk_full, say_dump, BudgetWatch, DUMP_TIMEOUT,
 };
-use crate::procfs::{age_ms, free_bytes};
+use crate::procfs::age_ms;
 use crate::state::{track, untrack, WatchState};
 use crate::trace::stop_words;
+use clrspy_collect::disk::free_bytes;
 use clrspy_rules::Compression;
 use clrspy_rules::ProcessFacts;
 use clrspy_rules::RuleSet;

@@ -177,7 +177,8 @@ mod tests {
     /// A watch's state writing to `out`, with `rules` (JSON).
     fn shared(out: &std::path::Path, rules: &str) -> Arc<WatchState> {
         let rules = RuleSet::parse(rules, clrspy_rules::Syntax::Json).unwrap();
-        let log = clrspy_rules::DecisionLog::open(out).unwrap();
+        let log =
+            clrspy_rules::DecisionLog::open(out, clrspy_collect::private::append_private).unwrap();
         Arc::new(WatchState::new(
             out,
             rules,

@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use crate::admission::MIN_FREE;
 use crate::limits::{admit_or_skip, file_for, keep_budget, say_disk_full};
-use crate::procfs::{age_ms, free_bytes};
+use crate::procfs::age_ms;
 use crate::state::{track, untrack, WatchState};
+use clrspy_collect::disk::free_bytes;
 use clrspy_rules::{Decision, DecisionKind, HeapAction, ProcessFacts, Rule};
 
 /// The log's name of the action.

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use clrspy_collect::{Progress, RunObserver, Started, StopSignal};
 
 use crate::admission::{admission, admit, disk_full, Admission, AdmissionInput};
-use crate::procfs::free_bytes;
 use crate::state::WatchState;
+use clrspy_collect::disk::free_bytes;
 use clrspy_rules::ProcessFacts;
 use clrspy_rules::{enforce_budget, folder_bytes, RuleState};
 use clrspy_rules::{Decision, DecisionKind};

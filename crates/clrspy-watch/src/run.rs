@@ -124,7 +124,8 @@ pub fn watch_with_view(
         source,
     };
     clrspy_collect::private::create_private_dir(&opts.out).map_err(|e| out_err(&opts.out, e))?;
-    let log = DecisionLog::open(&opts.out).map_err(|e| out_err(&opts.out, e))?;
+    let log = DecisionLog::open(&opts.out, clrspy_collect::private::append_private)
+        .map_err(|e| out_err(&opts.out, e))?;
     let state = Arc::new(WatchState::new(
         &opts.out,
         rules,

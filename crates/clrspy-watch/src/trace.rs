@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clrspy_collect::kernel::SamplerChoice;
 use clrspy_collect::trigger::{Triggers, DEFAULT_AFTER};
@@ -210,7 +210,7 @@ fn run_trace(
     route: TraceRoute,
     observer: &mut BudgetWatch<'_>,
 ) -> clrspy_collect::Result<Summary> {
-    let thread_cpu = Some(Duration::from_millis(20));
+    let thread_cpu = Some(clrspy_collect::procstat::THREAD_CPU_INTERVAL);
     let duration = t.duration.map(|d| d.0);
     let ring = t.ring_mb.map(|m| u64::from(m) << 20);
     let live = || LiveFeeds {

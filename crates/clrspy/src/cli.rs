@@ -46,6 +46,18 @@ fn name_pattern(s: &str) -> Result<NamePattern, String> {
     NamePattern::new(s).map_err(|e| e.to_string())
 }
 
+/// `--thread-cpu-interval`'s default as clap shows and parses it: clrspy-collect's
+/// `THREAD_CPU_INTERVAL`, in milliseconds.
+fn thread_cpu_default() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{}ms",
+            clrspy_collect::procstat::THREAD_CPU_INTERVAL.as_millis()
+        )
+    })
+}
+
 /// A duration more than zero (clrspy-values' grammar: `250ms`, `5s`, `2m`, `1h`; a bare number
 /// is seconds).
 fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -559,9 +571,9 @@ pub struct RecordArgs {
     /// Do not record a stack with each event (smaller traces; .NET 6+).
     #[arg(long)]
     pub no_stacks: bool,
-    /// How often to read each thread's CPU time from /proc into the trace (Linux), e.g. 20ms
+    /// How often to read each thread's CPU time from /proc into the trace (Linux), e.g. 50ms
     /// (with the kernel sampler at least 100ms: its samples measure CPU already).
-    #[arg(long, value_name = "TIME", default_value = "20ms", value_parser = positive_duration)]
+    #[arg(long, value_name = "TIME", default_value = thread_cpu_default(), value_parser = positive_duration)]
     pub thread_cpu_interval: std::time::Duration,
     /// Do not record thread CPU times.
     #[arg(long)]
@@ -833,7 +845,10 @@ mod tests {
         assert_eq!(a.target.process_id, Some(1));
         let d = record(&["-p", "1"]).unwrap();
         assert_eq!((d.buffer_size, d.dump_type.text.as_str()), (256, "mini"));
-        assert_eq!(d.thread_cpu_interval, Duration::from_millis(20));
+        assert_eq!(
+            d.thread_cpu_interval,
+            clrspy_collect::procstat::THREAD_CPU_INTERVAL
+        );
         assert_eq!(
             record(&["-p", "1", "--buffer-size", "64"])
                 .unwrap()

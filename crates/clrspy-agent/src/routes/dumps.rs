@@ -1,13 +1,12 @@
-//! OWNER: agent-ops. `GET /dump?pid|uid|name&type=mini|heap|triage|full` (a core dump,
-//! gzip-compressed as the runtime writes it) and `GET /gcdump?pid|uid|name` (a heap snapshot,
-//! `.gcdump`). Each is an operation (see [`crate::operations`]) run as a child process of the
-//! clrspy binary (`clrspy dump`, `clrspy gcdump`) writing into the operation's own folder, so
-//! that a huge heap's graph never lives in the agent and cancelling is killing the child. By
-//! default the request waits and the finished file is streamed back, then deleted (a client
-//! that goes away cancels the work); with `mode=operation` the answer is at once: 202 Accepted,
-//! `Location: /operations/{id}` and the operation. Bounded by `limits.concurrent.dumps` /
-//! `gcdumps` (one per process at a time, else 429), the disk budget (507) and their own time
-//! limit, not `limits.request_timeout`.
+//! `GET /dump?pid|uid|name&type=mini|heap|triage|full` (a core dump, gzip-compressed as the runtime
+//! writes it) and `GET /gcdump?pid|uid|name` (a heap snapshot, `.gcdump`). Each is an operation
+//! (see [`crate::operations`]) run as a child process of the clrspy binary (`clrspy dump`, `clrspy
+//! gcdump`) writing into the operation's own folder, so that a huge heap's graph never lives in the
+//! agent and cancelling is killing the child. By default the request waits and the finished file is
+//! streamed back, then deleted (a client that goes away cancels the work); with `mode=operation`
+//! the answer is at once: 202 Accepted, `Location: /operations/{id}` and the operation. Bounded by
+//! `limits.concurrent.dumps` / `gcdumps` (one per process at a time, else 429), the disk budget
+//! (507) and their own time limit, not `limits.request_timeout`.
 
 use std::ffi::OsString;
 use std::time::Duration;

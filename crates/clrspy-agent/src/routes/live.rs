@@ -1,11 +1,11 @@
-//! OWNER: agent-streams. Live JSON lines: `GET /counters?pid=N&counters=SPEC&interval=1s
-//! &duration=..` (one object per reading, as `clrspy counters collect --format jsonl` writes
-//! them) and `GET /logs?pid=N&level=Information&filter=SPECS&duration=..` (NDJSON as `clrspy
-//! logs --json` writes it, secrets in messages, arguments, scopes and exceptions masked as the
-//! bundle masks them). Each session (clrspy-live's; counters with a 1 MB buffer in the target,
-//! logs with clrspy-live's 16 MB) runs on a blocking thread and writes its lines to a spool the response follows: a slow client never
-//! holds the session's pump, and no line is lost. They run until `duration` (at most an hour),
-//! the process's end, or the client going away. One of a kind per process,
+//! Live JSON lines: `GET /counters?pid=N&counters=SPEC&interval=1s &duration=..` (one object per
+//! reading, as `clrspy counters collect --format jsonl` writes them) and `GET
+//! /logs?pid=N&level=Information&filter=SPECS&duration=..` (NDJSON as `clrspy logs --json` writes
+//! it, secrets in messages, arguments, scopes and exceptions masked as the bundle masks them). Each
+//! session (clrspy-live's; counters with a 1 MB buffer in the target, logs with clrspy-live's 16
+//! MB) runs on a blocking thread and writes its lines to a spool the response follows: a slow
+//! client never holds the session's pump, and no line is lost. They run until `duration` (at most
+//! an hour), the process's end, or the client going away. One of a kind per process,
 //! `limits.concurrent.streams` at once.
 
 use std::io::Write;
@@ -267,7 +267,7 @@ async fn serve(
     // The agent stopping ends the stream: its lines so far are sent, then the body ends.
     state.drain.stream(&stop);
     let (tx, rx) = oneshot::channel();
-    let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
+    let (stop2, folder, ops) = (stop.clone(), state.folder.clone(), state.operations.clone());
     let name = if kind == Kind::Logs {
         "agent-logs"
     } else {
@@ -276,7 +276,7 @@ async fn serve(
     // Up to an hour of a session: on a thread of its own.
     spawn_thread(name, move || {
         let _admission = admission;
-        run(&folder, &budget, pid, kind, attach, &stop2, tx);
+        run(&folder, &ops, pid, kind, attach, &stop2, tx);
     })?;
     respond(rx, stop, "application/x-ndjson", None).await
 }
@@ -284,7 +284,7 @@ async fn serve(
 /// The session's thread: attaches, hands the spool over, writes its lines until it ends.
 fn run(
     folder: &Path,
-    budget: &crate::artifact::Budget,
+    operations: &crate::operations::Operations,
     pid: u32,
     kind: Kind,
     attach: Attach,
@@ -304,7 +304,7 @@ fn run(
     } else {
         "counters"
     };
-    let spool = match new_spool(folder, budget, what, pid, "jsonl", 0) {
+    let spool = match new_spool(folder, operations, what, pid, "jsonl", 0) {
         Ok(s) => s,
         Err(e) => {
             let _ = started.send(Err(e));

@@ -1,9 +1,9 @@
-//! OWNER: agent-ops. `/operations`: the long-running actions (dumps, heap snapshots) started
-//! with `mode=operation` — `GET /operations` (newest first), `GET /operations/{id}` (its
-//! state), `GET /operations/{id}/result` (its file, streamed from disk), `DELETE
-//! /operations/{id}` (cancels a running one: 202; forgets an ended one and deletes its file:
-//! 204). Ids are checked (32 hex digits, else 400) before they are looked up (unknown: 404).
-//! Also the file streaming `/dump` and `/gcdump` answer with.
+//! `/operations`: the long-running actions (dumps, heap snapshots) started with `mode=operation` —
+//! `GET /operations` (newest first), `GET /operations/{id}` (its state), `GET
+//! /operations/{id}/result` (its file, streamed from disk), `DELETE /operations/{id}` (cancels a
+//! running one: 202; forgets an ended one and deletes its file: 204). Ids are checked (32 hex
+//! digits, else 400) before they are looked up (unknown: 404). Also the file streaming `/dump` and
+//! `/gcdump` answer with.
 
 use std::path::Path;
 use std::pin::Pin;

@@ -1,10 +1,10 @@
-//! OWNER: agent-pprof. The continuous-profiling pull routes Go programs serve and Pyroscope,
-//! Parca and Grafana Alloy scrape: `GET /debug/pprof/profile?seconds=N` (CPU) and
-//! `GET /debug/pprof/allocs?seconds=N` (allocations), gzip pprof as
-//! `application/octet-stream`. The process is `pid` (or `uid`, `name`), or the only .NET process
-//! visible. Recording runs on a blocking thread under the `profiles` limit, one pull of a kind
-//! per process; a client that goes away stops it. These routes record for up to
-//! [`MAX_SECONDS`] s, so they carry their own time bound instead of the request timeout.
+//! The continuous-profiling pull routes Go programs serve and Pyroscope, Parca and Grafana Alloy
+//! scrape: `GET /debug/pprof/profile?seconds=N` (CPU) and `GET /debug/pprof/allocs?seconds=N`
+//! (allocations), gzip pprof as `application/octet-stream`. The process is `pid` (or `uid`,
+//! `name`), or the only .NET process visible. Recording runs on a blocking thread under the
+//! `profiles` limit, one pull of a kind per process; a client that goes away stops it. These routes
+//! record for up to [`MAX_SECONDS`] s, so they carry their own time bound instead of the request
+//! timeout.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,11 +1,10 @@
-//! OWNER: rules. `GET /reports?pid=N|uid=U|name=X&kind=K[,K]&seconds=S`: a few seconds of
-//! the process recorded with what the reports need, analysed, and answered as
-//! `{"pid": .., "seconds": .., "reports": {"cpu": {..}, ..}}` — each report's JSON as `clrspy
-//! report TRACE KIND --json` writes it. The kinds are the report registry's (unknown: 400
-//! listing them; absent: `summary`); `seconds` defaults to 10, at most 300. Recording runs on
-//! a blocking thread under the `profiles` limit (shared with the pprof pulls), one `/reports`
-//! per process at a time; a client that goes away stops it. Like the pprof routes it carries
-//! its own time bound instead of the request timeout.
+//! `GET /reports?pid=N|uid=U|name=X&kind=K[,K]&seconds=S`: a few seconds of the process recorded
+//! with what the reports need, analysed, and answered as `{"pid": .., "seconds": .., "reports":
+//! {"cpu": {..}, ..}}` — each report's JSON as `clrspy report TRACE KIND --json` writes it. The
+//! kinds are the report registry's (unknown: 400 listing them; absent: `summary`); `seconds`
+//! defaults to 10, at most 300. Recording runs on a blocking thread under the `profiles` limit
+//! (shared with the pprof pulls), one `/reports` per process at a time; a client that goes away
+//! stops it. Like the pprof routes it carries its own time bound instead of the request timeout.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,10 +1,10 @@
-//! OWNER: rules. The watcher inside the agent, read through its view: `GET /rules` (every
-//! rule: its actions, state — `running`, `acting`, `throttled`, `finished` — with why, and its
-//! counts), `GET /rules/{name}`, `GET /rules/{name}/log?limit=N` (its recent decisions,
-//! oldest first, as the decisions log writes them, plus the processes its match did not hold
-//! for) and `POST /rules/reload` (read the rules file again; a bad file keeps the rules in
-//! force and says so in `/rules`). Rule names are checked as names (else 400); an unknown
-//! one is a 404. No rules configured: `/rules` answers `{"rules": [], "enabled": false}`.
+//! The watcher inside the agent, read through its view: `GET /rules` (every rule: its actions,
+//! state — `running`, `acting`, `throttled`, `finished` — with why, and its counts), `GET
+//! /rules/{name}`, `GET /rules/{name}/log?limit=N` (its recent decisions, oldest first, as the
+//! decisions log writes them, plus the processes its match did not hold for) and `POST
+//! /rules/reload` (read the rules file again; a bad file keeps the rules in force and says so in
+//! `/rules`). Rule names are checked as names (else 400); an unknown one is a 404. No rules
+//! configured: `/rules` answers `{"rules": [], "enabled": false}`.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

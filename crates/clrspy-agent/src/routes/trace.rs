@@ -1,10 +1,10 @@
-//! OWNER: agent-streams. `GET /trace?pid=N&duration=30s&profile=cpu|providers=SPEC` and `POST
-//! /trace?pid=N&duration=30s` with dotnet-monitor's provider body: a .nettrace streamed as it
-//! is recorded. The recording runs as `clrspy record` runs one (clrspy-live's recording, with
-//! thread CPU readings) on a blocking thread into a spool in the agent's folder; the response
-//! follows the spool (a slow client never holds the recording up) and ends when the recording
-//! finished (rundown included) and every byte was sent. A client that goes away stops the
-//! recording. One trace per process, `limits.concurrent.traces` at once.
+//! `GET /trace?pid=N&duration=30s&profile=cpu|providers=SPEC` and `POST /trace?pid=N&duration=30s`
+//! with dotnet-monitor's provider body: a .nettrace streamed as it is recorded. The recording runs
+//! as `clrspy record` runs one (clrspy-live's recording, with thread CPU readings) on a blocking
+//! thread into a spool in the agent's folder; the response follows the spool (a slow client never
+//! holds the recording up) and ends when the recording finished (rundown included) and every byte
+//! was sent. A client that goes away stops the recording. One trace per process,
+//! `limits.concurrent.traces` at once.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -22,10 +22,10 @@ use diagnostics_client::{Endpoint, Provider, SessionConfig, DEFAULT_RUNDOWN_KEYW
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
-use crate::artifact::Budget;
 use crate::audit::Subject;
 use crate::error::ApiError;
 use crate::limits::{spawn_thread, Kind};
+use crate::operations::Operations;
 use crate::params::{self, Query};
 use crate::select::Selector;
 use crate::spool::{self, Spool};
@@ -35,8 +35,6 @@ use crate::state::AppState;
 pub const MAX_DURATION: Duration = Duration::from_secs(3600);
 /// A trace's length when the request names none (as dotnet-monitor).
 const DEFAULT_DURATION: Duration = Duration::from_secs(30);
-/// Thread CPU readings, as `clrspy record` takes them by default.
-const THREAD_CPU_INTERVAL: Duration = Duration::from_millis(20);
 /// The runtime's buffer for a trace when the request names none, MB.
 const DEFAULT_BUFFER_MB: u32 = 256;
 /// The largest buffer a request may ask for, MB (the runtime allocates it in the target).
@@ -333,21 +331,16 @@ async fn post_trace(
 }
 
 /// A spool in the agent's folder (blocking: the folder is measured), its budget what the
-/// agent's disk budget still has room for (none: 507).
+/// agent's disk budget (held by `operations`) still has room for (none: 507).
 pub(super) fn new_spool(
     folder: &Path,
-    budget: &Budget,
+    operations: &Operations,
     kind: &str,
     pid: u32,
     ext: &str,
     hold_back: u64,
 ) -> Result<Spool, ApiError> {
-    let room = budget
-        .room(
-            crate::artifact::folder_bytes(folder),
-            crate::artifact::free_bytes(folder),
-        )
-        .map_err(|m| ApiError::new(StatusCode::INSUFFICIENT_STORAGE, m))?;
+    let room = operations.spool_room()?;
     Spool::create(folder, &spool::name(kind, pid, ext), hold_back, room)
         .map_err(|e| ApiError::internal(format!("the agent's folder: {e}")))
 }
@@ -411,11 +404,11 @@ async fn start(
     // The agent stopping ends the recording as Ctrl+C does: with its rundown, whole.
     state.drain.stream(&stop);
     let (tx, rx) = oneshot::channel();
-    let (stop2, folder, budget) = (stop.clone(), state.folder.clone(), state.budget);
+    let (stop2, folder, ops) = (stop.clone(), state.folder.clone(), state.operations.clone());
     // Up to an hour of recording: on a thread of its own.
     spawn_thread("agent-trace", move || {
         let _admission = admission;
-        record(&folder, &budget, endpoint, pid, ask, &stop2, tx);
+        record(&folder, &ops, endpoint, pid, ask, &stop2, tx);
     })?;
     let filename = format!(
         "attachment; filename=\"{pid}-{}.nettrace\"",
@@ -427,7 +420,7 @@ async fn start(
 /// Records into a spool (blocking), handing it over through `started` once recording.
 fn record(
     folder: &Path,
-    budget: &Budget,
+    operations: &Operations,
     endpoint: Option<Endpoint>,
     pid: u32,
     ask: TraceAsk,
@@ -445,7 +438,7 @@ fn record(
         Ok(ep) => ep,
         Err(e) => return starting.fail(e),
     };
-    let spool = match new_spool(folder, budget, "trace", pid, "nettrace", MARKER_BYTES) {
+    let spool = match new_spool(folder, operations, "trace", pid, "nettrace", MARKER_BYTES) {
         Ok(s) => s,
         Err(e) => return starting.fail(e),
     };
@@ -477,7 +470,7 @@ fn record(
     let spec = RunSpec {
         output: Some(writer.path().to_path_buf()),
         duration: Some(ask.duration),
-        thread_cpu: Some(THREAD_CPU_INTERVAL),
+        thread_cpu: Some(clrspy_collect::procstat::THREAD_CPU_INTERVAL),
         stop,
         child_stdout: ChildOutput::Inherit,
     };

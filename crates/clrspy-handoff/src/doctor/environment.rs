@@ -102,7 +102,7 @@ impl Environment {
                 .and_then(|n| i32::try_from(n).ok()),
             kernel_sampler: probe_kernel_sampler(pid.unwrap_or_else(std::process::id)),
             output_dir: dir.display().to_string(),
-            free_disk_bytes: free_bytes(dir),
+            free_disk_bytes: clrspy_collect::disk::free_bytes(dir),
             target: pid.map(|p| target_access(p, is_root)),
         }
     }
@@ -160,34 +160,6 @@ fn effective_uid() -> Option<u32> {
     }
 }
 
-/// Free bytes for an unprivileged writer on the file system holding `dir` (or its nearest
-/// existing parent).
-pub fn free_bytes(dir: &Path) -> Option<u64> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        let existing = dir.ancestors().find(|p| p.exists())?;
-        let c = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
-        // SAFETY: statvfs is plain data; the call fills it and returns 0 on success.
-        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-            return None;
-        }
-        #[allow(clippy::unnecessary_cast)]
-        (s.f_bavail as u64).checked_mul(s.f_frsize as u64)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,7 +191,5 @@ mod tests {
         assert!(t.same_user && !t.diagnostics_socket && !t.can_attach);
         assert!(t.rss_bytes.is_some_and(|r| r > 0));
         assert!(t.container.is_none());
-        // A folder not made yet: its nearest parent's file system.
-        assert!(free_bytes(&dir.join("not/yet/made")).is_some());
     }
 }

@@ -182,5 +182,5 @@ fn gc_heap(rows: &[CounterRow]) -> Option<(u64, u64)> {
 }
 
 fn open_w(p: &Path) -> Result<File, HandoffError> {
-    crate::package::write_private(p).map_err(|e| HandoffError::io(p, e))
+    clrspy_collect::private::create_private(p).map_err(|e| HandoffError::io(p, e))
 }

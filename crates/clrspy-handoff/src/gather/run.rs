@@ -425,7 +425,6 @@ fn window(
     };
     extras.finish();
     let outcome = outcome.map_err(|e| HandoffError::Other(e.to_string()))?;
-    side::set_private(&trace);
     Ok((outcome, metrics, seen))
 }
 

@@ -3,7 +3,6 @@
 //! every thread's stack before it, a dump after it, the target's environment.
 
 use std::collections::VecDeque;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -92,7 +91,7 @@ fn sample(pid: u32, stop: &AtomicBool) -> MetricsRun {
             }
             Ok(None) => {}
             Err(e) => {
-                if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                if diagnostics_client::procfs::alive(pid) {
                     run.error = Some(e.to_string());
                 }
                 break;
@@ -128,7 +127,8 @@ pub(crate) fn write_metrics(
         "metrics/metrics.csv",
         "system and process metrics every second (CSV)",
     )?;
-    let file = crate::package::write_private(&path).map_err(|e| HandoffError::io(&path, e))?;
+    let file =
+        clrspy_collect::private::create_private(&path).map_err(|e| HandoffError::io(&path, e))?;
     let mut csv = MetricsCsv::new(std::io::BufWriter::new(file));
     for row in run.rows.iter_mut() {
         while i < gc_heap.len() && gc_heap[i].0 <= row.unix_ms {
@@ -168,7 +168,6 @@ pub(crate) fn heap_snapshot(
     let taken =
         clrspy_live::heap::take(endpoint, &path, Duration::from_secs(120), stop, &mut lines)
             .map_err(|e| HandoffError::Other(format!("heap snapshot: {e}")))?;
-    set_private(&path);
     Ok(HeapModel::new(taken.dump.graph))
 }
 
@@ -219,12 +218,5 @@ pub(crate) fn dump(endpoint: &Endpoint, staging: &mut Staging) -> Result<u64, Ha
     };
     let r = clrspy_collect::write_dump_file(endpoint, endpoint.pid, &path, &spec)
         .map_err(|e| HandoffError::Other(format!("dump: {e}")))?;
-    set_private(&path);
     Ok(r.file_bytes)
-}
-
-/// Owner-only, for a file another writer (the runtime, createdump) made.
-pub(crate) fn set_private(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
 }

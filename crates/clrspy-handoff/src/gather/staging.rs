@@ -27,7 +27,8 @@ impl Staging {
             std::process::id(),
             unix_ms()
         ));
-        crate::package::create_private_dir(&root).map_err(|e| HandoffError::io(&root, e))?;
+        clrspy_collect::private::create_private_dir(&root)
+            .map_err(|e| HandoffError::io(&root, e))?;
         Ok(Staging {
             root,
             files: Vec::new(),
@@ -43,7 +44,8 @@ impl Staging {
     pub fn create(&mut self, rel: &str, what: &str) -> Result<PathBuf, HandoffError> {
         let path = self.root.join(rel);
         if let Some(parent) = path.parent() {
-            crate::package::create_private_dir(parent).map_err(|e| HandoffError::io(parent, e))?;
+            clrspy_collect::private::create_private_dir(parent)
+                .map_err(|e| HandoffError::io(parent, e))?;
         }
         self.files.retain(|f| f.path != rel);
         self.files.push(FileEntry {
@@ -62,7 +64,8 @@ impl Staging {
         body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     ) -> Result<(), HandoffError> {
         let path = self.create(rel, what)?;
-        let file = crate::package::write_private(&path).map_err(|e| HandoffError::io(&path, e))?;
+        let file = clrspy_collect::private::create_private(&path)
+            .map_err(|e| HandoffError::io(&path, e))?;
         let mut w = BufWriter::new(file);
         body(&mut w)
             .and_then(|()| w.flush())

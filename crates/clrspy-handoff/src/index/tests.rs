@@ -6,8 +6,9 @@ use std::process::Command;
 
 use super::*;
 use crate::manifest::Manifest;
+use crate::package::finish;
 use crate::package::tests::{sample_manifest, sample_staging};
-use crate::package::{create_private_dir, finish};
+use clrspy_collect::private::create_private_dir;
 
 fn page(m: &Manifest, staging: &Path) -> String {
     let mut out = Vec::new();

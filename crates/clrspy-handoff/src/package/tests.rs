@@ -361,7 +361,7 @@ fn private_helpers_set_owner_only_modes() {
     let f = nested.join("x");
     fs::write(&f, b"old").unwrap();
     fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
-    write_private(&f).unwrap();
+    create_private(&f).unwrap();
     assert_eq!(
         fs::metadata(&f).unwrap().permissions().mode() & 0o777,
         0o600

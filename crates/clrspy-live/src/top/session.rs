@@ -44,9 +44,6 @@ pub fn session_config() -> SessionConfig {
     }
 }
 
-/// How often the threads' CPU is read (what `record` does by default).
-const THREAD_CPU_INTERVAL: Duration = Duration::from_millis(20);
-
 /// `top`'s session on a process, running on its own thread.
 pub struct TopSession {
     session: LiveSession,
@@ -72,7 +69,7 @@ fn spec(duration: Option<Duration>) -> SessionSpec {
         config: session_config(),
         out: None,
         duration,
-        thread_cpu: Some(THREAD_CPU_INTERVAL),
+        thread_cpu: Some(clrspy_collect::procstat::THREAD_CPU_INTERVAL),
         lossless: false,
     }
 }
