@@ -375,7 +375,16 @@ fn waits_in_libc_are_unwound_to_the_managed_code_that_waited() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("waits.nettrace");
     record(w.1, &trace, "3s", false);
-    let waits = json(&["report", trace.to_str().unwrap(), "waits", "--json"]);
+    // Every native frame shown (by default each run of them is one group: the libc frames
+    // checked here are inside `[runtime: libcoreclr.so]`).
+    let waits = json(&[
+        "report",
+        trace.to_str().unwrap(),
+        "waits",
+        "--json",
+        "--native",
+        "show",
+    ]);
     assert_eq!(waits["kernel_waits"], true, "{waits}");
     let share = |list: &str, method: &str| {
         waits[list]
@@ -412,6 +421,8 @@ fn waits_in_libc_are_unwound_to_the_managed_code_that_waited() {
         "waits",
         "--json",
         "--tree",
+        "--native",
+        "show",
     ]);
     let tree = &tree["tree"];
     let under = under_frame(tree, "libc.so.6!start_thread");
