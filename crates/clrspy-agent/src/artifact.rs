@@ -19,23 +19,23 @@ use sha2::{Digest, Sha256};
 
 /// The free space a job always leaves on the folder's disk (as clrspy-watch's `MIN_FREE`
 /// leaves for its dumps, and more: a dump is written by the runtime as it goes).
-pub const MIN_FREE: u64 = 64 << 20;
+pub(crate) const MIN_FREE: u64 = 64 << 20;
 
 /// How often a running job is looked at (stop asked, budget, time).
 const POLL: Duration = Duration::from_millis(100);
 
 /// The disk budget: the most the agent's folder may hold, and the free space to leave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Budget {
+pub(crate) struct Budget {
     /// The most the folder may hold, bytes (`disk_mb`).
-    pub limit: u64,
+    pub(crate) limit: u64,
     /// The least free space to leave on its disk, bytes.
-    pub min_free: u64,
+    pub(crate) min_free: u64,
 }
 
 impl Budget {
     /// The budget of `disk_mb` MB, leaving [`MIN_FREE`].
-    pub fn from_mb(disk_mb: u64) -> Budget {
+    pub(crate) fn from_mb(disk_mb: u64) -> Budget {
         Budget {
             limit: disk_mb.saturating_mul(1 << 20),
             min_free: MIN_FREE,
@@ -45,7 +45,7 @@ impl Budget {
     /// Whether a job estimated at `estimate` bytes may start while the folder holds `used`,
     /// the jobs under way are estimated at `reserved` together, and the disk has `free`
     /// bytes (None: unknown, not checked). The refusal says why, in bytes and MB.
-    pub fn admits(
+    pub(crate) fn admits(
         &self,
         used: u64,
         reserved: u64,
@@ -85,7 +85,7 @@ impl Budget {
 
     /// What a stream's spool may still grow to while the folder holds `used` and its disk
     /// has `free` bytes (None: unknown), or why nothing (the 507's message).
-    pub fn room(&self, used: u64, free: Option<u64>) -> Result<u64, String> {
+    pub(crate) fn room(&self, used: u64, free: Option<u64>) -> Result<u64, String> {
         let left = self.limit.saturating_sub(used);
         let room = match free {
             Some(f) => left.min(f.saturating_sub(self.min_free)),
@@ -112,7 +112,7 @@ impl Budget {
 
     /// While a job writes: why it must stop (the folder over the budget, the disk too full),
     /// or None.
-    pub fn exceeded(&self, used: u64, free: Option<u64>) -> Option<String> {
+    pub(crate) fn exceeded(&self, used: u64, free: Option<u64>) -> Option<String> {
         if used > self.limit {
             return Some(format!(
                 "the disk budget of {} MB (disk_mb) was exceeded while writing",
@@ -136,17 +136,17 @@ fn mb(bytes: u64) -> u64 {
 
 /// A finished artifact: its file name (ours), size and SHA-256 (lowercase hex).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Artifact {
+pub(crate) struct Artifact {
     /// The file's name, made by the agent.
-    pub name: String,
+    pub(crate) name: String,
     /// Its size, bytes.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Its SHA-256, lowercase hex.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// The size and SHA-256 of the file at `path`, read in blocks.
-pub fn measure(path: &Path) -> std::io::Result<(u64, String)> {
+pub(crate) fn measure(path: &Path) -> std::io::Result<(u64, String)> {
     let mut f = std::fs::File::open(path)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -165,22 +165,22 @@ pub fn measure(path: &Path) -> std::io::Result<(u64, String)> {
 
 /// A job: a program with its arguments, run in its own folder, writing `output` there.
 #[derive(Clone, Debug)]
-pub struct Job {
+pub(crate) struct Job {
     /// The program (the clrspy binary, for the agent's operations).
-    pub program: PathBuf,
+    pub(crate) program: PathBuf,
     /// Its arguments.
-    pub args: Vec<OsString>,
+    pub(crate) args: Vec<OsString>,
     /// The job's own folder (emptied and removed unless the job succeeds).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The file name the job writes in `dir` (the artifact).
-    pub output: String,
+    pub(crate) output: String,
     /// The longest it may run before it is killed.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 /// How a job ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum JobEnd {
+pub(crate) enum JobEnd {
     /// It wrote its artifact.
     Done(Artifact),
     /// It failed: why (the program's last words, or what stopped it).
@@ -194,7 +194,11 @@ pub enum JobEnd {
 /// Runs `job`, looking every 100 ms at `stop` and at `over_budget` (which says why the job
 /// must stop, or None). The program's standard error goes to a file in the job's folder and
 /// its last line is the failure's message. Unless the job succeeds its folder is removed.
-pub fn run(job: &Job, stop: &StopSignal, over_budget: &dyn Fn() -> Option<String>) -> JobEnd {
+pub(crate) fn run(
+    job: &Job,
+    stop: &StopSignal,
+    over_budget: &dyn Fn() -> Option<String>,
+) -> JobEnd {
     let end = run_inner(job, stop, over_budget);
     match &end {
         JobEnd::Done(_) => {

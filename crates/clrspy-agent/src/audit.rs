@@ -36,11 +36,11 @@ use crate::auth::Caller;
 use crate::error::AgentError;
 
 /// The audit log's file name in the agent's folder when the config names none.
-pub const DEFAULT_NAME: &str = "audit.jsonl";
+pub(crate) const DEFAULT_NAME: &str = "audit.jsonl";
 
 /// Where audit lines go.
 #[derive(Debug)]
-pub struct AuditLog {
+pub(crate) struct AuditLog {
     path: PathBuf,
     /// None: lines are kept in memory (tests).
     file: Option<Mutex<File>>,
@@ -49,7 +49,7 @@ pub struct AuditLog {
 
 impl AuditLog {
     /// Opens `path` for appending (created 0600; a missing folder is made 0700).
-    pub fn open(path: &Path) -> Result<AuditLog, AgentError> {
+    pub(crate) fn open(path: &Path) -> Result<AuditLog, AgentError> {
         let fail = |e: std::io::Error| {
             AgentError::Config(format!("the audit log {}: {e}", path.display()))
         };
@@ -65,7 +65,8 @@ impl AuditLog {
     }
 
     /// A log that keeps its lines in memory ([`AuditLog::lines`]).
-    pub fn in_memory() -> AuditLog {
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> AuditLog {
         AuditLog {
             path: PathBuf::new(),
             file: None,
@@ -73,13 +74,9 @@ impl AuditLog {
         }
     }
 
-    /// The file's path (empty for a log in memory).
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The lines written to a log in memory.
-    pub fn lines(&self) -> Vec<serde_json::Value> {
+    #[cfg(test)]
+    pub(crate) fn lines(&self) -> Vec<serde_json::Value> {
         self.kept.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -109,11 +106,11 @@ impl AuditLog {
 /// The process an audited request worked on, as its handler says it ([`Subject::pid`]); an
 /// extractor that never fails (outside an audited route it records nothing).
 #[derive(Clone, Debug, Default)]
-pub struct Subject(Arc<Mutex<Option<u32>>>);
+pub(crate) struct Subject(Arc<Mutex<Option<u32>>>);
 
 impl Subject {
     /// The request works on `pid`.
-    pub fn pid(&self, pid: u32) {
+    pub(crate) fn pid(&self, pid: u32) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(pid);
     }
 
@@ -185,7 +182,11 @@ impl Drop for Unanswered {
 /// The middleware of an audited route: lets the handler name its process, and writes the
 /// line when the response's body ended (or was dropped before it did, or the request was
 /// dropped before it was answered).
-pub async fn record(State(log): State<Arc<AuditLog>>, mut req: Request, next: Next) -> Response {
+pub(crate) async fn record(
+    State(log): State<Arc<AuditLog>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let subject = Subject::default();
     req.extensions_mut().insert(subject.clone());
     let mut unanswered = Unanswered(Some(Pending {

@@ -18,7 +18,7 @@ use crate::jwk::JwtVerifier;
 
 /// The routes open without credentials: the only ones. A route added anywhere else is behind
 /// authentication whether its author thought of it or not. Literal paths (no parameters).
-pub const PUBLIC: &[&str] = &["/health"];
+pub(crate) const PUBLIC: &[&str] = &["/health"];
 
 /// How many hex digits of a key's SHA-256 name it in the audit log: enough to tell a fleet's
 /// keys apart, and only of the hash (which the config holds anyway), never of the key.
@@ -27,11 +27,11 @@ const KEY_ID_HEX: usize = 12;
 /// Who called, as the audit log names them: `key:` and the first hex digits of the key's
 /// SHA-256, `jwt:` and the token's subject, or `open` when no credentials are configured.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Caller(pub String);
+pub(crate) struct Caller(pub String);
 
 /// Who may call the API.
 #[derive(Clone, Debug)]
-pub struct Authenticator {
+pub(crate) struct Authenticator {
     hashes: Vec<[u8; 32]>,
     jwt: Option<JwtVerifier>,
     open: bool,
@@ -39,7 +39,7 @@ pub struct Authenticator {
 
 impl Authenticator {
     /// Accepts keys with these hashes and JWTs this verifier passes.
-    pub fn new(hashes: Vec<[u8; 32]>, jwt: Option<JwtVerifier>) -> Authenticator {
+    pub(crate) fn new(hashes: Vec<[u8; 32]>, jwt: Option<JwtVerifier>) -> Authenticator {
         Authenticator {
             hashes,
             jwt,
@@ -48,7 +48,7 @@ impl Authenticator {
     }
 
     /// Accepts every request (`--insecure` with no credentials configured).
-    pub fn open() -> Authenticator {
+    pub(crate) fn open() -> Authenticator {
         Authenticator {
             hashes: Vec::new(),
             jwt: None,
@@ -57,12 +57,13 @@ impl Authenticator {
     }
 
     /// True when the `Authorization` header carries valid credentials.
-    pub fn allows(&self, authorization: Option<&HeaderValue>) -> bool {
+    #[cfg(test)]
+    pub(crate) fn allows(&self, authorization: Option<&HeaderValue>) -> bool {
         self.identify(authorization).is_some()
     }
 
     /// Who the `Authorization` header's credentials are, when they are valid.
-    pub fn identify(&self, authorization: Option<&HeaderValue>) -> Option<Caller> {
+    pub(crate) fn identify(&self, authorization: Option<&HeaderValue>) -> Option<Caller> {
         if self.open {
             return Some(Caller("open".into()));
         }
@@ -100,7 +101,7 @@ fn bearer(value: &str) -> Option<&str> {
 /// The middleware, laid once over the whole app (each route and the fallback, after
 /// routing): a request for a route outside [`PUBLIC`] without valid credentials ends here
 /// with a 401; one with them goes on carrying its [`Caller`].
-pub async fn require(
+pub(crate) async fn require(
     State(auth): State<Arc<Authenticator>>,
     mut req: Request,
     next: Next,

@@ -13,10 +13,10 @@ use crate::audit::AuditLog;
 use crate::auth::Authenticator;
 use crate::config::{settle, Config, Overrides, Settings};
 use crate::drain::Drain;
+use crate::error::AgentError;
 use crate::limits::Limits;
 use crate::server::{bind, serve, tls_acceptor, ServeOptions};
 use crate::state::AppState;
-use crate::AgentError;
 
 /// `clrspy agent`.
 #[derive(clap::Args, Debug)]
@@ -24,15 +24,15 @@ use crate::AgentError;
 pub struct AgentArgs {
     /// `new-key` or `schema`.
     #[command(subcommand)]
-    pub action: Option<AgentAction>,
+    pub(crate) action: Option<AgentAction>,
     /// How to serve.
     #[command(flatten)]
-    pub serve: ServeArgs,
+    pub(crate) serve: ServeArgs,
 }
 
 /// `clrspy agent`'s subcommands.
 #[derive(clap::Subcommand, Debug)]
-pub enum AgentAction {
+pub(crate) enum AgentAction {
     /// Make an API key and its hash: clients send the key, the agent's config holds the hash.
     NewKey {
         /// Print `{"key": ..., "hash": ...}`.
@@ -45,28 +45,28 @@ pub enum AgentAction {
 
 /// How `clrspy agent` serves.
 #[derive(clap::Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The config file (TOML; `clrspy agent schema` prints its schema, docs/agent.md explains it).
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Where to listen, comma-separated, instead of the config's (default http://127.0.0.1:52323;
     /// port 0 picks a free one).
     #[arg(long, value_name = "URL,...", value_delimiter = ',')]
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// The hex SHA-256 of an API key to accept (as `clrspy agent new-key` prints it); repeatable.
     #[arg(long = "api-key-hash", value_name = "HASH")]
-    pub api_key_hashes: Vec<String>,
+    pub(crate) api_key_hashes: Vec<String>,
     /// Start even without credentials, or on a non-loopback address without TLS (warns).
     #[arg(long)]
-    pub insecure: bool,
+    pub(crate) insecure: bool,
     /// Run the watcher on this rules file (instead of the config's `[rules] file`); `/rules`
     /// shows it.
     #[arg(long, value_name = "FILE")]
-    pub rules: Option<PathBuf>,
+    pub(crate) rules: Option<PathBuf>,
     /// Write the audit log here instead of the config's `audit_log` (default: audit.jsonl in
     /// the agent's folder).
     #[arg(long, value_name = "FILE")]
-    pub audit_log: Option<PathBuf>,
+    pub(crate) audit_log: Option<PathBuf>,
 }
 
 /// Runs `clrspy agent ...`.
@@ -149,7 +149,7 @@ fn limit_malloc_arenas() {
 }
 
 /// Serves until SIGINT or SIGTERM, then stops as [`crate::drain`] says.
-pub async fn run_server(settings: Settings) -> Result<(), AgentError> {
+pub(crate) async fn run_server(settings: Settings) -> Result<(), AgentError> {
     let auth = if settings.open {
         Authenticator::open()
     } else {

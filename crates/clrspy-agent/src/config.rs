@@ -9,60 +9,58 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::AgentError;
+use crate::error::AgentError;
 
 /// The address the agent listens on when neither the config nor `--urls` names one.
-pub const DEFAULT_URL: &str = "http://127.0.0.1:52323";
-
-pub use crate::jwk::{DEFAULT_AUDIENCE, DEFAULT_ISSUER};
+pub(crate) const DEFAULT_URL: &str = "http://127.0.0.1:52323";
 
 /// The agent's configuration file (TOML). A key the file leaves out takes its value from
 /// [`Config::default`], which is also what the agent runs with when started from flags alone
 /// and what the schema states: each default is written once, in a `Default` impl.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     /// The addresses to listen on, e.g. `http://127.0.0.1:52323` or `https://0.0.0.0:52323`
     /// (`+` and `*` mean every address; `localhost` means 127.0.0.1).
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// TLS: needed by every `https://` address.
-    pub tls: Option<TlsConfig>,
+    pub(crate) tls: Option<TlsConfig>,
     /// Who may call the API.
-    pub auth: AuthConfig,
+    pub(crate) auth: AuthConfig,
     /// Bounds on requests.
-    pub limits: LimitsConfig,
+    pub(crate) limits: LimitsConfig,
     /// The agent's own folder for what it writes (dumps, heap snapshots, streams' spools,
     /// temporary traces): made 0700; an existing one that others may read or write is
     /// refused. Default: `clrspy-agent-UID` in the temporary directory.
-    pub folder: Option<PathBuf>,
+    pub(crate) folder: Option<PathBuf>,
     /// The most the agent's folder may hold, MB (dumps, heap snapshots and streams' spools
     /// together: 507 beyond).
-    pub disk_mb: u64,
+    pub(crate) disk_mb: u64,
     /// The audit log (JSON lines, 0600): who took a dump, heap snapshot, trace, stream,
     /// profile or report, or reloaded the rules. Default: `audit.jsonl` in the agent's folder.
-    pub audit_log: Option<PathBuf>,
+    pub(crate) audit_log: Option<PathBuf>,
     /// What `/metrics` collects.
-    pub metrics: crate::metrics::MetricsConfig,
+    pub(crate) metrics: crate::metrics::MetricsConfig,
     /// The watcher inside the agent: a rules file (as `clrspy watch` takes) and where its
     /// files go.
-    pub rules: Option<RulesConfig>,
+    pub(crate) rules: Option<RulesConfig>,
 }
 
 /// The watcher inside the agent.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RulesConfig {
+pub(crate) struct RulesConfig {
     /// The rules file (TOML or JSON; `clrspy rules check FILE` checks it). A bad file: the
     /// agent does not start.
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// The output folder (the decisions log, a folder per rule), made private (0700);
     /// default: `rules` in the agent's folder.
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// A socket to listen on as a reverse diagnostic port, as `clrspy watch --listen`: a
     /// runtime started with `DOTNET_DiagnosticPorts=SOCKET,connect,suspend` connects to it held
     /// at its first instruction, so startup rules see it from its start (one that no rule
     /// matches is let run at once).
-    pub listen: Option<PathBuf>,
+    pub(crate) listen: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -84,41 +82,41 @@ impl Default for Config {
 /// The server's certificate and key.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TlsConfig {
+pub(crate) struct TlsConfig {
     /// The certificate chain, PEM.
-    pub cert: PathBuf,
+    pub(crate) cert: PathBuf,
     /// Its private key, PEM (PKCS#8, PKCS#1 or SEC1).
-    pub key: PathBuf,
+    pub(crate) key: PathBuf,
 }
 
 /// Credentials the agent accepts.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-pub struct AuthConfig {
+pub(crate) struct AuthConfig {
     /// Hex SHA-256 hashes of the API keys (`clrspy agent new-key` prints a key and its hash).
-    pub api_key_hashes: Vec<String>,
+    pub(crate) api_key_hashes: Vec<String>,
     /// Bearer JWTs signed by this key (dotnet-monitor's `MonitorApiKey` format).
-    pub jwt: Option<JwtConfig>,
+    pub(crate) jwt: Option<JwtConfig>,
 }
 
 /// How bearer JWTs are verified (dotnet-monitor's `Authentication:MonitorApiKey` settings).
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct JwtConfig {
+pub(crate) struct JwtConfig {
     /// The public key: a JWK (EC P-256 / P-384 or RSA) as JSON, base64url-encoded, as
     /// dotnet-monitor's `generatekey` prints it.
-    pub public_key: String,
+    pub(crate) public_key: String,
     /// The `iss` a token must carry (default: dotnet-monitor's generatekey issuer).
-    pub issuer: Option<String>,
+    pub(crate) issuer: Option<String>,
     /// The `aud` a token must carry (default: `https://github.com/dotnet/dotnet-monitor`).
-    pub audience: Option<String>,
+    pub(crate) audience: Option<String>,
     /// The `sub` a token must carry (dotnet-monitor's `Subject`); required.
-    pub subject: String,
+    pub(crate) subject: String,
 }
 
 impl JwtConfig {
     /// The verifier these settings describe.
-    pub fn verifier(&self) -> Result<crate::jwk::JwtVerifier, AgentError> {
+    pub(crate) fn verifier(&self) -> Result<crate::jwk::JwtVerifier, AgentError> {
         crate::jwk::JwtVerifier::new(
             &self.public_key,
             self.issuer.as_deref(),
@@ -131,21 +129,21 @@ impl JwtConfig {
 /// Bounds on requests.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-pub struct LimitsConfig {
+pub(crate) struct LimitsConfig {
     /// The largest request body, bytes (larger: 413).
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// The longest a request may take, e.g. `30s` (longer: 408).
-    pub request_timeout: String,
+    pub(crate) request_timeout: String,
     /// The longest a client may take to send a request's headers, e.g. `10s` (then the
     /// connection is closed).
-    pub header_timeout: String,
+    pub(crate) header_timeout: String,
     /// The most connections open at once (more wait to be accepted).
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// On SIGTERM or Ctrl+C, how long responses in flight (downloads, pulls) may take to
     /// finish, e.g. `25s`; the agent then says how many it cut.
-    pub shutdown_grace: String,
+    pub(crate) shutdown_grace: String,
     /// How many requests of each kind may run at once (more: 429).
-    pub concurrent: ConcurrencyConfig,
+    pub(crate) concurrent: ConcurrencyConfig,
 }
 
 impl Default for LimitsConfig {
@@ -165,23 +163,23 @@ impl Default for LimitsConfig {
 /// How many requests of each kind may run at once.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-pub struct ConcurrencyConfig {
+pub(crate) struct ConcurrencyConfig {
     /// `/processes` and `/processes/{pid}` (each asks every runtime over its diagnostics port).
-    pub processes: usize,
+    pub(crate) processes: usize,
     /// `/stacks` (one sampling session each; never two at once on one process).
-    pub stacks: usize,
+    pub(crate) stacks: usize,
     /// `/debug/pprof/profile` and `/debug/pprof/allocs` together (one recording session each,
     /// never two of a kind at once on one process).
-    pub profiles: usize,
+    pub(crate) profiles: usize,
     /// `/dump` (each a `clrspy dump` child process; never two at once on one process).
-    pub dumps: usize,
+    pub(crate) dumps: usize,
     /// `/gcdump` (each a `clrspy gcdump` child process; never two at once on one process).
-    pub gcdumps: usize,
+    pub(crate) gcdumps: usize,
     /// `/trace` (one recording session each, spooled; never two at once on one process).
-    pub traces: usize,
+    pub(crate) traces: usize,
     /// `/counters` and `/logs` together (one small session each; never two of a kind at once
     /// on one process).
-    pub streams: usize,
+    pub(crate) streams: usize,
 }
 
 impl Default for ConcurrencyConfig {
@@ -199,19 +197,19 @@ impl Default for ConcurrencyConfig {
 }
 
 /// The config's JSON Schema, pretty-printed (`clrspy agent schema`).
-pub fn schema_json() -> String {
+pub(crate) fn schema_json() -> String {
     let schema = schemars::schema_for!(Config);
     serde_json::to_string_pretty(&schema).unwrap_or_default()
 }
 
 impl Config {
     /// Parses a config file's text; `path` names it in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<Config, AgentError> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Config, AgentError> {
         toml::from_str(text).map_err(|e| AgentError::Config(format!("{}: {e}", path.display())))
     }
 
     /// Reads and parses a config file.
-    pub fn load(path: &Path) -> Result<Config, AgentError> {
+    pub(crate) fn load(path: &Path) -> Result<Config, AgentError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| AgentError::Config(format!("reading {}: {e}", path.display())))?;
         Config::parse(&text, path)
@@ -220,16 +218,16 @@ impl Config {
 
 /// A URL the agent listens on.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Listen {
+pub(crate) struct Listen {
     /// `https://` (else `http://`).
-    pub tls: bool,
+    pub(crate) tls: bool,
     /// The address to bind.
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Listen {
     /// Parses `http[s]://HOST:PORT` (HOST an IP address, `[v6]`, `localhost`, `+` or `*`).
-    pub fn parse(url: &str) -> Result<Listen, AgentError> {
+    pub(crate) fn parse(url: &str) -> Result<Listen, AgentError> {
         let bad = |why: &str| AgentError::Config(format!("URL {url:?}: {why}"));
         let (tls, rest) = if let Some(r) = url.strip_prefix("https://") {
             (true, r)
@@ -263,12 +261,12 @@ impl Listen {
     }
 
     /// True when only this machine can reach it.
-    pub fn loopback(&self) -> bool {
+    pub(crate) fn loopback(&self) -> bool {
         self.addr.ip().is_loopback()
     }
 
     /// As a URL.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!(
             "{}://{}",
             if self.tls { "https" } else { "http" },
@@ -279,61 +277,61 @@ impl Listen {
 
 /// What the agent runs with: the config file and the command line merged and checked.
 #[derive(Clone, Debug)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Where it listens.
-    pub listen: Vec<Listen>,
+    pub(crate) listen: Vec<Listen>,
     /// TLS, when any address is `https://`.
-    pub tls: Option<TlsConfig>,
+    pub(crate) tls: Option<TlsConfig>,
     /// API key hashes, lowercase hex.
-    pub key_hashes: Vec<[u8; 32]>,
+    pub(crate) key_hashes: Vec<[u8; 32]>,
     /// JWT verification.
-    pub jwt: Option<JwtConfig>,
+    pub(crate) jwt: Option<JwtConfig>,
     /// The largest request body.
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// The longest a request may take.
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// The longest a client may take to send a request's headers.
-    pub header_timeout: Duration,
+    pub(crate) header_timeout: Duration,
     /// The most connections open at once.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Requests of each kind at once.
-    pub concurrent: ConcurrencyConfig,
+    pub(crate) concurrent: ConcurrencyConfig,
     /// The agent's folder: the config's `folder`, else [`crate::folder::default_folder`].
-    pub folder: PathBuf,
+    pub(crate) folder: PathBuf,
     /// The most the folder may hold, MB.
-    pub disk_mb: u64,
+    pub(crate) disk_mb: u64,
     /// The audit log: the config's `audit_log` (or `--audit-log`), else `audit.jsonl` in the
     /// folder.
-    pub audit_log: PathBuf,
+    pub(crate) audit_log: PathBuf,
     /// How long responses in flight may take to finish once asked to stop.
-    pub shutdown_grace: Duration,
+    pub(crate) shutdown_grace: Duration,
     /// No credentials needed (`--insecure` with none configured).
-    pub open: bool,
+    pub(crate) open: bool,
     /// Warnings to print at start.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// What `/metrics` collects.
-    pub metrics: crate::metrics::MetricsSettings,
+    pub(crate) metrics: crate::metrics::MetricsSettings,
     /// The watcher inside the agent, when a rules file is configured.
-    pub rules: Option<crate::rules_host::RulesSettings>,
+    pub(crate) rules: Option<crate::rules_host::RulesSettings>,
 }
 
 /// What the command line adds to the config.
 #[derive(Clone, Debug, Default)]
-pub struct Overrides {
+pub(crate) struct Overrides {
     /// `--urls` (replaces the config's).
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// `--api-key-hash` (added to the config's).
-    pub api_key_hashes: Vec<String>,
+    pub(crate) api_key_hashes: Vec<String>,
     /// `--insecure`.
-    pub insecure: bool,
+    pub(crate) insecure: bool,
     /// `--rules` (takes the config's `[rules] file` place, keeping its other keys).
-    pub rules: Option<PathBuf>,
+    pub(crate) rules: Option<PathBuf>,
     /// `--audit-log` (replaces the config's).
-    pub audit_log: Option<PathBuf>,
+    pub(crate) audit_log: Option<PathBuf>,
 }
 
 /// Parses a hex SHA-256 hash.
-pub fn parse_hash(h: &str) -> Result<[u8; 32], AgentError> {
+pub(crate) fn parse_hash(h: &str) -> Result<[u8; 32], AgentError> {
     let h = h.trim();
     let bad = || {
         AgentError::Config(format!(
@@ -357,7 +355,7 @@ fn duration(what: &str, s: &str) -> Result<Duration, AgentError> {
 
 /// Merges the config and the command line and decides whether the agent may start: errors
 /// are refusals (exit code 2).
-pub fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> {
+pub(crate) fn settle(config: Config, over: &Overrides) -> Result<Settings, AgentError> {
     let urls = if !over.urls.is_empty() {
         over.urls.clone()
     } else if !config.urls.is_empty() {

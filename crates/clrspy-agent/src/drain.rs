@@ -25,7 +25,7 @@ use crate::error::ApiError;
 
 /// The responses in flight, and the streams to end when the agent stops.
 #[derive(Debug, Default)]
-pub struct Drain {
+pub(crate) struct Drain {
     in_flight: AtomicUsize,
     stopping: AtomicBool,
     changed: Notify,
@@ -34,12 +34,12 @@ pub struct Drain {
 
 impl Drain {
     /// Nothing in flight.
-    pub fn new() -> Arc<Drain> {
+    pub(crate) fn new() -> Arc<Drain> {
         Arc::new(Drain::default())
     }
 
     /// A stream's stop signal, asked when the agent stops.
-    pub fn stream(&self, stop: &Arc<StopSignal>) {
+    pub(crate) fn stream(&self, stop: &Arc<StopSignal>) {
         let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
         streams.retain(|s| s.strong_count() > 0);
         streams.push(Arc::downgrade(stop));
@@ -49,14 +49,14 @@ impl Drain {
     }
 
     /// Responses whose body has not been sent (or dropped) yet.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::SeqCst)
     }
 
     /// Stops: new requests are refused, streams asked to end; waits until nothing is in
     /// flight or `grace` passed. Returns how many responses were still in flight (the ones
     /// the agent's end cuts).
-    pub async fn finish(&self, grace: Duration) -> usize {
+    pub(crate) async fn finish(&self, grace: Duration) -> usize {
         self.stopping.store(true, Ordering::SeqCst);
         let streams = std::mem::take(&mut *self.streams.lock().unwrap_or_else(|e| e.into_inner()));
         for s in streams.iter().filter_map(Weak::upgrade) {
@@ -89,7 +89,7 @@ impl Drop for InFlight {
 
 /// The middleware over the whole app: counts each response until its body is gone; once
 /// the agent is stopping, answers 503 and closes the connection.
-pub async fn track(State(drain): State<Arc<Drain>>, req: Request, next: Next) -> Response {
+pub(crate) async fn track(State(drain): State<Arc<Drain>>, req: Request, next: Next) -> Response {
     if drain.stopping.load(Ordering::SeqCst) {
         let mut resp =
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the agent is stopping").into_response();

@@ -7,7 +7,7 @@ use axum::Json;
 
 /// Why the agent cannot start or stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum AgentError {
+pub(crate) enum AgentError {
     /// The config or a command-line value is wrong.
     #[error("{0}")]
     Config(String),
@@ -24,18 +24,18 @@ pub enum AgentError {
 
 /// A request's failure.
 #[derive(Debug)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     /// Its status.
-    pub status: StatusCode,
+    pub(crate) status: StatusCode,
     /// What to say (never which part of a credential was wrong).
-    pub message: String,
+    pub(crate) message: String,
     /// Seconds after which a retry may succeed (429).
-    pub retry_after: Option<u32>,
+    pub(crate) retry_after: Option<u32>,
 }
 
 impl ApiError {
     /// An error with this status and message.
-    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             message: message.into(),
@@ -44,17 +44,17 @@ impl ApiError {
     }
 
     /// 400: a parameter is not acceptable.
-    pub fn bad_request(message: impl Into<String>) -> ApiError {
+    pub(crate) fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
     /// 404.
-    pub fn not_found(message: impl Into<String>) -> ApiError {
+    pub(crate) fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
 
     /// 429 with `Retry-After`.
-    pub fn busy(message: impl Into<String>, retry_after: u32) -> ApiError {
+    pub(crate) fn busy(message: impl Into<String>, retry_after: u32) -> ApiError {
         ApiError {
             retry_after: Some(retry_after),
             ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, message)
@@ -62,7 +62,7 @@ impl ApiError {
     }
 
     /// 500.
-    pub fn internal(message: impl Into<String>) -> ApiError {
+    pub(crate) fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
 }

@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 use crate::error::AgentError;
 
 /// The folder when the config names none: `clrspy-agent-UID` in the temporary directory.
-pub fn default_folder() -> PathBuf {
+pub(crate) fn default_folder() -> PathBuf {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let uid = unsafe { libc::geteuid() };
     std::env::temp_dir().join(format!("clrspy-agent-{uid}"))
 }
 
 /// Makes `path` (and its parents) when missing, private to this user, and checks it.
-pub fn prepare(path: &Path) -> Result<(), AgentError> {
+pub(crate) fn prepare(path: &Path) -> Result<(), AgentError> {
     clrspy_collect::private::private_dir(path)
         .map_err(|e| AgentError::Config(format!("the agent's folder: {e}")))
 }

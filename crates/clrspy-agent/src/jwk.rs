@@ -10,18 +10,18 @@ use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 
-use crate::AgentError;
+use crate::error::AgentError;
 
 /// The JWT audience dotnet-monitor's keys carry (the default when the config names none).
-pub const DEFAULT_AUDIENCE: &str = "https://github.com/dotnet/dotnet-monitor";
+pub(crate) const DEFAULT_AUDIENCE: &str = "https://github.com/dotnet/dotnet-monitor";
 
 /// The JWT issuer dotnet-monitor's `generatekey` writes (the default when the config names none).
-pub const DEFAULT_ISSUER: &str =
+pub(crate) const DEFAULT_ISSUER: &str =
     "https://github.com/dotnet/dotnet-monitor/generatekey+MonitorApiKey";
 
 /// A public key that verifies bearer JWTs.
 #[derive(Clone)]
-pub struct VerifyKey {
+pub(crate) struct VerifyKey {
     key: DecodingKey,
     algorithms: Vec<Algorithm>,
 }
@@ -50,7 +50,7 @@ fn member<'a>(obj: &'a serde_json::Map<String, serde_json::Value>, name: &str) -
 impl VerifyKey {
     /// Parses dotnet-monitor's public key: base64url (padded or not) of a JWK's JSON; a bare
     /// JWK's JSON is taken too.
-    pub fn parse(text: &str) -> Result<VerifyKey, AgentError> {
+    pub(crate) fn parse(text: &str) -> Result<VerifyKey, AgentError> {
         let bad = |why: String| AgentError::Config(format!("auth.jwt.public_key: {why}"));
         let text = text.trim();
         let json = if text.starts_with('{') {
@@ -105,16 +105,11 @@ impl VerifyKey {
             ))),
         }
     }
-
-    /// The algorithms tokens may be signed with.
-    pub fn algorithms(&self) -> &[Algorithm] {
-        &self.algorithms
-    }
 }
 
 /// A key and the claims a token must carry.
 #[derive(Clone, Debug)]
-pub struct JwtVerifier {
+pub(crate) struct JwtVerifier {
     key: VerifyKey,
     validation: Validation,
 }
@@ -122,7 +117,7 @@ pub struct JwtVerifier {
 impl JwtVerifier {
     /// Verifies with `public_key` (see [`VerifyKey::parse`]); tokens must carry these claims
     /// (`None`: dotnet-monitor's defaults).
-    pub fn new(
+    pub(crate) fn new(
         public_key: &str,
         issuer: Option<&str>,
         audience: Option<&str>,
@@ -140,7 +135,7 @@ impl JwtVerifier {
     }
 
     /// The token's subject when `token` is signed by the key and its claims pass.
-    pub fn verify(&self, token: &str) -> Option<String> {
+    pub(crate) fn verify(&self, token: &str) -> Option<String> {
         jsonwebtoken::decode::<Claims>(token, &self.key.key, &self.validation)
             .ok()
             .map(|t| t.claims.sub)

@@ -6,29 +6,29 @@ use std::io::Read;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use crate::AgentError;
+use crate::error::AgentError;
 
 /// A new API key and its hash.
 #[derive(Clone, Debug)]
-pub struct NewKey {
+pub(crate) struct NewKey {
     /// The key: the secret the client sends as `Authorization: Bearer KEY`.
-    pub key: String,
+    pub(crate) key: String,
     /// Its hash: what the agent's config holds.
-    pub hash: String,
+    pub(crate) hash: String,
 }
 
 /// The SHA-256 of `key`'s text.
-pub fn digest(key: &str) -> [u8; 32] {
+pub(crate) fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
 
 /// The hex SHA-256 of `key`'s text.
-pub fn hash_hex(key: &str) -> String {
+pub(crate) fn hash_hex(key: &str) -> String {
     digest(key).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Makes a key from 32 bytes of `/dev/urandom`.
-pub fn new_key() -> Result<NewKey, AgentError> {
+pub(crate) fn new_key() -> Result<NewKey, AgentError> {
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
@@ -37,7 +37,7 @@ pub fn new_key() -> Result<NewKey, AgentError> {
 }
 
 /// The key made of `bytes`.
-pub fn from_bytes(bytes: &[u8]) -> NewKey {
+pub(crate) fn from_bytes(bytes: &[u8]) -> NewKey {
     let key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
     let hash = hash_hex(&key);
     NewKey { key, hash }

@@ -17,7 +17,7 @@ use crate::error::ApiError;
 
 /// A kind of work with its own limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Listing processes, or one process's details.
     Processes,
     /// A stack snapshot.
@@ -59,7 +59,7 @@ impl Kind {
 
 /// The semaphores and the processes being worked on.
 #[derive(Debug)]
-pub struct Limits {
+pub(crate) struct Limits {
     processes: Arc<Semaphore>,
     stacks: Arc<Semaphore>,
     profiles: Arc<Semaphore>,
@@ -72,7 +72,7 @@ pub struct Limits {
 
 /// A process held by one request of a kind; released when dropped.
 #[derive(Debug)]
-pub struct PidGuard {
+pub(crate) struct PidGuard {
     limits: Arc<Limits>,
     key: (Kind, u32),
 }
@@ -86,14 +86,14 @@ impl Drop for PidGuard {
 
 /// What a piece of blocking work holds while it runs.
 #[derive(Debug)]
-pub struct Admission {
+pub(crate) struct Admission {
     _permit: OwnedSemaphorePermit,
     _pid: Option<PidGuard>,
 }
 
 impl Limits {
     /// From the config (a limit of 0 is taken as 1).
-    pub fn new(c: &ConcurrencyConfig) -> Limits {
+    pub(crate) fn new(c: &ConcurrencyConfig) -> Limits {
         Limits {
             processes: Arc::new(Semaphore::new(c.processes.max(1))),
             stacks: Arc::new(Semaphore::new(c.stacks.max(1))),
@@ -120,7 +120,11 @@ impl Limits {
 
     /// A permit for one request of `kind` (and, with `pid`, that process for this kind), or a
     /// 429 when the kind is full or the process is already being worked on.
-    pub fn admit(self: &Arc<Self>, kind: Kind, pid: Option<u32>) -> Result<Admission, ApiError> {
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        kind: Kind,
+        pid: Option<u32>,
+    ) -> Result<Admission, ApiError> {
         let permit = self
             .semaphore(kind)
             .clone()
@@ -152,7 +156,7 @@ impl Limits {
 }
 
 /// Runs `f` on a blocking thread, holding `admission` until it returns.
-pub async fn blocking<T, F>(admission: Admission, f: F) -> Result<T, ApiError>
+pub(crate) async fn blocking<T, F>(admission: Admission, f: F) -> Result<T, ApiError>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -168,7 +172,7 @@ where
 
 /// Runs `f` on a thread of its own named `name` (at most 15 bytes show), holding `admission`
 /// until it returns; the answer comes back through a channel.
-pub async fn on_thread<T, F>(name: &str, admission: Admission, f: F) -> Result<T, ApiError>
+pub(crate) async fn on_thread<T, F>(name: &str, admission: Admission, f: F) -> Result<T, ApiError>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -185,7 +189,7 @@ where
 
 /// Starts `f` on a thread of its own named `name`, not waiting for it (a stream hands its
 /// answer over by a channel of its own).
-pub fn spawn_thread<F>(name: &str, f: F) -> Result<(), ApiError>
+pub(crate) fn spawn_thread<F>(name: &str, f: F) -> Result<(), ApiError>
 where
     F: FnOnce() + Send + 'static,
 {

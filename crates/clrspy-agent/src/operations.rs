@@ -20,7 +20,7 @@ use crate::error::ApiError;
 
 /// How many finished operations are kept (more: the oldest are forgotten and their files
 /// deleted).
-pub const KEEP_FINISHED: usize = 100;
+pub(crate) const KEEP_FINISHED: usize = 100;
 
 /// The sub-folder of the agent's folder holding one folder per operation:
 /// `operations-<the agent's pid>` (so that [`sweep`] knows a dead agent's leftovers).
@@ -29,7 +29,7 @@ const SUBFOLDER: &str = "operations-";
 /// What an operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OpKind {
+pub(crate) enum OpKind {
     /// A process dump (`clrspy dump`), gzip-compressed.
     Dump,
     /// A heap snapshot (`clrspy gcdump`).
@@ -39,7 +39,7 @@ pub enum OpKind {
 /// Where an operation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OpState {
+pub(crate) enum OpState {
     /// Under way.
     Running,
     /// Done; its artifact can be downloaded.
@@ -52,26 +52,26 @@ pub enum OpState {
 
 /// An operation as `/operations` shows it.
 #[derive(Clone, Debug, Serialize)]
-pub struct Operation {
+pub(crate) struct Operation {
     /// Its id.
-    pub id: String,
+    pub(crate) id: String,
     /// What it does.
-    pub kind: OpKind,
+    pub(crate) kind: OpKind,
     /// A detail of the kind (the dump's type), when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
     /// The process.
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// Where it is.
-    pub state: OpState,
+    pub(crate) state: OpState,
     /// When it was started (RFC 3339 UTC).
-    pub created: String,
+    pub(crate) created: String,
     /// When it ended.
-    pub ended: Option<String>,
+    pub(crate) ended: Option<String>,
     /// The file it made, when it succeeded.
-    pub artifact: Option<Artifact>,
+    pub(crate) artifact: Option<Artifact>,
     /// Why it failed.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// One operation with what the registry keeps beside it.
@@ -84,18 +84,18 @@ struct Entry {
 
 /// A started operation's handles, for the job that runs it.
 #[derive(Debug)]
-pub struct Begun {
+pub(crate) struct Begun {
     /// Its id.
-    pub id: String,
+    pub(crate) id: String,
     /// Its own folder (made).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Set when it is cancelled.
-    pub stop: Arc<StopSignal>,
+    pub(crate) stop: Arc<StopSignal>,
 }
 
 /// What deleting an operation did.
 #[derive(Debug)]
-pub enum Deleted {
+pub(crate) enum Deleted {
     /// It was running: it is being stopped (its state turns to `cancelled`).
     Cancelling(Operation),
     /// It had ended: it is forgotten and its file deleted.
@@ -103,7 +103,7 @@ pub enum Deleted {
 }
 
 /// The registry.
-pub struct Operations {
+pub(crate) struct Operations {
     /// The agent's folder (all of it counts in the budget).
     folder: PathBuf,
     budget: Budget,
@@ -113,7 +113,7 @@ pub struct Operations {
 }
 
 /// A new id: 128 bits from the kernel's random source, as 32 lowercase hex digits.
-pub fn new_id() -> Result<String, ApiError> {
+pub(crate) fn new_id() -> Result<String, ApiError> {
     let mut b = [0u8; 16];
     // SAFETY: getrandom writes at most the 16 bytes of the buffer it is given.
     let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
@@ -124,7 +124,7 @@ pub fn new_id() -> Result<String, ApiError> {
 }
 
 /// Checks an id from a request: 32 hex digits (lowercased), else 400.
-pub fn parse_id(s: &str) -> Result<String, ApiError> {
+pub(crate) fn parse_id(s: &str) -> Result<String, ApiError> {
     if s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(s.to_ascii_lowercase())
     } else {
@@ -145,7 +145,7 @@ fn now() -> String {
 impl Operations {
     /// A registry writing under `folder` (the agent's), bounded by `budget`, keeping `keep`
     /// finished operations.
-    pub fn new(folder: &Path, budget: Budget, keep: usize) -> Operations {
+    pub(crate) fn new(folder: &Path, budget: Budget, keep: usize) -> Operations {
         Operations {
             folder: folder.to_path_buf(),
             budget,
@@ -167,7 +167,7 @@ impl Operations {
     /// Admits an operation estimated to write `estimate` bytes (507 when the disk budget or
     /// the disk cannot take it), makes its folder (0700) and lists it as running. Blocking:
     /// the agent's folder is measured.
-    pub fn begin(
+    pub(crate) fn begin(
         &self,
         kind: OpKind,
         detail: Option<String>,
@@ -221,7 +221,7 @@ impl Operations {
     }
 
     /// Why a running job must stop now (the budget exceeded, the disk too full), or None.
-    pub fn over_budget(&self) -> Option<String> {
+    pub(crate) fn over_budget(&self) -> Option<String> {
         self.budget.exceeded(
             clrspy_rules::folder_bytes(&self.folder),
             clrspy_collect::disk::free_bytes(&self.folder),
@@ -231,7 +231,7 @@ impl Operations {
     /// Records how the job of `id` ended (its folder is already emptied unless it succeeded)
     /// and forgets the oldest finished operations beyond the bound. Returns the operation as
     /// it is now (None when it was deleted meanwhile).
-    pub fn finish(&self, id: &str, end: JobEnd) -> Option<Operation> {
+    pub(crate) fn finish(&self, id: &str, end: JobEnd) -> Option<Operation> {
         let mut entries = self.lock();
         let out = entries.iter_mut().find(|e| e.view.id == id).map(|e| {
             let v = &mut e.view;
@@ -276,12 +276,12 @@ impl Operations {
     }
 
     /// Every operation, newest first.
-    pub fn list(&self) -> Vec<Operation> {
+    pub(crate) fn list(&self) -> Vec<Operation> {
         self.lock().iter().rev().map(|e| e.view.clone()).collect()
     }
 
     /// One operation (404 when unknown).
-    pub fn get(&self, id: &str) -> Result<Operation, ApiError> {
+    pub(crate) fn get(&self, id: &str) -> Result<Operation, ApiError> {
         self.lock()
             .iter()
             .find(|e| e.view.id == id)
@@ -291,7 +291,7 @@ impl Operations {
 
     /// The artifact of a succeeded operation: its path and name (404 unknown, 409 not
     /// succeeded).
-    pub fn artifact(&self, id: &str) -> Result<(PathBuf, Artifact), ApiError> {
+    pub(crate) fn artifact(&self, id: &str) -> Result<(PathBuf, Artifact), ApiError> {
         let entries = self.lock();
         let e = entries
             .iter()
@@ -314,7 +314,7 @@ impl Operations {
 
     /// Cancels a running operation or forgets a finished one (deleting its file); 404 when
     /// unknown.
-    pub fn delete(&self, id: &str) -> Result<Deleted, ApiError> {
+    pub(crate) fn delete(&self, id: &str) -> Result<Deleted, ApiError> {
         let mut entries = self.lock();
         let i = entries
             .iter()
@@ -331,7 +331,7 @@ impl Operations {
 
     /// Forgets `id` whatever its state (a direct request's operation once answered), deleting
     /// its folder; a running one is stopped first.
-    pub fn remove(&self, id: &str) {
+    pub(crate) fn remove(&self, id: &str) {
         let mut entries = self.lock();
         if let Some(i) = entries.iter().position(|e| e.view.id == id) {
             let e = entries.remove(i);
@@ -344,7 +344,7 @@ impl Operations {
 /// Removes what agents that ended left in `folder` (operations live in memory: a folder
 /// `operations-<pid>` whose agent is gone is never served again); returns how many folders
 /// went. An agent calls it once at start, before it serves.
-pub fn sweep(folder: &Path) -> usize {
+pub(crate) fn sweep(folder: &Path) -> usize {
     let mine = std::process::id();
     let mut removed = 0;
     for e in std::fs::read_dir(folder).into_iter().flatten().flatten() {

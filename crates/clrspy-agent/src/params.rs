@@ -14,7 +14,7 @@ use crate::error::ApiError;
 /// the route does not take, a key given twice or a value of the wrong shape is a 400 saying
 /// which, as JSON like every other error.
 #[derive(Debug)]
-pub struct Query<T>(pub T);
+pub(crate) struct Query<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
@@ -29,10 +29,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
 /// The query of a route that takes no parameters.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NoQuery {}
+pub(crate) struct NoQuery {}
 
 /// Parses a pid: 1 to 10 ASCII digits, a positive `u32`.
-pub fn pid(s: &str) -> Result<u32, ApiError> {
+pub(crate) fn pid(s: &str) -> Result<u32, ApiError> {
     let bad = || ApiError::bad_request("pid must be a positive integer");
     if s.is_empty() || s.len() > 10 || !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
@@ -45,7 +45,7 @@ pub fn pid(s: &str) -> Result<u32, ApiError> {
 
 /// Checks a name (a process, rule or provider name): 1 to 128 of `A-Z a-z 0-9 . _ -`, not
 /// starting with a dot.
-pub fn name(s: &str) -> Result<&str, ApiError> {
+pub(crate) fn name(s: &str) -> Result<&str, ApiError> {
     let ok = !s.is_empty()
         && s.len() <= 128
         && !s.starts_with('.')

@@ -15,9 +15,9 @@ use diagnostics_client::{procfs, Endpoint, ProcessInfo, RuntimeListing};
 
 /// The longest the diagnostic sockets' scan is reused: a runtime that started is listed at
 /// most this late.
-pub const RESCAN: Duration = Duration::from_millis(250);
+pub(crate) const RESCAN: Duration = Duration::from_millis(250);
 /// How long a failed ask stands before the runtime is asked again.
-pub const RETRY_FAILED: Duration = Duration::from_secs(1);
+pub(crate) const RETRY_FAILED: Duration = Duration::from_secs(1);
 /// How long one runtime may take to say who it is.
 const TIMEOUT: Duration = Duration::from_millis(1500);
 
@@ -75,7 +75,7 @@ enum Rescan {
 }
 
 /// The cache; one per agent ([`global`]), tests make their own.
-pub struct ProcCache {
+pub(crate) struct ProcCache {
     seen: Mutex<Seen>,
     /// Held while the sockets are scanned: one scan at a time, readers not held up.
     scanning: Mutex<()>,
@@ -104,7 +104,7 @@ fn start_of(pid: u32) -> Option<u64> {
 }
 
 /// The agent's cache (scanning the temporary folders, asking over the diagnostic sockets).
-pub fn global() -> &'static ProcCache {
+pub(crate) fn global() -> &'static ProcCache {
     static CACHE: OnceLock<ProcCache> = OnceLock::new();
     CACHE.get_or_init(|| {
         ProcCache::new(
@@ -116,7 +116,7 @@ pub fn global() -> &'static ProcCache {
 
 impl ProcCache {
     /// A cache over `scan` (every endpoint) and `ask` (one runtime's ProcessInfo).
-    pub fn new(scan: Box<ScanFn>, ask: Box<AskFn>) -> ProcCache {
+    pub(crate) fn new(scan: Box<ScanFn>, ask: Box<AskFn>) -> ProcCache {
         ProcCache {
             seen: Mutex::new(Seen::default()),
             scanning: Mutex::new(()),
@@ -196,7 +196,8 @@ impl ProcCache {
     }
 
     /// Every live endpoint, sorted by pid (scanned at most [`RESCAN`] ago).
-    pub fn endpoints(&self) -> Vec<Endpoint> {
+    #[cfg(test)]
+    pub(crate) fn endpoints(&self) -> Vec<Endpoint> {
         self.slots(Rescan::IfDue)
             .unwrap_or_default()
             .into_iter()
@@ -206,7 +207,7 @@ impl ProcCache {
 
     /// The endpoint of `pid`; a pid not in the last scan is looked for in a new one (it may
     /// have just started).
-    pub fn endpoint(&self, pid: u32) -> Option<Endpoint> {
+    pub(crate) fn endpoint(&self, pid: u32) -> Option<Endpoint> {
         let find = |rescan| {
             self.slots(rescan)
                 .unwrap_or_default()
@@ -218,7 +219,8 @@ impl ProcCache {
     }
 
     /// True when every live runtime has been asked (a listing would ask none).
-    pub fn all_known(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn all_known(&self) -> bool {
         self.slots(Rescan::IfDue)
             .unwrap_or_default()
             .iter()
@@ -227,7 +229,7 @@ impl ProcCache {
 
     /// True when a listing now would start an ask of its own: some runtime has no standing
     /// answer and nobody is asking it (a listing waiting for another's ask starts none).
-    pub fn needs_ask(&self) -> bool {
+    pub(crate) fn needs_ask(&self) -> bool {
         self.slots(Rescan::IfDue)
             .unwrap_or_default()
             .iter()
@@ -236,7 +238,7 @@ impl ProcCache {
 
     /// What the runtime at `ep` said about itself: remembered, else asked (once for all
     /// callers wanting it at the same time).
-    pub fn info(&self, ep: &Endpoint) -> Result<ProcessInfo, String> {
+    pub(crate) fn info(&self, ep: &Endpoint) -> Result<ProcessInfo, String> {
         let slot = self
             .slots(Rescan::IfDue)
             .unwrap_or_default()
@@ -266,7 +268,7 @@ impl ProcCache {
 
     /// The listing without blocking work: None when a scan is due or some runtime is still to
     /// be asked (then [`ProcCache::listing`], on a blocking thread). Reads only `/proc`.
-    pub fn known_listing(&self) -> Option<Vec<RuntimeListing>> {
+    pub(crate) fn known_listing(&self) -> Option<Vec<RuntimeListing>> {
         self.slots(Rescan::Never)?
             .into_iter()
             .map(|(ep, s)| s.standing().map(|info| RuntimeListing::new(ep.pid, info)))
@@ -276,7 +278,7 @@ impl ProcCache {
     /// Every live runtime with what it says about itself, as
     /// [`diagnostics_client::list_runtimes`] gives them (by pid); the runtimes not yet known
     /// are asked in parallel.
-    pub fn listing(&self) -> Vec<RuntimeListing> {
+    pub(crate) fn listing(&self) -> Vec<RuntimeListing> {
         let slots = self.slots(Rescan::IfDue).unwrap_or_default();
         std::thread::scope(|s| {
             let asks: Vec<_> = slots

@@ -20,13 +20,13 @@ use diagnostics_client::{Endpoint, SessionConfig};
 use crate::error::ApiError;
 
 /// The default and the bounds of `seconds`, as Go's `net/http/pprof` takes it.
-pub const DEFAULT_SECONDS: u64 = 30;
+pub(crate) const DEFAULT_SECONDS: u64 = 30;
 /// The longest recording a request may ask for.
-pub const MAX_SECONDS: u64 = 300;
+pub(crate) const MAX_SECONDS: u64 = 300;
 
 /// Which profile a pull records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PullKind {
+pub(crate) enum PullKind {
     /// `/debug/pprof/profile`: the `cpu` profile, weighed by CPU time (waiting left out).
     Cpu,
     /// `/debug/pprof/allocs`: the `alloc` profile, weighed by allocated bytes and objects.
@@ -35,7 +35,7 @@ pub enum PullKind {
 
 impl PullKind {
     /// The recording profile (`clrspy record --list-profiles`).
-    pub fn profile(self) -> &'static str {
+    pub(crate) fn profile(self) -> &'static str {
         match self {
             PullKind::Cpu => "cpu",
             PullKind::Allocs => "alloc",
@@ -43,7 +43,7 @@ impl PullKind {
     }
 
     /// What the pprof samples weigh.
-    pub fn metric(self) -> Metric {
+    pub(crate) fn metric(self) -> Metric {
         match self {
             PullKind::Cpu => Metric::Cpu,
             PullKind::Allocs => Metric::Alloc,
@@ -52,7 +52,7 @@ impl PullKind {
 }
 
 /// Parses `seconds`: absent is [`DEFAULT_SECONDS`], else an integer 1 to [`MAX_SECONDS`].
-pub fn seconds(s: Option<&str>) -> Result<u64, ApiError> {
+pub(crate) fn seconds(s: Option<&str>) -> Result<u64, ApiError> {
     let Some(s) = s else {
         return Ok(DEFAULT_SECONDS);
     };
@@ -66,17 +66,17 @@ pub fn seconds(s: Option<&str>) -> Result<u64, ApiError> {
 }
 
 /// One pull: what to record, of which process, for how long, and where the trace goes.
-pub struct Pull<'a> {
+pub(crate) struct Pull<'a> {
     /// Which profile.
-    pub kind: PullKind,
+    pub(crate) kind: PullKind,
     /// The process.
-    pub endpoint: Endpoint,
+    pub(crate) endpoint: Endpoint,
     /// How long to record.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// The agent's folder (the temporary trace is made there, under a name of the agent's).
-    pub folder: &'a Path,
+    pub(crate) folder: &'a Path,
     /// Stops the recording early (the client went away); nothing is converted then.
-    pub stop: &'a StopSignal,
+    pub(crate) stop: &'a StopSignal,
 }
 
 /// The temporary trace, removed when dropped.
@@ -103,7 +103,7 @@ pub(crate) fn temp_name(what: &str, pid: u32) -> String {
 }
 
 /// Records and converts: the gzip pprof bytes, or `None` when stopped early.
-pub fn pull(p: &Pull<'_>) -> Result<Option<Vec<u8>>, ApiError> {
+pub(crate) fn pull(p: &Pull<'_>) -> Result<Option<Vec<u8>>, ApiError> {
     let pid = p.endpoint.pid;
     let providers = clr_events::provider_spec::resolve(Some(p.kind.profile()), None, None, None)
         .map_err(|e| ApiError::internal(format!("the {} profile: {e}", p.kind.profile())))?;

@@ -19,10 +19,10 @@ use crate::error::ApiError;
 use crate::pull::{give_back_memory, record, temp_name, Recording};
 
 /// The default of `seconds` for `/reports`.
-pub const DEFAULT_SECONDS: u64 = 10;
+pub(crate) const DEFAULT_SECONDS: u64 = 10;
 
 /// The report names the registry knows, comma-separated.
-pub fn known() -> String {
+pub(crate) fn known() -> String {
     ReportKind::ALL
         .iter()
         .map(|k| k.name())
@@ -32,7 +32,7 @@ pub fn known() -> String {
 
 /// Parses `kind=K[,K...]`: names from the report registry (any case), each once, in the
 /// order given; absent is `summary`. An unknown name is a 400 listing the known ones.
-pub fn kinds(s: Option<&str>) -> Result<Vec<ReportKind>, ApiError> {
+pub(crate) fn kinds(s: Option<&str>) -> Result<Vec<ReportKind>, ApiError> {
     let Some(s) = s else {
         return Ok(vec![ReportKind::Summary]);
     };
@@ -54,7 +54,7 @@ pub fn kinds(s: Option<&str>) -> Result<Vec<ReportKind>, ApiError> {
 }
 
 /// Parses `seconds`: absent is [`DEFAULT_SECONDS`], else as the profile pulls take it.
-pub fn seconds(s: Option<&str>) -> Result<u64, ApiError> {
+pub(crate) fn seconds(s: Option<&str>) -> Result<u64, ApiError> {
     match s {
         None => Ok(DEFAULT_SECONDS),
         some => crate::pull::seconds(some),
@@ -62,21 +62,21 @@ pub fn seconds(s: Option<&str>) -> Result<u64, ApiError> {
 }
 
 /// One `/reports` request's work.
-pub struct ReportPull<'a> {
+pub(crate) struct ReportPull<'a> {
     /// The reports.
-    pub kinds: Vec<ReportKind>,
+    pub(crate) kinds: Vec<ReportKind>,
     /// The process.
-    pub endpoint: Endpoint,
+    pub(crate) endpoint: Endpoint,
     /// How long to record.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// The agent's folder (the temporary trace goes there).
-    pub folder: &'a Path,
+    pub(crate) folder: &'a Path,
     /// Stops the recording early (the client went away); nothing is analysed then.
-    pub stop: &'a StopSignal,
+    pub(crate) stop: &'a StopSignal,
 }
 
 /// Records and analyses: each report's JSON under its name, or `None` when stopped early.
-pub fn reports(p: ReportPull<'_>) -> Result<Option<Map<String, Value>>, ApiError> {
+pub(crate) fn reports(p: ReportPull<'_>) -> Result<Option<Map<String, Value>>, ApiError> {
     let rec = Recording {
         providers: report::providers_for(&p.kinds),
         endpoint: p.endpoint.clone(),

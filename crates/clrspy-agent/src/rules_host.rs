@@ -21,19 +21,19 @@ const START_WAIT: Duration = Duration::from_secs(3);
 
 /// Where the rules come from and where their files go.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RulesSettings {
+pub(crate) struct RulesSettings {
     /// The rules file (TOML or JSON, as `clrspy watch` takes it).
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// The output folder: the decisions log and a folder per rule.
-    pub output: PathBuf,
+    pub(crate) output: PathBuf,
     /// A socket to listen on as a reverse diagnostic port (`clrspy watch --listen`): runtimes
     /// started with `DOTNET_DiagnosticPorts=SOCKET,connect,suspend` connect to it held at
     /// their first instruction, for startup rules.
-    pub listen: Option<PathBuf>,
+    pub(crate) listen: Option<PathBuf>,
 }
 
 /// The rules' output folder when the config names none: `rules` in the agent's folder.
-pub fn default_output(folder: &std::path::Path) -> PathBuf {
+pub(crate) fn default_output(folder: &std::path::Path) -> PathBuf {
     folder.join("rules")
 }
 
@@ -56,15 +56,15 @@ fn load_error(e: LoadError) -> AgentError {
 
 /// What the routes hold of the running watcher: its view, and its requests (reload).
 #[derive(Clone, Debug)]
-pub struct RulesHandle {
+pub(crate) struct RulesHandle {
     /// The per-rule state and decisions.
-    pub view: Arc<WatchView>,
+    pub(crate) view: Arc<WatchView>,
     /// Stop and reload requests.
-    pub control: Arc<WatchControl>,
+    pub(crate) control: Arc<WatchControl>,
 }
 
 /// The running watcher.
-pub struct RulesHost {
+pub(crate) struct RulesHost {
     view: Arc<WatchView>,
     control: Arc<WatchControl>,
     thread: Option<JoinHandle<Result<WatchEnd, WatchError>>>,
@@ -73,7 +73,7 @@ pub struct RulesHost {
 impl RulesHost {
     /// Checks the rules file and prepares the output folder (errors: the agent does not start),
     /// then starts watching on a thread of its own.
-    pub fn start(s: &RulesSettings) -> Result<RulesHost, AgentError> {
+    pub(crate) fn start(s: &RulesSettings) -> Result<RulesHost, AgentError> {
         let rules = RuleSet::load(&s.file).map_err(load_error)?;
         crate::folder::prepare(&s.output)
             .map_err(|e| AgentError::Config(format!("the rules' output folder: {e}")))?;
@@ -111,12 +111,13 @@ impl RulesHost {
     }
 
     /// The watcher's view (for `/rules`).
-    pub fn view(&self) -> Arc<WatchView> {
+    #[cfg(test)]
+    pub(crate) fn view(&self) -> Arc<WatchView> {
         self.view.clone()
     }
 
     /// What the routes hold of it.
-    pub fn handle(&self) -> RulesHandle {
+    pub(crate) fn handle(&self) -> RulesHandle {
         RulesHandle {
             view: self.view.clone(),
             control: self.control.clone(),
@@ -125,7 +126,7 @@ impl RulesHost {
 
     /// Asks the watcher to stop and waits for it (blocking: open traces finish whole). Its
     /// error, when it could not watch at all, in words.
-    pub fn stop(mut self) -> Result<WatchEnd, String> {
+    pub(crate) fn stop(mut self) -> Result<WatchEnd, String> {
         self.control.request_stop();
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(Ok(end))) => Ok(end),

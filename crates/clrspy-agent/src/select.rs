@@ -11,7 +11,7 @@ use crate::{params, proc_cache};
 
 /// A process, as the request names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Selector {
+pub(crate) enum Selector {
     /// By process id.
     Pid(u32),
     /// By runtime instance cookie (lowercase hex).
@@ -22,7 +22,7 @@ pub enum Selector {
 
 impl Selector {
     /// From a query's `pid`, `uid` and `name`: exactly one given, checked.
-    pub fn new(
+    pub(crate) fn new(
         pid: Option<&str>,
         uid: Option<&str>,
         name: Option<&str>,
@@ -47,7 +47,7 @@ impl Selector {
     }
 
     /// Like [`Selector::new`], but none at all is fine (`None`: the route picks).
-    pub fn maybe(
+    pub(crate) fn maybe(
         pid: Option<&str>,
         uid: Option<&str>,
         name: Option<&str>,
@@ -59,7 +59,7 @@ impl Selector {
     }
 
     /// The pid, when the request gave one.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         match self {
             Selector::Pid(p) => Some(*p),
             _ => None,
@@ -68,7 +68,7 @@ impl Selector {
 
     /// The endpoint of the process meant (blocking: asks the runtimes not yet known, see
     /// [`proc_cache`]). 404 when none matches, 400 when a name matches several.
-    pub fn resolve(&self) -> Result<Endpoint, ApiError> {
+    pub(crate) fn resolve(&self) -> Result<Endpoint, ApiError> {
         let missing =
             |what: String| ApiError::not_found(format!("no .NET process {what} is visible"));
         match self {

@@ -16,19 +16,19 @@ use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 use crate::config::{Listen, TlsConfig};
-use crate::AgentError;
+use crate::error::AgentError;
 
 /// How connections are served.
 #[derive(Clone)]
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     /// The longest a client may take to send a request's headers (and to finish TLS).
-    pub header_timeout: Duration,
+    pub(crate) header_timeout: Duration,
     /// The most connections open at once.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
 }
 
 /// A TLS acceptor (rustls with *ring*, HTTP/1.1) for the PEM certificate chain and key.
-pub fn tls_acceptor(tls: &TlsConfig) -> Result<TlsAcceptor, AgentError> {
+pub(crate) fn tls_acceptor(tls: &TlsConfig) -> Result<TlsAcceptor, AgentError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let read = |p: &std::path::Path| {
@@ -59,7 +59,7 @@ pub fn tls_acceptor(tls: &TlsConfig) -> Result<TlsAcceptor, AgentError> {
 
 /// Binds every URL; returns the listeners with the addresses really bound (port 0 becomes
 /// the one the kernel chose).
-pub async fn bind(listen: &[Listen]) -> Result<Vec<(Listen, TcpListener)>, AgentError> {
+pub(crate) async fn bind(listen: &[Listen]) -> Result<Vec<(Listen, TcpListener)>, AgentError> {
     let mut out = Vec::new();
     for l in listen {
         let sock = TcpListener::bind(l.addr)
@@ -74,7 +74,12 @@ pub async fn bind(listen: &[Listen]) -> Result<Vec<(Listen, TcpListener)>, Agent
 }
 
 /// Serves `app` on `sock` until the task is dropped.
-pub async fn serve(sock: TcpListener, app: Router, tls: Option<TlsAcceptor>, opts: ServeOptions) {
+pub(crate) async fn serve(
+    sock: TcpListener,
+    app: Router,
+    tls: Option<TlsAcceptor>,
+    opts: ServeOptions,
+) {
     let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {

@@ -6,7 +6,7 @@
 //!
 //! A trace file is whole at every moment: after its last whole block it carries a provisional
 //! end-of-stream marker that the next block overwrites, so a follower holds back that many
-//! bytes ([`Spool::hold_back`]) until the writer ended. Bytes already sent are final: their
+//! bytes (`hold_back` of [`Spool::create`]) until the writer ended. Bytes already sent are final: their
 //! disk space is handed back as the body goes (a hole is punched), so the folder holds only what
 //! the client has not read yet, and a backlog beyond the budget stops the writer.
 
@@ -36,7 +36,7 @@ const POLL: Duration = Duration::from_millis(50);
 const PUNCH_EVERY: u64 = 4 << 20;
 /// A client that takes nothing for this long is given up on (the response is cut): a stalled
 /// connection holds no thread and no spool for ever.
-pub const STALL_LIMIT: Duration = Duration::from_secs(120);
+pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(120);
 
 /// How a writer ended.
 #[derive(Debug, Default)]
@@ -67,7 +67,7 @@ impl Drop for Shared {
 
 /// A spool file in the agent's folder, before its follower starts.
 #[derive(Debug)]
-pub struct Spool {
+pub(crate) struct Spool {
     shared: Arc<Shared>,
     hold_back: u64,
     budget: u64,
@@ -76,30 +76,25 @@ pub struct Spool {
 
 /// The writer's side: says when the writing ended (dropped without [`Writer::done`]: failed).
 #[derive(Debug)]
-pub struct Writer {
+pub(crate) struct Writer {
     shared: Arc<Shared>,
     said: bool,
 }
 
 impl Writer {
     /// The spool's path (a recording writes it itself).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.shared.path
     }
 
     /// Every byte is in the file.
-    pub fn done(mut self) {
+    pub(crate) fn done(mut self) {
         self.say(End::Done);
     }
 
     /// The writing failed: the body ends with an error (the client sees a cut response).
-    pub fn failed(mut self, why: impl Into<String>) {
+    pub(crate) fn failed(mut self, why: impl Into<String>) {
         self.say(End::Failed(why.into()));
-    }
-
-    /// Bytes the follower has sent so far.
-    pub fn sent(&self) -> u64 {
-        self.shared.sent.load(Ordering::Relaxed)
     }
 
     fn say(&mut self, end: End) {
@@ -117,7 +112,7 @@ impl Drop for Writer {
 }
 
 /// A name in the agent's folder no other spool of this agent uses.
-pub fn name(kind: &str, pid: u32, ext: &str) -> String {
+pub(crate) fn name(kind: &str, pid: u32, ext: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     format!("spool-{kind}-{pid}-{}-{n}.{ext}", std::process::id())
@@ -127,7 +122,12 @@ impl Spool {
     /// Creates the (empty) file `folder/name`, owner-only (0600); `hold_back` bytes at its
     /// end are provisional until the writer ended; a backlog (written, not yet sent) over
     /// `budget` bytes stops it.
-    pub fn create(folder: &Path, name: &str, hold_back: u64, budget: u64) -> io::Result<Spool> {
+    pub(crate) fn create(
+        folder: &Path,
+        name: &str,
+        hold_back: u64,
+        budget: u64,
+    ) -> io::Result<Spool> {
         let path = folder.join(name);
         clrspy_collect::private::create_new_private(&path)?;
         Ok(Spool {
@@ -142,13 +142,8 @@ impl Spool {
         })
     }
 
-    /// Bytes at the end held back until the writer ended.
-    pub fn hold_back(&self) -> u64 {
-        self.hold_back
-    }
-
     /// The writer's side.
-    pub fn writer(&self) -> Writer {
+    pub(crate) fn writer(&self) -> Writer {
         Writer {
             shared: self.shared.clone(),
             said: false,
@@ -159,7 +154,7 @@ impl Spool {
     /// one of the runtime's blocking threads): the response body, which asks `stop` when
     /// dropped (the client went away) or when the backlog outgrows the budget. Without a
     /// thread the body ends at once with that error.
-    pub fn follow(self, stop: Arc<StopSignal>) -> SpoolBody {
+    pub(crate) fn follow(self, stop: Arc<StopSignal>) -> SpoolBody {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
         let failure = Arc::new(Mutex::new(None));
         let failed = failure.clone();
@@ -281,7 +276,7 @@ fn punch_hole(file: &File, from: u64, to: u64) {
 /// The response body following a spool; dropping it (the client went away) asks the writer
 /// to stop.
 #[derive(Debug)]
-pub struct SpoolBody {
+pub(crate) struct SpoolBody {
     rx: mpsc::Receiver<Bytes>,
     stop: Arc<StopSignal>,
     failure: Arc<Mutex<Option<io::Error>>>,

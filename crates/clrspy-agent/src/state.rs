@@ -14,26 +14,26 @@ use crate::metrics::Collector;
 
 /// The shared state.
 #[derive(Clone)]
-pub struct AppState {
+pub(crate) struct AppState {
     /// Who may call.
-    pub auth: Arc<Authenticator>,
+    pub(crate) auth: Arc<Authenticator>,
     /// Concurrent work, per kind and per process.
-    pub limits: Arc<Limits>,
+    pub(crate) limits: Arc<Limits>,
     /// The longest a request may take (handlers bound their own work below it).
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// The agent's own folder (made private at start; see [`crate::folder`]).
-    pub folder: PathBuf,
+    pub(crate) folder: PathBuf,
     /// Where audited requests are written.
-    pub audit: Arc<AuditLog>,
+    pub(crate) audit: Arc<AuditLog>,
     /// The responses in flight and the streams to end when the agent stops.
-    pub drain: Arc<Drain>,
+    pub(crate) drain: Arc<Drain>,
     /// The counters behind `/metrics`.
-    pub metrics: Arc<Collector>,
+    pub(crate) metrics: Arc<Collector>,
     /// The watcher inside the agent, when rules are configured (`/rules`).
-    pub rules: Option<crate::rules_host::RulesHandle>,
+    pub(crate) rules: Option<crate::rules_host::RulesHandle>,
     /// Long-running actions (`/operations`, `/dump`, `/gcdump`), and the one disk budget of the
     /// folder they, and the streams' spools, write in.
-    pub operations: Arc<crate::operations::Operations>,
+    pub(crate) operations: Arc<crate::operations::Operations>,
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The commands: `clrspy bundle` (gather a bundle: [`crate::gather`]) and `clrspy bundle
-//! verify FILE.zip` ([`crate::verify`]); `clrspy doctor` is [`crate::doctor`]'s.
+//! verify FILE.zip` (`verify`); `clrspy doctor` is [`crate::doctor`]'s.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,15 +20,15 @@ use crate::symptom::Symptom;
 pub struct BundleArgs {
     /// `verify FILE.zip`.
     #[command(subcommand)]
-    pub action: Option<BundleAction>,
+    pub(crate) action: Option<BundleAction>,
     /// What to gather.
     #[command(flatten)]
-    pub gather: GatherArgs,
+    pub(crate) gather: GatherArgs,
 }
 
 /// `clrspy bundle`'s subcommands.
 #[derive(clap::Subcommand, Debug)]
-pub enum BundleAction {
+pub(crate) enum BundleAction {
     /// Check every file of a bundle against its manifest's sizes and SHA-256 sums.
     Verify {
         /// The bundle.
@@ -39,55 +39,55 @@ pub enum BundleAction {
 
 /// What `clrspy bundle` gathers.
 #[derive(clap::Args, Debug)]
-pub struct GatherArgs {
+pub(crate) struct GatherArgs {
     /// The process.
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub(crate) target: TargetArgs,
     /// How long the window lasts (with --ring/--stop-on: the most it waits for a trigger).
     #[arg(long, value_name = "TIME", default_value = "60s", value_parser = positive)]
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// The zip to write (default: bundle_<name>_<pid>_<UTC time>.zip here).
     #[arg(short = 'o', long, value_name = "FILE.zip")]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// What is wrong: chooses the trace profile and what is taken beside it (high-cpu,
     /// memory-leak, slow-requests, hang, excessive-gc, http-errors, assembly-load, crash).
     #[arg(long, value_name = "SYMPTOM", value_parser = crate::symptom::parse_arg)]
-    pub symptom: Option<Symptom>,
+    pub(crate) symptom: Option<Symptom>,
     /// The trace profile instead of the symptom's (`clrspy record --list-profiles`).
     #[arg(long, value_name = "PROFILE")]
-    pub profile: Option<String>,
+    pub(crate) profile: Option<String>,
     /// More providers (`Name:Keywords:Level[:Args]`, comma-separated).
     #[arg(long, value_name = "SPECS")]
-    pub providers: Option<String>,
+    pub(crate) providers: Option<String>,
     /// Keep only the newest SIZE of the trace (e.g. 256MB) until the window ends or a trigger
     /// fires: what led to the problem is kept.
     #[arg(long, value_name = "SIZE", value_parser = ring_size)]
-    pub ring: Option<u64>,
+    pub(crate) ring: Option<u64>,
     /// End the window a little after this happens (as `record --stop-on`: `cpu>80`,
     /// `exception=System.TimeoutException`, `gc-pause>200ms`, ...); repeatable.
     #[arg(long = "stop-on", value_name = "TRIGGER")]
-    pub stop_on: Vec<String>,
+    pub(crate) stop_on: Vec<String>,
     /// How long the window goes on after a trigger fires.
     #[arg(long, value_name = "TIME", value_parser = positive)]
-    pub after_trigger: Option<Duration>,
+    pub(crate) after_trigger: Option<Duration>,
     /// Also take, after the window: `heap` (a heap snapshot; it forces a full, blocking GC) or
     /// `dump` (a dump with the heap, gzip; it holds all of the process's memory, unredacted).
     #[arg(long = "with", value_name = "heap|dump", value_delimiter = ',', value_parser = ["heap", "dump"])]
-    pub with: Vec<String>,
+    pub(crate) with: Vec<String>,
     /// The app's log messages kept: the lowest level.
     #[arg(long, value_name = "LEVEL", default_value = "Information", value_parser = level)]
-    pub log_level: LogLevel,
+    pub(crate) log_level: LogLevel,
     /// Levels by category for the app's log messages (`Microsoft.AspNetCore:Warning;MyApp:Debug`).
     #[arg(long, value_name = "SPECS")]
-    pub log_filter: Option<String>,
+    pub(crate) log_filter: Option<String>,
     /// Log files to add (a path or a glob such as `/var/log/app/*.log`), redacted line by line;
     /// repeatable.
     #[arg(long = "logs", value_name = "GLOB")]
-    pub logs: Vec<String>,
+    pub(crate) logs: Vec<String>,
     /// Keep secrets (environment, command lines, log messages, the trace's strings) as they
     /// are: by default they are masked.
     #[arg(long)]
-    pub no_redact: bool,
+    pub(crate) no_redact: bool,
 }
 
 fn positive(s: &str) -> Result<Duration, String> {
@@ -114,7 +114,7 @@ pub fn run(args: &BundleArgs) -> Result<ExitCode, Failure> {
 }
 
 /// Gathers `spec`, saying each step on stderr: the bundle's exit code (a launched program's).
-pub fn run_spec(spec: BundleSpec) -> Result<ExitCode, Failure> {
+pub(crate) fn run_spec(spec: BundleSpec) -> Result<ExitCode, Failure> {
     let mut say = |l: &str| eprintln!("clrspy: {l}");
     let out = gather(spec, clrspy_cli::stop_signal(), &mut say)
         .map_err(|e| Failure::new(e.to_string()))?;
@@ -141,7 +141,7 @@ pub fn run_spec(spec: BundleSpec) -> Result<ExitCode, Failure> {
 }
 
 /// The bundle's spec from the flags; `argv` is clrspy's own command line (for the manifest).
-pub fn spec(a: &GatherArgs, argv: Vec<String>) -> Result<BundleSpec, Failure> {
+pub(crate) fn spec(a: &GatherArgs, argv: Vec<String>) -> Result<BundleSpec, Failure> {
     let target = a.target.resolve("bundle")?;
     if let Some(f) = &a.log_filter {
         clrspy_live::logs::check_filter(f).map_err(Failure::usage)?;

@@ -23,46 +23,46 @@ const MAX_ASSEMBLY_BYTES: u64 = 512 << 20;
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SystemFacts {
     /// `Linux`, ...
-    pub os: String,
+    pub(crate) os: String,
     /// The kernel release (`uname -r`).
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// The distribution's pretty name (`/etc/os-release`).
-    pub distro: Option<String>,
+    pub(crate) distro: Option<String>,
     /// The host name.
-    pub hostname: String,
+    pub(crate) hostname: String,
     /// The architecture (`x86_64`, `aarch64`).
-    pub arch: String,
+    pub(crate) arch: String,
     /// Logical CPUs.
-    pub cpus: u32,
+    pub(crate) cpus: u32,
     /// Physical memory in bytes.
-    pub memory_bytes: Option<u64>,
+    pub(crate) memory_bytes: Option<u64>,
     /// The container clrspy (or the target) runs in, when one is detected.
-    pub container: Option<Container>,
+    pub(crate) container: Option<Container>,
 }
 
 /// The target process's facts.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TargetFacts {
     /// Its process id.
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// Its name (entry assembly or executable).
-    pub name: String,
+    pub(crate) name: String,
     /// The .NET runtime's version (from the diagnostics port's process info).
-    pub runtime_version: Option<String>,
+    pub(crate) runtime_version: Option<String>,
     /// Its command line (redacted).
-    pub command_line: String,
+    pub(crate) command_line: String,
     /// The entry assembly's file.
-    pub entry_assembly: Option<String>,
+    pub(crate) entry_assembly: Option<String>,
     /// The entry assembly's version (`AssemblyVersion`).
-    pub assembly_version: Option<String>,
+    pub(crate) assembly_version: Option<String>,
     /// The entry assembly's informational version (often the build SHA).
-    pub informational_version: Option<String>,
+    pub(crate) informational_version: Option<String>,
     /// When it started (UTC, RFC 3339).
-    pub started_utc: Option<String>,
+    pub(crate) started_utc: Option<String>,
 }
 
 /// The machine's facts, read now; what cannot be read is `None` or `unknown`.
-pub fn system() -> SystemFacts {
+pub(crate) fn system() -> SystemFacts {
     let u = uname();
     SystemFacts {
         os: u.sysname.unwrap_or_else(|| "unknown".into()),
@@ -84,7 +84,7 @@ pub fn system() -> SystemFacts {
 
 /// The target's facts; what cannot be read (another user's process, no runtime answering,
 /// a single-file app) is `None` or empty. The command line is raw: redact before writing.
-pub fn target(pid: u32) -> TargetFacts {
+pub(crate) fn target(pid: u32) -> TargetFacts {
     let info = clrspy_collect::endpoint_for_pid(pid)
         .ok()
         .and_then(|ep| diagnostics_client::process_info(&ep, ASK_TIMEOUT).ok());
@@ -160,7 +160,7 @@ fn online_cpus() -> u32 {
 }
 
 /// `PRETTY_NAME` of `/etc/os-release` (else `NAME VERSION_ID`), unquoted.
-pub fn parse_os_release(text: &str) -> Option<String> {
+pub(crate) fn parse_os_release(text: &str) -> Option<String> {
     let get = |key: &str| {
         text.lines().find_map(|l| {
             let v = l.trim().strip_prefix(key)?.strip_prefix('=')?;
@@ -178,7 +178,7 @@ pub fn parse_os_release(text: &str) -> Option<String> {
 }
 
 /// `MemTotal` of `/proc/meminfo`, in bytes.
-pub fn parse_mem_total(text: &str) -> Option<u64> {
+pub(crate) fn parse_mem_total(text: &str) -> Option<u64> {
     let line = text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().next()?.parse().ok()?;
     kib.checked_mul(1024)
@@ -212,7 +212,7 @@ fn entry_assembly(pid: u32, argv: &[String], entry_name: Option<&str>) -> Option
 
 /// The assembly a `dotnet` host command line runs: the first `.dll` argument after the
 /// host's own options; None when argv[0] is not `dotnet`.
-pub fn dotnet_argument(argv: &[String]) -> Option<&str> {
+pub(crate) fn dotnet_argument(argv: &[String]) -> Option<&str> {
     let host = Path::new(argv.first()?).file_name()?.to_str()?;
     if host != "dotnet" && host != "dotnet.exe" {
         return None;

@@ -2,7 +2,7 @@
 //! plus the logging and counters providers), system metrics every second beside it, then —
 //! from the trace file, as offline — the reports, the app's logs and the runtime's counters;
 //! heap snapshots or a dump after the window; all into a staging folder that
-//! [`package`](crate::package) turns into the zip.
+//! `package` turns into the zip.
 
 use clrspy_collect::StopSignal;
 
@@ -16,7 +16,6 @@ mod spec;
 mod staging;
 
 pub use spec::{BundleOutcome, BundleSpec};
-pub use staging::Staging;
 
 /// Gathers a bundle as `spec` says until the duration, a trigger, `stop` or the target's end;
 /// `say` gets one line per step for the user.

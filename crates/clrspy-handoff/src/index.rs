@@ -11,7 +11,7 @@ use crate::manifest::{checklist, is_dump, privacy_notice, redaction_lines, FileE
 
 /// The groups files are listed in, in page order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// The trace.
     Trace,
     /// Reports (the HTML report first).
@@ -30,7 +30,7 @@ pub enum Kind {
 
 impl Kind {
     /// The group's heading.
-    pub fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             Kind::Trace => "Trace",
             Kind::Reports => "Reports",
@@ -44,7 +44,7 @@ impl Kind {
 }
 
 /// The group a bundle path belongs to.
-pub fn kind_of(path: &str) -> Kind {
+pub(crate) fn kind_of(path: &str) -> Kind {
     let name = path.rsplit('/').next().unwrap_or(path);
     if name.contains(".nettrace") {
         Kind::Trace
@@ -64,7 +64,7 @@ pub fn kind_of(path: &str) -> Kind {
 }
 
 /// What a file is, for people, from its path alone (for files `gather` did not describe).
-pub fn describe(path: &str) -> String {
+pub(crate) fn describe(path: &str) -> String {
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.split('.').next().unwrap_or(name);
     let format = match name.rsplit_once('.').map(|(_, e)| e) {
@@ -110,7 +110,7 @@ table.f{table-layout:fixed}.f th:nth-child(1){width:42%}.f th:nth-child(3){width
 /// kind with sizes, the metrics charts (when `staging` holds `metrics/metrics.html`), the
 /// redactions, the notes and the privacy notice. Self-contained: inline CSS, no script, only
 /// relative links.
-pub fn write_index(m: &Manifest, staging: &Path, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_index(m: &Manifest, staging: &Path, out: &mut dyn Write) -> io::Result<()> {
     let t = &m.target;
     let title = format!(
         "clrspy bundle: {} (pid {}), {} to {}",

@@ -7,27 +7,28 @@
 //!   after the window;
 //! - [`scrub`]: redaction of what goes in (environment, command lines, log files, the trace's
 //!   own strings), remembering where and what kind — never the values;
-//! - [`facts`]: the machine's and the target's facts (OS, kernel, distro, container, runtime,
+//! - `facts`: the machine's and the target's facts (OS, kernel, distro, container, runtime,
 //!   entry assembly and its informational version, privileges, free disk);
-//! - [`manifest`], [`index`], [`package`], [`verify`]: `MANIFEST.md` and `manifest.json` with
+//! - `manifest`, `index`, `package`, `verify`: `MANIFEST.md` and `manifest.json` with
 //!   every file's size and SHA-256, the offline `index.html`, the owner-only zip, and
 //!   `clrspy bundle verify`;
 //! - [`doctor`]: `clrspy doctor` — the environment, the plan for a symptom, and carrying it out;
-//! - [`symptom`]: the symptoms both know.
+//! - `symptom`: the symptoms both know.
 //!
 //! The binary parses the flags (the `Args` types of [`cmd`]) and calls their `run`.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod cmd;
 pub mod doctor;
-pub mod facts;
+mod facts;
 pub mod gather;
-pub mod index;
-pub mod manifest;
-pub mod package;
+mod index;
+mod manifest;
+mod package;
 pub mod scrub;
-pub mod symptom;
-pub mod verify;
+mod symptom;
+mod verify;
 
 pub use manifest::{FileEntry, Manifest, Redaction};
 pub use symptom::Symptom;
@@ -53,7 +54,7 @@ pub enum HandoffError {
 
 impl HandoffError {
     /// An I/O error on `path`.
-    pub fn io(path: &std::path::Path, source: std::io::Error) -> HandoffError {
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> HandoffError {
         HandoffError::Io {
             path: path.display().to_string(),
             source,

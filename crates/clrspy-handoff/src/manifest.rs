@@ -44,13 +44,13 @@ pub struct Manifest {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileEntry {
     /// Its path in the zip (`/`-separated).
-    pub path: String,
+    pub(crate) path: String,
     /// Its size.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// SHA-256 of its bytes, lower-case hex.
-    pub sha256: String,
+    pub(crate) sha256: String,
     /// What it is, for people ("the trace", "CPU report (text)").
-    pub what: String,
+    pub(crate) what: String,
 }
 
 /// One redaction: where it was and what kind of secret — never the value.
@@ -65,7 +65,7 @@ pub struct Redaction {
 }
 
 /// The support checklist, in order: a label and its value ("unknown" when the fact is missing).
-pub fn checklist(m: &Manifest) -> Vec<(&'static str, String)> {
+pub(crate) fn checklist(m: &Manifest) -> Vec<(&'static str, String)> {
     let t = &m.target;
     let s = &m.system;
     let or_unknown = |v: Option<&String>| known(v.map(String::as_str));
@@ -139,7 +139,7 @@ fn known(v: Option<&str>) -> String {
 
 /// The redactions as lines (`where: what`), or one line saying there were none or that
 /// redaction was turned off (when a note mentions `--no-redact`).
-pub fn redaction_lines(m: &Manifest) -> Vec<String> {
+pub(crate) fn redaction_lines(m: &Manifest) -> Vec<String> {
     if !m.redacted.is_empty() {
         return m
             .redacted
@@ -155,7 +155,7 @@ pub fn redaction_lines(m: &Manifest) -> Vec<String> {
 }
 
 /// The privacy notice, one paragraph a line: what the bundle holds and what it may reveal.
-pub fn privacy_notice(m: &Manifest) -> Vec<String> {
+pub(crate) fn privacy_notice(m: &Manifest) -> Vec<String> {
     let has = |pred: &dyn Fn(&str) -> bool| m.files.iter().any(|f| pred(&f.path));
     let mut p = vec![
         "This bundle holds a diagnostic recording of the process and what was derived from it: \
@@ -199,14 +199,14 @@ pub fn privacy_notice(m: &Manifest) -> Vec<String> {
 }
 
 /// Whether a bundle path is a process dump (`dump/...`, `*.dmp`, `core.*`).
-pub fn is_dump(path: &str) -> bool {
+pub(crate) fn is_dump(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     path.starts_with("dump/") || name.contains(".dmp") || name.starts_with("core.")
 }
 
 /// Writes `MANIFEST.md`: the checklist, every file with its size and SHA-256, the redactions,
 /// the notes and the privacy notice.
-pub fn write_markdown(m: &Manifest, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_markdown(m: &Manifest, out: &mut dyn Write) -> io::Result<()> {
     let t = &m.target;
     writeln!(
         out,

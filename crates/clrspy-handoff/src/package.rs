@@ -36,17 +36,6 @@ const BIG_LEVEL: i64 = 3;
 /// Entries this large get zip64 sizes (deflate can grow data a little past its size).
 const LARGE: u64 = 0xF000_0000;
 
-/// What [`finish`] left.
-#[derive(Clone, Debug)]
-pub struct PackageSummary {
-    /// The zip written.
-    pub zip: PathBuf,
-    /// How many files the manifest lists (`index.html` included; the manifests not).
-    pub files: usize,
-    /// The zip's size.
-    pub bytes: u64,
-}
-
 use clrspy_collect::private::{create_private, create_private_dir};
 
 /// Turns `staging` into the bundle at `out`: lists every regular file (a file `manifest` does
@@ -55,26 +44,18 @@ use clrspy_collect::private::{create_private, create_private_dir};
 /// `index.html` (listed with its checksum), `manifest.json` and `MANIFEST.md` into `staging`
 /// and the zip. The zip goes to `out` (0600) through a temporary file beside it, so no partial
 /// zip is left on failure.
-pub fn finish(
+pub(crate) fn finish(
     staging: &Path,
     manifest: &mut Manifest,
     out: &Path,
-) -> Result<PackageSummary, HandoffError> {
+) -> Result<(), HandoffError> {
     let found = list_files(staging)?;
     reconcile(manifest, &found)?;
     manifest.files.sort_by(|a, b| a.path.cmp(&b.path));
     let tmp = temp_beside(out)?;
     let sink =
         clrspy_collect::private::create_new_private(&tmp).map_err(|e| HandoffError::io(&tmp, e))?;
-    pack(staging, manifest, sink, &tmp, out)?;
-    let bytes = fs::metadata(out)
-        .map_err(|e| HandoffError::io(out, e))?
-        .len();
-    Ok(PackageSummary {
-        zip: out.to_path_buf(),
-        files: manifest.files.len(),
-        bytes,
-    })
+    pack(staging, manifest, sink, &tmp, out)
 }
 
 /// Every regular file under `staging` as a sorted `/`-separated relative path, without the

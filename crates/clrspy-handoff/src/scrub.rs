@@ -6,10 +6,10 @@
 //! that logs its configuration), and it records where each secret was and what kind it was —
 //! never the value — for the manifest.
 //!
-//! The patterns are `clrspy_values::redact`'s; [`trace`] finds the trace's text runs.
+//! The patterns are `clrspy_values::redact`'s; `trace` finds the trace's text runs.
 
 mod file;
-pub mod trace;
+mod trace;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,7 +23,7 @@ use crate::HandoffError;
 
 /// The shortest secret value learned as a literal: shorter ones (`1`, `true`, `admin`) would
 /// mask ordinary words everywhere.
-pub const MIN_LITERAL: usize = 6;
+pub(crate) const MIN_LITERAL: usize = 6;
 
 /// What a learned literal is reported as when it is found without a pattern.
 const LITERAL: Found = "known secret value";
@@ -48,11 +48,6 @@ impl Redactor {
             enabled,
             ..Redactor::default()
         }
-    }
-
-    /// True when it masks anything at all.
-    pub fn enabled(&self) -> bool {
-        self.enabled
     }
 
     /// Environment variables: the values of secret names masked whole (and learned as
@@ -136,7 +131,7 @@ impl Redactor {
 
     /// Free text (a log line, an exception message, a command line in one string): the
     /// patterns' secrets and every learned literal masked, each recorded under `where_`.
-    pub fn text(&mut self, text: &str, where_: &str) -> String {
+    pub(crate) fn text(&mut self, text: &str, where_: &str) -> String {
         if !self.enabled {
             return text.to_string();
         }
@@ -153,7 +148,12 @@ impl Redactor {
     /// A text file copied to `dst` (created owner-only) with every line through
     /// [`Redactor::text`], streamed (any size); bytes that are not UTF-8 are copied as they
     /// are and the text around them is still searched. Returns the bytes written.
-    pub fn copy_file(&mut self, src: &Path, dst: &Path, where_: &str) -> Result<u64, HandoffError> {
+    pub(crate) fn copy_file(
+        &mut self,
+        src: &Path,
+        dst: &Path,
+        where_: &str,
+    ) -> Result<u64, HandoffError> {
         file::copy(&mut |line| self.text(line, where_), src, dst)
     }
 

@@ -27,7 +27,7 @@ pub enum Symptom {
 
 impl Symptom {
     /// Every symptom, in the order they are offered.
-    pub const ALL: [Symptom; 8] = [
+    pub(crate) const ALL: [Symptom; 8] = [
         Symptom::HighCpu,
         Symptom::MemoryLeak,
         Symptom::SlowRequests,
@@ -39,7 +39,7 @@ impl Symptom {
     ];
 
     /// The name on the command line: `high-cpu`, `memory-leak`, ...
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Symptom::HighCpu => "high-cpu",
             Symptom::MemoryLeak => "memory-leak",
@@ -53,7 +53,7 @@ impl Symptom {
     }
 
     /// One line for a menu.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Symptom::HighCpu => "the process uses much more CPU than expected",
             Symptom::MemoryLeak => "memory grows over time and is not given back",
@@ -67,7 +67,7 @@ impl Symptom {
     }
 
     /// The symptom named `s` (its name, or a few common other spellings).
-    pub fn parse(s: &str) -> Option<Symptom> {
+    pub(crate) fn parse(s: &str) -> Option<Symptom> {
         let s = s.trim().to_ascii_lowercase().replace('_', "-");
         Symptom::ALL
             .into_iter()
@@ -85,7 +85,7 @@ impl Symptom {
     }
 
     /// The trace profile that records what this symptom needs (clr-events' profiles).
-    pub fn profile(self) -> &'static str {
+    pub(crate) fn profile(self) -> &'static str {
         match self {
             Symptom::HighCpu => "cpu",
             Symptom::MemoryLeak => "alloc",
@@ -99,12 +99,12 @@ impl Symptom {
     }
 
     /// True when the bundle takes a heap snapshot before and after the window and their diff.
-    pub fn heap_diff(self) -> bool {
+    pub(crate) fn heap_diff(self) -> bool {
         self == Symptom::MemoryLeak
     }
 
     /// True when the bundle takes every thread's stack before the window.
-    pub fn stacks_first(self) -> bool {
+    pub(crate) fn stacks_first(self) -> bool {
         matches!(self, Symptom::Hang | Symptom::SlowRequests)
     }
 }
@@ -116,7 +116,7 @@ impl fmt::Display for Symptom {
 }
 
 /// For clap: a symptom, or the list of names.
-pub fn parse_arg(s: &str) -> Result<Symptom, String> {
+pub(crate) fn parse_arg(s: &str) -> Result<Symptom, String> {
     Symptom::parse(s).ok_or_else(|| {
         let names: Vec<&str> = Symptom::ALL.iter().map(|x| x.name()).collect();
         format!("unknown symptom '{s}' (one of: {})", names.join(", "))

@@ -12,22 +12,22 @@ use crate::HandoffError;
 
 /// What [`verify`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct VerifyReport {
+pub(crate) struct VerifyReport {
     /// How many files the manifest lists (each was looked for).
-    pub checked: usize,
+    pub(crate) checked: usize,
     /// One line per problem: a missing, damaged, resized or changed file, or one the manifest
     /// does not list.
-    pub problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
 }
 
 impl VerifyReport {
     /// Whether every file matched and nothing extra was found.
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.problems.is_empty()
     }
 
     /// `N files checked, all match`, or one line per problem and a count.
-    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         let files = plural(self.checked, "file");
         if self.ok() {
             return writeln!(out, "{files} checked, all match");
@@ -57,7 +57,7 @@ const OWN: &[&str] = &["manifest.json", "MANIFEST.md"];
 /// Checks a bundle: every file `manifest.json` lists is present with its size and SHA-256
 /// (reading an entry also checks the zip's CRC), and no other file is in the zip. An error
 /// when `zip` cannot be read, is not a zip, or has no readable `manifest.json`.
-pub fn verify(zip: &Path) -> Result<VerifyReport, HandoffError> {
+pub(crate) fn verify(zip: &Path) -> Result<VerifyReport, HandoffError> {
     let file = File::open(zip).map_err(|e| HandoffError::io(zip, e))?;
     let mut archive = ZipArchive::new(BufReader::new(file)).map_err(|e| {
         HandoffError::Other(format!("{}: not a readable zip file ({e})", zip.display()))

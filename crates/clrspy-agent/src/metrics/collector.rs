@@ -19,7 +19,7 @@ use super::config::MetricsSettings;
 use clrspy_export::prometheus::{self, Figure, MetricType, Series, Target};
 
 /// How long before a process whose session failed is tried again.
-pub const RETRY_AFTER: Duration = Duration::from_secs(60);
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(60);
 /// How long a lender waits after the collector's session of its process ended.
 const LEND_SETTLE: Duration = Duration::from_millis(500);
 /// How long a stopping session may take to end before its thread gives up waiting.
@@ -66,7 +66,7 @@ impl Shared {
 }
 
 /// The collector; stops its sessions when [`Collector::shutdown`] is called or it is dropped.
-pub struct Collector {
+pub(crate) struct Collector {
     shared: Arc<Shared>,
     scanner: Mutex<Option<JoinHandle<()>>>,
 }
@@ -81,7 +81,7 @@ impl std::fmt::Debug for Collector {
 
 impl Collector {
     /// A collector that has not started (no scanner); [`Collector::start`] starts one.
-    pub fn idle(settings: MetricsSettings) -> Collector {
+    pub(crate) fn idle(settings: MetricsSettings) -> Collector {
         Collector {
             shared: Arc::new(Shared {
                 settings,
@@ -103,7 +103,7 @@ impl Collector {
     }
 
     /// Starts the scanner thread (nothing when the settings disable collection).
-    pub fn start(settings: MetricsSettings) -> std::io::Result<Collector> {
+    pub(crate) fn start(settings: MetricsSettings) -> std::io::Result<Collector> {
         let c = Collector::idle(settings);
         if c.shared.settings.enabled {
             let shared = c.shared.clone();
@@ -117,7 +117,7 @@ impl Collector {
     }
 
     /// Stops every session and the scanner, waiting up to a few seconds for them to end.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         *lock(&self.shared.stopping) = true;
         self.shared.wake.notify_all();
         for e in lock(&self.shared.table).values() {
@@ -133,7 +133,7 @@ impl Collector {
     }
 
     /// Counts one answered request (`route`: the route's template, so the series stay few).
-    pub fn count_request(&self, route: &str, code: u16) {
+    pub(crate) fn count_request(&self, route: &str, code: u16) {
         let mut r = lock(&self.shared.requests);
         match r.get_mut(&(route.to_string(), code)) {
             Some(n) => *n += 1,
@@ -148,7 +148,7 @@ impl Collector {
     /// ended, a few seconds at most) and, until the lease is dropped, the stream's rows feed
     /// `/metrics` instead ([`Lease::feed`]). None when the collector has no session of `pid`.
     /// Blocking.
-    pub fn lend(&self, pid: u32) -> Option<Lease> {
+    pub(crate) fn lend(&self, pid: u32) -> Option<Lease> {
         let s = &self.shared;
         // The entry stays, lent from now on: the scanner starts no session of its own for the
         // process while the collector's ends, and that session's thread leaves it be.
@@ -172,13 +172,8 @@ impl Collector {
         })
     }
 
-    /// Counters sessions open now.
-    pub fn sessions_open(&self) -> u64 {
-        self.shared.open.load(Ordering::Relaxed)
-    }
-
     /// The exposition text: every process's series and the agent's own figures.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let s = &self.shared;
         s.scrapes.fetch_add(1, Ordering::Relaxed);
         let gauge = |name, help, v: u64| Figure {
@@ -257,7 +252,7 @@ impl Collector {
 
 /// A process's counters lent to a stream ([`Collector::lend`]); given back when dropped (the
 /// collector starts its own session again at its next scan, which the drop asks for).
-pub struct Lease {
+pub(crate) struct Lease {
     shared: Arc<Shared>,
     pid: u32,
 }
@@ -270,7 +265,7 @@ impl std::fmt::Debug for Lease {
 
 impl Lease {
     /// Folds a stream's rows into the process's series, as the collector's own session would.
-    pub fn feed(&self, rows: &[clrspy_analysis::counters::CounterRow]) {
+    pub(crate) fn feed(&self, rows: &[clrspy_analysis::counters::CounterRow]) {
         if let Some(e) = lock(&self.shared.table)
             .get_mut(&self.pid)
             .filter(|e| e.lent)

@@ -7,30 +7,30 @@ use clrspy_live::counters::CountersOptions;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::AgentError;
+use crate::error::AgentError;
 
 /// The `[metrics]` section: what `/metrics` collects and its bounds.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-pub struct MetricsConfig {
+pub(crate) struct MetricsConfig {
     /// Collect at all (false: `/metrics` has only the agent's own figures).
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// The sources and counters, as `clrspy counters --counters` takes them (default
     /// `System.Runtime`).
-    pub counters: Option<String>,
+    pub(crate) counters: Option<String>,
     /// How often each process reports, seconds (dotnet-monitor's `IntervalSeconds`).
-    pub refresh_seconds: u64,
+    pub(crate) refresh_seconds: u64,
     /// How often the agent looks for processes that started or ended, seconds.
-    pub rescan_seconds: u64,
+    pub(crate) rescan_seconds: u64,
     /// The most processes collected from at once (others are counted, not collected).
-    pub max_processes: usize,
+    pub(crate) max_processes: usize,
     /// The most series kept per process (also the Metrics provider's `MaxTimeSeries`); more
     /// are dropped and counted in `clrspy_agent_series_dropped_total`.
-    pub max_time_series: u32,
+    pub(crate) max_time_series: u32,
     /// The most histograms the Metrics provider tracks per process.
-    pub max_histograms: u32,
+    pub(crate) max_histograms: u32,
     /// The runtime's buffer for each session, inside the target, MB.
-    pub buffer_mb: u32,
+    pub(crate) buffer_mb: u32,
 }
 
 impl Default for MetricsConfig {
@@ -50,22 +50,22 @@ impl Default for MetricsConfig {
 
 /// The checked settings a [`Collector`](super::Collector) runs with.
 #[derive(Clone, Debug)]
-pub struct MetricsSettings {
+pub(crate) struct MetricsSettings {
     /// Collect at all.
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// What each session asks for.
-    pub options: CountersOptions,
+    pub(crate) options: CountersOptions,
     /// How often to look for processes.
-    pub rescan: Duration,
+    pub(crate) rescan: Duration,
     /// The most processes at once.
-    pub max_processes: usize,
+    pub(crate) max_processes: usize,
     /// The most series per process.
-    pub max_series: usize,
+    pub(crate) max_series: usize,
 }
 
 impl MetricsConfig {
     /// The settings, or why the section is wrong.
-    pub fn settings(&self) -> Result<MetricsSettings, AgentError> {
+    pub(crate) fn settings(&self) -> Result<MetricsSettings, AgentError> {
         let bad = |what: &str| AgentError::Config(format!("metrics.{what}"));
         let spec: CounterSpec = match &self.counters {
             Some(s) => s

@@ -3,8 +3,8 @@
 //! value of each of its series; clrspy-export's `prometheus` writes them, with the agent's own
 //! figures, in Prometheus' text format. The `[metrics]` config section is [`config`].
 
-pub mod collector;
-pub mod config;
+pub(crate) mod collector;
+pub(crate) mod config;
 
-pub use collector::Collector;
-pub use config::{MetricsConfig, MetricsSettings};
+pub(crate) use collector::Collector;
+pub(crate) use config::{MetricsConfig, MetricsSettings};

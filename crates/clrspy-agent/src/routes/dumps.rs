@@ -27,7 +27,7 @@ use crate::select::Selector;
 use crate::state::AppState;
 
 /// The longest a dump or heap snapshot may take before its child is killed.
-pub const JOB_TIMEOUT: Duration = Duration::from_secs(300);
+pub(super) const JOB_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What `clrspy gcdump` waits for the runtime's heap walk (below [`JOB_TIMEOUT`], leaving
 /// time to build and write the graph).

@@ -17,7 +17,7 @@ use crate::state::AppState;
 use clrspy_export::prometheus::{self, Figure, MetricType};
 
 /// The text format's content type.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(super) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The area's routes.
 pub(super) fn routes() -> Vec<super::table::Route> {
@@ -26,7 +26,7 @@ pub(super) fn routes() -> Vec<super::table::Route> {
 
 /// Counts each answered request of a known route (`clrspy_agent_requests_total`), refusals
 /// included.
-pub async fn count(State(c): State<Arc<Collector>>, req: Request, next: Next) -> Response {
+pub(super) async fn count(State(c): State<Arc<Collector>>, req: Request, next: Next) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()

@@ -50,7 +50,7 @@ fn table() -> Vec<Route> {
 }
 
 /// The whole app.
-pub fn app(state: AppState, max_body_bytes: usize) -> Router {
+pub(crate) fn app(state: AppState, max_body_bytes: usize) -> Router {
     build(state, max_body_bytes, table())
 }
 

@@ -32,7 +32,7 @@ use crate::spool::{self, Spool};
 use crate::state::AppState;
 
 /// The longest a stream may be asked to run.
-pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+pub(super) const MAX_DURATION: Duration = Duration::from_secs(3600);
 /// A trace's length when the request names none (as dotnet-monitor).
 const DEFAULT_DURATION: Duration = Duration::from_secs(30);
 /// The runtime's buffer for a trace when the request names none, MB.

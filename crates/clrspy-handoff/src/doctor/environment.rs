@@ -13,74 +13,74 @@ use crate::facts;
 
 /// The environment a plan is made for.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Environment {
+pub(crate) struct Environment {
     /// `Linux`, ...
-    pub os: String,
+    pub(crate) os: String,
     /// The kernel release.
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// The distribution.
-    pub distro: Option<String>,
+    pub(crate) distro: Option<String>,
     /// The architecture.
-    pub arch: String,
+    pub(crate) arch: String,
     /// The host name (in Kubernetes: the pod's name).
-    pub hostname: String,
+    pub(crate) hostname: String,
     /// The container clrspy runs in, if any.
-    pub container: Option<Container>,
+    pub(crate) container: Option<Container>,
     /// clrspy runs as root.
-    pub is_root: bool,
+    pub(crate) is_root: bool,
     /// `kernel.yama.ptrace_scope` (0 classic, 1 restricted, 2 admin only, 3 none); None
     /// without Yama (classic rules).
-    pub ptrace_scope: Option<u8>,
+    pub(crate) ptrace_scope: Option<u8>,
     /// `kernel.perf_event_paranoid`.
-    pub perf_event_paranoid: Option<i32>,
+    pub(crate) perf_event_paranoid: Option<i32>,
     /// Whether the kernel's CPU sampler opens (on the process, or on clrspy itself).
-    pub kernel_sampler: KernelSampler,
+    pub(crate) kernel_sampler: KernelSampler,
     /// The folder files are written to.
-    pub output_dir: String,
+    pub(crate) output_dir: String,
     /// Free space there, in bytes.
-    pub free_disk_bytes: Option<u64>,
+    pub(crate) free_disk_bytes: Option<u64>,
     /// The process, when one was named.
-    pub target: Option<TargetAccess>,
+    pub(crate) target: Option<TargetAccess>,
 }
 
 /// Whether the kernel sampler (`perf_event_open`) is allowed.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct KernelSampler {
+pub(crate) struct KernelSampler {
     /// It opened.
-    pub allowed: bool,
+    pub(crate) allowed: bool,
     /// Why not, or what it lacks (user mode only), in words.
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// The named process and what clrspy may do with it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct TargetAccess {
+pub(crate) struct TargetAccess {
     /// Its process id.
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its .NET runtime version, when its runtime answered.
-    pub runtime_version: Option<String>,
+    pub(crate) runtime_version: Option<String>,
     /// Its entry assembly's file, when found.
-    pub entry_assembly: Option<String>,
+    pub(crate) entry_assembly: Option<String>,
     /// The entry assembly's informational version (else its version): which build runs.
-    pub app_version: Option<String>,
+    pub(crate) app_version: Option<String>,
     /// It runs as clrspy's user.
-    pub same_user: bool,
+    pub(crate) same_user: bool,
     /// Its diagnostics socket was found.
-    pub diagnostics_socket: bool,
+    pub(crate) diagnostics_socket: bool,
     /// clrspy can attach: the socket is there and clrspy is its user or root.
-    pub can_attach: bool,
+    pub(crate) can_attach: bool,
     /// Its resident memory (`VmRSS`): about a full or heap dump's size before compression.
-    pub rss_bytes: Option<u64>,
+    pub(crate) rss_bytes: Option<u64>,
     /// The container it runs in, when it sees other files than clrspy.
-    pub container: Option<Container>,
+    pub(crate) container: Option<Container>,
 }
 
 impl Environment {
     /// Finds out the environment now: of this machine, of `pid` when given, and of the
     /// output folder `dir`. Nothing here fails: what cannot be told is left `None`.
-    pub fn detect(pid: Option<u32>, dir: &Path) -> Environment {
+    pub(crate) fn detect(pid: Option<u32>, dir: &Path) -> Environment {
         let sys = facts::system();
         let is_root = effective_uid() == Some(0);
         let read_num = |p: &str| {

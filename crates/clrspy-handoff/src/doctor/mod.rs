@@ -1,11 +1,11 @@
-//! `clrspy doctor`: finds out the environment ([`environment`]), asks for the symptom on a
-//! terminal when none was given ([`prompt`]), prints the plan for it — what to collect, why,
-//! the exact commands, their cost and the trade-offs ([`plans`]) — and with `--run` carries
-//! it out as one bundle (`clrspy bundle`'s [`run_spec`](crate::cmd::run_spec)).
+//! `clrspy doctor`: finds out the environment (`environment`), asks for the symptom on a
+//! terminal when none was given (`prompt`), prints the plan for it — what to collect, why,
+//! the exact commands, their cost and the trade-offs (`plans`) — and with `--run` carries
+//! it out as one bundle (`clrspy bundle`'s `cmd::run_spec`).
 
-pub mod environment;
-pub mod plans;
-pub mod prompt;
+mod environment;
+mod plans;
+mod prompt;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -16,8 +16,8 @@ use clrspy_analysis::log_stream::LogLevel;
 use clrspy_cli::{Failure, ProcessArgs};
 use clrspy_collect::Resolved;
 
-pub use environment::{Environment, KernelSampler, TargetAccess};
-pub use plans::{default_output, plan, plan_for, Plan, Step};
+pub(crate) use environment::Environment;
+pub(crate) use plans::{default_output, plan_for};
 
 use crate::gather::BundleSpec;
 use crate::symptom::{self, Symptom};
@@ -28,24 +28,24 @@ pub struct Args {
     /// The problem: high-cpu, memory-leak, slow-requests, hang, excessive-gc, http-errors,
     /// assembly-load or crash (asked on a terminal when not given).
     #[arg(long, value_name = "S", value_parser = symptom::parse_arg)]
-    pub symptom: Option<Symptom>,
+    pub(crate) symptom: Option<Symptom>,
     /// Carry the plan out: gather one bundle for the symptom from the process.
     #[arg(long)]
-    pub run: bool,
+    pub(crate) run: bool,
     /// The process (its runtime, user and memory shape the plan; needed by --run).
     #[command(flatten)]
-    pub process: ProcessArgs,
+    pub(crate) process: ProcessArgs,
     /// Print the plan as JSON: `symptom`, `environment`, `steps` [{`what`, `why`, `command`,
     /// `cost`}], `tradeoffs`.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// The window to record (the plan's commands, and --run).
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_window)]
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// The bundle --run writes (default: clrspy-SYMPTOM-PID.zip here); its folder's free
     /// space is checked.
     #[arg(short = 'o', long, value_name = "FILE.zip")]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
 }
 
 fn parse_window(s: &str) -> Result<Duration, String> {
@@ -141,7 +141,7 @@ fn ask() -> Result<Symptom, Failure> {
 
 /// The bundle `--run` gathers: the symptom's (its profile, and what it takes beside the
 /// trace: snapshots around the window for a leak, stacks first for a hang), redacted.
-pub fn bundle_spec(
+pub(crate) fn bundle_spec(
     symptom: Symptom,
     target: Resolved,
     duration: Duration,

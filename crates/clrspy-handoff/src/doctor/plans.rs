@@ -16,29 +16,29 @@ const LOW_DISK: u64 = 1 << 30;
 
 /// What to do for a symptom.
 #[derive(Clone, Debug, Serialize)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The symptom.
     #[serde(serialize_with = "symptom_name")]
-    pub symptom: Symptom,
+    pub(crate) symptom: Symptom,
     /// The environment it was made for.
-    pub environment: Environment,
+    pub(crate) environment: Environment,
     /// The steps, in order.
-    pub steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
     /// What the choices trade, and what to change when the environment differs.
-    pub tradeoffs: Vec<String>,
+    pub(crate) tradeoffs: Vec<String>,
 }
 
 /// One step of a plan.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct Step {
+pub(crate) struct Step {
     /// What it collects or shows.
-    pub what: String,
+    pub(crate) what: String,
     /// Why it is needed for this symptom.
-    pub why: String,
+    pub(crate) why: String,
     /// The exact command (`PID`, `COMMAND` are placeholders when not known).
-    pub command: String,
+    pub(crate) command: String,
     /// What it costs the process and the disk, and its risk.
-    pub cost: String,
+    pub(crate) cost: String,
 }
 
 fn symptom_name<S: Serializer>(s: &Symptom, ser: S) -> Result<S::Ok, S::Error> {
@@ -47,13 +47,14 @@ fn symptom_name<S: Serializer>(s: &Symptom, ser: S) -> Result<S::Ok, S::Error> {
 
 /// The plan for `symptom` in `env`, for process `pid` (`PID` in the commands when none),
 /// with a 30-second window and the bundle's default name.
-pub fn plan(symptom: Symptom, env: &Environment, pid: Option<u32>) -> Plan {
+#[cfg(test)]
+pub(crate) fn plan(symptom: Symptom, env: &Environment, pid: Option<u32>) -> Plan {
     let output = default_output(symptom, pid);
     plan_for(symptom, env, pid, Duration::from_secs(30), &output)
 }
 
 /// The plan with a window of `window`, writing the bundle to `output`.
-pub fn plan_for(
+pub(crate) fn plan_for(
     symptom: Symptom,
     env: &Environment,
     pid: Option<u32>,
@@ -89,7 +90,7 @@ pub fn plan_for(
 }
 
 /// `clrspy-SYMPTOM-PID.zip` (`clrspy-SYMPTOM.zip` without a process) in the current folder.
-pub fn default_output(symptom: Symptom, pid: Option<u32>) -> PathBuf {
+pub(crate) fn default_output(symptom: Symptom, pid: Option<u32>) -> PathBuf {
     match pid {
         Some(p) => PathBuf::from(format!("clrspy-{}-{p}.zip", symptom.name())),
         None => PathBuf::from(format!("clrspy-{}.zip", symptom.name())),

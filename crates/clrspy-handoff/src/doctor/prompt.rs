@@ -12,7 +12,7 @@ use crate::symptom::Symptom;
 
 /// Offers the symptoms as a numbered menu on `out` and reads the choice (a number or a name)
 /// from `input`, asking again on a wrong answer; None at end of input.
-pub fn ask_symptom(
+pub(super) fn ask_symptom(
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> std::io::Result<Option<Symptom>> {
@@ -42,7 +42,7 @@ pub fn ask_symptom(
 }
 
 /// The environment as `label  value` lines.
-pub fn environment_lines(env: &Environment) -> Vec<(String, String)> {
+pub(super) fn environment_lines(env: &Environment) -> Vec<(String, String)> {
     let mut lines = Vec::new();
     let mut os = format!("{} {}", env.os, env.kernel);
     if let Some(d) = &env.distro {
@@ -121,7 +121,7 @@ pub fn environment_lines(env: &Environment) -> Vec<(String, String)> {
 }
 
 /// Writes the plan as text.
-pub fn write_plan(plan: &Plan, out: &mut dyn Write) -> std::io::Result<()> {
+pub(super) fn write_plan(plan: &Plan, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Environment")?;
     for (label, value) in environment_lines(&plan.environment) {
         writeln!(out, "  {label:<12} {value}")?;

@@ -24,15 +24,15 @@ use crate::HandoffError;
 #[derive(Debug, Default)]
 pub(crate) struct Derived {
     /// Reports written (names).
-    pub reports: Vec<&'static str>,
+    pub(crate) reports: Vec<&'static str>,
     /// Log messages.
-    pub log_records: u64,
+    pub(crate) log_records: u64,
     /// Counter rows.
-    pub counter_rows: u64,
+    pub(crate) counter_rows: u64,
     /// The GC heap's size over time: (ms since the Unix epoch, bytes).
-    pub gc_heap: Vec<(u64, u64)>,
+    pub(crate) gc_heap: Vec<(u64, u64)>,
     /// What the reader could not read (a cut trace).
-    pub read_error: Option<String>,
+    pub(crate) read_error: Option<String>,
 }
 
 /// Writes the reports, logs and counters of `trace` into `staging`.

@@ -24,13 +24,13 @@ const BUFFER_MB: u32 = 256;
 /// The session and what it was made of.
 pub(crate) struct Planned {
     /// The session.
-    pub config: SessionConfig,
+    pub(crate) config: SessionConfig,
     /// The profile (or "providers") in words, for the manifest.
-    pub profile: String,
+    pub(crate) profile: String,
     /// The counters' session id (the Metrics provider's events carry it).
-    pub counters_session: String,
+    pub(crate) counters_session: String,
     /// The counters asked for.
-    pub counters: CounterSpec,
+    pub(crate) counters: CounterSpec,
 }
 
 /// The session for `spec`, the target's runtime major version deciding how System.Runtime's

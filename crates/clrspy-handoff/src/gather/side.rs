@@ -33,15 +33,15 @@ pub(crate) struct Metrics {
 #[derive(Default)]
 pub(crate) struct MetricsRun {
     /// The rows, oldest first.
-    pub rows: VecDeque<MetricsRow>,
+    pub(crate) rows: VecDeque<MetricsRow>,
     /// Rows dropped from the front (past [`MAX_ROWS`]).
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// The first reading error other than the process's end.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// The thread's own CPU time, ns.
-    pub cpu_ns: u64,
+    pub(crate) cpu_ns: u64,
     /// Its wall time.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
 }
 
 impl Metrics {

@@ -29,7 +29,8 @@ pub struct BundleSpec {
     /// Stop triggers (the window ends a little after one fires).
     pub triggers: Option<Triggers>,
     /// Keep the bundle only when a trigger fired (a `watch` rule waiting for the slow moment):
-    /// otherwise [`HandoffError::NotTriggered`] and nothing is written.
+    /// otherwise [`HandoffError::NotTriggered`](crate::HandoffError::NotTriggered) and nothing
+    /// is written.
     pub require_trigger: bool,
     /// Take a heap snapshot after the window.
     pub with_heap: bool,
@@ -54,5 +55,5 @@ pub struct BundleOutcome {
     /// Its manifest.
     pub manifest: Manifest,
     /// A launched program's exit code, when it ended in the window.
-    pub exit: Option<u8>,
+    pub(crate) exit: Option<u8>,
 }

@@ -10,7 +10,7 @@ use crate::HandoffError;
 
 /// The staging folder (owner-only, beside the zip, removed at the end) and the files put in
 /// it, each with what it is.
-pub struct Staging {
+pub(crate) struct Staging {
     root: PathBuf,
     pub(crate) files: Vec<FileEntry>,
 }
@@ -36,12 +36,12 @@ impl Staging {
     }
 
     /// The folder.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The path of `rel` (its folders made, owner-only), recorded as `what`.
-    pub fn create(&mut self, rel: &str, what: &str) -> Result<PathBuf, HandoffError> {
+    pub(crate) fn create(&mut self, rel: &str, what: &str) -> Result<PathBuf, HandoffError> {
         let path = self.root.join(rel);
         if let Some(parent) = path.parent() {
             clrspy_collect::private::create_private_dir(parent)
@@ -57,7 +57,7 @@ impl Staging {
     }
 
     /// Writes `rel` (owner-only) with `body`, recorded as `what`.
-    pub fn write(
+    pub(crate) fn write(
         &mut self,
         rel: &str,
         what: &str,

@@ -25,25 +25,25 @@ pub struct TraceScrub {
     /// Secrets masked.
     pub secrets: u64,
     /// Bytes overwritten.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Events read to place them (0 when nothing was masked).
-    pub events: u64,
+    pub(crate) events: u64,
 }
 
 /// One secret in the file: its bytes and how to overwrite them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Edit {
+pub(super) struct Edit {
     /// Its bytes in the file.
-    pub range: Range<u64>,
+    pub(crate) range: Range<u64>,
     /// UTF-16LE (`*\0` per code unit) or UTF-8 (`*` per byte).
-    pub wide: bool,
+    pub(crate) wide: bool,
     /// What kind of secret.
-    pub kind: Found,
+    pub(crate) kind: Found,
 }
 
 /// Every secret in `data` (a whole trace, or any bytes): the text runs found and passed to
 /// `spans`, which gives the secrets' byte ranges in the run's text; sorted by offset.
-pub fn find(data: &[u8], spans: &dyn Fn(&str) -> Vec<Span>) -> Vec<Edit> {
+pub(super) fn find(data: &[u8], spans: &dyn Fn(&str) -> Vec<Span>) -> Vec<Edit> {
     let mut edits = Vec::new();
     let mut text = String::new();
     for parity in 0..2 {
@@ -59,7 +59,8 @@ pub fn find(data: &[u8], spans: &dyn Fn(&str) -> Vec<Span>) -> Vec<Edit> {
 }
 
 /// Overwrites each edit's bytes in `data` with `*` (UTF-8) or `*\0` (UTF-16LE).
-pub fn apply(data: &mut [u8], edits: &[Edit]) {
+#[cfg(test)]
+pub(super) fn apply(data: &mut [u8], edits: &[Edit]) {
     for e in edits {
         let (Ok(start), Ok(end)) = (usize::try_from(e.range.start), usize::try_from(e.range.end))
         else {
