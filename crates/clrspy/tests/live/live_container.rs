@@ -40,7 +40,7 @@ fn ps_and_record_reach_a_process_in_other_namespaces() {
     std::fs::create_dir_all(&base).unwrap();
     let private = tempfile::tempdir_in(&base).unwrap();
     let script = format!(
-        "mount -t tmpfs tmpfs '{dir}' && TMPDIR='{dir}' exec dotnet {} cpu --seconds 29.25",
+        "mount -t tmpfs tmpfs '{dir}' && TMPDIR='{dir}' exec dotnet '{}' cpu --seconds 29.25",
         wl.display(),
         dir = private.path().display()
     );

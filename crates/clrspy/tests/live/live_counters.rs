@@ -228,23 +228,14 @@ fn monitor_under_tmux_shows_the_runtime_counters() {
     }
     let exe = assert_cmd::cargo::cargo_bin("clrspy");
     let session = format!("clrspy-counters-{}", std::process::id());
-    let cmd = format!(
-        "{} counters monitor -- dotnet {} meters --seconds 8",
-        exe.display(),
-        common::workloads().display()
-    );
+    // The program and its arguments as tmux's own arguments (tmux runs them without a
+    // shell): the checkout's path may hold spaces.
     let started = Command::new("tmux")
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            &session,
-            "-x",
-            "80",
-            "-y",
-            "24",
-            &cmd,
-        ])
+        .args(["new-session", "-d", "-s", &session, "-x", "80", "-y", "24"])
+        .arg(&exe)
+        .args(["counters", "monitor", "--", "dotnet"])
+        .arg(common::workloads())
+        .args(["meters", "--seconds", "8"])
         .status()
         .unwrap();
     assert!(started.success());

@@ -167,28 +167,29 @@ fn monitor_shows_the_request_duration_under_tmux() {
     // Not live_counters' name: both run in one test binary, with one process id.
     let session = format!("clrspy-counters-web-{}", std::process::id());
     let bin = assert_cmd::cargo::cargo_bin("clrspy");
-    let cmd = format!(
-        "{} counters monitor -p {} --counters Microsoft.AspNetCore.Hosting --duration 20s",
-        bin.display(),
-        web.1
-    );
+    // The program and its arguments as tmux's own arguments (tmux runs them without a
+    // shell): the checkout's path may hold spaces.
+    let (bin, pid) = (bin.display().to_string(), web.1.to_string());
+    let cmd = [
+        bin.as_str(),
+        "counters",
+        "monitor",
+        "-p",
+        &pid,
+        "--counters",
+        "Microsoft.AspNetCore.Hosting",
+        "--duration",
+        "20s",
+    ];
     let tmux = |args: &[&str]| {
         Command::new(Need::Tmux.path())
             .args(args)
             .output()
             .expect("run tmux")
     };
-    let ok = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "80",
-        "-y",
-        "24",
-        &cmd,
-    ]);
+    let mut args = vec!["new-session", "-d", "-s", &session, "-x", "80", "-y", "24"];
+    args.extend(cmd);
+    let ok = tmux(&args);
     assert!(ok.status.success(), "{ok:?}");
     let until = Instant::now() + Duration::from_secs(15);
     let mut pane = String::new();
