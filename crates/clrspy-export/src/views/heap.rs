@@ -139,7 +139,8 @@ impl View for HeapSummary<'_> {
 }
 
 fn type_json(model: &HeapModel, t: &str) -> Value {
-    let stats = model.types().iter().find(|s| s.name == t);
+    let stats = find_type(model, t).ok();
+    let t = stats.map_or(t, |s| s.name.as_str());
     json!({
         "type": t,
         "count": stats.map_or(0, |s| s.count),
@@ -155,26 +156,47 @@ pub struct HeapType {
     paths: Vec<RootPath>,
 }
 
-/// Builds the view of type `t`; an error (with the types whose names contain `t` as its
-/// hint) when the snapshot has no object of it.
-pub fn type_view(model: &HeapModel, t: &str) -> Result<HeapType, ViewError> {
-    let Some(s) = model.types().iter().find(|s| s.name == t) else {
-        let near: Vec<&str> = model
-            .types()
-            .iter()
-            .filter(|s| s.name.contains(t))
-            .take(5)
-            .map(|s| s.name.as_str())
-            .collect();
-        return Err(ViewError {
-            message: format!("no objects of type {t} in the snapshot"),
-            hint: (!near.is_empty())
-                .then(|| format!("types with that in their name: {}", near.join(", "))),
-        });
+/// The type `t` names, as `dumpheap -type` takes a name: the full name, else the one type
+/// whose last name segment (after the namespace and any outer type) is `t`, else the one type
+/// whose name contains `t`. An error when none or several do (the candidates as its hint).
+fn find_type<'m>(model: &'m HeapModel, t: &str) -> Result<&'m TypeStats, ViewError> {
+    let types = model.types();
+    if let Some(s) = types.iter().find(|s| s.name == t) {
+        return Ok(s);
+    }
+    let last = |n: &str| n.rsplit(['.', '+']).next().unwrap_or(n).to_string();
+    let by_last: Vec<&TypeStats> = types.iter().filter(|s| last(&s.name) == t).collect();
+    let near: Vec<&TypeStats> = types.iter().filter(|s| s.name.contains(t)).collect();
+    let candidates = match (by_last.as_slice(), near.as_slice()) {
+        ([one], _) | ([], [one]) => return Ok(one),
+        ([], many) => many,
+        (many, _) => many,
     };
+    let names: Vec<&str> = candidates.iter().take(5).map(|s| s.name.as_str()).collect();
+    let more = candidates.len().saturating_sub(names.len());
+    Err(ViewError {
+        message: match candidates.len() {
+            0 => format!("no objects of type {t} in the snapshot"),
+            n => format!("{n} types match {t}: give its full name"),
+        },
+        hint: (!names.is_empty()).then(|| {
+            let more = if more > 0 {
+                format!(", … {more} more")
+            } else {
+                String::new()
+            };
+            format!("types with that in their name: {}{more}", names.join(", "))
+        }),
+    })
+}
+
+/// Builds the view of type `t` (its full name, or a short name or part of it that names one
+/// type); an error (with the candidates as its hint) when it names none or several.
+pub fn type_view(model: &HeapModel, t: &str) -> Result<HeapType, ViewError> {
+    let s = find_type(model, t)?;
     Ok(HeapType {
         stats: s.clone(),
-        paths: model.paths_to_type(t, TYPE_PATHS),
+        paths: model.paths_to_type(&s.name, TYPE_PATHS),
     })
 }
 

@@ -94,19 +94,35 @@ fn the_heap_summary_counts_types_roots_and_garbage() {
 #[test]
 fn a_missing_type_names_the_near_ones() {
     let m = snapshot(&[10]);
-    let o = ViewOptions {
-        type_name: Some("Ite".into()),
+    let o = |t: &str| ViewOptions {
+        type_name: Some(t.into()),
         ..ViewOptions::default()
     };
+    // Part of a name that one type has is that type, as dumpheap -type takes it.
+    let v = find("heap-type")
+        .unwrap()
+        .build(&Input::Heap(&m), &o("Ite"))
+        .unwrap();
+    assert_eq!(v.json()["type"], "Item");
+    // Part of several names: refused, the candidates named.
     let e = find("heap-type")
         .unwrap()
-        .build(&Input::Heap(&m), &o)
+        .build(&Input::Heap(&m), &o("e"))
         .err()
         .unwrap();
-    assert_eq!(
-        e.hint.as_deref(),
-        Some("types with that in their name: Item")
+    assert!(e.message.contains("types match e"), "{e}");
+    assert!(
+        e.hint.as_deref().unwrap_or("").contains("Item"),
+        "{:?}",
+        e.hint
     );
+    let e = find("heap-type")
+        .unwrap()
+        .build(&Input::Heap(&m), &o("Nothing"))
+        .err()
+        .unwrap();
+    assert_eq!(e.message, "no objects of type Nothing in the snapshot");
+    assert_eq!(e.hint, None);
     let o = ViewOptions {
         type_name: Some("Item".into()),
         ..ViewOptions::default()

@@ -124,15 +124,25 @@ impl SnapEvent {
                 "warning: the heap dump did not complete on the live stream within {:.0} s ({objects} objects seen); checking the trace",
                 timeout.as_secs_f64()
             )),
-            SnapEvent::Unresolved { edges, roots } => Some(unresolved_line(edges, roots)),
+            SnapEvent::Unresolved { edges, roots } => unresolved_line(edges, roots),
             SnapEvent::Recording { .. } | SnapEvent::Recorded => None,
         }
     }
 }
 
-/// The note on references and roots that named no object of the dump.
-pub fn unresolved_line(edges: u64, roots: u64) -> String {
-    format!("note: {edges} references and {roots} roots named addresses that are no object of the dump (left out, as other readers do)")
+/// The most roots naming no object of the dump that go without a note when no reference
+/// does: the runtime reports a few handles whose object it has just freed in most snapshots.
+const ROUTINE_UNRESOLVED_ROOTS: u64 = 16;
+
+/// The note on references and roots that named no object of the dump, when it matters
+/// (None for the few roots most snapshots have).
+pub fn unresolved_line(edges: u64, roots: u64) -> Option<String> {
+    if edges == 0 && roots <= ROUTINE_UNRESOLVED_ROOTS {
+        return None;
+    }
+    Some(format!(
+        "note: {edges} references and {roots} roots pointed at addresses that are no object of the snapshot and were left out (dotnet-gcdump leaves them out too); many of them mean the runtime missed objects while it walked the heap: take the snapshot again"
+    ))
 }
 
 /// What a snapshot under way reports, in order.

@@ -83,7 +83,8 @@ pub struct CollectArgs {
 pub enum Format {
     /// CSV, a header line then one value a line.
     Csv,
-    /// JSON Lines: one object per value.
+    /// JSON Lines: one object per value (`json`, dotnet-counters' word, is taken for it).
+    #[value(alias = "json")]
     Jsonl,
     /// The Prometheus text exposition format (a file is rewritten whole each interval).
     Prometheus,

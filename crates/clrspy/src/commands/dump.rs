@@ -43,12 +43,12 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
         );
     } else {
         eprintln!(
-            "Wrote {} ({} raw, {} {} ({:.0}%), {}) in {:.2} s.",
+            "Wrote {} ({} raw, {} {} ({}), {}) in {:.2} s.",
             out.display(),
             clrspy_live::recording::notices::mb(r.raw_bytes),
             clrspy_live::recording::notices::mb(r.file_bytes),
             compress.name(),
-            100.0 * r.file_bytes as f64 / r.raw_bytes.max(1) as f64,
+            share(r.file_bytes, r.raw_bytes),
             if r.streamed {
                 "compressed as it was written"
             } else {
@@ -71,4 +71,26 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
         }
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `part` of `whole` as a percentage with the digits that tell it: a compressed dump of
+/// 11 MB from 2.6 GB is "0.42%", never "0%".
+fn share(part: u64, whole: u64) -> String {
+    let p = 100.0 * part as f64 / whole.max(1) as f64;
+    match p {
+        p if p >= 10.0 => format!("{p:.0}%"),
+        p if p >= 1.0 => format!("{p:.1}%"),
+        p => format!("{p:.2}%"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_small_share_keeps_its_digits() {
+        assert_eq!(super::share(11 << 20, 2608 << 20), "0.42%");
+        assert_eq!(super::share(30, 100), "30%");
+        assert_eq!(super::share(25, 1000), "2.5%");
+        assert_eq!(super::share(0, 0), "0.00%");
+    }
 }

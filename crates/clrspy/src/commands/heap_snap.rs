@@ -92,11 +92,8 @@ pub(super) fn write_dump(dump: &gcdump::HeapDump, out: &Path) -> CliResult<()> {
 /// A trace's heap dump as a `.gcdump` graph.
 pub(super) fn load_trace(path: &Path) -> CliResult<gcdump::HeapDump> {
     let h = heap::read_trace(path).map_err(read_error)?;
-    if h.unresolved_roots > 0 || h.unresolved_edges > 0 {
-        eprintln!(
-            "{}",
-            heap::unresolved_line(h.unresolved_edges, h.unresolved_roots)
-        );
+    if let Some(note) = heap::unresolved_line(h.unresolved_edges, h.unresolved_roots) {
+        eprintln!("{note}");
     }
     Ok(h.dump)
 }
