@@ -95,7 +95,7 @@ fn sane(stty: &str) -> bool {
 
 fn full_screen_run(tmux: &Tmux, pid: u32, quit: &str) {
     let bin = env!("CARGO_BIN_EXE_clrspy");
-    tmux.keys(&[&format!("{bin} top -p {pid}"), "Enter"]);
+    tmux.keys(&[&format!("'{bin}' top -p {pid}"), "Enter"]);
     let hot_first = |t: &Tmux| first_row(&t.pane()).is_some_and(|r| r.contains(HOT));
     let took = tmux.wait(Duration::from_secs(3), hot_first);
     assert!(
@@ -138,7 +138,7 @@ fn top_shows_the_hot_method_first_under_tmux_and_restores_the_terminal() {
     tmux.keys(&["clear", "Enter"]);
     let short = start("cpu", &["--seconds", "4"]);
     let bin = env!("CARGO_BIN_EXE_clrspy");
-    tmux.keys(&[&format!("{bin} top -p {}", short.1), "Enter"]);
+    tmux.keys(&[&format!("'{bin}' top -p {}", short.1), "Enter"]);
     let on = tmux.wait(Duration::from_secs(3), Tmux::alternate);
     assert!(on.is_some(), "top did not start:\n{}", tmux.pane());
     let left = tmux.wait(Duration::from_secs(15), |t| !t.alternate());
