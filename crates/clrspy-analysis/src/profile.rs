@@ -442,11 +442,12 @@ impl StackProfile {
                 continue;
             }
             *leaf_total.entry(leaf).or_default() += w;
-            let caller = r
-                .frames
-                .iter()
-                .copied()
-                .find(|&f| symbols.frame(f).kind == FrameKind::Managed);
+            // The managed method that asked, past the runtime's generated marshalling stubs
+            // (`dynamicClass.IL_STUB_PInvoke(…, pMT: 0x…)`: one per signature, named by none).
+            let caller = r.frames.iter().copied().find(|&f| {
+                let fr = symbols.frame(f);
+                fr.kind == FrameKind::Managed && !fr.name.starts_with("dynamicClass.IL_STUB")
+            });
             if let Some(c) = caller {
                 *by.entry((leaf, c)).or_default() += w;
             }

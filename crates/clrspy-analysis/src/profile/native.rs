@@ -4,7 +4,7 @@
 //! default each run of native frames between managed ones is one frame named by the role
 //! of the module that did the work: `[JIT compiler: libclrjit.so]`, a native library's own
 //! function when its symbols name it (`libcrypto.so.3!SHA256_Update`, else `[native:
-//! libfoo.so]`), `[vdso: clock_gettime]`, `[runtime: libcoreclr.so]`, `[libc]`.
+//! libfoo.so]`), `[vdso: clock_gettime]`, `[runtime: libcoreclr.so]`, `[libc: send]`.
 
 use rustc_hash::FxHashSet;
 
@@ -69,6 +69,19 @@ fn split(name: &str) -> Option<(&str, Option<&str>)> {
     // not the function's name.
     let named = named && !func.contains("+0x");
     Some((module, named.then_some(func)))
+}
+
+/// A C library function without the glibc's internal prefixes (`__libc_send` is `send`,
+/// `__GI___lll_lock_wait` is `lll_lock_wait`).
+fn libc_name(f: &str) -> &str {
+    let f = f.strip_prefix("__GI_").unwrap_or(f);
+    let f = f.strip_prefix("__libc_").unwrap_or(f);
+    let f = f.trim_start_matches('_');
+    if f.is_empty() {
+        "?"
+    } else {
+        f
+    }
 }
 
 /// A managed assembly's file (`.dll`, `.exe`): its code is precompiled managed code.
@@ -168,7 +181,10 @@ impl NativeGroups {
             let name = match (r, func) {
                 (Role::Jit, _) => format!("[JIT compiler: {module}]"),
                 (Role::Runtime, _) => format!("[runtime: {module}]"),
-                (Role::Libc, _) => "[libc]".to_string(),
+                // The C library's function is the system call a thread made (send, accept4,
+                // epoll_ctl, a futex wait): the one thing its row can tell.
+                (Role::Libc, Some(f)) => format!("[libc: {}]", libc_name(f)),
+                (Role::Libc, None) => "[libc]".to_string(),
                 (Role::Vdso, Some(f)) => {
                     format!("[vdso: {}]", f.strip_prefix("__vdso_").unwrap_or(f))
                 }
@@ -291,16 +307,25 @@ mod tests {
                 "",
                 "[JIT compiler: libclrjit.so]",
                 "",
-                "[libc]"
+                "[libc: start_thread]"
             ]
         );
         // Folded, a run something calls is its caller's; the thread's root stays.
         assert_eq!(
             names(g.apply(stack.clone(), &s, NativeView::Fold)),
-            ["", "", "[libc]"]
+            ["", "", "[libc: start_thread]"]
         );
         assert_eq!(g.apply(stack.clone(), &s, NativeView::Show), stack);
         assert!(g.is_work(g.apply(stack, &s, NativeView::Group)[0]));
+    }
+
+    #[test]
+    fn libc_functions_lose_glibcs_prefixes() {
+        assert_eq!(libc_name("__libc_send"), "send");
+        assert_eq!(libc_name("__GI___lll_lock_wait"), "lll_lock_wait");
+        assert_eq!(libc_name("__GI_shutdown"), "shutdown");
+        assert_eq!(libc_name("accept4"), "accept4");
+        assert_eq!(libc_name("__"), "?");
     }
 
     #[test]
