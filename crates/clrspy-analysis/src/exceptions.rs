@@ -26,8 +26,12 @@ pub struct ExceptionType {
     /// Counts per catching method: the catch handlers that ran (`ExceptionCatch/Start`),
     /// one per handler, so one exception caught, rethrown and caught again counts twice.
     pub catches: FxHashMap<String, u64>,
-    /// Of `count`, the rethrows (`throw;`: the same exception thrown on from a handler).
+    /// Of `count`, the rethrows the runtime flagged (`throw;`: the same exception thrown on
+    /// from a handler). Rethrows through async frames are not flagged: their stacks say so
+    /// ([`rethrow_helper`]).
     pub rethrown: u64,
+    /// Of `stacks`, the throws the runtime flagged as rethrows, per throw stack.
+    pub flagged: FxHashMap<Option<StackId>, u64>,
 }
 
 /// The exceptions model.
@@ -62,6 +66,7 @@ impl ExceptionModel {
             .is_some_and(|f| f & clr_events::runtime::EXCEPTION_RETHROWN != 0)
         {
             e.rethrown += 1;
+            *e.flagged.entry(stack).or_default() += 1;
         }
         if e.messages.len() < MAX_MESSAGES || e.messages.contains_key(&msg) {
             *e.messages.entry(msg).or_default() += 1;
@@ -115,6 +120,82 @@ pub fn throw_site(frames: &[String]) -> Option<&str> {
         .find(|f| !is_dispatch_frame(f))
         .or(frames.first())
         .map(String::as_str)
+}
+
+/// The helper that threw an exception on from a leaf-first throw stack, when it is a rethrow
+/// of one already in flight rather than a new exception: `ExceptionDispatchInfo.Throw` (an
+/// `await` of a faulted task, MVC's invokers), the awaiters' `ThrowForNonSuccess` and the
+/// `Rethrow` helpers of frameworks' pipelines. Returns the frame that rethrew (the first
+/// outside the runtime's dispatch, as [`throw_site`] names it).
+pub fn rethrow_helper(frames: &[String]) -> Option<&str> {
+    let site = frames.iter().position(|f| !is_dispatch_frame(f))?;
+    let dispatched = frames[..site]
+        .iter()
+        .any(|f| f.starts_with("System.Runtime.ExceptionServices.ExceptionDispatchInfo.Throw"));
+    let name = frames[site].as_str();
+    (dispatched || is_rethrow_method(name)).then_some(name)
+}
+
+/// Methods whose throw is a rethrow of the exception they were handed.
+fn is_rethrow_method(name: &str) -> bool {
+    const RETHROWERS: &[&str] = &[
+        "System.Runtime.CompilerServices.TaskAwaiter.ThrowForNonSuccess",
+        "System.Runtime.CompilerServices.TaskAwaiter.HandleNonSuccessAndDebuggerNotification",
+        "System.Runtime.ExceptionServices.ExceptionDispatchInfo.",
+    ];
+    let method = name.split(['(', '[']).next().unwrap_or(name);
+    RETHROWERS.iter().any(|r| method.starts_with(r))
+        || method.ends_with(".Rethrow")
+        || method.ends_with(".ThrowIfFailed")
+}
+
+/// A method's short name for a sentence: its type's last segment and the method, with the
+/// compiler's state machines read back to their method (`App.Web.Orders+<Get>d__5.MoveNext`
+/// → `Orders.Get`; lambdas' closures to the method that holds them).
+pub fn short_method(name: &str) -> String {
+    let name = without_generics(name.split('(').next().unwrap_or(name));
+    let (ty, method) = name.rsplit_once('.').unwrap_or(("", &name));
+    // `Outer+<Method>d__5` or `Outer+<>c__DisplayClass3_0` / `Outer+<>c` (+ `<Method>b__0`).
+    let (outer, inner) = match ty.split_once('+') {
+        Some((outer, rest)) => (outer, rest.rsplit('+').next()),
+        None => (ty, None),
+    };
+    let outer = outer.rsplit('.').next().unwrap_or(outer);
+    let from_angle = |s: &str| {
+        s.strip_prefix('<')
+            .and_then(|r| r.split_once('>'))
+            .map(|(m, _)| m.to_string())
+            .filter(|m| !m.is_empty())
+    };
+    let method = match inner.and_then(from_angle) {
+        Some(m) => m,
+        None => from_angle(method).unwrap_or_else(|| method.to_string()),
+    };
+    if outer.is_empty() {
+        method
+    } else {
+        format!("{outer}.{method}")
+    }
+}
+
+/// A name without its generic arity and arguments (`Gen`1[System.__Canon].Put` → `Gen.Put`).
+fn without_generics(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let (mut depth, mut arity) = (0usize, false);
+    for c in name.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '`' if depth == 0 => arity = true,
+            c if arity && c.is_ascii_digit() => {}
+            c if depth == 0 => {
+                arity = false;
+                out.push(c);
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 impl Model for ExceptionModel {
@@ -252,6 +333,53 @@ mod tests {
         let helper = f(&["System.ThrowHelper.ThrowArgumentNullException", "App.Run"]);
         assert_eq!(throw_site(&helper), Some("App.Run"));
         assert_eq!(throw_site(&f(&["[native]"])), Some("[native]"));
+        assert_eq!(rethrow_helper(&stack), None);
         assert_eq!(throw_site(&[]), None);
+    }
+
+    #[test]
+    fn rethrows_through_async_frames_are_told_by_their_helpers() {
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let awaited = f(&[
+            "[native]",
+            "System.Runtime.EH.RhRethrow",
+            "System.Runtime.ExceptionServices.ExceptionDispatchInfo.Throw",
+            "System.Runtime.CompilerServices.TaskAwaiter.ThrowForNonSuccess",
+            "System.Runtime.CompilerServices.TaskAwaiter.HandleNonSuccessAndDebuggerNotification",
+            "App.Web.Orders+<Get>d__5.MoveNext",
+        ]);
+        assert_eq!(
+            rethrow_helper(&awaited),
+            Some("System.Runtime.CompilerServices.TaskAwaiter.ThrowForNonSuccess")
+        );
+        let mvc = f(&[
+            "System.Runtime.EH.DispatchEx",
+            "Microsoft.AspNetCore.Mvc.Infrastructure.ControllerActionInvoker.Rethrow",
+            "Microsoft.AspNetCore.Mvc.Infrastructure.ControllerActionInvoker.Next",
+        ]);
+        assert!(rethrow_helper(&mvc).is_some_and(|m| m.ends_with("Invoker.Rethrow")));
+        let original = f(&[
+            "System.Runtime.EH.RhThrowEx",
+            "App.Web.Orders+<Get>d__5.MoveNext",
+            "System.Runtime.CompilerServices.AsyncMethodBuilderCore.Start",
+        ]);
+        assert_eq!(rethrow_helper(&original), None);
+        // A method that only mentions a rethrower in its name is not one.
+        assert_eq!(rethrow_helper(&f(&["App.RethrowCounter.Add"])), None);
+    }
+
+    #[test]
+    fn short_method_names_read_back_the_compilers_classes() {
+        assert_eq!(
+            short_method("App.Web.Orders+<Get>d__5.MoveNext"),
+            "Orders.Get"
+        );
+        assert_eq!(
+            short_method("App.Web.Orders+<>c__DisplayClass3_0.<Run>b__0"),
+            "Orders.Run"
+        );
+        assert_eq!(short_method("App.Web.Orders.List"), "Orders.List");
+        assert_eq!(short_method("Main"), "Main");
+        assert_eq!(short_method("App.Gen`1[System.__Canon].Put"), "Gen.Put");
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use clrspy_analysis::exceptions::{throw_site, ExceptionType};
+use clrspy_analysis::exceptions::{rethrow_helper, short_method, throw_site, ExceptionType};
 use clrspy_analysis::Analysis;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -42,20 +42,75 @@ pub struct ExceptionTypeReport {
     pub type_name: String,
     /// Times thrown (`Exception/Start`: rethrows included).
     pub count: u64,
-    /// Of `count`, rethrows (`throw;` from a handler: the same exception thrown on).
+    /// Of `count`, rethrows of an exception already in flight: `throw;` from a handler (the
+    /// event's flag), or a throw by a rethrow helper (`ExceptionDispatchInfo.Throw` as an
+    /// `await` of a faulted task does, MVC's `Rethrow`).
     pub rethrown: u64,
+    /// Of `count`, the exceptions themselves: `count` − `rethrown`.
+    pub thrown: u64,
     /// Catch handlers that ran for it, every catching method's (one exception caught,
     /// rethrown and caught again counts twice; first-chance: per handler, not per exception).
     pub catches: u64,
     /// Messages, most frequent first.
     pub messages: Vec<NameCount>,
-    /// Throw sites (stacks), most frequent first.
+    /// Throws of messages left out of `messages`.
+    pub messages_more: u64,
+    /// Throw stacks, most frequent first, the exceptions' own (the original throw sites)
+    /// before the rethrows'.
     pub throw_sites: Vec<StackCount>,
-    /// Where it was thrown: each throw stack's first frame outside the runtime's exception
-    /// dispatch, most frequent first.
+    /// Throws of stacks left out of `throw_sites`.
+    pub throw_sites_more: u64,
+    /// Where the exceptions were thrown (rethrows left out): each throw stack's first frame
+    /// outside the runtime's exception dispatch, most frequent first.
     pub thrown_in: Vec<NameCount>,
+    /// Throws of sites left out of `thrown_in`.
+    pub thrown_in_more: u64,
+    /// Where they were rethrown: the helper or handler that threw them on, most first.
+    pub rethrown_in: Vec<NameCount>,
+    /// Rethrows of sites left out of `rethrown_in`.
+    pub rethrown_in_more: u64,
     /// Methods that caught it: the catch handlers that ran in each, most first.
     pub catch_sites: Vec<NameCount>,
+    /// Handlers of methods left out of `catch_sites`.
+    pub catch_sites_more: u64,
+}
+
+impl ExceptionTypeReport {
+    /// The sentence that says it: "50 thrown (in Orders.Get), each rethrown 8 times through
+    /// async frames", or "3 thrown" when none was rethrown.
+    pub fn said(&self) -> String {
+        let mut s = format!("{} thrown", self.thrown);
+        if let Some(site) = self.thrown_in.first() {
+            let more = if self.thrown_in.len() > 1 || self.thrown_in_more > 0 {
+                ", mostly"
+            } else {
+                ""
+            };
+            s.push_str(&format!(" (in {}{more})", short_method(&site.name)));
+        }
+        if self.rethrown == 0 {
+            return s;
+        }
+        let how = if self
+            .rethrown_in
+            .iter()
+            .any(|r| r.name.contains("Awaiter") || r.name.contains("ExceptionDispatchInfo"))
+        {
+            " through async frames"
+        } else {
+            ""
+        };
+        if self.thrown > 0 && self.rethrown.is_multiple_of(self.thrown) {
+            let each = match self.rethrown / self.thrown {
+                1 => "once".to_string(),
+                n => format!("{n} times"),
+            };
+            s.push_str(&format!(", each rethrown {each}{how}"));
+        } else {
+            s.push_str(&format!(", rethrown {} times{how}", self.rethrown));
+        }
+        s
+    }
 }
 
 /// Exceptions.
@@ -79,35 +134,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
     types.truncate(o.top);
     let types = types
         .into_iter()
-        .map(|(name, t)| {
-            let mut thrown_in: FxHashMap<String, u64> = FxHashMap::default();
-            for (&s, &c) in &t.stacks {
-                let frames = a.frames(s);
-                let site = throw_site(&frames).unwrap_or("[no stack]");
-                *thrown_in.entry(site.to_string()).or_default() += c;
-            }
-            let mut sites: Vec<StackCount> = t
-                .stacks
-                .iter()
-                .map(|(&s, &c)| StackCount {
-                    frames: a.frames(s),
-                    count: c,
-                    weight: None,
-                })
-                .collect();
-            sites.sort_by(|x, y| y.count.cmp(&x.count).then_with(|| x.frames.cmp(&y.frames)));
-            sites.truncate(5);
-            ExceptionTypeReport {
-                type_name: name,
-                count: t.count,
-                rethrown: t.rethrown,
-                catches: t.catches.values().sum(),
-                messages: sorted_counts(&t.messages, 10),
-                throw_sites: sites,
-                thrown_in: sorted_counts(&thrown_in, 5),
-                catch_sites: sorted_counts(&t.catches, 5),
-            }
-        })
+        .map(|(name, t)| type_report(a, name, &t))
         .collect();
     ExceptionsReport {
         total: a.exceptions.total,
@@ -115,64 +142,160 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
     }
 }
 
+/// Throw stacks kept per type.
+const THROW_STACKS: usize = 5;
+
+/// One type's row: its throws told apart from its rethrows by their stacks.
+fn type_report(a: &Analysis, name: String, t: &ExceptionType) -> ExceptionTypeReport {
+    let mut thrown_in: FxHashMap<String, u64> = FxHashMap::default();
+    let mut rethrown_in: FxHashMap<String, u64> = FxHashMap::default();
+    // (frames, count, rethrows among them)
+    let mut stacks: Vec<(Vec<String>, u64, u64)> = Vec::with_capacity(t.stacks.len());
+    for (&s, &c) in &t.stacks {
+        let frames = a.frames(s);
+        let site = throw_site(&frames).unwrap_or("[no stack]").to_string();
+        let rethrows = if rethrow_helper(&frames).is_some() {
+            c
+        } else {
+            t.flagged.get(&s).copied().unwrap_or(0).min(c)
+        };
+        if rethrows > 0 {
+            *rethrown_in.entry(site.clone()).or_default() += rethrows;
+        }
+        if c > rethrows {
+            *thrown_in.entry(site).or_default() += c - rethrows;
+        }
+        stacks.push((frames, c, rethrows));
+    }
+    // The exceptions' own stacks first, then the rethrows'.
+    stacks.sort_by(|x, y| {
+        (x.2 == x.1)
+            .cmp(&(y.2 == y.1))
+            .then_with(|| y.1.cmp(&x.1))
+            .then_with(|| x.0.cmp(&y.0))
+    });
+    let stacks_total: u64 = stacks.iter().map(|s| s.1).sum();
+    stacks.truncate(THROW_STACKS);
+    let throw_sites: Vec<StackCount> = stacks
+        .into_iter()
+        .map(|(frames, count, _)| StackCount {
+            frames,
+            count,
+            weight: None,
+        })
+        .collect();
+    let rethrown: u64 = rethrown_in.values().sum();
+    let (messages, messages_more) = counts_and_more(&t.messages, 10);
+    let (thrown_in, thrown_in_more) = counts_and_more(&thrown_in, 5);
+    let (rethrown_in, rethrown_in_more) = counts_and_more(&rethrown_in, 5);
+    let (catch_sites, catch_sites_more) = counts_and_more(&t.catches, 5);
+    ExceptionTypeReport {
+        type_name: name,
+        count: t.count,
+        rethrown,
+        thrown: t.count.saturating_sub(rethrown),
+        catches: t.catches.values().sum(),
+        messages,
+        messages_more,
+        throw_sites_more: stacks_total - throw_sites.iter().map(|s| s.count).sum::<u64>(),
+        throw_sites,
+        thrown_in,
+        thrown_in_more,
+        rethrown_in,
+        rethrown_in_more,
+        catch_sites,
+        catch_sites_more,
+    }
+}
+
+/// The `top` largest counts of a map, and the sum of the counts left out.
+fn counts_and_more(m: &FxHashMap<String, u64>, top: usize) -> (Vec<NameCount>, u64) {
+    let rows = sorted_counts(m, top);
+    let shown: u64 = rows.iter().map(|r| r.count).sum();
+    let all: u64 = m.values().sum();
+    (rows, all.saturating_sub(shown))
+}
+
 impl TextView for ExceptionsReport {
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         writeln!(
             out,
             "{}",
-            style.heading(&format!("Exceptions: {} thrown", self.total))
+            style.heading(&format!("Exceptions: {}", self.said()))
         )?;
         if !self.types.is_empty() {
             writeln!(
                 out,
-                "  counts: thrown = Exception/Start events (rethrows included, said apart); caught in = catch handlers that ran, per method (an exception caught, rethrown and caught again counts in each)"
+                "  counts: thrown = the exceptions (Exception/Start events that were no rethrow); rethrown = thrown on by an await of a faulted task, a framework's rethrow helper or `throw;`; caught in = catch handlers that ran, per method (an exception caught, rethrown and caught again counts in each)"
             )?;
         }
         for t in &self.types {
-            let rethrown = if t.rethrown > 0 {
-                format!(" ({} of them rethrown)", t.rethrown)
-            } else {
-                String::new()
-            };
             writeln!(
                 out,
-                "\n  {:>8}  {}{rethrown}",
+                "\n  {:>8}  {}: {}",
                 t.count,
-                fit(&t.type_name, style.room(12 + rethrown.len()))
+                fit(&t.type_name, style.room(14)),
+                t.said()
             )?;
-            for m in t.messages.iter().take(3) {
-                writeln!(
-                    out,
-                    "  {:>8}    message: {}",
-                    m.count,
-                    fit(&m.name, style.room(23))
-                )?;
-            }
-            for s in t.thrown_in.iter().take(2) {
-                writeln!(
-                    out,
-                    "  {:>8}    thrown in: {}",
-                    s.count,
-                    fit(&s.name, style.room(25))
-                )?;
-            }
+            write_counts(out, style, "message", &t.messages, 3, t.messages_more)?;
+            write_counts(out, style, "thrown in", &t.thrown_in, 3, t.thrown_in_more)?;
+            write_counts(out, style, "rethrown in", &t.rethrown_in, 3, t.rethrown_in_more)?;
             if let Some(top) = t.throw_sites.first() {
                 write_throw_stack(out, top, style)?;
             }
             if t.catches > 0 {
                 writeln!(out, "  {:>8}    catch handlers ran", t.catches)?;
             }
-            for c in t.catch_sites.iter().take(2) {
-                writeln!(
-                    out,
-                    "  {:>8}    caught in: {}",
-                    c.count,
-                    fit(&c.name, style.room(25))
-                )?;
-            }
+            write_counts(out, style, "caught in", &t.catch_sites, 2, t.catch_sites_more)?;
         }
         Ok(())
     }
+}
+
+impl ExceptionsReport {
+    /// "450 thrown" and, when some were rethrows, how many exceptions they were.
+    fn said(&self) -> String {
+        let rethrown: u64 = self.types.iter().map(|t| t.rethrown).sum();
+        if rethrown == 0 {
+            return format!("{} thrown", self.total);
+        }
+        format!(
+            "{} thrown ({} exceptions, {} rethrows of them)",
+            self.total,
+            self.total.saturating_sub(rethrown),
+            rethrown
+        )
+    }
+}
+
+/// Up to `show` rows of a list as `count    label: name`, then what the list left out.
+fn write_counts(
+    out: &mut dyn Write,
+    style: &TextStyle,
+    label: &str,
+    rows: &[NameCount],
+    show: usize,
+    more: u64,
+) -> io::Result<()> {
+    for r in rows.iter().take(show) {
+        writeln!(
+            out,
+            "  {:>8}    {label}: {}",
+            r.count,
+            fit(&r.name, style.room(16 + label.len()))
+        )?;
+    }
+    let hidden = rows.len().saturating_sub(show);
+    let left: u64 = rows.iter().skip(show).map(|r| r.count).sum::<u64>() + more;
+    if left > 0 {
+        let others = if more > 0 {
+            "others".to_string()
+        } else {
+            format!("{hidden} more (--json lists them)")
+        };
+        writeln!(out, "  {left:>8}    {label}: … {others}")?;
+    }
+    Ok(())
 }
 
 /// Frames of the commonest throw stack shown in the text (the JSON has them all).
@@ -240,10 +363,10 @@ impl SummarySection for ExceptionsSection {
         writeln!(
             out,
             "\n{}",
-            style.heading(&format!("Exceptions: {} thrown", self.exceptions.total))
+            style.heading(&format!("Exceptions: {}", self.exceptions.said()))
         )?;
         for t in self.exceptions.types.iter().take(3) {
-            writeln!(out, "  {:>8}  {}", t.count, t.type_name)?;
+            writeln!(out, "  {:>8}  {}: {}", t.count, t.type_name, t.said())?;
         }
         Ok(())
     }
