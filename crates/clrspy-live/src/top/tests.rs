@@ -79,6 +79,27 @@ fn the_window_subtracts_the_totals_from_a_window_ago() {
 }
 
 #[test]
+fn the_window_is_as_long_as_asked_between_refreshes() {
+    // Refreshes 2 s apart, a window of 3 s: the base is read halfway between the snapshots
+    // at 2 s and 4 s (at 3 s), not taken at 2 s (a window of 4 s).
+    let mut w = TopWindow::new(Duration::from_secs(3));
+    w.push(totals(2, &[("a!M", 1.0, 1.0)], 1.0));
+    w.push(totals(4, &[("a!M", 3.0, 3.0)], 3.0));
+    w.push(totals(6, &[("a!M", 5.0, 5.0)], 5.0));
+    let t = w.table(Mode::Cpu, SortBy::Exclusive);
+    assert_eq!(t.header.span_s, 3.0);
+    assert_eq!(t.rows[0].value, pair(3.0, 3.0));
+    assert_eq!(t.header.cpu_percent, 100.0);
+    // A name new since the base's first snapshot counts from its share of the base.
+    w.push(totals(8, &[("a!M", 5.0, 5.0), ("a!N", 2.0, 2.0)], 7.0));
+    let t = w.table(Mode::Cpu, SortBy::Exclusive);
+    assert_eq!(t.header.span_s, 3.0);
+    assert_eq!(t.rows[0].name, "a!N");
+    assert_eq!(t.rows[0].value, pair(2.0, 2.0));
+    assert_eq!(t.rows[1].value, pair(1.0, 1.0));
+}
+
+#[test]
 fn the_start_is_the_base_until_a_window_has_passed() {
     let mut w = TopWindow::new(Duration::from_secs(5));
     w.push(totals(1, &[("a!M", 0.5, 0.5)], 0.5));

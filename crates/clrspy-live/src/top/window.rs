@@ -250,11 +250,28 @@ impl TopWindow {
     }
 
     /// The table of the window in `mode`, ordered by `sort`.
+    ///
+    /// The window is as long as asked once the session is: refreshes come every second or
+    /// two, so no snapshot is taken just a window before the newest; the base is read
+    /// between the two snapshots around the window's start, each figure as if it grew
+    /// evenly between them.
     pub fn table(&self, mode: Mode, sort: SortBy) -> TopTable {
-        let (Some(base), Some(last)) = (self.history.front(), self.history.back()) else {
+        let (Some(first), Some(last)) = (self.history.front(), self.history.back()) else {
             return TopTable::default();
         };
-        let span_s = (last.time_ns - base.time_ns) as f64 / 1e9;
+        let start = last.time_ns - self.window_ns;
+        // The base: `first` (at or before the window's start), or part of the way to the
+        // next snapshot, where the window starts.
+        let (next, f) = match self.history.get(1) {
+            Some(n) if first.time_ns < start && n.time_ns > first.time_ns => {
+                let f = (start - first.time_ns) as f64 / (n.time_ns - first.time_ns) as f64;
+                (n, f.clamp(0.0, 1.0))
+            }
+            _ => (first, 0.0),
+        };
+        let at = |a: f64, b: f64| a + (b - a) * f;
+        let base_ns = at(first.time_ns as f64, next.time_ns as f64);
+        let span_s = (last.time_ns as f64 - base_ns) / 1e9;
         // Rates of what grew; 0 (never -0) for what did not.
         let per_s = |x: f64| {
             if span_s > 0.0 && x > 0.0 {
@@ -265,16 +282,23 @@ impl TopWindow {
         };
         let header = TopHeader {
             span_s,
-            cpu_percent: per_s(last.process_cpu_s - base.process_cpu_s) * 100.0,
-            gc_percent: (per_s(last.gc_pause_s - base.gc_pause_s) * 100.0).min(100.0),
-            alloc_bytes_per_s: per_s(last.alloc_bytes - base.alloc_bytes),
+            cpu_percent: per_s(last.process_cpu_s - at(first.process_cpu_s, next.process_cpu_s))
+                * 100.0,
+            gc_percent: (per_s(last.gc_pause_s - at(first.gc_pause_s, next.gc_pause_s)) * 100.0)
+                .min(100.0),
+            alloc_bytes_per_s: per_s(last.alloc_bytes - at(first.alloc_bytes, next.alloc_bytes)),
         };
-        let before = base.of_mode(mode);
+        let (before, after) = (first.of_mode(mode), next.of_mode(mode));
         let mut rows: Vec<TopRow> = last
             .of_mode(mode)
             .iter()
             .filter_map(|(name, now)| {
-                let was = before.get(name).copied().unwrap_or_default();
+                let a = before.get(name).copied().unwrap_or_default();
+                let b = after.get(name).copied().unwrap_or_default();
+                let was = Pair {
+                    exclusive: at(a.exclusive, b.exclusive),
+                    inclusive: at(a.inclusive, b.inclusive),
+                };
                 let exclusive = (now.exclusive - was.exclusive).max(0.0);
                 // A later snapshot may weigh a sample differently (the estimate moved): the
                 // differences keep inclusive at least exclusive, as each snapshot has it.

@@ -174,7 +174,9 @@ fn without_a_terminal_top_prints_snapshots_with_the_hot_method_first() {
             "-p",
             &w.1.to_string(),
             "--duration",
-            "4s",
+            "6s",
+            "--window",
+            "2500ms",
             "--top",
             "5",
         ])
@@ -207,6 +209,20 @@ fn without_a_terminal_top_prints_snapshots_with_the_hot_method_first() {
         .and_then(|p| p.parse().ok())
         .unwrap_or(0.0);
     assert!(cpu > 20.0, "process CPU {cpu} % in {header}");
+    // Once the session is longer than the window, each table spans the window asked for,
+    // not the window and up to a refresh more.
+    let spans: Vec<f64> = snaps
+        .iter()
+        .filter_map(|s| {
+            s.split("window ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|v| v.parse().ok())
+        })
+        .collect();
+    assert_eq!(spans.len(), snaps.len(), "{text}");
+    assert!(spans.iter().all(|&s| s <= 2.55), "{spans:?}");
+    assert!(spans.last().is_some_and(|&s| s >= 2.45), "{spans:?}");
 }
 
 #[test]
