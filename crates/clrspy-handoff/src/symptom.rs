@@ -15,6 +15,10 @@ pub enum Symptom {
     SlowRequests,
     /// The process hangs or stops answering.
     Hang,
+    /// Requests fail (ASP.NET Core: 500s, errors in the app's logs).
+    RequestErrors,
+    /// Thread-pool starvation: work queues while the pool grows slowly.
+    Starvation,
     /// Too much time in garbage collection.
     ExcessiveGc,
     /// Outgoing HTTP fails: 5xx, timeouts, refused connections, DNS or TLS errors.
@@ -27,7 +31,7 @@ pub enum Symptom {
 
 impl Symptom {
     /// Every symptom, in the order they are offered.
-    pub(crate) const ALL: [Symptom; 8] = [
+    pub(crate) const ALL: [Symptom; 10] = [
         Symptom::HighCpu,
         Symptom::MemoryLeak,
         Symptom::SlowRequests,
@@ -36,6 +40,8 @@ impl Symptom {
         Symptom::HttpErrors,
         Symptom::AssemblyLoad,
         Symptom::Crash,
+        Symptom::RequestErrors,
+        Symptom::Starvation,
     ];
 
     /// The name on the command line: `high-cpu`, `memory-leak`, ...
@@ -45,6 +51,8 @@ impl Symptom {
             Symptom::MemoryLeak => "memory-leak",
             Symptom::SlowRequests => "slow-requests",
             Symptom::Hang => "hang",
+            Symptom::RequestErrors => "request-errors",
+            Symptom::Starvation => "starvation",
             Symptom::ExcessiveGc => "excessive-gc",
             Symptom::HttpErrors => "http-errors",
             Symptom::AssemblyLoad => "assembly-load",
@@ -59,6 +67,10 @@ impl Symptom {
             Symptom::MemoryLeak => "memory grows over time and is not given back",
             Symptom::SlowRequests => "ASP.NET Core requests are slow (latency, timeouts)",
             Symptom::Hang => "the process hangs, deadlocks or stops answering",
+            Symptom::RequestErrors => "ASP.NET Core requests fail: 500s, errors in the app's logs",
+            Symptom::Starvation => {
+                "work queues while the thread pool grows slowly (thread-pool starvation)"
+            }
             Symptom::ExcessiveGc => "much time in garbage collection, long GC pauses",
             Symptom::HttpErrors => "outgoing HTTP calls fail: 5xx, timeouts, refused, DNS or TLS",
             Symptom::AssemblyLoad => "assemblies fail to load (FileNotFoundException, versions)",
@@ -77,6 +89,10 @@ impl Symptom {
                 "leak" | "memory" => Some(Symptom::MemoryLeak),
                 "slow" | "requests" | "latency" => Some(Symptom::SlowRequests),
                 "deadlock" | "hung" => Some(Symptom::Hang),
+                "500" | "500s" | "errors" | "failing-requests" => Some(Symptom::RequestErrors),
+                "thread-pool" | "threadpool" | "pool" | "thread-pool-starvation" => {
+                    Some(Symptom::Starvation)
+                }
                 "gc" => Some(Symptom::ExcessiveGc),
                 "http" | "5xx" | "timeouts" => Some(Symptom::HttpErrors),
                 "loader" | "assemblies" => Some(Symptom::AssemblyLoad),
@@ -91,6 +107,8 @@ impl Symptom {
             Symptom::MemoryLeak => "alloc",
             Symptom::SlowRequests => "aspnet",
             Symptom::Hang => "hangs",
+            Symptom::RequestErrors => "aspnet",
+            Symptom::Starvation => "hangs",
             Symptom::ExcessiveGc => "gc-verbose",
             Symptom::HttpErrors => "net",
             Symptom::AssemblyLoad => "loader",
@@ -105,7 +123,10 @@ impl Symptom {
 
     /// True when the bundle takes every thread's stack before the window.
     pub(crate) fn stacks_first(self) -> bool {
-        matches!(self, Symptom::Hang | Symptom::SlowRequests)
+        matches!(
+            self,
+            Symptom::Hang | Symptom::SlowRequests | Symptom::Starvation
+        )
     }
 }
 

@@ -265,12 +265,14 @@ pub enum HeapAction {
     /// Take snapshots of a live process (`--count`, `--every` apart) and report the types that
     /// grew in every interval, and what holds them.
     Watch(HeapWatchArgs),
-    /// Compare two snapshots per type, by growth.
+    /// Compare two snapshots per type, by growth (`heap diff BUNDLE.zip`: a bundle's two).
     Diff {
-        /// The older snapshot.
+        /// The older snapshot (a .gcdump, a trace with heap dump events, a zip's only
+        /// snapshot or `ZIP:ENTRY`); a bundle's zip alone compares its
+        /// heap/before.gcdump with its heap/after.gcdump.
         old: PathBuf,
         /// The newer snapshot.
-        new: PathBuf,
+        new: Option<PathBuf>,
         /// Write one JSON object (keys in docs/heap-json.md).
         #[arg(long)]
         json: bool,

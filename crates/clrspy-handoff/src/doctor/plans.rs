@@ -71,6 +71,8 @@ pub(crate) fn plan_for(
         Symptom::MemoryLeak => c.memory_leak(),
         Symptom::SlowRequests => c.slow_requests(),
         Symptom::Hang => c.hang(),
+        Symptom::RequestErrors => c.request_errors(),
+        Symptom::Starvation => c.starvation(),
         Symptom::ExcessiveGc => c.excessive_gc(),
         Symptom::HttpErrors => c.http_errors(),
         Symptom::AssemblyLoad => c.assembly_load(),
@@ -275,8 +277,8 @@ impl<'a> Ctx<'a> {
             },
             step(
                 "What grew between the two snapshots",
-                "types by growth of count and retained size; the snapshots are in the bundle's heap folder, which holds this diff too",
-                "clrspy heap diff heap/before.gcdump heap/after.gcdump".into(),
+                "types by growth of count and retained size, with what holds them: the bundle's heap/before.gcdump against its heap/after.gcdump (the bundle holds this diff too, as heap/diff.txt)",
+                format!("clrspy heap diff {}", self.zip),
                 "none (reads the bundle's snapshots)",
             ),
             step(
@@ -305,6 +307,70 @@ impl<'a> Ctx<'a> {
             step(
                 "Waiting time by method",
                 "blocked calls that hold requests up: locks, I/O, thread-pool starvation",
+                self.report("waits"),
+                "none (reads the bundle)",
+            ),
+        ]
+    }
+
+    fn request_errors(&self) -> Vec<Step> {
+        vec![
+            Step {
+                what: "The requests served (route, status, duration), the app's exceptions with their throw sites and its log messages, with thread-time samples".into(),
+                why: "which routes fail, with which status, and the exception or log line behind each failure".into(),
+                command: self.bundle(),
+                cost: self.bundle_cost(&self.sampling_cost()),
+            },
+            step(
+                "Requests by route with their statuses and errors",
+                "which routes answer 5xx, how often, and how long they took",
+                self.report("requests"),
+                "none (reads the bundle)",
+            ),
+            step(
+                "Exceptions by type, with the app's throw site and how often each was rethrown",
+                "the exception behind the 500s: its message, where the app threw it, who caught it",
+                self.report("exceptions"),
+                "none (reads the bundle)",
+            ),
+            step(
+                "The app's log messages of level Warning and above, live",
+                "what the app itself says when a request fails (ILogger, through its EventSource logger); Ctrl+C stops",
+                format!("clrspy logs -p {} --level Warning", self.pid),
+                "small: one event per message at that level or above",
+            ),
+        ]
+    }
+
+    fn starvation(&self) -> Vec<Step> {
+        vec![
+            step(
+                "The thread pool's counters live",
+                "starvation shows as dotnet.thread_pool.queue.length staying above 0 while dotnet.thread_pool.thread.count climbs slowly (about one thread a second)",
+                format!("clrspy counters monitor -p {}", self.pid),
+                "none measurable: the runtime sends its counters once a second",
+            ),
+            step(
+                "Every thread's stack, twice a few seconds apart",
+                "pool threads whose stacks are the same both times, in Task.Wait/.Result or a lock, are the ones the pool is waiting for",
+                format!("clrspy stack -p {p} && sleep 5 && clrspy stack -p {p}", p = self.pid),
+                "a moment's sampling session each; nothing is paused beyond it",
+            ),
+            Step {
+                what: "Every thread's stack first, then a trace of the pool's injections, blocking waits and lock waits with thread-time samples".into(),
+                why: "the call that blocks the pool's threads (sync over async: Task.Result, .Wait(), GetAwaiter().GetResult()), and how many threads the pool added meanwhile".into(),
+                command: self.bundle(),
+                cost: self.bundle_cost(&self.sampling_cost()),
+            },
+            step(
+                "The starvation verdict, the blocking calls and the injections",
+                "how many threads the pool injected, and the call sites the blocked pool threads wait in",
+                self.report("hangs"),
+                "none (reads the bundle)",
+            ),
+            step(
+                "Waiting time by method",
+                "the same waits weighed by time, with the callers that block",
                 self.report("waits"),
                 "none (reads the bundle)",
             ),
@@ -536,6 +602,13 @@ impl<'a> Ctx<'a> {
             Symptom::SlowRequests => &[
                 "Record while requests are slow: a window of quiet traffic shows nothing; under load, the sampler's cost shows in the latencies too.",
             ],
+            Symptom::RequestErrors => &[
+                "Record while requests fail: the trace sees only the failures in its window; for a rare one, keep a ring and stop on it (`clrspy bundle --ring 256MB --stop-on exception=TYPE`).",
+            ],
+            Symptom::Starvation => &[
+                "Starvation shows under load only: record while requests queue. Two `stack` calls already show the blocked pool threads; the trace adds the injections and waits over time.",
+                "On a process with hundreds of blocked threads the runtime's sampler suspends every one of them at each sample; the kernel's (`clrspy record -p PID`, the default where the kernel allows it) costs nothing for blocked threads.",
+            ],
             Symptom::Hang => &[
                 "Two `stack` calls are quick and safe; the trace shows waits over time; a dump keeps everything but pauses the process and is large.",
                 "A process hung in native code or the runtime shows no managed frames in `stack`; `clrspy stack --native` or the dump shows them.",
@@ -561,7 +634,12 @@ impl<'a> Ctx<'a> {
         let mut out = Vec::new();
         let sampled = matches!(
             self.symptom,
-            Symptom::HighCpu | Symptom::SlowRequests | Symptom::Hang | Symptom::HttpErrors
+            Symptom::HighCpu
+                | Symptom::SlowRequests
+                | Symptom::Hang
+                | Symptom::HttpErrors
+                | Symptom::RequestErrors
+                | Symptom::Starvation
         );
         if sampled && env.kernel_sampler.allowed && env.kernel_sampler.note.is_none() {
             out.push("The kernel's CPU sampler is allowed here, and `clrspy record -p PID` uses it by default (`--sampler auto`): it samples without suspending the threads (on-CPU samples, native frames, waits with their stacks) — an alternative to the bundle's trace (the runtime's sampler) when that costs too much.".into());

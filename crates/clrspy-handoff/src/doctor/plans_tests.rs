@@ -69,7 +69,7 @@ fn plans_match_their_expected_json() {
 fn every_plan_has_the_keys_and_real_commands() {
     let known = [
         "bundle", "report", "top", "counters", "heap", "stack", "dump", "record", "rules", "watch",
-        "ps", "doctor",
+        "ps", "doctor", "logs",
     ];
     for s in Symptom::ALL {
         let p = plan(s, &fixed(), Some(4242));

@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn the_menu_takes_numbers_and_names_and_asks_again() {
         let mut out = Vec::new();
-        let got = ask_symptom(&mut &b"9\nslowness\n4\n"[..], &mut out).unwrap();
+        let got = ask_symptom(&mut &b"11\nslowness\n4\n"[..], &mut out).unwrap();
         assert_eq!(got, Some(Symptom::Hang));
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("  2. memory-leak"), "{text}");

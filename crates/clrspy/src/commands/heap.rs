@@ -12,6 +12,7 @@ use clrspy_export::report::{write_json, TextStyle};
 use clrspy_export::views::{self, FileOptions, Input, InputKind, ViewOptions};
 use clrspy_export::Format;
 
+use super::heap_input::{self, Which};
 use super::record::resolve_target;
 use crate::cli::{ConvertArgs, GcdumpArgs, HeapAction, HeapArgs};
 use crate::output::{CliError, CliResult};
@@ -93,14 +94,36 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
         html,
     }) = &args.action
     {
+        let old_s = heap_input::open(old, Which::Before)?;
+        let new_s =
+            match new {
+                Some(new) => heap_input::open(new, Which::After)?,
+                None if old_s.in_zip() => heap_input::open(old, Which::After)?,
+                None => return Err(CliError::new(
+                    "heap diff needs two snapshots (OLD NEW), or a bundle's zip that holds both",
+                )
+                .code(2)),
+            };
+        if old_s.path() == new_s.path() || old_s.label == new_s.label {
+            return Err(CliError::new(format!(
+                "{} is both snapshots: name the other one",
+                old_s.label
+            ))
+            .code(2));
+        }
+        eprintln!("Comparing {} with {}.", old_s.label, new_s.label);
         let (old_m, new_m) = (
-            HeapModel::new(load(old)?.graph),
-            HeapModel::new(load(new)?.graph),
+            HeapModel::new(load(old_s.path())?.graph),
+            HeapModel::new(load(new_s.path())?.graph),
         );
         o.report.top = *top;
         let input = Input::HeapDiff(&old_m, &new_m);
         if let Some(out) = html {
-            let title = format!("{} → {}", file_name(old), file_name(new));
+            let title = format!(
+                "{} → {}",
+                file_name(Path::new(&old_s.label)),
+                file_name(Path::new(&new_s.label))
+            );
             write_file(Format::Html, &input, &title, out)?;
             eprintln!("Wrote {}.", out.display());
         }
@@ -112,7 +135,11 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
         );
     };
     let t0 = Instant::now();
-    let model = HeapModel::new(load(file)?.graph);
+    let snapshot = heap_input::open(file, Which::After)?;
+    if snapshot.in_zip() {
+        eprintln!("Reading {}.", snapshot.label);
+    }
+    let model = HeapModel::new(load(snapshot.path())?.graph);
     o.elapsed = Some(t0.elapsed());
     o.report.top = args.top;
     let name = if args.type_name.is_some() && !args.json {

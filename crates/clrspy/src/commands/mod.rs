@@ -6,6 +6,7 @@ mod dump;
 mod env;
 mod events;
 mod heap;
+mod heap_input;
 mod heap_snap;
 mod heap_watch;
 mod info;

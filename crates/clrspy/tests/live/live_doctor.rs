@@ -79,6 +79,24 @@ const NEEDS: &[(&str, &[&[&str]])] = &[
         ],
     ),
     (
+        "request-errors",
+        &[
+            &["bundle", "--symptom request-errors"],
+            &["report", " requests"],
+            &["report", " exceptions"],
+            &["logs -p"],
+        ],
+    ),
+    (
+        "starvation",
+        &[
+            &["counters monitor"],
+            &["stack -p"],
+            &["bundle", "--symptom starvation"],
+            &["report", " hangs"],
+        ],
+    ),
+    (
         "crash",
         &[
             &["record", "--dump-on-crash", "-- COMMAND"],
@@ -239,4 +257,45 @@ fn run_for_a_leak_leaves_a_diff_that_names_the_leaking_type() {
         "{t}"
     );
     assert!(t["started_utc"].as_str().unwrap().ends_with('Z'), "{t}");
+
+    // The plan's steps that read the bundle run as printed, in order (`clrspy` is this
+    // build), and the heap diff names the type.
+    let zip_s = zip.to_str().unwrap();
+    let pid = w.1.to_string();
+    let (ok, plan, stderr) = doctor(&[
+        "--symptom",
+        "memory-leak",
+        "-p",
+        &pid,
+        "-o",
+        zip_s,
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    let bin = assert_cmd::cargo::cargo_bin("clrspy");
+    let reads: Vec<String> = commands(&plan)
+        .into_iter()
+        .filter(|c| c.contains(zip_s) && !c.starts_with("clrspy bundle"))
+        .collect();
+    assert!(reads.len() >= 2, "{reads:?}");
+    for cmd in &reads {
+        let rest = cmd.strip_prefix("clrspy ").unwrap();
+        let line = format!(
+            "'{}' {rest}",
+            bin.display().to_string().replace('\'', "'\\''")
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", &line])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{cmd}: {}\n{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if cmd.contains("heap diff") {
+            assert!(stdout.contains("LeakedThing"), "{cmd}:\n{stdout}");
+        }
+    }
 }
