@@ -368,6 +368,26 @@ impl HeapModel {
         out
     }
 
+    /// The root pseudo-nodes that hold objects directly, in the order they claim the objects
+    /// they reach: by their kind's priority (statics first), then name.
+    fn claim_order(&self) -> Vec<u32> {
+        let g = &self.graph;
+        let mut v: Vec<(u8, &str, u32)> = (0..g.node_count() as u32)
+            .filter(|&i| {
+                self.pseudo[i as usize] && g.children(i).iter().any(|&c| !self.pseudo[c as usize])
+            })
+            .map(|i| {
+                let name = g.type_name(g.node_type(i));
+                let kind = RootKind::from_pseudo_name(name)
+                    .or_else(|| self.group_kind(i))
+                    .unwrap_or(RootKind::Other);
+                (priority(kind), name, i)
+            })
+            .collect();
+        v.sort();
+        v.into_iter().map(|(_, _, i)| i).collect()
+    }
+
     /// Root pseudo-nodes that hold objects directly.
     fn root_stats(&self) -> Vec<RootStats> {
         let g = &self.graph;
@@ -488,36 +508,60 @@ impl HeapModel {
         path[root as usize] = 0;
         // (slot, path) → (objects, bytes).
         let mut per_path: FxHashMap<(u32, u32), (u64, u64)> = FxHashMap::default();
+        // The root pseudo-nodes first (breadth-first from the root, pseudo-nodes only), then
+        // the objects: from each root that holds objects, in the order the roots table
+        // credits them (statics first), breadth-first over what no earlier root reached. A
+        // path so starts at the root the roots table credits with the object.
+        let mut visit = |v: u32, c: u32, path: &mut Vec<u32>| -> bool {
+            if path[c as usize] != NONE {
+                return false;
+            }
+            let pv = path[v as usize];
+            let step = self.step_id(c);
+            let (parent, _, run) = trie[pv as usize];
+            let key = if trie[pv as usize].1 == step {
+                (parent, step, run + 1)
+            } else {
+                (pv, step, 1)
+            };
+            let id = *index.entry(key).or_insert_with(|| {
+                trie.push(key);
+                (trie.len() - 1) as u32
+            });
+            path[c as usize] = id;
+            if !self.pseudo[c as usize] {
+                let s = slot[self.logical[g.node_type(c) as usize] as usize];
+                if s != NONE {
+                    let e = per_path.entry((s, id)).or_insert((0, 0));
+                    e.0 += 1;
+                    e.1 += u64::from(g.node_size(c));
+                }
+            }
+            true
+        };
         let mut queue = std::collections::VecDeque::from([root]);
         while let Some(v) = queue.pop_front() {
-            let pv = path[v as usize];
             for &c in g.children(v) {
-                if path[c as usize] != NONE {
-                    continue;
+                if self.pseudo[c as usize] && visit(v, c, &mut path) {
+                    queue.push_back(c);
                 }
-                let step = self.step_id(c);
-                let (parent, _, run) = trie[pv as usize];
-                let key = if trie[pv as usize].1 == step {
-                    (parent, step, run + 1)
-                } else {
-                    (pv, step, 1)
-                };
-                let id = *index.entry(key).or_insert_with(|| {
-                    trie.push(key);
-                    (trie.len() - 1) as u32
-                });
-                path[c as usize] = id;
-                if !self.pseudo[c as usize] {
-                    let s = slot[self.logical[g.node_type(c) as usize] as usize];
-                    if s != NONE {
-                        let e = per_path.entry((s, id)).or_insert((0, 0));
-                        e.0 += 1;
-                        e.1 += u64::from(g.node_size(c));
-                    }
-                }
-                queue.push_back(c);
             }
         }
+        for holder in self.claim_order() {
+            if path[holder as usize] == NONE {
+                continue;
+            }
+            queue.clear();
+            queue.push_back(holder);
+            while let Some(v) = queue.pop_front() {
+                for &c in g.children(v) {
+                    if !self.pseudo[c as usize] && visit(v, c, &mut path) {
+                        queue.push_back(c);
+                    }
+                }
+            }
+        }
+        drop(visit);
         for ((s, p), (objects, bytes)) in per_path {
             out[s as usize].push(RootPath {
                 steps: self.steps_of(&trie, p),

@@ -96,6 +96,47 @@ fn shortest_paths_name_the_static_field() {
 }
 
 #[test]
+fn a_path_starts_at_the_root_the_roots_table_credits() {
+    // The list is reached in two steps from the locals (through the runtime's Object[] of
+    // statics) and in three from its static: the roots table credits the static, and so does
+    // the path, though it is longer.
+    let mut g = GraphBuilder::new();
+    let roots = g.add_type("[.NET Roots]", "");
+    let lv = g.add_type("[local vars]", "");
+    let statics = g.add_type("[static vars]", "");
+    let st = g.add_type("[static var P.Cache]", "");
+    let arr = g.add_type("System.Object[]", "");
+    let list = g.add_type("List<Item>", "");
+    let item = g.add_type("Item", "");
+    g.add_node(roots, 0, 0, &[1, 2]); // 0
+    g.add_node(lv, 0, 0, &[4]); // 1
+    g.add_node(statics, 0, 0, &[3]); // 2
+    g.add_node(st, 0, 0, &[5]); // 3
+    g.add_node(arr, 32, 0x100, &[5]); // 4
+    g.add_node(list, 40, 0x200, &[6]); // 5
+    g.add_node(item, 10, 0x300, &[]); // 6
+    g.set_root(0);
+    let m = HeapModel::new(g.finish().unwrap());
+    let credited = m.roots().iter().find(|r| r.held_bytes >= 50).unwrap();
+    assert_eq!(credited.name, "[static var P.Cache]");
+    let p = m.paths_to_type("Item", 5);
+    assert_eq!(
+        p[0].steps,
+        [
+            "[static vars]",
+            "[static var P.Cache]",
+            "List<Item>",
+            "Item"
+        ]
+    );
+    // What only the locals reach keeps its path from them.
+    assert_eq!(
+        m.paths_to_type("System.Object[]", 5)[0].steps,
+        ["[local vars]", "System.Object[]"]
+    );
+}
+
+#[test]
 fn runs_of_one_type_fold() {
     let mut g = GraphBuilder::new();
     let roots = g.add_type("[local vars]", "");
