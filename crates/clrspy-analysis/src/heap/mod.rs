@@ -561,7 +561,6 @@ impl HeapModel {
                 }
             }
         }
-        drop(visit);
         for ((s, p), (objects, bytes)) in per_path {
             out[s as usize].push(RootPath {
                 steps: self.steps_of(&trie, p),
