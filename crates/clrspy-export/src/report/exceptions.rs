@@ -20,7 +20,7 @@ use crate::html::markup::escape;
 use crate::units::fit;
 
 /// The `exceptions` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "exceptions",
     description: "Exceptions by type, message, throw and catch site",
     needs: Needs::runtime(EXCEPTION, 4),
@@ -50,12 +50,12 @@ pub struct ExceptionTypeReport {
     /// Messages, most frequent first.
     pub messages: Vec<NameCount>,
     /// Throw sites (stacks), most frequent first.
-    pub throw_sites: Vec<StackCount>,
+    pub(crate) throw_sites: Vec<StackCount>,
     /// Where it was thrown: each throw stack's first frame outside the runtime's exception
     /// dispatch, most frequent first.
-    pub thrown_in: Vec<NameCount>,
+    pub(crate) thrown_in: Vec<NameCount>,
     /// Methods that caught it: the catch handlers that ran in each, most first.
-    pub catch_sites: Vec<NameCount>,
+    pub(crate) catch_sites: Vec<NameCount>,
 }
 
 /// Exceptions.
