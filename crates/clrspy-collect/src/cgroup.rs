@@ -10,15 +10,15 @@ use std::path::{Path, PathBuf};
 
 use diagnostics_client::procfs::parse_cgroup_lines;
 
-pub use clr_events::clrspy::CpuBandwidth;
+pub(crate) use clr_events::clrspy::CpuBandwidth;
 
 /// The cgroup whose CPU bandwidth limits a process.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuCgroup {
+pub(crate) struct CpuCgroup {
     /// Its directory (`/sys/fs/cgroup/...`).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// 1 or 2.
-    pub version: u16,
+    pub(crate) version: u16,
 }
 
 /// A cgroup mount of `/proc/self/mountinfo`: (root inside the hierarchy, mount point, fs
@@ -83,7 +83,7 @@ fn unescape_mount(s: &str) -> String {
 /// Finds the group of a process from the texts of its `/proc/<pid>/cgroup` and of
 /// `/proc/self/mountinfo`: the v1 `cpu` controller's group where the process has one and it
 /// is mounted, else its v2 group. `None` when neither is mounted here.
-pub fn find_in(cgroup: &str, mountinfo: &str) -> Option<CpuCgroup> {
+pub(crate) fn find_in(cgroup: &str, mountinfo: &str) -> Option<CpuCgroup> {
     find_controller_in(cgroup, mountinfo, "cpu")
 }
 
@@ -112,7 +112,7 @@ fn find_controller_in(cgroup: &str, mountinfo: &str, controller: &str) -> Option
 }
 
 /// The group of process `pid`, as seen from here.
-pub fn find(pid: u32) -> Option<CpuCgroup> {
+pub(crate) fn find(pid: u32) -> Option<CpuCgroup> {
     let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     find_in(&cgroup, &mountinfo)
@@ -120,14 +120,14 @@ pub fn find(pid: u32) -> Option<CpuCgroup> {
 
 /// The memory cgroup of process `pid` as seen from here: the v1 `memory` controller's group,
 /// else its v2 group. Read with [`MemoryCgroup::read`].
-pub fn find_memory(pid: u32) -> Option<MemoryCgroup> {
+pub(crate) fn find_memory(pid: u32) -> Option<MemoryCgroup> {
     let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     find_memory_in(&cgroup, &mountinfo)
 }
 
 /// [`find_memory`] from the texts of `/proc/<pid>/cgroup` and `/proc/self/mountinfo`.
-pub fn find_memory_in(cgroup: &str, mountinfo: &str) -> Option<MemoryCgroup> {
+pub(crate) fn find_memory_in(cgroup: &str, mountinfo: &str) -> Option<MemoryCgroup> {
     let g = find_controller_in(cgroup, mountinfo, "memory")?;
     Some(MemoryCgroup {
         dir: g.dir,
@@ -137,20 +137,20 @@ pub fn find_memory_in(cgroup: &str, mountinfo: &str) -> Option<MemoryCgroup> {
 
 /// The cgroup whose memory limit applies to a process.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemoryCgroup {
+pub(crate) struct MemoryCgroup {
     /// Its directory (`/sys/fs/cgroup/...`).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// 1 or 2.
-    pub version: u16,
+    pub(crate) version: u16,
 }
 
 /// A memory cgroup's limit and usage, bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemoryReading {
+pub(crate) struct MemoryReading {
     /// The limit (`memory.max`, v1 `memory.limit_in_bytes`); `None` when unlimited.
-    pub limit: Option<u64>,
+    pub(crate) limit: Option<u64>,
     /// What the group uses now (`memory.current`, v1 `memory.usage_in_bytes`).
-    pub usage: u64,
+    pub(crate) usage: u64,
 }
 
 /// v1 writes "no limit" as a huge number (a page-rounded `i64::MAX`): anything above this is
@@ -159,7 +159,7 @@ const V1_NO_LIMIT: u64 = 1 << 60;
 
 /// Parses a memory limit file (`memory.max`, `memory.limit_in_bytes`): `None` for `max`, the
 /// v1 "unlimited" number or an unreadable text.
-pub fn parse_memory_limit(text: &str) -> Option<u64> {
+pub(crate) fn parse_memory_limit(text: &str) -> Option<u64> {
     let t = text.trim();
     if t == "max" {
         return None;
@@ -178,7 +178,7 @@ impl MemoryCgroup {
 
     /// The group itself or its nearest ancestor with a memory limit (a container's limit sits
     /// above the process's own group); the group itself when none has one.
-    pub fn limiting(&self) -> MemoryCgroup {
+    pub(crate) fn limiting(&self) -> MemoryCgroup {
         let (limit_file, usage_file) = self.files();
         let mut dir = self.dir.as_path();
         // Bounded by the path's depth.
@@ -202,7 +202,7 @@ impl MemoryCgroup {
     }
 
     /// Reads the group's limit and usage now; `None` when its usage cannot be read.
-    pub fn read(&self) -> Option<MemoryReading> {
+    pub(crate) fn read(&self) -> Option<MemoryReading> {
         let (limit_file, usage_file) = self.files();
         let usage = std::fs::read_to_string(self.dir.join(usage_file))
             .ok()?
@@ -220,7 +220,7 @@ impl MemoryCgroup {
 /// Parses a `cpu.stat`: (periods, throttled periods, throttled ns). v2 says `throttled_usec`,
 /// v1 `throttled_time` (ns). A group without the counters (v2 without the cpu controller)
 /// reads as zeros.
-pub fn parse_cpu_stat(text: &str) -> (u64, u64, u64) {
+pub(crate) fn parse_cpu_stat(text: &str) -> (u64, u64, u64) {
     let (mut periods, mut throttled, mut ns) = (0, 0, 0);
     for l in text.lines() {
         let Some((k, v)) = l.split_once(' ') else {
@@ -242,7 +242,7 @@ pub fn parse_cpu_stat(text: &str) -> (u64, u64, u64) {
 
 /// Parses v2's `cpu.max` (`"50000 100000"` or `"max 100000"`): (quota µs or `u64::MAX`,
 /// period µs).
-pub fn parse_cpu_max(text: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_cpu_max(text: &str) -> Option<(u64, u64)> {
     let mut f = text.split_whitespace();
     let quota = f.next()?;
     let period = f.next()?.parse().ok()?;
@@ -274,7 +274,7 @@ fn limit_of(dir: &Path, version: u16) -> Option<(u64, u64)> {
 impl CpuCgroup {
     /// The group itself or its nearest ancestor with a CPU quota (the one that throttles the
     /// process); the group itself when none has one.
-    pub fn limiting(&self) -> CpuCgroup {
+    pub(crate) fn limiting(&self) -> CpuCgroup {
         let mut dir = self.dir.as_path();
         // Bounded by the path's depth.
         for _ in 0..64 {
@@ -296,7 +296,7 @@ impl CpuCgroup {
     }
 
     /// Reads the group's counters now; `None` when its `cpu.stat` cannot be read.
-    pub fn read(&self) -> Option<CpuBandwidth> {
+    pub(crate) fn read(&self) -> Option<CpuBandwidth> {
         let stat = std::fs::read_to_string(self.dir.join("cpu.stat")).ok()?;
         let (periods, throttled_periods, throttled_ns) = parse_cpu_stat(&stat);
         let (quota_us, period_us) = limit_of(&self.dir, self.version).unwrap_or((u64::MAX, 0));

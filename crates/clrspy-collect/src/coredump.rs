@@ -1,12 +1,9 @@
 //! Core dumps of running .NET processes, written by their own runtime (it runs `createdump`
-//! next to itself, so no debugger or SDK is needed): the path checks before, the command, and
-//! the check of the file after.
+//! next to itself, so no debugger or SDK is needed): the path checks before and the check of
+//! the file after (`dumpfile` sends the command).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use diagnostics_client::{generate_core_dump, DumpFlags, DumpType, Endpoint};
 
 use crate::{Error, Result};
 
@@ -48,27 +45,8 @@ pub fn dump_path(pid: u32, output: Option<&Path>) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// Asks the runtime behind `endpoint` (process `pid`) to write a `kind` dump to `path` (from
-/// [`dump_path`]), waits up to `timeout`, and checks the file; returns its size in bytes.
-pub fn write_dump(
-    endpoint: &Endpoint,
-    path: &Path,
-    kind: DumpType,
-    flags: DumpFlags,
-    timeout: Duration,
-) -> Result<u64> {
-    let pid = endpoint.pid;
-    let text = path.to_str().ok_or_else(|| Error::DumpPath {
-        path: path.to_path_buf(),
-        why: "the path is not valid UTF-8".into(),
-    })?;
-    generate_core_dump(endpoint, text, kind, flags, timeout)
-        .map_err(|source| Error::Dump { pid, source })?;
-    check_dump(path)
-}
-
 /// Checks the runtime's dump is here and, on Linux, is an ELF core file; returns its size.
-pub fn check_dump(path: &Path) -> Result<u64> {
+pub(crate) fn check_dump(path: &Path) -> Result<u64> {
     let check = |why: String, source: Option<std::io::Error>| Error::DumpCheck {
         path: path.to_path_buf(),
         why,

@@ -95,7 +95,7 @@ pub trait DumpGate: Send + Sync {
     }
 }
 
-/// Asks the [`Dumper`] for dumps; cheap to clone, usable from any thread.
+/// Asks the `Dumper` for dumps; cheap to clone, usable from any thread.
 #[derive(Clone)]
 pub struct DumpHandle {
     jobs: WorkerHandle<Job>,
@@ -166,7 +166,7 @@ impl DumpHandle {
 }
 
 /// The worker writing one rule's dumps.
-pub struct Dumper {
+pub(crate) struct Dumper {
     handle: Option<DumpHandle>,
     worker: Option<Worker<Job>>,
     outcomes: Arc<Mutex<Vec<DumpOutcome>>>,
@@ -191,7 +191,7 @@ pub(crate) fn delay_since(event_ns: Option<u64>) -> Option<Duration> {
 impl Dumper {
     /// Starts the worker; `pid` is the process dumped when an ask names none (0 or None: such
     /// asks fail until [`Dumper::set_pid`]).
-    pub fn start(plan: DumpPlan, pid: Option<u32>, mut on_dump: OnDump) -> Dumper {
+    pub(crate) fn start(plan: DumpPlan, pid: Option<u32>, mut on_dump: OnDump) -> Dumper {
         let outcomes = Arc::new(Mutex::new(Vec::new()));
         let default_pid = Arc::new(AtomicU32::new(pid.unwrap_or(0)));
         let (out, dp) = (outcomes.clone(), default_pid.clone());
@@ -220,18 +220,18 @@ impl Dumper {
     }
 
     /// Sets the process dumped when an ask names none (a launched program's, once known).
-    pub fn set_pid(&self, pid: u32) {
+    pub(crate) fn set_pid(&self, pid: u32) {
         self.default_pid.store(pid, Ordering::SeqCst);
     }
 
     /// A handle for event consumers.
-    pub fn handle(&self) -> DumpHandle {
+    pub(crate) fn handle(&self) -> DumpHandle {
         self.handle.clone().unwrap_or_else(DumpHandle::refusing)
     }
 
     /// Waits for the dumps asked for so far, then returns how each went (asks after this are
     /// refused).
-    pub fn finish(mut self) -> Vec<DumpOutcome> {
+    pub(crate) fn finish(mut self) -> Vec<DumpOutcome> {
         if let Some(h) = self.handle.take() {
             // After an ask in progress, if any: it is queued before the end.
             let _one = h.asking.lock().unwrap_or_else(|p| p.into_inner());
@@ -295,7 +295,7 @@ fn one_dump(
 /// name pattern over the full name (clrspy-values: `*` any run, `?` one character,
 /// case-insensitive), or, for a pattern without a dot or a wildcard, the name without its
 /// namespace.
-pub fn exception_type_matches(pattern: &str, name: &str) -> bool {
+pub(crate) fn exception_type_matches(pattern: &str, name: &str) -> bool {
     if !pattern.contains(['.', '*', '?']) {
         let short = name.rsplit('.').next().unwrap_or(name);
         return short.eq_ignore_ascii_case(pattern) || name.eq_ignore_ascii_case(pattern);
@@ -304,10 +304,10 @@ pub fn exception_type_matches(pattern: &str, name: &str) -> bool {
 }
 
 /// The runtime's keyword for exception events (`Exception/Start` and the others).
-pub const EXCEPTION_KEYWORD: u64 = 0x8000;
+pub(crate) const EXCEPTION_KEYWORD: u64 = 0x8000;
 
 /// `config` with the runtime's exception events on (keyword 0x8000, at least informational).
-pub fn with_exception_events(
+pub(crate) fn with_exception_events(
     config: &diagnostics_client::SessionConfig,
 ) -> diagnostics_client::SessionConfig {
     let mut config = config.clone();
@@ -329,7 +329,7 @@ pub fn with_exception_events(
 
 /// When an event happened on the monotonic clock (ns): the runtime's timestamps on Linux are
 /// that clock's readings, whatever the trace's tick rate.
-pub fn event_monotonic_ns(ev: &nettrace::Event<'_>) -> Option<u64> {
+pub(crate) fn event_monotonic_ns(ev: &nettrace::Event<'_>) -> Option<u64> {
     let ns = ev
         .clock
         .ns_since_start(ev.timestamp)
@@ -338,7 +338,7 @@ pub fn event_monotonic_ns(ev: &nettrace::Event<'_>) -> Option<u64> {
 }
 
 /// The exception type of an `Exception/Start` event (version 1 and later), if `ev` is one.
-pub fn thrown_type(ev: &nettrace::Event<'_>) -> Option<String> {
+pub(crate) fn thrown_type(ev: &nettrace::Event<'_>) -> Option<String> {
     if ev.provider() != clr_events::RUNTIME_PROVIDER
         || ev.event_id() != clr_events::runtime::ids::EXCEPTION_START
         || ev.version() < 1
@@ -352,7 +352,7 @@ pub fn thrown_type(ev: &nettrace::Event<'_>) -> Option<String> {
 }
 
 /// Asks for a dump at every first-chance exception whose type matches one of the patterns (see
-/// [`exception_type_matches`]), while the handle's limit allows; the recording goes on.
+/// `exception_type_matches`), while the handle's limit allows; the recording goes on.
 #[derive(Debug)]
 pub struct ExceptionTrigger {
     patterns: Vec<String>,

@@ -54,7 +54,7 @@ pub struct ExceptionDumps {
 
 /// The exception type patterns of `given`, each item possibly a comma-separated list; blanks
 /// dropped.
-pub fn exception_patterns<S: AsRef<str>>(given: &[S]) -> Vec<String> {
+pub(crate) fn exception_patterns<S: AsRef<str>>(given: &[S]) -> Vec<String> {
     given
         .iter()
         .flat_map(|s| s.as_ref().split(','))
@@ -65,7 +65,7 @@ pub fn exception_patterns<S: AsRef<str>>(given: &[S]) -> Vec<String> {
 
 impl ExceptionDumps {
     /// Dumps on exceptions matching `patterns` (see
-    /// [`exception_type_matches`](crate::exception_type_matches)) by `plan`; None when no
+    /// `exception_type_matches`) by `plan`; None when no
     /// pattern is given (no dumps asked).
     pub fn new(patterns: Vec<String>, plan: DumpPlan) -> Option<ExceptionDumps> {
         (!patterns.is_empty()).then_some(ExceptionDumps {

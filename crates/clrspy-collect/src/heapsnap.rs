@@ -22,12 +22,12 @@ use crate::{Progress, Recording, Result, StopSignal, Summary};
 
 /// The runtime keywords of a heap dump: GC | Type | GCHeapDump | GCHeapCollect |
 /// GCHeapAndTypeNames.
-pub const HEAP_DUMP_KEYWORDS: u64 = 0x1980001;
+pub(crate) const HEAP_DUMP_KEYWORDS: u64 = 0x1980001;
 /// The runtime's buffer for the dump session, MB (heap dump events come in bursts).
-pub const HEAP_DUMP_BUFFER_MB: u32 = 1024;
+pub(crate) const HEAP_DUMP_BUFFER_MB: u32 = 1024;
 
 /// The dump session's configuration.
-pub fn heap_dump_config() -> SessionConfig {
+pub(crate) fn heap_dump_config() -> SessionConfig {
     SessionConfig {
         circular_buffer_mb: HEAP_DUMP_BUFFER_MB,
         rundown_keyword: diagnostics_client::DEFAULT_RUNDOWN_KEYWORD,
@@ -112,23 +112,23 @@ impl EventConsumer for EndOfDump {
 }
 
 /// How long the dump session's stream may be quiet before the recording ends.
-pub const QUIET_STOP: Duration = Duration::from_secs(3);
+pub(crate) const QUIET_STOP: Duration = Duration::from_secs(3);
 
 /// The shortest wait for the dump session's start reply: the runtime answers only after the
 /// forced GC and its heap walk (seconds on a big heap), so the usual 5 s command timeout is not
 /// enough there.
-pub const MIN_START_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const MIN_START_WAIT: Duration = Duration::from_secs(30);
 
 /// How long to wait for the dump session's start reply when the whole dump may take `timeout`:
 /// at least [`MIN_START_WAIT`], the user's timeout when it is longer.
-pub fn start_wait(timeout: Duration) -> Duration {
+pub(crate) fn start_wait(timeout: Duration) -> Duration {
     timeout.max(MIN_START_WAIT)
 }
 
 /// Records a heap dump of the process at `endpoint` into the trace `out`: the flush session,
 /// then the dump session until the dump's GC ends or `timeout` passes. Read the trace with
 /// clrspy-analysis' `heap::from_trace` to get the graph (and to learn whether it is whole).
-/// The dump session's start reply is awaited up to [`start_wait`]`(timeout)` (the runtime
+/// The dump session's start reply is awaited up to `start_wait(timeout)` (the runtime
 /// sends it after the forced GC); what remains of `timeout` after it bounds the recording.
 pub fn record_heap_dump(
     endpoint: &Endpoint,

@@ -19,7 +19,7 @@ use crate::dumpfile::write_dump_file;
 use crate::{Error, Result};
 
 /// Serves the hook's hold requests until finished.
-pub struct HoldServer {
+pub(crate) struct HoldServer {
     path: PathBuf,
     quit: Arc<AtomicBool>,
     outcomes: Arc<Mutex<Vec<DumpOutcome>>>,
@@ -114,14 +114,16 @@ fn serve_one(
 
 impl HoldServer {
     /// Listens on a fresh socket in the temporary directory.
-    pub fn start(plan: DumpPlan, on_dump: OnDump) -> Result<HoldServer> {
+    #[cfg(test)]
+    pub(crate) fn start(plan: DumpPlan, on_dump: OnDump) -> Result<HoldServer> {
         HoldServer::start_gated(plan, None, on_dump)
     }
 
-    /// As [`HoldServer::start`], each hold admitted by `gate` too (after the plan's limit,
+    /// Listens on a fresh socket in the temporary directory, each hold admitted by `gate` too
+    /// (after the plan's limit,
     /// before the dump starts): a refused hold lets the thread go at once, and the hook
     /// does not count it while the gate is not closed.
-    pub fn start_gated(
+    pub(crate) fn start_gated(
         plan: DumpPlan,
         gate: Option<Arc<dyn DumpGate>>,
         mut on_dump: OnDump,
@@ -170,7 +172,12 @@ impl HoldServer {
 
     /// The launched program's environment: the hook `hook` (ClrspyHold.dll), this socket,
     /// the type patterns and the limit.
-    pub fn env(&self, hook: &Path, patterns: &[String], max: u32) -> Vec<(OsString, OsString)> {
+    pub(crate) fn env(
+        &self,
+        hook: &Path,
+        patterns: &[String],
+        max: u32,
+    ) -> Vec<(OsString, OsString)> {
         let mut hooks = hook.as_os_str().to_owned();
         if let Some(theirs) = std::env::var_os("DOTNET_STARTUP_HOOKS").filter(|h| !h.is_empty()) {
             hooks.push(":");
@@ -188,7 +195,7 @@ impl HoldServer {
     }
 
     /// Stops listening; returns how the dumps went.
-    pub fn finish(mut self) -> Vec<DumpOutcome> {
+    pub(crate) fn finish(mut self) -> Vec<DumpOutcome> {
         self.quit.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
             let _ = t.join();

@@ -9,11 +9,11 @@ use crate::{Error, Result};
 
 /// Serves the hook's hold requests (Unix only).
 #[derive(Debug)]
-pub struct HoldServer(());
+pub(crate) struct HoldServer(());
 
 impl HoldServer {
     /// Fails: the hold mode needs Unix sockets.
-    pub fn start(plan: DumpPlan, _on_dump: OnDump) -> Result<HoldServer> {
+    pub(crate) fn start(plan: DumpPlan, _on_dump: OnDump) -> Result<HoldServer> {
         Err(Error::Output {
             path: plan.dir,
             source: std::io::Error::new(
@@ -24,7 +24,7 @@ impl HoldServer {
     }
 
     /// Fails: the hold mode needs Unix sockets.
-    pub fn start_gated(
+    pub(crate) fn start_gated(
         plan: DumpPlan,
         _gate: Option<std::sync::Arc<dyn crate::DumpGate>>,
         on_dump: OnDump,
@@ -33,12 +33,17 @@ impl HoldServer {
     }
 
     /// No environment.
-    pub fn env(&self, _hook: &Path, _patterns: &[String], _max: u32) -> Vec<(OsString, OsString)> {
+    pub(crate) fn env(
+        &self,
+        _hook: &Path,
+        _patterns: &[String],
+        _max: u32,
+    ) -> Vec<(OsString, OsString)> {
         Vec::new()
     }
 
     /// Nothing was dumped.
-    pub fn finish(self) -> Vec<DumpOutcome> {
+    pub(crate) fn finish(self) -> Vec<DumpOutcome> {
         Vec::new()
     }
 }

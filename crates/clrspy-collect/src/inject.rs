@@ -21,7 +21,8 @@ use nettrace::{
 };
 
 /// clrspy's provider name.
-pub const PROVIDER: &str = clr_events::clrspy::PROVIDER;
+#[cfg(test)]
+pub(crate) const PROVIDER: &str = clr_events::clrspy::PROVIDER;
 pub use clr_events::clrspy::{CAPTURE_THREAD, FIRST_METADATA_ID, FIRST_STACK_ID, NO_THREAD};
 
 /// clrspy's events.
@@ -385,7 +386,7 @@ pub struct Splicer<W: Write> {
     /// until the next one), by their whole frames: their ids, [`FIRST_STACK_ID`] and up.
     region: HashMap<Vec<u64>, u32>,
     /// Samples and waits written without their stack (a region held too many).
-    pub stackless: u64,
+    pub(crate) stackless: u64,
 }
 
 /// How far a stream written so far is a whole trace.
@@ -443,7 +444,7 @@ impl<W: Write> Splicer<W> {
     }
 
     /// True while clrspy's events can still be spliced in.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.active
     }
 

@@ -38,7 +38,7 @@ impl SamplerChoice {
 /// thread of `pid` at `rate_hz` and takes the runtime's sample profiler out of `config`; on
 /// an error `config` is left as it was (the caller says the error, whose text tells how to
 /// allow the kernel sampler, and records as before).
-pub fn use_kernel_sampler(
+pub(crate) fn use_kernel_sampler(
     pid: u32,
     rate_hz: u32,
     config: &mut SessionConfig,
@@ -85,7 +85,7 @@ pub fn choose(pid: u32, choice: SamplerChoice, config: &mut SessionConfig) -> Ch
 /// runtime's (nothing to open) where the session samples no CPU (no sample profiler to take
 /// the place of: `--profile gc`, a providers list without it). `kernel` stays: asked for by
 /// name, it samples anyway.
-pub fn for_config(choice: SamplerChoice, config: &SessionConfig) -> SamplerChoice {
+pub(crate) fn for_config(choice: SamplerChoice, config: &SessionConfig) -> SamplerChoice {
     let samples_cpu = config
         .providers
         .iter()
@@ -108,7 +108,7 @@ pub fn runtime_instead(why: &str) -> String {
 /// Before launching a program to be sampled as `choice` says: whether the kernel's sampler
 /// would be used on a process of this user, tried on clrspy itself (the program's runtime
 /// is sampled from when it connects, too late to say the sampler first), for a session
-/// recording `session` ([`for_config`]). The choice to keep, and why the runtime's sampler
+/// recording `session` (`for_config`). The choice to keep, and why the runtime's sampler
 /// is used when the kernel's was asked for or preferred.
 pub fn preflight(
     choice: SamplerChoice,

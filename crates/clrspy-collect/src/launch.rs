@@ -49,8 +49,6 @@ pub struct Launched {
     pub summary: Summary,
     /// The child's process id.
     pub pid: u32,
-    /// The recorded runtime's process id (the child's, unless the child started it).
-    pub runtime_pid: u32,
     /// How the child ended (None when it was still running and clrspy left it).
     pub status: Option<ExitStatus>,
     /// True when clrspy ended the child (the recording stopped before the program did).
@@ -216,27 +214,9 @@ pub struct LaunchOptions {
 }
 
 /// Starts `program args`, records it from its first instruction into `rec.out`, and waits for
-/// it. When the recording stops first (duration, Ctrl+C), the child is asked to end. `on_spawned`
-/// gets the child's pid.
-pub fn launch(
-    program: &OsString,
-    args: &[OsString],
-    rec: &Recording<'_>,
-    on_spawned: &mut dyn FnMut(u32),
-    on_progress: OnProgress<'_>,
-) -> Result<Launched> {
-    launch_live(
-        program,
-        args,
-        rec,
-        LaunchOptions::default(),
-        LiveFeeds::default(),
-        on_spawned,
-        on_progress,
-    )
-}
-
-/// [`launch`] with options, also feeding `live`'s sinks and event consumers.
+/// it, with `options`, also feeding `live`'s sinks and event consumers. When the recording
+/// stops first (duration, Ctrl+C), the child is asked to end. `on_spawned` gets the child's
+/// pid.
 pub fn launch_live(
     program: &OsString,
     args: &[OsString],
@@ -272,7 +252,7 @@ pub fn launch_live(
     let pid = child.id();
     on_spawned(pid);
     let result = record_child(&mut child, &first, file, rec, live, on_progress);
-    let (summary, runtime_pid) = match result {
+    let summary = match result {
         Ok(r) => r,
         Err(e) => {
             if matches!(e, Error::NotDotnet { .. } | Error::StoppedBeforeStart) {
@@ -319,7 +299,6 @@ pub fn launch_live(
     Ok(Launched {
         summary,
         pid,
-        runtime_pid,
         status,
         terminated_by_clrspy,
         extra_runtimes,
@@ -327,7 +306,7 @@ pub fn launch_live(
 }
 
 /// Waits for the child's runtime, opens the session, lets the runtime run and pumps the
-/// session; returns the summary and the runtime's pid.
+/// session; returns the summary.
 fn record_child(
     child: &mut Child,
     first: &Receiver<HeldRuntime>,
@@ -335,7 +314,7 @@ fn record_child(
     rec: &Recording<'_>,
     mut live: LiveFeeds<'_>,
     on_progress: OnProgress<'_>,
-) -> Result<(Summary, u32)> {
+) -> Result<Summary> {
     // Wait for the runtime to connect while the child lives and nobody asked to stop.
     let mut exited = None;
     let runtime = wait_first(first, &mut || {
@@ -375,7 +354,7 @@ fn record_child(
     let to: Arc<dyn Connector> = port.clone();
     let mut summary = pump(session, to, file, runtime_pid, &rec, live, on_progress)?;
     summary.notes.extend(refused);
-    Ok((summary, runtime_pid))
+    Ok(summary)
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@
 //! while a startup hook holds the throwing thread), and a launched program's crash report.
 //! A launched program's whole process tree can be recorded too, one trace per .NET process.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod cgroup;
+mod cgroup;
 mod code_kinds;
 mod consumer;
 mod coredump;
@@ -31,7 +32,7 @@ mod hold;
 pub mod inject;
 pub mod kernel;
 mod launch;
-pub mod native;
+mod native;
 pub mod private;
 pub mod procstat;
 mod r2r;
@@ -54,33 +55,29 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use consumer::{Action, Broadcast, End, EventConsumer, Lost, Subscription};
-pub use coredump::{check_dump, dump_path, write_dump};
+pub use coredump::dump_path;
 pub use crash::{CrashCapture, CrashReport};
 pub use dump_options::{DumpOptions, DumpOptionsError};
+pub(crate) use dumper::{thrown_type, with_exception_events};
 pub use dumper::{
-    event_monotonic_ns, exception_type_matches, thrown_type, with_exception_events, DumpGate,
-    DumpHandle, DumpNotice, DumpOutcome, DumpPlan, DumpRequest, Dumper, ExceptionTrigger, OnDump,
-    EXCEPTION_KEYWORD,
+    DumpGate, DumpHandle, DumpNotice, DumpOutcome, DumpPlan, DumpRequest, ExceptionTrigger, OnDump,
 };
 pub use dumpfile::{
-    compress_core_into, compress_dump_file, compressed_dump_name, core_limit, core_limit_for,
-    write_dump_file, Compression, CopyLimits, DumpReport, DumpSpec,
+    compress_core_into, compressed_dump_name, core_limit_for, write_dump_file, Compression,
+    CopyLimits, DumpReport, DumpSpec,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use exception_dumps::{exception_patterns, DumpsStarted, Env, ExceptionDumps};
-pub use hold::HoldServer;
-pub use launch::{
-    end_child, launch, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched,
-};
-pub use ring::{parse_buffer_size, parse_ring_size, RingSink, RingStats, RingStore};
+pub(crate) use exception_dumps::exception_patterns;
+pub use exception_dumps::{DumpsStarted, Env, ExceptionDumps};
+pub(crate) use hold::HoldServer;
+pub use launch::{end_child, launch_live, ChildOutput, ExtraRuntimes, LaunchOptions, Launched};
+pub use ring::{parse_buffer_size, parse_ring_size, RingStats};
 pub use run::{run, with_method_loads, ChildEnd, RunObserver, RunOptions, RunOutcome, Started};
-pub use session::{record, record_live, record_via, LiveFeeds};
-pub use sink::{ByteSink, FileSink, SinkReport, SpliceOutput, SplicedSink, StagedFile};
+pub use session::{record_live, record_via, LiveFeeds};
+pub use sink::{ByteSink, SinkReport};
 pub use tap::TapLoss;
 pub use target::{default_output, endpoint_for_pid, launch_name, Resolved, Target};
-pub use tree::{
-    process_name, record_tree, ConsumerFactory, TreeNotice, TreeOptions, TreeOutcome, TreeTrace,
-};
+pub use tree::{record_tree, ConsumerFactory, TreeNotice, TreeOptions, TreeOutcome, TreeTrace};
 pub use worker::{Worker, WorkerHandle};
 
 use diagnostics_client::SessionConfig;
@@ -115,7 +112,7 @@ pub struct Recording<'a> {
     /// None to leave the runtime's stream as it is.
     pub thread_cpu: Option<Duration>,
     /// Keep only the newest part of the stream, about this many bytes, in the file (a ring:
-    /// see [`RingSink`]); None to keep all of it.
+    /// see `RingSink`); None to keep all of it.
     pub ring: Option<u64>,
 }
 
@@ -201,10 +198,10 @@ pub fn session_provider(
 
 /// Stop requests, counted: the first asks the runtime to stop, the second gives up waiting.
 ///
-/// Requests that come within [`StopSignal::SAME_REQUEST`] of the first count once: a signal
-/// sent to a process and then to its process group (GNU `timeout -s INT`, a service manager
-/// stopping a unit) arrives twice microseconds apart, and must not be read as the user's
-/// second Ctrl+C, which throws the rundown away.
+/// Requests that come within 300 ms (`StopSignal::SAME_REQUEST`) of the first count once: a
+/// signal sent to a process and then to its process group (GNU `timeout -s INT`, a service
+/// manager stopping a unit) arrives twice microseconds apart, and must not be read as the
+/// user's second Ctrl+C, which throws the rundown away.
 #[derive(Debug, Default)]
 pub struct StopSignal {
     count: AtomicU32,
@@ -220,7 +217,7 @@ fn stop_epoch() -> std::time::Instant {
 
 impl StopSignal {
     /// How close after the first request another one is taken as the same request.
-    pub const SAME_REQUEST: std::time::Duration = std::time::Duration::from_millis(300);
+    pub(crate) const SAME_REQUEST: std::time::Duration = std::time::Duration::from_millis(300);
 
     /// A signal with no requests.
     pub const fn new() -> StopSignal {
@@ -248,8 +245,7 @@ impl StopSignal {
         }
     }
 
-    /// Number of requests so far (those within [`StopSignal::SAME_REQUEST`] of the first
-    /// count once).
+    /// Number of requests so far (those within 300 ms of the first count once).
     pub fn count(&self) -> u32 {
         self.count.load(Ordering::SeqCst)
     }

@@ -239,7 +239,7 @@ impl NativeNames {
 /// The functions holding these (mapped path, file offset) places of process `pid`, by
 /// their ELF symbols (as the recordings name native frames: `name`, or `name+0x…` for a
 /// stripped library's function past its nearest symbol); None where the file has none.
-pub fn function_names(pid: u32, places: &[(String, u64)]) -> Vec<Option<String>> {
+pub(crate) fn function_names(pid: u32, places: &[(String, u64)]) -> Vec<Option<String>> {
     let mut files: HashMap<&str, Option<SymbolTable>> = HashMap::new();
     places
         .iter()

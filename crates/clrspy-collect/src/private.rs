@@ -12,9 +12,9 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 /// The mode of a private file.
-pub const FILE_MODE: u32 = 0o600;
+pub(crate) const FILE_MODE: u32 = 0o600;
 /// The mode of a private folder.
-pub const DIR_MODE: u32 = 0o700;
+pub(crate) const DIR_MODE: u32 = 0o700;
 
 /// Why [`private_dir`] refused a folder.
 #[derive(Debug, thiserror::Error)]

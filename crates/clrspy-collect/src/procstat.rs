@@ -23,7 +23,7 @@ pub struct ThreadReading {
     /// Time so far runnable but waiting for a CPU, ns (schedstat's second field); `None`
     /// without schedstat.
     pub runqueue_ns: Option<u64>,
-    /// Scheduler state: R running, S sleeping, D disk wait, ...; [`GONE`] once, when the
+    /// Scheduler state: R running, S sleeping, D disk wait, ...; `GONE` once, when the
     /// thread has ended (its last values repeated).
     pub state: u8,
     /// The thread's name, only when first seen or renamed.
@@ -31,10 +31,10 @@ pub struct ThreadReading {
 }
 
 /// The state of a thread's reading once it is gone.
-pub const GONE: u8 = b'X';
+pub(crate) const GONE: u8 = b'X';
 
 /// Parses a `schedstat` line: (ns on CPU, ns waiting on a run queue).
-pub fn parse_schedstat(line: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_schedstat(line: &str) -> Option<(u64, u64)> {
     let mut f = line.split_whitespace();
     let cpu = f.next()?.parse().ok()?;
     let runq = f.next()?.parse().ok()?;
@@ -65,7 +65,7 @@ pub struct Mapping {
 
 /// Parses a `stat` line: (state, name, utime + stime in clock ticks). The name sits in
 /// parentheses and may itself contain spaces and parentheses: it ends at the last ')'.
-pub fn parse_stat(line: &str) -> Option<(u8, String, u64)> {
+pub(crate) fn parse_stat(line: &str) -> Option<(u8, String, u64)> {
     let open = line.find('(')?;
     let close = line.rfind(')')?;
     let name = line.get(open + 1..close)?.to_string();
@@ -80,7 +80,7 @@ pub fn parse_stat(line: &str) -> Option<(u8, String, u64)> {
 /// Parses one `maps` line into an executable, file-backed mapping (a deleted file's path
 /// keeps its ` (deleted)`), or the kernel's virtual library (`[vdso]`: `clock_gettime` and
 /// friends run there, called by `Stopwatch` and `DateTime.UtcNow`).
-pub fn parse_maps_line(line: &str) -> Option<Mapping> {
+pub(crate) fn parse_maps_line(line: &str) -> Option<Mapping> {
     let m = diagnostics_client::procfs::parse_maps_line(line)?;
     if !m.executable() || !(m.path.starts_with('/') || m.path == crate::native::VDSO) {
         return None;
@@ -137,7 +137,7 @@ impl ProcSampler {
 
     /// The threads whose CPU time, run-queue time or state changed since the last call (all
     /// of them the first time), with names for threads seen for the first time or renamed,
-    /// and a [`GONE`] reading for each thread that ended since.
+    /// and a `GONE` reading for each thread that ended since.
     pub fn threads(&mut self) -> Vec<ThreadReading> {
         let mut out = Vec::new();
         let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) else {
@@ -261,7 +261,7 @@ impl ProcSampler {
     }
 
     /// Executable mappings not reported before.
-    pub fn new_mappings(&mut self) -> Vec<Mapping> {
+    pub(crate) fn new_mappings(&mut self) -> Vec<Mapping> {
         let Ok(maps) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) else {
             return Vec::new();
         };
@@ -326,7 +326,7 @@ pub fn thread_cpu_ns() -> Option<u64> {
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock the .NET runtime stamps EventPipe events with on
 /// Linux (QueryPerformanceCounter, 1 GHz).
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     #[cfg(unix)]
     {
         let mut ts = libc::timespec {

@@ -448,13 +448,13 @@ pub fn parse_buffer_size(s: &str) -> std::result::Result<u32, String> {
 }
 
 /// A sink that keeps only the newest `budget` bytes of the trace (see the module note).
-pub type RingSink = SplicedSink<RingStore>;
+pub(crate) type RingSink = SplicedSink<RingStore>;
 
 impl SplicedSink<RingStore> {
     /// A ring writing its trace to `path` when finished, keeping about `budget` bytes; its
     /// chunks live in `<path>.ring/` meanwhile. The file is created (empty) now, so an
     /// unwritable path fails here; it, the folder and the chunks are owner-only (0600, 0700).
-    pub fn create(path: &Path, budget: u64) -> Result<RingSink> {
+    pub(crate) fn create(path: &Path, budget: u64) -> Result<RingSink> {
         crate::private::create_private(path).map_err(|e| Error::output(path, e))?;
         let mut dir = path.as_os_str().to_owned();
         dir.push(".ring");
@@ -470,7 +470,8 @@ impl SplicedSink<RingStore> {
     }
 
     /// What the ring kept and dropped (complete once finished).
-    pub fn stats(&self) -> RingStats {
+    #[cfg(test)]
+    pub(crate) fn stats(&self) -> RingStats {
         match (self.report(), self.output_ref()) {
             (Some(r), _) => r.ring.unwrap_or_default(),
             (None, Some(st)) => st.store.stats(),
@@ -481,7 +482,7 @@ impl SplicedSink<RingStore> {
 
 /// The ring's block store, behind the splicer of a [`RingSink`]; its chunk directory is
 /// removed when it is dropped.
-pub struct RingStore {
+pub(crate) struct RingStore {
     store: Store,
     /// Every thread name clrspy spliced in (the last per thread: the reader names a thread
     /// when it first sees it), written again at the end when the ring dropped blocks, so the

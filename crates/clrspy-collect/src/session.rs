@@ -79,16 +79,8 @@ impl std::fmt::Debug for LiveFeeds<'_> {
     }
 }
 
-/// Records a session on a running process's `endpoint` into `rec.out` (and its other outputs).
-pub fn record(
-    endpoint: &Endpoint,
-    rec: &Recording<'_>,
-    on_progress: OnProgress<'_>,
-) -> Result<Summary> {
-    record_live(endpoint, rec, LiveFeeds::default(), on_progress)
-}
-
-/// [`record`], also feeding `live`'s sinks and event consumers.
+/// Records a session on a running process's `endpoint` into `rec.out` (and its other outputs),
+/// also feeding `live`'s sinks and event consumers.
 pub fn record_live(
     endpoint: &Endpoint,
     rec: &Recording<'_>,

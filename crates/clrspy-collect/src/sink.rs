@@ -1,7 +1,7 @@
 //! Byte sinks: where the pump puts the runtime's stream as it arrives. A sink takes the bytes in
 //! order, may take clrspy's own events to splice in between blocks, and is finished once at the
 //! end. The trace file ([`FileSink`]) and the ring buffer that keeps only the newest part
-//! ([`RingSink`](crate::RingSink)) are one [`SplicedSink`] (the [`Splicer`] and the sink's
+//! ([`RingSink`](crate::ring::RingSink)) are one [`SplicedSink`] (the [`Splicer`] and the sink's
 //! calls, written once) over two [`SpliceOutput`]s: the [`StagedFile`], a whole trace on disk
 //! at every moment, and the ring's block store.
 
@@ -16,18 +16,18 @@ use crate::{Error, Result};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SinkReport {
     /// Bytes it stored (the runtime's and clrspy's).
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// clrspy's own events it spliced in.
-    pub spliced_events: u64,
+    pub(crate) spliced_events: u64,
     /// Where it stored them, when that is a file.
-    pub path: Option<PathBuf>,
+    pub(crate) path: Option<PathBuf>,
     /// When the stream arrived without its end (the target died, the connection broke, the
     /// rundown wait was cut short, the disk filled): the bytes of the last, partial block that
     /// were dropped so the file could be closed with a valid end of stream. None when the
     /// runtime ended the stream itself.
-    pub closed_by_clrspy: Option<u64>,
+    pub(crate) closed_by_clrspy: Option<u64>,
     /// For a ring, what it kept and dropped.
-    pub ring: Option<RingStats>,
+    pub(crate) ring: Option<RingStats>,
 }
 
 /// A destination for the runtime's byte stream.
@@ -83,7 +83,7 @@ pub struct RingStats {
 
 /// Where a [`SplicedSink`] puts the spliced stream (the runtime's bytes with clrspy's events
 /// between its blocks): the trace file ([`StagedFile`]) or the ring's block store.
-pub trait SpliceOutput: Write + Sized {
+pub(crate) trait SpliceOutput: Write + Sized {
     /// After every write and flush round: `whole` says how far the spliced stream is a whole
     /// trace, `written` how many bytes of it there are. Returns the bytes stored so far (what
     /// [`ByteSink::bytes`] says).
@@ -103,7 +103,7 @@ pub trait SpliceOutput: Write + Sized {
 
 /// A sink that splices clrspy's events into the stream and hands the result to its output:
 /// the one implementation of [`ByteSink`]'s calls for the trace file and the ring.
-pub struct SplicedSink<O: SpliceOutput> {
+pub(crate) struct SplicedSink<O: SpliceOutput> {
     path: PathBuf,
     splicer: Option<Splicer<O>>,
     bytes: u64,
@@ -122,12 +122,8 @@ impl<O: SpliceOutput> SplicedSink<O> {
         }
     }
 
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The output, to read, until the sink is finished.
+    #[cfg(test)]
     pub(crate) fn output_ref(&self) -> Option<&O> {
         self.splicer.as_ref().map(|s| s.get_ref())
     }
@@ -138,6 +134,7 @@ impl<O: SpliceOutput> SplicedSink<O> {
     }
 
     /// The report, once finished.
+    #[cfg(test)]
     pub(crate) fn report(&self) -> Option<&SinkReport> {
         self.finished.as_ref()
     }
@@ -205,12 +202,12 @@ impl<O: SpliceOutput> ByteSink for SplicedSink<O> {
 
 /// The trace file: the runtime's stream as it arrives, with clrspy's events spliced in. The
 /// file on disk is a whole trace at every moment (see [`StagedFile`]).
-pub type FileSink = SplicedSink<StagedFile>;
+pub(crate) type FileSink = SplicedSink<StagedFile>;
 
 impl SplicedSink<StagedFile> {
     /// Creates (or truncates) the file at `path`, owner-only (0600, an existing file's mode
     /// narrowed: a trace holds the process's names, URLs and messages).
-    pub fn create(path: &Path) -> Result<FileSink> {
+    pub(crate) fn create(path: &Path) -> Result<FileSink> {
         let file = crate::private::create_private(path).map_err(|e| Error::output(path, e))?;
         Ok(SplicedSink::with_output(path, StagedFile::new(file)))
     }
@@ -225,7 +222,7 @@ const MAX_STAGED: usize = 16 << 20;
 /// format's end of stream, which the next blocks overwrite (the file position stays at the
 /// end of the last whole block). A recorder killed at any moment (SIGKILL, the OOM killer)
 /// leaves a file every reader opens to its end.
-pub struct StagedFile {
+pub(crate) struct StagedFile {
     file: File,
     /// Bytes past `committed`, not yet on disk.
     staged: Vec<u8>,

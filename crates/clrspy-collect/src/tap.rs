@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-pub use crate::consumer::{Action, EventConsumer, Fired};
+pub use crate::consumer::Fired;
+pub(crate) use crate::consumer::{Action, EventConsumer};
 use crate::consumer::{Broadcast, End, Lost};
 use crate::sink::{ByteSink, SplicedSink};
 use crate::tap_feed::{FeedShared, Msg, TapFeed};

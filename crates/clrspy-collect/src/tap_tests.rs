@@ -131,7 +131,7 @@ fn the_tap_sees_what_the_file_holds_clrspys_events_included() {
     let dir = std::env::temp_dir().join(format!("clrspy-tap-file-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("t.nettrace");
-    let mut file = crate::FileSink::create(&path).unwrap();
+    let mut file = crate::sink::FileSink::create(&path).unwrap();
     let (rec, seen) = Recorder::new(None);
     let mut t = Tap::new(vec![Box::new(rec)], None, false);
     for (i, p) in data.chunks(4096).enumerate() {

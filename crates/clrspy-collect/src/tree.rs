@@ -169,7 +169,7 @@ fn start_port(
 
 /// A process's name for its trace: the entry assembly of `dotnet [exec ...] X.dll`, else the
 /// program's, made safe for a file name.
-pub fn process_name(pid: u32) -> String {
+pub(crate) fn process_name(pid: u32) -> String {
     let args: Vec<OsString> = procfs::cmdline(pid)
         .unwrap_or_default()
         .into_iter()

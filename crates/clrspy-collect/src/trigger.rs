@@ -33,16 +33,16 @@ const GC_KEYWORD: u64 = 0x1;
 /// Informational.
 const INFORMATIONAL: u32 = 4;
 /// The runtime's counters' EventSource.
-pub const COUNTERS_PROVIDER: &str = "System.Runtime";
+pub(crate) const COUNTERS_PROVIDER: &str = "System.Runtime";
 /// The default delay after a trigger fires (as PerfView's).
 pub const DEFAULT_AFTER: Duration = Duration::from_secs(5);
 
 /// Runtime event ids the triggers read.
 mod rt {
-    pub const GC_START: u32 = 1;
-    pub const GC_RESTART_EE_END: u32 = 3;
-    pub const GC_SUSPEND_EE_BEGIN: u32 = 9;
-    pub const EXCEPTION_THROWN: u32 = 80;
+    pub(crate) const GC_START: u32 = 1;
+    pub(crate) const GC_RESTART_EE_END: u32 = 3;
+    pub(crate) const GC_SUSPEND_EE_BEGIN: u32 = 9;
+    pub(crate) const EXCEPTION_THROWN: u32 = 80;
 }
 
 pub use crate::tap::Fired;
@@ -180,7 +180,7 @@ fn add(config: &mut SessionConfig, name: &str, keywords: u64, level: u32) {
 }
 
 /// Watches events for the triggers; fires once.
-pub struct TriggerConsumer {
+pub(crate) struct TriggerConsumer {
     specs: Vec<TriggerSpec>,
     after: Duration,
     /// When the runtime began suspending for a GC (ns since the trace start).
@@ -193,7 +193,7 @@ pub struct TriggerConsumer {
 
 impl TriggerConsumer {
     /// A consumer for `t`.
-    pub fn new(t: &Triggers) -> TriggerConsumer {
+    pub(crate) fn new(t: &Triggers) -> TriggerConsumer {
         TriggerConsumer {
             specs: t.specs.clone(),
             after: t.after,

@@ -126,20 +126,11 @@ fn request_slice(o: &mut Out<'_>, ev: &nettrace::Event<'_>, us: f64) -> io::Resu
     o.event(json!({"name": name, "cat": cat, "ph": "b", "id": id, "ts": us, "pid": pid, "tid": tid, "args": args}))
 }
 
-/// Writes the trace; `reader` reads the same trace again from its start. Returns why the
-/// second pass stopped before the trace's end (damage), when it did; the file then holds the
-/// events before, and says so in `otherData.stopped_early`.
-pub fn write<S: ByteSource>(
-    a: &Analysis,
-    reader: &mut Reader<S>,
-    out: &mut dyn Write,
-) -> io::Result<Option<String>> {
-    write_grouped(a, reader, None, NativeView::default(), out)
-}
-
-/// [`write`] with the samples' stacks grouped by `group` (`--just-my-code`) and their
-/// native frames shown as `native` says.
-pub fn write_grouped<S: ByteSource>(
+/// Writes the trace, the samples' stacks grouped by `group` (`--just-my-code`) and their
+/// native frames shown as `native` says; `reader` reads the same trace again from its start.
+/// Returns why the second pass stopped before the trace's end (damage), when it did; the file
+/// then holds the events before, and says so in `otherData.stopped_early`.
+pub(crate) fn write_grouped<S: ByteSource>(
     a: &Analysis,
     reader: &mut Reader<S>,
     group: Option<&JustMyCode>,

@@ -13,7 +13,7 @@ use crate::prometheus::{self, Series};
 /// A counters file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterFormat {
-    /// CSV with a header line ([`CSV_HEADER`]).
+    /// CSV with a header line (`CSV_HEADER`).
     Csv,
     /// One JSON object per value and line.
     JsonLines,
@@ -23,7 +23,7 @@ pub enum CounterFormat {
 
 /// The CSV header. `value` is empty for histograms, whose `count`, `sum`, `p50`, `p95` and
 /// `p99` columns are filled instead; `tags` is `k=v;k=v`.
-pub const CSV_HEADER: &str =
+pub(crate) const CSV_HEADER: &str =
     "interval_start,interval_end,provider,name,tags,kind,unit,value,count,sum,p50,p95,p99";
 
 /// Writes rows in one format, an interval at a time.
@@ -83,7 +83,7 @@ impl<W: Write> CounterWriter<W> {
     }
 
     /// The Prometheus exposition as it stands (whatever the format).
-    pub fn prometheus_text(&self) -> String {
+    pub(crate) fn prometheus_text(&self) -> String {
         prometheus::render([(None, &self.prometheus)], &[])
     }
 
@@ -220,7 +220,7 @@ fn json_num(v: f64) -> serde_json::Value {
 /// One row as a JSON object on one line: `interval_start`, `interval_end`, `provider`, `name`,
 /// `tags` (an object), `kind`, `unit`, `value` (a number, or for a histogram an object of
 /// `count`, `sum`, `p50`, `p95`, `p99`).
-pub fn json_line(r: &CounterRow) -> String {
+pub(crate) fn json_line(r: &CounterRow) -> String {
     let mut tags = serde_json::Map::new();
     for (k, v) in &r.tags {
         tags.insert(k.clone(), serde_json::Value::String(v.clone()));

@@ -4,7 +4,7 @@
 //! there are any. Text that may need escaping (names, string fields, messages) is written by
 //! serde_json; what never does — the fixed keys, punctuation, pointers and stacks as
 //! `"0x..."`, byte arrays, booleans — is written directly, byte for byte as serde_json writes
-//! it (the payload's fields as [`FieldsJson`] serializes them; going through serde for every
+//! it (the payload's fields as `FieldsJson` serializes them; going through serde for every
 //! key and pointer cost a fifth more time on pointer-heavy traces). Stacks already written are reused
 //! by id (checked against the stack's bytes, so an id reused after the runtime's table flush is
 //! written afresh).
@@ -134,7 +134,7 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
 }
 
 /// Fields as a JSON object in order; a repeated name keeps its first place and its last value.
-pub struct FieldsJson<'a>(pub &'a [Field]);
+pub(crate) struct FieldsJson<'a>(pub &'a [Field]);
 
 impl Serialize for FieldsJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -162,7 +162,7 @@ impl Serialize for FieldsJson<'_> {
 
 /// A value as JSON: integers as numbers, pointers as `"0x..."` strings, GUIDs, times and byte
 /// arrays as strings, a float that is not finite as `null`.
-pub struct ValueJson<'a>(pub &'a Value);
+pub(crate) struct ValueJson<'a>(pub &'a Value);
 
 impl Serialize for ValueJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -11,20 +11,20 @@ use crate::WeightedStack;
 
 /// How the HTML report draws a graph ([`write_view`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct View {
+pub(crate) struct View {
     /// By leaf: stacks reversed, so identical leaf methods merge into one bar.
-    pub by_leaf: bool,
+    pub(crate) by_leaf: bool,
     /// Root first, at the top (an icicle graph), instead of at the bottom.
-    pub top_down: bool,
+    pub(crate) top_down: bool,
     /// inferno's fluid width (the SVG's own script sizes it; else 1200 px).
-    pub fluid: bool,
+    pub(crate) fluid: bool,
     /// Text of the root bar (inferno leaves it empty).
-    pub root_label: Option<String>,
+    pub(crate) root_label: Option<String>,
 }
 
 /// Writes a flame graph SVG of `stacks` (weighing a metric or another [`StackUnit`]), titled
 /// `title`.
-pub fn write(
+pub(crate) fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
     unit: impl Into<StackUnit>,
@@ -35,7 +35,7 @@ pub fn write(
 }
 
 /// [`write`] drawn as `view` says.
-pub fn write_view(
+pub(crate) fn write_view(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
     unit: impl Into<StackUnit>,

@@ -7,15 +7,10 @@
 use std::io::{self, Write};
 
 use crate::stack_unit::StackUnit;
-use crate::{Metric, WeightedStack};
-
-/// The integer weight written for a stack.
-pub fn integer_weight(metric: Metric, w: f64) -> u64 {
-    unit_weight(metric.into(), w)
-}
+use crate::WeightedStack;
 
 /// The integer weight written for a stack weighing `unit`.
-pub fn unit_weight(unit: StackUnit, w: f64) -> u64 {
+pub(crate) fn unit_weight(unit: StackUnit, w: f64) -> u64 {
     if unit.is_bytes() {
         w.round().max(1.0) as u64
     } else {
@@ -25,7 +20,7 @@ pub fn unit_weight(unit: StackUnit, w: f64) -> u64 {
 
 /// Writes folded stacks of a metric or another [`StackUnit`]; `per_thread` puts the thread
 /// label as the root frame.
-pub fn write(
+pub(crate) fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
     unit: impl Into<StackUnit>,
@@ -60,6 +55,7 @@ fn clean(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Metric;
 
     #[test]
     fn lines() {

@@ -63,17 +63,6 @@ impl Format {
         }
     }
 
-    /// The MIME type to serve it with.
-    pub fn mime_type(self) -> &'static str {
-        match self {
-            Format::Speedscope | Format::Chromium => "application/json",
-            Format::Folded => "text/plain; charset=utf-8",
-            Format::Flamegraph => "image/svg+xml",
-            Format::Pprof => "application/octet-stream",
-            Format::Html => "text/html; charset=utf-8",
-        }
-    }
-
     /// What it is, in words.
     pub fn description(self) -> &'static str {
         match self {
@@ -84,11 +73,6 @@ impl Format {
             Format::Pprof => "pprof profile.proto, gzip (go tool pprof, Pyroscope, Parca)",
             Format::Html => "one self-contained HTML report (opens offline)",
         }
-    }
-
-    /// True when writing it reads the trace a second time (time order).
-    pub fn reads_trace_again(self) -> bool {
-        self == Format::Chromium
     }
 
     /// True for the formats that hold only weighted stacks (empty without them); the HTML
@@ -151,7 +135,7 @@ pub struct Exported {
 }
 
 /// Writes `a` in `format` to `out`. `again` opens the same trace from its start, for formats
-/// that read it a second time ([`Format::reads_trace_again`]); it is not called otherwise.
+/// that read it a second time (Chromium's, in time order); it is not called otherwise.
 pub fn export<S: ByteSource>(
     format: Format,
     a: &Analysis,

@@ -15,14 +15,14 @@ use crate::WeightedStack;
 /// heaviest; what the others weigh goes to `[other: N paths]` lines under the paths shown, so
 /// the weights still sum to the reachable heap's bytes and every shown frame's total is
 /// exact). A heap of random types has about one path per object: the budget bounds the file.
-pub fn stacks(tree: &RetentionTree, budget: usize) -> Vec<WeightedStack> {
+pub(crate) fn stacks(tree: &RetentionTree, budget: usize) -> Vec<WeightedStack> {
     pictured(tree, usize::MAX, budget)
 }
 
 /// At most `budget` paths for a picture (an icicle, a flame graph): paths are opened
 /// heaviest first, each showing its `width` heaviest paths under it; what a shown path does
 /// not open weighs on it as `[other: N paths]` (so totals stay exact).
-pub fn pictured(tree: &RetentionTree, width: usize, budget: usize) -> Vec<WeightedStack> {
+pub(crate) fn pictured(tree: &RetentionTree, width: usize, budget: usize) -> Vec<WeightedStack> {
     let n = tree.nodes.len();
     if n == 0 {
         return Vec::new();

@@ -22,7 +22,7 @@ use markup::embed;
 pub use markup::escape;
 
 /// Where the flame graphs go among the parts of the page ([`Part::order`]).
-pub const FLAME_GRAPHS: u32 = 20;
+pub(crate) const FLAME_GRAPHS: u32 = 20;
 
 /// Writes the report; its flame graph weighs `metric` (CPU, waiting time or allocated bytes).
 pub fn write(a: &Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
@@ -32,7 +32,7 @@ pub fn write(a: &Analysis, title: &str, metric: Metric, out: &mut dyn Write) -> 
 /// [`write()`] with a stack filter (a thread, `--just-my-code`) for its tables and graph. The
 /// page is the trace's facts, then the HTML sections of the registry's reports
 /// ([`crate::report::sections`]) and the flame graphs, by their order.
-pub fn write_with(
+pub(crate) fn write_with(
     a: &Analysis,
     title: &str,
     metric: Metric,

@@ -11,28 +11,29 @@
 //! Every stack format can show CPU time, waiting time or allocated bytes ([`Metric`]). Inputs
 //! are the aggregated models (one row per distinct thread and stack), so memory follows
 //! distinct stacks, never events; formats that need time order (Chromium) stream the trace a
-//! second time. Units and rounding shared by every view are in [`units`]; the recording
+//! second time. Units and rounding shared by every view are in `units`; the recording
 //! profiles in words in [`profiles`]. System and process metrics (CSV and SVG charts) are in
 //! [`metrics`]; counter rows as files in [`counters`], their Prometheus exposition (the CLI's
 //! and the agent's `/metrics`) in [`prometheus`].
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod chromium;
+mod chromium;
 pub mod conversion;
 pub mod counters;
-pub mod flamegraph;
-pub mod folded;
+mod flamegraph;
+mod folded;
 pub mod html;
-pub mod pprof;
-pub mod speedscope;
-pub mod stack_unit;
+mod pprof;
+mod speedscope;
+mod stack_unit;
 pub mod thread_stacks;
 
 pub mod event_filter;
 pub mod event_json;
 pub mod event_text;
-pub mod format;
-pub mod heap_stacks;
+mod format;
+mod heap_stacks;
 pub mod info;
 pub mod log_text;
 pub mod metrics;
@@ -40,12 +41,12 @@ pub mod profiles;
 pub mod prometheus;
 pub mod repair;
 pub mod report;
-pub mod units;
+mod units;
 pub mod views;
 
 pub use clrspy_analysis::Metric;
 pub use format::{export, ExportOptions, Exported, Format};
-pub use report::{ReportKind, ReportOptions, ReportView, TextStyle, TextView};
+pub use report::{ReportKind, ReportOptions, ReportView, TextStyle};
 
 use clrspy_analysis::{Analysis, StackFilter};
 
@@ -138,7 +139,7 @@ pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Ve
 
 /// A thread's display name ([`Analysis::thread_name`]: its own name, or what started it),
 /// else "thread <tid>".
-pub fn thread_label(a: &Analysis, tid: u64) -> String {
+pub(crate) fn thread_label(a: &Analysis, tid: u64) -> String {
     match a.thread_name(tid) {
         Some(n) => format!("{n} ({tid})"),
         None if tid == 0 => "all threads".into(),

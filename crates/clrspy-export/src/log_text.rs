@@ -43,7 +43,7 @@ pub fn write_log_text(out: &mut dyn Write, r: &LogRecord) -> io::Result<()> {
 }
 
 /// `r` as its JSON object.
-pub fn log_json(r: &LogRecord) -> Value {
+pub(crate) fn log_json(r: &LogRecord) -> Value {
     let args: Map<String, Value> = r
         .args
         .iter()

@@ -11,7 +11,7 @@ use crate::html::escape;
 
 /// A number as the CSV and the charts write it: at most two decimals, no trailing zeros, `.`
 /// as the decimal point whatever the locale; empty when unknown.
-pub fn format_value(v: Option<f64>) -> String {
+pub(crate) fn format_value(v: Option<f64>) -> String {
     let Some(v) = v.filter(|v| v.is_finite()) else {
         return String::new();
     };
@@ -99,9 +99,9 @@ fn value_of(values: &[(String, Option<f64>)], hint: usize, name: &str) -> Option
 
 /// Points kept per series at most: past this, neighbours are averaged in pairs (the chart of
 /// a long run stays this wide; memory stays bounded).
-pub const MAX_POINTS: usize = 1024;
+pub(crate) const MAX_POINTS: usize = 1024;
 
-/// The samples a chart page is drawn from, bounded at [`MAX_POINTS`] per series.
+/// The samples a chart page is drawn from, bounded at `MAX_POINTS` per series.
 #[derive(Debug, Default)]
 pub struct MetricsChart {
     names: Vec<String>,
@@ -294,7 +294,7 @@ const COLORS: &[&str] = &[
 
 /// One SVG line chart: time (s) across, the values up from 0 to their maximum, a polyline
 /// per series (broken where a value is unknown) and a legend.
-pub fn line_chart(times: &[f64], series: &[(&str, Vec<f64>)]) -> String {
+pub(crate) fn line_chart(times: &[f64], series: &[(&str, Vec<f64>)]) -> String {
     let (w, h, left, right, top, bottom) = (900.0, 240.0, 60.0, 20.0, 10.0, 30.0);
     let legend_rows = series.len().div_ceil(4);
     let total_h = h + 18.0 * legend_rows as f64;

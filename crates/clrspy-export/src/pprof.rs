@@ -29,7 +29,7 @@ use crate::{thread_label, weighted_stacks, Metric, WeightedStack};
 
 /// What a profile holds besides the stacks.
 #[derive(Clone, Debug, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// Which stacks (thread, focus, exclusions).
     pub filter: StackFilter,
     /// The session start, ns since the Unix epoch (`time_nanos`); left out when `None`.
@@ -262,7 +262,7 @@ fn alloc_counts(a: &Analysis, filter: &StackFilter) -> FxHashMap<Vec<String>, u6
 }
 
 /// The uncompressed profile.proto bytes of `metric`.
-pub fn encode(a: &Analysis, metric: Metric, options: &Options) -> Vec<u8> {
+pub(crate) fn encode(a: &Analysis, metric: Metric, options: &Options) -> Vec<u8> {
     let stacks = weighted_stacks(a, metric, &options.filter);
     let alloc_counts = if metric == Metric::Alloc {
         alloc_counts(a, &options.filter)
@@ -282,12 +282,13 @@ pub fn encode(a: &Analysis, metric: Metric, options: &Options) -> Vec<u8> {
 }
 
 /// Writes the gzip-compressed profile of `metric`, all threads, no start time.
-pub fn write(a: &Analysis, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
+#[cfg(test)]
+fn write(a: &Analysis, metric: Metric, out: &mut dyn Write) -> io::Result<()> {
     write_with(a, metric, &Options::default(), out)
 }
 
 /// Writes the gzip-compressed profile of `metric` with `options`.
-pub fn write_with(
+pub(crate) fn write_with(
     a: &Analysis,
     metric: Metric,
     options: &Options,

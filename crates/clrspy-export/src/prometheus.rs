@@ -2,7 +2,7 @@
 //! series, counters (`rate` rows) as running totals `NAME_total`, up-down counters, gauges and
 //! EventCounters means as gauges, histograms as summaries (quantile labels 0.5, 0.95, 0.99;
 //! `_sum` and `_count` running totals). A family's name is `PROVIDER_NAME` made valid
-//! ([`metric_name`]); its HELP line names the source, instrument and unit.
+//! (`metric_name`); its HELP line names the source, instrument and unit.
 //!
 //! One exposition for every writer: `clrspy counters collect --format prometheus` and watch's
 //! counters files render one [`Series`] with no process labels; the agent's `/metrics` renders
@@ -177,7 +177,7 @@ fn help(r: &CounterRow) -> String {
 }
 
 /// A Prometheus metric name: `[a-zA-Z_:][a-zA-Z0-9_:]*`, other characters as `_`, lower case.
-pub fn metric_name(s: &str) -> String {
+pub(crate) fn metric_name(s: &str) -> String {
     let mut out: String = s
         .chars()
         .map(|c| {
@@ -202,7 +202,7 @@ pub fn label_value(s: &str) -> String {
 }
 
 /// A sample value as the text format writes it (`NaN`, `+Inf`, `-Inf`).
-pub fn number(v: f64) -> String {
+pub(crate) fn number(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
@@ -214,7 +214,7 @@ pub fn number(v: f64) -> String {
 
 /// A tag's label name: valid (`[a-zA-Z_][a-zA-Z0-9_]*`), never reserved (`__`) and never one
 /// of the target's labels.
-pub fn label_name(tag: &str) -> String {
+pub(crate) fn label_name(tag: &str) -> String {
     let n = metric_name(tag).replace(':', "_");
     if n.starts_with("__") || TARGET_LABELS.contains(&n.as_str()) {
         format!("exported_{}", n.trim_start_matches('_'))

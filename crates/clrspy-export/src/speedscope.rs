@@ -12,7 +12,7 @@ use crate::stack_unit::StackUnit;
 use crate::WeightedStack;
 
 /// Writes a speedscope JSON document of stacks weighing a metric or another [`StackUnit`].
-pub fn write(
+pub(crate) fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
     unit: impl Into<StackUnit>,

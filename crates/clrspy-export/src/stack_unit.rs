@@ -6,7 +6,7 @@ use crate::Metric;
 
 /// The unit of a stack's weight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StackUnit {
+pub(crate) enum StackUnit {
     /// A trace's metric: milliseconds for CPU and waiting time, bytes for allocations.
     Metric(Metric),
     /// Bytes a heap snapshot's objects keep alive, along the dominator tree.
@@ -21,23 +21,15 @@ impl From<Metric> for StackUnit {
 
 impl StackUnit {
     /// True when weights are bytes (written whole), false for milliseconds.
-    pub fn is_bytes(self) -> bool {
+    pub(crate) fn is_bytes(self) -> bool {
         matches!(
             self,
             StackUnit::Metric(Metric::Alloc) | StackUnit::RetainedBytes
         )
     }
 
-    /// Its short name (`cpu`, `wait`, `alloc`, `retained`).
-    pub fn name(self) -> &'static str {
-        match self {
-            StackUnit::Metric(m) => m.name(),
-            StackUnit::RetainedBytes => "retained",
-        }
-    }
-
     /// What the weights are, in words (a flame graph's subtitle).
-    pub fn description(self) -> &'static str {
+    pub(crate) fn description(self) -> &'static str {
         match self {
             StackUnit::Metric(Metric::Cpu) => "CPU time",
             StackUnit::Metric(Metric::Wait) => "waiting time",
@@ -49,7 +41,7 @@ impl StackUnit {
     }
 
     /// The label of the profile of every stack (speedscope's first profile).
-    pub fn all_label(self) -> String {
+    pub(crate) fn all_label(self) -> String {
         match self {
             StackUnit::Metric(m) => format!("all threads ({})", m.name()),
             StackUnit::RetainedBytes => "all roots (retained bytes)".into(),

@@ -18,7 +18,7 @@ use clrspy_analysis::thread_stacks::{StackSnapshot, ThreadStack};
 use serde_json::{json, Value};
 
 /// What a thread without managed frames shows instead of them.
-pub const NO_MANAGED_FRAMES: &str = "(no managed frames)";
+pub(crate) const NO_MANAGED_FRAMES: &str = "(no managed frames)";
 
 /// What `snap` tells of thread `t` to name it by: its OS name, what its frames start in, the
 /// main thread's name (which the threads it starts inherit). The OS keeps no creator and no

@@ -3,10 +3,10 @@
 
 /// A byte count for people: `512 B`, `12.3 KB`, `4.5 MB`, `1.25 GB` (binary multiples); the
 /// one writer of byte counts, shared with the recorder and the watcher.
-pub use clrspy_values::human_bytes;
+pub(crate) use clrspy_values::human_bytes;
 
 /// A count with thousands separators: `1,234,567`.
-pub fn group(n: u64) -> String {
+pub(crate) fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
@@ -20,7 +20,7 @@ pub fn group(n: u64) -> String {
 
 /// Rounds to `decimals` places; the sign of a zero is dropped (an empty sum is `-0.0` in
 /// Rust, and JSON readers show it as such), and a value that is not finite becomes 0.
-pub fn round(v: f64, decimals: i32) -> f64 {
+pub(crate) fn round(v: f64, decimals: i32) -> f64 {
     if !v.is_finite() {
         return 0.0;
     }
@@ -30,22 +30,22 @@ pub fn round(v: f64, decimals: i32) -> f64 {
 }
 
 /// [`round`] to one decimal.
-pub fn round1(v: f64) -> f64 {
+pub(crate) fn round1(v: f64) -> f64 {
     round(v, 1)
 }
 
 /// [`round`] to two decimals.
-pub fn round2(v: f64) -> f64 {
+pub(crate) fn round2(v: f64) -> f64 {
     round(v, 2)
 }
 
 /// [`round`] to three decimals.
-pub fn round3(v: f64) -> f64 {
+pub(crate) fn round3(v: f64) -> f64 {
     round(v, 3)
 }
 
 /// `part` as a percent of `whole` (0 when `whole` is not positive), two decimals.
-pub fn percent(part: f64, whole: f64) -> f64 {
+pub(crate) fn percent(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
         round2(part / whole * 100.0)
     } else {
@@ -58,7 +58,7 @@ pub fn percent(part: f64, whole: f64) -> f64 {
 /// middle of its namespace, keeping the namespace's start and the type and method at its end.
 /// A name that fits is kept whole; so is the last segment (the method) when nothing else is
 /// left to shorten.
-pub fn fit(name: &str, max: usize) -> String {
+pub(crate) fn fit(name: &str, max: usize) -> String {
     fit_keeping(name, max, None)
 }
 
@@ -103,7 +103,7 @@ fn fit_keeping(name: &str, max: usize, mut keep: Option<usize>) -> String {
 /// [`fit`] for one of several sibling names (a tree's children): when another sibling would
 /// read the same once shortened (they differ only in arguments [`fit`] cuts), the namespaces
 /// inside the brackets go instead, and the bracket group where they differ stays.
-pub fn fit_among(name: &str, max: usize, siblings: &[&str]) -> String {
+pub(crate) fn fit_among(name: &str, max: usize, siblings: &[&str]) -> String {
     let plain = fit(name, max);
     let clashes: Vec<&str> = siblings
         .iter()
@@ -132,7 +132,7 @@ pub fn fit_among(name: &str, max: usize, siblings: &[&str]) -> String {
 
 /// `name` with the namespaces of the type names inside its brackets dropped:
 /// `Cache`1[System.Collections.Generic.List`1[System.Int32]]` is `Cache`1[List`1[Int32]]`.
-pub fn strip_inner_namespaces(name: &str) -> String {
+pub(crate) fn strip_inner_namespaces(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut depth = 0i32;
     // Where the current name inside brackets starts in `out`.
@@ -160,7 +160,7 @@ pub fn strip_inner_namespaces(name: &str) -> String {
 
 /// `s` cut in its middle to `max` characters at most (`…` in the cut), the end kept longer
 /// than the start (the type and method are at the end); whole when it fits.
-pub fn cut_middle(s: &str, max: usize) -> String {
+pub(crate) fn cut_middle(s: &str, max: usize) -> String {
     let n = s.chars().count();
     if n <= max || max < 3 {
         return s.to_string();

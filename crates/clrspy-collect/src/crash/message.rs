@@ -30,7 +30,11 @@ fn thrown(ev: &nettrace::Event<'_>) -> Option<(String, String)> {
 
 /// The last `Exception/Start` of `exception_type` on thread `tid` (any thread when None) in the
 /// trace file at `trace`: its message.
-pub fn message_in_trace(trace: &Path, exception_type: &str, tid: Option<u64>) -> Option<String> {
+pub(crate) fn message_in_trace(
+    trace: &Path,
+    exception_type: &str,
+    tid: Option<u64>,
+) -> Option<String> {
     let file = std::io::BufReader::new(std::fs::File::open(trace).ok()?);
     let mut r = nettrace::StreamReader::from_read(file).ok()?;
     let mut found = None;
@@ -168,7 +172,7 @@ pub fn fatal_session() -> SessionConfig {
 }
 
 /// What a crash left, in words (the lines `record` prints and writes beside the trace).
-pub fn crash_text(r: &CrashReport, message: Option<&str>, pid: u32) -> String {
+pub(crate) fn crash_text(r: &CrashReport, message: Option<&str>, pid: u32) -> String {
     let mut s = String::new();
     match &r.exception_type {
         Some(t) => {
@@ -208,7 +212,7 @@ pub struct CrashFound {
     pub pid: u32,
     /// Its crash report's file.
     pub report: PathBuf,
-    /// The crash in words ([`crash_text`]), or why the report is unreadable.
+    /// The crash in words (`crash_text`), or why the report is unreadable.
     pub text: std::result::Result<String, String>,
     /// The crash dump compressed as the capture asks (None: no dump was written; the raw
     /// path with the error when compression failed).

@@ -1,7 +1,7 @@
 //! Every thread's stack from a crash report (createdump's `crashreport.json`, which the
 //! runtime also writes beside a dump taken on request): managed frames by method name, native
 //! frames named from the process's mappings and their files' ELF symbols
-//! ([`native::function_names`](crate::native::function_names)) — `clrspy stack --native`.
+//! (`native::function_names`) — `clrspy stack --native`.
 
 use crate::procstat::{parse_maps_line, Mapping};
 

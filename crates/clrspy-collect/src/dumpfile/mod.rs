@@ -22,7 +22,7 @@ mod encode;
 mod spec;
 mod staging;
 
-pub use spec::{core_limit, core_limit_for, Compression, CopyLimits, DumpReport, DumpSpec};
+pub use spec::{core_limit_for, Compression, CopyLimits, DumpReport, DumpSpec};
 
 use crate::coredump::check_dump;
 use crate::{Error, Result};
@@ -98,7 +98,7 @@ fn open_core(raw: &Path) -> Result<File> {
 
 /// Compresses a core the runtime wrote itself (a crash dump) into `<raw>.gz` / `<raw>.zst`
 /// beside it and deletes the raw file; the report has no crash report.
-pub fn compress_dump_file(raw: &Path, compress: Compression) -> Result<DumpReport> {
+pub(crate) fn compress_dump_file(raw: &Path, compress: Compression) -> Result<DumpReport> {
     let started = Instant::now();
     let size = check_dump(raw)?;
     if compress == Compression::None {

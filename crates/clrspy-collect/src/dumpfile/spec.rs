@@ -99,7 +99,7 @@ impl Default for DumpSpec {
 /// open, a file in its folder), so that an endless or huge source cannot fill the disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CopyLimits {
-    /// The most raw bytes read: a larger core cannot be the process's (see [`core_limit`]).
+    /// The most raw bytes read: a larger core cannot be the process's (see `core_limit`).
     pub raw: Option<u64>,
     /// The most bytes written to the file.
     pub file: Option<u64>,
@@ -115,7 +115,7 @@ pub fn core_limit_for(readable: u64) -> u64 {
 }
 
 /// [`core_limit_for`] process `pid` as it is now; None when its memory cannot be read.
-pub fn core_limit(pid: u32) -> Option<u64> {
+pub(crate) fn core_limit(pid: u32) -> Option<u64> {
     diagnostics_client::procfs::readable_bytes(pid).map(core_limit_for)
 }
 
@@ -133,7 +133,7 @@ pub struct DumpReport {
     /// From the dump command to the finished file.
     pub elapsed: Duration,
     /// Without streaming: how long the raw write took (the rest of `elapsed` is compression).
-    pub raw_write: Option<Duration>,
+    pub(crate) raw_write: Option<Duration>,
     /// The crash report createdump wrote, when asked and present.
     pub crash_report: Option<PathBuf>,
 }

@@ -8,7 +8,6 @@
 
 pub mod parse;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::cgroup::{self, CpuCgroup, MemoryCgroup};
@@ -35,13 +34,13 @@ pub enum SysMetricsError {
 
 /// Bytes per second in and out of one device or interface over the interval.
 #[derive(Clone, Debug, PartialEq)]
-pub struct IoRate {
+pub(crate) struct IoRate {
     /// The device (`vda`, `nvme0n1`) or interface (`eth0`).
-    pub name: String,
+    pub(crate) name: String,
     /// Read (disk) or received (network), bytes/s.
-    pub in_bps: f64,
+    pub(crate) in_bps: f64,
     /// Written (disk) or sent (network), bytes/s.
-    pub out_bps: f64,
+    pub(crate) out_bps: f64,
 }
 
 /// One sample: rates over the interval that just ended, levels at its end.
@@ -50,45 +49,45 @@ pub struct MetricsRow {
     /// The sample's wall-clock time, ms since the Unix epoch (UTC).
     pub unix_ms: u64,
     /// The interval's real length, seconds.
-    pub interval_s: f64,
+    pub(crate) interval_s: f64,
     /// All CPUs busy, % of the machine (100 = every core busy).
-    pub cpu_pct: f64,
+    pub(crate) cpu_pct: f64,
     /// Each core busy, % (index = core number).
-    pub core_pct: Vec<f64>,
+    pub(crate) core_pct: Vec<f64>,
     /// The process's CPU (user + system), % of one core (200 = two cores' worth).
-    pub process_cpu_pct: f64,
+    pub(crate) process_cpu_pct: f64,
     /// The machine's memory (`MemTotal`), bytes.
-    pub mem_total_bytes: u64,
+    pub(crate) mem_total_bytes: u64,
     /// Memory available for new work without swapping (`MemAvailable`), bytes.
-    pub mem_available_bytes: u64,
+    pub(crate) mem_available_bytes: u64,
     /// `MemTotal - MemAvailable`, bytes.
-    pub mem_used_bytes: u64,
+    pub(crate) mem_used_bytes: u64,
     /// The process's resident set (`VmRSS`), bytes.
     pub rss_bytes: u64,
     /// The .NET GC heap size, bytes: not in /proc, so the sampler leaves it `None`; a caller
     /// that also reads the runtime's counters (the support bundle) fills it in.
     pub gc_heap_bytes: Option<u64>,
     /// Whole disks (from `/sys/block`, without loop and RAM devices), in `/sys/block` order.
-    pub disks: Vec<IoRate>,
+    pub(crate) disks: Vec<IoRate>,
     /// Network interfaces of the target's network namespace (`/proc/PID/net/dev`).
-    pub nets: Vec<IoRate>,
+    pub(crate) nets: Vec<IoRate>,
     /// Load averages over 1, 5 and 15 minutes.
     pub load: [f64; 3],
     /// The process's threads.
     pub threads: u64,
     /// The process's open file descriptors; `None` when `/proc/PID/fd` cannot be read (another
     /// user's process).
-    pub fds: Option<u64>,
+    pub(crate) fds: Option<u64>,
     /// The CPU cgroup's limit in cores (quota / period); `None` without a limit or cgroup.
-    pub cgroup_cpu_limit_cores: Option<f64>,
+    pub(crate) cgroup_cpu_limit_cores: Option<f64>,
     /// Enforcement periods throttled during the interval; `None` without a CPU cgroup.
-    pub cgroup_throttled_periods: Option<u64>,
+    pub(crate) cgroup_throttled_periods: Option<u64>,
     /// Time throttled during the interval, ms; `None` without a CPU cgroup.
-    pub cgroup_throttled_ms: Option<f64>,
+    pub(crate) cgroup_throttled_ms: Option<f64>,
     /// The memory cgroup's limit, bytes; `None` without a limit or cgroup.
-    pub cgroup_mem_limit_bytes: Option<u64>,
+    pub(crate) cgroup_mem_limit_bytes: Option<u64>,
     /// The memory cgroup's usage, bytes; `None` without a memory cgroup.
-    pub cgroup_mem_usage_bytes: Option<u64>,
+    pub(crate) cgroup_mem_usage_bytes: Option<u64>,
 }
 
 /// A device or interface name as part of a column name: letters, digits, `-` and `.` kept,
@@ -403,16 +402,6 @@ impl SysSampler {
                 self.cur.nets.push((name.to_string(), rx, tx));
             }
         }
-    }
-
-    /// The CPU cgroup read, when there is one (its directory).
-    pub fn cpu_cgroup(&self) -> Option<PathBuf> {
-        self.cpu_group.as_ref().map(|g| g.dir.clone())
-    }
-
-    /// The memory cgroup read, when there is one (its directory).
-    pub fn memory_cgroup(&self) -> Option<PathBuf> {
-        self.memory_group.as_ref().map(|g| g.dir.clone())
     }
 }
 

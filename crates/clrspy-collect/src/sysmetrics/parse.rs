@@ -3,17 +3,17 @@
 
 /// One CPU's times from a `cpu`/`cpuN` line of `/proc/stat`, in clock ticks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuTimes {
+pub(crate) struct CpuTimes {
     /// Every tick counted (user, nice, system, idle, iowait, irq, softirq, steal; guest time
     /// is already inside user and nice, so it is not added again).
-    pub total: u64,
+    pub(crate) total: u64,
     /// The ticks idle or waiting for I/O.
-    pub idle: u64,
+    pub(crate) idle: u64,
 }
 
 impl CpuTimes {
     /// % busy between an earlier reading and this one (0 when no tick passed).
-    pub fn busy_pct_since(&self, before: &CpuTimes) -> f64 {
+    pub(crate) fn busy_pct_since(&self, before: &CpuTimes) -> f64 {
         let total = self.total.saturating_sub(before.total);
         let idle = self.idle.saturating_sub(before.idle);
         if total == 0 {
@@ -25,7 +25,7 @@ impl CpuTimes {
 
 /// Parses one `cpu`/`cpuN` line of `/proc/stat`: the core (`None` for the all-CPU line) and
 /// its times; `None` for any other line.
-pub fn parse_stat_cpu_line(line: &str) -> Option<(Option<usize>, CpuTimes)> {
+pub(crate) fn parse_stat_cpu_line(line: &str) -> Option<(Option<usize>, CpuTimes)> {
     let mut f = line.split_whitespace();
     let label = f.next()?.strip_prefix("cpu")?;
     let core = if label.is_empty() {
@@ -55,7 +55,7 @@ pub fn parse_stat_cpu_line(line: &str) -> Option<(Option<usize>, CpuTimes)> {
 
 /// Parses `/proc/stat`'s CPU lines: the all-CPU times, and each core's into `cores` (cleared
 /// first; index = core number, a missing (offline) core reads as zeros).
-pub fn parse_stat_cpus(text: &str, cores: &mut Vec<CpuTimes>) -> Option<CpuTimes> {
+pub(crate) fn parse_stat_cpus(text: &str, cores: &mut Vec<CpuTimes>) -> Option<CpuTimes> {
     cores.clear();
     let mut all = None;
     for line in text.lines() {
@@ -82,7 +82,7 @@ pub fn parse_stat_cpus(text: &str, cores: &mut Vec<CpuTimes>) -> Option<CpuTimes
 }
 
 /// `/proc/meminfo`'s `MemTotal` and `MemAvailable`, bytes.
-pub fn parse_meminfo(text: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_meminfo(text: &str) -> Option<(u64, u64)> {
     let (mut total, mut available) = (None, None);
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("MemTotal:") {
@@ -105,7 +105,7 @@ fn kb(v: &str) -> Option<u64> {
 
 /// `/proc/PID/status`'s resident set (`VmRSS`, bytes) and thread count (`Threads`); either
 /// `None` when absent (a kernel thread has no `VmRSS`).
-pub fn parse_status(text: &str) -> (Option<u64>, Option<u64>) {
+pub(crate) fn parse_status(text: &str) -> (Option<u64>, Option<u64>) {
     let (mut rss, mut threads) = (None, None);
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("VmRSS:") {
@@ -119,7 +119,7 @@ pub fn parse_status(text: &str) -> (Option<u64>, Option<u64>) {
 
 /// One `/proc/diskstats` line: the device name and the sectors (512 bytes each, whatever the
 /// device's own sector size) read and written so far.
-pub fn parse_diskstats_line(line: &str) -> Option<(&str, u64, u64)> {
+pub(crate) fn parse_diskstats_line(line: &str) -> Option<(&str, u64, u64)> {
     let f: Vec<&str> = line.split_whitespace().take(10).collect();
     let name = *f.get(2)?;
     let read = f.get(5)?.parse().ok()?;
@@ -129,13 +129,13 @@ pub fn parse_diskstats_line(line: &str) -> Option<(&str, u64, u64)> {
 
 /// True for a `/sys/block` entry worth a column: a whole disk, not a loop or RAM device
 /// (`loop*`, `ram*`, `zram*`). Partitions are not in `/sys/block` at all.
-pub fn is_real_disk(name: &str) -> bool {
+pub(crate) fn is_real_disk(name: &str) -> bool {
     !(name.starts_with("loop") || name.starts_with("ram") || name.starts_with("zram"))
 }
 
 /// One interface line of `/proc/PID/net/dev`: its name and the bytes received and sent so
 /// far; `None` for the two header lines.
-pub fn parse_net_dev_line(line: &str) -> Option<(&str, u64, u64)> {
+pub(crate) fn parse_net_dev_line(line: &str) -> Option<(&str, u64, u64)> {
     let (name, rest) = line.split_once(':')?;
     let name = name.trim();
     if name.is_empty() || name.contains('|') {
@@ -149,7 +149,7 @@ pub fn parse_net_dev_line(line: &str) -> Option<(&str, u64, u64)> {
 }
 
 /// `/proc/loadavg`'s 1, 5 and 15 minute load averages.
-pub fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
+pub(crate) fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
     let mut f = text.split_whitespace();
     let mut out = [0.0; 3];
     for slot in &mut out {

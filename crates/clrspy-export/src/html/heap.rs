@@ -4,7 +4,7 @@
 //! tree folded by type), and two snapshots compared (the types by growth, and what holds the
 //! types that grew most). Tables sort by a click on their heading (a few lines of inline
 //! script); nothing is fetched. Sizes are bounded whatever the heap: tables by row counts,
-//! the icicle by [`heap_stacks::pictured`]'s budget.
+//! the icicle by `heap_stacks::pictured`'s budget.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -27,7 +27,7 @@ pub struct Options {
     /// Rows of the roots table.
     pub roots: usize,
     /// Types whose paths from the roots are shown.
-    pub path_types: usize,
+    pub(crate) path_types: usize,
     /// Paths shown per type.
     pub paths: usize,
     /// Paths shown under each path of the icicle.
@@ -287,7 +287,7 @@ of {} paths, {} under each at most; the rest of each is one <code>[other: N path
 }
 
 /// Writes the page comparing two snapshots (`old` first), titled `title`.
-pub fn write_diff(
+pub(crate) fn write_diff(
     old: &HeapModel,
     new: &HeapModel,
     title: &str,

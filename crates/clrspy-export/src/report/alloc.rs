@@ -20,7 +20,7 @@ use crate::html::markup::escape;
 use crate::units::{fit, human_bytes, percent};
 
 /// The `alloc` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "alloc",
     description: "Allocations by type and stack",
     // Allocation ticks are verbose.
@@ -61,13 +61,13 @@ pub struct AllocReport {
     /// Types by bytes, all heaps.
     pub types: Vec<TypeBytes>,
     /// Methods by allocated bytes (the first managed frame of each allocating stack).
-    pub top_methods: Vec<MethodWeight>,
+    pub(crate) top_methods: Vec<MethodWeight>,
     /// Heaviest allocating stacks.
     pub stacks: Vec<StackCount>,
 }
 
 /// The heap's name as the report prints it.
-pub fn heap_name(h: HeapKind) -> &'static str {
+pub(crate) fn heap_name(h: HeapKind) -> &'static str {
     match h {
         HeapKind::Small => "small",
         HeapKind::Large => "large",

@@ -17,53 +17,58 @@ use crate::units::{fit, percent, round1};
 
 /// A method's callers.
 #[derive(Clone, Debug, Serialize)]
-pub struct CallersReport {
+pub(super) struct CallersReport {
     /// "cpu" or "wait".
-    pub metric: Metric,
+    pub(super) metric: Metric,
     /// What was asked for (`--callers`).
-    pub pattern: String,
+    pub(super) pattern: String,
     /// The method shown: the frame named exactly `pattern`, else the heaviest whose name
     /// contains it; null when no stack has one.
-    pub method: Option<String>,
+    pub(super) method: Option<String>,
     /// Other methods `pattern` matched (lighter; not shown).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub also_matched: Vec<String>,
+    pub(super) also_matched: Vec<String>,
     /// The method's inclusive samples (each sample's share of the metric).
-    pub samples: f64,
+    pub(super) samples: f64,
     /// Its share of the metric's total, percent.
-    pub percent: f64,
+    pub(super) percent: f64,
     /// Its inclusive time, ms.
-    pub ms: f64,
+    pub(super) ms: f64,
     /// The metric's total, ms (what `percent` is of).
-    pub total_ms: f64,
+    pub(super) total_ms: f64,
     /// Its direct callers, heaviest first; each with its own callers, up to the roots.
-    pub callers: Vec<CallerNode>,
+    pub(super) callers: Vec<CallerNode>,
     /// How the text view lays out the tree.
     #[serde(skip)]
-    pub tree_view: TreeOptions,
+    pub(super) tree_view: TreeOptions,
     /// A window or filter narrowed the samples.
     #[serde(skip)]
-    pub narrowed: bool,
+    pub(super) narrowed: bool,
     /// The trace's app code by assembly: the text tree never hides its frames in a chain.
     #[serde(skip)]
-    pub app: AppCode,
+    pub(super) app: AppCode,
 }
 
 /// A caller.
 #[derive(Clone, Debug, Serialize)]
-pub struct CallerNode {
+pub(super) struct CallerNode {
     /// Its frame name.
-    pub frame: String,
+    pub(super) frame: String,
     /// Samples of the method reached through it.
-    pub samples: f64,
+    pub(super) samples: f64,
     /// Their share of the metric's total, percent.
-    pub percent: f64,
+    pub(super) percent: f64,
     /// Its callers.
-    pub callers: Vec<CallerNode>,
+    pub(super) callers: Vec<CallerNode>,
 }
 
 /// Builds the caller tree of `pattern`.
-pub fn build(a: &Analysis, metric: Metric, pattern: &str, o: &ReportOptions) -> CallersReport {
+pub(super) fn build(
+    a: &Analysis,
+    metric: Metric,
+    pattern: &str,
+    o: &ReportOptions,
+) -> CallersReport {
     // The method is found on the ungrouped stacks (--just-my-code would fold a framework
     // method away); its callers are grouped.
     let group = o.filter.just_my_code.clone();

@@ -15,7 +15,7 @@ use super::view::{to_json, ReportOptions, TextView};
 use crate::units::{percent, round1};
 
 /// The `contention` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "contention",
     description: "Lock contention by method and lock",
     // Contention start/stop are verbose.
@@ -40,7 +40,7 @@ pub struct LockReport {
     /// Total wait, ms.
     pub wait_ms: f64,
     /// Threads that held it while others waited, most often first.
-    pub owner_threads: Vec<u64>,
+    pub(crate) owner_threads: Vec<u64>,
 }
 
 /// Contention.
@@ -49,11 +49,11 @@ pub struct ContentionReport {
     /// Contended acquisitions.
     pub count: u64,
     /// Total wait, ms.
-    pub total_wait_ms: f64,
+    pub(crate) total_wait_ms: f64,
     /// Methods that waited (the first frame outside the lock's own code), by wait time.
-    pub top_exclusive: Vec<MethodWeight>,
+    pub(crate) top_exclusive: Vec<MethodWeight>,
     /// Methods by wait time including callees.
-    pub top_inclusive: Vec<MethodWeight>,
+    pub(crate) top_inclusive: Vec<MethodWeight>,
     /// Locks by wait time.
     pub locks: Vec<LockReport>,
 }
@@ -148,7 +148,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ContentionReport {
 }
 
 /// Owner threads as the text view lists them: "12, 34", or "not reported".
-pub fn owners_text(owners: &[u64]) -> String {
+pub(crate) fn owners_text(owners: &[u64]) -> String {
     if owners.is_empty() {
         return "not reported (runtime before .NET 8)".into();
     }

@@ -1,5 +1,5 @@
 //! The `cpu` report's declaration: CPU time by method ([`super::stack`]), or the callers of a
-//! method with `--callers` ([`super::callers`]); its summary section (CPU and waiting time,
+//! method with `--callers` (`report::callers`); its summary section (CPU and waiting time,
 //! the hottest methods) and its HTML sections (the hot method tables, the callers and callees
 //! of the hottest methods).
 
@@ -20,7 +20,7 @@ use crate::html::links;
 use crate::html::markup::{escape, table};
 
 /// The `cpu` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "cpu",
     description: "CPU time by method (waiting threads excluded)",
     needs: Needs::SAMPLES,

@@ -20,7 +20,7 @@ use crate::html::markup::escape;
 use crate::units::fit;
 
 /// The `exceptions` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "exceptions",
     description: "Exceptions by type, message, throw and catch site",
     needs: Needs::runtime(EXCEPTION, 4),
@@ -54,31 +54,31 @@ pub struct ExceptionTypeReport {
     /// Messages, most frequent first.
     pub messages: Vec<NameCount>,
     /// Throws of messages left out of `messages`.
-    pub messages_more: u64,
+    pub(crate) messages_more: u64,
     /// Throw stacks, most frequent first, the exceptions' own (the original throw sites)
     /// before the rethrows'.
-    pub throw_sites: Vec<StackCount>,
+    pub(crate) throw_sites: Vec<StackCount>,
     /// Throws of stacks left out of `throw_sites`.
-    pub throw_sites_more: u64,
+    pub(crate) throw_sites_more: u64,
     /// Where the exceptions were thrown (rethrows left out): each throw stack's first frame
     /// outside the runtime's exception dispatch, most frequent first.
-    pub thrown_in: Vec<NameCount>,
+    pub(crate) thrown_in: Vec<NameCount>,
     /// Throws of sites left out of `thrown_in`.
-    pub thrown_in_more: u64,
+    pub(crate) thrown_in_more: u64,
     /// Where they were rethrown: the helper or handler that threw them on, most first.
-    pub rethrown_in: Vec<NameCount>,
+    pub(crate) rethrown_in: Vec<NameCount>,
     /// Rethrows of sites left out of `rethrown_in`.
-    pub rethrown_in_more: u64,
+    pub(crate) rethrown_in_more: u64,
     /// Methods that caught it: the catch handlers that ran in each, most first.
-    pub catch_sites: Vec<NameCount>,
+    pub(crate) catch_sites: Vec<NameCount>,
     /// Handlers of methods left out of `catch_sites`.
-    pub catch_sites_more: u64,
+    pub(crate) catch_sites_more: u64,
 }
 
 impl ExceptionTypeReport {
     /// The sentence that says it: "50 thrown (in Orders.Get), each rethrown 8 times through
     /// async frames", or "3 thrown" when none was rethrown.
-    pub fn said(&self) -> String {
+    pub(crate) fn said(&self) -> String {
         let mut s = format!("{} thrown", self.thrown);
         if let Some(site) = self.thrown_in.first() {
             let more = if self.thrown_in.len() > 1 || self.thrown_in_more > 0 {

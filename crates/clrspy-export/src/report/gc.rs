@@ -18,7 +18,7 @@ use crate::html::markup::escape;
 use crate::units::round3;
 
 /// The `gc` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "gc",
     description: "One row per GC, and totals",
     needs: Needs::runtime(GC, 4),
@@ -174,9 +174,9 @@ impl TextView for GcReport {
 
 /// The GC part of the summary: totals only.
 #[derive(Clone, Debug, Serialize)]
-pub struct GcSummary {
+pub(crate) struct GcSummary {
     /// Totals over the window.
-    pub totals: GcTotals,
+    pub(crate) totals: GcTotals,
 }
 
 /// The summary's GC section: the `gc` key and one line of totals.

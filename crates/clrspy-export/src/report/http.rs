@@ -32,7 +32,7 @@ const NEEDS: Needs = Needs::runtime(0, 4)
     .with_profile("net");
 
 /// The `http` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "http",
     description: "Outgoing HTTP requests: by host, errors by kind, pool waits, the slowest with DNS/TLS time",
     needs: NEEDS,
@@ -48,13 +48,13 @@ pub const REPORT: ReportDef = ReportDef {
 
 /// One kind of error of a host.
 #[derive(Clone, Debug, Serialize)]
-pub struct HostError {
+pub(crate) struct HostError {
     /// `4xx`, `5xx`, `timeout`, `refused`, `dns`, `tls`, `connect`, `canceled` or `other`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// Requests.
-    pub count: u64,
+    pub(crate) count: u64,
     /// Their messages (a status class's: `status N`), most first.
-    pub messages: Vec<NameCount>,
+    pub(crate) messages: Vec<NameCount>,
 }
 
 /// One host's requests.
@@ -69,15 +69,15 @@ pub struct HostReport {
     /// Requests that failed (an error kind), of `count`.
     pub errors: u64,
     /// Errors by kind, most first.
-    pub error_kinds: Vec<HostError>,
+    pub(crate) error_kinds: Vec<HostError>,
     /// Durations, ms.
     pub duration: SketchSummary,
     /// Time waiting in the pool's queue, ms, of the requests that waited.
-    pub pool_wait: SketchSummary,
+    pub(crate) pool_wait: SketchSummary,
     /// Requests that waited for a connection they did not open (one another request held).
     pub waited_for_connection: u64,
     /// True when any did: the pool had no free connection (pool exhaustion).
-    pub pool_exhausted: bool,
+    pub(crate) pool_exhausted: bool,
     /// Name resolutions, ms.
     pub dns: SketchSummary,
     /// Socket connects, ms.

@@ -27,7 +27,7 @@ const ASSEMBLY_LOADER: u64 = 0x4;
 const LOADER: u64 = 0x8;
 
 /// The `loader` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "loader",
     description: "Assembly loads per load context, failed loads with their probed paths, assemblies loaded twice",
     needs: Needs::runtime(ASSEMBLY_LOADER | LOADER, 4).with_profile("loader"),
@@ -61,7 +61,7 @@ pub struct LoadRow {
     /// returned by a resolving handler).
     pub reused: u64,
     /// The first load's time, ms since the trace started.
-    pub first_ms: f64,
+    pub(crate) first_ms: f64,
     /// The loads' total time, start to stop, ms.
     pub duration_ms: f64,
     /// The assembly that asked first (empty when unknown).
@@ -70,7 +70,7 @@ pub struct LoadRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handler: Option<String>,
     /// Instances of the context it was loaded into (at least; 64 are told apart).
-    pub context_instances: u64,
+    pub(crate) context_instances: u64,
 }
 
 /// One resolution stage a failed load went through.
@@ -102,7 +102,7 @@ pub struct FailureRow {
     /// Times it failed.
     pub count: u64,
     /// The first failure's time, ms since the trace started.
-    pub first_ms: f64,
+    pub(crate) first_ms: f64,
     /// The assembly that asked.
     pub requested_by: String,
     /// The path asked for (loads by path).
@@ -115,15 +115,15 @@ pub struct FailureRow {
 
 /// An assembly loaded in more than one context or at more than one version.
 #[derive(Clone, Debug, Serialize)]
-pub struct DuplicateRow {
+pub(crate) struct DuplicateRow {
     /// Its simple name.
-    pub assembly: String,
+    pub(crate) assembly: String,
     /// Its versions, lowest first.
-    pub versions: Vec<String>,
+    pub(crate) versions: Vec<String>,
     /// The contexts it was loaded into.
-    pub contexts: Vec<String>,
+    pub(crate) contexts: Vec<String>,
     /// Loads of it, all contexts.
-    pub loads: u64,
+    pub(crate) loads: u64,
 }
 
 /// One load context.
@@ -157,7 +157,7 @@ pub struct LoaderReport {
     /// Every failed load, first first.
     pub failures: Vec<FailureRow>,
     /// Assemblies loaded twice.
-    pub duplicates: Vec<DuplicateRow>,
+    pub(crate) duplicates: Vec<DuplicateRow>,
     /// What the trace lacks, when it has no assembly-load events (or only the `Loader`
     /// keyword's).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -4,7 +4,7 @@
 //! summary, `clrspy profile` and the HTML report all use these objects.
 //!
 //! A report is one file holding its object (serializable: its JSON view), its builder, its
-//! [`TextView`] and its declaration, a `pub const REPORT:` [`ReportDef`] (name, what it needs
+//! `TextView` and its declaration, a `pub(crate) const REPORT:` [`ReportDef`] (name, what it needs
 //! recorded, the models it reads, and its sections of the summary and the HTML report,
 //! [`sections`]); plus one line in the `reports!` list below, which declares the module,
 //! registers the declaration and derives [`ReportKind`]. The summary and the HTML report are
@@ -14,18 +14,18 @@
 //! registered reports (which one a name is, what a set of them needs recorded and analysed)
 //! and hands the summary its sections. No report module imports it.
 
-pub mod callers;
-pub mod def;
+mod callers;
+mod def;
 pub mod needs;
-pub mod process;
+mod process;
 pub mod processes;
-pub mod rows;
-pub mod runqueue;
+pub(crate) mod rows;
+mod runqueue;
 pub mod sections;
 pub mod stack;
-pub mod text;
-pub mod tree;
-pub mod view;
+pub(crate) mod text;
+mod tree;
+pub(crate) mod view;
 
 use clr_events::provider_spec::ProviderSpec;
 use clrspy_analysis::rows::RowSink;
@@ -36,7 +36,7 @@ pub use needs::{Models, Needs};
 pub use rows::{MethodWeight, NameCount, StackCount};
 pub use sections::{HtmlDef, SummaryDef};
 pub use text::{window_line, TextStyle};
-pub use view::{write_json, Report, ReportOptions, ReportView, TextView, TreeOptions};
+pub use view::{write_json, Report, ReportOptions, ReportView, TreeOptions};
 
 /// Declares each report's module and derives [`ReportKind`] from the list: one variant per
 /// report, in the list's order, each mapped to its declaration (its module's `REPORT`).
@@ -122,7 +122,7 @@ impl ReportKind {
 
     /// The analysis models the report reads (symbols always run); a name the model registry
     /// does not know (a test checks there is none) picks every model.
-    pub fn models(self) -> ModelSet {
+    pub(crate) fn models(self) -> ModelSet {
         let named = |names| ModelSet::named(names).unwrap_or(ModelSet::ALL);
         match self.def().models {
             Models::Named(names) => named(names),

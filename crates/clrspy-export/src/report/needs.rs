@@ -5,15 +5,15 @@
 //! answers these for a set of reports.
 
 /// The runtime's `GC` keyword: GC events and allocation ticks.
-pub const GC: u64 = 0x1;
+pub(crate) const GC: u64 = 0x1;
 /// The runtime's `Loader` and `Jit` keywords: method and module names, always on.
 pub const LOADER_AND_JIT: u64 = 0x8 | 0x10;
 /// The runtime's `Contention` keyword.
-pub const CONTENTION: u64 = 0x4000;
+pub(crate) const CONTENTION: u64 = 0x4000;
 /// The runtime's `Exception` keyword.
-pub const EXCEPTION: u64 = 0x8000;
+pub(crate) const EXCEPTION: u64 = 0x8000;
 /// The runtime keywords of the time reports (dotnet-trace's cpu-sampling set).
-pub const SAMPLING: u64 = 0x0014_C14F_CCBD;
+pub(crate) const SAMPLING: u64 = 0x0014_C14F_CCBD;
 
 /// What one report needs recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,12 +45,12 @@ impl Needs {
     }
 
     /// The same, with these providers too (`Name:Keywords:Level[:Args]`, comma-separated).
-    pub const fn with_providers(self, providers: &'static str) -> Needs {
+    pub(crate) const fn with_providers(self, providers: &'static str) -> Needs {
         Needs { providers, ..self }
     }
 
     /// The same, with thread samples.
-    pub const fn with_samples(self) -> Needs {
+    pub(crate) const fn with_samples(self) -> Needs {
         Needs {
             samples: true,
             ..self
@@ -58,7 +58,7 @@ impl Needs {
     }
 
     /// The same, naming the profile that records it.
-    pub const fn with_profile(self, profile: &'static str) -> Needs {
+    pub(crate) const fn with_profile(self, profile: &'static str) -> Needs {
         Needs {
             profile: Some(profile),
             ..self
@@ -67,7 +67,7 @@ impl Needs {
 
     /// The line a report prints when the trace has none of what it reads: `what` was not
     /// recorded, and the command that records it.
-    pub fn missing_line(&self, what: &str) -> String {
+    pub(crate) fn missing_line(&self, what: &str) -> String {
         match self.profile {
             Some(p) => format!(
                 "This trace has no {what}: record them with `clrspy record --profile {p}` (attach with -p PID, or -- COMMAND)."

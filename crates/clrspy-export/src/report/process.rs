@@ -11,15 +11,15 @@ use crate::units::{percent, round1};
 
 /// The CPU of the threads of one role.
 #[derive(Clone, Debug, Serialize)]
-pub struct RoleTime {
+pub(crate) struct RoleTime {
     /// The role.
-    pub role: ThreadRole,
+    pub(crate) role: ThreadRole,
     /// Its name in words ("tiered JIT").
-    pub label: String,
+    pub(crate) label: String,
     /// Threads with CPU.
-    pub threads: u64,
+    pub(crate) threads: u64,
     /// Their CPU, ms.
-    pub cpu_ms: f64,
+    pub(crate) cpu_ms: f64,
 }
 
 /// The process's CPU over the window, by who used it.
@@ -32,28 +32,28 @@ pub struct ProcessCpu {
     /// How CPU was told from waiting (the same word as the `cpu` report's `method`).
     pub method: CpuSource,
     /// Threads running managed code, ms.
-    pub managed_cpu_ms: f64,
+    pub(crate) managed_cpu_ms: f64,
     /// The runtime's own threads by role (JIT, GC, EventPipe, ...), busiest first.
-    pub runtime_threads: Vec<RoleTime>,
+    pub(crate) runtime_threads: Vec<RoleTime>,
     /// The recording's own cost on the target (EventPipe's threads), ms.
-    pub overhead_cpu_ms: f64,
+    pub(crate) overhead_cpu_ms: f64,
     /// The same as a share of the process's CPU, percent.
-    pub overhead_percent: f64,
+    pub(crate) overhead_percent: f64,
     /// The recorder's own CPU over the window (clrspy itself, another process), ms: its
     /// threads recording this target where the trace says (`record --children` records many
     /// targets in one process), else its whole process; null when the trace has no such
     /// reading.
-    pub recorder_cpu_ms: Option<f64>,
+    pub(crate) recorder_cpu_ms: Option<f64>,
     /// The same as a share of the target process's CPU, percent.
-    pub recorder_percent: Option<f64>,
+    pub(crate) recorder_percent: Option<f64>,
     /// The recorder's whole process over the window, ms, when `recorder_cpu_ms` is its
     /// session's (key absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub recorder_process_cpu_ms: Option<f64>,
+    pub(crate) recorder_process_cpu_ms: Option<f64>,
 }
 
 /// Builds the process's CPU by role.
-pub fn process_cpu(a: &Analysis) -> ProcessCpu {
+pub(crate) fn process_cpu(a: &Analysis) -> ProcessCpu {
     let profile = a.profile(&StackFilter::default());
     let ms = a.sampling_interval_ns as f64 / 1e6;
     let mut roles: Vec<RoleTime> = Vec::new();
@@ -110,7 +110,7 @@ pub fn process_cpu(a: &Analysis) -> ProcessCpu {
 
 impl ProcessCpu {
     /// "runtime threads: tiered JIT 1.4 s, GC 0.3 s", or nothing.
-    pub fn runtime_line(&self) -> Option<String> {
+    pub(crate) fn runtime_line(&self) -> Option<String> {
         let parts: Vec<String> = self
             .runtime_threads
             .iter()
@@ -122,7 +122,7 @@ impl ProcessCpu {
 
     /// "recording overhead on the target: EventPipe threads 2.2 s (9.5% of the process's
     /// CPU); clrspy itself 0.3 s (1.2%)", or nothing.
-    pub fn overhead_line(&self) -> Option<String> {
+    pub(crate) fn overhead_line(&self) -> Option<String> {
         let mut parts = Vec::new();
         if self.overhead_cpu_ms > 0.0 {
             parts.push(format!(

@@ -3,7 +3,7 @@
 //! across the tree, and what recording the tree cost.
 //!
 //! Each trace is analysed on its own and folded into the report as it comes
-//! ([`ProcessesBuilder::add`]), so a tree of many traces takes the memory of one analysis.
+//! (`ProcessesBuilder::add`), so a tree of many traces takes the memory of one analysis.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -18,7 +18,7 @@ use super::view::TextView;
 use crate::units::{fit, percent, round1};
 
 /// The traces of a folder (`*.nettrace`, `*.nettrace.zip`; not its subfolders), by name.
-pub fn traces_in(dir: &std::path::Path) -> io::Result<Vec<std::path::PathBuf>> {
+pub(crate) fn traces_in(dir: &std::path::Path) -> io::Result<Vec<std::path::PathBuf>> {
     let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -75,15 +75,15 @@ pub struct ProcessRow {
     /// True when that CPU is measured (thread CPU readings), not estimated from samples.
     pub exact: bool,
     /// CPUs it used on average (its CPU over its duration).
-    pub cpus_used: f64,
+    pub(crate) cpus_used: f64,
     /// Its share of the tree's CPU, percent.
     pub percent: f64,
     /// Its hottest method (CPU, exclusive; clrspy's bracketed groups skipped), when sampled.
     pub hottest: Option<MethodWeight>,
     /// EventPipe's threads in it (the recording's cost inside the target), ms.
-    pub eventpipe_cpu_ms: f64,
+    pub(crate) eventpipe_cpu_ms: f64,
     /// clrspy's own CPU recording it (its session), ms, when the trace has the readings.
-    pub recorder_cpu_ms: Option<f64>,
+    pub(crate) recorder_cpu_ms: Option<f64>,
 }
 
 /// A trace of the folder that could not be read.
@@ -99,11 +99,11 @@ pub struct Unreadable {
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordingCost {
     /// EventPipe's threads in every target, ms.
-    pub eventpipe_cpu_ms: f64,
+    pub(crate) eventpipe_cpu_ms: f64,
     /// Their share of the tree's CPU, percent.
-    pub eventpipe_percent: f64,
+    pub(crate) eventpipe_percent: f64,
     /// clrspy's sessions, summed, ms (null when no trace has the readings).
-    pub recorder_cpu_ms: Option<f64>,
+    pub(crate) recorder_cpu_ms: Option<f64>,
     /// How to record the tree for less, one piece of advice a line.
     pub advice: Vec<String>,
 }
@@ -114,12 +114,12 @@ pub struct ProcessesReport {
     /// The folder, as the user named it.
     pub folder: String,
     /// Every process's CPU, ms.
-    pub total_cpu_ms: f64,
+    pub(crate) total_cpu_ms: f64,
     /// Every process, busiest first.
     pub processes: Vec<ProcessRow>,
     /// The hottest methods across the tree: each method's exclusive CPU summed over the
     /// processes, percent of the tree's CPU.
-    pub top_exclusive: Vec<MethodWeight>,
+    pub(crate) top_exclusive: Vec<MethodWeight>,
     /// What the recording cost.
     pub recording: RecordingCost,
     /// Traces that could not be read (the report covers the others).
@@ -128,7 +128,7 @@ pub struct ProcessesReport {
 
 /// Builds a [`ProcessesReport`] one analysis at a time.
 #[derive(Debug, Default)]
-pub struct ProcessesBuilder {
+pub(crate) struct ProcessesBuilder {
     processes: Vec<ProcessRow>,
     methods: HashMap<String, (f64, f64)>,
     unreadable: Vec<Unreadable>,
@@ -137,12 +137,12 @@ pub struct ProcessesBuilder {
 
 impl ProcessesBuilder {
     /// An empty report.
-    pub fn new() -> ProcessesBuilder {
+    pub(crate) fn new() -> ProcessesBuilder {
         ProcessesBuilder::default()
     }
 
     /// Folds in the analysis of the trace named `trace`.
-    pub fn add(&mut self, trace: &str, a: &Analysis) {
+    pub(crate) fn add(&mut self, trace: &str, a: &Analysis) {
         let p = process_cpu(a);
         let profile = a.profile(&StackFilter::default());
         let (excl, _) = profile.top(Metric::Cpu, &a.symbols);
@@ -190,7 +190,7 @@ impl ProcessesBuilder {
     }
 
     /// Notes a trace that could not be read.
-    pub fn unreadable(&mut self, trace: &str, error: &str) {
+    pub(crate) fn unreadable(&mut self, trace: &str, error: &str) {
         self.unreadable.push(Unreadable {
             trace: trace.to_string(),
             error: error.to_string(),
@@ -198,7 +198,7 @@ impl ProcessesBuilder {
     }
 
     /// The report of folder `folder`, with the `top` hottest methods.
-    pub fn finish(mut self, folder: &str, top: usize) -> ProcessesReport {
+    pub(crate) fn finish(mut self, folder: &str, top: usize) -> ProcessesReport {
         let total: f64 = self.processes.iter().map(|p| p.cpu_ms).sum();
         for p in &mut self.processes {
             p.percent = percent(p.cpu_ms, total);

@@ -32,7 +32,7 @@ const NEEDS: Needs = Needs::SAMPLES
     .with_profile("aspnet");
 
 /// The `requests` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "requests",
     description: "ASP.NET Core requests served: by route (percentiles, statuses), the slowest with what their threads did",
     needs: NEEDS,
@@ -109,9 +109,9 @@ pub struct SlowRequest {
     pub samples: u64,
     /// Of them, on a thread back in the pool waiting for work (the request was awaiting
     /// something elsewhere): neither CPU nor a blocking call of the request.
-    pub idle_samples: u64,
+    pub(crate) idle_samples: u64,
     /// Their time, ms.
-    pub idle_ms: f64,
+    pub(crate) idle_ms: f64,
     /// Of them, running managed code, by innermost method, most first.
     pub cpu: Vec<TimeIn>,
     /// Of them, blocked or outside managed code, by the blocking call (or the innermost
@@ -120,11 +120,11 @@ pub struct SlowRequest {
     /// Of them, blocked on a task inside the request (sync-over-async), by the call and the
     /// method that made it (`Task.Result in App.Orders.Get`; `Task.Wait/.Result` when the JIT
     /// inlined the call), most first.
-    pub blocked_on_tasks: Vec<TimeIn>,
+    pub(crate) blocked_on_tasks: Vec<TimeIn>,
     /// The thread pool injected threads for starvation or blocking while it ran (the `hangs`
     /// model's injections): a task it blocked on then also waited for a pool thread to run
     /// its continuation.
-    pub pool_starved: bool,
+    pub(crate) pool_starved: bool,
 }
 
 /// Requests served.

@@ -19,16 +19,16 @@ pub struct MethodWeight {
     /// For a group of native work (`[JIT compiler: libclrjit.so]`) at the leaf: the managed
     /// method that paid most of it, and its share, percent. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub called_from: Option<CalledFrom>,
+    pub(crate) called_from: Option<CalledFrom>,
 }
 
 /// The managed method that paid for a row of native work.
 #[derive(Clone, Debug, Serialize)]
-pub struct CalledFrom {
+pub(crate) struct CalledFrom {
     /// The managed method nearest to the native work on its stacks.
-    pub method: String,
+    pub(crate) method: String,
     /// Its share of the row, percent.
-    pub percent: f64,
+    pub(crate) percent: f64,
 }
 
 /// A stack and what it did.

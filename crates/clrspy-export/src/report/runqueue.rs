@@ -10,7 +10,7 @@ use crate::units::{percent, round1};
 /// Where the split of waiting into run queue and blocked comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum RunqueueSource {
+pub(crate) enum RunqueueSource {
     /// Measured: each thread's run-queue time from schedstat, read while recording.
     Schedstat,
     /// Estimated from the samples: waiting caught in managed code outside any known blocking
@@ -20,7 +20,7 @@ pub enum RunqueueSource {
 
 impl RunqueueSource {
     /// The source of `a`'s run-queue times.
-    pub fn of(a: &Analysis) -> RunqueueSource {
+    pub(crate) fn of(a: &Analysis) -> RunqueueSource {
         if a.cpu.has_runqueue() {
             RunqueueSource::Schedstat
         } else {
@@ -29,7 +29,7 @@ impl RunqueueSource {
     }
 
     /// "measured" or "estimated from samples".
-    pub fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         match self {
             RunqueueSource::Schedstat => "measured",
             RunqueueSource::Estimate => "estimated from samples",
@@ -39,25 +39,25 @@ impl RunqueueSource {
 
 /// The CPU throttling of the target's cgroup over the window.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CpuThrottling {
+pub(crate) struct CpuThrottling {
     /// Enforcement periods that elapsed with the group runnable.
-    pub periods: u64,
+    pub(crate) periods: u64,
     /// Periods in which the group used up its quota and was held off the CPU.
-    pub throttled_periods: u64,
+    pub(crate) throttled_periods: u64,
     /// The same as a share of `periods`, percent.
-    pub throttled_percent: f64,
+    pub(crate) throttled_percent: f64,
     /// Time the group was held off the CPU by throttling, ms.
-    pub throttled_ms: f64,
+    pub(crate) throttled_ms: f64,
     /// The limit in CPUs (quota / period); null when the group has none.
-    pub limit_cpus: Option<f64>,
+    pub(crate) limit_cpus: Option<f64>,
     /// The group's directory, as the recorder saw it.
-    pub cgroup: String,
+    pub(crate) cgroup: String,
     /// 1 or 2.
-    pub cgroup_version: u16,
+    pub(crate) cgroup_version: u16,
 }
 
 /// The throttling of `a`'s trace; `None` without cgroup readings.
-pub fn throttling(a: &Analysis) -> Option<CpuThrottling> {
+pub(crate) fn throttling(a: &Analysis) -> Option<CpuThrottling> {
     let t = a.cpu.throttling()?;
     Some(CpuThrottling {
         periods: t.periods,
@@ -75,7 +75,7 @@ pub fn throttling(a: &Analysis) -> Option<CpuThrottling> {
 
 /// Every thread's measured time over the window, summed, ms: (CPU, run queue, lifetime);
 /// `None` when the readings have no run-queue time.
-pub fn measured_totals(a: &Analysis) -> Option<(f64, f64, f64)> {
+pub(crate) fn measured_totals(a: &Analysis) -> Option<(f64, f64, f64)> {
     if !a.cpu.has_runqueue() {
         return None;
     }
@@ -101,7 +101,7 @@ fn seconds(ms: f64) -> String {
 /// threads were ready to run)", with the advice when it matters; nothing when there is
 /// neither run-queue time nor throttling to speak of. `cpu_ms`, `runq_ms`: the threads' CPU and
 /// run-queue time.
-pub fn lines(cpu_ms: f64, runq_ms: Option<f64>, t: Option<&CpuThrottling>) -> Vec<String> {
+pub(crate) fn lines(cpu_ms: f64, runq_ms: Option<f64>, t: Option<&CpuThrottling>) -> Vec<String> {
     let mut parts = Vec::new();
     let throttled = t.is_some_and(|t| t.throttled_periods > 0);
     if let Some(t) = t.filter(|_| throttled) {
@@ -142,7 +142,7 @@ pub fn lines(cpu_ms: f64, runq_ms: Option<f64>, t: Option<&CpuThrottling>) -> Ve
 /// of the `cpus` it may use over the window; `hottest` is the heaviest CPU frame and its share.
 /// A process that used most of its CPUs is CPU-bound (its own threads queue for the CPUs);
 /// one that used few was held off by others (other processes, or the CPU limit).
-pub fn load_line(used: f64, cpus: f64, hottest: Option<(&str, f64)>) -> String {
+pub(crate) fn load_line(used: f64, cpus: f64, hottest: Option<(&str, f64)>) -> String {
     if used >= 0.85 * cpus {
         let by = hottest.map_or_else(
             || "record CPU samples to see by what".to_string(),

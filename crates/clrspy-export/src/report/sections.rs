@@ -6,7 +6,7 @@
 //! The orders in use — summary: CPU and waiting time 10, the run queue 20, GC 30,
 //! allocations 40, exceptions 50, contention 60; HTML facts: CPU time 10, waiting time 20,
 //! how CPU was told from waiting 25, GCs 30, allocated 40, exceptions 50; HTML parts: the CPU
-//! tables 10, the flame graphs 20 (the HTML report's own, [`crate::html::FLAME_GRAPHS`]), the
+//! tables 10, the flame graphs 20 (the HTML report's own, `html::FLAME_GRAPHS`), the
 //! callers and callees 30, waiting 40, GC pauses 50, allocations 60, exceptions 70.
 
 use std::cell::OnceCell;

@@ -34,7 +34,7 @@ pub struct ParkedThreads {
     pub names: Vec<String>,
     /// The blocking call the other threads (those that ran work or waited for a lock) waited
     /// in most (clrspy's bracketed groups skipped), percent of their waiting; null when none.
-    pub others_most_waited_in: Option<MethodWeight>,
+    pub(crate) others_most_waited_in: Option<MethodWeight>,
 }
 
 /// The runtime's plumbing threads' waiting, left out of a waits report.
@@ -97,12 +97,12 @@ pub struct StackReport {
     /// How CPU was told from waiting.
     pub method: CpuSource,
     /// What `method` means, in words.
-    pub method_note: String,
+    pub(crate) method_note: String,
     /// The trace's nominal sampling interval, ms: the unit of `samples` weights (and the
     /// time each sample stands for when nothing measured it).
-    pub sample_interval_ms: f64,
+    pub(crate) sample_interval_ms: f64,
     /// The sampler's real period, ms: the mean time between the starts of its rounds.
-    pub sampler_period_ms: Option<f64>,
+    pub(crate) sampler_period_ms: Option<f64>,
     /// The samples are the kernel's (`record --sampler kernel`): taken only on a CPU, none
     /// suspended the runtime; left out of the JSON when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -117,22 +117,22 @@ pub struct StackReport {
     pub exact: bool,
     /// Samples behind this metric's time: each sample shared between CPU, waiting and idle
     /// as its time is, so `cpu` + `waits` + idle count every sample once.
-    pub total_samples: f64,
+    pub(crate) total_samples: f64,
     /// The same, rounded.
     pub samples: u64,
     /// The time, ms.
     pub total_ms: f64,
     /// Methods by exclusive weight (the frame itself).
-    pub top_exclusive: Vec<MethodWeight>,
+    pub(crate) top_exclusive: Vec<MethodWeight>,
     /// Methods by inclusive weight (with callees), without the native frames that call
     /// managed code (see `native_callers_left_out`).
-    pub top_inclusive: Vec<MethodWeight>,
+    pub(crate) top_inclusive: Vec<MethodWeight>,
     /// Native frames that call managed code (`start_thread`, the runtime's thread start and
     /// its calls into managed code) were left out of `top_inclusive` where one would have
     /// ranked among its rows: they hold every managed thread's time; the tree keeps them.
     /// Left out of the JSON when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub native_callers_left_out: bool,
+    pub(crate) native_callers_left_out: bool,
     /// Waiting only: time by the blocking call waited in (the deepest known blocking frame
     /// of each stack; the leaf where none is known).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -150,19 +150,19 @@ pub struct StackReport {
     /// Waiting only: the part of `total_ms` spent runnable, waiting for a CPU (on a run
     /// queue), ms; the rest is `blocked_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub runqueue_ms: Option<f64>,
+    pub(crate) runqueue_ms: Option<f64>,
     /// Waiting only: the part of `total_ms` spent blocked (sleeping, waiting on I/O or a
     /// lock), ms.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub blocked_ms: Option<f64>,
+    pub(crate) blocked_ms: Option<f64>,
     /// Waiting only: where `runqueue_ms` comes from, `schedstat` (measured) or `estimate`
     /// (waiting caught in managed code outside any known blocking call).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub runqueue_source: Option<RunqueueSource>,
+    pub(crate) runqueue_source: Option<RunqueueSource>,
     /// Waiting only: the CPU throttling of the target's cgroup over the window (filters do
     /// not apply); absent without cgroup readings.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_throttling: Option<CpuThrottling>,
+    pub(crate) cpu_throttling: Option<CpuThrottling>,
     /// Waiting only: the CPU time of the same stacks, ms (for the share of ready time).
     #[serde(skip)]
     pub cpu_ms: f64,
@@ -176,10 +176,10 @@ pub struct StackReport {
     /// Under `--focus` with the tree: the heaviest path from a thread's root to the focused
     /// method, root first, ending at its direct caller (`--callers` shows every path).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub focus_path: Option<Vec<PathFrame>>,
+    pub(crate) focus_path: Option<Vec<PathFrame>>,
     /// How the text view lays out the tree.
     #[serde(skip)]
-    pub tree_view: TreeOptions,
+    pub(crate) tree_view: TreeOptions,
     /// A window or filter narrowed the samples ([`ReportOptions::narrowed`]).
     #[serde(skip)]
     pub narrowed: bool,
@@ -190,19 +190,19 @@ pub struct StackReport {
 
 /// A frame of the path to a focused method.
 #[derive(Clone, Debug, Serialize)]
-pub struct PathFrame {
+pub(crate) struct PathFrame {
     /// Frame name.
-    pub frame: String,
+    pub(crate) frame: String,
     /// Samples of the focused method reached through this frame on this path.
-    pub samples: f64,
+    pub(crate) samples: f64,
     /// Their share of the focused method's time, percent.
-    pub percent: f64,
+    pub(crate) percent: f64,
 }
 
 /// What `method` means, in words: what was measured, and what the estimate assumed (`cpus`:
 /// the trace's CPU count, the most threads a sampling round counts on a CPU; `per_group`:
 /// rounds the limit holds over, 1 unless a long trace's rounds were grouped to bound memory).
-pub fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> String {
+pub(crate) fn cpu_source_note(method: CpuSource, cpus: Option<u32>, per_group: u32) -> String {
     let limit = match cpus {
         Some(n) if per_group > 1 => format!("no {per_group} consecutive sampling rounds count more threads on a CPU than {per_group} times the trace's {n} CPUs (the rest were ready, waiting for a CPU)"),
         Some(n) => format!("no sampling round counts more threads on a CPU than the trace's {n} CPUs (the rest were ready, waiting for a CPU)"),
@@ -512,7 +512,7 @@ impl TextView for StackReport {
 impl StackReport {
     /// What the total rests on, in words, led by the one word of its kind of evidence
     /// ([`CpuSource::word`]): measured or estimated, samples, the sampler's period.
-    pub fn basis(&self) -> String {
+    pub(crate) fn basis(&self) -> String {
         if self.waits_from_switches() {
             return format!(
                 "{}: measured by thread CPU readings; waiting from the kernel's context switches",

@@ -49,12 +49,12 @@ pub struct SummaryHeader {
     /// Why reading stopped early (damage), when it did.
     pub read_error: Option<String>,
     /// Events of the runtime's known providers that could not be decoded.
-    pub undecodable_events: u64,
+    pub(crate) undecodable_events: u64,
     /// Those events by name: `event`, `count`, `first_error`.
     pub decode_errors: Vec<DecodeFailures>,
     /// How CPU was told from waiting (the rundown warning applies to sampled traces): text only.
     #[serde(skip)]
-    pub cpu_source: CpuSource,
+    pub(crate) cpu_source: CpuSource,
 }
 
 /// The summary: its header, the reports' sections, what to run next. Its JSON is the

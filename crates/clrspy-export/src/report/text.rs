@@ -44,9 +44,7 @@ impl TextStyle {
 
 /// The unit of a method table's first column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// Samples (fractional where measured), shown whole.
-    Samples,
+pub(crate) enum Unit {
     /// Milliseconds.
     Ms,
     /// Bytes (the `samples` field holds bytes).
@@ -54,14 +52,13 @@ pub enum Unit {
 }
 
 /// Writes a table of methods: value, percent, name.
-pub fn method_table(
+pub(crate) fn method_table(
     out: &mut dyn Write,
     rows: &[MethodWeight],
     unit: Unit,
     style: &TextStyle,
 ) -> io::Result<()> {
     let head = match unit {
-        Unit::Samples => "samples",
         Unit::Ms => "ms",
         Unit::Bytes => "bytes",
     };
@@ -70,7 +67,6 @@ pub fn method_table(
         let value = match unit {
             Unit::Ms => format!("{:.1}", r.ms),
             Unit::Bytes => human_bytes(r.samples.max(0.0) as u64),
-            Unit::Samples => format!("{:.0}", r.samples),
         };
         // Native work at the leaf says which managed method paid for it.
         let name = match &r.called_from {

@@ -19,7 +19,7 @@ use super::view::{ReportOptions, TextView};
 use crate::units::{fit, round1};
 
 /// The `threads` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "threads",
     description: "Threads and the thread pool",
     needs: Needs::SAMPLES,
@@ -43,21 +43,21 @@ pub struct ThreadRow {
     pub cpu_ms: f64,
     /// Time runnable but waiting for a CPU (on a run queue), ms: measured, or estimated from
     /// the samples (see [`ThreadsReport::runqueue_source`]).
-    pub runqueue_ms: f64,
+    pub(crate) runqueue_ms: f64,
     /// Time neither on a CPU nor waiting for one (sleeping, waiting on I/O, a lock or for
     /// work), ms. Measured: `lifetime_ms` - `cpu_ms` - `runqueue_ms`; estimated: the sampled
     /// waiting and idle time minus `runqueue_ms`.
-    pub blocked_ms: f64,
+    pub(crate) blocked_ms: f64,
     /// The wall time the three above split: the thread's lifetime in the trace's window (from
     /// the reading before it was first seen, or the window's start, to its end, or the
     /// window's end), ms; null without run-queue readings.
-    pub lifetime_ms: Option<f64>,
+    pub(crate) lifetime_ms: Option<f64>,
     /// Waiting time seen by the samples (blocked, sleeping, and waiting for a CPU), ms.
     pub wait_ms: f64,
     /// Idle time seen by the samples (a pool worker or event loop waiting for work), ms.
-    pub idle_ms: f64,
+    pub(crate) idle_ms: f64,
     /// The older name of `runqueue_ms` (the same value).
-    pub runnable_ms: f64,
+    pub(crate) runnable_ms: f64,
     /// Samples of the thread.
     pub samples: u64,
     /// "running" (on a CPU or ready to run), "waiting" (blocked) or "idle": what it did most.
@@ -83,14 +83,14 @@ pub struct ThreadsReport {
     /// Pool adjustments by reason.
     pub adjustments: Vec<NameCount>,
     /// Worker count over time.
-    pub worker_timeline: Vec<WorkerPoint>,
+    pub(crate) worker_timeline: Vec<WorkerPoint>,
     /// Threads created during the trace.
-    pub threads_created: u64,
+    pub(crate) threads_created: u64,
     /// Where `runqueue_ms` comes from: `schedstat` (measured) or `estimate` (from samples).
-    pub runqueue_source: RunqueueSource,
+    pub(crate) runqueue_source: RunqueueSource,
     /// The CPU throttling of the target's cgroup over the window; null without cgroup
     /// readings.
-    pub cpu_throttling: Option<CpuThrottling>,
+    pub(crate) cpu_throttling: Option<CpuThrottling>,
 }
 
 /// Builds the threads report.

@@ -18,14 +18,14 @@ use super::view::TreeOptions;
 use crate::units::{cut_middle, fit, fit_among};
 
 /// Levels of indentation at most; deeper lines start with their level, `(L42)`.
-pub const MAX_INDENT: usize = 16;
+pub(crate) const MAX_INDENT: usize = 16;
 
 /// Chains of this many frames or more collapse to one line.
-pub const MIN_CHAIN: usize = 4;
+pub(crate) const MIN_CHAIN: usize = 4;
 
 /// Which columns a tree shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Columns {
+pub(crate) enum Columns {
     /// Inclusive and exclusive percent (the top-down tree).
     Both,
     /// Inclusive percent and samples (the caller tree): the nodes' `exclusive` field holds
@@ -34,7 +34,8 @@ pub enum Columns {
 }
 
 /// Writes `root` and its descendants, each percent of `total`.
-pub fn write_tree(
+#[cfg(test)]
+fn write_tree(
     out: &mut dyn Write,
     root: &TreeNode,
     total: f64,
@@ -45,8 +46,9 @@ pub fn write_tree(
     write_tree_with(out, root, total, view, columns, style, &AppCode::default())
 }
 
-/// [`write_tree`] knowing the trace's app code (its frames end collapsed chains).
-pub fn write_tree_with(
+/// Writes `root` and its descendants, each percent of `total`, knowing the trace's app code
+/// (its frames end collapsed chains).
+pub(crate) fn write_tree_with(
     out: &mut dyn Write,
     root: &TreeNode,
     total: f64,

@@ -76,7 +76,7 @@ pub trait ReportView {
 
 /// A report object's text view; its JSON view is its serialization (every report object
 /// implements this, and so [`ReportView`]).
-pub trait TextView: Serialize {
+pub(crate) trait TextView: Serialize {
     /// The text view.
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()>;
 }

@@ -19,7 +19,7 @@ use super::view::to_json;
 use crate::html::markup::table;
 
 /// The `waits` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "waits",
     description: "Waiting time by method (blocked, sleeping, idle threads)",
     needs: Needs::SAMPLES,

@@ -151,7 +151,7 @@ fn type_json(model: &HeapModel, t: &str) -> Value {
 }
 
 /// `clrspy heap FILE --type T`: one type's totals and the shortest paths from the roots.
-pub struct HeapType {
+pub(crate) struct HeapType {
     stats: TypeStats,
     paths: Vec<RootPath>,
 }
@@ -192,7 +192,7 @@ fn find_type<'m>(model: &'m HeapModel, t: &str) -> Result<&'m TypeStats, ViewErr
 
 /// Builds the view of type `t` (its full name, or a short name or part of it that names one
 /// type); an error (with the candidates as its hint) when it names none or several.
-pub fn type_view(model: &HeapModel, t: &str) -> Result<HeapType, ViewError> {
+pub(crate) fn type_view(model: &HeapModel, t: &str) -> Result<HeapType, ViewError> {
     let s = find_type(model, t)?;
     Ok(HeapType {
         stats: s.clone(),
@@ -243,7 +243,7 @@ pub struct HeapDiff<'a> {
 }
 
 /// Builds the difference between two snapshots, `top` types shown in text.
-pub fn diff_view<'a>(old: &'a HeapModel, new: &'a HeapModel, top: usize) -> HeapDiff<'a> {
+pub(crate) fn diff_view<'a>(old: &'a HeapModel, new: &'a HeapModel, top: usize) -> HeapDiff<'a> {
     HeapDiff { old, new, top }
 }
 

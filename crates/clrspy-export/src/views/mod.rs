@@ -160,7 +160,7 @@ const HEAP_VIEWS: [ViewDef; 3] = [
 ];
 
 /// Every view: the trace reports in [`ReportKind::ALL`]'s order, then the heap views.
-pub fn all() -> Vec<ViewDef> {
+pub(crate) fn all() -> Vec<ViewDef> {
     ReportKind::ALL
         .into_iter()
         .map(trace_view)
@@ -331,7 +331,7 @@ const HEAP_FILES: [FileDef; 5] = [
 ];
 
 /// The formats an input of `kind` converts to.
-pub fn formats(kind: InputKind) -> Vec<Format> {
+pub(crate) fn formats(kind: InputKind) -> Vec<Format> {
     match kind {
         InputKind::Trace => Format::ALL.to_vec(),
         _ => HEAP_FILES
@@ -376,9 +376,9 @@ fn one_heap<'a>(input: &Input<'a>) -> io::Result<&'a HeapModel> {
 }
 
 /// Paths of a heap's folded stacks and speedscope profile at most ([`heap_stacks::stacks`]).
-pub const HEAP_STACKS: usize = 100_000;
+pub(crate) const HEAP_STACKS: usize = 100_000;
 /// Paths of a heap's flame graph at most (what is narrower than a pixel is not drawn anyway).
-pub const HEAP_FLAME_PATHS: usize = 10_000;
+pub(crate) const HEAP_FLAME_PATHS: usize = 10_000;
 
 fn write_heap_folded(input: &Input, _o: &FileOptions, out: &mut dyn Write) -> io::Result<usize> {
     let stacks = heap_stacks::stacks(&RetentionTree::new(one_heap(input)?), HEAP_STACKS);

@@ -41,15 +41,15 @@ pub struct CycleMember {
     /// Worker)`); `.NET TP Worker` only for a pool worker, as the runtime says.
     pub thread_name: Option<String>,
     /// The lock it waits for (the runtime's lock id, hex).
-    pub waits_for_lock: String,
+    pub(crate) waits_for_lock: String,
     /// The lock it holds that the previous member waits for.
     pub holds_lock: String,
     /// The object locked on (hex; the lock's `AssociatedObjectID`).
-    pub lock_object: String,
+    pub(crate) lock_object: String,
     /// Since when it waits, ms since the trace started.
-    pub since_ms: f64,
+    pub(crate) since_ms: f64,
     /// How long it had waited at the trace's end, ms.
-    pub waiting_ms: f64,
+    pub(crate) waiting_ms: f64,
     /// Its stack when it began waiting, leaf first.
     pub stack: Vec<String>,
 }
@@ -64,7 +64,7 @@ pub struct BlockedThread {
     /// `lock` (a contended lock) or `wait` (a wait handle, a monitor wait, a join).
     pub kind: &'static str,
     /// How long it had waited at the end, ms.
-    pub waiting_ms: f64,
+    pub(crate) waiting_ms: f64,
     /// The lock (hex), for a lock wait on .NET 8+ (null before: the runtime does not say).
     pub lock: Option<String>,
     /// The lock's owner thread, for a lock wait (.NET 8+).
@@ -77,33 +77,33 @@ pub struct BlockedThread {
 
 /// Waits of one stack.
 #[derive(Clone, Debug, Serialize)]
-pub struct WaitStack {
+pub(crate) struct WaitStack {
     /// `lock` or `wait`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// Waits.
-    pub count: u64,
+    pub(crate) count: u64,
     /// Their total, ms (open ones until the trace's end).
-    pub total_ms: f64,
+    pub(crate) total_ms: f64,
     /// The longest, ms.
-    pub max_ms: f64,
+    pub(crate) max_ms: f64,
     /// Still open at the end.
-    pub open: u64,
+    pub(crate) open: u64,
     /// The stack, leaf first.
-    pub stack: Vec<String>,
+    pub(crate) stack: Vec<String>,
 }
 
 /// Workers blocked in sync-over-async at one call site.
 #[derive(Clone, Debug, Serialize)]
-pub struct SyncOverAsync {
+pub(crate) struct SyncOverAsync {
     /// The method that blocked (the first frame outside the runtime's task and threading
     /// code), or the blocking frame.
-    pub method: String,
+    pub(crate) method: String,
     /// The blocking call (`Task.Wait`, `.Result`, `GetResult`).
-    pub blocked_in: String,
+    pub(crate) blocked_in: String,
     /// Waits seen there (wait events on pool workers).
-    pub waits: u64,
+    pub(crate) waits: u64,
     /// Their time, ms (wait events), or the sampled blocked time where no wait events.
-    pub wait_ms: f64,
+    pub(crate) wait_ms: f64,
 }
 
 /// Thread-pool starvation and its evidence.
@@ -123,13 +123,13 @@ pub struct Starvation {
     /// rises of its goal for them). At most `workers_max - workers_before`.
     pub injections: u64,
     /// `worker starts`, or `adjustments` when the trace had no worker starts to count.
-    pub injections_from: &'static str,
+    pub(crate) injections_from: &'static str,
     /// Threads injected per second between the first and last injection.
-    pub injections_per_s: Option<f64>,
+    pub(crate) injections_per_s: Option<f64>,
     /// The first and last injection, ms since the trace started.
-    pub first_injection_ms: Option<f64>,
+    pub(crate) first_injection_ms: Option<f64>,
     /// The last.
-    pub last_injection_ms: Option<f64>,
+    pub(crate) last_injection_ms: Option<f64>,
     /// Workers before the first injection.
     pub workers_before: Option<u32>,
     /// The highest worker count.
@@ -148,36 +148,36 @@ pub struct Starvation {
     /// Lowest and highest throughput measured (work items per second).
     pub throughput: Option<(f64, f64)>,
     /// Pool workers blocked in sync-over-async, by call site, most time first (top N).
-    pub sync_over_async: Vec<SyncOverAsync>,
+    pub(crate) sync_over_async: Vec<SyncOverAsync>,
     /// How many call sites, before the cut to top N.
-    pub sync_over_async_total: usize,
+    pub(crate) sync_over_async_total: usize,
 }
 
 /// A thread blocked the whole trace with no wait starting in it.
 #[derive(Clone, Debug, Serialize)]
-pub struct StuckThread {
+pub(crate) struct StuckThread {
     /// The OS thread id.
-    pub thread_id: u64,
+    pub(crate) thread_id: u64,
     /// What to call it (as [`CycleMember::thread_name`]).
-    pub thread_name: Option<String>,
+    pub(crate) thread_name: Option<String>,
     /// The lock call it is blocked in.
-    pub blocked_in: String,
+    pub(crate) blocked_in: String,
     /// The method that called it.
-    pub method: String,
+    pub(crate) method: String,
 }
 
 /// A hang already in progress when the recording began.
 #[derive(Clone, Debug, Serialize)]
-pub struct InProgress {
+pub(crate) struct InProgress {
     /// The threads, by id.
-    pub threads: Vec<StuckThread>,
+    pub(crate) threads: Vec<StuckThread>,
     /// The same threads grouped by the call they are blocked in and the method that made it,
     /// most threads first.
-    pub groups: Vec<BlockedGroup>,
+    pub(crate) groups: Vec<BlockedGroup>,
     /// What to do.
-    pub hint: String,
+    pub(crate) hint: String,
     /// The commands the hint names: the live stacks, then a dump.
-    pub commands: Vec<String>,
+    pub(crate) commands: Vec<String>,
 }
 
 /// The hangs report.
@@ -188,17 +188,17 @@ pub struct HangsReport {
     /// Threads still blocked at the end outside any cycle, longest first (top N).
     pub blocked: Vec<BlockedThread>,
     /// How many threads were still blocked outside any cycle, before the cut to top N.
-    pub blocked_total: usize,
+    pub(crate) blocked_total: usize,
     /// All of them grouped by where they wait (kind, call, method, lock), most threads first.
-    pub blocked_groups: Vec<BlockedGroup>,
+    pub(crate) blocked_groups: Vec<BlockedGroup>,
     /// Thread-pool starvation.
     pub starvation: Starvation,
     /// Waits by the method that waited, most time first (top N).
-    pub long_waits: Vec<WaitStack>,
+    pub(crate) long_waits: Vec<WaitStack>,
     /// How many methods waited, before the cut to top N.
-    pub long_waits_total: usize,
+    pub(crate) long_waits_total: usize,
     /// A hang already in progress, when the trace shows one.
-    pub in_progress: Option<InProgress>,
+    pub(crate) in_progress: Option<InProgress>,
     /// Events read: `Contention/Start`, `/Stop`, `WaitHandleWait/Start`, `/Stop`.
     pub lock_waits: u64,
     /// `Contention/Stop`.

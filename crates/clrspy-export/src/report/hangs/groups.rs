@@ -12,7 +12,7 @@ pub(super) const NO_NAME: &str = "(no name)";
 
 /// Names in a group: how many threads go by each.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct NameCount {
+pub(crate) struct NameCount {
     /// The name shown ([`clrspy_analysis::Analysis::thread_name`]); threads without one
     /// count under `(no name)`.
     pub name: String,
@@ -25,42 +25,42 @@ pub struct NameCount {
 /// inline `Monitor.Enter` into the method after a while, and the same wait then shows with
 /// a frame less.
 #[derive(Clone, Debug, Serialize)]
-pub struct BlockedGroup {
+pub(crate) struct BlockedGroup {
     /// `lock` or `wait`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// How many threads.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// The blocking call (the outermost frame of the waiting code), e.g.
     /// `System.Threading.Monitor.Enter(Object,bool&)`: the one most of its threads show.
-    pub blocked_in: String,
+    pub(crate) blocked_in: String,
     /// The method that waited (the first frame outside the waiting code).
-    pub method: String,
+    pub(crate) method: String,
     /// The lock (hex), when the runtime said (lock waits on .NET 8+).
-    pub lock: Option<String>,
+    pub(crate) lock: Option<String>,
     /// The lock's owner thread, when the runtime said.
-    pub owner_thread_id: Option<u64>,
+    pub(crate) owner_thread_id: Option<u64>,
     /// What a handle wait is in (`MonitorWait`, ...).
-    pub source: Option<String>,
+    pub(crate) source: Option<String>,
     /// The longest wait of the group at the trace's end, ms (null for a hang in progress:
     /// the wait began before the recording).
-    pub longest_waiting_ms: Option<f64>,
+    pub(crate) longest_waiting_ms: Option<f64>,
     /// How many threads go by each name, most first.
-    pub names: Vec<NameCount>,
+    pub(crate) names: Vec<NameCount>,
     /// Every thread's id, ascending.
-    pub thread_ids: Vec<u64>,
+    pub(crate) thread_ids: Vec<u64>,
 }
 
 /// One blocked thread, as grouped.
 pub(super) struct Member<'a> {
-    pub kind: &'static str,
-    pub thread_id: u64,
-    pub name: Option<&'a str>,
-    pub blocked_in: &'a str,
-    pub method: &'a str,
-    pub lock: Option<&'a str>,
-    pub owner_thread_id: Option<u64>,
-    pub source: Option<&'a str>,
-    pub waiting_ms: Option<f64>,
+    pub(crate) kind: &'static str,
+    pub(crate) thread_id: u64,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) blocked_in: &'a str,
+    pub(crate) method: &'a str,
+    pub(crate) lock: Option<&'a str>,
+    pub(crate) owner_thread_id: Option<u64>,
+    pub(crate) source: Option<&'a str>,
+    pub(crate) waiting_ms: Option<f64>,
 }
 
 /// The groups of `members`: most threads first, then the longest wait, then by method.

@@ -17,7 +17,7 @@ mod view;
 pub use build::*;
 
 /// The `hangs` report.
-pub const REPORT: ReportDef = ReportDef {
+pub(crate) const REPORT: ReportDef = ReportDef {
     name: "hangs",
     description: "Deadlocks, blocked threads, thread-pool starvation and long waits",
     needs: build::NEEDS,
