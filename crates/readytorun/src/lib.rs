@@ -26,6 +26,7 @@ mod identity;
 mod metadata;
 mod reader;
 mod sig;
+mod statics;
 
 use object::pe::{ImageDataDirectory, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR};
 use object::read::pe::{ImageNtHeaders, PeFile32, PeFile64};
@@ -34,6 +35,7 @@ use object::LittleEndian as LE;
 pub use identity::{assembly_identity, AssemblyIdentity};
 use metadata::{t, Metadata};
 use reader::{Bytes, NativeArray};
+pub use statics::{static_fields, StaticField};
 
 /// Why an image could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]

@@ -11,6 +11,7 @@ pub(crate) mod t {
     pub const MODULE: usize = 0x00;
     pub const TYPE_REF: usize = 0x01;
     pub const TYPE_DEF: usize = 0x02;
+    pub const FIELD: usize = 0x04;
     pub const METHOD_DEF: usize = 0x06;
     pub const MEMBER_REF: usize = 0x0A;
     pub const CUSTOM_ATTRIBUTE: usize = 0x0C;

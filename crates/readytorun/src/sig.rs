@@ -147,6 +147,15 @@ fn skip_type(
     })
 }
 
+/// The first TypeDef or TypeRef (table, row) a type signature at `offset` names (a generic
+/// instantiation's generic type, an array's element type); None when it names none of this
+/// module's.
+pub(crate) fn first_named_type(b: Bytes<'_>, offset: usize) -> Result<Option<(usize, u32)>, Error> {
+    let mut named = None;
+    skip_type(b, offset, 0, &mut named)?;
+    Ok(named.flatten())
+}
+
 /// The name of an instantiated method: `Namespace.Type.Method` (without type arguments),
 /// None when the tokens are not this module's.
 pub(crate) fn name(md: &Metadata<'_>, sig: &MethodSig, names: &Names) -> Option<String> {

@@ -10,7 +10,7 @@
 use clr_events::heapdump::{
     GcBulkEdge, GcBulkNode, GcBulkRootEdge, GcBulkRootStaticVar, GcBulkType,
 };
-use clr_events::runtime::{ids, GcEnd, GcRootKind, GcStart, GcType};
+use clr_events::runtime::{ids, rundown_ids, GcEnd, GcRootKind, GcStart, GcType, ModuleLoad};
 use clr_events::KnownProvider;
 use gcdump::{DumpInfo, GraphBuilder, HeapDump, NodeIndex};
 use nettrace::{ByteSource, Event, Reader};
@@ -84,8 +84,10 @@ struct Collect {
     type_names: FxHashMap<u64, String>,
     /// (object, group)
     roots: Vec<(u64, Group)>,
-    /// (object, declaring type id, field name, thread static)
+    /// (object, the held object's type id, field name, thread static)
     statics: Vec<(u64, u64, String, bool)>,
+    /// The IL paths of the modules the trace loaded (its rundown's or load events).
+    module_paths: Vec<String>,
     next_index: [Option<u32>; 3],
     lost: Vec<String>,
     decode_errors: u64,
@@ -220,10 +222,27 @@ fn unix_ns_ticks(ns: i64) -> i64 {
 
 impl Collect {
     fn event(&mut self, ev: &Event<'_>) {
-        if clr_events::known_provider(ev.provider()) != Some(KnownProvider::Runtime) {
+        let (id, ver, p, ptr) = (ev.event_id(), ev.version(), ev.payload, self.ptr);
+        let provider = clr_events::known_provider(ev.provider());
+        let module = match provider {
+            Some(KnownProvider::Runtime) => id == ids::MODULE_LOAD,
+            Some(KnownProvider::Rundown) => {
+                id == rundown_ids::MODULE_DC_START || id == rundown_ids::MODULE_DC_STOP
+            }
+            _ => false,
+        };
+        if let (true, Some(k)) = (module, provider) {
+            if let Ok(m) = ModuleLoad::parse_event(k, id, p, ver, ptr) {
+                let path = m.il_path.to_string_lossy();
+                if !path.is_empty() && !self.module_paths.contains(&path) {
+                    self.module_paths.push(path);
+                }
+            }
             return;
         }
-        let (id, ver, p, ptr) = (ev.event_id(), ev.version(), ev.payload, self.ptr);
+        if provider != Some(KnownProvider::Runtime) {
+            return;
+        }
         // Types are named whenever they come.
         if id == ids::GC_BULK_TYPE {
             self.types(p, ver, ptr);
@@ -413,6 +432,10 @@ impl Collect {
 
     /// The graph: objects first (in stream order), then the root pseudo-nodes.
     fn build(mut self) -> Result<(gcdump::Graph, u64, u64), FromTraceError> {
+        // The classes that declare the statics, from the assemblies the trace loaded.
+        let fields: Vec<&str> = self.statics.iter().map(|s| s.2.as_str()).collect();
+        let declared = super::statics::DeclaredStatics::read(&self.module_paths, &fields);
+        drop(fields);
         let n = self.node_addr.len();
         if n >= (i32::MAX as usize) - 1_000_000 {
             return Err(FromTraceError::Lost {
@@ -503,7 +526,7 @@ impl Collect {
             } else {
                 "static var"
             };
-            let name = format!("[{kind} {ty}.{field}]");
+            let name = declared.root_name(kind, field, &ty);
             let v = names.entry(name.clone()).or_default();
             if v.is_empty() {
                 order.push((name, *thread));

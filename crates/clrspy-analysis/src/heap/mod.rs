@@ -30,6 +30,7 @@ pub mod dominators;
 pub mod from_trace;
 pub mod growth;
 pub mod retention;
+mod statics;
 
 #[cfg(test)]
 mod from_trace_tests;
