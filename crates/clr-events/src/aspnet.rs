@@ -143,9 +143,9 @@ pub struct ConnectionStart<'a> {
     /// Kestrel's connection id.
     pub connection_id: Utf16Str<'a>,
     /// The server's end point.
-    pub local_end_point: Utf16Str<'a>,
+    pub(crate) local_end_point: Utf16Str<'a>,
     /// The client's end point.
-    pub remote_end_point: Utf16Str<'a>,
+    pub(crate) remote_end_point: Utf16Str<'a>,
 }
 
 impl<'a> ConnectionStart<'a> {
@@ -168,7 +168,7 @@ impl<'a> ConnectionStart<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DiagnosticEvent<'a> {
     /// The DiagnosticListener's name (`Microsoft.AspNetCore`).
-    pub source_name: Utf16Str<'a>,
+    pub(crate) source_name: Utf16Str<'a>,
     /// The event's name (`Microsoft.AspNetCore.Hosting.HttpRequestIn.Stop`).
     pub event_name: Utf16Str<'a>,
     /// The spec's transforms, by name (`StatusCode` for `Response.StatusCode`).
@@ -193,7 +193,7 @@ pub struct LogMessage<'a> {
     /// The level (0 trace .. 5 critical).
     pub level: i32,
     /// The logger factory.
-    pub factory_id: i32,
+    pub(crate) factory_id: i32,
     /// The logger's category.
     pub logger_name: Utf16Str<'a>,
     /// The event id.

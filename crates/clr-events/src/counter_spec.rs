@@ -7,9 +7,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The prefix that asks for a source's EventCounters, not its meter.
-pub const EVENT_COUNTERS_PREFIX: &str = "EventCounters\\";
+pub(crate) const EVENT_COUNTERS_PREFIX: &str = "EventCounters\\";
 /// The runtime's own counters: an EventSource, and from .NET 9 also a meter.
-pub const SYSTEM_RUNTIME: &str = "System.Runtime";
+pub(crate) const SYSTEM_RUNTIME: &str = "System.Runtime";
 
 /// One source of the spec.
 #[derive(Clone, Debug, PartialEq, Eq)]

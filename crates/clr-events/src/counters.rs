@@ -14,7 +14,7 @@ use nettrace::{Event, Field, Value};
 /// The provider of System.Diagnostics.Metrics meters.
 pub const METRICS_PROVIDER: &str = "System.Diagnostics.Metrics";
 /// The event name every EventSource's counters are written under.
-pub const EVENT_COUNTERS: &str = "EventCounters";
+pub(crate) const EVENT_COUNTERS: &str = "EventCounters";
 /// The Metrics provider's keyword for the values of time series.
 pub const METRICS_TIME_SERIES_KEYWORD: u64 = 0x2;
 
@@ -480,7 +480,7 @@ const LEVELS: &[(&str, &[&str])] = &[(
 )];
 
 /// True when instrument `name` of `meter` measures a level, whatever kind it was declared.
-pub fn is_level(meter: &str, name: &str) -> bool {
+pub(crate) fn is_level(meter: &str, name: &str) -> bool {
     LEVELS
         .iter()
         .any(|(m, names)| *m == meter && names.contains(&name))
@@ -542,7 +542,7 @@ fn instrument_info(event: &str, fields: &[Field]) -> Result<InstrumentInfo, Coun
 
 /// Tags as the Metrics provider writes them, `k=v,k=v`, in order (empty text: none; a part
 /// without `=` is a key with an empty value).
-pub fn parse_tags(s: &str) -> Vec<(String, String)> {
+pub(crate) fn parse_tags(s: &str) -> Vec<(String, String)> {
     s.split(',')
         .filter(|p| !p.is_empty())
         .map(|p| match p.split_once('=') {
@@ -554,7 +554,7 @@ pub fn parse_tags(s: &str) -> Vec<(String, String)> {
 
 /// Quantiles as the Metrics provider writes them, `0.5=v;0.95=v;0.99=v` (empty text: none);
 /// None when a part does not read as two numbers.
-pub fn parse_quantiles(s: &str) -> Option<Vec<(f64, f64)>> {
+pub(crate) fn parse_quantiles(s: &str) -> Option<Vec<(f64, f64)>> {
     s.split(';')
         .filter(|p| !p.trim().is_empty())
         .map(|p| {

@@ -120,55 +120,55 @@ pub(crate) mod d {
             kind: FieldKind::Scalar(s),
         }
     }
-    pub const fn uint8(name: &'static str) -> FieldDef {
+    pub(crate) const fn uint8(name: &'static str) -> FieldDef {
         s(name, Scalar::U8)
     }
-    pub const fn uint16(name: &'static str) -> FieldDef {
+    pub(crate) const fn uint16(name: &'static str) -> FieldDef {
         s(name, Scalar::U16)
     }
-    pub const fn uint32(name: &'static str) -> FieldDef {
+    pub(crate) const fn uint32(name: &'static str) -> FieldDef {
         s(name, Scalar::U32)
     }
-    pub const fn uint64(name: &'static str) -> FieldDef {
+    pub(crate) const fn uint64(name: &'static str) -> FieldDef {
         s(name, Scalar::U64)
     }
-    pub const fn int32(name: &'static str) -> FieldDef {
+    pub(crate) const fn int32(name: &'static str) -> FieldDef {
         s(name, Scalar::I32)
     }
-    pub const fn int64(name: &'static str) -> FieldDef {
+    pub(crate) const fn int64(name: &'static str) -> FieldDef {
         s(name, Scalar::I64)
     }
-    pub const fn double(name: &'static str) -> FieldDef {
+    pub(crate) const fn double(name: &'static str) -> FieldDef {
         s(name, Scalar::F64)
     }
-    pub const fn boolean(name: &'static str) -> FieldDef {
+    pub(crate) const fn boolean(name: &'static str) -> FieldDef {
         s(name, Scalar::Bool32)
     }
-    pub const fn ptr(name: &'static str) -> FieldDef {
+    pub(crate) const fn ptr(name: &'static str) -> FieldDef {
         s(name, Scalar::Pointer)
     }
-    pub const fn guid(name: &'static str) -> FieldDef {
+    pub(crate) const fn guid(name: &'static str) -> FieldDef {
         s(name, Scalar::Guid)
     }
-    pub const fn string(name: &'static str) -> FieldDef {
+    pub(crate) const fn string(name: &'static str) -> FieldDef {
         s(name, Scalar::UnicodeString)
     }
-    pub const fn ansi(name: &'static str) -> FieldDef {
+    pub(crate) const fn ansi(name: &'static str) -> FieldDef {
         s(name, Scalar::AnsiString)
     }
-    pub const fn array(name: &'static str, elem: Scalar, count: &'static str) -> FieldDef {
+    pub(crate) const fn array(name: &'static str, elem: Scalar, count: &'static str) -> FieldDef {
         FieldDef {
             name,
             kind: FieldKind::Array { elem, count },
         }
     }
-    pub const fn blob(name: &'static str, len: &'static str) -> FieldDef {
+    pub(crate) const fn blob(name: &'static str, len: &'static str) -> FieldDef {
         FieldDef {
             name,
             kind: FieldKind::Blob { len },
         }
     }
-    pub const fn structs(
+    pub(crate) const fn structs(
         name: &'static str,
         count: &'static str,
         fields: &'static [FieldDef],

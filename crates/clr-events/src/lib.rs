@@ -49,6 +49,7 @@
 //! `Values` of the bulk and history events), as [`Value::Array`]s of values or of
 //! [`Value::Object`]s.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod any;
 pub mod aspnet;

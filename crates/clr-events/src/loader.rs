@@ -61,7 +61,7 @@ macro_rules! value_map {
 
         impl $name {
             /// The value's meaning.
-            pub fn from_u16(v: u16) -> $name {
+            pub(crate) fn from_u16(v: u16) -> $name {
                 match v {
                     $($n => $name::$v,)*
                     _ => $name::Other(v),
@@ -146,7 +146,7 @@ pub struct AssemblyLoadStart<'a> {
     /// The load context it is loaded into (`Default`, or `"name" Type #N`).
     pub load_context: Utf16Str<'a>,
     /// The requesting assembly's load context.
-    pub requesting_load_context: Utf16Str<'a>,
+    pub(crate) requesting_load_context: Utf16Str<'a>,
 }
 
 impl<'a> AssemblyLoadStart<'a> {
@@ -291,7 +291,7 @@ pub struct LoadFromResolveHandlerInvoked<'a> {
     /// The requester was loaded by `LoadFrom` (else the handler did nothing).
     pub tracked: bool,
     /// The requesting assembly's file.
-    pub requesting_path: Utf16Str<'a>,
+    pub(crate) requesting_path: Utf16Str<'a>,
     /// The file looked for: the name in the requester's folder.
     pub computed_path: Utf16Str<'a>,
 }
@@ -354,7 +354,8 @@ pub struct AssemblyLoad<'a> {
 
 impl<'a> AssemblyLoad<'a> {
     /// Flag: a dynamic (emitted) assembly.
-    pub const DYNAMIC: u32 = 0x2;
+    #[cfg(test)]
+    pub(crate) const DYNAMIC: u32 = 0x2;
     /// Flag: a collectible assembly (its load context can be unloaded).
     pub const COLLECTIBLE: u32 = 0x8;
 

@@ -223,7 +223,7 @@ pub struct Connection<'a> {
     /// Its id within the process (version 1).
     pub connection_id: Option<i64>,
     /// The remote address (`ConnectionEstablished` version 1).
-    pub remote_address: Option<Utf16Str<'a>>,
+    pub(crate) remote_address: Option<Utf16Str<'a>>,
 }
 
 impl<'a> Connection<'a> {
@@ -293,45 +293,6 @@ impl RequestHeadersStart {
     }
 }
 
-/// `System.Net.NameResolution/ResolutionStart`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ResolutionStart<'a> {
-    /// The name (or address) resolved.
-    pub host_name_or_address: Utf16Str<'a>,
-}
-
-impl<'a> ResolutionStart<'a> {
-    /// Reads the payload.
-    pub fn parse(payload: &'a [u8], version: u8) -> Result<Self, ViewError> {
-        let mut c = cursor(
-            "System.Net.NameResolution/ResolutionStart",
-            version,
-            RESOLUTION_START,
-            payload,
-        )?;
-        Ok(ResolutionStart {
-            host_name_or_address: c.str("hostNameOrAddress")?,
-        })
-    }
-}
-
-/// `System.Net.Sockets/ConnectStart`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ConnectStart<'a> {
-    /// The address (`SocketAddress.ToString()`: family, size and bytes).
-    pub address: Utf16Str<'a>,
-}
-
-impl<'a> ConnectStart<'a> {
-    /// Reads the payload.
-    pub fn parse(payload: &'a [u8], version: u8) -> Result<Self, ViewError> {
-        let mut c = cursor("System.Net.Sockets/ConnectStart", version, ADDRESS, payload)?;
-        Ok(ConnectStart {
-            address: c.str("address")?,
-        })
-    }
-}
-
 /// `System.Net.Sockets/ConnectFailed`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ConnectFailed<'a> {
@@ -366,7 +327,7 @@ pub struct HandshakeStart<'a> {
     /// True on the server side.
     pub is_server: bool,
     /// The host the client asked for.
-    pub target_host: Utf16Str<'a>,
+    pub(crate) target_host: Utf16Str<'a>,
 }
 
 impl<'a> HandshakeStart<'a> {
@@ -391,7 +352,7 @@ pub struct HandshakeFailed<'a> {
     /// True on the server side.
     pub is_server: bool,
     /// How long the handshake ran before it failed, ms.
-    pub elapsed_ms: f64,
+    pub(crate) elapsed_ms: f64,
     /// Why.
     pub exception_message: Utf16Str<'a>,
 }

@@ -4,10 +4,10 @@
 //! [`provider_spec`](crate::provider_spec) parses what users write.
 
 /// A keyword of a provider, by name.
-pub type Keyword = (&'static str, u64);
+pub(crate) type Keyword = (&'static str, u64);
 
 /// `Microsoft-Windows-DotNETRuntime`'s keywords (the manifest's, with dotnet-trace's aliases).
-pub const RUNTIME_KEYWORDS: &[Keyword] = &[
+pub(crate) const RUNTIME_KEYWORDS: &[Keyword] = &[
     ("gc", 0x1),
     ("gchandle", 0x2),
     ("assemblyloader", 0x4),
@@ -53,7 +53,7 @@ pub const RUNTIME_KEYWORDS: &[Keyword] = &[
 ];
 
 /// `Microsoft-Windows-DotNETRuntimeRundown`'s keywords.
-pub const RUNDOWN_KEYWORDS: &[Keyword] = &[
+pub(crate) const RUNDOWN_KEYWORDS: &[Keyword] = &[
     ("loader", 0x8),
     ("jit", 0x10),
     ("ngen", 0x20),
@@ -71,7 +71,7 @@ pub const RUNDOWN_KEYWORDS: &[Keyword] = &[
 ];
 
 /// `System.Threading.Tasks.TplEventSource`'s keywords.
-pub const TPL_KEYWORDS: &[Keyword] = &[
+pub(crate) const TPL_KEYWORDS: &[Keyword] = &[
     ("tasktransfer", 0x1),
     ("tasks", 0x2),
     ("parallel", 0x4),
@@ -84,7 +84,7 @@ pub const TPL_KEYWORDS: &[Keyword] = &[
 ];
 
 /// The keyword table of a provider, when clrspy knows it (case-insensitive provider name).
-pub fn keyword_names(provider: &str) -> Option<&'static [Keyword]> {
+pub(crate) fn keyword_names(provider: &str) -> Option<&'static [Keyword]> {
     if provider.eq_ignore_ascii_case(crate::RUNTIME_PROVIDER) {
         Some(RUNTIME_KEYWORDS)
     } else if provider.eq_ignore_ascii_case(crate::RUNDOWN_PROVIDER) {

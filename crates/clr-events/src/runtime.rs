@@ -56,9 +56,9 @@ pub mod ids {
     /// GC/BulkEdge.
     pub const GC_BULK_EDGE: u32 = 19;
     /// GC/BulkSurvivingObjectRanges.
-    pub const GC_BULK_SURVIVING_OBJECT_RANGES: u32 = 21;
+    pub(crate) const GC_BULK_SURVIVING_OBJECT_RANGES: u32 = 21;
     /// GC/BulkMovedObjectRanges.
-    pub const GC_BULK_MOVED_OBJECT_RANGES: u32 = 22;
+    pub(crate) const GC_BULK_MOVED_OBJECT_RANGES: u32 = 22;
     /// GC/BulkRootStaticVar.
     pub const GC_BULK_ROOT_STATIC_VAR: u32 = 38;
     /// ThreadPoolWorkerThread/Start.
@@ -264,7 +264,7 @@ pub struct GcStart {
     /// How it ran.
     pub kind: GcType,
     /// Version 2's `ClientSequenceNumber`.
-    pub client_sequence_number: Option<u64>,
+    pub(crate) client_sequence_number: Option<u64>,
 }
 
 impl GcStart {
@@ -309,11 +309,11 @@ pub struct GcHeapStats {
     /// Bytes promoted from each of them (the pinned heap's in version 2 only, else 0).
     pub promoted: [u64; 5],
     /// True when the event has the pinned object heap's fields (version 2).
-    pub has_poh: bool,
+    pub(crate) has_poh: bool,
     /// Objects pinned.
-    pub pinned_object_count: u32,
+    pub(crate) pinned_object_count: u32,
     /// GC handles.
-    pub gc_handle_count: u32,
+    pub(crate) gc_handle_count: u32,
 }
 
 impl GcHeapStats {
@@ -356,7 +356,7 @@ pub struct GcGlobalHeapHistory {
     /// The number of GC heaps (1 under workstation GC; one per heap under Server GC).
     pub num_heaps: u32,
     /// The generation condemned.
-    pub condemned_generation: u32,
+    pub(crate) condemned_generation: u32,
     /// The latency mode (version 2 and later).
     pub pause_mode: Option<GcPauseMode>,
 }
@@ -420,7 +420,7 @@ pub struct AllocationTick<'a> {
     /// Its type id (version 2 and later).
     pub type_id: Option<u64>,
     /// The heap's index (version 2 and later).
-    pub heap_index: Option<u32>,
+    pub(crate) heap_index: Option<u32>,
     /// The object's address (version 3 and later).
     pub address: Option<u64>,
     /// The object's size (version 4 and later).
@@ -548,7 +548,7 @@ pub struct ThreadPoolWorkerThread {
     /// Active workers.
     pub active: u32,
     /// Retired workers.
-    pub retired: u32,
+    pub(crate) retired: u32,
 }
 
 impl ThreadPoolWorkerThread {
@@ -571,7 +571,7 @@ impl ThreadPoolWorkerThread {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ThreadPoolAdjustment {
     /// Throughput measured.
-    pub average_throughput: f64,
+    pub(crate) average_throughput: f64,
     /// The new worker count.
     pub new_worker_count: u32,
     /// Why.

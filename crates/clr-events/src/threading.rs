@@ -55,7 +55,7 @@ pub enum WaitSource {
 
 impl WaitSource {
     /// The source for a payload's `WaitSource` byte.
-    pub fn from_u8(v: u8) -> WaitSource {
+    pub(crate) fn from_u8(v: u8) -> WaitSource {
         match v {
             0 => WaitSource::Unknown,
             1 => WaitSource::MonitorWait,
@@ -91,23 +91,6 @@ impl WaitHandleWaitStart {
         Ok(WaitHandleWaitStart {
             source: WaitSource::from_u8(u8::try_from(source).unwrap_or(u8::MAX)),
             associated_object_id: c.u64("AssociatedObjectID")?,
-        })
-    }
-}
-
-/// `WaitHandleWait/Stop`: the thread's wait ended (the payload has only the instance id).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WaitHandleWaitStop {
-    /// The runtime instance.
-    pub clr_instance_id: u32,
-}
-
-impl WaitHandleWaitStop {
-    /// Parses the payload.
-    pub fn parse(payload: &[u8], version: u8, pointer_size: u8) -> Result<Self, ViewError> {
-        let mut c = rt(ids::WAIT_HANDLE_WAIT_STOP, version, payload, pointer_size)?;
-        Ok(WaitHandleWaitStop {
-            clr_instance_id: c.u32("ClrInstanceID")?,
         })
     }
 }
@@ -154,7 +137,7 @@ impl ThreadPoolMinMax {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadPoolWork {
     /// The work item.
-    pub work_id: u64,
+    pub(crate) work_id: u64,
 }
 
 impl ThreadPoolWork {
@@ -240,13 +223,6 @@ mod tests {
         );
         let e = WaitHandleWaitStart::parse(&p[..5], 0, 8).unwrap_err();
         assert!(e.to_string().contains("AssociatedObjectID"), "{e}");
-        assert_eq!(
-            WaitHandleWaitStop::parse(&[3, 0], 0, 8)
-                .unwrap()
-                .clr_instance_id,
-            3
-        );
-        assert!(WaitHandleWaitStop::parse(&[3], 0, 8).is_err());
     }
 
     #[test]

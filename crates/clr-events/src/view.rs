@@ -565,7 +565,7 @@ pub struct Elements<'a, T> {
 impl<'a, T> Elements<'a, T> {
     /// Elements not read yet, as the payload claims (an upper bound: a damaged payload ends
     /// sooner).
-    pub fn claimed_remaining(&self) -> u64 {
+    pub(crate) fn claimed_remaining(&self) -> u64 {
         if self.cursor.is_some() {
             self.left
         } else {

@@ -31,7 +31,7 @@ pub struct TypeAlloc {
     /// Bytes the ticks stand for (the estimate of what was allocated).
     pub bytes: u64,
     /// Sizes of the sampled objects themselves (V4+ events).
-    pub sampled_object_bytes: u64,
+    pub(crate) sampled_object_bytes: u64,
 }
 
 /// The allocation model.
@@ -64,7 +64,7 @@ impl AllocModel {
     }
 
     /// A `GC/AllocationTick`.
-    pub fn on_tick(&mut self, tick: &AllocationTick<'_>, stack: Option<StackId>) {
+    pub(crate) fn on_tick(&mut self, tick: &AllocationTick<'_>, stack: Option<StackId>) {
         let bytes = tick.amount;
         let kind = match tick.kind {
             runtime::HeapKind::Loh => HeapKind::Large,
@@ -112,7 +112,7 @@ impl AllocModel {
         }
     }
 
-    /// A type's name: its full name when [`AllocModel::name_nested_types`] found one.
+    /// A type's name: its full name when `AllocModel::name_nested_types` found one.
     pub fn type_name(&self, t: u32) -> &str {
         if let Some(n) = self.full_names.get(&t) {
             return n;
@@ -126,7 +126,7 @@ impl AllocModel {
     /// as the declaring type of their methods (`declaring`). A tick's name takes the full
     /// name whose last nested part it is (the same generic arguments first, else the same
     /// generic definition), when exactly one declaring type has it.
-    pub fn name_nested_types<'a>(&mut self, declaring: impl Iterator<Item = &'a str>) {
+    pub(crate) fn name_nested_types<'a>(&mut self, declaring: impl Iterator<Item = &'a str>) {
         // Nested part (as written, and its generic definition) -> the enclosing path.
         let mut exact: FxHashMap<&str, Option<&str>> = FxHashMap::default();
         let mut by_def: FxHashMap<(&str, usize), Option<&str>> = FxHashMap::default();

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 /// The app's own code by assembly: the frames of methods whose module is one of the app's
-/// assemblies ([`app_modules`]).
+/// assemblies (`app_modules`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AppCode {
     /// The app's assemblies' file names, sorted.
@@ -54,7 +54,7 @@ fn is_framework_assembly(stem: &str) -> bool {
 /// self-contained app's runtime, NuGet packages such as Entity Framework Core) unless it
 /// shares the entry assembly's name up to its last part (`Microsoft.eShopWeb.Infrastructure`
 /// beside `Microsoft.eShopWeb.Web`). Empty when no module is the entry assembly.
-pub fn app_modules(entry: &str, modules: &[(u64, &str)]) -> HashSet<u64> {
+pub(crate) fn app_modules(entry: &str, modules: &[(u64, &str)]) -> HashSet<u64> {
     fn split(path: &str) -> (&str, &str) {
         match path.rfind(['/', '\\']) {
             Some(i) => (&path[..i], &path[i + 1..]),

@@ -96,7 +96,7 @@ impl Trie {
 
 /// The frame names of the profile that `pattern` names: the frame called exactly that when
 /// there is one, else every frame whose name contains it; heaviest (inclusive `metric`) first.
-pub fn matching_methods(
+pub(crate) fn matching_methods(
     profile: &StackProfile,
     metric: Metric,
     symbols: &Symbols,
@@ -127,7 +127,7 @@ pub fn matching_methods(
     v
 }
 
-/// The callers and callees of the heaviest method `pattern` names ([`matching_methods`]);
+/// The callers and callees of the heaviest method `pattern` names (`matching_methods`);
 /// None when no stack of `metric` has it. With `group`, the callers and the callees are
 /// folded by it (the method itself stays, framework or not): `profile` is then the
 /// ungrouped one.

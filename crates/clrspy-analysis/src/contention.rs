@@ -41,7 +41,7 @@ impl ContentionModel {
     }
 
     /// A `Contention/Start` on `thread` at `ts_ns`.
-    pub fn on_start(
+    pub(crate) fn on_start(
         &mut self,
         ts_ns: i64,
         thread: u64,
@@ -55,7 +55,7 @@ impl ContentionModel {
     }
 
     /// A `Contention/Stop` on `thread` at `ts_ns`.
-    pub fn on_stop(&mut self, ts_ns: i64, thread: u64, stop: &ContentionStop) {
+    pub(crate) fn on_stop(&mut self, ts_ns: i64, thread: u64, stop: &ContentionStop) {
         let Some((start, stack, lock, owner)) = self.open.remove(&thread) else {
             return;
         };

@@ -18,7 +18,7 @@
 //! 2. Otherwise an **estimate** ([`crate::estimate`]): each sample stands for the sampler's
 //!    real period, measured from the trace's own sampling rounds (under load a round takes two
 //!    to nine times the nominal interval); a sample whose stack is in a known blocking call
-//!    ([`blocking_call`](crate::profile::blocking_call): waits, sleeps, joins, socket and file
+//!    (`blocking_call`: waits, sleeps, joins, socket and file
 //!    reads, `Monitor.Enter`) is waiting; an "external" sample with no managed frame at all is
 //!    an idle runtime thread (waiting); the rest ran, but no round counts more threads on a
 //!    CPU than the trace has CPUs (the others were ready, waiting for a CPU).
@@ -90,7 +90,7 @@ pub struct Weights {
 }
 
 /// Known blocking calls: a sample with one of these on its stack is waiting, not running.
-pub const BLOCKING_FRAMES: &[&str] = &[
+pub(crate) const BLOCKING_FRAMES: &[&str] = &[
     "System.Threading.Monitor.Enter",
     "System.Threading.Monitor.ReliableEnter",
     "System.Threading.Monitor.Wait",
@@ -149,10 +149,10 @@ pub const BLOCKING_FRAMES: &[&str] = &[
 /// Methods that block in a platform call of their own, inlined (no `Interop` frame shows
 /// under them): a stack whose innermost managed frame is one of these, with only native code
 /// below it, is waiting in that call.
-pub const BLOCKING_CALLERS: &[&str] = &["System.Net.Sockets.SocketAsyncEngine.EventLoop"];
+pub(crate) const BLOCKING_CALLERS: &[&str] = &["System.Net.Sockets.SocketAsyncEngine.EventLoop"];
 
 /// True when a managed frame directly above native code blocks in that native code.
-pub fn is_blocking_caller(name: &str) -> bool {
+pub(crate) fn is_blocking_caller(name: &str) -> bool {
     BLOCKING_CALLERS.iter().any(|b| {
         name.strip_prefix(b)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('('))
@@ -409,7 +409,7 @@ impl CpuModel {
     /// Only the tick intervals whose middle falls in `[from, to)` count (ns since the trace
     /// start): the readings themselves are read over the whole trace, so each thread's CPU
     /// is the difference of its readings across the window.
-    pub fn with_window(mut self, from: Option<i64>, to: Option<i64>) -> CpuModel {
+    pub(crate) fn with_window(mut self, from: Option<i64>, to: Option<i64>) -> CpuModel {
         self.window = (from, to);
         self
     }
@@ -475,7 +475,7 @@ impl CpuModel {
 
     /// A reading of the recorder's own CPU time (clrspy's `RecorderCpu`) at `ts`: its whole
     /// process's, and this session's threads' where the trace has it.
-    pub fn recorder_cpu(&mut self, ts: i64, cpu_ns: u64, session_cpu_ns: Option<u64>) {
+    pub(crate) fn recorder_cpu(&mut self, ts: i64, cpu_ns: u64, session_cpu_ns: Option<u64>) {
         let inside = self.window.0.is_none_or(|f| ts >= f) && self.window.1.is_none_or(|t| ts < t);
         if inside {
             let r = self.recorder.get_or_insert((cpu_ns, cpu_ns));
@@ -500,18 +500,21 @@ impl CpuModel {
     }
 
     /// Samples waiting for the tick after them.
-    pub fn pending_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn pending_len(&self) -> usize {
         self.pending.len()
     }
 
     /// Samples weighed by the heuristic because the readings stopped before them.
-    pub fn stale_samples(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn stale_samples(&self) -> u64 {
         self.stale_samples
     }
 
     /// Samples that carry no time: before the first reading, or flushed by the runtime later
     /// than their interval was weighed.
-    pub fn unmeasured_samples(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn unmeasured_samples(&self) -> u64 {
         self.unmeasured_samples
     }
 
@@ -527,7 +530,7 @@ impl CpuModel {
 
     /// A clrspy `ThreadCpu` reading with the thread's total run-queue time (when read) and
     /// whether the thread is gone.
-    pub fn thread_reading(
+    pub(crate) fn thread_reading(
         &mut self,
         ts: i64,
         thread: u64,
@@ -544,7 +547,7 @@ impl CpuModel {
     }
 
     /// A clrspy `CgroupCpu` reading of the target's cgroup at `ts`.
-    pub fn cgroup_cpu(&mut self, ts: i64, bandwidth: clrspy::CpuBandwidth, path: String) {
+    pub(crate) fn cgroup_cpu(&mut self, ts: i64, bandwidth: clrspy::CpuBandwidth, path: String) {
         self.cgroup.push(ts, bandwidth, path);
     }
 
@@ -749,7 +752,7 @@ impl CpuModel {
     /// A thread off its CPU from `end - duration_ns` to `end` (the kernel sampler's
     /// `KernelWait`) with its stack when it left: waiting time on that stack, run-queue time
     /// too when it was `preempted`; the part inside the window counts.
-    pub fn kernel_wait(
+    pub(crate) fn kernel_wait(
         &mut self,
         end: i64,
         thread: u64,
@@ -773,7 +776,7 @@ impl CpuModel {
     }
 
     /// True when the sampler saw `thread` (it runs managed code).
-    pub fn was_sampled(&self, thread: u64) -> bool {
+    pub(crate) fn was_sampled(&self, thread: u64) -> bool {
         self.sampled.contains(&thread)
     }
 
@@ -794,7 +797,7 @@ impl CpuModel {
     }
 
     /// The trace's CPU count: no sampling round counts more threads on a CPU.
-    pub fn with_cpus(mut self, cpus: Option<u32>) -> CpuModel {
+    pub(crate) fn with_cpus(mut self, cpus: Option<u32>) -> CpuModel {
         self.cpus = cpus.filter(|&n| n > 0);
         self
     }

@@ -46,7 +46,7 @@ pub(crate) struct Source {
 impl Analysis {
     /// One table from (provider, id) — or (provider, event) names for self-describing
     /// events — to the models that read the event; builds the registry's boxed models picked.
-    pub(crate) fn build_dispatch(&mut self, header: &nettrace::TraceHeader) {
+    pub(crate) fn build_dispatch(&mut self) {
         let set = self.options.models;
         let add = |a: &mut Analysis, target: Target, wanted: &[Wanted]| {
             for w in wanted {
@@ -87,7 +87,6 @@ impl Analysis {
                 model_entry::Slot::Field(kind) => Target::Model(kind),
                 model_entry::Slot::Boxed(make) => {
                     let init = model_entry::ModelInit {
-                        header,
                         rows: self.options.rows.as_ref().filter(|r| r.model == entry.name),
                     };
                     let model = make(&init);

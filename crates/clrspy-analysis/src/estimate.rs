@@ -6,13 +6,13 @@
 //! The runtime's sampler visits every managed thread once per round, then sleeps for its
 //! nominal interval; under load a round takes far longer than that (it suspends the runtime),
 //! so the nominal interval is not what a sample stands for. A round is a run of samples in
-//! which no thread comes twice (and no gap longer than [`ROUND_BREAK_NS`]); it stands for the
+//! which no thread comes twice (and no gap longer than `ROUND_BREAK_NS`); it stands for the
 //! time until the next round starts.
 //!
 //! Whether a stack runs or waits is known only at the end of the pass (method names come
 //! with the rundown), so while the trace streams the estimate keeps, per group of consecutive
 //! rounds, the samples of each (stack, kind) and the wall time the rounds cover. A group is
-//! one round while the groups hold fewer than [`MAX_ENTRIES`] entries; beyond that, neighbours
+//! one round while the groups hold fewer than `MAX_ENTRIES` entries; beyond that, neighbours
 //! merge and the groups grow to 2, 4, ... rounds (memory stays bounded; the CPU limit then
 //! holds over each group rather than each round). [`Estimate::resolve`] then sorts each
 //! (stack, kind) into running or waiting, and where a group's running samples exceed its
@@ -23,14 +23,14 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::stacks::StackId;
 
 /// A sample's stack and kind (true: managed code).
-pub type Key = (Option<StackId>, bool);
+pub(crate) type Key = (Option<StackId>, bool);
 
 /// A pause longer than this between two samples ends a round (and is not sampled time: the
 /// round before it stands for the typical period instead).
-pub const ROUND_BREAK_NS: i64 = 200_000_000;
+pub(crate) const ROUND_BREAK_NS: i64 = 200_000_000;
 
 /// Entries (one per (stack, kind) per group) kept before neighbouring groups merge.
-pub const MAX_ENTRIES: usize = 1 << 20;
+pub(crate) const MAX_ENTRIES: usize = 1 << 20;
 
 #[derive(Clone, Debug, Default)]
 struct Group {
@@ -78,7 +78,7 @@ pub struct KeyTime {
 
 impl KeyTime {
     /// Wall time per sample, ns.
-    pub fn per_sample_ns(&self) -> f64 {
+    pub(crate) fn per_sample_ns(&self) -> f64 {
         if self.samples == 0 {
             0.0
         } else {
@@ -87,7 +87,7 @@ impl KeyTime {
     }
 
     /// The share of its time on a CPU (0..=1).
-    pub fn cpu_share(&self) -> f64 {
+    pub(crate) fn cpu_share(&self) -> f64 {
         if self.ns > 0.0 {
             (self.cpu_ns / self.ns).clamp(0.0, 1.0)
         } else {
@@ -217,7 +217,7 @@ impl Estimate {
 
     /// The sampler's real period: the mean time between the starts of its rounds (pauses
     /// over [`ROUND_BREAK_NS`] left out), ns; `None` before two rounds.
-    pub fn period_ns(&self) -> Option<u64> {
+    pub(crate) fn period_ns(&self) -> Option<u64> {
         (self.timed_rounds > 0).then(|| (self.timed_ns / self.timed_rounds as i64).max(1) as u64)
     }
 

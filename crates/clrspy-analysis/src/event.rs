@@ -12,7 +12,7 @@ use crate::stacks::StackId;
 
 /// Who wrote an event, as far as the models care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Provider {
+pub(crate) enum Provider {
     /// A provider clr-events knows (runtime, rundown, sample profiler, ...).
     Known(KnownProvider),
     /// clrspy's own provider ([`clr_events::clrspy`]).
@@ -24,24 +24,24 @@ pub enum Provider {
 
 /// One event a model reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Wanted {
+pub(crate) struct Wanted {
     /// The provider.
-    pub provider: Provider,
+    pub(crate) provider: Provider,
     /// The event id.
-    pub id: u32,
+    pub(crate) id: u32,
     /// The model needs the event's stack interned.
-    pub stack: bool,
+    pub(crate) stack: bool,
     /// Only events inside the options' time window reach the model (symbols and clrspy's
     /// readings want every event).
-    pub windowed: bool,
+    pub(crate) windowed: bool,
     /// For a [`Provider::Named`] provider: the event's name in its metadata (`"*"`: every
     /// event of the provider); `id` is then unused.
-    pub event: Option<&'static str>,
+    pub(crate) event: Option<&'static str>,
 }
 
 impl Wanted {
     /// A runtime event, windowed, without its stack.
-    pub const fn runtime(id: u32) -> Wanted {
+    pub(crate) const fn runtime(id: u32) -> Wanted {
         Wanted {
             provider: Provider::Known(KnownProvider::Runtime),
             id,
@@ -52,7 +52,7 @@ impl Wanted {
     }
 
     /// The same, with the stack.
-    pub const fn with_stack(self) -> Wanted {
+    pub(crate) const fn with_stack(self) -> Wanted {
         Wanted {
             stack: true,
             ..self
@@ -60,7 +60,7 @@ impl Wanted {
     }
 
     /// The same, outside the window too.
-    pub const fn always(self) -> Wanted {
+    pub(crate) const fn always(self) -> Wanted {
         Wanted {
             windowed: false,
             ..self
@@ -68,7 +68,7 @@ impl Wanted {
     }
 
     /// A rundown event (never windowed).
-    pub const fn rundown(id: u32) -> Wanted {
+    pub(crate) const fn rundown(id: u32) -> Wanted {
         Wanted {
             provider: Provider::Known(KnownProvider::Rundown),
             id,
@@ -81,7 +81,7 @@ impl Wanted {
     /// An event of a self-describing (EventSource) provider, by the provider's name and the
     /// event's name as its metadata says them (`RequestStart`, `EventCounters`); windowed,
     /// without its stack. `"*"` stands for any provider or any event.
-    pub const fn named(provider: &'static str, event: &'static str) -> Wanted {
+    pub(crate) const fn named(provider: &'static str, event: &'static str) -> Wanted {
         Wanted {
             provider: Provider::Named(provider),
             id: 0,
@@ -92,7 +92,7 @@ impl Wanted {
     }
 
     /// A clrspy event (never windowed).
-    pub const fn clrspy(id: u32) -> Wanted {
+    pub(crate) const fn clrspy(id: u32) -> Wanted {
         Wanted {
             provider: Provider::Clrspy,
             id,
@@ -105,43 +105,43 @@ impl Wanted {
 
 /// One event as a model gets it.
 #[derive(Clone, Copy, Debug)]
-pub struct ModelEvent<'a> {
+pub(crate) struct ModelEvent<'a> {
     /// The provider.
-    pub provider: Provider,
+    pub(crate) provider: Provider,
     /// Event id.
-    pub id: u32,
+    pub(crate) id: u32,
     /// Event version.
-    pub version: u8,
+    pub(crate) version: u8,
     /// Nanoseconds since the trace started.
-    pub ts_ns: i64,
+    pub(crate) ts_ns: i64,
     /// The thread the event is about (the OS thread id).
-    pub thread_id: u64,
+    pub(crate) thread_id: u64,
     /// The raw payload (read it with a clr-events view).
-    pub payload: &'a [u8],
+    pub(crate) payload: &'a [u8],
     /// The traced process's pointer size.
-    pub pointer_size: u8,
+    pub(crate) pointer_size: u8,
     /// The event's stack, interned (when the model asked for it and the event has one).
-    pub stack: Option<StackId>,
+    pub(crate) stack: Option<StackId>,
     /// Activity ids, name and field layout.
-    pub context: EventContext<'a>,
+    pub(crate) context: EventContext<'a>,
 }
 
 /// What else a model may read of an event: its activity ids (requests, HTTP calls and their
 /// children are tied by them), its name and its fields' layout (self-describing events are
 /// read by field name: [`ModelEvent::decode`]).
 #[derive(Clone, Copy, Debug)]
-pub struct EventContext<'a> {
+pub(crate) struct EventContext<'a> {
     /// The event's activity id (zero when none).
-    pub activity_id: nettrace::Guid,
+    pub(crate) activity_id: nettrace::Guid,
     /// The activity that started this one (zero when none).
-    pub related_activity_id: nettrace::Guid,
+    pub(crate) related_activity_id: nettrace::Guid,
     /// The event's name in its metadata (empty for the runtime's events, whose metadata has
     /// none).
-    pub event_name: &'a str,
+    pub(crate) event_name: &'a str,
     /// The provider's name as the event's metadata spells it.
-    pub provider: &'a str,
+    pub(crate) provider: &'a str,
     /// The payload's field layout from the metadata.
-    pub fields: &'a [nettrace::FieldDesc],
+    pub(crate) fields: &'a [nettrace::FieldDesc],
 }
 
 impl Default for EventContext<'_> {
@@ -158,7 +158,7 @@ impl Default for EventContext<'_> {
 
 impl<'a> EventContext<'a> {
     /// The context of `ev`.
-    pub fn of(ev: &'a nettrace::Event<'_>) -> EventContext<'a> {
+    pub(crate) fn of(ev: &'a nettrace::Event<'_>) -> EventContext<'a> {
         EventContext {
             activity_id: ev.activity_id,
             related_activity_id: ev.related_activity_id,
@@ -171,13 +171,13 @@ impl<'a> EventContext<'a> {
 
 impl ModelEvent<'_> {
     /// The payload decoded by its metadata's field layout (self-describing events).
-    pub fn decode(&self) -> nettrace::DecodedPayload {
+    pub(crate) fn decode(&self) -> nettrace::DecodedPayload {
         nettrace::decode_payload(self.context.fields, self.payload)
     }
 }
 
 /// A model of the analysis.
-pub trait Model {
+pub(crate) trait Model {
     /// The events it reads.
     const EVENTS: &'static [Wanted];
 
@@ -218,7 +218,7 @@ impl ModelKind {
         ModelKind::Threads,
     ];
 
-    /// Its name in the [registry](crate::registry::MODELS).
+    /// Its name in the registry.
     pub const fn name(self) -> &'static str {
         match self {
             ModelKind::Cpu => "cpu",

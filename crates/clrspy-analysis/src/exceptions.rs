@@ -2,7 +2,8 @@
 //! (the method whose handler caught it, on the same thread right after): counts by type and by
 //! message, throw sites and catch sites. A throw site is the first frame of the throw stack
 //! outside the runtime's exception dispatch ([`throw_site`]); catch sites are named as every
-//! other method is (`Namespace.Type.Method`, [`catch_name`]), not in the event's IL syntax.
+//! other method is (`Namespace.Type.Method`, [`from_il`](clr_events::method_names::from_il)), not
+//! in the event's IL syntax.
 
 use clr_events::runtime::{ids, ExceptionCatch, ExceptionThrown};
 use clr_events::ViewError;
@@ -52,7 +53,12 @@ impl ExceptionModel {
     }
 
     /// An `Exception/Start` on `thread`.
-    pub fn on_throw(&mut self, thread: u64, stack: Option<StackId>, ex: &ExceptionThrown<'_>) {
+    pub(crate) fn on_throw(
+        &mut self,
+        thread: u64,
+        stack: Option<StackId>,
+        ex: &ExceptionThrown<'_>,
+    ) {
         // Version 0 names no type.
         let ty = ex.exception_type.filter(|t| !t.is_empty()).map_or_else(
             || "[unknown exception]".to_string(),
@@ -79,7 +85,7 @@ impl ExceptionModel {
     }
 
     /// An `ExceptionCatch/Start` on `thread`.
-    pub fn on_catch(&mut self, thread: u64, catch: &ExceptionCatch<'_>) {
+    pub(crate) fn on_catch(&mut self, thread: u64, catch: &ExceptionCatch<'_>) {
         let Some(ty) = self.last_on_thread.get(&thread) else {
             return;
         };
@@ -88,14 +94,6 @@ impl ExceptionModel {
             *e.catches.entry(method).or_default() += 1;
         }
     }
-}
-
-/// A catch site's IL-syntax name (`string [WebApp] WebApp.Work::ThrowAndCatch()`, as
-/// `ExceptionCatch/Start` gives it) in the form frames use: `WebApp.Work.ThrowAndCatch`
-/// (nested types with `+`); see [`clr_events::method_names::from_il`]. Names not in that
-/// syntax are kept.
-pub fn catch_name(il: &str) -> String {
-    clr_events::method_names::from_il(il)
 }
 
 /// True for frames of the runtime's exception dispatch (and throw helpers): the throw site
@@ -298,29 +296,29 @@ mod tests {
     #[test]
     fn catch_sites_and_throw_sites_are_the_users_frames() {
         assert_eq!(
-            catch_name("string [WebApp] WebApp.Work::ThrowAndCatch()"),
+            clr_events::method_names::from_il("string [WebApp] WebApp.Work::ThrowAndCatch()"),
             "WebApp.Work.ThrowAndCatch"
         );
         assert_eq!(
-            catch_name(
+            clr_events::method_names::from_il(
                 "[System.IO.Pipes] System.IO.Pipes.NamedPipeClientStream::TryConnect(int32)"
             ),
             "System.IO.Pipes.NamedPipeClientStream.TryConnect"
         );
         assert_eq!(
-            catch_name(
+            clr_events::method_names::from_il(
                 "instance void [App]App.Outer/Inner::Run(class [System.Runtime]System.String)"
             ),
             "App.Outer+Inner.Run"
         );
         assert_eq!(
-            catch_name(
+            clr_events::method_names::from_il(
                 "instance void [Microsoft.AspNetCore.Server.Kestrel.Core] Microsoft.AspNetCore.Server.Kestrel.Core.Internal.Http.HttpProtocol+<ProcessRequests>d__237`1[System.__Canon]::MoveNext()"
             ),
             "Microsoft.AspNetCore.Server.Kestrel.Core.Internal.Http.HttpProtocol+<ProcessRequests>d__237`1[System.__Canon].MoveNext"
         );
-        assert_eq!(catch_name("App.Main"), "App.Main");
-        assert_eq!(catch_name("::"), "::");
+        assert_eq!(clr_events::method_names::from_il("App.Main"), "App.Main");
+        assert_eq!(clr_events::method_names::from_il("::"), "::");
         let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let stack = f(&[
             "[native]",

@@ -60,7 +60,7 @@ pub struct GcRow {
     /// Bytes promoted (survived), MB.
     pub promoted_mb: Option<f64>,
     /// Generation sizes after it (gen0, gen1, gen2, LOH, POH), MB.
-    pub generation_sizes_mb: Option<[f64; 5]>,
+    pub(crate) generation_sizes_mb: Option<[f64; 5]>,
 }
 
 /// Counts by a key.
@@ -197,7 +197,7 @@ impl GcModel {
     }
 
     /// A `GC/Start` on `thread` at `ts_ns`.
-    pub fn on_start(&mut self, ts_ns: i64, thread: u64, gc: &GcStart) {
+    pub(crate) fn on_start(&mut self, ts_ns: i64, thread: u64, gc: &GcStart) {
         if gc.kind != GcType::Background {
             if self.triggered.remove(&thread) {
                 self.on_trigger_thread += 1;
@@ -209,13 +209,13 @@ impl GcModel {
     }
 
     /// A `GC/Stop` on `thread` at `ts_ns`.
-    pub fn on_end(&mut self, ts_ns: i64, thread: u64, end: &GcEnd) {
+    pub(crate) fn on_end(&mut self, ts_ns: i64, thread: u64, end: &GcEnd) {
         self.stopped.insert(end.count, ts_ns);
         self.last_stop.insert(thread, end.count);
     }
 
     /// A `GC/HeapStats` on `thread`: it follows the `GC/Stop` of its GC on that thread.
-    pub fn on_heap_stats(&mut self, thread: u64, stats: &GcHeapStats) {
+    pub(crate) fn on_heap_stats(&mut self, thread: u64, stats: &GcHeapStats) {
         if let Some(n) = self.last_stop.get(&thread) {
             self.heap_after.insert(
                 *n,
@@ -228,7 +228,7 @@ impl GcModel {
     }
 
     /// A `GC/SuspendEEStart` on `thread` at `ts_ns`.
-    pub fn on_suspend(&mut self, ts_ns: i64, thread: u64, s: &GcSuspendEe) {
+    pub(crate) fn on_suspend(&mut self, ts_ns: i64, thread: u64, s: &GcSuspendEe) {
         // Only suspensions for a GC or its preparation pause for the GC; the others (the
         // sampler's, the debugger's, ...) are not GC pauses.
         if s.reason.is_for_gc() {
@@ -237,14 +237,14 @@ impl GcModel {
     }
 
     /// A `GC/SuspendEEStop` on `thread` at `ts_ns`: the threads are suspended.
-    pub fn on_suspended(&mut self, ts_ns: i64, thread: u64) {
+    pub(crate) fn on_suspended(&mut self, ts_ns: i64, thread: u64) {
         if let Some((_, at)) = self.suspend_start.get_mut(&thread) {
             at.get_or_insert(ts_ns);
         }
     }
 
     /// A `GC/RestartEEStop` on `thread` at `ts_ns`.
-    pub fn on_restart_end(&mut self, ts_ns: i64, thread: u64) {
+    pub(crate) fn on_restart_end(&mut self, ts_ns: i64, thread: u64) {
         if let Some((start, suspended)) = self.suspend_start.remove(&thread) {
             self.suspensions.push(Suspension {
                 start,
@@ -255,7 +255,7 @@ impl GcModel {
     }
 
     /// A `GC/GlobalHeapHistory`.
-    pub fn on_global_heap_history(&mut self, h: &GcGlobalHeapHistory) {
+    pub(crate) fn on_global_heap_history(&mut self, h: &GcGlobalHeapHistory) {
         self.max_heaps = Some(self.max_heaps.map_or(h.num_heaps, |m| m.max(h.num_heaps)));
         match h.pause_mode {
             Some(GcPauseMode::Batch) => self.batch = true,

@@ -6,17 +6,17 @@
 //! Which frames are the framework's is decided first by assembly: the methods of the app's
 //! own assemblies ([`AppCode`]: the entry assembly and those loaded from its folder, from the
 //! trace's module events) are the app's whatever their namespace (Microsoft's sample apps
-//! live under `Microsoft.*`). The rest goes by name prefixes ([`FRAMEWORK_PREFIXES`], plus
+//! live under `Microsoft.*`). The rest goes by name prefixes (`FRAMEWORK_PREFIXES`, plus
 //! native and unknown frames), which the user extends ([`JustMyCode::framework`]) or replaces
-//! by naming their own code ([`JustMyCode::my_code`], which overrides the assemblies too).
+//! by naming their own code (`JustMyCode::my_code`, which overrides the assemblies too).
 
-pub use crate::app_code::{app_modules, AppCode};
+pub use crate::app_code::AppCode;
 use crate::symbols::{FrameId, FrameKind, Symbols};
 
 /// The name prefixes of the runtime's and frameworks' frames: the base class library and
 /// every `Microsoft.*` library (ASP.NET Core, Microsoft.Extensions, Entity Framework Core...),
 /// the runtime's interop stubs and the methods it generates (compiled expressions, IL stubs).
-pub const FRAMEWORK_PREFIXES: &[&str] = &[
+pub(crate) const FRAMEWORK_PREFIXES: &[&str] = &[
     "System.",
     "Microsoft.",
     "Interop+",
@@ -36,8 +36,8 @@ pub struct JustMyCode {
     /// When not empty, the app's code is exactly the frames whose names start with one of
     /// these prefixes, and every other method is the framework's (`MyCompany.*` is read as
     /// `MyCompany.`).
-    pub my_code: Vec<String>,
-    /// More framework prefixes, on top of [`FRAMEWORK_PREFIXES`] (third-party libraries).
+    pub(crate) my_code: Vec<String>,
+    /// More framework prefixes, on top of `FRAMEWORK_PREFIXES` (third-party libraries).
     pub framework: Vec<String>,
     /// The app's own code by assembly ([`JustMyCode::with_app_code`]): its frames are the
     /// app's unless `my_code` or `framework` says otherwise.
@@ -140,7 +140,7 @@ impl JustMyCode {
     }
 
     /// Folds a leaf-first stack of frame ids.
-    pub fn fold_ids(&self, frames: Vec<FrameId>, symbols: &Symbols) -> Vec<FrameId> {
+    pub(crate) fn fold_ids(&self, frames: Vec<FrameId>, symbols: &Symbols) -> Vec<FrameId> {
         fold_leaf_first(frames, |&f| self.is_framework_frame(f, symbols))
     }
 
@@ -165,7 +165,7 @@ pub fn fold_root_first<T>(frames: Vec<T>, is_framework: impl Fn(&T) -> bool) -> 
 }
 
 /// [`fold_root_first`] for a leaf-first stack.
-pub fn fold_leaf_first<T>(mut frames: Vec<T>, is_framework: impl Fn(&T) -> bool) -> Vec<T> {
+pub(crate) fn fold_leaf_first<T>(mut frames: Vec<T>, is_framework: impl Fn(&T) -> bool) -> Vec<T> {
     frames.reverse();
     let mut out = fold_root_first(frames, is_framework);
     out.reverse();
@@ -175,6 +175,7 @@ pub fn fold_leaf_first<T>(mut frames: Vec<T>, is_framework: impl Fn(&T) -> bool)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app_code::app_modules;
     use std::collections::BTreeSet;
 
     #[test]

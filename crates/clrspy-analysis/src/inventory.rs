@@ -142,7 +142,7 @@ pub(crate) fn ring_note(ev: &Event<'_>) -> Option<clr_events::clrspy::Ring> {
 }
 
 /// [`Inventory::run`] reports progress once per this many events.
-pub const PROGRESS_EVERY: u32 = 256;
+pub(crate) const PROGRESS_EVERY: u32 = 256;
 
 /// Metadata ids below this are looked up in a vector by id, larger ones in the map.
 const DENSE_IDS: u32 = 1 << 16;
@@ -261,7 +261,7 @@ fn report_progress(progress: &mut impl FnMut(u64), offset: u64) {
 
 impl Inventory {
     /// Counts every event of `reader`; `progress` gets the offset of every
-    /// [`PROGRESS_EVERY`]th event.
+    /// `PROGRESS_EVERY`th event.
     ///
     /// Reads event headers only ([`Reader::for_each_brief`]): an event is built only for the
     /// first event of each metadata row (for its names, and clrspy's `Trigger` payload).

@@ -4,7 +4,7 @@
 //! interned as they come and named at the end (the rundown comes last), so memory grows with
 //! distinct stacks, methods and types, never with the number of events.
 //!
-//! Each model declares the events it reads ([`Model::EVENTS`]) and reads them through
+//! Each model declares the events it reads (`Model::EVENTS`) and reads them through
 //! clr-events' typed views; the pass builds one dispatch table from the models
 //! [`Options::models`] enables, decodes only what some model wants, and counts payloads a
 //! view rejects per event name ([`Analysis::decode_errors`]) instead of reading zeros.
@@ -22,6 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod alloc;
 mod app_code;
@@ -31,22 +32,22 @@ pub mod counters;
 pub mod cpu;
 mod dispatch;
 pub mod estimate;
-pub mod event;
+mod event;
 pub mod exceptions;
 pub mod gc;
 pub mod grouping;
 pub mod heap;
 pub mod inventory;
 pub mod log_stream;
-pub mod model_entry;
-pub mod native_names;
+mod model_entry;
+mod native_names;
 pub mod profile;
 pub mod r2r;
 pub mod registry;
 pub mod repair_file;
 pub mod rows;
 pub mod runqueue;
-pub mod signature;
+mod signature;
 pub mod sketch;
 pub mod sources;
 pub mod stacks;
@@ -63,15 +64,17 @@ use rustc_hash::FxHashMap;
 
 use dispatch::{Routes, Source, Target};
 
-pub use event::{EventContext, Model, ModelEvent, ModelKind, Provider, Wanted};
+pub use event::ModelKind;
+pub(crate) use event::{EventContext, Model, ModelEvent, Provider, Wanted};
 pub use grouping::JustMyCode;
-pub use model_entry::{AnyModel, ModelEntry};
+pub(crate) use model_entry::AnyModel;
 pub use profile::{Metric, NativeView, StackFilter, StackProfile};
-pub use registry::{ModelSet, MODELS};
+pub use registry::ModelSet;
+pub(crate) use registry::MODELS;
 
 /// The provider of the events `clrspy record` adds to a trace (thread CPU times, names,
 /// module maps): [`clr_events::clrspy`] defines them.
-pub const CLRSPY_PROVIDER: &str = clr_events::clrspy::PROVIDER;
+pub(crate) const CLRSPY_PROVIDER: &str = clr_events::clrspy::PROVIDER;
 
 /// What to analyse.
 #[derive(Clone, Debug, Default)]
@@ -103,7 +106,7 @@ fn process_info_command_line(ev: &nettrace::Event<'_>) -> Option<String> {
 
 /// The program a command line runs: `app` for `dotnet app.dll ...` (and `corerun app.dll`),
 /// else the executable's file name.
-pub fn program_name(command_line: &str) -> Option<String> {
+pub(crate) fn program_name(command_line: &str) -> Option<String> {
     let mut words = command_line.split_whitespace();
     let first = words.next()?;
     let base = |w: &str| w.rsplit(['/', '\\']).next().unwrap_or(w).to_string();
@@ -236,7 +239,7 @@ impl Analysis {
             first_ns: None,
             last_ns: 0,
         };
-        a.build_dispatch(header);
+        a.build_dispatch();
         a
     }
 

@@ -19,8 +19,6 @@ use serde::Serialize;
 
 /// The logging provider's name.
 pub const PROVIDER: &str = "Microsoft-Extensions-Logging";
-/// Its `FormattedMessage` keyword.
-pub const FORMATTED_KEYWORD: u64 = 0x4;
 /// Its `MessageJson` keyword (messages, arguments, exceptions and scopes as JSON).
 pub const JSON_KEYWORD: u64 = 0x8;
 /// Open scopes kept at most (a scope whose stop never comes is dropped past this).
@@ -58,7 +56,7 @@ impl LogLevel {
     ];
 
     /// The level of a number as the logger writes it.
-    pub fn from_number(n: i64) -> Option<LogLevel> {
+    pub(crate) fn from_number(n: i64) -> Option<LogLevel> {
         usize::try_from(n)
             .ok()
             .and_then(|i| LogLevel::ALL.get(i).copied())

@@ -1,5 +1,5 @@
-//! What a model of the registry is, to the analysis: its entry ([`ModelEntry`]: name,
-//! description, the events it reads, and how the analysis holds it) and the boxed form
+//! What a model of the registry is, to the analysis: its entry ([`ModelEntry`]: name, the
+//! events it reads, and how the analysis holds it) and the boxed form
 //! ([`AnyModel`]) of a model that is not a typed field. Model files build their `ENTRY` from
 //! these; the list of every model is [`crate::registry`].
 
@@ -11,7 +11,7 @@ use crate::event::{Model, ModelEvent, ModelKind, Wanted};
 
 /// How the analysis holds a model.
 #[derive(Clone, Copy)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// One of the analysis's typed fields.
     Field(ModelKind),
     /// Built when the analysis starts, for a trace with this header.
@@ -29,27 +29,23 @@ impl std::fmt::Debug for Slot {
 
 /// One model of the registry.
 #[derive(Clone, Copy, Debug)]
-pub struct ModelEntry {
+pub(crate) struct ModelEntry {
     /// Its name (what reports pick it by).
-    pub name: &'static str,
-    /// What it models, in words.
-    pub description: &'static str,
+    pub(crate) name: &'static str,
     /// The events it reads.
-    pub events: &'static [Wanted],
+    pub(crate) events: &'static [Wanted],
     /// How the analysis holds it.
-    pub slot: Slot,
+    pub(crate) slot: Slot,
 }
 
 impl ModelEntry {
     /// The entry of model `M`, built by `make` (see [`boxed`]).
-    pub const fn of<M: Model>(
+    pub(crate) const fn of<M: Model>(
         name: &'static str,
-        description: &'static str,
         make: fn(&ModelInit<'_>) -> Box<dyn AnyModel>,
     ) -> ModelEntry {
         ModelEntry {
             name,
-            description,
             events: M::EVENTS,
             slot: Slot::Boxed(make),
         }
@@ -57,7 +53,7 @@ impl ModelEntry {
 }
 
 /// A model held behind a pointer: any [`Model`] that is `Clone + Debug + Send`.
-pub trait AnyModel: Any + Send + std::fmt::Debug {
+pub(crate) trait AnyModel: Any + Send + std::fmt::Debug {
     /// [`Model::on_event`].
     fn feed(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError>;
     /// [`Model::finish`].
@@ -92,18 +88,16 @@ impl Clone for Box<dyn AnyModel> {
     }
 }
 
-/// What a boxed model is built with: the trace's header, and the sink of its rows when the
-/// options give it one ([`crate::Options::rows`] names the model).
+/// What a boxed model is built with: the sink of its rows when the options give it one
+/// ([`crate::Options::rows`] names the model).
 #[derive(Clone, Copy, Debug)]
-pub struct ModelInit<'a> {
-    /// The trace's header.
-    pub header: &'a nettrace::TraceHeader,
+pub(crate) struct ModelInit<'a> {
     /// Where the model streams its rows, if anywhere.
-    pub rows: Option<&'a crate::rows::RowSink>,
+    pub(crate) rows: Option<&'a crate::rows::RowSink>,
 }
 
 /// `make` for a model that starts as its `Default`.
-pub fn boxed<M: Model + Default + Clone + Send + std::fmt::Debug + 'static>(
+pub(crate) fn boxed<M: Model + Default + Clone + Send + std::fmt::Debug + 'static>(
     _init: &ModelInit<'_>,
 ) -> Box<dyn AnyModel> {
     Box::new(M::default())

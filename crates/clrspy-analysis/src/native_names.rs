@@ -17,14 +17,14 @@ struct Stored {
 
 /// The stored native symbols, per file path.
 #[derive(Clone, Debug, Default)]
-pub struct NativeNames {
+pub(crate) struct NativeNames {
     by_path: FxHashMap<String, Vec<Stored>>,
     sorted: bool,
 }
 
 impl NativeNames {
     /// Records a symbol stored in the trace.
-    pub fn add(&mut self, path: &str, start: u64, size: u64, name: &str) {
+    pub(crate) fn add(&mut self, path: &str, start: u64, size: u64, name: &str) {
         self.by_path
             .entry(path.to_string())
             .or_default()
@@ -38,7 +38,7 @@ impl NativeNames {
 
     /// The name of the code at `file_offset` of the file mapped from `path`: the function
     /// holding it, or the nearest symbol before it with the distance (`name+0x40`).
-    pub fn name(&mut self, path: &str, file_offset: u64) -> Option<String> {
+    pub(crate) fn name(&mut self, path: &str, file_offset: u64) -> Option<String> {
         if !self.sorted {
             for v in self.by_path.values_mut() {
                 // Sized symbols before the size-0 "nearest" ones at the same start.

@@ -13,8 +13,9 @@ mod frames;
 pub(crate) mod native;
 mod tree;
 
+pub(crate) use frames::blocking_call;
 use frames::{apply_filter, fold_safepoint_frames, idle_kind, is_runnable};
-pub use frames::{blocking_call, Groups, StackFilter};
+pub use frames::{Groups, StackFilter};
 pub use native::NativeView;
 pub use tree::TreeNode;
 
@@ -22,15 +23,15 @@ pub use tree::TreeNode;
 pub type Ranked = Vec<(String, f64)>;
 
 /// The frame idle thread-pool workers show as (waiting or spinning for work).
-pub const IDLE_POOL_FRAME: &str = "[idle: thread pool waiting for work]";
+pub(crate) const IDLE_POOL_FRAME: &str = "[idle: thread pool waiting for work]";
 
 /// The frame the sockets' event loop shows as while it waits for events.
-pub const IDLE_SOCKETS_FRAME: &str = "[idle: sockets waiting for events]";
+pub(crate) const IDLE_SOCKETS_FRAME: &str = "[idle: sockets waiting for events]";
 
 /// What waiting for a CPU is named in the waits by blocking call: the threads' measured
 /// run-queue time where the readings have it; in traces without it, waiting outside any
 /// blocking call (the thread was caught in managed code but did not run all the time).
-pub const RUNNABLE_FRAME: &str = "[runnable: ready, waiting for a CPU]";
+pub(crate) const RUNNABLE_FRAME: &str = "[runnable: ready, waiting for a CPU]";
 
 /// The frame of a sampled thread's measured CPU in intervals before its first sample, or
 /// after a sample in a blocking call (the thread had left the call: it burns no CPU).
@@ -48,8 +49,8 @@ pub struct ThreadTotals {
     /// Idle (a pool worker or event loop waiting for work).
     pub idle: f64,
     /// The part of `wait` spent ready to run, waiting for a CPU: measured (run-queue time)
-    /// when [`StackProfile::runqueue_measured`], else estimated as the waiting in managed code
-    /// outside any blocking call (see [`RUNNABLE_FRAME`]).
+    /// when `StackProfile::runqueue_measured`, else estimated as the waiting in managed code
+    /// outside any blocking call (see `RUNNABLE_FRAME`).
     pub runnable: f64,
     /// The part of `wait` the samples caught in managed code outside any known blocking
     /// call, whatever the readings say: the thread meant to run (waiting for a CPU, or held
@@ -136,7 +137,7 @@ pub struct Row {
     pub samples: u64,
     /// The native leaf frame [`StackFilter::native`] grouped or folded away (the libc wait a
     /// runtime thread blocks in): the blocking call of a stack no known one names.
-    pub native_leaf: Option<FrameId>,
+    pub(crate) native_leaf: Option<FrameId>,
 }
 
 impl Row {
@@ -169,7 +170,7 @@ pub struct StackProfile {
     /// 1.0 is this much time).
     pub interval_ns: u64,
     /// True when the rows' `runq` is measured (the readings have run-queue time).
-    pub runqueue_measured: bool,
+    pub(crate) runqueue_measured: bool,
     /// The kernel sampler's waiting of the runtime's plumbing threads, left out of the rows
     /// (same unit as the rows' weights), and how many threads it was.
     pub plumbing_wait: f64,
@@ -471,7 +472,7 @@ impl StackProfile {
     }
 
     /// Waiting time by blocking call: each stack's deepest known blocking frame; where none
-    /// is known, its leaf. Waiting for a CPU is [`RUNNABLE_FRAME`]: measured run-queue time
+    /// is known, its leaf. Waiting for a CPU is `RUNNABLE_FRAME`: measured run-queue time
     /// where the readings have it, else the waiting of stacks that end in managed code outside
     /// any blocking call (the thread was ready but not on a CPU). Heaviest first, with each
     /// call's samples (their waiting share).

@@ -32,11 +32,11 @@ impl Default for ImageSources {
 
 /// A recorded image identity: its size and MVID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ImageIdentity {
+pub(crate) struct ImageIdentity {
     /// The file's size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Its metadata's MVID.
-    pub mvid: [u8; 16],
+    pub(crate) mvid: [u8; 16],
 }
 
 /// A precompiled function's name stored in the trace (file offsets of its code).
@@ -49,7 +49,7 @@ struct Stored {
 
 /// ReadyToRun names for one analysis.
 #[derive(Clone, Debug, Default)]
-pub struct R2rNames {
+pub(crate) struct R2rNames {
     sources: ImageSources,
     /// Names from the trace, per image path, sorted by start at first use.
     stored: FxHashMap<String, Vec<Stored>>,
@@ -78,7 +78,7 @@ fn cache() -> &'static Cache {
 
 /// Reads (or finds in the cache) the image at `path`; None when it is not a readable
 /// ReadyToRun image.
-pub fn load_image(path: &Path) -> Option<Arc<readytorun::Image>> {
+pub(crate) fn load_image(path: &Path) -> Option<Arc<readytorun::Image>> {
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_IMAGE_BYTES {
         return None;
@@ -106,7 +106,7 @@ fn file_name(path: &str) -> &str {
 
 impl R2rNames {
     /// Names read from `sources` (and from the trace).
-    pub fn new(sources: ImageSources) -> R2rNames {
+    pub(crate) fn new(sources: ImageSources) -> R2rNames {
         R2rNames {
             sources,
             ..R2rNames::default()
@@ -115,7 +115,7 @@ impl R2rNames {
 
     /// Records a function name stored in the trace: its code at file offsets
     /// `[start, start + size)` of the image at `path`.
-    pub fn add_stored(&mut self, path: &str, start: u32, size: u32, name: &str) {
+    pub(crate) fn add_stored(&mut self, path: &str, start: u32, size: u32, name: &str) {
         let v = self.stored.entry(path.to_string()).or_default();
         v.push(Stored {
             start,
@@ -126,13 +126,8 @@ impl R2rNames {
     }
 
     /// Records an image identity stored in the trace.
-    pub fn add_identity(&mut self, path: &str, id: ImageIdentity) {
+    pub(crate) fn add_identity(&mut self, path: &str, id: ImageIdentity) {
         self.identities.insert(path.to_string(), id);
-    }
-
-    /// True when the trace stored names for some image.
-    pub fn has_stored(&self) -> bool {
-        !self.stored.is_empty()
     }
 
     fn sort(&mut self) {
@@ -173,7 +168,7 @@ impl R2rNames {
     }
 
     /// The name of the function at `file_offset` of the image mapped from `path`.
-    pub fn name(&mut self, path: &str, file_offset: u64) -> Option<Arc<str>> {
+    pub(crate) fn name(&mut self, path: &str, file_offset: u64) -> Option<Arc<str>> {
         if !(path.ends_with(".dll") || path.ends_with(".exe") || path.ends_with(".DLL")) {
             return None;
         }

@@ -1,26 +1,21 @@
 //! The model registry: every model an analysis can run, by name, with the events it reads
-//! ([`MODELS`]), and sets of them ([`ModelSet`]). A model is one file in `sources/` (its
-//! struct, `impl Model`, and its `ENTRY`, built from [`crate::model_entry`]) plus its name in
+//! (`MODELS`), and sets of them ([`ModelSet`]). A model is one file in `sources/` (its
+//! struct, `impl Model`, and its `ENTRY`, built from `crate::model_entry`) plus its name in
 //! that folder's `models!` list; reports pick models by name ([`ModelSet::named`]), and a
 //! model nobody picked is never built or fed. Its result is read with
 //! [`Analysis::model`](crate::Analysis::model).
 //!
 //! The first six models (CPU, allocations, exceptions, contention, GC, threads) are also typed
 //! fields of the analysis, which the reports read directly; their entries say so
-//! ([`Slot::Field`]).
+//! (`Slot::Field`).
 
 use crate::event::{Model, ModelKind, Wanted};
-pub use crate::model_entry::{boxed, AnyModel, ModelEntry, Slot};
+pub(crate) use crate::model_entry::{ModelEntry, Slot};
 
 /// A built-in model's entry.
-const fn field(
-    kind: ModelKind,
-    description: &'static str,
-    events: &'static [Wanted],
-) -> ModelEntry {
+const fn field(kind: ModelKind, events: &'static [Wanted]) -> ModelEntry {
     ModelEntry {
         name: kind.name(),
-        description,
         events,
         slot: Slot::Field(kind),
     }
@@ -28,32 +23,24 @@ const fn field(
 
 /// The first six models: typed fields of the analysis.
 const FIELDS: [ModelEntry; 6] = [
-    field(
-        ModelKind::Cpu,
-        "samples: CPU and waiting time per thread and stack",
-        crate::cpu::CpuModel::EVENTS,
-    ),
-    field(
-        ModelKind::Alloc,
-        "allocation ticks by type and stack",
-        crate::alloc::AllocModel::EVENTS,
-    ),
+    // samples: CPU and waiting time per thread and stack.
+    field(ModelKind::Cpu, crate::cpu::CpuModel::EVENTS),
+    // allocation ticks by type and stack.
+    field(ModelKind::Alloc, crate::alloc::AllocModel::EVENTS),
+    // exceptions: throws, catches, messages.
     field(
         ModelKind::Exceptions,
-        "exceptions: throws, catches, messages",
         crate::exceptions::ExceptionModel::EVENTS,
     ),
+    // lock contention by method and lock.
     field(
         ModelKind::Contention,
-        "lock contention by method and lock",
         crate::contention::ContentionModel::EVENTS,
     ),
-    field(ModelKind::Gc, "GCs and heaps", crate::gc::GcModel::EVENTS),
-    field(
-        ModelKind::Threads,
-        "threads, their names and the thread pool",
-        crate::threads::ThreadModel::EVENTS,
-    ),
+    // GCs and heaps.
+    field(ModelKind::Gc, crate::gc::GcModel::EVENTS),
+    // threads, their names and the thread pool.
+    field(ModelKind::Threads, crate::threads::ThreadModel::EVENTS),
 ];
 
 /// How many models there are.
@@ -77,11 +64,11 @@ const fn all() -> [ModelEntry; COUNT] {
 
 /// Every model, in the order they are fed each event (at most 64: a
 /// [`ModelSet`] is a 64-bit set).
-pub const MODELS: &[ModelEntry] = &all();
+pub(crate) const MODELS: &[ModelEntry] = &all();
 
 const _: () = assert!(COUNT <= 64, "a ModelSet holds 64 models");
 
-/// A set of models of the [registry](MODELS), by their place in it (symbols
+/// A set of models of the registry, by their place in it (symbols
 /// always run: every stack needs them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModelSet(u64);
@@ -99,7 +86,7 @@ impl ModelSet {
         ModelSet::named(&names).unwrap_or(ModelSet::NONE)
     }
 
-    /// The models named `names` (a registry entry's [`ModelEntry::name`](ModelEntry::name));
+    /// The models named `names` (a registry entry's `ModelEntry::name`);
     /// an unknown name is an error naming it.
     pub fn named(names: &[&str]) -> Result<ModelSet, String> {
         let mut bits = 0u64;
@@ -114,7 +101,7 @@ impl ModelSet {
     }
 
     /// True when the registry's `index`-th model is in the set.
-    pub fn contains_index(self, index: usize) -> bool {
+    pub(crate) fn contains_index(self, index: usize) -> bool {
         index < 64 && self.0 & (1 << index) != 0
     }
 

@@ -65,7 +65,10 @@ pub struct RepairedFile {
 /// The default output, beside the input: `<stem>.repaired.nettrace`; for a NetPerf input
 /// (converted to NetTrace) the user's name with the `.nettrace` extension, `<stem>.nettrace`,
 /// unless such a file exists already.
-pub fn default_repair_output(input: &Path, format: Option<nettrace::FormatVersion>) -> PathBuf {
+pub(crate) fn default_repair_output(
+    input: &Path,
+    format: Option<nettrace::FormatVersion>,
+) -> PathBuf {
     let stem = trace_stem(input);
     if format == Some(nettrace::FormatVersion::NetPerf3) {
         let p = input.with_file_name(format!("{stem}.nettrace"));
@@ -77,7 +80,7 @@ pub fn default_repair_output(input: &Path, format: Option<nettrace::FormatVersio
 }
 
 /// Events a reader finds in `trace`, and whether it read to a clean end.
-pub fn readable_events(trace: &OpenTrace) -> (u64, bool) {
+pub(crate) fn readable_events(trace: &OpenTrace) -> (u64, bool) {
     let Ok(mut r) = trace.reader() else {
         return (0, false);
     };
@@ -85,7 +88,7 @@ pub fn readable_events(trace: &OpenTrace) -> (u64, bool) {
     (r.stats().events, ok && r.stats().ended_cleanly)
 }
 
-/// Repairs `trace` into `output` (None: [`default_repair_output`]), which must not be the
+/// Repairs `trace` into `output` (None: `default_repair_output`), which must not be the
 /// input; the output is synced to disk and read back.
 pub fn repair_file(
     trace: &OpenTrace,

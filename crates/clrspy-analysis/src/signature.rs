@@ -3,7 +3,7 @@
 //! (``(…,IEnumerable`1<KeyValuePair`2<String,Object>>,Func`1<Instrument>)``).
 
 /// `instance void  (int32,class System.String)` → `int32,String`.
-pub fn short_signature(sig: &str) -> String {
+pub(crate) fn short_signature(sig: &str) -> String {
     let inner = sig
         .find('(')
         .and_then(|a| sig.rfind(')').filter(|&b| b > a).map(|b| &sig[a + 1..b]))

@@ -1,6 +1,6 @@
 //! Bounded statistics for models that see one item per request, at any request count:
 //! [`Sketch`], durations' count, total, extremes and percentiles (exact up to
-//! [`Sketch::EXACT`] values, then within 1 % from logarithmic buckets), and [`Slowest`], the
+//! `Sketch::EXACT` values, then within 1 % from logarithmic buckets), and [`Slowest`], the
 //! N largest items by a key. Neither grows with the number of items.
 
 use std::cmp::{Ordering, Reverse};
@@ -26,7 +26,7 @@ pub struct Sketch {
 
 impl Sketch {
     /// Values kept as they are before the sketch switches to buckets.
-    pub const EXACT: usize = 1024;
+    pub(crate) const EXACT: usize = 1024;
 
     /// An empty sketch.
     pub fn new() -> Sketch {
@@ -116,12 +116,13 @@ impl Sketch {
     }
 
     /// The smallest, ns (0 when empty).
-    pub fn min_ns(&self) -> i64 {
+    #[cfg(test)]
+    pub(crate) fn min_ns(&self) -> i64 {
         self.min_ns
     }
 
     /// Their mean, ns (0 when empty).
-    pub fn mean_ns(&self) -> f64 {
+    pub(crate) fn mean_ns(&self) -> f64 {
         if self.count == 0 {
             0.0
         } else {
@@ -131,7 +132,7 @@ impl Sketch {
 
     /// The `q` quantile (0..=1), ns: the smallest value with at least `q` of the values at or
     /// under it — exact while the values are kept, else within 1 % (and within the extremes).
-    pub fn quantile_ns(&self, q: f64) -> f64 {
+    pub(crate) fn quantile_ns(&self, q: f64) -> f64 {
         if self.count == 0 {
             return 0.0;
         }
@@ -153,7 +154,7 @@ impl Sketch {
     }
 
     /// The `q` quantile in ms.
-    pub fn quantile_ms(&self, q: f64) -> f64 {
+    pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
         self.quantile_ns(q) / 1e6
     }
 
@@ -179,7 +180,7 @@ pub struct SketchSummary {
     /// Their sum.
     pub total_ms: f64,
     /// Their mean.
-    pub mean_ms: f64,
+    pub(crate) mean_ms: f64,
     /// Median.
     pub p50_ms: f64,
     /// 95th percentile.
@@ -241,7 +242,7 @@ impl<T> Slowest<T> {
     }
 
     /// True when an item with this key would be kept (to skip building it otherwise).
-    pub fn would_keep(&self, key: i64) -> bool {
+    pub(crate) fn would_keep(&self, key: i64) -> bool {
         if self.heap.len() < self.n {
             return true;
         }
@@ -249,7 +250,7 @@ impl<T> Slowest<T> {
     }
 
     /// Offers an item.
-    pub fn offer(&mut self, key: i64, item: T) {
+    pub(crate) fn offer(&mut self, key: i64, item: T) {
         if !self.would_keep(key) {
             self.seq += 1;
             return;
@@ -288,13 +289,6 @@ impl<T> Slowest<T> {
         let mut v = std::mem::take(&mut self.heap).into_vec();
         v.iter_mut().for_each(|Reverse(e)| f(&mut e.item));
         self.heap = BinaryHeap::from(v);
-    }
-
-    /// The kept items, largest key first (ties: the earlier first).
-    pub fn into_sorted(self) -> Vec<T> {
-        let mut v: Vec<Entry<T>> = self.heap.into_iter().map(|Reverse(e)| e).collect();
-        v.sort_by(|a, b| b.cmp(a));
-        v.into_iter().map(|e| e.item).collect()
     }
 }
 

@@ -51,7 +51,8 @@ impl StackTable {
     }
 
     /// Interns a stack given as addresses, leaf first.
-    pub fn intern_ips(&mut self, ips: &[u64]) -> Option<StackId> {
+    #[cfg(test)]
+    pub(crate) fn intern_ips(&mut self, ips: &[u64]) -> Option<StackId> {
         if ips.is_empty() {
             return None;
         }
@@ -68,7 +69,7 @@ impl StackTable {
     }
 
     /// Every address of every stack (with repeats).
-    pub fn all_ips(&self) -> &[u64] {
+    pub(crate) fn all_ips(&self) -> &[u64] {
         &self.ips
     }
 

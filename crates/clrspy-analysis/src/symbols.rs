@@ -7,7 +7,7 @@
 //!
 //! Precompiled (ReadyToRun) methods often have no load event, only `Method/R2RGetEntryPoint`
 //! with an entry address and no size: such a method is taken to run from its entry to the next
-//! known code start, at most [`R2R_MAX_SIZE`] bytes — an approximation, used only for addresses
+//! known code start, at most `R2R_MAX_SIZE` bytes — an approximation, used only for addresses
 //! no exact range covers, neither an event's nor the image's own function table.
 //!
 //! Precompiled code that ran before the recording (no method event at all) is named from its
@@ -25,10 +25,10 @@ use rustc_hash::FxHashMap;
 use crate::app_code::{app_modules, AppCode};
 use crate::event::{Model, ModelEvent, Provider, Wanted};
 use crate::r2r::{ImageIdentity, ImageSources, R2rNames};
-pub use crate::signature::short_signature;
+pub(crate) use crate::signature::short_signature;
 
 /// The longest a ReadyToRun method is assumed to be when only its entry point is known.
-pub const R2R_MAX_SIZE: u64 = 4 * 1024;
+pub(crate) const R2R_MAX_SIZE: u64 = 4 * 1024;
 
 /// An interned frame name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -62,32 +62,32 @@ struct Method {
 }
 
 /// The frame of code the JIT wrote that no method event names (no rundown, no method loads).
-pub const UNNAMED_JIT_CODE: &str = "[jitted code, unnamed]";
+pub(crate) const UNNAMED_JIT_CODE: &str = "[jitted code, unnamed]";
 
 /// The same in a trace with the rundown, which names every method: what is left is the
 /// code the runtime writes for itself (precode and fixup stubs, call-counting and dispatch
 /// stubs, the write barrier), which no event names.
-pub const RUNTIME_STUBS: &str = "[runtime stubs and helpers]";
+pub(crate) const RUNTIME_STUBS: &str = "[runtime stubs and helpers]";
 
 /// True for the mappings that hold the JIT's code rather than a module's: the runtime's
 /// double-mapped code heap (`/memfd:doublemapper (deleted)` in /proc/PID/maps) and anonymous
 /// executable memory. Their addresses are managed methods, never offsets into a file.
-pub fn is_jit_code_heap(path: &str) -> bool {
+pub(crate) fn is_jit_code_heap(path: &str) -> bool {
     let p = path.trim_start_matches('/');
     p.starts_with("memfd:doublemapper") || p.starts_with("[anon") || p.is_empty()
 }
 
 /// A native module mapping (from clrspy's module map events).
 #[derive(Clone, Debug)]
-pub struct ModuleMapping {
+pub(crate) struct ModuleMapping {
     /// First address.
-    pub start: u64,
+    pub(crate) start: u64,
     /// One past the last address.
-    pub end: u64,
+    pub(crate) end: u64,
     /// File offset of `start`.
-    pub file_offset: u64,
+    pub(crate) file_offset: u64,
     /// The file's path.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 /// Method and module address ranges, then frame names.
@@ -246,7 +246,7 @@ impl Symbols {
     }
 
     /// Records a ReadyToRun method's entry point (no size known).
-    pub fn add_entry_point(
+    pub(crate) fn add_entry_point(
         &mut self,
         method_id: u64,
         entry: u64,
@@ -263,7 +263,7 @@ impl Symbols {
     }
 
     /// Records a method's code range (from a load, rundown or unload event's fields).
-    pub fn add_method(
+    pub(crate) fn add_method(
         &mut self,
         method_id: u64,
         start: u64,
@@ -290,14 +290,9 @@ impl Symbols {
     }
 
     /// Records a native module mapping.
-    pub fn add_module(&mut self, m: ModuleMapping) {
+    pub(crate) fn add_module(&mut self, m: ModuleMapping) {
         self.modules.push(m);
         self.finished = false;
-    }
-
-    /// Number of methods known.
-    pub fn method_count(&self) -> usize {
-        self.methods.len()
     }
 
     /// Sorts the ranges and names the methods; call once all events were seen.
@@ -380,14 +375,14 @@ impl Symbols {
 
     /// Names every address of `ips` ([`Symbols::finish`] first), so [`Symbols::resolve`]
     /// finds them without changing anything.
-    pub fn resolve_all(&mut self, ips: &[u64]) {
+    pub(crate) fn resolve_all(&mut self, ips: &[u64]) {
         for &ip in ips {
             self.resolve_mut(ip);
         }
     }
 
-    /// The frame of an address: the one [`Symbols::resolve_all`] (or
-    /// [`Symbols::resolve_mut`]) named, else the method whose code holds it, else a generic
+    /// The frame of an address: the one `Symbols::resolve_all` (or
+    /// `Symbols::resolve_mut`) named, else the method whose code holds it, else a generic
     /// native or unknown frame.
     pub fn resolve(&self, ip: u64) -> FrameId {
         if let Some(&f) = self.cache.get(&ip) {
@@ -409,7 +404,7 @@ impl Symbols {
 
     /// The frame of an address, naming native and unknown addresses as needed
     /// ([`Symbols::finish`] first).
-    pub fn resolve_mut(&mut self, ip: u64) -> FrameId {
+    pub(crate) fn resolve_mut(&mut self, ip: u64) -> FrameId {
         if let Some(&f) = self.cache.get(&ip) {
             return f;
         }
@@ -508,7 +503,7 @@ impl Symbols {
     /// entry assembly (`entry`, the program's name, e.g. `WebApp` for `dotnet WebApp.dll`) and
     /// of the assemblies loaded from its folder ([`app_modules`]). Call after
     /// [`Symbols::finish`]; without an entry assembly or module events, no frame is.
-    pub fn mark_app_code(&mut self, entry: Option<&str>) {
+    pub(crate) fn mark_app_code(&mut self, entry: Option<&str>) {
         let Some(entry) = entry else {
             self.app = AppCode::default();
             return;
@@ -547,17 +542,17 @@ impl Symbols {
 
     /// The declaring types of the methods named so far (`Namespace.Type+Nested`), as the
     /// method events wrote them, one per method.
-    pub fn declaring_types(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn declaring_types(&self) -> impl Iterator<Item = &str> {
         self.methods.iter().map(|m| m.namespace.as_str())
     }
 
-    /// The app's own code, by assembly ([`Symbols::mark_app_code`]).
+    /// The app's own code, by assembly (`Symbols::mark_app_code`).
     pub fn app_code(&self) -> &AppCode {
         &self.app
     }
 
     /// Number of distinct frames named so far.
-    pub fn frame_count(&self) -> usize {
+    pub(crate) fn frame_count(&self) -> usize {
         self.frames.len()
     }
 }
@@ -583,11 +578,6 @@ fn parse_mvid(s: &str) -> Option<[u8; 16]> {
         *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(out)
-}
-
-/// 16 bytes → 32 hex digits (the form `R2RImage` stores).
-pub fn mvid_hex(mvid: &[u8; 16]) -> String {
-    mvid.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn full_name(m: &Method) -> String {

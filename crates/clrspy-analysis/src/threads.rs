@@ -78,12 +78,12 @@ impl ThreadModel {
     }
 
     /// A thread pool worker count at `ms`.
-    pub fn on_workers(&mut self, ms: f64, w: &ThreadPoolWorkerThread) {
+    pub(crate) fn on_workers(&mut self, ms: f64, w: &ThreadPoolWorkerThread) {
         self.point(ms, u64::from(w.active));
     }
 
     /// A hill-climbing adjustment at `ms`.
-    pub fn on_adjustment(&mut self, ms: f64, a: &ThreadPoolAdjustment) {
+    pub(crate) fn on_adjustment(&mut self, ms: f64, a: &ThreadPoolAdjustment) {
         if a.reason == AdjustmentReason::Starvation {
             self.starvation += 1;
         }

@@ -62,7 +62,7 @@ pub struct OpenTrace {
     /// The path the user gave.
     pub path: PathBuf,
     /// The name of the trace inside a zip, if it came from one.
-    pub zip_entry: Option<String>,
+    pub(crate) zip_entry: Option<String>,
     _temp: Option<tempfile::NamedTempFile>,
 }
 

@@ -201,16 +201,6 @@ impl CountersSession {
         self.rx.recv_timeout(timeout)
     }
 
-    /// The launched program's pid once it started.
-    pub fn child_pid(&self) -> Option<u32> {
-        self.session.child_pid()
-    }
-
-    /// True while the session runs.
-    pub fn is_running(&self) -> bool {
-        self.session.is_running()
-    }
-
     /// Asks the session to stop; [`CountersSession::join`] waits.
     pub fn stop(&self) {
         self.session.stop();

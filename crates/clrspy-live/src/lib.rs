@@ -8,7 +8,6 @@
 //!   progress and to let views join and leave it (its [`Broadcast`](clrspy_collect::Broadcast));
 //! - [`name_jitted_code`]: names for the code jitted before the attach, while the session runs,
 //!   from a second, short session whose rundown lists every method;
-//! - [`refresh`]: the loop that hands a view a fresh snapshot every so often;
 //! - [`counters`]: a counters session (EventCounters and meters) handing out rows an
 //!   interval at a time;
 //! - [`top`]: `top`'s model — the hottest methods of the last seconds, from the refreshes'
@@ -20,6 +19,7 @@
 //!   kernel sampler, heap snapshots), wired once, and what it says as text (its first, status
 //!   and closing lines; the dumps', the process tree's and the crashes' notices).
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod analysis;
 pub mod counters;
@@ -33,4 +33,4 @@ pub mod top;
 
 pub use analysis::LiveAnalysis;
 pub use names::{name_jitted_code, NamesReport};
-pub use session::{refresh, ChildEnd, LiveSession, SessionError, SessionSpec};
+pub use session::{ChildEnd, LiveSession, SessionError, SessionSpec};

@@ -69,7 +69,7 @@ pub fn check_filter(filter: &str) -> Result<(), String> {
 
 /// The logger's `FilterSpecs`: the user's categories, and every other category (`*`) at
 /// `level`; the longest category that matches a logger's name decides its level.
-pub fn filter_specs(opts: &LogsOptions) -> String {
+pub(crate) fn filter_specs(opts: &LogsOptions) -> String {
     let mut specs: Vec<String> = Vec::new();
     if let Some(f) = &opts.filter {
         for spec in f.split(';').map(str::trim).filter(|s| !s.is_empty()) {
@@ -209,11 +209,6 @@ impl LogsSession {
     /// everything was handed out.
     pub fn next(&self, timeout: Duration) -> Result<LogUpdate, RecvTimeoutError> {
         self.rx.recv_timeout(timeout)
-    }
-
-    /// The launched program's pid once it started.
-    pub fn child_pid(&self) -> Option<u32> {
-        self.session.child_pid()
     }
 
     /// Asks the session to stop; [`LogsSession::join`] waits.

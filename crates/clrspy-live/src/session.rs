@@ -1,4 +1,4 @@
-//! A recording run on its own thread, and the refresh loop of a view over a live analysis.
+//! A recording run on its own thread.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -6,16 +6,13 @@ use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use clrspy_analysis::Analysis;
 use clrspy_collect::{
     Broadcast, Error, EventConsumer, LaunchOptions, Launched, LiveFeeds, Progress, Recording,
     StopSignal, Summary,
 };
 use diagnostics_client::{Endpoint, SessionConfig};
-
-use crate::LiveAnalysis;
 
 /// What a live session records and where.
 #[derive(Clone, Debug, Default)]
@@ -200,7 +197,7 @@ impl LiveSession {
     }
 
     /// The launched program's pid once it started (None for an attach, or before).
-    pub fn child_pid(&self) -> Option<u32> {
+    pub(crate) fn child_pid(&self) -> Option<u32> {
         Some(self.child_pid.load(Ordering::Relaxed)).filter(|&p| p != 0)
     }
 
@@ -215,7 +212,7 @@ impl LiveSession {
     }
 
     /// True while the recording runs.
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.thread.as_ref().is_some_and(|t| !t.is_finished())
     }
 
@@ -230,7 +227,7 @@ impl LiveSession {
     }
 
     /// [`LiveSession::join`], with how the launched program ended (None for an attach).
-    pub fn join_child(mut self) -> Result<(Summary, Option<ChildEnd>), SessionError> {
+    pub(crate) fn join_child(mut self) -> Result<(Summary, Option<ChildEnd>), SessionError> {
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => Ok(r?),
             _ => Err(SessionError::Abnormal),
@@ -244,23 +241,5 @@ impl Drop for LiveSession {
             self.stop.request();
             let _ = t.join();
         }
-    }
-}
-
-/// Hands `view` a finished snapshot of `live` every `every` until it returns false or the
-/// session ended (the last call then has the final analysis).
-pub fn refresh(live: &LiveAnalysis, every: Duration, view: &mut dyn FnMut(&Analysis) -> bool) {
-    let mut next = Instant::now() + every;
-    loop {
-        let ended = live.end().is_some();
-        if let Some(a) = live.snapshot() {
-            if !view(&a) || ended {
-                return;
-            }
-        } else if ended {
-            return;
-        }
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        next += every;
     }
 }

@@ -333,7 +333,7 @@ fn sampled(s: &State) -> Vec<ThreadStack> {
 }
 
 /// The process's threads as the OS lists them now (empty off Linux).
-pub fn os_threads(pid: u32) -> Vec<OsThread> {
+pub(crate) fn os_threads(pid: u32) -> Vec<OsThread> {
     clrspy_collect::procstat::ProcSampler::new(pid)
         .threads()
         .into_iter()

@@ -14,7 +14,7 @@ use clr_events::trigger_spec::TriggerSpec;
 use crate::values::{Delay, Dur, ProfileName, ProviderText};
 
 /// A bundle's window when the rule gives no `duration` and no `stop_on`.
-pub const DEFAULT_BUNDLE_WINDOW: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_BUNDLE_WINDOW: Duration = Duration::from_secs(30);
 
 /// Leave a support bundle (`<process>_<pid>_<stamp>.bundle.zip`, as `clrspy bundle` writes
 /// it) of each process the rule matches: the trace of a window and its reports, the app's

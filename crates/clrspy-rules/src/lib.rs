@@ -7,6 +7,7 @@
 //! line per decision). The watcher that applies them is clrspy-watch, which this crate knows
 //! nothing of. Used by `clrspy rules`, `clrspy watch` and the agent; no terminal or HTTP here.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod budget;
 mod bundle;
@@ -21,17 +22,17 @@ mod text;
 mod values;
 
 pub use budget::{enforce_budget, folder_bytes, RuleState};
-pub use bundle::{BundleAction, BundleExtra, BundleLogLevel, DEFAULT_BUNDLE_WINDOW};
+pub use bundle::{BundleAction, BundleExtra, BundleLogLevel};
 pub use doc::{json_schema, EXAMPLE_JSON, EXAMPLE_TOML};
 pub use facts::{uid_of, ProcessFacts};
 pub use log::{Decision, DecisionKind, DecisionLog};
 pub use model::{
     ContainerMatch, CountersAction, CountersFormat, DumpAction, HeapAction, Limits, Match, Rule,
-    RulesFile, SamplerKind, TraceAction, DEFAULT_DISK_MB, DEFAULT_HEAP_TIMEOUT,
+    SamplerKind, TraceAction,
 };
 pub use parse::{Diagnostic, LoadError, RuleSet, Syntax};
 pub use summary::mistakes_json;
 pub use values::{
-    parse_duration, Compression, CounterSpecText, Delay, DumpKind, Dur, Glob, Pattern, ProfileName,
-    ProviderText, RuleName, UserSpec,
+    Compression, CounterSpecText, Delay, DumpKind, Dur, Glob, Pattern, ProfileName, ProviderText,
+    UserSpec,
 };

@@ -18,12 +18,13 @@ use crate::values::{
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "clrspy rules")]
-pub struct RulesFile {
-    /// The schema this file follows (for editors; `clrspy rules schema` prints it).
+pub(crate) struct RulesFile {
+    /// The schema this file follows (for editors; `clrspy rules schema` prints it). Accepted
+    /// and not read.
     #[serde(rename = "$schema", default)]
-    pub schema: Option<String>,
+    _schema: Option<String>,
     /// The rules, in order; a process gets the actions of every rule it matches.
-    pub rules: Vec<Rule>,
+    pub(crate) rules: Vec<Rule>,
 }
 
 /// One rule: which processes, what to do, and how often at most.
@@ -252,7 +253,7 @@ pub struct ContainerMatch {
     pub inside: Option<bool>,
     /// The PID namespace's inode number (`readlink /proc/PID/ns/pid` shows `pid:[N]`).
     #[serde(default)]
-    pub pid_namespace: Option<u64>,
+    pub(crate) pid_namespace: Option<u64>,
     /// A glob over the process's cgroup path (`/proc/PID/cgroup`), e.g. `*docker-*` or
     /// `/system.slice/web.service`.
     #[serde(default)]
@@ -419,7 +420,7 @@ impl CountersFormat {
 }
 
 /// The heap snapshot's timeout when the rule gives none.
-pub const DEFAULT_HEAP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const DEFAULT_HEAP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl HeapAction {
     /// The snapshot's timeout.
@@ -447,7 +448,7 @@ pub struct Limits {
 }
 
 /// The disk budget of a rule that gives none, in megabytes.
-pub const DEFAULT_DISK_MB: u64 = 1024;
+pub(crate) const DEFAULT_DISK_MB: u64 = 1024;
 
 impl Limits {
     /// The disk budget in bytes.

@@ -228,6 +228,15 @@ mod tests {
     }
 
     #[test]
+    fn a_schema_key_is_accepted_and_in_the_schema() {
+        let text = r#"{ "$schema": "https://example.com/rules.json",
+            "rules": [{ "name": "a", "match": { "name": "x" }, "trace": {} }] }"#;
+        assert_eq!(RuleSet::parse(text, Syntax::Json).unwrap().rules.len(), 1);
+        let schema = crate::json_schema();
+        assert!(schema["properties"].get("$schema").is_some(), "{schema}");
+    }
+
+    #[test]
     fn the_same_rules_in_toml() {
         let text = r#"
 [[rules]]

@@ -20,9 +20,9 @@ use crate::text::{at_offset, json_error, offset_of, Diagnostic, Syntax};
 /// One rule read on its own: where it stands in the text, and it or its first mistake.
 pub(crate) struct RuleRead {
     /// Its bytes in the text.
-    pub span: Range<usize>,
+    pub(crate) span: Range<usize>,
     /// The rule, or its first mistake (placed in the whole text).
-    pub rule: Result<Rule, Diagnostic>,
+    pub(crate) rule: Result<Rule, Diagnostic>,
 }
 
 /// Each rule of `text` read on its own, or `None` when the text is not well-formed (then

@@ -147,7 +147,7 @@ impl Checked for Dur {
 }
 
 /// Parses a duration more than zero (see [`Dur`]).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     clrspy_values::parse_positive_duration(s).map_err(|e| e.to_string())
 }
 
@@ -306,7 +306,7 @@ checked_string!(DumpKind, "DumpType", {
 
 /// A rule's name: it names the rule's output folder, so letters, digits, `.`, `_`, `-`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleName(pub String);
+pub(crate) struct RuleName(pub String);
 
 impl Checked for RuleName {
     const EXPECTING: &'static str = "a rule name (letters, digits, '.', '_', '-')";

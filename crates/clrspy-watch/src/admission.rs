@@ -10,25 +10,25 @@ use clrspy_rules::Limits;
 use clrspy_rules::RuleState;
 
 /// Below this many free bytes the output disk counts as full.
-pub const MIN_FREE: u64 = 256 << 10;
+pub(crate) const MIN_FREE: u64 = 256 << 10;
 
 /// What an admission is decided on, besides the rule's state and limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AdmissionInput {
+pub(crate) struct AdmissionInput {
     /// The time of the request.
-    pub now: Instant,
+    pub(crate) now: Instant,
     /// Free bytes on the output disk; `None` when they could not be read (not counted as full).
-    pub free_bytes: Option<u64>,
+    pub(crate) free_bytes: Option<u64>,
     /// Watch is stopping: no new actions.
-    pub stopping: bool,
+    pub(crate) stopping: bool,
     /// The rule's cooldown applies (a crash dump is not paced: the runtime wrote it already,
     /// and it is the one dump of that process).
-    pub paced: bool,
+    pub(crate) paced: bool,
 }
 
 /// Whether a rule's action may go.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// Yes.
     Go,
     /// No: watch is stopping.
@@ -43,7 +43,7 @@ pub enum Admission {
 
 impl Admission {
     /// Why not, in words, the output folder `out` named when the disk is full.
-    pub fn why(&self, out: &Path) -> String {
+    pub(crate) fn why(&self, out: &Path) -> String {
         match self {
             Admission::DiskFull => format!(
                 "the output disk is full ({} has less than 256 KB free)",
@@ -67,13 +67,13 @@ impl std::fmt::Display for Admission {
 }
 
 /// True when `free_bytes` (when known) says the output disk is full.
-pub fn disk_full(free_bytes: Option<u64>) -> bool {
+pub(crate) fn disk_full(free_bytes: Option<u64>) -> bool {
     free_bytes.is_some_and(|f| f < MIN_FREE)
 }
 
 /// The decision on one action of a rule that did `state` so far under `limits`, asked as
 /// `input` says. Checked in order: stopping, the disk, `max_actions`, the cooldown.
-pub fn admission(state: &RuleState, limits: &Limits, input: &AdmissionInput) -> Admission {
+pub(crate) fn admission(state: &RuleState, limits: &Limits, input: &AdmissionInput) -> Admission {
     if input.stopping {
         return Admission::Stopping;
     }
@@ -95,7 +95,7 @@ pub fn admission(state: &RuleState, limits: &Limits, input: &AdmissionInput) -> 
 }
 
 /// [`admission`], a yes counted into `state` at once (an action taken at `input.now`).
-pub fn admit(state: &mut RuleState, limits: &Limits, input: &AdmissionInput) -> Admission {
+pub(crate) fn admit(state: &mut RuleState, limits: &Limits, input: &AdmissionInput) -> Admission {
     let verdict = admission(state, limits, input);
     if verdict == Admission::Go {
         state.actions += 1;

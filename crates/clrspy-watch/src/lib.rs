@@ -25,6 +25,7 @@
 //! - `port`: the listen port (runtimes held at their first instruction);
 //! - `run`: the poll loop, reloads and the stop.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod admission;
 mod bundle;
@@ -46,7 +47,6 @@ mod state;
 mod trace;
 mod view;
 
-pub use admission::{admission, admit, disk_full, Admission, AdmissionInput, MIN_FREE};
 pub use run::{watch, watch_with_view, WatchControl, WatchEnd, WatchError, WatchOptions};
 pub use signals::signal_control;
 pub use state::DecisionPrinter;

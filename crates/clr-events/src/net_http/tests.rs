@@ -119,15 +119,6 @@ fn queue_and_connections_by_version() {
 
 #[test]
 fn resolution_connect_and_handshake() {
-    let mut r = Vec::new();
-    s(&mut r, "localhost");
-    assert_eq!(
-        ResolutionStart::parse(&r, 0)
-            .unwrap()
-            .host_name_or_address
-            .to_string_lossy(),
-        "localhost"
-    );
     let mut cf = 10061i32.to_le_bytes().to_vec();
     s(&mut cf, "");
     let f = ConnectFailed::parse(&cf, 0).unwrap();

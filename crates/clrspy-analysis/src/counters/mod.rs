@@ -135,7 +135,7 @@ pub struct CounterStream {
     /// Notes already said.
     said: Vec<String>,
     /// Events that did not parse.
-    pub bad_events: u64,
+    pub(crate) bad_events: u64,
 }
 
 impl CounterStream {
@@ -198,7 +198,7 @@ impl CounterStream {
     }
 
     /// An EventCounters value ending at `end_ns` (UTC).
-    pub fn event_counter(
+    pub(crate) fn event_counter(
         &mut self,
         provider: &str,
         c: EventCounter,

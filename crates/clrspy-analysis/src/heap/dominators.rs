@@ -3,11 +3,11 @@
 //! in arrays of `u32` indexed by DFS number (about 28 bytes a node plus 4 an edge).
 
 /// A node no DFS from the root reached, or the root's own dominator.
-pub const NONE: u32 = u32::MAX;
+pub(crate) const NONE: u32 = u32::MAX;
 
 /// Immediate dominators of a graph given as adjacency (`offsets.len() == n + 1`).
 /// `idom[v]` is `v`'s immediate dominator, [`NONE`] for the root and for unreachable nodes.
-pub fn immediate_dominators(offsets: &[u64], edges: &[u32], root: u32) -> Vec<u32> {
+pub(crate) fn immediate_dominators(offsets: &[u64], edges: &[u32], root: u32) -> Vec<u32> {
     let n = offsets.len().saturating_sub(1);
     let mut idom_out = vec![NONE; n];
     if (root as usize) >= n {

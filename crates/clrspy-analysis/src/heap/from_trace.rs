@@ -562,7 +562,7 @@ impl Collect {
 /// A runtime type name as people read it: generic arity marks dropped, `[T]` as `<T>`,
 /// arrays as `T[]` (`System.Collections.Generic.List`1[Leak.Order]` →
 /// `System.Collections.Generic.List<Leak.Order>`).
-pub fn display_type_name(raw: &str) -> String {
+pub(crate) fn display_type_name(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars().peekable();
     while let Some(ch) = chars.next() {

@@ -26,7 +26,7 @@
 //! ```
 
 pub mod diff;
-pub mod dominators;
+pub(crate) mod dominators;
 pub mod from_trace;
 pub mod growth;
 pub mod retention;
@@ -71,7 +71,7 @@ pub enum RootKind {
 
 impl RootKind {
     /// The kind a root pseudo-node's name stands for (None: not a root group name).
-    pub fn from_pseudo_name(name: &str) -> Option<RootKind> {
+    pub(crate) fn from_pseudo_name(name: &str) -> Option<RootKind> {
         let n = name.to_ascii_lowercase();
         let k = if n.starts_with("[static var") {
             RootKind::Static
@@ -179,7 +179,7 @@ pub struct HeapModel {
 }
 
 /// A type name without the per-size bucket suffix PerfView and dotnet-gcdump add.
-pub fn logical_type_name(name: &str) -> &str {
+pub(crate) fn logical_type_name(name: &str) -> &str {
     match name.rfind(" (Bytes > ") {
         Some(i) if name.ends_with(')') => &name[..i],
         _ => name,
@@ -263,22 +263,13 @@ impl HeapModel {
         self.retained.get(n as usize).copied().unwrap_or(0)
     }
     /// Node `n`'s immediate dominator (None for the root and unreachable nodes).
-    pub fn immediate_dominator(&self, n: NodeIndex) -> Option<NodeIndex> {
+    pub(crate) fn immediate_dominator(&self, n: NodeIndex) -> Option<NodeIndex> {
         self.idom.get(n as usize).copied().filter(|&d| d != NONE)
     }
     /// True when node `n` is a root pseudo-node, not an object.
-    pub fn is_pseudo(&self, n: NodeIndex) -> bool {
+    pub(crate) fn is_pseudo(&self, n: NodeIndex) -> bool {
         self.pseudo.get(n as usize).copied().unwrap_or(false)
     }
-    /// The (logical) type name of node `n`.
-    pub fn type_of(&self, n: NodeIndex) -> &str {
-        let t = self.graph.node_type(n) as usize;
-        self.logical
-            .get(t)
-            .and_then(|&l| self.logical_names.get(l as usize))
-            .map_or("", |s| s.as_str())
-    }
-
     fn type_stats(&mut self) -> Vec<TypeStats> {
         let g = &self.graph;
         let nl = self.logical_names.len();

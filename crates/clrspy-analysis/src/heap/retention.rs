@@ -12,7 +12,7 @@
 //! tree, so a type step's total is still the retained bytes of its objects.
 //!
 //! Two foldings keep paths short: a run of one type (a linked list's nodes, each dominating
-//! the next) is one step, and steps below [`MAX_DEPTH`] go to one `[deeper]` step.
+//! the next) is one step, and steps below `MAX_DEPTH` go to one `[deeper]` step.
 
 use rustc_hash::FxHashMap;
 
@@ -20,21 +20,21 @@ use super::dominators::NONE;
 use super::{logical_type_name, priority, HeapModel, RootKind};
 
 /// Steps of objects below a root at most; what is deeper is the `[deeper]` step.
-pub const MAX_DEPTH: u32 = 200;
+pub(crate) const MAX_DEPTH: u32 = 200;
 
 /// The root-kind step of a root whose kind no name says (a group of several kinds, the top
 /// of the roots).
-pub const SHARED: &str = "shared";
+pub(crate) const SHARED: &str = "shared";
 
 /// The step of the objects below [`MAX_DEPTH`].
-pub const DEEPER: &str = "[deeper]";
+pub(crate) const DEEPER: &str = "[deeper]";
 
 /// One path of the tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathNode {
     /// The path it extends (None for the top, the empty path).
     pub parent: Option<u32>,
-    /// Its last step, an index into [`RetentionTree::step_names`].
+    /// Its last step, an index into `RetentionTree::step_names`.
     pub step: u32,
     /// Objects whose path it is.
     pub objects: u64,
@@ -50,7 +50,7 @@ pub struct RetentionTree {
     /// The paths; a path comes after the one it extends; 0 is the empty path (the top).
     pub nodes: Vec<PathNode>,
     /// The names of the steps.
-    pub step_names: Vec<String>,
+    pub(crate) step_names: Vec<String>,
 }
 
 /// What a step is, as the walk interns it.

@@ -16,11 +16,11 @@ pub struct Groups {
     /// thread the sampler never saw, [`UNSAMPLED_FRAME`](super::UNSAMPLED_FRAME) for a sampled one.
     pub unsampled: FxHashMap<u64, FrameId>,
     /// [`UNSAMPLED_FRAME`](super::UNSAMPLED_FRAME), for a thread's CPU after its last sample when that was blocked.
-    pub unsampled_any: Option<FrameId>,
+    pub(crate) unsampled_any: Option<FrameId>,
     /// [`IDLE_POOL_FRAME`](super::IDLE_POOL_FRAME).
-    pub idle_pool: Option<FrameId>,
+    pub(crate) idle_pool: Option<FrameId>,
     /// [`IDLE_SOCKETS_FRAME`](super::IDLE_SOCKETS_FRAME).
-    pub idle_sockets: Option<FrameId>,
+    pub(crate) idle_sockets: Option<FrameId>,
     /// The frame each run of native frames is grouped into.
     pub(crate) native: NativeGroups,
 }
@@ -55,7 +55,7 @@ pub(super) fn is_runnable(frames: &[FrameId], symbols: &Symbols) -> bool {
 /// in [`crate::cpu::BLOCKING_FRAMES`], or the innermost managed frame when it is one of
 /// [`crate::cpu::BLOCKING_CALLERS`] with native code below it (its own inlined platform
 /// call). Every report sorts running from waiting by this one rule.
-pub fn blocking_call(frames: &[FrameId], symbols: &Symbols) -> Option<FrameId> {
+pub(crate) fn blocking_call(frames: &[FrameId], symbols: &Symbols) -> Option<FrameId> {
     let named = frames.iter().copied().find(|&f| {
         let fr = symbols.frame(f);
         fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)

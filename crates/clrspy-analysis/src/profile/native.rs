@@ -134,7 +134,7 @@ fn role(module: &str) -> Role {
 
 /// Each native frame's role and the frame its run is named by when that role wins the run.
 #[derive(Clone, Debug, Default)]
-pub struct NativeGroups {
+pub(crate) struct NativeGroups {
     /// By frame id: the role and the group frame, for the native frames known when built.
     by_frame: Vec<Option<(Role, bool, FrameId)>>,
     /// The frames a run of native work is shown as (groups, a library's own functions) and

@@ -12,15 +12,15 @@ const KESTREL: &str = "Microsoft-AspNetCore-Server-Kestrel";
 
 /// Connections.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct ConnectionModel {
+pub(crate) struct ConnectionModel {
     /// Connections opened.
-    pub opened: u64,
+    pub(crate) opened: u64,
     /// How long the closed ones stayed open.
-    pub closed: Durations,
+    pub(crate) closed: Durations,
     /// Requests Kestrel started and finished.
-    pub requests: Durations,
+    pub(crate) requests: Durations,
     /// Still open at the end.
-    pub open_at_end: u64,
+    pub(crate) open_at_end: u64,
     #[serde(skip)]
     open: Pairs<String, (), ()>,
     #[serde(skip)]
@@ -75,9 +75,8 @@ impl Model for ConnectionModel {
     }
 }
 
-/// The registry's entry.
-pub const ENTRY: ModelEntry = ModelEntry::of::<ConnectionModel>(
+/// The registry's entry: Kestrel's connections and the requests on them.
+pub(crate) const ENTRY: ModelEntry = ModelEntry::of::<ConnectionModel>(
     "connections",
-    "Kestrel's connections and the requests on them",
     boxed::<ConnectionModel>,
 );

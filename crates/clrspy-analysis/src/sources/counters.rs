@@ -16,19 +16,19 @@ const METRICS: &str = "System.Diagnostics.Metrics";
 
 /// One counter's values.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Series {
+pub(crate) struct Series {
     /// Its unit, when the source says.
-    pub unit: String,
+    pub(crate) unit: String,
     /// (ns since the trace start, value): a mean or a last value, a rate for counters, the
     /// mean of a histogram's interval.
-    pub points: Vec<(i64, f64)>,
+    pub(crate) points: Vec<(i64, f64)>,
 }
 
 /// Counters and metrics.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct CounterModel {
+pub(crate) struct CounterModel {
     /// By `provider/counter` (EventCounters) or `meter/instrument[tags]` (metrics).
-    pub series: BTreeMap<String, Series>,
+    pub(crate) series: BTreeMap<String, Series>,
 }
 
 impl CounterModel {
@@ -114,9 +114,8 @@ impl Model for CounterModel {
     }
 }
 
-/// The registry's entry.
-pub const ENTRY: ModelEntry = ModelEntry::of::<CounterModel>(
+/// The registry's entry: EventCounters and System.Diagnostics.Metrics instruments over time.
+pub(crate) const ENTRY: ModelEntry = ModelEntry::of::<CounterModel>(
     "counters",
-    "EventCounters and System.Diagnostics.Metrics instruments over time",
     boxed::<CounterModel>,
 );

@@ -102,7 +102,7 @@ pub struct PoolEvidence {
     /// The highest worker count set or seen.
     pub workers_max: u32,
     /// The last worker count known.
-    pub workers_last: Option<u32>,
+    pub(crate) workers_last: Option<u32>,
     /// The pool's limits (`ThreadPoolMinMaxThreads`), when the trace has them.
     pub min_max: Option<(u32, u32)>,
     /// Throughput samples (work items per second): how many, and the lowest and highest.
@@ -114,7 +114,7 @@ pub struct PoolEvidence {
     /// The most work items queued and not yet taken at once.
     pub max_backlog: u64,
     /// Workers that went idle waiting for work (`ThreadPoolWorkerThread/Wait`).
-    pub idle_waits: u64,
+    pub(crate) idle_waits: u64,
     /// The last adjustment was for starvation or blocking: a worker started now is injected.
     injecting: bool,
     /// The highest worker count the workers' own events reported (0: none seen yet).
@@ -433,10 +433,9 @@ impl Model for HangModel {
     }
 }
 
-/// The registry's entry.
-pub const ENTRY: ModelEntry = ModelEntry::of::<HangModel>(
+/// The registry's entry: blocked threads, deadlock cycles, long waits and thread-pool starvation.
+pub(crate) const ENTRY: ModelEntry = ModelEntry::of::<HangModel>(
     "hangs",
-    "blocked threads, deadlock cycles, long waits and thread-pool starvation",
     boxed::<HangModel>,
 );
 

@@ -11,7 +11,7 @@
 //! child activity whose *related* activity id is the request's, and their stops and failures
 //! carry only the child's id. A trace's events come in the order of the runtime's per-thread
 //! buffers, not of time, so each piece is kept under its id whichever comes first, and a
-//! finished request is written out once the trace has gone [`HOLD_NS`] past its stop (the
+//! finished request is written out once the trace has gone `HOLD_NS` past its stop (the
 //! stragglers of its children have come by then). Open requests are held only until then.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -27,12 +27,12 @@ use crate::sketch::{Sketch, Slowest};
 use crate::{Model, ModelEvent, Wanted};
 
 /// How long past a request's stop its events may still come (trace time, ns).
-pub const HOLD_NS: i64 = 1_000_000_000;
+pub(crate) const HOLD_NS: i64 = 1_000_000_000;
 /// Pieces of a request (or of a child operation) not completed this long after they were
 /// last seen are dropped (a stop whose start was before the trace).
 const STALE_NS: i64 = 10_000_000_000;
 /// The slowest requests kept (reports show `--top` of them).
-pub const SLOWEST_KEPT: usize = 100;
+pub(crate) const SLOWEST_KEPT: usize = 100;
 /// Distinct messages kept per host and error kind; the rest are counted together.
 const MESSAGES_KEPT: usize = 20;
 
@@ -212,7 +212,7 @@ fn make(init: &ModelInit<'_>) -> Box<dyn AnyModel> {
 
 /// The kind of error of a request that got `status` (-1: none) and failed with `message`,
 /// a child operation having failed with `child` — `None` when it succeeded.
-pub fn error_kind(status: i32, message: Option<&str>, child: Option<&'static str>) -> Option<&'static str> {
+pub(crate) fn error_kind(status: i32, message: Option<&str>, child: Option<&'static str>) -> Option<&'static str> {
     match status {
         500..=599 => return Some("5xx"),
         400..=499 => return Some("4xx"),
@@ -633,9 +633,9 @@ impl Model for HttpModel {
     }
 }
 
-/// The registry's entry.
-pub const ENTRY: ModelEntry = ModelEntry::of::<HttpModel>(
+/// The registry's entry: outgoing HTTP requests one by one: status, duration, pool queue, DNS,
+/// connect and TLS time, errors by kind.
+pub(crate) const ENTRY: ModelEntry = ModelEntry::of::<HttpModel>(
     "http",
-    "outgoing HTTP requests one by one: status, duration, pool queue, DNS, connect and TLS time, errors by kind",
     make,
 );

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use crate::stacks::StackId;
 
 /// Samples and waits kept per thread (a minute of one busy thread at 1 kHz).
-pub const MAX_PER_THREAD: usize = 60_000;
+pub(crate) const MAX_PER_THREAD: usize = 60_000;
 
 /// One thread's kernel events.
 #[derive(Clone, Debug, Default)]
@@ -24,21 +24,21 @@ struct ThreadBits {
 
 /// A stretch of a request's thread seen by the kernel: `units` ms of it on `stack`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Bit {
+pub(crate) struct Bit {
     /// When it started inside the request, ns.
-    pub ts_ns: i64,
+    pub(crate) ts_ns: i64,
     /// The stack.
-    pub stack: Option<StackId>,
+    pub(crate) stack: Option<StackId>,
     /// True when the thread ran (an on-CPU sample, or a wait for a CPU: it meant to run);
     /// false when it was blocked.
-    pub running: bool,
+    pub(crate) running: bool,
     /// How many ms (samples: one each).
-    pub units: u64,
+    pub(crate) units: u64,
 }
 
 /// Every thread's kernel events, held until no request can want them.
 #[derive(Clone, Debug, Default)]
-pub struct KernelBits {
+pub(crate) struct KernelBits {
     threads: FxHashMap<u64, ThreadBits>,
     /// Events added since the last prune.
     since_prune: usize,
@@ -46,12 +46,12 @@ pub struct KernelBits {
 
 impl KernelBits {
     /// True when any kernel event was ever added.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         !self.threads.is_empty()
     }
 
     /// An on-CPU sample of `thread` at `ts_ns`.
-    pub fn sample(&mut self, thread: u64, ts_ns: i64, stack: Option<StackId>) {
+    pub(crate) fn sample(&mut self, thread: u64, ts_ns: i64, stack: Option<StackId>) {
         let t = self.threads.entry(thread).or_default();
         if t.samples.len() >= MAX_PER_THREAD {
             t.samples.drain(..MAX_PER_THREAD / 2);
@@ -61,7 +61,7 @@ impl KernelBits {
     }
 
     /// A wait of `thread` that ended at `end_ns` after `duration_ns`.
-    pub fn wait(
+    pub(crate) fn wait(
         &mut self,
         thread: u64,
         end_ns: i64,
@@ -79,12 +79,12 @@ impl KernelBits {
     }
 
     /// True when enough was added since the last prune that one is due.
-    pub fn prune_due(&self) -> bool {
+    pub(crate) fn prune_due(&self) -> bool {
         self.since_prune >= 4096
     }
 
     /// Drops what ended before `before_ns` (no request open or settling started earlier).
-    pub fn prune(&mut self, before_ns: i64) {
+    pub(crate) fn prune(&mut self, before_ns: i64) {
         self.since_prune = 0;
         self.threads.retain(|_, t| {
             let s = t.samples.partition_point(|&(ts, _)| ts < before_ns);
@@ -97,7 +97,7 @@ impl KernelBits {
 
     /// What the kernel saw of `thread` from `start_ns` to `end_ns`, to `out`: each sample
     /// inside, and each wait's part inside (in whole ms, at least one).
-    pub fn between(&self, thread: u64, start_ns: i64, end_ns: i64, out: &mut Vec<Bit>) {
+    pub(crate) fn between(&self, thread: u64, start_ns: i64, end_ns: i64, out: &mut Vec<Bit>) {
         let Some(t) = self.threads.get(&thread) else {
             return;
         };

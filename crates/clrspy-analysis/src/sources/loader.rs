@@ -71,7 +71,7 @@ pub struct LoadStats {
     /// The loads' total duration (start to stop), ns.
     pub total_ns: i64,
     /// The longest, ns.
-    pub max_ns: i64,
+    pub(crate) max_ns: i64,
     /// The assembly that asked first (empty when unknown).
     pub requested_by: String,
     /// The resolving handler that returned it, when one did.
@@ -109,7 +109,7 @@ pub struct ModuleStats {
     /// Loads.
     pub count: u64,
     /// Collectible (its context can be unloaded).
-    pub collectible: bool,
+    pub(crate) collectible: bool,
 }
 
 /// A load started on a thread and not stopped yet.
@@ -132,15 +132,15 @@ pub struct LoaderModel {
     /// `AssemblyLoader/Stop` events.
     pub stops: u64,
     /// `AssemblyLoader/ResolutionAttempted` events.
-    pub resolution_attempts: u64,
+    pub(crate) resolution_attempts: u64,
     /// Resolving handler events (293, 294, 295).
-    pub handler_events: u64,
+    pub(crate) handler_events: u64,
     /// `AssemblyLoader/KnownPathProbed` events.
     pub probes: u64,
     /// `Loader/AssemblyLoad` events.
-    pub assembly_load_events: u64,
+    pub(crate) assembly_load_events: u64,
     /// Stops whose start came before the trace (or the window).
-    pub stops_unstarted: u64,
+    pub(crate) stops_unstarted: u64,
     /// Loads started and not stopped by the end.
     pub in_flight: u64,
     /// Loads that loaded, by (context, assembly, file).
@@ -154,7 +154,7 @@ pub struct LoaderModel {
 }
 
 /// A context's name without its instance number (`"x" Type #3` → `"x" Type`), and the number.
-pub fn context_key(raw: &str) -> (String, Option<u64>) {
+pub(crate) fn context_key(raw: &str) -> (String, Option<u64>) {
     if let Some((head, n)) = raw.rsplit_once(" #") {
         if let Ok(n) = n.parse::<u64>() {
             return (head.to_string(), Some(n));
@@ -410,9 +410,9 @@ impl Model for LoaderModel {
     }
 }
 
-/// The registry's entry.
-pub const ENTRY: ModelEntry = ModelEntry::of::<LoaderModel>(
+/// The registry's entry: assembly loads per load context, failures with their stages and probed
+/// files.
+pub(crate) const ENTRY: ModelEntry = ModelEntry::of::<LoaderModel>(
     "loader",
-    "assembly loads per load context, failures with their stages and probed files",
     boxed::<LoaderModel>,
 );

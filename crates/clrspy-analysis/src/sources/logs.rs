@@ -15,30 +15,30 @@ use crate::{Model, ModelEvent, Wanted};
 const LOGGING: &str = "Microsoft-Extensions-Logging";
 
 /// Messages kept at most (the counts cover them all).
-pub const KEPT: usize = 200;
+pub(crate) const KEPT: usize = 200;
 
 /// One log message.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LogMessage {
+pub(crate) struct LogMessage {
     /// ns since the trace start.
-    pub time_ns: i64,
+    pub(crate) time_ns: i64,
     /// `Trace`, `Debug`, `Information`, `Warning`, `Error`, `Critical`.
-    pub level: &'static str,
+    pub(crate) level: &'static str,
     /// The logger's category.
-    pub category: String,
+    pub(crate) category: String,
     /// The message as formatted.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// The app's logs.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct LogModel {
+pub(crate) struct LogModel {
     /// Messages by category, then level.
-    pub counts: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    pub(crate) counts: BTreeMap<String, BTreeMap<&'static str, u64>>,
     /// The first [`KEPT`] messages.
-    pub messages: Vec<LogMessage>,
+    pub(crate) messages: Vec<LogMessage>,
     /// Messages not kept.
-    pub not_kept: u64,
+    pub(crate) not_kept: u64,
     /// What the `FormattedMessage` events said.
     #[serde(skip)]
     formatted: Tally,
@@ -113,9 +113,9 @@ impl Model for LogModel {
     }
 }
 
-/// The registry's entry.
-pub const ENTRY: ModelEntry = ModelEntry::of::<LogModel>(
+/// The registry's entry: the app's logs (Microsoft-Extensions-Logging): counts by category and
+/// level, messages.
+pub(crate) const ENTRY: ModelEntry = ModelEntry::of::<LogModel>(
     "logs",
-    "the app's logs (Microsoft-Extensions-Logging): counts by category and level, messages",
     boxed::<LogModel>,
 );

@@ -35,7 +35,5 @@ mod kernel_bits;
 mod kestrel_links;
 mod shared;
 
-pub use shared::Durations;
-
 #[cfg(test)]
 mod tests;

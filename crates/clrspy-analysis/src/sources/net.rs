@@ -19,22 +19,22 @@ const TLS: &str = "System.Net.Security";
 
 /// One target's operations (an address, a host name).
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct TargetOps {
+pub(crate) struct TargetOps {
     /// Finished operations' durations (failed ones included).
-    pub durations: Durations,
+    pub(crate) durations: Durations,
     /// How many of them failed.
-    pub failed: u64,
+    pub(crate) failed: u64,
 }
 
 /// One kind of operation, by target.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Ops {
+pub(crate) struct Ops {
     /// By target.
-    pub targets: BTreeMap<String, TargetOps>,
+    pub(crate) targets: BTreeMap<String, TargetOps>,
     /// Started and not finished by the end.
-    pub in_flight: u64,
+    pub(crate) in_flight: u64,
     /// Stops whose start is not in the trace.
-    pub without_start: u64,
+    pub(crate) without_start: u64,
     #[serde(skip)]
     pairs: Pairs<[u8; 16], String, ()>,
     #[serde(skip)]
@@ -70,25 +70,26 @@ impl Ops {
     }
 
     /// All targets' finished operations.
-    pub fn count(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn count(&self) -> u64 {
         self.targets.values().map(|t| t.durations.count).sum()
     }
 }
 
 /// Connects, accepts, resolutions and handshakes.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct NetModel {
+pub(crate) struct NetModel {
     /// Outgoing socket connects, by address (`ip:port`, see [`socket_address`]).
-    pub connects: Ops,
+    pub(crate) connects: Ops,
     /// Accepted connections, by listening address.
-    pub accepts: Ops,
+    pub(crate) accepts: Ops,
     /// Name resolutions, by host name (or address).
-    pub resolutions: Ops,
+    pub(crate) resolutions: Ops,
     /// TLS handshakes, by target host (empty on the server side when none is asked for).
-    pub handshakes: Ops,
+    pub(crate) handshakes: Ops,
     /// Events without an activity id, not tied to their operation: the recording did not
     /// enable `System.Threading.Tasks.TplEventSource` with keyword 0x80.
-    pub without_activity_id: u64,
+    pub(crate) without_activity_id: u64,
 }
 
 impl Model for NetModel {
@@ -161,7 +162,7 @@ impl Model for NetModel {
 /// `ip:port` of an address as the sockets events write it (`SocketAddress.ToString()`:
 /// `InterNetwork:16:{p,p,a,b,c,d,...}`, `InterNetworkV6:28:{p,p,f,f,f,f,16 address bytes,...}`:
 /// the port big-endian, then the address); `None` for anything else (kept as written).
-pub fn socket_address(raw: &str) -> Option<String> {
+pub(crate) fn socket_address(raw: &str) -> Option<String> {
     let (family, rest) = raw.split_once(':')?;
     let (_, bytes) = rest.split_once(':')?;
     let bytes: Vec<u8> = bytes
@@ -184,9 +185,9 @@ pub fn socket_address(raw: &str) -> Option<String> {
     }
 }
 
-/// The registry's entry.
-pub const ENTRY: ModelEntry = ModelEntry::of::<NetModel>(
+/// The registry's entry: socket connects and accepts, name resolutions, TLS handshakes: counts,
+/// durations, failures.
+pub(crate) const ENTRY: ModelEntry = ModelEntry::of::<NetModel>(
     "net",
-    "socket connects and accepts, name resolutions, TLS handshakes: counts, durations, failures",
     boxed::<NetModel>,
 );

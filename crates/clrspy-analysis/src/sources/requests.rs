@@ -19,7 +19,7 @@
 //! on that thread (or the pass ends).
 //!
 //! With the kernel's sampler, a request's samples and waits are the kernel's
-//! (`kernel_bits`), written a drain late: a finished request settles for [`SETTLE_NS`] of
+//! (`kernel_bits`), written a drain late: a finished request settles for `SETTLE_NS` of
 //! trace time before it is counted, and takes then what the kernel saw of its threads while
 //! it ran.
 
@@ -49,11 +49,11 @@ const ENDPOINT_LOGGER: &str = "Microsoft.AspNetCore.Routing.EndpointMiddleware";
 
 /// Distinct routes kept (by endpoint name, or by raw path when no endpoint was logged); the
 /// rest are counted under [`OTHER`].
-pub const MAX_ROUTES: usize = 1000;
-/// The route of requests past [`MAX_ROUTES`].
+pub(crate) const MAX_ROUTES: usize = 1000;
+/// The route of requests past `MAX_ROUTES`.
 pub const OTHER: &str = "(other)";
 /// The slowest requests kept, with what their threads did.
-pub const SLOWEST: usize = 20;
+pub(crate) const SLOWEST: usize = 20;
 
 /// One route: its requests' durations and statuses.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -145,7 +145,7 @@ const MAX_SAMPLES: usize = 60_000;
 /// How long (trace time) a finished request waits for the kernel sampler's events of its
 /// threads: the recorder drains them every few hundred ms and writes them at the next gap
 /// between the runtime's blocks.
-pub const SETTLE_NS: i64 = 2_000_000_000;
+pub(crate) const SETTLE_NS: i64 = 2_000_000_000;
 
 /// Served requests.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -214,7 +214,7 @@ fn key(g: nettrace::Guid) -> Key {
 
 /// The route of an endpoint's name: a minimal API's `HTTP: GET /items/{id}` is its template
 /// `/items/{id}`; other names (a controller action's, a Razor page's) stay as they are.
-pub fn route_template(endpoint: &str) -> String {
+pub(crate) fn route_template(endpoint: &str) -> String {
     endpoint
         .strip_prefix("HTTP: ")
         .and_then(|rest| rest.find('/').map(|i| rest[i..].to_string()))
@@ -223,7 +223,7 @@ pub fn route_template(endpoint: &str) -> String {
 
 impl RequestModel {
     /// A model streaming its finished requests to `rows`.
-    pub fn with_rows(rows: Option<RowSink>) -> RequestModel {
+    pub(crate) fn with_rows(rows: Option<RowSink>) -> RequestModel {
         RequestModel {
             slowest: Slowest::new(SLOWEST),
             rows,
@@ -681,9 +681,9 @@ fn make(init: &ModelInit<'_>) -> Box<dyn AnyModel> {
     Box::new(RequestModel::with_rows(init.rows.cloned()))
 }
 
-/// The registry's entry.
-pub const ENTRY: ModelEntry = ModelEntry::of::<RequestModel>(
+/// The registry's entry: requests an ASP.NET Core app served, by route, the slowest with what their
+/// threads did.
+pub(crate) const ENTRY: ModelEntry = ModelEntry::of::<RequestModel>(
     "requests",
-    "requests an ASP.NET Core app served, by route, the slowest with what their threads did",
     make,
 );

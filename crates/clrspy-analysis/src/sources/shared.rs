@@ -114,17 +114,17 @@ pub(crate) fn number(d: &DecodedPayload, name: &str) -> Option<f64> {
 
 /// How long things took: count, total, the slowest, and percentiles.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Durations {
+pub(crate) struct Durations {
     /// How many finished.
-    pub count: u64,
+    pub(crate) count: u64,
     /// Their total, ms.
-    pub total_ms: f64,
+    pub(crate) total_ms: f64,
     /// The slowest, ms.
-    pub max_ms: f64,
+    pub(crate) max_ms: f64,
     /// Median, ms (after the pass).
-    pub p50_ms: f64,
+    pub(crate) p50_ms: f64,
     /// 95th percentile, ms (after the pass).
-    pub p95_ms: f64,
+    pub(crate) p95_ms: f64,
     /// Each one, µs (for the percentiles).
     #[serde(skip)]
     each_us: Vec<u32>,
@@ -132,7 +132,7 @@ pub struct Durations {
 
 impl Durations {
     /// One more, `ns` long.
-    pub fn add(&mut self, ns: i64) {
+    pub(crate) fn add(&mut self, ns: i64) {
         let ms = ns.max(0) as f64 / 1e6;
         self.count += 1;
         self.total_ms += ms;
@@ -142,7 +142,7 @@ impl Durations {
     }
 
     /// Works out the percentiles.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         let mut v = self.each_us.clone();
         v.sort_unstable();
         let at = |q: f64| -> f64 {

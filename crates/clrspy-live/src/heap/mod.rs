@@ -21,7 +21,7 @@ use clrspy_collect::StopSignal;
 use diagnostics_client::Endpoint;
 
 /// Heaps above this many bytes need a confirmation (or `--yes`).
-pub const CONFIRM_ABOVE_BYTES: u64 = 4 << 30;
+pub(crate) const CONFIRM_ABOVE_BYTES: u64 = 4 << 30;
 
 /// What to do before snapshotting a heap of a given size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub enum Consent {
 }
 
 /// Whether a snapshot of a heap of `heap_bytes` (None: unknown) may start: over
-/// [`CONFIRM_ABOVE_BYTES`] it needs `yes`, or a confirmation when stdin is a `terminal`.
+/// `CONFIRM_ABOVE_BYTES` it needs `yes`, or a confirmation when stdin is a `terminal`.
 pub fn consent(heap_bytes: Option<u64>, yes: bool, terminal: bool) -> Consent {
     let big = heap_bytes.is_some_and(|b| b > CONFIRM_ABOVE_BYTES);
     match (big, yes, terminal) {

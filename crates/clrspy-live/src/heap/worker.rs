@@ -60,7 +60,7 @@ pub struct Snapshots {
 
 /// Where a snapshot of the recording `trace` taken at `stamp` goes: beside the trace,
 /// `<stem>_<stamp>.gcdump`.
-pub fn snapshot_path(trace: &Path, stamp: &str) -> PathBuf {
+pub(crate) fn snapshot_path(trace: &Path, stamp: &str) -> PathBuf {
     let stem = trace
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -75,16 +75,16 @@ pub struct Totals {
     /// Waiting seconds by method.
     pub wait: HashMap<String, Pair>,
     /// Allocated bytes by allocating method.
-    pub alloc_by_method: HashMap<String, Pair>,
+    pub(crate) alloc_by_method: HashMap<String, Pair>,
     /// Allocated bytes by type.
-    pub alloc_by_type: HashMap<String, Pair>,
+    pub(crate) alloc_by_type: HashMap<String, Pair>,
     /// The process's CPU seconds: the threads' readings where the trace has them, else
     /// what the samples weigh.
-    pub process_cpu_s: f64,
+    pub(crate) process_cpu_s: f64,
     /// GC pause, seconds.
-    pub gc_pause_s: f64,
+    pub(crate) gc_pause_s: f64,
     /// Allocated bytes (what the allocation ticks stand for).
-    pub alloc_bytes: f64,
+    pub(crate) alloc_bytes: f64,
 }
 
 /// Adds a stack's weight: `w` to its leaf (exclusive), `w` once to each distinct name on it.

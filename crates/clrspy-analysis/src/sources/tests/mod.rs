@@ -307,26 +307,10 @@ fn raw_paths_are_capped_and_every_request_streams() {
     let path = dir.path().join("rows.jsonl");
     let sink =
         crate::rows::RowSink::new("requests", Box::new(std::fs::File::create(&path).unwrap()));
-    let header = nettrace::TraceHeader {
-        format: nettrace::FormatVersion::NetTrace4,
-        v6_minor: 0,
-        trace_object_version: 4,
-        sync_time_utc: Default::default(),
-        sync_time_ticks: 0,
-        ticks_per_second: 1_000_000_000,
-        pointer_size: 8,
-        process_id: None,
-        cpu_count: None,
-        sampling_interval_ns: Some(1_000_000),
-        key_values: Vec::new(),
-    };
     let Slot::Boxed(make) = super::requests::ENTRY.slot else {
         panic!("the requests model is boxed")
     };
-    let mut m = make(&ModelInit {
-        header: &header,
-        rows: Some(&sink),
-    });
+    let mut m = make(&ModelInit { rows: Some(&sink) });
     let n = MAX_ROUTES as i64 + 500;
     for i in 0..n {
         let mut id = [0u8; 16];
