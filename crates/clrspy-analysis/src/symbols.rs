@@ -103,6 +103,9 @@ pub struct Symbols {
     entry_ranges: Vec<(u64, u64, u32)>,
     modules: Vec<ModuleMapping>,
     frames: Vec<Frame>,
+    /// Per frame: a managed frame of a known blocking call ([`crate::cpu::is_blocking_frame`]),
+    /// decided once when it is interned (every stack of every sample asks).
+    blocking: Vec<bool>,
     frame_by_name: FxHashMap<String, FrameId>,
     /// Frame of each method, after naming.
     method_frames: Vec<FrameId>,
@@ -360,6 +363,8 @@ impl Symbols {
             return id;
         }
         let id = FrameId(self.frames.len() as u32);
+        self.blocking
+            .push(kind == FrameKind::Managed && crate::cpu::is_blocking_frame(&name));
         self.frames.push(Frame {
             name: name.clone(),
             kind,
@@ -488,6 +493,12 @@ impl Symbols {
         } else {
             self.intern(format!("[unknown 0x{ip:x}]"), FrameKind::Unknown)
         }
+    }
+
+    /// True for a managed frame of a known blocking call (`Monitor.Enter`, `Thread.Sleep`,
+    /// a socket read...: [`crate::cpu::BLOCKING_FRAMES`]).
+    pub(crate) fn is_blocking(&self, id: FrameId) -> bool {
+        self.blocking.get(id.0 as usize).copied().unwrap_or(false)
     }
 
     /// A frame's name and kind.

@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::cpu::{is_blocking_caller, is_blocking_frame};
+use crate::cpu::is_blocking_caller;
 use crate::grouping::JustMyCode;
 use crate::profile::native::{NativeGroups, NativeView};
 use crate::symbols::{FrameId, FrameKind, Symbols};
@@ -56,10 +56,7 @@ pub(super) fn is_runnable(frames: &[FrameId], symbols: &Symbols) -> bool {
 /// [`crate::cpu::BLOCKING_CALLERS`] with native code below it (its own inlined platform
 /// call). Every report sorts running from waiting by this one rule.
 pub(crate) fn blocking_call(frames: &[FrameId], symbols: &Symbols) -> Option<FrameId> {
-    let named = frames.iter().copied().find(|&f| {
-        let fr = symbols.frame(f);
-        fr.kind == FrameKind::Managed && is_blocking_frame(&fr.name)
-    });
+    let named = frames.iter().copied().find(|&f| symbols.is_blocking(f));
     named.or_else(|| blocking_caller(frames, symbols).map(|(_, f)| f))
 }
 
