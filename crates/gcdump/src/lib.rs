@@ -32,6 +32,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod error;
 mod graph;
