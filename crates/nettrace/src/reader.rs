@@ -18,7 +18,7 @@ use crate::header::TraceHeader;
 use crate::metadata::EventMetadata;
 
 /// Hard limit on one block held in memory by the streaming reader.
-pub const MAX_STREAM_BLOCK: usize = 256 << 20;
+pub(crate) const MAX_STREAM_BLOCK: usize = 256 << 20;
 
 /// A window of bytes the reader works on. Implemented for slices and `io::Read` sources.
 pub trait ByteSource {
