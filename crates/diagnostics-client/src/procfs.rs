@@ -125,7 +125,8 @@ fn parse_nspids(status: &str) -> Option<Vec<u32>> {
     (!pids.is_empty()).then_some(pids)
 }
 
-/// The pids of `pid` in each PID namespace it is in, ours first (see [`parse_nspids`]).
+/// The pids of `pid` in each PID namespace it is in (the `NSpid` line of its status), from
+/// ours (the first) to its own (the last); one value when it is in ours only.
 pub fn nspids(pid: u32) -> Option<Vec<u32>> {
     parse_nspids(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
@@ -164,7 +165,8 @@ fn parse_fs_uid(status: &str) -> Option<u32> {
     values[3].parse().ok()
 }
 
-/// The file-system uid of `pid` (see [`parse_fs_uid`]).
+/// The file-system uid of `pid` (the last value of its status's `Uid:` line): the owner of the
+/// files the process (and a program it runs, such as createdump) creates.
 pub fn fs_uid(pid: u32) -> Option<u32> {
     parse_fs_uid(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
@@ -179,7 +181,7 @@ fn parse_readable_bytes(maps: &str) -> u64 {
         .fold(0u64, u64::saturating_add)
 }
 
-/// The bytes of every readable mapping of `pid` (see [`parse_readable_bytes`]).
+/// The bytes of every readable mapping of `pid`: all the memory a core dump of it can hold.
 pub fn readable_bytes(pid: u32) -> Option<u64> {
     Some(parse_readable_bytes(
         &std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?,
@@ -394,8 +396,8 @@ fn parse_group_paths(text: &str) -> Vec<String> {
     out
 }
 
-/// The paths of the groups `pid` is in ([`parse_group_paths`]); None when its `/proc` entry
-/// cannot be read.
+/// The paths of the groups `pid` is in, one per hierarchy, in order (a path repeated on
+/// consecutive lines once); None when its `/proc` entry cannot be read.
 pub fn group_paths(pid: u32) -> Option<Vec<String>> {
     let raw = std::fs::read(format!("/proc/{pid}/cgroup")).ok()?;
     Some(parse_group_paths(&String::from_utf8_lossy(&raw)))
