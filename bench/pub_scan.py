@@ -9,7 +9,7 @@ functions, structs, enums, unions, traits, consts, statics, type aliases, module
 `#[macro_export]` macros at module level; methods and associated consts and types of
 inherent `impl` blocks; named fields of structs. Each is looked for in the other crates —
 src/, tests/, benches/ and examples/ of every other crate under crates/, bench/readbench and
-fuzz/fuzz_targets — and put in one of four groups:
+fuzz/fuzz_targets — and put in one of five groups:
 
   named    another crate names it;
   own      only the crate's own tests/, benches/, examples/ or doc examples name it (those
@@ -17,12 +17,25 @@ fuzz/fuzz_targets — and put in one of four groups:
   exposed  a type no other crate names, but in the signature of an item others see (a
            function's parameter or result, a pub field, an enum's variants): it stays as
            visible as that item;
-  unnamed  nothing outside the crate names it: a candidate for `pub(crate)` or less.
+  api      nothing outside the crate names it, but bench/pub_api.txt lists it with a reason:
+           deliberate public API of a leaf, for programs outside this workspace;
+  unnamed  nothing outside the crate names it and it is not listed: a candidate for
+           `pub(crate)` or less.
+
+bench/pub_api.txt holds one item a line, `crate item  # reason` (`nettrace
+Reader::with_source  # public API: read from any ByteSource`); the item is written as this
+script lists it: its name, or `Type::name` for a method, associated item or field (every
+item of the crate with that name counts, e.g. one method under two `#[cfg]`s). Blank lines
+and lines starting with `#` are comments. A line whose crate has no such `pub` item (gone,
+renamed or no longer `pub`), that gives no reason, or whose item another crate names anyway
+(the line is not needed) is reported as stale, so the list cannot rot.
 
 It prints the counts per crate ("(leaf)" marks the crates docs/design.md calls leaves: their
-public API is meant for programs outside this workspace too), then, unless --summary, each
-crate's unnamed items with their file and line; --all lists the own and exposed ones too;
---crate NAME keeps one crate. Exit status 0.
+public API is meant for programs outside this workspace too) and the stale lines of
+bench/pub_api.txt, then, unless --summary, each crate's unnamed items with their file and
+line; --all lists the api (with its reason), own and exposed ones too; --crate NAME keeps one
+crate (and the lines of bench/pub_api.txt about it). Exit status 0, or 1 when
+bench/pub_api.txt has stale lines.
 
 How "names it" is decided — a text heuristic, not name resolution, so read the list as
 candidates to look at:
@@ -53,7 +66,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 KEYWORDS = {"crate", "self", "super", "Self"}
-GROUPS = ("named", "own", "exposed", "unnamed")
+GROUPS = ("named", "own", "exposed", "api", "unnamed")
+API_FILE = os.path.join(ROOT, "bench", "pub_api.txt")
 # The leaves any Rust program could use (docs/design.md, GUIDE.md): their public API is meant
 # for programs outside this workspace too, so what no crate here names is not dead for that.
 LEAVES = {"nettrace", "gcdump", "readytorun", "diagnostics-client", "clrspy-values",
@@ -346,6 +360,28 @@ def doc_code(path):
     return strip("\n".join(lines), keep_docs=False)
 
 
+def api_list():
+    """The lines of bench/pub_api.txt: {(crate, item): (line number, reason)}, and the
+    problems found reading it as (line number, text)."""
+    listed, bad = {}, []
+    if not os.path.exists(API_FILE):
+        return listed, bad
+    for n, line in enumerate(read(API_FILE).splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        entry, _, reason = line.partition("#")
+        words = entry.split()
+        if len(words) != 2:
+            bad.append((n, f"not `crate item  # reason`: {line.strip()}"))
+            continue
+        if not reason.strip():
+            bad.append((n, f"{words[0]} {words[1]}: no reason given"))
+        if tuple(words) in listed:
+            bad.append((n, f"{words[0]} {words[1]}: listed twice"))
+        listed[tuple(words)] = (n, reason.strip())
+    return listed, bad
+
+
 def main():
     args = sys.argv[1:]
     summary = "--summary" in args
@@ -378,6 +414,10 @@ def main():
     words_of = {c: set(re.findall(IDENT, "\n".join(texts(code_of[c] + own_of[c]))))
                 for c in crates}
     words_outside = set(re.findall(IDENT, "\n".join(texts(outside))))
+    listed, stale = api_list()
+    for (c, item), (n, _) in listed.items():
+        if c not in libs:
+            stale.append((n, f"{c} {item}: no library crate {c}"))
     rows, lists = [], []
     for c in libs:
         if only and c != only:
@@ -423,6 +463,20 @@ def main():
                 groups["own"].append(m)
             else:
                 groups["unnamed"].append(m)
+        # Unnamed items bench/pub_api.txt explains: api.
+        display = {i: f"{i[5]}::{i[1]}" if i[5] else i[1]
+                   for g in groups.values() for i in g}
+        groups["api"] = [i for i in groups["unnamed"] if (c, display[i]) in listed]
+        groups["unnamed"] = [i for i in groups["unnamed"] if (c, display[i]) not in listed]
+        for (lc, item), (n, _) in listed.items():
+            if lc != c:
+                continue
+            found = [i for g in groups.values() for i in g if display[i] == item]
+            if not found:
+                stale.append((n, f"{c} {item}: no such pub item"))
+            elif not any(display[i] == item for i in groups["api"]):
+                stale.append((n, f"{c} {item}: another crate names it (the line is not "
+                                 f"needed)"))
         counts = [sum(len(v) for v in groups.values())] + [len(groups[g]) for g in GROUPS]
         rows.append((c, *counts))
         lists.append((c, groups))
@@ -433,10 +487,17 @@ def main():
         print(f"{label:<{w}}  {r[1]:>5}" + "".join(f"  {n:>7}" for n in r[2:]))
     t = [sum(r[i] for r in rows) for i in range(1, len(GROUPS) + 2)]
     print(f"{'total':<{w}}  {t[0]:>5}" + "".join(f"  {n:>7}" for n in t[1:]))
+    if only:
+        stale = [x for x in stale if x[1].split()[0] == only]
+    if stale:
+        print(f"\n{os.path.relpath(API_FILE, ROOT)}: {len(stale)} stale")
+        for n, text in sorted(stale):
+            print(f"  line {n}: {text}")
+    status = 1 if stale else 0
     if summary:
-        return 0
+        return status
     for c, groups in lists:
-        for g in ("unnamed", "exposed", "own") if own_too else ("unnamed",):
+        for g in ("unnamed", "api", "exposed", "own") if own_too else ("unnamed",):
             items = groups[g]
             if not items:
                 continue
@@ -444,8 +505,9 @@ def main():
             for kind, name, path, line, _, owner in sorted(items,
                                                            key=lambda x: (x[0], x[2], x[3])):
                 name = f"{owner}::{name}" if owner else name
-                print(f"  {kind:<12} {name:<48} {path}:{line}")
-    return 0
+                why = f"  # {listed[(c, name)][1]}" if g == "api" else ""
+                print(f"  {kind:<12} {name:<48} {path}:{line}{why}")
+    return status
 
 
 if __name__ == "__main__":

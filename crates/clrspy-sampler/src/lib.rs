@@ -15,6 +15,7 @@
 //! to allow it, so the caller can fall back to the runtime's sampler with one clear line.
 
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 #[cfg(target_os = "linux")]
 mod linux;

@@ -39,10 +39,10 @@ pub(crate) enum Record<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UserStack<'a> {
     /// The registers (absent when the sample was taken in a kernel thread's context).
-    pub regs: Option<crate::unwind::Regs>,
+    pub(crate) regs: Option<crate::unwind::Regs>,
     /// The stack from `regs.sp` up, as much as the kernel copied (borrowed from the ring's
     /// scratch buffer: no copy per sample).
-    pub copy: &'a [u8],
+    pub(crate) copy: &'a [u8],
 }
 
 /// Callchain entries at or above this value are context markers (`PERF_CONTEXT_*`).

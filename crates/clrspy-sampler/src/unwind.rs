@@ -24,11 +24,11 @@ use gimli::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Regs {
     /// `rbp`.
-    pub bp: u64,
+    pub(crate) bp: u64,
     /// `rsp`.
-    pub sp: u64,
+    pub(crate) sp: u64,
     /// `rip`.
-    pub ip: u64,
+    pub(crate) ip: u64,
 }
 
 /// `sample_regs_user` for [`Regs`]: BP, SP, IP.

@@ -12,6 +12,7 @@
 //! Errors are [`ValueError`]s that name the bad value and say what a good one looks like.
 
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod duration;
 pub mod pattern;

@@ -75,7 +75,7 @@ fn detect(proc_dir: &Path, root: &Path, env: &dyn Fn(&str) -> Option<String>) ->
 /// The container runtime and id a `/proc/PID/cgroup` shows: a 64-hex-digit path part
 /// (`/docker/ID`, `docker-ID.scope`, `cri-containerd-ID.scope`, `crio-ID.scope`,
 /// `libpod-ID.scope`, `/kubepods/.../ID`).
-pub fn parse_cgroup(text: &str) -> (Option<&'static str>, Option<String>) {
+fn parse_cgroup(text: &str) -> (Option<&'static str>, Option<String>) {
     for (_, _, path) in procfs::parse_cgroup_lines(text) {
         for part in path.split('/').rev() {
             let Some(id) = hex64_in(part) else { continue };
@@ -100,7 +100,7 @@ pub fn parse_cgroup(text: &str) -> (Option<&'static str>, Option<String>) {
 
 /// The container id in `/proc/PID/mountinfo`: docker and podman bind-mount the container's
 /// own `hostname`/`hosts`/`resolv.conf` from a folder named after it.
-pub fn id_from_mountinfo(text: &str) -> Option<String> {
+fn id_from_mountinfo(text: &str) -> Option<String> {
     text.lines()
         .filter(|l| {
             l.contains(" /etc/hostname ")

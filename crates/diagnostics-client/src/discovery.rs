@@ -37,7 +37,7 @@ pub(crate) fn parse_name(name: &str) -> Option<u32> {
 /// after boot (field 22 of `/proc/<pid>/stat`): a key other than the start of the process now
 /// holding the number is not its. False when that cannot be told (another time namespace,
 /// an unreadable `/proc`, other systems).
-pub fn stale_socket(name: &str, pid: u32) -> bool {
+pub(crate) fn stale_socket(name: &str, pid: u32) -> bool {
     #[cfg(target_os = "linux")]
     {
         let Some(key) = socket_key(name).filter(|&k| k != 0) else {

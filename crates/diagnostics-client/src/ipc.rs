@@ -5,18 +5,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The header magic, NUL included.
-pub const MAGIC: &[u8; 14] = b"DOTNET_IPC_V1\0";
+pub(crate) const MAGIC: &[u8; 14] = b"DOTNET_IPC_V1\0";
 /// Header size in bytes.
 pub const HEADER_SIZE: usize = 20;
 /// Largest reply payload accepted (ProcessEnvironment replies can be large; dumps are not sent).
-pub const MAX_PAYLOAD: usize = 16 << 20;
+pub(crate) const MAX_PAYLOAD: usize = 16 << 20;
 
 /// Command set of server replies.
-pub const SERVER_COMMAND_SET: u8 = 0xFF;
+pub(crate) const SERVER_COMMAND_SET: u8 = 0xFF;
 /// Reply command id: OK.
-pub const SERVER_OK: u8 = 0x00;
+pub(crate) const SERVER_OK: u8 = 0x00;
 /// Reply command id: error (payload: a 32-bit HRESULT).
-pub const SERVER_ERROR: u8 = 0xFF;
+pub(crate) const SERVER_ERROR: u8 = 0xFF;
 
 /// What can go wrong talking to a runtime.
 #[derive(Debug, thiserror::Error)]
@@ -70,10 +70,10 @@ impl Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// The runtime's "unknown command" HRESULT: the runtime is older than the command.
-pub const E_UNKNOWN_COMMAND: u32 = 0x8013_1385;
+pub(crate) const E_UNKNOWN_COMMAND: u32 = 0x8013_1385;
 
 /// A readable name for the runtime's diagnostics HRESULTs.
-pub fn describe_hresult(hr: u32) -> String {
+pub(crate) fn describe_hresult(hr: u32) -> String {
     let what = match hr {
         E_UNKNOWN_COMMAND => "unknown command (the runtime is older than this command)",
         0x8013_1384 => {
@@ -170,7 +170,7 @@ impl Connection {
     }
 
     /// Sets the read and write timeouts.
-    pub fn set_timeouts(&self, timeout: Duration) -> Result<()> {
+    pub(crate) fn set_timeouts(&self, timeout: Duration) -> Result<()> {
         self.stream
             .set_read_timeout(Some(timeout))
             .and_then(|_| self.stream.set_write_timeout(Some(timeout)))

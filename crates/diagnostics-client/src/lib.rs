@@ -23,6 +23,7 @@
 //! in; [`rooted`] opens the paths a process chose (its dump folder, its temporary folder) below
 //! its own root, never through a link.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod connect;
 pub mod container;
@@ -39,13 +40,13 @@ mod reverse;
 pub mod rooted;
 mod watcher;
 
-pub use discovery::{container_folder, find_endpoints, stale_socket, ContainerFolder, Endpoint};
+pub use discovery::{container_folder, find_endpoints, ContainerFolder, Endpoint};
 pub use dump::{generate_core_dump, DumpFlags, DumpType};
 pub use eventpipe::{
     start_session, stop_session, Provider, Session, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,
 };
 pub use hub::{Admission, HeldRuntime, ReverseHub};
-pub use ipc::{describe_hresult, Connection, Connector, Error, Header, Result, HEADER_SIZE};
+pub use ipc::{Connection, Connector, Error, Header, Result, HEADER_SIZE};
 pub use listing::{list_runtimes, RuntimeListing};
 pub use process::{
     apply_startup_hook, disable_perf_map, enable_perf_map, parse_environment, parse_process_info,

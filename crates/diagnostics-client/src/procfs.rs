@@ -76,7 +76,7 @@ pub fn clock_ticks_per_second() -> Option<u64> {
 }
 
 /// Parses the boot time (`btime`, seconds since the Unix epoch) from the text of `/proc/stat`.
-pub fn parse_boot_time(stat: &str) -> Option<u64> {
+fn parse_boot_time(stat: &str) -> Option<u64> {
     stat.lines()
         .find_map(|l| l.strip_prefix("btime "))?
         .trim()
@@ -93,7 +93,7 @@ pub fn time_after_boot(ticks: u64) -> Option<SystemTime> {
 }
 
 /// Parses the seconds since boot (the first number) from the text of `/proc/uptime`.
-pub fn parse_uptime(uptime: &str) -> Option<f64> {
+fn parse_uptime(uptime: &str) -> Option<f64> {
     uptime
         .split_whitespace()
         .next()?
@@ -115,7 +115,7 @@ pub fn age(pid: u32) -> Option<Duration> {
 
 /// Parses the `NSpid` line of `/proc/PID/status`: the process's pid in each PID namespace it
 /// is in, from ours (the first) to its own (the last). One value: it is in ours only.
-pub fn parse_nspids(status: &str) -> Option<Vec<u32>> {
+fn parse_nspids(status: &str) -> Option<Vec<u32>> {
     let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
     let pids: Vec<u32> = line
         .split_whitespace()
@@ -125,7 +125,8 @@ pub fn parse_nspids(status: &str) -> Option<Vec<u32>> {
     (!pids.is_empty()).then_some(pids)
 }
 
-/// The pids of `pid` in each PID namespace it is in, ours first (see [`parse_nspids`]).
+/// The pids of `pid` in each PID namespace it is in (the `NSpid` line of its status), from
+/// ours (the first) to its own (the last); one value when it is in ours only.
 pub fn nspids(pid: u32) -> Option<Vec<u32>> {
     parse_nspids(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
@@ -138,7 +139,7 @@ pub fn namespace_pid(pid: u32) -> Option<u32> {
 }
 
 /// Parses the real uid (the first value of the `Uid:` line) of `/proc/PID/status`.
-pub fn parse_uid(status: &str) -> Option<u32> {
+fn parse_uid(status: &str) -> Option<u32> {
     status
         .lines()
         .find(|l| l.starts_with("Uid:"))?
@@ -155,7 +156,7 @@ pub fn uid(pid: u32) -> Option<u32> {
 
 /// Parses the file-system uid (the last value of the `Uid:` line) of `/proc/PID/status`: the
 /// owner of the files the process (and a program it runs, such as createdump) creates.
-pub fn parse_fs_uid(status: &str) -> Option<u32> {
+fn parse_fs_uid(status: &str) -> Option<u32> {
     let line = status.lines().find(|l| l.starts_with("Uid:"))?;
     let values: Vec<&str> = line.split_whitespace().skip(1).collect();
     if values.len() != 4 {
@@ -164,14 +165,15 @@ pub fn parse_fs_uid(status: &str) -> Option<u32> {
     values[3].parse().ok()
 }
 
-/// The file-system uid of `pid` (see [`parse_fs_uid`]).
+/// The file-system uid of `pid` (the last value of its status's `Uid:` line): the owner of the
+/// files the process (and a program it runs, such as createdump) creates.
 pub fn fs_uid(pid: u32) -> Option<u32> {
     parse_fs_uid(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
 
 /// The bytes of every readable mapping in `maps` (the text of `/proc/PID/maps`): all the
 /// memory a core dump of the process can hold.
-pub fn parse_readable_bytes(maps: &str) -> u64 {
+fn parse_readable_bytes(maps: &str) -> u64 {
     maps.lines()
         .filter_map(parse_maps_line)
         .filter(|m| m.perms.starts_with('r'))
@@ -179,7 +181,7 @@ pub fn parse_readable_bytes(maps: &str) -> u64 {
         .fold(0u64, u64::saturating_add)
 }
 
-/// The bytes of every readable mapping of `pid` (see [`parse_readable_bytes`]).
+/// The bytes of every readable mapping of `pid`: all the memory a core dump of it can hold.
 pub fn readable_bytes(pid: u32) -> Option<u64> {
     Some(parse_readable_bytes(
         &std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?,
@@ -187,7 +189,7 @@ pub fn readable_bytes(pid: u32) -> Option<u64> {
 }
 
 /// Parses the resident memory (the `VmRSS:` line, kB) of `/proc/PID/status`, in bytes.
-pub fn parse_resident_bytes(status: &str) -> Option<u64> {
+fn parse_resident_bytes(status: &str) -> Option<u64> {
     let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
     let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kb * 1024)
@@ -207,7 +209,7 @@ pub fn comm(pid: u32) -> Option<String> {
 
 /// Splits the bytes of `/proc/PID/cmdline` (arguments each ended by a NUL) into the
 /// arguments, empty ones left out; bytes that are not UTF-8 are replaced.
-pub fn parse_cmdline(raw: &[u8]) -> Vec<String> {
+fn parse_cmdline(raw: &[u8]) -> Vec<String> {
     raw.split(|&b| b == 0)
         .filter(|a| !a.is_empty())
         .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -386,7 +388,7 @@ pub fn parse_cgroup_lines(text: &str) -> impl Iterator<Item = (&str, &str, &str)
 
 /// The group paths of a `/proc/<pid>/cgroup` text, one per hierarchy, in order (a path
 /// repeated on consecutive lines once).
-pub fn parse_group_paths(text: &str) -> Vec<String> {
+fn parse_group_paths(text: &str) -> Vec<String> {
     let mut out: Vec<String> = parse_cgroup_lines(text)
         .map(|(_, _, p)| p.to_string())
         .collect();
@@ -394,8 +396,8 @@ pub fn parse_group_paths(text: &str) -> Vec<String> {
     out
 }
 
-/// The paths of the groups `pid` is in ([`parse_group_paths`]); None when its `/proc` entry
-/// cannot be read.
+/// The paths of the groups `pid` is in, one per hierarchy, in order (a path repeated on
+/// consecutive lines once); None when its `/proc` entry cannot be read.
 pub fn group_paths(pid: u32) -> Option<Vec<String>> {
     let raw = std::fs::read(format!("/proc/{pid}/cgroup")).ok()?;
     Some(parse_group_paths(&String::from_utf8_lossy(&raw)))

@@ -42,7 +42,7 @@ struct Folder {
     settled: bool,
     sockets: HashMap<u32, (SystemTime, PathBuf)>,
     /// Sockets whose process was gone when first listed, or an earlier process's of the same
-    /// number (see [`stale_socket`](crate::stale_socket)): left behind (a crash), never looked
+    /// number (see [`stale_socket`](crate::discovery::stale_socket)): left behind (a crash), never looked
     /// at again (a reused pid's runtime makes a socket of another name).
     dead: HashSet<std::ffi::OsString>,
     /// A container's folder: the one pid (inside) whose socket is wanted, and its pid here.
@@ -85,7 +85,10 @@ impl Folder {
                 continue;
             }
             // An earlier process's of the same number, left behind.
-            if name.to_str().is_some_and(|n| crate::stale_socket(n, here)) {
+            if name
+                .to_str()
+                .is_some_and(|n| crate::discovery::stale_socket(n, here))
+            {
                 dead.insert(name);
                 continue;
             }

@@ -221,13 +221,13 @@ impl GraphBuilder {
 
 /// The reader's way in: it fills the arrays directly.
 pub(crate) struct RawGraph {
-    pub types: Vec<TypeInfo>,
-    pub node_type: Vec<TypeIndex>,
-    pub node_size: Vec<u32>,
-    pub node_address: Vec<u64>,
-    pub child_start: Vec<u64>,
-    pub children: Vec<NodeIndex>,
-    pub root: NodeIndex,
+    pub(crate) types: Vec<TypeInfo>,
+    pub(crate) node_type: Vec<TypeIndex>,
+    pub(crate) node_size: Vec<u32>,
+    pub(crate) node_address: Vec<u64>,
+    pub(crate) child_start: Vec<u64>,
+    pub(crate) children: Vec<NodeIndex>,
+    pub(crate) root: NodeIndex,
 }
 
 impl From<RawGraph> for Graph {

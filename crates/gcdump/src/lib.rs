@@ -6,7 +6,7 @@
 //!
 //! This crate reads and writes that file and knows nothing of how a graph was collected.
 //! [`Graph`] keeps the graph in compact arrays (about 24 bytes a node and 4 an edge);
-//! [`GraphBuilder`] makes one; [`write`] and [`read`] turn it into bytes and back. The reader
+//! [`GraphBuilder`] makes one; [`write()`] and [`read()`] turn it into bytes and back. The reader
 //! never panics on input: a damaged file gives an [`Error`] naming the offset and what was
 //! expected, and no allocation is sized by a count the file claims beyond what its bytes can
 //! hold.
@@ -32,6 +32,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod error;
 mod graph;

@@ -4,55 +4,55 @@
 use crate::error::{Error, ErrorKind};
 
 /// The stream's header string.
-pub const HEADER: &str = "!FastSerialization.1";
+pub(crate) const HEADER: &str = "!FastSerialization.1";
 
 /// Tags (one byte each) that frame objects and references.
-pub mod tag {
+pub(crate) mod tag {
     /// A null object reference.
-    pub const NULL_REFERENCE: u8 = 1;
+    pub(crate) const NULL_REFERENCE: u8 = 1;
     /// A reference to an object already in the stream (a 4-byte label follows).
-    pub const OBJECT_REFERENCE: u8 = 2;
+    pub(crate) const OBJECT_REFERENCE: u8 = 2;
     /// The start of an object.
-    pub const BEGIN_OBJECT: u8 = 4;
+    pub(crate) const BEGIN_OBJECT: u8 = 4;
     /// The start of an object that is never referenced.
-    pub const BEGIN_PRIVATE_OBJECT: u8 = 5;
+    pub(crate) const BEGIN_PRIVATE_OBJECT: u8 = 5;
     /// The end of an object.
-    pub const END_OBJECT: u8 = 6;
+    pub(crate) const END_OBJECT: u8 = 6;
     /// A tagged byte.
-    pub const BYTE: u8 = 8;
+    pub(crate) const BYTE: u8 = 8;
     /// A tagged 16-bit integer.
-    pub const INT16: u8 = 9;
+    pub(crate) const INT16: u8 = 9;
     /// A tagged 32-bit integer.
-    pub const INT32: u8 = 10;
+    pub(crate) const INT32: u8 = 10;
     /// A tagged 64-bit integer.
-    pub const INT64: u8 = 11;
+    pub(crate) const INT64: u8 = 11;
     /// A region a reader may skip: a forward-reference index (whose table entry is where the
     /// region ends), then an object.
-    pub const SKIP_REGION: u8 = 12;
+    pub(crate) const SKIP_REGION: u8 = 12;
     /// A tagged string.
-    pub const STRING: u8 = 13;
+    pub(crate) const STRING: u8 = 13;
 }
 
 /// A bounds-checked cursor over the file's bytes.
-pub struct Cursor<'a> {
-    pub bytes: &'a [u8],
-    pub pos: usize,
+pub(crate) struct Cursor<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 impl<'a> Cursor<'a> {
-    pub fn new(bytes: &'a [u8]) -> Cursor<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Cursor<'a> {
         Cursor { bytes, pos: 0 }
     }
 
-    pub fn err(&self, kind: ErrorKind) -> Error {
+    pub(crate) fn err(&self, kind: ErrorKind) -> Error {
         Error::at(self.pos, kind)
     }
 
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.bytes.len().saturating_sub(self.pos)
     }
 
-    pub fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], Error> {
+    pub(crate) fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], Error> {
         if self.remaining() < n {
             return Err(self.err(ErrorKind::Truncated { what }));
         }
@@ -61,36 +61,36 @@ impl<'a> Cursor<'a> {
         Ok(s)
     }
 
-    pub fn u8(&mut self, what: &'static str) -> Result<u8, Error> {
+    pub(crate) fn u8(&mut self, what: &'static str) -> Result<u8, Error> {
         Ok(self.take(1, what)?[0])
     }
 
-    pub fn peek(&self) -> Option<u8> {
+    pub(crate) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
 
-    pub fn i32(&mut self, what: &'static str) -> Result<i32, Error> {
+    pub(crate) fn i32(&mut self, what: &'static str) -> Result<i32, Error> {
         let b = self.take(4, what)?;
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    pub fn u32(&mut self, what: &'static str) -> Result<u32, Error> {
+    pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, Error> {
         Ok(self.i32(what)? as u32)
     }
 
-    pub fn i64(&mut self, what: &'static str) -> Result<i64, Error> {
+    pub(crate) fn i64(&mut self, what: &'static str) -> Result<i64, Error> {
         let b = self.take(8, what)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(i64::from_le_bytes(a))
     }
 
-    pub fn f32(&mut self, what: &'static str) -> Result<f32, Error> {
+    pub(crate) fn f32(&mut self, what: &'static str) -> Result<f32, Error> {
         Ok(f32::from_bits(self.u32(what)?))
     }
 
     /// A count that must fit in what is left, `unit` bytes an item at least.
-    pub fn count(&mut self, what: &'static str, unit: usize) -> Result<usize, Error> {
+    pub(crate) fn count(&mut self, what: &'static str, unit: usize) -> Result<usize, Error> {
         let at = self.pos;
         let v = self.i32(what)?;
         if v < 0 {
@@ -117,7 +117,7 @@ impl<'a> Cursor<'a> {
         Ok(n)
     }
 
-    pub fn string(&mut self, what: &'static str) -> Result<Option<String>, Error> {
+    pub(crate) fn string(&mut self, what: &'static str) -> Result<Option<String>, Error> {
         let at = self.pos;
         let len = self.i32(what)?;
         if len == -1 {
@@ -176,7 +176,7 @@ impl<'a> Cursor<'a> {
         Ok(v as u16)
     }
 
-    pub fn expect_tag(
+    pub(crate) fn expect_tag(
         &mut self,
         want: u8,
         expected: &'static str,
@@ -197,7 +197,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The graph blob's compressed signed integer.
-    pub fn compressed(&mut self, what: &'static str) -> Result<i32, Error> {
+    pub(crate) fn compressed(&mut self, what: &'static str) -> Result<i32, Error> {
         let b0 = self.u8(what)?;
         // Sign-extend the first byte's 7 value bits.
         let mut v: i64 = i64::from(((b0 << 1) as i8) >> 1);
@@ -230,27 +230,27 @@ impl<'a> Cursor<'a> {
 
 /// Little-endian writing into a growing buffer.
 #[derive(Default)]
-pub struct Out {
-    pub buf: Vec<u8>,
+pub(crate) struct Out {
+    pub(crate) buf: Vec<u8>,
 }
 
 impl Out {
-    pub fn pos(&self) -> u32 {
+    pub(crate) fn pos(&self) -> u32 {
         self.buf.len() as u32
     }
-    pub fn u8(&mut self, v: u8) {
+    pub(crate) fn u8(&mut self, v: u8) {
         self.buf.push(v);
     }
-    pub fn i32(&mut self, v: i32) {
+    pub(crate) fn i32(&mut self, v: i32) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
-    pub fn i64(&mut self, v: i64) {
+    pub(crate) fn i64(&mut self, v: i64) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
-    pub fn f32(&mut self, v: f32) {
+    pub(crate) fn f32(&mut self, v: f32) {
         self.buf.extend_from_slice(&v.to_bits().to_le_bytes());
     }
-    pub fn string(&mut self, s: Option<&str>) {
+    pub(crate) fn string(&mut self, s: Option<&str>) {
         let Some(s) = s else {
             self.i32(-1);
             return;
@@ -274,7 +274,7 @@ impl Out {
 }
 
 /// Appends `v` as a compressed signed integer (big-endian 7-bit groups, high bit = more).
-pub fn put_compressed(buf: &mut Vec<u8>, v: i32) {
+pub(crate) fn put_compressed(buf: &mut Vec<u8>, v: i32) {
     let v = i64::from(v);
     // The fewest groups whose sign-extended value is v.
     let mut groups = 1;

@@ -10,12 +10,12 @@ use crate::{Graph, HeapDump};
 
 /// Type names and versions the readers of the format check.
 pub(crate) mod names {
-    pub const HEAP_DUMP: &str = "GCHeapDump";
-    pub const HEAP_DUMP_VERSION: i32 = 10;
-    pub const HEAP_DUMP_MIN_READER: i32 = 8;
-    pub const MEMORY_GRAPH: &str = "Graphs.MemoryGraph";
-    pub const MEMORY_GRAPH_VERSION: i32 = 1;
-    pub const DOTNET_HEAP_INFO: &str = "DotNetHeapInfo";
+    pub(crate) const HEAP_DUMP: &str = "GCHeapDump";
+    pub(crate) const HEAP_DUMP_VERSION: i32 = 10;
+    pub(crate) const HEAP_DUMP_MIN_READER: i32 = 8;
+    pub(crate) const MEMORY_GRAPH: &str = "Graphs.MemoryGraph";
+    pub(crate) const MEMORY_GRAPH_VERSION: i32 = 1;
+    pub(crate) const DOTNET_HEAP_INFO: &str = "DotNetHeapInfo";
 }
 
 /// Writes `dump` to `w` as a `.gcdump`.

@@ -6,7 +6,7 @@ use crate::value::{Guid, SystemTime};
 
 /// A read past the end of the data, or a value that does not fit its declared encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CursorError {
+pub(crate) enum CursorError {
     /// `needed` bytes were wanted at `offset` but only `available` remained.
     Eof {
         /// Absolute offset (the cursor's base plus position) of the failed read.
@@ -21,15 +21,6 @@ pub enum CursorError {
         /// Absolute offset where the integer started.
         offset: u64,
     },
-}
-
-impl CursorError {
-    /// The absolute offset at which the read failed.
-    pub fn offset(&self) -> u64 {
-        match *self {
-            CursorError::Eof { offset, .. } | CursorError::BadVarInt { offset } => offset,
-        }
-    }
 }
 
 impl std::fmt::Display for CursorError {
@@ -48,7 +39,7 @@ impl std::error::Error for CursorError {}
 /// A cursor over a byte slice. `base` is the absolute offset of the slice's first byte in the
 /// whole stream, so errors can name file offsets.
 #[derive(Clone, Copy, Debug)]
-pub struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     data: &'a [u8],
     pos: usize,
     base: u64,
@@ -58,7 +49,7 @@ macro_rules! read_le {
     ($name:ident, $ty:ty, $n:expr) => {
         #[doc = concat!("Reads a little-endian `", stringify!($ty), "`.")]
         #[inline]
-        pub fn $name(&mut self) -> Result<$ty, CursorError> {
+        pub(crate) fn $name(&mut self) -> Result<$ty, CursorError> {
             let b = self.array::<$n>()?;
             Ok(<$ty>::from_le_bytes(b))
         }
@@ -68,37 +59,37 @@ macro_rules! read_le {
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `data`, whose first byte sits at absolute offset `base`.
     #[inline]
-    pub fn new(data: &'a [u8], base: u64) -> Cursor<'a> {
+    pub(crate) fn new(data: &'a [u8], base: u64) -> Cursor<'a> {
         Cursor { data, pos: 0, base }
     }
 
     /// Position within the slice.
     #[inline]
-    pub fn position(&self) -> usize {
+    pub(crate) fn position(&self) -> usize {
         self.pos
     }
 
     /// Absolute offset of the next byte.
     #[inline]
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.base + self.pos as u64
     }
 
     /// Bytes left.
     #[inline]
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 
     /// True when nothing is left.
     #[inline]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.pos >= self.data.len()
     }
 
     /// The unread rest of the slice.
     #[inline]
-    pub fn rest(&self) -> &'a [u8] {
+    pub(crate) fn rest(&self) -> &'a [u8] {
         &self.data[self.pos..]
     }
 
@@ -113,7 +104,7 @@ impl<'a> Cursor<'a> {
 
     /// Takes the next `n` bytes.
     #[inline]
-    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], CursorError> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], CursorError> {
         if n > self.remaining() {
             return Err(self.eof(n));
         }
@@ -124,13 +115,13 @@ impl<'a> Cursor<'a> {
 
     /// Skips `n` bytes.
     #[inline]
-    pub fn skip(&mut self, n: usize) -> Result<(), CursorError> {
+    pub(crate) fn skip(&mut self, n: usize) -> Result<(), CursorError> {
         self.bytes(n).map(|_| ())
     }
 
     /// Reads a fixed-size array.
     #[inline]
-    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], CursorError> {
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], CursorError> {
         let s = self.bytes(N)?;
         let mut out = [0u8; N];
         out.copy_from_slice(s);
@@ -139,7 +130,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads one byte.
     #[inline]
-    pub fn u8(&mut self) -> Result<u8, CursorError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, CursorError> {
         match self.data.get(self.pos) {
             Some(&b) => {
                 self.pos += 1;
@@ -158,24 +149,14 @@ impl<'a> Cursor<'a> {
     read_le!(f32, f32, 4);
     read_le!(f64, f64, 8);
 
-    /// Reads a pointer-sized unsigned value (`pointer_size` 4 or 8; anything else reads 8).
-    #[inline]
-    pub fn pointer(&mut self, pointer_size: u8) -> Result<u64, CursorError> {
-        if pointer_size == 4 {
-            self.u32().map(u64::from)
-        } else {
-            self.u64()
-        }
-    }
-
     /// Reads a GUID.
     #[inline]
-    pub fn guid(&mut self) -> Result<Guid, CursorError> {
+    pub(crate) fn guid(&mut self) -> Result<Guid, CursorError> {
         self.array::<16>().map(Guid)
     }
 
     /// Reads a `SYSTEMTIME` (eight little-endian `u16`).
-    pub fn system_time(&mut self) -> Result<SystemTime, CursorError> {
+    pub(crate) fn system_time(&mut self) -> Result<SystemTime, CursorError> {
         Ok(SystemTime {
             year: self.u16()?,
             month: self.u16()?,
@@ -190,7 +171,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads a LEB128-style unsigned integer of at most 64 bits.
     #[inline(always)]
-    pub fn varu64(&mut self) -> Result<u64, CursorError> {
+    pub(crate) fn varu64(&mut self) -> Result<u64, CursorError> {
         // Most values in traces fit in one byte.
         if let Some(&b) = self.data.get(self.pos) {
             if b < 0x80 {
@@ -244,7 +225,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads a LEB128-style unsigned integer that must fit in 32 bits.
     #[inline(always)]
-    pub fn varu32(&mut self) -> Result<u32, CursorError> {
+    pub(crate) fn varu32(&mut self) -> Result<u32, CursorError> {
         if let Some(&b) = self.data.get(self.pos) {
             if b < 0x80 {
                 self.pos += 1;
@@ -258,14 +239,14 @@ impl<'a> Cursor<'a> {
 
     /// Reads a zig-zag encoded signed integer.
     #[inline]
-    pub fn vari64(&mut self) -> Result<i64, CursorError> {
+    pub(crate) fn vari64(&mut self) -> Result<i64, CursorError> {
         let v = self.varu64()?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
     }
 
     /// Reads a NUL-terminated UTF-16LE string (the terminator is consumed, not returned). A
     /// missing terminator is an error. Invalid UTF-16 is replaced with U+FFFD.
-    pub fn utf16z(&mut self) -> Result<String, CursorError> {
+    pub(crate) fn utf16z(&mut self) -> Result<String, CursorError> {
         let rest = self.rest();
         let units = rest.len() / 2;
         let Some(n) = (0..units).find(|&i| rest[2 * i] == 0 && rest[2 * i + 1] == 0) else {
@@ -293,16 +274,8 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a UTF-8 string prefixed with its byte length as a `varuint32` (NetTrace V6).
-    pub fn utf8_varlen(&mut self) -> Result<String, CursorError> {
+    pub(crate) fn utf8_varlen(&mut self) -> Result<String, CursorError> {
         let n = self.varu32()? as usize;
-        let b = self.bytes(n)?;
-        Ok(String::from_utf8_lossy(b).into_owned())
-    }
-
-    /// Reads a UTF-8 string prefixed with its byte length as a little-endian `u32`
-    /// (FastSerialization strings).
-    pub fn utf8_u32len(&mut self) -> Result<String, CursorError> {
-        let n = self.u32()? as usize;
         let b = self.bytes(n)?;
         Ok(String::from_utf8_lossy(b).into_owned())
     }

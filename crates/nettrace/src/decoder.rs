@@ -26,7 +26,7 @@ static NEXT_METADATA_KEY: AtomicU64 = AtomicU64::new(1);
 /// Metadata ids below this are kept in a vector; larger ones in a map.
 const DENSE_METADATA_IDS: u32 = 1 << 16;
 /// Hard limit on one stack's size in bytes.
-pub const MAX_STACK_BYTES: u32 = 1 << 20;
+pub(crate) const MAX_STACK_BYTES: u32 = 1 << 20;
 /// Stack ids above `base + this` go to the sparse map.
 const DENSE_STACK_SPAN: u32 = 1 << 20;
 
@@ -167,9 +167,9 @@ impl StackTable {
 
 /// The decoding state.
 pub(crate) struct Decoder {
-    pub header: TraceHeader,
-    pub clock: Clock,
-    pub stats: TraceStats,
+    pub(crate) header: TraceHeader,
+    pub(crate) clock: Clock,
+    pub(crate) stats: TraceStats,
     framing: Framing,
     dense_metadata: Vec<Option<Box<EventMetadata>>>,
     sparse_metadata: HashMap<u32, Box<EventMetadata>>,

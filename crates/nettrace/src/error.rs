@@ -36,7 +36,7 @@ pub enum BlockKind {
 
 impl BlockKind {
     /// The V6 block kind for a kind byte.
-    pub fn from_v6(kind: u8) -> BlockKind {
+    pub(crate) fn from_v6(kind: u8) -> BlockKind {
         match kind {
             0 => BlockKind::EndOfStream,
             1 => BlockKind::Trace,
@@ -49,23 +49,6 @@ impl BlockKind {
             8 => BlockKind::LabelList,
             k => BlockKind::Unknown(k),
         }
-    }
-
-    /// The V6 kind byte of this block kind (`None` for the stream header).
-    pub fn v6_code(self) -> Option<u8> {
-        Some(match self {
-            BlockKind::EndOfStream => 0,
-            BlockKind::Trace => 1,
-            BlockKind::Event => 2,
-            BlockKind::Metadata => 3,
-            BlockKind::SequencePoint => 4,
-            BlockKind::Stack => 5,
-            BlockKind::Thread => 6,
-            BlockKind::RemoveThread => 7,
-            BlockKind::LabelList => 8,
-            BlockKind::Unknown(k) => k,
-            BlockKind::StreamHeader => return None,
-        })
     }
 }
 

@@ -126,15 +126,15 @@ pub struct LabelList {
 
 /// What a V6 thread row says about a thread index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ThreadInfo {
+pub(crate) struct ThreadInfo {
     /// OS thread id.
-    pub thread_id: Option<u64>,
+    pub(crate) thread_id: Option<u64>,
     /// OS process id.
-    pub process_id: Option<u64>,
+    pub(crate) process_id: Option<u64>,
     /// Thread name.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Other key/value facts.
-    pub key_values: Vec<(String, String)>,
+    pub(crate) key_values: Vec<(String, String)>,
 }
 
 /// One event. Borrowed from the reader: payload bytes are not copied. Only the readers make

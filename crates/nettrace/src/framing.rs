@@ -31,22 +31,22 @@ pub(crate) enum Framing {
 /// A block's header, read: where its payload sits relative to the block's first byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BlockHead {
-    pub kind: BlockKind,
+    pub(crate) kind: BlockKind,
     /// FastSerialization object version (0 for V6).
-    pub version: i32,
+    pub(crate) version: i32,
     /// Payload start, from the block's first byte (the header's length, padding included).
-    pub start: usize,
+    pub(crate) start: usize,
     /// Payload length.
-    pub len: usize,
+    pub(crate) len: usize,
     /// Zero bytes between the size field and the payload (V3-V5 only).
-    pub padding: u8,
+    pub(crate) padding: u8,
     /// Bytes after the payload: the EndObject tag in V3-V5, none in V6.
-    pub trailer: usize,
+    pub(crate) trailer: usize,
 }
 
 impl BlockHead {
     /// The block's whole length.
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.start + self.len + self.trailer
     }
 }
@@ -301,15 +301,15 @@ fn head_fs(buf: &[u8], offset: u64) -> Result<Head> {
 /// Result of reading the stream header: the framing that follows and bytes consumed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StreamStart {
-    pub framing: Framing,
-    pub netperf: bool,
-    pub v6_minor: u32,
-    pub consumed: usize,
+    pub(crate) framing: Framing,
+    pub(crate) netperf: bool,
+    pub(crate) v6_minor: u32,
+    pub(crate) consumed: usize,
 }
 
 impl StreamStart {
     /// The format family the stream header announces.
-    pub fn format(&self) -> FormatVersion {
+    pub(crate) fn format(&self) -> FormatVersion {
         match (self.framing, self.netperf) {
             (Framing::V6, _) => FormatVersion::NetTrace6,
             (_, true) => FormatVersion::NetPerf3,

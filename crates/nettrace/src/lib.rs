@@ -43,6 +43,7 @@
 //! assert!(reader.stats().ended_cleanly);
 //! ```
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod cursor;
 mod decoder;
@@ -63,18 +64,16 @@ mod testutil;
 mod value;
 mod writer;
 
-pub use cursor::{Cursor, CursorError};
 pub use decoder::brief::{BriefAnswer, EventBrief};
-pub use decoder::{TraceStats, MAX_STACK_BYTES};
+pub use decoder::TraceStats;
 pub use error::{BlockKind, Error, ErrorKind, Result};
-pub use event::{Event, Ips, LabelList, Stack, ThreadInfo};
+pub use event::{Event, Ips, LabelList, Stack};
 pub use header::{format_unix_ns, Clock, FormatVersion, TraceHeader};
-pub use metadata::{EventMetadata, FieldDesc, FieldType, MAX_TYPE_DEPTH};
+pub use metadata::{EventMetadata, FieldDesc, FieldType};
 pub use ordered::TimeOrder;
 pub use payload::{decode_payload, DecodedPayload};
 pub use reader::{
     ByteSource, ReadSource, Reader, SliceSource, StreamReader, TraceFile, TraceReader,
-    MAX_STREAM_BLOCK,
 };
 pub use repair::repair;
 pub use repaired::Repair;

@@ -7,7 +7,7 @@ use crate::error::{BlockKind, Error, ErrorKind, InBlock, Result};
 use crate::value::Guid;
 
 /// Hard limit on nesting of object/array field types.
-pub const MAX_TYPE_DEPTH: usize = 32;
+pub(crate) const MAX_TYPE_DEPTH: usize = 32;
 
 /// The type of one payload field, as the metadata declares it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use crate::header::TraceHeader;
 use crate::metadata::EventMetadata;
 
 /// Hard limit on one block held in memory by the streaming reader.
-pub const MAX_STREAM_BLOCK: usize = 256 << 20;
+pub(crate) const MAX_STREAM_BLOCK: usize = 256 << 20;
 
 /// A window of bytes the reader works on. Implemented for slices and `io::Read` sources.
 pub trait ByteSource {
@@ -61,7 +61,7 @@ impl ByteSource for SliceSource<'_> {
 /// An `io::Read` as a source: bytes are read as needed into a buffer that holds the current
 /// block and what was read past it.
 ///
-/// Reads go straight into the buffer in chunks of at least [`MIN_READ`] bytes (so a
+/// Reads go straight into the buffer in chunks of at least 1 MB (so a
 /// `BufReader` below with a smaller capacity passes them through instead of copying), the
 /// buffer is zeroed only when it grows (the first time by the allocator, so that its pages are
 /// touched only as reads fill them), and the unread tail moves to its front only when too
