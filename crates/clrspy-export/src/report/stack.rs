@@ -528,7 +528,13 @@ impl StackReport {
             || "CPUs unknown".into(),
             |n| format!("at most {n} CPUs per round"),
         );
-        let n = self.samples;
+        // What the count counts: samples of this metric's time (a runtime's sampler's round
+        // samples every managed thread, waiting ones too; those are another metric's).
+        let n = match self.metric {
+            Metric::Cpu => format!("{} samples of threads on a CPU", self.samples),
+            Metric::Wait => format!("{} samples of waiting threads", self.samples),
+            _ => format!("{} samples", self.samples),
+        };
         let word = self.method.word();
         match self.method {
             CpuSource::None => format!("{word}: no samples"),

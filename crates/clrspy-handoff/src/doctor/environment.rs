@@ -73,6 +73,9 @@ pub(crate) struct TargetAccess {
     pub(crate) can_attach: bool,
     /// Its resident memory (`VmRSS`): about a full or heap dump's size before compression.
     pub(crate) rss_bytes: Option<u64>,
+    /// Its threads now (`/proc/PID/task`): what the runtime's sampler suspends at each
+    /// sample.
+    pub(crate) threads: Option<u64>,
     /// The container it runs in, when it sees other files than clrspy.
     pub(crate) container: Option<Container>,
 }
@@ -127,6 +130,7 @@ fn target_access(pid: u32, is_root: bool) -> TargetAccess {
         diagnostics_socket,
         can_attach: diagnostics_socket && (same_user || is_root),
         rss_bytes: procfs::resident_bytes(pid),
+        threads: crate::gather::thread_count(pid),
         container,
     }
 }

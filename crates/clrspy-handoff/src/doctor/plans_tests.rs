@@ -34,6 +34,7 @@ fn fixed() -> Environment {
             diagnostics_socket: true,
             can_attach: true,
             rss_bytes: Some(768 << 20),
+            threads: Some(40),
             container: None,
         }),
     }
@@ -192,6 +193,32 @@ fn privileges_and_ptrace_change_the_plan() {
     }
     let p = plan(Symptom::HighCpu, &env, Some(4242));
     assert_eq!(p.steps[0].command, "clrspy ps");
+}
+
+#[test]
+fn the_sampling_cost_scales_with_the_threads() {
+    let mut env = fixed();
+    let cost = |env: &Environment| plan(Symptom::Hang, env, Some(4242)).steps[1].cost.clone();
+    assert!(cost(&env).contains("(40 threads now)"), "{}", cost(&env));
+    if let Some(t) = env.target.as_mut() {
+        t.threads = Some(322);
+    }
+    // Hundreds of threads: the bundle takes the kernel's samples where allowed...
+    assert!(
+        cost(&env).contains("322 threads: the bundle samples with the kernel's sampler"),
+        "{}",
+        cost(&env)
+    );
+    // ...and says what the runtime's costs where it is not.
+    env.kernel_sampler = KernelSampler {
+        allowed: false,
+        note: Some("perf_event_paranoid is 3".into()),
+    };
+    assert!(
+        cost(&env).contains("suspends all 322 threads"),
+        "{}",
+        cost(&env)
+    );
 }
 
 #[test]

@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
+use clrspy_collect::kernel::SamplerChoice;
 use clrspy_collect::{ChildOutput, Progress, Resolved, RunObserver, Started, StopSignal};
 use clrspy_export::metrics::utc_iso;
 use clrspy_live::recording::closing::closing_lines;
-use clrspy_live::recording::{Extras, RunSpec};
+use clrspy_live::recording::{Extras, KernelNote, RunSpec};
 use diagnostics_client::Endpoint;
 
 use super::side::{self, Metrics};
@@ -394,9 +395,32 @@ fn window(
     say: &mut dyn FnMut(&str),
 ) -> Result<(clrspy_collect::RunOutcome, Option<side::MetricsRun>, Seen), HandoffError> {
     let trace = staging.create("trace.nettrace", "the EventPipe trace of the window")?;
+    // The runtime's sampler suspends every thread at each sample: on a process of hundreds
+    // of threads (a hang's waiters, a starved pool) that is most of its CPU. There the
+    // kernel's samples, which cost a blocked thread nothing, where the kernel allows them.
+    let threads = match &target {
+        Resolved::Attach { endpoint, .. } => thread_count(endpoint.pid),
+        _ => None,
+    };
+    if let Some(n) = threads.filter(|&n| n >= super::MANY_THREADS) {
+        extras.sampler = SamplerChoice::Auto(clrspy_sampler::DEFAULT_RATE_HZ);
+        say(&format!(
+            "{n} threads: CPU samples from the kernel's sampler where it is allowed (the runtime's suspends every thread at each sample: on this many, most of the process's CPU)"
+        ));
+    }
+    let mut kernel_note = None;
     let prepared = extras
-        .prepare(&target, &planned.config, Box::new(|_| {}), &mut |_| {})
+        .prepare(&target, &planned.config, Box::new(|_| {}), &mut |n| {
+            kernel_note = Some(n)
+        })
         .map_err(|e| HandoffError::Other(e.to_string()))?;
+    match kernel_note {
+        Some(KernelNote::On(rate, _)) => say(&format!(
+            "the kernel samples the CPU at {rate} Hz (nothing suspended)"
+        )),
+        Some(KernelNote::Runtime(why)) => say(&format!("the runtime's sampler samples: {why}")),
+        _ => {}
+    }
     let spec = RunSpec {
         output: Some(trace.clone()),
         duration: Some(duration),
@@ -426,6 +450,11 @@ fn window(
     extras.finish();
     let outcome = outcome.map_err(|e| HandoffError::Other(e.to_string()))?;
     Ok((outcome, metrics, seen))
+}
+
+/// The threads of process `pid` now (`/proc/PID/task`).
+pub(crate) fn thread_count(pid: u32) -> Option<u64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.count() as u64)
 }
 
 /// A process's arguments (`/proc/PID/cmdline`), empty when unreadable.

@@ -482,6 +482,29 @@ fn the_deadlocks_threads_and_its_waiters_are_not_called_pool_workers() {
     assert!(text.contains(&format!(", … {} more", n - 5)), "{text}");
     assert!(text.lines().count() < 40, "{text}");
     assert!(!text.contains("(.NET TP Worker) in"), "{text}");
+
+    // 5. A hang bundle of a process of 300 and more threads samples with the kernel's
+    // sampler (the runtime's would suspend them all at each sample), and says so.
+    let zip = dir.path().join("hang.zip");
+    let out = clrspy_command()
+        .args(["bundle", "-p", &app.pid().to_string(), "--symptom", "hang"])
+        .args(["--duration", "3s", "-o"])
+        .arg(&zip)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(" threads: CPU samples from the kernel's sampler where it is allowed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the kernel samples the CPU at 999 Hz (nothing suspended)"),
+        "{stderr}"
+    );
+    let info = clrspy().args(["info"]).arg(&zip).output().unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(info.contains("taken by the kernel"), "{info}");
 }
 
 #[test]
