@@ -539,13 +539,13 @@ impl StackReport {
         match self.method {
             CpuSource::None => format!("{word}: no samples"),
             CpuSource::ThreadCpuTimes => {
-                format!("{word}: measured by thread CPU readings; {n} samples, {period}")
+                format!("{word}: measured by thread CPU readings; {n}, {period}")
             }
             CpuSource::Mixed => format!(
-                "{word}: measured until the readings stopped, then estimated; {n} samples, {period}, {cpus}"
+                "{word}: measured until the readings stopped, then estimated; {n}, {period}, {cpus}"
             ),
             CpuSource::Estimate => format!(
-                "{word}: {n} samples at the {period} ({:.3} ms nominal), {cpus}",
+                "{word}: {n} at the {period} ({:.3} ms nominal), {cpus}",
                 self.sample_interval_ms
             ),
         }
