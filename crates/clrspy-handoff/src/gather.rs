@@ -8,14 +8,9 @@ use clrspy_collect::StopSignal;
 
 use crate::HandoffError;
 
-/// From this many threads on, a bundle samples with the kernel's sampler where it is allowed:
-/// the runtime's suspends every thread at each sample, which on a process of hundreds of
-/// threads (a hang's waiters, a starved pool) is most of its CPU.
-pub(crate) const MANY_THREADS: u64 = 100;
-
 mod derive;
 mod run;
-pub(crate) use run::thread_count;
+pub(crate) use run::{thread_count, MANY_THREADS};
 mod session;
 mod side;
 mod spec;

@@ -402,7 +402,7 @@ fn window(
         Resolved::Attach { endpoint, .. } => thread_count(endpoint.pid),
         _ => None,
     };
-    if let Some(n) = threads.filter(|&n| n >= super::MANY_THREADS) {
+    if let Some(n) = threads.filter(|&n| n >= MANY_THREADS) {
         extras.sampler = SamplerChoice::Auto(clrspy_sampler::DEFAULT_RATE_HZ);
         say(&format!(
             "{n} threads: CPU samples from the kernel's sampler where it is allowed (the runtime's suspends every thread at each sample: on this many, most of the process's CPU)"
@@ -451,6 +451,11 @@ fn window(
     let outcome = outcome.map_err(|e| HandoffError::Other(e.to_string()))?;
     Ok((outcome, metrics, seen))
 }
+
+/// From this many threads on, a bundle samples with the kernel's sampler where it is allowed:
+/// the runtime's suspends every thread at each sample, which on a process of hundreds of
+/// threads (a hang's waiters, a starved pool) is most of its CPU.
+pub(crate) const MANY_THREADS: u64 = 100;
 
 /// The threads of process `pid` now (`/proc/PID/task`).
 pub(crate) fn thread_count(pid: u32) -> Option<u64> {
