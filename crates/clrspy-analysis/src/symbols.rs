@@ -563,7 +563,7 @@ impl Symbols {
     }
 
     /// Number of distinct frames named so far.
-    pub(crate) fn frame_count(&self) -> usize {
+    pub fn frame_count(&self) -> usize {
         self.frames.len()
     }
 }

@@ -6,6 +6,7 @@
 //! bound them for a file and a picture.
 
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use clrspy_analysis::heap::retention::RetentionTree;
 
@@ -73,7 +74,7 @@ pub(crate) fn pictured(tree: &RetentionTree, width: usize, budget: usize) -> Vec
             continue;
         }
         let node = &tree.nodes[p as usize];
-        let frames: Vec<String> = tree.steps(p).into_iter().map(String::from).collect();
+        let frames: Vec<Arc<str>> = tree.steps(p).into_iter().map(Arc::from).collect();
         if node.self_bytes > 0 && p != 0 {
             out.push(WeightedStack {
                 thread: 0,
@@ -88,7 +89,7 @@ pub(crate) fn pictured(tree: &RetentionTree, width: usize, budget: usize) -> Vec
         }
         if weight > 0 {
             let mut f = frames;
-            f.push(format!("[other: {hidden} paths]"));
+            f.push(Arc::from(format!("[other: {hidden} paths]")));
             out.push(WeightedStack {
                 thread: 0,
                 frames: f,
@@ -242,7 +243,7 @@ mod tests {
                 total,
                 "{width} {budget}"
             );
-            let distinct: std::collections::BTreeSet<&[String]> =
+            let distinct: std::collections::BTreeSet<&[Arc<str>]> =
                 p.iter().map(|s| &s.frames[..]).collect();
             assert!(
                 distinct.len() <= budget * 2,

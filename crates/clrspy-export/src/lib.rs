@@ -48,6 +48,8 @@ pub use clrspy_analysis::Metric;
 pub use format::{export, ExportOptions, Exported, Format};
 pub use report::{ReportKind, ReportOptions, ReportView, TextStyle};
 
+use std::sync::Arc;
+
 use clrspy_analysis::{Analysis, StackFilter};
 
 /// One distinct (thread, stack) and its weight.
@@ -55,8 +57,8 @@ use clrspy_analysis::{Analysis, StackFilter};
 pub struct WeightedStack {
     /// OS thread id (0 when the metric has no thread, e.g. allocations).
     pub thread: u64,
-    /// Frame names, root first.
-    pub frames: Vec<String>,
+    /// Frame names, root first (shared: a name is one allocation however many stacks hold it).
+    pub frames: Vec<Arc<str>>,
     /// Weight in [`Metric::unit`].
     pub weight: f64,
 }
@@ -76,6 +78,8 @@ pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Ve
             let m = metric;
             let ms = a.sampling_interval_ns as f64 / 1e6;
             let profile = a.profile(filter);
+            // Each frame's name once, shared by every stack that holds it.
+            let mut names: Vec<Option<Arc<str>>> = vec![None; a.symbols.frame_count()];
             for r in &profile.rows {
                 let w = r.weight(m) * ms;
                 if w <= 0.0 {
@@ -85,7 +89,12 @@ pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Ve
                     .frames
                     .iter()
                     .rev()
-                    .map(|&f| a.symbols.frame(f).name.clone())
+                    .map(|&f| match names.get_mut(f.0 as usize) {
+                        Some(slot) => slot
+                            .get_or_insert_with(|| Arc::from(a.symbols.frame(f).name.as_str()))
+                            .clone(),
+                        None => Arc::from(a.symbols.frame(f).name.as_str()),
+                    })
                     .collect();
                 out.push(WeightedStack {
                     thread: r.thread,
@@ -109,14 +118,14 @@ pub fn weighted_stacks(a: &Analysis, metric: Metric, filter: &StackFilter) -> Ve
                 frames.push(format!("[type] {}", a.alloc.type_name(t)));
                 out.push(WeightedStack {
                     thread: 0,
-                    frames,
+                    frames: frames.into_iter().map(Arc::from).collect(),
                     weight: bytes as f64,
                 });
             }
         }
     }
     // Different addresses in the same methods are one stack to a viewer.
-    let mut merged: rustc_hash::FxHashMap<(u64, Vec<String>), f64> = Default::default();
+    let mut merged: rustc_hash::FxHashMap<(u64, Vec<Arc<str>>), f64> = Default::default();
     for s in out {
         *merged.entry((s.thread, s.frames)).or_default() += s.weight;
     }

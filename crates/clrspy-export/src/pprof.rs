@@ -19,6 +19,7 @@
 //! rounded.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use clrspy_analysis::{Analysis, StackFilter};
 use flate2::write::GzEncoder;
@@ -136,7 +137,7 @@ struct Input<'a> {
     metric: Metric,
     stacks: &'a [WeightedStack],
     /// Allocation ticks per stack (root first, type leaf included), for `alloc_objects`.
-    alloc_counts: FxHashMap<Vec<String>, u64>,
+    alloc_counts: FxHashMap<Vec<Arc<str>>, u64>,
     interval_ns: u64,
     duration_ns: i64,
     start_unix_ns: Option<i64>,
@@ -178,7 +179,7 @@ fn encode_input(input: &Input) -> Vec<u8> {
         let mut ids: Vec<i64> = Vec::with_capacity(s.frames.len());
         for f in s.frames.iter().rev() {
             let next = location_of.len() as i64 + 1;
-            let id = *location_of.entry(f.as_str()).or_insert_with(|| {
+            let id = *location_of.entry(&**f).or_insert_with(|| {
                 let name = strings.get(f);
                 let file = strings.get(module_of(f));
                 let mut func = Msg::default();
@@ -242,8 +243,8 @@ fn encode_input(input: &Input) -> Vec<u8> {
 }
 
 /// Allocation ticks per stack, keyed like [`weighted_stacks`]' allocation rows.
-fn alloc_counts(a: &Analysis, filter: &StackFilter) -> FxHashMap<Vec<String>, u64> {
-    let mut counts: FxHashMap<Vec<String>, u64> = FxHashMap::default();
+fn alloc_counts(a: &Analysis, filter: &StackFilter) -> FxHashMap<Vec<Arc<str>>, u64> {
+    let mut counts: FxHashMap<Vec<Arc<str>>, u64> = FxHashMap::default();
     let group = filter
         .just_my_code
         .as_ref()
@@ -256,7 +257,9 @@ fn alloc_counts(a: &Analysis, filter: &StackFilter) -> FxHashMap<Vec<String>, u6
             frames = g.fold_names(frames);
         }
         frames.push(format!("[type] {}", a.alloc.type_name(t)));
-        *counts.entry(frames).or_default() += count;
+        *counts
+            .entry(frames.into_iter().map(Arc::from).collect())
+            .or_default() += count;
     }
     counts
 }
@@ -467,7 +470,7 @@ mod tests {
     fn stack(thread: u64, frames: &[&str], weight: f64) -> WeightedStack {
         WeightedStack {
             thread,
-            frames: frames.iter().map(|s| s.to_string()).collect(),
+            frames: frames.iter().map(|s| Arc::from(*s)).collect(),
             weight,
         }
     }
