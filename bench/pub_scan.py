@@ -15,10 +15,13 @@ fuzz/fuzz_targets — and put in one of five groups:
   own      only the crate's own tests/, benches/, examples/ or doc examples name it (those
            are crates of their own, so the item has to stay `pub` for them);
   exposed  a type no other crate names, but in the signature of an item others see (a
-           function's parameter or result, a pub field, an enum's variants): it stays as
-           visible as that item;
+           function's parameter or result, a pub field, an enum's variants, a trait impl's
+           header or associated type, a module-level macro invocation that declares an item
+           others name, an item bench/pub_api.txt lists), or a module holding such an item
+           (the path to it): it stays as visible as that item;
   api      nothing outside the crate names it, but bench/pub_api.txt lists it with a reason:
-           deliberate public API of a leaf, for programs outside this workspace;
+           deliberate public API (of a leaf, for programs outside this workspace; or a field
+           of a typed event record, which holds the whole payload);
   unnamed  nothing outside the crate names it and it is not listed: a candidate for
            `pub(crate)` or less.
 
@@ -27,8 +30,8 @@ Reader::with_source  # public API: read from any ByteSource`); the item is writt
 script lists it: its name, or `Type::name` for a method, associated item or field (every
 item of the crate with that name counts, e.g. one method under two `#[cfg]`s). Blank lines
 and lines starting with `#` are comments. A line whose crate has no such `pub` item (gone,
-renamed or no longer `pub`), that gives no reason, or whose item another crate names anyway
-(the line is not needed) is reported as stale, so the list cannot rot.
+renamed or no longer `pub`), that gives no reason, or whose item is named, own or exposed
+without it (the line is not needed) is reported as stale, so the list cannot rot.
 
 It prints the counts per crate ("(leaf)" marks the crates docs/design.md calls leaves: their
 public API is meant for programs outside this workspace too) and the stale lines of
@@ -49,12 +52,17 @@ candidates to look at:
 - A method, associated item or field has no path where it is used (`x.len()`, `x.name`): it
   counts as named when its type is named or exposed and its name is a word anywhere in the
   other crates — so a common word (`new`, `len`, `name`) always looks named, and every
-  member of an unnamed type is unnamed.
+  member of an unnamed type is unnamed; own when the word is in the crate's tests and such
+  or in the code blocks of its doc comments. A struct built with struct update syntax
+  (`T { a, ..T::default() }`, which needs every field visible) in another crate has all its
+  fields named. A type that no `pub` item of the crate declares (a macro declared it) is
+  taken as seen when another crate names it or a seen signature shows it, so the methods of
+  its own `impl` blocks are judged like any other's.
 - Comments are left out except doc comments (an intra-doc link to another crate's item needs
-  it public); string literals are left out. Items declared by macros (`macro_rules!` bodies,
-  derive output) and items inside function bodies are not seen; trait methods, enum
-  variants and `impl Trait for Type` items are not listed (their visibility follows the
-  trait or the enum).
+  it public); string literals are left out. Items declared by macros (anything in a
+  `macro_rules!` body, derive output) and items inside function bodies are not listed;
+  trait methods, enum variants and `impl Trait for Type` items are not listed (their
+  visibility follows the trait or the enum).
 - An item that is `pub` in a private module that is never re-exported is listed like any
   other: nothing outside can name it anyway.
 """
@@ -171,20 +179,42 @@ ITEM = re.compile(
     r"(fn|struct|enum|union|trait|type|const|static|mod)\s+(?:mut\s+)?(" + IDENT + r")")
 FIELD = re.compile(r"\bpub\s+(" + IDENT + r")\s*:(?!:)")
 MACRO = re.compile(r"#\[macro_export\][\s\S]*?macro_rules!\s*(" + IDENT + r")")
+TRAIT_IMPL = re.compile(r"\bimpl\b[^{;]*\bfor\s+(?:" + IDENT + r"\s*::\s*)*(" + IDENT
+                        + r")[^{;]*\{")
+ASSOC_TYPE = re.compile(r"\btype\s+" + IDENT + r"\s*=[^;]*;")
+INVOCATION = re.compile(r"(?<![\w:])(" + IDENT + r")!\s*[({\[]")
+
+
+def balanced(text, k):
+    """The end of the bracketed text that opens at `k`."""
+    close = {"(": ")", "[": "]", "{": "}"}[text[k]]
+    depth, j = 0, k
+    while j < len(text):
+        if text[j] == text[k]:
+            depth += 1
+        elif text[j] == close:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return j
 
 
 def block_kinds(text):
     """A function giving, for a position of `text`, what its innermost `{` block is: 'impl'
-    (inherent), 'trait_impl', 'trait', 'mod', 'type' (a struct, enum or union body), 'other'
-    (a function body, a macro, an expression) or 'top'; and the type an impl or a body is
-    of."""
+    (inherent), 'trait_impl', 'trait', 'mod', 'type' (a struct, enum or union body), 'macro'
+    (anything inside a `macro_rules!`), 'other' (a function body, a macro invocation, an
+    expression) or 'top'; and the type an impl or a body is of."""
     points, stack, last = [(0, ("top", None))], [], 0
     for m in re.finditer(r"[{};]", text):
         c = m.group(0)
         if c == "{":
             head = text[last:m.start()]
             owner = None
-            if re.search(r"\bimpl\b", head):
+            if (stack and stack[-1][0] == "macro") or re.search(
+                    r"\bmacro_rules!\s*" + IDENT + r"\s*$", head):
+                kind = "macro"
+            elif re.search(r"\bimpl\b", head):
                 kind = "trait_impl" if re.search(r"\bfor\b", head) else "impl"
                 t = re.search(r"\bimpl\s*(?:<[^{]*?>)?\s*(?:" + IDENT + r"\s*::\s*)*(" + IDENT
                               + ")", head)
@@ -229,8 +259,14 @@ def signature(text, pos, kind):
                 break
         return text[pos:j]
     if kind == "field":
-        m = re.compile(r"[,}\n]").search(text, pos)
-        return text[pos:m.start() if m else len(text)]
+        depth, j = 0, pos
+        while j < len(text) and not (depth == 0 and text[j] in ",}\n"):
+            if text[j] in "<([" and not text.startswith("->", j - 1):
+                depth += 1
+            elif text[j] in ">)]" and not text.startswith("->", j - 1):
+                depth -= 1
+            j += 1
+        return text[pos:j]
     if kind == "mod":
         return ""
     m = re.compile(r"[{;]").search(text, pos)
@@ -238,9 +274,10 @@ def signature(text, pos, kind):
 
 
 def declarations(crate_dir):
-    """(kind, name, file, line, signature, owner) of every pub item of the crate's src/; the
-    owner is the type of a method or a field."""
-    out = []
+    """(kind, name, file, line, signature, owner) of every pub item of the crate's src/ (the
+    owner is the type of a method or a field); and (type or None, text) of its trait impls
+    and module-level macro invocations."""
+    out, extras = [], []
     for path in rust_files(os.path.join(crate_dir, "src")):
         base = os.path.basename(path)
         if base == "tests.rs" or base.endswith("_tests.rs"):
@@ -269,7 +306,18 @@ def declarations(crate_dir):
                 add("field", m.group(1), m.start(), owner)
         for m in MACRO.finditer(text):
             add("macro", m.group(1), m.start())
-    return out
+        # What others see without a `pub` item of its own: a trait impl's header and
+        # associated types (`impl<T: Element> Iterator for Elements<T>`, `type Err = E`), as
+        # part of its type; a macro invocation (`bulk!(GcBulkNode, .., BulkNode)`), as part of
+        # the items it declares.
+        for m in TRAIT_IMPL.finditer(text):
+            if kind_at(m.start())[0] in ("top", "mod"):
+                body = text[m.end():balanced(text, m.end() - 1)]
+                extras.append((m.group(1), m.group(0) + " ".join(ASSOC_TYPE.findall(body))))
+        for m in INVOCATION.finditer(text):
+            if m.group(1) != "macro_rules" and kind_at(m.start())[0] in ("top", "mod"):
+                extras.append((None, text[m.start():balanced(text, m.end() - 1)]))
+    return out, extras
 
 
 # -- uses ----------------------------------------------------------------------------------
@@ -353,10 +401,45 @@ def names_used(texts, idents):
     return named
 
 
-def doc_code(path):
-    """The text of a file's doc comments (where its doc examples are), stripped as code."""
+def fru_types(texts):
+    """For each text, the types it builds with struct update syntax: the `T` of
+    `T { a, ..base }` (not of a pattern's `T { a, .. }`)."""
+    out = []
+    for text in texts:
+        types, heads = set(), []
+        if not re.search(r"[,{]\s*\.\.(?![.=])\s*[^\s}]", text):
+            out.append(types)
+            continue
+        for m in re.finditer(r"[{}]|\.\.(?![.=])", text):
+            t = m.group(0)
+            if t == "{":
+                h = re.search(r"(" + IDENT + r")\s*$", text[max(0, m.start() - 80):m.start()])
+                heads.append(h.group(1) if h else None)
+            elif t == "}":
+                if heads:
+                    heads.pop()
+            elif (heads and heads[-1] and heads[-1][0].isupper()
+                  and re.search(r"[,{]\s*$", text[max(0, m.start() - 80):m.start()])
+                  and not re.match(r"\s*}", text[m.end():])):
+                types.add(heads[-1])
+        out.append(types)
+    return out
+
+
+def doc_code(path, examples=False):
+    """The text of a file's doc comments (where its doc examples are), stripped as code; with
+    `examples`, only their code blocks (not ```text)."""
     lines = [x.strip()[3:] for x in read(path).splitlines()
              if x.strip().startswith(("///", "//!"))]
+    if examples:
+        code, inside = [], False
+        for x in lines:
+            if x.strip().startswith("```"):
+                inside = not inside and x.strip()[3:].strip() in ("", "rust", "no_run",
+                                                                     "should_panic")
+            elif inside:
+                code.append(x)
+        lines = code
     return strip("\n".join(lines), keep_docs=False)
 
 
@@ -414,6 +497,8 @@ def main():
     words_of = {c: set(re.findall(IDENT, "\n".join(texts(code_of[c] + own_of[c]))))
                 for c in crates}
     words_outside = set(re.findall(IDENT, "\n".join(texts(outside))))
+    fru_of = {c: set().union(*fru_types(texts(code_of[c] + own_of[c]))) for c in crates}
+    fru_outside = set().union(*fru_types(texts(outside)))
     listed, stale = api_list()
     for (c, item), (n, _) in listed.items():
         if c not in libs:
@@ -430,36 +515,67 @@ def main():
                 words |= words_of[other]
         own_texts = texts(own_of[c]) + [doc_code(f) for f in code_of[c]]
         own = names_used(own_texts, [ident])[ident]
-        own_words = set(re.findall(IDENT, "\n".join(texts(own_of[c]))))
+        own_words = set(re.findall(IDENT, "\n".join(texts(own_of[c]) + [
+            doc_code(f, examples=True) for f in code_of[c]])))
         groups = {g: [] for g in GROUPS}
+        decls, extras = declarations(os.path.join(crates_dir, c))
         items = [(k, n, os.path.relpath(p, ROOT), l, sig, owner)
-                 for k, n, p, l, sig, owner in declarations(os.path.join(crates_dir, c))]
+                 for k, n, p, l, sig, owner in decls]
         members = [i for i in items if i[5] is not None]
         # Items: by the paths that name them.
         for i in items:
             if i[5] is None:
                 groups["named" if i[1] in named else "own" if i[1] in own else "unnamed"].append(i)
         # Members (methods, associated items, fields): by the words of the code that could
-        # reach them, when their type is seen.
+        # reach them, when their type is seen. Struct update syntax (`T { a, ..T::default() }`)
+        # needs every field of T visible: it names them all.
         reach = words | own_words
+        updated = set(fru_outside)
+        for other in crates:
+            if other != c:
+                updated |= fru_of[other]
+        own_updated = set().union(*fru_types(texts(own_of[c])))
+
+        def reached(m):
+            return m[1] in reach or m[0] == "field" and m[5] in updated | own_updated
+
+        def api(i):
+            return (c, f"{i[5]}::{i[1]}" if i[5] else i[1]) in listed
         # A type in the signature of an item others see is seen too, as long as that item is.
-        seen = {i[1] for g in ("named", "own") for i in groups[g]}
+        # So is a name others use that no `pub` item here declares: a macro declared it.
+        # Items bench/pub_api.txt lists are seen too, and so is a type a macro declared (one
+        # no `pub` item here declares) that others name or a seen signature shows.
+        declared = {i[1] for i in items}
+        made = (named | own) - declared
+        seen = {i[1] for g in ("named", "own") for i in groups[g]} | made
+        invoked = [t for o, t in extras if o is None and made & set(re.findall(IDENT, t))]
+        owners = {m[5] for m in members} - declared
         while True:
             sigs = [i[4] for g in ("named", "own", "exposed") for i in groups[g]]
-            sigs += [m[4] for m in members if m[5] in seen and m[1] in reach]
+            sigs += [i[4] for i in groups["unnamed"] if api(i)]
+            sigs += [m[4] for m in members if m[5] in seen and (reached(m) or api(m))]
+            sigs += invoked + [t for o, t in extras if o in seen]
             words_seen = set(re.findall(IDENT, "\n".join(sigs)))
             exposed = [i for i in groups["unnamed"]
                        if i[0] in ("struct", "enum", "union", "trait", "type")
                        and i[1] in words_seen]
-            if not exposed:
+            shown = (owners & words_seen) - seen
+            if not exposed and not shown:
                 break
             groups["unnamed"] = [i for i in groups["unnamed"] if i not in exposed]
             groups["exposed"] += exposed
-            seen |= {i[1] for i in exposed}
+            seen |= {i[1] for i in exposed} | shown
+        # A module holding a seen item is the path to it: seen too.
+        dirs = {d for g in ("named", "own", "exposed") for i in groups[g]
+                for d in os.path.splitext(i[2])[0].split(os.sep)}
+        holders = [i for i in groups["unnamed"] if i[0] == "mod" and i[1] in dirs]
+        groups["unnamed"] = [i for i in groups["unnamed"] if i not in holders]
+        groups["exposed"] += holders
         for m in members:
-            if m[5] in seen and m[1] in words:
+            field = m[0] == "field"
+            if m[5] in seen and (m[1] in words or field and m[5] in updated):
                 groups["named"].append(m)
-            elif m[5] in seen and m[1] in own_words:
+            elif m[5] in seen and (m[1] in own_words or field and m[5] in own_updated):
                 groups["own"].append(m)
             else:
                 groups["unnamed"].append(m)
@@ -475,8 +591,8 @@ def main():
             if not found:
                 stale.append((n, f"{c} {item}: no such pub item"))
             elif not any(display[i] == item for i in groups["api"]):
-                stale.append((n, f"{c} {item}: another crate names it (the line is not "
-                                 f"needed)"))
+                g = next(g for g in GROUPS for i in groups[g] if display[i] == item)
+                stale.append((n, f"{c} {item}: {g} without the line (not needed)"))
         counts = [sum(len(v) for v in groups.values())] + [len(groups[g]) for g in GROUPS]
         rows.append((c, *counts))
         lists.append((c, groups))

@@ -78,11 +78,6 @@ pub use any::{decode_any, EventFields};
 pub use layout::{DecodeError, Decoded, FieldDef, FieldKind, Scalar};
 pub use view::{Element, Elements, Ints, Utf16Str, ViewError};
 
-/// The payload cursor the typed views read with (public only because [`Element`] names it).
-#[doc(hidden)]
-pub mod cursor {
-    pub use crate::view::Cursor;
-}
 pub use nettrace::{Field, Value};
 
 /// The CLR runtime provider.

@@ -82,9 +82,9 @@ pub enum Error {
 
 /// ReadyToRun section types (the header's section list).
 mod section {
-    pub const RUNTIME_FUNCTIONS: u32 = 102;
-    pub const METHODDEF_ENTRYPOINTS: u32 = 103;
-    pub const INSTANCE_METHOD_ENTRYPOINTS: u32 = 109;
+    pub(crate) const RUNTIME_FUNCTIONS: u32 = 102;
+    pub(crate) const METHODDEF_ENTRYPOINTS: u32 = 103;
+    pub(crate) const INSTANCE_METHOD_ENTRYPOINTS: u32 = 109;
 }
 
 /// The ReadyToRun header's signature, "RTR".

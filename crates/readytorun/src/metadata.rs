@@ -8,15 +8,15 @@ use crate::Error;
 
 /// Table numbers (II.22).
 pub(crate) mod t {
-    pub const MODULE: usize = 0x00;
-    pub const TYPE_REF: usize = 0x01;
-    pub const TYPE_DEF: usize = 0x02;
-    pub const FIELD: usize = 0x04;
-    pub const METHOD_DEF: usize = 0x06;
-    pub const MEMBER_REF: usize = 0x0A;
-    pub const CUSTOM_ATTRIBUTE: usize = 0x0C;
-    pub const ASSEMBLY: usize = 0x20;
-    pub const NESTED_CLASS: usize = 0x29;
+    pub(crate) const MODULE: usize = 0x00;
+    pub(crate) const TYPE_REF: usize = 0x01;
+    pub(crate) const TYPE_DEF: usize = 0x02;
+    pub(crate) const FIELD: usize = 0x04;
+    pub(crate) const METHOD_DEF: usize = 0x06;
+    pub(crate) const MEMBER_REF: usize = 0x0A;
+    pub(crate) const CUSTOM_ATTRIBUTE: usize = 0x0C;
+    pub(crate) const ASSEMBLY: usize = 0x20;
+    pub(crate) const NESTED_CLASS: usize = 0x29;
 }
 
 /// One column's kind.

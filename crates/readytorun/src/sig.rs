@@ -22,12 +22,12 @@ const MAX_DEPTH: u32 = 32;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct MethodSig {
     /// The token's module is another one (a module override): our metadata cannot name it.
-    pub foreign: bool,
+    pub(crate) foreign: bool,
     /// MethodDef (false) or MemberRef (true) row; 0 for a slot.
-    pub member_ref: bool,
-    pub row: u32,
+    pub(crate) member_ref: bool,
+    pub(crate) row: u32,
     /// The owner type's TypeDef or TypeRef (table, row), when it is of this module.
-    pub owner: Option<(usize, u32)>,
+    pub(crate) owner: Option<(usize, u32)>,
 }
 
 /// Reads a method signature at `offset`: the signature and the offset after it.
