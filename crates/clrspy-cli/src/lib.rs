@@ -3,6 +3,7 @@
 //! the exit code), the flags that name its process ([`TargetArgs`]: `-p`, `-n` or
 //! `-- COMMAND`; [`ProcessArgs`]: `-p` or `-n`), and Ctrl+C ([`stop_signal`]).
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 use std::ffi::OsString;
 

@@ -12,6 +12,7 @@
 //! The binary parses the flags (the `Args` types here) and calls each view's `run`; the models
 //! live in clrspy-analysis, the sessions in clrspy-live, the file formats in clrspy-export.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod counters;
 pub mod logs;

@@ -21,6 +21,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod identity;
 mod metadata;
