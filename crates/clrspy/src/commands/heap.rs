@@ -104,13 +104,6 @@ pub fn run_heap(args: &HeapArgs) -> CliResult<std::process::ExitCode> {
                 )
                 .code(2)),
             };
-        if old_s.path() == new_s.path() || old_s.label == new_s.label {
-            return Err(CliError::new(format!(
-                "{} is both snapshots: name the other one",
-                old_s.label
-            ))
-            .code(2));
-        }
         eprintln!("Comparing {} with {}.", old_s.label, new_s.label);
         let (old_m, new_m) = (
             HeapModel::new(load(old_s.path())?.graph),
