@@ -131,10 +131,14 @@ const EDGES: usize = 1;
 const ROOTS: usize = 2;
 
 /// Reads `reader` to its end and builds the graph of its first complete heap dump.
-/// `progress` hears the objects read so far, now and then.
+/// `progress` hears the objects read so far, now and then. `read_module` gives the bytes of a
+/// module the trace loaded, by the path its events name (None where it cannot or must not be
+/// read: a path the traced process chose, so the caller reads it under that process's root,
+/// through no link, bounded): the static roots are named after the classes that declare them.
 pub fn graph_from_trace<S: ByteSource>(
     reader: &mut Reader<S>,
     progress: &mut dyn FnMut(u64),
+    read_module: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
 ) -> Result<TraceHeap, FromTraceError> {
     let mut c = Collect {
         ptr: reader.header().pointer_size,
@@ -195,7 +199,7 @@ pub fn graph_from_trace<S: ByteSource>(
     }
     let dropped = reader.stats().dropped_events;
     let gc = c.gc;
-    let (graph, unresolved_edges, unresolved_roots) = c.build()?;
+    let (graph, unresolved_edges, unresolved_roots) = c.build(read_module)?;
     Ok(TraceHeap {
         dump: HeapDump {
             graph,
@@ -431,10 +435,14 @@ impl Collect {
     }
 
     /// The graph: objects first (in stream order), then the root pseudo-nodes.
-    fn build(mut self) -> Result<(gcdump::Graph, u64, u64), FromTraceError> {
+    fn build(
+        mut self,
+        read_module: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+    ) -> Result<(gcdump::Graph, u64, u64), FromTraceError> {
         // The classes that declare the statics, from the assemblies the trace loaded.
         let fields: Vec<&str> = self.statics.iter().map(|s| s.2.as_str()).collect();
-        let declared = super::statics::DeclaredStatics::read(&self.module_paths, &fields);
+        let declared =
+            super::statics::DeclaredStatics::read(&self.module_paths, &fields, read_module);
         drop(fields);
         let n = self.node_addr.len();
         if n >= (i32::MAX as usize) - 1_000_000 {

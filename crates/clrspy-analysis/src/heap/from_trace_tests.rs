@@ -158,7 +158,7 @@ fn dump(lose_edge_block: bool) -> Vec<(u32, u8, Vec<u8>)> {
 fn a_whole_dump_becomes_a_graph() {
     let bytes = trace(&dump(false));
     let mut r = nettrace::Reader::new(&bytes).unwrap();
-    let h = graph_from_trace(&mut r, &mut |_| ()).unwrap();
+    let h = graph_from_trace(&mut r, &mut |_| (), &mut |_| None).unwrap();
     assert_eq!(h.gc, 5);
     let m = HeapModel::new(h.dump.graph);
     assert_eq!(m.objects(), 4);
@@ -195,7 +195,7 @@ fn a_whole_dump_becomes_a_graph() {
 fn a_lost_edge_block_is_an_error_not_a_graph() {
     let bytes = trace(&dump(true));
     let mut r = nettrace::Reader::new(&bytes).unwrap();
-    let e = graph_from_trace(&mut r, &mut |_| ()).unwrap_err();
+    let e = graph_from_trace(&mut r, &mut |_| (), &mut |_| None).unwrap_err();
     assert!(matches!(e, FromTraceError::Lost { gc: 5, .. }), "{e}");
     let s = e.to_string();
     assert!(
@@ -211,7 +211,7 @@ fn a_dump_without_its_end_is_incomplete() {
     ev.retain(|(id, _, _)| *id != ids::GC_STOP);
     let bytes = trace(&ev);
     let mut r = nettrace::Reader::new(&bytes).unwrap();
-    let e = graph_from_trace(&mut r, &mut |_| ()).unwrap_err();
+    let e = graph_from_trace(&mut r, &mut |_| (), &mut |_| None).unwrap_err();
     assert!(
         matches!(e, FromTraceError::Incomplete { gc: 5, nodes: 4 }),
         "{e}"
@@ -222,6 +222,6 @@ fn a_dump_without_its_end_is_incomplete() {
 fn no_dump_at_all() {
     let bytes = trace(&[gc_start(1), gc_end(1)]);
     let mut r = nettrace::Reader::new(&bytes).unwrap();
-    let e = graph_from_trace(&mut r, &mut |_| ()).unwrap_err();
+    let e = graph_from_trace(&mut r, &mut |_| (), &mut |_| None).unwrap_err();
     assert!(matches!(e, FromTraceError::NoHeapDump), "{e}");
 }

@@ -8,9 +8,6 @@
 
 use rustc_hash::FxHashMap;
 
-/// Assemblies larger than this are not read (a managed image is far smaller).
-const MAX_ASSEMBLY_BYTES: u64 = 512 << 20;
-
 /// The static fields of the assemblies read, by field name.
 #[derive(Debug, Default)]
 pub(crate) struct DeclaredStatics {
@@ -19,22 +16,20 @@ pub(crate) struct DeclaredStatics {
 }
 
 impl DeclaredStatics {
-    /// The static fields of the assemblies at `paths` that exist and read as managed images
-    /// (others are left out), keeping only the fields named in `wanted`.
-    pub(crate) fn read(paths: &[String], wanted: &[&str]) -> DeclaredStatics {
+    /// The static fields of the assemblies at `paths` whose bytes `read_module` gives and that
+    /// read as managed images (others are left out), keeping only the fields named in `wanted`.
+    pub(crate) fn read(
+        paths: &[String],
+        wanted: &[&str],
+        read_module: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+    ) -> DeclaredStatics {
         let wanted: rustc_hash::FxHashSet<&str> = wanted.iter().copied().collect();
         let mut out = DeclaredStatics::default();
         if wanted.is_empty() {
             return out;
         }
         for p in paths {
-            let Ok(meta) = std::fs::metadata(p) else {
-                continue;
-            };
-            if !meta.is_file() || meta.len() > MAX_ASSEMBLY_BYTES {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(p) else {
+            let Some(bytes) = read_module(p) else {
                 continue;
             };
             let Ok(fields) = readytorun::static_fields(&bytes) else {
@@ -143,14 +138,13 @@ mod tests {
     }
 
     #[test]
-    fn unreadable_paths_are_left_out() {
+    fn unreadable_modules_are_left_out() {
+        // None: refused or missing; bytes that are no managed image: left out too.
+        let mut read = |p: &str| (p == "/junk.dll").then(|| b"MZ, not a PE".to_vec());
         let d = DeclaredStatics::read(
-            &[
-                "/nonexistent/App.dll".into(),
-                "/dev/null".into(),
-                "/".into(),
-            ],
+            &["/nonexistent/App.dll".into(), "/junk.dll".into()],
             &["Cache"],
+            &mut read,
         );
         assert!(d.by_field.is_empty());
         assert_eq!(d.declaring("Cache", "X"), None);

@@ -256,13 +256,28 @@ pub fn write_gcdump(dump: &gcdump::HeapDump, out: &Path) -> Result<(), HeapSnapE
     })
 }
 
+/// The largest module read to name a snapshot's statics (a managed image is far smaller).
+const MAX_MODULE_BYTES: u64 = 512 << 20;
+
 /// A trace's heap dump (a trace file, or a zip holding one) as a `.gcdump` graph.
 pub fn read_trace(path: &Path) -> Result<TraceHeap, HeapSnapError> {
     let trace = OpenTrace::open(path)?;
     let mut reader = trace.reader()?;
-    graph_from_trace(&mut reader, &mut |_| ()).map_err(|source| HeapSnapError::Graph {
-        trace: trace.display(),
-        source,
+    // The modules' paths are the traced process's: read under its root, through no link,
+    // bounded (from our own root, by the same rules, once it has ended).
+    let pid = reader
+        .header()
+        .process_id
+        .and_then(|p| u32::try_from(p).ok())
+        .unwrap_or(0);
+    let mut read_module = |p: &str| {
+        diagnostics_client::rooted::read_in_root(pid, Path::new(p), MAX_MODULE_BYTES).ok()
+    };
+    graph_from_trace(&mut reader, &mut |_| (), &mut read_module).map_err(|source| {
+        HeapSnapError::Graph {
+            trace: trace.display(),
+            source,
+        }
     })
 }
 
