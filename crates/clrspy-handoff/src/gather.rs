@@ -10,7 +10,7 @@ use crate::HandoffError;
 
 mod derive;
 mod run;
-pub(crate) use run::{thread_count, MANY_THREADS};
+pub(crate) use run::MANY_THREADS;
 mod session;
 mod side;
 mod spec;

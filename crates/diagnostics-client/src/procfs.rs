@@ -195,6 +195,11 @@ fn parse_resident_bytes(status: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// How many threads `pid` has now (`/proc/PID/task`; None where it cannot be read).
+pub fn thread_count(pid: u32) -> Option<u64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.count() as u64)
+}
+
 /// The resident memory of `pid`, in bytes.
 pub fn resident_bytes(pid: u32) -> Option<u64> {
     parse_resident_bytes(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)

@@ -130,7 +130,7 @@ fn target_access(pid: u32, is_root: bool) -> TargetAccess {
         diagnostics_socket,
         can_attach: diagnostics_socket && (same_user || is_root),
         rss_bytes: procfs::resident_bytes(pid),
-        threads: crate::gather::thread_count(pid),
+        threads: procfs::thread_count(pid),
         container,
     }
 }

@@ -399,7 +399,7 @@ fn window(
     // of threads (a hang's waiters, a starved pool) that is most of its CPU. There the
     // kernel's samples, which cost a blocked thread nothing, where the kernel allows them.
     let threads = match &target {
-        Resolved::Attach { endpoint, .. } => thread_count(endpoint.pid),
+        Resolved::Attach { endpoint, .. } => diagnostics_client::procfs::thread_count(endpoint.pid),
         _ => None,
     };
     if let Some(n) = threads.filter(|&n| n >= MANY_THREADS) {
@@ -456,11 +456,6 @@ fn window(
 /// the runtime's suspends every thread at each sample, which on a process of hundreds of
 /// threads (a hang's waiters, a starved pool) is most of its CPU.
 pub(crate) const MANY_THREADS: u64 = 100;
-
-/// The threads of process `pid` now (`/proc/PID/task`).
-pub(crate) fn thread_count(pid: u32) -> Option<u64> {
-    Some(std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.count() as u64)
-}
 
 /// A process's arguments (`/proc/PID/cmdline`), empty when unreadable.
 fn read_cmdline(pid: u32) -> Vec<String> {

@@ -17,9 +17,7 @@ mod session;
 mod window;
 
 pub use session::{session_config, TopSession};
-pub use window::{
-    thread_count, Mode, Pair, SortBy, TopHeader, TopRow, TopTable, TopWindow, Totals,
-};
+pub use window::{Mode, Pair, SortBy, TopHeader, TopRow, TopTable, TopWindow, Totals};
 
 #[cfg(test)]
 mod tests;

@@ -339,10 +339,3 @@ impl TopWindow {
         TopTable { header, rows }
     }
 }
-
-/// How many threads process `pid` has now (`/proc/PID/task`; None where it cannot be read).
-pub fn thread_count(pid: u32) -> Option<usize> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .ok()
-        .map(|d| d.count())
-}

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use clrspy_collect::{ChildOutput, Resolved, StopReason};
-use clrspy_live::top::{thread_count, Mode, SortBy, TopSession, TopWindow};
+use clrspy_live::top::{Mode, SortBy, TopSession, TopWindow};
+use diagnostics_client::procfs::thread_count;
 
 use clrspy_cli::{Failure, TargetArgs};
 
@@ -86,7 +87,7 @@ pub(super) struct ViewState {
     pub(super) refresh: Duration,
     pub(super) window_len: Duration,
     /// The process's thread count at the last refresh that could read it.
-    pub(super) threads: Option<usize>,
+    pub(super) threads: Option<u64>,
 }
 
 impl ViewState {

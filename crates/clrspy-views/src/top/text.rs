@@ -57,7 +57,7 @@ pub(super) fn showing(mode: Mode, sort: SortBy) -> String {
 }
 
 /// The header's figures: process CPU, GC, allocation rate, threads, the window.
-pub(super) fn figures(h: &TopHeader, threads: Option<usize>) -> String {
+pub(super) fn figures(h: &TopHeader, threads: Option<u64>) -> String {
     let threads = threads.map_or_else(|| "?".to_string(), |n| n.to_string());
     format!(
         "CPU {:.1}%  GC {:.1}%  alloc {}/s  threads {threads}  window {:.1} s",
@@ -75,7 +75,7 @@ pub(super) fn snapshot(
     table: &TopTable,
     mode: Mode,
     sort: SortBy,
-    threads: Option<usize>,
+    threads: Option<u64>,
     top: usize,
 ) -> String {
     let mut s = format!(
