@@ -121,6 +121,9 @@ pub struct MethodLoad<'a> {
     pub start: u64,
     /// Code size, bytes.
     pub size: u32,
+    /// `MethodFlags`: dynamic, generic, jitted… and the code's optimization tier in bits 7–9
+    /// ([`MethodLoad::is_osr`]).
+    pub flags: u32,
     /// Namespace and type, e.g. `System.Threading.Thread`.
     pub namespace: Utf16Str<'a>,
     /// Method name.
@@ -130,6 +133,13 @@ pub struct MethodLoad<'a> {
 }
 
 impl<'a> MethodLoad<'a> {
+    /// True when this code is an on-stack-replacement version of the method (optimization
+    /// tier `OptimizedTier1OSR`, 5): code a running Tier0 frame of the method jumped into from
+    /// a loop, whose frame sits under that Tier0 frame rather than being called from it.
+    pub fn is_osr(&self) -> bool {
+        (self.flags >> 7) & 0x7 == 5
+    }
+
     /// Parses `Method/LoadVerbose` (runtime event 143).
     pub fn parse(payload: &'a [u8], version: u8, pointer_size: u8) -> Result<Self, ViewError> {
         Self::parse_event(
@@ -156,6 +166,7 @@ impl<'a> MethodLoad<'a> {
             module_id: c.u64("ModuleID")?,
             start: c.u64("MethodStartAddress")?,
             size: c.u32("MethodSize")?,
+            flags: c.opt_u32("MethodFlags")?.unwrap_or(0),
             namespace: c.str("MethodNamespace")?,
             name: c.str("MethodName")?,
             signature: c.str("MethodSignature")?,

@@ -486,6 +486,11 @@ impl Analysis {
             m.end_pass();
         }
         self.symbols.finish();
+        if self.symbols.has_osr_code() {
+            let symbols = &self.symbols;
+            self.stacks
+                .drop_next_frames(|ip, next| symbols.osr_pseudo(ip, next));
+        }
         self.symbols.resolve_all(self.stacks.all_ips());
         self.symbols.mark_app_code(self.process_name.as_deref());
         self.alloc.name_nested_types(self.symbols.declaring_types());

@@ -68,6 +68,25 @@ impl StackTable {
             .unwrap_or(&[])
     }
 
+    /// Leaves out of every stack each frame `k + 1` for which `drop(ips[k], ips[k + 1])`
+    /// (ids and lookups by the trace's bytes stay as they were).
+    pub(crate) fn drop_next_frames(&mut self, drop: impl Fn(u64, u64) -> bool) {
+        let mut ips = Vec::with_capacity(self.ips.len());
+        for span in &mut self.spans {
+            let (s, l) = (span.0 as usize, span.1 as usize);
+            let old = &self.ips[s..s + l];
+            let start = ips.len();
+            for (k, &ip) in old.iter().enumerate() {
+                if k > 0 && drop(old[k - 1], ip) {
+                    continue;
+                }
+                ips.push(ip);
+            }
+            *span = (start as u32, (ips.len() - start) as u32);
+        }
+        self.ips = ips;
+    }
+
     /// Every address of every stack (with repeats).
     pub(crate) fn all_ips(&self) -> &[u64] {
         &self.ips

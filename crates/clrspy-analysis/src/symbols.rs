@@ -97,6 +97,8 @@ pub struct Symbols {
     method_by_id: FxHashMap<u64, u32>,
     /// (start, end, method index), sorted by start at [`Symbols::finish`].
     ranges: Vec<(u64, u64, u32)>,
+    /// The code of on-stack-replaced methods (OSR versions): start, end.
+    osr_code: Vec<(u64, u64)>,
     /// (entry, method index) of ReadyToRun methods known only by their entry point.
     entries: Vec<(u64, u32)>,
     /// Ranges derived from `entries` at [`Symbols::finish`].
@@ -166,6 +168,10 @@ impl Model for Symbols {
                 }
                 if k == KnownProvider::Rundown {
                     self.has_rundown = true;
+                }
+                if m.is_osr() && m.size > 0 {
+                    self.osr_code
+                        .push((m.start, m.start.saturating_add(u64::from(m.size))));
                 }
                 self.add_method(
                     m.method_id,
@@ -380,6 +386,27 @@ impl Symbols {
 
     /// Names every address of `ips` ([`Symbols::finish`] first), so [`Symbols::resolve`]
     /// finds them without changing anything.
+    /// True when `ip` is in on-stack-replaced (OSR) code and `next`, the frame-pointer walk's
+    /// next frame, in another version of the same method: the OSR frame's pseudo return
+    /// address into its Tier0 code (a kernel-sampled stack whose recorder could not mend it:
+    /// the method was compiled before the recording). The method's own caller is then missing
+    /// from such a stack; the pseudo frame is left out so that the method is shown once.
+    /// ([`Symbols::finish`] first.)
+    pub(crate) fn osr_pseudo(&self, ip: u64, next: u64) -> bool {
+        let in_osr = |a: u64| self.osr_code.iter().any(|&(s, e)| a >= s && a < e);
+        !self.osr_code.is_empty()
+            && in_osr(ip)
+            && !in_osr(next)
+            && self
+                .lookup_exact(ip)
+                .is_some_and(|f| self.lookup_exact(next) == Some(f))
+    }
+
+    /// True when any OSR code is known (see [`Symbols::osr_pseudo`]).
+    pub(crate) fn has_osr_code(&self) -> bool {
+        !self.osr_code.is_empty()
+    }
+
     pub(crate) fn resolve_all(&mut self, ips: &[u64]) {
         for &ip in ips {
             self.resolve_mut(ip);
@@ -598,6 +625,28 @@ fn full_name(m: &Method) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_osr_frames_pseudo_return_is_the_same_methods_other_code() {
+        let mut s = Symbols::new();
+        s.add_method(1, 0x1000, 0x100, "App.Cpu", "Burn", "void  (int32)"); // Tier0
+        s.add_method(1, 0x5000, 0x80, "App.Cpu", "Burn", "void  (int32)"); // OSR
+        s.osr_code.push((0x5000, 0x5080));
+        s.add_method(2, 0x2000, 0x10, "App.Cpu", "Run", "void  (int32)");
+        s.finish();
+        assert!(s.has_osr_code());
+        assert!(s.osr_pseudo(0x5010, 0x1010));
+        // The caller, and frames not in OSR code, are kept.
+        assert!(!s.osr_pseudo(0x5010, 0x2005));
+        assert!(!s.osr_pseudo(0x1010, 0x5010));
+        assert!(!s.osr_pseudo(0x2005, 0x1010));
+        let mut table = crate::stacks::StackTable::new();
+        let a = table.intern_ips(&[0x5010, 0x1010, 0x2005]).unwrap();
+        let b = table.intern_ips(&[0x2005]).unwrap();
+        table.drop_next_frames(|ip, next| s.osr_pseudo(ip, next));
+        assert_eq!(table.ips(a), &[0x5010, 0x2005]);
+        assert_eq!(table.ips(b), &[0x2005]);
+    }
 
     #[test]
     fn rejit_ranges_share_one_frame_and_overloads_get_signatures() {

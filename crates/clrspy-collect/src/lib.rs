@@ -33,6 +33,7 @@ pub mod inject;
 pub mod kernel;
 mod launch;
 mod native;
+mod osr;
 pub mod private;
 pub mod procstat;
 mod r2r;

@@ -15,6 +15,9 @@ const R2R_EVERY: Duration = Duration::from_millis(250);
 /// How often the kernel sampler's rings are drained, whatever the readings' interval: a
 /// thread's ring holds ~90 ms of deep CPU samples, and ~50 waits.
 pub(crate) const KERNEL_DRAIN: Duration = Duration::from_millis(20);
+/// How long a kernel sample is held before it is stored: long enough for the runtime's events
+/// of the same time (the code it ran, compiled just before) to reach the tap.
+const SAMPLE_HOLD_NS: u64 = 300_000_000;
 /// The shortest interval of the threads' CPU readings beside the kernel sampler: its on-CPU
 /// samples already measure CPU; the readings only check them and give states and run-queue
 /// time (reading every thread every 20 ms was ~14 % of the recorder's CPU on a web app).
@@ -44,6 +47,9 @@ pub(crate) struct CpuReadings {
     last_cgroup: Option<crate::cgroup::CpuBandwidth>,
     /// The kernel's CPU samples of the target, when sampled that way.
     kernel: Option<KernelSamples>,
+    /// Rounds taken, not yet stored (held [`SAMPLE_HOLD_NS`] beside the kernel sampler).
+    pending: std::collections::VecDeque<Round>,
+    hold_ns: u64,
     /// The code addresses of the stacks, to be named (shared with `r2r`).
     ips: SharedIps,
 }
@@ -67,31 +73,33 @@ struct KernelSamples {
     next_counts_ns: u64,
     /// Samples taken before this (before the session started) are left out.
     since_ns: u64,
+    /// The OSR code the tap has seen, and the pump's copy of it (to mend the stacks in it).
+    osr_shared: crate::osr::SharedOsr,
+    osr: crate::osr::OsrCode,
 }
 
 impl KernelSamples {
-    /// Follows new threads and queues every sample taken since the last call, oldest first,
-    /// then the sampler's counts so far.
-    fn take(&mut self, events: &mut Vec<(u64, Injected)>, now_ns: u64) {
+    /// Follows new threads and moves every sample taken since the last call to `samples`,
+    /// oldest first (to be stored by [`KernelSamples::store`]); queues the waits and the
+    /// sampler's counts so far.
+    fn take(
+        &mut self,
+        events: &mut Vec<(u64, Injected)>,
+        samples: &mut Vec<clrspy_sampler::Sample>,
+        now_ns: u64,
+    ) {
         if !self.failed {
             let ok = self.sampler.follow_threads().is_ok();
             self.failed = !ok || self.sampler.drain(&mut self.drained).is_err();
         }
         self.drained.sort_by_key(|s| s.time_ns);
         let since = self.since_ns;
-        for s in self.drained.drain(..).filter(|s| s.time_ns >= since) {
-            let (stack, managed) = self.kinds.split(&s.frames);
-            if !managed.is_empty() {
-                self.managed_threads.insert(s.tid);
-            }
-            events.push((
-                s.time_ns,
-                Injected::KernelSample {
-                    tid: s.tid,
-                    stack,
-                    managed,
-                },
-            ));
+        // Mended now, while the threads are likely still in the frames (those in OSR code the
+        // tap has not told yet are mended when stored).
+        self.osr_shared.update(&mut self.osr);
+        for mut s in self.drained.drain(..).filter(|s| s.time_ns >= since) {
+            mend_osr(&mut self.sampler, &self.osr, &mut s);
+            samples.push(s);
         }
         self.sampler.take_waits(&mut self.waits);
         self.queue_waits(events);
@@ -126,12 +134,40 @@ impl KernelSamples {
         ));
     }
 
+    /// The samples of a round, as events: their stacks mended where the frame-pointer walk
+    /// went wrong in on-stack-replaced code (the OSR code the tap has seen by now), then told
+    /// apart into native and managed frames.
+    fn store(&mut self, samples: Vec<clrspy_sampler::Sample>, events: &mut Vec<(u64, Injected)>) {
+        self.osr_shared.update(&mut self.osr);
+        for mut s in samples {
+            mend_osr(&mut self.sampler, &self.osr, &mut s);
+            let (stack, managed) = self.kinds.split(&s.frames);
+            if !managed.is_empty() {
+                self.managed_threads.insert(s.tid);
+            }
+            events.push((
+                s.time_ns,
+                Injected::KernelSample {
+                    tid: s.tid,
+                    stack,
+                    managed,
+                },
+            ));
+        }
+    }
+
     /// The last [`KernelSamples::take`] of a recording, then the waits still going on as
     /// ending at `end_ns` (a thread blocked all along, a deadlock, has no other).
-    fn take_last(&mut self, events: &mut Vec<(u64, Injected)>, now_ns: u64, end_ns: u64) {
+    fn take_last(
+        &mut self,
+        events: &mut Vec<(u64, Injected)>,
+        samples: &mut Vec<clrspy_sampler::Sample>,
+        now_ns: u64,
+        end_ns: u64,
+    ) {
         // The last counts are the sampler's totals, whenever the one before was stored.
         self.next_counts_ns = 0;
-        self.take(events, now_ns);
+        self.take(events, samples, now_ns);
         if self.failed {
             return;
         }
@@ -207,7 +243,7 @@ impl CpuReadings {
         pid: u32,
         interval: Duration,
         ips: SharedIps,
-        kernel: Option<clrspy_sampler::Sampler>,
+        kernel: Option<(clrspy_sampler::Sampler, crate::osr::SharedOsr)>,
     ) -> CpuReadings {
         let (interval, tick_every) = match kernel {
             Some(_) => {
@@ -217,8 +253,12 @@ impl CpuReadings {
             None => (interval, interval),
         };
         CpuReadings {
-            kernel: kernel.map(|sampler| KernelSamples {
+            hold_ns: if kernel.is_some() { SAMPLE_HOLD_NS } else { 0 },
+            pending: std::collections::VecDeque::new(),
+            kernel: kernel.map(|(sampler, osr_shared)| KernelSamples {
                 sampler,
+                osr_shared,
+                osr: crate::osr::OsrCode::default(),
                 kinds: crate::code_kinds::CodeKinds::new(pid),
                 managed_threads: std::collections::HashSet::new(),
                 announced: std::collections::HashMap::new(),
@@ -247,21 +287,20 @@ impl CpuReadings {
 
     /// The kernel's samples up to `now_ns`, each at its own time; their addresses are
     /// queued to be named like the runtime's stacks'.
-    fn drain_kernel(&mut self, now_ns: u64, going_on_to: Option<u64>) -> Vec<(u64, Injected)> {
+    fn drain_kernel(
+        &mut self,
+        now_ns: u64,
+        going_on_to: Option<u64>,
+    ) -> (Vec<(u64, Injected)>, Vec<clrspy_sampler::Sample>) {
         let mut timed = Vec::new();
+        let mut samples = Vec::new();
         if let Some(k) = self.kernel.as_mut() {
             match going_on_to {
-                Some(end_ns) => k.take_last(&mut timed, now_ns, end_ns),
-                None => k.take(&mut timed, now_ns),
-            }
-            for (_, e) in &timed {
-                if let Injected::KernelSample { stack, .. } | Injected::KernelWait { stack, .. } = e
-                {
-                    self.ips.add(stack.iter().copied());
-                }
+                Some(end_ns) => k.take_last(&mut timed, &mut samples, now_ns, end_ns),
+                None => k.take(&mut timed, &mut samples, now_ns),
             }
         }
-        timed
+        (timed, samples)
     }
 
     /// The code mappings new since the last read of the maps, as events.
@@ -293,20 +332,25 @@ impl CpuReadings {
             self.last_read_ns = Some(ts);
         }
         // Waits still going on end where the readings did: the recording's window.
-        let timed = self.drain_kernel(ts, Some(self.last_read_ns.unwrap_or(ts)));
+        let (timed, samples) = self.drain_kernel(ts, Some(self.last_read_ns.unwrap_or(ts)));
         let mut events = Vec::new();
         push_readings(readings, &mut events);
         if read {
             events.push(Injected::Tick);
         }
-        self.new_maps(&mut events);
-        events.extend(self.r2r.resolve(&self.sampler.mappings()));
+        self.pending.push_back(Round {
+            ts,
+            samples,
+            timed,
+            events,
+        });
         // The stream has ended: a trace holds its end marker back for these.
+        self.release(sinks, ts, true);
+        let mut names = Vec::new();
+        self.new_maps(&mut names);
+        names.extend(self.r2r.resolve(&self.sampler.mappings()));
         for s in sinks.iter_mut() {
-            for (at, e) in &timed {
-                s.splice_at_end(*at, e);
-            }
-            for e in &events {
+            for e in &names {
                 s.splice_at_end(ts, e);
             }
         }
@@ -328,7 +372,7 @@ impl CpuReadings {
         });
         let ts = monotonic_ns();
         // The kernel's samples so far go first, each at its own time (all before `ts`).
-        let mut timed = self.drain_kernel(ts, None);
+        let (timed, mut samples) = self.drain_kernel(ts, None);
         if self.first {
             self.first = false;
             events.push(Injected::SamplerInfo {
@@ -353,9 +397,7 @@ impl CpuReadings {
         if self.last_read_ns.is_none() {
             // CPU samples before the first readings fall outside every measured interval and
             // would be estimated on top of them: the measured window starts at the first.
-            timed.retain(|(at, e)| {
-                !matches!(e, Injected::KernelSample { .. }) || (read && *at >= ts)
-            });
+            samples.retain(|s| read && s.time_ns >= ts);
         }
         if read {
             self.last_read_ns = Some(ts);
@@ -384,15 +426,79 @@ impl CpuReadings {
         if read {
             events.push(Injected::Tick);
         }
-        for s in sinks.iter_mut().filter(|s| s.wants_splices()) {
-            for (at, e) in &timed {
-                s.splice(*at, e);
+        self.pending.push_back(Round {
+            ts,
+            samples,
+            timed,
+            events,
+        });
+        self.release(sinks, ts, false);
+    }
+
+    /// Stores the rounds held long enough (all of them when `last`: the stream has ended, and
+    /// the trace holds its end marker back for them): the kernel's samples, waits and blocks
+    /// each at its own time, then the round's readings at its time.
+    fn release(&mut self, sinks: &mut [&mut dyn ByteSink], now_ns: u64, last: bool) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|r| last || r.ts.saturating_add(self.hold_ns) <= now_ns)
+        {
+            let Some(r) = self.pending.pop_front() else {
+                break;
+            };
+            let mut timed = r.timed;
+            if let Some(k) = self.kernel.as_mut() {
+                k.store(r.samples, &mut timed);
             }
-            for e in &events {
-                s.splice(ts, e);
+            timed.sort_by_key(|e| e.0);
+            for (_, e) in &timed {
+                if let Injected::KernelSample { stack, .. } | Injected::KernelWait { stack, .. } = e
+                {
+                    self.ips.add(stack.iter().copied());
+                }
+            }
+            for s in sinks.iter_mut().filter(|s| last || s.wants_splices()) {
+                for (at, e) in &timed {
+                    match last {
+                        true => s.splice_at_end(*at, e),
+                        false => s.splice(*at, e),
+                    }
+                }
+                for e in &r.events {
+                    match last {
+                        true => s.splice_at_end(r.ts, e),
+                        false => s.splice(r.ts, e),
+                    }
+                }
             }
         }
     }
+}
+
+/// Mends the frames of `s` in on-stack-replaced code `osr` knows of (see
+/// [`clrspy_sampler::Sampler::repair_osr`]).
+fn mend_osr(
+    sampler: &mut clrspy_sampler::Sampler,
+    osr: &crate::osr::OsrCode,
+    s: &mut clrspy_sampler::Sample,
+) {
+    if !osr.is_empty() {
+        sampler.repair_osr(s, |ip, next| osr.pair(ip, next));
+    }
+}
+
+/// One round of a recording's readings, held until the method events of its time have come
+/// through the tap ([`SAMPLE_HOLD_NS`]).
+struct Round {
+    /// When its readings were taken.
+    ts: u64,
+    /// The kernel's samples drained in it, not yet stored.
+    samples: Vec<clrspy_sampler::Sample>,
+    /// The kernel's waits and blocks, each at its own time.
+    timed: Vec<(u64, Injected)>,
+    /// The readings and the rest, at `ts`.
+    events: Vec<Injected>,
 }
 
 /// The events of one round of thread readings: each thread's name (when read) and CPU.

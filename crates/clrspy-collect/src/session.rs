@@ -321,11 +321,17 @@ pub(crate) fn pump(
         .max(Duration::from_millis(1));
     session.set_read_timeout(read_timeout)?;
     let ips = SharedIps::default();
+    let osr = crate::osr::SharedOsr::default();
+    let kernel_osr = kernel.is_some();
+    let kernel = kernel.map(|k| (k, osr.clone()));
     let mut readings = interval.map(|i| CpuReadings::new(pid, i, ips.clone(), kernel));
     let started = Instant::now();
     let mut consumers = std::mem::take(&mut live.consumers);
     if readings.is_some() {
         consumers.push(Box::new(StackIps(ips)));
+        if kernel_osr {
+            consumers.push(Box::new(crate::osr::OsrLoads::new(osr)));
+        }
     }
     let mut tap = Tap::new(consumers, live.broadcast.take(), live.lossless);
     let mut buf = vec![0u8; 256 * 1024];

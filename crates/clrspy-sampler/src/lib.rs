@@ -20,6 +20,8 @@
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod osr;
+#[cfg(target_os = "linux")]
 mod ring;
 #[cfg(target_os = "linux")]
 mod unwind;
@@ -35,6 +37,9 @@ pub struct Sample {
     pub time_ns: u64,
     /// Return addresses, innermost first (the kernel's context markers removed).
     pub frames: Vec<u64>,
+    /// The user stack pointer when the sample was taken (0 when not known): where
+    /// [`Sampler::repair_osr`] looks for what the kernel's frame-pointer walk skipped.
+    pub sp: u64,
 }
 
 /// A thread off its CPU: it left at `start_ns` with this user stack (blocked in a system
@@ -181,6 +186,10 @@ impl Sampler {
     }
     /// Never reached off Linux.
     pub fn rate_hz(&self) -> u32 {
+        0
+    }
+    /// Never reached off Linux.
+    pub fn repair_osr(&mut self, _s: &mut Sample, _osr_pair: impl Fn(u64, u64) -> bool) -> usize {
         0
     }
     /// Never reached off Linux.

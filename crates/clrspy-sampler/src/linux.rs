@@ -396,6 +396,22 @@ impl Sampler {
         Ok(n)
     }
 
+    /// Mends the frames the kernel's frame-pointer walk gets wrong in on-stack-replaced
+    /// (OSR) code: where frame `i` is OSR code and frame `i + 1` the pseudo return address
+    /// into the same method's Tier0 code (`osr_pair(frames[i], frames[i + 1])` says so), the
+    /// walk skipped the method's real caller. That frame is replaced by the return address
+    /// into the caller, read from the thread's stack now (see `osr.rs`); where it
+    /// cannot be read (the thread has left the method since, no stack pointer, memory not
+    /// readable) the pseudo frame is dropped, so the method is shown once, its caller
+    /// missing. Returns how many callers were found.
+    pub fn repair_osr(
+        &mut self,
+        sample: &mut Sample,
+        osr_pair: impl Fn(u64, u64) -> bool,
+    ) -> usize {
+        crate::osr::repair(&mut self.unwinder, sample, osr_pair)
+    }
+
     /// The sampling rate asked for: samples per second per thread on a CPU.
     pub fn rate_hz(&self) -> u32 {
         self.rate_hz
@@ -580,7 +596,7 @@ impl Sampler {
         if user_only {
             flags |= FLAG_EXCLUDE_KERNEL;
         }
-        let attr = PerfEventAttr {
+        let mut attr = PerfEventAttr {
             kind: PERF_TYPE_SOFTWARE,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
             config: PERF_COUNT_SW_CPU_CLOCK,
@@ -590,8 +606,16 @@ impl Sampler {
             clockid: libc::CLOCK_MONOTONIC,
             ..PerfEventAttr::default()
         };
+        // On x86-64 the registers come too (24 bytes): the stack pointer, for the frames of
+        // on-stack-replaced methods the frame-pointer walk skips (`Sampler::repair_osr`).
+        let regs = cfg!(target_arch = "x86_64");
+        if regs {
+            attr.sample_type |= PERF_SAMPLE_REGS_USER;
+            attr.sample_regs_user = crate::unwind::REGS_MASK;
+        }
         let fd = perf_event_open(&attr, tid)?;
         let ring = Ring::map(fd.as_raw_fd(), DATA_PAGES)?;
+        let ring = if regs { ring.with_user_regs() } else { ring };
         Ok(Thread {
             ring,
             _fd: fd,

@@ -58,6 +58,8 @@ pub(crate) struct Ring {
     scratch: Vec<u8>,
     /// Samples carry user registers and stack ([`UserStack`]).
     user_stack: bool,
+    /// Samples carry user registers only (their stack pointer goes to [`Sample::sp`]).
+    user_regs: bool,
 }
 
 // SAFETY: the mapping is owned by this value alone; moving it to another thread is sound.
@@ -92,6 +94,7 @@ impl Ring {
             tail: 0,
             scratch: Vec::new(),
             user_stack: false,
+            user_regs: false,
         })
     }
 
@@ -99,6 +102,13 @@ impl Ring {
     /// [`parse_sample_with_stack`]).
     pub(crate) fn with_user_stack(mut self) -> Ring {
         self.user_stack = true;
+        self
+    }
+
+    /// Marks the ring's samples as carrying user registers, no stack (see
+    /// [`parse_sample_with_regs`]).
+    pub(crate) fn with_user_regs(mut self) -> Ring {
+        self.user_regs = true;
         self
     }
 
@@ -137,6 +147,11 @@ impl Ring {
                 PERF_RECORD_SAMPLE if self.user_stack => {
                     if let Some((s, u)) = parse_sample_with_stack(&body) {
                         each(Record::StackSample(s, u));
+                    }
+                }
+                PERF_RECORD_SAMPLE if self.user_regs => {
+                    if let Some(s) = parse_sample_with_regs(&body) {
+                        each(Record::Sample(s));
                     }
                 }
                 PERF_RECORD_SAMPLE => {
@@ -218,7 +233,21 @@ pub(crate) fn parse_sample(body: &[u8]) -> Option<Sample> {
         tid,
         time_ns,
         frames,
+        sp: 0,
     })
+}
+
+/// Parses a sample taken with `PERF_SAMPLE_TID | TIME | CALLCHAIN | REGS_USER` (registers
+/// [`crate::unwind::REGS_MASK`]): after the callchain, `abi u64` and, when it is not 0, the
+/// three registers, of which the stack pointer is kept.
+pub(crate) fn parse_sample_with_regs(body: &[u8]) -> Option<Sample> {
+    let mut sample = parse_sample(body)?;
+    let nr = usize::try_from(read_u64(body, 16)?).ok()?;
+    let at = 24 + 8 * nr;
+    if read_u64(body, at)? != 0 {
+        sample.sp = read_u64(body, at + 16)?;
+    }
+    Some(sample)
 }
 
 /// Parses a sample taken with `PERF_SAMPLE_TID | TIME | CALLCHAIN | REGS_USER | STACK_USER`
@@ -316,7 +345,8 @@ mod tests {
             Sample {
                 tid: 42,
                 time_ns: 1234,
-                frames: vec![0x1000, 0x2000]
+                frames: vec![0x1000, 0x2000],
+                sp: 0,
             }
         );
     }

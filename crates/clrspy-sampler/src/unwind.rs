@@ -202,16 +202,22 @@ impl Unwinder {
     /// Reads the target's stack from `sp` into `buf` (at most [`READ_MAX`] bytes, fewer at
     /// the stack's top); false when it cannot be read.
     fn read_at(&mut self, sp: u64, buf: &mut Vec<u8>) -> bool {
-        if !self.can_read {
+        self.read_len(sp, READ_MAX, buf)
+    }
+
+    /// Reads at most `len` bytes of the target's memory at `addr` into `buf`; false when
+    /// nothing can be read.
+    pub(crate) fn read_len(&mut self, addr: u64, len: usize, buf: &mut Vec<u8>) -> bool {
+        if !self.can_read || addr == 0 {
             return false;
         }
-        buf.resize(READ_MAX, 0);
+        buf.resize(len, 0);
         let local = libc::iovec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
         };
         let remote = libc::iovec {
-            iov_base: sp as *mut libc::c_void,
+            iov_base: addr as *mut libc::c_void,
             iov_len: buf.len(),
         };
         // SAFETY: `local` describes `buf`, which lives across the call; the remote range is
@@ -400,7 +406,7 @@ impl Unwinder {
 
     /// True when `pc` is in an executable mapping of the target (read again, at most every
     /// [`MAPS_EVERY`], when it is in none known: code may have been mapped since).
-    fn is_code(&mut self, pc: u64) -> bool {
+    pub(crate) fn is_code(&mut self, pc: u64) -> bool {
         if self.mapping_index(pc).is_none()
             && self.maps_read.is_none_or(|t| t.elapsed() >= MAPS_EVERY)
         {
@@ -502,12 +508,12 @@ fn load_cfi(pid: u32, path: &std::path::Path) -> Option<Cfi> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A page of executable memory in this process with no file (as JIT'd code is): its
     /// addresses are code the unwinder steps through by frame pointers.
-    fn anonymous_code() -> u64 {
+    pub(crate) fn anonymous_code() -> u64 {
         // SAFETY: a fresh private mapping, never unmapped (the test's process ends soon).
         let p = unsafe {
             libc::mmap(

@@ -341,6 +341,25 @@ fn a_launched_program_is_sampled_by_the_kernel() {
         cpu["top_exclusive"][0]["method"], "Workloads.Cpu.Burn",
         "{cpu}"
     );
+    // Burn's loop runs on-stack-replaced code within milliseconds: its frame lies under its
+    // Tier0 frame, where the kernel's frame-pointer walk reads Burn twice and skips its
+    // caller. The recorder mends that: Burn is called by the lambda, and never by itself.
+    let tree = json(&["report", trace.to_str().unwrap(), "cpu", "--json", "--tree"]);
+    let tree = &tree["tree"];
+    let burn = under_frame(tree, "Workloads.Cpu.Burn");
+    let from_lambda = under_frame(tree, "Workloads.Cpu+<>c__DisplayClass1_0.<Run>b__0");
+    assert!(burn > 0.0 && from_lambda >= 0.97 * burn, "{tree}");
+    assert_eq!(burn_under_burn(tree), 0, "{tree}");
+}
+
+/// How many nodes named Burn have a child named Burn.
+fn burn_under_burn(node: &serde_json::Value) -> usize {
+    let kids = node["children"].as_array().cloned().unwrap_or_default();
+    let here = usize::from(
+        node["name"] == "Workloads.Cpu.Burn"
+            && kids.iter().any(|k| k["name"] == "Workloads.Cpu.Burn"),
+    );
+    here + kids.iter().map(burn_under_burn).sum::<usize>()
 }
 
 #[test]
