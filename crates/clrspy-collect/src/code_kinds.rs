@@ -18,6 +18,8 @@ pub(crate) struct CodeKinds {
     /// (start, end, native), sorted by start.
     ranges: Vec<(u64, u64, bool)>,
     read_at: Option<Instant>,
+    /// Addresses in no mapping even after a read of the maps.
+    unmapped: diagnostics_client::procfs::Unmapped,
 }
 
 /// True when a mapping of `path` (as `/proc/PID/maps` writes it) holds native code.
@@ -41,6 +43,7 @@ impl CodeKinds {
             pid,
             ranges: Vec::new(),
             read_at: None,
+            unmapped: Default::default(),
         }
     }
 
@@ -61,9 +64,13 @@ impl CodeKinds {
         if let Some(k) = find(&self.ranges, ip) {
             return Some(k);
         }
-        if self.read_at.is_none_or(|t| t.elapsed() >= REREAD_EVERY) {
+        if !self.unmapped.contains(ip) && self.read_at.is_none_or(|t| t.elapsed() >= REREAD_EVERY) {
             self.read();
-            return find(&self.ranges, ip);
+            let k = find(&self.ranges, ip);
+            if k.is_none() {
+                self.unmapped.insert(ip);
+            }
+            return k;
         }
         None
     }
@@ -141,6 +148,7 @@ mod tests {
             pid: 0,
             ranges: r,
             read_at: Some(Instant::now()),
+            unmapped: Default::default(),
         };
         let (jit, libc, heap) = (0x7f00_0000_2800, 0x7f00_0000_0800, 0x5609_ba1f_b5e0);
         assert_eq!(

@@ -12,7 +12,6 @@
 //! recognise (NetPerf, V6, anything damaged or unexpected) pass through untouched from there
 //! on and nothing more is added.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use nettrace::{
@@ -384,7 +383,7 @@ pub struct Splicer<W: Write> {
     end_held: Option<Vec<u8>>,
     /// The stacks written since the runtime's last sequence point (stack ids are valid only
     /// until the next one), by their whole frames: their ids, [`FIRST_STACK_ID`] and up.
-    region: HashMap<Vec<u64>, u32>,
+    region: rustc_hash::FxHashMap<Vec<u64>, u32>,
     /// Samples and waits written without their stack (a region held too many).
     pub(crate) stackless: u64,
 }
@@ -422,7 +421,7 @@ impl<W: Write> Splicer<W> {
             whole: WholePrefix::default(),
             tracking: true,
             end_held: None,
-            region: HashMap::new(),
+            region: rustc_hash::FxHashMap::default(),
             stackless: 0,
         }
     }

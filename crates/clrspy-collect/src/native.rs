@@ -36,7 +36,10 @@ struct SymbolTable {
 impl SymbolTable {
     /// Reads `data` (an ELF file) and, when it has no `.symtab`, the debug file its build id
     /// names (`debug`: reads a path).
-    fn read(data: &[u8], debug: &dyn Fn(&str) -> Option<Vec<u8>>) -> Option<SymbolTable> {
+    fn read<'d, R: object::ReadRef<'d>>(
+        data: R,
+        debug: &dyn Fn(&str) -> Option<Vec<u8>>,
+    ) -> Option<SymbolTable> {
         let file = object::File::parse(data).ok()?;
         let segments = file
             .segments()
@@ -168,8 +171,11 @@ fn function_starts(hdr: &[u8], at: u64) -> Vec<u64> {
 
 /// The defined function symbols of `f` (its `.dynsym` when `dynamic`, else its `.symtab`):
 /// (address, size, name).
-fn text_symbols(f: &object::File<'_>, dynamic: bool) -> Vec<(u64, u64, String)> {
-    let keep = |s: &object::Symbol<'_, '_>| {
+fn text_symbols<'d, R: object::ReadRef<'d>>(
+    f: &object::File<'d, R>,
+    dynamic: bool,
+) -> Vec<(u64, u64, String)> {
+    let keep = |s: &object::Symbol<'d, '_, R>| {
         (s.kind() == SymbolKind::Text && s.address() != 0 && s.is_definition())
             .then(|| s.name().ok().filter(|n| !n.is_empty()))
             .flatten()
@@ -210,9 +216,10 @@ impl NativeNames {
             if self.stored.len() >= MAX_SYMBOLS {
                 return;
             }
-            let table = self.files.entry(path.clone()).or_insert_with(|| {
-                read_file(pid, path).and_then(|d| SymbolTable::read(&d, &|p| read_file(pid, p)))
-            });
+            let table = self
+                .files
+                .entry(path.clone())
+                .or_insert_with(|| symbols_of(pid, path));
             let Some(table) = table.as_ref() else {
                 continue;
             };
@@ -244,9 +251,9 @@ pub(crate) fn function_names(pid: u32, places: &[(String, u64)]) -> Vec<Option<S
     places
         .iter()
         .map(|(path, offset)| {
-            let table = files.entry(path.as_str()).or_insert_with(|| {
-                read_file(pid, path).and_then(|d| SymbolTable::read(&d, &|p| read_file(pid, p)))
-            });
+            let table = files
+                .entry(path.as_str())
+                .or_insert_with(|| symbols_of(pid, path));
             let table = table.as_ref()?;
             let (_, _, name) = table
                 .address_of(*offset)
@@ -257,6 +264,19 @@ pub(crate) fn function_names(pid: u32, places: &[(String, u64)]) -> Vec<Option<S
 }
 
 pub(crate) use diagnostics_client::procfs::VDSO;
+
+/// The symbols of the file mapped from `path` in process `pid`, read in place (only the
+/// parts of the file the symbols are in: a runtime library is megabytes).
+fn symbols_of(pid: u32, path: &str) -> Option<SymbolTable> {
+    let debug = |p: &str| read_file(pid, p);
+    if path == VDSO {
+        return SymbolTable::read(&*diagnostics_client::procfs::own_vdso_image()?, &debug);
+    }
+    let file =
+        diagnostics_client::rooted::open_in_root(pid, std::path::Path::new(path), MAX_FILE_BYTES)
+            .ok()?;
+    SymbolTable::read(&object::ReadCache::new(file), &debug)
+}
 
 /// The file mapped from `path` in process `pid` (the target's own view; ours once it ended).
 fn read_file(pid: u32, path: &str) -> Option<Vec<u8>> {
@@ -278,7 +298,7 @@ mod tests {
         let Some(image) = diagnostics_client::procfs::own_vdso_image() else {
             return; // No vDSO (vdso=0 on the kernel's command line).
         };
-        let table = SymbolTable::read(&image, &|_| None).unwrap();
+        let table = SymbolTable::read(&*image, &|_| None).unwrap();
         assert!(
             table
                 .functions
@@ -296,7 +316,7 @@ mod tests {
     fn a_function_of_a_real_elf_file_is_named_by_its_file_offset() {
         let exe = std::env::current_exe().unwrap();
         let data = std::fs::read(&exe).unwrap();
-        let table = SymbolTable::read(&data, &|_| None).unwrap();
+        let table = SymbolTable::read(&*data, &|_| None).unwrap();
         assert!(table.functions.len() > 100, "{}", table.functions.len());
         let (start, size, name) = table
             .functions
@@ -386,7 +406,7 @@ mod tests {
             eprintln!("no shared framework installed: skipped");
             return;
         };
-        let t = SymbolTable::read(&std::fs::read(lib).unwrap(), &|_| None).unwrap();
+        let t = SymbolTable::read(&*std::fs::read(lib).unwrap(), &|_| None).unwrap();
         assert!(t.starts.len() > 1000, "{}", t.starts.len());
         assert!(t.starts.len() > 10 * t.functions.len());
         assert!(function_starts(&[2, 0x1b, 3, 0x3b, 0, 0, 0, 0, 1, 0, 0, 0], 0).is_empty());

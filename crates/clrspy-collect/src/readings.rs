@@ -13,8 +13,11 @@ use crate::sink::ByteSink;
 /// How often the addresses of new samples are named (ReadyToRun code).
 const R2R_EVERY: Duration = Duration::from_millis(250);
 /// How often the kernel sampler's rings are drained, whatever the readings' interval: a
-/// thread's ring holds ~90 ms of deep CPU samples, and ~50 waits.
-pub(crate) const KERNEL_DRAIN: Duration = Duration::from_millis(20);
+/// thread's ring holds ~90 ms of deep CPU samples, and ~120 waits (a thread of a busy web
+/// app leaves its CPU thousands of times a second, and the recorder itself waits for a CPU).
+pub(crate) const KERNEL_DRAIN: Duration = Duration::from_millis(5);
+/// How often new threads of the target are looked for (`/proc/PID/task`).
+const FOLLOW_EVERY: Duration = Duration::from_millis(20);
 /// How long a kernel sample is held before it is stored: long enough for the runtime's events
 /// of the same time (the code it ran, compiled just before) to reach the tap.
 const SAMPLE_HOLD_NS: u64 = 300_000_000;
@@ -62,10 +65,12 @@ struct KernelSamples {
     /// Threads seen in managed code: their blocked time is told to other readers too (as the
     /// runtime's sampler samples a blocked managed thread), so that their thread-time views,
     /// which weigh each sample by the time to the thread's next, do not count it as CPU.
-    managed_threads: std::collections::HashSet<u32>,
+    managed_threads: rustc_hash::FxHashSet<u32>,
     /// The wait of each thread already told as blocked: when it began.
-    announced: std::collections::HashMap<u32, u64>,
+    announced: rustc_hash::FxHashMap<u32, u64>,
     drained: Vec<clrspy_sampler::Sample>,
+    /// When new threads are looked for next.
+    next_follow: Instant,
     waits: Vec<clrspy_sampler::Wait>,
     /// The sampler failed (the target ended, an error): nothing more is drained.
     failed: bool,
@@ -89,7 +94,13 @@ impl KernelSamples {
         now_ns: u64,
     ) {
         if !self.failed {
-            let ok = self.sampler.follow_threads().is_ok();
+            // New threads are looked for less often than the rings are drained (a listing of
+            // the process's threads costs more than a drain).
+            let mut ok = true;
+            if Instant::now() >= self.next_follow {
+                self.next_follow = Instant::now() + FOLLOW_EVERY;
+                ok = self.sampler.follow_threads().is_ok();
+            }
             self.failed = !ok || self.sampler.drain(&mut self.drained).is_err();
         }
         self.drained.sort_by_key(|s| s.time_ns);
@@ -260,9 +271,10 @@ impl CpuReadings {
                 osr_shared,
                 osr: crate::osr::OsrCode::default(),
                 kinds: crate::code_kinds::CodeKinds::new(pid),
-                managed_threads: std::collections::HashSet::new(),
-                announced: std::collections::HashMap::new(),
+                managed_threads: Default::default(),
+                announced: Default::default(),
                 drained: Vec::new(),
+                next_follow: Instant::now(),
                 waits: Vec::new(),
                 failed: false,
                 next_counts_ns: 0,

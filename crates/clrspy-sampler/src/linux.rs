@@ -18,7 +18,7 @@ const PERF_SAMPLE_REGS_USER: u64 = 1 << 12;
 const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
 /// The top of the stack copied into each context-switch sample: enough for the libc frames a
 /// blocked thread stops in (see [`crate::unwind`]).
-const WAIT_STACK_COPY: u32 = 4096;
+const WAIT_STACK_COPY: u32 = 2048;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_FREQ: u64 = 1 << 10;

@@ -121,6 +121,8 @@ pub(crate) struct Unwinder {
     pid: u32,
     maps: Vec<Mapping>,
     maps_read: Option<Instant>,
+    /// Addresses in no mapping even after a read of the maps.
+    unmapped: diagnostics_client::procfs::Unmapped,
     files: HashMap<PathBuf, Option<Arc<Cfi>>>,
     /// (module's information, address in the file) → its rule (None: none usable).
     rules: HashMap<(usize, u64), Option<Rule>>,
@@ -137,6 +139,7 @@ impl Unwinder {
             pid,
             maps: Vec::new(),
             maps_read: None,
+            unmapped: Default::default(),
             files: HashMap::new(),
             rules: HashMap::new(),
             ctx: Box::new(UnwindContext::new()),
@@ -407,12 +410,18 @@ impl Unwinder {
     /// True when `pc` is in an executable mapping of the target (read again, at most every
     /// [`MAPS_EVERY`], when it is in none known: code may have been mapped since).
     pub(crate) fn is_code(&mut self, pc: u64) -> bool {
-        if self.mapping_index(pc).is_none()
-            && self.maps_read.is_none_or(|t| t.elapsed() >= MAPS_EVERY)
-        {
-            self.read_maps();
+        if self.mapping_index(pc).is_some() {
+            return true;
         }
-        self.mapping_index(pc).is_some()
+        if self.unmapped.contains(pc) || self.maps_read.is_some_and(|t| t.elapsed() < MAPS_EVERY) {
+            return false;
+        }
+        self.read_maps();
+        let found = self.mapping_index(pc).is_some();
+        if !found {
+            self.unmapped.insert(pc);
+        }
+        found
     }
 
     fn mapping_index(&self, pc: u64) -> Option<usize> {
@@ -475,14 +484,19 @@ const MAX_MODULE_BYTES: u64 = 1 << 30;
 /// Reads a module's `.eh_frame`, `.eh_frame_hdr` and segments (through the target's root, so
 /// a container's files are its own); None when it has none or cannot be read.
 fn load_cfi(pid: u32, path: &std::path::Path) -> Option<Cfi> {
+    if path == std::path::Path::new(diagnostics_client::procfs::VDSO) {
+        return cfi_of(&*diagnostics_client::procfs::own_vdso_image()?);
+    }
+    // The process's own file (a container's), never through a link it planted; only the
+    // parts the call frame information is in are read (a runtime library is megabytes).
+    let file = diagnostics_client::rooted::open_in_root(pid, path, MAX_MODULE_BYTES).ok()?;
+    cfi_of(&object::ReadCache::new(file))
+}
+
+/// The call frame information of an ELF file.
+fn cfi_of<'d, R: object::ReadRef<'d>>(data: R) -> Option<Cfi> {
     use object::{Object, ObjectSection, ObjectSegment};
-    let data = if path == std::path::Path::new(diagnostics_client::procfs::VDSO) {
-        diagnostics_client::procfs::own_vdso_image()?
-    } else {
-        // The process's own file (a container's), never through a link it planted.
-        diagnostics_client::rooted::read_in_root(pid, path, MAX_MODULE_BYTES).ok()?
-    };
-    let file = object::File::parse(&*data).ok()?;
+    let file = object::File::parse(data).ok()?;
     let section = |name: &str| {
         let s = file.section_by_name(name)?;
         Some((s.data().ok()?.to_vec(), s.address()))

@@ -280,6 +280,33 @@ pub fn own_vdso_image() -> Option<Vec<u8>> {
     Some(image)
 }
 
+/// Addresses found in no mapping of a process even by a read of its maps made after they were
+/// seen: stale frame addresses a stack walk turns up again and again. A reader of the maps
+/// reads them again for an address it misses (code mapped since), but not for one of these;
+/// a real code address is always mapped by the time the maps are read after it was seen.
+#[derive(Debug, Default)]
+pub struct Unmapped {
+    seen: std::collections::HashSet<u64>,
+}
+
+impl Unmapped {
+    /// The most addresses remembered (then it starts over).
+    const MAX: usize = 1 << 16;
+
+    /// True when `ip` is known to be in no mapping (no reason to read the maps again).
+    pub fn contains(&self, ip: u64) -> bool {
+        self.seen.contains(&ip)
+    }
+
+    /// Remembers `ip`, missed by a read of the maps made after it was seen.
+    pub fn insert(&mut self, ip: u64) {
+        if self.seen.len() >= Self::MAX {
+            self.seen.clear();
+        }
+        self.seen.insert(ip);
+    }
+}
+
 /// Parses one line of `/proc/PID/maps` (a path may hold spaces: it is the rest of the line).
 pub fn parse_maps_line(line: &str) -> Option<MapLine<'_>> {
     let mut fields = line.splitn(6, ' ');
@@ -411,6 +438,20 @@ pub fn group_paths(pid: u32) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unmapped_addresses_are_remembered_and_bounded() {
+        let mut u = Unmapped::default();
+        assert!(!u.contains(0x10));
+        u.insert(0x10);
+        assert!(u.contains(0x10));
+        for ip in 0..Unmapped::MAX as u64 {
+            u.insert(0x1000 + ip);
+        }
+        // Full: it started over.
+        assert!(!u.contains(0x10));
+        assert!(u.seen.len() <= Unmapped::MAX);
+    }
 
     #[test]
     fn group_paths_one_per_hierarchy() {
