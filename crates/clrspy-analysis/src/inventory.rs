@@ -66,6 +66,9 @@ pub struct Inventory {
     /// The kernel sampler's last counts (rate, samples, lost records, threads), when the trace
     /// has them.
     pub kernel_sampler: Option<clr_events::clrspy::KernelSampler>,
+    /// The CPU the target's threads used between their first and last of clrspy's readings,
+    /// ns (0 without readings).
+    pub thread_cpu_ns: u64,
     /// CPU samples the runtime's own sampler took (the SampleProfiler provider's
     /// `Thread/Sample` the runtime wrote).
     pub runtime_samples: u64,
@@ -119,6 +122,8 @@ struct Notes {
     ring: Option<clr_events::clrspy::Ring>,
     command_line: Option<String>,
     kernel_sampler: Option<clr_events::clrspy::KernelSampler>,
+    /// Each thread's first and last CPU reading, ns.
+    thread_cpu: FxHashMap<u32, (u64, u64)>,
     /// The trace's pointer size, for decoding `ProcessInfo`.
     pointer_size: u8,
 }
@@ -159,6 +164,9 @@ struct Counts {
     /// The row of clrspy's `KernelSampler` counts, whose events are read (the last one says
     /// what the sampler took).
     sampler_row: Option<usize>,
+    /// The row of clrspy's `ThreadCpu` readings, whose events are read (each thread's CPU
+    /// over the recording).
+    thread_cpu_row: Option<usize>,
     /// By metadata id: the row's key, version and slot in `rows` (key 0: none yet).
     by_id: Vec<(u64, u8, u32)>,
     /// By (key, version): the slot, for every row.
@@ -239,6 +247,11 @@ impl Counts {
         {
             self.sampler_row = Some(self.rows.len());
         }
+        if ev.provider() == clr_events::clrspy::PROVIDER
+            && ev.event_id() == clr_events::clrspy::ids::THREAD_CPU
+        {
+            self.thread_cpu_row = Some(self.rows.len());
+        }
         self.rows.push((
             ev.provider().to_string(),
             ev.event_id(),
@@ -260,6 +273,13 @@ fn report_progress(progress: &mut impl FnMut(u64), offset: u64) {
 }
 
 impl Inventory {
+    /// The kernel's samples per second of the target's measured CPU (the rate the sampler
+    /// reached; it samples threads on a CPU at its rate), when both are known.
+    pub fn kernel_samples_per_cpu_second(&self) -> Option<f64> {
+        (self.kernel_samples > 0 && self.thread_cpu_ns >= 100_000_000)
+            .then(|| self.kernel_samples as f64 / (self.thread_cpu_ns as f64 / 1e9))
+    }
+
     /// Counts every event of `reader`; `progress` gets the offset of every
     /// `PROGRESS_EVERY`th event.
     ///
@@ -288,6 +308,17 @@ impl Inventory {
                     Some(ev) => {
                         if let Ok(k) = clr_events::clrspy::KernelSampler::parse(ev.payload) {
                             notes.kernel_sampler = Some(k);
+                        }
+                    }
+                }
+            }
+            if Some(slot) == counts.thread_cpu_row {
+                match ev {
+                    None => return BriefAnswer::NeedEvent,
+                    Some(ev) => {
+                        if let Ok(r) = clr_events::clrspy::ThreadCpu::parse(ev.payload) {
+                            let e = notes.thread_cpu.entry(r.thread_id).or_insert((r.cpu_ns, 0));
+                            e.1 = r.cpu_ns.max(e.0);
                         }
                     }
                 }
@@ -347,6 +378,7 @@ impl Inventory {
             command_line: notes.command_line,
             kernel_samples,
             kernel_sampler: notes.kernel_sampler,
+            thread_cpu_ns: notes.thread_cpu.values().map(|(a, b)| b - a).sum(),
             runtime_samples,
         }
     }

@@ -88,6 +88,9 @@ impl InfoView<'_> {
             "has_rundown": inv.has_rundown(),
             "method_loads": inv.method_loads(),
             "kernel_samples": inv.kernel_samples,
+            "kernel_samples_per_cpu_second": inv.kernel_samples_per_cpu_second().map(|r| r.round()),
+            "kernel_rate_hz": inv.kernel_sampler.map(|k| k.rate_hz),
+            "kernel_records_lost": inv.kernel_sampler.map(|k| k.lost),
             "runtime_samples": inv.runtime_samples,
             "ended_cleanly": stats.ended_cleanly,
             "bytes_read": stats.bytes_read,
@@ -161,6 +164,20 @@ impl InfoView<'_> {
                 "CPU samples:    {} taken by the kernel (the kernel sampler: perf_event_open cpu-clock, on a CPU only; the runtime was not suspended)",
                 group(kernel)
             )?;
+            let mut rate = Vec::new();
+            if let Some(r) = inv.kernel_samples_per_cpu_second() {
+                rate.push(format!("{r:.0} per CPU-second of the target's threads"));
+            }
+            if let Some(k) = inv.kernel_sampler {
+                rate.push(format!("asked {} Hz", k.rate_hz));
+                rate.push(match k.lost {
+                    0 => "no record lost".to_string(),
+                    n => format!("{} records lost (a full ring)", group(n)),
+                });
+            }
+            if !rate.is_empty() {
+                writeln!(out, "                {}", rate.join("; "))?;
+            }
         }
         if let Some(d) = inv.duration_ns() {
             writeln!(
