@@ -303,3 +303,126 @@ fn run_for_a_leak_leaves_a_diff_that_names_the_leaking_type() {
         }
     }
 }
+
+/// Commands that run until stopped (a live view, a watcher): run for a few seconds, then
+/// stopped as a user would with Ctrl+C.
+const UNTIL_STOPPED: &[&str] = &["top", "counters monitor", "logs", "watch"];
+
+/// Every symptom's plan, made for a live web app, runs as printed, in order, from the folder
+/// the user is in: each `clrspy` step (this build) succeeds; the chains (`a && sleep 5 && b`,
+/// a redirect to a file) run through the shell as a user would paste them; a program the plan
+/// leaves to the user (`-- COMMAND`) is a workload here; `docker cp` (a plan inside a container)
+/// is not a clrspy step.
+#[test]
+fn every_plans_printed_steps_run_in_order_on_a_live_app() {
+    if !live() {
+        return;
+    }
+    let app = common::scenarios::start_diag();
+    let pid = app.pid().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("clrspy");
+    let quoted = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    let program = format!(
+        "dotnet {} cpu --seconds 2 --threads 1",
+        quoted(common::workloads())
+    );
+    let symptoms = [
+        "high-cpu",
+        "memory-leak",
+        "slow-requests",
+        "hang",
+        "excessive-gc",
+        "http-errors",
+        "request-errors",
+        "starvation",
+        "assembly-load",
+        "crash",
+    ];
+    for symptom in symptoms {
+        let (ok, plan, stderr) = doctor(&[
+            "--symptom",
+            symptom,
+            "-p",
+            &pid,
+            "--duration",
+            "3s",
+            "--json",
+        ]);
+        assert!(ok, "{symptom}: {stderr}");
+        let steps: Vec<String> = commands(&plan)
+            .into_iter()
+            .filter(|c| !c.starts_with("docker cp"))
+            .collect();
+        assert!(steps.len() >= 2, "{symptom}: {steps:?}");
+        for step in &steps {
+            for part in step.split(" && ") {
+                let Some(rest) = part.strip_prefix("clrspy ") else {
+                    // `sleep 5` between two stacks: the pause is the point, not the test's.
+                    assert!(part.starts_with("sleep "), "{symptom}: {part}");
+                    continue;
+                };
+                let line = format!("{} {}", quoted(&bin), rest.replace("COMMAND", &program));
+                let until_stopped = UNTIL_STOPPED.iter().any(|c| rest.starts_with(c));
+                let mut child = std::process::Command::new("sh")
+                    .args(["-c", &line])
+                    .current_dir(dir.path())
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let limit = if until_stopped { 4 } else { 180 };
+                let started = std::time::Instant::now();
+                let mut stopped = false;
+                let status = loop {
+                    if let Some(s) = child.try_wait().unwrap() {
+                        break s;
+                    }
+                    if started.elapsed().as_secs() >= limit {
+                        assert!(
+                            until_stopped,
+                            "{symptom}: `{part}` did not end in {limit} s"
+                        );
+                        // Ctrl+C, to the shell and the clrspy it runs.
+                        stop_group(child.id());
+                        stopped = true;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                };
+                let mut out = String::new();
+                child
+                    .stdout
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut out)
+                    .unwrap();
+                let mut err = String::new();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                assert!(
+                    status.success() || stopped,
+                    "{symptom}: `{part}` failed ({status}): {err}\n{out}"
+                );
+                assert!(
+                    !(out.trim().is_empty() && err.trim().is_empty()) || rest.contains('>'),
+                    "{symptom}: `{part}` said nothing"
+                );
+            }
+        }
+    }
+}
+
+/// Sends SIGINT to process `pid` and its children (the shell and the clrspy it runs).
+fn stop_group(pid: u32) {
+    let _ = std::process::Command::new("pkill")
+        .args(["-INT", "-P", &pid.to_string()])
+        .status();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+}
