@@ -55,6 +55,11 @@ impl CodeKinds {
         self.ranges = parse(&text);
     }
 
+    /// True when any of `frames` is managed code.
+    pub(crate) fn any_managed(&mut self, frames: &[u64]) -> bool {
+        frames.iter().any(|&ip| self.kind(ip) == Some(false))
+    }
+
     /// Whether `ip` is in native code; None when it is in no executable mapping (read again
     /// at most every 20 ms).
     fn kind(&mut self, ip: u64) -> Option<bool> {

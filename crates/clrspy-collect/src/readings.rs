@@ -110,6 +110,10 @@ impl KernelSamples {
         self.osr_shared.update(&mut self.osr);
         for mut s in self.drained.drain(..).filter(|s| s.time_ns >= since) {
             mend_osr(&mut self.sampler, &self.osr, &mut s);
+            // Known as managed now, not once stored: its blocks are told as they begin.
+            if !self.managed_threads.contains(&s.tid) && self.kinds.any_managed(&s.frames) {
+                self.managed_threads.insert(s.tid);
+            }
             samples.push(s);
         }
         self.sampler.take_waits(&mut self.waits);

@@ -18,7 +18,7 @@ const PERF_SAMPLE_REGS_USER: u64 = 1 << 12;
 const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
 /// The top of the stack copied into each context-switch sample: enough for the libc frames a
 /// blocked thread stops in (see [`crate::unwind`]).
-const WAIT_STACK_COPY: u32 = 2048;
+const WAIT_STACK_COPY: u32 = 4096;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_FREQ: u64 = 1 << 10;
@@ -30,7 +30,7 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// Data pages per thread's ring (32 KiB with 4 KiB pages: ~250 deep samples).
 const DATA_PAGES: usize = 8;
 /// Data pages of a thread's ring of waits (a stack and two switch records per wait).
-const WAIT_PAGES: usize = 64;
+const WAIT_PAGES: usize = 128;
 
 /// `struct perf_event_attr` up to `sig_data` (PERF_ATTR_SIZE_VER8, 128 bytes).
 #[repr(C)]

@@ -350,6 +350,29 @@ fn a_launched_program_is_sampled_by_the_kernel() {
     let from_lambda = under_frame(tree, "Workloads.Cpu+<>c__DisplayClass1_0.<Run>b__0");
     assert!(burn > 0.0 && from_lambda >= 0.97 * burn, "{tree}");
     assert_eq!(burn_under_burn(tree), 0, "{tree}");
+    // Other readers are told where the main thread blocked (in Join) when it began, early in
+    // the run, not at its end: their thread-time views weigh each sample by the time to the
+    // thread's next, and would give the whole wait to its last sample on a CPU otherwise.
+    let out = clrspy_command()
+        .args([
+            "events",
+            trace.to_str().unwrap(),
+            "--event",
+            "Thread/Sample",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let first_block = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["fields"]["Type"] == 1)
+        .filter_map(|e| e["timestamp_ns"].as_u64())
+        .min();
+    assert!(
+        first_block.is_some_and(|t| t < 1_000_000_000),
+        "{first_block:?}"
+    );
 }
 
 /// How many nodes named Burn have a child named Burn.
