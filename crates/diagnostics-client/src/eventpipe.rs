@@ -191,7 +191,7 @@ pub fn start_session(
     ] {
         let mut conn = to.open(timeout)?;
         conn.send(EVENTPIPE_COMMAND_SET, id, &config.encode(version))?;
-        match conn.read_reply() {
+        match conn.read_reply_patiently(timeout) {
             Ok(body) => {
                 let session_id = PayloadReader::new(&body)
                     .u64()

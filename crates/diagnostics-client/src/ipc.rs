@@ -155,7 +155,16 @@ impl Connection {
         Ok(c)
     }
 
+    /// An I/O error on this connection; a read or write that timed out says so in words (the
+    /// OS says "Resource temporarily unavailable").
     fn io(&self, source: std::io::Error) -> Error {
+        let source = match source.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the runtime did not answer in time (busy, suspended or hung)",
+            ),
+            _ => source,
+        };
         Error::Io {
             path: self.path.clone(),
             source,
@@ -259,6 +268,17 @@ impl Connection {
         self.read_reply_with(false)
     }
 
+    /// Reads the reply to a command just sent, waiting [`REPLY_PATIENCE`] times `timeout`
+    /// for it (then `timeout` again for later reads). A runtime that is starting, collecting
+    /// or loaded can be slow to answer, and a command that was sent must not be sent twice: a
+    /// second session or a second resume is worse than a wait.
+    pub(crate) fn read_reply_patiently(&mut self, timeout: Duration) -> Result<Vec<u8>> {
+        self.set_read_timeout(timeout.saturating_mul(REPLY_PATIENCE))?;
+        let reply = self.read_reply();
+        self.set_read_timeout(timeout)?;
+        reply
+    }
+
     /// Reads continuation bytes as they come (0 at the end of the stream).
     pub(crate) fn read_some(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.stream.read(buf)
@@ -303,8 +323,12 @@ pub(crate) fn request(
 ) -> Result<Vec<u8>> {
     let mut c = to.open(timeout)?;
     c.send(command_set, command_id, payload)?;
-    c.read_reply()
+    c.read_reply_patiently(timeout)
 }
+
+/// How many times a command's timeout its reply is awaited: the runtime answers commands on
+/// one thread, which a start-up, a GC or a loaded machine can hold for seconds.
+pub(crate) const REPLY_PATIENCE: u32 = 3;
 
 /// Sends a command whose OK reply is a 32-bit HRESULT (0 = success).
 pub(crate) fn request_hresult(
@@ -443,5 +467,60 @@ mod tests {
         }
         .is_unknown_command());
         assert!(describe_hresult(0x8013_1384).contains("bad encoding"));
+    }
+
+    /// A runtime that answers a command after its timeout (start-up, a GC, a loaded machine)
+    /// is waited for, not taken for dead; one that never answers is said to time out.
+    #[cfg(unix)]
+    #[test]
+    fn a_slow_answer_is_awaited_and_a_missing_one_times_out() {
+        use std::os::unix::net::UnixListener;
+        let path = std::env::temp_dir().join(format!("clrspy-slow-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        let timeout = Duration::from_millis(150);
+        let server = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for (i, conn) in listener.incoming().take(2).enumerate() {
+                let mut c = conn.unwrap();
+                let mut h = [0u8; HEADER_SIZE];
+                c.read_exact(&mut h).unwrap();
+                if i == 0 {
+                    std::thread::sleep(timeout * 2);
+                    let mut reply = Header {
+                        size: (HEADER_SIZE + 4) as u16,
+                        command_set: SERVER_COMMAND_SET,
+                        command_id: SERVER_OK,
+                    }
+                    .encode()
+                    .to_vec();
+                    reply.extend_from_slice(&0u32.to_le_bytes());
+                    c.write_all(&reply).unwrap();
+                } else {
+                    held.push(c); // never answered
+                }
+            }
+            std::thread::sleep(timeout * 4);
+            drop(held);
+        });
+        let ep = crate::Endpoint {
+            pid: 1,
+            path: path.clone(),
+        };
+        request_hresult(&ep, 4, 1, &[], timeout).expect("a late answer is an answer");
+        let e = request_hresult(&ep, 4, 1, &[], timeout).unwrap_err();
+        let kind = match &e {
+            Error::Io { source, .. } => source.kind(),
+            other => panic!("{other}"),
+        };
+        assert!(
+            matches!(
+                kind,
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "{e}"
+        );
+        server.join().unwrap();
+        let _ = std::fs::remove_file(&path);
     }
 }
