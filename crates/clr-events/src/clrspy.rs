@@ -99,6 +99,11 @@ pub mod ids {
     /// they can name (managed code); this event keeps the whole stack for clrspy. Ids are
     /// those of the sequence-point region the event is in, like the stack blocks'.
     pub const KERNEL_STACK: u32 = 16;
+    /// `Inlined`: the JIT compiled `Method` with the app's method `Inlinee` inlined into it
+    /// (from the runtime's `Method/InliningSucceeded`, which a side session follows; only
+    /// inlinees outside the framework are kept). One with an empty `Method` says from when
+    /// the JIT's inlining was followed: code compiled before it is not described.
+    pub const INLINED: u32 = 17;
 }
 
 /// One event of the provider.
@@ -202,6 +207,8 @@ const KERNEL_STACK_FIELDS: &[FieldDef] = &[
     uint16("FrameCount"),
     array("Frames", Scalar::U64, "FrameCount"),
 ];
+
+const INLINED_FIELDS: &[FieldDef] = &[string("Method"), string("Inlinee")];
 
 const NATIVE_SYMBOL_FIELDS: &[FieldDef] = &[
     string("Path"),
@@ -307,6 +314,12 @@ pub const EVENTS: &[EventDef] = &[
         name: "KernelStack",
         fields: KERNEL_STACK_FIELDS,
         required: KERNEL_STACK_FIELDS.len(),
+    },
+    EventDef {
+        id: ids::INLINED,
+        name: "Inlined",
+        fields: INLINED_FIELDS,
+        required: INLINED_FIELDS.len(),
     },
 ];
 
@@ -870,6 +883,33 @@ impl<'a> NativeSymbol<'a> {
         out.extend_from_slice(&offset.to_le_bytes());
         out.extend_from_slice(&size.to_le_bytes());
         put_str(out, name);
+    }
+}
+
+/// `Inlined`: a method the JIT compiled with one of the app's methods inlined into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inlined<'a> {
+    /// The compiled method, `Namespace.Type.Name` as method events name it (empty: the mark
+    /// of when inlining began to be followed).
+    pub method: Utf16Str<'a>,
+    /// The method inlined into it, named the same way.
+    pub inlinee: Utf16Str<'a>,
+}
+
+impl<'a> Inlined<'a> {
+    /// Reads the payload.
+    pub fn parse(payload: &'a [u8]) -> Result<Inlined<'a>, ViewError> {
+        let mut c = cursor(ids::INLINED, payload)?;
+        Ok(Inlined {
+            method: c.str("Method")?,
+            inlinee: c.str("Inlinee")?,
+        })
+    }
+
+    /// Writes a payload.
+    pub fn encode(method: &str, inlinee: &str, out: &mut Vec<u8>) {
+        put_str(out, method);
+        put_str(out, inlinee);
     }
 }
 

@@ -106,6 +106,15 @@ fn encoders_match_the_metadata() {
     assert!(ns.path.eq_str("/lib/libc.so.6") && ns.name.eq_str("memcpy"));
     assert_eq!((ns.offset, ns.size), (0x9_8000, 0x120));
     p.clear();
+    Inlined::encode(
+        "dynamicClass.lambda_method3",
+        "App.HomeController.Index",
+        &mut p,
+    );
+    let i = Inlined::parse(&p).unwrap();
+    assert!(i.method.eq_str("dynamicClass.lambda_method3"));
+    assert!(i.inlinee.eq_str("App.HomeController.Index"));
+    p.clear();
     Trigger::encode(["gen2", "a gen2 GC", "rt", "GC/Start"], 77, 5000, &mut p);
     let t = Trigger::parse(&p).unwrap();
     assert!(t.trigger.eq_str("gen2") && t.event.eq_str("GC/Start"));

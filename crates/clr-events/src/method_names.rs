@@ -20,6 +20,37 @@ pub fn join(namespace: &str, name: &str) -> String {
     }
 }
 
+/// The namespaces of the base class library and of Microsoft's frameworks and libraries (not
+/// every `Microsoft.*`: Microsoft's own sample apps live there too), as method names start.
+const FRAMEWORK_NAMESPACES: &[&str] = &[
+    "System.",
+    "Internal.",
+    "Interop.",
+    "Interop+",
+    "Microsoft.AspNetCore.",
+    "Microsoft.Extensions.",
+    "Microsoft.EntityFrameworkCore.",
+    "Microsoft.Data.",
+    "Microsoft.CodeAnalysis.",
+    "Microsoft.CSharp.",
+    "Microsoft.Win32.",
+    "Microsoft.Net.",
+    "Microsoft.JSInterop.",
+    "Microsoft.Identity",
+    "Microsoft.Internal.",
+    "Microsoft.VisualBasic.",
+    "Microsoft.Diagnostics.",
+    "dynamicClass.",
+    "ILStubClass.",
+];
+
+/// True when a method, named as [`join`] names it, belongs to the base class library or one
+/// of Microsoft's frameworks by its namespace: what the JIT inlines of such code is not worth
+/// naming a frame after (see `clrspy::INLINED`).
+pub fn is_framework_method(name: &str) -> bool {
+    FRAMEWORK_NAMESPACES.iter().any(|p| name.starts_with(p))
+}
+
 /// A method's IL-syntax name in the form frames use: the declaring type (without its assembly,
 /// nested types with `+`) and the method (with its generic instantiation, without its
 /// parameters), joined with a dot. Calling keywords (`instance`, `class`, `valuetype`, …) and
@@ -75,6 +106,21 @@ fn outside_brackets(s: &str) -> impl Iterator<Item = (usize, char)> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn framework_methods_by_namespace_but_not_microsofts_sample_apps() {
+        assert!(is_framework_method("System.Linq.Enumerable.Sum"));
+        assert!(is_framework_method(
+            "Microsoft.AspNetCore.Mvc.Infrastructure.ActionMethodExecutor.Execute"
+        ));
+        assert!(is_framework_method("dynamicClass.lambda_method3"));
+        assert!(!is_framework_method(
+            "Microsoft.eShopWeb.Web.Controllers.OrderController.MyOrders"
+        ));
+        assert!(!is_framework_method(
+            "App.Controllers.DiagController.HighCpu"
+        ));
+    }
 
     #[test]
     fn il_names_become_frame_names() {

@@ -87,6 +87,8 @@ pub mod ids {
     pub const R2R_GET_ENTRY_POINT: u32 = 159;
     /// Loader/ModuleLoad.
     pub const MODULE_LOAD: u32 = 152;
+    /// Method/InliningSucceeded (JIT tracing keyword, verbose).
+    pub const INLINING_SUCCEEDED: u32 = 185;
     /// TypeLoad/Stop: a type the runtime loaded, by its full name.
     pub const TYPE_LOAD_STOP: u32 = 74;
     /// ExceptionCatch/Start.
@@ -170,6 +172,45 @@ impl<'a> MethodLoad<'a> {
             namespace: c.str("MethodNamespace")?,
             name: c.str("MethodName")?,
             signature: c.str("MethodSignature")?,
+        })
+    }
+}
+
+/// `Method/InliningSucceeded`: the JIT inlined `inlinee` into the code of `compiled` (maybe
+/// through another inlinee: `Inliner…`, not kept here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InliningSucceeded<'a> {
+    /// The method being compiled: namespace and type.
+    pub compiled_namespace: Utf16Str<'a>,
+    /// The method being compiled: its name.
+    pub compiled_name: Utf16Str<'a>,
+    /// The inlined method: namespace and type.
+    pub inlinee_namespace: Utf16Str<'a>,
+    /// The inlined method: its name.
+    pub inlinee_name: Utf16Str<'a>,
+}
+
+impl<'a> InliningSucceeded<'a> {
+    /// Parses the event (runtime event 185).
+    pub fn parse(payload: &'a [u8], version: u8) -> Result<Self, ViewError> {
+        let mut c = Cursor::for_event(
+            KnownProvider::Runtime,
+            ids::INLINING_SUCCEEDED,
+            version,
+            payload,
+            8,
+        )?;
+        let compiled_namespace = c.str("MethodBeingCompiledNamespace")?;
+        let compiled_name = c.str("MethodBeingCompiledName")?;
+        c.str("MethodBeingCompiledNameSignature")?;
+        c.str("InlinerNamespace")?;
+        c.str("InlinerName")?;
+        c.str("InlinerNameSignature")?;
+        Ok(InliningSucceeded {
+            compiled_namespace,
+            compiled_name,
+            inlinee_namespace: c.str("InlineeNamespace")?,
+            inlinee_name: c.str("InlineeName")?,
         })
     }
 }
@@ -610,6 +651,32 @@ mod tests {
         let mut v: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
         v.extend([0, 0]);
         v
+    }
+
+    #[test]
+    fn an_inlining_names_the_compiled_method_and_its_inlinee() {
+        let mut p = Vec::new();
+        for s in [
+            "dynamicClass",
+            "lambda_method3",
+            "object (class System.Runtime.CompilerServices.Closure)",
+            "dynamicClass",
+            "lambda_method3",
+            "",
+            "App.Controllers.DiagController",
+            "HighCpu",
+            "class ActionResult`1 (int32)",
+        ] {
+            p.extend(utf16z(s));
+        }
+        p.extend(7u16.to_le_bytes());
+        let i = InliningSucceeded::parse(&p, 0).unwrap();
+        assert!(
+            i.compiled_namespace.eq_str("dynamicClass") && i.compiled_name.eq_str("lambda_method3")
+        );
+        assert!(i.inlinee_namespace.eq_str("App.Controllers.DiagController"));
+        assert!(i.inlinee_name.eq_str("HighCpu"));
+        assert!(InliningSucceeded::parse(&p[..40], 0).is_err());
     }
 
     #[test]

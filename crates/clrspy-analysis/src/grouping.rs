@@ -95,6 +95,12 @@ impl JustMyCode {
         if kind != FrameKind::Managed {
             return true;
         }
+        // A frame with the app's code inlined into it (MVC's invoker holding an action) is the
+        // app's when one of those methods is.
+        let inlined = crate::inlined::inlinees(name);
+        if !inlined.is_empty() && inlined.iter().any(|n| self.is_app_inlinee(n, app)) {
+            return false;
+        }
         if !self.my_code.is_empty() {
             return !self.my_code.iter().any(|p| name.starts_with(prefix(p)));
         }
@@ -105,6 +111,20 @@ impl JustMyCode {
             return false;
         }
         FRAMEWORK_PREFIXES.iter().any(|p| name.starts_with(p))
+    }
+
+    /// True when an inlined method (named in a frame's label) is the app's: by the user's
+    /// prefixes when given, else by its assembly, else unless its namespace is a framework's
+    /// (the recorder keeps only such inlinees; Microsoft's sample apps live under
+    /// `Microsoft.*`, so not every `Microsoft.` is the framework here).
+    fn is_app_inlinee(&self, name: &str, app: &AppCode) -> bool {
+        if !self.my_code.is_empty() {
+            return self.my_code.iter().any(|p| name.starts_with(prefix(p)));
+        }
+        if self.framework.iter().any(|p| name.starts_with(prefix(p))) {
+            return false;
+        }
+        app.contains(name) || !clr_events::method_names::is_framework_method(name)
     }
 
     /// The rule with the app code of `symbols` when it was not given one.
@@ -230,6 +250,33 @@ mod tests {
                 "[idle: thread pool waiting for work]",
             ])
         );
+    }
+
+    #[test]
+    fn a_frame_holding_the_apps_inlined_code_is_the_apps() {
+        let jmc = JustMyCode::default();
+        let stack = names(&[
+            "System.Threading.Thread.StartCallback",
+            "Microsoft.AspNetCore.Mvc.Infrastructure.ActionMethodExecutor.Execute",
+            "dynamicClass.lambda_method3 [inlines App.DiagController.HighCpu]",
+            "System.Diagnostics.Stopwatch.get_ElapsedMilliseconds",
+        ]);
+        assert_eq!(
+            jmc.fold_names(stack.clone()),
+            names(&[
+                "System.Threading.Thread.StartCallback",
+                "dynamicClass.lambda_method3 [inlines App.DiagController.HighCpu]",
+                "System.Diagnostics.Stopwatch.get_ElapsedMilliseconds",
+            ])
+        );
+        // The user's own prefixes decide: another team's code inlined is not theirs.
+        let mine = JustMyCode::new(vec!["Contoso.*".into()], Vec::new());
+        assert!(mine.is_framework_name(&stack[2]));
+        assert!(!mine.is_framework_name(
+            "dynamicClass.lambda_method3 [inlines Contoso.Orders.List and 2 more]"
+        ));
+        // An unlabelled lambda stays the framework's.
+        assert!(jmc.is_framework_name("dynamicClass.lambda_method3"));
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub mod exceptions;
 pub mod gc;
 pub mod grouping;
 pub mod heap;
+mod inlined;
 pub mod inventory;
 pub mod log_stream;
 mod model_entry;

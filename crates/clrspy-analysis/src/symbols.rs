@@ -124,6 +124,8 @@ pub struct Symbols {
     module_paths: FxHashMap<u64, String>,
     /// The frames of the app's own assemblies ([`Symbols::mark_app_code`]).
     app: AppCode,
+    /// The app's methods the JIT inlined, by compiled method (frames are labelled with them).
+    inlinings: crate::inlined::Inlinings,
 }
 
 impl Model for Symbols {
@@ -136,6 +138,7 @@ impl Model for Symbols {
         Wanted::clrspy(clrspy_ids::R2R_METHOD),
         Wanted::clrspy(clrspy_ids::NATIVE_SYMBOL),
         Wanted::clrspy(clrspy_ids::R2R_IMAGE),
+        Wanted::clrspy(clrspy_ids::INLINED),
         Wanted::runtime(ids::MODULE_LOAD).always(),
         Wanted::rundown(rundown_ids::MODULE_DC_START),
         Wanted::rundown(rundown_ids::MODULE_DC_STOP),
@@ -169,6 +172,10 @@ impl Model for Symbols {
                 if k == KnownProvider::Rundown {
                     self.has_rundown = true;
                 }
+                if k == KnownProvider::Runtime {
+                    self.inlinings
+                        .compiled_live(&m.namespace.to_string_lossy(), &m.name.to_string_lossy());
+                }
                 if m.is_osr() && m.size > 0 {
                     self.osr_code
                         .push((m.start, m.start.saturating_add(u64::from(m.size))));
@@ -200,6 +207,12 @@ impl Model for Symbols {
                     n.size,
                     &n.name.to_string_lossy(),
                 );
+                self.finished = false;
+            }
+            (Provider::Clrspy, clrspy_ids::INLINED) => {
+                let i = clr_events::clrspy::Inlined::parse(p)?;
+                self.inlinings
+                    .add(i.method.to_string_lossy(), i.inlinee.to_string_lossy());
                 self.finished = false;
             }
             (Provider::Clrspy, clrspy_ids::R2R_IMAGE) => {
@@ -338,10 +351,19 @@ impl Symbols {
             .iter()
             .zip(&full)
             .map(|(m, f)| {
-                if count.get(f).copied().unwrap_or(0) > 1 && !m.signature.is_empty() {
+                let name = if count.get(f).copied().unwrap_or(0) > 1 && !m.signature.is_empty() {
                     format!("{f}({})", short_signature(&m.signature))
                 } else {
                     f.clone()
+                };
+                if self.inlinings.is_empty() {
+                    name
+                } else {
+                    // Keyed by `Namespace.Method`: overloads share their inlinings' label.
+                    match self.inlinings.label(f.clone()).strip_prefix(f.as_str()) {
+                        Some(label) => format!("{name}{label}"),
+                        None => name,
+                    }
                 }
             })
             .collect();
@@ -582,6 +604,22 @@ impl Symbols {
     /// method events wrote them, one per method.
     pub(crate) fn declaring_types(&self) -> impl Iterator<Item = &str> {
         self.methods.iter().map(|m| m.namespace.as_str())
+    }
+
+    /// True when the recording followed the JIT's inlining of the app's code (frames of code
+    /// compiled since are labelled with the app's methods inlined into them).
+    pub fn inlining_followed(&self) -> bool {
+        self.inlinings.followed
+    }
+
+    /// True when `frame` is a generated method (`dynamicClass.lambda_method…`: MVC's invokers,
+    /// compiled expressions) that may hold the app's code inlined but is not labelled with it,
+    /// and could have been: the trace did not follow the JIT's inlining, or the method was
+    /// compiled before it began (known only from the rundown). One compiled while it was
+    /// followed inlines none of the app's code.
+    pub fn is_unlabelled_lambda(&self, frame: &str) -> bool {
+        crate::inlined::is_unlabelled_lambda(frame)
+            && !(self.inlinings.followed && self.inlinings.was_compiled_live(frame))
     }
 
     /// The app's own code, by assembly (`Symbols::mark_app_code`).

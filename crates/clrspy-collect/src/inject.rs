@@ -161,6 +161,14 @@ pub enum Injected {
         /// The symbol.
         name: String,
     },
+    /// `Inlined` (17): the JIT compiled `method` with the app's `inlinee` inlined into it (both
+    /// empty: the mark of when inlining began to be followed).
+    Inlined {
+        /// The compiled method, `Namespace.Type.Name`.
+        method: String,
+        /// The inlined method, named the same way.
+        inlinee: String,
+    },
     /// `R2RImage` (7): a ReadyToRun image's identity.
     R2rImage {
         /// The image's mapped path.
@@ -194,6 +202,7 @@ impl Injected {
             Injected::KernelSampler(_) => ids::KERNEL_SAMPLER,
             Injected::KernelWait { .. } => ids::KERNEL_WAIT,
             Injected::NativeSymbol { .. } => ids::NATIVE_SYMBOL,
+            Injected::Inlined { .. } => ids::INLINED,
         };
         // Every id is in the table (clr-events' tests check it).
         EVENTS.iter().position(|e| e.id == id).unwrap_or(0)
@@ -282,6 +291,7 @@ impl Injected {
                 size,
                 name,
             } => clrspy::NativeSymbol::encode(path, *offset, *size, name, p),
+            Injected::Inlined { method, inlinee } => clrspy::Inlined::encode(method, inlinee, p),
         }
     }
 }

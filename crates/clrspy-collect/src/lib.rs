@@ -30,6 +30,7 @@ mod hold;
 #[path = "hold_stub.rs"]
 mod hold;
 pub mod inject;
+mod inlines;
 pub mod kernel;
 mod launch;
 mod native;

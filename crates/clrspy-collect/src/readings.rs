@@ -43,6 +43,8 @@ pub(crate) struct CpuReadings {
     /// Names of the precompiled code the samples hit.
     r2r: R2rRecorder,
     next_r2r: Instant,
+    /// The JIT's inlining of the app's code, when followed ([`CpuReadings::follow_inlines`]).
+    inlines: Option<crate::inlines::InlineWatch>,
     /// The cgroup that limits the target's CPU, when found.
     cgroup: Option<crate::cgroup::CpuCgroup>,
     next_cgroup: Instant,
@@ -295,10 +297,16 @@ impl CpuReadings {
             r2r: R2rRecorder::new(pid, ips.clone()),
             ips,
             next_r2r: Instant::now(),
+            inlines: None,
             cgroup: crate::cgroup::find(pid).map(|g| g.limiting()),
             next_cgroup: Instant::now(),
             last_cgroup: None,
         }
+    }
+
+    /// Splices what `watch` finds of the JIT's inlining with the readings.
+    pub(crate) fn follow_inlines(&mut self, watch: crate::inlines::InlineWatch) {
+        self.inlines = Some(watch);
     }
 
     /// The kernel's samples up to `now_ns`, each at its own time; their addresses are
@@ -365,6 +373,10 @@ impl CpuReadings {
         let mut names = Vec::new();
         self.new_maps(&mut names);
         names.extend(self.r2r.resolve(&self.sampler.mappings()));
+        if let Some(w) = self.inlines.as_mut() {
+            w.stop();
+            names.extend(w.take());
+        }
         for s in sinks.iter_mut() {
             for e in &names {
                 s.splice_at_end(ts, e);
@@ -419,6 +431,9 @@ impl CpuReadings {
             self.last_read_ns = Some(ts);
         }
         push_readings(readings.unwrap_or_default(), &mut events);
+        if let Some(w) = &self.inlines {
+            events.extend(w.take());
+        }
         if Instant::now() >= self.next_cgroup {
             self.next_cgroup = Instant::now() + CGROUP_EVERY;
             if let Some(g) = &self.cgroup {

@@ -296,6 +296,14 @@ fn all_sinks<'s>(
     v
 }
 
+/// True when a session names the methods it sees compiled (the runtime provider's JIT keyword):
+/// a trace whose frames are worth naming after what they inline.
+fn names_methods(config: &diagnostics_client::SessionConfig) -> bool {
+    config.providers.iter().any(|p| {
+        p.name.eq_ignore_ascii_case(clr_events::RUNTIME_PROVIDER) && p.keywords & 0x10 != 0
+    })
+}
+
 /// Streams `session` into `file` and `live`'s sinks until a stop condition; `to` opens the
 /// connection for StopTracing; `pid` is the target as seen from here (for its thread CPU
 /// readings).
@@ -325,6 +333,12 @@ pub(crate) fn pump(
     let kernel_osr = kernel.is_some();
     let kernel = kernel.map(|k| (k, osr.clone()));
     let mut readings = interval.map(|i| CpuReadings::new(pid, i, ips.clone(), kernel));
+    if let Some(r) = readings
+        .as_mut()
+        .filter(|_| file.is_some() && names_methods(rec.config))
+    {
+        r.follow_inlines(crate::inlines::InlineWatch::start(to.clone()));
+    }
     let started = Instant::now();
     let mut consumers = std::mem::take(&mut live.consumers);
     if readings.is_some() {

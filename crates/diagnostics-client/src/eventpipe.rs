@@ -58,6 +58,11 @@ impl Default for SessionConfig {
 impl SessionConfig {
     /// The CollectTracing payload for command version 2 to 5.
     pub fn encode(&self, version: u8) -> Vec<u8> {
+        self.encode_allowing(version, None)
+    }
+
+    /// The payload; with `only` (version 5), each provider writes only those event ids.
+    fn encode_allowing(&self, version: u8, only: Option<&[u32]>) -> Vec<u8> {
         let mut p = Vec::new();
         if version >= 5 {
             p.extend_from_slice(&0u32.to_le_bytes()); // session type: streaming
@@ -79,8 +84,13 @@ impl SessionConfig {
             put_string(&mut p, Some(&pr.name));
             put_string(&mut p, pr.arguments.as_deref());
             if version >= 5 {
-                p.push(0); // event id filter: a disabled, empty list (every event)
-                p.extend_from_slice(&0u32.to_le_bytes());
+                // The event id filter: an allow-list, or an empty deny-list (every event).
+                let ids = only.unwrap_or_default();
+                p.push(u8::from(only.is_some()));
+                p.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+                for id in ids {
+                    p.extend_from_slice(&id.to_le_bytes());
+                }
             }
         }
         p
@@ -210,6 +220,34 @@ pub fn start_session(
     Err(last.unwrap_or(Error::Unsupported))
 }
 
+/// Starts a session in which every provider of `config` writes only the events `only` (by id):
+/// the runtime's event filter of CollectTracing5 (.NET 10 and later). An older runtime does
+/// not know the command and the error says so ([`Error::is_unknown_command`]); nothing falls
+/// back, as an older command would enable every event of the keywords.
+pub fn start_session_allowing(
+    to: &dyn Connector,
+    config: &SessionConfig,
+    only: &[u32],
+    timeout: Duration,
+) -> Result<Session> {
+    let mut conn = to.open(timeout)?;
+    conn.send(
+        EVENTPIPE_COMMAND_SET,
+        COLLECT_TRACING5,
+        &config.encode_allowing(5, Some(only)),
+    )?;
+    let body = conn.read_reply_patiently(timeout)?;
+    let id = PayloadReader::new(&body)
+        .u64()
+        .ok_or_else(|| conn.proto("CollectTracing reply without a session id"))?;
+    Ok(Session {
+        id,
+        command_version: 5,
+        degraded: Vec::new(),
+        conn,
+    })
+}
+
 /// Stops a session: the runtime writes the rundown, ends the trace and closes its stream. It
 /// answers only after that, so keep reading the session meanwhile (from another thread).
 pub fn stop_session(to: &dyn Connector, id: u64, timeout: Duration) -> Result<()> {
@@ -279,6 +317,11 @@ mod tests {
         );
         assert_eq!(c.lost_in(2).len(), 1);
         assert!(c.lost_in(3).is_empty());
+        // An allow-list: enable = 1, the count, the ids.
+        let only = c.encode_allowing(5, Some(&[185, 7]));
+        let mut want = v4.clone();
+        want.extend_from_slice(&[1, 2, 0, 0, 0, 185, 0, 0, 0, 7, 0, 0, 0]);
+        assert_eq!(&only[4..], &want[..]);
     }
 
     /// A fake runtime that knows CollectTracing up to version `newest`: it answers "unknown

@@ -43,7 +43,8 @@ mod watcher;
 pub use discovery::{container_folder, find_endpoints, ContainerFolder, Endpoint};
 pub use dump::{generate_core_dump, DumpFlags, DumpType};
 pub use eventpipe::{
-    start_session, stop_session, Provider, Session, SessionConfig, DEFAULT_RUNDOWN_KEYWORD,
+    start_session, start_session_allowing, stop_session, Provider, Session, SessionConfig,
+    DEFAULT_RUNDOWN_KEYWORD,
 };
 pub use hub::{Admission, HeldRuntime, ReverseHub};
 pub use ipc::{Connection, Connector, Error, Header, Result, HEADER_SIZE};

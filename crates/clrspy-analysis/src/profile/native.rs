@@ -6,7 +6,7 @@
 //! function when its symbols name it (`libcrypto.so.3!SHA256_Update`, else `[native:
 //! libfoo.so]`), `[vdso: clock_gettime]`, `[runtime: libcoreclr.so]`, `[libc: send]`.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::symbols::{FrameId, FrameKind, Symbols, RUNTIME_STUBS, UNNAMED_JIT_CODE};
 
@@ -140,6 +140,27 @@ pub(crate) struct NativeGroups {
     /// The frames a run of native work is shown as (groups, a library's own functions) and
     /// the runtime's unnamed code: where a report says which managed method paid.
     work: FxHashSet<FrameId>,
+    /// The C library's wrappers of the vDSO's functions (`clock_gettime`): the vDSO group
+    /// of the same name, for a run whose vDSO frame is one of its unexported helpers.
+    vdso_callers: FxHashMap<FrameId, FrameId>,
+}
+
+/// The functions the vDSO exports, as the C library's wrappers of them are named.
+const VDSO_FUNCTIONS: &[&str] = &[
+    "clock_gettime",
+    "gettimeofday",
+    "time",
+    "clock_getres",
+    "getcpu",
+    "sched_getcpu",
+    "getrandom",
+];
+
+/// The vDSO function a C library function wraps (`__clock_gettime_2` → `clock_gettime`).
+fn vdso_wrapped(libc_function: &str) -> Option<&'static str> {
+    let f = libc_name(libc_function);
+    let f = f.strip_suffix("_2").unwrap_or(f);
+    VDSO_FUNCTIONS.iter().copied().find(|v| *v == f)
 }
 
 impl NativeGroups {
@@ -149,6 +170,7 @@ impl NativeGroups {
         let n = symbols.frame_count();
         let mut by_frame = vec![None; n];
         let mut work = FxHashSet::default();
+        let mut vdso_callers = FxHashMap::default();
         for (i, slot) in by_frame.iter_mut().enumerate() {
             let id = FrameId(i as u32);
             let frame = symbols.frame(id);
@@ -178,6 +200,7 @@ impl NativeGroups {
             }
             let r = role(module);
             let named = func.is_some();
+            let wraps_vdso = func.filter(|_| r == Role::Libc).and_then(vdso_wrapped);
             let name = match (r, func) {
                 (Role::Jit, _) => format!("[JIT compiler: {module}]"),
                 (Role::Runtime, _) => format!("[runtime: {module}]"),
@@ -199,8 +222,17 @@ impl NativeGroups {
             let group = symbols.synthetic(&name);
             work.insert(group);
             *slot = Some((r, named, group));
+            if let Some(v) = wraps_vdso {
+                let vdso = symbols.synthetic(&format!("[vdso: {v}]"));
+                work.insert(vdso);
+                vdso_callers.insert(id, vdso);
+            }
         }
-        NativeGroups { by_frame, work }
+        NativeGroups {
+            by_frame,
+            work,
+            vdso_callers,
+        }
     }
 
     /// True for a frame that stands for native work or the runtime's unnamed code (a group,
@@ -244,6 +276,13 @@ impl NativeGroups {
                     best = g;
                 }
                 j += 1;
+            }
+            // The vDSO's unexported helpers (its clock read) are named by the C library's
+            // function that called into it.
+            if best.0 == Role::Vdso && !best.1 {
+                if let Some(&g) = frames[i..j].iter().find_map(|f| self.vdso_callers.get(f)) {
+                    best.2 = g;
+                }
             }
             let called = j < frames.len();
             if !(view == NativeView::Fold && called) {
@@ -317,6 +356,29 @@ mod tests {
         );
         assert_eq!(g.apply(stack.clone(), &s, NativeView::Show), stack);
         assert!(g.is_work(g.apply(stack, &s, NativeView::Group)[0]));
+    }
+
+    /// The vDSO's clock read is an unexported helper when the kernel's walk lands in it: the
+    /// run is named by the C library's function that called into the vDSO, as the vDSO's.
+    #[test]
+    fn an_unnamed_vdso_helper_is_named_by_its_libc_caller() {
+        let mut s = Symbols::new();
+        let mut f = |n: &str| s.synthetic(n);
+        let helper = vec![
+            f("[vdso]!+0x7a0"),
+            f("libc.so.6!__clock_gettime_2"),
+            FrameId(u32::MAX),
+        ];
+        let alone = vec![f("[vdso]!+0x7a0"), FrameId(u32::MAX)];
+        let g = NativeGroups::build(&mut s);
+        let name = |v: Vec<FrameId>| s.frame(v[0]).name.clone();
+        assert_eq!(
+            name(g.apply(helper, &s, NativeView::Group)),
+            "[vdso: clock_gettime]"
+        );
+        assert_eq!(name(g.apply(alone, &s, NativeView::Group)), "[vdso]");
+        assert_eq!(vdso_wrapped("__GI___clock_gettime"), Some("clock_gettime"));
+        assert_eq!(vdso_wrapped("send"), None);
     }
 
     #[test]

@@ -89,6 +89,26 @@ fn parked(
     })
 }
 
+/// Why the top rows' generated methods (`dynamicClass.lambda_method…`) are not labelled with
+/// the app's code the JIT inlined into them, when such rows (`lambdas`,
+/// `Symbols::is_unlabelled_lambda`) rank at the top (`followed`: the recording followed the
+/// JIT's inlining, so they were compiled before it began).
+fn inlining_note<'a>(lambdas: impl Iterator<Item = &'a str>, followed: bool) -> Option<String> {
+    let mut lambdas: Vec<&str> = lambdas.collect();
+    lambdas.sort_unstable();
+    lambdas.dedup();
+    let first = *lambdas.first()?;
+    let which = match lambdas.len() {
+        1 => first.to_string(),
+        n => format!("{first} and {} more", n - 1),
+    };
+    Some(if followed {
+        format!("{which}: compiled before the recording began, so what the JIT inlined into it (often a controller action, which MVC's invoker inlines) is not known; a recording from the program's start (`clrspy record -- dotnet app.dll`) names it")
+    } else {
+        format!("{which}: this trace does not say what the JIT inlined into it (often a controller action, which MVC's invoker inlines): clrspy records that on .NET 10 and later")
+    })
+}
+
 /// CPU or waiting time by method.
 #[derive(Clone, Debug, Serialize)]
 pub struct StackReport {
@@ -98,6 +118,10 @@ pub struct StackReport {
     pub method: CpuSource,
     /// What `method` means, in words.
     pub(crate) method_note: String,
+    /// Top rows are methods the runtime generated (`dynamicClass.lambda_method…`, MVC's
+    /// invokers) without the app's code they inline named: why, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) inlining_note: Option<String>,
     /// The trace's nominal sampling interval, ms: the unit of `samples` weights (and the
     /// time each sample stands for when nothing measured it).
     pub(crate) sample_interval_ms: f64,
@@ -311,9 +335,18 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         }
         _ => Vec::new(),
     };
+    let inlining_note = inlining_note(
+        excl.iter()
+            .take(o.top)
+            .chain(incl.iter().take(o.top))
+            .map(|(m, _)| m.as_str())
+            .filter(|m| a.symbols.is_unlabelled_lambda(m)),
+        a.symbols.inlining_followed(),
+    );
     StackReport {
         metric,
         method,
+        inlining_note,
         method_note: match a.cpu.kernel_sampled() {
             true if method == CpuSource::ThreadCpuTimes && a.cpu.kernel_waits() => {
                 KERNEL_WAITS_NOTE.into()
@@ -385,6 +418,9 @@ impl TextView for StackReport {
             return Ok(());
         }
         writeln!(out, "  how: {}", self.method_note)?;
+        if let Some(n) = &self.inlining_note {
+            writeln!(out, "  note: {n}")?;
+        }
         if let Some(p) = &self.process {
             for line in [p.runtime_line(), p.overhead_line()].into_iter().flatten() {
                 writeln!(out, "  {line}")?;

@@ -31,6 +31,7 @@ mod live_hangs;
 mod live_heap;
 mod live_heap_actions;
 mod live_http;
+mod live_inlining;
 mod live_kernel_sampler;
 mod live_launch;
 mod live_loader;

@@ -1,0 +1,130 @@
+//! Frames named after the app's methods the JIT inlined into them: a controller action
+//! inlined into MVC's compiled invoker reads `dynamicClass.lambda_method3 [inlines
+//! App.HomeController.Index]`, so the action's cost is found under its own name in every
+//! report and view, and the just-my-code grouping keeps such a frame as the app's.
+//!
+//! The recorder follows the JIT's inlining (clrspy's `Inlined` events, the app's inlinees
+//! only). The events name methods, not code versions: a method compiled twice (Tier0, then
+//! optimized) is labelled with what its optimized code inlines, which is the code that runs
+//! once it is hot.
+
+use rustc_hash::FxHashMap;
+
+/// How a label starts, after the method's own name.
+const MARK: &str = " [inlines ";
+/// The most inlinees a label names (the rest are counted).
+const SHOWN: usize = 2;
+
+/// The inlinings of a trace.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Inlinings {
+    /// The recorder followed the JIT's inlining (its mark is in the trace).
+    pub(crate) followed: bool,
+    /// Inlinees by compiled method, in the order first seen.
+    by_method: FxHashMap<String, Vec<String>>,
+    /// The generated methods (`dynamicClass.…`) the runtime compiled while recording.
+    live_lambdas: rustc_hash::FxHashSet<String>,
+}
+
+impl Inlinings {
+    /// Records one `Inlined` event (an empty `method`: the mark).
+    pub(crate) fn add(&mut self, method: String, inlinee: String) {
+        if method.is_empty() {
+            self.followed = true;
+            return;
+        }
+        let list = self.by_method.entry(method).or_default();
+        if !list.contains(&inlinee) {
+            list.push(inlinee);
+        }
+    }
+
+    /// The frame name of method `name` (as [`clr_events::method_names::join`] names it):
+    /// labelled with the app's methods inlined into it, or as it is.
+    pub(crate) fn label(&self, name: String) -> String {
+        let Some(list) = self.by_method.get(&name) else {
+            return name;
+        };
+        let shown = list[..list.len().min(SHOWN)].join(", ");
+        match list.len().saturating_sub(SHOWN) {
+            0 => format!("{name}{MARK}{shown}]"),
+            more => format!("{name}{MARK}{shown} and {more} more]"),
+        }
+    }
+
+    /// Notes a method compiled while recording (a `Method/LoadVerbose`): what it inlines is in
+    /// the trace when the inlining was followed.
+    pub(crate) fn compiled_live(&mut self, namespace: &str, name: &str) {
+        if namespace == "dynamicClass" {
+            self.live_lambdas
+                .insert(clr_events::method_names::join(namespace, name));
+        }
+    }
+
+    /// True when the generated method named `frame` was compiled while recording.
+    pub(crate) fn was_compiled_live(&self, frame: &str) -> bool {
+        self.live_lambdas.contains(frame)
+    }
+
+    /// True when no inlining was recorded.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_method.is_empty()
+    }
+}
+
+/// The inlinees a frame's label names (empty for a frame without one).
+pub(crate) fn inlinees(frame: &str) -> Vec<&str> {
+    let Some(list) = frame
+        .find(MARK)
+        .and_then(|i| frame[i + MARK.len()..].strip_suffix(']'))
+    else {
+        return Vec::new();
+    };
+    let list = match list.rfind(" and ") {
+        Some(i) if list.ends_with(" more") => &list[..i],
+        _ => list,
+    };
+    list.split(", ").filter(|n| !n.is_empty()).collect()
+}
+
+/// True when `frame` names a method the JIT compiled before the recording followed its
+/// inlining and which often inlines the app's code: a method MVC or a compiled expression
+/// generated (`dynamicClass.lambda_method…`) without a label.
+pub(crate) fn is_unlabelled_lambda(frame: &str) -> bool {
+    frame.starts_with("dynamicClass.lambda_method") && !frame.contains(MARK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_names_two_inlinees_and_counts_the_rest() {
+        let mut i = Inlinings::default();
+        assert!(!i.followed && i.is_empty());
+        i.add(String::new(), String::new());
+        assert!(i.followed && i.is_empty());
+        let lambda = "dynamicClass.lambda_method3";
+        i.add(lambda.into(), "App.DiagController.HighCpu".into());
+        i.add(lambda.into(), "App.DiagController.HighCpu".into());
+        let one = i.label(lambda.into());
+        assert_eq!(
+            one,
+            "dynamicClass.lambda_method3 [inlines App.DiagController.HighCpu]"
+        );
+        assert_eq!(inlinees(&one), ["App.DiagController.HighCpu"]);
+        i.add(lambda.into(), "App.Work.Step".into());
+        i.add(lambda.into(), "App.Work.Other".into());
+        i.add(lambda.into(), "App.Work.Last".into());
+        let many = i.label(lambda.into());
+        assert!(many.ends_with("[inlines App.DiagController.HighCpu, App.Work.Step and 2 more]"));
+        assert_eq!(
+            inlinees(&many),
+            ["App.DiagController.HighCpu", "App.Work.Step"]
+        );
+        assert_eq!(i.label("App.Other".into()), "App.Other");
+        assert!(inlinees("App.Other").is_empty());
+        assert!(!is_unlabelled_lambda(&many));
+        assert!(is_unlabelled_lambda("dynamicClass.lambda_method9"));
+    }
+}
