@@ -465,6 +465,7 @@ impl SplicedSink<RingStore> {
             RingStore {
                 store: Store::new(dir, budget),
                 names: HashMap::new(),
+                inlined: Vec::new(),
             },
         ))
     }
@@ -488,6 +489,9 @@ pub(crate) struct RingStore {
     /// when it first sees it), written again at the end when the ring dropped blocks, so the
     /// threads of the kept window keep their names and roles.
     names: HashMap<u32, String>,
+    /// Every `Inlined` event spliced in (the JIT's inlining happens mostly at the start, in
+    /// the blocks a ring drops first), written again at the end for the same reason.
+    inlined: Vec<Injected>,
 }
 
 impl Write for RingStore {
@@ -524,8 +528,12 @@ impl SpliceOutput for RingStore {
     }
 
     fn spliced(&mut self, ev: &Injected) {
-        if let Injected::ThreadName { tid, name } = ev {
-            self.names.insert(*tid, name.clone());
+        match ev {
+            Injected::ThreadName { tid, name } => {
+                self.names.insert(*tid, name.clone());
+            }
+            Injected::Inlined { .. } => self.inlined.push(ev.clone()),
+            _ => {}
         }
     }
 
@@ -555,6 +563,9 @@ impl SpliceOutput for RingStore {
             names.sort_unstable();
             for (tid, name) in names {
                 s.push_at_end(now, Injected::ThreadName { tid, name });
+            }
+            for ev in std::mem::take(&mut s.get_mut().inlined) {
+                s.push_at_end(now, ev);
             }
         }
         s.push_at_end(now, Injected::Ring(note));

@@ -449,8 +449,8 @@ fn both_framings_keep_stacks_across_sequence_points() {
 /// The names clrspy spliced in early go with the oldest blocks; a ring that dropped them
 /// writes them again at the end, so the kept window's threads keep their names and roles.
 #[test]
-fn a_ring_that_dropped_blocks_keeps_the_thread_names() {
-    use clr_events::clrspy::{ids, ThreadName, PROVIDER};
+fn a_ring_that_dropped_blocks_keeps_the_thread_names_and_inlinings() {
+    use clr_events::clrspy::{ids, Inlined, ThreadName, PROVIDER};
     let d = data("trace.nettrace");
     let dir = std::env::temp_dir().join(format!("clrspy-ring-{}-names", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -465,6 +465,13 @@ fn a_ring_that_dropped_blocks_keeps_the_thread_names() {
             name: ".NET Finalizer".into(),
         },
     );
+    sink.splice(
+        crate::procstat::monotonic_ns(),
+        &Injected::Inlined {
+            method: "dynamicClass.lambda_method3".into(),
+            inlinee: "App.HomeController.Index".into(),
+        },
+    );
     sink.flush().unwrap();
     for p in tail.chunks(65_536) {
         sink.write(p).unwrap();
@@ -475,12 +482,16 @@ fn a_ring_that_dropped_blocks_keeps_the_thread_names() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(sink.stats().dropped_blocks > 0);
     let mut r = nettrace::TraceReader::new(&out[..]).unwrap();
-    let mut names = Vec::new();
+    let (mut names, mut inlined) = (Vec::new(), Vec::new());
     while let Some(e) = r.next_event().unwrap() {
         if e.provider() == PROVIDER && e.event_id() == ids::THREAD_NAME {
             let n = ThreadName::parse(e.payload).unwrap();
             names.push(n.name.to_string_lossy());
         }
+        if e.provider() == PROVIDER && e.event_id() == ids::INLINED {
+            inlined.push(Inlined::parse(e.payload).unwrap().inlinee.to_string_lossy());
+        }
     }
     assert_eq!(names, [".NET Finalizer"]);
+    assert_eq!(inlined, ["App.HomeController.Index"]);
 }
