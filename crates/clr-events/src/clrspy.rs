@@ -100,8 +100,9 @@ pub mod ids {
     /// those of the sequence-point region the event is in, like the stack blocks'.
     pub const KERNEL_STACK: u32 = 16;
     /// `Inlined`: the JIT compiled `Method` with the app's method `Inlinee` inlined into it
-    /// (from the runtime's `Method/InliningSucceeded`, which a side session follows; only
-    /// inlinees outside the framework are kept). One with an empty `Method` says from when
+    /// (from the runtime's `Method/InliningSucceeded`, which a side session follows; kept
+    /// only when the inlinee is outside the framework and `Method` is not: generated code or
+    /// the framework's). One with an empty `Method` says from when
     /// the JIT's inlining was followed: code compiled before it is not described.
     pub const INLINED: u32 = 17;
 }

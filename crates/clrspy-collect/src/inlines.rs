@@ -8,8 +8,9 @@
 //! which in the recording's own session would switch on every verbose event of its other
 //! keywords. A second session enables just that event (the runtime's event filter, .NET 10
 //! and later), without stacks or rundown: it writes only when the JIT compiles. The inlinings
-//! of the app's methods (not the framework's, [`is_framework_method`]) are spliced into the
-//! trace as clrspy's `Inlined` events, once each, with a mark when the following began.
+//! of the app's methods (not the framework's, [`is_framework_method`]) into code that is not
+//! the app's (generated or the framework's) are spliced into the trace as clrspy's `Inlined`
+//! events, once each, with a mark when the following began.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -217,8 +218,8 @@ fn follow(
     }
 }
 
-/// The (compiled method, inlinee) of an inlining whose inlinee is the app's, named as frames
-/// name methods.
+/// The (compiled method, inlinee) of an inlining of the app's code into code that is not the
+/// app's, named as frames name methods.
 fn app_inlining(payload: &[u8], version: u8) -> Option<(String, String)> {
     let i = InliningSucceeded::parse(payload, version).ok()?;
     let inlinee = join(
@@ -234,7 +235,10 @@ fn app_inlining(payload: &[u8], version: u8) -> Option<(String, String)> {
         &i.compiled_namespace.to_string_lossy(),
         &i.compiled_name.to_string_lossy(),
     );
-    (!method.is_empty() && method != inlinee).then_some((method, inlinee))
+    // Only code that is not the app's own is labelled (MVC's invokers, compiled
+    // expressions, a framework generic over the app's types): an app method that inlines
+    // another already reads as the app's.
+    (is_framework_method(&method) && method != inlinee).then_some((method, inlinee))
 }
 
 fn keep(found: &Mutex<Found>, pair: (String, String)) {
@@ -304,6 +308,18 @@ mod tests {
             "",
         ]);
         assert_eq!(app_inlining(&helper, 0), None);
+        let own = payload([
+            "App.Scoring.Ranker",
+            "Rank",
+            "",
+            "App.Scoring.Ranker",
+            "Rank",
+            "",
+            "App.Scoring.Ranker+<>c",
+            "<Rank>b__2_0",
+            "",
+        ]);
+        assert_eq!(app_inlining(&own, 0), None);
         assert_eq!(app_inlining(&action[..10], 0), None);
 
         let found = Mutex::new(Found::default());
