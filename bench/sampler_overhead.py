@@ -5,7 +5,11 @@ profiler, which suspends the managed threads ~1000 times a second) and with `dot
 (the same runtime sampler), in interleaved rounds on one app process.
 
     python3 bench/sampler_overhead.py [--rounds 3] [--seconds 15] [--concurrency 8] [--pin]
-                                      [--warmup 10] [--no-build]
+                                      [--warmup 10] [--no-build] [--app razor|diag]
+
+`--app diag` loads testapps/DiagScenarios' `/api/diag/highcpu/2` instead (each request spins
+2 ms on its pool thread reading the Stopwatch: CPU-bound, the same work every request; RazorApp
+compiles expressions per request and its rate drifts by 2x over minutes).
 
 Each round runs every mode once, in a rotated order (the loss is the median of each round's
 rate against that round's bare rate); each mode's recorder attaches, the load runs
@@ -34,7 +38,12 @@ OUT = os.path.join(ROOT, "bench/out/sampler")
 CLRSPY = os.path.join(ROOT, "target/release/clrspy")
 TOOLS = os.path.join(ROOT, "bench/out/tools")
 DT = os.path.join(TOOLS, "dotnet-trace")
-APP_DIR = os.path.join(ROOT, "target/testapps/RazorApp")
+APPS = {
+    # name: (project, output folder, the path ab loads, the app's arguments)
+    "razor": ("RazorApp", os.path.join(ROOT, "target/testapps/RazorApp"), "/", []),
+    "diag": ("DiagScenarios", os.path.join(ROOT, "bench/out/apps/DiagScenarios"),
+             "/api/diag/highcpu/2", ["--urls", "http://127.0.0.1:0"]),
+}
 # The cpu profile's providers, for dotnet-trace (clrspy's default profile is the same).
 PROVIDERS = "Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4"
 MODES = ["bare", "clrspy --sampler kernel", "clrspy (runtime sampler)", "dotnet-trace"]
@@ -44,26 +53,33 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
-def build(no_build):
-    if not no_build:
-        run(["cargo", "build", "-q", "--release", "--locked", "-p", "clrspy"], cwd=ROOT)
-        run(["dotnet", "build", "-c", "Release", "--nologo", "-v", "q", "-o", APP_DIR,
-             os.path.join(ROOT, "testapps/RazorApp")],
+def build(no_build, app):
+    project, out = APPS[app][:2]
+    if not no_build or not os.path.exists(os.path.join(out, project + ".dll")):
+        if not no_build:
+            run(["cargo", "build", "-q", "--release", "--locked", "-p", "clrspy"], cwd=ROOT)
+        run(["dotnet", "build", "-c", "Release", "--nologo", "-v", "q", "-o", out,
+             os.path.join(ROOT, "testapps", project)],
             env=dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1"))
     if not os.path.exists(DT):
         run(["dotnet", "tool", "install", "--tool-path", TOOLS, "dotnet-trace"],
             stdout=subprocess.DEVNULL)
 
 
-def start_app():
-    p = subprocess.Popen(["dotnet", os.path.join(APP_DIR, "RazorApp.dll")],
+def start_app(app):
+    project, out, _, args = APPS[app]
+    p = subprocess.Popen(["dotnet", os.path.join(out, project + ".dll")] + args,
                          stdout=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    fields = dict(w.split("=", 1) for w in line.split() if "=" in w)
-    if "pid" not in fields or "port" not in fields:
-        p.kill()
-        sys.exit(f"unexpected first line from RazorApp: {line!r}")
-    return p, int(fields["pid"]), int(fields["port"])
+    # Its "ready pid=… port=…" line (DiagScenarios may log before it); 200 lines at most.
+    for _ in range(200):
+        line = p.stdout.readline()
+        fields = dict(w.split("=", 1) for w in line.split() if "=" in w)
+        if "pid" in fields and "port" in fields:
+            # The rest of its output is not read: send it nowhere, so it never blocks.
+            subprocess.Popen(["cat"], stdin=p.stdout, stdout=subprocess.DEVNULL)
+            return p, int(fields["pid"]), int(fields["port"])
+    p.kill()
+    sys.exit(f"no ready line from {project}")
 
 
 def cpuset(name, cpus, pid):
@@ -82,10 +98,10 @@ def cpu_ticks(pid):
     return int(rest[11]) + int(rest[12])
 
 
-def ab(port, seconds, concurrency):
+def ab(port, seconds, concurrency, path="/"):
     out = subprocess.run(
         ["timeout", str(seconds + 30), "ab", "-q", "-t", str(seconds), "-n", "10000000",
-         "-c", str(concurrency), f"http://127.0.0.1:{port}/"],
+         "-c", str(concurrency), f"http://127.0.0.1:{port}{path}"],
         capture_output=True, text=True).stdout
     m = re.search(r"Requests per second:\s+([\d.]+)", out)
     failed = re.search(r"Failed requests:\s+(\d+)", out)
@@ -118,7 +134,7 @@ def one(mode, pid, port, a, k):
                                stderr=open(trace + ".log", "w"))
         time.sleep(1.0)
     t0 = cpu_ticks(pid)
-    rps, failed = ab(port, a.seconds, a.concurrency)
+    rps, failed = ab(port, a.seconds, a.concurrency, APPS[a.app][2])
     app_cpu = (cpu_ticks(pid) - t0) / os.sysconf("SC_CLK_TCK") / a.seconds
     row = {"mode": mode, "rps": rps, "failed": failed, "app_cpus": app_cpu,
            "app_ms_per_req": 1000 * app_cpu / max(rps, 1e-9)}
@@ -144,17 +160,18 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--pin", action="store_true")
     ap.add_argument("--warmup", type=int, default=10, help="seconds of load before the rounds")
+    ap.add_argument("--app", choices=sorted(APPS), default="razor")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    build(a.no_build)
+    build(a.no_build, a.app)
     if a.pin:
         cpuset("rest", "0", os.getpid())
-    app, pid, port = start_app()
+    app, pid, port = start_app(a.app)
     if a.pin:
         cpuset("app", "1", pid)
     rows = []
     try:
-        ab(port, a.warmup, a.concurrency)  # warm up: tiering, the views' compilation
+        ab(port, a.warmup, a.concurrency, APPS[a.app][2])  # warm up: tiering, the views' compilation
         for r in range(a.rounds):
             order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
             for mode in order:
@@ -181,8 +198,8 @@ def main():
         print(f"| {m} | {rps:.0f} | {100 * loss(m):.1f}% | {med(m, 'app_cpus'):.2f} "
               f"| {med(m, 'app_ms_per_req'):.2f} | {rec} |")
     with open(os.path.join(ROOT, "bench/out/sampler.json"), "w") as f:
-        json.dump({"seconds": a.seconds, "concurrency": a.concurrency, "pin": a.pin,
-                   "rows": rows}, f, indent=1)
+        json.dump({"app": a.app, "seconds": a.seconds, "concurrency": a.concurrency,
+                   "pin": a.pin, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -81,8 +81,8 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    so.build(a.no_build)
-    app, pid, port = so.start_app()
+    so.build(a.no_build, "razor")
+    app, pid, port = so.start_app("razor")
     rows = {}
     try:
         so.ab(port, a.warmup, a.concurrency)
