@@ -28,6 +28,9 @@ use crate::inject::Injected;
 const MAX_PAIRS: usize = 100_000;
 /// The runtime's JIT-tracing keyword.
 const JIT_TRACING: u64 = 0x1000;
+/// How long a command to the runtime (start, stop) waits for it to answer (the pump's own
+/// commands wait as long).
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the end waits for the side session's stream to close.
 const END_WAIT: Duration = Duration::from_secs(3);
 
@@ -130,11 +133,7 @@ impl InlineWatch {
     pub(crate) fn stop(&mut self) {
         let id = self.session.lock().ok().and_then(|s| *s);
         if let Some(id) = id {
-            let _ = diagnostics_client::stop_session(
-                self.to.as_ref(),
-                id,
-                crate::session::COMMAND_TIMEOUT,
-            );
+            let _ = diagnostics_client::stop_session(self.to.as_ref(), id, COMMAND_TIMEOUT);
         }
         let t0 = Instant::now();
         while self.thread.as_ref().is_some_and(|t| !t.is_finished()) && t0.elapsed() < END_WAIT {
@@ -184,7 +183,7 @@ fn follow(
         to,
         &config(),
         &[ids::INLINING_SUCCEEDED],
-        crate::session::COMMAND_TIMEOUT,
+        COMMAND_TIMEOUT,
     ) else {
         return;
     };
