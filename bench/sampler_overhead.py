@@ -7,9 +7,11 @@ profiler, which suspends the managed threads ~1000 times a second) and with `dot
     python3 bench/sampler_overhead.py [--rounds 3] [--seconds 15] [--concurrency 8] [--pin]
                                       [--warmup 10] [--no-build] [--app razor|diag]
 
-`--app diag` loads testapps/DiagScenarios' `/api/diag/highcpu/2` instead (each request spins
-2 ms on its pool thread reading the Stopwatch: CPU-bound, the same work every request; RazorApp
-compiles expressions per request and its rate drifts by 2x over minutes).
+`--app diag` loads testapps/DiagScenarios' `/api/diag/work/300` instead (each request hashes
+4 KB 300 times, about 2 ms of CPU: the same work every request, whatever happens to the thread
+meanwhile; RazorApp compiles expressions per request and its rate drifts by 2x over minutes. Not
+`/highcpu`, which spins for a wall-clock time: a thread suspended by the runtime's sampler still
+finishes on time, so that cost would not show).
 
 Each round runs every mode once, in a rotated order (the loss is the median of each round's
 rate against that round's bare rate); each mode's recorder attaches, the load runs
@@ -42,7 +44,7 @@ APPS = {
     # name: (project, output folder, the path ab loads, the app's arguments)
     "razor": ("RazorApp", os.path.join(ROOT, "target/testapps/RazorApp"), "/", []),
     "diag": ("DiagScenarios", os.path.join(ROOT, "bench/out/apps/DiagScenarios"),
-             "/api/diag/highcpu/2", ["--urls", "http://127.0.0.1:0"]),
+             "/api/diag/work/300", ["--urls", "http://127.0.0.1:0"]),
 }
 # The cpu profile's providers, for dotnet-trace (clrspy's default profile is the same).
 PROVIDERS = "Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4"

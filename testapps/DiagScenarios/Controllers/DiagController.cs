@@ -31,6 +31,28 @@ public class DiagController : ControllerBase
         return $"spins={spins}";
     }
 
+    /// Fixed CPU work, for measuring what a profiler costs: `rounds` passes of an integer hash
+    /// over 4 KB (no allocation, no clock: a request costs the same CPU whatever happens to
+    /// the thread meanwhile, where HighCpu spins for a wall-clock time). Returns the hash.
+    [HttpGet("work/{rounds:int}")]
+    public ActionResult<string> Work(int rounds)
+    {
+        Span<byte> data = stackalloc byte[4096];
+        for (var i = 0; i < data.Length; i++)
+        {
+            data[i] = (byte)i;
+        }
+        ulong hash = 14695981039346656037;
+        for (var r = 0; r < Math.Clamp(rounds, 0, 100_000); r++)
+        {
+            foreach (var b in data)
+            {
+                hash = (hash ^ b) * 1099511628211;
+            }
+        }
+        return $"hash={hash}";
+    }
+
     /// A deadlock: the first call starts two threads that take Locks.First and Locks.Second in
     /// opposite order and block each other for good. Every call (the first too) then starts
     /// `waiters` threads that block on Locks.First, and blocks its own request there: it never
