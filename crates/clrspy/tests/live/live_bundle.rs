@@ -152,10 +152,15 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
         log.contains("Microsoft.AspNetCore.Hosting.Diagnostics"),
         "{log:.2000}"
     );
+    // Both counts are of request starts: the log's lines and the hosting events. The two
+    // providers are switched on and off a few milliseconds apart, which at thousands of
+    // requests a second under a busy machine is a handful to a few tens of requests (20 of
+    // 3,907 seen with the cores busy; none lost): allowed, up to 1% past the in-flight bound.
     let starting = log.matches("Request starting HTTP/1.0 GET").count() as u64;
+    let started = req["started"].as_u64().unwrap();
     assert!(
-        starting.abs_diff(finished) <= 8,
-        "{starting} log lines, {finished} requests"
+        starting.abs_diff(started) <= 8 + started / 100,
+        "{starting} log lines, {started} requests started"
     );
     // Metrics: a row a second over the window, the process's CPU and the GC heap filled in.
     let csv = String::from_utf8_lossy(&files["metrics/metrics.csv"]);
