@@ -66,6 +66,35 @@ impl Inlinings {
         self.live_lambdas.contains(frame)
     }
 
+    /// Keeps only the inlinees of the app's own types (`app_types`: the outermost declaring
+    /// types of the methods loaded from the app's assemblies): the recorder tells the
+    /// framework by namespace, and some framework types have none
+    /// (`InteropErrorExtensions`, inlined into `SocketException`). A nested type counts by
+    /// its outermost type (`Program+<>c`), and a type of an app namespace by it
+    /// (`App.Controllers.HomeController` when `App.Startup` is the app's). Nothing is
+    /// dropped when the app's types are not known.
+    pub(crate) fn keep_app_types(&mut self, app_types: &rustc_hash::FxHashSet<&str>) {
+        if app_types.is_empty() {
+            return;
+        }
+        let roots: rustc_hash::FxHashSet<&str> = app_types
+            .iter()
+            .filter_map(|t| t.split_once('.').map(|(root, _)| root))
+            .collect();
+        let is_app = |inlinee: &str| {
+            let ty = inlinee.rsplit_once('.').map_or("", |(ty, _)| ty);
+            let outer = ty.split('+').next().unwrap_or(ty);
+            app_types.contains(outer)
+                || outer
+                    .split_once('.')
+                    .is_some_and(|(root, _)| roots.contains(root))
+        };
+        for list in self.by_method.values_mut() {
+            list.retain(|i| is_app(i));
+        }
+        self.by_method.retain(|_, list| !list.is_empty());
+    }
+
     /// True when no inlining was recorded.
     pub(crate) fn is_empty(&self) -> bool {
         self.by_method.is_empty()
@@ -97,6 +126,31 @@ pub(crate) fn is_unlabelled_lambda(frame: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_apps_types_are_kept_when_they_are_known() {
+        let mut i = Inlinings::default();
+        let lambda = "dynamicClass.lambda_method1";
+        i.add(lambda.into(), "Program+<>c.<<Main>$>b__0_0".into());
+        i.add(lambda.into(), "InteropErrorExtensions.Info".into());
+        i.add(lambda.into(), "App.Controllers.HomeController.Index".into());
+        i.add(
+            "System.Net.Sockets.SocketException..ctor".into(),
+            "InteropErrorExtensions.Info".into(),
+        );
+        let mut known = i.clone();
+        known.keep_app_types(&["Program", "App.Startup"].into_iter().collect());
+        assert_eq!(
+            known.label(lambda.into()),
+            "dynamicClass.lambda_method1 [inlines Program+<>c.<<Main>$>b__0_0, App.Controllers.HomeController.Index]"
+        );
+        let ctor = "System.Net.Sockets.SocketException..ctor";
+        assert_eq!(known.label(ctor.into()), ctor);
+        // Unknown app types: nothing dropped.
+        let before = i.label(ctor.into());
+        i.keep_app_types(&Default::default());
+        assert_eq!(i.label(ctor.into()), before);
+    }
 
     #[test]
     fn a_label_names_two_inlinees_and_counts_the_rest() {

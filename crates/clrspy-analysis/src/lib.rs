@@ -486,6 +486,7 @@ impl Analysis {
         for (_, m) in &mut self.extra {
             m.end_pass();
         }
+        self.symbols.set_entry(self.process_name.as_deref());
         self.symbols.finish();
         if self.symbols.has_osr_code() {
             let symbols = &self.symbols;

@@ -20,7 +20,7 @@
 use clr_events::clrspy::{ids as clrspy_ids, NativeSymbol, R2rImage, R2rMethod};
 use clr_events::runtime::{ids, rundown_ids, MethodLoad, ModuleLoad, R2rEntryPoint};
 use clr_events::{KnownProvider, ViewError};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::app_code::{app_modules, AppCode};
 use crate::event::{Model, ModelEvent, Provider, Wanted};
@@ -126,6 +126,9 @@ pub struct Symbols {
     app: AppCode,
     /// The app's methods the JIT inlined, by compiled method (frames are labelled with them).
     inlinings: crate::inlined::Inlinings,
+    /// The program's name (`WebApp` for `dotnet WebApp.dll`), when known: which assemblies
+    /// are the app's ([`Symbols::set_entry`]).
+    entry: Option<String>,
 }
 
 impl Model for Symbols {
@@ -317,10 +320,45 @@ impl Symbols {
         self.finished = false;
     }
 
+    /// Names the program (its entry assembly's name), so that [`Symbols::finish`] labels
+    /// frames only with inlined methods of the app's own types.
+    pub(crate) fn set_entry(&mut self, entry: Option<&str>) {
+        if self.entry.as_deref() != entry {
+            self.entry = entry.map(str::to_string);
+            self.finished = false;
+        }
+    }
+
+    /// The outermost declaring types of the methods loaded from the app's assemblies (empty
+    /// when the program or its modules are not known).
+    fn app_types(&self) -> FxHashSet<&str> {
+        let Some(entry) = self.entry.as_deref() else {
+            return FxHashSet::default();
+        };
+        let modules: Vec<(u64, &str)> = self
+            .module_paths
+            .iter()
+            .map(|(&id, p)| (id, p.as_str()))
+            .collect();
+        let app = app_modules(entry, &modules);
+        self.method_modules
+            .iter()
+            .filter(|(_, module)| app.contains(module))
+            .filter_map(|(id, _)| self.method_by_id.get(id))
+            .filter_map(|&i| self.methods.get(i as usize))
+            .map(|m| m.namespace.split('+').next().unwrap_or(&m.namespace))
+            .collect()
+    }
+
     /// Sorts the ranges and names the methods; call once all events were seen.
     pub fn finish(&mut self) {
         if self.finished {
             return;
+        }
+        // The labels name only the app's own types (kept whole: more events may come).
+        let mut labels = self.inlinings.clone();
+        if !labels.is_empty() {
+            labels.keep_app_types(&self.app_types());
         }
         self.ranges.sort_unstable();
         self.ranges.dedup();
@@ -356,11 +394,11 @@ impl Symbols {
                 } else {
                     f.clone()
                 };
-                if self.inlinings.is_empty() {
+                if labels.is_empty() {
                     name
                 } else {
                     // Keyed by `Namespace.Method`: overloads share their inlinings' label.
-                    match self.inlinings.label(f.clone()).strip_prefix(f.as_str()) {
+                    match labels.label(f.clone()).strip_prefix(f.as_str()) {
                         Some(label) => format!("{name}{label}"),
                         None => name,
                     }
