@@ -252,9 +252,11 @@ fn keep(found: &Mutex<Found>, pair: (String, String)) {
 mod tests {
     use super::*;
 
-    fn payload(names: [&str; 9]) -> Vec<u8> {
+    /// An `InliningSucceeded` payload: `compiled` (namespace, name) is also the inliner.
+    fn inlining(compiled: (&str, &str), inlinee: (&str, &str)) -> Vec<u8> {
+        let (c, i) = (compiled, inlinee);
         let mut p = Vec::new();
-        for s in names {
+        for s in [c.0, c.1, "", c.0, c.1, "", i.0, i.1, ""] {
             p.extend(s.encode_utf16().flat_map(u16::to_le_bytes));
             p.extend([0, 0]);
         }
@@ -264,17 +266,10 @@ mod tests {
 
     #[test]
     fn only_the_apps_inlinees_are_kept_once_each() {
-        let action = payload([
-            "dynamicClass",
-            "lambda_method3",
-            "",
-            "dynamicClass",
-            "lambda_method3",
-            "",
-            "App.Controllers.DiagController",
-            "HighCpu",
-            "",
-        ]);
+        let action = inlining(
+            ("dynamicClass", "lambda_method3"),
+            ("App.Controllers.DiagController", "HighCpu"),
+        );
         let pair = app_inlining(&action, 0).unwrap();
         assert_eq!(
             pair,
@@ -283,41 +278,23 @@ mod tests {
                 "App.Controllers.DiagController.HighCpu".to_string()
             )
         );
-        let bcl = payload([
-            "App.Cache",
-            "Get",
-            "",
-            "App.Cache",
-            "Get",
-            "",
-            "System.Collections.Generic.Dictionary`2[System.__Canon,System.__Canon]",
-            "TryGetValue",
-            "",
-        ]);
+        let bcl = inlining(
+            ("App.Cache", "Get"),
+            (
+                "System.Collections.Generic.Dictionary`2[System.__Canon,System.__Canon]",
+                "TryGetValue",
+            ),
+        );
         assert_eq!(app_inlining(&bcl, 0), None);
-        let helper = payload([
-            "App.Cache",
-            "Get",
-            "",
-            "App.Cache",
-            "Get",
-            "",
-            "<PrivateImplementationDetails>",
-            "InlineArrayAsSpan",
-            "",
-        ]);
+        let helper = inlining(
+            ("App.Cache", "Get"),
+            ("<PrivateImplementationDetails>", "InlineArrayAsSpan"),
+        );
         assert_eq!(app_inlining(&helper, 0), None);
-        let own = payload([
-            "App.Scoring.Ranker",
-            "Rank",
-            "",
-            "App.Scoring.Ranker",
-            "Rank",
-            "",
-            "App.Scoring.Ranker+<>c",
-            "<Rank>b__2_0",
-            "",
-        ]);
+        let own = inlining(
+            ("App.Scoring.Ranker", "Rank"),
+            ("App.Scoring.Ranker+<>c", "<Rank>b__2_0"),
+        );
         assert_eq!(app_inlining(&own, 0), None);
         assert_eq!(app_inlining(&action[..10], 0), None);
 
