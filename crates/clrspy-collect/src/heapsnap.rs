@@ -60,16 +60,22 @@ impl HeapDumpProgress {
     }
 }
 
-/// Stops the recording when the heap dump's GC ends (on the tap; it only counts).
+/// Stops the recording when the heap dump's GC ends (on the tap; it only counts). Events come
+/// in file order: under server GC the `GC/Start` may be read after the walk and its `GC/Stop`
+/// (another GC thread wrote it), so the end is the first `GC/Stop` after the walk began that
+/// is the walking thread's or the started GC's (as the trace's reader decides).
 struct EndOfDump {
     shared: Arc<HeapDumpProgress>,
     gc: Option<u32>,
+    /// The thread of the first `GC/BulkNode` and its time.
+    walk: Option<(u64, i64)>,
     ptr: u8,
 }
 
 impl EventConsumer for EndOfDump {
     fn event(&mut self, ev: &nettrace::Event<'_>) -> Action {
-        if ev.provider() != clr_events::RUNTIME_PROVIDER {
+        // Once whole, the start another thread wrote may still be read: it changes nothing.
+        if ev.provider() != clr_events::RUNTIME_PROVIDER || self.shared.complete() {
             return Action::Continue;
         }
         let (p, v) = (ev.payload, ev.version());
@@ -83,6 +89,8 @@ impl EventConsumer for EndOfDump {
                 }
             }
             ids::GC_BULK_NODE => {
+                self.walk.get_or_insert((ev.thread_id, ev.timestamp));
+                self.shared.phase.store(1, Ordering::Relaxed);
                 // Index u32, Count u32: the count is enough for progress.
                 if let Some(c) = p.get(4..8) {
                     let n = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -92,17 +100,24 @@ impl EventConsumer for EndOfDump {
                 }
             }
             ids::GC_STOP => {
-                if let (Some(gc), Ok(g)) = (self.gc, GcEnd::parse(p, v, self.ptr)) {
-                    if g.count == gc {
-                        if self.shared.objects() == 0 {
-                            self.gc = None; // no heap walk in this one: wait for the next
-                        } else {
+                let Ok(g) = GcEnd::parse(p, v, self.ptr) else {
+                    return Action::Continue;
+                };
+                let started = self.gc == Some(g.count);
+                match self.walk {
+                    Some((walker, first)) if self.shared.objects() > 0 => {
+                        if ev.timestamp >= first && (started || ev.thread_id == walker) {
                             self.shared.phase.store(2, Ordering::Relaxed);
                             return Action::Stop {
                                 reason: "the heap dump is complete".into(),
                             };
                         }
+                        if started {
+                            self.gc = None; // an earlier GC's end, read after the walk began
+                        }
                     }
+                    _ if started => self.gc = None, // no heap walk in this one: wait for the next
+                    _ => {}
                 }
             }
             _ => {}
@@ -161,6 +176,7 @@ pub fn record_heap_dump(
         consumers: vec![Box::new(EndOfDump {
             shared,
             gc: None,
+            walk: None,
             ptr: 8,
         })],
         // Should the live decoding skip past the GC's end (a busy machine), the quiet after
@@ -214,6 +230,111 @@ fn flush_type_table(endpoint: &Endpoint) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};
+
+    fn gc(id: u32, count: u32) -> (u32, u8, Vec<u8>) {
+        let mut p = Vec::new();
+        if id == ids::GC_START {
+            for v in [count, 2, 1, 0] {
+                p.extend(v.to_le_bytes());
+            }
+            p.extend([0u8; 10]);
+            return (id, 2, p);
+        }
+        p.extend(count.to_le_bytes());
+        p.extend(2u32.to_le_bytes());
+        p.extend(0u16.to_le_bytes());
+        (id, 1, p)
+    }
+
+    fn bulk_node(index: u32, count: u32) -> (u32, u8, Vec<u8>) {
+        let mut p = Vec::new();
+        p.extend(index.to_le_bytes());
+        p.extend(count.to_le_bytes());
+        p.extend(0u16.to_le_bytes());
+        (ids::GC_BULK_NODE, 0, p)
+    }
+
+    /// Feeds (thread, time, event) in file order to the consumer; the stream's Stop index.
+    fn feed(events: &[(u64, i64, (u32, u8, Vec<u8>))]) -> (Arc<HeapDumpProgress>, Option<usize>) {
+        let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+        for (thread, time, (id, version, payload)) in events {
+            let m = w
+                .define(&EventMetadata {
+                    provider: clr_events::RUNTIME_PROVIDER.into(),
+                    event_id: *id,
+                    version: *version,
+                    ..EventMetadata::default()
+                })
+                .unwrap();
+            w.write(&EventRecord {
+                metadata_id: m,
+                thread_id: *thread,
+                capture_thread_id: *thread,
+                timestamp: *time,
+                payload,
+                ..EventRecord::default()
+            })
+            .unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        let shared = Arc::new(HeapDumpProgress::default());
+        let mut c = EndOfDump {
+            shared: shared.clone(),
+            gc: None,
+            walk: None,
+            ptr: 8,
+        };
+        let mut stopped = None;
+        let mut i = 0;
+        nettrace::Reader::new(&bytes[..])
+            .unwrap()
+            .for_each_event(|ev| {
+                if matches!(c.event(ev), Action::Stop { .. }) && stopped.is_none() {
+                    stopped = Some(i);
+                }
+                i += 1;
+                true
+            })
+            .unwrap();
+        (shared, stopped)
+    }
+
+    /// Server GC: the walker's blocks and `GC/Stop` read before another GC thread's `GC/Start`
+    /// (as a .NET 10 web app's 30 MB heap gave): the dump ends at the stop and stays whole.
+    #[test]
+    fn the_walks_end_is_found_when_its_start_comes_last() {
+        let (shared, stopped) = feed(&[
+            (9, 2000, bulk_node(0, 2008)),
+            (9, 2100, bulk_node(1, 100)),
+            (9, 2200, gc(ids::GC_STOP, 18)),
+            (8, 1000, gc(ids::GC_START, 18)),
+        ]);
+        assert_eq!(stopped, Some(2));
+        assert!(shared.complete());
+        assert_eq!(shared.objects(), 2108);
+    }
+
+    /// An earlier GC's end, read mid-walk from another thread's buffer, does not end it; a GC
+    /// that walked nothing is not the dump.
+    #[test]
+    fn an_earlier_gcs_end_does_not_end_the_walk() {
+        let (shared, stopped) = feed(&[
+            (8, 100, gc(ids::GC_START, 17)),
+            (9, 2000, bulk_node(0, 10)),
+            (8, 200, gc(ids::GC_STOP, 17)),
+            (9, 2100, bulk_node(1, 10)),
+            (9, 2200, gc(ids::GC_STOP, 18)),
+        ]);
+        assert_eq!(stopped, Some(4));
+        assert!(shared.complete());
+        let (shared, stopped) = feed(&[
+            (8, 100, gc(ids::GC_START, 17)),
+            (8, 200, gc(ids::GC_STOP, 17)),
+        ]);
+        assert_eq!(stopped, None);
+        assert!(!shared.complete());
+    }
 
     #[test]
     fn start_wait_is_the_users_timeout_or_longer() {

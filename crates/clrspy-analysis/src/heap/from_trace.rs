@@ -1,6 +1,9 @@
 //! Building a heap graph from a trace's GC heap dump events, streamed once: the dump is the
-//! first blocking gen2 GC (`GC/Start` with depth 2, not background) whose `GC/BulkNode` and
-//! `GC/BulkEdge` blocks arrive before its `GC/Stop`. Nodes and edges are two parallel streams
+//! first GC whose `GC/BulkNode` and `GC/BulkEdge` blocks end with its `GC/Stop`. The events come
+//! in file order, not time order: under server GC the `GC/Start` is one GC thread's and the
+//! walk and `GC/Stop` another's, so the start may be read after the whole walk. The walk is
+//! therefore told by its own blocks: it ends at a `GC/Stop` later than its first block, from
+//! the walking thread or of the GC whose blocking gen2 `GC/Start` was read. Nodes and edges are two parallel streams
 //! (each node's `EdgeCount` consumes that many edges), so one lost block misaligns every
 //! object after it: block index gaps and an edge total that differs from the nodes' claim are
 //! errors, never a graph presented as whole. Types are named after the stream (a `Type/BulkType`
@@ -72,6 +75,10 @@ pub struct TraceHeap {
 struct Collect {
     state: State,
     gc: u32,
+    /// `gc` was read from a `GC/Start` (or the walk's `GC/Stop`).
+    gc_known: bool,
+    /// The thread of the walk's first block and that block's time.
+    walk: Option<(u64, i64)>,
     ptr: u8,
     node_addr: Vec<u64>,
     node_size: Vec<u32>,
@@ -252,36 +259,68 @@ impl Collect {
             self.types(p, ver, ptr);
             return;
         }
-        match (self.state, id) {
-            (State::Waiting, ids::GC_START) => {
+        if self.state == State::Done {
+            return;
+        }
+        match id {
+            ids::GC_START => {
                 if let Ok(g) = GcStart::parse(p, ver, ptr) {
-                    if g.depth >= 2 && g.kind != GcType::Background {
+                    if g.depth >= 2 && g.kind != GcType::Background && !self.gc_known {
                         self.state = State::InDump;
                         self.gc = g.count;
+                        self.gc_known = true;
                     }
                 }
             }
-            (State::InDump, ids::GC_STOP) => {
+            ids::GC_STOP => {
                 if let Ok(g) = GcEnd::parse(p, ver, ptr) {
-                    if g.count == self.gc {
-                        if self.node_addr.is_empty() {
-                            // A gen2 GC without a heap walk: keep looking.
-                            *self = Collect {
-                                ptr: self.ptr,
-                                type_names: std::mem::take(&mut self.type_names),
-                                ..Collect::default()
-                            };
-                        } else {
-                            self.state = State::Done;
-                        }
-                    }
+                    self.stop(g.count, ev.thread_id, ev.timestamp);
                 }
             }
-            (State::InDump, ids::GC_BULK_NODE) => self.nodes(p, ver, ptr),
-            (State::InDump, ids::GC_BULK_EDGE) => self.edges(p, ver, ptr),
-            (State::InDump, ids::GC_BULK_ROOT_EDGE) => self.root_edges(p, ver, ptr),
-            (State::InDump, ids::GC_BULK_ROOT_STATIC_VAR) => self.statics(p, ver, ptr),
-            (State::InDump, GC_BULK_ROOT_CWT) => self.cwt(p, ptr),
+            ids::GC_BULK_NODE
+            | ids::GC_BULK_EDGE
+            | ids::GC_BULK_ROOT_EDGE
+            | ids::GC_BULK_ROOT_STATIC_VAR
+            | GC_BULK_ROOT_CWT => {
+                self.state = State::InDump;
+                self.walk.get_or_insert((ev.thread_id, ev.timestamp));
+                match id {
+                    ids::GC_BULK_NODE => self.nodes(p, ver, ptr),
+                    ids::GC_BULK_EDGE => self.edges(p, ver, ptr),
+                    ids::GC_BULK_ROOT_EDGE => self.root_edges(p, ver, ptr),
+                    ids::GC_BULK_ROOT_STATIC_VAR => self.statics(p, ver, ptr),
+                    _ => self.cwt(p, ptr),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A `GC/Stop` of GC `count` on `thread` at `time`: the walk's end when it follows the
+    /// walk's first block and is the walking thread's or the started GC's; a started GC that
+    /// ends with no walk is forgotten (the next one may walk).
+    fn stop(&mut self, count: u32, thread: u64, time: i64) {
+        let started = self.gc_known && self.gc == count;
+        match self.walk {
+            Some((walker, first)) if !self.node_addr.is_empty() => {
+                if time >= first && (started || thread == walker) {
+                    self.state = State::Done;
+                    self.gc = count;
+                    self.gc_known = true;
+                } else if started {
+                    // An earlier GC's end, read after the walk began.
+                    self.gc_known = false;
+                }
+            }
+            _ if started => {
+                // A gen2 GC without a heap walk: keep looking.
+                *self = Collect {
+                    ptr: self.ptr,
+                    type_names: std::mem::take(&mut self.type_names),
+                    module_paths: std::mem::take(&mut self.module_paths),
+                    ..Collect::default()
+                };
+            }
             _ => {}
         }
     }

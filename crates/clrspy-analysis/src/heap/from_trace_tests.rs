@@ -98,9 +98,19 @@ fn handle_root(index: u32, object: u64, flags: u32) -> (u32, u8, Vec<u8>) {
 }
 
 fn trace(events: &[(u32, u8, Vec<u8>)]) -> Vec<u8> {
+    let timed: Vec<_> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (7, i as i64 * 1000, e.clone()))
+        .collect();
+    trace_on(&timed)
+}
+
+/// A trace of (thread, time, event), in file order as given.
+fn trace_on(events: &[(u64, i64, (u32, u8, Vec<u8>))]) -> Vec<u8> {
     let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
     let mut defined = Vec::new();
-    for (i, (id, version, payload)) in events.iter().enumerate() {
+    for (thread, time, (id, version, payload)) in events {
         let m = match defined.iter().find(|(k, _)| *k == (*id, *version)) {
             Some((_, m)) => *m,
             None => {
@@ -118,9 +128,9 @@ fn trace(events: &[(u32, u8, Vec<u8>)]) -> Vec<u8> {
         };
         w.write(&EventRecord {
             metadata_id: m,
-            thread_id: 7,
-            capture_thread_id: 7,
-            timestamp: i as i64 * 1000,
+            thread_id: *thread,
+            capture_thread_id: *thread,
+            timestamp: *time,
             payload,
             ..EventRecord::default()
         })
@@ -224,4 +234,43 @@ fn no_dump_at_all() {
     let mut r = nettrace::Reader::new(&bytes).unwrap();
     let e = graph_from_trace(&mut r, &mut |_| (), &mut |_| None).unwrap_err();
     assert!(matches!(e, FromTraceError::NoHeapDump), "{e}");
+}
+
+/// Under server GC one GC thread writes `GC/Start` and another walks the heap and writes
+/// `GC/Stop`; the file may hold the walker's events first (seen on a .NET 10 web app).
+#[test]
+fn a_start_read_after_the_walk_still_gives_the_dump() {
+    let ev = dump(false);
+    let (start, walk) = ev.split_first().unwrap();
+    let mut events: Vec<_> = walk
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (9, 2000 + i as i64 * 10, e.clone()))
+        .collect();
+    events.push((8, 1000, start.clone()));
+    let bytes = trace_on(&events);
+    let mut r = nettrace::Reader::new(&bytes).unwrap();
+    let h = graph_from_trace(&mut r, &mut |_| (), &mut |_| None).unwrap();
+    assert_eq!(h.gc, 5);
+    assert_eq!(HeapModel::new(h.dump.graph).objects(), 4);
+}
+
+/// An earlier gen2 GC's end read in the middle of the walk (another thread's buffer) is not
+/// taken for the walk's end.
+#[test]
+fn an_earlier_gcs_end_read_mid_walk_does_not_cut_it() {
+    let ev = dump(false);
+    let walk = &ev[1..];
+    let mut events = vec![(8, 100, gc_start(4))];
+    for (i, e) in walk.iter().enumerate() {
+        events.push((9, 2000 + i as i64 * 10, e.clone()));
+        if i == 1 {
+            events.push((8, 200, gc_end(4)));
+        }
+    }
+    let bytes = trace_on(&events);
+    let mut r = nettrace::Reader::new(&bytes).unwrap();
+    let h = graph_from_trace(&mut r, &mut |_| (), &mut |_| None).unwrap();
+    assert_eq!(h.gc, 5);
+    assert_eq!(HeapModel::new(h.dump.graph).objects(), 4);
 }

@@ -149,3 +149,72 @@ fn snapshots_count_exactly_and_diff_shows_the_growth() {
     assert!(text.contains("12,345 objects"), "{text}");
     assert!(text.contains(".Orders]"), "{text}");
 }
+
+/// The leak scenario on an ASP.NET Core app (server GC, so one GC thread writes `GC/Start`
+/// and another walks the heap): each snapshot ends when the walk does, not at the timeout,
+/// and the diff names the type that grew and the static that holds it.
+#[test]
+fn a_web_apps_leak_is_snapshotted_whole_and_its_holder_named() {
+    if !live() {
+        return;
+    }
+    let app = common::scenarios::start_diag();
+    let dir = tempfile::tempdir().unwrap();
+    let pid = app.pid().to_string();
+    let t = std::time::Duration::from_secs(30);
+    let snapshot = |name: &str| {
+        let path = dir.path().join(name);
+        let out = clrspy()
+            .args(["gcdump", "-p", &pid, "-o"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "gcdump: {err}");
+        // The walk's end was seen as it came (a 30 s wait otherwise, then the file decides).
+        assert!(
+            !err.contains("did not complete on the live stream"),
+            "{err}"
+        );
+        path
+    };
+    // A heap of tens of MB: the walk fills the walking thread's buffers before the other
+    // GC thread's start is written, which is what put the start last in the file.
+    for _ in 0..20 {
+        assert_eq!(app.get("/api/diag/leak/100", t).0, 200);
+    }
+    let before = snapshot("before.gcdump");
+    for _ in 0..300 {
+        assert_eq!(app.get("/api/diag/leak/100", t).0, 200);
+    }
+    let after = snapshot("after.gcdump");
+    let d = heap_json(&[
+        "heap",
+        "diff",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+        "--json",
+        "--top",
+        "1000",
+    ]);
+    let customer = d["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "DiagScenarios.Customer")
+        .unwrap_or_else(|| panic!("{d}"));
+    assert_eq!(customer["count_old"], 20, "{customer}");
+    assert_eq!(customer["count_new"], 320, "{customer}");
+    let v = heap_json(&[
+        "heap",
+        after.to_str().unwrap(),
+        "--json",
+        "--type",
+        "DiagScenarios.Customer",
+    ]);
+    let steps = v["type"]["paths"][0]["steps"].to_string();
+    assert!(
+        steps.contains("[static var DiagScenarios.Processor.Cache]"),
+        "{v}"
+    );
+}
