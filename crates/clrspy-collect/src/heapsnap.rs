@@ -232,7 +232,10 @@ mod tests {
     use super::*;
     use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};
 
-    fn gc(id: u32, count: u32) -> (u32, u8, Vec<u8>) {
+    /// An event: id, version, payload.
+    type Ev = (u32, u8, Vec<u8>);
+
+    fn gc(id: u32, count: u32) -> Ev {
         let mut p = Vec::new();
         if id == ids::GC_START {
             for v in [count, 2, 1, 0] {
@@ -247,7 +250,7 @@ mod tests {
         (id, 1, p)
     }
 
-    fn bulk_node(index: u32, count: u32) -> (u32, u8, Vec<u8>) {
+    fn bulk_node(index: u32, count: u32) -> Ev {
         let mut p = Vec::new();
         p.extend(index.to_le_bytes());
         p.extend(count.to_le_bytes());
@@ -256,7 +259,7 @@ mod tests {
     }
 
     /// Feeds (thread, time, event) in file order to the consumer; the stream's Stop index.
-    fn feed(events: &[(u64, i64, (u32, u8, Vec<u8>))]) -> (Arc<HeapDumpProgress>, Option<usize>) {
+    fn feed(events: &[(u64, i64, Ev)]) -> (Arc<HeapDumpProgress>, Option<usize>) {
         let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
         for (thread, time, (id, version, payload)) in events {
             let m = w
