@@ -7,6 +7,9 @@ use nettrace::{EventMetadata, EventRecord, TraceWriter, WriterOptions};
 
 const RT: &str = clr_events::RUNTIME_PROVIDER;
 
+/// An event: id, version, payload.
+type Ev = (u32, u8, Vec<u8>);
+
 fn utf16z(s: &str) -> Vec<u8> {
     let mut v: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
     v.extend([0, 0]);
@@ -107,7 +110,7 @@ fn trace(events: &[(u32, u8, Vec<u8>)]) -> Vec<u8> {
 }
 
 /// A trace of (thread, time, event), in file order as given.
-fn trace_on(events: &[(u64, i64, (u32, u8, Vec<u8>))]) -> Vec<u8> {
+fn trace_on(events: &[(u64, i64, Ev)]) -> Vec<u8> {
     let mut w = TraceWriter::new(Vec::new(), WriterOptions::default()).unwrap();
     let mut defined = Vec::new();
     for (thread, time, (id, version, payload)) in events {
