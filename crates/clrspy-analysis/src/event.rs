@@ -185,6 +185,10 @@ pub(crate) trait Model {
     /// the analysis, the event is otherwise skipped).
     fn on_event(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError>;
 
+    /// The time of the last event of the trace (of any model's), clipped to the analysed
+    /// window, told before [`Model::finish`]: what is still open at the end lasts until it.
+    fn trace_end(&mut self, _ns: i64) {}
+
     /// The pass ended (also called again when a live view finishes once more).
     fn finish(&mut self) {}
 }

@@ -483,8 +483,12 @@ impl Analysis {
     pub fn finish(&mut self) {
         self.cpu.finish();
         self.gc.finish();
+        let end = self
+            .options
+            .to_ns
+            .map_or(self.last_ns, |t| t.min(self.last_ns));
         for (_, m) in &mut self.extra {
-            m.end_pass();
+            m.end_pass(end);
         }
         self.symbols.set_entry(self.process_name.as_deref());
         self.symbols.finish();

@@ -56,8 +56,8 @@ impl ModelEntry {
 pub(crate) trait AnyModel: Any + Send + std::fmt::Debug {
     /// [`Model::on_event`].
     fn feed(&mut self, ev: &ModelEvent<'_>) -> Result<(), ViewError>;
-    /// [`Model::finish`].
-    fn end_pass(&mut self);
+    /// [`Model::trace_end`], then [`Model::finish`].
+    fn end_pass(&mut self, end_ns: i64);
     /// A copy (live views take finished copies of the analysis).
     fn clone_box(&self) -> Box<dyn AnyModel>;
     /// For [`Analysis::model`](crate::Analysis::model).
@@ -69,7 +69,8 @@ impl<M: Model + Clone + Send + std::fmt::Debug + 'static> AnyModel for M {
         Model::on_event(self, ev)
     }
 
-    fn end_pass(&mut self) {
+    fn end_pass(&mut self, end_ns: i64) {
+        Model::trace_end(self, end_ns);
         Model::finish(self)
     }
 

@@ -234,7 +234,7 @@ pub struct HangModel {
     pub pool: PoolEvidence,
     /// Threads on which a lock or handle wait started in the trace.
     pub waited_threads: FxHashSet<u64>,
-    /// The last event's time, ns (the end of open waits).
+    /// The trace's last event's time, ns (the end of open waits).
     pub end_ns: i64,
     locks: FxHashMap<u64, OpenWait>,
     handles: FxHashMap<u64, OpenWait>,
@@ -414,6 +414,10 @@ impl Model for HangModel {
         Ok(())
     }
 
+    fn trace_end(&mut self, ns: i64) {
+        self.end_ns = self.end_ns.max(ns);
+    }
+
     fn finish(&mut self) {
         // Open waits last until the trace's end (a live view finishes again later: the
         // totals are built anew from the closed ones each time).
@@ -509,6 +513,22 @@ mod tests {
         // Finishing again (a live view) counts nothing twice.
         m.finish();
         assert_eq!(m.by_stack[&(WaitKind::Lock, None)].count, 8);
+    }
+
+    /// A deadlock formed early in a recording: its waits are the model's last events, but
+    /// they last to the trace's end (another model's event), not to their own start.
+    #[test]
+    fn open_waits_last_to_the_traces_end() {
+        let mut m = HangModel::default();
+        m.on_event(&ev(rt::CONTENTION_START, 2, 1_000, 10, &lock_start(0x100, 20)))
+            .unwrap();
+        m.on_event(&ev(rt::CONTENTION_START, 2, 2_000, 20, &lock_start(0x200, 10)))
+            .unwrap();
+        m.trace_end(8_000_000);
+        m.finish();
+        let w = m.by_stack[&(WaitKind::Lock, None)];
+        assert_eq!((w.count, w.open), (2, 2));
+        assert_eq!(w.total_ns, (8_000_000.0 - 1_000.0) + (8_000_000.0 - 2_000.0));
     }
 
     #[test]

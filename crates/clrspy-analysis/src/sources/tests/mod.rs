@@ -341,7 +341,7 @@ fn raw_paths_are_capped_and_every_request_streams() {
             .unwrap();
         }
     }
-    m.end_pass();
+    m.end_pass(0);
     let r = m.as_any().downcast_ref::<RequestModel>().unwrap();
     assert_eq!((r.started, r.finished), (n as u64, n as u64));
     assert_eq!(r.routes.len(), MAX_ROUTES + 1);
