@@ -339,6 +339,28 @@ fn the_deadlocks_threads_and_its_waiters_are_not_called_pool_workers() {
         assert!(name.starts_with("thread started by thread "), "{m}");
         assert!(name.ends_with("(.NET TP Worker)"), "{m}");
     }
+    // The cycle's waits last to the trace's end in every table: the longest-waits row of
+    // each member says what its cycle entry says (not the time to the last lock wait).
+    for m in cycle {
+        let method = m["stack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|f| f.starts_with("DiagScenarios.Locks.Take"))
+            .unwrap_or_else(|| panic!("{m}"));
+        let row = v["long_waits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["stack"].as_array().unwrap().iter().any(|f| f == method))
+            .unwrap_or_else(|| panic!("{method} not in the long waits: {v}"));
+        let (max, waiting) = (
+            row["max_ms"].as_f64().unwrap(),
+            m["waiting_ms"].as_f64().unwrap(),
+        );
+        assert!((max - waiting).abs() < 1.0, "{row} {m}");
+    }
     let g = &v["blocked_groups"][0];
     eprintln!(
         "blocked: {}",
