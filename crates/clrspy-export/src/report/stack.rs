@@ -93,7 +93,10 @@ fn parked(
 /// the app's code the JIT inlined into them, when such rows (`lambdas`,
 /// `Symbols::is_unlabelled_lambda`) rank at the top (`followed`: the recording followed the
 /// JIT's inlining, so they were compiled before it began).
-fn inlining_note<'a>(lambdas: impl Iterator<Item = &'a str>, followed: bool) -> Option<String> {
+pub(crate) fn inlining_note<'a>(
+    lambdas: impl Iterator<Item = &'a str>,
+    followed: bool,
+) -> Option<String> {
     let mut lambdas: Vec<&str> = lambdas.collect();
     lambdas.sort_unstable();
     lambdas.dedup();

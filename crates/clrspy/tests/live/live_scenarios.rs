@@ -205,6 +205,13 @@ fn starvation_counts_worker_starts_as_injections_and_names_the_blocking_call() {
             || method.contains("DiagController.TaskResult"),
         "{s}"
     );
+    // A bare generated method is explained: its action is unknown to this recording.
+    let note = s["sync_over_async_note"].as_str().unwrap_or_default();
+    assert_eq!(
+        note.contains(method),
+        method.starts_with("dynamicClass.lambda_method") && !method.contains(" [inlines"),
+        "{s}"
+    );
     assert!(
         site["blocked_in"]
             .as_str()

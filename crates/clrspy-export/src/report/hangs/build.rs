@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::super::needs::{Needs, CONTENTION};
+use super::super::stack::inlining_note;
 use super::super::view::ReportOptions;
 use super::groups::{self, BlockedGroup, Member};
 use crate::units::round1;
@@ -151,6 +152,9 @@ pub struct Starvation {
     pub(crate) sync_over_async: Vec<SyncOverAsync>,
     /// How many call sites, before the cut to top N.
     pub(crate) sync_over_async_total: usize,
+    /// Why a blocking method shown is a generated `dynamicClass.lambda_method…` and not the
+    /// app's action the JIT inlined into it (as the stack report's note).
+    pub(crate) sync_over_async_note: Option<String>,
 }
 
 /// A thread blocked the whole trace with no wait starting in it.
@@ -473,6 +477,12 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
     });
     let sync_over_async_total = sync.len();
     sync.truncate(top);
+    let sync_over_async_note = inlining_note(
+        sync.iter()
+            .map(|w| w.method.as_str())
+            .filter(|m| a.symbols.is_unlabelled_lambda(m)),
+        a.symbols.inlining_followed(),
+    );
     let span = p.injection_span_ns;
     Starvation {
         detected: p.injections >= STARVED_INJECTIONS,
@@ -500,6 +510,7 @@ fn starvation(a: &Analysis, m: &HangModel, top: usize) -> Starvation {
         throughput: p.throughput.map(|t| (round1(t.1), round1(t.2))),
         sync_over_async: sync,
         sync_over_async_total,
+        sync_over_async_note,
     }
 }
 

@@ -272,7 +272,11 @@ impl HangsReport {
             )?;
             writeln!(out, "                 in {}", fit(&w.blocked_in, style.room(20)))?;
         }
-        write_more(out, s.sync_over_async_total, s.sync_over_async.len(), "call sites")
+        write_more(out, s.sync_over_async_total, s.sync_over_async.len(), "call sites")?;
+        if let Some(note) = &s.sync_over_async_note {
+            writeln!(out, "  note: {note}")?;
+        }
+        Ok(())
     }
 
     fn write_long_waits(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
