@@ -5,13 +5,16 @@ profiler, which suspends the managed threads ~1000 times a second) and with `dot
 (the same runtime sampler), in interleaved rounds on one app process.
 
     python3 bench/sampler_overhead.py [--rounds 3] [--seconds 15] [--concurrency 8] [--pin]
-                                      [--warmup 10] [--no-build] [--app razor|diag]
+                                      [--warmup 10] [--no-build] [--app razor|diag|template]
 
 `--app diag` loads testapps/DiagScenarios' `/api/diag/work/300` instead (each request hashes
 4 KB 300 times, about 2 ms of CPU: the same work every request, whatever happens to the thread
 meanwhile; RazorApp compiles expressions per request and its rate drifts by 2x over minutes. Not
 `/highcpu`, which spins for a wall-clock time: a thread suspended by the runtime's sampler still
-finishes on time, so that cost would not show).
+finishes on time, so that cost would not show). `--app template` loads the `dotnet new web`
+template's "Hello World!" at `/` (target/testapps/TemplateWeb, made by the live tests or here
+with `dotnet new web`): tens of microseconds a request, so what a sampler costs per request is
+mostly the runtime's and the kernel's, not the app's code.
 
 Each round runs every mode once, in a rotated order (the loss is the median of each round's
 rate against that round's bare rate); each mode's recorder attaches, the load runs
@@ -30,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -45,7 +49,10 @@ APPS = {
     "razor": ("RazorApp", os.path.join(ROOT, "target/testapps/RazorApp"), "/", []),
     "diag": ("DiagScenarios", os.path.join(ROOT, "bench/out/apps/DiagScenarios"),
              "/api/diag/work/300", ["--urls", "http://127.0.0.1:0"]),
+    # No ready line: the port is chosen here and polled.
+    "template": ("TemplateWeb", os.path.join(ROOT, "target/testapps/TemplateWeb"), "/", None),
 }
+TEMPLATE_SRC = os.path.join(ROOT, "target/testapps/TemplateWeb-src")
 # The cpu profile's providers, for dotnet-trace (clrspy's default profile is the same).
 PROVIDERS = "Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:0x14C14FCCBD:4"
 MODES = ["bare", "clrspy --sampler kernel", "clrspy (runtime sampler)", "dotnet-trace"]
@@ -57,12 +64,17 @@ def run(cmd, **kw):
 
 def build(no_build, app):
     project, out = APPS[app][:2]
+    env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1")
     if not no_build or not os.path.exists(os.path.join(out, project + ".dll")):
         if not no_build:
             run(["cargo", "build", "-q", "--release", "--locked", "-p", "clrspy"], cwd=ROOT)
-        run(["dotnet", "build", "-c", "Release", "--nologo", "-v", "q", "-o", out,
-             os.path.join(ROOT, "testapps", project)],
-            env=dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1"))
+        src = os.path.join(ROOT, "testapps", project)
+        if app == "template":
+            src = TEMPLATE_SRC
+            if not os.path.exists(os.path.join(src, project + ".csproj")):
+                run(["dotnet", "new", "web", "-n", project, "-o", src, "--force"], env=env,
+                    stdout=subprocess.DEVNULL)
+        run(["dotnet", "build", "-c", "Release", "--nologo", "-v", "q", "-o", out, src], env=env)
     if not os.path.exists(DT):
         run(["dotnet", "tool", "install", "--tool-path", TOOLS, "dotnet-trace"],
             stdout=subprocess.DEVNULL)
@@ -70,6 +82,21 @@ def build(no_build, app):
 
 def start_app(app):
     project, out, _, args = APPS[app]
+    if args is None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        p = subprocess.Popen(["dotnet", os.path.join(out, project + ".dll"), "--urls",
+                              f"http://127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                             env=dict(os.environ, ASPNETCORE_ENVIRONMENT="Production"))
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return p, p.pid, port
+            except OSError:
+                time.sleep(0.1)
+        p.kill()
+        sys.exit(f"{project} did not listen on {port}")
     p = subprocess.Popen(["dotnet", os.path.join(out, project + ".dll")] + args,
                          stdout=subprocess.PIPE, text=True)
     # Its "ready pid=… port=…" line (DiagScenarios may log before it); 200 lines at most.
