@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
+use super::seekable::{SeekTable, SeekableWriter};
 use super::spec::{Compression, CopyLimits};
 use crate::{Error, Result};
 
@@ -42,7 +43,8 @@ impl<W: Write> Write for Counting<W> {
 enum Encoder {
     Plain(Counting<BufWriter<File>>),
     Gzip(flate2::write::GzEncoder<Counting<BufWriter<File>>>),
-    Zstd(zstd::stream::write::Encoder<'static, Counting<BufWriter<File>>>),
+    /// Seekable zstd ([`super::seekable`]): readable in place, by any zstd decoder whole.
+    Zstd(SeekableWriter<Counting<BufWriter<File>>>),
 }
 
 impl Encoder {
@@ -54,7 +56,7 @@ impl Encoder {
         };
         Ok(match kind {
             Compression::None => Encoder::Plain(out),
-            Compression::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(out, 3)?),
+            Compression::Zstd => Encoder::Zstd(SeekableWriter::new(out, 3)?),
             _ => Encoder::Gzip(flate2::write::GzEncoder::new(
                 out,
                 flate2::Compression::new(6),
@@ -85,11 +87,13 @@ impl Encoder {
     }
 }
 
-/// What a copy gave: raw bytes read, bytes written, the first four bytes.
+/// What a copy gave: raw bytes read, bytes written, the first four bytes, how it was
+/// compressed.
 pub(super) struct Copied {
     pub(super) raw: u64,
     pub(super) written: u64,
     pub(super) magic: Vec<u8>,
+    pub(super) kind: Compression,
 }
 
 /// Compresses (or copies) everything `src` gives into `out`, within `limits`.
@@ -131,23 +135,46 @@ pub(super) fn compress_stream(
         raw,
         written,
         magic,
+        kind,
     })
 }
 
-/// Checks what streamed through looks like a core (on Linux).
-pub(super) fn check_streamed(path: &Path, raw: u64, magic: &[u8]) -> Result<()> {
+/// Checks what streamed through looks like a core (on Linux), and that a zstd file reads
+/// back through its seek table: every byte accounted for, the first frame the core's start.
+pub(super) fn check_streamed(path: &Path, c: &Copied) -> Result<()> {
     let bad = |why: String| Error::DumpCheck {
         path: path.to_path_buf(),
         why,
         source: None,
     };
+    let raw = c.raw;
     if raw < 4 {
         return Err(bad(format!(
             "createdump wrote {raw} bytes: not a core file"
         )));
     }
-    if cfg!(target_os = "linux") && magic != b"\x7fELF" {
+    if cfg!(target_os = "linux") && c.magic != b"\x7fELF" {
         return Err(bad("createdump did not write an ELF core file".into()));
+    }
+    if c.kind == Compression::Zstd {
+        let read = |f: &mut File| -> std::io::Result<(u64, Vec<u8>)> {
+            let t = SeekTable::read(f)?
+                .ok_or_else(|| std::io::Error::other("no seek table at its end"))?;
+            Ok((t.total_bytes(), t.frame(f, 0)?))
+        };
+        match File::open(path).and_then(|mut f| read(&mut f)) {
+            Ok((total, first)) if total == raw && first.starts_with(&c.magic) => {}
+            Ok((total, _)) => {
+                return Err(bad(format!(
+                    "the compressed file reads back as {total} bytes through its seek table, {raw} were written"
+                )))
+            }
+            Err(e) => {
+                return Err(bad(format!(
+                    "the compressed file does not read back through its seek table: {e}"
+                )))
+            }
+        }
     }
     Ok(())
 }
@@ -234,11 +261,33 @@ mod tests {
     #[test]
     fn a_stream_that_is_not_a_core_is_refused() {
         let p = Path::new("/x.dmp.gz");
-        assert!(check_streamed(p, 0, b"").is_err());
+        let copied = |raw: u64, magic: &[u8], kind: Compression| Copied {
+            raw,
+            written: raw,
+            magic: magic.to_vec(),
+            kind,
+        };
+        assert!(check_streamed(p, &copied(0, b"", Compression::Gzip)).is_err());
         if cfg!(target_os = "linux") {
-            let e = check_streamed(p, 100, b"MZ\0\0").unwrap_err();
+            let e = check_streamed(p, &copied(100, b"MZ\0\0", Compression::Gzip)).unwrap_err();
             assert!(e.to_string().contains("not write an ELF core"), "{e}");
         }
-        assert!(check_streamed(p, 100, b"\x7fELF").is_ok());
+        assert!(check_streamed(p, &copied(100, b"\x7fELF", Compression::Gzip)).is_ok());
+        // A zstd file is read back through its seek table: one cut short is refused.
+        let dir = tempfile::tempdir().unwrap();
+        let data = core_like();
+        let z = dir.path().join("x.zst");
+        let c = compress_stream(
+            &mut Cursor::new(&data),
+            File::create(&z).unwrap(),
+            Compression::Zstd,
+            CopyLimits::default(),
+        )
+        .unwrap();
+        assert!(check_streamed(&z, &c).is_ok());
+        let bytes = std::fs::read(&z).unwrap();
+        std::fs::write(&z, &bytes[..bytes.len() - 3]).unwrap();
+        let e = check_streamed(&z, &c).unwrap_err();
+        assert!(e.to_string().contains("does not read back"), "{e}");
     }
 }

@@ -19,6 +19,7 @@ use std::time::Instant;
 use diagnostics_client::{Connector, DumpFlags};
 
 mod encode;
+mod seekable;
 mod spec;
 mod staging;
 
@@ -120,7 +121,7 @@ pub(crate) fn compress_dump_file(raw: &Path, compress: Compression) -> Result<Du
         let out = crate::private::create_private(&path).map_err(|e| output_error(&path, e))?;
         let c = compress_stream(&mut src, out, compress, CopyLimits::default())
             .map_err(|e| output_error(&path, e))?;
-        check_streamed(&path, c.raw, &c.magic)?;
+        check_streamed(&path, &c)?;
         Ok(c)
     })();
     let c = result.inspect_err(|_: &Error| {
@@ -153,7 +154,7 @@ pub fn compress_core_into(
     let result = (|| -> Result<Copied> {
         let out = crate::private::create_private(to).map_err(|e| output_error(to, e))?;
         let c = compress_stream(src, out, compress, limits).map_err(|e| output_error(to, e))?;
-        check_streamed(to, c.raw, &c.magic)?;
+        check_streamed(to, &c)?;
         Ok(c)
     })();
     let c = result.inspect_err(|_: &Error| {

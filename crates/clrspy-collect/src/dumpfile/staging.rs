@@ -270,7 +270,7 @@ pub(super) fn streamed(
         (Err(e), _) => fail(e),
         (Ok(()), Err(e)) => fail(output_error(path, e)),
         (Ok(()), Ok(c)) => {
-            if let Err(e) = check_streamed(path, c.raw, &c.magic) {
+            if let Err(e) = check_streamed(path, &c) {
                 return fail(e);
             }
             Ok(Some(DumpReport {
@@ -333,7 +333,7 @@ pub(super) fn write_then_compress(
             staging.limits(spec.max_file_bytes),
         )
         .map_err(|e| output_error(path, e))?;
-        check_streamed(path, c.raw, &c.magic)?;
+        check_streamed(path, &c)?;
         Ok(c)
     })();
     let report = move_report(staging, &raw, path, spec.crash_report);

@@ -167,6 +167,13 @@ fn a_zstd_dump_on_an_argument_exception_by_its_bare_name() {
         .read_to_end(&mut core)
         .unwrap();
     assert_eq!(core_process(&core).map(|p| p.0), Some(pid));
+    // Written seekable (zstd's seekable format): the table at the end counts the core's bytes
+    // in frames of 4 MiB (frames count, descriptor, magic).
+    let file = std::fs::read(&dumps[0]).unwrap();
+    let footer = &file[file.len() - 9..];
+    assert_eq!(footer[5..], 0x8F92_EAB1u32.to_le_bytes());
+    let frames = u32::from_le_bytes(footer[..4].try_into().unwrap()) as usize;
+    assert_eq!(frames, core.len().div_ceil(4 << 20), "{} bytes", core.len());
     assert!(
         stderr.contains("first-chance System.ArgumentException"),
         "{stderr}"
