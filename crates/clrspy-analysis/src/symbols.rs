@@ -97,7 +97,9 @@ pub struct Symbols {
     method_by_id: FxHashMap<u64, u32>,
     /// (start, end, method index), sorted by start at [`Symbols::finish`].
     ranges: Vec<(u64, u64, u32)>,
-    /// The code of on-stack-replaced methods (OSR versions): start, end.
+    /// The code of on-stack-replaced methods (OSR versions): start, end; sorted and without
+    /// repeats at [`Symbols::finish`], so a frame is looked up in it by binary search (a
+    /// trace may name any number: no scan per frame).
     osr_code: Vec<(u64, u64)>,
     /// (entry, method index) of ReadyToRun methods known only by their entry point.
     entries: Vec<(u64, u32)>,
@@ -362,6 +364,8 @@ impl Symbols {
         }
         self.ranges.sort_unstable();
         self.ranges.dedup();
+        self.osr_code.sort_unstable();
+        self.osr_code.dedup();
         // Entry-point-only methods run to the next known code start, capped.
         self.entries.sort_unstable();
         self.entries.dedup();
@@ -453,7 +457,10 @@ impl Symbols {
     /// from such a stack; the pseudo frame is left out so that the method is shown once.
     /// ([`Symbols::finish`] first.)
     pub(crate) fn osr_pseudo(&self, ip: u64, next: u64) -> bool {
-        let in_osr = |a: u64| self.osr_code.iter().any(|&(s, e)| a >= s && a < e);
+        let in_osr = |a: u64| {
+            let i = self.osr_code.partition_point(|&(s, _)| s <= a);
+            i > 0 && a < self.osr_code[i - 1].1
+        };
         !self.osr_code.is_empty()
             && in_osr(ip)
             && !in_osr(next)
@@ -708,6 +715,13 @@ mod tests {
         s.add_method(1, 0x1000, 0x100, "App.Cpu", "Burn", "void  (int32)"); // Tier0
         s.add_method(1, 0x5000, 0x80, "App.Cpu", "Burn", "void  (int32)"); // OSR
         s.osr_code.push((0x5000, 0x5080));
+        // Many more OSR methods, out of order and repeated, elsewhere.
+        for k in (0..10_000u64).rev() {
+            s.osr_code
+                .push((0x10_0000 + k * 0x100, 0x10_0000 + k * 0x100 + 0x80));
+            s.osr_code
+                .push((0x10_0000 + k * 0x100, 0x10_0000 + k * 0x100 + 0x80));
+        }
         s.add_method(2, 0x2000, 0x10, "App.Cpu", "Run", "void  (int32)");
         s.finish();
         assert!(s.has_osr_code());
