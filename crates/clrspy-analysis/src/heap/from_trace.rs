@@ -3,12 +3,12 @@
 //! in file order, not time order: under server GC the `GC/Start` is one GC thread's and the
 //! walk and `GC/Stop` another's, so the start may be read after the whole walk. The walk is
 //! therefore told by its own blocks: it ends at a `GC/Stop` later than its first block, from
-//! the walking thread or of the GC whose blocking gen2 `GC/Start` was read. Nodes and edges are two parallel streams
-//! (each node's `EdgeCount` consumes that many edges), so one lost block misaligns every
-//! object after it: block index gaps and an edge total that differs from the nodes' claim are
-//! errors, never a graph presented as whole. Types are named after the stream (a `Type/BulkType`
-//! event may come after the nodes that use it). Roots become PerfView's pseudo-nodes
-//! (`[.NET Roots]`, `[local vars]`, `[static var T.F]`, handle groups).
+//! the walking thread or of the GC whose blocking gen2 `GC/Start` was read. Nodes and edges
+//! are two parallel streams (each node's `EdgeCount` consumes that many edges), so one lost
+//! block misaligns every object after it: block index gaps and an edge total that differs from
+//! the nodes' claim are errors, never a graph presented as whole. Types are named after the
+//! stream (a `Type/BulkType` event may come after the nodes that use it). Roots become
+//! PerfView's pseudo-nodes (`[.NET Roots]`, `[local vars]`, `[static var T.F]`, handle groups).
 
 use clr_events::heapdump::{
     GcBulkEdge, GcBulkNode, GcBulkRootEdge, GcBulkRootStaticVar, GcBulkType,
