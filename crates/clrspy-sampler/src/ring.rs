@@ -60,6 +60,8 @@ pub(crate) struct Ring {
     user_stack: bool,
     /// Samples carry user registers only (their stack pointer goes to [`Sample::sp`]).
     user_regs: bool,
+    /// Only this process's samples are kept (a ring of a whole CPU's event).
+    only_pid: Option<u32>,
 }
 
 // SAFETY: the mapping is owned by this value alone; moving it to another thread is sound.
@@ -95,6 +97,7 @@ impl Ring {
             scratch: Vec::new(),
             user_stack: false,
             user_regs: false,
+            only_pid: None,
         })
     }
 
@@ -102,6 +105,12 @@ impl Ring {
     /// [`parse_sample_with_stack`]).
     pub(crate) fn with_user_stack(mut self) -> Ring {
         self.user_stack = true;
+        self
+    }
+
+    /// Keeps only process `pid`'s samples (a whole CPU's ring holds every process's).
+    pub(crate) fn only_of(mut self, pid: u32) -> Ring {
+        self.only_pid = Some(pid);
         self
     }
 
@@ -139,6 +148,17 @@ impl Ring {
                 // A malformed or partial record: skip to the head rather than loop.
                 self.tail = head;
                 break;
+            }
+            if kind == PERF_RECORD_SAMPLE {
+                if let Some(pid) = self.only_pid {
+                    // The sample's pid leads its body: another process's is skipped unread.
+                    let mut who = [0u8; 4];
+                    self.copy_out(self.tail + 8, &mut who);
+                    if size < 12 || u32::from_ne_bytes(who) != pid {
+                        self.tail += size;
+                        continue;
+                    }
+                }
             }
             let mut body = std::mem::take(&mut self.scratch);
             body.resize(usize::try_from(size - 8).unwrap_or(0), 0);
