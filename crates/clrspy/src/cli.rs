@@ -500,9 +500,13 @@ pub struct ReportArgs {
 
 /// `clrspy dump`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct DumpArgs {
+    /// `analyze FILE`.
+    #[command(subcommand)]
+    pub action: Option<DumpAction>,
     #[command(flatten)]
-    pub process: ProcessArg,
+    pub process: Option<ProcessArg>,
     /// mini (stacks, modules), heap (plus the managed heap: for leaks), triage (small, personal
     /// data removed) or full (all memory).
     #[arg(long = "type", value_name = "TYPE", default_value = "heap", value_parser = dump_type)]
@@ -521,6 +525,60 @@ pub struct DumpArgs {
     /// as it is).
     #[arg(long, value_name = "HOW", default_value = "zstd", value_parser = dump_compression)]
     pub compress: clrspy_collect::Compression,
+}
+
+/// `clrspy dump` verbs.
+#[derive(Debug, Subcommand)]
+pub enum DumpAction {
+    /// Read a core dump with no SDK: the deadlocks first, the monitors held, the threads and
+    /// their stacks, the exceptions, the heap by type, the modules (the runtime's own data
+    /// access library reads it, in a child process).
+    #[command(
+        after_help = "Examples:\n  clrspy dump analyze core_1234_20261207_101500.zst\n  clrspy dump analyze core.zst locks\n  clrspy dump analyze core.zst heap --type '*Customer*' --json"
+    )]
+    Analyze(DumpAnalyzeArgs),
+}
+
+/// What `dump analyze` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DumpView {
+    /// Deadlocks, monitors, threads and exceptions in short.
+    Summary,
+    /// Every managed thread with its stack (`clrstack -all`).
+    Threads,
+    /// Monitors held: owner, waiters, and the deadlock cycles (`syncblk`).
+    Locks,
+    /// The exceptions threads hold, with their inner chains (`pe`).
+    Exceptions,
+    /// Objects by type, count and bytes (`dumpheap -stat`).
+    Heap,
+    /// The images the process had mapped.
+    Modules,
+}
+
+/// `clrspy dump analyze`.
+#[derive(Debug, Args)]
+pub struct DumpAnalyzeArgs {
+    /// The core dump: raw, seekable zstd as `clrspy dump` writes it (read in place), other
+    /// zstd or gzip (unpacked to a temporary file first).
+    #[arg(value_name = "DUMP")]
+    pub file: PathBuf,
+    /// What to show.
+    #[arg(value_name = "VIEW", value_enum, default_value = "summary")]
+    pub view: DumpView,
+    /// Write JSON (keys in docs/dump-analyze.md).
+    #[arg(long)]
+    pub json: bool,
+    /// The data access library (libmscordaccore.so) of the dump's runtime build, when neither
+    /// the copy beside the dump nor an installed runtime is that build.
+    #[arg(long, value_name = "PATH")]
+    pub dac: Option<PathBuf>,
+    /// heap: only the types whose name matches (`*` and `?` anywhere, case-insensitive).
+    #[arg(long = "type", value_name = "PATTERN")]
+    pub type_name: Option<String>,
+    /// heap: rows in the table (0 for all).
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub top: usize,
 }
 
 /// `clrspy env`.

@@ -5,9 +5,9 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
-use super::seekable::{SeekTable, SeekableWriter};
 use super::spec::{Compression, CopyLimits};
 use crate::{Error, Result};
+use coredump::seekable::{SeekTable, SeekableWriter};
 
 /// Counts the bytes written through it; refuses to pass `limit`.
 struct Counting<W> {
@@ -43,7 +43,7 @@ impl<W: Write> Write for Counting<W> {
 enum Encoder {
     Plain(Counting<BufWriter<File>>),
     Gzip(flate2::write::GzEncoder<Counting<BufWriter<File>>>),
-    /// Seekable zstd ([`super::seekable`]): readable in place, by any zstd decoder whole.
+    /// Seekable zstd (`coredump::seekable`): readable in place, by any zstd decoder whole.
     Zstd(SeekableWriter<Counting<BufWriter<File>>>),
 }
 

@@ -19,7 +19,6 @@ use std::time::Instant;
 use diagnostics_client::{Connector, DumpFlags};
 
 mod encode;
-mod seekable;
 mod spec;
 mod staging;
 
@@ -31,13 +30,38 @@ use encode::{check_streamed, compress_stream, Copied};
 use staging::{dump_command, streamed, write_then_compress, Staging};
 
 /// Writes a `spec` dump of the runtime behind `to` (process `pid`) to `path` (absolute,
-/// UTF-8, its directory existing: see [`dump_path`](crate::dump_path)).
+/// UTF-8, its directory existing: see [`dump_path`](crate::dump_path)), and beside it a copy
+/// of the target's data access library, so that the dump can be analysed on any machine.
 pub fn write_dump_file(
     to: &dyn Connector,
     pid: u32,
     path: &Path,
     spec: &DumpSpec,
 ) -> Result<DumpReport> {
+    let mut report = write_core(to, pid, path, spec)?;
+    report.dac = store_dac(pid, &report.path);
+    Ok(report)
+}
+
+/// The data access library a dump's analysis needs is the exact build of the target's
+/// runtime: read it from the runtime's folder inside the target's root (a container's own
+/// files; links not followed out of it) and store it as `DUMP.libmscordaccore.so`, owner-only.
+fn store_dac(pid: u32, dump: &Path) -> Option<PathBuf> {
+    const MAX_DAC_BYTES: u64 = 64 << 20;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let runtime = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.ends_with("/libcoreclr.so"))?;
+    let dac = Path::new(runtime).parent()?.join(coredump::dac::DAC_NAME);
+    let bytes = diagnostics_client::rooted::read_in_root(pid, &dac, MAX_DAC_BYTES).ok()?;
+    let out = coredump::dac::sidecar_path(dump);
+    let mut f = crate::private::create_private(&out).ok()?;
+    std::io::Write::write_all(&mut f, &bytes).ok()?;
+    Some(out)
+}
+
+fn write_core(to: &dyn Connector, pid: u32, path: &Path, spec: &DumpSpec) -> Result<DumpReport> {
     let flags = DumpFlags {
         crash_report: spec.crash_report,
         ..DumpFlags::default()
@@ -60,6 +84,7 @@ pub fn write_dump_file(
             elapsed: started.elapsed(),
             raw_write: None,
             crash_report: (spec.crash_report && report.is_file()).then_some(report),
+            dac: None,
         });
     }
     if let Some(r) = streamed(to, pid, path, spec, flags, started, &staging)? {
@@ -111,6 +136,7 @@ pub(crate) fn compress_dump_file(raw: &Path, compress: Compression) -> Result<Du
             elapsed: started.elapsed(),
             raw_write: None,
             crash_report: None,
+            dac: None,
         });
     }
     let mut name = raw.as_os_str().to_owned();
@@ -136,6 +162,7 @@ pub(crate) fn compress_dump_file(raw: &Path, compress: Compression) -> Result<Du
         elapsed: started.elapsed(),
         raw_write: None,
         crash_report: None,
+        dac: None,
     })
 }
 
@@ -168,6 +195,7 @@ pub fn compress_core_into(
         elapsed: started.elapsed(),
         raw_write: None,
         crash_report: None,
+        dac: None,
     })
 }
 

@@ -136,6 +136,9 @@ pub struct DumpReport {
     pub(crate) raw_write: Option<Duration>,
     /// The crash report createdump wrote, when asked and present.
     pub crash_report: Option<PathBuf>,
+    /// The copy of the target's data access library stored beside the dump (what reads the
+    /// dump's runtime structures anywhere: `clrspy dump analyze`), when it could be read.
+    pub dac: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -281,6 +281,7 @@ pub(super) fn streamed(
                 elapsed: started.elapsed(),
                 raw_write: None,
                 crash_report: report,
+                dac: None,
             }))
         }
     }
@@ -349,6 +350,7 @@ pub(super) fn write_then_compress(
         elapsed: started.elapsed(),
         raw_write: Some(raw_write),
         crash_report: report,
+        dac: None,
     })
 }
 

@@ -1,14 +1,21 @@
 //! `clrspy dump`: a core dump of a running .NET process, written by its own runtime (which runs
 //! the runtime's `createdump` next to it), so no debugger or SDK is needed on the machine.
 
-use crate::cli::DumpArgs;
+use crate::cli::{DumpAction, DumpArgs};
 use crate::output::collect_error;
-use crate::output::CliResult;
+use crate::output::{CliError, CliResult};
 
 /// Runs `clrspy dump`.
 pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
+    if let Some(DumpAction::Analyze(a)) = &args.action {
+        return super::dump_analyze::run(a);
+    }
     let (kind, compress) = (args.dump_type.value, args.compress);
-    let pid = args.process.process_id;
+    let Some(process) = &args.process else {
+        return Err(CliError::new("clrspy dump needs a process: -p PID")
+            .hint("clrspy dump analyze FILE reads a dump"));
+    };
+    let pid = process.process_id;
     let ep = clrspy_collect::endpoint_for_pid(pid).map_err(collect_error)?;
     let (output, renamed) =
         clrspy_collect::compressed_dump_name(pid, args.output.as_deref(), compress);
@@ -61,6 +68,17 @@ pub fn run(args: &DumpArgs) -> CliResult<std::process::ExitCode> {
             "Debuggers (dotnet-dump analyze, lldb) open the raw core: `{unpack} {}` first.",
             out.display()
         );
+    }
+    match &r.dac {
+        Some(dac) => eprintln!(
+            "Analyse it anywhere: clrspy dump analyze {} (the runtime's data access library is stored beside it: {})",
+            out.display(),
+            dac.display()
+        ),
+        None => eprintln!(
+            "Analyse it: clrspy dump analyze {} (on a machine with the dump's .NET runtime build installed)",
+            out.display()
+        ),
     }
     if args.crash_report {
         match &r.crash_report {

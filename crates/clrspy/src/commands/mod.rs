@@ -3,6 +3,7 @@
 mod capture;
 mod convert;
 mod dump;
+mod dump_analyze;
 mod env;
 mod events;
 mod heap;

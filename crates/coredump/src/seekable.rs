@@ -9,7 +9,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 
 /// Uncompressed bytes per frame: small enough that reading one address costs little, large
 /// enough that compression loses almost nothing (a core is mostly pages of zeros or code).
-pub(super) const FRAME_BYTES: usize = 4 << 20;
+pub const FRAME_BYTES: usize = 4 << 20;
 /// The skippable frame's magic the seekable format uses.
 const SKIPPABLE_MAGIC: u32 = 0x184D_2A5E;
 /// The seek table footer's magic.
@@ -21,7 +21,7 @@ const MAX_FRAMES: u64 = 0x800_0000;
 const MAX_FRAME_BYTES: u32 = 0x4000_0000;
 
 /// Writes zstd frames of [`FRAME_BYTES`] into `out`, and the seek table at [`Self::finish`].
-pub(super) struct SeekableWriter<W: Write> {
+pub struct SeekableWriter<W: Write> {
     out: W,
     pending: Vec<u8>,
     /// (compressed, decompressed) size of each frame written.
@@ -31,7 +31,7 @@ pub(super) struct SeekableWriter<W: Write> {
 
 impl<W: Write> SeekableWriter<W> {
     /// A writer compressing at `level`.
-    pub(super) fn new(out: W, level: i32) -> io::Result<Self> {
+    pub fn new(out: W, level: i32) -> io::Result<Self> {
         Ok(SeekableWriter {
             out,
             pending: Vec::with_capacity(FRAME_BYTES),
@@ -54,7 +54,7 @@ impl<W: Write> SeekableWriter<W> {
     }
 
     /// Writes the last frame and the seek table; the output, not flushed.
-    pub(super) fn finish(mut self) -> io::Result<W> {
+    pub fn finish(mut self) -> io::Result<W> {
         self.flush_frame()?;
         let entries = self.frames.len() * 8;
         let mut table = Vec::with_capacity(8 + entries + FOOTER_BYTES as usize);
@@ -91,27 +91,27 @@ impl<W: Write> Write for SeekableWriter<W> {
 
 /// One frame of a seekable file: where its compressed bytes are and which core bytes they hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct SeekFrame {
+pub struct SeekFrame {
     /// Offset of the compressed frame in the file.
-    pub(super) file_offset: u64,
+    pub file_offset: u64,
     /// Its compressed size.
-    pub(super) file_bytes: u32,
+    pub file_bytes: u32,
     /// Offset of its first byte in the decompressed data.
-    pub(super) offset: u64,
+    pub offset: u64,
     /// Its decompressed size.
-    pub(super) bytes: u32,
+    pub bytes: u32,
 }
 
 /// The frames of a seekable zstd file, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct SeekTable {
+pub struct SeekTable {
     /// Every frame.
-    pub(super) frames: Vec<SeekFrame>,
+    pub frames: Vec<SeekFrame>,
 }
 
 impl SeekTable {
     /// The decompressed size of the whole file.
-    pub(super) fn total_bytes(&self) -> u64 {
+    pub fn total_bytes(&self) -> u64 {
         self.frames
             .last()
             .map_or(0, |f| f.offset + u64::from(f.bytes))
@@ -119,7 +119,7 @@ impl SeekTable {
 
     /// Reads the seek table at the end of `file`: None when the file does not end with one
     /// (a zstd stream written otherwise); an error for a table that contradicts the file.
-    pub(super) fn read<R: Read + Seek>(file: &mut R) -> io::Result<Option<SeekTable>> {
+    pub fn read<R: Read + Seek>(file: &mut R) -> io::Result<Option<SeekTable>> {
         let len = file.seek(SeekFrom::End(0))?;
         if len < 8 + FOOTER_BYTES {
             return Ok(None);
@@ -184,7 +184,7 @@ impl SeekTable {
     }
 
     /// The decompressed bytes of frame `i` of `file`.
-    pub(super) fn frame<R: Read + Seek>(&self, file: &mut R, i: usize) -> io::Result<Vec<u8>> {
+    pub fn frame<R: Read + Seek>(&self, file: &mut R, i: usize) -> io::Result<Vec<u8>> {
         let f = self
             .frames
             .get(i)

@@ -1,0 +1,349 @@
+//! The analysis proper: the runtime's threads, their stacks, the monitors held and who waits
+//! for them, the deadlock cycles, the exceptions and the modules, read through the data access
+//! library (runs in the worker process).
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::dac::structs::ThreadData;
+use crate::dac::{Dac, RawFrame};
+use crate::elf::Core;
+use crate::model::*;
+
+/// Thread state bits (`Thread::ThreadState`).
+const TS_BACKGROUND: i32 = 0x200;
+const TS_UNSTARTED: i32 = 0x400;
+const TS_DEAD: i32 = 0x800;
+const TS_TP_WORKER: i32 = 0x0100_0000;
+const TS_COMPLETION_PORT: i32 = 0x0800_0000;
+/// Threads kept at most (a runaway list in a damaged dump).
+const MAX_THREADS: usize = 100_000;
+/// Sync blocks read at most.
+const MAX_SYNC_BLOCKS: u32 = 10_000_000;
+/// Inner exceptions followed at most.
+const MAX_INNER: usize = 32;
+/// Characters of an exception message kept.
+const MAX_MESSAGE: u32 = 4096;
+
+/// What to read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Parts {
+    /// Walk the heap (every object: seconds to minutes on large heaps).
+    pub heap: bool,
+}
+
+/// The runtime's threads with their data, in the thread store's order.
+fn runtime_threads(dac: &Dac, warnings: &mut Vec<String>) -> (Vec<(u64, ThreadData)>, u64, u64) {
+    let Some(store) = dac.thread_store() else {
+        warnings.push("the runtime's thread store could not be read".into());
+        return (Vec::new(), 0, 0);
+    };
+    let mut out = Vec::new();
+    let mut at = store.first_thread;
+    while at != 0 && out.len() < MAX_THREADS {
+        let Some(t) = dac.thread(at) else {
+            warnings.push(format!(
+                "thread {at:#x} of the runtime's list could not be read"
+            ));
+            break;
+        };
+        let next = t.next_thread;
+        out.push((at, t));
+        if next == at {
+            break;
+        }
+        at = next;
+    }
+    (out, store.finalizer_thread, store.gc_thread)
+}
+
+/// Reads everything `parts` asks for from `core` through `dac`.
+pub fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) -> Analysis {
+    let mut warnings = Vec::new();
+    let (list, finalizer, gc) = runtime_threads(dac, &mut warnings);
+    let by_address: HashMap<u64, (u32, u32)> = list
+        .iter()
+        .map(|(a, t)| (*a, (t.os_thread_id, t.cor_thread_id)))
+        .collect();
+    let mut threads = Vec::new();
+    let mut raw_stacks: HashMap<u32, Vec<RawFrame>> = HashMap::new();
+    for (addr, t) in &list {
+        let mut kinds = Vec::new();
+        if *addr == finalizer {
+            kinds.push("finalizer".to_string());
+        }
+        if *addr == gc {
+            kinds.push("gc".to_string());
+        }
+        for (bit, what) in [
+            (TS_TP_WORKER, "threadpool worker"),
+            (TS_COMPLETION_PORT, "threadpool I/O"),
+            (TS_BACKGROUND, "background"),
+            (TS_UNSTARTED, "unstarted"),
+            (TS_DEAD, "dead"),
+        ] {
+            if t.state & bit != 0 {
+                kinds.push(what.to_string());
+            }
+        }
+        let exception = exception_object(core, t.last_thrown_object_handle);
+        let frames = if t.os_thread_id != 0 {
+            dac.stack(t.os_thread_id)
+        } else {
+            Vec::new()
+        };
+        threads.push(ManagedThread {
+            managed_id: t.cor_thread_id,
+            os_id: t.os_thread_id,
+            kinds,
+            address: hex(*addr),
+            lock_count: t.lock_count,
+            exception: exception.map(hex),
+            waits_for: None,
+            frames: frames
+                .iter()
+                .map(|f| Frame {
+                    sp: hex(f.sp),
+                    ip: hex(f.ip),
+                    method: f.method.clone().unwrap_or_default(),
+                })
+                .collect(),
+        });
+        raw_stacks.insert(t.os_thread_id, frames);
+    }
+
+    let mut locks = held_monitors(dac, &by_address, &mut warnings);
+    find_waits(dac, &mut threads, &raw_stacks, &mut locks);
+    let deadlocks = deadlocks(&threads, &locks);
+    let exceptions = exceptions(dac, &threads);
+    let heap = parts
+        .heap
+        .then(|| crate::heap::walk(core, dac, &list, &mut warnings));
+    let modules = modules(core);
+    Analysis {
+        dump: facts,
+        threads,
+        locks,
+        deadlocks,
+        exceptions,
+        heap,
+        modules,
+        warnings,
+    }
+}
+
+/// The object a thread's last-thrown handle points to.
+fn exception_object(core: &Core, handle: u64) -> Option<u64> {
+    if handle == 0 {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    (core.read_virtual(handle, &mut b) == 8)
+        .then(|| u64::from_le_bytes(b))
+        .filter(|&o| o != 0)
+}
+
+/// The monitors held, from the sync-block table.
+fn held_monitors(
+    dac: &Dac,
+    by_address: &HashMap<u64, (u32, u32)>,
+    warnings: &mut Vec<String>,
+) -> Vec<Lock> {
+    let mut locks = Vec::new();
+    let Some(first) = dac.sync_block(1) else {
+        // No sync block at all is usual: monitors are thin locks until contended.
+        return locks;
+    };
+    let count = first.sync_block_count.min(MAX_SYNC_BLOCKS);
+    for i in 1..=count {
+        let Some(b) = (if i == 1 {
+            Some(first.clone())
+        } else {
+            dac.sync_block(i)
+        }) else {
+            warnings.push(format!("sync block {i} could not be read"));
+            continue;
+        };
+        if b.free != 0 || b.monitor_held == 0 || b.holding_thread == 0 {
+            continue;
+        }
+        let (owner_os_id, owner_managed_id) =
+            by_address.get(&b.holding_thread).copied().unwrap_or((0, 0));
+        let object_type = dac
+            .object(b.object)
+            .and_then(|o| dac.type_name(o.method_table))
+            .unwrap_or_else(|| "?".into());
+        locks.push(Lock {
+            index: i,
+            object: hex(b.object),
+            object_type,
+            owner_os_id,
+            owner_managed_id,
+            recursion: b.recursion,
+            // The runtime reports a held monitor as 1 + 2 per waiter.
+            waiters: b.monitor_held.saturating_sub(1) / 2,
+            waiting_threads: Vec::new(),
+        });
+    }
+    locks
+}
+
+/// Whether a frame is inside entering a monitor.
+fn entering_monitor(method: &str) -> bool {
+    method.starts_with("System.Threading.Monitor.Enter")
+        || method.starts_with("System.Threading.Monitor.ReliableEnter")
+        || method.starts_with("System.Threading.Monitor.TryEnter")
+}
+
+/// For each thread whose innermost managed frames enter a monitor, the held monitor it waits
+/// for: the innermost reference on its stack to an object whose monitor another thread holds.
+fn find_waits(
+    dac: &Dac,
+    threads: &mut [ManagedThread],
+    stacks: &HashMap<u32, Vec<RawFrame>>,
+    locks: &mut [Lock],
+) {
+    let held: HashMap<u64, (usize, u32)> = locks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            u64::from_str_radix(l.object.trim_start_matches("0x"), 16)
+                .ok()
+                .map(|o| (o, (i, l.owner_os_id)))
+        })
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    for t in threads.iter_mut() {
+        let Some(frames) = stacks.get(&t.os_id) else {
+            continue;
+        };
+        let Some(enter) = frames
+            .iter()
+            .take(4)
+            .rposition(|f| f.method.as_deref().is_some_and(entering_monitor))
+        else {
+            continue;
+        };
+        // The caller of Monitor.Enter passed the object: references at or below its frame.
+        let limit = frames.get(enter + 1).map_or(u64::MAX, |f| f.sp);
+        let mut refs = dac.stack_refs(t.os_id);
+        refs.sort_by_key(|r| r.stack_pointer);
+        let wanted = refs.iter().find(|r| {
+            r.stack_pointer <= limit
+                && held
+                    .get(&r.object)
+                    .is_some_and(|&(_, owner)| owner != t.os_id)
+        });
+        if let Some(r) = wanted {
+            t.waits_for = Some(hex(r.object));
+            if let Some(&(i, _)) = held.get(&r.object) {
+                locks[i].waiting_threads.push(t.os_id);
+            }
+        }
+    }
+}
+
+fn parse_hex(s: &str) -> Option<u64> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()
+}
+
+/// The cycles among monitor waits.
+fn deadlocks(threads: &[ManagedThread], locks: &[Lock]) -> Vec<Deadlock> {
+    let waits: BTreeMap<u32, u64> = threads
+        .iter()
+        .filter_map(|t| Some((t.os_id, parse_hex(t.waits_for.as_deref()?)?)))
+        .collect();
+    let owners: HashMap<u64, u32> = locks
+        .iter()
+        .filter_map(|l| Some((parse_hex(&l.object)?, l.owner_os_id)))
+        .collect();
+    let by_os: HashMap<u32, &ManagedThread> = threads.iter().map(|t| (t.os_id, t)).collect();
+    crate::locks::cycles(&waits, &owners)
+        .into_iter()
+        .map(|cycle| Deadlock {
+            members: cycle
+                .iter()
+                .map(|tid| {
+                    let t = by_os.get(tid);
+                    let waits_for = t.and_then(|t| t.waits_for.clone()).unwrap_or_default();
+                    let lock = locks.iter().find(|l| l.object == waits_for);
+                    CycleMember {
+                        os_id: *tid,
+                        managed_id: t.map_or(0, |t| t.managed_id),
+                        waits_for_type: lock.map(|l| l.object_type.clone()).unwrap_or_default(),
+                        waits_for,
+                        holds: locks
+                            .iter()
+                            .filter(|l| l.owner_os_id == *tid)
+                            .map(|l| l.object.clone())
+                            .collect(),
+                        waiters_behind: lock.map_or(0, |l| l.waiters),
+                        stack: t
+                            .map(|t| t.frames.iter().take(8).map(|f| f.method.clone()).collect())
+                            .unwrap_or_default(),
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The exceptions the threads hold, with their inner chains.
+fn exceptions(dac: &Dac, threads: &[ManagedThread]) -> Vec<ExceptionInfo> {
+    threads
+        .iter()
+        .filter_map(|t| {
+            let obj = parse_hex(t.exception.as_deref()?)?;
+            let mut top = exception(dac, obj)?;
+            top.thread_os_id = t.os_id;
+            Some(top)
+        })
+        .collect()
+}
+
+fn exception(dac: &Dac, obj: u64) -> Option<ExceptionInfo> {
+    let one = |obj: u64| -> Option<(ExceptionInfo, u64)> {
+        let o = dac.object(obj)?;
+        let type_name = dac.type_name(o.method_table).unwrap_or_else(|| "?".into());
+        let d = dac.exception(obj);
+        let text = |a: u64| (a != 0).then(|| dac.string(a, MAX_MESSAGE)).flatten();
+        let info = ExceptionInfo {
+            thread_os_id: 0,
+            address: hex(obj),
+            type_name,
+            message: d.as_ref().and_then(|d| text(d.message)),
+            hresult: d
+                .as_ref()
+                .map_or_else(String::new, |d| format!("{:#010x}", d.hresult as u32)),
+            stack_trace: d.as_ref().and_then(|d| text(d.stack_trace_string)),
+            inner: Vec::new(),
+        };
+        Some((info, d.map_or(0, |d| d.inner)))
+    };
+    let (mut top, mut inner) = one(obj)?;
+    let mut seen = vec![obj];
+    while inner != 0 && top.inner.len() < MAX_INNER && !seen.contains(&inner) {
+        seen.push(inner);
+        let Some((e, next)) = one(inner) else { break };
+        top.inner.push(e);
+        inner = next;
+    }
+    Some(top)
+}
+
+/// The images mapped from their start, managed ones marked.
+fn modules(core: &Core) -> Vec<Module> {
+    let mut out: Vec<Module> = core
+        .files
+        .iter()
+        .filter(|m| m.offset == 0)
+        .map(|m| Module {
+            base: hex(m.start),
+            path: m.path.clone(),
+            managed: m.path.to_ascii_lowercase().ends_with(".dll"),
+        })
+        .collect();
+    out.dedup_by(|a, b| a.path == b.path);
+    out
+}
