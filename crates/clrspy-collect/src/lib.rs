@@ -18,6 +18,7 @@ mod consumer;
 mod coredump;
 pub mod crash;
 pub mod disk;
+mod dump_analysis;
 mod dump_options;
 mod dumper;
 mod dumpfile;
@@ -59,6 +60,7 @@ use std::time::Duration;
 pub use consumer::{Action, Broadcast, End, EventConsumer, Lost, Subscription};
 pub use coredump::dump_path;
 pub use crash::{CrashCapture, CrashReport};
+pub use dump_analysis::{analysis_path, analyze_dump, hang_dump, write_analysis};
 pub use dump_options::{DumpOptions, DumpOptionsError};
 pub(crate) use dumper::{thrown_type, with_exception_events};
 pub use dumper::{

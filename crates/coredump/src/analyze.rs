@@ -98,6 +98,10 @@ pub fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) -> Analys
             address: hex(*addr),
             lock_count: t.lock_count,
             exception: exception.map(hex),
+            entering_monitor: frames
+                .iter()
+                .take(4)
+                .any(|f| f.method.as_deref().is_some_and(entering_monitor)),
             waits_for: None,
             frames: frames
                 .iter()
@@ -112,6 +116,12 @@ pub fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) -> Analys
     }
 
     let mut locks = held_monitors(dac, &by_address, &mut warnings);
+    let entering = threads.iter().filter(|t| t.entering_monitor).count();
+    if locks.is_empty() && entering > 0 {
+        warnings.push(format!(
+            "{entering} thread(s) wait to enter a monitor, but no monitor is held in this dump's sync-block table: a mini or triage dump leaves the table out, so who holds them is unknown here (a heap dump holds it: clrspy dump -p PID --type heap)"
+        ));
+    }
     find_waits(dac, &mut threads, &raw_stacks, &mut locks);
     let deadlocks = deadlocks(&threads, &locks);
     let exceptions = exceptions(dac, &threads);

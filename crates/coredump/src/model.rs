@@ -62,6 +62,8 @@ pub struct ManagedThread {
     pub lock_count: u32,
     /// The exception it holds (the object's address, hex), if any.
     pub exception: Option<String>,
+    /// Its innermost managed frames are entering a monitor (`Monitor.Enter`, `lock`).
+    pub entering_monitor: bool,
     /// The monitor's object (hex) it waits to enter, when its stack is in `Monitor.Enter`
     /// and a monitor held by another thread is on its stack.
     pub waits_for: Option<String>,

@@ -69,12 +69,25 @@ pub fn write_deadlocks(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     Ok(())
 }
 
-/// The summary: facts, deadlocks, monitors, threads, exceptions, and what to ask next.
-pub fn write_summary(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
-    write_header(out, a)?;
-    writeln!(out)?;
+/// A hang as `report hangs -p` shows it: the deadlocks, then the monitors most waited for
+/// and who holds them, and how many threads are blocked entering one.
+pub fn write_hangs(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     write_deadlocks(out, a)?;
-    writeln!(out)?;
+    let blocked = a.threads.iter().filter(|t| t.entering_monitor).count();
+    writeln!(
+        out,
+        "\nBlocked entering a monitor: {blocked} of {} managed threads",
+        a.threads.len()
+    )?;
+    write_held(out, a, 10)?;
+    for w in &a.warnings {
+        writeln!(out, "warning: {w}")?;
+    }
+    Ok(())
+}
+
+/// The monitors held, most waited for first (`top` of them).
+fn write_held(out: &mut dyn Write, a: &Analysis, top: usize) -> io::Result<()> {
     let waiting: u32 = a.locks.iter().map(|l| l.waiters).sum();
     writeln!(
         out,
@@ -84,23 +97,38 @@ pub fn write_summary(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     )?;
     let mut locks: Vec<&Lock> = a.locks.iter().collect();
     locks.sort_by_key(|l| std::cmp::Reverse(l.waiters));
-    for l in locks.iter().take(5) {
+    for l in locks.iter().take(top) {
+        let owner = a.threads.iter().find(|t| t.os_id == l.owner_os_id && l.owner_os_id != 0);
+        let at = owner
+            .and_then(|t| t.frames.iter().find(|f| !f.method.starts_with("System.Threading.")))
+            .map(|f| format!(", in {}", f.method))
+            .unwrap_or_default();
         writeln!(
             out,
-            "  {} {} held by {}, {} waiting",
+            "  {} {} held by {}{at}; {} waiting",
             l.object_type,
             l.object,
             thread_label(l.owner_os_id, l.owner_managed_id),
             l.waiters
         )?;
     }
+    Ok(())
+}
+
+/// The summary: facts, deadlocks, monitors, threads, exceptions, and what to ask next.
+pub fn write_summary(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
+    write_header(out, a)?;
+    writeln!(out)?;
+    write_deadlocks(out, a)?;
+    writeln!(out)?;
+    write_held(out, a, 5)?;
     let count = |k: &str| {
         a.threads
             .iter()
             .filter(|t| t.kinds.iter().any(|x| x == k))
             .count()
     };
-    let blocked = a.threads.iter().filter(|t| t.waits_for.is_some()).count();
+    let blocked = a.threads.iter().filter(|t| t.entering_monitor).count();
     writeln!(
         out,
         "\nManaged threads: {} ({} threadpool workers, {} dead); {} blocked entering a monitor",

@@ -394,6 +394,12 @@ impl<'a> Ctx<'a> {
     fn hang(&self) -> Vec<Step> {
         let mut steps = vec![
             step(
+                "Who holds which lock now, and the deadlock cycles",
+                "the runtime's own table of monitors and their owners, read from a heap dump: a deadlock that began before anyone recorded is named with its threads, locks and how many wait behind each (a trace sees only the waits that start while it records)",
+                format!("clrspy report hangs -p {}", self.pid),
+                "the process is paused while its runtime writes a heap dump (about a second per few hundred MB of heap); the dump is kept",
+            ),
+            step(
                 "Every thread's stack, twice a few seconds apart",
                 "threads whose stacks are the same both times are stuck there: a deadlock, a wait that never ends, a starved thread pool",
                 format!("clrspy stack -p {p} && sleep 5 && clrspy stack -p {p}", p = self.pid),
@@ -414,7 +420,7 @@ impl<'a> Ctx<'a> {
         ];
         steps.push(self.dump_step(
             "Optionally, a dump of the whole process",
-            "keeps every thread's stack, the modules and the managed heap for a debugger (dotnet-dump, lldb with SOS), when the trace is not enough",
+            "keeps every thread's stack, the modules and the managed heap (`clrspy dump analyze`, or a debugger), when the trace is not enough",
         ));
         steps
     }

@@ -198,7 +198,7 @@ fn privileges_and_ptrace_change_the_plan() {
 #[test]
 fn the_sampling_cost_scales_with_the_threads() {
     let mut env = fixed();
-    let cost = |env: &Environment| plan(Symptom::Hang, env, Some(4242)).steps[1].cost.clone();
+    let cost = |env: &Environment| plan(Symptom::Hang, env, Some(4242)).steps[2].cost.clone();
     assert!(cost(&env).contains("(40 threads now)"), "{}", cost(&env));
     if let Some(t) = env.target.as_mut() {
         t.threads = Some(322);

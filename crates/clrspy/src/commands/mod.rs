@@ -6,6 +6,7 @@ mod dump;
 mod dump_analyze;
 mod env;
 mod events;
+mod hangs_now;
 mod heap;
 mod heap_input;
 mod heap_snap;

@@ -53,6 +53,7 @@ const NEEDS: &[(&str, &[&[&str]])] = &[
     (
         "hang",
         &[
+            &["report hangs -p"],
             &["stack -p"],
             &["bundle", "--symptom hang"],
             &["report", " hangs"],

@@ -237,12 +237,12 @@ fn hang_in_progress(extra: &[&str]) -> tempfile::TempDir {
     names.sort_unstable();
     assert_eq!(names, ["deadlock-a", "deadlock-b"], "{v}");
     let hint = p["hint"].as_str().unwrap();
-    assert!(hint.contains(&format!("clrspy stack -p {pid}")), "{hint}");
+    assert!(hint.contains(&format!("clrspy report hangs -p {pid}")), "{hint}");
     assert!(hint.contains(&format!("clrspy dump -p {pid}")), "{hint}");
     assert_eq!(
         p["commands"],
         serde_json::json!([
-            format!("clrspy stack -p {pid}"),
+            format!("clrspy report hangs -p {pid}"),
             format!("clrspy dump -p {pid}")
         ])
     );

@@ -143,8 +143,9 @@ pub fn find_dac(core: &Core, dump: &Path, given: Option<&Path>) -> Result<DacCho
     let mut page = vec![0u8; 8192];
     let held = core.read_held(runtime_base, &mut page);
     let wanted = build_id(&page[..held]);
+    // dlopen searches the library path for a name without a slash: always give it a path.
     let choice = |path: PathBuf, how| DacChoice {
-        path,
+        path: std::path::absolute(&path).unwrap_or(path),
         how,
         runtime_base,
         runtime_path: runtime_path.clone(),

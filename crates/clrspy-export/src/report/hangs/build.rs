@@ -598,11 +598,11 @@ fn in_progress(a: &Analysis, m: &HangModel) -> Option<InProgress> {
         threads,
         groups,
         commands: vec![
-            format!("clrspy stack -p {pid}"),
+            format!("clrspy report hangs -p {pid}"),
             format!("clrspy dump -p {pid}"),
         ],
         hint: format!(
-            "a trace sees only the waits that start inside it: see who holds what now with `clrspy stack -p {pid}`, and keep the evidence with `clrspy dump -p {pid}`"
+            "a trace sees only the waits that start inside it: `clrspy report hangs -p {pid}` reads who holds what now from a dump (the runtime's monitors and their owners) and names the deadlock; `clrspy dump -p {pid}` keeps the evidence"
         ),
     })
 }
