@@ -79,7 +79,7 @@ API_FILE = os.path.join(ROOT, "bench", "pub_api.txt")
 # The leaves any Rust program could use (docs/design.md, GUIDE.md): their public API is meant
 # for programs outside this workspace too, so what no crate here names is not dead for that.
 LEAVES = {"nettrace", "gcdump", "readytorun", "diagnostics-client", "clrspy-values",
-          "clrspy-sampler"}
+          "clrspy-sampler", "coredump"}
 
 
 def strip(text, keep_docs):

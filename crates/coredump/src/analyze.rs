@@ -26,9 +26,9 @@ const MAX_MESSAGE: u32 = 4096;
 
 /// What to read.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Parts {
+pub(crate) struct Parts {
     /// Walk the heap (every object: seconds to minutes on large heaps).
-    pub heap: bool,
+    pub(crate) heap: bool,
 }
 
 /// The runtime's threads with their data, in the thread store's order.
@@ -57,7 +57,7 @@ fn runtime_threads(dac: &Dac, warnings: &mut Vec<String>) -> (Vec<(u64, ThreadDa
 }
 
 /// Reads everything `parts` asks for from `core` through `dac`.
-pub fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) -> Analysis {
+pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) -> Analysis {
     let mut warnings = Vec::new();
     let (list, finalizer, gc) = runtime_threads(dac, &mut warnings);
     let by_address: HashMap<u64, (u32, u32)> = list

@@ -102,6 +102,11 @@ impl Core {
         Core::parse(bytes)
     }
 
+    /// A raw core already in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Core, Error> {
+        Core::parse(CoreBytes::from_vec(bytes))
+    }
+
     fn parse(bytes: CoreBytes) -> Result<Core, Error> {
         let bad = |why: String| Error::NotACore(why);
         let mut head = [0u8; 64];

@@ -15,7 +15,7 @@ mod analyze;
 pub mod dac;
 pub mod elf;
 mod heap;
-pub mod locks;
+mod locks;
 pub mod model;
 pub mod seekable;
 mod source;

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// waits for, `owners` an object to the thread holding its monitor. Each cycle is listed once,
 /// starting from its smallest thread id, members in wait order (each waits for the next's
 /// monitor).
-pub fn cycles(waits: &BTreeMap<u32, u64>, owners: &HashMap<u64, u32>) -> Vec<Vec<u32>> {
+pub(crate) fn cycles(waits: &BTreeMap<u32, u64>, owners: &HashMap<u64, u32>) -> Vec<Vec<u32>> {
     let mut done: HashSet<u32> = HashSet::new();
     let mut found = Vec::new();
     for &start in waits.keys() {

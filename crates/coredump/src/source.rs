@@ -43,8 +43,13 @@ impl Packing {
 /// Decompressed frames by index, most recently used last.
 type FrameCache = Mutex<Vec<(usize, std::sync::Arc<Vec<u8>>)>>;
 
+/// Frames larger than this are refused when read: clrspy writes 4 MiB frames, other writers
+/// of the format smaller ones, and a frame is decompressed whole into memory.
+const MAX_READ_FRAME: u32 = 256 << 20;
+
 enum Inner {
     Plain(File),
+    Memory(Vec<u8>),
     Seekable {
         file: File,
         table: SeekTable,
@@ -70,6 +75,16 @@ impl CoreBytes {
         let magic = &magic[..got];
         if magic == [0x28, 0xb5, 0x2f, 0xfd] {
             if let Some(table) = SeekTable::read(&mut file)? {
+                if let Some(big) = table.frames.iter().find(|f| f.bytes > MAX_READ_FRAME) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "a seekable frame of {} bytes: more than the {} MiB read at once",
+                            big.bytes,
+                            MAX_READ_FRAME >> 20
+                        ),
+                    ));
+                }
                 let len = table.total_bytes();
                 return Ok(CoreBytes {
                     inner: Inner::Seekable {
@@ -98,6 +113,15 @@ impl CoreBytes {
         })
     }
 
+    /// A raw core already in memory.
+    pub(crate) fn from_vec(bytes: Vec<u8>) -> CoreBytes {
+        CoreBytes {
+            len: bytes.len() as u64,
+            inner: Inner::Memory(bytes),
+            packing: Packing::Raw,
+        }
+    }
+
     /// The core's size, unpacked.
     pub(crate) fn len(&self) -> u64 {
         self.len
@@ -111,6 +135,12 @@ impl CoreBytes {
     /// Fills as much of `buf` as the core holds from `offset`; the bytes read.
     pub(crate) fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         match &self.inner {
+            Inner::Memory(b) => {
+                let from = usize::try_from(offset).unwrap_or(usize::MAX).min(b.len());
+                let n = buf.len().min(b.len() - from);
+                buf[..n].copy_from_slice(&b[from..from + n]);
+                Ok(n)
+            }
             Inner::Plain(f) => {
                 let mut done = 0;
                 while done < buf.len() {

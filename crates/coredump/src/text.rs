@@ -18,7 +18,7 @@ fn thread_label(os_id: u32, managed_id: u32) -> String {
 }
 
 /// The dump's facts, two lines.
-pub fn write_header(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
+pub(crate) fn write_header(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     let d = &a.dump;
     writeln!(
         out,
@@ -35,7 +35,7 @@ pub fn write_header(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
 }
 
 /// The deadlocks, named.
-pub fn write_deadlocks(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
+pub(crate) fn write_deadlocks(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     writeln!(out, "Deadlocks: {}", a.deadlocks.len())?;
     for (i, c) in a.deadlocks.iter().enumerate() {
         let ring: Vec<String> = c

@@ -30,7 +30,7 @@ pub struct Options {
 }
 
 /// Reads `dump` in this process (the worker's side; callers use [`analyze_in_child`]).
-pub fn analyze_here(dump: &Path, options: &Options) -> Result<Analysis, Error> {
+pub(crate) fn analyze_here(dump: &Path, options: &Options) -> Result<Analysis, Error> {
     let core = Core::open(dump)?;
     let choice = find_dac(&core, dump, options.dac.as_deref())?;
     let dac = Dac::open(&choice.path, &core, choice.runtime_base)?;

@@ -312,6 +312,13 @@ fn before_window(
             notes.push(e.to_string());
         }
     }
+    if spec.symptom == Some(crate::symptom::Symptom::Hang) {
+        say("reading who holds which monitor now (a heap dump, read and deleted) ...");
+        match side::monitors(endpoint, staging) {
+            Ok(line) => say(&line),
+            Err(e) => notes.push(e.to_string()),
+        }
+    }
     if !heap_diff {
         return Ok(None);
     }

@@ -205,6 +205,36 @@ pub(crate) fn stacks(endpoint: &Endpoint, staging: &mut Staging) -> Result<(), H
     )
 }
 
+/// Who holds which monitor now and the deadlock cycles (a hang): a heap dump into a private
+/// temporary folder, read by the runtime's own library, gone after; only what it says goes
+/// into the bundle (`hangs-now.txt`, `.json`: threads, monitors, method and type names — no
+/// memory). A deadlock that began before the window is named this way; the trace cannot.
+pub(crate) fn monitors(endpoint: &Endpoint, staging: &mut Staging) -> Result<String, HandoffError> {
+    let dir = tempfile::tempdir().map_err(|e| HandoffError::Other(format!("monitors: {e}")))?;
+    let path = dir.path().join("hang.core.zst");
+    let (_, analysis) = clrspy_collect::hang_dump(endpoint.pid, &path, std::time::Duration::from_secs(300))
+        .map_err(|e| HandoffError::Other(format!("monitors now (a dump): {e}")))?;
+    let a = analysis.map_err(|e| HandoffError::Other(format!("monitors now: {e}")))?;
+    staging.write(
+        "hangs-now.txt",
+        "who holds which monitor and the deadlock cycles before the window, from a heap dump read by the runtime's own library (the dump is not kept)",
+        |w| coredump::text::write_hangs(w, &a),
+    )?;
+    let v = serde_json::json!({
+        "deadlocks": a.deadlocks,
+        "locks": a.locks,
+        "blocked_entering_monitor": a.threads.iter().filter(|t| t.entering_monitor).count(),
+        "warnings": a.warnings,
+    });
+    staging.write("hangs-now.json", "the same, as JSON", |w| write_json(w, &v))?;
+    let waiting: u32 = a.locks.iter().map(|l| l.waiters).sum();
+    Ok(format!(
+        "monitors now: {} deadlock(s), {} monitor(s) held, {waiting} thread(s) waiting to enter them",
+        a.deadlocks.len(),
+        a.locks.len()
+    ))
+}
+
 /// A dump after the window (with the heap, gzip-compressed as `record` writes them).
 pub(crate) fn dump(endpoint: &Endpoint, staging: &mut Staging) -> Result<u64, HandoffError> {
     let path = staging.create(

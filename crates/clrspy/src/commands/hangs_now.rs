@@ -18,7 +18,7 @@ pub fn run(pid: u32, json: bool) -> CliResult<std::process::ExitCode> {
     named.push(".zst");
     let path = std::path::PathBuf::from(named);
     eprintln!(
-        "Taking a heap dump of process {pid} (it holds the runtime's monitors and their owners) to {} ...",
+        "Taking a heap dump of process {pid} to {} (it holds the runtime's monitors and their owners; the process pauses while its runtime writes it) ...",
         path.display()
     );
     let (report, analysis) =
@@ -27,7 +27,7 @@ pub fn run(pid: u32, json: bool) -> CliResult<std::process::ExitCode> {
         CliError::new(format!("the dump was written ({}) but could not be read: {e}", report.path.display()))
     })?;
     eprintln!(
-        "Read {} ({} compressed) in {:.1} s; the dump is kept: clrspy dump analyze {} threads",
+        "Wrote {} ({} compressed) in {:.1} s and read it; it is kept: clrspy dump analyze {} threads",
         report.path.display(),
         clrspy_live::recording::notices::mb(report.file_bytes),
         report.elapsed.as_secs_f64(),

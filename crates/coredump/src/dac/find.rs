@@ -16,15 +16,15 @@ const RUNTIME_NAME: &str = "libcoreclr.so";
 
 /// The library chosen, and why.
 #[derive(Clone, Debug)]
-pub struct DacChoice {
+pub(crate) struct DacChoice {
     /// Its path.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// How it was found ("given", "stored beside the dump", ...).
-    pub how: &'static str,
+    pub(crate) how: &'static str,
     /// Where the runtime was mapped in the process.
-    pub runtime_base: u64,
+    pub(crate) runtime_base: u64,
     /// The runtime's path in the dumped process.
-    pub runtime_path: String,
+    pub(crate) runtime_path: String,
 }
 
 /// The sidecar name `clrspy dump` gives its copy of the library: `DUMP.libmscordaccore.so`.
@@ -130,7 +130,7 @@ fn installed_runtimes() -> Vec<PathBuf> {
 }
 
 /// Finds the library for `core` (dumped to `dump`), or says exactly which build is needed.
-pub fn find_dac(core: &Core, dump: &Path, given: Option<&Path>) -> Result<DacChoice, Error> {
+pub(crate) fn find_dac(core: &Core, dump: &Path, given: Option<&Path>) -> Result<DacChoice, Error> {
     let runtime_path = core.image_path(RUNTIME_NAME).map(str::to_owned).ok_or_else(|| {
         Error::Runtime(format!(
             "the dumped process (pid {}, {}) has no {RUNTIME_NAME} mapped: not a .NET (Core) process",

@@ -12,10 +12,11 @@ pub(crate) mod structs;
 mod target;
 
 use std::ffi::{c_void, CString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use com::{com_call, Guid, HResult, Iface, S_OK};
-pub use find::{find_dac, sidecar_path, DacChoice, DAC_NAME};
+pub(crate) use find::find_dac;
+pub use find::{sidecar_path, DAC_NAME};
 use structs::*;
 use target::DataTarget;
 
@@ -97,14 +98,14 @@ const MAX_FRAMES: usize = 2000;
 /// A frame of a managed stack.
 #[derive(Clone, Debug)]
 pub(crate) struct RawFrame {
-    pub sp: u64,
-    pub ip: u64,
+    pub(crate) sp: u64,
+    pub(crate) ip: u64,
     /// The method's name where the instruction pointer is in managed code.
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
 }
 
 /// The library, loaded and attached to a core.
-pub struct Dac {
+pub(crate) struct Dac {
     // Field order is drop order: the interfaces first, the target, then the library.
     sos: Iface,
     sos2: Option<Iface>,
@@ -114,8 +115,6 @@ pub struct Dac {
     _target: DataTarget,
     handle: *mut c_void,
     machine: Machine,
-    /// Where the library was loaded from.
-    pub path: PathBuf,
 }
 
 impl Drop for Dac {
@@ -128,7 +127,7 @@ impl Drop for Dac {
 impl Dac {
     /// Loads the library at `path` and attaches it to `core`, whose runtime is mapped at
     /// `runtime_base`. The core must outlive the returned value.
-    pub fn open(path: &Path, core: &Core, runtime_base: u64) -> Result<Dac, Error> {
+    pub(crate) fn open(path: &Path, core: &Core, runtime_base: u64) -> Result<Dac, Error> {
         let cpath = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::NoDac(format!("{} has a NUL in its path", path.display())))?;
         // SAFETY: dlopen with a valid C string; the library's initialisers run here.
@@ -202,7 +201,6 @@ impl Dac {
             process,
             _target: target,
             handle,
-            path: path.to_path_buf(),
         })
     }
 
