@@ -19,6 +19,24 @@ pub fn analyze_dump(dump: &Path, heap: bool) -> std::result::Result<Analysis, St
     coredump::worker::analyze_in_child(&exe, dump, &options).map_err(|e| e.to_string())
 }
 
+/// Where the copy of the target's data access library stored beside `dump` goes (moved with
+/// the dump when it is renamed).
+pub fn dac_sidecar(dump: &Path) -> PathBuf {
+    coredump::dac::sidecar_path(dump)
+}
+
+/// One line saying what an analysis found.
+pub fn analysis_line(a: &Analysis) -> String {
+    let waiting: u32 = a.locks.iter().map(|l| l.waiters).sum();
+    format!(
+        "{} deadlock(s), {} monitor(s) held with {waiting} thread(s) waiting, {} managed thread(s), {} exception(s) held",
+        a.deadlocks.len(),
+        a.locks.len(),
+        a.threads.len(),
+        a.exceptions.len()
+    )
+}
+
 /// The path [`write_analysis`] writes for `dump`.
 pub fn analysis_path(dump: &Path) -> PathBuf {
     let mut name = dump.as_os_str().to_owned();

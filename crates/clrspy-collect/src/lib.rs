@@ -60,7 +60,9 @@ use std::time::Duration;
 pub use consumer::{Action, Broadcast, End, EventConsumer, Lost, Subscription};
 pub use coredump::dump_path;
 pub use crash::{CrashCapture, CrashReport};
-pub use dump_analysis::{analysis_path, analyze_dump, hang_dump, write_analysis};
+pub use dump_analysis::{
+    analysis_line, analysis_path, analyze_dump, dac_sidecar, hang_dump, write_analysis,
+};
 pub use dump_options::{DumpOptions, DumpOptionsError};
 pub(crate) use dumper::{thrown_type, with_exception_events};
 pub use dumper::{

@@ -182,6 +182,7 @@ mod tests {
             "gc_pause_ms",
             "children",
             "on_crash",
+            "analyze",
             "bundle",
             "after_trigger",
             "log_level",

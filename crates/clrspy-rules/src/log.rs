@@ -134,7 +134,7 @@ pub struct Decision {
     pub process: Option<String>,
     /// The rule.
     pub rule: Option<String>,
-    /// The action: "trace", "dump" or "heap".
+    /// The action: "trace", "dump", "analysis" (a dump read at once) or "heap".
     pub action: Option<&'static str>,
     /// The file written or removed.
     pub file: Option<PathBuf>,

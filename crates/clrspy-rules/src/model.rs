@@ -355,6 +355,13 @@ pub struct DumpAction {
     /// Compress the dump once written.
     #[serde(default)]
     pub compress: Compression,
+    /// Also read each dump at once (the runtime's own data access library, in a child
+    /// process) and write what it says beside it as `DUMP.analysis.json`: the threads and
+    /// their stacks, the monitors held with their owners and waiters, the deadlock cycles and
+    /// the exceptions the threads hold (`clrspy dump analyze --json`). Not for `on_crash`
+    /// dumps. A mini dump has no monitors' owners: use `"type": "heap"` for hangs.
+    #[serde(default)]
+    pub analyze: bool,
 }
 
 /// Take a heap snapshot (`.gcdump`) of each process the rule matches: when it is matched, or

@@ -60,7 +60,8 @@ impl Rule {
                 } else {
                     ""
                 };
-                a.push(format!("dump ({kind}, {when}{held})"));
+                let read = if d.analyze { ", read at once" } else { "" };
+                a.push(format!("dump ({kind}, {when}{held}{read})"));
             }
         }
         if let Some(h) = &self.heap {
@@ -178,13 +179,16 @@ mod tests {
     #[test]
     fn dumps_at_once_held_and_on_crash_with_exceptions() {
         let text = r#"{"rules": [
-            {"name": "a", "match": {"name": "w*"}, "dump": {"type": "full"}},
+            {"name": "a", "match": {"name": "w*"}, "dump": {"type": "full", "analyze": true}},
             {"name": "b", "match": {"name": "w*"}, "dump": {"type": "heap",
               "on_exception": ["X", "Y"], "on_crash": true, "hold_hook": "/h/ClrspyHold.dll"}},
             {"name": "c", "match": {"name": "w*"}, "trace": {"providers": ["P"], "duration": "5s"}}
         ]}"#;
         let set = RuleSet::parse(text, Syntax::Json).unwrap();
-        assert_eq!(set.rules[0].actions_in_words(), ["dump (full, at once)"]);
+        assert_eq!(
+            set.rules[0].actions_in_words(),
+            ["dump (full, at once, read at once)"]
+        );
         assert_eq!(
             set.rules[1].actions_in_words(),
             [

@@ -499,7 +499,12 @@ pub struct ReportArgs {
     /// `report hangs -p PID`: a running process instead of a trace. A heap dump of it now
     /// (kept, as `clrspy dump` names it) is read for the deadlocks, the monitors held and who
     /// waits for them — a hang that began before any recording is named too.
-    #[arg(short = 'p', long = "process-id", visible_alias = "pid", value_name = "PID")]
+    #[arg(
+        short = 'p',
+        long = "process-id",
+        visible_alias = "pid",
+        value_name = "PID"
+    )]
     pub process_id: Option<u32>,
 }
 

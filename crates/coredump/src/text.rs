@@ -98,9 +98,16 @@ fn write_held(out: &mut dyn Write, a: &Analysis, top: usize) -> io::Result<()> {
     let mut locks: Vec<&Lock> = a.locks.iter().collect();
     locks.sort_by_key(|l| std::cmp::Reverse(l.waiters));
     for l in locks.iter().take(top) {
-        let owner = a.threads.iter().find(|t| t.os_id == l.owner_os_id && l.owner_os_id != 0);
+        let owner = a
+            .threads
+            .iter()
+            .find(|t| t.os_id == l.owner_os_id && l.owner_os_id != 0);
         let at = owner
-            .and_then(|t| t.frames.iter().find(|f| !f.method.starts_with("System.Threading.")))
+            .and_then(|t| {
+                t.frames
+                    .iter()
+                    .find(|f| !f.method.starts_with("System.Threading."))
+            })
             .map(|f| format!(", in {}", f.method))
             .unwrap_or_default();
         writeln!(

@@ -6,7 +6,10 @@
 //! streamed back, then deleted (a client that goes away cancels the work); with `mode=operation`
 //! the answer is at once: 202 Accepted, `Location: /operations/{id}` and the operation. Bounded by
 //! `limits.concurrent.dumps` / `gcdumps` (one per process at a time, else 429), the disk budget
-//! (507) and their own time limit, not `limits.request_timeout`.
+//! (507) and their own time limit, not `limits.request_timeout`. `/dump?...&analyze=1` answers
+//! with the dump's analysis instead of the file (JSON: threads and stacks, monitors with owners
+//! and waiters, deadlock cycles, exceptions — `clrspy dump analyze --json`), read in a child
+//! process; the dump is deleted after (direct mode only).
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -66,6 +69,7 @@ struct DumpQuery {
     #[serde(rename = "type")]
     dump_type: Option<String>,
     mode: Option<String>,
+    analyze: Option<String>,
 }
 
 /// `/gcdump`'s query.
@@ -89,6 +93,15 @@ fn dump_type(s: Option<&str>) -> Result<&'static str, ApiError> {
         _ => Err(ApiError::bad_request(
             "type is mini, heap (the default), triage or full",
         )),
+    }
+}
+
+/// `analyze`: absent, `0`/`false`, or `1`/`true`.
+fn flag(name: &str, s: Option<&str>) -> Result<bool, ApiError> {
+    match s {
+        None | Some("0") | Some("false") => Ok(false),
+        Some("1") | Some("true") => Ok(true),
+        _ => Err(ApiError::bad_request(format!("{name} is 1 or 0"))),
     }
 }
 
@@ -123,8 +136,24 @@ async fn dump(
 ) -> Result<Response, ApiError> {
     let t = dump_type(q.dump_type.as_deref())?;
     let operation = as_operation(q.mode.as_deref())?;
+    let analyze = flag("analyze", q.analyze.as_deref())?;
+    if analyze && operation {
+        return Err(ApiError::bad_request(
+            "analyze=1 answers with the analysis directly: drop mode=operation",
+        ));
+    }
     let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
-    start(state, subject, selector, operation, OpKind::Dump, t).await
+    let kind = if analyze { Then::Analyze } else { Then::Stream };
+    start(state, subject, selector, operation, OpKind::Dump, t, kind).await
+}
+
+/// What a direct request answers with.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// The file.
+    Stream,
+    /// The dump's analysis (the dump is deleted).
+    Analyze,
 }
 
 async fn gcdump(
@@ -134,7 +163,16 @@ async fn gcdump(
 ) -> Result<Response, ApiError> {
     let operation = as_operation(q.mode.as_deref())?;
     let selector = Selector::new(q.pid.as_deref(), q.uid.as_deref(), q.name.as_deref())?;
-    start(state, subject, selector, operation, OpKind::Gcdump, "").await
+    start(
+        state,
+        subject,
+        selector,
+        operation,
+        OpKind::Gcdump,
+        "",
+        Then::Stream,
+    )
+    .await
 }
 
 /// The child's arguments and the artifact's name.
@@ -180,6 +218,7 @@ async fn start(
     operation: bool,
     kind: OpKind,
     dump_type: &'static str,
+    then: Then,
 ) -> Result<Response, ApiError> {
     // The process is looked up first (a 404 starts nothing), as a listing is.
     let admission = state.limits.admit(Kind::Processes, None)?;
@@ -247,6 +286,21 @@ async fn start(
         .await
         .map_err(|e| ApiError::internal(format!("the job failed: {e}")))??;
     match op {
+        Some(op) if op.state == OpState::Succeeded && then == Then::Analyze => {
+            let (path, _) = ops.artifact(&op.id)?;
+            let read =
+                tokio::task::spawn_blocking(move || clrspy_collect::analyze_dump(&path, false))
+                    .await
+                    .map_err(|e| ApiError::internal(format!("the analysis failed: {e}")))?;
+            drop(forget);
+            match read {
+                Ok(a) => Ok(Json(a).into_response()),
+                Err(e) => Err(ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    format!("the dump of pid {pid} was written but could not be read: {e}"),
+                )),
+            }
+        }
         Some(op) if op.state == OpState::Succeeded => {
             let (path, a) = ops.artifact(&op.id)?;
             file_response(&path, &a.name, Some(forget)).await
@@ -278,6 +332,9 @@ mod tests {
         for bad in ["", "..", "/etc/passwd", "normal2", "full "] {
             assert_eq!(dump_type(Some(bad)).unwrap_err().status, 400, "{bad:?}");
         }
+        assert!(!flag("analyze", None).unwrap());
+        assert!(flag("analyze", Some("1")).unwrap());
+        assert_eq!(flag("analyze", Some("yes")).unwrap_err().status, 400);
         assert!(!as_operation(None).unwrap());
         assert!(as_operation(Some("operation")).unwrap());
         assert_eq!(as_operation(Some("../x")).unwrap_err().status, 400);

@@ -212,8 +212,9 @@ pub(crate) fn stacks(endpoint: &Endpoint, staging: &mut Staging) -> Result<(), H
 pub(crate) fn monitors(endpoint: &Endpoint, staging: &mut Staging) -> Result<String, HandoffError> {
     let dir = tempfile::tempdir().map_err(|e| HandoffError::Other(format!("monitors: {e}")))?;
     let path = dir.path().join("hang.core.zst");
-    let (_, analysis) = clrspy_collect::hang_dump(endpoint.pid, &path, std::time::Duration::from_secs(300))
-        .map_err(|e| HandoffError::Other(format!("monitors now (a dump): {e}")))?;
+    let (_, analysis) =
+        clrspy_collect::hang_dump(endpoint.pid, &path, std::time::Duration::from_secs(300))
+            .map_err(|e| HandoffError::Other(format!("monitors now (a dump): {e}")))?;
     let a = analysis.map_err(|e| HandoffError::Other(format!("monitors now: {e}")))?;
     staging.write(
         "hangs-now.txt",

@@ -24,7 +24,10 @@ pub fn run(pid: u32, json: bool) -> CliResult<std::process::ExitCode> {
     let (report, analysis) =
         clrspy_collect::hang_dump(pid, &path, DUMP_TIMEOUT).map_err(collect_error)?;
     let a = analysis.map_err(|e| {
-        CliError::new(format!("the dump was written ({}) but could not be read: {e}", report.path.display()))
+        CliError::new(format!(
+            "the dump was written ({}) but could not be read: {e}",
+            report.path.display()
+        ))
     })?;
     eprintln!(
         "Wrote {} ({} compressed) in {:.1} s and read it; it is kept: clrspy dump analyze {} threads",

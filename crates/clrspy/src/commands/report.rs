@@ -85,9 +85,13 @@ pub fn run(args: &ReportArgs) -> CliResult<std::process::ExitCode> {
     if let Some(pid) = args.process_id {
         // `report hangs -p PID`: the report's name lands where a trace's path would.
         if args.input.trace.as_os_str() != "hangs" || args.kind != ReportKind::Summary {
-            return Err(CliError::new("-p PID goes with `report hangs` only: the other reports read a trace")
-                .hint(format!("clrspy report hangs -p {pid}, or clrspy record -p {pid} then clrspy report TRACE"))
-                .code(2));
+            return Err(CliError::new(
+                "-p PID goes with `report hangs` only: the other reports read a trace",
+            )
+            .hint(format!(
+                "clrspy report hangs -p {pid}, or clrspy record -p {pid} then clrspy report TRACE"
+            ))
+            .code(2));
         }
         return super::hangs_now::run(pid, args.json);
     }

@@ -194,7 +194,7 @@ fn audited(log: &Path, hash: &str, pid: u32, served: u64, result: u64) {
         left[0]
     );
     assert_eq!(find("/gcdump", "GET", "refused")[0]["status"], 429);
-    assert_eq!(find("/dump", "GET", "complete").len(), 3, "{lines:#?}");
+    assert_eq!(find("/dump", "GET", "complete").len(), 4, "{lines:#?}");
     let got = find("/operations/{id}/result", "GET", "complete");
     assert_eq!(got.len(), 1, "{lines:#?}");
     assert_eq!(got[0]["bytes"], result);
@@ -203,7 +203,7 @@ fn audited(log: &Path, hash: &str, pid: u32, served: u64, result: u64) {
         4,
         "{lines:#?}"
     );
-    assert_eq!(lines.len(), 3 + 1 + 1 + 3 + 1 + 4, "{lines:#?}");
+    assert_eq!(lines.len(), 3 + 1 + 1 + 4 + 1 + 4, "{lines:#?}");
 }
 
 #[test]
@@ -321,6 +321,40 @@ fn dumps_heap_snapshots_and_operations() {
     eprintln!(
         "mini dump: {:.1} MB gzip in {:.1} s",
         std::fs::metadata(&gz).unwrap().len() as f64 / 1048576.0,
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(files(&folder).is_empty(), "left: {:?}", files(&folder));
+
+    // analyze=1: a heap dump read at once; the answer is its analysis, the dump is deleted.
+    let t0 = Instant::now();
+    let read = dir.path().join("analysis.json");
+    let (s, h) = curl(
+        "GET",
+        &format!("{b}/dump?pid={}&analyze=1", w.pid),
+        &key,
+        &read,
+        400,
+    );
+    assert_eq!(
+        s,
+        200,
+        "{h} {}",
+        String::from_utf8_lossy(&std::fs::read(&read).unwrap())
+    );
+    let a = json(&read);
+    assert_eq!(a["dump"]["pid"], w.pid, "{a}");
+    let threads = a["threads"].as_array().unwrap();
+    assert!(
+        threads.iter().any(
+            |t| t["frames"].as_array().is_some_and(|f| f
+                .iter()
+                .any(|f| f["method"].as_str().unwrap_or("").contains("Workloads.")))
+        ),
+        "no thread in the workload's code: {a}"
+    );
+    assert!(a["locks"].is_array() && a["deadlocks"].is_array(), "{a}");
+    eprintln!(
+        "dump analyzed through the agent in {:.1} s",
         t0.elapsed().as_secs_f64()
     );
     assert!(files(&folder).is_empty(), "left: {:?}", files(&folder));

@@ -237,7 +237,10 @@ fn hang_in_progress(extra: &[&str]) -> tempfile::TempDir {
     names.sort_unstable();
     assert_eq!(names, ["deadlock-a", "deadlock-b"], "{v}");
     let hint = p["hint"].as_str().unwrap();
-    assert!(hint.contains(&format!("clrspy report hangs -p {pid}")), "{hint}");
+    assert!(
+        hint.contains(&format!("clrspy report hangs -p {pid}")),
+        "{hint}"
+    );
     assert!(hint.contains(&format!("clrspy dump -p {pid}")), "{hint}");
     assert_eq!(
         p["commands"],
