@@ -360,7 +360,8 @@ fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigge
         r#"{ "rules": [
     { "name": "compiler-dumps",
       "match": { "name": "Workloads", "command_line": "watch-issue-wl/.* cast" },
-      "dump": { "type": "mini", "on_exception": ["*.InvalidCastException"], "compress": "gzip" },
+      "dump": { "type": "mini", "on_exception": ["*.InvalidCastException"], "compress": "gzip",
+                "analyze": true },
       "limits": { "max_actions": 2 } },
     { "name": "slow-web",
       "match": { "name": "Workloads", "command_line": "watch-issue-wl/.* throw-later" },
@@ -406,6 +407,23 @@ fn the_issue_rules_dump_on_exceptions_compressed_and_trace_a_ring_until_a_trigge
         !log.iter().any(|l| for_pid(l, "action_failed", cpid)),
         "{log:#?}"
     );
+    // "analyze": each dump read at once, its analysis beside it, the runtime's library too.
+    let analyses: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|l| for_pid(l, "action_done", cpid) && l["action"] == "analysis")
+        .collect();
+    assert_eq!(analyses.len(), 2, "{log:#?}");
+    for d in &dumps {
+        let f = d["file"].as_str().unwrap();
+        let a: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(format!("{f}.analysis.json")).unwrap()).unwrap();
+        assert_eq!(a["dump"]["pid"], cpid, "{a}");
+        assert!(!a["threads"].as_array().unwrap().is_empty(), "{a}");
+        assert!(
+            Path::new(&format!("{f}.libmscordaccore.so")).is_file(),
+            "no library beside {f}"
+        );
+    }
     // Each dump's start names the file it ends in (issue 33, item 16: it named the worker's
     // own name, a file that never existed).
     let started: Vec<&serde_json::Value> = log
