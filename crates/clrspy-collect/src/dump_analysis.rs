@@ -15,7 +15,11 @@ use crate::{endpoint_for_pid, write_dump_file, Compression, DumpReport, DumpSpec
 pub fn analyze_dump(dump: &Path, heap: bool) -> std::result::Result<Analysis, String> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find clrspy's own binary to run the analysis: {e}"))?;
-    let options = coredump::worker::Options { dac: None, heap };
+    let options = coredump::worker::Options {
+        dac: None,
+        heap,
+        gcroot: None,
+    };
     coredump::worker::analyze_in_child(&exe, dump, &options).map_err(|e| e.to_string())
 }
 

@@ -564,6 +564,9 @@ pub enum DumpView {
     Heap,
     /// The images the process had mapped.
     Modules,
+    /// What holds an object alive: the path from a root (`gcroot ADDRESS`, or `--type T` for
+    /// a few objects of a type).
+    Gcroot,
 }
 
 /// `clrspy dump analyze`.
@@ -576,6 +579,9 @@ pub struct DumpAnalyzeArgs {
     /// What to show.
     #[arg(value_name = "VIEW", value_enum, default_value = "summary")]
     pub view: DumpView,
+    /// gcroot: the object's address (hex).
+    #[arg(value_name = "ADDRESS")]
+    pub address: Option<String>,
     /// Write JSON (keys in docs/dump-analyze.md).
     #[arg(long)]
     pub json: bool,
@@ -583,7 +589,8 @@ pub struct DumpAnalyzeArgs {
     /// the copy beside the dump nor an installed runtime is that build.
     #[arg(long, value_name = "PATH")]
     pub dac: Option<PathBuf>,
-    /// heap: only the types whose name matches (`*` and `?` anywhere, case-insensitive).
+    /// heap: only the types whose name matches; gcroot: the first objects of those types
+    /// (with `*` or `?` the whole name must match, without them a part; case-insensitive).
     #[arg(long = "type", value_name = "PATTERN")]
     pub type_name: Option<String>,
     /// heap: rows in the table (0 for all).

@@ -8,6 +8,7 @@ use crate::dac::structs::ThreadData;
 use crate::dac::{Dac, RawFrame};
 use crate::elf::Core;
 use crate::model::*;
+use crate::worker::RootTarget;
 
 /// Thread state bits (`Thread::ThreadState`).
 const TS_BACKGROUND: i32 = 0x200;
@@ -25,10 +26,12 @@ const MAX_INNER: usize = 32;
 const MAX_MESSAGE: u32 = 4096;
 
 /// What to read.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Parts {
     /// Walk the heap (every object: seconds to minutes on large heaps).
     pub(crate) heap: bool,
+    /// Find the paths from the roots to these objects (the heap is walked for it).
+    pub(crate) gcroot: Option<RootTarget>,
 }
 
 /// The runtime's threads with their data, in the thread store's order.
@@ -125,9 +128,11 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
     find_waits(dac, &mut threads, &raw_stacks, &mut locks);
     let deadlocks = deadlocks(&threads, &locks);
     let exceptions = exceptions(dac, &threads);
-    let heap = parts
-        .heap
-        .then(|| crate::heap::walk(core, dac, &list, &mut warnings));
+    let (heap, gcroots) = if parts.heap || parts.gcroot.is_some() {
+        heap_and_roots(core, dac, &list, &parts, &mut warnings)
+    } else {
+        (None, Vec::new())
+    };
     let modules = modules(core);
     Analysis {
         dump: facts,
@@ -137,8 +142,60 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
         exceptions,
         heap,
         modules,
+        gcroots,
         warnings,
     }
+}
+
+/// The heap walked, and the paths from the roots to the objects `parts` names.
+fn heap_and_roots(
+    core: &Core,
+    dac: &Dac,
+    list: &[(u64, ThreadData)],
+    parts: &Parts,
+    warnings: &mut Vec<String>,
+) -> (Option<HeapStats>, Vec<GcRoot>) {
+    let pattern = match &parts.gcroot {
+        Some(RootTarget::Type(p)) => clrspy_values::NamePattern::new(p).ok(),
+        _ => None,
+    };
+    let lower = match &parts.gcroot {
+        Some(RootTarget::Type(p)) => p.to_ascii_lowercase(),
+        _ => String::new(),
+    };
+    let accept = |name: &str| match &pattern {
+        Some(p) if p.has_wildcards() => p.is_match(name),
+        Some(_) => name.to_ascii_lowercase().contains(&lower),
+        None => false,
+    };
+    let pick = pattern.is_some().then_some(crate::heap::Pick {
+        accept: &accept,
+        max: crate::gcroot::MAX_TARGETS,
+    });
+    let walked = crate::heap::walk(core, dac, list, pick, warnings);
+    let targets = match &parts.gcroot {
+        Some(RootTarget::Address(a)) => vec![*a],
+        Some(RootTarget::Type(p)) => {
+            if walked.found.is_empty() {
+                warnings.push(format!("no object of a type matching {p} in the heap"));
+            }
+            walked.found.clone()
+        }
+        None => Vec::new(),
+    };
+    let roots = if targets.is_empty() {
+        Vec::new()
+    } else {
+        let threads: Vec<u32> = list
+            .iter()
+            .map(|(_, t)| t.os_thread_id)
+            .filter(|&t| t != 0)
+            .collect();
+        let mut g =
+            crate::gcroot::Graph::new(core, dac, walked.ranges.clone(), walked.pinned.clone());
+        crate::gcroot::paths(&mut g, &threads, &targets)
+    };
+    (parts.heap.then_some(walked.stats), roots)
 }
 
 /// The object a thread's last-thrown handle points to.

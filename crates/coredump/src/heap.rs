@@ -58,19 +58,67 @@ struct TypeInfo {
     bytes: u64,
 }
 
+/// What a walk found.
+pub(crate) struct Walked {
+    pub(crate) stats: HeapStats,
+    /// Every segment's or region's objects, `[start, end)`.
+    pub(crate) ranges: Vec<(u64, u64)>,
+    /// The first objects whose type `Pick` chose.
+    pub(crate) found: Vec<u64>,
+    /// Every object of the pinned-object heap, (start, size), in address order: a pointer
+    /// into one (a class's statics) is resolved to it.
+    pub(crate) pinned: Vec<(u64, u64)>,
+}
+
+/// Which objects a walk collects: those whose type's name it accepts, up to `max`.
+pub(crate) struct Pick<'p> {
+    pub(crate) accept: &'p dyn Fn(&str) -> bool,
+    pub(crate) max: usize,
+}
+
+/// Objects found so far and whether each type is picked.
+struct Found<'p> {
+    pick: Option<Pick<'p>>,
+    types: HashMap<u64, bool>,
+    objects: Vec<u64>,
+    /// The range being walked is of the pinned-object heap.
+    pinned: bool,
+    /// Every object of the pinned-object heap: (start, size).
+    pinned_objects: Vec<(u64, u64)>,
+}
+
+/// The pinned-object heap's index in the generation table.
+const PINNED_GENERATION: usize = 4;
+/// Objects of the pinned-object heap kept for interior pointers, at most.
+const MAX_PINNED: usize = 4_000_000;
+
 /// Walks every heap; what could not be read goes to `warnings`.
 pub(crate) fn walk(
     core: &Core,
     dac: &Dac,
     threads: &[(u64, ThreadData)],
+    pick: Option<Pick<'_>>,
     warnings: &mut Vec<String>,
-) -> HeapStats {
+) -> Walked {
     let mut stats = HeapStats::default();
+    let mut ranges = Vec::new();
+    let mut found = Found {
+        pick,
+        types: HashMap::new(),
+        objects: Vec::new(),
+        pinned: false,
+        pinned_objects: Vec::new(),
+    };
     let server = dac.gc_heap_data().is_some_and(|d| d.server_mode != 0);
     let heaps = dac.gc_heaps();
     if heaps.is_empty() {
         warnings.push("the GC's heaps could not be read: no heap statistics".into());
-        return stats;
+        return Walked {
+            stats,
+            ranges,
+            found: Vec::new(),
+            pinned: Vec::new(),
+        };
     }
     let mut contexts: HashMap<u64, u64> = threads
         .iter()
@@ -95,7 +143,9 @@ pub(crate) fn walk(
                 contexts.insert(g.alloc_context_ptr, g.alloc_context_limit);
             }
         }
-        for g in &gens {
+        for (gen, g) in gens.iter().enumerate() {
+            // Generation 4 is the pinned-object heap: the runtime keeps statics there.
+            found.pinned = gen == PINNED_GENERATION;
             let mut seg = g.start_segment;
             let mut n = 0;
             while seg != 0 && n < MAX_SEGMENTS && seen.insert(seg) {
@@ -112,14 +162,16 @@ pub(crate) fn walk(
                     s.allocated
                 };
                 stats.segments += 1;
+                ranges.push((s.mem, end));
+                let range = (s.mem, end);
                 walk_range(
                     dac,
                     &mut window,
-                    s.mem,
-                    end,
+                    range,
                     &contexts,
                     &mut types,
                     &mut stats,
+                    &mut found,
                 );
                 seg = s.next;
             }
@@ -145,7 +197,13 @@ pub(crate) fn walk(
             stats.gaps
         ));
     }
-    stats
+    found.pinned_objects.sort_unstable();
+    Walked {
+        stats,
+        ranges,
+        found: found.objects,
+        pinned: found.pinned_objects,
+    }
 }
 
 /// A type's sizes, read from its method table as the GC reads them (`m_dwFlags`: the
@@ -175,11 +233,11 @@ fn type_info(core: &Core, dac: &Dac, mt: u64) -> Option<TypeInfo> {
 fn walk_range(
     dac: &Dac,
     w: &mut Window<'_>,
-    start: u64,
-    end: u64,
+    (start, end): (u64, u64),
     contexts: &HashMap<u64, u64>,
     types: &mut HashMap<u64, Option<TypeInfo>>,
     stats: &mut HeapStats,
+    found: &mut Found<'_>,
 ) {
     let mut at = start;
     while at < end {
@@ -223,6 +281,20 @@ fn walk_range(
         info.bytes += size;
         stats.objects += 1;
         stats.bytes += size;
+        if found.pinned && found.pinned_objects.len() < MAX_PINNED {
+            found.pinned_objects.push((at, step));
+        }
+        if let Some(p) = &found.pick {
+            if found.objects.len() < p.max {
+                let picked = *found
+                    .types
+                    .entry(mt)
+                    .or_insert_with(|| dac.type_name(mt).is_some_and(|n| (p.accept)(&n)));
+                if picked {
+                    found.objects.push(at);
+                }
+            }
+        }
         at += step;
     }
 }

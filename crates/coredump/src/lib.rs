@@ -14,6 +14,7 @@
 mod analyze;
 pub mod dac;
 pub mod elf;
+mod gcroot;
 mod heap;
 mod locks;
 pub mod model;

@@ -20,6 +20,8 @@ pub struct Analysis {
     pub heap: Option<HeapStats>,
     /// The images the process had mapped.
     pub modules: Vec<Module>,
+    /// Paths from the roots to the objects asked for (`gcroot`).
+    pub gcroots: Vec<GcRoot>,
     /// What could not be read, said once each.
     pub warnings: Vec<String>,
 }
@@ -175,6 +177,38 @@ pub struct TypeStat {
     pub count: u64,
     /// Their bytes.
     pub bytes: u64,
+}
+
+/// What holds an object alive: the path from a root to it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct GcRoot {
+    /// The object (hex).
+    pub target: String,
+    /// Its type.
+    pub type_name: String,
+    /// The shortest path from any root; None when no root reaches it (garbage).
+    pub path: Option<RootPath>,
+    /// False when the search stopped at its bound before reaching every object: "no path"
+    /// is then not proven.
+    pub searched_all: bool,
+}
+
+/// A root and the objects from it to the target.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RootPath {
+    /// The root (`pinned handle 0x…`, `strong handle 0x…`, `thread 1234's stack`).
+    pub root: String,
+    /// The objects from the root's to the target, in order.
+    pub chain: Vec<PathNode>,
+}
+
+/// One object on a path.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PathNode {
+    /// Its address (hex).
+    pub address: String,
+    /// Its type.
+    pub type_name: String,
 }
 
 /// A mapped image.

@@ -159,7 +159,7 @@ pub fn write_summary(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     }
     writeln!(
         out,
-        "\nMore: clrspy dump analyze {} threads | locks | exceptions | heap | modules",
+        "\nMore: clrspy dump analyze {} threads | locks | exceptions | heap | modules | gcroot",
         a.dump.path
     )
 }
@@ -322,6 +322,33 @@ pub fn write_modules(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
             if m.managed { "managed" } else { "native" },
             m.path
         )?;
+    }
+    Ok(())
+}
+
+/// The paths from the roots to the objects asked for.
+pub fn write_gcroots(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
+    write_header(out, a)?;
+    for r in &a.gcroots {
+        writeln!(out, "\n{} {}", r.type_name, r.target)?;
+        match &r.path {
+            Some(p) => {
+                writeln!(out, "  held by {}:", p.root)?;
+                for n in &p.chain {
+                    writeln!(out, "    -> {} {}", n.address, n.type_name)?;
+                }
+            }
+            None if r.searched_all => {
+                writeln!(out, "  no root holds it: it is garbage the next GC frees")?
+            }
+            None => writeln!(
+                out,
+                "  no path found within the search's bound (the heap is larger than it)"
+            )?,
+        }
+    }
+    for w in &a.warnings {
+        writeln!(out, "warning: {w}")?;
     }
     Ok(())
 }

@@ -27,6 +27,18 @@ pub struct Options {
     pub dac: Option<PathBuf>,
     /// Walk the heap too.
     pub heap: bool,
+    /// Find what holds these objects alive.
+    pub gcroot: Option<RootTarget>,
+}
+
+/// The objects `gcroot` looks for.
+#[derive(Clone, Debug)]
+pub enum RootTarget {
+    /// One object, by address.
+    Address(u64),
+    /// The first few objects of the types whose name matches (`*` and `?`; without them, a
+    /// part of the name), case-insensitive.
+    Type(String),
 }
 
 /// Reads `dump` in this process (the worker's side; callers use [`analyze_in_child`]).
@@ -48,10 +60,15 @@ pub(crate) fn analyze_here(dump: &Path, options: &Options) -> Result<Analysis, E
         runtime: choice.runtime_path.clone(),
         dac: format!("{} ({})", choice.path.display(), choice.how),
     };
-    Ok(analyze(&core, &dac, facts, Parts { heap: options.heap }))
+    let parts = Parts {
+        heap: options.heap,
+        gcroot: options.gcroot.clone(),
+    };
+    Ok(analyze(&core, &dac, facts, parts))
 }
 
-/// The worker's entry: `ARGS` are `DUMP [--dac PATH] [--heap]`. Returns the exit code.
+/// The worker's entry: `ARGS` are `DUMP [--dac PATH] [--heap] [--gcroot-address HEX |
+/// --gcroot-type PATTERN]`. Returns the exit code.
 pub fn worker_main(args: &[OsString]) -> i32 {
     let mut dump = None;
     let mut options = Options::default();
@@ -60,6 +77,20 @@ pub fn worker_main(args: &[OsString]) -> i32 {
         match a.to_str() {
             Some("--heap") => options.heap = true,
             Some("--dac") => options.dac = it.next().map(PathBuf::from),
+            Some("--gcroot-address") => {
+                let v = it.next().and_then(|v| v.to_str()).unwrap_or("");
+                match u64::from_str_radix(v.trim_start_matches("0x"), 16) {
+                    Ok(a) => options.gcroot = Some(RootTarget::Address(a)),
+                    Err(_) => {
+                        eprintln!("not an address: {v}");
+                        return 2;
+                    }
+                }
+            }
+            Some("--gcroot-type") => {
+                let v = it.next().and_then(|v| v.to_str()).unwrap_or("").to_string();
+                options.gcroot = Some(RootTarget::Type(v));
+            }
             _ => dump = Some(PathBuf::from(a)),
         }
     }
@@ -104,6 +135,15 @@ pub fn analyze_in_child(exe: &Path, dump: &Path, options: &Options) -> Result<An
     }
     if options.heap {
         cmd.arg("--heap");
+    }
+    match &options.gcroot {
+        Some(RootTarget::Address(a)) => {
+            cmd.arg("--gcroot-address").arg(format!("{a:#x}"));
+        }
+        Some(RootTarget::Type(t)) => {
+            cmd.arg("--gcroot-type").arg(t);
+        }
+        None => {}
     }
     let out = cmd
         .stdin(Stdio::null())

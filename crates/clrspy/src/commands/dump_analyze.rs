@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use coredump::model::Analysis;
-use coredump::worker::{analyze_in_child, Options};
+use coredump::worker::{analyze_in_child, Options, RootTarget};
 
 use crate::cli::{DumpAnalyzeArgs, DumpView};
 use crate::output::{CliError, CliResult};
@@ -20,9 +20,20 @@ pub fn run(args: &DumpAnalyzeArgs) -> CliResult<std::process::ExitCode> {
             "cannot find clrspy's own binary to run the analysis: {e}"
         ))
     })?;
+    let gcroot = if args.view == DumpView::Gcroot {
+        Some(root_target(args)?)
+    } else {
+        if args.address.is_some() {
+            return Err(CliError::new("an ADDRESS goes with the gcroot view only")
+                .hint("clrspy dump analyze DUMP gcroot ADDRESS")
+                .code(2));
+        }
+        None
+    };
     let options = Options {
         dac: args.dac.clone(),
         heap: args.view == DumpView::Heap,
+        gcroot,
     };
     let mut a = analyze_in_child(&exe, &args.file, &options).map_err(|e| {
         let mut err = CliError::new(e.to_string());
@@ -55,9 +66,28 @@ pub fn run(args: &DumpAnalyzeArgs) -> CliResult<std::process::ExitCode> {
             DumpView::Exceptions => coredump::text::write_exceptions(w, &a)?,
             DumpView::Heap => coredump::text::write_heap(w, &a, args.top)?,
             DumpView::Modules => coredump::text::write_modules(w, &a)?,
+            DumpView::Gcroot => coredump::text::write_gcroots(w, &a)?,
         }
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The object or type `gcroot` looks for.
+fn root_target(args: &DumpAnalyzeArgs) -> CliResult<RootTarget> {
+    match (&args.address, &args.type_name) {
+        (Some(a), None) => u64::from_str_radix(a.trim_start_matches("0x"), 16)
+            .map(RootTarget::Address)
+            .map_err(|_| {
+                CliError::new(format!(
+                    "not an address: {a} (hex, as the views print them)"
+                ))
+                .code(2)
+            }),
+        (None, Some(t)) => Ok(RootTarget::Type(t.clone())),
+        _ => Err(CliError::new("gcroot takes an ADDRESS or --type PATTERN")
+            .hint("clrspy dump analyze DUMP gcroot 0x7f3e9c9c8320, or gcroot --type '*Customer'")
+            .code(2)),
+    }
 }
 
 /// The view's part of the analysis with the dump's facts (the summary: all of it).
@@ -70,6 +100,7 @@ fn write_json(out: &mut dyn Write, a: &Analysis, view: DumpView) -> CliResult<()
         DumpView::Exceptions => &["exceptions"],
         DumpView::Heap => &["heap"],
         DumpView::Modules => &["modules"],
+        DumpView::Gcroot => &["gcroots"],
     };
     let value = if keys.is_empty() {
         value

@@ -70,6 +70,7 @@ const SOS_GC_HEAP_DETAILS: usize = 48;
 const SOS_GC_HEAP_STATIC: usize = 49;
 const SOS_SEGMENT: usize = 50;
 const SOS_SYNC_BLOCK: usize = 59;
+const SOS_HANDLE_ENUM: usize = 61;
 const SOS_STACK_REFS: usize = 79;
 // ISOSDacInterface2.
 const SOS2_EXCEPTION: usize = 3;
@@ -78,8 +79,11 @@ const SOS8_GENERATIONS: usize = 4;
 const SOS8_GENERATIONS_SVR: usize = 6;
 // ISOSDacInterface12.
 const SOS12_GLOBAL_ALLOC_CONTEXT: usize = 3;
-// ISOSStackRefEnum (after ISOSEnum's Skip, Reset, GetCount).
+// ISOSStackRefEnum and ISOSHandleEnum (after ISOSEnum's Skip, Reset, GetCount).
 const REFS_NEXT: usize = 6;
+const HANDLES_NEXT: usize = 6;
+/// Handles read at most.
+const MAX_HANDLES: usize = 10_000_000;
 // IXCLRDataProcess, IXCLRDataTask, IXCLRDataStackWalk.
 const PROCESS_TASK_BY_OS_ID: usize = 7;
 const TASK_CREATE_STACK_WALK: usize = 11;
@@ -518,6 +522,32 @@ impl Dac {
             }
         }
         frames
+    }
+
+    /// Every GC handle.
+    pub(crate) fn handles(&self) -> Vec<HandleData> {
+        let mut out = Vec::new();
+        let mut e = std::ptr::null_mut();
+        let hr = com_call!(&self.sos, SOS_HANDLE_ENUM, (*mut *mut c_void), (&mut e));
+        let Some(e) = Iface::from_raw(e).filter(|_| hr >= 0) else {
+            return out;
+        };
+        let mut chunk = vec![HandleData::default(); 512];
+        loop {
+            let mut got = 0u32;
+            let hr = com_call!(
+                &e,
+                HANDLES_NEXT,
+                (u32, *mut HandleData, *mut u32),
+                (chunk.len() as u32, chunk.as_mut_ptr(), &mut got)
+            );
+            let got = (got as usize).min(chunk.len());
+            out.extend_from_slice(&chunk[..got]);
+            if hr != S_OK || got < chunk.len() || out.len() > MAX_HANDLES {
+                break;
+            }
+        }
+        out
     }
 
     /// The objects thread `tid`'s stack refers to, with where (innermost first).

@@ -199,5 +199,20 @@ mod tests {
         assert_eq!(size_of::<GcHeapData>(), 0x10);
         assert_eq!(size_of::<GcHeapDetails>(), 0x120);
         assert_eq!(size_of::<HeapSegmentData>(), 0x58);
+        assert_eq!(size_of::<HandleData>(), 0x30);
     }
+}
+
+/// `SOSHandleData`.
+#[repr(C)]
+#[derive(Default, Debug, Clone, Copy)]
+pub(crate) struct HandleData {
+    pub(crate) app_domain: u64,
+    pub(crate) handle: u64,
+    pub(crate) secondary: u64,
+    pub(crate) kind: u32,
+    pub(crate) strong: i32,
+    pub(crate) ref_count: u32,
+    pub(crate) jupiter_ref_count: u32,
+    pub(crate) pegged: i32,
 }
