@@ -251,3 +251,76 @@ fn hang_in_progress(extra: &[&str]) -> tempfile::TempDir {
     );
     dir
 }
+
+/// A deadlock formed before clrspy came: `report hangs -p PID` reads who holds what from a
+/// heap dump of the process (kept in the working folder) and names the cycle — the two
+/// threads, each waiting for the monitor the other holds, in the workload's own methods.
+#[test]
+fn report_hangs_on_a_process_names_a_deadlock_older_than_clrspy() {
+    if !live() {
+        return;
+    }
+    let app = start("hang", &["--seconds", "0"]);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let dir = tempfile::tempdir().unwrap();
+    let pid = app.1.to_string();
+    let out = clrspy()
+        .current_dir(dir.path())
+        .args(["report", "hangs", "-p", &pid, "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cycles = v["deadlocks"].as_array().unwrap();
+    assert_eq!(cycles.len(), 1, "{v}");
+    let m = cycles[0]["members"].as_array().unwrap();
+    assert_eq!(m.len(), 2, "{v}");
+    // Each waits for what the other holds.
+    assert_eq!(m[0]["holds"][0], m[1]["waits_for"], "{v}");
+    assert_eq!(m[1]["holds"][0], m[0]["waits_for"], "{v}");
+    let stacks: Vec<String> = m
+        .iter()
+        .map(|x| {
+            x["stack"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        })
+        .collect();
+    assert!(
+        stacks
+            .iter()
+            .any(|s| s.contains("Workloads.Deadlock.TakeAThenB"))
+            && stacks
+                .iter()
+                .any(|s| s.contains("Workloads.Deadlock.TakeBThenA")),
+        "{stacks:#?}"
+    );
+    assert!(
+        stacks.iter().all(|s| s.contains("Monitor.Enter")),
+        "{stacks:#?}"
+    );
+    assert_eq!(v["locks"].as_array().unwrap().len(), 2, "{v}");
+    // The dump is kept as the evidence, with the runtime's library beside it.
+    let dump = v["dump"].as_str().unwrap();
+    assert!(std::path::Path::new(dump).is_file(), "{dump}");
+    assert!(
+        std::path::Path::new(&format!("{dump}.libmscordaccore.so")).is_file(),
+        "{dump}"
+    );
+    // The text names the cycle too.
+    let out = clrspy()
+        .current_dir(dir.path())
+        .args(["report", "hangs", "-p", &pid])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("Deadlocks: 1\n  cycle 1: thread "),
+        "{text}"
+    );
+}
