@@ -249,5 +249,12 @@ pub(crate) fn dump(endpoint: &Endpoint, staging: &mut Staging) -> Result<u64, Ha
     };
     let r = clrspy_collect::write_dump_file(endpoint, endpoint.pid, &path, &spec)
         .map_err(|e| HandoffError::Other(format!("dump: {e}")))?;
+    if r.dac.is_some() {
+        // Written beside the dump already: listed, so the reader knows what it is for.
+        staging.create(
+            "dump/core.dmp.gz.libmscordaccore.so",
+            "the target runtime's own data access library: `clrspy dump analyze dump/core.dmp.gz` reads the dump with it on any machine",
+        )?;
+    }
     Ok(r.file_bytes)
 }
