@@ -95,6 +95,7 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
             Vec::new()
         };
         threads.push(ManagedThread {
+            name: None,
             managed_id: t.cor_thread_id,
             os_id: t.os_thread_id,
             kinds,
@@ -118,6 +119,10 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
         raw_stacks.insert(t.os_thread_id, frames);
     }
 
+    let (heap, gcroots, names) = heap_and_roots(core, dac, &list, &parts, &mut warnings);
+    for (t, (addr, _)) in threads.iter_mut().zip(&list) {
+        t.name = names.get(addr).cloned();
+    }
     let mut locks = held_monitors(dac, &by_address, &mut warnings);
     let entering = threads.iter().filter(|t| t.entering_monitor).count();
     if locks.is_empty() && entering > 0 {
@@ -127,12 +132,7 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
     }
     find_waits(dac, &mut threads, &raw_stacks, &mut locks);
     let deadlocks = deadlocks(&threads, &locks);
-    let exceptions = exceptions(dac, &threads);
-    let (heap, gcroots) = if parts.heap || parts.gcroot.is_some() {
-        heap_and_roots(core, dac, &list, &parts, &mut warnings)
-    } else {
-        (None, Vec::new())
-    };
+    let exceptions = exceptions(dac, &threads, &mut warnings);
     let modules = modules(core);
     Analysis {
         dump: facts,
@@ -147,14 +147,21 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
     }
 }
 
-/// The heap walked, and the paths from the roots to the objects `parts` names.
+/// The runtime's `Thread` objects kept at most (for the threads' names).
+const MAX_THREAD_OBJECTS: usize = 1_000_000;
+/// The kinds of objects the heap walk collects.
+const THREAD_OBJECTS: usize = 0;
+const ROOT_TARGETS: usize = 1;
+
+/// The heap walked (for the threads' names; the heap's statistics and the paths from the roots
+/// to the objects `parts` names when asked).
 fn heap_and_roots(
     core: &Core,
     dac: &Dac,
     list: &[(u64, ThreadData)],
     parts: &Parts,
     warnings: &mut Vec<String>,
-) -> (Option<HeapStats>, Vec<GcRoot>) {
+) -> (Option<HeapStats>, Vec<GcRoot>, HashMap<u64, String>) {
     let pattern = match &parts.gcroot {
         Some(RootTarget::Type(p)) => clrspy_values::NamePattern::new(p).ok(),
         _ => None,
@@ -163,23 +170,35 @@ fn heap_and_roots(
         Some(RootTarget::Type(p)) => p.to_ascii_lowercase(),
         _ => String::new(),
     };
-    let accept = |name: &str| match &pattern {
-        Some(p) if p.has_wildcards() => p.is_match(name),
-        Some(_) => name.to_ascii_lowercase().contains(&lower),
-        None => false,
+    let accept = |name: &str| {
+        if name == "System.Threading.Thread" {
+            return Some(THREAD_OBJECTS);
+        }
+        let hit = match &pattern {
+            Some(p) if p.has_wildcards() => p.is_match(name),
+            Some(_) => name.to_ascii_lowercase().contains(&lower),
+            None => false,
+        };
+        hit.then_some(ROOT_TARGETS)
     };
-    let pick = pattern.is_some().then_some(crate::heap::Pick {
+    let pick = crate::heap::Pick {
         accept: &accept,
-        max: crate::gcroot::MAX_TARGETS,
-    });
-    let walked = crate::heap::walk(core, dac, list, pick, warnings);
+        max: vec![MAX_THREAD_OBJECTS, crate::gcroot::MAX_TARGETS],
+    };
+    // Only the statistics asked for are said to be incomplete.
+    let mut walk_warnings = Vec::new();
+    let walked = crate::heap::walk(core, dac, list, pick, &mut walk_warnings);
+    if parts.heap || parts.gcroot.is_some() {
+        warnings.extend(walk_warnings);
+    }
+    let names = thread_names(core, dac, list, &walked.found[THREAD_OBJECTS]);
     let targets = match &parts.gcroot {
         Some(RootTarget::Address(a)) => vec![*a],
         Some(RootTarget::Type(p)) => {
-            if walked.found.is_empty() {
+            if walked.found[ROOT_TARGETS].is_empty() {
                 warnings.push(format!("no object of a type matching {p} in the heap"));
             }
-            walked.found.clone()
+            walked.found[ROOT_TARGETS].clone()
         }
         None => Vec::new(),
     };
@@ -195,7 +214,49 @@ fn heap_and_roots(
             crate::gcroot::Graph::new(core, dac, walked.ranges.clone(), walked.pinned.clone());
         crate::gcroot::paths(&mut g, &threads, &targets)
     };
-    (parts.heap.then_some(walked.stats), roots)
+    (parts.heap.then_some(walked.stats), roots, names)
+}
+
+/// The threads' names, by the runtime's `Thread` address: each managed `Thread` object holds
+/// the address of its runtime thread in one field and its name, the one `String` it refers
+/// to, in another (no field names needed: the values tell them apart).
+fn thread_names(
+    core: &Core,
+    dac: &Dac,
+    list: &[(u64, ThreadData)],
+    objects: &[u64],
+) -> HashMap<u64, String> {
+    let natives: std::collections::HashSet<u64> = list.iter().map(|(a, _)| *a).collect();
+    let mut names = HashMap::new();
+    for &obj in objects {
+        let Some(od) = dac.object(obj) else { continue };
+        let size = od.size.min(256);
+        let mut native = None;
+        let mut name = None;
+        let mut at = obj + 8;
+        while at + 8 <= obj + size {
+            let mut b = [0u8; 8];
+            if core.read_held(at, &mut b) == 8 {
+                let v = u64::from_le_bytes(b);
+                if natives.contains(&v) {
+                    native = Some(v);
+                } else if v != 0 && name.is_none() {
+                    // The library's own kind of the object: 0 is a string.
+                    let is_string = dac
+                        .object(v)
+                        .is_some_and(|o| o.method_table != 0 && o.object_type == 0);
+                    if is_string {
+                        name = dac.string(v, 256);
+                    }
+                }
+            }
+            at += 8;
+        }
+        if let (Some(n), Some(t)) = (name, native) {
+            names.insert(t, n);
+        }
+    }
+    names
 }
 
 /// The object a thread's last-thrown handle points to.
@@ -336,6 +397,7 @@ fn deadlocks(threads: &[ManagedThread], locks: &[Lock]) -> Vec<Deadlock> {
                     let waits_for = t.and_then(|t| t.waits_for.clone()).unwrap_or_default();
                     let lock = locks.iter().find(|l| l.object == waits_for);
                     CycleMember {
+                        name: t.and_then(|t| t.name.clone()),
                         os_id: *tid,
                         managed_id: t.map_or(0, |t| t.managed_id),
                         waits_for_type: lock.map(|l| l.object_type.clone()).unwrap_or_default(),
@@ -356,17 +418,29 @@ fn deadlocks(threads: &[ManagedThread], locks: &[Lock]) -> Vec<Deadlock> {
         .collect()
 }
 
-/// The exceptions the threads hold, with their inner chains.
-fn exceptions(dac: &Dac, threads: &[ManagedThread]) -> Vec<ExceptionInfo> {
-    threads
-        .iter()
-        .filter_map(|t| {
-            let obj = parse_hex(t.exception.as_deref()?)?;
-            let mut top = exception(dac, obj)?;
-            top.thread_os_id = t.os_id;
-            Some(top)
-        })
-        .collect()
+/// The exceptions the threads hold, with their inner chains; one that cannot be read is said.
+fn exceptions(
+    dac: &Dac,
+    threads: &[ManagedThread],
+    warnings: &mut Vec<String>,
+) -> Vec<ExceptionInfo> {
+    let mut out = Vec::new();
+    for t in threads {
+        let Some(obj) = t.exception.as_deref().and_then(parse_hex) else {
+            continue;
+        };
+        match exception(dac, obj) {
+            Some(mut top) => {
+                top.thread_os_id = t.os_id;
+                out.push(top);
+            }
+            None => warnings.push(format!(
+                "thread {} holds an exception at {obj:#x} that could not be read (its memory is not in the dump, or damaged)",
+                t.os_id
+            )),
+        }
+    }
+    out
 }
 
 fn exception(dac: &Dac, obj: u64) -> Option<ExceptionInfo> {

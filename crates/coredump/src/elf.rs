@@ -74,6 +74,8 @@ pub struct Core {
     /// Every thread, the one that was current first.
     pub threads: Vec<CoreThread>,
     loads: Vec<Load>,
+    /// The size the headers give the file (the end of its last segment).
+    described: u64,
     pub(crate) files: Vec<Mapping>,
     /// Images on this machine opened to stand in for memory the core lacks (None: refused).
     images: Mutex<HashMap<String, Option<File>>>,
@@ -164,6 +166,7 @@ impl Core {
         bytes.read_at(phoff, &mut table).map_err(Error::read)?;
         let mut loads = Vec::new();
         let mut notes = Vec::new();
+        let mut described = 0u64;
         for ph in table.chunks_exact(56) {
             let (kind, offset, vaddr, filesz, memsz) = (
                 u32_at(ph, 0),
@@ -172,6 +175,9 @@ impl Core {
                 u64_at(ph, 32),
                 u64_at(ph, 40),
             );
+            if kind == PT_LOAD || kind == PT_NOTE {
+                described = described.max(offset.saturating_add(filesz));
+            }
             match kind {
                 PT_LOAD if memsz > 0 => loads.push(Load {
                     vaddr,
@@ -200,6 +206,7 @@ impl Core {
             command: String::new(),
             threads: Vec::new(),
             loads,
+            described,
             files: Vec::new(),
             images: Mutex::new(HashMap::new()),
         };
@@ -273,6 +280,12 @@ impl Core {
                 path: String::from_utf8_lossy(name).into_owned(),
             });
         }
+    }
+
+    /// When the file is shorter than its headers say (a copy or a write cut short): the bytes
+    /// it holds and the bytes it should.
+    pub fn cut_short(&self) -> Option<(u64, u64)> {
+        (self.bytes.len() < self.described).then_some((self.bytes.len(), self.described))
     }
 
     /// How the file was packed.

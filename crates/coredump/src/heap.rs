@@ -63,24 +63,25 @@ pub(crate) struct Walked {
     pub(crate) stats: HeapStats,
     /// Every segment's or region's objects, `[start, end)`.
     pub(crate) ranges: Vec<(u64, u64)>,
-    /// The first objects whose type `Pick` chose.
-    pub(crate) found: Vec<u64>,
+    /// The first objects of each kind `Pick` chose, by the kind's index.
+    pub(crate) found: Vec<Vec<u64>>,
     /// Every object of the pinned-object heap, (start, size), in address order: a pointer
     /// into one (a class's statics) is resolved to it.
     pub(crate) pinned: Vec<(u64, u64)>,
 }
 
-/// Which objects a walk collects: those whose type's name it accepts, up to `max`.
+/// Which objects a walk collects: `accept` gives a type's kind by its name (None: not
+/// collected), `max` how many of each kind at most.
 pub(crate) struct Pick<'p> {
-    pub(crate) accept: &'p dyn Fn(&str) -> bool,
-    pub(crate) max: usize,
+    pub(crate) accept: &'p dyn Fn(&str) -> Option<usize>,
+    pub(crate) max: Vec<usize>,
 }
 
-/// Objects found so far and whether each type is picked.
+/// Objects found so far and each type's kind.
 struct Found<'p> {
-    pick: Option<Pick<'p>>,
-    types: HashMap<u64, bool>,
-    objects: Vec<u64>,
+    pick: Pick<'p>,
+    types: HashMap<u64, Option<usize>>,
+    objects: Vec<Vec<u64>>,
     /// The range being walked is of the pinned-object heap.
     pinned: bool,
     /// Every object of the pinned-object heap: (start, size).
@@ -97,15 +98,16 @@ pub(crate) fn walk(
     core: &Core,
     dac: &Dac,
     threads: &[(u64, ThreadData)],
-    pick: Option<Pick<'_>>,
+    pick: Pick<'_>,
     warnings: &mut Vec<String>,
 ) -> Walked {
     let mut stats = HeapStats::default();
     let mut ranges = Vec::new();
+    let kinds = pick.max.len();
     let mut found = Found {
         pick,
         types: HashMap::new(),
-        objects: Vec::new(),
+        objects: vec![Vec::new(); kinds],
         pinned: false,
         pinned_objects: Vec::new(),
     };
@@ -116,7 +118,7 @@ pub(crate) fn walk(
         return Walked {
             stats,
             ranges,
-            found: Vec::new(),
+            found: vec![Vec::new(); kinds],
             pinned: Vec::new(),
         };
     }
@@ -191,6 +193,12 @@ pub(crate) fn walk(
         .collect();
     list.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
     stats.types = list;
+    if stats.objects < 100 {
+        warnings.push(format!(
+            "this dump holds almost none of the managed heap ({} objects read): mini and triage dumps leave it out; a heap or full dump holds it (clrspy dump -p PID --type heap)",
+            stats.objects
+        ));
+    }
     if stats.gaps > 0 {
         warnings.push(format!(
             "{} heap range(s) could not be walked to their end (memory not in the dump, or inconsistent): the heap's figures are a lower bound",
@@ -284,15 +292,18 @@ fn walk_range(
         if found.pinned && found.pinned_objects.len() < MAX_PINNED {
             found.pinned_objects.push((at, step));
         }
-        if let Some(p) = &found.pick {
-            if found.objects.len() < p.max {
-                let picked = *found
-                    .types
-                    .entry(mt)
-                    .or_insert_with(|| dac.type_name(mt).is_some_and(|n| (p.accept)(&n)));
-                if picked {
-                    found.objects.push(at);
-                }
+        let p = &found.pick;
+        let kind = *found
+            .types
+            .entry(mt)
+            .or_insert_with(|| dac.type_name(mt).and_then(|n| (p.accept)(&n)));
+        if let Some(k) = kind {
+            if found
+                .objects
+                .get(k)
+                .is_some_and(|o| o.len() < p.max.get(k).copied().unwrap_or(0))
+            {
+                found.objects[k].push(at);
             }
         }
         at += step;

@@ -18,6 +18,7 @@ mod gcroot;
 mod heap;
 mod locks;
 pub mod model;
+mod names;
 pub mod seekable;
 mod source;
 pub mod text;

@@ -52,6 +52,8 @@ pub struct DumpFacts {
 /// A managed thread.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ManagedThread {
+    /// Its name (`Thread.Name`), read from its `Thread` object where the dump holds the heap.
+    pub name: Option<String>,
     /// The managed thread id (`Environment.CurrentManagedThreadId`).
     pub managed_id: u32,
     /// The OS thread id (0 for a thread not started or gone).
@@ -116,6 +118,8 @@ pub struct Deadlock {
 /// One thread of a deadlock.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CycleMember {
+    /// Its name, where known.
+    pub name: Option<String>,
     /// Its OS thread id.
     pub os_id: u32,
     /// Its managed thread id.

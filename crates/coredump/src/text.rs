@@ -17,6 +17,22 @@ fn thread_label(os_id: u32, managed_id: u32) -> String {
     format!("thread {os_id} ({os_id:#x}, managed {managed_id})")
 }
 
+/// A thread's label with its name, where it has one.
+fn named_label(os_id: u32, managed_id: u32, name: Option<&str>) -> String {
+    match name {
+        Some(n) => format!("{} \"{n}\"", thread_label(os_id, managed_id)),
+        None => thread_label(os_id, managed_id),
+    }
+}
+
+/// The name of the thread `os_id` of the analysis.
+fn name_of(a: &Analysis, os_id: u32) -> Option<&str> {
+    a.threads
+        .iter()
+        .find(|t| t.os_id == os_id && os_id != 0)
+        .and_then(|t| t.name.as_deref())
+}
+
 /// The dump's facts, two lines.
 pub(crate) fn write_header(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     let d = &a.dump;
@@ -50,7 +66,11 @@ pub(crate) fn write_deadlocks(out: &mut dyn Write, a: &Analysis) -> io::Result<(
             ring.join(" → ")
         )?;
         for m in &c.members {
-            writeln!(out, "    {}", thread_label(m.os_id, m.managed_id))?;
+            writeln!(
+                out,
+                "    {}",
+                named_label(m.os_id, m.managed_id, m.name.as_deref())
+            )?;
             let holds = if m.holds.is_empty() {
                 "nothing".to_string()
             } else {
@@ -115,7 +135,7 @@ fn write_held(out: &mut dyn Write, a: &Analysis, top: usize) -> io::Result<()> {
             "  {} {} held by {}{at}; {} waiting",
             l.object_type,
             l.object,
-            thread_label(l.owner_os_id, l.owner_managed_id),
+            named_label(l.owner_os_id, l.owner_managed_id, name_of(a, l.owner_os_id)),
             l.waiters
         )?;
     }
@@ -169,7 +189,10 @@ pub fn write_threads(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     write_header(out, a)?;
     writeln!(out, "Managed threads: {}", a.threads.len())?;
     for t in &a.threads {
-        let mut line = format!("\n{}", thread_label(t.os_id, t.managed_id));
+        let mut line = format!(
+            "\n{}",
+            named_label(t.os_id, t.managed_id, t.name.as_deref())
+        );
         if !t.kinds.is_empty() {
             line.push_str(&format!(" [{}]", t.kinds.join(", ")));
         }

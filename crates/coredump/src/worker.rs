@@ -45,7 +45,22 @@ pub enum RootTarget {
 pub(crate) fn analyze_here(dump: &Path, options: &Options) -> Result<Analysis, Error> {
     let core = Core::open(dump)?;
     let choice = find_dac(&core, dump, options.dac.as_deref())?;
-    let dac = Dac::open(&choice.path, &core, choice.runtime_base)?;
+    let cut = core.cut_short().map(|(has, should)| {
+        format!(
+            "the core is cut short: it holds {has} of the {should} bytes its headers describe (a copy or a write that did not finish); what lay past the cut is missing"
+        )
+    });
+    let dac = match Dac::open(&choice.path, &core, choice.runtime_base) {
+        Ok(d) => d,
+        Err(e) => {
+            return Err(match cut {
+                Some(cut) => Error::Runtime(format!(
+                    "{cut}, and the runtime's structures could not be read from what is left"
+                )),
+                None => e,
+            })
+        }
+    };
     let facts = DumpFacts {
         path: dump.display().to_string(),
         packing: core.packing().describe().to_string(),
@@ -64,7 +79,11 @@ pub(crate) fn analyze_here(dump: &Path, options: &Options) -> Result<Analysis, E
         heap: options.heap,
         gcroot: options.gcroot.clone(),
     };
-    Ok(analyze(&core, &dac, facts, parts))
+    let mut a = analyze(&core, &dac, facts, parts);
+    if let Some(cut) = cut {
+        a.warnings.insert(0, cut);
+    }
+    Ok(a)
 }
 
 /// The worker's entry: `ARGS` are `DUMP [--dac PATH] [--heap] [--gcroot-address HEX |

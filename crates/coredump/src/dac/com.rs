@@ -32,7 +32,7 @@ pub(crate) struct Iface(*mut c_void);
 impl Iface {
     /// Takes ownership of a pointer the library returned (None for null).
     pub(crate) fn from_raw(p: *mut c_void) -> Option<Iface> {
-        (!p.is_null()).then_some(Iface(p))
+        (!p.is_null()).then(|| Iface(p))
     }
 
     /// The raw pointer, for passing as `this`.

@@ -282,8 +282,14 @@ impl Dac {
         )
     }
 
-    /// A method table's type name.
+    /// A method table's type name, as C# writes it (`List<T>`, not ``List`1[[T, asm]]``).
     pub(crate) fn type_name(&self, mt: u64) -> Option<String> {
+        self.runtime_type_name(mt)
+            .map(|n| crate::names::csharp_name(&n))
+    }
+
+    /// A method table's type name, as the runtime writes it.
+    fn runtime_type_name(&self, mt: u64) -> Option<String> {
         self.wide(
             |count, buf, needed| {
                 com_call!(
