@@ -88,6 +88,8 @@ public static class Program
         ["http-client"] = HttpClientCalls.Run,
         ["loadfail"] = LoadFail.Run,
         ["starve"] = Starve.Run,
+        ["dumpme"] = DumpMe.Run,
+        ["bigheap"] = BigHeap.Run,
     };
 
     /// Writes one line to stdout and flushes, so a harness reading the pipe sees it at once.

@@ -638,6 +638,8 @@ pub enum Need {
     PprofFormat,
     /// Microsoft's dotnet-trace (in `bench/out/tools`).
     DotnetTrace,
+    /// Microsoft's dotnet-dump (in `bench/out/tools`), which analyses core dumps.
+    DotnetDump,
     /// TraceEvent, through bench/TraceEventHarness (built from NuGet by the tests).
     TraceEvent,
     /// The de_DE.UTF-8 locale, whose decimal point is a comma (compiled into
@@ -655,6 +657,7 @@ impl Need {
             Need::Prometheus => "prometheus",
             Need::PprofFormat => "pprof-format",
             Need::DotnetTrace => "dotnet-trace",
+            Need::DotnetDump => "dotnet-dump",
             Need::TraceEvent => "TraceEvent",
             Need::DecimalCommaLocale => "locale de_DE.UTF-8",
         }
@@ -680,6 +683,7 @@ impl Need {
                 installed(module.join("package.json")).map(|_| module)
             }
             Need::DotnetTrace => installed(setup_dir().join("tools/dotnet-trace")),
+            Need::DotnetDump => installed(setup_dir().join("tools/dotnet-dump")),
             Need::TraceEvent => build_harness(),
             Need::DecimalCommaLocale => {
                 let dir = setup_dir().join("locale");

@@ -23,6 +23,7 @@ mod live_counters;
 mod live_counters_rules;
 mod live_counters_web;
 mod live_doctor;
+mod live_dump_analyze;
 mod live_dumps;
 mod live_env_traces;
 mod live_estimate;
