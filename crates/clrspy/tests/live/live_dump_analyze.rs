@@ -441,10 +441,20 @@ fn check_locks(kind: &str, v: &serde_json::Value, r: &Reference, w: &Dumpme) {
     for m in members {
         let os_id = m["os_id"].as_u64().unwrap() as u32;
         let (holds, waits_for, method, name) = if os_id == a {
-            (lock_a, lock_b, "Workloads.DumpMe.TakeAThenB()", "lock-a-then-b")
+            (
+                lock_a,
+                lock_b,
+                "Workloads.DumpMe.TakeAThenB()",
+                "lock-a-then-b",
+            )
         } else {
             assert_eq!(os_id, b, "{kind}: {m}");
-            (lock_b, lock_a, "Workloads.DumpMe.TakeBThenA()", "lock-b-then-a")
+            (
+                lock_b,
+                lock_a,
+                "Workloads.DumpMe.TakeBThenA()",
+                "lock-b-then-a",
+            )
         };
         // The name, from the thread's `Thread` object in the dump's heap.
         assert_eq!(m["name"], name, "{kind}: {m}");
@@ -632,6 +642,35 @@ fn check_heap(kind: &str, v: &serde_json::Value, r: &Reference) {
     assert_eq!(leaked.map(|t| t.0), Some(LEAKED), "{kind}");
 }
 
+/// `gcroot --type` of the leaked objects: each held through the static list — the statics'
+/// array, the `List<LeakedItem>`, its array, the object — found from a root.
+fn check_gcroot(kind: &str, v: &serde_json::Value) {
+    let roots = v["gcroots"].as_array().unwrap();
+    assert!(!roots.is_empty(), "{kind}: {v}");
+    for r in roots {
+        assert_eq!(r["type_name"], "Workloads.LeakedItem", "{kind}: {r}");
+        assert_eq!(r["searched_all"], true, "{kind}: {r}");
+        let p = &r["path"];
+        assert!(p.is_object(), "{kind}: no path to {r}");
+        assert!(!p["root"].as_str().unwrap().is_empty(), "{kind}: {r}");
+        let chain: Vec<&str> = p["chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(chain.last(), Some(&"Workloads.LeakedItem"), "{kind}: {r}");
+        assert_eq!(
+            p["chain"].as_array().unwrap().last().unwrap()["address"],
+            r["target"]
+        );
+        assert!(
+            chain.contains(&"System.Collections.Generic.List<Workloads.LeakedItem>"),
+            "{kind}: {chain:?}"
+        );
+    }
+}
+
 /// `heap --json` of a mini or triage dump: no objects of the workload's (the heap is not in
 /// it; dotnet-dump's `dumpheap -stat` lists nothing), and a warning saying the figures are
 /// not the heap's.
@@ -810,6 +849,9 @@ fn dump_analyze_answers_as_dotnet_dump_does_on_every_kind_of_dump() {
                 check_threads(kind, &analyze(dump, &["threads"], d), &r, &w);
                 check_exceptions(kind, &analyze(dump, &["exceptions"], d), &r, &w, true);
                 check_heap(kind, &analyze(dump, &["heap", "--top", "0"], d), &r);
+                // `?` makes the whole name match: LeakedItem objects, not the list of them.
+                let roots = analyze(dump, &["gcroot", "--type", "Workloads.Leaked?tem"], d);
+                check_gcroot(kind, &roots);
             }
             // Mini and triage dumps: every thread's stack and the exceptions (triage without
             // their messages), no sync-block table and no heap — as dotnet-dump finds them.
