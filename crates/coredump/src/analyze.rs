@@ -8,7 +8,6 @@ use crate::dac::structs::ThreadData;
 use crate::dac::{Dac, RawFrame};
 use crate::elf::Core;
 use crate::model::*;
-use crate::worker::RootTarget;
 
 /// Thread state bits (`Thread::ThreadState`).
 const TS_BACKGROUND: i32 = 0x200;
@@ -24,6 +23,16 @@ const MAX_SYNC_BLOCKS: u32 = 10_000_000;
 const MAX_INNER: usize = 32;
 /// Characters of an exception message kept.
 const MAX_MESSAGE: u32 = 4096;
+
+/// The objects `gcroot` looks for.
+#[derive(Clone, Debug)]
+pub enum RootTarget {
+    /// One object, by address.
+    Address(u64),
+    /// The first few objects of the types whose name matches (`*` and `?`; without them, a
+    /// part of the name), case-insensitive.
+    Type(String),
+}
 
 /// What to read.
 #[derive(Clone, Debug, Default)]

@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+pub use crate::analyze::RootTarget;
 use crate::analyze::{analyze, Parts};
 use crate::dac::{find_dac, Dac};
 use crate::elf::{Core, Machine};
@@ -29,16 +30,6 @@ pub struct Options {
     pub heap: bool,
     /// Find what holds these objects alive.
     pub gcroot: Option<RootTarget>,
-}
-
-/// The objects `gcroot` looks for.
-#[derive(Clone, Debug)]
-pub enum RootTarget {
-    /// One object, by address.
-    Address(u64),
-    /// The first few objects of the types whose name matches (`*` and `?`; without them, a
-    /// part of the name), case-insensitive.
-    Type(String),
 }
 
 /// Reads `dump` in this process (the worker's side; callers use [`analyze_in_child`]).
