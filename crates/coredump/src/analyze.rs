@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::dac::structs::ThreadData;
-use crate::dac::{Dac, RawFrame};
+use crate::dac::{Dac, RawStack};
 use crate::elf::Core;
 use crate::model::*;
 
@@ -77,7 +77,9 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
         .map(|(a, t)| (*a, (t.os_thread_id, t.cor_thread_id)))
         .collect();
     let mut threads = Vec::new();
-    let mut raw_stacks: HashMap<u32, Vec<RawFrame>> = HashMap::new();
+    // Per thread entering a monitor: the stack pointer up to which its references may be the
+    // monitor's object (the frame of the code that called Monitor.Enter).
+    let mut wait_limits: HashMap<u32, u64> = HashMap::new();
     for (addr, t) in &list {
         let mut kinds = Vec::new();
         if *addr == finalizer {
@@ -98,11 +100,17 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
             }
         }
         let exception = exception_object(core, t.last_thrown_object_handle);
-        let frames = if t.os_thread_id != 0 {
+        let stack = if t.os_thread_id != 0 {
             dac.stack(t.os_thread_id)
         } else {
-            Vec::new()
+            RawStack::default()
         };
+        let limit = wait_limit(&stack);
+        if let Some(l) = limit {
+            wait_limits.insert(t.os_thread_id, l);
+        }
+        let runtime_frame = stack.runtime_top.clone();
+        let frames = stack.frames;
         threads.push(ManagedThread {
             name: None,
             managed_id: t.cor_thread_id,
@@ -111,10 +119,8 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
             address: hex(*addr),
             lock_count: t.lock_count,
             exception: exception.map(hex),
-            entering_monitor: frames
-                .iter()
-                .take(4)
-                .any(|f| f.method.as_deref().is_some_and(entering_monitor)),
+            entering_monitor: limit.is_some(),
+            runtime_frame,
             waits_for: None,
             frames: frames
                 .iter()
@@ -125,7 +131,6 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
                 })
                 .collect(),
         });
-        raw_stacks.insert(t.os_thread_id, frames);
     }
 
     let (heap, gcroots, names) = heap_and_roots(core, dac, &list, &parts, &mut warnings);
@@ -136,10 +141,10 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
     let entering = threads.iter().filter(|t| t.entering_monitor).count();
     if locks.is_empty() && entering > 0 {
         warnings.push(format!(
-            "{entering} thread(s) wait to enter a monitor, but no monitor is held in this dump's sync-block table: a mini or triage dump leaves the table out, so who holds them is unknown here (a heap dump holds it: clrspy dump -p PID --type heap)"
+            "{entering} thread(s) wait to enter a monitor, but no monitor is held in this dump's sync-block table: a mini or triage dump leaves the table out (a heap dump holds it: clrspy dump -p PID --type heap), or the monitors were released as the dump was written"
         ));
     }
-    find_waits(dac, &mut threads, &raw_stacks, &mut locks);
+    find_waits(dac, &mut threads, &wait_limits, &mut locks);
     let deadlocks = deadlocks(&threads, &locks);
     let exceptions = exceptions(dac, &threads, &mut warnings);
     let modules = modules(core);
@@ -331,12 +336,32 @@ fn entering_monitor(method: &str) -> bool {
         || method.starts_with("System.Threading.Monitor.TryEnter")
 }
 
+/// Where a thread entering a monitor may hold the monitor's object: at or below the frame of
+/// the code that called `Monitor.Enter` (None when it is not entering one). Its innermost
+/// managed frames are in `Monitor.Enter` (.NET 10), or it sits in the runtime's frame of
+/// `Monitor.ReliableEnter` before any managed frame (.NET 8, 9).
+fn wait_limit(stack: &RawStack) -> Option<u64> {
+    let frames = &stack.frames;
+    if let Some(enter) = frames
+        .iter()
+        .take(4)
+        .rposition(|f| f.method.as_deref().is_some_and(entering_monitor))
+    {
+        return Some(frames.get(enter + 1).map_or(u64::MAX, |f| f.sp));
+    }
+    stack
+        .runtime_top
+        .as_deref()
+        .is_some_and(entering_monitor)
+        .then(|| frames.first().map_or(u64::MAX, |f| f.sp))
+}
+
 /// For each thread whose innermost managed frames enter a monitor, the held monitor it waits
 /// for: the innermost reference on its stack to an object whose monitor another thread holds.
 fn find_waits(
     dac: &Dac,
     threads: &mut [ManagedThread],
-    stacks: &HashMap<u32, Vec<RawFrame>>,
+    limits: &HashMap<u32, u64>,
     locks: &mut [Lock],
 ) {
     let held: HashMap<u64, (usize, u32)> = locks
@@ -352,18 +377,9 @@ fn find_waits(
         return;
     }
     for t in threads.iter_mut() {
-        let Some(frames) = stacks.get(&t.os_id) else {
+        let Some(&limit) = limits.get(&t.os_id) else {
             continue;
         };
-        let Some(enter) = frames
-            .iter()
-            .take(4)
-            .rposition(|f| f.method.as_deref().is_some_and(entering_monitor))
-        else {
-            continue;
-        };
-        // The caller of Monitor.Enter passed the object: references at or below its frame.
-        let limit = frames.get(enter + 1).map_or(u64::MAX, |f| f.sp);
         let mut refs = dac.stack_refs(t.os_id);
         refs.sort_by_key(|r| r.stack_pointer);
         let wanted = refs.iter().find(|r| {
@@ -418,7 +434,14 @@ fn deadlocks(threads: &[ManagedThread], locks: &[Lock]) -> Vec<Deadlock> {
                             .collect(),
                         waiters_behind: lock.map_or(0, |l| l.waiters),
                         stack: t
-                            .map(|t| t.frames.iter().take(8).map(|f| f.method.clone()).collect())
+                            .map(|t| {
+                                let runtime =
+                                    t.runtime_frame.iter().map(|m| format!("[runtime] {m}"));
+                                runtime
+                                    .chain(t.frames.iter().map(|f| f.method.clone()))
+                                    .take(8)
+                                    .collect()
+                            })
                             .unwrap_or_default(),
                     }
                 })

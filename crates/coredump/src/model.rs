@@ -71,6 +71,9 @@ pub struct ManagedThread {
     /// The monitor's object (hex) it waits to enter, when its stack is in `Monitor.Enter`
     /// and a monitor held by another thread is on its stack.
     pub waits_for: Option<String>,
+    /// The method of the runtime's own frame it sits in before its managed frames, where the
+    /// runtime says (`System.Threading.Monitor.ReliableEnter(...)` on .NET 8 and 9).
+    pub runtime_frame: Option<String>,
     /// Its managed frames, innermost first.
     pub frames: Vec<Frame>,
 }

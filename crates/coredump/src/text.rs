@@ -212,6 +212,9 @@ pub fn write_threads(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
             line.push_str(&format!(" exception {e}"));
         }
         writeln!(out, "{line}")?;
+        if let Some(m) = &t.runtime_frame {
+            writeln!(out, "  {:>16} {:>16} [runtime] {m}", "", "")?;
+        }
         if t.frames.is_empty() {
             writeln!(out, "  (no managed frames)")?;
         }

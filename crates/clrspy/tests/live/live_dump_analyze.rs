@@ -812,6 +812,43 @@ fn dump_analyze_answers_as_dotnet_dump_does_on_every_kind_of_dump() {
     let mini = take_dump(pid, d, "mini.dmp", &["--type", "mini"], ".zst");
     let triage = take_dump(pid, d, "triage.dmp", &["--type", "triage"], ".zst");
     let thrower = w.tid("thrower");
+    // The hang now, as a user asks: `report hangs -p` names the cycle and the threads queued
+    // behind it (its own heap dump, kept in the working folder).
+    let out = clrspy_command()
+        .current_dir(d)
+        .args(["report", "hangs", "-p", &pid.to_string(), "--json"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cycles = v["deadlocks"].as_array().unwrap();
+    assert_eq!(cycles.len(), 1, "{v}");
+    let mut named: Vec<(String, u64)> = cycles[0]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap_or("").to_string(),
+                m["waiters_behind"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    named.sort();
+    assert_eq!(
+        named,
+        [
+            ("lock-a-then-b".to_string(), 1),
+            ("lock-b-then-a".to_string(), WAITERS as u64 + 1)
+        ],
+        "{v}"
+    );
+    assert!(
+        v["blocked_entering_monitor"].as_u64().unwrap() >= WAITERS as u64 + 2,
+        "{v}"
+    );
+    let _ = std::fs::remove_file(v["dump"].as_str().unwrap());
     drop(app);
 
     let Some(tool) = need(Need::DotnetDump) else {

@@ -90,6 +90,11 @@ const TASK_CREATE_STACK_WALK: usize = 11;
 const WALK_GET_CONTEXT: usize = 3;
 const WALK_NEXT: usize = 5;
 const WALK_FRAME_TYPE: usize = 7;
+const WALK_REQUEST: usize = 9;
+/// `DACSTACKPRIV_REQUEST_FRAME_DATA`: the address of the runtime's frame the walk is at.
+const FRAME_DATA: u32 = 0xf000_0000;
+/// ISOSDacInterface's `GetMethodDescPtrFromFrame`.
+const SOS_MD_FROM_FRAME: usize = 23;
 /// `CLRDATA_SIMPFRAME_MANAGED_METHOD`: a frame of a managed method (not a runtime's marker).
 const MANAGED_METHOD: u32 = 0x2;
 /// Every kind of frame (`CLRDATA_SIMPFRAME_*`).
@@ -106,6 +111,15 @@ pub(crate) struct RawFrame {
     pub(crate) ip: u64,
     /// The method's name where the instruction pointer is in managed code.
     pub(crate) method: Option<String>,
+}
+
+/// A thread's stack: its managed frames, and the method of the runtime's own frame inside
+/// which it sits when that comes before any managed frame (on .NET 8 and 9 a thread blocked
+/// entering a monitor is in `Monitor.ReliableEnter`'s helper frame, not in managed code).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RawStack {
+    pub(crate) frames: Vec<RawFrame>,
+    pub(crate) runtime_top: Option<String>,
 }
 
 /// The library, loaded and attached to a core.
@@ -327,12 +341,11 @@ impl Dac {
 
     /// Calls a `(count, WCHAR*, needed*)` method twice: for the size, then the text.
     fn wide(&self, call: impl Fn(u32, *mut u16, *mut u32) -> HResult, max: u32) -> Option<String> {
+        // Asked with no buffer, some builds give the length with an error (.NET 8 and 9's
+        // GetObjectStringData): the length counts, else the largest buffer is offered.
         let mut needed = 0u32;
-        let hr = call(0, std::ptr::null_mut(), &mut needed);
-        if hr < 0 || needed == 0 {
-            return None;
-        }
-        let n = needed.min(max).max(1);
+        let _ = call(0, std::ptr::null_mut(), &mut needed);
+        let n = if needed == 0 { max } else { needed.min(max) }.max(1);
         let mut buf = vec![0u16; n as usize];
         let hr = call(n, buf.as_mut_ptr(), &mut needed);
         if hr < 0 {
@@ -464,8 +477,8 @@ impl Dac {
     }
 
     /// The managed frames of thread `tid`, innermost first.
-    pub(crate) fn stack(&self, tid: u32) -> Vec<RawFrame> {
-        let mut frames = Vec::new();
+    pub(crate) fn stack(&self, tid: u32) -> RawStack {
+        let mut stack = RawStack::default();
         let mut task = std::ptr::null_mut();
         let hr = com_call!(
             &self.process,
@@ -474,7 +487,7 @@ impl Dac {
             (tid, &mut task)
         );
         let Some(task) = Iface::from_raw(task).filter(|_| hr >= 0) else {
-            return frames;
+            return stack;
         };
         let mut walk = std::ptr::null_mut();
         let hr = com_call!(
@@ -484,7 +497,7 @@ impl Dac {
             (ALL_FRAMES, &mut walk)
         );
         let Some(walk) = Iface::from_raw(walk).filter(|_| hr >= 0) else {
-            return frames;
+            return stack;
         };
         let mut ctx = vec![0u64; CONTEXT_BYTES / 8];
         // CONTEXT_FULL, and where the instruction and stack pointers sit.
@@ -516,10 +529,36 @@ impl Dac {
                 let (ip, sp) = (ctx[ip_at / 8], ctx[sp_at / 8]);
                 let method = self.method_at(ip).and_then(|md| self.method_name(md));
                 if method.is_some() {
-                    frames.push(RawFrame { sp, ip, method });
+                    stack.frames.push(RawFrame { sp, ip, method });
+                }
+            } else if stack.frames.is_empty() && stack.runtime_top.is_none() {
+                let mut frame = 0u64;
+                let hr = com_call!(
+                    &walk,
+                    WALK_REQUEST,
+                    (u32, u32, *const u8, u32, *mut u8),
+                    (
+                        FRAME_DATA,
+                        0,
+                        std::ptr::null(),
+                        8,
+                        (&mut frame as *mut u64).cast()
+                    )
+                );
+                if hr >= 0 && frame != 0 {
+                    let mut md = 0u64;
+                    let hr = com_call!(
+                        &self.sos,
+                        SOS_MD_FROM_FRAME,
+                        (u64, *mut u64),
+                        (frame, &mut md)
+                    );
+                    if hr >= 0 && md != 0 {
+                        stack.runtime_top = self.method_name(md);
+                    }
                 }
             }
-            if frames.len() >= MAX_FRAMES {
+            if stack.frames.len() >= MAX_FRAMES {
                 break;
             }
             let hr = com_call!(&walk, WALK_NEXT, (), ());
@@ -527,7 +566,7 @@ impl Dac {
                 break;
             }
         }
-        frames
+        stack
     }
 
     /// Every GC handle.
