@@ -133,10 +133,16 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
         });
     }
 
-    let (heap, gcroots, names) = heap_and_roots(core, dac, &list, &parts, &mut warnings);
+    let objects = thread_objects(core, dac, &list);
+    let names = thread_names(core, dac, &list, &objects);
     for (t, (addr, _)) in threads.iter_mut().zip(&list) {
         t.name = names.get(addr).cloned();
     }
+    let (heap, gcroots) = if parts.heap || parts.gcroot.is_some() {
+        heap_and_roots(core, dac, &list, &parts, &mut warnings)
+    } else {
+        (None, Vec::new())
+    };
     let mut locks = held_monitors(dac, &by_address, &mut warnings);
     let entering = threads.iter().filter(|t| t.entering_monitor).count();
     if locks.is_empty() && entering > 0 {
@@ -161,21 +167,19 @@ pub(crate) fn analyze(core: &Core, dac: &Dac, facts: DumpFacts, parts: Parts) ->
     }
 }
 
-/// The runtime's `Thread` objects kept at most (for the threads' names).
-const MAX_THREAD_OBJECTS: usize = 1_000_000;
-/// The kinds of objects the heap walk collects.
-const THREAD_OBJECTS: usize = 0;
-const ROOT_TARGETS: usize = 1;
+/// The kind of objects the heap walk collects: `gcroot --type`'s.
+const ROOT_TARGETS: usize = 0;
+/// Bytes of the runtime's `Thread` searched for the handle of its managed `Thread` object.
+const THREAD_HANDLE_SEARCH: u64 = 1024;
 
-/// The heap walked (for the threads' names; the heap's statistics and the paths from the roots
-/// to the objects `parts` names when asked).
+/// The heap walked: its statistics and the paths from the roots to the objects `parts` names.
 fn heap_and_roots(
     core: &Core,
     dac: &Dac,
     list: &[(u64, ThreadData)],
     parts: &Parts,
     warnings: &mut Vec<String>,
-) -> (Option<HeapStats>, Vec<GcRoot>, HashMap<u64, String>) {
+) -> (Option<HeapStats>, Vec<GcRoot>) {
     let pattern = match &parts.gcroot {
         Some(RootTarget::Type(p)) => clrspy_values::NamePattern::new(p).ok(),
         _ => None,
@@ -185,9 +189,6 @@ fn heap_and_roots(
         _ => String::new(),
     };
     let accept = |name: &str| {
-        if name == "System.Threading.Thread" {
-            return Some(THREAD_OBJECTS);
-        }
         let hit = match &pattern {
             Some(p) if p.has_wildcards() => p.is_match(name),
             Some(_) => name.to_ascii_lowercase().contains(&lower),
@@ -197,15 +198,9 @@ fn heap_and_roots(
     };
     let pick = crate::heap::Pick {
         accept: &accept,
-        max: vec![MAX_THREAD_OBJECTS, crate::gcroot::MAX_TARGETS],
+        max: vec![crate::gcroot::MAX_TARGETS],
     };
-    // Only the statistics asked for are said to be incomplete.
-    let mut walk_warnings = Vec::new();
-    let walked = crate::heap::walk(core, dac, list, pick, &mut walk_warnings);
-    if parts.heap || parts.gcroot.is_some() {
-        warnings.extend(walk_warnings);
-    }
-    let names = thread_names(core, dac, list, &walked.found[THREAD_OBJECTS]);
+    let walked = crate::heap::walk(core, dac, list, pick, warnings);
     let targets = match &parts.gcroot {
         Some(RootTarget::Address(a)) => vec![*a],
         Some(RootTarget::Type(p)) => {
@@ -228,7 +223,63 @@ fn heap_and_roots(
             crate::gcroot::Graph::new(core, dac, walked.ranges.clone(), walked.pinned.clone());
         crate::gcroot::paths(&mut g, &threads, &targets)
     };
-    (parts.heap.then_some(walked.stats), roots, names)
+    (parts.heap.then_some(walked.stats), roots)
+}
+
+/// Each runtime thread's managed `Thread` object: the runtime's `Thread` holds a handle to
+/// it near its start. The handle's place is found on the first thread (a word pointing to a
+/// slot that holds a `System.Threading.Thread` whose fields hold the runtime thread's address)
+/// and tried first on the others.
+fn thread_objects(core: &Core, dac: &Dac, list: &[(u64, ThreadData)]) -> Vec<u64> {
+    let u64_at = |a: u64| {
+        let mut b = [0u8; 8];
+        (a & 7 == 0 && core.read_held(a, &mut b) == 8).then(|| u64::from_le_bytes(b))
+    };
+    let mut thread_mt = None;
+    let mut not_thread = std::collections::HashSet::new();
+    let mut is_thread = |mt: u64| -> bool {
+        if thread_mt == Some(mt) {
+            return true;
+        }
+        if thread_mt.is_some() || not_thread.contains(&mt) {
+            return false;
+        }
+        if dac.type_name(mt).as_deref() == Some("System.Threading.Thread") {
+            thread_mt = Some(mt);
+            true
+        } else {
+            not_thread.insert(mt);
+            false
+        }
+    };
+    let mut place: Option<u64> = None;
+    let mut out = Vec::new();
+    for (native, _) in list {
+        let offsets = place.into_iter().chain(
+            (0..THREAD_HANDLE_SEARCH)
+                .step_by(8)
+                .filter(|o| Some(*o) != place),
+        );
+        for off in offsets {
+            let Some(obj) = u64_at(native + off).filter(|&h| h != 0).and_then(u64_at) else {
+                continue;
+            };
+            let Some(mt) = u64_at(obj).filter(|&m| m != 0).map(|m| m & !7) else {
+                continue;
+            };
+            if !is_thread(mt) {
+                continue;
+            }
+            // Its fields hold this runtime thread's address.
+            let holds = (1..16).any(|i| u64_at(obj + 8 * i) == Some(*native));
+            if holds {
+                place = Some(off);
+                out.push(obj);
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// The threads' names, by the runtime's `Thread` address: each managed `Thread` object holds
