@@ -227,6 +227,16 @@ fn hang_in_progress(extra: &[&str]) -> tempfile::TempDir {
     );
     let v = hangs(&trace);
     assert!(v["deadlocks"].as_array().unwrap().is_empty(), "{v}");
+    // Never "Deadlocks: 0" for a hang the trace could not see begin.
+    let out = clrspy()
+        .args(["report", trace.to_str().unwrap(), "hangs"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("Deadlocks: none began in the trace"),
+        "{text}"
+    );
     let p = &v["in_progress"];
     let mut names: Vec<&str> = p["threads"]
         .as_array()

@@ -113,7 +113,12 @@ impl TextView for HangsReport {
 
 impl HangsReport {
     fn write_deadlocks(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
-        let heading = format!("Deadlocks: {}", self.deadlocks.len());
+        // A hang older than the trace has no lock wait in it: never "0" then.
+        let heading = if self.deadlocks.is_empty() && self.in_progress.is_some() {
+            "Deadlocks: none began in the trace (a hang older than it is below: who holds what is in the process)".to_string()
+        } else {
+            format!("Deadlocks: {}", self.deadlocks.len())
+        };
         writeln!(out, "{}", style.heading(&heading))?;
         for (i, c) in self.deadlocks.iter().enumerate() {
             let ring: Vec<String> = c
