@@ -358,8 +358,9 @@ pub struct DumpAction {
     /// Also read each dump at once (the runtime's own data access library, in a child
     /// process) and write what it says beside it as `DUMP.analysis.json`: the threads and
     /// their stacks, the monitors held with their owners and waiters, the deadlock cycles and
-    /// the exceptions the threads hold (`clrspy dump analyze --json`). Not for `on_crash`
-    /// dumps. A mini dump has no monitors' owners: use `"type": "heap"` for hangs.
+    /// the exceptions the threads hold (`clrspy dump analyze --json`); a crash dump's
+    /// analysis names the exception that ended the process. A mini dump has no monitors'
+    /// owners: use `"type": "heap"` for hangs.
     #[serde(default)]
     pub analyze: bool,
 }

@@ -415,6 +415,9 @@ fn take_crash_dump(
                 left.shown
             ));
             shared.emit(d);
+            if rule.dump.as_ref().is_some_and(|d| d.analyze) {
+                crate::dumps::analyze(shared, rule, facts, &r.path);
+            }
             keep_budget(shared, rule, &dir, 0);
         }
         Err(e) => {

@@ -134,7 +134,7 @@ fn at_once(
 
 /// `"analyze": true`: reads the dump just written (in a child process) and writes what it says
 /// beside it; logged as the rule's `analysis` action.
-fn analyze(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, dump: &Path) {
+pub(crate) fn analyze(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, dump: &Path) {
     let mut d = Decision::for_process(DecisionKind::ActionDone, facts);
     d.rule = Some(rule.name.clone());
     d.action = Some("analysis");

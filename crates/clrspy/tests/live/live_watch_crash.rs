@@ -76,7 +76,7 @@ fn rules(dir: &Path, link: &str) -> PathBuf {
         format!(
             r#"{{"rules":[{{"name":"crashes",
                "match":{{"name":"Workloads*","command_line":"{link}/"}},
-               "dump":{{"on_crash":true,"compress":"gzip"}}}}]}}"#
+               "dump":{{"on_crash":true,"compress":"gzip","analyze":true}}}}]}}"#
         ),
     )
     .unwrap();
@@ -127,6 +127,26 @@ fn check_taken(w: &Watch, pid: u32, raw_dir: &Path) {
     let report = file.with_file_name(name.replace(".dmp.gz", ".crashreport.json"));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert!(r["payload"]["threads"].is_array(), "{report:?}");
+    // "analyze": the crash dump read at once; the exception that ended the process in it.
+    let read = w.wait_for(
+        |l| l["action"] == "analysis" && l["pid"] == pid,
+        "the crash dump's analysis",
+    );
+    assert_eq!(read["event"], "action_done", "{read}");
+    let a: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(read["file"].as_str().unwrap()).unwrap()).unwrap();
+    let thrown: Vec<String> = a["exceptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}: {}", e["type_name"], e["message"]))
+        .collect();
+    assert!(
+        thrown
+            .iter()
+            .any(|e| e.contains("Workloads.CrashException") && e.contains("workload crash 42")),
+        "{thrown:?}"
+    );
 }
 
 /// Checks a program without the variables got the line that says why, and no dump.
