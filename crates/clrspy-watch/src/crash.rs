@@ -416,7 +416,7 @@ fn take_crash_dump(
             ));
             shared.emit(d);
             if rule.dump.as_ref().is_some_and(|d| d.analyze) {
-                crate::dumps::analyze(shared, rule, facts, &r.path);
+                crate::analysis::analyze(shared, rule, facts, &r.path);
             }
             keep_budget(shared, rule, &dir, 0);
         }

@@ -118,7 +118,7 @@ fn at_once(
             d.detail = Some(format!("{} MB raw", report.raw_bytes >> 20));
             shared.emit(d);
             if dump.analyze {
-                analyze(shared, rule, facts, &report.path);
+                crate::analysis::analyze(shared, rule, facts, &report.path);
             }
             keep_budget(shared, rule, &dir, 0);
         }
@@ -130,34 +130,6 @@ fn at_once(
             e.kind() == ErrorKind::DiskFull,
         ),
     }
-}
-
-/// `"analyze": true`: reads the dump just written (in a child process) and writes what it says
-/// beside it; logged as the rule's `analysis` action.
-pub(crate) fn analyze(shared: &WatchState, rule: &Rule, facts: &ProcessFacts, dump: &Path) {
-    let mut d = Decision::for_process(DecisionKind::ActionDone, facts);
-    d.rule = Some(rule.name.clone());
-    d.action = Some("analysis");
-    match clrspy_collect::analyze_dump(dump, false) {
-        Ok(a) => match clrspy_collect::write_analysis(dump, &a) {
-            Ok(path) => {
-                d.file = Some(path);
-                d.detail = Some(clrspy_collect::analysis_line(&a));
-            }
-            Err(e) => {
-                d.event = DecisionKind::ActionFailed;
-                d.detail = Some(format!(
-                    "the analysis of {} could not be written: {e}",
-                    dump.display()
-                ));
-            }
-        },
-        Err(e) => {
-            d.event = DecisionKind::ActionFailed;
-            d.detail = Some(format!("the analysis of {} failed: {e}", dump.display()));
-        }
-    }
-    shared.emit(d);
 }
 
 /// Dumps left under the rule's `max_actions` (all of them without one).
@@ -504,7 +476,7 @@ pub(crate) fn notices(
                         d.detail = Some(o.request.reason.clone());
                         shared.emit(d);
                         if rule.dump.as_ref().is_some_and(|a| a.analyze) {
-                            analyze(&shared, rule, &facts, &named);
+                            crate::analysis::analyze(&shared, rule, &facts, &named);
                         }
                         keep_budget(&shared, rule, &dir, 0);
                     }

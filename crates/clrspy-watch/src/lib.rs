@@ -28,6 +28,7 @@
 #![warn(unreachable_pub)]
 
 mod admission;
+mod analysis;
 mod bundle;
 mod children;
 mod counters;
