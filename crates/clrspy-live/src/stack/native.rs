@@ -47,7 +47,12 @@ pub fn add_native_frames(
     let pid = endpoint.pid;
     let dump = std::env::temp_dir().join(format!("clrspy-stack-{pid}-{}.dmp", std::process::id()));
     let report_file = PathBuf::from(format!("{}.crashreport.json", dump.display()));
-    let _cleanup = Cleanup(vec![dump.clone(), report_file.clone()]);
+    // The dump, its report, and the copy of the runtime's library written beside it.
+    let _cleanup = Cleanup(vec![
+        dump.clone(),
+        report_file.clone(),
+        clrspy_collect::dac_sidecar(&dump),
+    ]);
     let path = clrspy_collect::dump_path(pid, Some(&dump)).map_err(|e| e.to_string())?;
     let spec = DumpSpec {
         kind: DumpType::Normal,
