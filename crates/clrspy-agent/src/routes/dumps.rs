@@ -288,10 +288,15 @@ async fn start(
     match op {
         Some(op) if op.state == OpState::Succeeded && then == Then::Analyze => {
             let (path, _) = ops.artifact(&op.id)?;
-            let read =
-                tokio::task::spawn_blocking(move || clrspy_collect::analyze_dump(&path, false))
-                    .await
-                    .map_err(|e| ApiError::internal(format!("the analysis failed: {e}")))?;
+            // The dump is deleted before the answer, not after it as a streamed file is.
+            let (remover, id) = (ops.clone(), op.id.clone());
+            let read = tokio::task::spawn_blocking(move || {
+                let a = clrspy_collect::analyze_dump(&path, false);
+                remover.remove(&id);
+                a
+            })
+            .await
+            .map_err(|e| ApiError::internal(format!("the analysis failed: {e}")))?;
             drop(forget);
             match read {
                 Ok(a) => Ok(Json(a).into_response()),
