@@ -325,6 +325,9 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> RequestsReport {
         if m.with_route < m.finished {
             missing.push(format!("{} of {} requests have no route (counted by path): the trace lacks the routing middleware's ExecutingEndpoint log (`clrspy record --profile aspnet` records it).", m.finished - m.with_route, m.finished));
         }
+        if a.dropped_events > 0 && (m.in_flight > 0 || m.finished_unstarted > 0) {
+            missing.push(format!("{} events were lost by the runtime (its buffer filled): a request whose stop was lost counts as in flight, one whose start was lost as finished without its start.", a.dropped_events));
+        }
         if m.without_activity_id > 0 {
             missing.push(format!("{} request events have no activity id and were not timed: record System.Threading.Tasks.TplEventSource with keyword 0x80 (`clrspy record --profile aspnet`).", m.without_activity_id));
         }

@@ -146,7 +146,16 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
     let finished = req["finished"].as_u64().unwrap();
     assert!(finished > 100, "{req}");
     assert_eq!(req["with_route"], req["finished"], "{req}");
-    assert!(req["in_flight"].as_u64().unwrap() <= 8, "{req}");
+    // At most the load's 4 connections (twice, for a stop written just after the session's
+    // end) are in flight at the end; more only when the runtime lost events (a busy machine
+    // can fill the session's buffer), and then the report must say so.
+    let summary = String::from_utf8_lossy(&files["reports/summary.txt"]);
+    let lost = summary.contains("events were lost by the runtime");
+    assert!(
+        req["in_flight"].as_u64().unwrap() <= 8
+            || (lost && req["missing"].to_string().contains("events were lost")),
+        "{req}\n{summary:.3000}"
+    );
     let log = String::from_utf8_lossy(&files["logs/app.log"]);
     assert!(
         log.contains("Microsoft.AspNetCore.Hosting.Diagnostics"),
