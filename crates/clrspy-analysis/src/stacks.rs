@@ -2,19 +2,53 @@
 //! [`StackId`]; models keep ids, never addresses, so memory grows with distinct stacks, not with
 //! events. The trace's own stack ids restart at each sequence point, so they cannot be the key.
 
+use std::hash::{Hash, Hasher};
+
+use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 
 /// An interned stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StackId(pub u32);
 
-/// The interned stacks of a trace.
+/// The interned stacks of a trace. Each stack's addresses are stored once, in `ips`; the
+/// table finds a stack by the hash of its bytes and compares it with those addresses (a key
+/// copy per stack would double the memory of a kernel-sampled trace, whose stacks are deep
+/// and nearly all distinct).
 #[derive(Clone, Debug, Default)]
 pub struct StackTable {
-    by_bytes: FxHashMap<Box<[u8]>, StackId>,
+    by_hash: HashTable<StackId>,
     /// Offsets into `ips` of each stack, and its length.
     spans: Vec<(u32, u32)>,
+    /// The hash of each stack's bytes as the trace stored them (kept for rehashing).
+    hashes: Vec<u64>,
     ips: Vec<u64>,
+    /// The addresses as the trace stored them of the stacks [`StackTable::drop_next_frames`]
+    /// changed (few: lookups by the trace's bytes still find them).
+    original: FxHashMap<u32, Box<[u64]>>,
+}
+
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// True when the trace's stack (`bytes`, addresses of `size` bytes) is `ips`.
+fn same(bytes: &[u8], size: usize, ips: &[u64]) -> bool {
+    if size == 8 {
+        return bytes.len() == ips.len() * 8
+            && bytes
+                .chunks_exact(8)
+                .zip(ips)
+                .all(|(c, &ip)| c == ip.to_le_bytes());
+    }
+    bytes.len() == ips.len() * size
+        && bytes.chunks_exact(size).zip(ips).all(|(c, &ip)| {
+            let mut b = [0u8; 8];
+            b[..size].copy_from_slice(c);
+            u64::from_le_bytes(b) == ip
+        })
 }
 
 impl StackTable {
@@ -23,21 +57,34 @@ impl StackTable {
         StackTable::default()
     }
 
+    fn find(&self, stack: &nettrace::Stack<'_>, hash: u64) -> Option<StackId> {
+        let size = if stack.pointer_size() == 4 { 4 } else { 8 };
+        let bytes = stack.bytes();
+        self.by_hash
+            .find(hash, |id| {
+                self.hashes[id.0 as usize] == hash && same(bytes, size, self.span(*id))
+            })
+            .copied()
+    }
+
     /// Interns a stack given as the trace stores it (pointer-size addresses, leaf first).
     pub fn intern(&mut self, stack: &nettrace::Stack<'_>) -> Option<StackId> {
         if stack.is_empty() {
             return None;
         }
-        let bytes = stack.bytes();
-        if let Some(id) = self.by_bytes.get(bytes) {
-            return Some(*id);
+        let hash = hash_bytes(stack.bytes());
+        if let Some(id) = self.find(stack, hash) {
+            return Some(id);
         }
         let id = StackId(u32::try_from(self.spans.len()).ok()?);
         let start = u32::try_from(self.ips.len()).ok()?;
         self.ips.extend(stack.ips());
         let len = u32::try_from(self.ips.len()).ok()? - start;
         self.spans.push((start, len));
-        self.by_bytes.insert(bytes.into(), id);
+        self.hashes.push(hash);
+        let hashes = &self.hashes;
+        self.by_hash
+            .insert_unique(hash, id, |id| hashes[id.0 as usize]);
         Some(id)
     }
 
@@ -47,7 +94,16 @@ impl StackTable {
         if stack.is_empty() {
             return None;
         }
-        self.by_bytes.get(stack.bytes()).copied()
+        self.find(stack, hash_bytes(stack.bytes()))
+    }
+
+    /// The addresses as interned (before [`StackTable::drop_next_frames`], which changes
+    /// `ips` but not what the trace's bytes are looked up by).
+    fn span(&self, id: StackId) -> &[u64] {
+        match self.original.get(&id.0) {
+            Some(ips) => ips,
+            None => self.ips(id),
+        }
     }
 
     /// Interns a stack given as addresses, leaf first.
@@ -72,7 +128,7 @@ impl StackTable {
     /// (ids and lookups by the trace's bytes stay as they were).
     pub(crate) fn drop_next_frames(&mut self, drop: impl Fn(u64, u64) -> bool) {
         let mut ips = Vec::with_capacity(self.ips.len());
-        for span in &mut self.spans {
+        for (id, span) in self.spans.iter_mut().enumerate() {
             let (s, l) = (span.0 as usize, span.1 as usize);
             let old = &self.ips[s..s + l];
             let start = ips.len();
@@ -81,6 +137,9 @@ impl StackTable {
                     continue;
                 }
                 ips.push(ip);
+            }
+            if ips.len() - start != l && !self.original.contains_key(&(id as u32)) {
+                self.original.insert(id as u32, old.into());
             }
             *span = (start as u32, (ips.len() - start) as u32);
         }
@@ -170,5 +229,37 @@ mod tests {
         assert_eq!(t.intern_ips(&[]), None);
         assert_eq!(t.ips(StackId(99)), &[] as &[u64]);
         assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn stacks_are_found_by_the_traces_bytes_after_frames_are_dropped() {
+        let mut t = StackTable::new();
+        let a = t.intern_ips(&[1, 7, 3]).unwrap();
+        let b = t.intern_ips(&[5, 6]).unwrap();
+        t.drop_next_frames(|_, ip| ip == 7);
+        assert_eq!((t.ips(a), t.ips(b)), (&[1, 3][..], &[5, 6][..]));
+        let bytes = |ips: &[u64]| {
+            ips.iter()
+                .flat_map(|i| i.to_le_bytes())
+                .collect::<Vec<u8>>()
+        };
+        let look = |t: &StackTable, ips: &[u64]| t.lookup(&nettrace::Stack::new(&bytes(ips), 8));
+        assert_eq!(look(&t, &[1, 7, 3]), Some(a));
+        assert_eq!(look(&t, &[1, 3]), None);
+        assert_eq!(look(&t, &[5, 6]), Some(b));
+        // Four-byte addresses compare as their values.
+        let mut t = StackTable::new();
+        let four: Vec<u8> = [9u32, 8].iter().flat_map(|i| i.to_le_bytes()).collect();
+        let c = t.intern(&nettrace::Stack::new(&four, 4)).unwrap();
+        assert_eq!(t.ips(c), &[9, 8]);
+        assert_eq!(t.lookup(&nettrace::Stack::new(&four, 4)), Some(c));
+        assert_eq!(t.intern(&nettrace::Stack::new(&four, 4)), Some(c));
+        // Many stacks (the table grows and rehashes): each found again.
+        let ids: Vec<StackId> = (0..5000u64)
+            .map(|i| t.intern_ips(&[i, i + 1]).unwrap())
+            .collect();
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(t.intern_ips(&[i as u64, i as u64 + 1]), Some(*id));
+        }
     }
 }
