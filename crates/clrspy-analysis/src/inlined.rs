@@ -12,6 +12,8 @@ use rustc_hash::FxHashMap;
 
 /// How a label starts, after the method's own name.
 const MARK: &str = " [inlines ";
+/// The namespace the runtime gives generated methods (compiled expressions, dynamic methods).
+pub(crate) const LAMBDAS: &str = "dynamicClass";
 /// The most inlinees a label names (the rest are counted).
 const SHOWN: usize = 2;
 
@@ -22,8 +24,17 @@ pub(crate) struct Inlinings {
     pub(crate) followed: bool,
     /// Inlinees by compiled method, in the order first seen.
     by_method: FxHashMap<String, Vec<String>>,
-    /// The generated methods (`dynamicClass.…`) the runtime compiled while recording.
-    live_lambdas: rustc_hash::FxHashSet<String>,
+    /// The generated methods (`dynamicClass.…`) the runtime compiled while recording, by
+    /// the hash of their frame name (an app compiling expressions per request makes
+    /// hundreds of thousands: their names would be most of a report's memory).
+    live_lambdas: rustc_hash::FxHashSet<u64>,
+}
+
+fn name_hash(frame: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    frame.hash(&mut h);
+    h.finish()
 }
 
 impl Inlinings {
@@ -52,18 +63,25 @@ impl Inlinings {
         }
     }
 
-    /// Notes a method compiled while recording (a `Method/LoadVerbose`): what it inlines is in
-    /// the trace when the inlining was followed.
-    pub(crate) fn compiled_live(&mut self, namespace: &str, name: &str) {
-        if namespace == "dynamicClass" {
-            self.live_lambdas
-                .insert(clr_events::method_names::join(namespace, name));
-        }
+    /// Notes a generated method (namespace `dynamicClass`) compiled while recording (a
+    /// `Method/LoadVerbose`): what it inlines is in the trace when the inlining was followed.
+    pub(crate) fn lambda_compiled_live(&mut self, name: &str) {
+        self.live_lambdas
+            .insert(name_hash(&clr_events::method_names::join(LAMBDAS, name)));
     }
 
     /// True when the generated method named `frame` was compiled while recording.
     pub(crate) fn was_compiled_live(&self, frame: &str) -> bool {
-        self.live_lambdas.contains(frame)
+        self.live_lambdas.contains(&name_hash(frame))
+    }
+
+    /// The labels alone (what [`Inlinings::label`] reads), for a copy to be filtered.
+    pub(crate) fn labels(&self) -> Inlinings {
+        Inlinings {
+            followed: self.followed,
+            by_method: self.by_method.clone(),
+            live_lambdas: Default::default(),
+        }
     }
 
     /// Keeps only the inlinees of the app's own types (`app_types`: the outermost declaring

@@ -177,9 +177,9 @@ impl Model for Symbols {
                 if k == KnownProvider::Rundown {
                     self.has_rundown = true;
                 }
-                if k == KnownProvider::Runtime {
+                if k == KnownProvider::Runtime && m.namespace.eq_str(crate::inlined::LAMBDAS) {
                     self.inlinings
-                        .compiled_live(&m.namespace.to_string_lossy(), &m.name.to_string_lossy());
+                        .lambda_compiled_live(&m.name.to_string_lossy());
                 }
                 if m.is_osr() && m.size > 0 {
                     self.osr_code
@@ -358,7 +358,7 @@ impl Symbols {
             return;
         }
         // The labels name only the app's own types (kept whole: more events may come).
-        let mut labels = self.inlinings.clone();
+        let mut labels = self.inlinings.labels();
         if !labels.is_empty() {
             labels.keep_app_types(&self.app_types());
         }
