@@ -207,16 +207,19 @@ impl StackProfile {
         plumbing: &rustc_hash::FxHashSet<u64>,
     ) -> StackProfile {
         let mut left_out: FxHashMap<u64, f64> = FxHashMap::default();
+        // The stacks the estimate resolved, handed to their rows (a kernel-sampled trace's
+        // stacks are nearly all distinct: a second copy of each would double the profile).
         let mut cache: FxHashMap<StackId, Vec<FrameId>> = FxHashMap::default();
-        let times = {
-            let mut frames_of = |s: Option<StackId>| -> Vec<FrameId> {
-                s.map(|s| resolve_stack(&mut cache, stacks, symbols, s))
-                    .unwrap_or_default()
+        let times = cpu.estimate().resolve(cpu.cpus(), |(s, managed)| {
+            let frames = match s {
+                Some(s) => cache
+                    .entry(s)
+                    .or_insert_with(|| resolve_stack(stacks, symbols, s))
+                    .as_slice(),
+                None => &[],
             };
-            cpu.estimate().resolve(cpu.cpus(), |(s, managed)| {
-                !heuristic_is_waiting(&frames_of(s), symbols, managed)
-            })
-        };
+            !heuristic_is_waiting(frames, symbols, managed)
+        });
         let unit = cpu.interval_ns as f64;
         let mut rows = Vec::new();
         let mut staged: Vec<(Row, bool)> = Vec::new();
@@ -226,7 +229,9 @@ impl StackProfile {
                 continue;
             }
             let frames = match stack {
-                Some(s) => resolve_stack(&mut cache, stacks, symbols, s),
+                Some(s) => cache
+                    .remove(&s)
+                    .unwrap_or_else(|| resolve_stack(stacks, symbols, s)),
                 None => Vec::new(),
             };
             let mut cpu_w = w.cpu;
@@ -624,22 +629,12 @@ impl StackProfile {
 }
 
 /// A stack's frames, leaf first, resolved once.
-fn resolve_stack(
-    cache: &mut FxHashMap<StackId, Vec<FrameId>>,
-    stacks: &StackTable,
-    symbols: &Symbols,
-    s: StackId,
-) -> Vec<FrameId> {
-    cache
-        .entry(s)
-        .or_insert_with(|| {
-            stacks
-                .ips(s)
-                .iter()
-                .map(|&ip| symbols.resolve(ip))
-                .collect()
-        })
-        .clone()
+fn resolve_stack(stacks: &StackTable, symbols: &Symbols, s: StackId) -> Vec<FrameId> {
+    stacks
+        .ips(s)
+        .iter()
+        .map(|&ip| symbols.resolve(ip))
+        .collect()
 }
 
 /// A row of a worker waiting (or spinning) for work: its waiting time is idle, and its

@@ -256,6 +256,9 @@ const RUNNABLE: &str = "[runnable";
 
 /// Builds the CPU (`Metric::Cpu`) or waits (`Metric::Wait`) report.
 pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
+    // The process's CPU by thread role builds a profile of its own: before this one, so that
+    // the two are not held at once.
+    let process = (metric == Metric::Cpu).then(|| process_cpu(a));
     let profile = a.profile(&o.filter);
     let total = profile.total(metric);
     let (excl, incl) = profile.top(metric, &a.symbols);
@@ -384,7 +387,7 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         runqueue_source: waits.then(|| RunqueueSource::of(a)),
         cpu_throttling: runqueue::throttling(a).filter(|_| waits),
         cpu_ms: profile.total(Metric::Cpu) * ms_per,
-        process: (metric == Metric::Cpu).then(|| process_cpu(a)),
+        process,
         tree: o
             .tree
             .is_some()
