@@ -89,9 +89,7 @@ fn draw(
     thread_label: &dyn Fn(u64) -> String,
     view: &View,
 ) -> io::Result<()> {
-    let mut text = Vec::new();
-    folded::write(&mut text, stacks, metric, thread_label, false)?;
-    let text = String::from_utf8_lossy(&text);
+    let lines = folded::lines(stacks, metric, thread_label, false);
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     // A fixed width unless the page gives one (the HTML report's frame): the fluid layout
@@ -108,10 +106,11 @@ fn draw(
     }
     opts.count_name = if metric.is_bytes() { "bytes" } else { "µs" }.into();
     opts.subtitle = Some(metric.description().into());
-    if text.trim().is_empty() {
+    if lines.is_empty() {
         // inferno refuses empty input: draw the one "no samples" bar.
         return inferno::flamegraph::from_lines(&mut opts, std::iter::once("[no samples] 1"), out)
             .map_err(io::Error::other);
     }
-    inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(io::Error::other)
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+        .map_err(io::Error::other)
 }

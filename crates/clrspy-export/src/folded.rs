@@ -30,22 +30,54 @@ pub(crate) fn write(
     let unit = unit.into();
     let mut line = String::new();
     for s in stacks {
-        line.clear();
-        if per_thread {
-            line.push_str(&clean(&thread_label(s.thread)));
-        }
-        for f in &s.frames {
-            if !line.is_empty() {
-                line.push(';');
-            }
-            line.push_str(&clean(f));
-        }
-        if line.is_empty() {
-            line.push_str("[no stack]");
-        }
-        writeln!(out, "{line} {}", unit_weight(unit, s.weight))?;
+        fill(&mut line, s, unit, thread_label, per_thread);
+        writeln!(out, "{line}")?;
     }
     Ok(())
+}
+
+/// The lines [`write`] writes, each its own string of its own size (a flame graph of a
+/// kernel-sampled trace reads megabytes of them: one buffer grown by doubling held twice
+/// that).
+pub(crate) fn lines(
+    stacks: &[WeightedStack],
+    unit: StackUnit,
+    thread_label: &dyn Fn(u64) -> String,
+    per_thread: bool,
+) -> Vec<String> {
+    let mut line = String::new();
+    stacks
+        .iter()
+        .map(|s| {
+            fill(&mut line, s, unit, thread_label, per_thread);
+            line.as_str().to_owned()
+        })
+        .collect()
+}
+
+/// One stack's line, without its end of line.
+fn fill(
+    line: &mut String,
+    s: &WeightedStack,
+    unit: StackUnit,
+    thread_label: &dyn Fn(u64) -> String,
+    per_thread: bool,
+) {
+    use std::fmt::Write as _;
+    line.clear();
+    if per_thread {
+        line.push_str(&clean(&thread_label(s.thread)));
+    }
+    for f in &s.frames {
+        if !line.is_empty() {
+            line.push(';');
+        }
+        line.push_str(&clean(f));
+    }
+    if line.is_empty() {
+        line.push_str("[no stack]");
+    }
+    let _ = write!(line, " {}", unit_weight(unit, s.weight));
 }
 
 fn clean(s: &str) -> String {
@@ -74,5 +106,7 @@ mod tests {
         let mut out = Vec::new();
         write(&mut out, &stacks, Metric::Cpu, &|t| format!("t{t}"), true).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "t5;Main;A:B 2500\nt6 1\n");
+        let l = super::lines(&stacks, Metric::Cpu.into(), &|t| format!("t{t}"), false);
+        assert_eq!(l, ["Main;A:B 2500", "[no stack] 1"]);
     }
 }

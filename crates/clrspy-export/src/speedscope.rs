@@ -6,12 +6,83 @@
 use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
-use serde_json::{json, Value};
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
 
 use crate::stack_unit::StackUnit;
 use crate::WeightedStack;
 
-/// Writes a speedscope JSON document of stacks weighing a metric or another [`StackUnit`].
+#[derive(Serialize)]
+struct Doc<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    shared: Shared<'a>,
+    profiles: Vec<Profile<'a>>,
+    name: &'a str,
+    #[serde(rename = "activeProfileIndex")]
+    active_profile_index: u32,
+    exporter: String,
+}
+
+#[derive(Serialize)]
+struct Shared<'a> {
+    frames: Vec<Frame<'a>>,
+}
+
+#[derive(Serialize)]
+struct Frame<'a> {
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+struct Profile<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: String,
+    unit: &'static str,
+    #[serde(rename = "startValue")]
+    start_value: u32,
+    #[serde(rename = "endValue")]
+    end_value: f64,
+    samples: Samples<'a>,
+    weights: Weights<'a>,
+}
+
+/// A profile's samples: the frame indexes of the stacks it lists (each stack's indexes are
+/// computed once and shared by the all-threads profile and its thread's).
+struct Samples<'a> {
+    indexes: &'a [Vec<u32>],
+    members: &'a [usize],
+}
+
+impl Serialize for Samples<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.members.len()))?;
+        for &i in self.members {
+            seq.serialize_element(&self.indexes[i])?;
+        }
+        seq.end()
+    }
+}
+
+struct Weights<'a> {
+    stacks: &'a [WeightedStack],
+    members: &'a [usize],
+}
+
+impl Serialize for Weights<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.members.len()))?;
+        for &i in self.members {
+            seq.serialize_element(&self.stacks[i].weight)?;
+        }
+        seq.end()
+    }
+}
+
+/// Writes a speedscope JSON document of stacks weighing a metric or another [`StackUnit`],
+/// serialized as it is written (no document tree: a kernel-sampled trace's deep, distinct
+/// stacks made that tree most of the conversion's memory).
 pub(crate) fn write(
     out: &mut dyn Write,
     stacks: &[WeightedStack],
@@ -20,23 +91,31 @@ pub(crate) fn write(
     thread_label: &dyn Fn(u64) -> String,
 ) -> io::Result<()> {
     let unit = unit.into();
-    let mut frame_index: FxHashMap<String, usize> = FxHashMap::default();
-    let mut frames: Vec<Value> = Vec::new();
-    let mut index_of = |f: &str| -> usize {
-        if let Some(&i) = frame_index.get(f) {
-            return i;
-        }
-        frames.push(json!({ "name": f }));
-        frame_index.insert(f.to_string(), frames.len() - 1);
-        frames.len() - 1
-    };
-    // Per thread, in order of total weight.
-    let mut by_thread: Vec<(u64, Vec<&WeightedStack>)> = Vec::new();
-    for s in stacks {
-        match by_thread.iter_mut().find(|(t, _)| *t == s.thread) {
-            Some((_, v)) => v.push(s),
-            None => by_thread.push((s.thread, vec![s])),
-        }
+    let mut frame_index: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut frames: Vec<Frame<'_>> = Vec::new();
+    let indexes: Vec<Vec<u32>> = stacks
+        .iter()
+        .map(|s| {
+            s.frames
+                .iter()
+                .map(|f| {
+                    *frame_index.entry(f).or_insert_with(|| {
+                        frames.push(Frame { name: f });
+                        (frames.len() - 1) as u32
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    // Per thread, in order of first appearance (the stacks come heaviest first).
+    let mut by_thread: Vec<(u64, Vec<usize>)> = Vec::new();
+    let mut thread_at: FxHashMap<u64, usize> = FxHashMap::default();
+    for (i, s) in stacks.iter().enumerate() {
+        let at = *thread_at.entry(s.thread).or_insert_with(|| {
+            by_thread.push((s.thread, Vec::new()));
+            by_thread.len() - 1
+        });
+        by_thread[at].1.push(i);
     }
     let all_label = unit.all_label();
     let unit = if unit.is_bytes() {
@@ -44,48 +123,49 @@ pub(crate) fn write(
     } else {
         "milliseconds"
     };
-    let profile =
-        |label: String, list: &[&WeightedStack], index_of: &mut dyn FnMut(&str) -> usize| {
-            let samples: Vec<Vec<usize>> = list
-                .iter()
-                .map(|s| s.frames.iter().map(|f| index_of(f)).collect())
-                .collect();
-            let weights: Vec<f64> = list.iter().map(|s| s.weight).collect();
-            let total: f64 = weights.iter().sum();
-            json!({
-                "type": "sampled",
-                "name": label,
-                "unit": unit,
-                "startValue": 0,
-                "endValue": total,
-                "samples": samples,
-                "weights": weights,
-            })
-        };
-    let mut profiles = Vec::new();
-    let all: Vec<&WeightedStack> = stacks.iter().collect();
-    profiles.push(profile(all_label, &all, &mut index_of));
-    if !(by_thread.len() == 1 && by_thread[0].0 == 0) {
-        for (t, list) in &by_thread {
-            profiles.push(profile(thread_label(*t), list, &mut index_of));
+    fn profile<'a>(
+        label: String,
+        unit: &'static str,
+        stacks: &'a [WeightedStack],
+        indexes: &'a [Vec<u32>],
+        members: &'a [usize],
+    ) -> Profile<'a> {
+        Profile {
+            kind: "sampled",
+            name: label,
+            unit,
+            start_value: 0,
+            end_value: members.iter().map(|&i| stacks[i].weight).sum(),
+            samples: Samples { indexes, members },
+            weights: Weights { stacks, members },
         }
     }
-    let doc = json!({
-        "$schema": "https://www.speedscope.app/file-format-schema.json",
-        "shared": { "frames": frames },
-        "profiles": profiles,
-        "name": name,
-        "activeProfileIndex": 0,
-        "exporter": format!("clrspy {}", env!("CARGO_PKG_VERSION")),
-    });
-    serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
-    writeln!(out)
+    let all: Vec<usize> = (0..stacks.len()).collect();
+    let mut profiles = vec![profile(all_label, unit, stacks, &indexes, &all)];
+    if !(by_thread.len() == 1 && by_thread[0].0 == 0) {
+        for (t, list) in &by_thread {
+            profiles.push(profile(thread_label(*t), unit, stacks, &indexes, list));
+        }
+    }
+    let doc = Doc {
+        schema: "https://www.speedscope.app/file-format-schema.json",
+        shared: Shared { frames },
+        profiles,
+        name,
+        active_profile_index: 0,
+        exporter: format!("clrspy {}", env!("CARGO_PKG_VERSION")),
+    };
+    let mut w = io::BufWriter::new(&mut *out);
+    serde_json::to_writer(&mut w, &doc).map_err(io::Error::from)?;
+    writeln!(w)?;
+    w.flush()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Metric;
+    use serde_json::{json, Value};
 
     #[test]
     fn one_profile_per_thread_plus_all() {
