@@ -104,6 +104,8 @@ pub(crate) fn matching_methods(
 ) -> Vec<(String, f64)> {
     let mut incl: FxHashMap<FrameId, f64> = FxHashMap::default();
     let mut seen = FxHashSet::default();
+    // Whether a frame's name holds the pattern, once per frame (rows share most frames).
+    let mut matches: FxHashMap<FrameId, bool> = FxHashMap::default();
     for r in &profile.rows {
         let w = r.weight(metric);
         if w <= 0.0 {
@@ -111,7 +113,11 @@ pub(crate) fn matching_methods(
         }
         seen.clear();
         for &f in &r.frames {
-            if seen.insert(f) && symbols.frame(f).name.contains(pattern) {
+            if seen.insert(f)
+                && *matches
+                    .entry(f)
+                    .or_insert_with(|| symbols.frame(f).name.contains(pattern))
+            {
                 *incl.entry(f).or_default() += w;
             }
         }

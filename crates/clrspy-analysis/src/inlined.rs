@@ -28,6 +28,8 @@ pub(crate) struct Inlinings {
     /// the hash of their frame name (an app compiling expressions per request makes
     /// hundreds of thousands: their names would be most of a report's memory).
     live_lambdas: rustc_hash::FxHashSet<u64>,
+    /// A buffer for the names of generated methods as they come.
+    scratch: String,
 }
 
 fn name_hash(frame: &str) -> u64 {
@@ -65,9 +67,15 @@ impl Inlinings {
 
     /// Notes a generated method (namespace `dynamicClass`) compiled while recording (a
     /// `Method/LoadVerbose`): what it inlines is in the trace when the inlining was followed.
-    pub(crate) fn lambda_compiled_live(&mut self, name: &str) {
-        self.live_lambdas
-            .insert(name_hash(&clr_events::method_names::join(LAMBDAS, name)));
+    pub(crate) fn lambda_compiled_live(&mut self, name: clr_events::Utf16Str<'_>) {
+        // The frame name (`dynamicClass.lambda_method12`) built in a buffer kept for the
+        // next: hundreds of thousands of these come in a trace.
+        let frame = &mut self.scratch;
+        frame.clear();
+        frame.push_str(LAMBDAS);
+        frame.push('.');
+        frame.extend(name.chars());
+        self.live_lambdas.insert(name_hash(frame));
     }
 
     /// True when the generated method named `frame` was compiled while recording.
@@ -81,6 +89,7 @@ impl Inlinings {
             followed: self.followed,
             by_method: self.by_method.clone(),
             live_lambdas: Default::default(),
+            scratch: String::new(),
         }
     }
 

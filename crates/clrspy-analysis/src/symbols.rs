@@ -178,8 +178,7 @@ impl Model for Symbols {
                     self.has_rundown = true;
                 }
                 if k == KnownProvider::Runtime && m.namespace.eq_str(crate::inlined::LAMBDAS) {
-                    self.inlinings
-                        .lambda_compiled_live(&m.name.to_string_lossy());
+                    self.inlinings.lambda_compiled_live(m.name);
                 }
                 if m.is_osr() && m.size > 0 {
                     self.osr_code
