@@ -118,7 +118,7 @@ fn trace_point(s: &str) -> Result<TracePoint, String> {
 
 /// Profile and diagnose .NET applications: read and report EventPipe traces.
 #[derive(Debug, Parser)]
-#[command(name = "clrspy", version, about, long_about = None)]
+#[command(name = "clrspy", version = crate::build_info::VERSION, long_version = crate::build_info::LONG_VERSION, about, long_about = None)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -184,6 +184,36 @@ pub enum Command {
     Doctor(clrspy_handoff::doctor::Args),
     /// An authenticated HTTP API over the .NET processes here (`new-key`, `schema`; docs/agent.md).
     Agent(clrspy_agent::AgentArgs),
+    /// Print a shell's completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  clrspy completions bash > /etc/bash_completion.d/clrspy\n  clrspy completions zsh > \"${fpath[1]}/_clrspy\"\n  clrspy completions fish > ~/.config/fish/completions/clrspy.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Print clrspy's manual page (roff), or a command's; --dir writes one page per command.
+    #[command(
+        after_help = "Examples:\n  clrspy man | man -l -\n  clrspy man record | man -l -\n  clrspy man --dir /usr/local/share/man/man1"
+    )]
+    Man(ManArgs),
+}
+
+/// `clrspy completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `clrspy man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`record`, `heap diff`: words of the command line);
+    /// none for clrspy's own.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write every command's page into this folder (clrspy.1, clrspy-record.1, ...) instead.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `clrspy gcdump`.

@@ -1,6 +1,7 @@
 //! clrspy: profile and diagnose .NET applications. This binary is thin: it parses the command
 //! line, runs a command, and turns errors into one clear line and an exit code.
 
+mod build_info;
 mod cli;
 mod commands;
 mod input;

@@ -12,6 +12,7 @@ mod heap_input;
 mod heap_snap;
 mod heap_watch;
 mod info;
+mod manual;
 mod profile;
 mod ps;
 mod record;
@@ -63,5 +64,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
             profile::run(&a)
         }
         Command::Top(a) => Ok(clrspy_views::top::run(&a)?),
+        Command::Completions(a) => manual::completions(&a),
+        Command::Man(a) => manual::man(&a),
     }
 }

@@ -13,6 +13,7 @@ mod convert;
 mod cpu_vs_traceevent;
 mod gc_vs_traceevent;
 mod heap_cli;
+mod manual;
 mod r2r_symbols;
 mod repair;
 mod report_callers;

@@ -1,0 +1,155 @@
+//! `clrspy completions` and `clrspy man`, read by their real consumers: bash loads the
+//! completion script and completes a command and a flag; `man` renders every page; and every
+//! long flag of every command is on its page (the pages come from the same definition as
+//! `--help`, so a flag added to one is in the other).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Command;
+
+use crate::common;
+
+fn clrspy_out(args: &[&str]) -> String {
+    let out = common::clrspy().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn bash_completes_commands_and_flags_from_the_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("clrspy.bash");
+    std::fs::write(&script, clrspy_out(&["completions", "bash"])).unwrap();
+    // What bash offers after `clrspy rec` and after `clrspy record --dur`.
+    let complete = |line: &str| {
+        let words: Vec<&str> = line.split(' ').collect();
+        let probe = format!(
+            "source {}; COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT={}; _clrspy clrspy '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.join(" "),
+            words.len() - 1,
+            line.len(),
+            words[words.len() - 1],
+            words[words.len() - 2],
+        );
+        let out = Command::new("bash").args(["-c", &probe]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let commands = complete("clrspy rec");
+    assert!(commands.lines().any(|l| l == "record"), "{commands}");
+    let flags = complete("clrspy record --dur");
+    assert!(flags.lines().any(|l| l == "--duration"), "{flags}");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        assert!(
+            clrspy_out(&["completions", shell]).contains("clrspy"),
+            "{shell}"
+        );
+    }
+    let bad = common::clrspy()
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn every_command_has_a_page_that_man_renders_with_every_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::clrspy()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pages: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    // The commands as `clrspy --help` lists them, each with a page (and its subcommands).
+    let help = clrspy_out(&["--help"]);
+    let commands: Vec<&str> = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("Options:")
+        .next()
+        .unwrap()
+        .lines()
+        // A command's line is indented two spaces; its description's continuations more.
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| *w != "help")
+        .collect();
+    assert!(commands.len() > 20, "{commands:?}");
+    for c in &commands {
+        let page = format!("clrspy-{c}.1");
+        assert!(pages.contains(&page), "{page} missing: {pages:?}");
+        // Every long flag `clrspy C --help` shows is on the page.
+        let help = clrspy_out(&[c, "--help"]);
+        let text = std::fs::read_to_string(dir.path().join(&page)).unwrap();
+        for flag in help
+            .split_whitespace()
+            .filter(|w| w.starts_with("--") && w.len() > 2)
+            .map(|w| w.trim_end_matches([',', '.', ')', ':', '`', ';']))
+            .map(|w| w.split(['=', '[', '<']).next().unwrap())
+            .filter(|w| {
+                w.len() > 2
+                    && w[2..]
+                        .chars()
+                        .all(|ch| ch.is_ascii_lowercase() || ch == '-')
+            })
+        {
+            let roff = flag.replace('-', "\\-");
+            assert!(
+                text.contains(&roff),
+                "{page}: {flag} is in --help, not on the page"
+            );
+        }
+    }
+    assert!(pages.contains(&"clrspy.1".to_string()));
+    assert!(pages.contains(&"clrspy-heap-diff.1".to_string()));
+    // man renders each page without a warning.
+    for p in &pages {
+        let out = Command::new("man")
+            .args(["--warnings", "-l", "-E", "UTF-8"])
+            .arg(dir.path().join(p))
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "100")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{p}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.trim().is_empty(), "{p}: {err}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("NAME"), "{p}");
+    }
+    // One page to standard output, a subcommand's by its words, an unknown one refused.
+    assert!(clrspy_out(&["man", "heap", "diff"]).contains(".TH clrspy-heap-diff 1"));
+    let bad = common::clrspy().args(["man", "nosuch"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no command `nosuch`"));
+}
+
+#[test]
+fn version_names_the_build() {
+    let long = clrspy_out(&["--version"]);
+    for key in ["commit:", "built:", "target:", "features:", "glibc"] {
+        assert!(long.contains(key), "{long}");
+    }
+    let short = clrspy_out(&["-V"]);
+    assert!(
+        short.starts_with("clrspy ") && short.lines().count() == 1,
+        "{short}"
+    );
+}
