@@ -130,59 +130,117 @@ pub struct Cli {
 pub enum Command {
     /// Summarize a trace: format, start time, process, duration, events per provider and per
     /// event, and whether it ended cleanly or is truncated.
+    #[command(
+        after_help = "Examples:\n  clrspy info app.nettrace\n  clrspy info app.nettrace --json"
+    )]
     Info(InfoArgs),
     /// List the events of a trace, one per line, with their decoded fields.
+    #[command(
+        after_help = "Examples:\n  clrspy events app.nettrace --event 'GC/*'\n  clrspy events app.nettrace --provider Microsoft-Windows-DotNETRuntime --json | head"
+    )]
     Events(EventsArgs),
     /// List the .NET processes on this machine and their runtime versions.
+    #[command(after_help = "Examples:\n  clrspy ps\n  clrspy ps --json")]
     Ps(PsArgs),
     /// Record an EventPipe trace from a running .NET process, or from a program clrspy starts
     /// (`clrspy record [options] -- program args`): from its first instruction.
+    #[command(
+        after_help = "Examples:\n  clrspy record -p 1234 --duration 30s\n  clrspy record -o app.nettrace -- dotnet app.dll\n  clrspy record -n MyApp --ring 256MB --stop-on exception=InvalidOperationException"
+    )]
     Record(RecordArgs),
     /// Print the environment variables of a running .NET process.
+    #[command(
+        after_help = "Examples:\n  clrspy env -p 1234\n  clrspy env -p 1234 --set DOTNET_gcServer=1"
+    )]
     Env(EnvArgs),
     /// Write a core dump of a running .NET process (its runtime writes it; no SDK needed).
+    #[command(
+        after_help = "Examples:\n  clrspy dump -p 1234 -o app.dmp\n  clrspy dump analyze app.dmp.zst\n  clrspy dump analyze app.dmp.zst locks"
+    )]
     Dump(DumpArgs),
     /// Reports a developer reads: CPU and waiting time by method, allocations, exceptions,
     /// lock contention, GCs, threads; given the folder of `record --children`, the process
     /// tree's CPU per process and hottest methods.
+    #[command(
+        after_help = "Examples:\n  clrspy report app.nettrace\n  clrspy report app.nettrace cpu --tree\n  clrspy report hangs -p 1234"
+    )]
     Report(ReportArgs),
     /// Convert a trace for a viewer: speedscope, folded stacks, flame graph SVG, ...; a heap
     /// snapshot (.gcdump) to folded, flamegraph, speedscope (its root paths weighted by
     /// retained bytes) or html (the heap page).
+    #[command(
+        after_help = "Examples:\n  clrspy convert app.nettrace --to speedscope -o app.speedscope.json\n  clrspy convert app.nettrace --to html -o app.html\n  clrspy convert heap.gcdump --to flamegraph -o heap.svg"
+    )]
     Convert(ConvertArgs),
     /// Record and report in one step: `clrspy profile -- program args`, or `-p PID --duration 10s`.
+    #[command(
+        after_help = "Examples:\n  clrspy profile -- dotnet app.dll\n  clrspy profile -p 1234 --duration 10s\n  clrspy profile -p 1234 --duration 10s --alloc --json"
+    )]
     Profile(ProfileArgs),
     /// Make a cut or damaged trace whole: keep every whole block and the whole events of a cut
     /// one, drop the rest, end it validly (every reader opens the result); NetPerf becomes
     /// NetTrace.
+    #[command(after_help = "Examples:\n  clrspy repair cut.nettrace -o whole.nettrace")]
     Repair(RepairArgs),
     /// Rules files for `clrspy watch`: check one, print the JSON Schema, print an example.
+    #[command(
+        after_help = "Examples:\n  clrspy rules example > rules.toml\n  clrspy rules check rules.toml\n  clrspy rules schema > rules.schema.json"
+    )]
     Rules(RulesArgs),
     /// Watch for .NET processes and apply a rules file (traces, dumps) to every new one, until
     /// stopped (Ctrl+C, SIGTERM); SIGHUP reloads the rules.
+    #[command(
+        after_help = "Examples:\n  clrspy watch --rules rules.toml\n  clrspy watch --rules rules.toml -o /var/lib/clrspy-watch"
+    )]
     Watch(WatchArgs),
     /// Take a heap snapshot (.gcdump) of a running .NET process (it forces a full, blocking
     /// GC), or convert a trace's heap dump events with --from.
+    #[command(
+        after_help = "Examples:\n  clrspy gcdump -p 1234 -o before.gcdump\n  clrspy gcdump --from app.nettrace -o heap.gcdump"
+    )]
     Gcdump(GcdumpArgs),
     /// What a heap snapshot (.gcdump, or a trace with heap dump events) holds: types by
     /// retained and shallow bytes, roots; `heap diff OLD NEW` compares two.
+    #[command(
+        after_help = "Examples:\n  clrspy heap app.gcdump\n  clrspy heap diff before.gcdump after.gcdump\n  clrspy heap watch -p 1234 --count 3 --every 30s"
+    )]
     Heap(HeapArgs),
     /// A process's counters and meters: list, monitor live, collect to CSV/JSON Lines/Prometheus.
+    #[command(
+        after_help = "Examples:\n  clrspy counters monitor -p 1234\n  clrspy counters collect -p 1234 --duration 60s -o counters.csv\n  clrspy counters list"
+    )]
     Counters(clrspy_views::counters::Args),
     /// The hottest methods of the last few seconds, live: CPU, waiting or allocations.
+    #[command(after_help = "Examples:\n  clrspy top -p 1234\n  clrspy top -p 1234 --mode alloc")]
     Top(clrspy_views::top::Args),
     /// Every thread's stack now, innermost first, with thread ids and names.
+    #[command(after_help = "Examples:\n  clrspy stack -p 1234\n  clrspy stack -n MyApp --json")]
     Stack(clrspy_views::stack::Args),
     /// The app's own log messages (ILogger, through its EventSource logger), live.
+    #[command(
+        after_help = "Examples:\n  clrspy logs -p 1234\n  clrspy logs -p 1234 --level Warning --json"
+    )]
     Logs(clrspy_views::logs::Args),
     /// System and process metrics every interval (CPU, memory, disk, network, limits) as CSV.
+    #[command(
+        after_help = "Examples:\n  clrspy metrics -p 1234 --duration 60s -o metrics.csv\n  clrspy metrics -p 1234 --duration 60s -o metrics.csv --html metrics.html"
+    )]
     Metrics(clrspy_views::metrics::Args),
     /// Everything a support engineer needs in one zip: trace, reports, logs, metrics, counters,
     /// manifest with checksums, secrets redacted; `bundle verify FILE.zip` checks one.
+    #[command(
+        after_help = "Examples:\n  clrspy bundle -p 1234 --symptom high-cpu -o case.zip\n  clrspy bundle -p 1234 --symptom hang -o hang.zip\n  clrspy bundle verify case.zip"
+    )]
     Bundle(clrspy_handoff::cmd::BundleArgs),
     /// What to collect for a symptom here (environment, steps, commands, costs); --run does it.
+    #[command(
+        after_help = "Examples:\n  clrspy doctor\n  clrspy doctor --symptom memory-leak -p 1234\n  clrspy doctor --symptom high-cpu -p 1234 --run"
+    )]
     Doctor(clrspy_handoff::doctor::Args),
     /// An authenticated HTTP API over the .NET processes here (`new-key`, `schema`; docs/agent.md).
+    #[command(
+        after_help = "Examples:\n  clrspy agent new-key\n  clrspy agent --config agent.toml"
+    )]
     Agent(clrspy_agent::AgentArgs),
     /// Print a shell's completion script (bash, zsh, fish, elvish, powershell).
     #[command(
@@ -1016,5 +1074,65 @@ mod tests {
             _ => panic!("wrong command"),
         }
         assert!(Cli::try_parse_from(["clrspy", "events", "t", "--provider", ""]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod example_tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::Cli;
+
+    /// The words of an example line (`clrspy ...`), single quotes grouping, up to a pipe or
+    /// a redirection.
+    fn words(line: &str) -> Vec<String> {
+        let line = line.split(['|', '>']).next().unwrap_or(line);
+        let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+        for c in line.chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => {
+                    if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                }
+                c => cur.push(c),
+            }
+        }
+        if !cur.is_empty() {
+            out.push(cur);
+        }
+        out
+    }
+
+    /// Every command's help ends with examples, and each example parses as clrspy's command
+    /// line does (its flags, values and commands exist): they cannot drift from the flags.
+    #[test]
+    fn every_commands_examples_parse() {
+        let cmd = Cli::command();
+        let mut checked = 0;
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let help = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("Examples:"),
+                "`clrspy {}` has no examples",
+                sub.get_name()
+            );
+            for line in help
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("clrspy "))
+            {
+                let w = words(line);
+                if let Err(e) = Cli::try_parse_from(&w) {
+                    panic!("{line}: {e}");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "{checked}");
     }
 }
