@@ -20,7 +20,15 @@ impl std::ops::Deref for OpenTrace {
 impl OpenTrace {
     /// A reader over the trace.
     pub fn reader(&self) -> Result<Reader, CliError> {
-        self.0.reader().map_err(user_error)
+        self.0.reader().map_err(|e| match &e {
+            OpenError::Trace { .. } => self
+                .0
+                .raw()
+                .ok()
+                .and_then(|f| not_a_trace(f, &self.0.display()))
+                .unwrap_or_else(|| user_error(e)),
+            _ => user_error(e),
+        })
     }
 }
 
@@ -28,7 +36,47 @@ impl OpenTrace {
 pub fn open(path: &Path) -> Result<OpenTrace, CliError> {
     clrspy_analysis::trace_file::OpenTrace::open(path)
         .map(OpenTrace)
-        .map_err(user_error)
+        .map_err(|e| match &e {
+            OpenError::Trace { .. } => std::fs::File::open(path)
+                .ok()
+                .and_then(|f| not_a_trace(f, &path.display().to_string()))
+                .unwrap_or_else(|| user_error(e)),
+            _ => user_error(e),
+        })
+}
+
+/// For a file that is not a trace, what it is instead and the command that reads it: a core
+/// dump, a heap snapshot, a compressed file (a dump `clrspy dump` wrote).
+fn not_a_trace(mut file: std::fs::File, shown: &str) -> Option<CliError> {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = file.read(&mut head).ok()?;
+    let head = &head[..n];
+    if head.starts_with(b"\x7fELF") {
+        return Some(
+            CliError::new(format!("{shown} is a core dump, not a trace")).hint(format!(
+                "`clrspy dump analyze {shown}` reads it: threads, locks, exceptions, the heap"
+            )),
+        );
+    }
+    if head.windows(10).any(|w| w == b"GCHeapDump") {
+        return Some(
+            CliError::new(format!("{shown} is a heap snapshot (.gcdump), not a trace"))
+                .hint(format!(
+                "`clrspy heap {shown}` reads it; `clrspy convert {shown} --to html` makes its page"
+            )),
+        );
+    }
+    let zstd = head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]);
+    if zstd || head.starts_with(&[0x1f, 0x8b]) {
+        let how = if zstd { "zstd" } else { "gzip" };
+        return Some(
+            CliError::new(format!("{shown} is compressed ({how}), not a trace")).hint(format!(
+                "a dump `clrspy dump` wrote is read as it is by `clrspy dump analyze {shown}`; a compressed trace must be unpacked first"
+            )),
+        );
+    }
+    None
 }
 
 /// The error with the hint that fixes it, when there is one.

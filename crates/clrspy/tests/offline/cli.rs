@@ -466,3 +466,37 @@ fn the_kernel_sampler_is_refused_where_it_cannot_run() {
             "CPU samples from the runtime's sampler (it suspends the threads to sample): the kernel's sampler needs the thread CPU readings",
         ));
 }
+
+#[test]
+fn a_dump_or_snapshot_given_as_a_trace_names_the_command_that_reads_it() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let zst = dir.path().join("core_1.zst");
+    std::fs::write(&zst, [0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]).unwrap();
+    for (file, said, command) in [
+        (
+            root.join("fuzz/seeds/core_read/tiny.core"),
+            "is a core dump, not a trace",
+            "clrspy dump analyze",
+        ),
+        (
+            root.join("fuzz/corpus/gcdump_read/synth60.gcdump"),
+            "is a heap snapshot (.gcdump), not a trace",
+            "clrspy heap",
+        ),
+        (
+            zst,
+            "is compressed (zstd), not a trace",
+            "clrspy dump analyze",
+        ),
+    ] {
+        for args in [vec!["report"], vec!["info"], vec!["report", "cpu"]] {
+            let mut cmd = clrspy();
+            cmd.arg(args[0]).arg(&file).args(&args[1..]);
+            cmd.assert()
+                .failure()
+                .stderr(predicate::str::contains(said))
+                .stderr(predicate::str::contains(format!("`{command} ")));
+        }
+    }
+}
