@@ -1,4 +1,4 @@
-//! The JSON view of one event: the line `clrspy events --json` writes, as README.md
+//! The JSON view of one event: the line `clrspy events --json` writes, as docs/commands.md
 //! documents it — provider, id, version, name, time, thread, process, processor, level,
 //! opcode, keywords, stack, the decoded fields, then activity ids and a decoding error when
 //! there are any. Text that may need escaping (names, string fields, messages) is written by

@@ -49,7 +49,7 @@ fn write_ring(
 }
 
 impl InfoView<'_> {
-    /// The JSON view (keys documented in README's `clrspy info`).
+    /// The JSON view (keys documented in docs/commands.md, `clrspy info`).
     pub fn json(&self) -> serde_json::Value {
         let inv = self.inventory;
         let (h, stats) = (&inv.header, &inv.stats);

@@ -16,7 +16,7 @@ pub fn json_schema() -> serde_json::Value {
 pub const EXAMPLE_TOML: &str = r#"# clrspy rules: which .NET processes get which treatment.
 # Check with `clrspy rules check FILE`; run with `clrspy watch --rules FILE --out DIR`.
 # Every file a rule writes goes to DIR/<rule name>/<process>_<pid>_<UTC yyyyMMdd_HHmmss>.<ext>.
-# Values read as every clrspy flag reads them (README, "Values"): durations are a number and
+# Values read as every clrspy flag reads them (docs/commands.md, "Values"): durations are a number and
 # ms, s, m or h ("250ms", "10m"; a bare number is seconds; at most 30 days); name patterns
 # (name, entry_assembly, cgroup, on_exception, stop_on) ignore case and take * (any run) and
 # ? (one character) anywhere.

@@ -153,3 +153,101 @@ fn version_names_the_build() {
         "{short}"
     );
 }
+
+/// The repository's root.
+fn repo() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn every_flag_of_every_command_is_in_the_reference() {
+    let reference = std::fs::read_to_string(repo().join("docs/commands.md")).unwrap();
+    let help = clrspy_out(&["--help"]);
+    let commands: Vec<String> = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("Options:")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| *w != "help")
+        .map(str::to_string)
+        .collect();
+    let mut missing = Vec::new();
+    for c in &commands {
+        assert!(
+            reference.contains(&format!("clrspy {c}")),
+            "docs/commands.md never names `clrspy {c}`"
+        );
+        // Each option line of --help: its long flag, or its short one, is in the reference.
+        // An option's line is indented 2 or 6 spaces (descriptions' continuations and the
+        // possible values more), starts with `-X, --long` or `--long`.
+        let help = clrspy_out(&[c, "--help"]);
+        let options = help.lines().filter(|l| {
+            let indent = l.len() - l.trim_start().len();
+            indent <= 6 && l.trim_start().starts_with('-') && !l.trim_start().starts_with("- ")
+        });
+        for line in options.map(str::trim_start) {
+            let Some(rest) = line.strip_prefix('-') else {
+                continue;
+            };
+            let words: Vec<&str> = line
+                .split([' ', ','])
+                .filter(|w| w.starts_with('-'))
+                .take_while(|w| w.len() > 1)
+                .collect();
+            if rest.starts_with('h') || words.iter().any(|w| *w == "--help") {
+                continue;
+            }
+            let long = words.iter().find(|w| w.starts_with("--"));
+            let short = words.iter().find(|w| !w.starts_with("--"));
+            let named = |w: &&&str| {
+                let w = w.split(['=', '[', '<']).next().unwrap();
+                [' ', '`', ',', '=', ']', '|', ')', '.', ':', '\n']
+                    .iter()
+                    .any(|end| reference.contains(&format!("{w}{end}")))
+            };
+            if !(long.is_some_and(|w| named(&w)) || short.is_some_and(|w| named(&w))) {
+                missing.push(format!("{c} {line}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in docs/commands.md:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn the_readmes_two_commands_are_the_ones_that_work() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let install = "cargo install --locked --path crates/clrspy && clrspy info crates/nettrace/tests/data/perf.nettrace";
+    let test = ".ci/setup && cargo test --workspace --locked";
+    assert!(
+        readme.contains(&format!("```sh\n{install}\n```")),
+        "the install command"
+    );
+    assert!(
+        readme.contains(&format!("```sh\n{test}\n```")),
+        "the test command"
+    );
+    // CI runs exactly the README's test command.
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.starts_with(test)),
+        ".ci/run does not run `{test}`"
+    );
+    // The install command's second half, with the binary cargo installs (this build).
+    let out = common::clrspy()
+        .current_dir(repo())
+        .args(["info", "crates/nettrace/tests/data/perf.nettrace"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NetTrace"));
+    assert!(repo().join("crates/clrspy/Cargo.toml").exists());
+}
