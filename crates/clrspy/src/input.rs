@@ -53,28 +53,26 @@ fn not_a_trace(mut file: std::fs::File, shown: &str) -> Option<CliError> {
     let n = file.read(&mut head).ok()?;
     let head = &head[..n];
     if head.starts_with(b"\x7fELF") {
-        return Some(
-            CliError::new(format!("{shown} is a core dump, not a trace")).hint(format!(
-                "`clrspy dump analyze {shown}` reads it: threads, locks, exceptions, the heap"
-            )),
-        );
+        let what = format!("{shown} is a core dump, not a trace");
+        let hint =
+            format!("`clrspy dump analyze {shown}` reads it: threads, locks, exceptions, the heap");
+        return Some(CliError::new(what).hint(hint));
     }
     if head.windows(10).any(|w| w == b"GCHeapDump") {
-        return Some(
-            CliError::new(format!("{shown} is a heap snapshot (.gcdump), not a trace"))
-                .hint(format!(
-                "`clrspy heap {shown}` reads it; `clrspy convert {shown} --to html` makes its page"
-            )),
+        let what = format!("{shown} is a heap snapshot (.gcdump), not a trace");
+        let hint = format!(
+            "`clrspy heap {shown}` reads it; `clrspy convert {shown} --to html` makes its page"
         );
+        return Some(CliError::new(what).hint(hint));
     }
     let zstd = head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]);
     if zstd || head.starts_with(&[0x1f, 0x8b]) {
         let how = if zstd { "zstd" } else { "gzip" };
-        return Some(
-            CliError::new(format!("{shown} is compressed ({how}), not a trace")).hint(format!(
-                "a dump `clrspy dump` wrote is read as it is by `clrspy dump analyze {shown}`; a compressed trace must be unpacked first"
-            )),
+        let what = format!("{shown} is compressed ({how}), not a trace");
+        let hint = format!(
+            "a dump `clrspy dump` wrote is read as it is by `clrspy dump analyze {shown}`; a compressed trace must be unpacked first"
         );
+        return Some(CliError::new(what).hint(hint));
     }
     None
 }

@@ -199,7 +199,7 @@ fn every_flag_of_every_command_is_in_the_reference() {
                 .filter(|w| w.starts_with('-'))
                 .take_while(|w| w.len() > 1)
                 .collect();
-            if rest.starts_with('h') || words.iter().any(|w| *w == "--help") {
+            if rest.starts_with('h') || words.contains(&"--help") {
                 continue;
             }
             let long = words.iter().find(|w| w.starts_with("--"));
