@@ -43,6 +43,7 @@ mod live_ps;
 mod live_pump;
 mod live_r2r;
 mod live_razor;
+mod live_readme;
 mod live_report;
 mod live_requests;
 mod live_ring;
