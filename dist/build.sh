@@ -13,7 +13,18 @@
 #   dist/build.sh [--out DIR] [--no-build]
 #
 # The binary needs the oldest glibc its symbols name (read from the linked binary, written
-# into `clrspy --version` and the package's dependency). Needs cargo (the offline registry:
+# into `clrspy --version` and the package's dependency): 2.34 when built here (Debian 12,
+# glibc 2.36; 2.34 is where libpthread joined libc). An older floor needs an older sysroot to
+# link against (a Debian 11 or RHEL 8 build root, or cargo-zigbuild's glibc target), which this
+# machine has not; a static musl build would not do, as `dump analyze` loads the runtime's
+# libmscordaccore.so, a glibc library.
+#
+# arm64: run this script on an arm64 Linux machine (everything in it is architecture-neutral:
+# the names come from `uname -m` and `dpkg --print-architecture`), or cross-build with
+# `rustup target add aarch64-unknown-linux-gnu`, an aarch64 linker and libc
+# (gcc-aarch64-linux-gnu, libc6-dev-arm64-cross) and `--target aarch64-unknown-linux-gnu`,
+# then binutils for aarch64 to strip it. The sampler's stack walk and the dump reader's
+# registers have arm64 paths; neither was run on arm64 here. Needs cargo (the offline registry:
 # ../shared/cargo-offline.sh), objcopy and objdump (binutils), dpkg-deb, gzip, tar.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
