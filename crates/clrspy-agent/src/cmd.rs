@@ -34,12 +34,14 @@ pub struct AgentArgs {
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum AgentAction {
     /// Make an API key and its hash: clients send the key, the agent's config holds the hash.
+    #[command(after_help = "Examples:\n  clrspy agent new-key\n  clrspy agent new-key --json")]
     NewKey {
         /// Print `{"key": ..., "hash": ...}`.
         #[arg(long)]
         json: bool,
     },
     /// Print the config file's JSON Schema.
+    #[command(after_help = "Examples:\n  clrspy agent schema > agent.schema.json")]
     Schema,
 }
 

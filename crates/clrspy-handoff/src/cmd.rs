@@ -30,6 +30,7 @@ pub struct BundleArgs {
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum BundleAction {
     /// Check every file of a bundle against its manifest's sizes and SHA-256 sums.
+    #[command(after_help = "Examples:\n  clrspy bundle verify case.zip")]
     Verify {
         /// The bundle.
         #[arg(value_name = "FILE.zip")]

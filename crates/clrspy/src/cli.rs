@@ -352,8 +352,14 @@ pub struct HeapArgs {
 pub enum HeapAction {
     /// Take snapshots of a live process (`--count`, `--every` apart) and report the types that
     /// grew in every interval, and what holds them.
+    #[command(
+        after_help = "Examples:\n  clrspy heap watch -p 1234\n  clrspy heap watch -p 1234 --count 5 --every 5m"
+    )]
     Watch(HeapWatchArgs),
     /// Compare two snapshots per type, by growth (`heap diff BUNDLE.zip`: a bundle's two).
+    #[command(
+        after_help = "Examples:\n  clrspy heap diff before.gcdump after.gcdump\n  clrspy heap diff case.zip\n  clrspy heap diff before.gcdump after.gcdump --html diff.html"
+    )]
     Diff {
         /// The older snapshot (a .gcdump, a trace with heap dump events, a zip's only
         /// snapshot or `ZIP:ENTRY`); a bundle's zip alone compares its
@@ -385,6 +391,9 @@ pub struct RulesArgs {
 #[derive(Debug, Subcommand)]
 pub enum RulesAction {
     /// Check a rules file (JSON or TOML): every mistake with its line and column.
+    #[command(
+        after_help = "Examples:\n  clrspy rules check rules.toml\n  clrspy rules check rules.json --json"
+    )]
     Check {
         /// The rules file (.json or .toml).
         file: PathBuf,
@@ -393,8 +402,12 @@ pub enum RulesAction {
         json: bool,
     },
     /// Print the rules file's JSON Schema (point an editor at it to complete and check).
+    #[command(after_help = "Examples:\n  clrspy rules schema > rules.schema.json")]
     Schema,
     /// Print a commented rules file to start from (TOML; --json for JSON).
+    #[command(
+        after_help = "Examples:\n  clrspy rules example > rules.toml\n  clrspy rules example --json > rules.json"
+    )]
     Example {
         /// JSON instead of TOML.
         #[arg(long)]
@@ -1111,7 +1124,13 @@ mod example_tests {
     fn every_commands_examples_parse() {
         let cmd = Cli::command();
         let mut checked = 0;
+        // Every command and every subcommand but clap's own `help`.
+        let mut all: Vec<&clap::Command> = Vec::new();
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            all.push(sub);
+            all.extend(sub.get_subcommands().filter(|s| s.get_name() != "help"));
+        }
+        for sub in all {
             let help = sub
                 .get_after_help()
                 .map(|h| h.to_string())

@@ -32,10 +32,17 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub enum Action {
     /// The well-known counter sources (.NET 8, 9, 10) and their counters.
+    #[command(after_help = "Examples:\n  clrspy counters list")]
     List,
     /// A live table of a process's counters, refreshed each interval.
+    #[command(
+        after_help = "Examples:\n  clrspy counters monitor -p 1234\n  clrspy counters monitor -p 1234 --counters System.Runtime,Microsoft.AspNetCore.Hosting"
+    )]
     Monitor(SessionArgs),
     /// A process's counters to a file (CSV, JSON Lines, Prometheus text), one value a line.
+    #[command(
+        after_help = "Examples:\n  clrspy counters collect -p 1234 --duration 60s -o counters.csv\n  clrspy counters collect -p 1234 --format jsonl -o counters.jsonl"
+    )]
     Collect(CollectArgs),
 }
 
