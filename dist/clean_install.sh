@@ -48,7 +48,10 @@ dpkg -i /x/clrspy_*.deb > /dev/null
 check_runs
 bash -c 'source /usr/share/bash-completion/completions/clrspy; COMP_WORDS=(clrspy rec); COMP_CWORD=1; _clrspy clrspy rec clrspy; printf "%s\n" "${COMPREPLY[@]}"' | grep -qx record
 echo "completion: clrspy rec<Tab> offers record"
-bash -ic 'complete -p clrspy' 2>/dev/null | grep -q "_clrspy clrspy" && echo "complete -p clrspy: loaded in a new interactive bash"
+# Where the bash-completion package loads it from (this machine's bash has no loader on).
+loaded=$(bash -c 'source /usr/share/bash-completion/completions/clrspy && complete -p clrspy')
+echo "$loaded" | grep -q "_clrspy" || { echo "FAIL: complete -p clrspy: $loaded"; exit 1; }
+echo "complete -p clrspy: $loaded"
 MANPAGER=cat man clrspy-record 2>/dev/null | grep -q "clrspy record" && echo "man clrspy-record: shown"
 files=$(dpkg -L clrspy | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 dpkg -r clrspy > /dev/null
