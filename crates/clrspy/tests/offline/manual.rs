@@ -18,6 +18,24 @@ fn clrspy_out(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The commands `clrspy --help` lists (clap's `help` left out).
+fn commands() -> Vec<String> {
+    let help = clrspy_out(&["--help"]);
+    help.split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("Options:")
+        .next()
+        .unwrap()
+        .lines()
+        // A command's line is indented two spaces; its description's continuations more.
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| *w != "help")
+        .map(str::to_string)
+        .collect()
+}
+
 #[test]
 fn bash_completes_commands_and_flags_from_the_script() {
     let dir = tempfile::tempdir().unwrap();
@@ -78,20 +96,7 @@ fn every_command_has_a_page_that_man_renders_with_every_flag() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     // The commands as `clrspy --help` lists them, each with a page (and its subcommands).
-    let help = clrspy_out(&["--help"]);
-    let commands: Vec<&str> = help
-        .split("Commands:")
-        .nth(1)
-        .unwrap()
-        .split("Options:")
-        .next()
-        .unwrap()
-        .lines()
-        // A command's line is indented two spaces; its description's continuations more.
-        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|w| *w != "help")
-        .collect();
+    let commands = commands();
     assert!(commands.len() > 20, "{commands:?}");
     for c in &commands {
         let page = format!("clrspy-{c}.1");
@@ -162,20 +167,7 @@ fn repo() -> std::path::PathBuf {
 #[test]
 fn every_flag_of_every_command_is_in_the_reference() {
     let reference = std::fs::read_to_string(repo().join("docs/commands.md")).unwrap();
-    let help = clrspy_out(&["--help"]);
-    let commands: Vec<String> = help
-        .split("Commands:")
-        .nth(1)
-        .unwrap()
-        .split("Options:")
-        .next()
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|w| *w != "help")
-        .map(str::to_string)
-        .collect();
+    let commands = commands();
     let mut missing = Vec::new();
     for c in &commands {
         assert!(
