@@ -175,6 +175,9 @@ pub struct GcModel {
     suspensions: Vec<Suspension>,
     /// Threads whose last GC event was `GC/Triggered`.
     triggered: FxHashSet<u64>,
+    /// The stacks that asked for induced GCs (`GC/Triggered` of an `Induced*` reason:
+    /// `GC.Collect()` and friends), with how many each asked for.
+    pub induced_stacks: FxHashMap<Option<crate::stacks::StackId>, u64>,
     /// Blocking GCs that started on the thread that triggered them (workstation GC) and on
     /// another thread (Server GC's GC threads).
     on_trigger_thread: u64,
@@ -412,7 +415,7 @@ impl Model for GcModel {
         Wanted::runtime(ids::GC_SUSPEND_EE_START),
         Wanted::runtime(ids::GC_SUSPEND_EE_STOP),
         Wanted::runtime(ids::GC_RESTART_EE_STOP),
-        Wanted::runtime(ids::GC_TRIGGERED),
+        Wanted::runtime(ids::GC_TRIGGERED).with_stack(),
         Wanted::runtime(ids::GC_GLOBAL_HEAP_HISTORY),
     ];
 
@@ -433,6 +436,10 @@ impl Model for GcModel {
             }
             ids::GC_TRIGGERED => {
                 self.triggered.insert(thread);
+                let reason = p.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                if reason.is_some_and(|r| GcReason::from_u32(r).is_induced()) {
+                    *self.induced_stacks.entry(ev.stack).or_default() += 1;
+                }
             }
             ids::GC_GLOBAL_HEAP_HISTORY => {
                 self.on_global_heap_history(&GcGlobalHeapHistory::parse(p, v, ptr)?)

@@ -35,6 +35,7 @@ pub mod estimate;
 mod event;
 pub mod exceptions;
 pub mod gc;
+pub mod generated;
 pub mod grouping;
 pub mod heap;
 mod inlined;

@@ -131,6 +131,8 @@ pub struct Symbols {
     /// The program's name (`WebApp` for `dotnet WebApp.dll`), when known: which assemblies
     /// are the app's ([`Symbols::set_entry`]).
     entry: Option<String>,
+    /// The generated methods (`dynamicClass.…`) compiled while recording, counted.
+    generated: crate::generated::GeneratedCode,
 }
 
 impl Model for Symbols {
@@ -179,6 +181,7 @@ impl Model for Symbols {
                 }
                 if k == KnownProvider::Runtime && m.namespace.eq_str(crate::inlined::LAMBDAS) {
                     self.inlinings.lambda_compiled_live(m.name);
+                    self.generated.add(m.name, ev.ts_ns);
                 }
                 if m.is_osr() && m.size > 0 {
                     self.osr_code
@@ -442,7 +445,13 @@ impl Symbols {
         id
     }
 
-    /// True when a rundown method event was read.
+    /// The generated methods (expression trees, regular expressions, dynamic methods) the
+    /// runtime compiled while recording.
+    pub fn generated(&self) -> &crate::generated::GeneratedCode {
+        &self.generated
+    }
+
+    /// True when the trace has rundown (names of code compiled before the session).
     pub fn has_rundown(&self) -> bool {
         self.has_rundown
     }

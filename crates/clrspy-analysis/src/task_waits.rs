@@ -74,6 +74,11 @@ pub fn is_wait_internal(frame: &str) -> bool {
         || frame.starts_with("System.Diagnostics.Tracing.")
 }
 
+/// True for an async method's state machine (`App.Orders+<GetAsync>d__4.MoveNext`).
+fn is_state_machine(frame: &str) -> bool {
+    frame.contains(">d__") && frame.split('(').next().unwrap_or(frame).ends_with(".MoveNext")
+}
+
 /// The task wait in a stack (frames leaf first): its outermost frame of task waiting code,
 /// the call it stands for (the most telling of the run of such frames), and the method that
 /// made it.
@@ -99,6 +104,12 @@ pub fn task_wait(frames: &[String]) -> Option<TaskWait> {
         .find(|f| !is_wait_internal(f))
         .unwrap_or(&frames[outer])
         .clone();
+    // An `await` ends in its awaiter's `GetResult`, called by the async method's state
+    // machine once the task completed: it never blocks. Only an inner wait of the task
+    // (`InternalWait`, ...) below it says it did.
+    if calls.iter().all(|c| *c == "GetAwaiter().GetResult()") && is_state_machine(&method) {
+        return None;
+    }
     Some(TaskWait {
         call,
         frame: frames[outer].clone(),
@@ -112,6 +123,28 @@ mod tests {
 
     fn frames(f: &[&str]) -> Vec<String> {
         f.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn an_await_completing_is_no_wait() {
+        let awaited = frames(&[
+            "System.Runtime.CompilerServices.ValueTaskAwaiter`1[System.IO.Pipelines.ReadResult].GetResult",
+            "Microsoft.AspNetCore.Server.Kestrel.Transport.Sockets.Internal.SocketConnection+<DoSend>d__28.MoveNext",
+        ]);
+        assert_eq!(task_wait(&awaited), None);
+        // The same call blocking on an unfinished task waits inside it.
+        let blocked = frames(&[
+            "System.Threading.Tasks.Task.InternalWait",
+            "System.Runtime.CompilerServices.TaskAwaiter.GetResult",
+            "App.Orders+<GetAsync>d__4.MoveNext",
+        ]);
+        assert_eq!(task_wait(&blocked).unwrap().call, "GetAwaiter().GetResult()");
+        // Outside an async method, GetResult is the app's own call.
+        let sync = frames(&[
+            "System.Runtime.CompilerServices.TaskAwaiter.GetResult",
+            "App.Orders.Get",
+        ]);
+        assert_eq!(task_wait(&sync).unwrap().method, "App.Orders.Get");
     }
 
     #[test]

@@ -80,6 +80,7 @@ reports!(
     loader: Loader => loader::REPORT,
     hangs: Hangs => hangs::REPORT,
     requests: Requests => requests::REPORT,
+    findings: Findings => findings::REPORT,
 );
 
 /// The `summary` report's declaration: its module's, built from the summary sections of the

@@ -1,0 +1,104 @@
+//! `exceptions-as-control-flow`: exceptions thrown as a matter of course (per request, many
+//! a second): a throw costs tens of microseconds of stack walking and unwinding, more
+//! through async frames, where each `await` rethrows it.
+//!
+//! Evidence: the exceptions thrown (rethrows apart), per second and per request, their
+//! types, throw sites and how often async frames rethrew them.
+//!
+//! Thresholds: a warning at 100 thrown and 20 a second or 0.5 a request (a few errors a
+//! second are errors; an exception every other request is how the code works); critical at
+//! 500 a second or 5 a request; info from 10 thrown.
+
+use super::super::finding::{count, rate, Found, Input, Rule, Severity};
+use clrspy_analysis::exceptions::throw_site;
+
+use super::{per_request, top_sites};
+
+/// The rule.
+pub(crate) const RULE: Rule = Rule {
+    id: "exceptions-as-control-flow",
+    title: "Exceptions thrown as control flow",
+    fix: "Do not throw for expected outcomes: use the Try pattern (`int.TryParse`, `TryGetValue`), return a result, or check before the call; keep exceptions for the exceptional.",
+    link: "https://learn.microsoft.com/aspnet/core/fundamentals/best-practices#minimize-exceptions",
+    check,
+};
+
+const WARN_THROWN: u64 = 100;
+const WARN_RATE: f64 = 20.0;
+const WARN_PER_REQUEST: f64 = 0.5;
+const CRITICAL_RATE: f64 = 500.0;
+const CRITICAL_PER_REQUEST: f64 = 5.0;
+const INFO_THROWN: u64 = 10;
+
+fn check(input: &Input<'_>) -> Option<Found> {
+    let e = input.exceptions();
+    let thrown: u64 = e.types.iter().map(|t| t.thrown).sum();
+    let rethrown: u64 = e.types.iter().map(|t| t.rethrown).sum();
+    if thrown < INFO_THROWN {
+        return None;
+    }
+    let seconds = input.seconds().max(1e-3);
+    let per_s = thrown as f64 / seconds;
+    let served = input.served();
+    let per_req = served.map(|r| thrown as f64 / r as f64);
+    let severity = if per_s >= CRITICAL_RATE || per_req.is_some_and(|p| p >= CRITICAL_PER_REQUEST) {
+        Severity::Critical
+    } else if thrown >= WARN_THROWN
+        && (per_s >= WARN_RATE || per_req.is_some_and(|p| p >= WARN_PER_REQUEST))
+    {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    // Each throw stack's site: the app's own frame nearest the throw (a parse helper of the
+    // framework throws for the app's call), else the first frame outside the exception
+    // dispatch. Every stack of the model, not the report's top five.
+    let app = input.a.symbols.app_code();
+    let mut by_site: rustc_hash::FxHashMap<String, f64> = Default::default();
+    for (type_name, t) in &input.a.exceptions.types {
+        for (&stack, &n) in &t.stacks {
+            let frames = input.a.frames(stack);
+            let site = frames
+                .iter()
+                .find(|f| app.contains(f))
+                .map(String::as_str)
+                .or_else(|| throw_site(&frames))
+                .unwrap_or("[no stack]");
+            *by_site.entry(format!("{type_name} in {site}")).or_default() += n as f64;
+        }
+    }
+    let all: u64 = e.types.iter().map(|t| t.count).sum();
+    let sites = top_sites(by_site.into_iter().collect(), all as f64, 5, |n| {
+        format!("{} thrown", count(n as u64))
+    });
+    let top = sites
+        .first()
+        .map(|s| format!(", mostly {} ({}%)", s.name, s.percent))
+        .unwrap_or_default();
+    let said = format!(
+        "{} exceptions thrown ({}{}){top}{}",
+        count(thrown),
+        rate(per_s),
+        per_request(thrown as f64, served),
+        if rethrown > 0 {
+            format!("; {} more rethrown", count(rethrown))
+        } else {
+            String::new()
+        }
+    );
+    let stack = e
+        .types
+        .iter()
+        .max_by_key(|t| t.thrown)
+        .and_then(|t| t.throw_sites.first())
+        .map(|s| s.frames.clone())
+        .unwrap_or_default();
+    let mut found = Found::new(severity, said)
+        .fact("thrown", count(thrown))
+        .fact("rethrown (throw; or through await)", count(rethrown))
+        .fact("per second", rate(per_s));
+    if let Some(p) = per_req {
+        found = found.fact("per request", format!("{p:.2}"));
+    }
+    Some(found.sites(sites).stack(stack))
+}

@@ -1,0 +1,83 @@
+//! `lock-convoy`: one lock that many threads queue on: every request takes it in turn, so
+//! the app runs one request at a time there however many threads and CPUs it has.
+//!
+//! Evidence: the `contention` report's most waited-for lock (contended acquisitions, wait
+//! time, the threads that held it), the average number of threads waiting on it over the
+//! window, and the methods that waited.
+//!
+//! Thresholds: a warning at 50 contended acquisitions and a quarter of a thread waiting on
+//! the lock on average over the window (a lock held briefly now and then is not a convoy);
+//! critical at one thread or more waiting on average (one thread's worth of the app always
+//! waiting on it); info from 20 acquisitions and 5% of a thread.
+
+use super::super::finding::{count, ms, Found, Input, Rule, Severity};
+
+/// The rule.
+pub(crate) const RULE: Rule = Rule {
+    id: "lock-convoy",
+    title: "Many threads queue on one lock",
+    fix: "Hold the lock for less: move the work (I/O, computation) out of it, take it per item rather than for all, or use a concurrent collection or a lock-free structure; never block or await while holding it.",
+    link: "https://learn.microsoft.com/dotnet/standard/threading/managed-threading-best-practices",
+    check,
+};
+
+const WARN_COUNT: u64 = 50;
+const WARN_WAITERS: f64 = 0.25;
+const CRITICAL_WAITERS: f64 = 1.0;
+const INFO_COUNT: u64 = 20;
+const INFO_WAITERS: f64 = 0.05;
+
+fn check(input: &Input<'_>) -> Option<Found> {
+    let c = input.contention();
+    let lock = c
+        .locks
+        .iter()
+        .max_by(|a, b| a.wait_ms.total_cmp(&b.wait_ms))?;
+    let window_ms = input.seconds() * 1000.0;
+    if window_ms <= 0.0 {
+        return None;
+    }
+    let waiters = lock.wait_ms / window_ms;
+    let severity = if lock.count >= WARN_COUNT && waiters >= CRITICAL_WAITERS {
+        Severity::Critical
+    } else if lock.count >= WARN_COUNT && waiters >= WARN_WAITERS {
+        Severity::Warning
+    } else if lock.count >= INFO_COUNT && waiters >= INFO_WAITERS {
+        Severity::Info
+    } else {
+        return None;
+    };
+    let sites: Vec<_> = c
+        .top_exclusive
+        .iter()
+        .take(5)
+        .map(|m| super::super::finding::Site {
+            name: m.method.clone(),
+            value: format!("{} waits, {}", count(m.samples.round() as u64), ms(m.ms)),
+            percent: m.percent,
+        })
+        .collect();
+    let lock_name = if lock.lock_id == "0x0" {
+        "the most contended lock".to_string()
+    } else {
+        format!("lock {}", lock.lock_id)
+    };
+    let said = format!(
+        "{lock_name} was waited for {} times, {} in all: {waiters:.1} threads waiting on it on average{}",
+        count(lock.count),
+        ms(lock.wait_ms),
+        sites
+            .first()
+            .map(|s| format!(", most in {}", s.name))
+            .unwrap_or_default()
+    );
+    Some(
+        Found::new(severity, said)
+            .fact("lock", lock.lock_id.clone())
+            .fact("contended acquisitions", count(lock.count))
+            .fact("waiting", ms(lock.wait_ms))
+            .fact("threads waiting on average", format!("{waiters:.2}"))
+            .fact("threads that held it", count(lock.owner_threads.len() as u64))
+            .sites(sites),
+    )
+}
