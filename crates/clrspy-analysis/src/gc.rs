@@ -436,7 +436,9 @@ impl Model for GcModel {
             }
             ids::GC_TRIGGERED => {
                 self.triggered.insert(thread);
-                let reason = p.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                let reason = p
+                    .get(..4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
                 if reason.is_some_and(|r| GcReason::from_u32(r).is_induced()) {
                     *self.induced_stacks.entry(ev.stack).or_default() += 1;
                 }

@@ -88,6 +88,9 @@ mod tests {
         assert_eq!((g.lambdas, g.regexes, g.other, g.total()), (2, 1, 1, 4));
         assert_eq!(g.per_second, vec![2, 0, 1, 1]);
         assert_eq!(g.seconds_with_some(), 0.75);
-        assert_eq!((g.first_ns, g.last_ns), (Some(1_000_000_000), Some(4_900_000_000)));
+        assert_eq!(
+            (g.first_ns, g.last_ns),
+            (Some(1_000_000_000), Some(4_900_000_000))
+        );
     }
 }

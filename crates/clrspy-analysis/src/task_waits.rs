@@ -76,7 +76,12 @@ pub fn is_wait_internal(frame: &str) -> bool {
 
 /// True for an async method's state machine (`App.Orders+<GetAsync>d__4.MoveNext`).
 fn is_state_machine(frame: &str) -> bool {
-    frame.contains(">d__") && frame.split('(').next().unwrap_or(frame).ends_with(".MoveNext")
+    frame.contains(">d__")
+        && frame
+            .split('(')
+            .next()
+            .unwrap_or(frame)
+            .ends_with(".MoveNext")
 }
 
 /// The task wait in a stack (frames leaf first): its outermost frame of task waiting code,
@@ -138,7 +143,10 @@ mod tests {
             "System.Runtime.CompilerServices.TaskAwaiter.GetResult",
             "App.Orders+<GetAsync>d__4.MoveNext",
         ]);
-        assert_eq!(task_wait(&blocked).unwrap().call, "GetAwaiter().GetResult()");
+        assert_eq!(
+            task_wait(&blocked).unwrap().call,
+            "GetAwaiter().GetResult()"
+        );
         // Outside an async method, GetResult is the app's own call.
         let sync = frames(&[
             "System.Runtime.CompilerServices.TaskAwaiter.GetResult",

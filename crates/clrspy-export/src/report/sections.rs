@@ -3,9 +3,9 @@
 //! [`ReportDef`](super::ReportDef). The summary and the HTML report lay out the sections of
 //! the registry's reports by their order numbers and name no report.
 //!
-//! The orders in use — summary: CPU and waiting time 10, the run queue 20, GC 30,
+//! The orders in use — summary: the findings 1, CPU and waiting time 10, the run queue 20, GC 30,
 //! allocations 40, exceptions 50, contention 60; HTML facts: CPU time 10, waiting time 20,
-//! how CPU was told from waiting 25, GCs 30, allocated 40, exceptions 50; HTML parts: the CPU
+//! how CPU was told from waiting 25, GCs 30, allocated 40, exceptions 50; HTML parts: the findings 5, the CPU
 //! tables 10, the flame graphs 20 (the HTML report's own, `html::FLAME_GRAPHS`), the
 //! callers and callees 30, waiting 40, GC pauses 50, allocations 60, exceptions 70.
 

@@ -121,11 +121,12 @@ fn the_summary_is_its_header_then_every_declared_section_in_order() {
         .iter()
         .flat_map(|d| (d.build)(&input).json().into_iter().map(|(k, _)| k))
         .collect();
-    // The summary's JSON as docs/report-json.md lists it: the trace's keys, the run-queue
+    // The summary's JSON as docs/report-json.md lists it: the trace's keys, the findings, the run-queue
     // keys between waits and gc, `next` last.
     assert_eq!(
         sections,
         [
+            "findings",
             "cpu",
             "waits",
             "runqueue_ms",

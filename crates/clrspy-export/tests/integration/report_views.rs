@@ -60,6 +60,7 @@ const KINDS: &[ReportKind] = &[
     ReportKind::Contention,
     ReportKind::Gc,
     ReportKind::Threads,
+    ReportKind::Findings,
 ];
 
 /// The JSON of `kind` built by its own module's builder, not through the registry: the
@@ -87,6 +88,7 @@ fn own_json(kind: ReportKind, a: &Analysis, o: &ReportOptions) -> serde_json::Va
         ReportKind::Loader => clrspy_export::report::loader::build(a, o).json(),
         ReportKind::Hangs => hangs::build(a, o).json(),
         ReportKind::Requests => clrspy_export::report::requests::build(a, o).json(),
+        ReportKind::Findings => clrspy_export::report::findings::build(a, o).json(),
     }
 }
 

@@ -76,7 +76,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> FindingsReport {
     let input = finding::Input::new(a, o);
     let mut findings: Vec<Finding> = rules::ALL.iter().filter_map(|r| r.run(&input)).collect();
     // Stable: the rules' order within a severity.
-    findings.sort_by(|x, y| y.severity.cmp(&x.severity));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     FindingsReport {
         findings,
         rules: rules::ALL.iter().map(|r| r.id).collect(),

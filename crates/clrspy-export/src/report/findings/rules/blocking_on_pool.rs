@@ -64,6 +64,20 @@ fn is_pool_worker(frame: &str) -> bool {
         || frame.starts_with("System.Threading.ThreadPoolWorkQueue.Dispatch")
 }
 
+/// The severity of pool workers blocked `blocked_ms` in synchronous calls, the pool
+/// `starved` or not.
+fn grade(blocked_ms: f64, starved: bool) -> Option<Severity> {
+    if blocked_ms >= WARN_MS && starved {
+        Some(Severity::Critical)
+    } else if blocked_ms >= WARN_MS {
+        Some(Severity::Warning)
+    } else if blocked_ms >= INFO_MS {
+        Some(Severity::Info)
+    } else {
+        None
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let symbols = &input.a.symbols;
     let app = symbols.app_code();
@@ -102,15 +116,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
     let per = input.ms_per_unit();
     let blocked_ms = total * per;
     let starvation = &input.hangs().starvation;
-    let severity = if blocked_ms >= WARN_MS && starvation.detected {
-        Severity::Critical
-    } else if blocked_ms >= WARN_MS {
-        Severity::Warning
-    } else if blocked_ms >= INFO_MS {
-        Severity::Info
-    } else {
-        return None;
-    };
+    let severity = grade(blocked_ms, starvation.detected)?;
     let sites = top_sites(sites.into_iter().collect(), total, 5, |w| ms(w * per));
     let starved = if starvation.detected {
         format!(
@@ -153,6 +159,14 @@ fn check(input: &Input<'_>) -> Option<Found> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(19_000.0, true), Some(Severity::Critical));
+        assert_eq!(grade(19_000.0, false), Some(Severity::Warning));
+        assert_eq!(grade(200.0, true), Some(Severity::Info));
+        assert_eq!(grade(20.0, false), None);
+    }
 
     #[test]
     fn blocking_calls_and_not_their_async_twins() {

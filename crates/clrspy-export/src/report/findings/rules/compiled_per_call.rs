@@ -13,8 +13,8 @@
 //! are what an app's start costs), and, when the trace names the generated methods, compiles
 //! in at least half of the seconds from the first to the last (a burst at the start is the
 //! app warming up: a framework compiles its invokers once); critical at 25% of the CPU (the
-//! compiles are the app's main work). Info from 1% (and 20 ms), or 5 compiles a second
-//! sustained with less CPU.
+//! compiles are the app's main work). Info from 1% (and 20 ms), or 100 compiles at 5 a
+//! second sustained with less CPU.
 
 use clrspy_analysis::profile::Metric;
 
@@ -37,6 +37,7 @@ const INFO_SHARE: f64 = 1.0;
 const INFO_MS: f64 = 20.0;
 const SUSTAINED: f64 = 0.5;
 const INFO_RATE: f64 = 5.0;
+const INFO_COMPILED: u64 = 100;
 
 /// What a frame compiles, when it is a compiling frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +133,29 @@ fn compile_cpu(input: &Input<'_>) -> (f64, f64, Vec<(String, f64)>, [f64; 3]) {
     (total, jit, callers.into_iter().collect(), kinds)
 }
 
+/// The severity of `share` percent of the CPU (`cpu_ms`) compiling, with `compiled`
+/// generated methods at `per_s` a second, compiled in `seconds_with_some` of the seconds.
+fn grade(
+    share: f64,
+    cpu_ms: f64,
+    sustained: bool,
+    compiled: u64,
+    per_s: f64,
+    seconds_with_some: f64,
+) -> Option<Severity> {
+    if share >= CRITICAL_SHARE && cpu_ms >= WARN_MS && sustained {
+        Some(Severity::Critical)
+    } else if share >= WARN_SHARE && cpu_ms >= WARN_MS && sustained {
+        Some(Severity::Warning)
+    } else if (share >= INFO_SHARE && cpu_ms >= INFO_MS)
+        || (compiled >= INFO_COMPILED && per_s >= INFO_RATE && seconds_with_some >= SUSTAINED)
+    {
+        Some(Severity::Info)
+    } else {
+        None
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let all = input.profile().total(Metric::Cpu);
     let (cpu, jit, callers, kinds) = compile_cpu(input);
@@ -145,18 +169,11 @@ fn check(input: &Input<'_>) -> Option<Found> {
     let sustained = g.total() == 0 || g.seconds_with_some() >= SUSTAINED;
     let share = if all > 0.0 { cpu * 100.0 / all } else { 0.0 };
     let cpu_ms = cpu * input.ms_per_unit();
-    let severity = if share >= CRITICAL_SHARE && cpu_ms >= WARN_MS && sustained {
-        Severity::Critical
-    } else if share >= WARN_SHARE && cpu_ms >= WARN_MS && sustained {
-        Severity::Warning
-    } else if (share >= INFO_SHARE && cpu_ms >= INFO_MS)
-        || (compiled_rate >= INFO_RATE && g.seconds_with_some() >= SUSTAINED)
-    {
-        Severity::Info
+    let severity = grade(share, cpu_ms, sustained, g.total(), compiled_rate, g.seconds_with_some())?;
+    let what = if cpu <= 0.0 {
+        "generated methods"
     } else {
-        return None;
-    };
-    let what = match kinds
+        match kinds
         .iter()
         .enumerate()
         .max_by(|a, b| a.1.total_cmp(b.1))
@@ -165,6 +182,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
         Some(1) => "regular expressions",
         Some(2) => "dynamic methods",
         _ => "expression trees",
+        }
     };
     let sites = top_sites(callers, cpu, 5, |w| ms(w * input.ms_per_unit()));
     let from = sites
@@ -207,6 +225,19 @@ fn check(input: &Input<'_>) -> Option<Found> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thresholds() {
+        // The regex route: most of the CPU, compiled all along.
+        assert_eq!(grade(62.3, 7100.0, true, 17_782, 2168.0, 1.0), Some(Severity::Critical));
+        assert_eq!(grade(12.0, 800.0, true, 4000, 500.0, 0.9), Some(Severity::Warning));
+        // The same share in a burst at the start (a framework warming up) is no warning.
+        assert_eq!(grade(12.0, 800.0, false, 400, 50.0, 0.1), Some(Severity::Info));
+        // Too little CPU to matter, too few compiles to be per call.
+        assert_eq!(grade(6.0, 40.0, true, 12, 6.0, 1.0), Some(Severity::Info));
+        assert_eq!(grade(0.0, 0.0, true, 12, 6.0, 1.0), None);
+        assert_eq!(grade(0.5, 10.0, true, 0, 0.0, 0.0), None);
+    }
 
     #[test]
     fn compiling_frames_are_told_by_name() {

@@ -24,6 +24,20 @@ const INFO_USED: f64 = 0.9;
 const WARN_THROTTLED: f64 = 10.0;
 const CRITICAL_THROTTLED: f64 = 50.0;
 
+/// The severity of `used` CPUs of the `cpus` the process may use, throttled in `throttled`
+/// percent of its cgroup's periods.
+fn grade(used: f64, cpus: f64, throttled: f64) -> Option<Severity> {
+    if throttled >= CRITICAL_THROTTLED {
+        Some(Severity::Critical)
+    } else if throttled >= WARN_THROTTLED {
+        Some(Severity::Warning)
+    } else if used >= INFO_USED * cpus {
+        Some(Severity::Info)
+    } else {
+        None
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let window_ms = input.seconds() * 1000.0;
     if window_ms <= 0.0 {
@@ -37,15 +51,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
         .or_else(|| input.a.cpu.cpus().map(f64::from))?;
     let used = cpu_ms / window_ms;
     let throttled = throttling.as_ref().map_or(0.0, |t| t.throttled_percent);
-    let severity = if throttled >= CRITICAL_THROTTLED {
-        Severity::Critical
-    } else if throttled >= WARN_THROTTLED {
-        Severity::Warning
-    } else if used >= INFO_USED * cpus {
-        Severity::Info
-    } else {
-        return None;
-    };
+    let severity = grade(used, cpus, throttled)?;
     let runq = super::super::super::runqueue::measured_totals(input.a).map(|(_, r, _)| r);
     let said = format!(
         "the process used {used:.2} of the {cpus} CPUs it may use ({:.0}%){}{}",
@@ -68,4 +74,18 @@ fn check(input: &Input<'_>) -> Option<Found> {
         found = found.fact("throttled", format!("{:.1}% of the periods", t.throttled_percent));
     }
     Some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(0.5, 0.5, 60.0), Some(Severity::Critical));
+        assert_eq!(grade(0.5, 0.5, 20.0), Some(Severity::Warning));
+        // A build using both CPUs: a condition, not a mistake.
+        assert_eq!(grade(1.95, 2.0, 0.0), Some(Severity::Info));
+        assert_eq!(grade(1.2, 2.0, 0.0), None);
+    }
 }

@@ -30,26 +30,31 @@ const CRITICAL_RATE: f64 = 500.0;
 const CRITICAL_PER_REQUEST: f64 = 5.0;
 const INFO_THROWN: u64 = 10;
 
+/// The severity of `thrown` exceptions at `per_s` a second, `per_req` a request when the
+/// trace has requests.
+fn grade(thrown: u64, per_s: f64, per_req: Option<f64>) -> Option<Severity> {
+    if thrown < INFO_THROWN {
+        None
+    } else if per_s >= CRITICAL_RATE || per_req.is_some_and(|p| p >= CRITICAL_PER_REQUEST) {
+        Some(Severity::Critical)
+    } else if thrown >= WARN_THROWN
+        && (per_s >= WARN_RATE || per_req.is_some_and(|p| p >= WARN_PER_REQUEST))
+    {
+        Some(Severity::Warning)
+    } else {
+        Some(Severity::Info)
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let e = input.exceptions();
     let thrown: u64 = e.types.iter().map(|t| t.thrown).sum();
     let rethrown: u64 = e.types.iter().map(|t| t.rethrown).sum();
-    if thrown < INFO_THROWN {
-        return None;
-    }
     let seconds = input.seconds().max(1e-3);
     let per_s = thrown as f64 / seconds;
     let served = input.served();
     let per_req = served.map(|r| thrown as f64 / r as f64);
-    let severity = if per_s >= CRITICAL_RATE || per_req.is_some_and(|p| p >= CRITICAL_PER_REQUEST) {
-        Severity::Critical
-    } else if thrown >= WARN_THROWN
-        && (per_s >= WARN_RATE || per_req.is_some_and(|p| p >= WARN_PER_REQUEST))
-    {
-        Severity::Warning
-    } else {
-        Severity::Info
-    };
+    let severity = grade(thrown, per_s, per_req)?;
     // Each throw stack's site: the app's own frame nearest the throw (a parse helper of the
     // framework throws for the app's call), else the first frame outside the exception
     // dispatch. Every stack of the model, not the report's top five.
@@ -101,4 +106,21 @@ fn check(input: &Input<'_>) -> Option<Found> {
         found = found.fact("per request", format!("{p:.2}"));
     }
     Some(found.sites(sites).stack(stack))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(170_790, 20_867.0, None), Some(Severity::Critical));
+        assert_eq!(grade(4000, 100.0, Some(10.0)), Some(Severity::Critical));
+        assert_eq!(grade(400, 40.0, None), Some(Severity::Warning));
+        assert_eq!(grade(400, 2.0, Some(0.8)), Some(Severity::Warning));
+        // A few errors a second, and a request in ten failing, are errors, not control flow.
+        assert_eq!(grade(400, 2.0, Some(0.1)), Some(Severity::Info));
+        assert_eq!(grade(50, 60.0, None), Some(Severity::Info));
+        assert_eq!(grade(9, 100.0, None), None);
+    }
 }

@@ -26,6 +26,18 @@ const MIN_REQUESTS: u64 = 20;
 const WARN_NEW: f64 = 0.5;
 const CRITICAL_NEW: f64 = 0.9;
 
+/// The severity of a host's requests (enough of them) opening a new connection `share` of
+/// the time.
+fn grade(share: f64) -> Option<Severity> {
+    if share >= CRITICAL_NEW {
+        Some(Severity::Critical)
+    } else if share >= WARN_NEW {
+        Some(Severity::Warning)
+    } else {
+        None
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let http = input.http();
     let host = http
@@ -39,13 +51,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
             share(a).total_cmp(&share(b))
         })?;
     let share = host.new_connections as f64 / host.count as f64;
-    let severity = if share >= CRITICAL_NEW {
-        Severity::Critical
-    } else if share >= WARN_NEW {
-        Severity::Warning
-    } else {
-        return None;
-    };
+    let severity = grade(share)?;
     let said = format!(
         "{} of {} requests to {} opened a new connection ({:.0}%; {} reused one){}",
         count(host.new_connections),
@@ -68,4 +74,17 @@ fn check(input: &Input<'_>) -> Option<Found> {
             .fact("name lookups", count(host.dns.count))
             .fact("connects", count(host.connect.count)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(1.0), Some(Severity::Critical));
+        assert_eq!(grade(0.6), Some(Severity::Warning));
+        // A shared client: a handful of connections for thousands of requests.
+        assert_eq!(grade(0.002), None);
+    }
 }

@@ -28,6 +28,18 @@ const WARN_SHARE: f64 = 10.0;
 const WARN_RATE: f64 = 0.2;
 const CRITICAL_PAUSED: f64 = 5.0;
 
+/// The severity of `n` induced GCs (of 1 or more), `share` percent of the GCs, `per_s` a
+/// second, pausing the app `paused` percent of the time.
+fn grade(n: u64, share: f64, per_s: f64, paused: f64) -> Severity {
+    if n >= WARN_COUNT && paused >= CRITICAL_PAUSED {
+        Severity::Critical
+    } else if n >= WARN_COUNT && (share >= WARN_SHARE || per_s >= WARN_RATE) {
+        Severity::Warning
+    } else {
+        Severity::Info
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let gc = input.gc();
     let induced: Vec<_> = gc.gcs.iter().filter(|g| g.reason.is_induced()).collect();
@@ -62,13 +74,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
     }
     let share = n as f64 * 100.0 / gc.gcs.len().max(1) as f64;
     let per_s = n as f64 / seconds;
-    let severity = if n >= WARN_COUNT && paused >= CRITICAL_PAUSED {
-        Severity::Critical
-    } else if n >= WARN_COUNT && (share >= WARN_SHARE || per_s >= WARN_RATE) {
-        Severity::Warning
-    } else {
-        Severity::Info
-    };
+    let severity = grade(n, share, per_s, paused);
     let asked: f64 = callers.values().sum();
     let sites = top_sites(callers.into_iter().collect(), asked, 5, |v| {
         format!("{} GCs", count(v as u64))
@@ -95,4 +101,19 @@ fn check(input: &Input<'_>) -> Option<Found> {
             .sites(sites)
             .stack(heaviest.map(|(_, f)| f).unwrap_or_default()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(2962, 100.0, 364.0, 52.7), Severity::Critical);
+        assert_eq!(grade(4, 1.0, 0.98, 1.2), Severity::Warning);
+        assert_eq!(grade(5, 20.0, 0.01, 0.1), Severity::Warning);
+        // A tool or a test harness inducing one or two.
+        assert_eq!(grade(2, 50.0, 1.0, 10.0), Severity::Info);
+        assert_eq!(grade(3, 1.0, 0.01, 0.1), Severity::Info);
+    }
 }

@@ -12,7 +12,7 @@
 use clrspy_analysis::alloc::HeapKind;
 use clr_events::runtime::GcReason;
 
-use super::super::finding::{count, rate, Found, Input, Rule, Severity};
+use super::super::finding::{count, plural, rate, Found, Input, Rule, Severity};
 use super::top_sites;
 
 /// The rule.
@@ -32,6 +32,20 @@ const INFO_MB_S: f64 = 1.0;
 
 const MB: f64 = 1024.0 * 1024.0;
 
+/// The severity of `gen2` GCs of reason `AllocLarge` (`per_s` a second) with `mb_s` MB a
+/// second of large objects allocated.
+fn grade(gen2: u64, per_s: f64, mb_s: f64) -> Option<Severity> {
+    if gen2 >= WARN_GEN2 && per_s >= CRITICAL_GEN2_RATE {
+        Some(Severity::Critical)
+    } else if gen2 >= WARN_GEN2 || (gen2 >= WARN_GEN2_WITH_RATE && mb_s >= WARN_MB_S) {
+        Some(Severity::Warning)
+    } else if mb_s >= INFO_MB_S || gen2 > 0 {
+        Some(Severity::Info)
+    } else {
+        None
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let alloc = input.alloc();
     let large: Vec<_> = alloc
@@ -48,15 +62,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
         .iter()
         .filter(|g| g.generation == 2 && g.reason == GcReason::AllocLarge)
         .count() as u64;
-    let severity = if gen2_loh >= WARN_GEN2 && gen2_loh as f64 / seconds >= CRITICAL_GEN2_RATE {
-        Severity::Critical
-    } else if gen2_loh >= WARN_GEN2 || (gen2_loh >= WARN_GEN2_WITH_RATE && mb_s >= WARN_MB_S) {
-        Severity::Warning
-    } else if mb_s >= INFO_MB_S {
-        Severity::Info
-    } else {
-        return None;
-    };
+    let severity = grade(gen2_loh, gen2_loh as f64 / seconds, mb_s)?;
     let sites = top_sites(
         large
             .iter()
@@ -67,8 +73,8 @@ fn check(input: &Input<'_>) -> Option<Found> {
         |b| format!("{:.1} MB", b / MB),
     );
     let gcs = format!(
-        "{} gen2 GCs were triggered by the large object heap's budget ({})",
-        count(gen2_loh),
+        "{} triggered by the large object heap's budget ({})",
+        plural(gen2_loh, "gen2 GC was", "gen2 GCs were"),
         rate(gen2_loh as f64 / seconds)
     );
     let said = if alloc.ticks == 0 {
@@ -90,4 +96,18 @@ fn check(input: &Input<'_>) -> Option<Found> {
             .fact("gen2 GCs in all", count(input.gc().totals.per_generation[2]))
             .sites(sites),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(862, 105.0, 320.0), Some(Severity::Critical));
+        assert_eq!(grade(6, 0.1, 0.0), Some(Severity::Warning));
+        assert_eq!(grade(2, 0.1, 12.0), Some(Severity::Warning));
+        assert_eq!(grade(1, 0.5, 11.7), Some(Severity::Info));
+        assert_eq!(grade(0, 0.0, 0.5), None);
+    }
 }

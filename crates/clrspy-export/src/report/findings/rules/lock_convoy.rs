@@ -27,6 +27,19 @@ const CRITICAL_WAITERS: f64 = 1.0;
 const INFO_COUNT: u64 = 20;
 const INFO_WAITERS: f64 = 0.05;
 
+/// The severity of a lock waited for `count` times by `waiters` threads on average.
+fn grade(count: u64, waiters: f64) -> Option<Severity> {
+    if count >= WARN_COUNT && waiters >= CRITICAL_WAITERS {
+        Some(Severity::Critical)
+    } else if count >= WARN_COUNT && waiters >= WARN_WAITERS {
+        Some(Severity::Warning)
+    } else if count >= INFO_COUNT && waiters >= INFO_WAITERS {
+        Some(Severity::Info)
+    } else {
+        None
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let c = input.contention();
     let lock = c
@@ -38,15 +51,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
         return None;
     }
     let waiters = lock.wait_ms / window_ms;
-    let severity = if lock.count >= WARN_COUNT && waiters >= CRITICAL_WAITERS {
-        Severity::Critical
-    } else if lock.count >= WARN_COUNT && waiters >= WARN_WAITERS {
-        Severity::Warning
-    } else if lock.count >= INFO_COUNT && waiters >= INFO_WAITERS {
-        Severity::Info
-    } else {
-        return None;
-    };
+    let severity = grade(lock.count, waiters)?;
     let sites: Vec<_> = c
         .top_exclusive
         .iter()
@@ -80,4 +85,18 @@ fn check(input: &Input<'_>) -> Option<Found> {
             .fact("threads that held it", count(lock.owner_threads.len() as u64))
             .sites(sites),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(1403, 1.7), Some(Severity::Critical));
+        assert_eq!(grade(200, 0.4), Some(Severity::Warning));
+        // Few waits, however long: not a queue.
+        assert_eq!(grade(30, 2.0), Some(Severity::Info));
+        assert_eq!(grade(5000, 0.01), None);
+    }
 }

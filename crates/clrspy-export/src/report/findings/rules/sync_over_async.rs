@@ -30,6 +30,20 @@ const WARN_WAITS: u64 = 100;
 const INFO_MS: f64 = 100.0;
 const INFO_WAITS: u64 = 10;
 
+/// The severity of pool workers blocked on tasks `wait_ms` in `waits` waits, the pool
+/// `starved` or not.
+fn grade(wait_ms: f64, waits: u64, starved: bool) -> Option<Severity> {
+    if starved {
+        Some(Severity::Critical)
+    } else if wait_ms >= WARN_MS || waits >= WARN_WAITS {
+        Some(Severity::Warning)
+    } else if wait_ms >= INFO_MS || waits >= INFO_WAITS {
+        Some(Severity::Info)
+    } else {
+        None
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let s = &input.hangs().starvation;
     if s.sync_over_async.is_empty() {
@@ -37,15 +51,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
     }
     let wait_ms: f64 = s.sync_over_async.iter().map(|w| w.wait_ms).sum();
     let waits: u64 = s.sync_over_async.iter().map(|w| w.waits).sum();
-    let severity = if s.detected {
-        Severity::Critical
-    } else if wait_ms >= WARN_MS || waits >= WARN_WAITS {
-        Severity::Warning
-    } else if wait_ms >= INFO_MS || waits >= INFO_WAITS {
-        Severity::Info
-    } else {
-        return None;
-    };
+    let severity = grade(wait_ms, waits, s.detected)?;
     let sites = top_sites(
         s.sync_over_async
             .iter()
@@ -93,4 +99,19 @@ fn check(input: &Input<'_>) -> Option<Found> {
         found = found.fact("note", note.clone());
     }
     Some(found.sites(sites))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(57_900.0, 0, true), Some(Severity::Critical));
+        assert_eq!(grade(1500.0, 20, false), Some(Severity::Warning));
+        assert_eq!(grade(50.0, 150, false), Some(Severity::Warning));
+        assert_eq!(grade(150.0, 2, false), Some(Severity::Info));
+        // A sample or two caught between states.
+        assert_eq!(grade(4.0, 0, false), None);
+    }
 }

@@ -27,6 +27,19 @@ const CRITICAL_RATE: f64 = 100.0;
 const INFO_RATE: f64 = 2.0;
 const INFO_COUNT: u64 = 20;
 
+/// The severity of `created` threads at `per_s` a second.
+fn grade(created: u64, per_s: f64) -> Option<Severity> {
+    if created >= WARN_COUNT && per_s >= CRITICAL_RATE {
+        Some(Severity::Critical)
+    } else if created >= WARN_COUNT && per_s >= WARN_RATE {
+        Some(Severity::Warning)
+    } else if per_s >= INFO_RATE && created >= INFO_COUNT {
+        Some(Severity::Info)
+    } else {
+        None
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     // The pool's own workers are its growth, not the app's threads.
     let created = input
@@ -35,15 +48,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
         .saturating_sub(input.hangs().starvation.worker_starts);
     let seconds = input.seconds().max(1e-3);
     let per_s = created as f64 / seconds;
-    let severity = if created >= WARN_COUNT && per_s >= CRITICAL_RATE {
-        Severity::Critical
-    } else if created >= WARN_COUNT && per_s >= WARN_RATE {
-        Severity::Warning
-    } else if per_s >= INFO_RATE && created >= INFO_COUNT {
-        Severity::Info
-    } else {
-        return None;
-    };
+    let severity = grade(created, per_s)?;
     let said = format!(
         "{} threads were created while recording ({}{})",
         count(created),
@@ -55,4 +60,19 @@ fn check(input: &Input<'_>) -> Option<Found> {
             .fact("threads created", count(created))
             .fact("per second", rate(per_s)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(grade(18_913, 2311.0), Some(Severity::Critical));
+        assert_eq!(grade(80, 8.0), Some(Severity::Warning));
+        assert_eq!(grade(25, 3.0), Some(Severity::Info));
+        // An app's few threads of its own.
+        assert_eq!(grade(9, 1.1), None);
+        assert_eq!(grade(60, 0.5), None);
+    }
 }
