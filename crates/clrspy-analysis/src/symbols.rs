@@ -181,7 +181,10 @@ impl Model for Symbols {
                 }
                 if k == KnownProvider::Runtime && m.namespace.eq_str(crate::inlined::LAMBDAS) {
                     self.inlinings.lambda_compiled_live(m.name);
-                    self.generated.add(m.name, ev.ts_ns);
+                    // Loads only: a collected dynamic method's unload names it again.
+                    if id == ids::METHOD_LOAD_VERBOSE {
+                        self.generated.add(m.name, ev.ts_ns);
+                    }
                 }
                 if m.is_osr() && m.size > 0 {
                     self.osr_code

@@ -41,8 +41,11 @@ pub struct ThreadModel {
     pub max_workers: u64,
     /// Thread names by OS thread id.
     pub names: FxHashMap<u64, String>,
-    /// Threads the runtime created during the trace.
+    /// Threads the runtime created during the trace (`Thread/Creating`, or
+    /// `AppDomainResourceManagement/ThreadCreated` where the trace has more of those).
     pub created: u64,
+    creating_events: u64,
+    created_events: u64,
     /// Threads the pool's worker events (`ThreadPoolWorkerThread/Start`, `/Stop`, `/Wait`)
     /// were written on: pool workers, as the runtime says.
     pub(crate) pool_workers: FxHashSet<u64>,
@@ -301,7 +304,8 @@ impl Model for ThreadModel {
             }
             // Written on the creating thread, with the new thread's runtime object.
             (_, ids::THREAD_CREATING) => {
-                self.created += 1;
+                self.creating_events += 1;
+                self.created = self.creating_events.max(self.created_events);
                 let w = ThreadStartWork::parse(ev.id, p, v, ptr)?;
                 self.creating.insert(w.id, ev.thread_id);
             }
@@ -312,8 +316,12 @@ impl Model for ThreadModel {
                     self.creators.insert(ev.thread_id, c);
                 }
             }
-            // Only counted: its fields are not read.
-            (_, ids::THREAD_CREATED) => self.created += 1,
+            // Only counted: its fields are not read. The runtime writes it for the same
+            // threads as `Thread/Creating` when both keywords are on: a thread counts once.
+            (_, ids::THREAD_CREATED) => {
+                self.created_events += 1;
+                self.created = self.creating_events.max(self.created_events);
+            }
             _ => {}
         }
         Ok(())
@@ -384,6 +392,10 @@ mod tests {
         m.on_event(&ev(Provider::Clrspy, clrspy::ids::THREAD_NAME, 4, &n))
             .unwrap();
         assert_eq!((m.max_workers, m.starvation, m.created), (9, 1, 1));
+        // The same thread's `ThreadCreated` (another keyword) does not count it again.
+        m.on_event(&ev(rt, ids::THREAD_CREATED, 3, &[0; 16]))
+            .unwrap();
+        assert_eq!(m.created, 1);
         assert_eq!(m.adjustments["Starvation"], 1);
         assert_eq!(m.names[&77], "worker-1");
         assert_eq!(m.timeline.len(), 2);
