@@ -123,6 +123,7 @@ mod tests {
             kinds(Some("cpu,GC,cpu")).unwrap(),
             vec![ReportKind::Cpu, ReportKind::Gc]
         );
+        assert_eq!(kinds(Some("findings")).unwrap(), vec![ReportKind::Findings]);
         for bad in ["", "cpu,", "nope", "../cpu", "/etc/passwd", "cpu,.."] {
             let e = kinds(Some(bad)).unwrap_err();
             assert_eq!(e.status, 400, "{bad:?}");

@@ -127,6 +127,7 @@ pub(crate) fn run_spec(spec: BundleSpec) -> Result<ExitCode, Failure> {
         bytes as f64 / 1e6,
         out.zip.display()
     );
+    write_conclusion(&out.manifest.findings);
     if !out.manifest.redacted.is_empty() {
         eprintln!(
             "{} secret{} redacted (MANIFEST.md says where).",
@@ -139,6 +140,23 @@ pub(crate) fn run_spec(spec: BundleSpec) -> Result<ExitCode, Failure> {
         );
     }
     Ok(ExitCode::from(out.exit.unwrap_or(0)))
+}
+
+/// What the bundle's trace says, last: its findings of warning and above (the evidence and
+/// the fix are in the bundle's `reports/findings.txt`), or that it shows no known mistake.
+fn write_conclusion(findings: &[crate::manifest::FindingBrief]) {
+    let shown: Vec<_> = findings.iter().filter(|f| f.severity != "info").collect();
+    if shown.is_empty() {
+        eprintln!(
+            "No known .NET mistake shows in the trace ({} of severity info; reports/findings.txt in the bundle lists them).",
+            findings.len()
+        );
+        return;
+    }
+    eprintln!("Findings (their evidence and fix: reports/findings.txt in the bundle):");
+    for f in shown {
+        eprintln!("  {:<8} {}: {}", f.severity, f.id, f.said);
+    }
 }
 
 /// The bundle's spec from the flags; `argv` is clrspy's own command line (for the manifest).

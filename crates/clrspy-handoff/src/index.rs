@@ -143,6 +143,26 @@ pub(crate) fn write_index(m: &Manifest, staging: &Path, out: &mut dyn Write) -> 
         )?;
     }
     writeln!(out, "</table>")?;
+    if !m.findings.is_empty() {
+        writeln!(out, "<h2>Findings</h2><ul>")?;
+        for f in &m.findings {
+            writeln!(
+                out,
+                "<li><b>{}</b> <code>{}</code>: {}</li>",
+                escape(&f.severity),
+                escape(&f.id),
+                escape(&f.said)
+            )?;
+        }
+        writeln!(out, "</ul>")?;
+        if m.files.iter().any(|f| f.path == "reports/findings.txt") {
+            writeln!(
+                out,
+                "<p class=sub>The evidence and the fix of each: \
+                 <a href=\"reports/findings.txt\">reports/findings.txt</a>.</p>"
+            )?;
+        }
+    }
     write_files(m, out)?;
     if staging.join("metrics/metrics.html").is_file() {
         writeln!(

@@ -38,6 +38,23 @@ pub struct Manifest {
     pub redacted: Vec<Redaction>,
     /// Things the reader should know: what is missing and why, what was taken after the window.
     pub notes: Vec<String>,
+    /// The known mistakes the trace shows (`reports/findings.*` has their evidence), most
+    /// severe first; empty when it shows none or the bundle has no trace.
+    #[serde(default)]
+    pub findings: Vec<FindingBrief>,
+}
+
+/// A finding as the manifest lists it: what it is and what it said.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FindingBrief {
+    /// The rule's stable id (`sync-over-async`).
+    pub id: String,
+    /// `info`, `warning` or `critical`.
+    pub severity: String,
+    /// The rule's title.
+    pub title: String,
+    /// What was seen, with its figures.
+    pub said: String,
 }
 
 /// One file of the bundle.
@@ -217,6 +234,16 @@ pub(crate) fn write_markdown(m: &Manifest, out: &mut dyn Write) -> io::Result<()
     writeln!(out, "## Checklist\n")?;
     for (label, value) in checklist(m) {
         writeln!(out, "- **{label}:** {}", md(&value))?;
+    }
+    if !m.findings.is_empty() {
+        writeln!(out, "\n## Findings\n")?;
+        for f in &m.findings {
+            writeln!(out, "- **{}** `{}`: {}", f.severity, f.id, md(&f.said))?;
+        }
+        writeln!(
+            out,
+            "\nThe evidence and the fix of each: `reports/findings.txt`."
+        )?;
     }
     writeln!(out, "\n## Files\n")?;
     writeln!(out, "| File | Size | Bytes | SHA-256 | What |")?;

@@ -33,6 +33,8 @@ pub(crate) struct Derived {
     pub(crate) gc_heap: Vec<(u64, u64)>,
     /// What the reader could not read (a cut trace).
     pub(crate) read_error: Option<String>,
+    /// The findings of the trace, most severe first.
+    pub(crate) findings: Vec<crate::manifest::FindingBrief>,
 }
 
 /// Writes the reports, logs and counters of `trace` into `staging`.
@@ -49,6 +51,7 @@ pub(crate) fn derive(
         .map_err(|e| HandoffError::Other(format!("{}: {e}", trace.display())))?;
     d.read_error = a.read_error.as_ref().map(|e| e.to_string());
     write_reports(&a, &planned.config, staging, &mut d)?;
+    d.findings = findings(&a);
     let mut reader = t.reader().map_err(|e| HandoffError::Other(e.to_string()))?;
     logs_and_counters(&mut reader, planned, staging, &mut d)?;
     Ok(d)
@@ -93,6 +96,20 @@ fn write_reports(
         |w| clrspy_export::html::write(a, "clrspy bundle", Metric::Cpu, w),
     )?;
     Ok(())
+}
+
+/// The findings of the trace, as the manifest lists them.
+fn findings(a: &Analysis) -> Vec<crate::manifest::FindingBrief> {
+    clrspy_export::report::findings::build(a, &ReportOptions::default())
+        .findings
+        .into_iter()
+        .map(|f| crate::manifest::FindingBrief {
+            id: f.id.to_string(),
+            severity: f.severity.name().to_string(),
+            title: f.title.to_string(),
+            said: f.said,
+        })
+        .collect()
 }
 
 /// The app's log messages and the runtime's counters, in one more pass over the trace.

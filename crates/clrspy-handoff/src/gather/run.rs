@@ -288,6 +288,7 @@ fn finish(
         files: staging.files.clone(),
         redacted: red.redactions().to_vec(),
         notes,
+        findings: derived.findings,
     };
     say("writing the zip ...");
     crate::package::finish(staging.root(), &mut manifest, &spec.output)?;

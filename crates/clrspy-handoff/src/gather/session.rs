@@ -132,7 +132,8 @@ fn joined_filter(list: &[Provider], user: Option<&str>) -> Option<String> {
 pub(crate) fn supports(kind: ReportKind, config: &SessionConfig) -> bool {
     let needs = kind.needs();
     let has = |name: &str| config.providers.iter().any(|p| p.name == name);
-    if kind == ReportKind::Summary {
+    // The summary and the findings read whatever was recorded (each rule what it needs).
+    if matches!(kind, ReportKind::Summary | ReportKind::Findings) {
         return true;
     }
     if needs.samples && !has(SAMPLER) {

@@ -163,6 +163,13 @@ fn the_index_opens_offline_in_a_browser_without_console_messages() {
     let html = fs::read_to_string(&index).unwrap();
     assert!(html.contains("<iframe src=\"metrics/metrics.html\""));
     assert!(html.contains("href=\"metrics/metrics.html\""));
+    // The findings lead, escaped.
+    assert!(html.contains("<h2>Findings</h2><ul>\n<li><b>critical</b> <code>sync-over-async</code>: pool threads blocked on tasks for 57.9 s &lt;in Orders.Get&gt;</li>"), "{html}");
+    let md = fs::read_to_string(staging.join("MANIFEST.md")).unwrap();
+    assert!(
+        md.contains("## Findings\n\n- **critical** `sync-over-async`: pool threads blocked"),
+        "{md}"
+    );
     // Every href is relative and names a file of the bundle.
     for href in html.split("href=\"").skip(1) {
         let target = &href[..href.find('"').unwrap()];

@@ -79,6 +79,12 @@ pub(crate) fn sample_manifest() -> Manifest {
             what: "secret name".into(),
         }],
         notes: vec!["no heap snapshot: not asked for".into()],
+        findings: vec![crate::manifest::FindingBrief {
+            id: "sync-over-async".into(),
+            severity: "critical".into(),
+            title: "Thread-pool threads block on tasks (sync over async)".into(),
+            said: "pool threads blocked on tasks for 57.9 s <in Orders.Get>".into(),
+        }],
     }
 }
 

@@ -113,7 +113,9 @@ fn compile_cpu(input: &Input<'_>) -> (f64, f64, Vec<(String, f64)>, [f64; 3]) {
             continue;
         };
         let in_jit = (0..at).any(|i| is_jit(name(i)));
-        let compiling = (0..=at).find_map(|i| compiles(name(i)));
+        // The outermost compiling frame says what is compiled (`Expression.Compile` calls
+        // `DynamicMethod.CreateDelegate`).
+        let compiling = (0..=at).rev().find_map(|i| compiles(name(i)));
         let kind = match (compiling, in_jit) {
             (Some(k), _) => k,
             (None, true) => kind,
@@ -156,6 +158,27 @@ fn grade(
     }
 }
 
+/// What the JIT's share says when no stack shows the JIT.
+const JIT_NOT_SEEN: &str =
+    "not seen (the runtime's sampler does not sample the JIT: record with --sampler kernel)";
+
+/// What is compiled, in words: the kind with the most CPU (`kinds` by [`Compiles`]).
+fn what_of(cpu: f64, kinds: &[f64; 3]) -> &'static str {
+    if cpu <= 0.0 {
+        return "generated methods";
+    }
+    let most = kinds
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(i, _)| i);
+    match most {
+        Some(1) => "regular expressions",
+        Some(2) => "dynamic methods",
+        _ => "expression trees",
+    }
+}
+
 fn check(input: &Input<'_>) -> Option<Found> {
     let all = input.profile().total(Metric::Cpu);
     let (cpu, jit, callers, kinds) = compile_cpu(input);
@@ -170,20 +193,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
     let share = if all > 0.0 { cpu * 100.0 / all } else { 0.0 };
     let cpu_ms = cpu * input.ms_per_unit();
     let severity = grade(share, cpu_ms, sustained, g.total(), compiled_rate, g.seconds_with_some())?;
-    let what = if cpu <= 0.0 {
-        "generated methods"
-    } else {
-        match kinds
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(i, _)| i)
-    {
-        Some(1) => "regular expressions",
-        Some(2) => "dynamic methods",
-        _ => "expression trees",
-        }
-    };
+    let what = what_of(cpu, &kinds);
     let sites = top_sites(callers, cpu, 5, |w| ms(w * input.ms_per_unit()));
     let from = sites
         .first()
@@ -210,7 +220,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
             if jit > 0.0 {
                 format!("{:.0}%", jit * 100.0 / cpu.max(f64::MIN_POSITIVE))
             } else {
-                "not seen (the runtime's sampler does not sample the JIT: record with --sampler kernel)".to_string()
+                JIT_NOT_SEEN.to_string()
             },
         )
         .fact("expression trees compiled", count(g.lambdas))
