@@ -237,6 +237,23 @@ pub fn web_app() -> &'static Path {
     })
 }
 
+/// Builds testapps/Mistakes once per test run; returns the path of Mistakes.dll.
+pub fn mistakes_app() -> &'static Path {
+    static DLL: OnceLock<PathBuf> = OnceLock::new();
+    DLL.get_or_init(|| {
+        let out = repo().join("target/testapps/Mistakes");
+        let _guard = build_lock();
+        dotnet_build(&repo().join("testapps/Mistakes"), &out);
+        out.join("Mistakes.dll")
+    })
+}
+
+/// Starts testapps/Mistakes (a fresh process: its thread pool not yet grown) and waits for
+/// its `ready pid=N port=P` line.
+pub fn start_mistakes() -> Web {
+    start_app(mistakes_app(), &[])
+}
+
 /// A running WebApp (killed when dropped) and the port it listens on (127.0.0.1).
 pub struct Web {
     /// The process.
@@ -252,8 +269,13 @@ pub fn start_web() -> Web {
 
 /// [`start_web`] with more environment variables (the runtime's own EventPipe settings).
 pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
+    start_app(web_app(), env)
+}
+
+/// Starts a web test app (`dotnet DLL`) that prints `ready pid=N port=P` once it listens.
+fn start_app(dll: &Path, env: &[(&str, &str)]) -> Web {
     let mut child = Command::new("dotnet")
-        .arg(web_app())
+        .arg(dll)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
@@ -280,7 +302,7 @@ pub fn start_web_with_env(env: &[(&str, &str)]) -> Web {
         },
         _ => {
             let _ = child.kill();
-            panic!("unexpected first line from WebApp: {line:?}")
+            panic!("unexpected first line from {}: {line:?}", dll.display())
         }
     }
 }
@@ -833,37 +855,60 @@ fn consumer_log(line: &str) {
 /// The `dotnet new web` template, made and built once per test run (offline: the SDK has it).
 pub fn template_web() -> &'static Path {
     static DLL: OnceLock<PathBuf> = OnceLock::new();
-    DLL.get_or_init(|| {
-        let base = repo().join("target/testapps");
-        std::fs::create_dir_all(&base).unwrap();
-        let _guard = build_lock();
-        let src = base.join("TemplateWeb-src");
-        let out = base.join("TemplateWeb");
-        let env = [("DOTNET_CLI_TELEMETRY_OPTOUT", "1"), ("DOTNET_NOLOGO", "1")];
-        if !src.join("TemplateWeb.csproj").exists() {
-            let ok = Command::new("dotnet")
-                .args(["new", "web", "--force", "-n", "TemplateWeb", "-o"])
-                .arg(&src)
-                .envs(env)
-                .stdout(Stdio::null())
-                .status()
-                .expect("run dotnet new web");
-            assert!(ok.success(), "dotnet new web failed");
-        }
-        dotnet_build(&src, &out);
-        out.join("TemplateWeb.dll")
-    })
+    DLL.get_or_init(|| template("web", "TemplateWeb"))
 }
 
-/// Starts the template on a free loopback port; waits until it accepts connections.
+/// The `dotnet new webapp` template (Razor Pages), made and built once per test run.
+pub fn template_webapp() -> &'static Path {
+    static DLL: OnceLock<PathBuf> = OnceLock::new();
+    DLL.get_or_init(|| template("webapp", "TemplateWebApp"))
+}
+
+/// Makes the SDK's template `kind` as project `name` under target/testapps (once) and builds
+/// it; returns the path of its DLL.
+fn template(kind: &str, name: &str) -> PathBuf {
+    let base = repo().join("target/testapps");
+    std::fs::create_dir_all(&base).unwrap();
+    let _guard = build_lock();
+    let src = base.join(format!("{name}-src"));
+    let out = base.join(name);
+    let env = [("DOTNET_CLI_TELEMETRY_OPTOUT", "1"), ("DOTNET_NOLOGO", "1")];
+    if !src.join(format!("{name}.csproj")).exists() {
+        let ok = Command::new("dotnet")
+            .args(["new", kind, "--force", "-n", name, "-o"])
+            .arg(&src)
+            .envs(env)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap_or_else(|e| panic!("run dotnet new {kind}: {e}"));
+        assert!(ok.success(), "dotnet new {kind} failed");
+    }
+    dotnet_build(&src, &out);
+    out.join(format!("{name}.dll"))
+}
+
+/// Starts the `dotnet new web` template on a free loopback port; waits until it accepts
+/// connections.
 pub fn start_template() -> (Running, u16) {
+    start_template_dll(template_web(), false)
+}
+
+/// Starts a template's `dll` on a free loopback port (`--urls`, Production); waits until it
+/// accepts connections. `deployed`: from its own folder, as a deployed app runs, so its
+/// `appsettings.json` applies (else from the tests' folder, without it: the framework then
+/// logs every request at Information).
+pub fn start_template_dll(dll: &Path, deployed: bool) -> (Running, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let child = Command::new("dotnet")
-        .arg(template_web())
+    let mut cmd = Command::new("dotnet");
+    if deployed {
+        cmd.current_dir(dll.parent().unwrap_or(Path::new(".")));
+    }
+    let child = cmd
+        .arg(dll)
         .args(["--urls", &format!("http://127.0.0.1:{port}")])
         .env("ASPNETCORE_ENVIRONMENT", "Production")
         .stdout(Stdio::null())
@@ -874,7 +919,8 @@ pub fn start_template() -> (Running, u16) {
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
             std::time::Instant::now() < until,
-            "the web template did not listen"
+            "{} did not listen",
+            dll.display()
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }

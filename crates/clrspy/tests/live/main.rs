@@ -27,6 +27,7 @@ mod live_dump_analyze;
 mod live_dumps;
 mod live_env_traces;
 mod live_estimate;
+mod live_findings;
 mod live_gc;
 mod live_hangs;
 mod live_heap;
