@@ -301,3 +301,53 @@ pub(crate) fn ms(v: f64) -> String {
         format!("{v:.0} ms")
     }
 }
+
+/// The first frame of a leaf-first stack that is none of `inside` (name prefixes) and no
+/// group of native work (`[runtime: …]`): the code that called into them.
+pub(crate) fn caller_outside<'f>(frames: &'f [String], inside: &[&str]) -> Option<&'f str> {
+    frames
+        .iter()
+        .map(String::as_str)
+        .find(|f| !f.starts_with('[') && !inside.iter().any(|p| f.starts_with(p)))
+}
+
+/// Sites from named amounts, heaviest first, the first `n`, each with its share of `total`.
+pub(crate) fn top_sites(
+    mut amounts: Vec<(String, f64)>,
+    total: f64,
+    n: usize,
+    value: impl Fn(f64) -> String,
+) -> Vec<Site> {
+    amounts.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    amounts
+        .into_iter()
+        .take(n)
+        .map(|(name, v)| Site {
+            percent: crate::units::round1(crate::units::percent(v, total)),
+            value: value(v),
+            name,
+        })
+        .collect()
+}
+
+/// "(1.3 per request)" when the app served requests, else "".
+pub(crate) fn per_request(n: f64, served: Option<u64>) -> String {
+    match served {
+        Some(r) => format!(", {:.2} per request", n / r as f64),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_caller_is_the_first_frame_outside() {
+        let f: Vec<String> = ["[JIT compiler: libclrjit.so]", "System.Linq.Expressions.Expression`1.Compile", "App.Orders.Get", "Main"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(caller_outside(&f, &["System.Linq."]), Some("App.Orders.Get"));
+        assert_eq!(caller_outside(&f[..2], &["System."]), None);
+    }
+}

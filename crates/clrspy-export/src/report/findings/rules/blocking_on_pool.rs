@@ -12,8 +12,7 @@
 
 use clrspy_analysis::profile::Metric;
 
-use super::super::finding::{count, ms, rate, Found, Input, Rule, Severity};
-use super::top_sites;
+use super::super::finding::{count, ms, rate, top_sites, Found, Input, Rule, Severity};
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {

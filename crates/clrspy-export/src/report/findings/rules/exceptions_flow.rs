@@ -9,10 +9,9 @@
 //! second are errors; an exception every other request is how the code works); critical at
 //! 500 a second or 5 a request; info from 10 thrown.
 
-use super::super::finding::{count, rate, Found, Input, Rule, Severity};
+use super::super::finding::{count, per_request, rate, top_sites, Found, Input, Rule, Severity};
 use clrspy_analysis::exceptions::throw_site;
 
-use super::{per_request, top_sites};
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {

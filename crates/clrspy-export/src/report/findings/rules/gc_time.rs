@@ -13,8 +13,7 @@
 //! allocations': then it is info, saying so (old runtimes' sampling profiler suspends the
 //! threads too, and slows every GC's suspension under it).
 
-use super::super::finding::{count, ms, Found, Input, Rule, Severity};
-use super::top_sites;
+use super::super::finding::{count, ms, top_sites, Found, Input, Rule, Severity};
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {

@@ -11,8 +11,7 @@
 //! 5 s (a tool or a test harness may induce one or two); critical when their pauses take 5%
 //! of the window; info for one or two.
 
-use super::super::finding::{count, ms, plural, rate, Found, Input, Rule, Severity};
-use super::{caller_outside, per_request, top_sites};
+use super::super::finding::{caller_outside, count, ms, per_request, plural, rate, top_sites, Found, Input, Rule, Severity};
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {

@@ -12,8 +12,7 @@
 use clrspy_analysis::alloc::HeapKind;
 use clr_events::runtime::GcReason;
 
-use super::super::finding::{count, plural, rate, Found, Input, Rule, Severity};
-use super::top_sites;
+use super::super::finding::{count, plural, rate, top_sites, Found, Input, Rule, Severity};
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {

@@ -13,8 +13,7 @@
 //! from 100 ms or 10 waits (less is a sample or two, which may be a thread caught between
 //! two states).
 
-use super::super::finding::{count, ms, rate, Found, Input, Rule, Severity};
-use super::top_sites;
+use super::super::finding::{count, ms, rate, top_sites, Found, Input, Rule, Severity};
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {

@@ -9,8 +9,7 @@
 //! of its own, a timer or a logger one); critical at 100 a second; info from 20 threads and
 //! 2 a second.
 
-use super::super::finding::{count, rate, Found, Input, Rule, Severity};
-use super::per_request;
+use super::super::finding::{count, per_request, rate, Found, Input, Rule, Severity};
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {
