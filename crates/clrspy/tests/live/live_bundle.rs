@@ -93,6 +93,8 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
         "logs/app.jsonl",
         "metrics/metrics.csv",
         "metrics/metrics.html",
+        "reports/findings.txt",
+        "reports/findings.json",
         "counters/counters.csv",
         "environment.txt",
         "MANIFEST.md",
@@ -116,6 +118,16 @@ fn a_bundle_of_the_web_template_under_load_holds_everything_and_checks() {
         .unwrap()
         .contains("TemplateWeb.dll"));
     assert!(m["command"].as_str().unwrap().contains("bundle"));
+    // The findings, as the bundle's reports/findings.json has them.
+    let findings: Value = serde_json::from_slice(&files["reports/findings.json"]).unwrap();
+    let ids = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&m["findings"]), ids(&findings["findings"]), "{m}");
     for k in ["started_utc", "ended_utc"] {
         assert!(m[k].as_str().unwrap().ends_with('Z'), "{k}: {}", m[k]);
     }

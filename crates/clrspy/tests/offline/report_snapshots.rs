@@ -24,6 +24,7 @@ const KINDS: &[&str] = &[
     "contention",
     "gc",
     "threads",
+    "findings",
 ];
 
 #[test]
