@@ -212,7 +212,7 @@ impl Analysis {
                 .with_cpus(header.cpu_count),
             alloc: alloc::AllocModel::new(),
             exceptions: exceptions::ExceptionModel::new(),
-            contention: contention::ContentionModel::new(),
+            contention: contention::ContentionModel::new(interval),
             gc: gc::GcModel::new(),
             threads: threads::ThreadModel::new(),
             events: 0,
@@ -484,6 +484,7 @@ impl Analysis {
     pub fn finish(&mut self) {
         self.cpu.finish();
         self.gc.finish();
+        self.contention.finish();
         let end = self
             .options
             .to_ns

@@ -41,6 +41,87 @@ pub struct LockReport {
     pub wait_ms: f64,
     /// Threads that held it while others waited, most often first.
     pub(crate) owner_threads: Vec<u64>,
+    /// The methods that waited for it (the first frame outside the lock's own code), by wait
+    /// time, the first 5.
+    pub(crate) waited_in: Vec<MethodWeight>,
+    /// Where its owners were while others waited for it (their samples and waits then), by
+    /// time: empty where the runtime names no owner (before .NET 8) or nothing was sampled.
+    pub(crate) held_in: Vec<HeldIn>,
+}
+
+/// Where a lock's owner was while others waited: the app's innermost method on its stack
+/// (else the innermost managed frame that is not a marshalling stub, else the innermost named
+/// frame), with the time and a stack that shows it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct HeldIn {
+    /// The method.
+    pub(crate) method: String,
+    /// The owners' time there while others waited, ms.
+    pub(crate) ms: f64,
+    /// Its share of the time the owners were seen holding the lock.
+    pub(crate) percent: f64,
+    /// The heaviest stack of it, leaf first (at most [`HELD_FRAMES`] frames).
+    pub(crate) stack: Vec<String>,
+}
+
+/// Where a holder was, from its stack (leaf first): the innermost managed frame outside the
+/// lock's own code and marshalling stubs, when it is a library's rather than the base
+/// library's (`System.*`) with the app's innermost frame it was called from — "Logger.Log (from
+/// App.Handler)" —, else the app's innermost frame, else that frame, else the innermost named
+/// frame.
+fn holder_site(frames: &[String], is_app: impl Fn(&str) -> bool) -> String {
+    let managed = |f: &&String| !is_lock_internal(f) && !f.starts_with("dynamicClass.IL_STUB");
+    let inner = frames.iter().find(managed);
+    let app = frames
+        .iter()
+        .find(|f| is_app(f) && !f.starts_with("dynamicClass."));
+    match (inner, app) {
+        (Some(i), Some(a)) if i == a => a.clone(),
+        (Some(i), Some(a)) if !i.starts_with("System.") => format!("{i} (from {a})"),
+        (_, Some(a)) => a.clone(),
+        (Some(i), None) => i.clone(),
+        (None, None) => frames
+            .iter()
+            .find(|f| !f.starts_with('['))
+            .cloned()
+            .unwrap_or_else(|| "[no stack]".into()),
+    }
+}
+
+/// Frames kept of a holder's stack.
+const HELD_FRAMES: usize = 12;
+
+/// Where the owners of a lock were while others waited, heaviest first, the first `top`.
+fn held_in(a: &Analysis, held: &FxHashMap<Option<clrspy_analysis::stacks::StackId>, f64>, top: usize) -> Vec<HeldIn> {
+    let total: f64 = held.values().sum();
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    let app = a.symbols.app_code();
+    // Per method: its time, and its heaviest stack with that stack's time.
+    let mut by: FxHashMap<String, (f64, f64, Vec<String>)> = FxHashMap::default();
+    for (stack, ns) in held {
+        let frames = a.frames(*stack);
+        let method = holder_site(&frames, |f| app.contains(f));
+        let e = by.entry(method).or_default();
+        e.0 += ns;
+        if *ns > e.1 {
+            e.1 = *ns;
+            e.2 = frames.into_iter().take(HELD_FRAMES).collect();
+        }
+    }
+    let mut rows: Vec<HeldIn> = by
+        .into_iter()
+        .map(|(method, (ns, _, stack))| HeldIn {
+            method,
+            ms: round1(ns / 1e6),
+            percent: round1(percent(ns, total)),
+            stack,
+        })
+        .collect();
+    rows.sort_by(|x, y| y.ms.total_cmp(&x.ms).then_with(|| x.method.cmp(&y.method)));
+    rows.truncate(top);
+    rows
 }
 
 /// Contention.
@@ -70,6 +151,33 @@ fn is_lock_internal(frame: &str) -> bool {
 
 type Sums = FxHashMap<String, (u64, f64)>;
 
+/// Who waited, of a waiting stack: its first frame outside the lock's own code.
+fn waiter(frames: &[String]) -> String {
+    frames
+        .iter()
+        .find(|f| !is_lock_internal(f))
+        .or_else(|| frames.first())
+        .cloned()
+        .unwrap_or_else(|| "[no stack]".into())
+}
+
+/// Sums as rows, heaviest first, the first `top`; `total` ns is 100%.
+fn weights(m: Sums, total: f64, top: usize) -> Vec<MethodWeight> {
+    let mut v: Vec<MethodWeight> = m
+        .into_iter()
+        .map(|(method, (c, ns))| MethodWeight {
+            method,
+            samples: c as f64,
+            percent: percent(ns, total),
+            ms: round1(ns / 1e6),
+            called_from: None,
+        })
+        .collect();
+    v.sort_by(|x, y| y.ms.total_cmp(&x.ms).then_with(|| x.method.cmp(&y.method)));
+    v.truncate(top);
+    v
+}
+
 /// Builds the contention report.
 pub fn build(a: &Analysis, o: &ReportOptions) -> ContentionReport {
     let top = o.top;
@@ -84,13 +192,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ContentionReport {
     let mut incl: Sums = FxHashMap::default();
     for ((_, stack), (count, ns)) in entries {
         let frames = a.frames(stack);
-        let waiter = frames
-            .iter()
-            .find(|f| !is_lock_internal(f))
-            .or_else(|| frames.first())
-            .cloned()
-            .unwrap_or_else(|| "[no stack]".into());
-        let e = excl.entry(waiter).or_default();
+        let e = excl.entry(waiter(&frames)).or_default();
         e.0 += count;
         e.1 += ns;
         let mut seen = FxHashSet::default();
@@ -102,21 +204,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ContentionReport {
             }
         }
     }
-    let conv = |m: Sums| {
-        let mut v: Vec<MethodWeight> = m
-            .into_iter()
-            .map(|(method, (c, ns))| MethodWeight {
-                method,
-                samples: c as f64,
-                percent: percent(ns, total),
-                ms: round1(ns / 1e6),
-                called_from: None,
-            })
-            .collect();
-        v.sort_by(|x, y| y.ms.total_cmp(&x.ms).then_with(|| x.method.cmp(&y.method)));
-        v.truncate(top);
-        v
-    };
+    let conv = |m: Sums| weights(m, total, top);
     let mut locks: Vec<LockReport> = a
         .contention
         .by_lock
@@ -124,11 +212,19 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ContentionReport {
         .map(|(id, l)| {
             let mut owners: Vec<(u64, u64)> = l.owners.iter().map(|(t, c)| (*t, *c)).collect();
             owners.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+            let mut waited: Sums = FxHashMap::default();
+            for (stack, (count, ns)) in &l.waited {
+                let e = waited.entry(waiter(&a.frames(*stack))).or_default();
+                e.0 += count;
+                e.1 += ns;
+            }
             LockReport {
+                waited_in: weights(waited, l.wait_ns.max(1.0), 5),
                 lock_id: format!("0x{id:x}"),
                 count: l.count,
                 wait_ms: round1(l.wait_ns / 1e6),
                 owner_threads: owners.into_iter().take(5).map(|o| o.0).collect(),
+                held_in: held_in(a, &l.held, 5),
             }
         })
         .collect();
@@ -187,6 +283,13 @@ impl TextView for ContentionReport {
                 l.lock_id,
                 owners_text(&l.owner_threads)
             )?;
+            for h in l.held_in.iter().take(3) {
+                writeln!(
+                    out,
+                    "  {:>10.1} ms {:>6.1}%       while held, the owner was in {}",
+                    h.ms, h.percent, h.method
+                )?;
+            }
         }
         Ok(())
     }
@@ -240,5 +343,36 @@ impl SummarySection for ContentionSection {
 
     fn next(&self) -> &[String] {
         &self.next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_holder_is_placed_by_the_app_or_the_library_it_called() {
+        let app = |f: &str| f.starts_with("App.") || f.starts_with("dynamicClass.");
+        // In the base library under the app's loop: the app's frame.
+        let spin = frames(&["[vdso]", "System.Diagnostics.Stopwatch.GetTimestamp", "App.Locks.Spin", "App.Locks.Convoy"]);
+        assert_eq!(holder_site(&spin, app), "App.Locks.Spin");
+        // In a library (the console logger pulsing its queue's waiters): said, with the app's
+        // frame that called it; stubs and the lock's own frames skipped.
+        let log = frames(&[
+            "libc.so.6!__GI___pthread_cond_signal",
+            "System.Threading.Monitor.PulseAll",
+            "Microsoft.Extensions.Logging.Console.ConsoleLoggerProcessor.Enqueue",
+            "dynamicClass.IL_STUB_InstantiatingStub",
+            "App.Todos.Get",
+        ]);
+        assert_eq!(
+            holder_site(&log, app),
+            "Microsoft.Extensions.Logging.Console.ConsoleLoggerProcessor.Enqueue (from App.Todos.Get)"
+        );
+        assert_eq!(holder_site(&frames(&["[native]"]), app), "[no stack]");
     }
 }

@@ -254,13 +254,38 @@ fn one_lock_for_every_request() {
         return;
     }
     let _m = machine();
-    let r = record("/lock/convoy?ms=2", &["--profile", "contention"]);
+    let r = record("/lock/convoy?ms=2", &["--profile", "hangs"]);
     let f = r.expect("lock-convoy", "Mistakes.Locks.Convoy");
     assert!(
         Recorded::fact(f, "threads waiting on average") >= 1.0,
         "{f:#}"
     );
-    record("/lock/none?ms=2", &["--profile", "contention"]).expect_clean();
+    // Where the owner was while the others waited: spinning inside the lock, in Spin (called
+    // by Convoy; the kernel sampler's frame-pointer walk may drop Convoy when Spin keeps no
+    // frame, so only Spin is required), for most of the time it was seen holding it.
+    let owner = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "owner was in")
+        .and_then(|e| e["value"].as_str())
+        .unwrap_or_else(|| panic!("no holder: {f:#}"));
+    assert!(owner.starts_with("Mistakes.Locks.Spin ("), "{f:#}");
+    let share: f64 = owner
+        .rsplit('(')
+        .next()
+        .and_then(|p| p.trim_end_matches("%)").parse().ok())
+        .unwrap();
+    assert!(share >= 50.0, "{f:#}");
+    let stack: Vec<&str> = f["stack"]
+        .as_array()
+        .map(|s| s.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        stack.iter().any(|s| s.starts_with("Mistakes.Locks.Spin")),
+        "the holder's stack has no Spin: {f:#}"
+    );
+    record("/lock/none?ms=2", &["--profile", "hangs"]).expect_clean();
 }
 
 #[test]

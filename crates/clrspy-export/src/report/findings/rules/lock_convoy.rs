@@ -3,12 +3,15 @@
 //!
 //! Evidence: the `contention` report's most waited-for lock (contended acquisitions, wait
 //! time, the threads that held it), the average number of threads waiting on it over the
-//! window, and the methods that waited.
+//! window, the methods that waited, and where its owner was while they waited (the holder's
+//! stack: its samples and waits then, from .NET 8, which names the owner).
 //!
 //! Thresholds: a warning at 50 contended acquisitions and a quarter of a thread waiting on
 //! the lock on average over the window (a lock held briefly now and then is not a convoy);
 //! critical at one thread or more waiting on average (one thread's worth of the app always
-//! waiting on it); info from 20 acquisitions and 5% of a thread.
+//! waiting on it); a warning too for long holds: 5 acquisitions or more with one thread or
+//! more waiting on average (a lock held for seconds, a blocking call inside it); info from 20
+//! acquisitions and 5% of a thread.
 
 use super::super::finding::{count, ms, Found, Input, Rule, Severity};
 
@@ -25,13 +28,16 @@ const WARN_COUNT: u64 = 50;
 const WARN_WAITERS: f64 = 0.25;
 const CRITICAL_WAITERS: f64 = 1.0;
 const INFO_COUNT: u64 = 20;
+const LONG_COUNT: u64 = 5;
 const INFO_WAITERS: f64 = 0.05;
 
 /// The severity of a lock waited for `count` times by `waiters` threads on average.
 fn grade(count: u64, waiters: f64) -> Option<Severity> {
     if count >= WARN_COUNT && waiters >= CRITICAL_WAITERS {
         Some(Severity::Critical)
-    } else if count >= WARN_COUNT && waiters >= WARN_WAITERS {
+    } else if (count >= WARN_COUNT && waiters >= WARN_WAITERS)
+        || (count >= LONG_COUNT && waiters >= CRITICAL_WAITERS)
+    {
         Some(Severity::Warning)
     } else if count >= INFO_COUNT && waiters >= INFO_WAITERS {
         Some(Severity::Info)
@@ -52,8 +58,8 @@ fn check(input: &Input<'_>) -> Option<Found> {
     }
     let waiters = lock.wait_ms / window_ms;
     let severity = grade(lock.count, waiters)?;
-    let sites: Vec<_> = c
-        .top_exclusive
+    let sites: Vec<_> = lock
+        .waited_in
         .iter()
         .take(5)
         .map(|m| super::super::finding::Site {
@@ -67,17 +73,29 @@ fn check(input: &Input<'_>) -> Option<Found> {
     } else {
         format!("lock {}", lock.lock_id)
     };
+    let holder = lock.held_in.first();
     let said = format!(
-        "{lock_name} was waited for {} times, {} in all: {waiters:.1} threads waiting on it on average{}",
+        "{lock_name} was waited for {} times, {} in all: {waiters:.1} threads waiting on it on average{}{}",
         count(lock.count),
         ms(lock.wait_ms),
         sites
             .first()
             .map(|s| format!(", most in {}", s.name))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        match holder {
+            Some(h) => format!("; while they waited, its owner was in {} ({:.0}%)", h.method, h.percent),
+            None if !lock.owner_threads.is_empty() => "; what its owner did meanwhile was not sampled (record with --profile hangs: samples and lock waits)".to_string(),
+            None => String::new(),
+        }
     );
+    let mut found = Found::new(severity, said);
+    if let Some(h) = holder {
+        found = found
+            .fact("owner was in", format!("{} ({:.1}%)", h.method, h.percent))
+            .stack(h.stack.clone());
+    }
     Some(
-        Found::new(severity, said)
+        found
             .fact("lock", lock.lock_id.clone())
             .fact("contended acquisitions", count(lock.count))
             .fact("waiting", ms(lock.wait_ms))
@@ -95,8 +113,10 @@ mod tests {
     fn thresholds() {
         assert_eq!(grade(1403, 1.7), Some(Severity::Critical));
         assert_eq!(grade(200, 0.4), Some(Severity::Warning));
-        // Few waits, however long: not a queue.
-        assert_eq!(grade(30, 2.0), Some(Severity::Info));
+        // Few waits, each long: a lock held for seconds (7 waits, 26.9 s in 8 s).
+        assert_eq!(grade(7, 3.3), Some(Severity::Warning));
+        assert_eq!(grade(30, 0.1), Some(Severity::Info));
+        assert_eq!(grade(4, 3.0), None);
         assert_eq!(grade(5000, 0.01), None);
     }
 }
