@@ -14,6 +14,7 @@ use clrspy_values::human_bytes;
 use serde_json::{json, Value};
 
 use super::view::{View, ViewError};
+use crate::report::findings::{heap_growth, write_finding, Finding};
 use crate::report::text::TextStyle;
 use crate::units::group;
 
@@ -247,20 +248,35 @@ pub(crate) fn diff_view<'a>(old: &'a HeapModel, new: &'a HeapModel, top: usize) 
     HeapDiff { old, new, top }
 }
 
+impl HeapDiff<'_> {
+    /// The heap-growth finding of the two snapshots (one interval), when it shows one.
+    fn finding(&self, d: &[TypeDelta]) -> Option<Finding> {
+        let growth = grew_in_every(&[d.to_vec()]);
+        heap_growth(&growth, 1, Some(self.new))
+    }
+}
+
 impl View for HeapDiff<'_> {
     fn json(&self) -> Value {
+        let d = diff(self.old, self.new);
+        let findings: Vec<Finding> = self.finding(&d).into_iter().collect();
         json!({
             "objects_old": self.old.objects(),
             "objects_new": self.new.objects(),
             "bytes_old": self.old.bytes(),
             "bytes_new": self.new.bytes(),
-            "types": diff(self.old, self.new),
+            "types": d,
+            "findings": findings,
         })
     }
 
-    fn write_text(&self, out: &mut dyn Write, _style: &TextStyle) -> io::Result<()> {
+    fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         let (old_m, new_m) = (self.old, self.new);
         let d = diff(old_m, new_m);
+        if let Some(f) = self.finding(&d) {
+            write_finding(out, &f, style)?;
+            writeln!(out)?;
+        }
         writeln!(
             out,
             "{} → {} objects, {} → {}",
@@ -322,6 +338,8 @@ pub struct HeapWatch<'a> {
     last: Option<&'a HeapModel>,
     top: usize,
     stopped_early: bool,
+    /// The heap-growth finding of the series, when it shows one.
+    finding: Option<Finding>,
 }
 
 /// Builds the watch of `pid` from its snapshots, the diffs of consecutive ones and the last
@@ -334,14 +352,17 @@ pub fn watch_view<'a>(
     top: usize,
     stopped_early: bool,
 ) -> HeapWatch<'a> {
+    let growth = grew_in_every(intervals);
+    let finding = heap_growth(&growth, intervals.len(), last);
     HeapWatch {
         pid,
         shots,
         intervals,
-        growth: grew_in_every(intervals),
+        growth,
         last,
         top,
         stopped_early,
+        finding,
     }
 }
 
@@ -449,6 +470,7 @@ impl View for HeapWatch<'_> {
             "intervals": intervals,
             "grew_in_every_interval": growing,
             "verdict": self.verdict(),
+            "findings": self.finding.iter().collect::<Vec<_>>(),
         });
         v["stopped_early"] = json!(self.stopped_early);
         v
@@ -481,6 +503,9 @@ impl View for HeapWatch<'_> {
                     writeln!(out, "      held by {}", path.join(" → "))?;
                 }
             }
+        }
+        if let Some(f) = &self.finding {
+            write_finding(out, f, _style)?;
         }
         writeln!(out, "\n{}", self.verdict())
     }

@@ -75,6 +75,45 @@ fn heap_watch_reports_the_growing_type_with_its_exact_deltas() {
         "{held:?}"
     );
     assert!(v["verdict"].as_str().unwrap().contains(ORDER), "{v}");
+    // The heap-growth finding names the type and the static that holds it.
+    let f = &v["findings"][0];
+    assert_eq!(f["id"], "heap-growth", "{v}");
+    assert!(
+        f["severity"] == "warning" || f["severity"] == "critical",
+        "{f:#}"
+    );
+    assert_eq!(f["sites"][0]["name"], ORDER, "{f:#}");
+    let said = f["said"].as_str().unwrap();
+    assert!(
+        said.contains("grew in every one of 2 intervals, by 3,500 objects")
+            && said.contains(".Orders]"),
+        "{said}"
+    );
+}
+
+#[test]
+fn heap_watch_of_a_heap_that_does_not_grow_finds_nothing() {
+    if !live() {
+        return;
+    }
+    let w = Workload::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::clrspy_command()
+        .args(["heap", "watch", "-p", &w.pid.to_string()])
+        .args(["--every", "2s", "--count", "3", "--json", "-o"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "heap watch: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["snapshots"].as_array().unwrap().len(), 3, "{v}");
+    for f in v["findings"].as_array().unwrap() {
+        assert_eq!(f["severity"], "info", "a heap that does not grow: {f:#}");
+    }
 }
 
 #[test]

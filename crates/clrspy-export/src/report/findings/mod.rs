@@ -19,7 +19,10 @@ use super::view::{to_json, ReportOptions, TextView};
 use crate::html::markup::escape;
 
 mod finding;
+mod heap_growth;
 mod rules;
+
+pub(crate) use heap_growth::heap_growth;
 
 pub use finding::{Fact, Finding, Severity, Site};
 
@@ -95,6 +98,33 @@ fn headline(f: &Finding) -> String {
     format!("{:<8} {}: {}", f.severity.name(), f.id, f.said)
 }
 
+/// One finding in text: its title and id, what it said, its evidence, sites and stack, the fix
+/// and the link.
+pub(crate) fn write_finding(out: &mut dyn Write, f: &Finding, style: &TextStyle) -> io::Result<()> {
+    writeln!(out, "\n{}", style.heading(&format!("{} [{}]", f.title, f.id)))?;
+    writeln!(out, "  {}: {}", f.severity.name(), f.said)?;
+    for fact in &f.evidence {
+        writeln!(out, "    {}: {}", fact.name, fact.value)?;
+    }
+    if !f.sites.is_empty() {
+        writeln!(out, "  where:")?;
+        for s in &f.sites {
+            writeln!(out, "    {:>5.1}%  {}  ({})", s.percent, s.name, s.value)?;
+        }
+    }
+    if !f.stack.is_empty() {
+        writeln!(out, "  stack (innermost first):")?;
+        for frame in f.stack.iter().take(12) {
+            writeln!(out, "    {frame}")?;
+        }
+        if f.stack.len() > 12 {
+            writeln!(out, "    … {} more frames", f.stack.len() - 12)?;
+        }
+    }
+    writeln!(out, "  fix: {}", f.fix)?;
+    writeln!(out, "  see: {}", f.link)
+}
+
 impl TextView for FindingsReport {
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         writeln!(
@@ -119,28 +149,7 @@ impl TextView for FindingsReport {
             return Ok(());
         }
         for f in &self.findings {
-            writeln!(out, "\n{}", style.heading(&format!("{} [{}]", f.title, f.id)))?;
-            writeln!(out, "  {}: {}", f.severity.name(), f.said)?;
-            for fact in &f.evidence {
-                writeln!(out, "    {}: {}", fact.name, fact.value)?;
-            }
-            if !f.sites.is_empty() {
-                writeln!(out, "  where:")?;
-                for s in &f.sites {
-                    writeln!(out, "    {:>5.1}%  {}  ({})", s.percent, s.name, s.value)?;
-                }
-            }
-            if !f.stack.is_empty() {
-                writeln!(out, "  stack (innermost first):")?;
-                for frame in f.stack.iter().take(12) {
-                    writeln!(out, "    {frame}")?;
-                }
-                if f.stack.len() > 12 {
-                    writeln!(out, "    … {} more frames", f.stack.len() - 12)?;
-                }
-            }
-            writeln!(out, "  fix: {}", f.fix)?;
-            writeln!(out, "  see: {}", f.link)?;
+            write_finding(out, f, style)?;
         }
         Ok(())
     }
