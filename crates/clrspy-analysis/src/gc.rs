@@ -230,6 +230,21 @@ impl GcModel {
         }
     }
 
+    /// The median time the runtime took to suspend the threads for a GC (`GC/SuspendEEStart`
+    /// to `GC/SuspendEEStop`), ms; none without those events.
+    pub fn median_suspend_ms(&self) -> Option<f64> {
+        let mut v: Vec<i64> = self
+            .suspensions
+            .iter()
+            .filter_map(|s| s.suspended.map(|t| t - s.start))
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_unstable();
+        Some(v[v.len() / 2] as f64 / 1e6)
+    }
+
     /// A `GC/SuspendEEStart` on `thread` at `ts_ns`.
     pub(crate) fn on_suspend(&mut self, ts_ns: i64, thread: u64, s: &GcSuspendEe) {
         // Only suspensions for a GC or its preparation pause for the GC; the others (the

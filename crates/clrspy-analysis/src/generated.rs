@@ -56,14 +56,16 @@ impl GeneratedCode {
         self.lambdas + self.regexes + self.other
     }
 
-    /// Of the seconds from the first to the last, the share in which some were compiled
-    /// (1.0: every second; a burst at the start gives a small share of a long trace).
-    pub fn seconds_with_some(&self) -> f64 {
-        if self.per_second.is_empty() {
+    /// Of the `seconds` the trace lasted (or, when longer, from its start to the last
+    /// compile), the share in which some were compiled (1.0: every second; a burst at the
+    /// start, a framework warming up, gives a small share of a trace, whatever came after).
+    pub fn seconds_with_some(&self, seconds: f64) -> f64 {
+        let span = self.per_second.len().max(seconds.ceil().max(0.0) as usize);
+        if span == 0 {
             return 0.0;
         }
         let some = self.per_second.iter().filter(|&&n| n > 0).count();
-        some as f64 / self.per_second.len() as f64
+        some as f64 / span as f64
     }
 }
 
@@ -87,7 +89,8 @@ mod tests {
         g.add(clr_events::Utf16Str::new(&other), 4_900_000_000);
         assert_eq!((g.lambdas, g.regexes, g.other, g.total()), (2, 1, 1, 4));
         assert_eq!(g.per_second, vec![2, 0, 1, 1]);
-        assert_eq!(g.seconds_with_some(), 0.75);
+        assert_eq!(g.seconds_with_some(0.0), 0.75);
+        assert_eq!(g.seconds_with_some(6.0), 0.5);
         assert_eq!(
             (g.first_ns, g.last_ns),
             (Some(1_000_000_000), Some(4_900_000_000))

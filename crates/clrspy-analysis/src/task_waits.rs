@@ -74,9 +74,10 @@ pub fn is_wait_internal(frame: &str) -> bool {
         || frame.starts_with("System.Diagnostics.Tracing.")
 }
 
-/// True for an async method's state machine (`App.Orders+<GetAsync>d__4.MoveNext`).
+/// True for an async method's state machine (`App.Orders+<GetAsync>d__4.MoveNext`; a local
+/// function's is `<<Outer>g__Inner|5_0>d`, generic ones add `` `1[…] ``).
 fn is_state_machine(frame: &str) -> bool {
-    frame.contains(">d__")
+    (frame.contains(">d__") || frame.contains(">d`") || frame.contains(">d."))
         && frame
             .split('(')
             .next()
@@ -125,6 +126,19 @@ pub fn task_wait(frames: &[String]) -> Option<TaskWait> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_await_of_a_local_functions_state_machine_never_blocks() {
+        let frames: Vec<String> = [
+            "System.Runtime.CompilerServices.TaskAwaiter.HandleNonSuccessAndDebuggerNotification",
+            "Microsoft.AspNetCore.Http.HttpResponseJsonExtensions+<<WriteAsJsonAsync>g__WriteAsJsonAsyncSlow|5_0>d`1[System.__Canon].MoveNext",
+            "System.Threading.ExecutionContext.RunInternal",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert!(task_wait(&frames).is_none());
+    }
 
     fn frames(f: &[&str]) -> Vec<String> {
         f.iter().map(|s| s.to_string()).collect()

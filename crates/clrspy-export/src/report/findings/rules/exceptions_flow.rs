@@ -7,7 +7,11 @@
 //!
 //! Thresholds: a warning at 100 thrown and 20 a second or 0.5 a request (a few errors a
 //! second are errors; an exception every other request is how the code works); critical at
-//! 500 a second or 5 a request; info from 10 thrown.
+//! 500 a second or 5 a request; info from 10 thrown. Exceptions the app's code does not
+//! catch (80% or more of the catch handlers that ran are the framework's: an ASP.NET Core
+//! middleware answering 500, a faulted task) are failures, not control flow: info, saying
+//! so. An async method's state machine catches every exception to fault its task, so its
+//! handlers tell nothing and are left out of that count.
 
 use super::super::finding::{count, per_request, rate, top_sites, Found, Input, Rule, Severity};
 use clrspy_analysis::exceptions::throw_site;
@@ -54,6 +58,12 @@ fn check(input: &Input<'_>) -> Option<Found> {
     let served = input.served();
     let per_req = served.map(|r| thrown as f64 / r as f64);
     let severity = grade(thrown, per_s, per_req)?;
+    let escaped = escaped_app(input);
+    let severity = if escaped.is_some() {
+        Severity::Info
+    } else {
+        severity
+    };
     // Each throw stack's site: the app's own frame nearest the throw (a parse helper of the
     // framework throws for the app's call), else the first frame outside the exception
     // dispatch. Every stack of the model, not the report's top five.
@@ -61,7 +71,16 @@ fn check(input: &Input<'_>) -> Option<Found> {
     let mut by_site: rustc_hash::FxHashMap<String, f64> = Default::default();
     for (type_name, t) in &input.a.exceptions.types {
         for (&stack, &n) in &t.stacks {
+            // Only the original throws: not the runtime's flagged rethrows (`throw;`), nor
+            // the throws of a rethrow helper (an `await` of a faulted task).
+            let n = n.saturating_sub(t.flagged.get(&stack).copied().unwrap_or(0));
+            if n == 0 {
+                continue;
+            }
             let frames = input.a.frames(stack);
+            if clrspy_analysis::exceptions::rethrow_helper(&frames).is_some() {
+                continue;
+            }
             let site = frames
                 .iter()
                 .find(|f| app.contains(f))
@@ -71,8 +90,8 @@ fn check(input: &Input<'_>) -> Option<Found> {
             *by_site.entry(format!("{type_name} in {site}")).or_default() += n as f64;
         }
     }
-    let all: u64 = e.types.iter().map(|t| t.count).sum();
-    let sites = top_sites(by_site.into_iter().collect(), all as f64, 5, |n| {
+    let all: f64 = by_site.values().sum();
+    let sites = top_sites(by_site.into_iter().collect(), all, 5, |n| {
         format!("{} thrown", count(n as u64))
     });
     let top = sites
@@ -80,7 +99,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
         .map(|s| format!(", mostly {} ({}%)", s.name, s.percent))
         .unwrap_or_default();
     let said = format!(
-        "{} exceptions thrown ({}{}){top}{}",
+        "{} exceptions thrown ({}{}){top}{}{}",
         count(thrown),
         rate(per_s),
         per_request(thrown as f64, served),
@@ -88,6 +107,10 @@ fn check(input: &Input<'_>) -> Option<Found> {
             format!("; {} more rethrown", count(rethrown))
         } else {
             String::new()
+        },
+        match &escaped {
+            Some(by) => format!("; the app's code catches none of them (caught in {by}): these are failures, not control flow (see clrspy report exceptions)"),
+            None => String::new(),
         }
     );
     let stack = e
@@ -105,6 +128,37 @@ fn check(input: &Input<'_>) -> Option<Found> {
         found = found.fact("per request", format!("{p:.2}"));
     }
     Some(found.sites(sites).stack(stack))
+}
+
+/// The framework's method that catches most, when the app's own code (its catch blocks, not
+/// its async state machines, which catch every exception to fault their task) ran under 20%
+/// of the catch handlers that tell: the exceptions escape the app.
+fn escaped_app(input: &Input<'_>) -> Option<String> {
+    let app = input.a.symbols.app_code();
+    let (mut in_app, mut framework) = (0u64, 0u64);
+    let mut by: rustc_hash::FxHashMap<&str, u64> = Default::default();
+    for t in input.a.exceptions.types.values() {
+        for (m, &n) in &t.catches {
+            let state_machine = m.contains(">d") && m.contains("MoveNext");
+            let own = app.contains(m)
+                || !(m.starts_with("System.") || m.starts_with("Microsoft.") || m.starts_with('['));
+            if own && state_machine {
+                continue;
+            }
+            if own {
+                in_app += n;
+            } else {
+                framework += n;
+                *by.entry(m.as_str()).or_default() += n;
+            }
+        }
+    }
+    if framework == 0 || in_app * 5 >= in_app + framework {
+        return None;
+    }
+    by.into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|(m, _)| m.to_string())
 }
 
 #[cfg(test)]

@@ -7,11 +7,12 @@
 //! most.
 //!
 //! Thresholds: a warning at 10% of the window paused (the runtime's own guidance calls more
-//! than that a problem to look at); critical at 25%; info from 5%. Pauses that are long for
-//! the heap's size (a median of 5 ms or more with a heap under 64 MB, which a GC collects in
-//! a millisecond or two) are the threads' suspension, not the GC's work, nor the
-//! allocations': then it is info, saying so (old runtimes' sampling profiler suspends the
-//! threads too, and slows every GC's suspension under it).
+//! than that a problem to look at); critical at 25%; info from 5%. When the threads'
+//! suspension is most of the pauses (the median time from `GC/SuspendEEStart` to
+//! `GC/SuspendEEStop` half the median pause or more, and 1 ms or more), the time is not the
+//! GC's work nor the allocations': then it is info, saying so (a thread in a long loop
+//! without a safe point; old runtimes' sampling profiler suspends the threads too, and slows
+//! every GC's suspension under it). It is measured, never guessed from the heap's size.
 
 use super::super::finding::{count, ms, top_sites, Found, Input, Rule, Severity};
 
@@ -27,10 +28,10 @@ pub(crate) const RULE: Rule = Rule {
 const WARN_PAUSED: f64 = 10.0;
 const CRITICAL_PAUSED: f64 = 25.0;
 const INFO_PAUSED: f64 = 5.0;
-/// A heap under this (MB) takes a millisecond or two to collect: a median pause of
-/// [`SLOW_PAUSE_MS`] or more there is the threads' suspension, not the collection.
-const SMALL_HEAP_MB: f64 = 64.0;
-const SLOW_PAUSE_MS: f64 = 5.0;
+/// The suspension is most of the pause from this share of the median pause…
+const SUSPEND_SHARE: f64 = 0.5;
+/// …and at least this long (ms).
+const SLOW_SUSPEND_MS: f64 = 1.0;
 
 /// The severity of `paused` percent of the window paused for GCs; `slow_to_suspend` when
 /// the pauses are long for the heap's size (then the time is not the GC's work).
@@ -54,8 +55,10 @@ fn grade(paused: f64, slow_to_suspend: bool) -> Option<Severity> {
 fn check(input: &Input<'_>) -> Option<Found> {
     let t = &input.gc().totals;
     let paused = t.paused_percent;
-    let slow_to_suspend = t.peak_heap_mb.is_some_and(|h| h < SMALL_HEAP_MB)
-        && t.p50_pause_ms >= SLOW_PAUSE_MS;
+    let suspend_ms = input.a.gc.median_suspend_ms();
+    let slow_to_suspend = suspend_ms
+        .is_some_and(|s| s >= SLOW_SUSPEND_MS && s >= t.p50_pause_ms * SUSPEND_SHARE);
+
     let severity = grade(paused, slow_to_suspend)?;
     let alloc = input.alloc();
     let sites = top_sites(
@@ -88,9 +91,9 @@ fn check(input: &Input<'_>) -> Option<Found> {
     );
     let said = if slow_to_suspend {
         format!(
-            "{said}; but the median pause, {}, is long for a heap of {:.0} MB: the time is the threads' suspension, not the collection",
-            ms(t.p50_pause_ms),
-            t.peak_heap_mb.unwrap_or(0.0)
+            "{said}; but suspending the threads took {} of the median pause of {}: the time is the threads' suspension, not the collection",
+            ms(suspend_ms.unwrap_or(0.0)),
+            ms(t.p50_pause_ms)
         )
     } else {
         said
@@ -114,6 +117,9 @@ fn check(input: &Input<'_>) -> Option<Found> {
         )
         .fact("longest pause", ms(t.max_pause_ms))
         .fact("95th percentile pause", ms(t.p95_pause_ms));
+    if let Some(s) = suspend_ms {
+        found = found.fact("median time to suspend the threads", format!("{s:.2} ms"));
+    }
     if let Some(r) = t.allocation_mb_per_s {
         found = found.fact("allocation rate", format!("{r:.1} MB/s"));
     }

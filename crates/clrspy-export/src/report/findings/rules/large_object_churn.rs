@@ -90,7 +90,14 @@ fn check(input: &Input<'_>) -> Option<Found> {
     };
     Some(
         Found::new(severity, said)
-            .fact("large allocations", format!("{:.1} MB ({mb_s:.1} MB/s)", large_bytes as f64 / MB))
+            .fact(
+                "large allocations",
+                if alloc.ticks == 0 {
+                    "not measured (no allocation ticks)".to_string()
+                } else {
+                    format!("{:.1} MB ({mb_s:.1} MB/s)", large_bytes as f64 / MB)
+                },
+            )
             .fact("gen2 GCs of reason AllocLarge", count(gen2_loh))
             .fact("gen2 GCs in all", count(input.gc().totals.per_generation[2]))
             .sites(sites),
