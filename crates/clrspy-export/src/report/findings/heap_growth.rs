@@ -71,7 +71,8 @@ pub(crate) fn heap_growth(
         0.0
     };
     let path = holder(last, &g.name);
-    let static_root = path.first().is_some_and(|r| r.starts_with("[static var"));
+    // The roots: `[static vars] → [static var App.Cache] → …`.
+    let static_root = path.iter().take(2).any(|r| r.starts_with("[static var"));
     let severity = grade(bytes, share, intervals, static_root)?;
     let per: Vec<String> = g.bytes_deltas.iter().map(|b| format!("{b:+}")).collect();
     let held = if path.is_empty() {
