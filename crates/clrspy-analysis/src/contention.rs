@@ -1,7 +1,7 @@
 //! Lock contention from `Contention/Start` (with the waiting stack, and from .NET 8 the lock
 //! id and owning thread) and `Contention/Stop` (with the wait's duration): wait time by stack
-//! and by lock, and what the owner was doing while others waited (its samples and waits
-//! between a waiter's start and stop: the holder's stacks).
+//! and by lock, and what each lock's owner was doing while others waited for it (the holder's
+//! stacks: its samples and waits in the times the waits say it held the lock).
 
 use clr_events::runtime::{ids, ContentionStart, ContentionStop};
 use clr_events::{clrspy, KnownProvider, ViewError};
@@ -30,7 +30,7 @@ pub struct LockStats {
 /// the samples and waits of the threads involved): 512Ki each, ~20 MB each at most.
 const HOLDER_CAP: usize = 1 << 19;
 
-/// One sample or wait of a thread once named as a lock's owner.
+/// One sample or wait of a thread that waited for a named lock or was named as its owner.
 #[derive(Clone, Copy, Debug)]
 struct OwnerTime {
     thread: u64,
@@ -120,10 +120,10 @@ impl ContentionModel {
     }
 
     /// Joins the owners' samples and waits with the times they held a lock others waited
-    /// for: a wait that names its lock's owner at its start says that owner held it from then
-    /// until the lock was next acquired after a wait (the owner had released it by then).
-    /// Computed afresh at each call (the model's `finish` may be called again after more
-    /// events).
+    /// for. Each lock's waits in time order say who held it: a wait's start names the owner
+    /// then, and a waiter that stops waiting holds the lock from then; between two such
+    /// moments, while any thread waited, that owner held it. Computed afresh at each call
+    /// (the model's `finish` may be called again after more events).
     fn join_holders(&mut self) {
         for l in self.by_lock.values_mut() {
             l.held.clear();
