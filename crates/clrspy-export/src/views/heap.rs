@@ -273,10 +273,6 @@ impl View for HeapDiff<'_> {
     fn write_text(&self, out: &mut dyn Write, style: &TextStyle) -> io::Result<()> {
         let (old_m, new_m) = (self.old, self.new);
         let d = diff(old_m, new_m);
-        if let Some(f) = self.finding(&d) {
-            write_finding(out, &f, style)?;
-            writeln!(out)?;
-        }
         writeln!(
             out,
             "{} → {} objects, {} → {}",
@@ -324,7 +320,11 @@ impl View for HeapDiff<'_> {
             .next()
             .map(|p| format!("; in NEW they are held by {}", p.steps.join(" → ")))
             .unwrap_or_default();
-        writeln!(out, "\nGrew most: {}{holder}", names.join(", "))
+        writeln!(out, "\nGrew most: {}{holder}", names.join(", "))?;
+        match self.finding(&d) {
+            Some(f) => write_finding(out, &f, style),
+            None => Ok(()),
+        }
     }
 }
 

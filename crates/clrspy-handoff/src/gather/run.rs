@@ -156,9 +156,11 @@ pub(super) fn gather(
     let mut target = facts
         .or_else(|| seen.pid.map(crate::facts::target))
         .unwrap_or_default();
-    if let Some(e) = &endpoint {
-        after_window(&spec, e, before, &mut staging, &mut notes, stop, say);
-    }
+    // The heap diff's findings (a type that grew, held by a static) join the trace's.
+    let heap_findings = match &endpoint {
+        Some(e) => after_window(&spec, e, before, &mut staging, &mut notes, stop, say),
+        None => Vec::new(),
+    };
     // Redaction: what the environment and command lines hold first, then the trace.
     let mut red = Redactor::new(spec.redact);
     redact_process(&mut red, env.as_deref(), argv, &mut target, &mut staging)?;
@@ -174,6 +176,7 @@ pub(super) fn gather(
         metrics_run,
         red,
         notes,
+        heap_findings,
         &mut staging,
         say,
     )?;
@@ -236,6 +239,7 @@ fn finish(
     metrics_run: Option<side::MetricsRun>,
     mut red: Redactor,
     mut notes: Vec<String>,
+    heap_findings: Vec<crate::manifest::FindingBrief>,
     staging: &mut Staging,
     say: &mut dyn FnMut(&str),
 ) -> Result<Manifest, HandoffError> {
@@ -288,7 +292,18 @@ fn finish(
         files: staging.files.clone(),
         redacted: red.redactions().to_vec(),
         notes,
-        findings: derived.findings,
+        findings: {
+            let mut f = derived.findings;
+            f.extend(heap_findings);
+            // Most severe first, as the trace's are.
+            let rank = |s: &str| match s {
+                "critical" => 0,
+                "warning" => 1,
+                _ => 2,
+            };
+            f.sort_by_key(|x| rank(&x.severity));
+            f
+        },
     };
     say("writing the zip ...");
     crate::package::finish(staging.root(), &mut manifest, &spec.output)?;
@@ -345,7 +360,8 @@ fn after_window(
     notes: &mut Vec<String>,
     stop: &StopSignal,
     say: &mut dyn FnMut(&str),
-) {
+) -> Vec<crate::manifest::FindingBrief> {
+    let mut findings = Vec::new();
     if before.is_some() || spec.with_heap {
         let n = if before.is_some() { "2 of 2, " } else { "" };
         say(&format!(
@@ -361,8 +377,9 @@ fn after_window(
         ) {
             Ok(after) => {
                 if let Some(old) = &before {
-                    if let Err(e) = side::heap_diff(old, &after, staging) {
-                        notes.push(format!("no heap diff: {e}"));
+                    match side::heap_diff(old, &after, staging) {
+                        Ok(f) => findings = f,
+                        Err(e) => notes.push(format!("no heap diff: {e}")),
                     }
                 }
             }
@@ -382,6 +399,7 @@ fn after_window(
             }
         }
     }
+    findings
 }
 
 /// What the window saw of the process: its pid, and a launched program's facts and arguments.

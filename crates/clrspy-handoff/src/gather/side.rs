@@ -171,12 +171,13 @@ pub(crate) fn heap_snapshot(
     Ok(HeapModel::new(taken.dump.graph))
 }
 
-/// The diff of two snapshots, as `clrspy heap diff` prints it (text and JSON).
+/// The diff of two snapshots, as `clrspy heap diff` prints it (text and JSON); returns its
+/// findings (a type that grew, held by a static), as the manifest lists them.
 pub(crate) fn heap_diff(
     old: &HeapModel,
     new: &HeapModel,
     staging: &mut Staging,
-) -> Result<(), HandoffError> {
+) -> Result<Vec<crate::manifest::FindingBrief>, HandoffError> {
     let input = Input::HeapDiff(old, new);
     let view = views::find("heap-diff")
         .ok_or_else(|| HandoffError::Other("no heap-diff view".into()))?
@@ -187,10 +188,24 @@ pub(crate) fn heap_diff(
         "what grew between the snapshots (clrspy heap diff)",
         |w| view.write_text(w, &TextStyle::default()),
     )?;
+    let json = view.json();
     staging.write("heap/diff.json", "the heap diff (JSON)", |w| {
-        write_json(w, &view.json())
+        write_json(w, &json)
     })?;
-    Ok(())
+    let text = |f: &serde_json::Value, k: &str| f[k].as_str().unwrap_or_default().to_string();
+    Ok(json["findings"]
+        .as_array()
+        .map(|fs| {
+            fs.iter()
+                .map(|f| crate::manifest::FindingBrief {
+                    id: text(f, "id"),
+                    severity: text(f, "severity"),
+                    title: text(f, "title"),
+                    said: text(f, "said"),
+                })
+                .collect()
+        })
+        .unwrap_or_default())
 }
 
 /// Every thread's stack now.

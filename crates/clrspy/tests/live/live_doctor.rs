@@ -240,6 +240,17 @@ fn run_for_a_leak_leaves_a_diff_that_names_the_leaking_type() {
     let manifest = bundle_file(&zip, "manifest.json")
         .unwrap_or_else(|| panic!("no manifest.json in the bundle: {stderr}"));
     let manifest: Value = serde_json::from_str(&manifest).unwrap();
+    // The heap diff's finding is among the bundle's: a type that grew, held by a static.
+    let growth = manifest["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "heap-growth")
+        .unwrap_or_else(|| panic!("no heap-growth finding: {}", manifest["findings"]));
+    assert!(
+        growth["said"].as_str().unwrap().contains("[static var"),
+        "{growth}"
+    );
     let t = &manifest["target"];
     assert_eq!(t["pid"], w.1);
     assert!(
