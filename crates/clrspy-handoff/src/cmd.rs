@@ -142,8 +142,9 @@ pub(crate) fn run_spec(spec: BundleSpec) -> Result<ExitCode, Failure> {
     Ok(ExitCode::from(out.exit.unwrap_or(0)))
 }
 
-/// What the bundle's trace says, last: its findings of warning and above (the evidence and
-/// the fix are in the bundle's `reports/findings.txt`), or that it shows no known mistake.
+/// What the bundle says, last: its findings of warning and above (the trace's, with their
+/// evidence and fix in `reports/findings.txt`; a leak's heap diff's in `heap/diff.txt`), or
+/// that it shows no known mistake.
 fn write_conclusion(findings: &[crate::manifest::FindingBrief]) {
     let shown: Vec<_> = findings.iter().filter(|f| f.severity != "info").collect();
     if shown.is_empty() {
@@ -153,7 +154,11 @@ fn write_conclusion(findings: &[crate::manifest::FindingBrief]) {
         );
         return;
     }
-    eprintln!("Findings (their evidence and fix: reports/findings.txt in the bundle):");
+    let heap = shown.iter().any(|f| f.id == "heap-growth");
+    eprintln!(
+        "Findings (their evidence and fix: reports/findings.txt{} in the bundle):",
+        if heap { " and heap/diff.txt" } else { "" }
+    );
     for f in shown {
         eprintln!("  {:<8} {}: {}", f.severity, f.id, f.said);
     }
