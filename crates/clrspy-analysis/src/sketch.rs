@@ -154,7 +154,7 @@ impl Sketch {
     }
 
     /// The `q` quantile in ms.
-    pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
+    pub fn quantile_ms(&self, q: f64) -> f64 {
         self.quantile_ns(q) / 1e6
     }
 

@@ -21,6 +21,7 @@
 mod chromium;
 pub mod conversion;
 pub mod counters;
+pub mod diff;
 mod flamegraph;
 mod folded;
 pub mod html;

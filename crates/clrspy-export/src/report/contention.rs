@@ -152,7 +152,7 @@ fn is_lock_internal(frame: &str) -> bool {
 type Sums = FxHashMap<String, (u64, f64)>;
 
 /// Who waited, of a waiting stack: its first frame outside the lock's own code.
-fn waiter(frames: &[String]) -> String {
+pub(crate) fn waiter(frames: &[String]) -> String {
     frames
         .iter()
         .find(|f| !is_lock_internal(f))

@@ -18,7 +18,7 @@ use super::view::TextView;
 use crate::units::{fit, percent, round1};
 
 /// The traces of a folder (`*.nettrace`, `*.nettrace.zip`; not its subfolders), by name.
-pub(crate) fn traces_in(dir: &std::path::Path) -> io::Result<Vec<std::path::PathBuf>> {
+pub fn traces_in(dir: &std::path::Path) -> io::Result<Vec<std::path::PathBuf>> {
     let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
