@@ -205,6 +205,14 @@ pub enum Command {
         after_help = "Examples:\n  clrspy heap app.gcdump\n  clrspy heap diff before.gcdump after.gcdump\n  clrspy heap watch -p 1234 --count 3 --every 30s"
     )]
     Heap(HeapArgs),
+    /// Did it get slower? Two traces compared per unit of work (CPU and waits by method,
+    /// allocations, exceptions, locks, GCs, routes, outgoing HTTP), each change judged against
+    /// what sampling explains and a threshold; `--fail-if` for CI. Two .gcdump files compare as
+    /// `heap diff` does.
+    #[command(
+        after_help = "Examples:\n  clrspy diff before.nettrace after.nettrace\n  clrspy diff before.nettrace after.nettrace --fail-if 'cpu:+10%,p99:+20%,alloc:+15%'\n  clrspy diff before.zip after.zip --per seconds --json\n  clrspy diff before.gcdump after.gcdump"
+    )]
+    Diff(DiffArgs),
     /// A process's counters and meters: list, monitor live, collect to CSV/JSON Lines/Prometheus.
     #[command(
         after_help = "Examples:\n  clrspy counters monitor -p 1234\n  clrspy counters collect -p 1234 --duration 60s -o counters.csv\n  clrspy counters list"
@@ -904,6 +912,43 @@ pub struct ProcessArg {
         value_name = "PID"
     )]
     pub process_id: u32,
+}
+
+/// `clrspy diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The base: a trace (.nettrace, a .zip holding one, a bundle) or a .gcdump.
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// The trace (or .gcdump) to compare with it.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// What the figures are divided by: requests, seconds, or ops:EVENT (events of that name,
+    /// `Provider/Event` or the event's name). Default: requests when both traces served some,
+    /// else seconds.
+    #[arg(long, value_name = "UNIT", value_parser = |s: &str| s.parse::<clrspy_export::diff::Per>())]
+    pub per: Option<clrspy_export::diff::Per>,
+    /// Exit 1 when a row of these figures regressed beyond its threshold (which replaces the
+    /// default): `cpu:+10%,p99:+20%,alloc:+15%`. Figures: cpu, wait, alloc, exceptions,
+    /// contention, gc, requests, p50, p95, p99, errors, http.
+    #[arg(long, value_name = "LIMITS", value_parser = |s: &str| s.parse::<clrspy_export::diff::FailIf>())]
+    pub fail_if: Option<clrspy_export::diff::FailIf>,
+    /// Rows per table besides the ones judged changed.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Also write the differential flame graph of CPU to FILE (SVG: the new trace's stacks,
+    /// red grew, blue shrank, per unit of work).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Also write a self-contained HTML page to FILE: the verdict, the differential flame
+    /// graph, both traces' flame graphs side by side, the tables.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write one JSON object (keys in docs/report-json.md).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub images: ImageArgs,
 }
 
 /// The trace argument shared by commands.

@@ -2,6 +2,7 @@
 
 mod capture;
 mod convert;
+mod diff;
 mod dump;
 mod dump_analyze;
 mod env;
@@ -52,6 +53,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Watch(a) => watch::run(&a),
         Command::Gcdump(a) => heap::run_gcdump(&a),
         Command::Heap(a) => heap::run_heap(&a),
+        Command::Diff(a) => diff::run(&a),
         Command::Counters(a) => Ok(clrspy_views::counters::run(&a)?),
         Command::Stack(a) => Ok(clrspy_views::stack::run(&a)?),
         Command::Logs(a) => Ok(clrspy_views::logs::run(&a)?),
