@@ -16,6 +16,8 @@
 //   GET /thread/percall         a new Thread per request, joined      | /thread/pool   Task.Run
 //   GET /io/blocking?ms=N       a synchronous socket read             | /io/async      ReadAsync
 //   GET /cpu/burn?ms=N          burns N ms of CPU
+//   GET /diff/work              a known cost per request; MISTAKES_REGRESS=cpu,alloc,throw at
+//                               start makes the regressed "build" (Regress.cs): `clrspy diff`
 using System.Net;
 using Mistakes;
 
@@ -69,6 +71,9 @@ app.MapGet("/io/blocking", (int? ms) => $"byte={Io.BlockingRead(ms ?? 10)}");
 app.MapGet("/io/async", async (int? ms) => $"byte={await Io.AsyncRead(ms ?? 10)}");
 
 app.MapGet("/cpu/burn", (int? ms) => { Cpu.Burn(ms ?? 20); return "burned"; });
+
+// The answer's length is the same in both builds (ab checks it).
+app.MapGet("/diff/work", () => Regress.Handle() >= 0 ? "done" : "odd!");
 
 await app.StartAsync();
 var address = app.Urls.First();

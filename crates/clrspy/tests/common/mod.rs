@@ -254,6 +254,12 @@ pub fn start_mistakes() -> Web {
     start_app(mistakes_app(), &[])
 }
 
+/// [`start_mistakes`] with more environment variables (`MISTAKES_REGRESS`: the regressed
+/// "build" of `/diff/work`).
+pub fn start_mistakes_with_env(env: &[(&str, &str)]) -> Web {
+    start_app(mistakes_app(), env)
+}
+
 /// A running WebApp (killed when dropped) and the port it listens on (127.0.0.1).
 pub struct Web {
     /// The process.

@@ -22,6 +22,7 @@ mod live_container;
 mod live_counters;
 mod live_counters_rules;
 mod live_counters_web;
+mod live_diff;
 mod live_doctor;
 mod live_dump_analyze;
 mod live_dumps;

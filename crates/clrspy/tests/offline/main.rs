@@ -11,6 +11,7 @@ mod app_code;
 mod cli;
 mod convert;
 mod cpu_vs_traceevent;
+mod diff_cli;
 mod findings;
 mod gc_vs_traceevent;
 mod heap_cli;
