@@ -109,7 +109,8 @@ fn check(input: &Input<'_>) -> Option<Found> {
             String::new()
         },
         match &escaped {
-            Some(by) => format!("; the app's code catches none of them (caught in {by}): these are failures, not control flow (see clrspy report exceptions)"),
+            Some((by, 0)) => format!("; the app's code catches none of them (caught in {by}): these are failures, not control flow (see clrspy report exceptions)"),
+            Some((by, pct)) => format!("; the app's code catches only {pct}% of them (the rest in {by}): these are failures, not control flow (see clrspy report exceptions)"),
             None => String::new(),
         }
     );
@@ -130,10 +131,11 @@ fn check(input: &Input<'_>) -> Option<Found> {
     Some(found.sites(sites).stack(stack))
 }
 
-/// The framework's method that catches most, when the app's own code (its catch blocks, not
-/// its async state machines, which catch every exception to fault their task) ran under 20%
-/// of the catch handlers that tell: the exceptions escape the app.
-fn escaped_app(input: &Input<'_>) -> Option<String> {
+/// The framework's method that catches most, and the app's share of the catches (percent),
+/// when the app's own code (its catch blocks, not its async state machines, which catch every
+/// exception to fault their task) ran under 20% of the catch handlers that tell: the
+/// exceptions escape the app.
+fn escaped_app(input: &Input<'_>) -> Option<(String, u64)> {
     let app = input.a.symbols.app_code();
     let (mut in_app, mut framework) = (0u64, 0u64);
     let mut by: rustc_hash::FxHashMap<&str, u64> = Default::default();
@@ -156,9 +158,10 @@ fn escaped_app(input: &Input<'_>) -> Option<String> {
     if framework == 0 || in_app * 5 >= in_app + framework {
         return None;
     }
+    let pct = in_app * 100 / (in_app + framework);
     by.into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
-        .map(|(m, _)| m.to_string())
+        .map(|(m, _)| (m.to_string(), pct))
 }
 
 #[cfg(test)]
