@@ -123,23 +123,6 @@ pub(crate) fn write(
     } else {
         "milliseconds"
     };
-    fn profile<'a>(
-        label: String,
-        unit: &'static str,
-        stacks: &'a [WeightedStack],
-        indexes: &'a [Vec<u32>],
-        members: &'a [usize],
-    ) -> Profile<'a> {
-        Profile {
-            kind: "sampled",
-            name: label,
-            unit,
-            start_value: 0,
-            end_value: members.iter().map(|&i| stacks[i].weight).sum(),
-            samples: Samples { indexes, members },
-            weights: Weights { stacks, members },
-        }
-    }
     let all: Vec<usize> = (0..stacks.len()).collect();
     let mut profiles = vec![profile(all_label, unit, stacks, &indexes, &all)];
     if !(by_thread.len() == 1 && by_thread[0].0 == 0) {
@@ -147,6 +130,35 @@ pub(crate) fn write(
             profiles.push(profile(thread_label(*t), unit, stacks, &indexes, list));
         }
     }
+    finish(out, frames, profiles, name)
+}
+
+/// One sampled profile of the stacks `members` of `stacks`.
+fn profile<'a>(
+    label: String,
+    unit: &'static str,
+    stacks: &'a [WeightedStack],
+    indexes: &'a [Vec<u32>],
+    members: &'a [usize],
+) -> Profile<'a> {
+    Profile {
+        kind: "sampled",
+        name: label,
+        unit,
+        start_value: 0,
+        end_value: members.iter().map(|&i| stacks[i].weight).sum(),
+        samples: Samples { indexes, members },
+        weights: Weights { stacks, members },
+    }
+}
+
+/// Writes the document of `frames` and `profiles`.
+fn finish(
+    out: &mut dyn Write,
+    frames: Vec<Frame<'_>>,
+    profiles: Vec<Profile<'_>>,
+    name: &str,
+) -> io::Result<()> {
     let doc = Doc {
         schema: "https://www.speedscope.app/file-format-schema.json",
         shared: Shared { frames },
@@ -159,6 +171,51 @@ pub(crate) fn write(
     serde_json::to_writer(&mut w, &doc).map_err(io::Error::from)?;
     writeln!(w)?;
     w.flush()
+}
+
+/// Writes a speedscope document of several sets of stacks (the two traces of a diff), one
+/// "all threads" profile per set named by its label, over one frame table; the weights are in
+/// milliseconds (or bytes) as they are.
+pub(crate) fn write_sets(
+    out: &mut dyn Write,
+    sets: &[(String, Vec<WeightedStack>)],
+    unit: impl Into<StackUnit>,
+    name: &str,
+) -> io::Result<()> {
+    let unit = if unit.into().is_bytes() {
+        "bytes"
+    } else {
+        "milliseconds"
+    };
+    let mut frame_index: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut frames: Vec<Frame<'_>> = Vec::new();
+    let indexes: Vec<Vec<Vec<u32>>> = sets
+        .iter()
+        .map(|(_, stacks)| {
+            stacks
+                .iter()
+                .map(|s| {
+                    s.frames
+                        .iter()
+                        .map(|f| {
+                            *frame_index.entry(f).or_insert_with(|| {
+                                frames.push(Frame { name: f });
+                                (frames.len() - 1) as u32
+                            })
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let members: Vec<Vec<usize>> = sets.iter().map(|(_, s)| (0..s.len()).collect()).collect();
+    let profiles = sets
+        .iter()
+        .zip(&indexes)
+        .zip(&members)
+        .map(|(((label, stacks), ix), m)| profile(label.clone(), unit, stacks, ix, m))
+        .collect();
+    finish(out, frames, profiles, name)
 }
 
 #[cfg(test)]

@@ -944,6 +944,10 @@ pub struct DiffArgs {
     /// graph, both traces' flame graphs side by side, the tables.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Also write a speedscope file to FILE: both traces' CPU, a profile each, in ms per unit
+    /// of work.
+    #[arg(long, value_name = "FILE")]
+    pub speedscope: Option<PathBuf>,
     /// Write one JSON object (keys in docs/report-json.md).
     #[arg(long)]
     pub json: bool,

@@ -22,7 +22,7 @@ pub use limits::{Class, FailIf, Per};
 pub use model::{DiffRow, TraceDiff};
 
 use model::{DiffTable, Presence, SideFacts, Verdict};
-pub use views::{write_flamegraph, write_html};
+pub use views::{write_flamegraph, write_html, write_speedscope};
 
 use measure::{Figure, Measures, Table, Unit};
 

@@ -1,7 +1,8 @@
 //! The diff's pictures: a differential flame graph of CPU (the new trace's stacks, each bar's
 //! colour its change per unit of work: red grew, blue shrank, drawn by inferno from folded
-//! lines with both counts), and a self-contained HTML page with it, the two traces' own flame
-//! graphs side by side, the verdict and the tables.
+//! lines with both counts), a self-contained HTML page with it, the two traces' own flame
+//! graphs side by side, the verdict and the tables, and a speedscope file of both traces' CPU
+//! per unit of work (one profile each).
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -120,4 +121,33 @@ pub fn write_html(
     h.push_str("</pre>");
     h.push_str(&page_end());
     out.write_all(h.as_bytes())
+}
+
+/// Writes a speedscope file with both traces' CPU stacks, each a profile of its own ("base: …",
+/// "new: …"), in ms per unit of work, so that switching between them compares like with like.
+pub fn write_speedscope(
+    base: &Analysis,
+    new: &Analysis,
+    d: &TraceDiff,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let per = |a: &Analysis, units: f64| {
+        let mut v = weighted_stacks(a, Metric::Cpu, &StackFilter::default());
+        for s in &mut v {
+            s.weight /= units.max(f64::MIN_POSITIVE);
+        }
+        v
+    };
+    let sets = [
+        (
+            format!("base: {} (ms per {})", d.base.label, d.per),
+            per(base, d.base.units),
+        ),
+        (
+            format!("new: {} (ms per {})", d.new.label, d.per),
+            per(new, d.new.units),
+        ),
+    ];
+    let name = format!("CPU: {} against {}", d.new.label, d.base.label);
+    crate::speedscope::write_sets(out, &sets, Metric::Cpu, &name)
 }

@@ -58,7 +58,7 @@ pub fn run(args: &DiffArgs) -> CliResult<ExitCode> {
         }
     };
     // One analysis at a time unless a picture needs both: the figures are all the diff keeps.
-    let pictures = args.svg.is_some() || args.html.is_some();
+    let pictures = args.svg.is_some() || args.html.is_some() || args.speedscope.is_some();
     let base_a = analyze(b, args)?;
     let base = Side::new(&base_a, b.display().to_string(), ops(b)?);
     let base_a = pictures.then_some(base_a);
@@ -74,16 +74,19 @@ pub fn run(args: &DiffArgs) -> CliResult<ExitCode> {
             .hint("--per seconds divides by each trace's length; --per ops:EVENT by an event of the app's")
             .code(2)
     })?;
-    for (path, html) in [(&args.svg, false), (&args.html, true)] {
+    type Picture =
+        fn(&Analysis, &Analysis, &diff::TraceDiff, &mut dyn Write) -> std::io::Result<()>;
+    let views: [(&Option<std::path::PathBuf>, Picture); 3] = [
+        (&args.svg, diff::write_flamegraph),
+        (&args.html, diff::write_html),
+        (&args.speedscope, diff::write_speedscope),
+    ];
+    for (path, write) in views {
         let (Some(path), Some(base_a)) = (path, &base_a) else {
             continue;
         };
         let mut buf = Vec::new();
-        if html {
-            diff::write_html(base_a, &new_a, &d, &mut buf)?;
-        } else {
-            diff::write_flamegraph(base_a, &new_a, &d, &mut buf)?;
-        }
+        write(base_a, &new_a, &d, &mut buf)?;
         // Owner-only, as every file clrspy writes of a process's data.
         clrspy_collect::private::create_private(path)
             .and_then(|mut f| f.write_all(&buf))
@@ -185,9 +188,10 @@ struct Member {
 /// one matched with the trace of the other whose process had the same command line (in file
 /// name order when several had), and each pair compared.
 fn run_folders(args: &DiffArgs) -> CliResult<ExitCode> {
-    if args.svg.is_some() || args.html.is_some() || matches!(args.per, Some(Per::Ops(_))) {
+    let pictures = args.svg.is_some() || args.html.is_some() || args.speedscope.is_some();
+    if pictures || matches!(args.per, Some(Per::Ops(_))) {
         return Err(CliError::new(
-            "--svg, --html and --per ops:EVENT compare two traces: name one trace of each folder",
+            "--svg, --html, --speedscope and --per ops:EVENT compare two traces: name one trace of each folder",
         )
         .code(2));
     }

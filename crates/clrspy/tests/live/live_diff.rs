@@ -201,6 +201,7 @@ fn diff_names_each_known_regression_and_fails_ci() {
     // The differential flame graph: Work's bar is red (it grew), in the SVG and the page.
     let svg = dir.path().join("diff.svg");
     let html = dir.path().join("diff.html");
+    let speedscope = dir.path().join("diff.speedscope.json");
     let out = clrspy_command()
         .arg("diff")
         .args([&base, &new])
@@ -208,6 +209,8 @@ fn diff_names_each_known_regression_and_fails_ci() {
         .arg(&svg)
         .arg("--html")
         .arg(&html)
+        .arg("--speedscope")
+        .arg(&speedscope)
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -229,6 +232,18 @@ fn diff_names_each_known_regression_and_fails_ci() {
     );
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("Verdict: regressed") && page.contains("<iframe id=diff"));
+    // Both traces in one speedscope file, a profile each, per request: the new one heavier.
+    let ss: Value = serde_json::from_slice(&std::fs::read(&speedscope).unwrap()).unwrap();
+    let profiles = ss["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 2);
+    assert!(profiles[0]["name"].as_str().unwrap().starts_with("base: "));
+    let end = |i: usize| profiles[i]["endValue"].as_f64().unwrap();
+    assert!(
+        end(1) > end(0),
+        "ms per request: {} then {}",
+        end(0),
+        end(1)
+    );
 }
 
 #[test]
