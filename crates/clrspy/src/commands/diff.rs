@@ -153,9 +153,13 @@ fn count_events(path: &Path, name: &str) -> CliResult<u64> {
 
 /// Two heap snapshots: `heap diff BASE NEW`.
 fn heap_diff(args: &DiffArgs) -> CliResult<ExitCode> {
-    if args.per.is_some() || args.fail_if.is_some() {
+    if args.per.is_some()
+        || args.fail_if.is_some()
+        || args.svg.is_some()
+        || args.speedscope.is_some()
+    {
         return Err(CliError::new(
-            "--per and --fail-if compare traces; two heap snapshots compare by type as `heap diff` does",
+            "--per, --fail-if, --svg and --speedscope compare traces; two heap snapshots compare by type as `heap diff` does (--html and --json too)",
         )
         .code(2));
     }
@@ -165,7 +169,7 @@ fn heap_diff(args: &DiffArgs) -> CliResult<ExitCode> {
             new: Some(args.new.clone()),
             json: args.json,
             top: args.top.max(20),
-            html: None,
+            html: args.html.clone(),
         }),
         file: None,
         top: 20,
