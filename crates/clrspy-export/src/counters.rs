@@ -115,7 +115,7 @@ impl CounterFile {
             CounterFormat::Prometheus => {
                 FileWriter::Replace(CounterWriter::new(io::sink(), format))
             }
-            _ => FileWriter::Append(CounterWriter::new(std::fs::File::create(path)?, format)),
+            _ => FileWriter::Append(CounterWriter::new(crate::owner_only::create(path)?, format)),
         };
         Ok(CounterFile {
             path: path.to_path_buf(),

@@ -38,6 +38,7 @@ mod heap_stacks;
 pub mod info;
 pub mod log_text;
 pub mod metrics;
+mod owner_only;
 pub mod profiles;
 pub mod prometheus;
 pub mod repair;

@@ -166,7 +166,7 @@ pub fn rows_file(kind: ReportKind, path: &std::path::Path) -> Result<RowSink, St
             kind.name()
         ));
     };
-    let file = std::fs::File::create(path)
+    let file = crate::owner_only::create(path)
         .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     Ok(RowSink::new(model, Box::new(file)))
 }

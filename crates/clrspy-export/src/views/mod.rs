@@ -279,7 +279,9 @@ impl FileDef {
     }
 
     /// Writes `input` to the file `path` (`-`: stdout), flushed; returns the stacks written.
-    /// The error says which file and whether it could not be created or written.
+    /// The file is its owner's only (0600, an existing file's mode narrowed): it holds the
+    /// process's data. The error says which file and whether it could not be created or
+    /// written.
     pub fn write_file(&self, input: &Input, o: &FileOptions, path: &Path) -> io::Result<usize> {
         let context = |what: &str, e: io::Error| {
             io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
@@ -287,7 +289,7 @@ impl FileDef {
         let mut sink: Box<dyn Write> = if path == Path::new("-") {
             Box::new(io::stdout().lock())
         } else {
-            let f = std::fs::File::create(path).map_err(|e| context("cannot write", e))?;
+            let f = crate::owner_only::create(path).map_err(|e| context("cannot write", e))?;
             Box::new(io::BufWriter::new(f))
         };
         self.write(input, o, &mut sink)

@@ -95,11 +95,10 @@ pub(crate) fn write(
     };
     let mut sink: Box<dyn Write> = match &path {
         None => Box::new(std::io::stdout().lock()),
-        Some(p) => {
-            Box::new(BufWriter::new(std::fs::File::create(p).map_err(|e| {
-                CliError::new(format!("cannot write {}: {e}", p.display()))
-            })?))
-        }
+        Some(p) => Box::new(BufWriter::new(
+            clrspy_collect::private::create_private(p)
+                .map_err(|e| CliError::new(format!("cannot write {}: {e}", p.display())))?,
+        )),
     };
     let again = || {
         trace
