@@ -50,7 +50,7 @@ impl TraceDiff {
         if !self.failed.is_empty() {
             writeln!(
                 out,
-                "\n--fail-if crossed by {} {}.",
+                "\n--fail-if crossed by {} {}:",
                 self.failed.len(),
                 if self.failed.len() == 1 {
                     "row"
@@ -58,6 +58,9 @@ impl TraceDiff {
                     "rows"
                 }
             )?;
+            for (table, r) in &self.failed {
+                writeln!(out, "  {:<18} {}", table, sentence(r, &self.per))?;
+            }
         }
         for t in &self.tables {
             if t.rows.is_empty() {

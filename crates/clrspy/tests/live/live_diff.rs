@@ -174,6 +174,24 @@ fn diff_names_each_known_regression_and_fails_ci() {
         assert!(["cpu", "alloc", "exceptions"].contains(&class), "{f:#}");
     }
 
+    // In text, --fail-if lists the rows that crossed it.
+    let crossed = clrspy_command()
+        .arg("diff")
+        .args([&base, &new])
+        .args(["--fail-if", "cpu:+10%"])
+        .output()
+        .unwrap();
+    assert_eq!(crossed.status.code(), Some(1));
+    let crossed = String::from_utf8_lossy(&crossed.stdout);
+    let listed = crossed
+        .split("--fail-if crossed by ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no --fail-if list: {crossed}"));
+    assert!(
+        listed.contains("cpu.exclusive      Mistakes.Regress.Work: "),
+        "{listed}"
+    );
+
     // The text says the same, and the regressions come first.
     let text = clrspy_command()
         .arg("diff")
