@@ -13,6 +13,9 @@ pub struct AppCode {
     /// The app's assemblies' file names, sorted.
     pub assemblies: Vec<String>,
     frames: Arc<BTreeSet<String>>,
+    /// Of `frames`, those of the app's own assemblies, not of the libraries it ships
+    /// ([`own_modules`]).
+    own: Arc<BTreeSet<String>>,
 }
 
 impl AppCode {
@@ -21,6 +24,24 @@ impl AppCode {
         AppCode {
             assemblies,
             frames: Arc::new(frames),
+            own: Arc::default(),
+        }
+    }
+
+    /// With the frames of the app's own assemblies (of those it ships: see [`own_modules`]).
+    pub(crate) fn with_own(mut self, own: BTreeSet<String>) -> AppCode {
+        self.own = Arc::new(own);
+        self
+    }
+
+    /// True when the frame is a method of the app's own assemblies, not of a library shipped
+    /// beside them (`Newtonsoft.Json`, `Dapper`): the code its developers wrote. When that
+    /// is not known (no module events), the same as [`AppCode::contains`].
+    pub fn is_own(&self, name: &str) -> bool {
+        if self.own.is_empty() {
+            self.contains(name)
+        } else {
+            self.own.contains(name)
         }
     }
 
@@ -36,6 +57,43 @@ impl AppCode {
 }
 
 /// True for an assembly (file stem) that ships with .NET or a framework package by its name.
+/// Of the app's modules ([`app_modules`]), its own: the entry assembly and those that share
+/// its family (its name up to the last part, `Microsoft.eShopWeb.`) or, when that is no
+/// framework's, its first part (`Contoso.` of `Contoso.Web`, `Scenarios` of `Scenarios`).
+/// The rest (`Newtonsoft.Json`, `Dapper`) are libraries the app ships.
+pub(crate) fn own_modules(entry: &str, modules: &[(u64, &str)]) -> HashSet<u64> {
+    let app = app_modules(entry, modules);
+    let lower = entry.to_ascii_lowercase();
+    let family = lower
+        .rfind('.')
+        .map(|i| lower[..=i].to_string())
+        .filter(|f| f.matches('.').count() >= 2);
+    let first = entry.split('.').next().unwrap_or(entry);
+    let first =
+        (!is_framework_assembly(first) && !first.is_empty()).then(|| first.to_ascii_lowercase());
+    modules
+        .iter()
+        .filter(|(id, _)| app.contains(id))
+        .filter(|(_, p)| {
+            let file = p
+                .rsplit(['/', '\\'])
+                .next()
+                .unwrap_or(p)
+                .to_ascii_lowercase();
+            let s = file
+                .strip_suffix(".dll")
+                .or_else(|| file.strip_suffix(".exe"))
+                .unwrap_or(&file);
+            s == lower
+                || family.as_deref().is_some_and(|f| s.starts_with(f))
+                || first
+                    .as_deref()
+                    .is_some_and(|f| s == f || s.starts_with(&format!("{f}.")))
+        })
+        .map(|&(id, _)| id)
+        .collect()
+}
+
 fn is_framework_assembly(stem: &str) -> bool {
     [
         "System",

@@ -195,7 +195,7 @@ pub(crate) fn fold_leaf_first<T>(mut frames: Vec<T>, is_framework: impl Fn(&T) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app_code::app_modules;
+    use crate::app_code::{app_modules, own_modules};
     use std::collections::BTreeSet;
 
     #[test]
@@ -277,6 +277,30 @@ mod tests {
         ));
         // An unlabelled lambda stays the framework's.
         assert!(jmc.is_framework_name("dynamicClass.lambda_method3"));
+    }
+
+    #[test]
+    fn the_apps_own_assemblies_are_not_the_libraries_it_ships() {
+        let modules = [
+            (1, "/app/Scenarios.dll"),
+            (2, "/app/Newtonsoft.Json.dll"),
+            (3, "/app/Scenarios.Data.dll"),
+            (4, "/app/Microsoft.EntityFrameworkCore.dll"),
+            (5, "/app/Dapper.dll"),
+        ];
+        let mut own: Vec<u64> = own_modules("Scenarios", &modules).into_iter().collect();
+        own.sort_unstable();
+        assert_eq!(own, vec![1, 3]);
+        let shop = [
+            (1, "/srv/Microsoft.eShopWeb.Web.dll"),
+            (2, "/srv/Microsoft.eShopWeb.Infrastructure.dll"),
+            (3, "/srv/Ardalis.Specification.dll"),
+        ];
+        let mut own: Vec<u64> = own_modules("Microsoft.eShopWeb.Web", &shop)
+            .into_iter()
+            .collect();
+        own.sort_unstable();
+        assert_eq!(own, vec![1, 2]);
     }
 
     #[test]

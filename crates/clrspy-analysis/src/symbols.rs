@@ -22,7 +22,7 @@ use clr_events::runtime::{ids, rundown_ids, MethodLoad, ModuleLoad, R2rEntryPoin
 use clr_events::{KnownProvider, ViewError};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::app_code::{app_modules, AppCode};
+use crate::app_code::{app_modules, own_modules, AppCode};
 use crate::event::{Model, ModelEvent, Provider, Wanted};
 use crate::r2r::{ImageIdentity, ImageSources, R2rNames};
 pub(crate) use crate::signature::short_signature;
@@ -634,7 +634,9 @@ impl Symbols {
             self.app = AppCode::default();
             return;
         }
+        let own_ids = own_modules(entry, &modules);
         let mut frames = std::collections::BTreeSet::new();
+        let mut own = std::collections::BTreeSet::new();
         for (method_id, module) in &self.method_modules {
             if !app.contains(module) {
                 continue;
@@ -643,7 +645,11 @@ impl Symbols {
                 continue;
             };
             if let Some(&f) = self.method_frames.get(idx as usize) {
-                frames.insert(self.frame(f).name.clone());
+                let name = self.frame(f).name.clone();
+                if own_ids.contains(module) {
+                    own.insert(name.clone());
+                }
+                frames.insert(name);
             }
         }
         let mut assemblies: Vec<String> = app
@@ -653,7 +659,7 @@ impl Symbols {
             .collect();
         assemblies.sort();
         assemblies.dedup();
-        self.app = AppCode::new(assemblies, frames);
+        self.app = AppCode::new(assemblies, frames).with_own(own);
     }
 
     /// The declaring types of the methods named so far (`Namespace.Type+Nested`), as the

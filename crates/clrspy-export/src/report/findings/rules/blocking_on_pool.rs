@@ -98,9 +98,12 @@ fn check(input: &Input<'_>) -> Option<Found> {
             continue;
         }
         total += w;
+        // The app's own method, else a library it ships (`Newtonsoft.Json` reading a
+        // stream for the app's call), else the first frame outside System.
         let caller = (at + 1..r.frames.len())
             .map(name)
-            .find(|f| app.contains(f))
+            .find(|f| app.is_own(f))
+            .or_else(|| (at + 1..r.frames.len()).map(name).find(|f| app.contains(f)))
             .or_else(|| {
                 (at + 1..r.frames.len())
                     .map(name)
