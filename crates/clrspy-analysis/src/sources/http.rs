@@ -24,6 +24,7 @@ use serde::Serialize;
 use crate::model_entry::{AnyModel, ModelEntry, ModelInit};
 use crate::rows::RowSink;
 use crate::sketch::{Sketch, Slowest};
+use crate::stacks::StackId;
 use crate::{Model, ModelEvent, Wanted};
 
 /// How long past a request's stop its events may still come (trace time, ns).
@@ -124,6 +125,10 @@ pub struct HostCalls {
     pub new_connections: u64,
     /// Requests sent on a connection already open.
     pub reused_connections: u64,
+    /// The stacks that sent the requests that opened a connection (`RequestStart`'s stack:
+    /// the app's call, before its first `await`), with their counts.
+    #[serde(skip)]
+    pub new_connection_stacks: FxHashMap<StackId, u64>,
 }
 
 /// What a request's children are.
@@ -164,6 +169,7 @@ struct Open {
     child_failure: Option<&'static str>,
     seen: i64,
     done: bool,
+    stack: Option<StackId>,
 }
 
 /// Outgoing HTTP requests.
@@ -400,7 +406,12 @@ impl HttpModel {
             }
         }
         match connection {
-            Some("new") => h.new_connections += 1,
+            Some("new") => {
+                h.new_connections += 1;
+                if let Some(stack) = o.stack {
+                    *h.new_connection_stacks.entry(stack).or_default() += 1;
+                }
+            }
             Some(_) => h.reused_connections += 1,
             None => {}
         }
@@ -462,7 +473,9 @@ impl HttpModel {
                     s.port
                 );
                 let start = (ts, host, s.path_and_query.to_string_lossy(), (s.version_major, s.version_minor));
-                self.open_mut(id, ts).start = Some(start);
+                let o = self.open_mut(id, ts);
+                o.start = Some(start);
+                o.stack = e.stack;
                 self.check_done(id);
             }
             "RequestStop" => {
@@ -565,7 +578,7 @@ impl HttpModel {
 
 impl Model for HttpModel {
     const EVENTS: &'static [Wanted] = &[
-        Wanted::named(ev::HTTP, "RequestStart"),
+        Wanted::named(ev::HTTP, "RequestStart").with_stack(),
         Wanted::named(ev::HTTP, "RequestStop"),
         Wanted::named(ev::HTTP, "RequestFailed"),
         Wanted::named(ev::HTTP, "RequestLeftQueue"),
