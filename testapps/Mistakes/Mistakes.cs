@@ -202,7 +202,8 @@ public static class Http
 {
     private static readonly HttpClient Shared = new();
 
-    private static string PingUri(HttpContext ctx) => $"http://127.0.0.1:{ctx.Connection.LocalPort}/ping";
+    private static string PingUri(HttpContext ctx, bool close = false) =>
+        $"http://127.0.0.1:{ctx.Connection.LocalPort}/ping{(close ? "/close" : "")}";
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static async Task<string> ClientPerCall(HttpContext ctx)
@@ -212,7 +213,52 @@ public static class Http
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static async Task<string> SharedClient(HttpContext ctx) => await Shared.GetStringAsync(PingUri(ctx));
+    public static async Task<string> SharedClient(HttpContext ctx, bool close) => await Shared.GetStringAsync(PingUri(ctx, close));
+}
+
+/// What a request owns and disposes as it ends, as a scoped DbContext is.
+public sealed class RequestResource : IDisposable
+{
+    private bool disposed;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public int Read()
+    {
+        ObjectDisposedException.ThrowIf(disposed, this);
+        return 42;
+    }
+
+    public void Dispose() => disposed = true;
+}
+
+/// Work started from a request with Task.Run and never awaited: it runs after the request
+/// disposed what it uses, throws ObjectDisposedException into its task, and nobody sees it.
+public static class FireAndForget
+{
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static string Forget()
+    {
+        using var resource = new RequestResource();
+        _ = Task.Run(async () =>
+        {
+            await Task.Delay(1);
+            resource.Read();
+        });
+        return "started";
+    }
+
+    /// The fixed twin: the same work, awaited before the request ends.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static async Task<string> Awaited()
+    {
+        using var resource = new RequestResource();
+        await Task.Run(async () =>
+        {
+            await Task.Delay(1);
+            resource.Read();
+        });
+        return "done!!";
+    }
 }
 
 /// A new thread per request for a small piece of work against the thread pool.

@@ -13,6 +13,9 @@
 //   GET /loh/churn?kb=N         a new large byte[] per request        | /loh/pooled    ArrayPool
 //   GET /lock/convoy?ms=N       CPU work inside one shared lock       | /lock/none     no lock
 //   GET /http/percall           a new HttpClient per request          | /http/shared   a static one
+//                               (/http/shared?close=1: to a server that closes each connection)
+//   GET /fire/forget            Task.Run not awaited, using what the   | /fire/awaited  awaited
+//                               request disposes: ObjectDisposedException unseen
 //   GET /thread/percall         a new Thread per request, joined      | /thread/pool   Task.Run
 //   GET /io/blocking?ms=N       a synchronous socket read             | /io/async      ReadAsync
 //   GET /cpu/burn?ms=N          burns N ms of CPU
@@ -36,6 +39,8 @@ builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, port));
 var app = builder.Build();
 
 app.MapGet("/ping", () => "pong");
+// A server that closes every connection after its answer (as an HTTP/1.0 one does).
+app.MapGet("/ping/close", (HttpContext ctx) => { ctx.Response.Headers.Connection = "close"; return "pong"; });
 
 app.MapGet("/expr/percall", () => $"expr={Expressions.CompilePerCall(14)}");
 app.MapGet("/expr/cached", () => $"expr={Expressions.Cached(14)}");
@@ -61,7 +66,10 @@ app.MapGet("/lock/convoy", (int? ms) => { Locks.Convoy(ms ?? 2); return "spun"; 
 app.MapGet("/lock/none", (int? ms) => { Locks.NoLock(ms ?? 2); return "spun"; });
 
 app.MapGet("/http/percall", async (HttpContext ctx) => $"got={await Http.ClientPerCall(ctx)}");
-app.MapGet("/http/shared", async (HttpContext ctx) => $"got={await Http.SharedClient(ctx)}");
+app.MapGet("/http/shared", async (HttpContext ctx, int? close) => $"got={await Http.SharedClient(ctx, close == 1)}");
+
+app.MapGet("/fire/forget", () => $"state={FireAndForget.Forget()}");
+app.MapGet("/fire/awaited", async () => $"state={await FireAndForget.Awaited()}");
 
 app.MapGet("/thread/percall", () => $"sum={Threads.ThreadPerCall()}");
 app.MapGet("/thread/pool", async () => $"sum={await Threads.PoolWork()}");

@@ -11,9 +11,11 @@
 //! catch (80% or more of the catch handlers that ran are the framework's: an ASP.NET Core
 //! middleware answering 500, a faulted task) are failures, not control flow: info, saying
 //! so. An async method's state machine catches every exception to fault its task, so its
-//! handlers tell nothing and are left out of that count.
+//! handlers tell nothing and are left out of that count. Exceptions that mean a bug
+//! (`ObjectDisposedException`, `NullReferenceException`, …: [`means_bug`]) are not control
+//! flow however they are caught: `bug-exceptions` reports them.
 
-use super::super::finding::{count, per_request, rate, top_sites, Found, Input, Rule, Severity};
+use super::super::finding::{count, per_request, rate, top_sites, Found, Input, Rule, Severity, Site};
 use clrspy_analysis::exceptions::throw_site;
 
 
@@ -51,8 +53,10 @@ fn grade(thrown: u64, per_s: f64, per_req: Option<f64>) -> Option<Severity> {
 
 fn check(input: &Input<'_>) -> Option<Found> {
     let e = input.exceptions();
-    let thrown: u64 = e.types.iter().map(|t| t.thrown).sum();
-    let rethrown: u64 = e.types.iter().map(|t| t.rethrown).sum();
+    // Exceptions that mean a bug are `bug-exceptions`' (not control flow, however caught).
+    let flow = || e.types.iter().filter(|t| !means_bug(&t.type_name));
+    let thrown: u64 = flow().map(|t| t.thrown).sum();
+    let rethrown: u64 = flow().map(|t| t.rethrown).sum();
     let seconds = input.seconds().max(1e-3);
     let per_s = thrown as f64 / seconds;
     let served = input.served();
@@ -64,36 +68,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
     } else {
         severity
     };
-    // Each throw stack's site: the app's own frame nearest the throw (a parse helper of the
-    // framework throws for the app's call), else the first frame outside the exception
-    // dispatch. Every stack of the model, not the report's top five.
-    let app = input.a.symbols.app_code();
-    let mut by_site: rustc_hash::FxHashMap<String, f64> = Default::default();
-    for (type_name, t) in &input.a.exceptions.types {
-        for (&stack, &n) in &t.stacks {
-            // Only the original throws: not the runtime's flagged rethrows (`throw;`), nor
-            // the throws of a rethrow helper (an `await` of a faulted task).
-            let n = n.saturating_sub(t.flagged.get(&stack).copied().unwrap_or(0));
-            if n == 0 {
-                continue;
-            }
-            let frames = input.a.frames(stack);
-            if clrspy_analysis::exceptions::rethrow_helper(&frames).is_some() {
-                continue;
-            }
-            let site = frames
-                .iter()
-                .find(|f| app.contains(f))
-                .map(String::as_str)
-                .or_else(|| throw_site(&frames))
-                .unwrap_or("[no stack]");
-            *by_site.entry(format!("{type_name} in {site}")).or_default() += n as f64;
-        }
-    }
-    let all: f64 = by_site.values().sum();
-    let sites = top_sites(by_site.into_iter().collect(), all, 5, |n| {
-        format!("{} thrown", count(n as u64))
-    });
+    let sites = throw_sites(input, |t| !means_bug(t));
     let top = sites
         .first()
         .map(|s| format!(", mostly {} ({}%)", s.name, s.percent))
@@ -114,9 +89,7 @@ fn check(input: &Input<'_>) -> Option<Found> {
             None => String::new(),
         }
     );
-    let stack = e
-        .types
-        .iter()
+    let stack = flow()
         .max_by_key(|t| t.thrown)
         .and_then(|t| t.throw_sites.first())
         .map(|s| s.frames.clone())
@@ -131,6 +104,62 @@ fn check(input: &Input<'_>) -> Option<Found> {
     Some(found.sites(sites).stack(stack))
 }
 
+/// True for the exception types that mean a bug in the code that threw or called (a usage
+/// error: .NET's guidelines say never to catch them), never an expected outcome to handle:
+/// using a disposed object, a null, a bad cast or index, a missing argument.
+pub(super) fn means_bug(type_name: &str) -> bool {
+    const BUGS: &[&str] = &[
+        "System.NullReferenceException",
+        "System.ObjectDisposedException",
+        "System.InvalidCastException",
+        "System.IndexOutOfRangeException",
+        "System.ArgumentNullException",
+        "System.ArgumentOutOfRangeException",
+        "System.NotImplementedException",
+        "System.DivideByZeroException",
+        "System.ArrayTypeMismatchException",
+        "System.AccessViolationException",
+    ];
+    BUGS.contains(&type_name)
+}
+
+/// The throw sites of the types `keep` keeps, heaviest first (the first five), each as
+/// `TYPE in SITE` with its count. A throw stack's site is the app's own frame nearest the
+/// throw (a parse helper of the framework throws for the app's call), else the first frame
+/// outside the exception dispatch. Every stack of the model, not the report's top five; only
+/// the original throws: not the runtime's flagged rethrows (`throw;`), nor the throws of a
+/// rethrow helper (an `await` of a faulted task).
+pub(super) fn throw_sites(input: &Input<'_>, keep: impl Fn(&str) -> bool) -> Vec<Site> {
+    let app = input.a.symbols.app_code();
+    let mut by_site: rustc_hash::FxHashMap<String, f64> = Default::default();
+    for (type_name, t) in &input.a.exceptions.types {
+        if !keep(type_name) {
+            continue;
+        }
+        for (&stack, &n) in &t.stacks {
+            let n = n.saturating_sub(t.flagged.get(&stack).copied().unwrap_or(0));
+            if n == 0 {
+                continue;
+            }
+            let frames = input.a.frames(stack);
+            if clrspy_analysis::exceptions::rethrow_helper(&frames).is_some() {
+                continue;
+            }
+            let site = frames
+                .iter()
+                .find(|f| app.contains(f))
+                .map(String::as_str)
+                .or_else(|| throw_site(&frames))
+                .unwrap_or("[no stack]");
+            *by_site.entry(format!("{type_name} in {site}")).or_default() += n as f64;
+        }
+    }
+    let all: f64 = by_site.values().sum();
+    top_sites(by_site.into_iter().collect(), all, 5, |n| {
+        format!("{} thrown", count(n as u64))
+    })
+}
+
 /// The framework's method that catches most, and the app's share of the catches (percent),
 /// when the app's own code (its catch blocks, not its async state machines, which catch every
 /// exception to fault their task) ran under 20% of the catch handlers that tell: the
@@ -139,7 +168,10 @@ fn escaped_app(input: &Input<'_>) -> Option<(String, u64)> {
     let app = input.a.symbols.app_code();
     let (mut in_app, mut framework) = (0u64, 0u64);
     let mut by: rustc_hash::FxHashMap<&str, u64> = Default::default();
-    for t in input.a.exceptions.types.values() {
+    for (type_name, t) in &input.a.exceptions.types {
+        if means_bug(type_name) {
+            continue;
+        }
         for (m, &n) in &t.catches {
             let state_machine = m.contains(">d") && m.contains("MoveNext");
             let own = app.contains(m)

@@ -5,6 +5,7 @@
 use super::finding::Rule;
 
 mod blocking_on_pool;
+mod bug_exceptions;
 mod compiled_per_call;
 mod cpu_saturated;
 mod exceptions_flow;
@@ -22,6 +23,7 @@ pub(crate) const ALL: &[Rule] = &[
     blocking_on_pool::RULE,
     compiled_per_call::RULE,
     exceptions_flow::RULE,
+    bug_exceptions::RULE,
     lock_convoy::RULE,
     induced_gc::RULE,
     large_object_churn::RULE,
