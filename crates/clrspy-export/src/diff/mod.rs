@@ -36,6 +36,12 @@ const AUTO_REQUESTS: u64 = 30;
 /// it more than any change of the code.
 const MIN_SHARE: f64 = 0.01;
 
+/// A rate is judged only when one side counted at least this many events (samples, ticks,
+/// throws, waits as counted): below it one long lock wait, one slow GC moves the row by
+/// orders of magnitude, which its count cannot say (a live test's two recordings of one
+/// build once had a socket queue's lock waited on 0.02 ms in one, 13 ms in the other).
+const MIN_EVENTS: f64 = 10.0;
+
 /// A percentile is judged only over this many durations on each side.
 const MIN_DURATIONS: u64 = 10;
 
@@ -407,7 +413,8 @@ fn rates(
         }
     }
     let share = |v: f64, t: Option<f64>| t.map_or(1.0, |t| if t > 0.0 { v / t } else { 0.0 });
-    let material = share(vb, total_b).max(share(vn, total_n)) >= MIN_SHARE;
+    let material =
+        share(vb, total_b).max(share(vn, total_n)) >= MIN_SHARE && cb.max(cn) >= MIN_EVENTS;
     Compared {
         base: vb,
         new: vn,
