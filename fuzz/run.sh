@@ -11,7 +11,7 @@ cd "$root/fuzz"
 secs=${1:-5}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(read_slice read_stream scan event_views rules_parse ipc_replies gcdump_read core_read)
+[ ${#targets[@]} -gt 0 ] || targets=(read_slice read_stream scan event_views rules_parse ipc_replies gcdump_read core_read pdb_read)
 
 # What cargo-fuzz passes for coverage-guided fuzzing, minus the sanitizer (nightly only).
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
@@ -39,6 +39,8 @@ seeds() {
             cp "$root"/fuzz/seeds/gcdump_read/* "$dir/" ;;
         core_read)
             cp "$root"/fuzz/seeds/core_read/* "$dir/" ;;
+        pdb_read)
+            cp "$root"/crates/readytorun/testdata/lines/Lines.pdb "$root"/crates/readytorun/testdata/lines/Lines.embedded.dll "$dir/" ;;
     esac
 }
 

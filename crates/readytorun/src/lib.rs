@@ -9,6 +9,9 @@
 //! `Outer+Inner`. Funclets (the handlers of a method, compiled as separate functions right
 //! after it) carry their method's name.
 //!
+//! [`pdb`] reads the same metadata format in portable PDBs: each method's IL offsets as source
+//! files and lines.
+//!
 //! Every read is bounds-checked: any byte string gives an [`Image`] or an [`Error`], never a
 //! panic, and no allocation is sized by the input beyond what the input itself holds.
 //!
@@ -25,6 +28,7 @@
 
 mod identity;
 mod metadata;
+pub mod pdb;
 mod reader;
 mod sig;
 mod statics;

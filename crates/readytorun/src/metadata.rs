@@ -1,7 +1,9 @@
 //! The ECMA-335 metadata of an image (Partition II §24): the stream headers, the `#~` table
 //! stream's row counts and row sizes (which depend on heap sizes and row counts), and the few
 //! tables needed to name methods — Module (the MVID), TypeRef, TypeDef, MethodDef, MemberRef,
-//! NestedClass — with the `#Strings` and `#GUID` heaps.
+//! NestedClass — with the `#Strings` and `#GUID` heaps. A portable PDB is the same format with
+//! its own tables (0x30–0x37) and a `#Pdb` stream holding the row counts of the image's tables
+//! its indexes point into.
 
 use crate::reader::Bytes;
 use crate::Error;
@@ -17,6 +19,8 @@ pub(crate) mod t {
     pub(crate) const CUSTOM_ATTRIBUTE: usize = 0x0C;
     pub(crate) const ASSEMBLY: usize = 0x20;
     pub(crate) const NESTED_CLASS: usize = 0x29;
+    pub(crate) const DOCUMENT: usize = 0x30;
+    pub(crate) const METHOD_DEBUG_INFORMATION: usize = 0x31;
 }
 
 /// One column's kind.
@@ -50,10 +54,15 @@ const METHOD_DEF_OR_REF: &[usize] = &[0x06, 0x0A];
 const MEMBER_FORWARDED: &[usize] = &[0x04, 0x06];
 const IMPLEMENTATION: &[usize] = &[0x26, 0x23, 0x27];
 const TYPE_OR_METHOD_DEF: &[usize] = &[0x02, 0x06];
+const HAS_CUSTOM_DEBUG_INFORMATION: &[usize] = &[
+    0x06, 0x04, 0x01, 0x02, 0x08, 0x09, 0x0A, 0x00, 0x0E, 0x17, 0x14, 0x11, 0x1A, 0x1B, 0x20, 0x23,
+    0x26, 0x27, 0x28, 0x2A, 0x2C, 0x2B, 0x30, 0x32, 0x33, 0x34, 0x35,
+];
 
 use Col::{Blob, Coded, Fixed, Guid, Index, Str};
 
-/// The columns of every table this reader knows (0x00..=0x2C), II.22.
+/// The columns of every table this reader knows: the image's (0x00..=0x2C, II.22) and the
+/// portable PDB's (0x30..=0x37); 0x2D..=0x2F are unused.
 const TABLES: &[&[Col]] = &[
     &[Fixed(2), Str, Guid, Guid, Guid],   // Module
     &[Coded(RESOLUTION_SCOPE), Str, Str], // TypeRef
@@ -115,6 +124,24 @@ const TABLES: &[&[Col]] = &[
     &[Fixed(2), Fixed(2), Coded(TYPE_OR_METHOD_DEF), Str], // GenericParam
     &[Coded(METHOD_DEF_OR_REF), Blob],    // MethodSpec
     &[Index(0x2A), Coded(TYPE_DEF_OR_REF)], // GenericParamConstraint
+    &[],                                  // 0x2D
+    &[],                                  // 0x2E
+    &[],                                  // 0x2F
+    &[Blob, Guid, Blob, Guid],            // Document
+    &[Index(0x30), Blob],                 // MethodDebugInformation
+    &[
+        Index(0x06),
+        Index(0x35),
+        Index(0x33),
+        Index(0x34),
+        Fixed(4),
+        Fixed(4),
+    ], // LocalScope
+    &[Fixed(2), Fixed(2), Str],           // LocalVariable
+    &[Str, Blob],                         // LocalConstant
+    &[Index(0x35), Blob],                 // ImportScope
+    &[Index(0x06), Index(0x06)],          // StateMachineMethod
+    &[Coded(HAS_CUSTOM_DEBUG_INFORMATION), Guid, Blob], // CustomDebugInformation
 ];
 
 /// The most rows a table may declare (a hard limit, not an allocation hint).
@@ -138,6 +165,8 @@ pub(crate) struct Metadata<'a> {
     guids: Bytes<'a>,
     blobs: Bytes<'a>,
     tables: Vec<Table>,
+    /// A portable PDB's `#Pdb` stream.
+    pdb: Option<&'a [u8]>,
 }
 
 fn bits_for(n: usize) -> u32 {
@@ -159,6 +188,7 @@ impl<'a> Metadata<'a> {
         let streams = root.u16(pos + 2)?;
         pos += 4;
         let (mut tables, mut strings, mut guids, mut blobs) = (None, None, None, None);
+        let mut pdb = None;
         for _ in 0..streams {
             let offset = root.u32(pos)? as usize;
             let size = root.u32(pos + 4)? as usize;
@@ -171,6 +201,7 @@ impl<'a> Metadata<'a> {
                 b"#Strings" => strings = Some(body),
                 b"#GUID" => guids = Some(body),
                 b"#Blob" => blobs = Some(body),
+                b"#Pdb" => pdb = Some(body),
                 _ => {}
             }
         }
@@ -181,6 +212,7 @@ impl<'a> Metadata<'a> {
             guids: Bytes::new(guids.unwrap_or(&[]), "#GUID heap"),
             blobs: Bytes::new(blobs.unwrap_or(&[]), "#Blob heap"),
             tables: Vec::new(),
+            pdb,
         };
         md.lay_out()?;
         Ok(md)
@@ -216,14 +248,28 @@ impl<'a> Metadata<'a> {
         if heap_sizes & 0x40 != 0 {
             pos += 4; // extra data
         }
+        // A PDB's indexes into the image's tables are as wide as the image's row counts say.
+        let mut widths = rows;
+        if let Some(p) = self.pdb {
+            let p = Bytes::new(p, "#Pdb stream");
+            let referenced = p.u64(24)?;
+            let mut at = 32usize;
+            for (i, w) in widths.iter_mut().enumerate() {
+                if referenced & (1 << i) != 0 {
+                    *w = (*w).max(p.u32(at)?);
+                    at += 4;
+                }
+            }
+        }
+        let rows_for_width = widths;
         let str_w = if heap_sizes & 1 != 0 { 4 } else { 2 };
         let guid_w = if heap_sizes & 2 != 0 { 4 } else { 2 };
         let blob_w = if heap_sizes & 4 != 0 { 4 } else { 2 };
-        let index_w = |t: usize| if rows[t] < (1 << 16) { 2 } else { 4 };
+        let index_w = |t: usize| if rows_for_width[t] < (1 << 16) { 2 } else { 4 };
         let coded_w = |ts: &[usize]| {
             let max = ts
                 .iter()
-                .map(|&t| if t == N { 0 } else { rows[t] })
+                .map(|&t| if t == N { 0 } else { rows_for_width[t] })
                 .max()
                 .unwrap_or(0);
             if u64::from(max) < (1u64 << (16 - bits_for(ts.len()))) {
@@ -310,6 +356,11 @@ impl<'a> Metadata<'a> {
     pub(crate) fn blob(&self, index: u32) -> Result<&'a [u8], Error> {
         let (len, at) = self.blobs.compressed(index as usize)?;
         self.blobs.slice(at, len as usize)
+    }
+
+    /// A portable PDB's `#Pdb` stream, when this is one.
+    pub(crate) fn pdb_stream(&self) -> Option<&'a [u8]> {
+        self.pdb
     }
 
     /// The module's MVID (from the `#GUID` heap).

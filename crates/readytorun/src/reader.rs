@@ -95,6 +95,29 @@ impl<'a> Bytes<'a> {
         }
     }
 
+    /// An ECMA-335 compressed signed integer (II.23.2): the value rotated left by one bit
+    /// (the sign in the lowest), then compressed; the value and the next offset.
+    pub(crate) fn compressed_signed(&self, offset: usize) -> Result<(i32, usize), Error> {
+        let (raw, next) = self.compressed(offset)?;
+        let magnitude = (raw >> 1) as i32;
+        let value = if raw & 1 == 0 {
+            magnitude
+        } else {
+            // The width the value was written in says what its sign extends from.
+            match next - offset {
+                1 => magnitude - 0x40,
+                2 => magnitude - 0x2000,
+                _ => magnitude - 0x1000_0000,
+            }
+        };
+        Ok((value, next))
+    }
+
+    /// Its length.
+    pub(crate) fn len(&self) -> usize {
+        self.data.len()
+    }
+
     /// A native-format unsigned integer: the value and the next offset.
     pub(crate) fn native_unsigned(&self, offset: usize) -> Result<(u32, usize), Error> {
         let b0 = u32::from(self.u8(offset)?);
