@@ -20,7 +20,7 @@
 //! assert!(e.to_string().contains("GC/Start") && e.to_string().contains("Depth"));
 //! ```
 
-use crate::view::{Cursor, Utf16Str, ViewError};
+use crate::view::{Cursor, Ints, Utf16Str, ViewError};
 use crate::KnownProvider;
 
 pub use crate::value_maps::{
@@ -87,6 +87,8 @@ pub mod ids {
     pub const R2R_GET_ENTRY_POINT: u32 = 159;
     /// Loader/ModuleLoad.
     pub const MODULE_LOAD: u32 = 152;
+    /// Method/ILToNativeMap (the `JittedMethodILToNativeMap` keyword, 0x20000).
+    pub const METHOD_IL_TO_NATIVE_MAP: u32 = 190;
     /// Method/InliningSucceeded (JIT tracing keyword, verbose).
     pub const INLINING_SUCCEEDED: u32 = 185;
     /// TypeLoad/Stop: a type the runtime loaded, by its full name.
@@ -101,6 +103,10 @@ pub mod rundown_ids {
     pub const METHOD_DC_START_VERBOSE: u32 = 143;
     /// Method/DCStopVerbose.
     pub const METHOD_DC_STOP_VERBOSE: u32 = 144;
+    /// Method/ILToNativeMapDCStart.
+    pub const METHOD_IL_TO_NATIVE_MAP_DC_START: u32 = 149;
+    /// Method/ILToNativeMapDCStop.
+    pub const METHOD_IL_TO_NATIVE_MAP_DC_STOP: u32 = 150;
     /// Loader/ModuleDCStart.
     pub const MODULE_DC_START: u32 = 153;
     /// Loader/ModuleDCStop.
@@ -123,6 +129,9 @@ pub struct MethodLoad<'a> {
     pub start: u64,
     /// Code size, bytes.
     pub size: u32,
+    /// The method's metadata token (`0x06nnnnnn`: its MethodDef row in the module), 0 for
+    /// dynamic methods, which have none.
+    pub token: u32,
     /// `MethodFlags`: dynamic, generic, jitted… and the code's optimization tier in bits 7–9
     /// ([`MethodLoad::is_osr`]).
     pub flags: u32,
@@ -168,11 +177,57 @@ impl<'a> MethodLoad<'a> {
             module_id: c.u64("ModuleID")?,
             start: c.u64("MethodStartAddress")?,
             size: c.u32("MethodSize")?,
+            token: c.opt_u32("MethodToken")?.unwrap_or(0),
             flags: c.opt_u32("MethodFlags")?.unwrap_or(0),
             namespace: c.str("MethodNamespace")?,
             name: c.str("MethodName")?,
             signature: c.str("MethodSignature")?,
         })
+    }
+}
+
+/// `Method/ILToNativeMap` and the rundown's `Method/ILToNativeMapDCStart`/`DCStop`: which IL
+/// offset each stretch of a method's compiled code runs. The runtime sends it right after
+/// the method's `Method/LoadVerbose` (at rundown, right before its `DCStopVerbose`); the
+/// pairs are in IL order, so native offsets are not sorted. IL offsets below 0 are not
+/// offsets: -1 no mapping, -2 the prolog, -3 an epilog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IlToNativeMap<'a> {
+    /// The method's id (as in `Method/LoadVerbose`).
+    pub method_id: u64,
+    /// The IL offsets (as `i32` values widened).
+    il_offsets: Ints<'a>,
+    /// The native offsets from the code's start, one per IL offset.
+    native_offsets: Ints<'a>,
+}
+
+impl<'a> IlToNativeMap<'a> {
+    /// Parses any of the three events (`provider` and `id` name the event in errors).
+    pub fn parse_event(
+        provider: KnownProvider,
+        id: u32,
+        payload: &'a [u8],
+        version: u8,
+        pointer_size: u8,
+    ) -> Result<Self, ViewError> {
+        let mut c = Cursor::for_event(provider, id, version, payload, pointer_size)?;
+        Ok(IlToNativeMap {
+            method_id: c.u64("MethodID")?,
+            il_offsets: c.ints("ILOffsets")?,
+            native_offsets: c.ints("NativeOffsets")?,
+        })
+    }
+
+    /// The (native offset, IL offset) pairs, by native offset.
+    pub fn pairs(&self) -> Vec<(u32, i32)> {
+        let mut out: Vec<(u32, i32)> = self
+            .native_offsets
+            .iter()
+            .zip(self.il_offsets.iter())
+            .map(|(n, il)| (n as u32, il as i32))
+            .collect();
+        out.sort_by_key(|&(n, _)| n);
+        out
     }
 }
 
@@ -225,6 +280,11 @@ pub struct ModuleLoad<'a> {
     pub assembly_id: u64,
     /// The IL image's path (empty for modules loaded from memory).
     pub il_path: Utf16Str<'a>,
+    /// The GUID of the module's PDB (`ManagedPdbSignature`, version 2 and later), as its
+    /// CodeView debug entry and a portable PDB's id hold it.
+    pub pdb_guid: Option<[u8; 16]>,
+    /// The path its PDB was built to (`ManagedPdbBuildPath`; empty when not said).
+    pub pdb_path: Utf16Str<'a>,
 }
 
 impl<'a> ModuleLoad<'a> {
@@ -241,10 +301,15 @@ impl<'a> ModuleLoad<'a> {
         let assembly_id = c.u64("AssemblyID")?;
         c.u32("ModuleFlags")?;
         c.u32("Reserved1")?;
+        let il_path = c.str("ModuleILPath")?;
+        let pdb_guid = c.opt_guid("ManagedPdbSignature")?.filter(|g| g != &[0; 16]);
+        let pdb_path = c.opt_str("ManagedPdbBuildPath")?.unwrap_or_default();
         Ok(ModuleLoad {
             module_id,
             assembly_id,
-            il_path: c.str("ModuleILPath")?,
+            il_path,
+            pdb_guid,
+            pdb_path,
         })
     }
 }

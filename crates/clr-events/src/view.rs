@@ -395,6 +395,15 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// An optional GUID field (its 16 bytes as the payload holds them).
+    pub(crate) fn opt_guid(&mut self, name: &'static str) -> Result<Option<[u8; 16]>, ViewError> {
+        match self.find(name)? {
+            None => Ok(None),
+            Some(Raw::Scalar(Scalar::Guid, b)) => Ok(Some(arr(b))),
+            Some(_) => Err(self.err(DecodeError::WrongType { field: name })),
+        }
+    }
+
     /// An optional floating-point field.
     pub(crate) fn opt_f64(&mut self, name: &'static str) -> Result<Option<f64>, ViewError> {
         match self.find(name)? {

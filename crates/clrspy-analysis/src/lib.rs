@@ -51,6 +51,7 @@ pub mod rows;
 pub mod runqueue;
 mod signature;
 pub mod sketch;
+pub mod source_lines;
 pub mod sources;
 pub mod stacks;
 pub mod symbols;
@@ -654,6 +655,15 @@ impl Analysis {
     /// The trace's pointer size.
     pub fn pointer_size(&self) -> u8 {
         self.pointer_size
+    }
+
+    /// Source lines of code addresses, from the trace's IL-to-native maps and the PDBs the
+    /// options' `--symbols` directories (and the recorded paths) lead to.
+    pub fn source_lines(&self) -> source_lines::SourceLines<'_> {
+        source_lines::SourceLines::new(
+            self.model::<sources::lines::LineMaps>(),
+            &self.options.images,
+        )
     }
 
     /// Resolves a stack to frame names, leaf first ([`Analysis::finish`] first).

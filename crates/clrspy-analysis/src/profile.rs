@@ -138,6 +138,9 @@ pub struct Row {
     /// The native leaf frame [`StackFilter::native`] grouped or folded away (the libc wait a
     /// runtime thread blocks in): the blocking call of a stack no known one names.
     pub(crate) native_leaf: Option<FrameId>,
+    /// The sampled stack the row was made from (its addresses: source lines), when it has
+    /// one.
+    pub stack: Option<StackId>,
 }
 
 impl Row {
@@ -279,6 +282,7 @@ impl StackProfile {
                     idle: 0.0,
                     samples: w.samples,
                     native_leaf: None,
+                    stack,
                 },
                 blocked,
             ));
@@ -308,6 +312,7 @@ impl StackProfile {
                     idle: 0.0,
                     samples: 0,
                     native_leaf: None,
+                    stack: None,
                 };
                 staged.push((row, false));
             }

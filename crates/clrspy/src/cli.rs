@@ -582,6 +582,11 @@ pub struct ReportArgs {
     /// named exactly so, else the heaviest one whose name contains METHOD.
     #[arg(long, value_name = "METHOD")]
     pub callers: Option<String>,
+    /// Also rank the hottest source lines, `file:line` (cpu, waits): from the JIT's maps in
+    /// the trace and the app's portable PDBs (beside its assemblies, embedded in them, or in
+    /// a --symbols directory).
+    #[arg(long)]
+    pub lines: bool,
     #[command(flatten)]
     pub grouping: GroupingArgs,
     /// Drop stacks with a frame containing PATTERN (repeatable).

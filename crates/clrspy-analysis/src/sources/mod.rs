@@ -29,6 +29,7 @@ models!(
     http,
     loader,
     hangs,
+    lines,
 );
 
 mod kernel_bits;

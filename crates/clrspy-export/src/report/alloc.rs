@@ -139,6 +139,7 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> AllocReport {
             frames,
             count,
             weight: Some(bytes as f64),
+            lines: Vec::new(),
         })
         .collect();
     stacks.sort_by(|x, y| {

@@ -25,7 +25,7 @@ pub(crate) const REPORT: ReportDef = ReportDef {
     description: "CPU time by method (waiting threads excluded)",
     needs: Needs::SAMPLES,
     // Stacks of waiting threads are grouped by the threads' names and roles.
-    models: Models::Named(&["cpu", "threads"]),
+    models: Models::Named(&["cpu", "threads", "lines"]),
     rows: None,
     build: |a, o| build(a, Metric::Cpu, o),
     summary: Some(SummaryDef {

@@ -4,6 +4,8 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use clrspy_analysis::exceptions::{rethrow_helper, short_method, throw_site, ExceptionType};
+use clrspy_analysis::source_lines::SourceLines;
+use clrspy_analysis::stacks::StackId;
 use clrspy_analysis::Analysis;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -24,7 +26,7 @@ pub(crate) const REPORT: ReportDef = ReportDef {
     name: "exceptions",
     description: "Exceptions by type, message, throw and catch site",
     needs: Needs::runtime(EXCEPTION, 4),
-    models: Models::Named(&["exceptions"]),
+    models: Models::Named(&["exceptions", "lines"]),
     rows: None,
     build: |a, o| Box::new(build(a, o)),
     summary: Some(SummaryDef {
@@ -132,9 +134,10 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
         .collect();
     types.sort_by(|x, y| y.1.count.cmp(&x.1.count).then_with(|| x.0.cmp(&y.0)));
     types.truncate(o.top);
+    let lines = a.source_lines();
     let types = types
         .into_iter()
-        .map(|(name, t)| type_report(a, name, &t))
+        .map(|(name, t)| type_report(a, &lines, name, &t))
         .collect();
     ExceptionsReport {
         total: a.exceptions.total,
@@ -146,11 +149,17 @@ pub fn build(a: &Analysis, o: &ReportOptions) -> ExceptionsReport {
 const THROW_STACKS: usize = 5;
 
 /// One type's row: its throws told apart from its rethrows by their stacks.
-fn type_report(a: &Analysis, name: String, t: &ExceptionType) -> ExceptionTypeReport {
+fn type_report(
+    a: &Analysis,
+    lines: &SourceLines<'_>,
+    name: String,
+    t: &ExceptionType,
+) -> ExceptionTypeReport {
     let mut thrown_in: FxHashMap<String, u64> = FxHashMap::default();
     let mut rethrown_in: FxHashMap<String, u64> = FxHashMap::default();
-    // (frames, count, rethrows among them)
-    let mut stacks: Vec<(Vec<String>, u64, u64)> = Vec::with_capacity(t.stacks.len());
+    // (frames, count, rethrows among them, the stack)
+    let mut stacks: Vec<(Vec<String>, u64, u64, Option<StackId>)> =
+        Vec::with_capacity(t.stacks.len());
     for (&s, &c) in &t.stacks {
         let frames = a.frames(s);
         let site = throw_site(&frames).unwrap_or("[no stack]").to_string();
@@ -165,7 +174,7 @@ fn type_report(a: &Analysis, name: String, t: &ExceptionType) -> ExceptionTypeRe
         if c > rethrows {
             *thrown_in.entry(site).or_default() += c - rethrows;
         }
-        stacks.push((frames, c, rethrows));
+        stacks.push((frames, c, rethrows, s));
     }
     // The exceptions' own stacks first, then the rethrows'.
     stacks.sort_by(|x, y| {
@@ -178,10 +187,11 @@ fn type_report(a: &Analysis, name: String, t: &ExceptionType) -> ExceptionTypeRe
     stacks.truncate(THROW_STACKS);
     let throw_sites: Vec<StackCount> = stacks
         .into_iter()
-        .map(|(frames, count, _)| StackCount {
+        .map(|(frames, count, _, s)| StackCount {
             frames,
             count,
             weight: None,
+            lines: super::lines::stack_lines(a, lines, s),
         })
         .collect();
     let rethrown: u64 = rethrown_in.values().sum();
@@ -314,8 +324,12 @@ fn write_throw_stack(out: &mut dyn Write, s: &StackCount, style: &TextStyle) -> 
         return Ok(());
     }
     writeln!(out, "  {:>8}    throw stack (the commonest):", s.count)?;
-    for f in frames.iter().take(THROW_FRAMES) {
-        writeln!(out, "  {:>8}      {}", "", fit(f, style.room(16)))?;
+    for (i, f) in frames.iter().enumerate().take(THROW_FRAMES) {
+        let f = match s.lines.get(from + i).and_then(Option::as_deref) {
+            Some(line) => format!("{f} at {line}"),
+            None => f.clone(),
+        };
+        writeln!(out, "  {:>8}      {}", "", fit(&f, style.room(16)))?;
     }
     if frames.len() > THROW_FRAMES {
         writeln!(

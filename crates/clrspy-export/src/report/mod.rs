@@ -16,6 +16,7 @@
 
 mod callers;
 mod def;
+pub mod lines;
 pub mod needs;
 mod process;
 pub mod processes;

@@ -41,6 +41,10 @@ pub struct StackCount {
     /// Bytes (allocations) or ms (contention), when they apply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
+    /// Each frame's source line (`file:line`), where its method's PDB gives one: parallel
+    /// to `frames`; empty when no frame's is known.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<Option<String>>,
 }
 
 /// A name and a count.

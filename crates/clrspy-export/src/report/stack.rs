@@ -197,6 +197,9 @@ pub struct StackReport {
     /// recording's overhead, over the whole window (filters do not apply).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<ProcessCpu>,
+    /// The hottest source lines, exclusive, when asked for (`--lines`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<super::lines::HotLines>,
     /// The call tree, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tree: Option<TreeNode>,
@@ -388,6 +391,9 @@ pub fn build(a: &Analysis, metric: Metric, o: &ReportOptions) -> StackReport {
         cpu_throttling: runqueue::throttling(a).filter(|_| waits),
         cpu_ms: profile.total(Metric::Cpu) * ms_per,
         process,
+        lines: o
+            .lines
+            .then(|| super::lines::hot_lines(a, &profile, metric, o.top)),
         tree: o
             .tree
             .is_some()
@@ -487,6 +493,9 @@ impl TextView for StackReport {
             style.heading("Top methods, exclusive (the frame itself)")
         )?;
         method_table(out, &self.top_exclusive, Unit::Ms, style)?;
+        if let Some(l) = &self.lines {
+            l.write_text(out, style)?;
+        }
         writeln!(
             out,
             "\n{}",

@@ -57,6 +57,7 @@ fn the_summary_runs_the_models_of_its_sections() {
         "loader",
         "hangs",
         "requests",
+        "lines",
     ]);
     assert_eq!(Ok(summary), named);
 }

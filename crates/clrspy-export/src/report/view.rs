@@ -51,6 +51,9 @@ pub struct ReportOptions {
     /// `--exclude`) narrowed what the reports see: an empty result then says so, instead of
     /// advising to record differently.
     pub narrowed: bool,
+    /// The hottest source lines too (cpu, waits: `--lines`), from the trace's IL-to-native
+    /// maps and the app's PDBs.
+    pub lines: bool,
 }
 
 impl Default for ReportOptions {
@@ -62,6 +65,7 @@ impl Default for ReportOptions {
             callers: None,
             trace: "trace".into(),
             narrowed: false,
+            lines: false,
         }
     }
 }

@@ -23,7 +23,7 @@ pub(crate) const REPORT: ReportDef = ReportDef {
     name: "waits",
     description: "Waiting time by method (blocked, sleeping, idle threads)",
     needs: Needs::SAMPLES,
-    models: Models::Named(&["cpu", "threads"]),
+    models: Models::Named(&["cpu", "threads", "lines"]),
     rows: None,
     build: |a, o| super::cpu::build(a, Metric::Wait, o),
     summary: Some(SummaryDef {

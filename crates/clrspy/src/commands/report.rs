@@ -72,6 +72,7 @@ pub(crate) fn report_options(args: &ReportArgs) -> ReportOptions {
             follow_hottest: args.depth.is_none(),
         }),
         trace: args.input.trace.display().to_string(),
+        lines: args.lines,
         narrowed: args.from.is_some()
             || args.to.is_some()
             || args.thread.is_some()

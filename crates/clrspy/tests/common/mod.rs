@@ -192,8 +192,14 @@ pub fn workloads() -> &'static Path {
 /// holds on to the pipes of whoever started the build), at most 10 minutes; the reason, with
 /// the build's output, when it failed.
 pub fn try_dotnet_build(project: &Path, out: &Path) -> Result<(), String> {
+    try_dotnet_build_with(project, out, &[])
+}
+
+/// [`try_dotnet_build`] with more MSBuild arguments (`-p:DebugType=embedded`).
+pub fn try_dotnet_build_with(project: &Path, out: &Path, extra: &[&str]) -> Result<(), String> {
     let mut cmd = Command::new("dotnet");
     cmd.args(["build", "-c", "Release", "--nologo", "-v", "q"])
+        .args(extra)
         .args(["-nodeReuse:false", "-p:UseSharedCompilation=false", "-o"])
         .arg(out)
         .arg(project)

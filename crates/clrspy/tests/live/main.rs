@@ -37,6 +37,7 @@ mod live_http;
 mod live_inlining;
 mod live_kernel_sampler;
 mod live_launch;
+mod live_lines;
 mod live_loader;
 mod live_logs;
 mod live_metrics;
